@@ -1,0 +1,51 @@
+import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
+
+/** Options for the process-wide DuckDB instance. */
+export interface DuckDbOptions {
+  /** `:memory:` or a database file path. */
+  path?: string;
+  threads?: number;
+  memoryLimit?: string;
+}
+
+/**
+ * The one DuckDB instance of the process. Open a connection per unit of work with
+ * {@link AnalyticsDb.withConnection}; handles are closed deterministically because Deno's
+ * resource sanitizer cannot see them.
+ */
+export class AnalyticsDb {
+  private constructor(private readonly instance: DuckDBInstance) {}
+
+  static async open({ path = ":memory:", threads, memoryLimit }: DuckDbOptions = {}): Promise<AnalyticsDb> {
+    const options: Record<string, string> = {};
+    if (threads) options.threads = String(threads);
+    if (memoryLimit) options.memory_limit = memoryLimit;
+    return new AnalyticsDb(await DuckDBInstance.create(path, options));
+  }
+
+  /** Runs `fn` with a fresh connection, closing it afterwards whatever happens. */
+  async withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+    const conn = await this.instance.connect();
+    try {
+      return await fn(conn);
+    } finally {
+      conn.closeSync();
+    }
+  }
+
+  /** True when the engine answers a trivial query. */
+  async ping(): Promise<boolean> {
+    try {
+      return await this.withConnection(async (c) => {
+        const r = await c.runAndReadAll("SELECT 1 AS ok");
+        return r.getRowObjects()[0]?.ok === 1;
+      });
+    } catch {
+      return false;
+    }
+  }
+
+  close(): void {
+    this.instance.closeSync();
+  }
+}

@@ -1,0 +1,292 @@
+import { parseArgs } from "node:util";
+import { z } from "zod";
+import type { Deps } from "../deps.ts";
+import { newId } from "../ids.ts";
+import { domainSchema, slugSchema } from "../store/models.ts";
+import type { AiModel, Campaign, DataModel, Prompt, Widget } from "../store/models.ts";
+
+/** An admin subcommand: `<entity> <verb>` with `--flags`; returns what to print as JSON. */
+export interface AdminCommand {
+  usage: string;
+  options: Record<string, { type: "string" | "boolean"; multiple?: boolean }>;
+  run(deps: Deps, values: Record<string, string | boolean | string[] | undefined>): Promise<unknown>;
+}
+
+/** A usage mistake in an admin command: printed as one line, exit code 2. */
+export class AdminUsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "AdminUsageError";
+  }
+}
+
+const need = (values: Record<string, unknown>, name: string): string => {
+  const v = values[name];
+  if (typeof v !== "string" || v === "") throw new AdminUsageError(`--${name} is required`);
+  return v;
+};
+const list = (v: unknown): string[] =>
+  (Array.isArray(v) ? v : typeof v === "string" ? [v] : []).flatMap((s) => String(s).split(",")).map((s) => s.trim())
+    .filter(Boolean);
+const check = <T>(schema: z.ZodType<T>, value: unknown, flag: string): T => {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new AdminUsageError(`--${flag} ${r.error.issues[0]!.message}`);
+  return r.data;
+};
+
+async function requireTenant(deps: Deps, tenantId: string): Promise<void> {
+  if (!(await deps.repos.tenants.get(tenantId))) throw new AdminUsageError(`tenant not found: ${tenantId}`);
+}
+
+/** Every admin command by name (`"<entity> <verb>"`). Feature modules add theirs here. */
+export const adminCommands: Record<string, AdminCommand> = {
+  "tenant create": {
+    usage: "tenant create --name <name>",
+    options: { name: { type: "string" } },
+    async run(deps, v) {
+      const tenant = { id: newId("tn", deps.clock), name: need(v, "name"), createdAt: deps.clock.now().toISOString() };
+      return await deps.repos.tenants.create(tenant);
+    },
+  },
+  "tenant list": {
+    usage: "tenant list",
+    options: {},
+    run: (deps) => deps.repos.tenants.list(),
+  },
+  "key create": {
+    usage: "key create --tenant <tn_...> [--name <label>]",
+    options: { tenant: { type: "string" }, name: { type: "string" } },
+    async run(deps, v) {
+      const tenantId = need(v, "tenant");
+      await requireTenant(deps, tenantId);
+      const { key, record } = await deps.apiKeys.create(tenantId, typeof v.name === "string" ? v.name : "default");
+      return { id: record.id, tenantId, name: record.name, key, note: "Store this key now: it is not shown again" };
+    },
+  },
+  "key list": {
+    usage: "key list --tenant <tn_...>",
+    options: { tenant: { type: "string" } },
+    run: (deps, v) => deps.apiKeys.list(need(v, "tenant")),
+  },
+  "key revoke": {
+    usage: "key revoke --id <key_...>",
+    options: { id: { type: "string" } },
+    async run(deps, v) {
+      const id = need(v, "id");
+      if (!(await deps.apiKeys.revoke(id))) throw new AdminUsageError(`api key not found: ${id}`);
+      return { id, revoked: true };
+    },
+  },
+  "data-model create": {
+    usage:
+      "data-model create --tenant <tn_...> --name <name> [--tool-name <slug>] --site <domain=Site Name>... [--marketplace]",
+    options: {
+      tenant: { type: "string" },
+      name: { type: "string" },
+      "tool-name": { type: "string" },
+      site: { type: "string", multiple: true },
+      marketplace: { type: "boolean" },
+    },
+    async run(deps, v) {
+      const tenantId = need(v, "tenant");
+      await requireTenant(deps, tenantId);
+      const sites = (Array.isArray(v.site) ? v.site : []).map((s) => {
+        const [domain, ...name] = String(s).split("=");
+        const d = check(domainSchema, domain, "site");
+        return { domain: d, name: name.join("=") || d };
+      });
+      const dm: DataModel = {
+        id: newId("dm", deps.clock),
+        tenantId,
+        name: need(v, "name"),
+        toolName: typeof v["tool-name"] === "string" ? check(slugSchema, v["tool-name"], "tool-name") : undefined,
+        sites,
+        marketplace: v.marketplace === true,
+        createdAt: deps.clock.now().toISOString(),
+      };
+      return await deps.repos.dataModels.create(dm);
+    },
+  },
+  "data-model list": {
+    usage: "data-model list --tenant <tn_...>",
+    options: { tenant: { type: "string" } },
+    run: (deps, v) => deps.repos.dataModels.listByTenant(need(v, "tenant")),
+  },
+  "ai-model create": {
+    usage:
+      "ai-model create --tenant <tn_...> --name <name> --grounding <dm_...,...> [--tool-name <slug>] [--provider extractive|openai] [--model <name>] [--base-url <url>] [--schema-file <json schema>] [--private] [--marketplace]",
+    options: {
+      tenant: { type: "string" },
+      name: { type: "string" },
+      grounding: { type: "string", multiple: true },
+      "tool-name": { type: "string" },
+      provider: { type: "string" },
+      model: { type: "string" },
+      "base-url": { type: "string" },
+      "schema-file": { type: "string" },
+      private: { type: "boolean" },
+      marketplace: { type: "boolean" },
+    },
+    async run(deps, v) {
+      const tenantId = need(v, "tenant");
+      await requireTenant(deps, tenantId);
+      const grounding = list(v.grounding);
+      for (const dm of grounding) {
+        if (!(await deps.repos.dataModels.getForTenant(tenantId, dm))) {
+          throw new AdminUsageError(`data model not found in tenant: ${dm}`);
+        }
+      }
+      const providerKind = check(z.enum(["extractive", "openai"]), v.provider ?? "extractive", "provider");
+      const provider: AiModel["provider"] = providerKind === "openai"
+        ? {
+          kind: "openai",
+          model: need(v, "model"),
+          baseUrl: typeof v["base-url"] === "string" ? check(z.url(), v["base-url"], "base-url") : undefined,
+        }
+        : { kind: "extractive" };
+      let output: AiModel["output"] = { kind: "text" };
+      if (typeof v["schema-file"] === "string") {
+        const schema = JSON.parse(await Deno.readTextFile(v["schema-file"]));
+        if (!schema || typeof schema !== "object" || Array.isArray(schema)) {
+          throw new AdminUsageError("--schema-file must hold a JSON schema object");
+        }
+        output = { kind: "structured", schema };
+      }
+      const model: AiModel = {
+        id: newId("am", deps.clock),
+        tenantId,
+        name: need(v, "name"),
+        toolName: typeof v["tool-name"] === "string" ? check(slugSchema, v["tool-name"], "tool-name") : undefined,
+        groundingDataModelIds: grounding,
+        provider,
+        output,
+        private: v.private === true,
+        marketplace: v.marketplace === true,
+        createdAt: deps.clock.now().toISOString(),
+      };
+      return await deps.repos.aiModels.create(model);
+    },
+  },
+  "ai-model list": {
+    usage: "ai-model list --tenant <tn_...>",
+    options: { tenant: { type: "string" } },
+    run: (deps, v) => deps.repos.aiModels.listByTenant(need(v, "tenant")),
+  },
+  "widget create": {
+    usage:
+      "widget create --tenant <tn_...> --name <name> --ai-model <am_...> [--origin <https://site>]... [--deployment-type embed]",
+    options: {
+      tenant: { type: "string" },
+      name: { type: "string" },
+      "ai-model": { type: "string" },
+      origin: { type: "string", multiple: true },
+      "deployment-type": { type: "string" },
+    },
+    async run(deps, v) {
+      const tenantId = need(v, "tenant");
+      await requireTenant(deps, tenantId);
+      const aiModelId = need(v, "ai-model");
+      if (!(await deps.repos.aiModels.getForTenant(tenantId, aiModelId))) {
+        throw new AdminUsageError(`ai model not found in tenant: ${aiModelId}`);
+      }
+      const origins = list(v.origin).map((o) => check(z.url(), o, "origin")).map((o) => new URL(o).origin);
+      const widget: Widget = {
+        id: newId("wd", deps.clock),
+        tenantId,
+        name: need(v, "name"),
+        aiModelId,
+        allowedOrigins: origins,
+        deploymentType: typeof v["deployment-type"] === "string"
+          ? check(slugSchema, v["deployment-type"], "deployment-type")
+          : "embed",
+        createdAt: deps.clock.now().toISOString(),
+      };
+      return await deps.repos.widgets.create(widget);
+    },
+  },
+  "widget list": {
+    usage: "widget list --tenant <tn_...>",
+    options: { tenant: { type: "string" } },
+    run: (deps, v) => deps.repos.widgets.listByTenant(need(v, "tenant")),
+  },
+  "campaign create": {
+    usage: "campaign create --tenant <tn_...> --name <name> --creative <id>... [--ai-model <am_...>]",
+    options: {
+      tenant: { type: "string" },
+      name: { type: "string" },
+      creative: { type: "string", multiple: true },
+      "ai-model": { type: "string" },
+    },
+    async run(deps, v) {
+      const tenantId = need(v, "tenant");
+      await requireTenant(deps, tenantId);
+      const aiModelId = typeof v["ai-model"] === "string" ? v["ai-model"] : undefined;
+      if (aiModelId && !(await deps.repos.aiModels.getForTenant(tenantId, aiModelId))) {
+        throw new AdminUsageError(`ai model not found in tenant: ${aiModelId}`);
+      }
+      const campaign: Campaign = {
+        id: newId("cp", deps.clock),
+        tenantId,
+        name: need(v, "name"),
+        creativeIds: list(v.creative),
+        aiModelId,
+        createdAt: deps.clock.now().toISOString(),
+      };
+      return await deps.repos.campaigns.create(campaign);
+    },
+  },
+  "campaign list": {
+    usage: "campaign list --tenant <tn_...>",
+    options: { tenant: { type: "string" } },
+    run: (deps, v) => deps.repos.campaigns.listByTenant(need(v, "tenant")),
+  },
+  "prompt create": {
+    usage: "prompt create --tenant <tn_...> --text <prompt text> [--campaign <cp_...>]",
+    options: { tenant: { type: "string" }, text: { type: "string" }, campaign: { type: "string" } },
+    async run(deps, v) {
+      const tenantId = need(v, "tenant");
+      await requireTenant(deps, tenantId);
+      const campaignId = typeof v.campaign === "string" ? v.campaign : undefined;
+      if (campaignId && !(await deps.repos.campaigns.getForTenant(tenantId, campaignId))) {
+        throw new AdminUsageError(`campaign not found in tenant: ${campaignId}`);
+      }
+      const prompt: Prompt = {
+        id: newId("pm", deps.clock),
+        tenantId,
+        campaignId,
+        text: need(v, "text"),
+        createdAt: deps.clock.now().toISOString(),
+      };
+      return await deps.repos.prompts.create(prompt);
+    },
+  },
+  "prompt list": {
+    usage: "prompt list --tenant <tn_...>",
+    options: { tenant: { type: "string" } },
+    run: (deps, v) => deps.repos.prompts.listByTenant(need(v, "tenant")),
+  },
+};
+
+/** Usage text listing every admin command. */
+export function adminUsage(): string {
+  return ["Usage: deno task admin <command> [options]", "", ...Object.values(adminCommands).map((c) => `  ${c.usage}`)]
+    .join("\n");
+}
+
+/**
+ * Runs an admin command from argv (e.g. `["key", "create", "--tenant", "tn_..."]`).
+ * @throws {AdminUsageError} for unknown commands, unknown or missing flags, bad values.
+ */
+export async function runAdmin(deps: Deps, argv: string[]): Promise<unknown> {
+  const name = argv.slice(0, 2).join(" ");
+  const command = adminCommands[name];
+  if (!command) throw new AdminUsageError(`unknown admin command: ${name || "(none)"}\n${adminUsage()}`);
+  let values: Record<string, string | boolean | string[] | undefined>;
+  try {
+    values = parseArgs({ args: argv.slice(2), options: command.options, strict: true, allowPositionals: false })
+      .values as typeof values;
+  } catch (err) {
+    throw new AdminUsageError(`${(err as Error).message}\nusage: ${command.usage}`);
+  }
+  return await command.run(deps, values);
+}

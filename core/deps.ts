@@ -1,0 +1,42 @@
+import type { AnalyticsDb } from "../analytics/duckdb.ts";
+import { ApiKeyService } from "./auth/api_keys.ts";
+import type { Clock } from "./clock.ts";
+import type { Config } from "./config.ts";
+import type { Logger } from "./log.ts";
+import { createRepos, type Repos } from "./store/repos.ts";
+
+/**
+ * Everything the app is built from. `main.ts` makes the real one; tests make one with `:memory:`
+ * KV, a temp data dir, a fixed clock and local peers (tests/_helpers.ts).
+ */
+export interface Deps {
+  config: Config;
+  kv: Deno.Kv;
+  clock: Clock;
+  log: Logger;
+  repos: Repos;
+  apiKeys: ApiKeyService;
+  duckdb: AnalyticsDb;
+  /** Outbound HTTP; injected so tests can point it at local peers. */
+  fetch: typeof fetch;
+}
+
+/** The parts of {@link Deps} that are opened (stores) or chosen (clock, log, fetch) by the caller. */
+export interface DepsInputs {
+  config: Config;
+  kv: Deno.Kv;
+  duckdb: AnalyticsDb;
+  clock: Clock;
+  log: Logger;
+  fetch?: typeof fetch;
+}
+
+/** Wires the services over already-open stores. Pure: no I/O, no environment, no wall clock. */
+export function assembleDeps(inputs: DepsInputs): Deps {
+  return {
+    ...inputs,
+    repos: createRepos(inputs.kv),
+    apiKeys: new ApiKeyService(inputs.kv, inputs.clock),
+    fetch: inputs.fetch ?? globalThis.fetch,
+  };
+}

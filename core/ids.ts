@@ -1,0 +1,54 @@
+import type { Clock } from "./clock.ts";
+import { randomBytes } from "./crypto.ts";
+
+/** Prefixes of the public ids, one per resource kind. */
+export const ID_PREFIXES = {
+  tenant: "tn",
+  dataModel: "dm",
+  aiModel: "am",
+  widget: "wd",
+  campaign: "cp",
+  prompt: "pm",
+  apiKey: "key",
+  article: "ar",
+} as const;
+
+export type IdPrefix = (typeof ID_PREFIXES)[keyof typeof ID_PREFIXES];
+
+// Crockford base32, lowercase: no i, l, o, u, so ids read aloud and copy cleanly.
+const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
+const TIME_CHARS = 10; // 50 bits: milliseconds until the year 10889
+const RANDOM_CHARS = 16; // 80 bits of randomness: unguessable
+const BODY_RE = new RegExp(`^[${ALPHABET}]{${TIME_CHARS + RANDOM_CHARS}}$`);
+
+/**
+ * A new id `<prefix>_<26 chars>`: 10 characters of creation time then 16 random characters,
+ * so ids sort by creation time and cannot be guessed.
+ * @example newId("dm", clock) // "dm_01jd3k6q8s4m0v2x9c7b5n1r3t"
+ */
+export function newId(prefix: IdPrefix, clock: Clock): string {
+  let ms = clock.now().getTime();
+  let time = "";
+  for (let i = 0; i < TIME_CHARS; i++) {
+    time = ALPHABET[ms % 32] + time;
+    ms = Math.floor(ms / 32);
+  }
+  const bytes = randomBytes(RANDOM_CHARS);
+  let rand = "";
+  for (const b of bytes) rand += ALPHABET[b & 31];
+  return `${prefix}_${time}${rand}`;
+}
+
+/** Whether `value` is a well-formed id with the given prefix. */
+export function isId(prefix: IdPrefix, value: string): boolean {
+  const head = `${prefix}_`;
+  return value.startsWith(head) && BODY_RE.test(value.slice(head.length));
+}
+
+/** The creation time encoded in an id made by {@link newId}. */
+export function idTime(id: string): Date {
+  const body = id.slice(id.indexOf("_") + 1, id.indexOf("_") + 1 + TIME_CHARS);
+  let ms = 0;
+  for (const ch of body) ms = ms * 32 + ALPHABET.indexOf(ch);
+  return new Date(ms);
+}

@@ -1,0 +1,73 @@
+/** Severity levels, lowest first. */
+export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Structured logger: one JSON object a line. */
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+// Field names whose values are credentials: never written, whatever their content.
+const SECRET_FIELD = /authorization|secret|password|passwd|token|api_?key|cookie|assertion|credential/i;
+// Credential shapes that might ride inside free text (an error message, a URL).
+const SECRET_TEXT: [RegExp, string][] = [
+  [/\bak_[A-Za-z0-9_-]{8,}/g, "ak_[redacted]"],
+  [/\b(Bearer|Payment|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, "$1 [redacted]"],
+  [/\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, "[jwt redacted]"],
+  [/([?&](?:key|token|api_key|access_token|secret)=)[^&\s]+/gi, "$1[redacted]"],
+];
+
+/** Removes credentials from a free-text string. */
+export function redactText(text: string): string {
+  let out = text;
+  for (const [re, sub] of SECRET_TEXT) out = out.replace(re, sub);
+  return out;
+}
+
+/** Deep-copies log fields with secrets removed. */
+export function redactFields(fields: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(fields)) {
+    if (SECRET_FIELD.test(k) && v !== undefined && v !== null && typeof v !== "boolean" && typeof v !== "number") {
+      out[k] = "[redacted]";
+    } else if (typeof v === "string") out[k] = redactText(v);
+    else if (v && typeof v === "object" && !Array.isArray(v)) out[k] = redactFields(v as Record<string, unknown>);
+    else out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * A JSON-lines logger writing to `write` (stdout by default), dropping lines below `level`.
+ * Every line passes through {@link redactFields}.
+ */
+export function createLogger(
+  { level = "info", write = (line: string) => console.log(line), clock = () => new Date() }: {
+    level?: LogLevel;
+    write?: (line: string) => void;
+    clock?: () => Date;
+  } = {},
+): Logger {
+  const min = LOG_LEVELS.indexOf(level);
+  const emit = (lvl: LogLevel) => (msg: string, fields: Record<string, unknown> = {}) => {
+    if (LOG_LEVELS.indexOf(lvl) < min) return;
+    write(JSON.stringify({ ts: clock().toISOString(), level: lvl, msg: redactText(msg), ...redactFields(fields) }));
+  };
+  return { debug: emit("debug"), info: emit("info"), warn: emit("warn"), error: emit("error") };
+}
+
+/** A logger that keeps its lines in memory; for tests. */
+export function memoryLogger(): Logger & { lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({ level: "debug", write: (line) => lines.push(JSON.parse(line)) });
+  return Object.assign(logger, { lines });
+}
+
+/** The safe description of an unexpected error for a log line: name and redacted message, no stack. */
+export function describeError(err: unknown): string {
+  if (err instanceof Error) return redactText(`${err.name}: ${err.message}`);
+  return redactText(String(err));
+}

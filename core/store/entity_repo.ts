@@ -1,0 +1,65 @@
+/** A record owned by one tenant. */
+export interface TenantOwned {
+  id: string;
+  tenantId: string;
+}
+
+/**
+ * KV repository for a tenant-owned entity kind. Records live at `[kind, id]` with a tenant index
+ * at `[kind + "_by_tenant", tenantId, id]`, written together atomically.
+ */
+export class EntityRepo<T extends TenantOwned> {
+  constructor(private readonly kv: Deno.Kv, readonly kind: string) {}
+
+  /** The record with this id, whatever its tenant, or null. */
+  async get(id: string): Promise<T | null> {
+    return (await this.kv.get<T>([this.kind, id])).value;
+  }
+
+  /** The record when it exists and belongs to `tenantId`; null otherwise (no cross-tenant leak). */
+  async getForTenant(tenantId: string, id: string): Promise<T | null> {
+    const value = await this.get(id);
+    return value && value.tenantId === tenantId ? value : null;
+  }
+
+  /** Every record of the tenant, oldest first (ids sort by creation time). */
+  async listByTenant(tenantId: string): Promise<T[]> {
+    const ids: string[] = [];
+    for await (const e of this.kv.list<string>({ prefix: [`${this.kind}_by_tenant`, tenantId] })) ids.push(e.value);
+    const out: T[] = [];
+    // getMany takes at most 10 keys a call.
+    for (let i = 0; i < ids.length; i += 10) {
+      const got = await this.kv.getMany<T[]>(ids.slice(i, i + 10).map((id) => [this.kind, id]));
+      for (const e of got) if (e.value) out.push(e.value);
+    }
+    return out;
+  }
+
+  /** Every record of the kind, oldest first. */
+  async listAll(): Promise<T[]> {
+    const out: T[] = [];
+    for await (const e of this.kv.list<T>({ prefix: [this.kind] })) out.push(e.value);
+    return out;
+  }
+
+  /** Inserts a new record; fails when the id is taken. */
+  async create(value: T): Promise<T> {
+    const res = await this.kv.atomic()
+      .check({ key: [this.kind, value.id], versionstamp: null })
+      .set([this.kind, value.id], value)
+      .set([`${this.kind}_by_tenant`, value.tenantId, value.id], value.id)
+      .commit();
+    if (!res.ok) throw new Error(`${this.kind} ${value.id} already exists`);
+    return value;
+  }
+
+  /** Replaces an existing record (its tenant cannot change). */
+  async update(value: T): Promise<T> {
+    const current = await this.kv.get<T>([this.kind, value.id]);
+    if (!current.value) throw new Error(`${this.kind} ${value.id} does not exist`);
+    if (current.value.tenantId !== value.tenantId) throw new Error(`${this.kind} ${value.id} cannot change tenant`);
+    const res = await this.kv.atomic().check(current).set([this.kind, value.id], value).commit();
+    if (!res.ok) throw new Error(`${this.kind} ${value.id} changed concurrently; retry`);
+    return value;
+  }
+}

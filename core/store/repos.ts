@@ -1,0 +1,46 @@
+import { EntityRepo } from "./entity_repo.ts";
+import type { AiModel, Campaign, DataModel, Prompt, Tenant, Widget } from "./models.ts";
+
+/** Tenants: `["tenant", id]`. */
+export class TenantRepo {
+  constructor(private readonly kv: Deno.Kv) {}
+
+  async get(id: string): Promise<Tenant | null> {
+    return (await this.kv.get<Tenant>(["tenant", id])).value;
+  }
+
+  async list(): Promise<Tenant[]> {
+    const out: Tenant[] = [];
+    for await (const e of this.kv.list<Tenant>({ prefix: ["tenant"] })) out.push(e.value);
+    return out;
+  }
+
+  async create(tenant: Tenant): Promise<Tenant> {
+    const res = await this.kv.atomic().check({ key: ["tenant", tenant.id], versionstamp: null })
+      .set(["tenant", tenant.id], tenant).commit();
+    if (!res.ok) throw new Error(`tenant ${tenant.id} already exists`);
+    return tenant;
+  }
+}
+
+/** Every KV repository of the configuration entities. */
+export interface Repos {
+  tenants: TenantRepo;
+  dataModels: EntityRepo<DataModel>;
+  aiModels: EntityRepo<AiModel>;
+  widgets: EntityRepo<Widget>;
+  campaigns: EntityRepo<Campaign>;
+  prompts: EntityRepo<Prompt>;
+}
+
+/** Builds the repositories over one KV handle. */
+export function createRepos(kv: Deno.Kv): Repos {
+  return {
+    tenants: new TenantRepo(kv),
+    dataModels: new EntityRepo<DataModel>(kv, "data_model"),
+    aiModels: new EntityRepo<AiModel>(kv, "ai_model"),
+    widgets: new EntityRepo<Widget>(kv, "widget"),
+    campaigns: new EntityRepo<Campaign>(kv, "campaign"),
+    prompts: new EntityRepo<Prompt>(kv, "prompt"),
+  };
+}

@@ -1,0 +1,119 @@
+/**
+ * The composition root: parses config, opens Deno KV and DuckDB, builds the app, serves it and
+ * shuts down cleanly on SIGINT/SIGTERM. Also runs admin subcommands against the same stores.
+ *
+ *   deno task start                 serve (seeds the demo on an empty DATA_DIR)
+ *   deno task admin <command> ...   admin work, e.g. `tenant create --name Acme`
+ */
+import { AnalyticsDb } from "./analytics/duckdb.ts";
+import { adminUsage, AdminUsageError, runAdmin } from "./core/admin/commands.ts";
+import { systemClock } from "./core/clock.ts";
+import { type Config, ConfigError, parseConfig } from "./core/config.ts";
+import { assembleDeps, type Deps } from "./core/deps.ts";
+import { createLogger, describeError } from "./core/log.ts";
+import { seedDemo } from "./fixtures/demo.ts";
+import { createApp } from "./routes/app.ts";
+import { startServer } from "./routes/server.ts";
+
+/** Opens the stores named by the config and wires the deps. */
+export async function openDeps(config: Config): Promise<Deps> {
+  const isUrl = /^https?:\/\//.test(config.kvPath);
+  if (config.kvPath !== ":memory:" && !isUrl) {
+    await Deno.mkdir(config.kvPath.replace(/\/[^/]*$/, "") || ".", { recursive: true });
+  }
+  await Deno.mkdir(config.dataDir, { recursive: true });
+  const kv = await Deno.openKv(config.kvPath);
+  const duckdb = await AnalyticsDb.open({
+    path: config.duckdbPath,
+    threads: config.duckdbThreads,
+    memoryLimit: config.duckdbMemoryLimit,
+  });
+  const log = createLogger({ level: config.logLevel });
+  return assembleDeps({ config, kv, duckdb, clock: systemClock, log });
+}
+
+/** Closes what {@link openDeps} opened. */
+export function closeDeps(deps: Deps): void {
+  deps.duckdb.close();
+  deps.kv.close();
+}
+
+async function serve(config: Config): Promise<void> {
+  const deps = await openDeps(config);
+  if (config.demoSeed) {
+    const seeded = await seedDemo(deps);
+    if (seeded.created) {
+      console.log(
+        [
+          "",
+          "Demo data seeded. The API key is shown this once; keep it:",
+          `  DEMO_API_KEY=${seeded.apiKey}`,
+          `  tenant        ${seeded.ids.tenantId}`,
+          `  data model    ${seeded.ids.dataModelId} (marketplace), ${seeded.ids.secondDataModelId}`,
+          `  AI model      ${seeded.ids.aiModelId}`,
+          `  widget        ${seeded.ids.widgetId}`,
+          `  campaign      ${seeded.ids.campaignId}`,
+          "",
+        ].join("\n"),
+      );
+    } else {
+      deps.log.info("demo data present", { ...seeded.ids });
+    }
+  }
+  const app = createApp(deps);
+  const server = startServer(app.fetch, { hostname: config.host, port: config.port, log: deps.log });
+  deps.log.info("listening", { url: server.url, base_url: config.baseUrl });
+
+  const stop = async (signal: string) => {
+    deps.log.info("shutting down", { signal });
+    await server.shutdown(config.shutdownTimeoutS * 1000);
+    closeDeps(deps);
+    deps.log.info("stopped");
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
+  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
+  await server.finished;
+}
+
+async function admin(config: Config, argv: string[]): Promise<void> {
+  const deps = await openDeps(config);
+  try {
+    console.log(JSON.stringify(await runAdmin(deps, argv), null, 2));
+  } finally {
+    closeDeps(deps);
+  }
+}
+
+/** Entry point: `serve` (default) or `admin <command>`. */
+export async function main(args: string[]): Promise<number> {
+  const [command = "serve", ...rest] = args;
+  let config: Config;
+  try {
+    config = parseConfig(Deno.env.toObject());
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      return 2;
+    }
+    throw err;
+  }
+  try {
+    if (command === "serve") await serve(config);
+    else if (command === "admin") await admin(config, rest);
+    else {
+      console.error(`unknown command: ${command}\nUsage: main.ts [serve | admin <command>]\n\n${adminUsage()}`);
+      return 2;
+    }
+    return 0;
+  } catch (err) {
+    if (err instanceof AdminUsageError) {
+      console.error(err.message);
+      return 2;
+    }
+    console.error(`fatal: ${describeError(err)}`);
+    return 1;
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -1,0 +1,19 @@
+import type { ApiKeyRecord } from "../core/auth/api_keys.ts";
+
+/** Which error-body shape a route group answers with (the spec fixes one per family). */
+export type ErrorFamily = "message" | "payproxy" | "storefront" | "oauth";
+
+/** Hono environment shared by every route module. */
+export type AppEnv = {
+  Variables: {
+    requestId: string;
+    family: ErrorFamily;
+    /** Set by the API key middleware. */
+    apiKey?: ApiKeyRecord;
+    tenantId?: string;
+    /** The raw request body bytes, set by the body reader (signatures need exact bytes). */
+    rawBody?: Uint8Array;
+    /** Caller identity for logs, e.g. `payproxy:<agent-id>`. */
+    caller?: string;
+  };
+};

@@ -1,0 +1,23 @@
+import type { MiddlewareHandler } from "hono";
+import type { Logger } from "../../core/log.ts";
+import type { AppEnv } from "../env.ts";
+
+/**
+ * One JSON log line per request: method, path (never the query string, which may carry
+ * credentials), status, duration, tenant or caller, request id.
+ */
+export function accessLog(log: Logger): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const start = performance.now();
+    await next();
+    log.info("request", {
+      method: c.req.method,
+      path: c.req.path,
+      status: c.res.status,
+      duration_ms: Math.round((performance.now() - start) * 100) / 100,
+      tenant: c.get("tenantId") ?? null,
+      caller: c.get("caller") ?? null,
+      request_id: c.get("requestId"),
+    });
+  };
+}

@@ -1,0 +1,16 @@
+import type { MiddlewareHandler } from "hono";
+import type { ApiKeyService } from "../../core/auth/api_keys.ts";
+import type { AppEnv } from "../env.ts";
+
+/**
+ * Bearer API key authentication: 401 when the header is missing or not `Bearer ak_...`, 403 when
+ * the key is unknown or revoked. Sets `apiKey` and `tenantId`.
+ */
+export function apiKeyAuth(apiKeys: ApiKeyService): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const record = await apiKeys.authenticate(c.req.header("authorization"));
+    c.set("apiKey", record);
+    c.set("tenantId", record.tenantId);
+    await next();
+  };
+}

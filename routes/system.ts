@@ -1,0 +1,48 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Deps } from "../core/deps.ts";
+import { DOCS_PAGE } from "./docs_page.ts";
+import { createRouter } from "./validation.ts";
+
+const healthRoute = createRoute({
+  method: "get",
+  path: "/healthz",
+  tags: ["system"],
+  summary: "Liveness: the process answers",
+  responses: {
+    200: { description: "Alive", content: { "application/json": { schema: z.object({ status: z.literal("ok") }) } } },
+  },
+});
+
+const readyRoute = createRoute({
+  method: "get",
+  path: "/readyz",
+  tags: ["system"],
+  summary: "Readiness: Deno KV and DuckDB answer",
+  responses: {
+    200: {
+      description: "Ready",
+      content: {
+        "application/json": {
+          schema: z.object({ status: z.enum(["ok", "unavailable"]), checks: z.record(z.string(), z.boolean()) }),
+        },
+      },
+    },
+    503: { description: "A store does not answer" },
+  },
+});
+
+/** `/healthz`, `/readyz` and `/docs`. `/openapi.json` is mounted by createApp on the root router. */
+export function createSystemRoutes(deps: Pick<Deps, "kv" | "duckdb">) {
+  const app = createRouter();
+  app.openapi(healthRoute, (c) => c.json({ status: "ok" as const }, 200));
+  app.openapi(readyRoute, async (c) => {
+    const [kv, duckdb] = await Promise.all([
+      deps.kv.get(["meta", "ready_probe"]).then(() => true, () => false),
+      deps.duckdb.ping(),
+    ]);
+    const ok = kv && duckdb;
+    return c.json({ status: ok ? "ok" as const : "unavailable" as const, checks: { kv, duckdb } }, ok ? 200 : 503);
+  });
+  app.get("/docs", (c) => c.html(DOCS_PAGE));
+  return app;
+}

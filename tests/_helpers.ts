@@ -1,0 +1,59 @@
+import { AnalyticsDb } from "../analytics/duckdb.ts";
+import { FixedClock } from "../core/clock.ts";
+import { parseConfig } from "../core/config.ts";
+import { assembleDeps, type Deps } from "../core/deps.ts";
+import { newId } from "../core/ids.ts";
+import { memoryLogger } from "../core/log.ts";
+import { createApp } from "../routes/app.ts";
+
+/** A test world: deps over `:memory:` KV and DuckDB, a temp data dir, a fixed clock, a memory log. */
+export interface TestWorld {
+  deps: Deps;
+  app: ReturnType<typeof createApp>;
+  clock: FixedClock;
+  log: ReturnType<typeof memoryLogger>;
+  dataDir: string;
+  /** Creates a tenant and an API key for it. */
+  tenantWithKey(name?: string): Promise<{ tenantId: string; key: string; keyId: string }>;
+  close(): Promise<void>;
+}
+
+/** Builds the app with injected deps. Always `await using` it or call `close()` in `finally`. */
+export async function createTestWorld(
+  { env = {}, fetch }: { env?: Record<string, string>; fetch?: typeof globalThis.fetch } = {},
+): Promise<TestWorld & AsyncDisposable> {
+  const dataDir = await Deno.makeTempDir({ prefix: "svc-test-" });
+  const config = parseConfig({ DATA_DIR: dataDir, KV_PATH: ":memory:", BASE_URL: "http://svc.test", ...env });
+  const kv = await Deno.openKv(":memory:");
+  const duckdb = await AnalyticsDb.open();
+  const clock = new FixedClock("2026-11-22T12:00:00Z");
+  const log = memoryLogger();
+  const deps = assembleDeps({ config, kv, duckdb, clock, log, fetch });
+  const app = createApp(deps);
+  const close = async () => {
+    duckdb.close();
+    kv.close();
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  };
+  return {
+    deps,
+    app,
+    clock,
+    log,
+    dataDir,
+    async tenantWithKey(name = "Acme Media") {
+      const tenantId = (await deps.repos.tenants.create({
+        id: newId("tn", clock),
+        name,
+        createdAt: clock.now().toISOString(),
+      })).id;
+      const { key, record } = await deps.apiKeys.create(tenantId, "test");
+      return { tenantId, key, keyId: record.id };
+    },
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/** Bearer header for a key. */
+export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });

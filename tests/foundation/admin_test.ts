@@ -1,0 +1,102 @@
+import assert from "node:assert/strict";
+import { AdminUsageError, runAdmin } from "../../core/admin/commands.ts";
+import { bearer, createTestWorld } from "../_helpers.ts";
+
+Deno.test("admin: tenant, key, data model, AI model, widget, campaign and prompt round trip", async () => {
+  await using w = await createTestWorld();
+  const tenant = await runAdmin(w.deps, ["tenant", "create", "--name", "Acme"]) as { id: string };
+  const key = await runAdmin(w.deps, ["key", "create", "--tenant", tenant.id]) as { id: string; key: string };
+  assert.match(key.key, /^ak_/);
+  const dm = await runAdmin(w.deps, [
+    "data-model",
+    "create",
+    "--tenant",
+    tenant.id,
+    "--name",
+    "News",
+    "--tool-name",
+    "acme-news",
+    "--site",
+    "news.acme.example=Acme News",
+    "--marketplace",
+  ]) as { id: string; sites: unknown[]; marketplace: boolean };
+  assert.deepEqual(dm.sites, [{ domain: "news.acme.example", name: "Acme News" }]);
+  assert.equal(dm.marketplace, true);
+  const am = await runAdmin(w.deps, [
+    "ai-model",
+    "create",
+    "--tenant",
+    tenant.id,
+    "--name",
+    "Bot",
+    "--grounding",
+    dm.id,
+  ]) as {
+    id: string;
+    provider: unknown;
+  };
+  assert.deepEqual(am.provider, { kind: "extractive" });
+  const wd = await runAdmin(w.deps, [
+    "widget",
+    "create",
+    "--tenant",
+    tenant.id,
+    "--name",
+    "W",
+    "--ai-model",
+    am.id,
+    "--origin",
+    "https://news.acme.example/x",
+  ]) as {
+    allowedOrigins: string[];
+  };
+  assert.deepEqual(wd.allowedOrigins, ["https://news.acme.example"]);
+  const cp = await runAdmin(w.deps, [
+    "campaign",
+    "create",
+    "--tenant",
+    tenant.id,
+    "--name",
+    "C",
+    "--creative",
+    "cr_1,cr_2",
+  ]) as {
+    id: string;
+    creativeIds: string[];
+  };
+  assert.deepEqual(cp.creativeIds, ["cr_1", "cr_2"]);
+  await runAdmin(w.deps, ["prompt", "create", "--tenant", tenant.id, "--text", "Hi?", "--campaign", cp.id]);
+  assert.equal((await runAdmin(w.deps, ["prompt", "list", "--tenant", tenant.id]) as unknown[]).length, 1);
+
+  let res = await w.app.request("/v1/widgets", { headers: bearer(key.key) });
+  assert.equal(res.status, 200);
+  await runAdmin(w.deps, ["key", "revoke", "--id", key.id]);
+  res = await w.app.request("/v1/widgets", { headers: bearer(key.key) });
+  assert.equal(res.status, 403);
+});
+
+Deno.test("admin: usage errors name the problem", async () => {
+  await using w = await createTestWorld();
+  const cases: [string[], RegExp][] = [
+    [["nope", "create"], /unknown admin command/],
+    [["tenant", "create"], /--name is required/],
+    [["tenant", "create", "--name", "x", "--bogus"], /Unknown option/],
+    [["key", "create", "--tenant", "tn_missing"], /tenant not found/],
+    [["key", "revoke", "--id", "key_missing"], /api key not found/],
+  ];
+  for (const [argv, re] of cases) {
+    await assert.rejects(
+      runAdmin(w.deps, argv),
+      (err: Error) => err instanceof AdminUsageError && re.test(err.message),
+    );
+  }
+  const t = await runAdmin(w.deps, ["tenant", "create", "--name", "A"]) as { id: string };
+  await assert.rejects(
+    runAdmin(w.deps, ["data-model", "create", "--tenant", t.id, "--name", "x", "--site", "not a domain"]),
+    /--site/,
+  );
+  await assert.rejects(
+    runAdmin(w.deps, ["ai-model", "create", "--tenant", t.id, "--name", "x", "--grounding", "dm_other"]),
+    /data model not found/,
+  );
+});

@@ -1,0 +1,59 @@
+import assert from "node:assert/strict";
+import { ConfigError, parseConfig } from "../../core/config.ts";
+
+Deno.test("parseConfig() gives every default on an empty environment", () => {
+  const c = parseConfig({});
+  assert.equal(c.port, 8000);
+  assert.equal(c.host, "127.0.0.1");
+  assert.equal(c.dataDir, "./data");
+  assert.equal(c.kvPath, "./data/kv.sqlite3");
+  assert.equal(c.baseUrl, "http://127.0.0.1:8000");
+  assert.equal(c.agentAuthUrl, "http://127.0.0.1:8000");
+  assert.equal(c.networkApiUrl, "http://127.0.0.1:8000/network");
+  assert.equal(c.maxBodyBytes, 1048576);
+  assert.equal(c.demoSeed, true);
+  assert.equal(c.logLevel, "info");
+});
+
+Deno.test("parseConfig() derives the KV path from DATA_DIR and keeps explicit values", () => {
+  const c = parseConfig({ DATA_DIR: "/srv/data/", KV_PATH: "", BASE_URL: "https://api.example.com/", DEMO_SEED: "0" });
+  assert.equal(c.kvPath, "/srv/data/kv.sqlite3");
+  assert.equal(c.baseUrl, "https://api.example.com");
+  assert.equal(c.demoSeed, false);
+  assert.equal(parseConfig({ KV_PATH: ":memory:" }).kvPath, ":memory:");
+  assert.equal(parseConfig({ KV_PATH: "https://kv.example.com/db" }).kvPath, "https://kv.example.com/db");
+});
+
+Deno.test("parseConfig() names the bad variable in one line for each bad value", async (t) => {
+  const cases: [Record<string, string>, string][] = [
+    [{ PORT: "abc" }, "PORT"],
+    [{ PORT: "70000" }, "PORT"],
+    [{ HOST: " " }, "HOST"],
+    [{ LOG_LEVEL: "loud" }, "LOG_LEVEL"],
+    [{ BASE_URL: "ftp://x" }, "BASE_URL"],
+    [{ AGENT_AUTH_URL: "not a url" }, "AGENT_AUTH_URL"],
+    [{ NETWORK_API_URL: "localhost:8000" }, "NETWORK_API_URL"],
+    [{ MAX_BODY_BYTES: "10" }, "MAX_BODY_BYTES"],
+    [{ DEMO_SEED: "maybe" }, "DEMO_SEED"],
+    [{ SHUTDOWN_TIMEOUT_S: "-1" }, "SHUTDOWN_TIMEOUT_S"],
+    [{ DUCKDB_THREADS: "0" }, "DUCKDB_THREADS"],
+    [{ DUCKDB_MEMORY_LIMIT: "lots" }, "DUCKDB_MEMORY_LIMIT"],
+  ];
+  for (const [env, name] of cases) {
+    await t.step(`${name}=${Object.values(env)[0]}`, () => {
+      assert.throws(() => parseConfig(env), (err: unknown) => {
+        assert.ok(err instanceof ConfigError);
+        assert.match(err.message, new RegExp(`^Invalid configuration: ${name}\\b`));
+        assert.ok(!err.message.includes("\n"), "one line");
+        return true;
+      });
+    });
+  }
+});
+
+Deno.test("parseConfig() never echoes a value in its error", () => {
+  assert.throws(
+    () => parseConfig({ BASE_URL: "secret-value-123" }),
+    (err: Error) => !err.message.includes("secret-value-123"),
+  );
+});

@@ -1,0 +1,79 @@
+import assert from "node:assert/strict";
+
+const PERMS = ["--allow-net", "--allow-read", "--allow-write", "--allow-env", "--allow-ffi", "--allow-sys"];
+
+/** Starts `main.ts serve` on a free port with its own DATA_DIR; resolves once it listens. */
+async function startMain(dataDir: string, port: number) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...PERMS, "main.ts", "serve"],
+    env: { DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: "info" },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  while (!out.includes('"msg":"listening"')) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`main.ts exited before listening:\n${out}`);
+    out += value;
+  }
+  // Keep draining so the child never blocks on a full pipe.
+  const rest = (async () => {
+    while (!(await reader.read()).done);
+  })();
+  return { child, out, rest };
+}
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+Deno.test("main.ts serve: seeds on an empty DATA_DIR, prints the key once, stops cleanly on SIGTERM", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "svc-main-" });
+  try {
+    const port = freePort();
+    const first = await startMain(dataDir, port);
+    const key = /DEMO_API_KEY=(ak_\S+)/.exec(first.out)?.[1];
+    assert.ok(key, "the demo key is printed");
+    assert.match(first.out, /data model\s+dm_/);
+    let res = await fetch(`http://127.0.0.1:${port}/healthz`);
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+    res = await fetch(`http://127.0.0.1:${port}/v1/data-models`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(res.status, 200);
+    assert.equal((await res.json()).data.length, 2);
+    first.child.kill("SIGTERM");
+    assert.equal((await first.child.status).code, 0);
+    await first.rest;
+    await first.child.stderr.cancel();
+
+    const second = await startMain(dataDir, port);
+    assert.doesNotMatch(second.out, /DEMO_API_KEY/, "restart does not reseed");
+    res = await fetch(`http://127.0.0.1:${port}/v1/data-models`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(res.status, 200, "the first key still works after restart");
+    await res.body?.cancel();
+    second.child.kill("SIGINT");
+    assert.equal((await second.child.status).code, 0);
+    await second.rest;
+    await second.child.stderr.cancel();
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("main.ts exits 2 with a one-line message on bad configuration", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", ...PERMS, "main.ts", "serve"],
+    env: { PORT: "not-a-port" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 2);
+  assert.equal(
+    new TextDecoder().decode(out.stderr).trim(),
+    "Invalid configuration: PORT must be a whole number from 0 to 65535",
+  );
+});

@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import { createTestWorld } from "../_helpers.ts";
+
+Deno.test("GET /healthz answers ok with an X-Request-Id", async () => {
+  await using w = await createTestWorld();
+  const res = await w.app.request("/healthz");
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), { status: "ok" });
+  assert.match(res.headers.get("x-request-id")!, /^[0-9a-f-]{36}$/);
+});
+
+Deno.test("GET /readyz checks KV and DuckDB", async () => {
+  await using w = await createTestWorld();
+  const res = await w.app.request("/readyz");
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), { status: "ok", checks: { kv: true, duckdb: true } });
+});
+
+Deno.test("GET /readyz answers 503 when a store is closed", async () => {
+  const w = await createTestWorld();
+  try {
+    w.deps.duckdb.close();
+    const res = await w.app.request("/readyz");
+    assert.equal(res.status, 503);
+    assert.equal((await res.json()).checks.duckdb, false);
+  } finally {
+    w.deps.kv.close();
+  }
+});
+
+Deno.test("GET /openapi.json documents the routes from their zod schemas", async () => {
+  await using w = await createTestWorld();
+  const res = await w.app.request("/openapi.json");
+  assert.equal(res.status, 200);
+  const doc = await res.json();
+  assert.equal(doc.openapi, "3.1.0");
+  assert.ok(doc.paths["/healthz"].get);
+  assert.ok(doc.paths["/v1/data-models"].get);
+  assert.equal(doc.components.securitySchemes.bearerAuth.scheme, "bearer");
+});
+
+Deno.test("GET /docs is a self-contained page (no external scripts)", async () => {
+  await using w = await createTestWorld();
+  const res = await w.app.request("/docs");
+  assert.equal(res.status, 200);
+  const html = await res.text();
+  assert.match(html, /openapi\.json/);
+  assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+href="http/);
+});
+
+Deno.test("requests: incoming X-Request-Id is kept; one JSON log line per request", async () => {
+  await using w = await createTestWorld();
+  const res = await w.app.request("/healthz", { headers: { "x-request-id": "trace-abc-123" } });
+  assert.equal(res.headers.get("x-request-id"), "trace-abc-123");
+  const lines = w.log.lines.filter((l) => l.msg === "request");
+  assert.equal(lines.length, 1);
+  const { ts: _ts, duration_ms, ...rest } = lines[0]!;
+  assert.equal(typeof duration_ms, "number");
+  assert.deepEqual(rest, {
+    level: "info",
+    msg: "request",
+    method: "GET",
+    path: "/healthz",
+    status: 200,
+    tenant: null,
+    caller: null,
+    request_id: "trace-abc-123",
+  });
+  // A hostile id is replaced, not echoed.
+  const bad = await w.app.request("/healthz", { headers: { "x-request-id": "<script>" } });
+  assert.notEqual(bad.headers.get("x-request-id"), "<script>");
+});
+
+Deno.test("unknown routes answer 404 {message}", async () => {
+  await using w = await createTestWorld();
+  const res = await w.app.request("/nope");
+  assert.equal(res.status, 404);
+  assert.deepEqual(await res.json(), { message: "Not found" });
+  assert.ok(res.headers.get("x-request-id"));
+});
