@@ -1,4 +1,7 @@
 import type { AnalyticsDb } from "../analytics/duckdb.ts";
+import type { EventSink } from "../analytics/events.ts";
+import type { AnswerService } from "./answer/types.ts";
+import type { SearchService } from "./search/types.ts";
 import { ApiKeyService } from "./auth/api_keys.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
@@ -19,6 +22,12 @@ export interface Deps {
   duckdb: AnalyticsDb;
   /** Outbound HTTP; injected so tests can point it at local peers. */
   fetch: typeof fetch;
+  /** Article search (issue 3). Optional until that room is built. */
+  search?: SearchService;
+  /** Real-time answers (issue 4). */
+  answer?: AnswerService;
+  /** Analytics event sink (issue 6). */
+  events?: EventSink;
 }
 
 /** The parts of {@link Deps} that are opened (stores) or chosen (clock, log, fetch) by the caller. */

@@ -1,0 +1,84 @@
+/**
+ * The search contract shared by the bearer route (`/app/v2/search`), the payproxy route
+ * (`/payproxy/v2/search`) and the answer engine. Implemented in core/search/.
+ */
+import { z } from "zod";
+import type { DataModel } from "../store/models.ts";
+
+export const SEARCH_ALGORITHMS = ["semantic", "most_recent", "most_recent_semantic", "trending"] as const;
+export type SearchAlgorithm = (typeof SEARCH_ALGORITHMS)[number];
+
+/** SearchRequest body (spec 2.1). Unknown extra fields are accepted; `ref: null` or `""` means none. */
+export const searchRequestSchema = z.object({
+  query: z.string({ error: "must be a string" }).trim().min(1, { error: "query cannot be empty" }),
+  similarity_top_k: z.number().int().min(1).max(1000).optional(),
+  ref: z.string().nullish(),
+  num_articles_ref: z.number().int().min(0).max(1000).optional(),
+  /** Payproxy only: forwarded to the retrieval pipeline. */
+  search_type: z.string().optional(),
+  search_algorithm: z.enum(SEARCH_ALGORITHMS).optional(),
+  page: z.number().int().min(1).max(10_000).optional(),
+  num_results: z.number().int().min(1).max(1000).optional(),
+}).loose();
+export type SearchRequest = z.infer<typeof searchRequestSchema>;
+
+/** One article in a SearchResponse (spec 2.2). */
+export interface SearchResult {
+  author?: string;
+  image_url?: string;
+  preview_content?: string;
+  pubdate?: string;
+  pubdate_unix?: number;
+  score?: number;
+  site?: string;
+  site_domain?: string;
+  source_url?: string;
+  summary?: string;
+  title?: string;
+  url?: string;
+}
+
+/** SearchResponse body (spec 2.2). */
+export interface SearchResponse {
+  status: string;
+  response: { query: string; results: SearchResult[]; message: string };
+}
+
+/** Who is asking and how: options that do not come from the body. */
+export interface SearchContext {
+  /** Set on bearer traffic; absent on payproxy traffic (no tenant is attached). */
+  tenantId?: string;
+  /** `payproxy:<agent-id>` on payproxy traffic. */
+  caller?: string;
+  /** Payproxy `search_version` query parameter. */
+  searchVersion?: string;
+  requestId?: string;
+}
+
+/** A stored article as retrieval returns it, for grounding answers. */
+export interface RetrievedArticle {
+  id: string;
+  dataModelId: string;
+  url: string;
+  title: string;
+  author?: string;
+  site: string;
+  siteDomain: string;
+  /** ISO 8601. */
+  pubdate: string;
+  pubdateUnix: number;
+  summary: string;
+  body: string;
+  score: number;
+}
+
+/** The search engine as the routes and the answer engine see it. */
+export interface SearchService {
+  /** Recommends articles from one data model: the whole `/v2/search` orchestration. */
+  recommend(dataModel: DataModel, request: SearchRequest, context: SearchContext): Promise<SearchResponse>;
+  /**
+   * Retrieves the best passages across data models for grounding an answer: hybrid,
+   * recency-weighted; best first.
+   */
+  retrieve(dataModelIds: string[], query: string, options?: { k?: number }): Promise<RetrievedArticle[]>;
+}
