@@ -27,6 +27,7 @@ export async function openDeps(config: Config): Promise<Deps> {
     path: config.duckdbPath,
     threads: config.duckdbThreads,
     memoryLimit: config.duckdbMemoryLimit,
+    libPath: config.duckdbLibPath,
   });
   const log = createLogger({ level: config.logLevel });
   return assembleDeps({ config, kv, duckdb, clock: systemClock, log });
@@ -79,7 +80,8 @@ async function serve(config: Config): Promise<void> {
 async function admin(config: Config, argv: string[]): Promise<void> {
   const deps = await openDeps(config);
   try {
-    console.log(JSON.stringify(await runAdmin(deps, argv), null, 2));
+    const out = await runAdmin(deps, argv);
+    console.log(typeof out === "string" ? out : JSON.stringify(out, null, 2));
   } finally {
     closeDeps(deps);
   }

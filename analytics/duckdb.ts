@@ -1,4 +1,5 @@
-import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
+import type { DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
+import { preloadDuckDbLibrary } from "./duckdb_native.ts";
 
 /** Options for the process-wide DuckDB instance. */
 export interface DuckDbOptions {
@@ -6,6 +7,8 @@ export interface DuckDbOptions {
   path?: string;
   threads?: number;
   memoryLimit?: string;
+  /** Path of `libduckdb.so` to load first (compiled binaries); default: beside the executable. */
+  libPath?: string;
 }
 
 /**
@@ -16,7 +19,10 @@ export interface DuckDbOptions {
 export class AnalyticsDb {
   private constructor(private readonly instance: DuckDBInstance) {}
 
-  static async open({ path = ":memory:", threads, memoryLimit }: DuckDbOptions = {}): Promise<AnalyticsDb> {
+  static async open({ path = ":memory:", threads, memoryLimit, libPath }: DuckDbOptions = {}): Promise<AnalyticsDb> {
+    preloadDuckDbLibrary(libPath);
+    // Imported here, after the preload, because importing the package loads the native addon.
+    const { DuckDBInstance } = await import("@duckdb/node-api");
     const options: Record<string, string> = {};
     if (threads) options.threads = String(threads);
     if (memoryLimit) options.memory_limit = memoryLimit;

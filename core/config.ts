@@ -36,6 +36,7 @@ const envSchema = z.object({
   DUCKDB_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, {
     error: "DUCKDB_MEMORY_LIMIT must be a size such as 2GB or 512MiB",
   }).optional(),
+  DUCKDB_LIB_PATH: z.string().min(1).optional(),
   BASE_URL: url("BASE_URL").optional(),
   AGENT_AUTH_URL: url("AGENT_AUTH_URL").optional(),
   NETWORK_API_URL: url("NETWORK_API_URL").optional(),
@@ -55,6 +56,8 @@ export interface Config {
   duckdbPath: string;
   duckdbThreads?: number;
   duckdbMemoryLimit?: string;
+  /** `libduckdb.so` to preload (compiled binaries); default: beside the executable. */
+  duckdbLibPath?: string;
   baseUrl: string;
   agentAuthUrl: string;
   networkApiUrl: string;
@@ -100,6 +103,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     duckdbPath: e.DUCKDB_PATH,
     duckdbThreads: e.DUCKDB_THREADS,
     duckdbMemoryLimit: e.DUCKDB_MEMORY_LIMIT,
+    duckdbLibPath: e.DUCKDB_LIB_PATH,
     baseUrl,
     agentAuthUrl: e.AGENT_AUTH_URL ?? baseUrl,
     networkApiUrl: e.NETWORK_API_URL ?? `${baseUrl}/network`,

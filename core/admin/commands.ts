@@ -278,6 +278,7 @@ export function adminUsage(): string {
  * @throws {AdminUsageError} for unknown commands, unknown or missing flags, bad values.
  */
 export async function runAdmin(deps: Deps, argv: string[]): Promise<unknown> {
+  if (argv.length === 0 || argv[0] === "help" || argv[0] === "--help") return adminUsage();
   const name = argv.slice(0, 2).join(" ");
   const command = adminCommands[name];
   if (!command) throw new AdminUsageError(`unknown admin command: ${name || "(none)"}\n${adminUsage()}`);
