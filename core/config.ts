@@ -44,7 +44,42 @@ const envSchema = z.object({
   MAX_BODY_BYTES: int("MAX_BODY_BYTES", 1024, 256 * 1024 * 1024).default(1024 * 1024),
   DEMO_SEED: bool("DEMO_SEED").default(true),
   SHUTDOWN_TIMEOUT_S: int("SHUTDOWN_TIMEOUT_S", 0, 3600).default(10),
+  STOREFRONT_DEFAULT_SELLER: z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, {
+    error: "STOREFRONT_DEFAULT_SELLER must be a seller id (lowercase letters, digits, dashes) or none",
+  }).optional(),
+  TRUSTED_ISSUERS: z.string().transform((v, ctx) => {
+    try {
+      return JSON.parse(v) as unknown;
+    } catch {
+      ctx.addIssue({ code: "custom", message: "TRUSTED_ISSUERS must be a JSON list of {issuer, jwks_url}" });
+      return z.NEVER;
+    }
+  }).pipe(
+    z.array(z.object({ issuer: z.string().min(1), jwks_url: url("jwks_url") }).strict(), {
+      error: "TRUSTED_ISSUERS must be a JSON list of {issuer, jwks_url}",
+    }),
+  ).optional(),
+  ANONYMOUS_REGISTRATION: bool("ANONYMOUS_REGISTRATION").default(true),
+  SERVICE_AUTH_REGISTRATION: bool("SERVICE_AUTH_REGISTRATION").default(true),
+  ANONYMOUS_TTL_S: int("ANONYMOUS_TTL_S", 60, 365 * 86400).default(3 * 86400),
+  ACCESS_TOKEN_TTL_S: int("ACCESS_TOKEN_TTL_S", 30, 3600).default(300),
+  ASSERTION_TTL_S: int("ASSERTION_TTL_S", 60, 365 * 86400).default(7 * 86400),
+  REFRESH_TOKEN_TTL_S: int("REFRESH_TOKEN_TTL_S", 3600, 3650 * 86400).default(90 * 86400),
+  CLAIM_TTL_S: int("CLAIM_TTL_S", 60, 86400).default(600),
+  SMTP_URL: z.string().regex(/^smtps?:\/\/\S+$/, { error: "SMTP_URL must be an smtp:// or smtps:// URL" }).optional(),
+  MAIL_FROM: z.string().regex(/^[^\s@<>]+@[^\s@<>]+$|^[^<>]*<[^\s@<>]+@[^\s@<>]+>$/, {
+    error: "MAIL_FROM must be an e-mail address, optionally as Name <address>",
+  }).optional(),
+  TRUST_PROXY: int("TRUST_PROXY", 0, 10).default(0),
+  STOREFRONT_RATE_LIMIT: int("STOREFRONT_RATE_LIMIT", 1, 1_000_000).default(30),
+  STOREFRONT_RATE_WINDOW_S: int("STOREFRONT_RATE_WINDOW_S", 1, 86400).default(60),
 });
+
+/** A trusted identity provider: ID-JAGs whose `iss` equals `issuer` are verified against `jwksUrl`. */
+export interface TrustedIssuer {
+  issuer: string;
+  jwksUrl: string;
+}
 
 /** The parsed configuration the app is built from. */
 export interface Config {
@@ -65,6 +100,25 @@ export interface Config {
   maxBodyBytes: number;
   demoSeed: boolean;
   shutdownTimeoutS: number;
+  /** Storefront settings (spec sections 3, 5.3 and 8). */
+  storefront: {
+    /** Seller that answers hosts with no seller of their own; null: unknown hosts get `seller_not_found`. */
+    defaultSellerId: string | null;
+    trustedIssuers: TrustedIssuer[];
+    anonymousRegistration: boolean;
+    serviceAuthRegistration: boolean;
+    anonymousTtlS: number;
+    accessTokenTtlS: number;
+    assertionTtlS: number;
+    refreshTokenTtlS: number;
+    claimTtlS: number;
+    rateLimit: number;
+    rateWindowS: number;
+  };
+  /** Outgoing mail: SMTP when `smtpUrl` is set, otherwise the KV outbox (`/dev/outbox`). */
+  mail: { smtpUrl: string | null; from: string };
+  /** How many reverse proxies sit in front; 0 ignores `X-Forwarded-For`. */
+  trustProxy: number;
 }
 
 /** Raised when the environment does not parse; its message is one line naming the variable. */
@@ -111,5 +165,23 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     maxBodyBytes: e.MAX_BODY_BYTES,
     demoSeed: e.DEMO_SEED,
     shutdownTimeoutS: e.SHUTDOWN_TIMEOUT_S,
+    storefront: {
+      // The embedded default (no AGENT_AUTH_URL) lets the demo seller answer any host.
+      defaultSellerId: e.STOREFRONT_DEFAULT_SELLER === "none"
+        ? null
+        : e.STOREFRONT_DEFAULT_SELLER ?? (e.AGENT_AUTH_URL ? null : "demo"),
+      trustedIssuers: (e.TRUSTED_ISSUERS ?? []).map((t) => ({ issuer: t.issuer, jwksUrl: t.jwks_url })),
+      anonymousRegistration: e.ANONYMOUS_REGISTRATION,
+      serviceAuthRegistration: e.SERVICE_AUTH_REGISTRATION,
+      anonymousTtlS: e.ANONYMOUS_TTL_S,
+      accessTokenTtlS: e.ACCESS_TOKEN_TTL_S,
+      assertionTtlS: e.ASSERTION_TTL_S,
+      refreshTokenTtlS: e.REFRESH_TOKEN_TTL_S,
+      claimTtlS: e.CLAIM_TTL_S,
+      rateLimit: e.STOREFRONT_RATE_LIMIT,
+      rateWindowS: e.STOREFRONT_RATE_WINDOW_S,
+    },
+    mail: { smtpUrl: e.SMTP_URL ?? null, from: e.MAIL_FROM ?? "Storefront <no-reply@storefront.invalid>" },
+    trustProxy: e.TRUST_PROXY,
   };
 }

@@ -7,6 +7,8 @@ import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { createRepos, type Repos } from "./store/repos.ts";
+import type { Mailer } from "./storefront/mailer.ts";
+import { createMailer, createStorefront, type Storefront } from "./storefront/service.ts";
 
 /**
  * Everything the app is built from. `main.ts` makes the real one; tests make one with `:memory:`
@@ -28,6 +30,10 @@ export interface Deps {
   answer?: AnswerService;
   /** Analytics event sink (issue 6). */
   events?: EventSink;
+  /** Outgoing e-mail: SMTP (SMTP_URL) or the KV outbox. */
+  mailer: Mailer;
+  /** Agent storefront: sellers, identities, claims, tokens (issue 7). */
+  storefront: Storefront;
 }
 
 /** The parts of {@link Deps} that are opened (stores) or chosen (clock, log, fetch) by the caller. */
@@ -38,14 +44,20 @@ export interface DepsInputs {
   clock: Clock;
   log: Logger;
   fetch?: typeof fetch;
+  /** Overrides the mailer chosen from the config. */
+  mailer?: Mailer;
 }
 
 /** Wires the services over already-open stores. Pure: no I/O, no environment, no wall clock. */
 export function assembleDeps(inputs: DepsInputs): Deps {
+  const fetch = inputs.fetch ?? globalThis.fetch;
+  const mailer = inputs.mailer ?? createMailer(inputs.config, inputs.kv, inputs.clock);
   return {
     ...inputs,
     repos: createRepos(inputs.kv),
     apiKeys: new ApiKeyService(inputs.kv, inputs.clock),
-    fetch: inputs.fetch ?? globalThis.fetch,
+    fetch,
+    mailer,
+    storefront: createStorefront({ ...inputs, fetch, mailer }),
   };
 }

@@ -11,6 +11,10 @@ export const ID_PREFIXES = {
   prompt: "pm",
   apiKey: "key",
   article: "ar",
+  agentCredential: "ag",
+  humanAccount: "hu",
+  claim: "cl",
+  refreshFamily: "rf",
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIXES)[keyof typeof ID_PREFIXES];

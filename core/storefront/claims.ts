@@ -1,0 +1,301 @@
+import type { Clock } from "../clock.ts";
+import { base64url, randomBytes, sha256Hex, timingSafeEqual } from "../crypto.ts";
+import { AppError } from "../errors.ts";
+import { newId } from "../ids.ts";
+import type { Logger } from "../log.ts";
+import type { AccountStore } from "./accounts.ts";
+import { isEmail, isPlusAliased, normalizeEmail } from "./emails.ts";
+import type { IssuedClaim, IssuedIdentity } from "./identity_body.ts";
+import type { Mailer } from "./mailer.ts";
+import type { RefreshTokens } from "./refresh_tokens.ts";
+import type { TokenService } from "./tokens.ts";
+import type { Claim, ClaimAttempt, Credential } from "./types.ts";
+import { formatUserCode, newUserCode, normalizeUserCode } from "./user_code.ts";
+
+/** Wrong user codes allowed per confirmed attempt; the next try answers `too_many_attempts`. */
+export const MAX_WRONG_CODES = 5;
+// A service_auth claim token (not its e-mailed link) stays usable this long.
+const PENDING_CLAIM_TTL_S = 86_400;
+const CLAIM_TOKEN_RE = /^clt_[A-Za-z0-9_-]{43}$/;
+const LINK_RE = /^[A-Za-z0-9_-]{43}$/;
+
+const err = (status: number, code: string, message: string) => new AppError(status, code, message);
+
+/** What the claim page shows for a link. */
+export type ClaimPageState =
+  | { kind: "unknown" }
+  | { kind: "expired" }
+  | { kind: "pending"; email: string; sellerId: string; expiresAt: string }
+  | { kind: "confirmed" }
+  | { kind: "denied" }
+  | { kind: "completed" };
+
+/**
+ * Claims (spec 3 and 5.3.4): a claim token is handed to the agent; `requestVerification` e-mails
+ * the human a link to the claim page; the human confirms (and is shown a user code) or denies;
+ * `complete` trades the claim token and the code for a claimed credential, exactly once.
+ */
+export class ClaimService {
+  constructor(
+    private readonly kv: Deno.Kv,
+    private readonly clock: Clock,
+    private readonly accounts: AccountStore,
+    private readonly refresh: RefreshTokens,
+    private readonly tokens: TokenService,
+    private readonly mailer: Mailer,
+    private readonly log: Logger,
+    private readonly opts: { claimTtlS: number; claimPageUrl: (link: string) => string },
+  ) {}
+
+  /**
+   * A new claim (added to `op` so it lands with what opened it).
+   * @param expiresAt defaults to a day from now; anonymous claims die with their credential.
+   */
+  async openInto(
+    op: Deno.AtomicOperation,
+    init: { origin: Claim["origin"]; email?: string; credentialId?: string; sellerId: string; expiresAt?: string },
+  ): Promise<IssuedClaim> {
+    const token = "clt_" + base64url(randomBytes(32));
+    const now = this.clock.now();
+    const expiresAt = init.expiresAt ?? new Date(now.getTime() + PENDING_CLAIM_TTL_S * 1000).toISOString();
+    const claim: Claim = {
+      claimId: newId("cl", this.clock),
+      origin: init.origin,
+      ...(init.email ? { email: init.email } : {}),
+      ...(init.credentialId ? { credentialId: init.credentialId } : {}),
+      sellerId: init.sellerId,
+      createdAt: now.toISOString(),
+      expiresAt,
+    };
+    const ttlMs = Date.parse(expiresAt) - now.getTime();
+    op.set(["claim", await sha256Hex(token)], claim, { expireIn: ttlMs + 86_400_000 });
+    return { token, expiresIn: Math.floor(ttlMs / 1000), ...(init.email ? { loginHint: init.email } : {}) };
+  }
+
+  /** Opens a claim on its own (identity_assertion for a known e-mail). */
+  async open(init: Parameters<ClaimService["openInto"]>[1]): Promise<IssuedClaim> {
+    const op = this.kv.atomic();
+    const issued = await this.openInto(op, init);
+    await op.commit();
+    return issued;
+  }
+
+  /**
+   * POST /agent/identity/claim: checks the address and e-mails the human a verification link.
+   * A new request replaces the previous attempt (its link stops working).
+   * @throws `invalid_claim_token`, `already_claimed`, `claim_expired`, `invalid_login_hint`.
+   */
+  async requestVerification(
+    claimToken: string,
+    loginHint: string,
+    sellerName: string,
+  ): Promise<{ verificationUri: string; expiresIn: number }> {
+    for (let i = 0; i < 8; i++) {
+      const { entry, claim, hash } = await this.#load(claimToken);
+      const now = this.clock.now();
+      if (!isEmail(loginHint)) throw err(400, "invalid_login_hint", "login_hint must be an e-mail address");
+      if (isPlusAliased(loginHint)) {
+        throw err(400, "invalid_login_hint", "Plus-aliased addresses cannot claim: use the address without +tag");
+      }
+      const email = normalizeEmail(loginHint);
+      if (claim.email && claim.email !== email) {
+        throw err(400, "invalid_login_hint", "login_hint must be the address this claim was opened for");
+      }
+      const link = base64url(randomBytes(32));
+      const linkHash = await sha256Hex(link);
+      const ttl = this.opts.claimTtlS;
+      const attempt: ClaimAttempt = {
+        linkHash,
+        email,
+        sentAt: now.toISOString(),
+        expiresAt: new Date(now.getTime() + ttl * 1000).toISOString(),
+        status: "sent",
+        wrongCodes: 0,
+      };
+      const res = await this.kv.atomic().check(entry)
+        .set(["claim", hash], { ...claim, attempt }, { expireIn: this.#keepMs(claim) })
+        .set(["claim_link", linkHash], hash, { expireIn: (ttl + 86_400) * 1000 })
+        .commit();
+      if (!res.ok) continue;
+      const uri = this.opts.claimPageUrl(link);
+      try {
+        await this.mailer.send({
+          to: email,
+          subject: `Confirm the AI agent acting for you at ${sellerName}`,
+          text: [
+            `An AI agent asked to be linked to ${email} at ${sellerName}.`,
+            "",
+            `If that was you, open this link within ${Math.round(ttl / 60)} minutes and confirm:`,
+            uri,
+            "",
+            "The page then shows a code to give to your agent. If you did not ask for this, open the link and deny,",
+            "or ignore this message.",
+          ].join("\n"),
+          html: `<p>An AI agent asked to be linked to <b>${escapeHtml(email)}</b> at ${escapeHtml(sellerName)}.</p>` +
+            `<p>If that was you, <a href="${escapeHtml(uri)}">open this link</a> within ${Math.round(ttl / 60)} ` +
+            `minutes and confirm. The page then shows a code to give to your agent.</p>` +
+            `<p>If you did not ask for this, deny on the page or ignore this message.</p>`,
+        });
+      } catch (cause) {
+        this.log.error("claim e-mail not sent", { claim_id: claim.claimId, mailer: this.mailer.kind, error: String(cause) });
+        throw new AppError(503, "mail_unavailable", "The verification e-mail could not be sent; retry", { cause });
+      }
+      return { verificationUri: uri, expiresIn: ttl };
+    }
+    throw new Error("claim update kept conflicting");
+  }
+
+  /** What the claim page shows for `link`. */
+  async pageState(link: string): Promise<ClaimPageState> {
+    const found = await this.#byLink(link);
+    if (!found) return { kind: "unknown" };
+    const { claim } = found;
+    const a = claim.attempt!;
+    if (claim.completedAt) return { kind: "completed" };
+    if (a.status === "confirmed") return { kind: "confirmed" };
+    if (a.status === "denied") return { kind: "denied" };
+    if (this.#past(a.expiresAt) || this.#past(claim.expiresAt)) return { kind: "expired" };
+    return { kind: "pending", email: a.email, sellerId: claim.sellerId, expiresAt: a.expiresAt };
+  }
+
+  /**
+   * The human's decision on the claim page. Confirming returns the user code (shown once, as XXXX-XXXX).
+   * @returns the page state after the decision, with the code when confirmed now.
+   */
+  async decide(link: string, decision: "confirm" | "deny"): Promise<ClaimPageState | { kind: "code"; userCode: string }> {
+    for (let i = 0; i < 8; i++) {
+      const found = await this.#byLink(link);
+      if (!found) return { kind: "unknown" };
+      const state = await this.pageState(link);
+      if (state.kind !== "pending") return state;
+      const { entry, claim, hash } = found;
+      const now = this.clock.now();
+      const a = claim.attempt!;
+      let attempt: ClaimAttempt;
+      let code: string | null = null;
+      if (decision === "deny") {
+        attempt = { ...a, status: "denied", decidedAt: now.toISOString() };
+      } else {
+        code = newUserCode();
+        attempt = {
+          ...a,
+          status: "confirmed",
+          decidedAt: now.toISOString(),
+          userCodeHash: await sha256Hex(code),
+          userCodeExpiresAt: new Date(now.getTime() + this.opts.claimTtlS * 1000).toISOString(),
+        };
+      }
+      const res = await this.kv.atomic().check(entry)
+        .set(["claim", hash], { ...claim, attempt }, { expireIn: this.#keepMs(claim) })
+        .commit();
+      if (!res.ok) continue;
+      return code ? { kind: "code", userCode: formatUserCode(code) } : { kind: "denied" };
+    }
+    throw new Error("claim decision kept conflicting");
+  }
+
+  /**
+   * POST /agent/identity/claim/complete. Exactly one of concurrent completions wins: the claim's
+   * versionstamp guards the commit and a loser re-reads it as `already_claimed`.
+   * @throws `invalid_claim_token` 401, `already_claimed` 409, `claim_expired` 410, `claim_not_confirmed` 409,
+   * `claim_denied` 403, `too_many_attempts` 403, `user_code_expired` 410, `invalid_user_code` 400.
+   */
+  async complete(claimToken: string, userCode: string): Promise<IssuedIdentity> {
+    for (let i = 0; i < 16; i++) {
+      const { entry, claim, hash, credential } = await this.#load(claimToken);
+      const a = claim.attempt;
+      if (!a) throw err(409, "claim_not_confirmed", "No verification e-mail was requested: call POST /agent/identity/claim");
+      if (a.status === "denied") throw err(403, "claim_denied", "The human denied this claim");
+      if (a.status === "sent") {
+        if (this.#past(a.expiresAt)) throw err(410, "claim_expired", "The claim link expired: request a new one");
+        throw err(409, "claim_not_confirmed", "The human has not confirmed on the claim page yet");
+      }
+      if (a.wrongCodes >= MAX_WRONG_CODES) {
+        throw err(403, "too_many_attempts", "Too many wrong codes: request a new claim e-mail");
+      }
+      if (this.#past(a.userCodeExpiresAt!)) throw err(410, "user_code_expired", "The user code expired: request a new claim e-mail");
+      const code = normalizeUserCode(userCode);
+      const ok = code !== null && timingSafeEqual(await sha256Hex(code), a.userCodeHash!);
+      if (!ok) {
+        const res = await this.kv.atomic().check(entry)
+          .set(["claim", hash], { ...claim, attempt: { ...a, wrongCodes: a.wrongCodes + 1 } }, { expireIn: this.#keepMs(claim) })
+          .commit();
+        if (!res.ok) continue;
+        throw err(400, "invalid_user_code", "The user code is wrong");
+      }
+
+      const now = this.clock.now().toISOString();
+      const op = this.kv.atomic().check(entry);
+      const account = await this.accounts.accountInto(op, a.email);
+      let cred: Credential;
+      if (credential) {
+        cred = { ...credential.value, state: "claimed", accountId: account.accountId, claimedAt: now };
+        delete cred.expiresAt;
+        op.check(credential).set(["credential", cred.credentialId], cred)
+          .set(["account_credential", account.accountId, cred.credentialId], cred.credentialId);
+      } else {
+        const type = claim.origin === "interaction" ? "identity_assertion" : "service_auth";
+        cred = this.accounts.claimedCredentialInto(op, type, account.accountId, claim.sellerId);
+      }
+      op.set(["claim", hash], { ...claim, completedAt: now, completedCredentialId: cred.credentialId }, {
+        expireIn: this.#keepMs(claim),
+      });
+      const refresh = await this.refresh.issueInto(op, cred.credentialId);
+      if (!(await op.commit()).ok) continue;
+      const { assertion, expiresIn } = await this.tokens.mintAssertion(cred);
+      return {
+        credential: cred,
+        account,
+        assertion,
+        assertionExpiresIn: expiresIn,
+        refresh: { token: refresh.token, expiresIn: refresh.expiresIn },
+      };
+    }
+    throw new Error("claim completion kept conflicting");
+  }
+
+  /** Loads a claim by token and applies the checks shared by request and complete. */
+  async #load(claimToken: string) {
+    if (!CLAIM_TOKEN_RE.test(claimToken)) throw err(401, "invalid_claim_token", "Unknown claim token");
+    const hash = await sha256Hex(claimToken);
+    const entry = await this.kv.get<Claim>(["claim", hash]);
+    const claim = entry.value;
+    if (!claim) throw err(401, "invalid_claim_token", "Unknown claim token");
+    if (claim.completedAt) throw err(409, "already_claimed", "This claim was already completed");
+    let credential: Deno.KvEntry<Credential> | null = null;
+    if (claim.credentialId) {
+      const c = await this.kv.get<Credential>(["credential", claim.credentialId]);
+      if (!c.value || c.value.revokedAt) throw err(401, "invalid_claim_token", "The credential of this claim is gone");
+      if (c.value.state === "claimed") throw err(409, "already_claimed", "This credential is already claimed");
+      credential = c as Deno.KvEntry<Credential>;
+    }
+    if (this.#past(claim.expiresAt)) throw err(410, "claim_expired", "The claim expired: register again");
+    return { entry: entry as Deno.KvEntry<Claim>, claim, hash, credential };
+  }
+
+  async #byLink(link: string) {
+    if (!LINK_RE.test(link)) return null;
+    const linkHash = await sha256Hex(link);
+    const ptr = await this.kv.get<string>(["claim_link", linkHash]);
+    if (!ptr.value) return null;
+    const entry = await this.kv.get<Claim>(["claim", ptr.value]);
+    // A newer request replaced this attempt: the old link is dead.
+    if (!entry.value?.attempt || entry.value.attempt.linkHash !== linkHash) return null;
+    return { entry: entry as Deno.KvEntry<Claim>, claim: entry.value, hash: ptr.value };
+  }
+
+  // KV may drop a claim a day after it expires (expiry itself is checked on read).
+  #keepMs(claim: Claim): number {
+    return Math.max(Date.parse(claim.expiresAt) - this.clock.now().getTime(), 0) + 86_400_000;
+  }
+
+  #past(iso: string): boolean {
+    return Date.parse(iso) <= this.clock.now().getTime();
+  }
+}
+
+/** Escapes text for HTML element content and attribute values. */
+export function escapeHtml(s: string): string {
+  return s.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;").replaceAll('"', "&quot;")
+    .replaceAll("'", "&#39;");
+}

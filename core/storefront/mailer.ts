@@ -1,0 +1,81 @@
+import nodemailer from "nodemailer";
+import type { Clock } from "../clock.ts";
+import { base64url, randomBytes } from "../crypto.ts";
+
+/** One outgoing e-mail. */
+export interface MailMessage {
+  to: string;
+  subject: string;
+  text: string;
+  html?: string;
+}
+
+/** Sends e-mail. The SMTP mailer is the real one; the outbox keeps mail in KV for the embedded demo. */
+export interface Mailer {
+  readonly kind: "smtp" | "outbox";
+  /** @throws Error when the message could not be handed over (the caller answers 503). */
+  send(message: MailMessage): Promise<void>;
+}
+
+/** SMTP through nodemailer. `smtpUrl` is `smtp://user:pass@host:port` or `smtps://...`. */
+export class SmtpMailer implements Mailer {
+  readonly kind = "smtp" as const;
+  // deno-lint-ignore no-explicit-any
+  readonly #transport: any;
+
+  constructor(smtpUrl: string, private readonly from: string) {
+    // Pooled connections; no connection is opened until the first send.
+    const url = new URL(smtpUrl);
+    this.#transport = nodemailer.createTransport({
+      host: url.hostname,
+      port: Number(url.port) || (url.protocol === "smtps:" ? 465 : 587),
+      secure: url.protocol === "smtps:",
+      auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
+      pool: true,
+      connectionTimeout: 10_000,
+      greetingTimeout: 10_000,
+      socketTimeout: 20_000,
+    });
+  }
+
+  async send(m: MailMessage): Promise<void> {
+    await this.#transport.sendMail({ from: this.from, to: m.to, subject: m.subject, text: m.text, html: m.html });
+  }
+
+  /** Closes pooled connections. */
+  close(): void {
+    this.#transport.close();
+  }
+}
+
+/** A message kept by the {@link OutboxMailer}. */
+export interface OutboxEntry extends MailMessage {
+  id: string;
+  from: string;
+  sentAt: string;
+}
+
+// Outbox mail is a convenience for the local demo; it is dropped after a day.
+const OUTBOX_TTL_MS = 86_400_000;
+
+/** Keeps mail in KV (`["outbox", sentAtMs, id]`) instead of sending it; listed at `/dev/outbox`. */
+export class OutboxMailer implements Mailer {
+  readonly kind = "outbox" as const;
+
+  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock, private readonly from: string) {}
+
+  async send(m: MailMessage): Promise<void> {
+    const now = this.clock.now();
+    const entry: OutboxEntry = { ...m, id: base64url(randomBytes(9)), from: this.from, sentAt: now.toISOString() };
+    await this.kv.set(["outbox", now.getTime(), entry.id], entry, { expireIn: OUTBOX_TTL_MS });
+  }
+
+  /** The newest messages first. */
+  async list(limit = 50): Promise<OutboxEntry[]> {
+    const out: OutboxEntry[] = [];
+    for await (const e of this.kv.list<OutboxEntry>({ prefix: ["outbox"] }, { reverse: true, limit })) {
+      out.push(e.value);
+    }
+    return out;
+  }
+}

@@ -1,0 +1,87 @@
+import type { Clock } from "../clock.ts";
+import { base64url, randomBytes, sha256Hex } from "../crypto.ts";
+import { AppError } from "../errors.ts";
+import { newId } from "../ids.ts";
+import type { RefreshFamily, RefreshTokenRecord } from "./types.ts";
+
+const TOKEN_RE = /^rt_[A-Za-z0-9_-]{43}$/;
+const invalid = (message: string) => new AppError(401, "invalid_refresh_token", message);
+
+/**
+ * Rotating refresh tokens (stored by SHA-256). Each use hands out a successor and marks the used
+ * token `rotated`; presenting a rotated token again means it leaked, so its whole family is revoked.
+ */
+export class RefreshTokens {
+  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock, private readonly ttlS: number) {}
+
+  /**
+   * Adds a fresh token (in a new family unless `familyId` is given) to an atomic operation, so it
+   * lands together with whatever made the credential claimed.
+   */
+  async issueInto(
+    op: Deno.AtomicOperation,
+    credentialId: string,
+    familyId?: string,
+  ): Promise<{ token: string; expiresIn: number; familyId: string }> {
+    const token = "rt_" + base64url(randomBytes(32));
+    const hash = await sha256Hex(token);
+    const now = this.clock.now();
+    const fam = familyId ?? newId("rf", this.clock);
+    if (!familyId) {
+      const family: RefreshFamily = { familyId: fam, credentialId, createdAt: now.toISOString() };
+      op.check({ key: ["refresh_family", fam], versionstamp: null }).set(["refresh_family", fam], family);
+    }
+    const rec: RefreshTokenRecord = {
+      familyId: fam,
+      credentialId,
+      status: "active",
+      createdAt: now.toISOString(),
+      expiresAt: new Date(now.getTime() + this.ttlS * 1000).toISOString(),
+    };
+    op.check({ key: ["refresh_token", hash], versionstamp: null })
+      .set(["refresh_token", hash], rec, { expireIn: (this.ttlS + 86400) * 1000 });
+    return { token, expiresIn: this.ttlS, familyId: fam };
+  }
+
+  /**
+   * Spends a refresh token and returns its successor, atomically (of two concurrent uses one wins;
+   * the other counts as reuse).
+   * @param extra lets the caller check more state in the same commit (e.g. the credential).
+   * @throws AppError 401 `invalid_refresh_token`: unknown, expired, revoked family, or reuse (which revokes the family).
+   */
+  async rotate(
+    token: string,
+    extra: (credentialId: string, op: Deno.AtomicOperation) => Promise<void> = async () => {},
+  ): Promise<{ credentialId: string; token: string; expiresIn: number }> {
+    if (!TOKEN_RE.test(token)) throw invalid("Unknown refresh token");
+    const hash = await sha256Hex(token);
+    for (let i = 0; i < 8; i++) {
+      const entry = await this.kv.get<RefreshTokenRecord>(["refresh_token", hash]);
+      const rec = entry.value;
+      if (!rec) throw invalid("Unknown refresh token");
+      const famEntry = await this.kv.get<RefreshFamily>(["refresh_family", rec.familyId]);
+      if (!famEntry.value || famEntry.value.revokedAt) throw invalid("This refresh token was revoked");
+      if (rec.status === "rotated") {
+        await this.#revokeFamily(rec.familyId);
+        throw invalid("This refresh token was already used; its family is revoked");
+      }
+      if (Date.parse(rec.expiresAt) <= this.clock.now().getTime()) throw invalid("The refresh token has expired");
+      const op = this.kv.atomic().check(entry).check(famEntry)
+        .set(["refresh_token", hash], { ...rec, status: "rotated" }, { expireIn: (this.ttlS + 86400) * 1000 });
+      await extra(rec.credentialId, op);
+      const next = await this.issueInto(op, rec.credentialId, rec.familyId);
+      if ((await op.commit()).ok) return { credentialId: rec.credentialId, token: next.token, expiresIn: next.expiresIn };
+    }
+    throw new Error("refresh rotation kept conflicting");
+  }
+
+  async #revokeFamily(familyId: string): Promise<void> {
+    for (let i = 0; i < 8; i++) {
+      const e = await this.kv.get<RefreshFamily>(["refresh_family", familyId]);
+      if (!e.value || e.value.revokedAt) return;
+      const res = await this.kv.atomic().check(e)
+        .set(["refresh_family", familyId], { ...e.value, revokedAt: this.clock.now().toISOString() }).commit();
+      if (res.ok) return;
+    }
+  }
+}

@@ -1,0 +1,82 @@
+import { z } from "zod";
+import type { Clock } from "../clock.ts";
+import type { Seller } from "./types.ts";
+
+/** Seller ids are short slugs (`demo`, `acme-news`). */
+export const sellerIdSchema = z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, {
+  error: "must be lowercase letters, digits and dashes (at most 64)",
+});
+/** A Host header value: hostname or IP, optional port. */
+export const hostSchema = z.string().regex(/^(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::\d{1,5})?$/, {
+  error: "must be a host name with an optional port",
+});
+
+/** Normalizes a Host header for lookup: lowercase, default ports dropped. */
+export function normalizeHost(host: string): string {
+  return host.trim().toLowerCase().replace(/:(80|443)$/, "");
+}
+
+/**
+ * The seller registry: `["seller", id]` and the host index `["seller_by_host", host]`, written
+ * together so a host maps to at most one seller.
+ */
+export class SellerRegistry {
+  // Host lookups sit on every storefront request; a short cache keeps them off KV. Seller records
+  // change rarely (admin work) and a stale entry lives at most CACHE_MS.
+  #cache = new Map<string, { at: number; seller: Seller | null }>();
+  static readonly CACHE_MS = 5_000;
+
+  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
+
+  /** The seller with this id, or null. */
+  async get(sellerId: string): Promise<Seller | null> {
+    return (await this.kv.get<Seller>(["seller", sellerId])).value;
+  }
+
+  /** Every seller. */
+  async list(): Promise<Seller[]> {
+    const out: Seller[] = [];
+    for await (const e of this.kv.list<Seller>({ prefix: ["seller"] })) out.push(e.value);
+    return out;
+  }
+
+  /**
+   * Creates a seller and claims its hosts.
+   * @throws Error when the id or one of the hosts is taken.
+   */
+  async create(input: { sellerId: string; tenantId: string; name: string; hosts: string[] }): Promise<Seller> {
+    const seller: Seller = {
+      sellerId: sellerIdSchema.parse(input.sellerId),
+      tenantId: input.tenantId,
+      name: input.name,
+      hosts: [...new Set(input.hosts.map((h) => hostSchema.parse(normalizeHost(h))))],
+      createdAt: this.clock.now().toISOString(),
+    };
+    let op = this.kv.atomic().check({ key: ["seller", seller.sellerId], versionstamp: null })
+      .set(["seller", seller.sellerId], seller);
+    for (const host of seller.hosts) {
+      op = op.check({ key: ["seller_by_host", host], versionstamp: null }).set(["seller_by_host", host], seller.sellerId);
+    }
+    const res = await op.commit();
+    if (!res.ok) throw new Error(`seller ${seller.sellerId} or one of its hosts already exists`);
+    this.#cache.clear();
+    return seller;
+  }
+
+  /**
+   * Resolves the seller for a Host header: the seller registered for that host, else the
+   * default seller (when configured), else null.
+   */
+  async resolve(host: string | undefined, defaultSellerId: string | null): Promise<Seller | null> {
+    const key = host ? normalizeHost(host) : "";
+    const now = performance.now();
+    const hit = this.#cache.get(key);
+    if (hit && now - hit.at < SellerRegistry.CACHE_MS) return hit.seller;
+    const id = key ? (await this.kv.get<string>(["seller_by_host", key])).value : null;
+    let seller = id ? await this.get(id) : null;
+    if (!seller && defaultSellerId) seller = await this.get(defaultSellerId);
+    if (this.#cache.size > 1000) this.#cache.clear();
+    this.#cache.set(key, { at: now, seller });
+    return seller;
+  }
+}

@@ -1,0 +1,67 @@
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import type { Logger } from "../log.ts";
+import { FixedWindowLimiter } from "../rate_limit.ts";
+import { AccountStore } from "./accounts.ts";
+import { ClaimService } from "./claims.ts";
+import { IdJagVerifier } from "./id_jag.ts";
+import { IdentityService } from "./identity.ts";
+import { SigningKeyStore } from "./keys.ts";
+import { type Mailer, OutboxMailer, SmtpMailer } from "./mailer.ts";
+import { RefreshTokens } from "./refresh_tokens.ts";
+import { SellerRegistry } from "./sellers.ts";
+import { TokenService } from "./tokens.ts";
+
+/** The storefront's services, built once per process (`deps.storefront`). */
+export interface Storefront {
+  sellers: SellerRegistry;
+  keys: SigningKeyStore;
+  tokens: TokenService;
+  accounts: AccountStore;
+  claims: ClaimService;
+  identity: IdentityService;
+  idJag: IdJagVerifier;
+  /** Per-client-address limiter of the identity and claim routes. */
+  limiter: FixedWindowLimiter;
+}
+
+/** The mailer the config asks for: SMTP when SMTP_URL is set, otherwise the KV outbox. */
+export function createMailer(config: Config, kv: Deno.Kv, clock: Clock): Mailer {
+  return config.mail.smtpUrl ? new SmtpMailer(config.mail.smtpUrl, config.mail.from) : new OutboxMailer(kv, clock, config.mail.from);
+}
+
+/** Wires the storefront over open stores. Pure: no I/O until a method is called. */
+export function createStorefront(
+  { config, kv, clock, log, fetch, mailer }: {
+    config: Config;
+    kv: Deno.Kv;
+    clock: Clock;
+    log: Logger;
+    fetch: typeof globalThis.fetch;
+    mailer: Mailer;
+  },
+): Storefront {
+  const s = config.storefront;
+  // A retired signing key keeps verifying as long as the longest token it signed can live.
+  const keys = new SigningKeyStore(kv, clock, Math.max(s.assertionTtlS, s.anonymousTtlS, s.accessTokenTtlS));
+  const tokens = new TokenService(keys, clock, {
+    issuer: config.networkApiUrl,
+    resource: config.agentAuthUrl,
+    accessTokenTtlS: s.accessTokenTtlS,
+    assertionTtlS: s.assertionTtlS,
+  });
+  const accounts = new AccountStore(kv, clock);
+  const refresh = new RefreshTokens(kv, clock, s.refreshTokenTtlS);
+  const claims = new ClaimService(kv, clock, accounts, refresh, tokens, mailer, log, {
+    claimTtlS: s.claimTtlS,
+    claimPageUrl: (link) => `${config.agentAuthUrl}/claim/${link}`,
+  });
+  const idJag = new IdJagVerifier(kv, clock, {
+    trustedIssuers: s.trustedIssuers,
+    audiences: [config.networkApiUrl, config.agentAuthUrl],
+    fetch,
+  });
+  const identity = new IdentityService(kv, clock, accounts, claims, refresh, tokens, idJag, s);
+  const limiter = new FixedWindowLimiter(kv, clock, { scope: "storefront", limit: s.rateLimit, windowS: s.rateWindowS });
+  return { sellers: new SellerRegistry(kv, clock), keys, tokens, accounts, claims, identity, idJag, limiter };
+}

@@ -1,0 +1,151 @@
+import { errors as joseErrors, type JWTPayload, jwtVerify, SignJWT } from "jose";
+import type { Clock } from "../clock.ts";
+import { unixSeconds } from "../clock.ts";
+import { base64url, randomBytes } from "../crypto.ts";
+import { AppError } from "../errors.ts";
+import { SIGNING_ALG, type SigningKeyStore } from "./keys.ts";
+import type { Credential } from "./types.ts";
+
+/** `typ` of the identity assertion an agent keeps and exchanges at `/oauth2/token`. */
+export const ASSERTION_TYP = "agent-assertion+jwt";
+/** `typ` of access tokens (RFC 9068). */
+export const ACCESS_TOKEN_TYP = "at+jwt";
+
+/** What a verified access token says about its bearer. Stateless: nothing is looked up. */
+export interface AgentPrincipal {
+  credentialId: string;
+  claimed: boolean;
+  accountId: string | null;
+  tokenId: string;
+  expiresAt: number;
+}
+
+/** Issuer settings of our tokens. */
+export interface TokenSettings {
+  /** The authorization-server issuer (NETWORK_API_URL): `iss` of both tokens and `aud` of assertions. */
+  issuer: string;
+  /** The storefront resource (AGENT_AUTH_URL): `aud` of access tokens. */
+  resource: string;
+  accessTokenTtlS: number;
+  assertionTtlS: number;
+}
+
+const invalidToken = (reason: string, message: string, cause?: unknown) =>
+  new AppError(401, "invalid_token", message, { reason, cause });
+const invalidGrant = (message: string, cause?: unknown) => new AppError(400, "invalid_grant", message, { cause });
+
+/**
+ * Mints and verifies our two JWTs, both signed with the storefront key in KV:
+ * - the identity assertion (`typ` agent-assertion+jwt, `aud` = the issuer), long-lived, kept by the agent;
+ * - the access token (`typ` at+jwt, `aud` = the storefront), minutes, never stored.
+ */
+export class TokenService {
+  constructor(
+    private readonly keys: SigningKeyStore,
+    private readonly clock: Clock,
+    readonly settings: TokenSettings,
+  ) {}
+
+  /** An identity assertion for a credential; unclaimed anonymous ones never outlive the credential. */
+  async mintAssertion(cred: Credential): Promise<{ assertion: string; expiresIn: number }> {
+    const now = unixSeconds(this.clock);
+    let exp = now + this.settings.assertionTtlS;
+    if (cred.expiresAt) exp = Math.min(exp, Math.floor(Date.parse(cred.expiresAt) / 1000));
+    const assertion = await this.#sign(ASSERTION_TYP, {
+      sub: cred.credentialId,
+      aud: this.settings.issuer,
+      cred_type: cred.type,
+    }, now, exp);
+    return { assertion, expiresIn: exp - now };
+  }
+
+  /**
+   * Verifies an identity assertion presented at the token endpoint.
+   * @returns the credential id it names.
+   * @throws AppError 400 `invalid_grant` (oauth family) for any failure.
+   */
+  async verifyAssertion(assertion: string): Promise<string> {
+    let payload: JWTPayload;
+    let typ: string | undefined;
+    try {
+      const r = await this.#verify(assertion);
+      payload = r.payload;
+      typ = r.protectedHeader.typ;
+    } catch (err) {
+      if (err instanceof joseErrors.JWTExpired) throw invalidGrant("The assertion has expired", err);
+      throw invalidGrant("The assertion did not verify", err);
+    }
+    if (typ !== ASSERTION_TYP || payload.iss !== this.settings.issuer || payload.aud !== this.settings.issuer) {
+      throw invalidGrant("The assertion is not an identity assertion issued here");
+    }
+    if (typeof payload.sub !== "string") throw invalidGrant("The assertion names no credential");
+    return payload.sub;
+  }
+
+  /** A short-lived access token carrying the credential's state at this moment. */
+  async mintAccessToken(cred: Credential): Promise<{ accessToken: string; expiresIn: number }> {
+    const now = unixSeconds(this.clock);
+    const ttl = this.settings.accessTokenTtlS;
+    const accessToken = await this.#sign(ACCESS_TOKEN_TYP, {
+      sub: cred.credentialId,
+      aud: this.settings.resource,
+      client_id: cred.credentialId,
+      claimed: cred.state === "claimed",
+      ...(cred.accountId ? { acct: cred.accountId } : {}),
+    }, now, now + ttl);
+    return { accessToken, expiresIn: ttl };
+  }
+
+  /**
+   * Verifies an access token. Order matters: a bad signature is `token_invalid` (re-exchange),
+   * a good signature on something that is not our access token is `unrecognized_agent_credential`,
+   * a past `exp` is `token_expired`.
+   * @throws AppError 401 `invalid_token` with the reason.
+   */
+  async verifyAccessToken(token: string): Promise<AgentPrincipal> {
+    let payload: JWTPayload;
+    let typ: string | undefined;
+    try {
+      const r = await this.#verify(token);
+      payload = r.payload;
+      typ = r.protectedHeader.typ;
+    } catch (err) {
+      if (err instanceof joseErrors.JWTExpired) {
+        throw invalidToken("token_expired", "The access token has expired: exchange the assertion again", err);
+      }
+      throw invalidToken("token_invalid", "The access token did not verify: exchange the assertion again", err);
+    }
+    if (
+      typ !== ACCESS_TOKEN_TYP || payload.iss !== this.settings.issuer || payload.aud !== this.settings.resource ||
+      typeof payload.sub !== "string" || typeof payload.jti !== "string" || typeof payload.exp !== "number"
+    ) {
+      throw invalidToken("unrecognized_agent_credential", "The credential is not an access token issued here");
+    }
+    return {
+      credentialId: payload.sub,
+      claimed: payload.claimed === true,
+      accountId: typeof payload.acct === "string" ? payload.acct : null,
+      tokenId: payload.jti,
+      expiresAt: payload.exp,
+    };
+  }
+
+  async #sign(typ: string, claims: Record<string, unknown>, iat: number, exp: number): Promise<string> {
+    const key = await this.keys.current();
+    return await new SignJWT(claims)
+      .setProtectedHeader({ alg: SIGNING_ALG, typ, kid: key.kid })
+      .setIssuer(this.settings.issuer)
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .setJti(base64url(randomBytes(16)))
+      .sign(key.privateKey);
+  }
+
+  #verify(token: string) {
+    return jwtVerify(token, async (header) => {
+      const key = header.kid ? await this.keys.publicKey(header.kid) : null;
+      if (!key) throw new joseErrors.JWKSNoMatchingKey();
+      return key;
+    }, { algorithms: [SIGNING_ALG], currentDate: this.clock.now() });
+  }
+}
