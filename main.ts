@@ -12,6 +12,7 @@ import { type Config, ConfigError, parseConfig } from "./core/config.ts";
 import { assembleDeps, type Deps } from "./core/deps.ts";
 import { createLogger, describeError } from "./core/log.ts";
 import { seedDemo } from "./fixtures/demo.ts";
+import { seedStorefront } from "./fixtures/storefront.ts";
 import { createApp } from "./routes/app.ts";
 import { startServer } from "./routes/server.ts";
 
@@ -35,6 +36,7 @@ export async function openDeps(config: Config): Promise<Deps> {
 
 /** Closes what {@link openDeps} opened. */
 export function closeDeps(deps: Deps): void {
+  deps.mailer.close?.();
   deps.duckdb.close();
   deps.kv.close();
 }
@@ -42,7 +44,7 @@ export function closeDeps(deps: Deps): void {
 async function serve(config: Config): Promise<void> {
   const deps = await openDeps(config);
   if (config.demoSeed) {
-    const seeded = await seedDemo(deps);
+    const seeded = await seedDemo(deps, [seedStorefront]);
     if (seeded.created) {
       console.log(
         [

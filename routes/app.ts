@@ -6,6 +6,7 @@ import { createErrorHandler } from "./errors.ts";
 import { accessLog } from "./middleware/access_log.ts";
 import { requestId } from "./middleware/request_id.ts";
 import { createResourceRoutes } from "./resources.ts";
+import { createStorefrontRoutes } from "./storefront/mod.ts";
 import { createSystemRoutes } from "./system.ts";
 import { validationHook } from "./validation.ts";
 
@@ -31,6 +32,7 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
 
   app.route("/", createSystemRoutes(deps));
   app.route("/", createResourceRoutes(deps));
+  app.route("/", createStorefrontRoutes(deps));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

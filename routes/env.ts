@@ -1,4 +1,12 @@
 import type { ApiKeyRecord } from "../core/auth/api_keys.ts";
+import type { Seller } from "../core/storefront/types.ts";
+import type { AgentPrincipal } from "../core/storefront/tokens.ts";
+
+/** The authenticated agent on storefront routes (set by routes/storefront/agent_auth.ts). */
+export interface AgentContext extends AgentPrincipal {
+  /** The seller whose host the request came to. */
+  seller: Seller;
+}
 
 /** Which error-body shape a route group answers with (the spec fixes one per family). */
 export type ErrorFamily = "message" | "payproxy" | "storefront" | "oauth";
@@ -15,5 +23,9 @@ export type AppEnv = {
     rawBody?: Uint8Array;
     /** Caller identity for logs, e.g. `payproxy:<agent-id>`. */
     caller?: string;
+    /** Storefront: the seller resolved from the Host header. */
+    seller?: Seller;
+    /** Storefront: the agent behind a verified access token. */
+    agent?: AgentContext;
   };
 };

@@ -20,17 +20,22 @@ export interface TestWorld {
 
 /** Builds the app with injected deps. Always `await using` it or call `close()` in `finally`. */
 export async function createTestWorld(
-  { env = {}, fetch }: { env?: Record<string, string>; fetch?: typeof globalThis.fetch } = {},
+  { env = {}, fetch, clock = new FixedClock("2026-11-22T12:00:00Z") }: {
+    env?: Record<string, string>;
+    fetch?: typeof globalThis.fetch;
+    /** The clock to build with (e.g. one a local peer shares). */
+    clock?: FixedClock;
+  } = {},
 ): Promise<TestWorld & AsyncDisposable> {
   const dataDir = await Deno.makeTempDir({ prefix: "svc-test-" });
   const config = parseConfig({ DATA_DIR: dataDir, KV_PATH: ":memory:", BASE_URL: "http://svc.test", ...env });
   const kv = await Deno.openKv(":memory:");
   const duckdb = await AnalyticsDb.open();
-  const clock = new FixedClock("2026-11-22T12:00:00Z");
   const log = memoryLogger();
   const deps = assembleDeps({ config, kv, duckdb, clock, log, fetch });
   const app = createApp(deps);
   const close = async () => {
+    deps.mailer.close?.();
     duckdb.close();
     kv.close();
     await Deno.remove(dataDir, { recursive: true }).catch(() => {});

@@ -1,6 +1,6 @@
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes, sha256Hex, timingSafeEqual } from "../crypto.ts";
-import { AppError } from "../errors.ts";
+import { sfError } from "./errors.ts";
 import { newId } from "../ids.ts";
 import type { Logger } from "../log.ts";
 import type { AccountStore } from "./accounts.ts";
@@ -19,7 +19,7 @@ const PENDING_CLAIM_TTL_S = 86_400;
 const CLAIM_TOKEN_RE = /^clt_[A-Za-z0-9_-]{43}$/;
 const LINK_RE = /^[A-Za-z0-9_-]{43}$/;
 
-const err = (status: number, code: string, message: string) => new AppError(status, code, message);
+const err = (status: number, code: string, message: string) => sfError(status, code, message);
 
 /** What the claim page shows for a link. */
 export type ClaimPageState =
@@ -138,11 +138,16 @@ export class ClaimService {
         });
       } catch (cause) {
         this.log.error("claim e-mail not sent", { claim_id: claim.claimId, mailer: this.mailer.kind, error: String(cause) });
-        throw new AppError(503, "mail_unavailable", "The verification e-mail could not be sent; retry", { cause });
+        throw sfError(503, "mail_unavailable", "The verification e-mail could not be sent; retry", { cause });
       }
       return { verificationUri: uri, expiresIn: ttl };
     }
     throw new Error("claim update kept conflicting");
+  }
+
+  /** The service's clock reading (the claim page shows minutes left). */
+  now(): Date {
+    return this.clock.now();
   }
 
   /** What the claim page shows for `link`. */

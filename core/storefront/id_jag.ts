@@ -11,6 +11,7 @@ import type { Clock } from "../clock.ts";
 import { unixSeconds } from "../clock.ts";
 import type { TrustedIssuer } from "../config.ts";
 import { AppError } from "../errors.ts";
+import { sfError } from "./errors.ts";
 import { isEmail, normalizeEmail } from "./emails.ts";
 
 /** The `typ` an ID-JAG carries (draft-ietf-oauth-identity-assertion-authz-grant). */
@@ -36,7 +37,7 @@ export interface VerifiedIdJag {
 }
 
 const fail = (status: number, code: string, message: string, cause?: unknown) =>
-  new AppError(status, code, message, { cause });
+  sfError(status, code, message, { cause });
 
 /**
  * Verifies ID-JAGs from the trusted issuers (spec 5.3.3) and consumes each `jti` once. Each

@@ -1,5 +1,6 @@
 import type { Clock } from "../clock.ts";
 import { AppError } from "../errors.ts";
+import { sfError } from "./errors.ts";
 import { newId } from "../ids.ts";
 import type { AccountStore } from "./accounts.ts";
 import type { ClaimService } from "./claims.ts";
@@ -41,7 +42,7 @@ export class IdentityService {
    */
   async anonymous(seller: Seller): Promise<{ identity: IssuedIdentity; claim: IssuedClaim }> {
     if (!this.settings.anonymousRegistration) {
-      throw new AppError(403, "anonymous_registration_disabled", "Anonymous registration is disabled here");
+      throw sfError(403, "anonymous_registration_disabled", "Anonymous registration is disabled here");
     }
     const now = this.clock.now();
     const cred: Credential = {
@@ -72,9 +73,9 @@ export class IdentityService {
    */
   async serviceAuth(seller: Seller, loginHint: unknown): Promise<IssuedClaim> {
     if (!this.settings.serviceAuthRegistration) {
-      throw new AppError(403, "service_auth_registration_disabled", "service_auth registration is disabled here");
+      throw sfError(403, "service_auth_registration_disabled", "service_auth registration is disabled here");
     }
-    if (!isEmail(loginHint)) throw new AppError(400, "invalid_login_hint", "login_hint must be an e-mail address");
+    if (!isEmail(loginHint)) throw sfError(400, "invalid_login_hint", "login_hint must be an e-mail address");
     return await this.claims.open({ origin: "service_auth", email: normalizeEmail(loginHint), sellerId: seller.sellerId });
   }
 
@@ -88,7 +89,7 @@ export class IdentityService {
       const existing = await this.accounts.accountIdByEmail(jag.email);
       if (existing.value) {
         const claim = await this.claims.open({ origin: "interaction", email: jag.email, sellerId: seller.sellerId });
-        throw new AppError(401, "interaction_required", "This e-mail already has an account: its human must claim this agent", {
+        throw sfError(401, "interaction_required", "This e-mail already has an account: its human must claim this agent", {
           extra: { claim: claimBlock(claim) },
         });
       }
@@ -120,7 +121,7 @@ export class IdentityService {
       const entry = await this.kv.get<Credential>(["credential", credentialId]);
       cred = entry.value;
       if (!this.accounts.isLive(cred) || cred.state !== "claimed") {
-        throw new AppError(401, "invalid_refresh_token", "The credential of this refresh token is gone");
+        throw sfError(401, "invalid_refresh_token", "The credential of this refresh token is gone");
       }
       op.check(entry);
     });

@@ -15,6 +15,8 @@ export interface Mailer {
   readonly kind: "smtp" | "outbox";
   /** @throws Error when the message could not be handed over (the caller answers 503). */
   send(message: MailMessage): Promise<void>;
+  /** Releases pooled connections, if any. */
+  close?(): void;
 }
 
 /** SMTP through nodemailer. `smtpUrl` is `smtp://user:pass@host:port` or `smtps://...`. */

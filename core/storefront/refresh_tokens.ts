@@ -1,11 +1,11 @@
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes, sha256Hex } from "../crypto.ts";
-import { AppError } from "../errors.ts";
+import { sfError } from "./errors.ts";
 import { newId } from "../ids.ts";
 import type { RefreshFamily, RefreshTokenRecord } from "./types.ts";
 
 const TOKEN_RE = /^rt_[A-Za-z0-9_-]{43}$/;
-const invalid = (message: string) => new AppError(401, "invalid_refresh_token", message);
+const invalid = (message: string) => sfError(401, "invalid_refresh_token", message);
 
 /**
  * Rotating refresh tokens (stored by SHA-256). Each use hands out a successor and marks the used

@@ -3,6 +3,7 @@ import type { Clock } from "../clock.ts";
 import { unixSeconds } from "../clock.ts";
 import { base64url, randomBytes } from "../crypto.ts";
 import { AppError } from "../errors.ts";
+import { sfError } from "./errors.ts";
 import { SIGNING_ALG, type SigningKeyStore } from "./keys.ts";
 import type { Credential } from "./types.ts";
 
@@ -31,7 +32,7 @@ export interface TokenSettings {
 }
 
 const invalidToken = (reason: string, message: string, cause?: unknown) =>
-  new AppError(401, "invalid_token", message, { reason, cause });
+  sfError(401, "invalid_token", message, { reason, cause });
 const invalidGrant = (message: string, cause?: unknown) => new AppError(400, "invalid_grant", message, { cause });
 
 /**

@@ -1,0 +1,16 @@
+import type { Context } from "hono";
+
+/**
+ * The client's address: the socket peer, or, behind `trustProxy` reverse proxies, the entry of
+ * `X-Forwarded-For` the outermost trusted proxy wrote. Entries further left are the client's own
+ * claims and are never trusted. `unknown` when neither exists (e.g. `app.request()` in tests).
+ */
+export function clientAddress(c: Context, trustProxy: number): string {
+  if (trustProxy > 0) {
+    const xff = (c.req.header("x-forwarded-for") ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+    const hop = xff[xff.length - trustProxy];
+    if (hop) return hop;
+  }
+  const env = c.env as { remoteAddr?: { hostname?: string } } | undefined;
+  return env?.remoteAddr?.hostname ?? "unknown";
+}

@@ -1,0 +1,183 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Deps } from "../../core/deps.ts";
+import { sfError } from "../../core/storefront/errors.ts";
+import { ID_JAG_TOKEN_TYPE } from "../../core/storefront/id_jag.ts";
+import { claimBlock, identityBody } from "../../core/storefront/identity_body.ts";
+import { createStorefrontRouter } from "./json_body.ts";
+
+const storefrontError = z.object({
+  error: z.string(),
+  reason: z.string().optional(),
+  detail: z.string().optional(),
+}).openapi("StorefrontError");
+const errorResponse = (description: string) => ({
+  description,
+  content: { "application/json": { schema: storefrontError } },
+});
+const identitySchema = z.object({
+  identity: z.object({
+    credential_id: z.string(),
+    type: z.enum(["anonymous", "service_auth", "identity_assertion"]),
+    state: z.enum(["unclaimed", "claimed"]),
+    claimed: z.boolean(),
+    assertion: z.string(),
+    assertion_expires_in: z.number().int(),
+    expires_at: z.string().optional(),
+    account: z.object({ account_id: z.string(), email: z.string() }).optional(),
+    refresh_token: z.object({ value: z.string(), expires_in: z.number().int() }).optional(),
+  }).optional(),
+  claim: z.object({ token: z.string(), expires_in: z.number().int(), login_hint: z.string().optional() }).optional(),
+}).openapi("AgentIdentity");
+
+const registerRoute = createRoute({
+  method: "post",
+  path: "/agent/identity",
+  tags: ["storefront"],
+  summary: "Register an agent identity (anonymous, service_auth, identity_assertion) or refresh one",
+  request: {
+    body: {
+      required: true,
+      content: {
+        "application/json": {
+          schema: z.object({
+            type: z.enum(["anonymous", "service_auth", "identity_assertion", "refresh"]),
+            login_hint: z.unknown().optional().openapi({ type: "string", description: "service_auth: the user's e-mail" }),
+            assertion_type: z.string().optional().openapi({ example: ID_JAG_TOKEN_TYPE }),
+            assertion: z.string().optional().openapi({ description: "identity_assertion: the ID-JAG" }),
+            refresh_token: z.string().optional(),
+          }),
+        },
+      },
+    },
+  },
+  responses: {
+    200: { description: "service_auth: a claim token; refresh: a new assertion and refresh token", content: { "application/json": { schema: identitySchema } } },
+    201: { description: "A new credential", content: { "application/json": { schema: identitySchema } } },
+    400: errorResponse("invalid_request, invalid_login_hint"),
+    401: errorResponse("invalid_signature, expired, invalid_audience, replay_detected, login_required, interaction_required (with a claim block), invalid_refresh_token"),
+    403: errorResponse("anonymous_registration_disabled, service_auth_registration_disabled, issuer_not_enabled, missing_verified_email"),
+    404: errorResponse("seller_not_found"),
+    429: errorResponse("rate_limit_exceeded"),
+  },
+});
+
+const claimRoute = createRoute({
+  method: "post",
+  path: "/agent/identity/claim",
+  tags: ["storefront"],
+  summary: "E-mail the human a verification link for a claim",
+  request: {
+    body: {
+      required: true,
+      content: {
+        "application/json": {
+          schema: z.object({
+            type: z.literal("service_auth"),
+            claim_token: z.string(),
+            login_hint: z.unknown().openapi({ type: "string", description: "The human's e-mail (no +aliases)" }),
+          }),
+        },
+      },
+    },
+  },
+  responses: {
+    200: {
+      description: "The e-mail is on its way",
+      content: {
+        "application/json": {
+          schema: z.object({
+            claim: z.object({ attempt: z.object({ verification_uri: z.string(), expires_in: z.number().int() }) }),
+          }),
+        },
+      },
+    },
+    400: errorResponse("invalid_request, invalid_login_hint"),
+    401: errorResponse("invalid_claim_token"),
+    409: errorResponse("already_claimed"),
+    410: errorResponse("claim_expired"),
+    429: errorResponse("rate_limit_exceeded"),
+    503: errorResponse("mail_unavailable"),
+  },
+});
+
+const completeRoute = createRoute({
+  method: "post",
+  path: "/agent/identity/claim/complete",
+  tags: ["storefront"],
+  summary: "Trade the claim token and the user code for the verified identity (once)",
+  request: {
+    body: {
+      required: true,
+      content: {
+        "application/json": {
+          schema: z.object({ claim_token: z.string(), user_code: z.string().max(64) }),
+        },
+      },
+    },
+  },
+  responses: {
+    200: { description: "The verified identity, with a refresh token", content: { "application/json": { schema: identitySchema } } },
+    400: errorResponse("invalid_request, invalid_user_code"),
+    401: errorResponse("invalid_claim_token"),
+    403: errorResponse("claim_denied, too_many_attempts"),
+    409: errorResponse("claim_not_confirmed, already_claimed"),
+    410: errorResponse("claim_expired, user_code_expired"),
+    429: errorResponse("rate_limit_exceeded"),
+  },
+});
+
+type IdentityJson = z.infer<typeof identitySchema>;
+// The bodies are built by core/storefront/identity_body.ts; the schema above documents them.
+const asIdentity = (v: Record<string, unknown>) => v as IdentityJson;
+
+const need = (v: unknown, name: string): string => {
+  if (typeof v !== "string" || v.length === 0) throw sfError(400, "invalid_request", `${name} is required`);
+  return v;
+};
+
+/** POST /agent/identity, /agent/identity/claim and /agent/identity/claim/complete. Seller and rate limit are applied by the caller. */
+export function createIdentityRoutes(deps: Pick<Deps, "storefront">) {
+  const app = createStorefrontRouter();
+  const { identity, claims } = deps.storefront;
+
+  app.openapi(registerRoute, async (c) => {
+    const body = c.req.valid("json");
+    const seller = c.get("seller")!;
+    switch (body.type) {
+      case "anonymous": {
+        const r = await identity.anonymous(seller);
+        return c.json(asIdentity(identityBody(r.identity, r.claim)), 201);
+      }
+      case "service_auth": {
+        const claim = await identity.serviceAuth(seller, body.login_hint);
+        return c.json(asIdentity({ claim: claimBlock(claim) }), 200);
+      }
+      case "identity_assertion": {
+        if (body.assertion_type !== ID_JAG_TOKEN_TYPE) {
+          throw sfError(400, "invalid_request", `assertion_type must be ${ID_JAG_TOKEN_TYPE}`);
+        }
+        const r = await identity.identityAssertion(seller, need(body.assertion, "assertion"));
+        return c.json(asIdentity(identityBody(r)), 201);
+      }
+      case "refresh": {
+        const r = await identity.refresh(need(body.refresh_token, "refresh_token"));
+        return c.json(asIdentity(identityBody(r)), 200);
+      }
+    }
+  });
+
+  app.openapi(claimRoute, async (c) => {
+    const body = c.req.valid("json");
+    const seller = c.get("seller")!;
+    const r = await claims.requestVerification(body.claim_token, body.login_hint as string, seller.name);
+    return c.json({ claim: { attempt: { verification_uri: r.verificationUri, expires_in: r.expiresIn } } }, 200);
+  });
+
+  app.openapi(completeRoute, async (c) => {
+    const body = c.req.valid("json");
+    const r = await claims.complete(body.claim_token, body.user_code);
+    c.header("Cache-Control", "no-store");
+    return c.json(asIdentity(identityBody(r)), 200);
+  });
+  return app;
+}

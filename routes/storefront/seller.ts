@@ -1,0 +1,34 @@
+import type { Context, MiddlewareHandler } from "hono";
+import type { Config } from "../../core/config.ts";
+import { sfError } from "../../core/storefront/errors.ts";
+import type { SellerRegistry } from "../../core/storefront/sellers.ts";
+import type { Seller } from "../../core/storefront/types.ts";
+import type { AppEnv } from "../env.ts";
+
+/** Deps of seller resolution. */
+export interface SellerDeps {
+  config: Config;
+  storefront: { sellers: SellerRegistry };
+}
+
+/**
+ * The seller for this request's Host header (cached on the context).
+ * @throws AppError 404 `seller_not_found` when the host maps to no seller and no default answers.
+ */
+export async function sellerOf(c: Context<AppEnv>, deps: SellerDeps): Promise<Seller> {
+  const known = c.get("seller");
+  if (known) return known;
+  const host = c.req.header("host") ?? new URL(c.req.url).host;
+  const seller = await deps.storefront.sellers.resolve(host, deps.config.storefront.defaultSellerId);
+  if (!seller) throw sfError(404, "seller_not_found", "No storefront is served on this host");
+  c.set("seller", seller);
+  return seller;
+}
+
+/** Resolves the seller from the Host header into `c.var.seller`; 404 `seller_not_found` otherwise. */
+export function requireSeller(deps: SellerDeps): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    await sellerOf(c, deps);
+    await next();
+  };
+}

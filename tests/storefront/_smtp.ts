@@ -1,0 +1,75 @@
+import { SMTPServer } from "smtp-server";
+
+/** A message received by the local SMTP server. */
+export interface ReceivedMail {
+  from: string;
+  to: string[];
+  raw: string;
+}
+
+/** A real SMTP server (npm smtp-server) on 127.0.0.1, no TLS, no auth: the test's mail sink. */
+export interface LocalSmtp extends AsyncDisposable {
+  url: string;
+  messages: ReceivedMail[];
+  /** Resolves when at least `n` messages arrived. */
+  waitFor(n: number, timeoutMs?: number): Promise<ReceivedMail[]>;
+  close(): Promise<void>;
+}
+
+export async function startLocalSmtp(): Promise<LocalSmtp> {
+  const messages: ReceivedMail[] = [];
+  const waiters: (() => void)[] = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ["STARTTLS", "AUTH"],
+    logger: false,
+    // deno-lint-ignore no-explicit-any
+    onData(stream: any, session: any, callback: (err?: Error | null) => void) {
+      const chunks: Uint8Array[] = [];
+      stream.on("data", (c: Uint8Array) => chunks.push(c));
+      stream.on("end", () => {
+        const raw = new TextDecoder().decode(concat(chunks));
+        messages.push({
+          from: session.envelope.mailFrom?.address ?? "",
+          // deno-lint-ignore no-explicit-any
+          to: session.envelope.rcptTo.map((r: any) => r.address),
+          raw,
+        });
+        for (const w of waiters.splice(0)) w();
+        callback(null);
+      });
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve((server.server.address() as { port: number }).port));
+  });
+  const close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    messages,
+    async waitFor(n, timeoutMs = 5000) {
+      const deadline = performance.now() + timeoutMs;
+      while (messages.length < n) {
+        if (performance.now() > deadline) throw new Error(`expected ${n} messages, got ${messages.length}`);
+        await new Promise<void>((resolve) => {
+          waiters.push(resolve);
+          setTimeout(resolve, 100);
+        });
+      }
+      return messages;
+    },
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}

@@ -1,0 +1,63 @@
+import { FixedClock } from "../../core/clock.ts";
+import { seedStorefront } from "../../fixtures/storefront.ts";
+import { createTestWorld, type TestWorld } from "../_helpers.ts";
+import { type LocalIdp, startLocalIdp } from "./_idp.ts";
+
+/** Where the test storefront answers (BASE_URL of the test world; AGENT_AUTH_URL defaults to it). */
+export const SF = "http://svc.test";
+/** The network authorization-server issuer of the test world. */
+export const ISSUER = "http://svc.test/network";
+
+/** A test world with the demo seller and, unless `idp: false`, a trusted local identity provider. */
+export interface StorefrontWorld extends TestWorld, AsyncDisposable {
+  idp: LocalIdp;
+  /** POST JSON to a storefront path. */
+  post(path: string, body: unknown, headers?: Record<string, string>): Promise<Response>;
+  /** POST form-urlencoded to a path. */
+  form(path: string, fields: Record<string, string>, headers?: Record<string, string>): Promise<Response>;
+}
+
+export async function storefrontWorld(
+  { env = {}, fetch }: { env?: Record<string, string>; fetch?: typeof globalThis.fetch } = {},
+): Promise<StorefrontWorld> {
+  const clock = new FixedClock("2026-11-22T12:00:00Z");
+  const idp = await startLocalIdp({ audience: ISSUER, clock });
+  const w = await createTestWorld({
+    clock,
+    fetch,
+    env: {
+      TRUSTED_ISSUERS: JSON.stringify([{ issuer: idp.issuer, jwks_url: idp.jwksUrl }]),
+      STOREFRONT_RATE_LIMIT: "100000",
+      ...env,
+    },
+  });
+  const { tenantId } = await w.tenantWithKey("Storefront Tenant");
+  await seedStorefront(w.deps, { tenantId } as never);
+  const close = async () => {
+    await w.close();
+    await idp.close();
+  };
+  return {
+    ...w,
+    idp,
+    post: (path, body, headers = {}) =>
+      Promise.resolve(w.app.request(`${SF}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify(body),
+      })),
+    form: (path, fields, headers = {}) =>
+      Promise.resolve(w.app.request(`${SF}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+        body: new URLSearchParams(fields).toString(),
+      })),
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/** Reads a JSON body with its status, for one-line assertions. */
+export async function json(res: Response): Promise<{ status: number; body: Record<string, unknown> }> {
+  return { status: res.status, body: await res.json() };
+}
