@@ -21,10 +21,9 @@ import { createTokenRoutes } from "./token.ts";
 export function createStorefrontRoutes(deps: Deps): Hono<AppEnv> {
   const app = createStorefrontRouter();
   const limit = storefrontRateLimit({ limiter: deps.storefront.limiter, trustProxy: deps.config.trustProxy });
-  for (const p of ["/agent/identity", "/agent/identity/*"]) {
-    app.use(p, errorFamily("storefront"), requireSeller(deps), limit);
-    app.post(p, jsonObjectBody(deps.config.maxBodyBytes));
-  }
+  // "/agent/identity/*" also matches "/agent/identity" itself.
+  app.use("/agent/identity/*", errorFamily("storefront"), requireSeller(deps), limit);
+  app.post("/agent/identity/*", jsonObjectBody(deps.config.maxBodyBytes));
   for (const p of ["/claim/*", "/.well-known/*", "/dev/outbox"]) app.use(p, errorFamily("storefront"));
   app.use("/oauth2/token", errorFamily("oauth"));
 

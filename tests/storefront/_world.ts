@@ -61,3 +61,42 @@ export async function storefrontWorld(
 export async function json(res: Response): Promise<{ status: number; body: Record<string, unknown> }> {
   return { status: res.status, body: await res.json() };
 }
+
+/**
+ * Plays the human on the claim page: opens the link, then posts the decision with the page's
+ * CSRF field and cookie. Returns the page HTML after the decision and the user code when shown.
+ */
+export async function decideOnPage(
+  w: TestWorld,
+  verificationUri: string,
+  decision: "confirm" | "deny",
+): Promise<{ status: number; html: string; userCode: string | null }> {
+  const page = await w.app.request(verificationUri);
+  const html = await page.text();
+  const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1];
+  const cookie = page.headers.get("set-cookie")?.split(";")[0];
+  if (!csrf || !cookie) throw new Error(`claim page offered no form (status ${page.status}): ${html.slice(0, 200)}`);
+  const res = await w.app.request(verificationUri, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", cookie, origin: new URL(verificationUri).origin },
+    body: new URLSearchParams({ csrf, decision }).toString(),
+  });
+  const out = await res.text();
+  return { status: res.status, html: out, userCode: /id="user-code">([A-Z]{4}-[A-Z]{4})</.exec(out)?.[1] ?? null };
+}
+
+/** service_auth registration, then the claim request; returns the claim token and the link. */
+export async function startServiceAuthClaim(
+  w: StorefrontWorld,
+  email = "grace@example.com",
+): Promise<{ claimToken: string; verificationUri: string }> {
+  const reg = await json(await w.post("/agent/identity", { type: "service_auth", login_hint: email }));
+  if (reg.status !== 200) throw new Error(`service_auth failed: ${JSON.stringify(reg)}`);
+  const claimToken = (reg.body.claim as { token: string }).token;
+  const req = await json(
+    await w.post("/agent/identity/claim", { type: "service_auth", claim_token: claimToken, login_hint: email }),
+  );
+  if (req.status !== 200) throw new Error(`claim failed: ${JSON.stringify(req)}`);
+  const verificationUri = (req.body.claim as { attempt: { verification_uri: string } }).attempt.verification_uri;
+  return { claimToken, verificationUri };
+}
