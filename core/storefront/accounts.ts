@@ -51,7 +51,12 @@ export class AccountStore {
         return account;
       }
     }
-    const account: Account = { accountId: newId("hu", this.clock), email, createdAt: now, includedUnitsUnlockedAt: now };
+    const account: Account = {
+      accountId: newId("hu", this.clock),
+      email,
+      createdAt: now,
+      includedUnitsUnlockedAt: now,
+    };
     op.check({ key: ["account", account.accountId], versionstamp: null })
       .set(["account", account.accountId], account)
       .set(["account_by_email", email], account.accountId);

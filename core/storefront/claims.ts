@@ -137,7 +137,11 @@ export class ClaimService {
             `<p>If you did not ask for this, deny on the page or ignore this message.</p>`,
         });
       } catch (cause) {
-        this.log.error("claim e-mail not sent", { claim_id: claim.claimId, mailer: this.mailer.kind, error: String(cause) });
+        this.log.error("claim e-mail not sent", {
+          claim_id: claim.claimId,
+          mailer: this.mailer.kind,
+          error: String(cause),
+        });
         throw sfError(503, "mail_unavailable", "The verification e-mail could not be sent; retry", { cause });
       }
       return { verificationUri: uri, expiresIn: ttl };
@@ -167,7 +171,10 @@ export class ClaimService {
    * The human's decision on the claim page. Confirming returns the user code (shown once, as XXXX-XXXX).
    * @returns the page state after the decision, with the code when confirmed now.
    */
-  async decide(link: string, decision: "confirm" | "deny"): Promise<ClaimPageState | { kind: "code"; userCode: string }> {
+  async decide(
+    link: string,
+    decision: "confirm" | "deny",
+  ): Promise<ClaimPageState | { kind: "code"; userCode: string }> {
     for (let i = 0; i < 8; i++) {
       const found = await this.#byLink(link);
       if (!found) return { kind: "unknown" };
@@ -209,7 +216,9 @@ export class ClaimService {
     for (let i = 0; i < 16; i++) {
       const { entry, claim, hash, credential } = await this.#load(claimToken);
       const a = claim.attempt;
-      if (!a) throw err(409, "claim_not_confirmed", "No verification e-mail was requested: call POST /agent/identity/claim");
+      if (!a) {
+        throw err(409, "claim_not_confirmed", "No verification e-mail was requested: call POST /agent/identity/claim");
+      }
       if (a.status === "denied") throw err(403, "claim_denied", "The human denied this claim");
       if (a.status === "sent") {
         if (this.#past(a.expiresAt)) throw err(410, "claim_expired", "The claim link expired: request a new one");
@@ -218,12 +227,16 @@ export class ClaimService {
       if (a.wrongCodes >= MAX_WRONG_CODES) {
         throw err(403, "too_many_attempts", "Too many wrong codes: request a new claim e-mail");
       }
-      if (this.#past(a.userCodeExpiresAt!)) throw err(410, "user_code_expired", "The user code expired: request a new claim e-mail");
+      if (this.#past(a.userCodeExpiresAt!)) {
+        throw err(410, "user_code_expired", "The user code expired: request a new claim e-mail");
+      }
       const code = normalizeUserCode(userCode);
       const ok = code !== null && timingSafeEqual(await sha256Hex(code), a.userCodeHash!);
       if (!ok) {
         const res = await this.kv.atomic().check(entry)
-          .set(["claim", hash], { ...claim, attempt: { ...a, wrongCodes: a.wrongCodes + 1 } }, { expireIn: this.#keepMs(claim) })
+          .set(["claim", hash], { ...claim, attempt: { ...a, wrongCodes: a.wrongCodes + 1 } }, {
+            expireIn: this.#keepMs(claim),
+          })
           .commit();
         if (!res.ok) continue;
         throw err(400, "invalid_user_code", "The user code is wrong");

@@ -19,7 +19,19 @@ export const ID_JAG_TYP = "oauth-id-jag+jwt";
 /** `assertion_type` of an identity_assertion registration. */
 export const ID_JAG_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id-jag";
 /** Asymmetric algorithms only: an HMAC "signed" with a published public key proves nothing. */
-export const ID_JAG_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
+export const ID_JAG_ALGORITHMS = [
+  "RS256",
+  "RS384",
+  "RS512",
+  "PS256",
+  "PS384",
+  "PS512",
+  "ES256",
+  "ES384",
+  "ES512",
+  "EdDSA",
+  "Ed25519",
+];
 /** Spec 5.3 and 8: `exp` at most 10 minutes ahead, `auth_time` within 30 days. */
 export const ID_JAG_MAX_LIFETIME_S = 600;
 export const ID_JAG_MAX_AUTH_AGE_S = 30 * 86400;
@@ -108,7 +120,9 @@ export class IdJagVerifier {
     if (typeof authTime !== "number" || !Number.isFinite(authTime) || now - authTime > ID_JAG_MAX_AUTH_AGE_S) {
       throw fail(401, "login_required", "The user must sign in again: auth_time is missing or older than 30 days");
     }
-    if (authTime - now > AUTH_TIME_SKEW_S) throw fail(400, "invalid_request", "The assertion's auth_time is in the future");
+    if (authTime - now > AUTH_TIME_SKEW_S) {
+      throw fail(400, "invalid_request", "The assertion's auth_time is in the future");
+    }
     if (!isEmail(payload.email) || payload.email_verified !== true) {
       throw fail(403, "missing_verified_email", "The assertion must carry an email with email_verified true");
     }

@@ -64,7 +64,10 @@ export class IdentityService {
     });
     if (!(await op.commit()).ok) throw new Error("credential id collision");
     const { assertion, expiresIn } = await this.tokens.mintAssertion(cred);
-    return { identity: { credential: cred, account: null, assertion, assertionExpiresIn: expiresIn, refresh: null }, claim };
+    return {
+      identity: { credential: cred, account: null, assertion, assertionExpiresIn: expiresIn, refresh: null },
+      claim,
+    };
   }
 
   /**
@@ -76,7 +79,11 @@ export class IdentityService {
       throw sfError(403, "service_auth_registration_disabled", "service_auth registration is disabled here");
     }
     if (!isEmail(loginHint)) throw sfError(400, "invalid_login_hint", "login_hint must be an e-mail address");
-    return await this.claims.open({ origin: "service_auth", email: normalizeEmail(loginHint), sellerId: seller.sellerId });
+    return await this.claims.open({
+      origin: "service_auth",
+      email: normalizeEmail(loginHint),
+      sellerId: seller.sellerId,
+    });
   }
 
   /**
@@ -89,9 +96,14 @@ export class IdentityService {
       const existing = await this.accounts.accountIdByEmail(jag.email);
       if (existing.value) {
         const claim = await this.claims.open({ origin: "interaction", email: jag.email, sellerId: seller.sellerId });
-        throw sfError(401, "interaction_required", "This e-mail already has an account: its human must claim this agent", {
-          extra: { claim: claimBlock(claim) },
-        });
+        throw sfError(
+          401,
+          "interaction_required",
+          "This e-mail already has an account: its human must claim this agent",
+          {
+            extra: { claim: claimBlock(claim) },
+          },
+        );
       }
       const op = this.kv.atomic();
       const account = await this.accounts.accountInto(op, jag.email);

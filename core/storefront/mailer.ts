@@ -32,7 +32,9 @@ export class SmtpMailer implements Mailer {
       host: url.hostname,
       port: Number(url.port) || (url.protocol === "smtps:" ? 465 : 587),
       secure: url.protocol === "smtps:",
-      auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
+      auth: url.username
+        ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) }
+        : undefined,
       pool: true,
       connectionTimeout: 10_000,
       greetingTimeout: 10_000,

@@ -70,7 +70,9 @@ export class RefreshTokens {
         .set(["refresh_token", hash], { ...rec, status: "rotated" }, { expireIn: (this.ttlS + 86400) * 1000 });
       await extra(rec.credentialId, op);
       const next = await this.issueInto(op, rec.credentialId, rec.familyId);
-      if ((await op.commit()).ok) return { credentialId: rec.credentialId, token: next.token, expiresIn: next.expiresIn };
+      if ((await op.commit()).ok) {
+        return { credentialId: rec.credentialId, token: next.token, expiresIn: next.expiresIn };
+      }
     }
     throw new Error("refresh rotation kept conflicting");
   }

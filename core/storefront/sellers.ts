@@ -55,7 +55,10 @@ export class SellerRegistry {
     let op = this.kv.atomic().check({ key: ["seller", seller.sellerId], versionstamp: null })
       .set(["seller", seller.sellerId], seller);
     for (const host of seller.hosts) {
-      op = op.check({ key: ["seller_by_host", host], versionstamp: null }).set(["seller_by_host", host], seller.sellerId);
+      op = op.check({ key: ["seller_by_host", host], versionstamp: null }).set(
+        ["seller_by_host", host],
+        seller.sellerId,
+      );
     }
     const res = await op.commit();
     if (!res.ok) throw new Error(`seller ${seller.sellerId} or one of its hosts already exists`);

@@ -27,7 +27,9 @@ export interface Storefront {
 
 /** The mailer the config asks for: SMTP when SMTP_URL is set, otherwise the KV outbox. */
 export function createMailer(config: Config, kv: Deno.Kv, clock: Clock): Mailer {
-  return config.mail.smtpUrl ? new SmtpMailer(config.mail.smtpUrl, config.mail.from) : new OutboxMailer(kv, clock, config.mail.from);
+  return config.mail.smtpUrl
+    ? new SmtpMailer(config.mail.smtpUrl, config.mail.from)
+    : new OutboxMailer(kv, clock, config.mail.from);
 }
 
 /** Wires the storefront over open stores. Pure: no I/O until a method is called. */
@@ -62,6 +64,10 @@ export function createStorefront(
     fetch,
   });
   const identity = new IdentityService(kv, clock, accounts, claims, refresh, tokens, idJag, s);
-  const limiter = new FixedWindowLimiter(kv, clock, { scope: "storefront", limit: s.rateLimit, windowS: s.rateWindowS });
+  const limiter = new FixedWindowLimiter(kv, clock, {
+    scope: "storefront",
+    limit: s.rateLimit,
+    windowS: s.rateWindowS,
+  });
   return { sellers: new SellerRegistry(kv, clock), keys, tokens, accounts, claims, identity, idJag, limiter };
 }

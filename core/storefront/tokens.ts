@@ -52,11 +52,16 @@ export class TokenService {
     const now = unixSeconds(this.clock);
     let exp = now + this.settings.assertionTtlS;
     if (cred.expiresAt) exp = Math.min(exp, Math.floor(Date.parse(cred.expiresAt) / 1000));
-    const assertion = await this.#sign(ASSERTION_TYP, {
-      sub: cred.credentialId,
-      aud: this.settings.issuer,
-      cred_type: cred.type,
-    }, now, exp);
+    const assertion = await this.#sign(
+      ASSERTION_TYP,
+      {
+        sub: cred.credentialId,
+        aud: this.settings.issuer,
+        cred_type: cred.type,
+      },
+      now,
+      exp,
+    );
     return { assertion, expiresIn: exp - now };
   }
 
@@ -87,13 +92,18 @@ export class TokenService {
   async mintAccessToken(cred: Credential): Promise<{ accessToken: string; expiresIn: number }> {
     const now = unixSeconds(this.clock);
     const ttl = this.settings.accessTokenTtlS;
-    const accessToken = await this.#sign(ACCESS_TOKEN_TYP, {
-      sub: cred.credentialId,
-      aud: this.settings.resource,
-      client_id: cred.credentialId,
-      claimed: cred.state === "claimed",
-      ...(cred.accountId ? { acct: cred.accountId } : {}),
-    }, now, now + ttl);
+    const accessToken = await this.#sign(
+      ACCESS_TOKEN_TYP,
+      {
+        sub: cred.credentialId,
+        aud: this.settings.resource,
+        client_id: cred.credentialId,
+        claimed: cred.state === "claimed",
+        ...(cred.accountId ? { acct: cred.accountId } : {}),
+      },
+      now,
+      now + ttl,
+    );
     return { accessToken, expiresIn: ttl };
   }
 

@@ -64,7 +64,10 @@ export function agentAuth(deps: AgentAuthDeps): MiddlewareHandler<AppEnv> {
       }
       if (scheme === "bearer") fromAuthorization = parseBearer(value, "Authorization");
       else if (scheme !== "payment") {
-        throw invalid("malformed_agent_authorization", 'Authorization must be "Bearer <token>" or an MPP "Payment" credential');
+        throw invalid(
+          "malformed_agent_authorization",
+          'Authorization must be "Bearer <token>" or an MPP "Payment" credential',
+        );
       }
     }
     const fromAgentHeader = agentHeader !== undefined ? parseBearer(agentHeader, "ZC-Agent-Authorization") : null;
@@ -73,9 +76,14 @@ export function agentAuth(deps: AgentAuthDeps): MiddlewareHandler<AppEnv> {
     }
     const token = fromAgentHeader ?? fromAuthorization;
     if (!token) {
-      throw sfError(401, "bearer_required", "A registered agent credential is required: send Authorization: Bearer <access token>", {
-        headers: { "WWW-Authenticate": bearerChallenge(url) },
-      });
+      throw sfError(
+        401,
+        "bearer_required",
+        "A registered agent credential is required: send Authorization: Bearer <access token>",
+        {
+          headers: { "WWW-Authenticate": bearerChallenge(url) },
+        },
+      );
     }
     let principal;
     try {

@@ -26,17 +26,41 @@ button.primary{background:#1b1b1b;color:#fff}.muted{color:#555}
 function stateBody(state: ClaimPageState, sellerName = "this storefront"): { status: number; html: string } {
   switch (state.kind) {
     case "unknown":
-      return { status: 404, html: page("Link not valid", "<h1>This link is not valid</h1><p>It may have been replaced by a newer e-mail. Use the most recent link, or ask your agent to start again.</p>") };
+      return {
+        status: 404,
+        html: page(
+          "Link not valid",
+          "<h1>This link is not valid</h1><p>It may have been replaced by a newer e-mail. Use the most recent link, or ask your agent to start again.</p>",
+        ),
+      };
     case "expired":
-      return { status: 410, html: page("Link expired", "<h1>This link has expired</h1><p>Ask your agent to send a new one.</p>") };
+      return {
+        status: 410,
+        html: page("Link expired", "<h1>This link has expired</h1><p>Ask your agent to send a new one.</p>"),
+      };
     case "confirmed":
-      return { status: 200, html: page("Already confirmed", "<h1>Already confirmed</h1><p>The code was shown when you confirmed. If you no longer have it, ask your agent to send a new e-mail.</p>") };
+      return {
+        status: 200,
+        html: page(
+          "Already confirmed",
+          "<h1>Already confirmed</h1><p>The code was shown when you confirmed. If you no longer have it, ask your agent to send a new e-mail.</p>",
+        ),
+      };
     case "denied":
-      return { status: 200, html: page("Denied", "<h1>Request denied</h1><p>The agent was not linked to your address.</p>") };
+      return {
+        status: 200,
+        html: page("Denied", "<h1>Request denied</h1><p>The agent was not linked to your address.</p>"),
+      };
     case "completed":
       return { status: 200, html: page("Done", "<h1>All done</h1><p>The agent is linked to your address.</p>") };
     case "pending":
-      return { status: 200, html: page("Confirm", `<h1>Link an AI agent to ${escapeHtml(state.email)}?</h1><p>An agent at ${escapeHtml(sellerName)}</p>`) };
+      return {
+        status: 200,
+        html: page(
+          "Confirm",
+          `<h1>Link an AI agent to ${escapeHtml(state.email)}?</h1><p>An agent at ${escapeHtml(sellerName)}</p>`,
+        ),
+      };
   }
 }
 
@@ -56,7 +80,10 @@ export function createClaimPageRoutes(deps: Pick<Deps, "config" | "storefront">)
     c.header("Cache-Control", "no-store");
     c.header("Referrer-Policy", "no-referrer");
     c.header("X-Frame-Options", "DENY");
-    c.header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'");
+    c.header(
+      "Content-Security-Policy",
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+    );
     return c.html(html, status as 200);
   };
 
@@ -71,14 +98,23 @@ export function createClaimPageRoutes(deps: Pick<Deps, "config" | "storefront">)
     const csrf = base64url(randomBytes(32));
     setCookie(c, CSRF_COOKIE, csrf, { path: "/claim/", httpOnly: true, sameSite: "Strict", secure, maxAge: 3600 });
     const action = `/claim/${encodeURIComponent(link)}`;
-    const minutes = Math.max(1, Math.round((Date.parse(state.expiresAt) - deps.storefront.claims.now().getTime()) / 60_000));
+    const minutes = Math.max(
+      1,
+      Math.round((Date.parse(state.expiresAt) - deps.storefront.claims.now().getTime()) / 60_000),
+    );
     const html = page(
       "Confirm your agent",
       `<h1>Link an AI agent to ${escapeHtml(state.email)}?</h1>
-<p>An AI agent at <b>${escapeHtml(seller?.name ?? "this storefront")}</b> asked to act for this address. Confirm only if you asked it to.</p>
+<p>An AI agent at <b>${
+        escapeHtml(seller?.name ?? "this storefront")
+      }</b> asked to act for this address. Confirm only if you asked it to.</p>
 <p class="muted">This link expires in about ${minutes} minute${minutes === 1 ? "" : "s"}.</p>
-<form method="post" action="${escapeHtml(action)}"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="decision" value="confirm"><button class="primary" type="submit">Confirm</button></form>
-<form method="post" action="${escapeHtml(action)}"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="decision" value="deny"><button type="submit">Deny</button></form>`,
+<form method="post" action="${
+        escapeHtml(action)
+      }"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="decision" value="confirm"><button class="primary" type="submit">Confirm</button></form>
+<form method="post" action="${
+        escapeHtml(action)
+      }"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="decision" value="deny"><button type="submit">Deny</button></form>`,
     );
     return send(c, 200, html);
   });
@@ -91,7 +127,11 @@ export function createClaimPageRoutes(deps: Pick<Deps, "config" | "storefront">)
     const cookie = getCookie(c, CSRF_COOKIE) ?? "";
     const sameOrigin = origin === undefined || origin === ourOrigin || origin === new URL(c.req.url).origin;
     if (!sameOrigin || !CSRF_RE.test(field) || !timingSafeEqual(field, cookie)) {
-      return send(c, 403, page("Please try again", "<h1>This form has expired</h1><p>Open the link from the e-mail again.</p>"));
+      return send(
+        c,
+        403,
+        page("Please try again", "<h1>This form has expired</h1><p>Open the link from the e-mail again.</p>"),
+      );
     }
     const decision = form.get("decision");
     if (decision !== "confirm" && decision !== "deny") {
@@ -104,8 +144,12 @@ export function createClaimPageRoutes(deps: Pick<Deps, "config" | "storefront">)
         200,
         page(
           "Your code",
-          `<h1>Confirmed</h1><p>Give this code to your agent:</p><p class="code" id="user-code">${escapeHtml(result.userCode)}</p>
-<p class="muted">It is shown only once and expires in ${Math.round(deps.config.storefront.claimTtlS / 60)} minutes.</p>`,
+          `<h1>Confirmed</h1><p>Give this code to your agent:</p><p class="code" id="user-code">${
+            escapeHtml(result.userCode)
+          }</p>
+<p class="muted">It is shown only once and expires in ${
+            Math.round(deps.config.storefront.claimTtlS / 60)
+          } minutes.</p>`,
         ),
       );
     }

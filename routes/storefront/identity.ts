@@ -41,7 +41,10 @@ const registerRoute = createRoute({
         "application/json": {
           schema: z.object({
             type: z.enum(["anonymous", "service_auth", "identity_assertion", "refresh"]),
-            login_hint: z.unknown().optional().openapi({ type: "string", description: "service_auth: the user's e-mail" }),
+            login_hint: z.unknown().optional().openapi({
+              type: "string",
+              description: "service_auth: the user's e-mail",
+            }),
             assertion_type: z.string().optional().openapi({ example: ID_JAG_TOKEN_TYPE }),
             assertion: z.string().optional().openapi({ description: "identity_assertion: the ID-JAG" }),
             refresh_token: z.string().optional(),
@@ -51,11 +54,18 @@ const registerRoute = createRoute({
     },
   },
   responses: {
-    200: { description: "service_auth: a claim token; refresh: a new assertion and refresh token", content: { "application/json": { schema: identitySchema } } },
+    200: {
+      description: "service_auth: a claim token; refresh: a new assertion and refresh token",
+      content: { "application/json": { schema: identitySchema } },
+    },
     201: { description: "A new credential", content: { "application/json": { schema: identitySchema } } },
     400: errorResponse("invalid_request, invalid_login_hint"),
-    401: errorResponse("invalid_signature, expired, invalid_audience, replay_detected, login_required, interaction_required (with a claim block), invalid_refresh_token"),
-    403: errorResponse("anonymous_registration_disabled, service_auth_registration_disabled, issuer_not_enabled, missing_verified_email"),
+    401: errorResponse(
+      "invalid_signature, expired, invalid_audience, replay_detected, login_required, interaction_required (with a claim block), invalid_refresh_token",
+    ),
+    403: errorResponse(
+      "anonymous_registration_disabled, service_auth_registration_disabled, issuer_not_enabled, missing_verified_email",
+    ),
     404: errorResponse("seller_not_found"),
     429: errorResponse("rate_limit_exceeded"),
   },
@@ -116,7 +126,10 @@ const completeRoute = createRoute({
     },
   },
   responses: {
-    200: { description: "The verified identity, with a refresh token", content: { "application/json": { schema: identitySchema } } },
+    200: {
+      description: "The verified identity, with a refresh token",
+      content: { "application/json": { schema: identitySchema } },
+    },
     400: errorResponse("invalid_request, invalid_user_code"),
     401: errorResponse("invalid_claim_token"),
     403: errorResponse("claim_denied, too_many_attempts"),

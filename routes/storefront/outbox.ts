@@ -16,9 +16,9 @@ export function createOutboxRoutes(deps: Pick<Deps, "mailer">) {
     const linkify = (text: string) =>
       escapeHtml(text).replace(/(https?:\/\/[^\s<&]+)/g, (u) => `<a href="${u}">${u}</a>`);
     const rows = items.map((m) =>
-      `<article><h2>${escapeHtml(m.subject)}</h2><p class="meta">To ${escapeHtml(m.to)} · From ${escapeHtml(m.from)} · ${
-        escapeHtml(m.sentAt)
-      }</p><pre>${linkify(m.text)}</pre></article>`
+      `<article><h2>${escapeHtml(m.subject)}</h2><p class="meta">To ${escapeHtml(m.to)} · From ${
+        escapeHtml(m.from)
+      } · ${escapeHtml(m.sentAt)}</p><pre>${linkify(m.text)}</pre></article>`
     ).join("\n");
     c.header("Cache-Control", "no-store");
     c.header("Referrer-Policy", "no-referrer");

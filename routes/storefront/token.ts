@@ -35,7 +35,10 @@ const tokenRoute = createRoute({
         },
       },
     },
-    400: { description: "invalid_request, invalid_grant, unsupported_grant_type", content: { "application/json": { schema: oauthError } } },
+    400: {
+      description: "invalid_request, invalid_grant, unsupported_grant_type",
+      content: { "application/json": { schema: oauthError } },
+    },
   },
 });
 

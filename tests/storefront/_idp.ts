@@ -62,7 +62,11 @@ export async function startLocalIdp({ audience, clock }: { audience: string; clo
       };
       for (const [k, v] of Object.entries(payload)) if (v === undefined) delete payload[k];
       return await new SignJWT(payload)
-        .setProtectedHeader({ alg: header.alg ?? "RS256", typ: header.typ ?? "oauth-id-jag+jwt", kid: header.kid ?? kid })
+        .setProtectedHeader({
+          alg: header.alg ?? "RS256",
+          typ: header.typ ?? "oauth-id-jag+jwt",
+          kid: header.kid ?? kid,
+        })
         .sign(privateKey);
     },
     close,

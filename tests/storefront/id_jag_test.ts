@@ -19,11 +19,15 @@ Deno.test("identity_assertion: a valid ID-JAG registers a credential born claime
   assert.equal(typeof id.assertion, "string");
 
   await t.step("the storefront's own resource address is also an accepted audience", async () => {
-    const r2 = await json(await w.post("/agent/identity", register(await w.idp.mint({ aud: SF, email: "x@example.com" }))));
+    const r2 = await json(
+      await w.post("/agent/identity", register(await w.idp.mint({ aud: SF, email: "x@example.com" }))),
+    );
     assert.equal(r2.status, 201);
   });
   await t.step("an aud array holding only the issuer is accepted", async () => {
-    const r3 = await json(await w.post("/agent/identity", register(await w.idp.mint({ aud: [ISSUER], email: "y@example.com" }))));
+    const r3 = await json(
+      await w.post("/agent/identity", register(await w.idp.mint({ aud: [ISSUER], email: "y@example.com" }))),
+    );
     assert.equal(r3.status, 201);
   });
   await t.step("the same e-mail again answers 401 interaction_required with a claim block", async () => {
@@ -61,11 +65,18 @@ Deno.test("identity_assertion: each failed check answers its own code", async (t
     });
   }
   await t.step("auth_time exactly 30 days old is still accepted", async () => {
-    const r = await json(await w.post("/agent/identity", register(await w.idp.mint({ auth_time: now - 30 * 86400, email: "edge@example.com" }))));
+    const r = await json(
+      await w.post(
+        "/agent/identity",
+        register(await w.idp.mint({ auth_time: now - 30 * 86400, email: "edge@example.com" })),
+      ),
+    );
     assert.equal(r.status, 201, JSON.stringify(r.body));
   });
   await t.step("exp exactly 600 s ahead is accepted", async () => {
-    const r = await json(await w.post("/agent/identity", register(await w.idp.mint({ exp: now + 600, email: "edge2@example.com" }))));
+    const r = await json(
+      await w.post("/agent/identity", register(await w.idp.mint({ exp: now + 600, email: "edge2@example.com" }))),
+    );
     assert.equal(r.status, 201, JSON.stringify(r.body));
   });
   await t.step("assertion_type other than id-jag is invalid_request", async () => {
@@ -89,7 +100,9 @@ Deno.test("identity_assertion: a jti is single-use (replay_detected), also under
   assert.equal(second.body.error, "replay_detected");
 
   const racer = await w.idp.mint({ email: "race@example.com" });
-  const results = await Promise.all(Array.from({ length: 5 }, () => w.post("/agent/identity", register(racer)).then(json)));
+  const results = await Promise.all(
+    Array.from({ length: 5 }, () => w.post("/agent/identity", register(racer)).then(json)),
+  );
   assert.equal(results.filter((r) => r.status === 201).length, 1);
   assert.equal(results.filter((r) => r.body.error === "replay_detected").length, 4);
 });

@@ -20,9 +20,14 @@ Deno.test("anonymous: an unclaimed credential at once, expiring after 3 days", a
     const ok = await json(await w.form("/oauth2/token", { grant_type: JWT_BEARER, assertion: id.assertion as string }));
     assert.equal(ok.status, 200);
     w.clock.advance(3 * 86400_000 - 1000);
-    assert.equal((await w.form("/oauth2/token", { grant_type: JWT_BEARER, assertion: id.assertion as string })).status, 200);
+    assert.equal(
+      (await w.form("/oauth2/token", { grant_type: JWT_BEARER, assertion: id.assertion as string })).status,
+      200,
+    );
     w.clock.advance(1000);
-    const gone = await json(await w.form("/oauth2/token", { grant_type: JWT_BEARER, assertion: id.assertion as string }));
+    const gone = await json(
+      await w.form("/oauth2/token", { grant_type: JWT_BEARER, assertion: id.assertion as string }),
+    );
     assert.equal(gone.status, 400);
     assert.equal(gone.body.error, "invalid_grant");
   });
@@ -73,10 +78,16 @@ Deno.test("POST /agent/identity: malformed bodies are 400 invalid_request", asyn
   const cases: [string, RequestInit][] = [
     ["not JSON", { body: "{nope", headers: { "content-type": "application/json" } }],
     ["not an object", { body: "[1]", headers: { "content-type": "application/json" } }],
-    ["wrong content type", { body: "type=anonymous", headers: { "content-type": "application/x-www-form-urlencoded" } }],
+    ["wrong content type", {
+      body: "type=anonymous",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    }],
     ["unknown type", { body: JSON.stringify({ type: "magic" }), headers: { "content-type": "application/json" } }],
     ["type missing", { body: "{}", headers: { "content-type": "application/json" } }],
-    ["refresh without refresh_token", { body: JSON.stringify({ type: "refresh" }), headers: { "content-type": "application/json" } }],
+    ["refresh without refresh_token", {
+      body: JSON.stringify({ type: "refresh" }),
+      headers: { "content-type": "application/json" },
+    }],
   ];
   for (const [name, init] of cases) {
     await t.step(name, async () => {
@@ -89,11 +100,13 @@ Deno.test("POST /agent/identity: malformed bodies are 400 invalid_request", asyn
 
 Deno.test("refresh: rotates; reusing a rotated-out token is invalid_refresh_token and revokes the family", async (t) => {
   await using w = await storefrontWorld();
-  const reg = await json(await w.post("/agent/identity", {
-    type: "identity_assertion",
-    assertion_type: "urn:ietf:params:oauth:token-type:id-jag",
-    assertion: await w.idp.mint({ email: "linus@example.com" }),
-  }));
+  const reg = await json(
+    await w.post("/agent/identity", {
+      type: "identity_assertion",
+      assertion_type: "urn:ietf:params:oauth:token-type:id-jag",
+      assertion: await w.idp.mint({ email: "linus@example.com" }),
+    }),
+  );
   const rt1 = ((reg.body.identity as Record<string, unknown>).refresh_token as { value: string }).value;
 
   const r2 = await json(await w.post("/agent/identity", { type: "refresh", refresh_token: rt1 }));
@@ -119,22 +132,28 @@ Deno.test("refresh: rotates; reusing a rotated-out token is invalid_refresh_toke
     }
   });
   await t.step("two concurrent uses of one token: one rotation wins, the family is revoked", async () => {
-    const reg2 = await json(await w.post("/agent/identity", {
-      type: "identity_assertion",
-      assertion_type: "urn:ietf:params:oauth:token-type:id-jag",
-      assertion: await w.idp.mint({ email: "twice@example.com" }),
-    }));
+    const reg2 = await json(
+      await w.post("/agent/identity", {
+        type: "identity_assertion",
+        assertion_type: "urn:ietf:params:oauth:token-type:id-jag",
+        assertion: await w.idp.mint({ email: "twice@example.com" }),
+      }),
+    );
     const rt = ((reg2.body.identity as Record<string, unknown>).refresh_token as { value: string }).value;
-    const both = await Promise.all([1, 2].map(() => w.post("/agent/identity", { type: "refresh", refresh_token: rt }).then(json)));
+    const both = await Promise.all(
+      [1, 2].map(() => w.post("/agent/identity", { type: "refresh", refresh_token: rt }).then(json)),
+    );
     assert.equal(both.filter((r) => r.status === 200).length, 1);
     assert.equal(both.filter((r) => r.body.error === "invalid_refresh_token").length, 1);
   });
   await t.step("a refresh token past REFRESH_TOKEN_TTL_S is refused", async () => {
-    const reg3 = await json(await w.post("/agent/identity", {
-      type: "identity_assertion",
-      assertion_type: "urn:ietf:params:oauth:token-type:id-jag",
-      assertion: await w.idp.mint({ email: "old@example.com" }),
-    }));
+    const reg3 = await json(
+      await w.post("/agent/identity", {
+        type: "identity_assertion",
+        assertion_type: "urn:ietf:params:oauth:token-type:id-jag",
+        assertion: await w.idp.mint({ email: "old@example.com" }),
+      }),
+    );
     const rt = ((reg3.body.identity as Record<string, unknown>).refresh_token as { value: string }).value;
     w.clock.advance(90 * 86400_000);
     const r = await json(await w.post("/agent/identity", { type: "refresh", refresh_token: rt }));
@@ -147,11 +166,13 @@ Deno.test("sellers: an unknown host is 404 seller_not_found unless a default sel
     await using w = await storefrontWorld({ env: { STOREFRONT_DEFAULT_SELLER: "none" } });
     const known = await w.post("/agent/identity", { type: "anonymous" });
     assert.equal(known.status, 201, "the demo seller's own host answers");
-    const r = await json(await w.app.request("http://unknown.test/agent/identity", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ type: "anonymous" }),
-    }));
+    const r = await json(
+      await w.app.request("http://unknown.test/agent/identity", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ type: "anonymous" }),
+      }),
+    );
     assert.equal(r.status, 404);
     assert.equal(r.body.error, "seller_not_found");
   });
@@ -166,14 +187,23 @@ Deno.test("sellers: an unknown host is 404 seller_not_found unless a default sel
   });
   await t.step("a registered host resolves to its own seller", async () => {
     await using w = await storefrontWorld({ env: { STOREFRONT_DEFAULT_SELLER: "none" } });
-    await w.deps.storefront.sellers.create({ sellerId: "acme", tenantId: "tn_x", name: "Acme", hosts: ["shop.acme.test"] });
-    const r = await json(await w.app.request("http://shop.acme.test/agent/identity", {
-      method: "POST",
-      headers: { "content-type": "application/json", host: "Shop.Acme.test" },
-      body: JSON.stringify({ type: "anonymous" }),
-    }));
+    await w.deps.storefront.sellers.create({
+      sellerId: "acme",
+      tenantId: "tn_x",
+      name: "Acme",
+      hosts: ["shop.acme.test"],
+    });
+    const r = await json(
+      await w.app.request("http://shop.acme.test/agent/identity", {
+        method: "POST",
+        headers: { "content-type": "application/json", host: "Shop.Acme.test" },
+        body: JSON.stringify({ type: "anonymous" }),
+      }),
+    );
     assert.equal(r.status, 201);
-    const cred = await w.deps.storefront.accounts.credential((r.body.identity as { credential_id: string }).credential_id);
+    const cred = await w.deps.storefront.accounts.credential(
+      (r.body.identity as { credential_id: string }).credential_id,
+    );
     assert.equal(cred?.sellerId, "acme");
   });
 });
@@ -186,7 +216,11 @@ Deno.test("rate limit: identity and claim routes answer 429 rate_limit_exceeded 
   for (let i = 0; i < 3; i++) {
     assert.equal((await w.post("/agent/identity", { type: "anonymous" }, from("192.0.2.1"))).status, 201);
   }
-  const r = await w.post("/agent/identity/claim", { type: "service_auth", claim_token: "x", login_hint: "a@b.co" }, from("192.0.2.1"));
+  const r = await w.post(
+    "/agent/identity/claim",
+    { type: "service_auth", claim_token: "x", login_hint: "a@b.co" },
+    from("192.0.2.1"),
+  );
   assert.equal(r.status, 429);
   const body = await r.json();
   assert.equal(body.error, "rate_limit_exceeded");

@@ -1,0 +1,78 @@
+import assert from "node:assert/strict";
+import { FixedClock } from "../../core/clock.ts";
+import { parseConfig } from "../../core/config.ts";
+import { FixedWindowLimiter } from "../../core/rate_limit.ts";
+import { isEmail, isPlusAliased, normalizeEmail } from "../../core/storefront/emails.ts";
+import { formatUserCode, newUserCode, normalizeUserCode, USER_CODE_ALPHABET } from "../../core/storefront/user_code.ts";
+
+Deno.test("newUserCode() draws 8 characters from the RFC 8628 base-20 alphabet", () => {
+  assert.equal(USER_CODE_ALPHABET, "BCDFGHJKLMNPQRSTVWXZ");
+  const seen = new Set<string>();
+  for (let i = 0; i < 500; i++) {
+    const code = newUserCode();
+    assert.match(code, /^[BCDFGHJKLMNPQRSTVWXZ]{8}$/);
+    for (const ch of code) seen.add(ch);
+  }
+  assert.equal(seen.size, 20, "every letter of the alphabet appears");
+  assert.equal(formatUserCode("BCDFGHJK"), "BCDF-GHJK");
+});
+
+Deno.test("normalizeUserCode() is case-insensitive, dash optional, and refuses other letters", () => {
+  for (const input of ["BCDF-GHJK", "bcdf-ghjk", "bcdfghjk", " BCDF GHJK "]) {
+    assert.equal(normalizeUserCode(input), "BCDFGHJK");
+  }
+  for (const input of ["BCDF-GHJ", "ABCD-EFGH", "BCDF-GHJK-L", "12345678", ""]) {
+    assert.equal(normalizeUserCode(input), null);
+  }
+});
+
+Deno.test("isEmail() and isPlusAliased()", () => {
+  assert.ok(isEmail("ada.lovelace@example.co.uk"));
+  for (const bad of ["a@b", "@example.com", "a@@example.com", "a b@example.com", "a@-x.com", "", null]) {
+    assert.ok(!isEmail(bad));
+  }
+  assert.ok(isPlusAliased("ada+shop@example.com"));
+  assert.ok(!isPlusAliased("ada@exa+mple.com"));
+  assert.equal(normalizeEmail(" Ada@Example.COM "), "ada@example.com");
+});
+
+Deno.test("FixedWindowLimiter.hit() counts per key per window, exactly, under concurrency", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const clock = new FixedClock("2026-11-22T12:00:10Z");
+    const limiter = new FixedWindowLimiter(kv, clock, { scope: "t", limit: 5, windowS: 60 });
+    const results = await Promise.all(Array.from({ length: 8 }, () => limiter.hit("1.2.3.4")));
+    assert.equal(results.filter((r) => r.allowed).length, 5);
+    const denied = results.find((r) => !r.allowed)!;
+    assert.equal(denied.retryAfterS, 50);
+    assert.ok((await limiter.hit("5.6.7.8")).allowed);
+    clock.advance(50_000);
+    assert.ok((await limiter.hit("1.2.3.4")).allowed, "a new window");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("parseConfig() storefront settings: defaults, TRUSTED_ISSUERS, the default seller", () => {
+  const d = parseConfig({});
+  assert.equal(d.storefront.defaultSellerId, "demo", "the embedded default serves the demo seller on any host");
+  assert.equal(d.storefront.anonymousTtlS, 259200);
+  assert.equal(d.storefront.accessTokenTtlS, 300);
+  assert.equal(d.storefront.claimTtlS, 600);
+  assert.deepEqual(d.storefront.trustedIssuers, []);
+  assert.equal(d.mail.smtpUrl, null);
+  assert.equal(parseConfig({ AGENT_AUTH_URL: "https://shop.example" }).storefront.defaultSellerId, null);
+  assert.equal(parseConfig({ STOREFRONT_DEFAULT_SELLER: "none" }).storefront.defaultSellerId, null);
+  const c = parseConfig({
+    TRUSTED_ISSUERS: '[{"issuer":"https://idp.example","jwks_url":"https://idp.example/jwks"}]',
+  });
+  assert.deepEqual(c.storefront.trustedIssuers, [{
+    issuer: "https://idp.example",
+    jwksUrl: "https://idp.example/jwks",
+  }]);
+  for (const bad of ["nope", '{"issuer":"x"}', '[{"issuer":"x","jwks_url":"ftp://x"}]']) {
+    assert.throws(() => parseConfig({ TRUSTED_ISSUERS: bad }), /TRUSTED_ISSUERS/);
+  }
+  assert.throws(() => parseConfig({ SMTP_URL: "http://mail" }), /SMTP_URL/);
+  assert.throws(() => parseConfig({ ACCESS_TOKEN_TTL_S: "5" }), /ACCESS_TOKEN_TTL_S/);
+});
