@@ -2,8 +2,8 @@ import { exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes } from "../crypto.ts";
 
-/** The algorithm of our assertions and access tokens. */
-export const SIGNING_ALG = "ES256";
+/** The algorithm of our assertions and access tokens: Ed25519 signs and verifies an order of magnitude faster than ES256. */
+export const SIGNING_ALG = "EdDSA";
 
 interface StoredKey {
   kid: string;

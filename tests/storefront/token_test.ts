@@ -61,7 +61,7 @@ Deno.test("oauth4webapi discovers the authorization server and runs the jwt-bear
     const header = decodeProtectedHeader(tokens.access_token);
     assert.equal(header.typ, "at+jwt");
     const key = jwks.keys.find((k: { kid: string }) => k.kid === header.kid);
-    const { payload } = await jwtVerify(tokens.access_token, await importJWK(key, "ES256"), {
+    const { payload } = await jwtVerify(tokens.access_token, await importJWK(key, "EdDSA"), {
       issuer: ISSUER,
       audience: SF,
       currentDate: w.clock.now(),
