@@ -4,6 +4,7 @@ import type { Deps } from "../deps.ts";
 import { newId } from "../ids.ts";
 import { domainSchema, slugSchema } from "../store/models.ts";
 import type { AiModel, Campaign, DataModel, Prompt, Widget } from "../store/models.ts";
+import { storefrontAdminCommands } from "../storefront/admin.ts";
 
 /** An admin subcommand: `<entity> <verb>` with `--flags`; returns what to print as JSON. */
 export interface AdminCommand {
@@ -266,6 +267,8 @@ export const adminCommands: Record<string, AdminCommand> = {
     run: (deps, v) => deps.repos.prompts.listByTenant(need(v, "tenant")),
   },
 };
+
+Object.assign(adminCommands, storefrontAdminCommands);
 
 /** Usage text listing every admin command. */
 export function adminUsage(): string {

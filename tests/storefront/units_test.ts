@@ -76,3 +76,46 @@ Deno.test("parseConfig() storefront settings: defaults, TRUSTED_ISSUERS, the def
   assert.throws(() => parseConfig({ SMTP_URL: "http://mail" }), /SMTP_URL/);
   assert.throws(() => parseConfig({ ACCESS_TOKEN_TTL_S: "5" }), /ACCESS_TOKEN_TTL_S/);
 });
+
+Deno.test("admin: seller create/list and storefront rotate-key", async () => {
+  const { runAdmin } = await import("../../core/admin/commands.ts");
+  const { createTestWorld } = await import("../_helpers.ts");
+  await using w = await createTestWorld();
+  const { tenantId } = await w.tenantWithKey();
+  const seller = await runAdmin(w.deps, [
+    "seller",
+    "create",
+    "--id",
+    "acme",
+    "--tenant",
+    tenantId,
+    "--name",
+    "Acme",
+    "--host",
+    "Shop.Acme.test",
+    "--host",
+    "acme.test:8443",
+  ]) as { hosts: string[] };
+  assert.deepEqual(seller.hosts, ["shop.acme.test", "acme.test:8443"]);
+  assert.equal((await runAdmin(w.deps, ["seller", "list"]) as unknown[]).length, 1);
+  await assert.rejects(
+    () =>
+      runAdmin(w.deps, [
+        "seller",
+        "create",
+        "--id",
+        "other",
+        "--tenant",
+        tenantId,
+        "--name",
+        "X",
+        "--host",
+        "acme.test:8443",
+      ]),
+    /already exists/,
+  );
+  const before = (await w.deps.storefront.keys.current()).kid;
+  const { kid } = await runAdmin(w.deps, ["storefront", "rotate-key"]) as { kid: string };
+  assert.notEqual(kid, before);
+  assert.equal((await w.deps.storefront.keys.current()).kid, kid);
+});
