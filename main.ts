@@ -66,6 +66,12 @@ async function serve(config: Config): Promise<void> {
   const app = createApp(deps);
   const server = startServer(app.fetch, { hostname: config.host, port: config.port, log: deps.log });
   deps.log.info("listening", { url: server.url, base_url: config.baseUrl });
+  deps.log.info("storefront", {
+    agent_auth_url: config.agentAuthUrl,
+    default_seller: config.storefront.defaultSellerId,
+    mailer: deps.mailer.kind,
+    ...(deps.mailer.kind === "outbox" ? { outbox: `${config.agentAuthUrl}/dev/outbox` } : {}),
+  });
 
   const stop = async (signal: string) => {
     deps.log.info("shutting down", { signal });

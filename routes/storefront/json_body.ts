@@ -47,7 +47,6 @@ export function jsonObjectBody(limit: number): MiddlewareHandler<AppEnv> {
       method: c.req.raw.method,
       headers: c.req.raw.headers,
       body: bytes as BodyInit,
-      signal: c.req.raw.signal,
     });
     await next();
   };
