@@ -85,7 +85,8 @@ export class IdJagVerifier {
     } catch (err) {
       throw fail(400, "invalid_request", "The assertion is not a JWT", err);
     }
-    if (typeof header.typ !== "string" || header.typ.toLowerCase() !== ID_JAG_TYP) {
+    // Media type names are case-insensitive and may carry the "application/" prefix (RFC 7515 4.1.9).
+    if (typeof header.typ !== "string" || header.typ.toLowerCase().replace(/^application\//, "") !== ID_JAG_TYP) {
       throw fail(400, "invalid_request", `The assertion must have typ ${ID_JAG_TYP}`);
     }
     if (typeof header.alg !== "string" || !ID_JAG_ALGORITHMS.includes(header.alg)) {
