@@ -1,0 +1,112 @@
+/**
+ * URL queries: fetch a page through the SSRF guard, extract its main text, summarise it.
+ */
+import type { Clock } from "../clock.ts";
+import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
+import { type AnalyzedPage, UrlAnalysisError, type UrlAnalyzer } from "../search/url_analyzer.ts";
+import { extractArticle } from "./article.ts";
+import { summarize } from "./summarize.ts";
+
+const HTML_TYPES = ["text/html", "application/xhtml+xml"] as const;
+
+/** Options of {@link WebPageAnalyzer}. */
+export interface WebPageAnalyzerOptions {
+  fetcher: SafeFetcher;
+  clock: Clock;
+  /** How long an analysis is reused for the same URL. Default 600 s; 0 disables the cache. */
+  cacheTtlS?: number;
+  /** Most cached analyses. Default 256. */
+  cacheSize?: number;
+  /** Sentences in the summary. Default 3. */
+  summarySentences?: number;
+}
+
+/** The charset a page declares in its first bytes, if any. */
+function sniffCharset(bytes: Uint8Array): string | undefined {
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return "utf-8";
+  const head = new TextDecoder("latin1").decode(bytes.subarray(0, 2048));
+  return head.match(/<meta[^>]+charset\s*=\s*["']?([\w-]+)/i)?.[1]?.toLowerCase();
+}
+
+/** Decodes page bytes with the declared charset, falling back to UTF-8 for unknown labels. */
+export function decodeHtml(bytes: Uint8Array, headerCharset?: string): string {
+  const label = headerCharset ?? sniffCharset(bytes) ?? "utf-8";
+  try {
+    return new TextDecoder(label).decode(bytes);
+  } catch {
+    return new TextDecoder("utf-8").decode(bytes);
+  }
+}
+
+/**
+ * The {@link UrlAnalyzer} behind URL queries. Repeated queries for one URL (a widget asking for
+ * recommendations on every page view) are answered from a small in-memory cache, and concurrent
+ * ones share one fetch.
+ */
+export class WebPageAnalyzer implements UrlAnalyzer {
+  readonly #fetcher: SafeFetcher;
+  readonly #clock: Clock;
+  readonly #ttlMs: number;
+  readonly #size: number;
+  readonly #sentences: number;
+  readonly #cache = new Map<string, { at: number; page: AnalyzedPage }>();
+  readonly #inflight = new Map<string, Promise<AnalyzedPage>>();
+
+  constructor(options: WebPageAnalyzerOptions) {
+    this.#fetcher = options.fetcher;
+    this.#clock = options.clock;
+    this.#ttlMs = (options.cacheTtlS ?? 600) * 1000;
+    this.#size = options.cacheSize ?? 256;
+    this.#sentences = options.summarySentences ?? 3;
+  }
+
+  /** @inheritdoc */
+  analyze(url: string): Promise<AnalyzedPage> {
+    const key = url.trim();
+    const now = this.#clock.now().getTime();
+    const hit = this.#cache.get(key);
+    if (hit && now - hit.at < this.#ttlMs) {
+      // Map order is insertion order: re-inserting keeps it the most recently used.
+      this.#cache.delete(key);
+      this.#cache.set(key, hit);
+      return Promise.resolve(hit.page);
+    }
+    const running = this.#inflight.get(key);
+    if (running) return running;
+    const work = this.#analyze(key).then((page) => {
+      if (this.#ttlMs > 0) {
+        this.#cache.delete(key);
+        this.#cache.set(key, { at: now, page });
+        while (this.#cache.size > this.#size) this.#cache.delete(this.#cache.keys().next().value!);
+      }
+      return page;
+    }).finally(() => this.#inflight.delete(key));
+    this.#inflight.set(key, work);
+    return work;
+  }
+
+  async #analyze(url: string): Promise<AnalyzedPage> {
+    let fetched;
+    try {
+      fetched = await this.#fetcher.fetch(url, { accept: HTML_TYPES });
+    } catch (err) {
+      if (err instanceof SafeFetchError) {
+        throw new UrlAnalysisError(err.code, `query URL could not be analysed: ${err.message}`, err);
+      }
+      throw err;
+    }
+    const article = extractArticle(decodeHtml(fetched.body, fetched.charset));
+    if (!article.text) {
+      throw new UrlAnalysisError("no_content", "query URL could not be analysed: the page has no readable text");
+    }
+    return {
+      url: fetched.url,
+      title: article.title,
+      text: article.text,
+      summary: summarize(article.text, { maxSentences: this.#sentences }),
+      siteName: article.siteName,
+      byline: article.byline,
+      publishedTime: article.publishedTime,
+    };
+  }
+}

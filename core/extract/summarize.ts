@@ -1,0 +1,175 @@
+/**
+ * Extractive summarisation: the sentences most central to a text, in their original order.
+ *
+ * Each sentence becomes a TF-IDF vector (IDF over the sentences of the same text); a sentence's
+ * score is its degree centrality (the sum of its cosine similarities to the other sentences, as in
+ * LexRank) with a small lead bonus, because news articles front-load their point. Deterministic:
+ * no randomness, ties go to the earlier sentence.
+ */
+
+/** Options for {@link summarize}. */
+export interface SummarizeOptions {
+  /** Most sentences to keep. Default 3. */
+  maxSentences?: number;
+  /** Most characters in the summary; a lone over-long sentence is cut at a word. Default 600. */
+  maxChars?: number;
+}
+
+const ABBREVIATIONS = new Set([
+  "mr",
+  "mrs",
+  "ms",
+  "dr",
+  "prof",
+  "sr",
+  "jr",
+  "st",
+  "vs",
+  "etc",
+  "inc",
+  "ltd",
+  "co",
+  "corp",
+  "no",
+  "fig",
+  "gen",
+  "gov",
+  "sen",
+  "rep",
+  "jan",
+  "feb",
+  "mar",
+  "apr",
+  "jun",
+  "jul",
+  "aug",
+  "sep",
+  "sept",
+  "oct",
+  "nov",
+  "dec",
+  "e.g",
+  "i.e",
+  "u.s",
+  "u.k",
+  "a.m",
+  "p.m",
+  "approx",
+  "est",
+  "dept",
+  "univ",
+  "mt",
+  "ft",
+]);
+
+const STOPWORDS = new Set(
+  ("a about above after again against all am an and any are as at be because been before being below between both " +
+    "but by can could did do does doing down during each few for from further had has have having he her here hers " +
+    "him his how i if in into is it its itself just me more most my no nor not now of off on once only or other our " +
+    "ours out over own same she should so some such than that the their theirs them then there these they this those " +
+    "through to too under until up very was we were what when where which while who whom why will with would you " +
+    "your yours said says also one two new")
+    .split(" "),
+);
+
+/**
+ * Splits text into sentences at `.`, `!` or `?` followed by space and a capital, digit or quote,
+ * not after common abbreviations, initials or inside decimals. Paragraph breaks always split.
+ */
+export function splitSentences(text: string): string[] {
+  const out: string[] = [];
+  for (const paragraph of text.split(/\n\s*\n|\r?\n(?=\s*[-*•]\s)/)) {
+    const p = paragraph.replace(/\s+/g, " ").trim();
+    if (!p) continue;
+    let start = 0;
+    const re = /[.!?]+["'”’)\]]*\s+(?=["'“‘(\[]?[\p{Lu}\p{N}])/gu;
+    for (let m = re.exec(p); m; m = re.exec(p)) {
+      const end = m.index + m[0].length;
+      const before = p.slice(start, m.index + 1);
+      const lastWord = before.match(/([\p{L}.]+)\.$/u)?.[1]?.toLowerCase();
+      // "Dr. Smith", "U.S. officials", "J. Doe": not sentence ends.
+      if (m[0].startsWith(".") && lastWord && (ABBREVIATIONS.has(lastWord) || /^\p{L}$/u.test(lastWord))) continue;
+      out.push(p.slice(start, end).trim());
+      start = end;
+    }
+    const rest = p.slice(start).trim();
+    if (rest) out.push(rest);
+  }
+  return out;
+}
+
+/** Lowercase word tokens without stopwords and very short tokens. */
+export function contentWords(sentence: string): string[] {
+  return (sentence.toLowerCase().match(/[\p{L}\p{N}]+(?:['’][\p{L}]+)?/gu) ?? [])
+    .filter((w) => w.length > 2 && !STOPWORDS.has(w));
+}
+
+/**
+ * Summarises `text` extractively.
+ * @returns at most `maxSentences` sentences, in document order, within `maxChars`; `""` for empty text.
+ * @example summarize(article.body, { maxSentences: 2 })
+ */
+export function summarize(text: string, { maxSentences = 3, maxChars = 600 }: SummarizeOptions = {}): string {
+  const sentences = splitSentences(text);
+  if (sentences.length === 0 || maxSentences < 1) return "";
+  const chosen = sentences.length <= maxSentences ? sentences.map((_, i) => i) : rank(sentences, maxSentences);
+  return fit(chosen.map((i) => sentences[i]!), maxChars);
+}
+
+/** Indexes of the `k` best sentences, in document order. */
+function rank(sentences: string[], k: number): number[] {
+  const tokens = sentences.map(contentWords);
+  const df = new Map<string, number>();
+  for (const words of tokens) for (const w of new Set(words)) df.set(w, (df.get(w) ?? 0) + 1);
+  const n = sentences.length;
+  const vectors = tokens.map((words) => {
+    const tf = new Map<string, number>();
+    for (const w of words) tf.set(w, (tf.get(w) ?? 0) + 1);
+    const v = new Map<string, number>();
+    let norm = 0;
+    for (const [w, f] of tf) {
+      const weight = (1 + Math.log(f)) * Math.log(1 + n / df.get(w)!);
+      v.set(w, weight);
+      norm += weight * weight;
+    }
+    norm = Math.sqrt(norm) || 1;
+    for (const [w, x] of v) v.set(w, x / norm);
+    return v;
+  });
+  const scores = vectors.map((a, i) => {
+    let centrality = 0;
+    for (let j = 0; j < n; j++) {
+      if (j === i) continue;
+      const b = vectors[j]!;
+      let dot = 0;
+      for (const [w, x] of a) dot += x * (b.get(w) ?? 0);
+      centrality += dot;
+    }
+    const words = tokens[i]!.length;
+    // Fragments (captions, bylines) and run-ons are poor summary sentences.
+    const lengthFactor = words < 4 ? 0.3 : words > 60 ? 0.7 : 1;
+    const lead = 1 + 0.5 / (1 + i);
+    return (centrality / Math.max(1, n - 1)) * lengthFactor * lead + (a.size === 0 ? -1 : 0);
+  });
+  return scores.map((s, i) => ({ s, i }))
+    .sort((x, y) => y.s - x.s || x.i - y.i)
+    .slice(0, k)
+    .map((x) => x.i)
+    .sort((a, b) => a - b);
+}
+
+/** Joins sentences, dropping trailing ones that would pass `maxChars`; cuts a lone long one at a word. */
+function fit(sentences: string[], maxChars: number): string {
+  let out = "";
+  for (const s of sentences) {
+    const next = out ? `${out} ${s}` : s;
+    if (next.length > maxChars) {
+      if (out) continue;
+      const cut = s.slice(0, Math.max(0, maxChars - 1));
+      const space = cut.lastIndexOf(" ");
+      return (space > maxChars / 2 ? cut.slice(0, space) : cut).replace(/[\s,;:.-]+$/, "") + "…";
+    }
+    out = next;
+  }
+  return out;
+}

@@ -1,0 +1,53 @@
+/**
+ * The contract between URL queries in search and the page analysis in core/extract/.
+ */
+import { AppError } from "../errors.ts";
+
+/** A web page reduced to what recommendations need. */
+export interface AnalyzedPage {
+  /** The final URL after redirects. */
+  url: string;
+  title: string;
+  /** Main text, paragraphs separated by blank lines. */
+  text: string;
+  /** Extractive summary of `text` (a few sentences). */
+  summary: string;
+  siteName?: string;
+  byline?: string;
+  /** ISO 8601, when the page states it. */
+  publishedTime?: string;
+}
+
+/** Fetches and analyses a URL given as a search query. */
+export interface UrlAnalyzer {
+  /**
+   * @throws {UrlAnalysisError} when the URL is refused, cannot be fetched, or has no readable text.
+   */
+  analyze(url: string): Promise<AnalyzedPage>;
+}
+
+/** Why a URL query could not be analysed: the safe-fetch codes plus `no_content`. */
+export type UrlAnalysisErrorCode =
+  | "invalid_url"
+  | "blocked_address"
+  | "unreachable"
+  | "timeout"
+  | "too_large"
+  | "bad_status"
+  | "unsupported_content_type"
+  | "too_many_redirects"
+  | "no_content";
+
+/**
+ * A URL query that cannot be used: 422 `{message}` when it reaches the edge unhandled. `message`
+ * is public (it never names resolved addresses); the underlying error is the private `cause`.
+ */
+export class UrlAnalysisError extends AppError {
+  override readonly code: UrlAnalysisErrorCode;
+
+  constructor(code: UrlAnalysisErrorCode, message: string, cause?: unknown) {
+    super(422, code, message, { cause });
+    this.name = "UrlAnalysisError";
+    this.code = code;
+  }
+}
