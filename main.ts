@@ -9,7 +9,7 @@ import { AnalyticsDb } from "./analytics/duckdb.ts";
 import { adminUsage, AdminUsageError, runAdmin } from "./core/admin/commands.ts";
 import { systemClock } from "./core/clock.ts";
 import { type Config, ConfigError, parseConfig } from "./core/config.ts";
-import { assembleDeps, type Deps } from "./core/deps.ts";
+import { assembleDeps, type Deps, startDeps } from "./core/deps.ts";
 import { createLogger, describeError } from "./core/log.ts";
 import { seedDemo } from "./fixtures/demo.ts";
 import { seedStorefront } from "./fixtures/storefront.ts";
@@ -31,7 +31,9 @@ export async function openDeps(config: Config): Promise<Deps> {
     libPath: config.duckdbLibPath,
   });
   const log = createLogger({ level: config.logLevel });
-  return assembleDeps({ config, kv, duckdb, clock: systemClock, log });
+  const deps = assembleDeps({ config, kv, duckdb, clock: systemClock, log });
+  await startDeps(deps);
+  return deps;
 }
 
 /** Closes what {@link openDeps} opened. */

@@ -73,6 +73,12 @@ const envSchema = z.object({
   TRUST_PROXY: int("TRUST_PROXY", 0, 10).default(0),
   STOREFRONT_RATE_LIMIT: int("STOREFRONT_RATE_LIMIT", 1, 1_000_000).default(30),
   STOREFRONT_RATE_WINDOW_S: int("STOREFRONT_RATE_WINDOW_S", 1, 86400).default(60),
+  ALLOW_PRIVATE_URLS: bool("ALLOW_PRIVATE_URLS").default(false),
+  FETCH_TIMEOUT_MS: int("FETCH_TIMEOUT_MS", 100, 60_000).default(5000),
+  FETCH_MAX_BYTES: int("FETCH_MAX_BYTES", 1024, 64 * 1024 * 1024).default(2 * 1024 * 1024),
+  IMAGE_MAX_BYTES: int("IMAGE_MAX_BYTES", 1024, 64 * 1024 * 1024).default(10 * 1024 * 1024),
+  IMAGE_MAX_DIMENSION: int("IMAGE_MAX_DIMENSION", 16, 8192).default(2048),
+  IMAGE_CACHE_MAX_BYTES: int("IMAGE_CACHE_MAX_BYTES", 0, 1024 * 1024 * 1024 * 1024).default(1024 * 1024 * 1024),
 });
 
 /** A trusted identity provider: ID-JAGs whose `iss` equals `issuer` are verified against `jwksUrl`. */
@@ -119,6 +125,18 @@ export interface Config {
   mail: { smtpUrl: string | null; from: string };
   /** How many reverse proxies sit in front; 0 ignores `X-Forwarded-For`. */
   trustProxy: number;
+  /** Let user-supplied URLs reach loopback, private, CGNAT and unique-local addresses (tests, demo). */
+  allowPrivateUrls: boolean;
+  /** Deadline for fetching a user-supplied URL, redirects included. */
+  fetchTimeoutMs: number;
+  /** Largest page body read for a URL query. */
+  fetchMaxBytes: number;
+  /** Largest origin image read by the image endpoint. */
+  imageMaxBytes: number;
+  /** Largest `w` or `h` the image endpoint accepts (the smallest is 16). */
+  imageMaxDimension: number;
+  /** Disk budget of the resized-image cache under `DATA_DIR/images`; 0 disables the cache. */
+  imageCacheMaxBytes: number;
 }
 
 /** Raised when the environment does not parse; its message is one line naming the variable. */
@@ -183,5 +201,11 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     },
     mail: { smtpUrl: e.SMTP_URL ?? null, from: e.MAIL_FROM ?? "Storefront <no-reply@storefront.invalid>" },
     trustProxy: e.TRUST_PROXY,
+    allowPrivateUrls: e.ALLOW_PRIVATE_URLS,
+    fetchTimeoutMs: e.FETCH_TIMEOUT_MS,
+    fetchMaxBytes: e.FETCH_MAX_BYTES,
+    imageMaxBytes: e.IMAGE_MAX_BYTES,
+    imageMaxDimension: e.IMAGE_MAX_DIMENSION,
+    imageCacheMaxBytes: e.IMAGE_CACHE_MAX_BYTES,
   };
 }

@@ -2,6 +2,11 @@ import type { AnalyticsDb } from "../analytics/duckdb.ts";
 import type { EventSink } from "../analytics/events.ts";
 import type { AnswerService } from "./answer/types.ts";
 import type { SearchService } from "./search/types.ts";
+import type { UrlAnalyzer } from "./search/url_analyzer.ts";
+import { SignedLinks } from "./search/tracking.ts";
+import { WebPageAnalyzer } from "./extract/analyzer.ts";
+import { ImageService } from "./images/image_service.ts";
+import { SafeFetcher } from "./net/safe_fetch.ts";
 import { ApiKeyService } from "./auth/api_keys.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
@@ -24,6 +29,14 @@ export interface Deps {
   duckdb: AnalyticsDb;
   /** Outbound HTTP; injected so tests can point it at local peers. */
   fetch: typeof fetch;
+  /** SSRF-guarded fetching of user-supplied URLs (URL queries, feed imports, image origins). */
+  safeFetch: SafeFetcher;
+  /** Fetches, extracts and summarises URL queries. */
+  urlAnalyzer: UrlAnalyzer;
+  /** Signed `source_url` / `image_url` links; `init()` loads its keys at start. */
+  links: SignedLinks;
+  /** Resized article images behind `/img`. */
+  images: ImageService;
   /** Article search (issue 3). Optional until that room is built. */
   search?: SearchService;
   /** Real-time answers (issue 4). */
@@ -46,18 +59,45 @@ export interface DepsInputs {
   fetch?: typeof fetch;
   /** Overrides the mailer chosen from the config. */
   mailer?: Mailer;
+  /** Replaces the SSRF-guarded fetcher built from config (tests inject resolvers or policies). */
+  safeFetch?: SafeFetcher;
 }
 
-/** Wires the services over already-open stores. Pure: no I/O, no environment, no wall clock. */
+/**
+ * Wires the services over already-open stores. Pure: no I/O, no environment, no wall clock.
+ * The caller then awaits {@link startDeps} before serving.
+ */
 export function assembleDeps(inputs: DepsInputs): Deps {
+  const { config, kv, clock, log } = inputs;
   const fetch = inputs.fetch ?? globalThis.fetch;
-  const mailer = inputs.mailer ?? createMailer(inputs.config, inputs.kv, inputs.clock);
+  const mailer = inputs.mailer ?? createMailer(config, kv, clock);
+  const safeFetch = inputs.safeFetch ?? new SafeFetcher({
+    allowPrivate: config.allowPrivateUrls,
+    timeoutMs: config.fetchTimeoutMs,
+    maxBytes: config.fetchMaxBytes,
+  });
   return {
     ...inputs,
-    repos: createRepos(inputs.kv),
-    apiKeys: new ApiKeyService(inputs.kv, inputs.clock),
+    repos: createRepos(kv),
+    apiKeys: new ApiKeyService(kv, clock),
     fetch,
     mailer,
     storefront: createStorefront({ ...inputs, fetch, mailer }),
+    safeFetch,
+    urlAnalyzer: new WebPageAnalyzer({ fetcher: safeFetch, clock }),
+    links: new SignedLinks({ kv, clock, baseUrl: config.baseUrl }),
+    images: new ImageService({
+      fetcher: safeFetch,
+      dataDir: config.dataDir,
+      maxBytes: config.imageMaxBytes,
+      maxDimension: config.imageMaxDimension,
+      cacheMaxBytes: config.imageCacheMaxBytes,
+      log,
+    }),
   };
+}
+
+/** The asynchronous half of start-up: loads what services need from the stores (link keys). */
+export async function startDeps(deps: Deps): Promise<void> {
+  await deps.links.init();
 }

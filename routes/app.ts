@@ -5,6 +5,8 @@ import type { AppEnv } from "./env.ts";
 import { createErrorHandler } from "./errors.ts";
 import { accessLog } from "./middleware/access_log.ts";
 import { requestId } from "./middleware/request_id.ts";
+import { createImageRoutes } from "./images.ts";
+import { createRedirectRoutes } from "./redirect.ts";
 import { createResourceRoutes } from "./resources.ts";
 import { createStorefrontRoutes } from "./storefront/mod.ts";
 import { createSystemRoutes } from "./system.ts";
@@ -33,6 +35,8 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   app.route("/", createSystemRoutes(deps));
   app.route("/", createResourceRoutes(deps));
   app.route("/", createStorefrontRoutes(deps));
+  app.route("/", createRedirectRoutes(deps));
+  app.route("/", createImageRoutes(deps));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

@@ -1,7 +1,7 @@
 import { AnalyticsDb } from "../analytics/duckdb.ts";
 import { FixedClock } from "../core/clock.ts";
 import { parseConfig } from "../core/config.ts";
-import { assembleDeps, type Deps } from "../core/deps.ts";
+import { assembleDeps, type Deps, startDeps } from "../core/deps.ts";
 import { newId } from "../core/ids.ts";
 import { memoryLogger } from "../core/log.ts";
 import { createApp } from "../routes/app.ts";
@@ -33,6 +33,7 @@ export async function createTestWorld(
   const duckdb = await AnalyticsDb.open();
   const log = memoryLogger();
   const deps = assembleDeps({ config, kv, duckdb, clock, log, fetch });
+  await startDeps(deps);
   const app = createApp(deps);
   const close = async () => {
     deps.mailer.close?.();

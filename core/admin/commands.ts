@@ -266,6 +266,19 @@ export const adminCommands: Record<string, AdminCommand> = {
     options: { tenant: { type: "string" } },
     run: (deps, v) => deps.repos.prompts.listByTenant(need(v, "tenant")),
   },
+  "link-key rotate": {
+    usage: "link-key rotate",
+    options: {},
+    async run(deps) {
+      const kid = await deps.links.keys.rotate();
+      return { kid, note: "New links are signed with this key; links already issued keep working" };
+    },
+  },
+  "link-key list": {
+    usage: "link-key list",
+    options: {},
+    run: (deps) => deps.links.keys.list(),
+  },
 };
 
 Object.assign(adminCommands, storefrontAdminCommands);

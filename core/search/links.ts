@@ -1,0 +1,35 @@
+/**
+ * The contract for the links a SearchResult carries: `source_url` (our tracking redirect) and
+ * `image_url` (our resizing image endpoint). Implemented in core/search/tracking.ts.
+ */
+
+/** The article fields a link needs; stored articles have more. */
+export interface LinkArticle {
+  id: string;
+  url: string;
+  dataModelId: string;
+  image?: string;
+  [field: string]: unknown;
+}
+
+/** Who asked and where the article was shown; recorded with the click. */
+export interface LinkContext {
+  tenantId?: string;
+  /** `payproxy:<agent-id>` on payproxy traffic. */
+  caller?: string;
+  requestId?: string;
+  query?: string;
+  /** 1-based rank of the article in the response. */
+  position?: number;
+}
+
+/** Builds the signed links of search results. Synchronous: it runs once per result. */
+export interface LinkBuilder {
+  /** `${BASE_URL}/r/{token}`: 302 to `article.url`, recording an `article_click`. */
+  trackingUrl(article: LinkArticle, ctx: LinkContext): string;
+  /**
+   * `${BASE_URL}/img?src={token}` for the article's image, or `undefined` when it has none. The URL
+   * already has a query string, so `&w=<width>&h=<height>` can be appended to resize.
+   */
+  imageUrl(article: { image?: string; [field: string]: unknown }): string | undefined;
+}

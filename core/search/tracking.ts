@@ -1,0 +1,259 @@
+/**
+ * Signed tracking and image links.
+ *
+ * Token: `{kid}.{payload}.{mac}`; `payload` is base64url JSON, `mac` the first 16 bytes of
+ * HMAC-SHA256 over `{purpose}.{kid}.{payload}` with the key `kid` names. The purpose (`r` for the
+ * click redirect, `img` for image sources) keeps a token of one kind from being replayed as the
+ * other. Keys live in Deno KV, are created once, and rotate with `links rotate-key`: new links use
+ * the new key, links already handed out keep verifying with the old ones.
+ */
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { z } from "zod";
+import type { Clock } from "../clock.ts";
+import { base64url, randomBytes } from "../crypto.ts";
+import { unixSeconds } from "../clock.ts";
+import type { LinkArticle, LinkBuilder, LinkContext } from "./links.ts";
+
+const CURRENT_KEY = ["link_key_current"] as const;
+const KEY_PREFIX = ["link_key"] as const;
+const MAC_BYTES = 16;
+// Verifying a token with an unknown kid reloads keys (another process may have rotated), at most this often.
+const RELOAD_INTERVAL_MS = 10_000;
+
+interface StoredKey {
+  kid: string;
+  secret: string;
+  createdAt: string;
+}
+
+/** What a click token names. */
+export interface ClickPayload {
+  /** Data model id. */
+  dataModelId: string;
+  articleId: string;
+  /** The article URL: the only place the redirect may send the browser. */
+  url: string;
+  tenantId?: string;
+  caller?: string;
+  requestId?: string;
+  position?: number;
+  /** Unix seconds the link was made. */
+  issuedAt: number;
+}
+
+/** What an image token names. */
+export interface ImagePayload {
+  /** The origin image URL. */
+  src: string;
+}
+
+const httpUrl = z.string().max(4096).refine((v) => {
+  try {
+    const u = new URL(v);
+    return u.protocol === "http:" || u.protocol === "https:";
+  } catch {
+    return false;
+  }
+});
+
+const clickWire = z.object({
+  d: z.string().max(64),
+  a: z.string().max(128),
+  u: httpUrl,
+  t: z.string().max(64).optional(),
+  c: z.string().max(256).optional(),
+  r: z.string().max(128).optional(),
+  p: z.number().int().min(0).max(100_000).optional(),
+  i: z.number().int().min(0),
+});
+const imageWire = z.object({ s: httpUrl });
+
+const encoder = new TextEncoder();
+const fromB64url = (s: string): Uint8Array => {
+  const b64 = s.replaceAll("-", "+").replaceAll("_", "/");
+  const bin = atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4));
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+};
+
+/** The HMAC keys for links, kept in KV and cached in memory. */
+export class LinkKeys {
+  readonly #kv: Deno.Kv;
+  readonly #clock: Clock;
+  readonly #keys = new Map<string, Uint8Array>();
+  #current?: string;
+  #lastReload = -Infinity;
+
+  constructor(kv: Deno.Kv, clock: Clock) {
+    this.#kv = kv;
+    this.#clock = clock;
+  }
+
+  /** Loads the keys, creating the first one if the store has none. Idempotent; safe across processes. */
+  async load(): Promise<void> {
+    while (true) {
+      const current = await this.#kv.get<string>(CURRENT_KEY);
+      if (current.value) break;
+      const key = this.#newKey();
+      const res = await this.#kv.atomic()
+        .check({ key: CURRENT_KEY, versionstamp: null })
+        .set([...KEY_PREFIX, key.kid], key)
+        .set(CURRENT_KEY, key.kid)
+        .commit();
+      if (res.ok) break; // otherwise another process created it first: read theirs
+    }
+    await this.#reload();
+  }
+
+  /**
+   * Makes a new key the signing key; older keys stay valid for verification.
+   * @returns the new key id.
+   */
+  async rotate(): Promise<string> {
+    const key = this.#newKey();
+    await this.#kv.atomic().set([...KEY_PREFIX, key.kid], key).set(CURRENT_KEY, key.kid).commit();
+    await this.#reload();
+    return key.kid;
+  }
+
+  /** Key ids and creation times, current first. */
+  async list(): Promise<{ kid: string; createdAt: string; current: boolean }[]> {
+    const current = (await this.#kv.get<string>(CURRENT_KEY)).value;
+    const out: { kid: string; createdAt: string; current: boolean }[] = [];
+    for await (const e of this.#kv.list<StoredKey>({ prefix: KEY_PREFIX })) {
+      out.push({ kid: e.value.kid, createdAt: e.value.createdAt, current: e.value.kid === current });
+    }
+    return out.sort((a, b) => Number(b.current) - Number(a.current) || b.createdAt.localeCompare(a.createdAt));
+  }
+
+  /** The signing key. @throws {Error} before {@link load} resolved. */
+  current(): { kid: string; secret: Uint8Array } {
+    if (!this.#current) throw new Error("Link keys are not loaded: await deps.links.init() at start");
+    return { kid: this.#current, secret: this.#keys.get(this.#current)! };
+  }
+
+  /** The key `kid`, reloading once in a while when it is unknown. */
+  async get(kid: string): Promise<Uint8Array | undefined> {
+    const known = this.#keys.get(kid);
+    if (known) return known;
+    const now = this.#clock.now().getTime();
+    if (now - this.#lastReload < RELOAD_INTERVAL_MS) return undefined;
+    await this.#reload();
+    return this.#keys.get(kid);
+  }
+
+  async #reload(): Promise<void> {
+    this.#lastReload = this.#clock.now().getTime();
+    for await (const e of this.#kv.list<StoredKey>({ prefix: KEY_PREFIX })) {
+      this.#keys.set(e.value.kid, fromB64url(e.value.secret));
+    }
+    const current = (await this.#kv.get<string>(CURRENT_KEY)).value;
+    if (current && this.#keys.has(current)) this.#current = current;
+  }
+
+  #newKey(): StoredKey {
+    return {
+      kid: `k${base64url(randomBytes(4))}`,
+      secret: base64url(randomBytes(32)),
+      createdAt: this.#clock.now().toISOString(),
+    };
+  }
+}
+
+const mac = (secret: Uint8Array, purpose: string, kid: string, payload: string): Uint8Array =>
+  new Uint8Array(createHmac("sha256", secret).update(`${purpose}.${kid}.${payload}`).digest().subarray(0, MAC_BYTES));
+
+/**
+ * The {@link LinkBuilder}: signs click and image tokens, and verifies them for the `/r` and `/img`
+ * routes. Call {@link init} once at start, before the first link is built.
+ */
+export class SignedLinks implements LinkBuilder {
+  readonly keys: LinkKeys;
+  readonly #baseUrl: string;
+  readonly #clock: Clock;
+
+  constructor({ kv, clock, baseUrl }: { kv: Deno.Kv; clock: Clock; baseUrl: string }) {
+    this.keys = new LinkKeys(kv, clock);
+    this.#baseUrl = baseUrl.replace(/\/+$/, "");
+    this.#clock = clock;
+  }
+
+  /** Loads (or creates) the signing keys. */
+  init(): Promise<void> {
+    return this.keys.load();
+  }
+
+  /** @inheritdoc */
+  trackingUrl(article: LinkArticle, ctx: LinkContext): string {
+    const wire: z.infer<typeof clickWire> = {
+      d: article.dataModelId,
+      a: article.id,
+      u: article.url,
+      i: unixSeconds(this.#clock),
+    };
+    if (ctx.tenantId) wire.t = ctx.tenantId;
+    if (ctx.caller) wire.c = ctx.caller;
+    if (ctx.requestId) wire.r = ctx.requestId.slice(0, 128);
+    if (ctx.position !== undefined) wire.p = ctx.position;
+    return `${this.#baseUrl}/r/${this.#sign("r", wire)}`;
+  }
+
+  /** @inheritdoc */
+  imageUrl(article: { image?: string; [field: string]: unknown }): string | undefined {
+    const src = article.image;
+    if (!src || !httpUrl.safeParse(src).success) return undefined;
+    return `${this.#baseUrl}/img?src=${this.#sign("img", { s: src })}`;
+  }
+
+  /** Verifies a click token. @returns its payload, or `null` when it is malformed or its MAC is wrong. */
+  async verifyClick(token: string): Promise<ClickPayload | null> {
+    const wire = await this.#verify("r", token);
+    const parsed = clickWire.safeParse(wire);
+    if (!parsed.success) return null;
+    const w = parsed.data;
+    return {
+      dataModelId: w.d,
+      articleId: w.a,
+      url: w.u,
+      tenantId: w.t,
+      caller: w.c,
+      requestId: w.r,
+      position: w.p,
+      issuedAt: w.i,
+    };
+  }
+
+  /** Verifies an image token. @returns its payload, or `null`. */
+  async verifyImage(token: string): Promise<ImagePayload | null> {
+    const parsed = imageWire.safeParse(await this.#verify("img", token));
+    return parsed.success ? { src: parsed.data.s } : null;
+  }
+
+  #sign(purpose: string, wire: unknown): string {
+    const { kid, secret } = this.keys.current();
+    const payload = base64url(encoder.encode(JSON.stringify(wire)));
+    return `${kid}.${payload}.${base64url(mac(secret, purpose, kid, payload))}`;
+  }
+
+  async #verify(purpose: string, token: string): Promise<unknown> {
+    if (token.length > 8192) return null;
+    const parts = token.split(".");
+    if (parts.length !== 3 || parts.some((p) => !/^[A-Za-z0-9_-]+$/.test(p))) return null;
+    const [kid, payload, sig] = parts as [string, string, string];
+    const secret = await this.keys.get(kid);
+    if (!secret) return null;
+    let given: Uint8Array;
+    try {
+      given = fromB64url(sig);
+    } catch {
+      return null;
+    }
+    const want = mac(secret, purpose, kid, payload);
+    // Lengths are public (fixed MAC size); the comparison itself is constant-time.
+    if (given.length !== want.length || !timingSafeEqual(given, want)) return null;
+    try {
+      return JSON.parse(new TextDecoder().decode(fromB64url(payload)));
+    } catch {
+      return null;
+    }
+  }
+}

@@ -1,0 +1,85 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Deps } from "../core/deps.ts";
+import { AppError, notFound } from "../core/errors.ts";
+import { ImageOriginError, MIN_DIMENSION } from "../core/images/image_service.ts";
+import { createRouter } from "./validation.ts";
+
+const dimension = (name: string, max: number) =>
+  z.string().regex(/^\d{1,5}$/, { error: `must be a whole number from ${MIN_DIMENSION} to ${max}` })
+    .transform(Number)
+    .refine((n) => n >= MIN_DIMENSION && n <= max, { error: `must be a whole number from ${MIN_DIMENSION} to ${max}` })
+    .optional()
+    .openapi({ param: { name, in: "query" }, type: "integer", example: name === "w" ? "320" : "180" });
+
+/** True when an Accept header takes `image/webp` (an explicit `q=0` refuses it). */
+function acceptsWebp(accept: string | undefined): boolean {
+  if (!accept) return false;
+  return accept.split(",").some((part) => {
+    const [type, ...params] = part.trim().split(";");
+    if (type!.trim().toLowerCase() !== "image/webp") return false;
+    const q = params.map((p) => p.trim().match(/^q=([\d.]+)$/)?.[1]).find(Boolean);
+    return q === undefined || Number(q) > 0;
+  });
+}
+
+/**
+ * `GET /img?src={signed ref}&w=&h=&fit=`: the endpoint behind every `image_url`. Only sources
+ * signed by this service are served (never an open proxy).
+ */
+export function createImageRoutes(deps: Pick<Deps, "links" | "images">) {
+  const max = deps.images.maxDimension;
+  const route = createRoute({
+    method: "get",
+    path: "/img",
+    tags: ["search"],
+    summary: "Resized, optimised article image (`image_url`)",
+    description: `Append \`&w=<width>&h=<height>\` (${MIN_DIMENSION} to ${max}) to an \`image_url\`. ` +
+      "With both, the image is cropped to fill the box (`fit=cover`, the default) or fitted inside it " +
+      "(`fit=inside`); with one, the other follows the aspect ratio. Images are never enlarged. " +
+      "webp when `Accept` includes `image/webp`, else PNG (transparent images) or JPEG.",
+    request: {
+      query: z.object({
+        src: z.string().min(1).openapi({ description: "Signed image reference" }),
+        w: dimension("w", max),
+        h: dimension("h", max),
+        fit: z.enum(["cover", "inside"]).optional(),
+      }),
+    },
+    responses: {
+      200: {
+        description: "The image",
+        content: { "image/webp": { schema: z.any() }, "image/jpeg": { schema: z.any() } },
+      },
+      304: { description: "Not modified (If-None-Match)" },
+      400: { description: "Bad `w`, `h` or `fit`" },
+      404: { description: "Unknown or tampered image reference" },
+      502: { description: "The image origin failed or sent no usable image" },
+    },
+  });
+  const app = createRouter();
+  app.openapi(route, async (c) => {
+    const q = c.req.valid("query");
+    const ref = await deps.links.verifyImage(q.src);
+    if (!ref) throw notFound("Image not found");
+    const request = { src: ref.src, width: q.w, height: q.h, fit: q.fit, webp: acceptsWebp(c.req.header("accept")) };
+    const headers = { "cache-control": "public, max-age=86400", vary: "Accept", "x-content-type-options": "nosniff" };
+    const etag = `"${await deps.images.key(request)}"`;
+    const ifNoneMatch = c.req.header("if-none-match");
+    if (ifNoneMatch && ifNoneMatch.split(",").map((t) => t.trim().replace(/^W\//, "")).includes(etag)) {
+      return c.body(null, 304, { ...headers, etag });
+    }
+    try {
+      const image = await deps.images.render(request);
+      return c.body(image.bytes as Uint8Array<ArrayBuffer>, 200, {
+        ...headers,
+        etag: image.etag,
+        "content-type": image.contentType,
+        "x-cache": image.cache.toUpperCase(),
+      });
+    } catch (err) {
+      if (err instanceof ImageOriginError) throw new AppError(502, "bad_gateway", err.message, { cause: err.cause });
+      throw err;
+    }
+  });
+  return app;
+}

@@ -1,0 +1,139 @@
+import assert from "node:assert/strict";
+import type { EventInput, EventSink } from "../../analytics/events.ts";
+import { runAdmin } from "../../core/admin/commands.ts";
+import { SignedLinks } from "../../core/search/tracking.ts";
+import { createTestWorld } from "../_helpers.ts";
+
+/** Collects recorded events in memory (the analytics room provides the durable sink). */
+class CollectingSink implements EventSink {
+  events: EventInput[] = [];
+  record(events: EventInput[]): Promise<void> {
+    this.events.push(...events);
+    return Promise.resolve();
+  }
+}
+
+const article = {
+  id: "ar_01JX0000000000000000000000",
+  url: "https://news.example.com/2026/11/flood-barrier?ref=x",
+  dataModelId: "dm_01JX0000000000000000000000",
+};
+
+Deno.test("GET /r/{token} redirects to the signed article URL and records an article_click", async () => {
+  await using w = await createTestWorld();
+  const sink = new CollectingSink();
+  w.deps.events = sink;
+  const link = w.deps.links.trackingUrl(article, {
+    tenantId: "tn_01JX0000000000000000000000",
+    caller: "payproxy:agent-7",
+    requestId: "req-123",
+    position: 3,
+  });
+  assert.ok(link.startsWith("http://svc.test/r/"), link);
+  const res = await w.app.request(new URL(link).pathname, { headers: { referer: "https://news.example.com/home" } });
+  assert.equal(res.status, 302);
+  assert.equal(res.headers.get("location"), article.url);
+  assert.equal(res.headers.get("cache-control"), "no-store");
+  assert.equal(sink.events.length, 1);
+  const e = sink.events[0]!;
+  assert.equal(e.event_type, "article_click");
+  assert.equal(e.tenant_id, "tn_01JX0000000000000000000000");
+  assert.equal(e.agent_identity, "payproxy:agent-7");
+  assert.equal(e.data_model_id, article.dataModelId);
+  assert.equal(e.article_id, article.id);
+  assert.equal(e.url, article.url);
+  assert.equal(e.position, 3);
+  assert.equal(e.search_request_id, "req-123");
+  assert.equal(e.referring_url, "https://news.example.com/home");
+  assert.equal(e.link_issued_at, "2026-11-22T12:00:00.000Z");
+});
+
+Deno.test("GET /r/{token} answers 404 {message} for tampered, foreign or malformed tokens", async (t) => {
+  await using w = await createTestWorld();
+  const sink = new CollectingSink();
+  w.deps.events = sink;
+  const token = new URL(w.deps.links.trackingUrl(article, { position: 1 })).pathname.slice(3);
+  const [kid, payload, mac] = token.split(".") as [string, string, string];
+  const evil = btoa(JSON.stringify({ d: article.dataModelId, a: article.id, u: "https://evil.example/", i: 0 }))
+    .replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  const flip = (s: string) => s.slice(0, -1) + (s.at(-1) === "A" ? "B" : "A");
+  const cases: Record<string, string> = {
+    "payload swapped for another URL": `${kid}.${evil}.${mac}`,
+    "one MAC character changed": `${kid}.${payload}.${flip(mac)}`,
+    "MAC truncated": `${kid}.${payload}.${mac.slice(0, 10)}`,
+    "unknown key id": `kZZZZZZ.${payload}.${mac}`,
+    "not a token": "hello",
+    "extra part": `${token}.x`,
+  };
+  for (const [name, bad] of Object.entries(cases)) {
+    await t.step(name, async () => {
+      const res = await w.app.request(`/r/${bad}`);
+      assert.equal(res.status, 404);
+      assert.deepEqual(await res.json(), { message: "Link not found" });
+    });
+  }
+  await t.step("an image token is not accepted as a click token", async () => {
+    const img = w.deps.links.imageUrl({ image: "https://cdn.example.com/a.jpg" })!;
+    const res = await w.app.request(`/r/${new URL(img).searchParams.get("src")}`);
+    assert.equal(res.status, 404);
+  });
+  await t.step("a token signed by another deployment's key is refused", async () => {
+    const kv = await Deno.openKv(":memory:");
+    try {
+      const other = new SignedLinks({ kv, clock: w.clock, baseUrl: "http://svc.test" });
+      await other.init();
+      const res = await w.app.request(new URL(other.trackingUrl(article, {})).pathname);
+      assert.equal(res.status, 404);
+    } finally {
+      kv.close();
+    }
+  });
+  assert.equal(sink.events.length, 0, "nothing recorded for refused tokens");
+});
+
+Deno.test("GET /r/{token} still redirects without an event sink, and HEAD records nothing", async () => {
+  await using w = await createTestWorld();
+  const path = new URL(w.deps.links.trackingUrl(article, {})).pathname;
+  const res = await w.app.request(path);
+  assert.equal(res.status, 302);
+  const sink = new CollectingSink();
+  w.deps.events = sink;
+  const head = await w.app.request(path, { method: "HEAD" });
+  assert.equal(head.status, 302);
+  assert.equal(sink.events.length, 0);
+});
+
+Deno.test("link-key rotate: new links use the new key and old links keep working", async () => {
+  await using w = await createTestWorld();
+  const before = w.deps.links.trackingUrl(article, {});
+  const rotated = await runAdmin(w.deps, ["link-key", "rotate"]) as { kid: string };
+  const after = w.deps.links.trackingUrl(article, {});
+  assert.ok(new URL(after).pathname.slice(3).startsWith(`${rotated.kid}.`));
+  for (const link of [before, after]) assert.equal((await w.app.request(new URL(link).pathname)).status, 302);
+  const keys = await runAdmin(w.deps, ["link-key", "list"]) as { kid: string; current: boolean }[];
+  assert.equal(keys.length, 2);
+  assert.deepEqual(keys.filter((k) => k.current).map((k) => k.kid), [rotated.kid]);
+});
+
+Deno.test("SignedLinks.init() creates one key however many processes start at once", async () => {
+  await using w = await createTestWorld();
+  const kv = w.deps.kv;
+  const a = new SignedLinks({ kv, clock: w.clock, baseUrl: "http://svc.test" });
+  const b = new SignedLinks({ kv, clock: w.clock, baseUrl: "http://svc.test" });
+  await Promise.all([a.init(), b.init()]);
+  assert.equal((await a.keys.list()).length, 1);
+  // A link from one process verifies in the other.
+  assert.ok(await b.verifyClick(new URL(a.trackingUrl(article, {})).pathname.slice(3)));
+});
+
+Deno.test("SignedLinks.imageUrl() has a query string ready for &w=&h= and skips non-http images", async () => {
+  await using w = await createTestWorld();
+  const url = w.deps.links.imageUrl({ image: "https://cdn.example.com/photo.jpg" })!;
+  assert.match(url, /^http:\/\/svc\.test\/img\?src=[\w.-]+$/);
+  const resized = new URL(`${url}&w=320&h=180`);
+  assert.equal(resized.searchParams.get("w"), "320");
+  assert.equal(resized.searchParams.get("h"), "180");
+  assert.equal(w.deps.links.imageUrl({}), undefined);
+  assert.equal(w.deps.links.imageUrl({ image: "javascript:alert(1)" }), undefined);
+  assert.equal(w.deps.links.imageUrl({ image: "data:image/png;base64,AAAA" }), undefined);
+});
