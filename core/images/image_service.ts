@@ -195,7 +195,7 @@ export class ImageService {
       return res.body;
     } catch (err) {
       if (err instanceof SafeFetchError) {
-        throw new ImageOriginError(`image origin failed: ${err.message.replace(/^URL /, "")}`, { cause: err });
+        throw new ImageOriginError(`image origin failed: ${err.message}`, { cause: err });
       }
       throw err;
     }
