@@ -9,7 +9,7 @@ const dimension = (name: string, max: number) =>
     .transform(Number)
     .refine((n) => n >= MIN_DIMENSION && n <= max, { error: `must be a whole number from ${MIN_DIMENSION} to ${max}` })
     .optional()
-    .openapi({ param: { name, in: "query" }, type: "integer", example: name === "w" ? "320" : "180" });
+    .openapi({ param: { name, in: "query" }, type: "integer", example: name === "w" ? 320 : 180 });
 
 /** True when an Accept header takes `image/webp` (an explicit `q=0` refuses it). */
 function acceptsWebp(accept: string | undefined): boolean {

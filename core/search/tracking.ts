@@ -7,7 +7,8 @@
  * other. Keys live in Deno KV, are created once, and rotate with `links rotate-key`: new links use
  * the new key, links already handed out keep verifying with the old ones.
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { Buffer } from "node:buffer";
+import { createHash, type Hash, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes } from "../crypto.ts";
@@ -17,6 +18,7 @@ import type { LinkArticle, LinkBuilder, LinkContext } from "./links.ts";
 const CURRENT_KEY = ["link_key_current"] as const;
 const KEY_PREFIX = ["link_key"] as const;
 const MAC_BYTES = 16;
+const IMAGE_LINK_MEMO = 10_000;
 // Verifying a token with an unknown kid reloads keys (another process may have rotated), at most this often.
 const RELOAD_INTERVAL_MS = 10_000;
 
@@ -68,7 +70,6 @@ const clickWire = z.object({
 });
 const imageWire = z.object({ s: httpUrl });
 
-const encoder = new TextEncoder();
 const fromB64url = (s: string): Uint8Array => {
   const b64 = s.replaceAll("-", "+").replaceAll("_", "/");
   const bin = atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4));
@@ -79,7 +80,7 @@ const fromB64url = (s: string): Uint8Array => {
 export class LinkKeys {
   readonly #kv: Deno.Kv;
   readonly #clock: Clock;
-  readonly #keys = new Map<string, Uint8Array>();
+  readonly #keys = new Map<string, Mac>();
   #current?: string;
   #lastReload = -Infinity;
 
@@ -126,13 +127,13 @@ export class LinkKeys {
   }
 
   /** The signing key. @throws {Error} before {@link load} resolved. */
-  current(): { kid: string; secret: Uint8Array } {
+  current(): { kid: string; mac: Mac } {
     if (!this.#current) throw new Error("Link keys are not loaded: await deps.links.init() at start");
-    return { kid: this.#current, secret: this.#keys.get(this.#current)! };
+    return { kid: this.#current, mac: this.#keys.get(this.#current)! };
   }
 
   /** The key `kid`, reloading once in a while when it is unknown. */
-  async get(kid: string): Promise<Uint8Array | undefined> {
+  async get(kid: string): Promise<Mac | undefined> {
     const known = this.#keys.get(kid);
     if (known) return known;
     const now = this.#clock.now().getTime();
@@ -144,7 +145,7 @@ export class LinkKeys {
   async #reload(): Promise<void> {
     this.#lastReload = this.#clock.now().getTime();
     for await (const e of this.#kv.list<StoredKey>({ prefix: KEY_PREFIX })) {
-      this.#keys.set(e.value.kid, fromB64url(e.value.secret));
+      if (!this.#keys.has(e.value.kid)) this.#keys.set(e.value.kid, new Mac(fromB64url(e.value.secret)));
     }
     const current = (await this.#kv.get<string>(CURRENT_KEY)).value;
     if (current && this.#keys.has(current)) this.#current = current;
@@ -159,8 +160,32 @@ export class LinkKeys {
   }
 }
 
-const mac = (secret: Uint8Array, purpose: string, kid: string, payload: string): Uint8Array =>
-  new Uint8Array(createHmac("sha256", secret).update(`${purpose}.${kid}.${payload}`).digest().subarray(0, MAC_BYTES));
+/**
+ * HMAC-SHA256 with the key's inner and outer pad states computed once: signing runs for every
+ * search result, and cloning two hash states is faster than keying a new HMAC each time.
+ */
+class Mac {
+  readonly #inner: Hash;
+  readonly #outer: Hash;
+
+  constructor(secret: Uint8Array) {
+    // RFC 2104 with a key shorter than the 64-byte block (ours are 32 bytes).
+    const ipad = new Uint8Array(64).fill(0x36);
+    const opad = new Uint8Array(64).fill(0x5c);
+    for (let i = 0; i < secret.length; i++) {
+      ipad[i]! ^= secret[i]!;
+      opad[i]! ^= secret[i]!;
+    }
+    this.#inner = createHash("sha256").update(ipad);
+    this.#outer = createHash("sha256").update(opad);
+  }
+
+  /** The first {@link MAC_BYTES} bytes of HMAC-SHA256 over `purpose.kid.payload`. */
+  tag(purpose: string, kid: string, payload: string): Buffer {
+    const inner = this.#inner.copy().update(`${purpose}.${kid}.${payload}`).digest();
+    return this.#outer.copy().update(inner).digest().subarray(0, MAC_BYTES);
+  }
+}
 
 /**
  * The {@link LinkBuilder}: signs click and image tokens, and verifies them for the `/r` and `/img`
@@ -170,6 +195,8 @@ export class SignedLinks implements LinkBuilder {
   readonly keys: LinkKeys;
   readonly #baseUrl: string;
   readonly #clock: Clock;
+  readonly #imageLinks = new Map<string, string>();
+  #imageKid?: string;
 
   constructor({ kv, clock, baseUrl }: { kv: Deno.Kv; clock: Clock; baseUrl: string }) {
     this.keys = new LinkKeys(kv, clock);
@@ -200,8 +227,21 @@ export class SignedLinks implements LinkBuilder {
   /** @inheritdoc */
   imageUrl(article: { image?: string; [field: string]: unknown }): string | undefined {
     const src = article.image;
-    if (!src || !httpUrl.safeParse(src).success) return undefined;
-    return `${this.#baseUrl}/img?src=${this.#sign("img", { s: src })}`;
+    if (!src) return undefined;
+    // Image links depend only on the source and the key: popular articles sign once.
+    const kid = this.keys.current().kid;
+    if (kid !== this.#imageKid) {
+      this.#imageLinks.clear();
+      this.#imageKid = kid;
+    }
+    let url = this.#imageLinks.get(src);
+    if (url === undefined) {
+      if (!httpUrl.safeParse(src).success) return undefined;
+      url = `${this.#baseUrl}/img?src=${this.#sign("img", { s: src })}`;
+      if (this.#imageLinks.size >= IMAGE_LINK_MEMO) this.#imageLinks.clear();
+      this.#imageLinks.set(src, url);
+    }
+    return url;
   }
 
   /** Verifies a click token. @returns its payload, or `null` when it is malformed or its MAC is wrong. */
@@ -229,9 +269,9 @@ export class SignedLinks implements LinkBuilder {
   }
 
   #sign(purpose: string, wire: unknown): string {
-    const { kid, secret } = this.keys.current();
-    const payload = base64url(encoder.encode(JSON.stringify(wire)));
-    return `${kid}.${payload}.${base64url(mac(secret, purpose, kid, payload))}`;
+    const { kid, mac } = this.keys.current();
+    const payload = Buffer.from(JSON.stringify(wire)).toString("base64url");
+    return `${kid}.${payload}.${mac.tag(purpose, kid, payload).toString("base64url")}`;
   }
 
   async #verify(purpose: string, token: string): Promise<unknown> {
@@ -239,15 +279,15 @@ export class SignedLinks implements LinkBuilder {
     const parts = token.split(".");
     if (parts.length !== 3 || parts.some((p) => !/^[A-Za-z0-9_-]+$/.test(p))) return null;
     const [kid, payload, sig] = parts as [string, string, string];
-    const secret = await this.keys.get(kid);
-    if (!secret) return null;
+    const mac = await this.keys.get(kid);
+    if (!mac) return null;
     let given: Uint8Array;
     try {
       given = fromB64url(sig);
     } catch {
       return null;
     }
-    const want = mac(secret, purpose, kid, payload);
+    const want = mac.tag(purpose, kid, payload);
     // Lengths are public (fixed MAC size); the comparison itself is constant-time.
     if (given.length !== want.length || !timingSafeEqual(given, want)) return null;
     try {

@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import { createHmac } from "node:crypto";
 import type { EventInput, EventSink } from "../../analytics/events.ts";
 import { runAdmin } from "../../core/admin/commands.ts";
 import { SignedLinks } from "../../core/search/tracking.ts";
@@ -136,4 +138,23 @@ Deno.test("SignedLinks.imageUrl() has a query string ready for &w=&h= and skips 
   assert.equal(w.deps.links.imageUrl({}), undefined);
   assert.equal(w.deps.links.imageUrl({ image: "javascript:alert(1)" }), undefined);
   assert.equal(w.deps.links.imageUrl({ image: "data:image/png;base64,AAAA" }), undefined);
+});
+
+Deno.test("SignedLinks tokens carry a standard HMAC-SHA256 tag (first 16 bytes) over purpose.kid.payload", async () => {
+  await using w = await createTestWorld();
+  const token = new URL(w.deps.links.trackingUrl(article, { position: 2 })).pathname.slice(3);
+  const [kid, payload, tag] = token.split(".") as [string, string, string];
+  const stored = (await w.deps.kv.get<{ secret: string }>(["link_key", kid])).value!;
+  const secret = Buffer.from(stored.secret, "base64url");
+  const want = createHmac("sha256", secret).update(`r.${kid}.${payload}`).digest().subarray(0, 16).toString(
+    "base64url",
+  );
+  assert.equal(tag, want);
+  assert.deepEqual(JSON.parse(Buffer.from(payload, "base64url").toString()), {
+    d: article.dataModelId,
+    a: article.id,
+    u: article.url,
+    p: 2,
+    i: 1795348800,
+  });
 });
