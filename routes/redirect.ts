@@ -51,7 +51,8 @@ export function createRedirectRoutes(deps: Pick<Deps, "links" | "events" | "log"
       }
     }
     return c.body(null, 302, {
-      location: click.url,
+      // The signed URL, percent-encoded: a header cannot carry raw non-ASCII characters.
+      location: new URL(click.url).href,
       "cache-control": "no-store",
       "referrer-policy": "no-referrer-when-downgrade",
     });

@@ -158,3 +158,11 @@ Deno.test("SignedLinks tokens carry a standard HMAC-SHA256 tag (first 16 bytes) 
     i: 1795348800,
   });
 });
+
+Deno.test("GET /r/{token} percent-encodes a non-ASCII article URL in Location", async () => {
+  await using w = await createTestWorld();
+  const link = w.deps.links.trackingUrl({ ...article, url: "https://news.example.com/café/über?q=ñ" }, {});
+  const res = await w.app.request(new URL(link).pathname);
+  assert.equal(res.status, 302);
+  assert.equal(res.headers.get("location"), "https://news.example.com/caf%C3%A9/%C3%BCber?q=%C3%B1");
+});
