@@ -40,10 +40,7 @@ export function createRedirectRoutes(deps: Pick<Deps, "links" | "events" | "log"
           article_id: click.articleId,
           url: click.url,
           position: click.position,
-          search_request_id: click.requestId,
-          link_issued_at: new Date(click.issuedAt * 1000).toISOString(),
           referring_url: c.req.header("referer"),
-          user_agent: c.req.header("user-agent"),
         }]);
       } catch (err) {
         // A lost click must not cost the reader the article.

@@ -91,13 +91,13 @@ export class WebPageAnalyzer implements UrlAnalyzer {
       fetched = await this.#fetcher.fetch(url, { accept: HTML_TYPES });
     } catch (err) {
       if (err instanceof SafeFetchError) {
-        throw new UrlAnalysisError(err.code, `query URL could not be analysed: ${err.message}`, err);
+        throw new UrlAnalysisError(err.code, `query: the URL could not be analysed: ${err.message}`, err);
       }
       throw err;
     }
     const article = extractArticle(decodeHtml(fetched.body, fetched.charset));
     if (!article.text) {
-      throw new UrlAnalysisError("no_content", "query URL could not be analysed: the page has no readable text");
+      throw new UrlAnalysisError("no_content", "query: the URL could not be analysed: the page has no readable text");
     }
     return {
       url: fetched.url,

@@ -7,13 +7,15 @@
 export interface LinkArticle {
   id: string;
   url: string;
-  dataModelId: string;
+  /** The article's data model; when absent, {@link LinkContext.dataModelId} must name it. */
+  dataModelId?: string;
   image?: string;
-  [field: string]: unknown;
 }
 
 /** Who asked and where the article was shown; recorded with the click. */
 export interface LinkContext {
+  /** The data model searched (used when the article does not carry it). */
+  dataModelId?: string;
   tenantId?: string;
   /** `payproxy:<agent-id>` on payproxy traffic. */
   caller?: string;
@@ -31,5 +33,5 @@ export interface LinkBuilder {
    * `${BASE_URL}/img?src={token}` for the article's image, or `undefined` when it has none. The URL
    * already has a query string, so `&w=<width>&h=<height>` can be appended to resize.
    */
-  imageUrl(article: { image?: string; [field: string]: unknown }): string | undefined;
+  imageUrl(article: { image?: string }): string | undefined;
 }

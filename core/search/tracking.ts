@@ -211,8 +211,10 @@ export class SignedLinks implements LinkBuilder {
 
   /** @inheritdoc */
   trackingUrl(article: LinkArticle, ctx: LinkContext): string {
+    const dataModelId = article.dataModelId ?? ctx.dataModelId;
+    if (!dataModelId) throw new Error("trackingUrl() needs the data model id on the article or in the context");
     const wire: z.infer<typeof clickWire> = {
-      d: article.dataModelId,
+      d: dataModelId,
       a: article.id,
       u: article.url,
       i: unixSeconds(this.#clock),
@@ -225,7 +227,7 @@ export class SignedLinks implements LinkBuilder {
   }
 
   /** @inheritdoc */
-  imageUrl(article: { image?: string; [field: string]: unknown }): string | undefined {
+  imageUrl(article: { image?: string }): string | undefined {
     const src = article.image;
     if (!src) return undefined;
     // Image links depend only on the source and the key: popular articles sign once.

@@ -108,7 +108,7 @@ Deno.test("WebPageAnalyzer.analyze() fetches, extracts and summarises a page, an
         assert.ok(err instanceof UrlAnalysisError);
         assert.equal(err.code, code);
         assert.equal(err.status, 422);
-        assert.match(err.message, /^query URL could not be analysed: /);
+        assert.match(err.message, /^query: the URL could not be analysed: /);
         return true;
       });
     }

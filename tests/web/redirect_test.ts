@@ -45,9 +45,8 @@ Deno.test("GET /r/{token} redirects to the signed article URL and records an art
   assert.equal(e.article_id, article.id);
   assert.equal(e.url, article.url);
   assert.equal(e.position, 3);
-  assert.equal(e.search_request_id, "req-123");
   assert.equal(e.referring_url, "https://news.example.com/home");
-  assert.equal(e.link_issued_at, "2026-11-22T12:00:00.000Z");
+  assert.equal(e.ts, "2026-11-22T12:00:00.000Z");
 });
 
 Deno.test("GET /r/{token} answers 404 {message} for tampered, foreign or malformed tokens", async (t) => {
@@ -165,4 +164,28 @@ Deno.test("GET /r/{token} percent-encodes a non-ASCII article URL in Location", 
   const res = await w.app.request(new URL(link).pathname);
   assert.equal(res.status, 302);
   assert.equal(res.headers.get("location"), "https://news.example.com/caf%C3%A9/%C3%BCber?q=%C3%B1");
+});
+
+/** The shape the search engine hands in: a card without its data model, which comes in the context. */
+interface CardLike {
+  id: string;
+  url: string;
+  title: string;
+  image?: string;
+  summary: string;
+}
+
+Deno.test("SignedLinks takes the data model from the context when the article does not carry it", async () => {
+  await using w = await createTestWorld();
+  const card: CardLike = {
+    id: "ar_9",
+    url: "https://news.example.com/x",
+    title: "X",
+    summary: "",
+    image: "https://cdn.example.com/x.png",
+  };
+  const link = w.deps.links.trackingUrl(card, { dataModelId: "dm_9", query: "x", position: 1 });
+  assert.equal((await w.deps.links.verifyClick(new URL(link).pathname.slice(3)))?.dataModelId, "dm_9");
+  assert.ok(w.deps.links.imageUrl(card));
+  assert.throws(() => w.deps.links.trackingUrl(card, {}), /data model id/);
 });
