@@ -283,14 +283,10 @@ export class SignedLinks implements LinkBuilder {
     const [kid, payload, sig] = parts as [string, string, string];
     const mac = await this.keys.get(kid);
     if (!mac) return null;
-    let given: Uint8Array;
-    try {
-      given = fromB64url(sig);
-    } catch {
-      return null;
-    }
-    const want = mac.tag(purpose, kid, payload);
-    // Lengths are public (fixed MAC size); the comparison itself is constant-time.
+    // Compare the text, not decoded bytes: base64url's spare low bits would otherwise let several
+    // spellings of one tag verify. Lengths are public (fixed tag size); the comparison is constant-time.
+    const given = Buffer.from(sig);
+    const want = Buffer.from(mac.tag(purpose, kid, payload).toString("base64url"));
     if (given.length !== want.length || !timingSafeEqual(given, want)) return null;
     try {
       return JSON.parse(new TextDecoder().decode(fromB64url(payload)));

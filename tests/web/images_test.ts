@@ -140,7 +140,9 @@ Deno.test("GET /img rejects bad sizes with 400 and unknown references with 404",
     const click = new URL(w.deps.links.trackingUrl({ id: "ar_1", url: "https://a.example/", dataModelId: "dm_1" }, {}))
       .pathname
       .slice(3);
-    for (const bad of [src.slice(0, -2) + "AA", click, "nope", `${src}x`]) {
+    const [kid, payload, tag] = src.split(".") as [string, string, string];
+    const tampered = `${kid}.${payload}.${tag[0] === "A" ? "B" : "A"}${tag.slice(1)}`;
+    for (const bad of [tampered, click, "nope", `${src}x`]) {
       const res = await w.app.request(`/img?src=${encodeURIComponent(bad)}&w=100`);
       assert.equal(res.status, 404, bad);
       assert.deepEqual(await res.json(), { message: "Image not found" });

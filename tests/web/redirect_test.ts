@@ -57,10 +57,13 @@ Deno.test("GET /r/{token} answers 404 {message} for tampered, foreign or malform
   const [kid, payload, mac] = token.split(".") as [string, string, string];
   const evil = btoa(JSON.stringify({ d: article.dataModelId, a: article.id, u: "https://evil.example/", i: 0 }))
     .replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  // The last character carries 2 tag bits and 4 spare bits: changing only spare bits must fail too.
   const flip = (s: string) => s.slice(0, -1) + (s.at(-1) === "A" ? "B" : "A");
+  const flipFirst = (s: string) => (s[0] === "A" ? "B" : "A") + s.slice(1);
   const cases: Record<string, string> = {
     "payload swapped for another URL": `${kid}.${evil}.${mac}`,
-    "one MAC character changed": `${kid}.${payload}.${flip(mac)}`,
+    "last MAC character changed": `${kid}.${payload}.${flip(mac)}`,
+    "first MAC character changed": `${kid}.${payload}.${flipFirst(mac)}`,
     "MAC truncated": `${kid}.${payload}.${mac.slice(0, 10)}`,
     "unknown key id": `kZZZZZZ.${payload}.${mac}`,
     "not a token": "hello",
