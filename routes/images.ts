@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../core/deps.ts";
 import { AppError, notFound } from "../core/errors.ts";
-import { ImageOriginError, MIN_DIMENSION } from "../core/images/image_service.ts";
+import { ImageBusyError, ImageOriginError, MIN_DIMENSION } from "../core/images/image_service.ts";
 import { createRouter } from "./validation.ts";
 
 const dimension = (name: string, max: number) =>
@@ -54,6 +54,7 @@ export function createImageRoutes(deps: Pick<Deps, "links" | "images">) {
       400: { description: "Bad `w`, `h` or `fit`" },
       404: { description: "Unknown or tampered image reference" },
       502: { description: "The image origin failed or sent no usable image" },
+      503: { description: "Too many resize jobs waiting; `Retry-After` says when to retry" },
     },
   });
   const app = createRouter();
@@ -78,6 +79,9 @@ export function createImageRoutes(deps: Pick<Deps, "links" | "images">) {
       });
     } catch (err) {
       if (err instanceof ImageOriginError) throw new AppError(502, "bad_gateway", err.message, { cause: err.cause });
+      if (err instanceof ImageBusyError) {
+        throw new AppError(503, "busy", err.message, { headers: { "retry-after": "1" } });
+      }
       throw err;
     }
   });

@@ -63,6 +63,8 @@ export interface ImageServiceOptions {
   log?: Logger;
   /** Concurrent sharp jobs. Default 2 (the machine's cores). */
   concurrency?: number;
+  /** Resize jobs allowed to wait for a slot before requests are shed with 503. Default 64. */
+  maxQueue?: number;
 }
 
 const MAX_INPUT_PIXELS = 50_000_000; // decompression-bomb guard: a 10 MB PNG can claim 30k x 30k
@@ -77,15 +79,26 @@ export function sniffImageType(b: Uint8Array): string | undefined {
   return undefined;
 }
 
-/** A counting semaphore: sharp work is CPU-bound, so it queues instead of piling up. */
+/** Too many resize jobs are waiting: 503 at the edge, try again shortly. */
+export class ImageBusyError extends Error {
+  constructor() {
+    super("image service is busy: try again shortly");
+    this.name = "ImageBusyError";
+  }
+}
+
+/** A counting semaphore with a bounded queue: sharp work is CPU-bound, so it queues, and sheds past the bound. */
 class Slots {
   #free: number;
+  #maxQueue: number;
   #waiting: (() => void)[] = [];
-  constructor(n: number) {
+  constructor(n: number, maxQueue: number) {
     this.#free = n;
+    this.#maxQueue = maxQueue;
   }
   async run<T>(fn: () => Promise<T>): Promise<T> {
     if (this.#free > 0) this.#free--;
+    else if (this.#waiting.length >= this.#maxQueue) throw new ImageBusyError();
     else await new Promise<void>((resolve) => this.#waiting.push(resolve));
     try {
       return await fn();
@@ -117,7 +130,7 @@ export class ImageService {
     this.#maxDimension = options.maxDimension;
     this.#cacheMaxBytes = options.cacheMaxBytes;
     this.#log = options.log;
-    this.#slots = new Slots(options.concurrency ?? 2);
+    this.#slots = new Slots(options.concurrency ?? 2, options.maxQueue ?? 64);
   }
 
   /** Largest accepted `w`/`h`. */
@@ -155,9 +168,11 @@ export class ImageService {
       if (contentType) return { bytes: cached, contentType, etag, cache: "hit" };
     }
     const original = await this.#original(req.src);
-    const { data, info } = await this.#slots.run(() => this.#transform(original, req)).catch((err) => {
-      throw new ImageOriginError("image origin sent an image that could not be decoded", { cause: err });
-    });
+    const { data, info } = await this.#slots.run(() =>
+      this.#transform(original, req).catch((err) => {
+        throw new ImageOriginError("image origin sent an image that could not be decoded", { cause: err });
+      })
+    );
     const bytes = new Uint8Array(data);
     await this.#writeCache(variantPath, bytes);
     return { bytes, contentType: `image/${info.format === "jpeg" ? "jpeg" : info.format}`, etag, cache: "miss" };

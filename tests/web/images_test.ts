@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import sharp from "sharp";
+import { ImageBusyError, ImageService } from "../../core/images/image_service.ts";
 import { startServer } from "../../routes/server.ts";
 import { createTestWorld } from "../_helpers.ts";
 
@@ -204,6 +205,32 @@ Deno.test("ImageService evicts least recently used files past IMAGE_CACHE_MAX_BY
       }
     }
     assert.ok(total <= 30000, `cache holds ${total} bytes`);
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("ImageService sheds resize jobs past its queue with ImageBusyError (503 at the edge)", async () => {
+  const { server } = await imageOrigin();
+  await using w = await createTestWorld({ env: { ALLOW_PRIVATE_URLS: "true" } });
+  const images = new ImageService({
+    fetcher: w.deps.safeFetch,
+    dataDir: w.dataDir,
+    maxBytes: 1 << 20,
+    maxDimension: 2048,
+    cacheMaxBytes: 0,
+    concurrency: 1,
+    maxQueue: 1,
+  });
+  try {
+    const src = `${server.url}/photo.jpg`;
+    const results = await Promise.allSettled(
+      [100, 200, 300, 400, 500, 600].map((width) => images.render({ src, width, webp: true })),
+    );
+    const busy = results.filter((r) => r.status === "rejected" && r.reason instanceof ImageBusyError);
+    const ok = results.filter((r) => r.status === "fulfilled");
+    assert.ok(busy.length > 0, "some jobs were shed");
+    assert.ok(ok.length >= 2, "the running job and the queued one finished");
   } finally {
     await server.shutdown();
   }
