@@ -18,7 +18,11 @@ const article = {
   dataModelId: "dm_01JX5T3G7Q8R9S0T1U2V3W4X5Y",
   image: "https://cdn.example.com/images/2026/11/barrier.jpg",
 };
-const ctx = { tenantId: "tn_01JX5T3G7Q8R9S0T1U2V3W4X5Y", requestId: "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f", position: 4 };
+const ctx = {
+  tenantId: "tn_01JX5T3G7Q8R9S0T1U2V3W4X5Y",
+  requestId: "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f",
+  position: 4,
+};
 const token = new URL(links.trackingUrl(article, ctx)).pathname.slice(3);
 const text = extractArticle(ARTICLE_PAGE).text;
 
