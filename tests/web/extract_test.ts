@@ -83,6 +83,7 @@ Deno.test("WebPageAnalyzer.analyze() fetches, extracts and summarises a page, an
       return new Response(ARTICLE_PAGE, { headers: { "content-type": "text/html; charset=utf-8" } });
     }
     if (path === "/image") return new Response(new Uint8Array(10), { headers: { "content-type": "image/png" } });
+    if (path === "/to-metadata") return Response.redirect("http://169.254.169.254/latest/meta-data/", 302);
     if (path === "/empty") {
       return new Response("<html><body></body></html>", { headers: { "content-type": "text/html" } });
     }
@@ -102,7 +103,12 @@ Deno.test("WebPageAnalyzer.analyze() fetches, extracts and summarises a page, an
     assert.equal(hits, 1, "second analysis came from the cache");
     clock.advance(601_000);
     for (
-      const [path, code] of [["/image", "unsupported_content_type"], ["/gone", "bad_status"], ["/empty", "no_content"]]
+      const [path, code] of [
+        ["/image", "unsupported_content_type"],
+        ["/gone", "bad_status"],
+        ["/empty", "no_content"],
+        ["/to-metadata", "blocked_address"],
+      ]
     ) {
       await assert.rejects(analyzer.analyze(`${server.url}${path}`), (err: unknown) => {
         assert.ok(err instanceof UrlAnalysisError);
