@@ -78,6 +78,7 @@ const envSchema = z.object({
   FETCH_MAX_BYTES: int("FETCH_MAX_BYTES", 1024, 64 * 1024 * 1024).default(2 * 1024 * 1024),
   IMAGE_MAX_BYTES: int("IMAGE_MAX_BYTES", 1024, 64 * 1024 * 1024).default(10 * 1024 * 1024),
   IMAGE_MAX_DIMENSION: int("IMAGE_MAX_DIMENSION", 16, 8192).default(2048),
+  VIPS_LIB_PATH: z.string().min(1).optional(),
   IMAGE_CACHE_MAX_BYTES: int("IMAGE_CACHE_MAX_BYTES", 0, 1024 * 1024 * 1024 * 1024).default(1024 * 1024 * 1024),
 });
 
@@ -137,6 +138,8 @@ export interface Config {
   imageMaxDimension: number;
   /** Disk budget of the resized-image cache under `DATA_DIR/images`; 0 disables the cache. */
   imageCacheMaxBytes: number;
+  /** `libvips-cpp.so` to preload before sharp (compiled binaries); default: beside the executable. */
+  vipsLibPath?: string;
 }
 
 /** Raised when the environment does not parse; its message is one line naming the variable. */
@@ -207,5 +210,6 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     imageMaxBytes: e.IMAGE_MAX_BYTES,
     imageMaxDimension: e.IMAGE_MAX_DIMENSION,
     imageCacheMaxBytes: e.IMAGE_CACHE_MAX_BYTES,
+    vipsLibPath: e.VIPS_LIB_PATH,
   };
 }

@@ -92,6 +92,7 @@ export function assembleDeps(inputs: DepsInputs): Deps {
       maxBytes: config.imageMaxBytes,
       maxDimension: config.imageMaxDimension,
       cacheMaxBytes: config.imageCacheMaxBytes,
+      vipsLibPath: config.vipsLibPath,
       log,
     }),
   };

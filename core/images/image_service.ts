@@ -7,7 +7,7 @@
  * the rest. Results and origin bytes are cached under `DATA_DIR/images/`, file names being
  * sha256 of what determines the bytes; the oldest files go when the cache passes its budget.
  */
-import sharp from "sharp";
+import { loadSharp } from "./sharp_native.ts";
 import { sha256Hex } from "../crypto.ts";
 import type { Logger } from "../log.ts";
 import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
@@ -63,6 +63,8 @@ export interface ImageServiceOptions {
   log?: Logger;
   /** Concurrent sharp jobs. Default 2 (the machine's cores). */
   concurrency?: number;
+  /** `libvips-cpp.so` to load before sharp (compiled binaries); default: beside the executable. */
+  vipsLibPath?: string;
   /** Resize jobs allowed to wait for a slot before requests are shed with 503. Default 64. */
   maxQueue?: number;
 }
@@ -119,6 +121,7 @@ export class ImageService {
   readonly #cacheMaxBytes: number;
   readonly #log?: Logger;
   readonly #slots: Slots;
+  readonly #vipsLibPath?: string;
   readonly #inflight = new Map<string, Promise<RenderedImage>>();
   #cacheBytes?: number;
   #sweeping = false;
@@ -130,6 +133,7 @@ export class ImageService {
     this.#maxDimension = options.maxDimension;
     this.#cacheMaxBytes = options.cacheMaxBytes;
     this.#log = options.log;
+    this.#vipsLibPath = options.vipsLibPath;
     this.#slots = new Slots(options.concurrency ?? 2, options.maxQueue ?? 64);
   }
 
@@ -179,6 +183,7 @@ export class ImageService {
   }
 
   async #transform(input: Uint8Array, req: ImageRequest) {
+    const sharp = await loadSharp(this.#vipsLibPath);
     const image = sharp(input, { limitInputPixels: MAX_INPUT_PIXELS, failOn: "error" }).rotate();
     const both = req.width !== undefined && req.height !== undefined;
     if (req.width !== undefined || req.height !== undefined) {
