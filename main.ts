@@ -9,7 +9,7 @@ import { AnalyticsDb } from "./analytics/duckdb.ts";
 import { adminUsage, AdminUsageError, runAdmin } from "./core/admin/commands.ts";
 import { systemClock } from "./core/clock.ts";
 import { type Config, ConfigError, parseConfig } from "./core/config.ts";
-import { assembleDeps, type Deps, startDeps } from "./core/deps.ts";
+import { assembleDeps, type Deps, startDeps, stopDeps } from "./core/deps.ts";
 import { createLogger, describeError } from "./core/log.ts";
 import { seedDemo } from "./fixtures/demo.ts";
 import { seedStorefront } from "./fixtures/storefront.ts";
@@ -39,6 +39,7 @@ export async function openDeps(config: Config): Promise<Deps> {
 /** Closes what {@link openDeps} opened. */
 export function closeDeps(deps: Deps): void {
   deps.mailer.close?.();
+  stopDeps(deps);
   deps.duckdb.close();
   deps.kv.close();
 }

@@ -102,3 +102,8 @@ export function assembleDeps(inputs: DepsInputs): Deps {
 export async function startDeps(deps: Deps): Promise<void> {
   await deps.links.init();
 }
+
+/** Releases what the services hold beyond the stores (the page-extraction worker). Idempotent. */
+export function stopDeps(deps: Deps): void {
+  deps.urlAnalyzer.close?.();
+}

@@ -1,7 +1,7 @@
 import { AnalyticsDb } from "../analytics/duckdb.ts";
 import { FixedClock } from "../core/clock.ts";
 import { parseConfig } from "../core/config.ts";
-import { assembleDeps, type Deps, startDeps } from "../core/deps.ts";
+import { assembleDeps, type Deps, startDeps, stopDeps } from "../core/deps.ts";
 import { newId } from "../core/ids.ts";
 import { memoryLogger } from "../core/log.ts";
 import { createApp } from "../routes/app.ts";
@@ -37,6 +37,7 @@ export async function createTestWorld(
   const app = createApp(deps);
   const close = async () => {
     deps.mailer.close?.();
+    stopDeps(deps);
     duckdb.close();
     kv.close();
     await Deno.remove(dataDir, { recursive: true }).catch(() => {});

@@ -4,7 +4,7 @@
 import type { Clock } from "../clock.ts";
 import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
 import { type AnalyzedPage, UrlAnalysisError, type UrlAnalyzer } from "../search/url_analyzer.ts";
-import { extractArticle } from "./article.ts";
+import { type ArticleExtractor, ExtractionTimeoutError, WorkerExtractor } from "./extractor.ts";
 import { summarize } from "./summarize.ts";
 
 const HTML_TYPES = ["text/html", "application/xhtml+xml"] as const;
@@ -19,6 +19,8 @@ export interface WebPageAnalyzerOptions {
   cacheSize?: number;
   /** Sentences in the summary. Default 3. */
   summarySentences?: number;
+  /** Where extraction runs. Default: a {@link WorkerExtractor} with a 3 s deadline. */
+  extractor?: ArticleExtractor;
 }
 
 /** The charset a page declares in its first bytes, if any. */
@@ -49,6 +51,7 @@ export class WebPageAnalyzer implements UrlAnalyzer {
   readonly #ttlMs: number;
   readonly #size: number;
   readonly #sentences: number;
+  readonly #extractor: ArticleExtractor;
   readonly #cache = new Map<string, { at: number; page: AnalyzedPage }>();
   readonly #inflight = new Map<string, Promise<AnalyzedPage>>();
 
@@ -58,6 +61,12 @@ export class WebPageAnalyzer implements UrlAnalyzer {
     this.#ttlMs = (options.cacheTtlS ?? 600) * 1000;
     this.#size = options.cacheSize ?? 256;
     this.#sentences = options.summarySentences ?? 3;
+    this.#extractor = options.extractor ?? new WorkerExtractor();
+  }
+
+  /** Stops the extraction worker. */
+  close(): void {
+    this.#extractor.close();
   }
 
   /** @inheritdoc */
@@ -95,7 +104,15 @@ export class WebPageAnalyzer implements UrlAnalyzer {
       }
       throw err;
     }
-    const article = extractArticle(decodeHtml(fetched.body, fetched.charset));
+    let article;
+    try {
+      article = await this.#extractor.extract(decodeHtml(fetched.body, fetched.charset));
+    } catch (err) {
+      if (err instanceof ExtractionTimeoutError) {
+        throw new UrlAnalysisError("too_complex", `query: the URL could not be analysed: ${err.message}`, err);
+      }
+      throw err;
+    }
     if (!article.text) {
       throw new UrlAnalysisError("no_content", "query: the URL could not be analysed: the page has no readable text");
     }

@@ -19,8 +19,15 @@ export interface ExtractedArticle {
 }
 
 /** The slice of the DOM this module touches (Deno's type library has no DOM). */
-interface DomElement {
+interface DomNode {
+  nodeType: number;
+  nodeName: string;
   textContent: string | null;
+  childNodes: ArrayLike<DomNode>;
+}
+interface DomElement extends DomNode {
+  textContent: string | null;
+  children: ArrayLike<DomElement>;
   className: string;
   id: string;
   closest(selector: string): DomElement | null;
@@ -36,20 +43,86 @@ interface DomDocument {
 }
 const parse = (html: string): DomDocument => (parseHTML(html) as unknown as { document: DomDocument }).document;
 
-const BLOCK_CLOSE =
-  /<\/(p|h[1-6]|li|ul|ol|blockquote|pre|div|section|article|main|header|tr|figure|figcaption|dd|dt)\s*>|<br\s*\/?>/gi;
-// Readability's parse is O(n^2) in places; pages past this many elements are cut before parsing.
+const BLOCK_TAGS = new Set([
+  "P",
+  "H1",
+  "H2",
+  "H3",
+  "H4",
+  "H5",
+  "H6",
+  "LI",
+  "UL",
+  "OL",
+  "BLOCKQUOTE",
+  "PRE",
+  "DIV",
+  "SECTION",
+  "ARTICLE",
+  "MAIN",
+  "HEADER",
+  "TR",
+  "TABLE",
+  "FIGURE",
+  "FIGCAPTION",
+  "DD",
+  "DT",
+  "DL",
+  "BR",
+  "HR",
+  "BODY",
+]);
+// Bounds on what is parsed at all: the main text of an article sits well inside these.
 const MAX_HTML_CHARS = 2 * 1024 * 1024;
+const MAX_TAGS = 20_000;
 
 /** Collapses whitespace inside lines and keeps single blank lines between paragraphs. */
 function tidy(text: string): string {
   return text.split(/\n+/).map((l) => l.replace(/\s+/g, " ").trim()).filter(Boolean).join("\n\n");
 }
 
-/** Text of an HTML fragment with block elements on their own lines. */
-function blockText(html: string): string {
-  const document = parse(`<!doctype html><html><body>${html.replace(BLOCK_CLOSE, (m) => `${m}\n`)}</body></html>`);
-  return tidy(document.body?.textContent ?? "");
+/** Text under `root` with block elements on their own lines; iterative, so depth cannot overflow the stack. */
+function domText(root: DomNode | null | undefined): string {
+  if (!root) return "";
+  const out: string[] = [];
+  const stack: (DomNode | null)[] = [root]; // null marks the end of a block element
+  while (stack.length) {
+    const node = stack.pop();
+    if (node === null) {
+      out.push("\n");
+      continue;
+    }
+    if (node!.nodeType === 3) {
+      out.push(node!.textContent ?? "");
+      continue;
+    }
+    if (node!.nodeType !== 1 && node!.nodeType !== 9) continue;
+    const block = BLOCK_TAGS.has(node!.nodeName);
+    if (block) {
+      out.push("\n");
+      stack.push(null);
+    }
+    const kids = node!.childNodes;
+    for (let i = kids.length - 1; i >= 0; i--) stack.push(kids[i]!);
+  }
+  return tidy(out.join(""));
+}
+
+/**
+ * Drops scripts (but not JSON-LD, which carries article metadata), styles and comments, and cuts
+ * the page after {@link MAX_TAGS} tags: parsing cost grows with markup, not with the text we keep.
+ */
+function trimSource(html: string): string {
+  let source = html.length > MAX_HTML_CHARS ? html.slice(0, MAX_HTML_CHARS) : html;
+  source = source
+    .replace(/<!--[\s\S]*?-->/g, "")
+    .replace(/<script\b(?![^>]*application\/ld\+json)[^>]*>[\s\S]*?<\/script\s*>/gi, "")
+    .replace(/<style\b[^>]*>[\s\S]*?<\/style\s*>/gi, "");
+  const tag = /<[a-zA-Z]/g;
+  for (let n = 0; tag.exec(source); n++) {
+    if (n === MAX_TAGS) return source.slice(0, tag.lastIndex - 2);
+  }
+  return source;
 }
 
 function meta(document: DomDocument, ...names: string[]): string | undefined {
@@ -84,6 +157,26 @@ function removeBoilerplate(doc: DomDocument): void {
   }
 }
 
+/**
+ * Readability's work grows steeply with nesting depth (a 400-deep chain of divs takes seconds) and
+ * with element count. Past these limits the page is read as plain text instead.
+ */
+export const READABILITY_LIMITS = { maxDepth: 80, maxElements: 5000 } as const;
+
+/** Whether the tree under `root` stays within {@link READABILITY_LIMITS}; stops walking as soon as it does not. */
+function withinLimits(root: DomElement | null): boolean {
+  if (!root) return true;
+  const stack: [DomElement, number][] = [[root, 1]];
+  let count = 0;
+  while (stack.length) {
+    const [el, depth] = stack.pop()!;
+    if (++count > READABILITY_LIMITS.maxElements || depth > READABILITY_LIMITS.maxDepth) return false;
+    const kids = el.children;
+    for (let i = 0; i < kids.length; i++) stack.push([kids[i]!, depth + 1]);
+  }
+  return true;
+}
+
 /** Normalises a date string to ISO 8601, or `undefined` when it does not parse. */
 function isoDate(value: string | undefined | null): string | undefined {
   if (!value) return undefined;
@@ -93,11 +186,13 @@ function isoDate(value: string | undefined | null): string | undefined {
 
 /**
  * Extracts the main article from `html`. Falls back to the body text without navigation,
- * scripts and boilerplate when Readability finds no article (very short pages).
+ * scripts and boilerplate when Readability finds no article (very short pages) or when the page
+ * is too deep or too large for it ({@link READABILITY_LIMITS}). CPU-bound: for untrusted pages
+ * prefer {@link ArticleExtractor} (core/extract/extractor.ts), which runs this in a worker with a deadline.
  * @param html the page source, already decoded
  */
 export function extractArticle(html: string): ExtractedArticle {
-  const source = html.length > MAX_HTML_CHARS ? html.slice(0, MAX_HTML_CHARS) : html;
+  const source = trimSource(html);
   const doc = parse(source);
   // Read metadata before Readability, which mutates the document.
   const metaTitle = meta(doc, "og:title", "twitter:title");
@@ -113,16 +208,20 @@ export function extractArticle(html: string): ExtractedArticle {
 
   removeBoilerplate(doc);
   let parsed: ReturnType<Readability<string>["parse"]> = null;
-  try {
-    parsed = new Readability(doc as never, { charThreshold: 200 }).parse();
-  } catch {
-    parsed = null; // malformed markup: fall through to the plain-text fallback
+  const ranReadability = withinLimits(doc.documentElement);
+  if (ranReadability) {
+    try {
+      parsed = new Readability(doc as never, { charThreshold: 200 }).parse();
+    } catch {
+      parsed = null; // malformed markup: fall through to the plain-text fallback
+    }
   }
-  let text = parsed?.content ? blockText(parsed.content) : "";
+  let text = parsed?.content ? domText(parse(`<!doctype html><html><body>${parsed.content}</body></html>`).body) : "";
   if (!text) {
-    const fresh = parse(source);
-    removeBoilerplate(fresh);
-    text = blockText(fresh.body?.innerHTML ?? "");
+    // Readability changes the document it reads: start again from the source if it ran.
+    const fresh = ranReadability ? parse(source) : doc;
+    if (fresh !== doc) removeBoilerplate(fresh);
+    text = domText(fresh.body);
   }
   return {
     title: parsed?.title?.trim() || metaTitle || docTitle || "",

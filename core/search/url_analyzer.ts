@@ -24,9 +24,11 @@ export interface UrlAnalyzer {
    * @throws {UrlAnalysisError} when the URL is refused, cannot be fetched, or has no readable text.
    */
   analyze(url: string): Promise<AnalyzedPage>;
+  /** Releases background resources (the extraction worker). */
+  close?(): void;
 }
 
-/** Why a URL query could not be analysed: the safe-fetch codes plus `no_content`. */
+/** Why a URL query could not be analysed: the safe-fetch codes, `no_content`, and `too_complex` (analysis deadline). */
 export type UrlAnalysisErrorCode =
   | "invalid_url"
   | "blocked_address"
@@ -36,7 +38,8 @@ export type UrlAnalysisErrorCode =
   | "bad_status"
   | "unsupported_content_type"
   | "too_many_redirects"
-  | "no_content";
+  | "no_content"
+  | "too_complex";
 
 /**
  * A URL query that cannot be used: 422 `{message}` when it reaches the edge unhandled. `message`

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { FixedClock } from "../../core/clock.ts";
 import { decodeHtml, WebPageAnalyzer } from "../../core/extract/analyzer.ts";
-import { extractArticle } from "../../core/extract/article.ts";
+import { extractArticle, READABILITY_LIMITS } from "../../core/extract/article.ts";
+import { ExtractionTimeoutError, inlineExtractor, WorkerExtractor } from "../../core/extract/extractor.ts";
 import { splitSentences, summarize } from "../../core/extract/summarize.ts";
 import { SafeFetcher } from "../../core/net/safe_fetch.ts";
 import { UrlAnalysisError } from "../../core/search/url_analyzer.ts";
@@ -91,6 +92,7 @@ Deno.test("WebPageAnalyzer.analyze() fetches, extracts and summarises a page, an
   });
   const clock = new FixedClock("2026-11-22T12:00:00Z");
   const analyzer = new WebPageAnalyzer({ fetcher: new SafeFetcher({ allowPrivate: true }), clock });
+  const blocked = new WebPageAnalyzer({ fetcher: new SafeFetcher(), clock });
   try {
     const page = await analyzer.analyze(`${server.url}/story`);
     assert.equal(page.url, `${server.url}/story`);
@@ -119,10 +121,46 @@ Deno.test("WebPageAnalyzer.analyze() fetches, extracts and summarises a page, an
       });
     }
     await assert.rejects(
-      new WebPageAnalyzer({ fetcher: new SafeFetcher(), clock }).analyze(`${server.url}/story`),
+      blocked.analyze(`${server.url}/story`),
       (err: unknown) => err instanceof UrlAnalysisError && err.code === "blocked_address",
     );
   } finally {
+    analyzer.close();
+    blocked.close();
     await server.shutdown();
+  }
+});
+
+Deno.test("extractArticle() reads pathologically deep or large markup as plain text, quickly", () => {
+  const deep = "<html><body>" + "<div><span>x</span>".repeat(20_000) + "</div>".repeat(20_000) + "</body></html>";
+  const a = extractArticle(deep);
+  assert.ok(a.text.startsWith("x"));
+  const flat = "<html><body>" + "<div class='c'><a href='/x'>link</a> text</div>".repeat(30_000) + "</body></html>";
+  assert.ok(extractArticle(flat).text.length > 0);
+  assert.ok(READABILITY_LIMITS.maxDepth >= 40, "real pages (depth 20-40) still get Readability");
+});
+
+Deno.test("WorkerExtractor gives the same article as inline extraction, and stops a page past its deadline", async () => {
+  const extractor = new WorkerExtractor({ timeoutMs: 2000 });
+  try {
+    assert.deepEqual(await extractor.extract(ARTICLE_PAGE), await inlineExtractor.extract(ARTICLE_PAGE));
+    // Within the depth limit Readability runs, and at this depth it is slow: the deadline stops it.
+    const slow = new WorkerExtractor({ timeoutMs: 50 });
+    try {
+      const deep = "<html><body>" + "<div><span>x</span>".repeat(75) + "</div>".repeat(75) + "</body></html>";
+      await assert.rejects(slow.extract(deep.repeat(20)), ExtractionTimeoutError);
+      // The worker was replaced: the next page works.
+      const again = new WorkerExtractor({ timeoutMs: 5000 });
+      try {
+        assert.equal((await again.extract(TINY_PAGE)).text, "Just one short line here.");
+      } finally {
+        again.close();
+      }
+    } finally {
+      slow.close();
+    }
+    assert.equal((await extractor.extract(TINY_PAGE)).title, "Tiny");
+  } finally {
+    extractor.close();
   }
 });
