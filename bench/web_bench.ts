@@ -36,6 +36,14 @@ Deno.bench("SignedLinks.verifyClick()", { group: "links" }, async () => {
 Deno.bench("extractArticle() on a 7 KB news page", { group: "extract" }, () => {
   extractArticle(ARTICLE_PAGE);
 });
+const deep = "<html><body>" + "<div><span>x</span>".repeat(50_000) + "</div>".repeat(50_000) + "</body></html>";
+Deno.bench(
+  "extractArticle() on 1.25 MB of 50,000 nested divs (plain-text path)",
+  { group: "extract", n: 5, warmup: 1 },
+  () => {
+    extractArticle(deep);
+  },
+);
 Deno.bench("summarize() of that article (3 sentences)", { group: "extract" }, () => {
   summarize(text, { maxSentences: 3 });
 });
