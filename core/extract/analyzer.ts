@@ -8,6 +8,16 @@ import { type ArticleExtractor, ExtractionTimeoutError, WorkerExtractor } from "
 import { summarize } from "./summarize.ts";
 
 const HTML_TYPES = ["text/html", "application/xhtml+xml"] as const;
+// Enough for any article and for embedding it; bounds what the analysis cache holds per page.
+const MAX_TEXT_CHARS = 100_000;
+
+/** Cuts text at the last paragraph break before `max` characters (or at `max` when there is none). */
+export function clipText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max);
+  const para = cut.lastIndexOf("\n\n");
+  return para > max / 2 ? cut.slice(0, para) : cut;
+}
 
 /** Options of {@link WebPageAnalyzer}. */
 export interface WebPageAnalyzerOptions {
@@ -119,7 +129,7 @@ export class WebPageAnalyzer implements UrlAnalyzer {
     return {
       url: fetched.url,
       title: article.title,
-      text: article.text,
+      text: clipText(article.text, MAX_TEXT_CHARS),
       summary: summarize(article.text, { maxSentences: this.#sentences }),
       siteName: article.siteName,
       byline: article.byline,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { FixedClock } from "../../core/clock.ts";
-import { decodeHtml, WebPageAnalyzer } from "../../core/extract/analyzer.ts";
+import { clipText, decodeHtml, WebPageAnalyzer } from "../../core/extract/analyzer.ts";
 import { extractArticle, READABILITY_LIMITS } from "../../core/extract/article.ts";
 import { ExtractionTimeoutError, inlineExtractor, WorkerExtractor } from "../../core/extract/extractor.ts";
 import { splitSentences, summarize } from "../../core/extract/summarize.ts";
@@ -163,4 +163,11 @@ Deno.test("WorkerExtractor gives the same article as inline extraction, and stop
   } finally {
     extractor.close();
   }
+});
+
+Deno.test("clipText() keeps whole paragraphs under the cap", () => {
+  const text = ["a".repeat(60), "b".repeat(60), "c".repeat(60)].join("\n\n");
+  assert.equal(clipText(text, 1000), text);
+  assert.equal(clipText(text, 130), "a".repeat(60) + "\n\n" + "b".repeat(60));
+  assert.equal(clipText("x".repeat(200), 50), "x".repeat(50));
 });
