@@ -192,3 +192,17 @@ Deno.test("SignedLinks takes the data model from the context when the article do
   assert.ok(w.deps.links.imageUrl(card));
   assert.throws(() => w.deps.links.trackingUrl(card, {}), /data model id/);
 });
+
+Deno.test("SignedLinks: any link it signs verifies, whatever the context carries", async () => {
+  await using w = await createTestWorld();
+  const link = w.deps.links.trackingUrl(article, {
+    tenantId: "t".repeat(500),
+    caller: "payproxy:" + "a".repeat(1000),
+    requestId: "r".repeat(1000),
+    position: 1e9,
+  });
+  const click = await w.deps.links.verifyClick(new URL(link).pathname.slice(3));
+  assert.ok(click);
+  assert.equal(click.position, 100_000);
+  assert.equal(click.caller?.length, 256);
+});
