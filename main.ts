@@ -13,6 +13,7 @@ import { assembleDeps, type Deps, startDeps, stopDeps } from "./core/deps.ts";
 import { createLogger, describeError } from "./core/log.ts";
 import { seedDemo } from "./fixtures/demo.ts";
 import { seedStorefront } from "./fixtures/storefront.ts";
+import { demoEventsStep } from "./fixtures/demo_events.ts";
 import { createApp } from "./routes/app.ts";
 import { startServer } from "./routes/server.ts";
 
@@ -47,7 +48,7 @@ export function closeDeps(deps: Deps): void {
 async function serve(config: Config): Promise<void> {
   const deps = await openDeps(config);
   if (config.demoSeed) {
-    const seeded = await seedDemo(deps, [seedStorefront]);
+    const seeded = await seedDemo(deps, [seedStorefront, demoEventsStep]);
     if (seeded.created) {
       console.log(
         [
@@ -66,6 +67,8 @@ async function serve(config: Config): Promise<void> {
       deps.log.info("demo data present", { ...seeded.ids });
     }
   }
+  // Replays the event write-ahead log into Parquet before serving, then flushes on a timer.
+  if (config.eventsFlusher) await deps.events.start();
   const app = createApp(deps);
   const server = startServer(app.fetch, { hostname: config.host, port: config.port, log: deps.log });
   deps.log.info("listening", { url: server.url, base_url: config.baseUrl });
@@ -76,16 +79,27 @@ async function serve(config: Config): Promise<void> {
     ...(deps.mailer.kind === "outbox" ? { outbox: `${config.agentAuthUrl}/dev/outbox` } : {}),
   });
 
-  const stop = async (signal: string) => {
-    deps.log.info("shutting down", { signal });
-    await server.shutdown(config.shutdownTimeoutS * 1000);
-    closeDeps(deps);
-    deps.log.info("stopped");
-    Deno.exit(0);
-  };
+  // One shutdown, however many signals arrive. `server.finished` resolves as soon as the server
+  // stops listening, so serve() also waits for the rest of the shutdown (the final event flush)
+  // before main() exits the process.
+  let stopping: Promise<void> | null = null;
+  const stop = (signal: string) =>
+    stopping ??= (async () => {
+      deps.log.info("shutting down", { signal });
+      await server.shutdown(config.shutdownTimeoutS * 1000);
+      // Every acknowledged event is already in the KV log; this moves it to Parquet before exit.
+      if (config.eventsFlusher) {
+        await deps.events.stop().catch((err) =>
+          deps.log.error("final event flush failed", { error: describeError(err) })
+        );
+      }
+      closeDeps(deps);
+      deps.log.info("stopped");
+    })();
   Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
   Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
   await server.finished;
+  if (stopping) await stopping;
 }
 
 async function admin(config: Config, argv: string[]): Promise<void> {

@@ -1,10 +1,25 @@
 /**
  * The event-recording contract other rooms use (article clicks, Ask AI interactions, payproxy
- * calls). The analytics pipeline implements it: validated, enriched, written to the KV WAL
- * before `record` resolves.
+ * calls), and its implementation: the analytics pipeline. Events are validated, enriched and
+ * written to the KV write-ahead log before `record` resolves; a flusher moves them to Parquet.
  */
+import type { Clock } from "../core/clock.ts";
+import type { Logger } from "../core/log.ts";
+import { describeError } from "../core/log.ts";
+import type { Repos } from "../core/store/repos.ts";
+import { compactDay, listEventDates, recoverCompactions } from "./compaction.ts";
+import type { AnalyticsDb } from "./duckdb.ts";
+import { type IngestContext, prepareEvents } from "./enrich.ts";
+import { writeAll, writeNdjsonAsParquet } from "./parquet_writer.ts";
+import { uuidv7 } from "./uuid7.ts";
+import { EventWal, type WalChunk } from "./wal.ts";
 
-/** An event as producers hand it in; the pipeline fills event_id, ts and enrichment. */
+/**
+ * An event as producers hand it in; the pipeline fills event_id, ts and enrichment. The full
+ * column list is `eventInputSchema` in analytics/schema.ts.
+ * @example deps.events.record([{ event_type: "click", click_type: "article", ai_agent: "am_...", article_url: "https://..." }])
+ * @example deps.events.record([{ event_type: "query", ai_agent: "am_...", prompt: "q", response: "a", interaction_type: "search", agent_identity: "payproxy:bot-1" }])
+ */
 export interface EventInput {
   event_type: string;
   ts?: string;
@@ -27,4 +42,213 @@ export interface EventInput {
 export interface EventSink {
   /** Durably records the events (resolves once they are in the write-ahead log). */
   record(events: EventInput[]): Promise<void>;
+}
+
+/** Tuning of the pipeline (from config). */
+export interface PipelineOptions {
+  /** Folder of the hive-partitioned Parquet files (`<DATA_DIR>/events`). */
+  eventsDir: string;
+  /** Flush at least this often while started. */
+  flushIntervalMs: number;
+  /** Flush as soon as this many events wait in the log. */
+  flushMaxEvents: number;
+  /** Compact a day once it has this many files. */
+  compactMinFiles: number;
+}
+
+/** Dependencies of the pipeline. */
+export interface PipelineDeps {
+  kv: Deno.Kv;
+  clock: Clock;
+  log: Logger;
+  repos: Repos;
+  duckdb: AnalyticsDb;
+}
+
+interface FlushPlan {
+  fileId: string;
+  keys: Deno.KvKey[];
+  state: "planned" | "written";
+}
+
+const PLAN_PREFIX = ["ev_flush_plan"];
+// Chunks per Parquet write; the plan listing their keys must stay under 64 KiB.
+const MAX_CHUNKS_PER_FLUSH = 600;
+
+/**
+ * The analytics event pipeline: `record`/`ingest` -> KV WAL -> `flush` -> Parquet.
+ *
+ * Crash safety of a flush: a plan naming the WAL keys and the file id is stored first; the files
+ * are written (tmp + rename, names fixed by the file id); the plan is marked written; then WAL
+ * keys and plan are deleted. Recovery redoes a `planned` plan (same names: overwrite, no
+ * duplicate) and finishes a `written` one (deletes what is left), so a kill at any point neither
+ * loses an acknowledged event nor writes it twice.
+ */
+export class EventPipeline implements EventSink {
+  readonly wal: EventWal;
+  #pending = 0;
+  #flushing: Promise<FlushResult> | null = null;
+  #again = false;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #started = false;
+  #listeners: Array<() => void> = [];
+
+  constructor(private readonly deps: PipelineDeps, readonly options: PipelineOptions) {
+    this.wal = new EventWal(deps.kv);
+  }
+
+  /** {@link EventSink.record} for the other rooms: trusted, tenant derived from widget or AI agent. */
+  async record(events: EventInput[]): Promise<void> {
+    await this.ingest(events, { source: "internal" });
+  }
+
+  /**
+   * Validates, enriches and durably logs a batch.
+   * @throws AppError 422 naming the first bad event; nothing of the batch is stored then.
+   * @returns the number of events stored.
+   */
+  async ingest(events: unknown[], ctx: IngestContext): Promise<number> {
+    if (!events.length) return 0;
+    const { rows, sessionSets } = await prepareEvents(this.deps, events, ctx);
+    await this.wal.append(uuidv7(this.deps.clock), rows, sessionSets);
+    this.#pending += rows.length;
+    if (this.#started && this.#pending >= this.options.flushMaxEvents) {
+      this.flush().catch((err) => this.deps.log.error("event flush failed", { error: describeError(err) }));
+    }
+    return rows.length;
+  }
+
+  /** Called after each flush that wrote files (the query engine refreshes its view). */
+  onFlushed(fn: () => void): void {
+    this.#listeners.push(fn);
+  }
+
+  /**
+   * Moves everything in the log to Parquet. Concurrent calls share the running flush, and a call
+   * made while one runs triggers another pass afterwards.
+   */
+  flush(): Promise<FlushResult> {
+    if (this.#flushing) {
+      this.#again = true;
+      return this.#flushing;
+    }
+    const run = async (): Promise<FlushResult> => {
+      const total: FlushResult = { rows: 0, files: 0 };
+      try {
+        do {
+          this.#again = false;
+          const recovered = await this.#recoverPlans();
+          total.rows += recovered.rows;
+          total.files += recovered.files;
+          while (true) {
+            const chunks = await this.wal.take(MAX_CHUNKS_PER_FLUSH);
+            if (!chunks.length) break;
+            this.#pending = 0;
+            const r = await this.#flushChunks(chunks);
+            total.rows += r.rows;
+            total.files += r.files;
+          }
+        } while (this.#again);
+      } finally {
+        this.#flushing = null;
+      }
+      if (total.files) { for (const fn of this.#listeners) fn(); }
+      return total;
+    };
+    this.#flushing = run();
+    return this.#flushing;
+  }
+
+  async #flushChunks(chunks: WalChunk[]): Promise<FlushResult> {
+    const plan: FlushPlan = { fileId: uuidv7(this.deps.clock), keys: chunks.map((c) => c.key), state: "planned" };
+    await this.deps.kv.set([...PLAN_PREFIX, plan.fileId], plan);
+    return await this.#execute(plan, chunks);
+  }
+
+  async #execute(plan: FlushPlan, chunks: WalChunk[]): Promise<FlushResult> {
+    let result: FlushResult = { rows: 0, files: 0 };
+    if (plan.state === "planned" && chunks.length) {
+      const tmp = await Deno.makeTempFile({ prefix: "wal-", suffix: ".ndjson" });
+      try {
+        const f = await Deno.open(tmp, { write: true, truncate: true });
+        try {
+          for (const c of chunks) await writeAll(f, c.bytes);
+        } finally {
+          f.close();
+        }
+        const w = await writeNdjsonAsParquet(this.deps.duckdb, this.options.eventsDir, plan.fileId, tmp);
+        result = { rows: w.rows, files: w.dates.length };
+      } finally {
+        await Deno.remove(tmp).catch(() => {});
+      }
+      plan = { ...plan, state: "written" };
+      await this.deps.kv.set([...PLAN_PREFIX, plan.fileId], plan);
+    }
+    await this.wal.delete(plan.keys, (op) => op.delete([...PLAN_PREFIX, plan.fileId]));
+    return result;
+  }
+
+  /** Finishes flushes a crash interrupted (see the class comment). */
+  async #recoverPlans(): Promise<FlushResult> {
+    const total: FlushResult = { rows: 0, files: 0 };
+    for await (const e of this.deps.kv.list<FlushPlan>({ prefix: PLAN_PREFIX })) {
+      const plan = e.value;
+      const chunks: WalChunk[] = [];
+      if (plan.state === "planned") {
+        for (let i = 0; i < plan.keys.length; i += 10) {
+          const got = await this.deps.kv.getMany<Uint8Array[]>(plan.keys.slice(i, i + 10));
+          for (const g of got) if (g.value) chunks.push({ key: g.key, bytes: g.value });
+        }
+      }
+      this.deps.log.warn("recovering an interrupted event flush", { file_id: plan.fileId, state: plan.state });
+      const r = await this.#execute(plan, chunks);
+      total.rows += r.rows;
+      total.files += r.files;
+    }
+    return total;
+  }
+
+  /** Merges small files of each day that has at least `compactMinFiles`. */
+  async compact(): Promise<number> {
+    let merged = 0;
+    const kvDeps = { kv: this.deps.kv, db: this.deps.duckdb, clock: this.deps.clock };
+    for (const date of await listEventDates(this.options.eventsDir)) {
+      merged += await compactDay(kvDeps, this.options.eventsDir, date, this.options.compactMinFiles);
+    }
+    if (merged) { for (const fn of this.#listeners) fn(); }
+    return merged;
+  }
+
+  /** Replays the log (recovering interrupted flushes and compactions), then flushes on a timer. */
+  async start(): Promise<FlushResult> {
+    await recoverCompactions(this.deps.kv, this.options.eventsDir);
+    const replayed = await this.flush();
+    if (replayed.rows) this.deps.log.info("event log replayed", { ...replayed });
+    this.#started = true;
+    const tick = async () => {
+      try {
+        await this.flush();
+        await this.compact();
+      } catch (err) {
+        this.deps.log.error("event flush failed", { error: describeError(err) });
+      }
+      if (this.#started) this.#timer = setTimeout(tick, this.options.flushIntervalMs);
+    };
+    this.#timer = setTimeout(tick, this.options.flushIntervalMs);
+    return replayed;
+  }
+
+  /** Stops the timer and flushes what is left (graceful shutdown). */
+  async stop(): Promise<FlushResult> {
+    this.#started = false;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    return await this.flush();
+  }
+}
+
+/** What a flush wrote. */
+export interface FlushResult {
+  rows: number;
+  files: number;
 }

@@ -80,6 +80,13 @@ const envSchema = z.object({
   IMAGE_MAX_DIMENSION: int("IMAGE_MAX_DIMENSION", 16, 8192).default(2048),
   VIPS_LIB_PATH: z.string().min(1).optional(),
   IMAGE_CACHE_MAX_BYTES: int("IMAGE_CACHE_MAX_BYTES", 0, 1024 * 1024 * 1024 * 1024).default(1024 * 1024 * 1024),
+  ANALYTICS_CACHE_TTL_S: int("ANALYTICS_CACHE_TTL_S", 0, 86_400).default(1800),
+  ANALYTICS_RATE_LIMIT_PER_MIN: int("ANALYTICS_RATE_LIMIT_PER_MIN", 1, 1_000_000).default(60),
+  EVENTS_FLUSHER: bool("EVENTS_FLUSHER").default(true),
+  EVENTS_FLUSH_INTERVAL_S: int("EVENTS_FLUSH_INTERVAL_S", 1, 3600).default(10),
+  EVENTS_FLUSH_MAX_EVENTS: int("EVENTS_FLUSH_MAX_EVENTS", 1, 10_000_000).default(50_000),
+  EVENTS_COMPACT_MIN_FILES: int("EVENTS_COMPACT_MIN_FILES", 2, 100_000).default(24),
+  EVENTS_MAX_BODY_BYTES: int("EVENTS_MAX_BODY_BYTES", 1024, 256 * 1024 * 1024).default(8 * 1024 * 1024),
 });
 
 /** A trusted identity provider: ID-JAGs whose `iss` equals `issuer` are verified against `jwksUrl`. */
@@ -140,6 +147,20 @@ export interface Config {
   imageCacheMaxBytes: number;
   /** `libvips-cpp.so` to preload before sharp (compiled binaries); default: beside the executable. */
   vipsLibPath?: string;
+  /** Analytics answer cache lifetime in seconds; 0 disables the cache. */
+  analyticsCacheTtlS: number;
+  /** Analytics requests allowed per API key per minute. */
+  analyticsRateLimitPerMin: number;
+  /** Whether this process runs the event flusher (exactly one process per shared KV should). */
+  eventsFlusher: boolean;
+  /** Event WAL flush period in seconds. */
+  eventsFlushIntervalS: number;
+  /** Flush as soon as this many events wait in the WAL. */
+  eventsFlushMaxEvents: number;
+  /** Compact a day's Parquet files once there are this many. */
+  eventsCompactMinFiles: number;
+  /** Largest `POST /v1/events` body. */
+  eventsMaxBodyBytes: number;
 }
 
 /** Raised when the environment does not parse; its message is one line naming the variable. */
@@ -211,5 +232,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     imageMaxDimension: e.IMAGE_MAX_DIMENSION,
     imageCacheMaxBytes: e.IMAGE_CACHE_MAX_BYTES,
     vipsLibPath: e.VIPS_LIB_PATH,
+    analyticsCacheTtlS: e.ANALYTICS_CACHE_TTL_S,
+    analyticsRateLimitPerMin: e.ANALYTICS_RATE_LIMIT_PER_MIN,
+    eventsFlusher: e.EVENTS_FLUSHER,
+    eventsFlushIntervalS: e.EVENTS_FLUSH_INTERVAL_S,
+    eventsFlushMaxEvents: e.EVENTS_FLUSH_MAX_EVENTS,
+    eventsCompactMinFiles: e.EVENTS_COMPACT_MIN_FILES,
+    eventsMaxBodyBytes: e.EVENTS_MAX_BODY_BYTES,
   };
 }

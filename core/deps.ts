@@ -1,5 +1,6 @@
 import type { AnalyticsDb } from "../analytics/duckdb.ts";
-import type { EventSink } from "../analytics/events.ts";
+import { AnalyticsEngine } from "../analytics/engine.ts";
+import { EventPipeline } from "../analytics/events.ts";
 import type { AnswerService } from "./answer/types.ts";
 import type { SearchService } from "./search/types.ts";
 import type { UrlAnalyzer } from "./search/url_analyzer.ts";
@@ -41,12 +42,17 @@ export interface Deps {
   search?: SearchService;
   /** Real-time answers (issue 4). */
   answer?: AnswerService;
-  /** Analytics event sink (issue 6). */
-  events?: EventSink;
   /** Outgoing e-mail: SMTP (SMTP_URL) or the KV outbox. */
   mailer: Mailer;
   /** Agent storefront: sellers, identities, claims, tokens (issue 7). */
   storefront: Storefront;
+  /**
+   * Analytics event sink (issue 6): other rooms call `deps.events.record([...])`. Also the WAL
+   * flusher, started and stopped by main.ts.
+   */
+  events: EventPipeline;
+  /** Analytics query engine over the Parquet event files. */
+  analytics: AnalyticsEngine;
 }
 
 /** The parts of {@link Deps} that are opened (stores) or chosen (clock, log, fetch) by the caller. */
@@ -76,9 +82,19 @@ export function assembleDeps(inputs: DepsInputs): Deps {
     timeoutMs: config.fetchTimeoutMs,
     maxBytes: config.fetchMaxBytes,
   });
+  const repos = createRepos(kv);
+  const eventsDir = `${config.dataDir.replace(/\/+$/, "")}/events`;
+  const analytics = new AnalyticsEngine(inputs.duckdb, eventsDir);
+  const events = new EventPipeline({ ...inputs, repos }, {
+    eventsDir,
+    flushIntervalMs: config.eventsFlushIntervalS * 1000,
+    flushMaxEvents: config.eventsFlushMaxEvents,
+    compactMinFiles: config.eventsCompactMinFiles,
+  });
+  events.onFlushed(() => analytics.refresh());
   return {
     ...inputs,
-    repos: createRepos(kv),
+    repos,
     apiKeys: new ApiKeyService(kv, clock),
     fetch,
     mailer,
@@ -95,6 +111,8 @@ export function assembleDeps(inputs: DepsInputs): Deps {
       vipsLibPath: config.vipsLibPath,
       log,
     }),
+    events,
+    analytics,
   };
 }
 

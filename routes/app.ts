@@ -2,6 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Deps } from "../core/deps.ts";
 import { notFound } from "../core/errors.ts";
 import type { AppEnv } from "./env.ts";
+import { createAnalyticsRoutes } from "./analytics.ts";
 import { createErrorHandler } from "./errors.ts";
 import { accessLog } from "./middleware/access_log.ts";
 import { requestId } from "./middleware/request_id.ts";
@@ -33,6 +34,8 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   });
 
   app.route("/", createSystemRoutes(deps));
+  // Before the resource routes: their `/v1/*` key check must not run for widget event posts.
+  app.route("/", createAnalyticsRoutes(deps));
   app.route("/", createResourceRoutes(deps));
   app.route("/", createStorefrontRoutes(deps));
   app.route("/", createRedirectRoutes(deps));

@@ -1,0 +1,124 @@
+/**
+ * The analytics query engine over the one DuckDB instance: a view `events` over the
+ * hive-partitioned Parquet files (`<eventsDir>/date=YYYY-MM-DD/*.parquet`), and the rollup SQL
+ * files in analytics/sql/, run as prepared statements with bound parameters only. Every rollup
+ * filters on the hive `date` column, which DuckDB uses to skip whole day folders.
+ */
+import { BIGINT, DuckDBListValue, type DuckDBType, LIST, listValue, VARCHAR } from "@duckdb/node-api";
+import { listEventDates } from "./compaction.ts";
+import type { AnalyticsDb } from "./duckdb.ts";
+import { EVENT_COLUMNS } from "./schema.ts";
+import { sqlString } from "./sql_util.ts";
+
+/** Names of the rollup SQL files (analytics/sql/<name>.sql). */
+export const ROLLUPS = [
+  "ask_ai_daily",
+  "ask_ai_logs",
+  "ask_ai_logs_count",
+  "sponsored_daily",
+  "sponsored_campaigns",
+  "sponsored_prompts",
+  "sponsored_click_types",
+  "session_intelligence",
+] as const;
+export type RollupName = (typeof ROLLUPS)[number];
+
+/** A bound parameter: text (or null), a whole number, or a list of texts. */
+export type SqlParam = string | null | number | string[];
+
+const sqlCache = new Map<RollupName, string>();
+
+/** Loads a rollup's SQL text (read once per process). */
+export async function loadSql(name: RollupName): Promise<string> {
+  let text = sqlCache.get(name);
+  if (!text) {
+    text = await Deno.readTextFile(new URL(`./sql/${name}.sql`, import.meta.url));
+    sqlCache.set(name, text);
+  }
+  return text;
+}
+
+function bindValue(v: SqlParam): { value: string | null | bigint | DuckDBListValue; type: DuckDBType } {
+  if (Array.isArray(v)) return { value: listValue(v), type: LIST(VARCHAR) };
+  if (typeof v === "number") return { value: BigInt(Math.trunc(v)), type: BIGINT };
+  return { value: v, type: VARCHAR };
+}
+
+/** Runs rollups; keeps the `events` view pointing at the files (or at an empty table before any exist). */
+export class AnalyticsEngine {
+  #view: "none" | "empty" | "files" = "none";
+  #viewing: Promise<void> | null = null;
+
+  constructor(private readonly db: AnalyticsDb, readonly eventsDir: string) {}
+
+  /** Re-checks for files on the next query (call after a flush or compaction). */
+  refresh(): void {
+    if (this.#view !== "files") this.#view = "none";
+  }
+
+  async #hasFiles(): Promise<boolean> {
+    for (const date of await listEventDates(this.eventsDir)) {
+      for await (const e of Deno.readDir(`${this.eventsDir}/date=${date}`)) {
+        if (e.isFile && e.name.endsWith(".parquet")) return true;
+      }
+    }
+    return false;
+  }
+
+  async #ensureView(force = false): Promise<void> {
+    if (!force && this.#view === "files") return;
+    if (this.#viewing) return await this.#viewing;
+    this.#viewing = (async () => {
+      const files = await this.#hasFiles();
+      if (!force && this.#view === "empty" && !files) return;
+      const sql = files
+        ? `CREATE OR REPLACE VIEW events AS SELECT * FROM read_parquet(${
+          sqlString(`${this.eventsDir}/*/*.parquet`)
+        }, hive_partitioning = true, hive_types = {'date': DATE}, union_by_name = true)`
+        // No files yet: an empty view with the same columns, so rollups answer zeros.
+        : `CREATE OR REPLACE VIEW events AS SELECT ${
+          EVENT_COLUMNS.map(([n, t]) => `CAST(NULL AS ${t}) AS ${n}`).join(", ")
+        }, CAST(NULL AS DATE) AS date WHERE false`;
+      await this.db.withConnection((c) => c.run(sql));
+      this.#view = files ? "files" : "empty";
+    })();
+    try {
+      await this.#viewing;
+    } finally {
+      this.#viewing = null;
+    }
+  }
+
+  /** Runs a rollup with named parameters; returns rows as plain objects (BIGINT as bigint). */
+  async query(name: RollupName, params: Record<string, SqlParam>): Promise<Record<string, unknown>[]> {
+    await this.#ensureView();
+    const sql = await loadSql(name);
+    const run = () =>
+      this.db.withConnection(async (conn) => {
+        const stmt = await conn.prepare(sql);
+        try {
+          const values: Record<string, string | null | bigint | DuckDBListValue> = {};
+          const types: Record<string, DuckDBType> = {};
+          for (const [k, v] of Object.entries(params)) {
+            const b = bindValue(v);
+            values[k] = b.value;
+            types[k] = b.type;
+          }
+          stmt.bind(values, types);
+          return (await stmt.runAndReadAll()).getRowObjectsJS() as Record<string, unknown>[];
+        } finally {
+          stmt.destroySync();
+        }
+      });
+    try {
+      return await run();
+    } catch (err) {
+      // Files removed under us (e.g. a wiped data dir): rebuild the view once and retry.
+      if (/No files found/i.test(String((err as Error)?.message))) {
+        await this.#ensureView(true);
+        return await run();
+      }
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,228 @@
+/**
+ * Validation and enrichment of incoming events: schema check, ownership (widget, AI agent),
+ * defaults from the widget, the query classifier, and the sponsored-conversation freeze.
+ */
+import type { Clock } from "../core/clock.ts";
+import { AppError } from "../core/errors.ts";
+import type { Repos } from "../core/store/repos.ts";
+import type { AiModel, Widget } from "../core/store/models.ts";
+import { classify } from "./classifier.ts";
+import {
+  eventInputSchema,
+  type EventRow,
+  type EventSource,
+  isMrcViewable,
+  SESSION_IDLE_MINUTES,
+  toRow,
+} from "./schema.ts";
+import { uuidv7 } from "./uuid7.ts";
+import type { WalExtraSet } from "./wal.ts";
+
+/** Who is sending a batch. */
+export type IngestContext =
+  /** The Ask AI widget in a browser, authorised by widget id + allowed origin. */
+  | { source: "widget"; widget: Widget }
+  /** A server holding the tenant's API key. */
+  | { source: "server"; tenantId: string }
+  /** Another room of this service (trusted; tenant derived from widget or AI agent). */
+  | { source: "internal" };
+
+/** The ad-render values a sponsored conversation is frozen to, kept per session in KV. */
+export interface SponsoredSession {
+  campaign_id: string;
+  creative_id: string | null;
+  line_item_id: string | null;
+  publisher_id: string | null;
+  ad_partner: string | null;
+  started_ms: number;
+  last_ms: number;
+}
+
+const IDLE_MS = SESSION_IDLE_MINUTES * 60_000;
+// Session state outlives the 30 min idle window so late events still find it; the idle rule is
+// checked against `last_ms` on read, KV's expireIn only cleans up.
+const SESSION_STATE_TTL_MS = 24 * 3600_000;
+const FUTURE_SKEW_MS = 5 * 60_000;
+const MAX_AGE_MS = 30 * 24 * 3600_000;
+
+/** KV key of a session's state (visit id, counters, sponsored-conversation freeze). */
+export const sessionKey = (tenantId: string, sessionId: string): Deno.KvKey => ["ev_session", tenantId, sessionId];
+
+const invalid = (i: number, field: string, message: string) =>
+  new AppError(422, "invalid_event", `events.${i}${field ? "." + field : ""}: ${message}`);
+
+/** Dependencies of {@link prepareEvents}. */
+export interface EnrichDeps {
+  kv: Deno.Kv;
+  clock: Clock;
+  repos: Repos;
+}
+
+/**
+ * Validates and enriches a batch. Throws a 422 AppError naming the first bad event and field
+ * (`events.3.event_type: ...`); nothing of a bad batch is stored.
+ * @returns the rows to log and the sponsored-session states to write with them.
+ */
+export async function prepareEvents(
+  deps: EnrichDeps,
+  inputs: unknown[],
+  ctx: IngestContext,
+): Promise<{ rows: EventRow[]; sessionSets: WalExtraSet[] }> {
+  const nowMs = deps.clock.now().getTime();
+  const source: EventSource = ctx.source === "widget" ? "widget" : "server";
+  const widgets = new Map<string, Widget | null>();
+  const models = new Map<string, AiModel | null>();
+  if (ctx.source === "widget") widgets.set(ctx.widget.id, ctx.widget);
+  const widgetOf = async (id: string) => {
+    if (!widgets.has(id)) widgets.set(id, await deps.repos.widgets.get(id));
+    return widgets.get(id)!;
+  };
+  const modelOf = async (id: string) => {
+    if (!models.has(id)) models.set(id, await deps.repos.aiModels.get(id));
+    return models.get(id)!;
+  };
+
+  const rows: EventRow[] = [];
+  for (let i = 0; i < inputs.length; i++) {
+    const parsed = eventInputSchema.safeParse(inputs[i]);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const field = issue.path.map(String).join(".");
+      const message = issue.code === "invalid_type" && issue.input === undefined ? "is required" : issue.message;
+      throw invalid(i, field, message);
+    }
+    const e = parsed.data;
+    const tsMs = e.ts ? Date.parse(e.ts) : nowMs;
+    if (tsMs > nowMs + FUTURE_SKEW_MS) throw invalid(i, "ts", "must not be more than 5 minutes in the future");
+    if (tsMs < nowMs - MAX_AGE_MS) throw invalid(i, "ts", "must not be more than 30 days in the past");
+    const row = toRow(e, { event_id: e.event_id ?? uuidv7(deps.clock), ts_ms: tsMs, source });
+
+    // Ownership and defaults. Widget traffic cannot name another widget, tenant or agent identity.
+    if (ctx.source === "widget") {
+      if (e.widget_id !== undefined && e.widget_id !== ctx.widget.id) {
+        throw invalid(i, "widget_id", "must match the batch's widget_id");
+      }
+      row.widget_id = ctx.widget.id;
+      row.agent_identity = null;
+    }
+    let widget: Widget | null = null;
+    if (row.widget_id) {
+      widget = await widgetOf(row.widget_id);
+      const tenant = ctx.source === "server" ? ctx.tenantId : widget?.tenantId;
+      if (!widget || widget.tenantId !== tenant) throw invalid(i, "widget_id", "widget_id not found");
+    }
+    if (widget) {
+      row.tenant_id = widget.tenantId;
+      row.ai_agent = widget.aiModelId;
+      row.deployment_type ??= widget.deploymentType;
+    } else if (row.ai_agent) {
+      const model = await modelOf(row.ai_agent);
+      if (!model || (ctx.source === "server" && model.tenantId !== ctx.tenantId)) {
+        throw invalid(i, "ai_agent", "ai_agent not found");
+      }
+      row.tenant_id = model.tenantId;
+    } else if (ctx.source === "server") {
+      row.tenant_id = ctx.tenantId;
+    }
+    if (ctx.source === "server") row.tenant_id = ctx.tenantId;
+    if (!row.tenant_id) throw invalid(i, "widget_id", "an event needs a widget_id, ai_agent or tenant_id");
+
+    if (row.event_type === "sponsored_impression" || row.event_type === "prompt_impression") {
+      if (!(await deps.repos.campaigns.get(row.campaign_id!))) throw invalid(i, "campaign_id", "campaign not found");
+    }
+    if (row.event_type === "query") {
+      const c = classify(row.prompt ?? row.prompt_text ?? "");
+      row.intent_type = c.intent_type;
+      row.category = c.category;
+      row.topic = c.topic;
+    }
+    rows.push(row);
+  }
+  const sessionSets = await sessionize(deps.kv, rows);
+  return { rows, sessionSets };
+}
+
+/** Per-session state kept in KV while a session lives (30 min idle). */
+export interface SessionState {
+  visit_id: number;
+  last_ms: number;
+  viewable: boolean;
+  queries: number;
+  sponsor: SponsoredSession | null;
+}
+
+/** A random 53-bit visit id (exact in JSON numbers and DuckDB BIGINT). */
+function newVisitId(): number {
+  const [hi, lo] = crypto.getRandomValues(new Uint32Array(2));
+  return (hi! & 0x1fffff) * 0x1_0000_0000 + lo!;
+}
+
+/**
+ * Sessionisation and the sponsored-conversation freeze, at ingestion, in time order per batch:
+ * - an event more than 30 min after its session's last event starts a new session (new
+ *   `visit_id`, `visit_start`); the first MRC-viewable event is flagged `visit_viewable`; queries
+ *   are numbered (`visit_query_no`). The rollups then count flags instead of re-deriving sessions.
+ * - the first `sponsored_impression` of a session fixes campaign_id, creative_id, line_item_id,
+ *   publisher_id and ad_partner (`sponsored_start`); every later event of that session carries those
+ *   values, whatever the page sent, and the deployment type `sponsored_conversation`.
+ * Returns the state writes to commit with the batch.
+ */
+async function sessionize(kv: Deno.Kv, rows: EventRow[]): Promise<WalExtraSet[]> {
+  const keys = new Map<string, Deno.KvKey>();
+  for (const r of rows) {
+    if (r.session_id && r.tenant_id) {
+      keys.set(`${r.tenant_id}\u0000${r.session_id}`, sessionKey(r.tenant_id, r.session_id));
+    }
+  }
+  if (!keys.size) return [];
+  const states = new Map<string, SessionState | null>();
+  const list = [...keys];
+  for (let i = 0; i < list.length; i += 10) {
+    const got = await kv.getMany<SessionState[]>(list.slice(i, i + 10).map(([, k]) => k));
+    got.forEach((g, j) => states.set(list[i + j]![0], g.value));
+  }
+  const ordered = rows.map((r, i) => [r, i] as const).sort((a, b) => a[0].ts_ms - b[0].ts_ms || a[1] - b[1]);
+  for (const [r] of ordered) {
+    if (!r.session_id || !r.tenant_id) continue;
+    const id = `${r.tenant_id}\u0000${r.session_id}`;
+    let st = states.get(id) ?? null;
+    if (!st || r.ts_ms - st.last_ms > IDLE_MS) {
+      st = { visit_id: newVisitId(), last_ms: r.ts_ms, viewable: false, queries: 0, sponsor: null };
+      r.visit_start = true;
+      states.set(id, st);
+    }
+    r.visit_id = st.visit_id;
+    if (!st.viewable && isMrcViewable(r)) {
+      st.viewable = true;
+      r.visit_viewable = true;
+    }
+    if (r.event_type === "query") r.visit_query_no = ++st.queries;
+    if (!st.sponsor && r.event_type === "sponsored_impression") {
+      st.sponsor = {
+        campaign_id: r.campaign_id!,
+        creative_id: r.creative_id,
+        line_item_id: r.line_item_id,
+        publisher_id: r.publisher_id,
+        ad_partner: r.ad_partner,
+        started_ms: r.ts_ms,
+        last_ms: r.ts_ms,
+      };
+      r.sponsored_start = true;
+    }
+    if (st.sponsor) {
+      r.campaign_id = st.sponsor.campaign_id;
+      r.creative_id = st.sponsor.creative_id;
+      r.line_item_id = st.sponsor.line_item_id;
+      r.publisher_id = st.sponsor.publisher_id;
+      r.ad_partner = st.sponsor.ad_partner;
+      r.deployment_type = "sponsored_conversation";
+      st.sponsor.last_ms = Math.max(st.sponsor.last_ms, r.ts_ms);
+    }
+    if (r.ts_ms > st.last_ms) st.last_ms = r.ts_ms;
+  }
+  return [...keys].filter(([id]) => states.get(id)).map(([id, key]) => ({
+    key,
+    value: states.get(id)!,
+    expireIn: SESSION_STATE_TTL_MS,
+  }));
+}

@@ -1,0 +1,129 @@
+/**
+ * Writes events to hive-partitioned Parquet: `<eventsDir>/date=YYYY-MM-DD/<fileId>.parquet`,
+ * zstd-compressed, one file per day present in the batch. Each file is written under a
+ * `.parquet.tmp` name (invisible to the `*.parquet` glob) and renamed into place, so readers never
+ * see half a file, and the same `fileId` always gives the same names: writing a batch again
+ * overwrites instead of duplicating.
+ */
+import type { AnalyticsDb } from "./duckdb.ts";
+import { EVENT_COLUMNS } from "./schema.ts";
+import { sqlString } from "./sql_util.ts";
+
+const DATE_RE = /^\d{4}-\d{2}-\d{2}$/;
+const FILE_ID_RE = /^[0-9a-f-]{36}$/;
+
+/** The read_json column spec for NDJSON rows (`ts_ms` instead of `ts`). */
+function jsonColumns(): string {
+  const cols = EVENT_COLUMNS.map(([name, type]) => name === "ts" ? `ts_ms: 'BIGINT'` : `${name}: '${type}'`);
+  return `{${cols.join(", ")}}`;
+}
+
+/** The SELECT list that turns NDJSON rows into stored columns, in file order. */
+function selectList(): string {
+  return EVENT_COLUMNS.map(([name]) => (name === "ts" ? "epoch_ms(ts_ms) AS ts" : name)).join(", ");
+}
+
+/** The `.parquet` files of one day folder. */
+async function dayFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const e of Deno.readDir(dir)) if (e.isFile && e.name.endsWith(".parquet")) out.push(e.name);
+  return out.sort();
+}
+
+/**
+ * Writes the NDJSON file at `ndjsonPath` (one {@link EventRow} per line) as Parquet, deduplicated
+ * by event_id within the batch and, unless `dedupeExisting` is false, against the day's other
+ * files. Returns the days written and the row count.
+ */
+export async function writeNdjsonAsParquet(
+  db: AnalyticsDb,
+  eventsDir: string,
+  fileId: string,
+  ndjsonPath: string,
+  { dedupeExisting = true }: { dedupeExisting?: boolean } = {},
+): Promise<{ dates: string[]; rows: number }> {
+  if (!FILE_ID_RE.test(fileId)) throw new Error(`bad file id: ${fileId}`);
+  const table = `ev_batch_${fileId.replaceAll("-", "")}`;
+  return await db.withConnection(async (conn) => {
+    await conn.run(
+      `CREATE OR REPLACE TEMP TABLE ${table} AS
+       SELECT * FROM (
+         SELECT DISTINCT ON (event_id) ${selectList()}
+         FROM read_json(${sqlString(ndjsonPath)}, format = 'newline_delimited', columns = ${jsonColumns()})
+         ORDER BY event_id, ts
+       ) ORDER BY ts`,
+    );
+    try {
+      const dates = (await conn.runAndReadAll(
+        `SELECT DISTINCT strftime(ts, '%Y-%m-%d') AS d FROM ${table} ORDER BY d`,
+      )).getRowObjectsJS().map((r) => String(r.d));
+      let rows = 0;
+      const written: string[] = [];
+      for (const date of dates) {
+        if (!DATE_RE.test(date)) throw new Error(`bad event date: ${date}`);
+        const dir = `${eventsDir}/date=${date}`;
+        await Deno.mkdir(dir, { recursive: true });
+        const final = `${dir}/${fileId}.parquet`;
+        const tmp = `${final}.tmp`;
+        // Events already in the day's other files (a client retry flushed earlier) are left out, so
+        // an event_id is stored once. The file's own earlier version (a redone flush) is not a
+        // reason to leave anything out.
+        const others = dedupeExisting ? (await dayFiles(dir)).filter((f) => f !== `${fileId}.parquet`) : [];
+        const notSeen = others.length
+          ? `AND event_id NOT IN (SELECT event_id FROM read_parquet([${
+            others.map((f) => sqlString(`${dir}/${f}`)).join(", ")
+          }]))`
+          : "";
+        const select = `SELECT * FROM ${table} WHERE ts >= ${sqlString(date)}::TIMESTAMP
+                   AND ts < ${sqlString(date)}::TIMESTAMP + INTERVAL 1 DAY ${notSeen}`;
+        const count = Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM (${select})`))
+          .getRowObjectsJS()[0]!.n);
+        if (count === 0) continue;
+        await conn.run(`COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd)`);
+        await Deno.rename(tmp, final);
+        rows += count;
+        written.push(date);
+      }
+      return { dates: written, rows };
+    } finally {
+      await conn.run(`DROP TABLE IF EXISTS ${table}`);
+    }
+  });
+}
+
+/** Writes rows to Parquet through a temp NDJSON file (used by fixtures and the demo seed). */
+export async function writeRowsAsParquet(
+  db: AnalyticsDb,
+  eventsDir: string,
+  fileId: string,
+  rows: unknown[],
+): Promise<{ dates: string[]; rows: number }> {
+  const tmp = await Deno.makeTempFile({ prefix: "events-", suffix: ".ndjson" });
+  try {
+    const file = await Deno.open(tmp, { write: true, truncate: true });
+    const enc = new TextEncoder();
+    try {
+      let buf = "";
+      for (const r of rows) {
+        buf += JSON.stringify(r) + "\n";
+        if (buf.length > 1 << 20) {
+          await writeAll(file, enc.encode(buf));
+          buf = "";
+        }
+      }
+      if (buf) await writeAll(file, enc.encode(buf));
+    } finally {
+      file.close();
+    }
+    // Fixture ids are fresh: skip the look-up of earlier files.
+    return await writeNdjsonAsParquet(db, eventsDir, fileId, tmp, { dedupeExisting: false });
+  } finally {
+    await Deno.remove(tmp).catch(() => {});
+  }
+}
+
+/** Writes every byte of `data` to `file`. */
+export async function writeAll(file: Deno.FsFile, data: Uint8Array): Promise<void> {
+  let at = 0;
+  while (at < data.byteLength) at += await file.write(data.subarray(at));
+}

@@ -1,0 +1,336 @@
+/**
+ * The four analytics answers (spec 2.5 to 2.8), shaped from the SQL rollups. Every ratio is
+ * computed here from the integer counts of the same answer, so each block agrees with the others;
+ * the README section "Analytics events and metrics" gives each formula.
+ */
+import type { Repos } from "../core/store/repos.ts";
+import { INTENT_LABELS } from "./classifier.ts";
+import type { AnalyticsEngine } from "./engine.ts";
+import { analyticsBadRequest, avgInt, type DateWindow, pct, ratio2, resolveWindow, supplied } from "./filters.ts";
+import type { Clock } from "../core/clock.ts";
+import { DEFAULT_LOG_INTERACTION_TYPES, HEARTBEAT_SECONDS } from "./schema.ts";
+import { num } from "./sql_util.ts";
+
+/** Query string of an analytics request (only string values are read). */
+export type AnalyticsQuery = Record<string, string | undefined>;
+
+/** Filters each endpoint echoes, in echo order. */
+export const ASK_AI_FILTERS = [
+  "start_date",
+  "end_date",
+  "deployment_type",
+  "widget_id",
+  "placement_id",
+  "creative_id",
+  "line_item_id",
+  "publisher_id",
+] as const;
+export const LOGS_FILTERS = [
+  "start_date",
+  "end_date",
+  "widget_id",
+  "placement_id",
+  "deployment_type",
+  "interaction_type",
+  "page",
+  "limit",
+] as const;
+export const SPONSORED_FILTERS = [
+  "start_date",
+  "end_date",
+  "campaign_id",
+  "agent_id",
+  "placement_id",
+  "prompt_id",
+  "creative_id",
+  "line_item_id",
+  "publisher_id",
+] as const;
+export const SESSION_FILTERS = ASK_AI_FILTERS;
+
+/** Depth buckets of session_engagement_distribution, always all seven. */
+export const QUERY_DEPTH_BUCKETS = ["1", "2", "3", "4", "5", "6-10", "10+"] as const;
+
+/** Largest logs page size; larger values are silently reduced. */
+export const MAX_LOG_LIMIT = 500;
+export const DEFAULT_LOG_LIMIT = 50;
+
+const meta = (clock: Clock) => ({ timezone: "UTC", generated_at: clock.now().toISOString() });
+
+/** Dependencies of the rollups. */
+export interface RollupDeps {
+  engine: AnalyticsEngine;
+  repos: Repos;
+  clock: Clock;
+}
+
+const opt = (q: AnalyticsQuery, name: string): string | null => {
+  const v = q[name];
+  return v === undefined || v === "" ? null : v;
+};
+
+/** Resolves `widget_id` to the widget's AI agent (the scope the spec gives it), 400 when not the tenant's. */
+async function widgetAgent(deps: RollupDeps, tenantId: string, q: AnalyticsQuery): Promise<string | null> {
+  const id = opt(q, "widget_id");
+  if (id === null) return null;
+  const widget = await deps.repos.widgets.getForTenant(tenantId, id);
+  if (!widget) throw analyticsBadRequest("widget_id not found");
+  return widget.aiModelId;
+}
+
+function commonParams(tenantId: string, w: DateWindow, agent: string | null, q: AnalyticsQuery) {
+  return {
+    tenant_id: tenantId,
+    start_date: w.start,
+    end_date: w.end,
+    ai_agent: agent,
+    placement_id: opt(q, "placement_id"),
+    deployment_type: opt(q, "deployment_type"),
+    creative_id: opt(q, "creative_id"),
+    line_item_id: opt(q, "line_item_id"),
+    publisher_id: opt(q, "publisher_id"),
+  };
+}
+
+/**
+ * Validates the parts of a request that do not need the database and returns the normalised
+ * filters (the cache key): resolved dates plus every supplied filter.
+ */
+export function normaliseQuery(q: AnalyticsQuery, names: readonly string[], clock: Clock): Record<string, string> {
+  const w = resolveWindow(q, clock);
+  return { ...supplied(q, names), start_date: w.start, end_date: w.end };
+}
+
+/** GET /v1/analytics/ask-ai (spec 2.5). */
+export async function askAiRollup(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
+  const w = resolveWindow(q, deps.clock);
+  const agent = await widgetAgent(deps, tenantId, q);
+  const rows = await deps.engine.query("ask_ai_daily", commonParams(tenantId, w, agent, q));
+  const byDay = new Map(rows.map((r) => [String(r.date), r]));
+  const t = {
+    widget_loads: 0,
+    viewable_sessions: 0,
+    engagement_queries: 0,
+    total_clicks: 0,
+    article_clicks: 0,
+    cta_clicks: 0,
+    sessions: 0,
+    engaged_sessions: 0,
+    heartbeats: 0,
+  };
+  const daily = w.days.map((date) => {
+    const r = byDay.get(date) ?? {};
+    for (const k of Object.keys(t) as (keyof typeof t)[]) t[k] += num(r[k]);
+    return {
+      date,
+      widget_loads: num(r.widget_loads),
+      viewable_sessions: num(r.viewable_sessions),
+      engagement_queries: num(r.engagement_queries),
+      total_clicks: num(r.total_clicks),
+      sessions: num(r.sessions),
+    };
+  });
+  const totalSeconds = t.heartbeats * HEARTBEAT_SECONDS;
+  return {
+    success: true,
+    filters: supplied(q, ASK_AI_FILTERS),
+    summary: {
+      widget_loads: t.widget_loads,
+      viewable_sessions: t.viewable_sessions,
+      engagement_queries: t.engagement_queries,
+      total_clicks: t.total_clicks,
+      article_clicks: t.article_clicks,
+      cta_clicks: t.cta_clicks,
+      sessions: t.sessions,
+      total_session_time_seconds: totalSeconds,
+      avg_session_duration_seconds: avgInt(totalSeconds, t.sessions),
+      viewability_rate: pct(t.viewable_sessions, t.sessions),
+      engagement_rate: pct(t.engagement_queries, t.widget_loads),
+      engagement_session_rate: pct(t.engaged_sessions, t.sessions),
+      query_to_click_rate: pct(t.total_clicks, t.engagement_queries),
+    },
+    daily_breakdown: daily,
+    meta: meta(deps.clock),
+  };
+}
+
+/** Parses a positive whole number query value; 400 otherwise. */
+function positiveInt(q: AnalyticsQuery, name: string, fallback: number): number {
+  const v = q[name];
+  if (v === undefined || v === "") return fallback;
+  if (!/^\d+$/.test(v) || Number(v) < 1) throw analyticsBadRequest(`${name} must be an integer >= 1`);
+  return Number(v);
+}
+
+/** GET /v1/analytics/ask-ai/logs (spec 2.6). */
+export async function askAiLogs(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
+  const w = resolveWindow(q, deps.clock);
+  const page = positiveInt(q, "page", 1);
+  const limit = Math.min(positiveInt(q, "limit", DEFAULT_LOG_LIMIT), MAX_LOG_LIMIT);
+  const agent = await widgetAgent(deps, tenantId, q);
+  const interaction = opt(q, "interaction_type");
+  const params = {
+    tenant_id: tenantId,
+    start_date: w.start,
+    end_date: w.end,
+    ai_agent: agent,
+    placement_id: opt(q, "placement_id"),
+    deployment_type: opt(q, "deployment_type"),
+    interaction_types: interaction === null ? [...DEFAULT_LOG_INTERACTION_TYPES] : [interaction],
+  };
+  const count = num((await deps.engine.query("ask_ai_logs_count", params))[0]?.count);
+  const offset = (page - 1) * limit;
+  const data = offset < count
+    ? (await deps.engine.query("ask_ai_logs", { ...params, limit, offset })).map((r) => ({
+      timestamp: String(r.timestamp),
+      widget_id: String(r.widget_id),
+      placement_id: String(r.placement_id),
+      deployment_type: String(r.deployment_type),
+      ai_agent: String(r.ai_agent),
+      referring_url: String(r.referring_url),
+      interaction_type: String(r.interaction_type),
+      prompt: String(r.prompt),
+      response: String(r.response),
+    }))
+    : [];
+  return { data, total_pages: Math.ceil(count / limit), count, meta: meta(deps.clock) };
+}
+
+/** GET /v1/analytics/sponsored-conversations (spec 2.7). */
+export async function sponsoredRollup(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
+  const w = resolveWindow(q, deps.clock);
+  const agentId = opt(q, "agent_id");
+  if (agentId !== null && !(await deps.repos.aiModels.getForTenant(tenantId, agentId))) {
+    throw analyticsBadRequest("agent_id not found");
+  }
+  const campaigns = await deps.repos.campaigns.listByTenant(tenantId);
+  const byId = new Map(campaigns.map((c) => [c.id, c]));
+  const campaignFilter = opt(q, "campaign_id");
+  const campaignIds = campaignFilter === null ? [...byId.keys()] : byId.has(campaignFilter) ? [campaignFilter] : [];
+  const params = {
+    start_date: w.start,
+    end_date: w.end,
+    campaign_ids: campaignIds,
+    ai_agent: agentId,
+    placement_id: opt(q, "placement_id"),
+    prompt_id: opt(q, "prompt_id"),
+    creative_id: opt(q, "creative_id"),
+    line_item_id: opt(q, "line_item_id"),
+    publisher_id: opt(q, "publisher_id"),
+  };
+  const [dailyRows, campaignRows, promptRows, clickRows] = campaignIds.length
+    ? await Promise.all([
+      deps.engine.query("sponsored_daily", params),
+      deps.engine.query("sponsored_campaigns", params),
+      deps.engine.query("sponsored_prompts", params),
+      deps.engine.query("sponsored_click_types", params),
+    ])
+    : [[], [], [], []];
+  const byDay = new Map(dailyRows.map((r) => [String(r.date), r]));
+  const t = {
+    impressions: 0,
+    queries: 0,
+    total_clicks: 0,
+    article_clicks: 0,
+    cta_clicks: 0,
+    sessions: 0,
+    heartbeats: 0,
+  };
+  const daily = w.days.map((date) => {
+    const r = byDay.get(date) ?? {};
+    for (const k of Object.keys(t) as (keyof typeof t)[]) t[k] += num(r[k]);
+    return {
+      date,
+      queries: num(r.queries),
+      engagement_rate: pct(num(r.queries), num(r.impressions)),
+      total_clicks: num(r.total_clicks),
+    };
+  });
+  return {
+    success: true,
+    filters: supplied(q, SPONSORED_FILTERS),
+    summary: {
+      impressions: t.impressions,
+      queries: t.queries,
+      sessions: t.sessions,
+      avg_session_duration_seconds: avgInt(t.heartbeats * HEARTBEAT_SECONDS, t.sessions),
+      total_clicks: t.total_clicks,
+      article_clicks: t.article_clicks,
+      cta_clicks: t.cta_clicks,
+      engagement_rate: pct(t.queries, t.impressions),
+      conversion_rate: pct(t.total_clicks, t.impressions),
+      avg_queries_per_session: ratio2(t.queries, t.sessions),
+    },
+    daily_breakdown: daily,
+    campaign_breakdown: campaignRows.map((r) => {
+      const c = byId.get(String(r.campaign_id));
+      return {
+        campaign_id: String(r.campaign_id),
+        campaign_name: c?.name ?? "",
+        creative_ids: [...(c?.creativeIds ?? [])],
+        impressions: num(r.impressions),
+        queries: num(r.queries),
+        total_clicks: num(r.total_clicks),
+        engagement_rate: pct(num(r.queries), num(r.impressions)),
+      };
+    }),
+    prompt_breakdown: promptRows.map((r) => ({
+      prompt_id: "",
+      prompt_text: String(r.prompt_text),
+      impressions: num(r.impressions),
+      queries: num(r.queries),
+      engagement_rate: pct(num(r.queries), num(r.impressions)),
+    })),
+    click_type_breakdown: clickRows.map((r) => ({ type: String(r.type), count: num(r.count) })),
+    meta: meta(deps.clock),
+  };
+}
+
+/** GET /v1/analytics/session-intelligence (spec 2.8). */
+export async function sessionIntelligence(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
+  const w = resolveWindow(q, deps.clock);
+  const agent = await widgetAgent(deps, tenantId, q);
+  const rows = await deps.engine.query("session_intelligence", commonParams(tenantId, w, agent, q));
+  const s = rows.find((r) => r.kind === "summary") ?? {};
+  const engaged = num(s.n1);
+  const totalQueries = num(s.n2);
+  const twoPlus = num(s.n3);
+  const single = num(s.n4);
+  const seconds = num(s.n6);
+  const of = (kind: string) => rows.filter((r) => r.kind === kind);
+  const depth = new Map(of("depth").map((r) => [String(r.k1), num(r.n1)]));
+  const byCountThenName = <T extends { n: number; k: string }>(a: T, b: T) =>
+    b.n - a.n || (a.k < b.k ? -1 : a.k > b.k ? 1 : 0);
+  return {
+    session_intelligence: {
+      summary: {
+        total_engaged_sessions: engaged,
+        total_queries: totalQueries,
+        average_queries_per_session: ratio2(totalQueries, engaged),
+        sessions_with_2_plus_queries: twoPlus,
+        sessions_with_2_plus_queries_percentage: pct(twoPlus, engaged),
+        single_query_sessions: single,
+        single_query_sessions_percentage: pct(single, engaged),
+        max_queries_in_session: num(s.n5),
+      },
+      engagement_time: {
+        total_session_time_seconds: seconds,
+        average_engagement_time_per_session_seconds: avgInt(seconds, engaged),
+        median_engagement_time_per_session_seconds: num(s.n7),
+      },
+      intent_breakdown: of("intent").map((r) => ({ k: String(r.k1), n: num(r.n1) })).sort(byCountThenName).map((
+        { k, n },
+      ) => ({ intent_type: k, label: INTENT_LABELS[k] ?? k, sessions: n, percentage: pct(n, engaged) })),
+      top_queried_topics: of("topic").map((r) => ({ k: String(r.k1), c: String(r.k2), n: num(r.n1) })).sort(
+        byCountThenName,
+      ).map(({ k, c, n }) => ({ query: k, category: c, count: n })),
+      category_distribution: of("category").map((r) => ({ k: String(r.k1), n: num(r.n1) })).sort(byCountThenName)
+        .map(({ k, n }) => ({ category: k, count: n, percentage: pct(n, totalQueries) })),
+      session_engagement_distribution: QUERY_DEPTH_BUCKETS.map((b) => ({
+        query_depth: b,
+        sessions: depth.get(b) ?? 0,
+        percentage: pct(depth.get(b) ?? 0, engaged),
+      })),
+    },
+  };
+}

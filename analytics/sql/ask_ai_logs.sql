@@ -1,0 +1,21 @@
+-- Ask AI log rows (query events), newest first, one page.
+SELECT
+  strftime(ts, '%Y-%m-%dT%H:%M:%S.%g') || 'Z' AS timestamp,
+  coalesce(widget_id, '') AS widget_id,
+  coalesce(placement_id, '') AS placement_id,
+  coalesce(deployment_type, '') AS deployment_type,
+  coalesce(ai_agent, '') AS ai_agent,
+  coalesce(referring_url, '') AS referring_url,
+  coalesce(interaction_type, '') AS interaction_type,
+  coalesce(prompt, prompt_text, '') AS prompt,
+  coalesce(response, '') AS response
+FROM events
+WHERE date BETWEEN CAST($start_date AS DATE) AND CAST($end_date AS DATE)
+  AND tenant_id = $tenant_id
+  AND event_type = 'query'
+  AND list_contains($interaction_types, interaction_type)
+  AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
+  AND ($placement_id IS NULL OR placement_id = $placement_id)
+  AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
+ORDER BY ts DESC, event_id DESC
+LIMIT $limit OFFSET $offset

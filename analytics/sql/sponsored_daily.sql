@@ -1,0 +1,23 @@
+-- Sponsored-conversation rollup, one row per day that has data, over the tenant's campaigns (the
+-- campaign_id frozen on every event of a sponsored conversation). A sponsored session is counted on
+-- the impression that started it (sponsored_start); daily rows add up to the summary.
+SELECT
+  strftime(date, '%Y-%m-%d') AS date,
+  count(*) FILTER (WHERE event_type = 'sponsored_impression')::BIGINT AS impressions,
+  count(*) FILTER (WHERE event_type = 'query')::BIGINT AS queries,
+  count(*) FILTER (WHERE event_type = 'click')::BIGINT AS total_clicks,
+  count(*) FILTER (WHERE event_type = 'click' AND click_type = 'article')::BIGINT AS article_clicks,
+  count(*) FILTER (WHERE event_type = 'click' AND click_type = 'cta')::BIGINT AS cta_clicks,
+  count(*) FILTER (WHERE sponsored_start)::BIGINT AS sessions,
+  count(*) FILTER (WHERE event_type = 'heartbeat' AND visit_id IS NOT NULL)::BIGINT AS heartbeats
+FROM events
+WHERE date BETWEEN CAST($start_date AS DATE) AND CAST($end_date AS DATE)
+  AND list_contains($campaign_ids, campaign_id)
+  AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
+  AND ($placement_id IS NULL OR placement_id = $placement_id)
+  AND ($prompt_id IS NULL OR prompt_id = $prompt_id)
+  AND ($creative_id IS NULL OR creative_id = $creative_id)
+  AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
+  AND ($publisher_id IS NULL OR publisher_id = $publisher_id)
+GROUP BY date
+ORDER BY date

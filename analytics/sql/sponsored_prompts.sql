@@ -1,0 +1,20 @@
+-- Sponsored-conversation rollup per prompt text (configured prompts and user-typed follow-ups).
+-- Configured prompts are counted by their prompt_impression events; queries by their text.
+SELECT
+  coalesce(prompt_text, prompt) AS prompt_text,
+  count(*) FILTER (WHERE event_type = 'prompt_impression')::BIGINT AS impressions,
+  count(*) FILTER (WHERE event_type = 'query')::BIGINT AS queries
+FROM events
+  WHERE date BETWEEN CAST($start_date AS DATE) AND CAST($end_date AS DATE)
+    AND list_contains($campaign_ids, campaign_id)
+    AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
+    AND ($placement_id IS NULL OR placement_id = $placement_id)
+    AND ($prompt_id IS NULL OR prompt_id = $prompt_id)
+    AND ($creative_id IS NULL OR creative_id = $creative_id)
+    AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
+    AND ($publisher_id IS NULL OR publisher_id = $publisher_id)
+  AND event_type IN ('prompt_impression', 'query')
+  AND coalesce(prompt_text, prompt) IS NOT NULL
+GROUP BY 1
+ORDER BY impressions DESC, queries DESC, prompt_text
+LIMIT 500

@@ -1,0 +1,122 @@
+/**
+ * The KV write-ahead log of accepted events. A batch is stored as NDJSON chunks (UTF-8 bytes, each
+ * under the 64 KiB KV value limit) at `["ev_wal", batchId, chunk]`, committed in as few atomic
+ * operations as Deno KV allows (at most 1000 mutations and 800 KiB per commit), so a typical batch
+ * is all-or-nothing. Entries leave the log only after their Parquet file is in place.
+ */
+
+/** KV prefix of the log. */
+export const WAL_PREFIX = ["ev_wal"] as const;
+
+/** Largest chunk value in bytes (KV allows 65,536 per value; keep room for the serialisation header). */
+export const CHUNK_BYTES = 63_000;
+// Deno KV: at most 1000 mutations and 800 KiB of keys+values per atomic commit. Stay under both.
+const COMMIT_BYTES = 760_000;
+const COMMIT_MUTATIONS = 900;
+
+/** An extra KV write that goes in with the batch (e.g. sponsored-session state). */
+export interface WalExtraSet {
+  key: Deno.KvKey;
+  value: unknown;
+  expireIn?: number;
+}
+
+/** One stored chunk of the log. */
+export interface WalChunk {
+  key: Deno.KvKey;
+  bytes: Uint8Array;
+}
+
+const enc = new TextEncoder();
+
+/** Splits rows into NDJSON chunks of at most {@link CHUNK_BYTES} bytes. */
+export function toChunks(rows: unknown[]): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  let parts: Uint8Array[] = [];
+  let size = 0;
+  const close = () => {
+    if (!parts.length) return;
+    const buf = new Uint8Array(size);
+    let at = 0;
+    for (const p of parts) {
+      buf.set(p, at);
+      at += p.byteLength;
+    }
+    out.push(buf);
+    parts = [];
+    size = 0;
+  };
+  for (const row of rows) {
+    const line = enc.encode(JSON.stringify(row) + "\n");
+    if (line.byteLength > CHUNK_BYTES) throw new Error(`event too large for the log: ${line.byteLength} bytes`);
+    if (size + line.byteLength > CHUNK_BYTES) close();
+    parts.push(line);
+    size += line.byteLength;
+  }
+  close();
+  return out;
+}
+
+/** Append, read and delete over the KV log. */
+export class EventWal {
+  constructor(private readonly kv: Deno.Kv) {}
+
+  /**
+   * Durably appends a batch. Resolves only once every chunk is committed.
+   * @param extra writes that commit together with the first group of chunks.
+   */
+  async append(batchId: string, rows: unknown[], extra: WalExtraSet[] = []): Promise<void> {
+    const chunks = toChunks(rows);
+    let op = this.kv.atomic();
+    let bytes = 0;
+    let mutations = 0;
+    for (const x of extra) {
+      op = op.set(x.key, x.value, x.expireIn ? { expireIn: x.expireIn } : undefined);
+      mutations++;
+      bytes += 512;
+    }
+    for (let i = 0; i < chunks.length; i++) {
+      const size = chunks[i]!.byteLength + 100;
+      if (mutations > 0 && (bytes + size > COMMIT_BYTES || mutations + 1 > COMMIT_MUTATIONS)) {
+        await this.#commit(op);
+        op = this.kv.atomic();
+        bytes = 0;
+        mutations = 0;
+      }
+      op = op.set([...WAL_PREFIX, batchId, i], chunks[i]!);
+      bytes += size;
+      mutations++;
+    }
+    if (mutations > 0) await this.#commit(op);
+  }
+
+  async #commit(op: Deno.AtomicOperation): Promise<void> {
+    const res = await op.commit();
+    if (!res.ok) throw new Error("event log commit failed");
+  }
+
+  /** The oldest chunks, up to `limit` (keys sort by batch id, a UUIDv7, so oldest first). */
+  async take(limit: number): Promise<WalChunk[]> {
+    const out: WalChunk[] = [];
+    for await (const e of this.kv.list<Uint8Array>({ prefix: [...WAL_PREFIX] }, { limit })) {
+      out.push({ key: e.key, bytes: e.value });
+    }
+    return out;
+  }
+
+  /** Whether the log holds anything. */
+  async isEmpty(): Promise<boolean> {
+    return (await this.take(1)).length === 0;
+  }
+
+  /** Deletes chunks, in commits under KV's mutation limit; `last` joins the final commit. */
+  async delete(keys: Deno.KvKey[], last?: (op: Deno.AtomicOperation) => Deno.AtomicOperation): Promise<void> {
+    for (let i = 0; i < keys.length || (i === 0 && last); i += COMMIT_MUTATIONS) {
+      let op = this.kv.atomic();
+      for (const k of keys.slice(i, i + COMMIT_MUTATIONS)) op = op.delete(k);
+      if (last && i + COMMIT_MUTATIONS >= keys.length) op = last(op);
+      await this.#commit(op);
+      if (keys.length === 0) break;
+    }
+  }
+}

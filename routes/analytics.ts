@@ -1,0 +1,184 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { AnalyticsCache, type CacheStatus } from "../analytics/cache.ts";
+import {
+  type AnalyticsQuery,
+  ASK_AI_FILTERS,
+  askAiLogs,
+  askAiRollup,
+  LOGS_FILTERS,
+  normaliseQuery,
+  type RollupDeps,
+  SESSION_FILTERS,
+  sessionIntelligence,
+  SPONSORED_FILTERS,
+  sponsoredRollup,
+} from "../analytics/rollups.ts";
+import type { Deps } from "../core/deps.ts";
+import type { AppEnv } from "./env.ts";
+import { createEventRoutes } from "./events.ts";
+import { apiKeyAuth } from "./middleware/api_key.ts";
+import { rateLimit } from "./middleware/rate_limit.ts";
+import { createRouter } from "./validation.ts";
+
+const str = (description: string) => z.string().optional().openapi({ description });
+const dates = {
+  start_date: str("YYYY-MM-DD (UTC), inclusive. Default: end_date minus 6 days."),
+  end_date: str("YYYY-MM-DD (UTC), inclusive, on or after start_date, at most 365 days later. Default: today."),
+};
+const scope = {
+  widget_id: str("`wd_...` of the key's tenant; scopes to that widget's AI agent. 400 `widget_id not found`."),
+  placement_id: str("Exact placement id."),
+  deployment_type: str("e.g. `brand_agent`, `sponsored_conversation`, `embed`."),
+};
+const macros = {
+  creative_id: str("Creative id (frozen to the ad-render value inside sponsored conversations)."),
+  line_item_id: str("Line item id."),
+  publisher_id: str("Publisher id (present on one ad partner's events only)."),
+};
+const headers = z.object({
+  "cache-control": z.string().optional().openapi({ description: "`no-cache` skips the cache read and refreshes it." }),
+});
+const common = {
+  400: {
+    description: "Bad date, end before start, window over 365 days, unknown widget_id / agent_id",
+    content: { "application/json": { schema: z.object({ message: z.string() }) } },
+  },
+  401: { description: "Missing or non-`ak_` API key" },
+  403: { description: "Unknown or revoked API key" },
+  429: { description: '`{message: "rate limit exceeded"}` with Retry-After' },
+};
+const ok = (description: string) => ({
+  description:
+    `${description}. Headers: X-Cache (HIT, MISS, BYPASS, DISABLED), X-RateLimit-*, RateLimit, RateLimit-Policy.`,
+  content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+});
+const bearer = [{ bearerAuth: [] }];
+
+const routes = {
+  askAi: createRoute({
+    method: "get",
+    path: "/v1/analytics/ask-ai",
+    tags: ["analytics"],
+    summary: "Ask AI engagement rollup",
+    security: bearer,
+    request: { query: z.object({ ...dates, ...scope, ...macros }), headers },
+    responses: { 200: ok("Summary, daily breakdown (one row per day, zero-filled), meta"), ...common },
+  }),
+  logs: createRoute({
+    method: "get",
+    path: "/v1/analytics/ask-ai/logs",
+    tags: ["analytics"],
+    summary: "Ask AI log rows, newest first",
+    security: bearer,
+    request: {
+      query: z.object({
+        ...dates,
+        ...scope,
+        interaction_type: str("One value; default: free_form, automated_followup and search."),
+        page: str("1-based page, >= 1."),
+        limit: str("Rows per page: default 50, values over 500 become 500."),
+      }),
+      headers,
+    },
+    responses: { 200: ok("data, total_pages, count, meta"), ...common },
+  }),
+  sponsored: createRoute({
+    method: "get",
+    path: "/v1/analytics/sponsored-conversations",
+    tags: ["analytics"],
+    summary: "Sponsored-conversation rollup over the tenant's campaigns",
+    security: bearer,
+    request: {
+      query: z.object({
+        ...dates,
+        campaign_id: str("`cp_...`"),
+        agent_id: str("`am_...` of the key's tenant; 400 `agent_id not found`."),
+        placement_id: str("Exact placement id."),
+        prompt_id: str("`pm_...`"),
+        ...macros,
+      }),
+      headers,
+    },
+    responses: { 200: ok("Summary, daily, campaign, prompt and click-type breakdowns, meta"), ...common },
+  }),
+  session: createRoute({
+    method: "get",
+    path: "/v1/analytics/session-intelligence",
+    tags: ["analytics"],
+    summary: "Session intelligence (six dashboard reports in one)",
+    security: bearer,
+    request: { query: z.object({ ...dates, ...scope, ...macros }), headers },
+    responses: { 200: ok("session_intelligence"), ...common },
+  }),
+};
+
+/**
+ * The analytics routes: `POST /v1/events` and the four `GET /v1/analytics/...` rollups (bearer
+ * key, rate limit per key, KV answer cache).
+ */
+export function createAnalyticsRoutes(deps: Deps) {
+  const app = createRouter();
+  app.route("/", createEventRoutes(deps));
+  const cache = new AnalyticsCache(deps.kv, deps.clock, deps.config.analyticsCacheTtlS);
+  const rollupDeps: RollupDeps = { engine: deps.analytics, repos: deps.repos, clock: deps.clock };
+  app.use("/v1/analytics/*", apiKeyAuth(deps.apiKeys));
+  app.use(
+    "/v1/analytics/*",
+    rateLimit({
+      kv: deps.kv,
+      clock: deps.clock,
+      limit: deps.config.analyticsRateLimitPerMin,
+      windowS: 60,
+      key: (c) => c.get("apiKey")?.id,
+      prefix: "rate_limit_analytics",
+    }),
+  );
+
+  /** Validates the query, then answers from the cache or computes and stores the answer. */
+  const answer = async (
+    c: Context<AppEnv>,
+    endpoint: string,
+    names: readonly string[],
+    compute: (tenantId: string, q: AnalyticsQuery) => Promise<unknown>,
+  ): Promise<Response> => {
+    const tenantId = c.get("tenantId")!;
+    const q = c.req.query() as AnalyticsQuery;
+    const filters = normaliseQuery(q, names, deps.clock);
+    let status: CacheStatus;
+    let body: string | null = null;
+    if (!cache.enabled) status = "DISABLED";
+    else {
+      const key = await cache.key(tenantId, endpoint, filters);
+      const bypass = /(^|,)\s*no-cache\s*(,|$)/i.test(c.req.header("cache-control") ?? "");
+      if (!bypass) body = await cache.get(key);
+      status = body !== null ? "HIT" : bypass ? "BYPASS" : "MISS";
+      if (body === null) {
+        body = JSON.stringify(await compute(tenantId, q));
+        await cache.set(key, body);
+      }
+    }
+    body ??= JSON.stringify(await compute(tenantId, q));
+    return c.body(body, 200, { "content-type": "application/json; charset=UTF-8", "X-Cache": status });
+  };
+
+  // deno-lint-ignore no-explicit-any
+  const h = (fn: (c: Context<AppEnv>) => Promise<Response>) => fn as any;
+  app.openapi(
+    routes.askAi,
+    h((c) => answer(c, "ask-ai", ASK_AI_FILTERS, (t, q) => askAiRollup(rollupDeps, t, q))),
+  );
+  app.openapi(
+    routes.logs,
+    h((c) => answer(c, "ask-ai-logs", LOGS_FILTERS, (t, q) => askAiLogs(rollupDeps, t, q))),
+  );
+  app.openapi(
+    routes.sponsored,
+    h((c) => answer(c, "sponsored-conversations", SPONSORED_FILTERS, (t, q) => sponsoredRollup(rollupDeps, t, q))),
+  );
+  app.openapi(
+    routes.session,
+    h((c) => answer(c, "session-intelligence", SESSION_FILTERS, (t, q) => sessionIntelligence(rollupDeps, t, q))),
+  );
+  return app;
+}

@@ -1,0 +1,94 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { Deps } from "../core/deps.ts";
+import { AppError, unprocessable } from "../core/errors.ts";
+import type { IngestContext } from "../analytics/enrich.ts";
+import type { AppEnv } from "./env.ts";
+import { bodyReader } from "./middleware/body.ts";
+import { createRouter } from "./validation.ts";
+
+/** Most events one `POST /v1/events` may carry. */
+export const MAX_EVENTS_PER_BATCH = 500;
+
+const originDenied = () => new AppError(403, "origin_not_allowed", "widget_id not found or origin not allowed");
+
+const corsHeaders = (origin: string) => ({
+  "Access-Control-Allow-Origin": origin,
+  "Vary": "Origin",
+});
+
+const route = createRoute({
+  method: "post",
+  path: "/v1/events",
+  tags: ["analytics"],
+  summary: "Ingest a batch of analytics events (widget or server)",
+  description: "From the Ask AI widget: no Authorization header; `widget_id` in the body and an `Origin` header in " +
+    "the widget's allowed origins. From a server: `Authorization: Bearer <API_KEY>` of the owning tenant. Up to " +
+    `${MAX_EVENTS_PER_BATCH} events; each is validated (422 naming the first bad field, nothing stored) and ` +
+    "enriched, and the batch is in the write-ahead log before the 202 is sent.",
+  request: {
+    body: {
+      required: true,
+      content: {
+        "application/json": {
+          schema: z.object({
+            widget_id: z.string().optional(),
+            events: z.array(z.record(z.string(), z.unknown())),
+          }),
+        },
+      },
+    },
+  },
+  responses: {
+    202: {
+      description: "Stored in the write-ahead log",
+      content: { "application/json": { schema: z.object({ accepted: z.number().int() }) } },
+    },
+    401: { description: "Malformed API key" },
+    403: { description: "Unknown or revoked API key, unknown widget or origin not allowed" },
+    413: { description: "Body too large" },
+    422: { description: "A field of an event is invalid" },
+  },
+});
+
+/** `POST /v1/events` (+ its CORS preflight): the ingestion endpoint of the analytics pipeline. */
+export function createEventRoutes(deps: Deps) {
+  const app = createRouter();
+  app.options("/v1/events", (c) => {
+    const origin = c.req.header("origin");
+    return c.body(null, 204, {
+      ...(origin ? corsHeaders(origin) : {}),
+      "Access-Control-Allow-Methods": "POST, OPTIONS",
+      "Access-Control-Allow-Headers": "content-type",
+      "Access-Control-Max-Age": "600",
+    });
+  });
+  app.use("/v1/events", bodyReader({ limit: deps.config.eventsMaxBodyBytes }));
+  // bodyReader caps the size and checks the JSON; the route schema then checks the batch shape.
+  const handler = async (c: Context<AppEnv>) => {
+    const { events, widget_id } = (c.req as unknown as { valid(t: "json"): { events: unknown[]; widget_id?: string } })
+      .valid("json");
+    if (events.length < 1 || events.length > MAX_EVENTS_PER_BATCH) {
+      throw unprocessable(`events: must contain 1 to ${MAX_EVENTS_PER_BATCH} events`, "invalid_request");
+    }
+    let ctx: IngestContext;
+    let origin: string | undefined;
+    if (c.req.header("authorization") !== undefined) {
+      const key = await deps.apiKeys.authenticate(c.req.header("authorization"));
+      c.set("apiKey", key);
+      c.set("tenantId", key.tenantId);
+      ctx = { source: "server", tenantId: key.tenantId };
+    } else {
+      origin = c.req.header("origin");
+      if (typeof widget_id !== "string" || !origin) throw originDenied();
+      const widget = await deps.repos.widgets.get(widget_id);
+      if (!widget || !widget.allowedOrigins.includes(origin)) throw originDenied();
+      c.set("tenantId", widget.tenantId);
+      ctx = { source: "widget", widget };
+    }
+    const accepted = await deps.events.ingest(events, ctx);
+    return c.json({ accepted }, 202, origin ? corsHeaders(origin) : {});
+  };
+  app.openapi(route, handler as never);
+  return app;
+}

@@ -1,0 +1,68 @@
+import type { Context, MiddlewareHandler } from "hono";
+import type { Clock } from "../../core/clock.ts";
+import { AppError } from "../../core/errors.ts";
+import { FixedWindowLimiter } from "../../core/rate_limit.ts";
+import type { AppEnv } from "../env.ts";
+
+/** Options of {@link rateLimit}. */
+export interface RateLimitOptions {
+  kv: Deno.Kv;
+  clock: Clock;
+  /** Requests allowed per window. */
+  limit: number;
+  /** Window length in seconds (fixed windows aligned to the epoch). */
+  windowS: number;
+  /** The bucket a request counts against (e.g. the API key id); null skips limiting. */
+  key: (c: Context<AppEnv>) => string | null | undefined;
+  /** Limiter scope (part of the KV key), so several limiters can share one KV. */
+  prefix?: string;
+  /** The error thrown when over the limit; rendered by the route family's error handler. */
+  onLimited?: (retryAfterS: number) => AppError;
+  /** Name of the quota policy in the IETF `RateLimit` headers. */
+  policy?: string;
+}
+
+const defaultLimited = (retryAfterS: number) =>
+  new AppError(429, "rate_limited", "rate limit exceeded", { headers: { "Retry-After": String(retryAfterS) } });
+
+/**
+ * Fixed-window rate limiting per key, counted in KV (so every process shares the count).
+ * Sets on every response:
+ * - `X-RateLimit-Limit`: requests allowed per window;
+ * - `X-RateLimit-Remaining`: requests left in the current window;
+ * - `X-RateLimit-Reset`: seconds until the current window ends (a delta, not an epoch time);
+ * - `RateLimit-Policy: "<policy>";q=<limit>;w=<window>` and `RateLimit: "<policy>";r=<remaining>;t=<reset>`
+ *   (draft-ietf-httpapi-ratelimit-headers).
+ * Over the limit it throws `onLimited(retryAfter)` (default 429 `{message: "rate limit exceeded"}`
+ * with `Retry-After`), carrying the same headers.
+ */
+export function rateLimit(
+  { kv, clock, limit, windowS, key, prefix = "rate_limit", onLimited = defaultLimited, policy = "default" }:
+    RateLimitOptions,
+): MiddlewareHandler<AppEnv> {
+  // The counting is core/rate_limit.ts's shared KV fixed window; this layer adds the headers.
+  const limiter = new FixedWindowLimiter(kv, clock, { scope: prefix, limit, windowS });
+  return async (c, next) => {
+    const bucket = key(c);
+    if (!bucket) return await next();
+    const r = await limiter.hit(bucket);
+    const headers: Record<string, string> = {
+      "X-RateLimit-Limit": String(limit),
+      "X-RateLimit-Remaining": String(r.remaining),
+      "X-RateLimit-Reset": String(r.retryAfterS),
+      "RateLimit-Policy": `"${policy}";q=${limit};w=${windowS}`,
+      "RateLimit": `"${policy}";r=${r.remaining};t=${r.retryAfterS}`,
+    };
+    if (!r.allowed) {
+      const err = onLimited(r.retryAfterS);
+      throw new AppError(err.status, err.code, err.message, {
+        reason: err.reason,
+        detail: err.detail,
+        extra: err.extra,
+        headers: { ...headers, "Retry-After": String(r.retryAfterS), ...err.headers },
+      });
+    }
+    await next();
+    for (const [k, v] of Object.entries(headers)) c.res.headers.set(k, v);
+  };
+}

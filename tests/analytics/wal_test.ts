@@ -1,0 +1,181 @@
+import assert from "node:assert/strict";
+import { writeNdjsonAsParquet } from "../../analytics/parquet_writer.ts";
+import { CHUNK_BYTES, toChunks } from "../../analytics/wal.ts";
+import { parseConfig } from "../../core/config.ts";
+import { closeDeps, openDeps } from "../../main.ts";
+import { analyticsWorld } from "./_fixture.ts";
+import { parquetFiles, parquetIdCounts } from "./_count.ts";
+
+const evts = (prefix: string, n: number, ts?: string) =>
+  Array.from({ length: n }, (_, i) => ({
+    event_id: `${prefix}-${String(i).padStart(6, "0")}`,
+    event_type: "query",
+    ai_agent: "am_main",
+    prompt: "Where should I travel?",
+    ...(ts ? { ts } : {}),
+  }));
+
+Deno.test("toChunks() keeps every chunk under the KV value limit and loses no row", () => {
+  const rows = Array.from({ length: 3000 }, (_, i) => ({ i, text: "ü".repeat(300) }));
+  const chunks = toChunks(rows);
+  assert.ok(chunks.length > 1);
+  for (const c of chunks) assert.ok(c.byteLength <= CHUNK_BYTES);
+  const lines = chunks.flatMap((c) => new TextDecoder().decode(c).trim().split("\n"));
+  assert.equal(lines.length, 3000);
+});
+
+Deno.test("EventWal.append() splits a large batch across commits under the KV limits", async () => {
+  await using world = await analyticsWorld();
+  const big = Array.from({ length: 500 }, (_, i) => ({
+    event_id: `big-${String(i).padStart(6, "0")}`,
+    event_type: "query",
+    ai_agent: "am_main",
+    prompt: "p".repeat(2000),
+    response: "r".repeat(10_000),
+  }));
+  await world.w.deps.events.record(big); // ~6 MB: many chunks, several atomic commits
+  const r = await world.w.deps.events.flush();
+  assert.equal(r.rows, 500);
+  const counts = await parquetIdCounts(world.w.deps.duckdb, world.w.deps.analytics.eventsDir);
+  assert.equal(counts.size, 500);
+});
+
+Deno.test("flush(): events of several days land in one file per day (date=YYYY-MM-DD)", async () => {
+  await using world = await analyticsWorld();
+  await world.w.deps.events.record([
+    ...evts("d1", 3, "2026-11-20T23:59:59.999Z"),
+    ...evts("d2", 2, "2026-11-21T00:00:00Z"),
+  ]);
+  await world.w.deps.events.flush();
+  const files = await parquetFiles(world.w.deps.analytics.eventsDir);
+  assert.deepEqual(files.map((f) => f.split("/")[0]), ["date=2026-11-20", "date=2026-11-21"]);
+  assert.equal(files[0]!.split("/")[1], files[1]!.split("/")[1], "one file id per flush");
+});
+
+Deno.test("flush() recovery: a crash after the Parquet rename but before the WAL delete writes nothing twice", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  await deps.events.record(evts("c", 50));
+  // Simulate the crash: plan stored, file written and renamed, WAL never deleted.
+  const chunks = await deps.events.wal.take(100);
+  const fileId = "0195f0c0-0000-7000-8000-000000000001";
+  await deps.kv.set(["ev_flush_plan", fileId], { fileId, keys: chunks.map((c) => c.key), state: "planned" });
+  const tmp = await Deno.makeTempFile();
+  await Deno.writeFile(tmp, new Uint8Array(chunks.flatMap((c) => [...c.bytes])));
+  await writeNdjsonAsParquet(deps.duckdb, deps.analytics.eventsDir, fileId, tmp);
+  await Deno.remove(tmp);
+  // A restart replays: the plan is redone under the same name (overwrite), then the WAL is emptied.
+  const r = await deps.events.flush();
+  assert.equal(r.rows, 50);
+  const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+  assert.equal(counts.size, 50);
+  assert.ok([...counts.values()].every((n) => n === 1));
+  assert.deepEqual(await parquetFiles(deps.analytics.eventsDir), [`date=2026-11-22/${fileId}.parquet`]);
+  assert.equal((await deps.events.wal.take(1)).length, 0);
+  assert.equal((await Array.fromAsync(deps.kv.list({ prefix: ["ev_flush_plan"] }))).length, 0);
+});
+
+Deno.test("flush() recovery: a plan marked written only deletes what is left of the WAL", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  await deps.events.record(evts("w", 20));
+  const chunks = await deps.events.wal.take(100);
+  const fileId = "0195f0c0-0000-7000-8000-000000000002";
+  const tmp = await Deno.makeTempFile();
+  await Deno.writeFile(tmp, new Uint8Array(chunks.flatMap((c) => [...c.bytes])));
+  await writeNdjsonAsParquet(deps.duckdb, deps.analytics.eventsDir, fileId, tmp);
+  await Deno.remove(tmp);
+  await deps.kv.set(["ev_flush_plan", fileId], { fileId, keys: chunks.map((c) => c.key), state: "written" });
+  await deps.events.flush();
+  const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+  assert.equal(counts.size, 20);
+  assert.ok([...counts.values()].every((n) => n === 1));
+  assert.equal((await deps.events.wal.take(1)).length, 0);
+});
+
+Deno.test("compact(): a day's small files merge into one, duplicates across flushes removed", async () => {
+  await using world = await analyticsWorld({ EVENTS_COMPACT_MIN_FILES: "3" });
+  const { deps } = world.w;
+  for (let i = 0; i < 3; i++) {
+    await deps.events.record([...evts(`f${i}`, 10), {
+      event_id: "same-000001",
+      event_type: "widget_load",
+      ai_agent: "am_main",
+    }]);
+    await deps.events.flush();
+  }
+  assert.equal((await parquetFiles(deps.analytics.eventsDir)).length, 3);
+  assert.equal(await deps.events.compact(), 3);
+  const files = await parquetFiles(deps.analytics.eventsDir);
+  assert.equal(files.length, 1);
+  const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+  assert.equal(counts.size, 31);
+  assert.equal(counts.get("same-000001"), 1);
+  assert.equal(await deps.events.compact(), 0, "a single file is left alone");
+});
+
+Deno.test("start() replays the WAL left by a previous process; stop() flushes what is left", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "svc-replay-" });
+  try {
+    const config = parseConfig({ DATA_DIR: dataDir, LOG_LEVEL: "error" });
+    let deps = await openDeps(config);
+    await deps.repos.tenants.create({ id: "tn_r", name: "R", createdAt: "2026-11-22T00:00:00Z" });
+    await deps.events.record(evts("r", 30).map((e) => ({ ...e, ai_agent: undefined, tenant_id: "tn_r" })));
+    closeDeps(deps); // no flush: the events exist only in the KV log
+    deps = await openDeps(config);
+    const replayed = await deps.events.start();
+    assert.equal(replayed.rows, 30);
+    await deps.events.record(evts("s", 5).map((e) => ({ ...e, ai_agent: undefined, tenant_id: "tn_r" })));
+    const stopped = await deps.events.stop();
+    assert.equal(stopped.rows, 5);
+    const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+    assert.equal(counts.size, 35);
+    closeDeps(deps);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("a killed process (SIGKILL mid-load) loses no acknowledged event and stores none twice", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "svc-crash-" });
+  try {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", new URL("./_ingest_child.ts", import.meta.url).pathname, dataDir],
+      stdout: "piped",
+      stderr: "inherit",
+    }).spawn();
+    const acked: number[] = [];
+    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = "";
+    while (acked.length < 50) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += value;
+      const lines = buf.split("\n");
+      buf = lines.pop()!;
+      for (const l of lines) if (l.startsWith("ack ")) acked.push(Number(l.slice(4)));
+    }
+    child.kill("SIGKILL");
+    await child.status;
+    await reader.cancel().catch(() => {});
+    assert.ok(acked.length >= 50, "the child acknowledged batches before the kill");
+
+    const deps = await openDeps(parseConfig({ DATA_DIR: dataDir, LOG_LEVEL: "error" }));
+    try {
+      await deps.events.start();
+      await deps.events.stop();
+      const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+      for (const b of acked) {
+        for (let i = 0; i < 200; i++) {
+          const id = `k-${String(b).padStart(5, "0")}-${String(i).padStart(3, "0")}`;
+          assert.equal(counts.get(id), 1, `${id} stored exactly once`);
+        }
+      }
+      for (const [id, n] of counts) assert.equal(n, 1, `${id} stored once`);
+    } finally {
+      closeDeps(deps);
+    }
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
