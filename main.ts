@@ -68,7 +68,7 @@ async function serve(config: Config): Promise<void> {
     }
   }
   // Replays the event write-ahead log into Parquet before serving, then flushes on a timer.
-  if (config.eventsFlusher) await deps.events.start();
+  if (config.eventsFlusher) await deps.eventPipeline.start();
   const app = createApp(deps);
   const server = startServer(app.fetch, { hostname: config.host, port: config.port, log: deps.log });
   deps.log.info("listening", { url: server.url, base_url: config.baseUrl });
@@ -89,7 +89,7 @@ async function serve(config: Config): Promise<void> {
       await server.shutdown(config.shutdownTimeoutS * 1000);
       // Every acknowledged event is already in the KV log; this moves it to Parquet before exit.
       if (config.eventsFlusher) {
-        await deps.events.stop().catch((err) =>
+        await deps.eventPipeline.stop().catch((err) =>
           deps.log.error("final event flush failed", { error: describeError(err) })
         );
       }

@@ -12,6 +12,7 @@ import {
   type EventRow,
   type EventSource,
   isMrcViewable,
+  normaliseInput,
   SESSION_IDLE_MINUTES,
   toRow,
 } from "./schema.ts";
@@ -84,7 +85,7 @@ export async function prepareEvents(
 
   const rows: EventRow[] = [];
   for (let i = 0; i < inputs.length; i++) {
-    const parsed = eventInputSchema.safeParse(inputs[i]);
+    const parsed = eventInputSchema.safeParse(normaliseInput(inputs[i], ctx.source === "internal"));
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
       const field = issue.path.map(String).join(".");

@@ -76,8 +76,10 @@ export async function writeNdjsonAsParquet(
           : "";
         const select = `SELECT * FROM ${table} WHERE ts >= ${sqlString(date)}::TIMESTAMP
                    AND ts < ${sqlString(date)}::TIMESTAMP + INTERVAL 1 DAY ${notSeen}`;
-        const count = Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM (${select})`))
-          .getRowObjectsJS()[0]!.n);
+        const count = Number(
+          (await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM (${select})`))
+            .getRowObjectsJS()[0]!.n,
+        );
         if (count === 0) continue;
         await conn.run(`COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd)`);
         await Deno.rename(tmp, final);

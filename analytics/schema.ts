@@ -81,6 +81,9 @@ export const eventInputSchema = z.object({
   response: text(MAX_RESPONSE_CHARS).optional(),
   referring_url: httpUrl.optional(),
   article_url: httpUrl.optional(),
+  data_model_id: token().optional(),
+  article_id: token().optional(),
+  position: z.number().int().min(0).max(10_000).optional(),
   campaign_id: token().optional(),
   prompt_id: token().optional(),
   prompt_text: text(MAX_PROMPT_CHARS).optional(),
@@ -107,6 +110,39 @@ export const eventInputSchema = z.object({
 });
 export type EventInputParsed = z.infer<typeof eventInputSchema>;
 
+/** Whether `v` is an absolute http(s) URL. */
+export function isHttpUrl(v: string): boolean {
+  try {
+    const u = new URL(v);
+    return (u.protocol === "http:" || u.protocol === "https:") && v.length <= 2048;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Shapes other rooms' events before validation: `article_click` (the tracking redirect) is a
+ * `click` of type `article` with its `url` as `article_url`; nulls count as absent; and, for trusted
+ * internal producers only, an optional URL field that is not an http(s) URL (a stray Referer) is
+ * dropped instead of losing the event.
+ */
+export function normaliseInput(input: unknown, internal: boolean): unknown {
+  if (!input || typeof input !== "object" || Array.isArray(input)) return input;
+  const e: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(input)) if (v !== null && v !== undefined) e[k] = v;
+  if (e.event_type === "article_click") {
+    e.event_type = "click";
+    e.click_type ??= "article";
+    if (typeof e.url === "string" && e.article_url === undefined) e.article_url = e.url;
+  }
+  if (internal) {
+    for (const k of ["referring_url", "article_url"]) {
+      if (typeof e[k] === "string" && !isHttpUrl(e[k] as string)) delete e[k];
+    }
+  }
+  return e;
+}
+
 /** Where an event came from. */
 export type EventSource = "widget" | "server";
 
@@ -127,6 +163,10 @@ export interface EventRow {
   response: string | null;
   referring_url: string | null;
   article_url: string | null;
+  /** On article clicks: the data model and article the link came from, and its rank in the results. */
+  data_model_id: string | null;
+  article_id: string | null;
+  position: number | null;
   campaign_id: string | null;
   prompt_id: string | null;
   prompt_text: string | null;
@@ -173,6 +213,9 @@ export const EVENT_COLUMNS: ReadonlyArray<readonly [name: string, type: string]>
   ["response", "VARCHAR"],
   ["referring_url", "VARCHAR"],
   ["article_url", "VARCHAR"],
+  ["data_model_id", "VARCHAR"],
+  ["article_id", "VARCHAR"],
+  ["position", "INTEGER"],
   ["campaign_id", "VARCHAR"],
   ["prompt_id", "VARCHAR"],
   ["prompt_text", "VARCHAR"],
@@ -216,6 +259,9 @@ export function toRow(
     response: n(e.response),
     referring_url: n(e.referring_url),
     article_url: n(e.article_url),
+    data_model_id: n(e.data_model_id),
+    article_id: n(e.article_id),
+    position: n(e.position),
     campaign_id: n(e.campaign_id),
     prompt_id: n(e.prompt_id),
     prompt_text: n(e.prompt_text),

@@ -1,6 +1,6 @@
 import type { AnalyticsDb } from "../analytics/duckdb.ts";
 import { AnalyticsEngine } from "../analytics/engine.ts";
-import { EventPipeline } from "../analytics/events.ts";
+import { EventPipeline, type EventSink } from "../analytics/events.ts";
 import type { AnswerService } from "./answer/types.ts";
 import type { SearchService } from "./search/types.ts";
 import type { UrlAnalyzer } from "./search/url_analyzer.ts";
@@ -47,10 +47,12 @@ export interface Deps {
   /** Agent storefront: sellers, identities, claims, tokens (issue 7). */
   storefront: Storefront;
   /**
-   * Analytics event sink (issue 6): other rooms call `deps.events.record([...])`. Also the WAL
-   * flusher, started and stopped by main.ts.
+   * Analytics event sink (issue 6): other rooms call `deps.events.record([...])`. The analytics
+   * pipeline by default; tests may swap in their own sink.
    */
-  events: EventPipeline;
+  events: EventSink;
+  /** The analytics pipeline behind `events`: ingestion, WAL flusher (started and stopped by main.ts). */
+  eventPipeline: EventPipeline;
   /** Analytics query engine over the Parquet event files. */
   analytics: AnalyticsEngine;
 }
@@ -112,6 +114,7 @@ export function assembleDeps(inputs: DepsInputs): Deps {
       log,
     }),
     events,
+    eventPipeline: events,
     analytics,
   };
 }

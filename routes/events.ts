@@ -86,7 +86,7 @@ export function createEventRoutes(deps: Deps) {
       c.set("tenantId", widget.tenantId);
       ctx = { source: "widget", widget };
     }
-    const accepted = await deps.events.ingest(events, ctx);
+    const accepted = await deps.eventPipeline.ingest(events, ctx);
     return c.json({ accepted }, 202, origin ? corsHeaders(origin) : {});
   };
   app.openapi(route, handler as never);

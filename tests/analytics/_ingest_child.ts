@@ -28,7 +28,7 @@ if (!(await deps.repos.aiModels.get("am_crash"))) {
     createdAt: new Date().toISOString(),
   });
 }
-await deps.events.start();
+await deps.eventPipeline.start();
 const out = new TextEncoder();
 for (let batch = 0;; batch++) {
   const events = Array.from({ length: 200 }, (_, i) => ({
