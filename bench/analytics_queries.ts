@@ -1,8 +1,8 @@
 /**
  * Load script for the analytics query targets (issue 6), run against a fixture data set:
  *
- *   deno task fixtures --days 90 --events 10000000 --out /tmp/anbench/big --end 2026-11-22
- *   deno run -A bench/analytics_queries.ts /tmp/anbench/big 2026-11-22 [reps]
+ *   deno task fixtures --days 90 --events 10000000 --out /tmp/anbench/big --end 2026-11-21
+ *   deno run -A bench/analytics_queries.ts /tmp/anbench/big 2026-11-21 [reps]
  *
  * "Cold" = a fresh DuckDB instance (no Parquet metadata cached) and `Cache-Control: no-cache`, timed
  * through the HTTP app (auth, rate limit, SQL, shaping, JSON). "Cached" = an X-Cache HIT from KV.
