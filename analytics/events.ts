@@ -54,6 +54,8 @@ export interface PipelineOptions {
   flushMaxEvents: number;
   /** Compact a day once it has this many files. */
   compactMinFiles: number;
+  /** How long the flusher lease lasts without renewal (a dead flusher's is taken over after this). */
+  leaseMs: number;
 }
 
 /** Dependencies of the pipeline. */
@@ -72,6 +74,8 @@ interface FlushPlan {
 }
 
 const PLAN_PREFIX = ["ev_flush_plan"];
+const LEASE_KEY = ["ev_flush_lease"];
+const LEASE_POLL_MS = 250;
 // Chunks per Parquet write; the plan listing their keys must stay under 64 KiB.
 const MAX_CHUNKS_PER_FLUSH = 600;
 
@@ -92,6 +96,7 @@ export class EventPipeline implements EventSink {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #started = false;
   #listeners: Array<() => void> = [];
+  readonly #owner = crypto.randomUUID();
 
   constructor(private readonly deps: PipelineDeps, readonly options: PipelineOptions) {
     this.wal = new EventWal(deps.kv);
@@ -137,12 +142,18 @@ export class EventPipeline implements EventSink {
       try {
         do {
           this.#again = false;
+          // Only the lease holder flushes, so processes sharing one KV never take the same entries.
+          if (!(await this.#acquireLease())) {
+            total.skipped = true;
+            break;
+          }
           const recovered = await this.#recoverPlans();
           total.rows += recovered.rows;
           total.files += recovered.files;
           while (true) {
             const chunks = await this.wal.take(MAX_CHUNKS_PER_FLUSH);
             if (!chunks.length) break;
+            if (!(await this.#acquireLease())) break; // renew; lost only after stalling a whole lease
             this.#pending = 0;
             const r = await this.#flushChunks(chunks);
             total.rows += r.rows;
@@ -208,8 +219,27 @@ export class EventPipeline implements EventSink {
     return total;
   }
 
-  /** Merges small files of each day that has at least `compactMinFiles`. */
+  /**
+   * Takes or renews the flusher lease `["ev_flush_lease"]` (owner, expiry by the injected clock).
+   * A lease whose holder died expires after `leaseMs`, then another process takes over.
+   */
+  async #acquireLease(): Promise<boolean> {
+    const nowMs = this.deps.clock.now().getTime();
+    const cur = await this.deps.kv.get<FlushLease>(LEASE_KEY);
+    if (cur.value && cur.value.owner !== this.#owner && cur.value.until > nowMs) return false;
+    const res = await this.deps.kv.atomic().check(cur)
+      .set(LEASE_KEY, { owner: this.#owner, until: nowMs + this.options.leaseMs } satisfies FlushLease).commit();
+    return res.ok;
+  }
+
+  async #releaseLease(): Promise<void> {
+    const cur = await this.deps.kv.get<FlushLease>(LEASE_KEY);
+    if (cur.value?.owner === this.#owner) await this.deps.kv.atomic().check(cur).delete(LEASE_KEY).commit();
+  }
+
+  /** Merges small files of each day that has at least `compactMinFiles` (lease holder only). */
   async compact(): Promise<number> {
+    if (!(await this.#acquireLease())) return 0;
     let merged = 0;
     const kvDeps = { kv: this.deps.kv, db: this.deps.duckdb, clock: this.deps.clock };
     for (const date of await listEventDates(this.options.eventsDir)) {
@@ -221,8 +251,19 @@ export class EventPipeline implements EventSink {
 
   /** Replays the log (recovering interrupted flushes and compactions), then flushes on a timer. */
   async start(): Promise<FlushResult> {
-    await recoverCompactions(this.deps.kv, this.options.eventsDir);
-    const replayed = await this.flush();
+    // Replay needs the lease. A holder that died loses it within one lease period, so wait that
+    // long when the log holds events; a live holder keeps it and replays for us.
+    let replayed: FlushResult = { rows: 0, files: 0 };
+    const attempts = Math.ceil((this.options.leaseMs + 1000) / LEASE_POLL_MS);
+    for (let i = 0; i <= attempts; i++) {
+      if (await this.#acquireLease()) {
+        await recoverCompactions(this.deps.kv, this.options.eventsDir);
+        replayed = await this.flush();
+        break;
+      }
+      if (await this.wal.isEmpty() || i === attempts) break;
+      await new Promise((r) => setTimeout(r, LEASE_POLL_MS));
+    }
     if (replayed.rows) this.deps.log.info("event log replayed", { ...replayed });
     this.#started = true;
     const tick = async () => {
@@ -243,7 +284,9 @@ export class EventPipeline implements EventSink {
     this.#started = false;
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    return await this.flush();
+    const r = await this.flush();
+    await this.#releaseLease();
+    return r;
   }
 }
 
@@ -251,4 +294,11 @@ export class EventPipeline implements EventSink {
 export interface FlushResult {
   rows: number;
   files: number;
+  /** Another process holds the flusher lease; nothing was done. */
+  skipped?: boolean;
+}
+
+interface FlushLease {
+  owner: string;
+  until: number;
 }

@@ -86,6 +86,7 @@ const envSchema = z.object({
   EVENTS_FLUSH_INTERVAL_S: int("EVENTS_FLUSH_INTERVAL_S", 1, 3600).default(10),
   EVENTS_FLUSH_MAX_EVENTS: int("EVENTS_FLUSH_MAX_EVENTS", 1, 10_000_000).default(50_000),
   EVENTS_COMPACT_MIN_FILES: int("EVENTS_COMPACT_MIN_FILES", 2, 100_000).default(24),
+  EVENTS_FLUSH_LEASE_S: int("EVENTS_FLUSH_LEASE_S", 1, 3600).default(15),
   EVENTS_MAX_BODY_BYTES: int("EVENTS_MAX_BODY_BYTES", 1024, 256 * 1024 * 1024).default(8 * 1024 * 1024),
 });
 
@@ -159,6 +160,8 @@ export interface Config {
   eventsFlushMaxEvents: number;
   /** Compact a day's Parquet files once there are this many. */
   eventsCompactMinFiles: number;
+  /** Lifetime of the flusher lease: a dead flusher is replaced after this long. */
+  eventsFlushLeaseS: number;
   /** Largest `POST /v1/events` body. */
   eventsMaxBodyBytes: number;
 }
@@ -238,6 +241,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     eventsFlushIntervalS: e.EVENTS_FLUSH_INTERVAL_S,
     eventsFlushMaxEvents: e.EVENTS_FLUSH_MAX_EVENTS,
     eventsCompactMinFiles: e.EVENTS_COMPACT_MIN_FILES,
+    eventsFlushLeaseS: e.EVENTS_FLUSH_LEASE_S,
     eventsMaxBodyBytes: e.EVENTS_MAX_BODY_BYTES,
   };
 }

@@ -92,6 +92,7 @@ export function assembleDeps(inputs: DepsInputs): Deps {
     flushIntervalMs: config.eventsFlushIntervalS * 1000,
     flushMaxEvents: config.eventsFlushMaxEvents,
     compactMinFiles: config.eventsCompactMinFiles,
+    leaseMs: config.eventsFlushLeaseS * 1000,
   });
   events.onFlushed(() => analytics.refresh());
   return {

@@ -12,6 +12,7 @@ const config = parseConfig({
   EVENTS_FLUSH_INTERVAL_S: "1",
   EVENTS_FLUSH_MAX_EVENTS: "600",
   EVENTS_COMPACT_MIN_FILES: "3",
+  EVENTS_FLUSH_LEASE_S: "2",
 });
 const deps = await openDeps(config);
 if (!(await deps.repos.aiModels.get("am_crash"))) {

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { EventPipeline } from "../../analytics/events.ts";
 import { writeNdjsonAsParquet } from "../../analytics/parquet_writer.ts";
 import { CHUNK_BYTES, toChunks } from "../../analytics/wal.ts";
 import { parseConfig } from "../../core/config.ts";
@@ -160,9 +161,11 @@ Deno.test("a killed process (SIGKILL mid-load) loses no acknowledged event and s
     await reader.cancel().catch(() => {});
     assert.ok(acked.length >= 50, "the child acknowledged batches before the kill");
 
-    const deps = await openDeps(parseConfig({ DATA_DIR: dataDir, LOG_LEVEL: "error" }));
+    // The dead child's flusher lease (2 s) must lapse before the replay: start() waits for it.
+    const deps = await openDeps(parseConfig({ DATA_DIR: dataDir, LOG_LEVEL: "error", EVENTS_FLUSH_LEASE_S: "2" }));
     try {
-      await deps.eventPipeline.start();
+      const replayed = await deps.eventPipeline.start();
+      assert.ok(!replayed.skipped);
       await deps.eventPipeline.stop();
       const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
       for (const b of acked) {
@@ -178,4 +181,26 @@ Deno.test("a killed process (SIGKILL mid-load) loses no acknowledged event and s
   } finally {
     await Deno.remove(dataDir, { recursive: true });
   }
+});
+
+Deno.test("flusher lease: with two processes on one KV only the holder flushes; a dead holder is replaced", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  const other = new EventPipeline({ ...deps, repos: deps.repos }, { ...deps.eventPipeline.options });
+  await deps.eventPipeline.record(evts("l", 5));
+  const first = await deps.eventPipeline.flush();
+  assert.equal(first.rows, 5);
+  await other.record(evts("m", 5));
+  assert.deepEqual(await other.flush(), { rows: 0, files: 0, skipped: true });
+  assert.equal(await other.compact(), 0);
+  // The holder stops renewing (it died): after the lease period the other takes over.
+  world.w.clock.advance(deps.eventPipeline.options.leaseMs + 1);
+  const taken = await other.flush();
+  assert.equal(taken.rows, 5);
+  assert.equal((await deps.eventPipeline.flush()).skipped, true);
+  await other.stop(); // releases the lease
+  await deps.eventPipeline.record(evts("n", 2));
+  assert.equal((await deps.eventPipeline.flush()).rows, 2);
+  const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+  assert.equal(counts.size, 12);
 });
