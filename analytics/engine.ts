@@ -90,9 +90,19 @@ export class AnalyticsEngine {
   }
 
   /** Runs a rollup with named parameters; returns rows as plain objects (BIGINT as bigint). */
-  async query(name: RollupName, params: Record<string, SqlParam>): Promise<Record<string, unknown>[]> {
+  query(name: RollupName, params: Record<string, SqlParam>): Promise<Record<string, unknown>[]> {
+    return this.#run(name, params, "");
+  }
+
+  /** The rollup's `EXPLAIN ANALYZE` profile for these parameters (shows the day folders read). */
+  async explain(name: RollupName, params: Record<string, SqlParam>): Promise<string> {
+    const rows = await this.#run(name, params, "EXPLAIN ANALYZE ");
+    return rows.map((r) => String(r.explain_value ?? "")).join("\n");
+  }
+
+  async #run(name: RollupName, params: Record<string, SqlParam>, prefix: string): Promise<Record<string, unknown>[]> {
     await this.#ensureView();
-    const sql = await loadSql(name);
+    const sql = prefix + await loadSql(name);
     const run = () =>
       this.db.withConnection(async (conn) => {
         const stmt = await conn.prepare(sql);

@@ -150,6 +150,7 @@ export class EventPipeline implements EventSink {
           const recovered = await this.#recoverPlans();
           total.rows += recovered.rows;
           total.files += recovered.files;
+          if (recovered.files) { for (const fn of this.#listeners) fn(); }
           while (true) {
             const chunks = await this.wal.take(MAX_CHUNKS_PER_FLUSH);
             if (!chunks.length) break;
@@ -158,12 +159,13 @@ export class EventPipeline implements EventSink {
             const r = await this.#flushChunks(chunks);
             total.rows += r.rows;
             total.files += r.files;
+            // Tell the query engine at once (a long flush under load may run many rounds).
+            if (r.files) { for (const fn of this.#listeners) fn(); }
           }
         } while (this.#again);
       } finally {
         this.#flushing = null;
       }
-      if (total.files) { for (const fn of this.#listeners) fn(); }
       return total;
     };
     this.#flushing = run();

@@ -1,0 +1,61 @@
+import assert from "node:assert/strict";
+import { AnalyticsEngine, ROLLUPS } from "../../analytics/engine.ts";
+import { writeFixtureEvents } from "../../fixtures/events_writer.ts";
+import { createTestWorld } from "../_helpers.ts";
+
+const scope = {
+  tenantId: "tn_e",
+  widgets: [{ id: "wd_e", aiModelId: "am_e", deploymentType: "embed", origin: "https://n.example" }],
+  campaigns: [],
+};
+const params = (start: string, end: string) => ({
+  tenant_id: "tn_e",
+  start_date: start,
+  end_date: end,
+  ai_agent: null,
+  placement_id: null,
+  deployment_type: null,
+  creative_id: null,
+  line_item_id: null,
+  publisher_id: null,
+});
+
+Deno.test("AnalyticsEngine prunes partitions: a one-day window reads one day folder", async () => {
+  await using w = await createTestWorld();
+  await writeFixtureEvents({
+    db: w.deps.duckdb,
+    clock: w.clock,
+    eventsDir: w.deps.analytics.eventsDir,
+    scope,
+    days: 5,
+    events: 1000,
+    endDate: "2026-11-20",
+  });
+  w.deps.analytics.refresh();
+  const oneDay = await w.deps.analytics.explain("ask_ai_daily", params("2026-11-18", "2026-11-18"));
+  assert.match(oneDay, /Total Files Read: 1\b/);
+  const all = await w.deps.analytics.explain("ask_ai_daily", params("2026-11-01", "2026-11-30"));
+  assert.match(all, /Total Files Read: 5\b/);
+  const rows = await w.deps.analytics.query("ask_ai_daily", params("2026-11-18", "2026-11-18"));
+  assert.deepEqual(rows.map((r) => r.date), ["2026-11-18"]);
+});
+
+Deno.test("every rollup is a .sql file that prepares against the empty view", async () => {
+  await using w = await createTestWorld();
+  const engine = new AnalyticsEngine(w.deps.duckdb, `${w.dataDir}/no-events-here`);
+  const p = {
+    ...params("2026-11-01", "2026-11-02"),
+    campaign_ids: ["cp_1"],
+    prompt_id: null,
+    interaction_types: ["free_form"],
+    limit: 10,
+    offset: 0,
+  };
+  for (const name of ROLLUPS) {
+    const sql = await Deno.readTextFile(new URL(`../../analytics/sql/${name}.sql`, import.meta.url));
+    const used = new Set([...sql.matchAll(/\$([a-z_]+)/g)].map((m) => m[1]!));
+    const bound = Object.fromEntries(Object.entries(p).filter(([k]) => used.has(k)));
+    const rows = await engine.query(name, bound);
+    assert.ok(Array.isArray(rows), name);
+  }
+});
