@@ -92,6 +92,7 @@ export class EventPipeline implements EventSink {
   readonly wal: EventWal;
   #pending = 0;
   #flushing: Promise<FlushResult> | null = null;
+  #compacting: Promise<number> | null = null;
   #again = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #started = false;
@@ -142,6 +143,7 @@ export class EventPipeline implements EventSink {
       try {
         do {
           this.#again = false;
+          if (this.#compacting) await this.#compacting.catch(() => {});
           // Only the lease holder flushes, so processes sharing one KV never take the same entries.
           if (!(await this.#acquireLease())) {
             total.skipped = true;
@@ -241,14 +243,24 @@ export class EventPipeline implements EventSink {
 
   /** Merges small files of each day that has at least `compactMinFiles` (lease holder only). */
   async compact(): Promise<number> {
+    // Never beside a flush: a flush reads the day's files (event_id check) that compaction deletes.
+    while (this.#flushing || this.#compacting) await (this.#flushing ?? this.#compacting)?.catch(() => {});
     if (!(await this.#acquireLease())) return 0;
-    let merged = 0;
-    const kvDeps = { kv: this.deps.kv, db: this.deps.duckdb, clock: this.deps.clock };
-    for (const date of await listEventDates(this.options.eventsDir)) {
-      merged += await compactDay(kvDeps, this.options.eventsDir, date, this.options.compactMinFiles);
+    const run = async () => {
+      let merged = 0;
+      const kvDeps = { kv: this.deps.kv, db: this.deps.duckdb, clock: this.deps.clock };
+      for (const date of await listEventDates(this.options.eventsDir)) {
+        merged += await compactDay(kvDeps, this.options.eventsDir, date, this.options.compactMinFiles);
+      }
+      if (merged) { for (const fn of this.#listeners) fn(); }
+      return merged;
+    };
+    this.#compacting = run();
+    try {
+      return await this.#compacting;
+    } finally {
+      this.#compacting = null;
     }
-    if (merged) { for (const fn of this.#listeners) fn(); }
-    return merged;
   }
 
   /** Replays the log (recovering interrupted flushes and compactions), then flushes on a timer. */
