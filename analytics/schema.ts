@@ -123,8 +123,8 @@ export function isHttpUrl(v: string): boolean {
 /**
  * Shapes other rooms' events before validation: `article_click` (the tracking redirect) is a
  * `click` of type `article` with its `url` as `article_url`; nulls count as absent; and, for trusted
- * internal producers only, an optional URL field that is not an http(s) URL (a stray Referer) is
- * dropped instead of losing the event.
+ * internal producers only, an optional URL field that is not an http(s) URL (a stray Referer) or an
+ * unknown interaction_type is dropped instead of losing the event.
  */
 export function normaliseInput(input: unknown, internal: boolean): unknown {
   if (!input || typeof input !== "object" || Array.isArray(input)) return input;
@@ -138,6 +138,11 @@ export function normaliseInput(input: unknown, internal: boolean): unknown {
   if (internal) {
     for (const k of ["referring_url", "article_url"]) {
       if (typeof e[k] === "string" && !isHttpUrl(e[k] as string)) delete e[k];
+    }
+    if (
+      typeof e.interaction_type === "string" && !(INTERACTION_TYPES as readonly string[]).includes(e.interaction_type)
+    ) {
+      delete e.interaction_type;
     }
   }
   return e;
