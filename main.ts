@@ -14,6 +14,7 @@ import { createLogger, describeError } from "./core/log.ts";
 import { seedDemo } from "./fixtures/demo.ts";
 import { seedStorefront } from "./fixtures/storefront.ts";
 import { demoEventsStep } from "./fixtures/demo_events.ts";
+import { seedDemoArticles } from "./fixtures/demo_articles.ts";
 import { createApp } from "./routes/app.ts";
 import { startServer } from "./routes/server.ts";
 
@@ -39,6 +40,7 @@ export async function openDeps(config: Config): Promise<Deps> {
 
 /** Closes what {@link openDeps} opened. */
 export function closeDeps(deps: Deps): void {
+  void deps.searchEngine.close();
   deps.mailer.close?.();
   stopDeps(deps);
   deps.duckdb.close();
@@ -47,8 +49,12 @@ export function closeDeps(deps: Deps): void {
 
 async function serve(config: Config): Promise<void> {
   const deps = await openDeps(config);
+  // Word vectors and every data model's index are loaded before the first request.
+  await deps.searchEngine.start();
+  // Articles imported by `admin articles import` or another process reach this one's indexes.
+  deps.searchEngine.watch();
   if (config.demoSeed) {
-    const seeded = await seedDemo(deps, [seedStorefront, demoEventsStep]);
+    const seeded = await seedDemo(deps, [seedStorefront, demoEventsStep, seedDemoArticles]);
     if (seeded.created) {
       console.log(
         [

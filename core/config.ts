@@ -88,6 +88,14 @@ const envSchema = z.object({
   EVENTS_COMPACT_MIN_FILES: int("EVENTS_COMPACT_MIN_FILES", 2, 100_000).default(24),
   EVENTS_FLUSH_LEASE_S: int("EVENTS_FLUSH_LEASE_S", 1, 3600).default(15),
   EVENTS_MAX_BODY_BYTES: int("EVENTS_MAX_BODY_BYTES", 1024, 256 * 1024 * 1024).default(8 * 1024 * 1024),
+  EMBEDDINGS_PROVIDER: z.enum(["local", "openai"], { error: "EMBEDDINGS_PROVIDER must be local or openai" })
+    .default("local"),
+  EMBEDDINGS_BASE_URL: url("EMBEDDINGS_BASE_URL").optional(),
+  EMBEDDINGS_MODEL: z.string().min(1).max(200).default("text-embedding-3-small"),
+  EMBEDDINGS_API_KEY: z.string().min(1).optional(),
+  EMBEDDINGS_CACHE_PATH: z.string().min(1).optional(),
+  WORD_VECTORS_PATH: z.string().min(1).optional(),
+  ARTICLES_MAX_BODY_BYTES: int("ARTICLES_MAX_BODY_BYTES", 1024, 1024 * 1024 * 1024).default(32 * 1024 * 1024),
 });
 
 /** A trusted identity provider: ID-JAGs whose `iss` equals `issuer` are verified against `jwksUrl`. */
@@ -164,6 +172,19 @@ export interface Config {
   eventsFlushLeaseS: number;
   /** Largest `POST /v1/events` body. */
   eventsMaxBodyBytes: number;
+  /** Article embeddings: local word vectors, or an OpenAI-compatible `/v1/embeddings` server. */
+  embeddings: {
+    provider: "local" | "openai";
+    baseUrl?: string;
+    model: string;
+    apiKey?: string;
+    /** Binary word-vector cache (local provider); default under DATA_DIR. */
+    cachePath?: string;
+    /** The package JSON the cache is converted from; default in node_modules. */
+    wordVectorsPath?: string;
+  };
+  /** Body limit of the bulk article upsert route. */
+  articlesMaxBodyBytes: number;
 }
 
 /** Raised when the environment does not parse; its message is one line naming the variable. */
@@ -193,6 +214,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(`Invalid configuration: ${message}`);
   }
   const e = parsed.data;
+  if (e.EMBEDDINGS_PROVIDER === "openai" && !e.EMBEDDINGS_BASE_URL) {
+    throw new ConfigError("Invalid configuration: EMBEDDINGS_BASE_URL is required when EMBEDDINGS_PROVIDER is openai");
+  }
   const baseUrl = e.BASE_URL ?? `http://${e.HOST === "0.0.0.0" ? "127.0.0.1" : e.HOST}:${e.PORT}`;
   return {
     port: e.PORT,
@@ -243,5 +267,14 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     eventsCompactMinFiles: e.EVENTS_COMPACT_MIN_FILES,
     eventsFlushLeaseS: e.EVENTS_FLUSH_LEASE_S,
     eventsMaxBodyBytes: e.EVENTS_MAX_BODY_BYTES,
+    embeddings: {
+      provider: e.EMBEDDINGS_PROVIDER,
+      baseUrl: e.EMBEDDINGS_BASE_URL,
+      model: e.EMBEDDINGS_MODEL,
+      apiKey: e.EMBEDDINGS_API_KEY,
+      cachePath: e.EMBEDDINGS_CACHE_PATH,
+      wordVectorsPath: e.WORD_VECTORS_PATH,
+    },
+    articlesMaxBodyBytes: e.ARTICLES_MAX_BODY_BYTES,
   };
 }

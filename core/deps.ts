@@ -8,6 +8,10 @@ import { SignedLinks } from "./search/tracking.ts";
 import { WebPageAnalyzer } from "./extract/analyzer.ts";
 import { ImageService } from "./images/image_service.ts";
 import { SafeFetcher } from "./net/safe_fetch.ts";
+import { SearchEngine } from "./search/engine.ts";
+import type { EmbeddingProvider } from "./search/embeddings/provider.ts";
+import { OpenAiEmbeddings } from "./search/embeddings/openai.ts";
+import { defaultCacheName, LocalEmbeddings } from "./search/embeddings/wink.ts";
 import { ApiKeyService } from "./auth/api_keys.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
@@ -38,8 +42,13 @@ export interface Deps {
   links: SignedLinks;
   /** Resized article images behind `/img`. */
   images: ImageService;
-  /** Article search (issue 3). Optional until that room is built. */
+  /** Article search (issue 3), as the routes and the answer engine call it; assembleDeps sets it to `searchEngine`. */
   search?: SearchService;
+  /**
+   * The engine behind `search`: article ingestion, index lifecycle (`start()` builds the indexes
+   * from KV, `watch()` follows other processes' ingests) and the link / URL-analysis seams.
+   */
+  searchEngine: SearchEngine;
   /** Real-time answers (issue 4). */
   answer?: AnswerService;
   /** Outgoing e-mail: SMTP (SMTP_URL) or the KV outbox. */
@@ -71,6 +80,18 @@ export interface DepsInputs {
   safeFetch?: SafeFetcher;
 }
 
+/** The embedding provider the config names. Pure: the local cache is loaded on `init()`. */
+export function embeddingProvider(config: Config, fetchImpl: typeof fetch): EmbeddingProvider {
+  const e = config.embeddings;
+  if (e.provider === "openai") {
+    return new OpenAiEmbeddings({ baseUrl: e.baseUrl!, model: e.model, apiKey: e.apiKey, fetch: fetchImpl });
+  }
+  return new LocalEmbeddings({
+    cachePath: e.cachePath ?? `${config.dataDir.replace(/\/+$/, "")}/embeddings/${defaultCacheName()}`,
+    jsonPath: e.wordVectorsPath,
+  });
+}
+
 /**
  * Wires the services over already-open stores. Pure: no I/O, no environment, no wall clock.
  * The caller then awaits {@link startDeps} before serving.
@@ -95,6 +116,16 @@ export function assembleDeps(inputs: DepsInputs): Deps {
     leaseMs: config.eventsFlushLeaseS * 1000,
   });
   events.onFlushed(() => analytics.refresh());
+  const urlAnalyzer = new WebPageAnalyzer({ fetcher: safeFetch, clock });
+  const links = new SignedLinks({ kv, clock, baseUrl: config.baseUrl });
+  const searchEngine = new SearchEngine({
+    kv,
+    clock,
+    log,
+    embeddings: embeddingProvider(config, fetch),
+    links,
+    urlAnalyzer,
+  });
   return {
     ...inputs,
     repos,
@@ -103,8 +134,10 @@ export function assembleDeps(inputs: DepsInputs): Deps {
     mailer,
     storefront: createStorefront({ ...inputs, fetch, mailer }),
     safeFetch,
-    urlAnalyzer: new WebPageAnalyzer({ fetcher: safeFetch, clock }),
-    links: new SignedLinks({ kv, clock, baseUrl: config.baseUrl }),
+    urlAnalyzer,
+    links,
+    search: searchEngine,
+    searchEngine,
     images: new ImageService({
       fetcher: safeFetch,
       dataDir: config.dataDir,

@@ -10,6 +10,7 @@ import { createImageRoutes } from "./images.ts";
 import { createRedirectRoutes } from "./redirect.ts";
 import { createResourceRoutes } from "./resources.ts";
 import { createStorefrontRoutes } from "./storefront/mod.ts";
+import { createSearchRoutes } from "./search.ts";
 import { createSystemRoutes } from "./system.ts";
 import { validationHook } from "./validation.ts";
 
@@ -40,6 +41,7 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   app.route("/", createStorefrontRoutes(deps));
   app.route("/", createRedirectRoutes(deps));
   app.route("/", createImageRoutes(deps));
+  app.route("/", createSearchRoutes(deps));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

@@ -7,7 +7,10 @@ import type { AppEnv } from "./env.ts";
 /** One zod issue as a sentence naming the field: `query: must not be empty`. */
 export function describeIssue(issue: z.core.$ZodIssue): string {
   const field = issue.path.map(String).join(".");
-  if (issue.code === "invalid_type" && issue.input === undefined) return `${field || "body"} is required`;
+  // zod v4 leaves `input` off issues unless asked, so a wrong type would read as "required":
+  // only an input that is really absent is called missing.
+  const missing = "input" in issue ? issue.input === undefined : /received undefined$/.test(issue.message);
+  if (issue.code === "invalid_type" && missing) return `${field || "body"} is required`;
   return field ? `${field}: ${issue.message}` : issue.message;
 }
 

@@ -18,6 +18,12 @@ export interface TestWorld {
   close(): Promise<void>;
 }
 
+/**
+ * Where tests keep the converted word-vector cache: one shared file per package version, so the
+ * 300 MB package JSON is converted once per machine, not once per test.
+ */
+export const SHARED_EMBEDDINGS_CACHE = `${Deno.env.get("TMPDIR") ?? "/tmp"}/svc-test-shared/wink-sg-100d-1.1.0.v1.bin`;
+
 /** Builds the app with injected deps. Always `await using` it or call `close()` in `finally`. */
 export async function createTestWorld(
   { env = {}, fetch, clock = new FixedClock("2026-11-22T12:00:00Z") }: {
@@ -28,7 +34,13 @@ export async function createTestWorld(
   } = {},
 ): Promise<TestWorld & AsyncDisposable> {
   const dataDir = await Deno.makeTempDir({ prefix: "svc-test-" });
-  const config = parseConfig({ DATA_DIR: dataDir, KV_PATH: ":memory:", BASE_URL: "http://svc.test", ...env });
+  const config = parseConfig({
+    DATA_DIR: dataDir,
+    KV_PATH: ":memory:",
+    BASE_URL: "http://svc.test",
+    EMBEDDINGS_CACHE_PATH: SHARED_EMBEDDINGS_CACHE,
+    ...env,
+  });
   const kv = await Deno.openKv(":memory:");
   const duckdb = await AnalyticsDb.open();
   const log = memoryLogger();

@@ -8,6 +8,8 @@ import type { AppEnv } from "../env.ts";
  */
 export function apiKeyAuth(apiKeys: ApiKeyService): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
+    // Two route groups may guard the same path (e.g. `/v1/*`): authenticate once.
+    if (c.get("apiKey")) return await next();
     const record = await apiKeys.authenticate(c.req.header("authorization"));
     c.set("apiKey", record);
     c.set("tenantId", record.tenantId);

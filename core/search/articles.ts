@@ -1,0 +1,275 @@
+import { z } from "zod";
+import type { Clock } from "../clock.ts";
+import { sha256Hex } from "../crypto.ts";
+import { newId } from "../ids.ts";
+import type { DataModel } from "../store/models.ts";
+import { clip, summarize } from "./summarize.ts";
+
+/**
+ * Articles of a data model as stored in Deno KV.
+ *
+ * Keys: `["article", dmId, articleId]` holds the article; `["article_url", dmId, sha256(url)]`
+ * holds its id, which makes ingestion idempotent on the URL. Values stay well under KV's 64 KiB:
+ * long bodies are cut (at a sentence end where possible) and embeddings are int8 with a scale.
+ */
+
+/** Body characters kept. V8 stores non-Latin-1 strings as UTF-16, so 20k chars is <= 40 KB. */
+export const MAX_BODY_CHARS = 20_000;
+const MAX_TITLE = 500;
+const MAX_AUTHOR = 200;
+const MAX_PREVIEW = 320;
+const MAX_SUMMARY = 600;
+
+/** An embedding as stored: int8 values, one scale, and the provider that made it. */
+export interface StoredEmbedding {
+  model: string;
+  dims: number;
+  scale: number;
+  /** Int8 values as bytes. */
+  q: Uint8Array;
+}
+
+/** One article (`ar_`). */
+export interface Article {
+  id: string;
+  dataModelId: string;
+  url: string;
+  title: string;
+  author?: string;
+  site: string;
+  siteDomain: string;
+  /** ISO 8601 UTC. */
+  pubdate: string;
+  pubdateUnix: number;
+  image?: string;
+  previewContent: string;
+  summary: string;
+  body: string;
+  embedding?: StoredEmbedding;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const httpUrl = z.string().trim().max(2048, { error: "must be at most 2048 characters" }).refine((v) => {
+  try {
+    const u = new URL(v);
+    return (u.protocol === "http:" || u.protocol === "https:") && u.hostname !== "";
+  } catch {
+    return false;
+  }
+}, { error: "must be an absolute http(s) URL" });
+
+const text = (max: number) => z.string().max(max, { error: `must be at most ${max} characters` });
+
+/** One article as clients send it (bulk API, JSONL lines). Unknown fields are ignored. */
+export const articleInputSchema = z.object({
+  url: httpUrl,
+  title: z.string().trim().min(1, { error: "must not be empty" }).max(MAX_TITLE, {
+    error: `must be at most ${MAX_TITLE} characters`,
+  }),
+  author: text(MAX_AUTHOR).nullish(),
+  site: text(200).nullish(),
+  site_domain: text(253).nullish(),
+  pubdate: z.union([z.string(), z.number()]).nullish(),
+  pubdate_unix: z.number().nullish(),
+  image: httpUrl.nullish(),
+  image_url: httpUrl.nullish(),
+  preview_content: text(5000).nullish(),
+  summary: text(5000).nullish(),
+  body: z.string().max(2_000_000, { error: "must be at most 2000000 characters" }).nullish(),
+  content: z.string().max(2_000_000).nullish(),
+  text: z.string().max(2_000_000).nullish(),
+}).loose();
+type ParsedInput = z.infer<typeof articleInputSchema>;
+/** The known fields of an article input (without the index signature `.loose()` adds). */
+export type ArticleInput = { [K in keyof ParsedInput as string extends K ? never : K]: ParsedInput[K] };
+
+/**
+ * The canonical form of an article URL for identity: lowercase scheme and host, no default port,
+ * no fragment. Query strings are kept (some sites address articles by them).
+ */
+export function canonicalUrl(url: string): string {
+  const u = new URL(url.trim());
+  u.hash = "";
+  if ((u.protocol === "http:" && u.port === "80") || (u.protocol === "https:" && u.port === "443")) u.port = "";
+  return u.toString();
+}
+
+/** A host as a site domain: lowercase, without `www.`. */
+export function domainOf(hostOrUrl: string): string {
+  let host = hostOrUrl.trim().toLowerCase();
+  if (/^[a-z][a-z0-9+.-]*:\/\//.test(host)) {
+    try {
+      host = new URL(host).hostname;
+    } catch {
+      return "";
+    }
+  } else host = host.split(/[/?#]/)[0]!.replace(/:\d+$/, "");
+  return host.replace(/^www\./, "").replace(/\.$/, "");
+}
+
+/** Parses a publication date (ISO 8601, RFC 2822, or unix seconds/milliseconds) to unix seconds. */
+export function parsePubdate(value: string | number | null | undefined): number | undefined {
+  if (value === null || value === undefined || value === "") return undefined;
+  if (typeof value === "number" || /^\d{9,13}$/.test(String(value).trim())) {
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < 0) return undefined;
+    return Math.floor(n > 1e11 ? n / 1000 : n);
+  }
+  const ms = Date.parse(String(value));
+  return Number.isFinite(ms) ? Math.floor(ms / 1000) : undefined;
+}
+
+/** Cuts a body to {@link MAX_BODY_CHARS}, preferring the end of a sentence. */
+export function cutBody(body: string): string {
+  const b = body.replace(/\r\n?/g, "\n").replace(/[ \t]+/g, " ").replace(/\n{3,}/g, "\n\n").trim();
+  if (b.length <= MAX_BODY_CHARS) return b;
+  const head = b.slice(0, MAX_BODY_CHARS);
+  const end = Math.max(head.lastIndexOf(". "), head.lastIndexOf(".\n"));
+  return end > MAX_BODY_CHARS * 0.8 ? head.slice(0, end + 1) : head;
+}
+
+/**
+ * Builds the stored article from an input (without id, timestamps or embedding), filling the
+ * defaults: site domain from the URL, site name from the data model, pubdate now, extractive
+ * summary and preview from the body.
+ * @throws {Error} when the pubdate is present but unreadable
+ */
+export function normalizeArticle(
+  dm: DataModel,
+  input: ArticleInput,
+  clock: Clock,
+): Omit<Article, "id" | "createdAt" | "updatedAt" | "embedding"> {
+  const url = canonicalUrl(input.url);
+  const siteDomain = domainOf(input.site_domain || url) || domainOf(url);
+  const site = input.site?.trim() ||
+    dm.sites.find((s) => s.domain === siteDomain || siteDomain.endsWith(`.${s.domain}`))?.name || siteDomain;
+  let unix = parsePubdate(input.pubdate ?? undefined) ?? parsePubdate(input.pubdate_unix ?? undefined);
+  if (unix === undefined && (input.pubdate || input.pubdate_unix)) throw new Error("pubdate: unreadable date");
+  unix ??= Math.floor(clock.now().getTime() / 1000);
+  const body = cutBody(input.body ?? input.content ?? input.text ?? "");
+  const title = input.title.replace(/\s+/g, " ").trim();
+  const summary = clip(input.summary?.trim() || summarize(title, body) || title, MAX_SUMMARY);
+  const previewContent = clip(input.preview_content?.trim() || body || summary, MAX_PREVIEW);
+  return {
+    dataModelId: dm.id,
+    url,
+    title,
+    author: input.author?.trim() || undefined,
+    site,
+    siteDomain,
+    pubdate: new Date(unix * 1000).toISOString(),
+    pubdateUnix: unix,
+    image: input.image ?? input.image_url ?? undefined,
+    previewContent,
+    summary,
+    body,
+  };
+}
+
+/** The text an article is embedded from: the title twice (it names the topic), summary, opening. */
+export function embeddingText(a: Pick<Article, "title" | "summary" | "body">): string {
+  return `${a.title}. ${a.title}. ${a.summary} ${a.body.slice(0, 3000)}`;
+}
+
+const articleKey = (dmId: string, id: string) => ["article", dmId, id];
+const urlKey = (dmId: string, urlHash: string) => ["article_url", dmId, urlHash];
+
+/** Outcome of one upsert. */
+export interface UpsertOutcome {
+  article: Article;
+  /** The article as it was before, when the URL was known. */
+  previous?: Article;
+  created: boolean;
+}
+
+/** Article persistence in Deno KV. */
+export class ArticleRepo {
+  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
+
+  /** Looks an article up by id. */
+  async get(dmId: string, id: string): Promise<Article | null> {
+    return (await this.kv.get<Article>(articleKey(dmId, id))).value;
+  }
+
+  /** Looks an article up by URL. */
+  async getByUrl(dmId: string, url: string): Promise<Article | null> {
+    const id = (await this.kv.get<string>(urlKey(dmId, await sha256Hex(canonicalUrl(url))))).value;
+    return id ? await this.get(dmId, id) : null;
+  }
+
+  /** Many articles by id, in order (missing ones are skipped). */
+  async getMany(dmId: string, ids: string[]): Promise<Article[]> {
+    const out: Article[] = [];
+    for (let i = 0; i < ids.length; i += 10) {
+      const rows = await this.kv.getMany<Article[]>(ids.slice(i, i + 10).map((id) => articleKey(dmId, id)));
+      for (const r of rows) if (r.value) out.push(r.value);
+    }
+    return out;
+  }
+
+  /**
+   * Inserts or replaces the article with this URL, atomically: a new URL gets a new `ar_` id, a
+   * known URL keeps its id and `createdAt`. Concurrent writers of the same URL retry.
+   */
+  async upsert(fields: Omit<Article, "id" | "createdAt" | "updatedAt">): Promise<UpsertOutcome> {
+    const hash = await sha256Hex(fields.url);
+    const uKey = urlKey(fields.dataModelId, hash);
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const now = this.clock.now().toISOString();
+      const known = await this.kv.get<string>(uKey);
+      if (known.value) {
+        const aKey = articleKey(fields.dataModelId, known.value);
+        const prev = await this.kv.get<Article>(aKey);
+        const article: Article = {
+          ...fields,
+          id: known.value,
+          createdAt: prev.value?.createdAt ?? now,
+          updatedAt: now,
+        };
+        const res = await this.kv.atomic().check(known).check(prev).set(aKey, article).commit();
+        if (res.ok) return { article, previous: prev.value ?? undefined, created: !prev.value };
+        continue;
+      }
+      const id = newId("ar", this.clock);
+      const article: Article = { ...fields, id, createdAt: now, updatedAt: now };
+      const res = await this.kv.atomic().check(known).set(uKey, id).set(articleKey(fields.dataModelId, id), article)
+        .commit();
+      if (res.ok) return { article, created: true };
+    }
+    throw new Error("article upsert kept conflicting; try again");
+  }
+
+  /** Replaces only the stored embedding (re-embedding after a provider change). */
+  async setEmbedding(dmId: string, id: string, embedding: StoredEmbedding): Promise<void> {
+    const key = articleKey(dmId, id);
+    const cur = await this.kv.get<Article>(key);
+    if (!cur.value) return;
+    await this.kv.atomic().check(cur).set(key, { ...cur.value, embedding }).commit();
+  }
+
+  /** Streams every article of a data model. */
+  async *list(dmId: string): AsyncIterable<Article> {
+    for await (const e of this.kv.list<Article>({ prefix: ["article", dmId] }, { batchSize: 500 })) yield e.value;
+  }
+
+  /** Ids of the data models that hold at least one article. */
+  async dataModelIds(): Promise<string[]> {
+    const out: string[] = [];
+    let after: string | undefined;
+    // Hop from one data model to the next instead of listing every article: `true` sorts after
+    // every string key part, so it is an exclusive upper bound for one model's URL keys.
+    while (true) {
+      const iter = this.kv.list<string>({
+        start: after === undefined ? ["article_url"] : ["article_url", after, true],
+        end: ["article_url", true],
+      }, { limit: 1 });
+      let found: Deno.KvKey | undefined;
+      for await (const e of iter) found = e.key;
+      if (!found) break;
+      after = String(found[1]);
+      out.push(after);
+    }
+    return out;
+  }
+}

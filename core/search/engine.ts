@@ -1,0 +1,571 @@
+import type { z } from "zod";
+import type { Clock } from "../clock.ts";
+import { AppError } from "../errors.ts";
+import { describeError, type Logger } from "../log.ts";
+import type { DataModel } from "../store/models.ts";
+import { ALGORITHMS, mergeRanked, type Ranked } from "./algorithms.ts";
+import {
+  type Article,
+  type ArticleInput,
+  articleInputSchema,
+  ArticleRepo,
+  canonicalUrl,
+  domainOf,
+  embeddingText,
+  normalizeArticle,
+  type StoredEmbedding,
+} from "./articles.ts";
+import { Bm25Index } from "./bm25.ts";
+import type { EmbeddingProvider } from "./embeddings/provider.ts";
+import { DataModelIndex, type QueryRep } from "./index.ts";
+import { directLinks, type LinkBuilder, type QuerySource, RecentQueryLog, type UrlAnalyzer } from "./ports.ts";
+import { mergeTrends, queryKeywords, titleBursts, type TrendingKeyword } from "./trending.ts";
+import { terms } from "./tokenizer.ts";
+import type {
+  RetrievedArticle,
+  SearchContext,
+  SearchRequest,
+  SearchResponse,
+  SearchResult,
+  SearchService,
+} from "./types.ts";
+import { dequantize, quantize } from "./vector_index.ts";
+
+/** Most items one ingest call takes. */
+export const MAX_INGEST_ITEMS = 1000;
+const DEFAULT_TOP_K = 9;
+const DEFAULT_PAGE = 1;
+const DEFAULT_NUM_RESULTS = 10;
+const MAX_QUERY_CHARS = 2000;
+// Terms of an analysed page used as the lexical query: enough to name the topic, few enough to stay fast.
+const PAGE_QUERY_TERMS = 30;
+const TREND_CACHE_S = 300;
+
+/** Outcome of one ingested item. */
+export interface IngestItemResult {
+  index: number;
+  status: "created" | "updated" | "error";
+  id?: string;
+  url?: string;
+  error?: string;
+}
+
+/** Outcome of an ingest call. */
+export interface IngestReport {
+  received: number;
+  created: number;
+  updated: number;
+  failed: number;
+  results: IngestItemResult[];
+}
+
+/** Article ingestion and index lifecycle, as the ingest route and admin commands see it. */
+export interface ArticleService {
+  /** Validates, stores (idempotent on URL) and indexes up to {@link MAX_INGEST_ITEMS} items. */
+  ingest(dataModel: DataModel, items: unknown[]): Promise<IngestReport>;
+  /** Loads the embedding provider and builds every data model's index from KV. */
+  start(): Promise<void>;
+  /** Articles in the index of a data model (loads it when needed). */
+  count(dataModelId: string): Promise<number>;
+}
+
+/** What the engine is built from. */
+export interface SearchEngineOptions {
+  kv: Deno.Kv;
+  clock: Clock;
+  log: Logger;
+  embeddings: EmbeddingProvider;
+  links?: LinkBuilder;
+  urlAnalyzer?: UrlAnalyzer;
+  /** Query events from analytics; the engine's own in-memory log is used when absent. */
+  querySource?: QuerySource;
+}
+
+/** Describes a zod issue for a per-item ingest error: `url: must be an absolute http(s) URL`. */
+function issueText(error: z.ZodError): string {
+  const issue = error.issues[0]!;
+  const field = issue.path.map(String).join(".");
+  if (issue.code === "invalid_type" && issue.input === undefined) return `${field || "item"} is required`;
+  return field ? `${field}: ${issue.message}` : issue.message;
+}
+
+function toStored(model: string, v: Float32Array): StoredEmbedding {
+  const { q, scale } = quantize(v);
+  return { model, dims: v.length, scale, q: new Uint8Array(q.buffer, q.byteOffset, q.byteLength) };
+}
+
+function fromStored(e: StoredEmbedding): Float32Array {
+  return dequantize(new Int8Array(e.q.buffer, e.q.byteOffset, e.q.byteLength), e.scale);
+}
+
+/** Whether a query is a URL to analyse rather than words to match. */
+export function isUrlQuery(query: string): boolean {
+  if (!/^https?:\/\/\S+$/i.test(query)) return false;
+  try {
+    return new URL(query).hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
+/** The `ref` value as a bare domain, or undefined for none (`null`, `""`, unreadable). */
+export function refDomain(ref: string | null | undefined): string | undefined {
+  if (!ref || !ref.trim()) return undefined;
+  return domainOf(ref) || undefined;
+}
+
+/** Whether a site domain belongs to the ref domain (equal, or a subdomain of it). */
+export function domainMatches(siteDomain: string, ref: string): boolean {
+  return siteDomain === ref || siteDomain.endsWith(`.${ref}`);
+}
+
+/**
+ * The search engine: article storage, per-data-model in-memory indexes (built from KV at start,
+ * updated on ingest), the four recommendation algorithms with the `ref` quota and paging, and
+ * hybrid retrieval for the answer engine.
+ */
+export class SearchEngine implements SearchService, ArticleService {
+  readonly articles: ArticleRepo;
+  readonly queryLog = new RecentQueryLog();
+  private readonly indexes = new Map<string, Promise<DataModelIndex>>();
+  private readonly ingestQueues = new Map<string, Promise<unknown>>();
+  private readonly watchers = new Map<string, ReadableStreamDefaultReader<Deno.KvEntryMaybe<unknown>[]>>();
+  private watching = false;
+  /** Marks this engine's revision bumps, so its own ingests do not trigger a rebuild. */
+  private readonly writerId = crypto.randomUUID();
+  private readonly trendCache = new Map<string, { key: string; trends: TrendingKeyword[] }>();
+  private links: LinkBuilder;
+  private urlAnalyzer?: UrlAnalyzer;
+  private querySource?: QuerySource;
+  private readonly options: SearchEngineOptions;
+
+  constructor(options: SearchEngineOptions) {
+    this.options = options;
+    this.articles = new ArticleRepo(options.kv, options.clock);
+    this.links = options.links ?? directLinks;
+    this.urlAnalyzer = options.urlAnalyzer;
+    this.querySource = options.querySource;
+  }
+
+  /** Wires the tracking-link and image-link builder (the web room provides the real one). */
+  useLinkBuilder(links: LinkBuilder): void {
+    this.links = links;
+  }
+
+  /** Wires URL-query analysis (fetch + extraction + summary). */
+  useUrlAnalyzer(analyzer: UrlAnalyzer): void {
+    this.urlAnalyzer = analyzer;
+  }
+
+  /** Wires recent query events from analytics, for trending keywords. */
+  useQuerySource(source: QuerySource): void {
+    this.querySource = source;
+  }
+
+  get embeddings(): EmbeddingProvider {
+    return this.options.embeddings;
+  }
+
+  async start(): Promise<void> {
+    await this.options.embeddings.init();
+    const ids = await this.articles.dataModelIds();
+    for (const id of ids) await this.index(id);
+  }
+
+  async count(dataModelId: string): Promise<number> {
+    return (await this.index(dataModelId)).size;
+  }
+
+  /**
+   * Serves a data model from an index built elsewhere (benchmarks, tools): its articles are
+   * not read from KV.
+   */
+  adoptIndex(index: DataModelIndex): void {
+    this.indexes.set(index.dataModelId, Promise.resolve(index));
+  }
+
+  /** The index of a data model, built from KV on first use. */
+  index(dataModelId: string): Promise<DataModelIndex> {
+    let p = this.indexes.get(dataModelId);
+    if (!p) {
+      p = this.build(dataModelId);
+      this.indexes.set(dataModelId, p);
+      p.catch(() => this.indexes.delete(dataModelId));
+      this.watchModel(dataModelId);
+    }
+    return p;
+  }
+
+  private async build(dataModelId: string): Promise<DataModelIndex> {
+    const started = performance.now();
+    const provider = this.options.embeddings;
+    await provider.init();
+    const index = new DataModelIndex(dataModelId, provider.dims);
+    let stale: Article[] = [];
+    const flush = async () => {
+      const vectors = await this.embedSafely(stale.map(embeddingText));
+      for (let i = 0; i < stale.length; i++) {
+        const a = stale[i]!, v = vectors?.[i] ?? null;
+        index.upsert(a, v);
+        if (v) await this.articles.setEmbedding(dataModelId, a.id, toStored(provider.id, v));
+      }
+      stale = [];
+    };
+    for await (const a of this.articles.list(dataModelId)) {
+      const e = a.embedding;
+      if (e && e.model === provider.id && e.dims === provider.dims) index.upsert(a, fromStored(e));
+      else {
+        // Embedded by another provider (or not at all): embed again, in batches.
+        stale.push(a);
+        if (stale.length >= 256) await flush();
+      }
+    }
+    if (stale.length) await flush();
+    this.options.log.info("search index built", {
+      data_model_id: dataModelId,
+      articles: index.size,
+      ms: Math.round(performance.now() - started),
+    });
+    return index;
+  }
+
+  private async embedSafely(texts: string[]): Promise<Float32Array[] | null> {
+    if (texts.length === 0) return [];
+    try {
+      return await this.options.embeddings.embed(texts);
+    } catch (err) {
+      // Articles stay searchable lexically; the next start embeds them again.
+      this.options.log.warn("embedding failed; indexing without vectors", { error: describeError(err) });
+      return null;
+    }
+  }
+
+  ingest(dataModel: DataModel, items: unknown[]): Promise<IngestReport> {
+    if (items.length > MAX_INGEST_ITEMS) {
+      return Promise.reject(new AppError(422, "too_many_items", `articles: at most ${MAX_INGEST_ITEMS} per call`));
+    }
+    return this.serially(dataModel.id, () => this.ingestNow(dataModel, items));
+  }
+
+  // One ingest (or rebuild) per data model at a time keeps KV and the index in the same order.
+  private serially<T>(dataModelId: string, work: () => Promise<T>): Promise<T> {
+    const prev = this.ingestQueues.get(dataModelId) ?? Promise.resolve();
+    const run = prev.catch(() => {}).then(work);
+    this.ingestQueues.set(dataModelId, run);
+    run.finally(() => {
+      if (this.ingestQueues.get(dataModelId) === run) this.ingestQueues.delete(dataModelId);
+    }).catch(() => {});
+    return run;
+  }
+
+  /**
+   * Keeps indexes fresh when other processes (another server, `admin articles import`) ingest:
+   * every ingest bumps `["article_rev", dmId]`; this watches those keys for the indexed data
+   * models and rebuilds an index from KV when another writer bumped it. Stop with {@link close}.
+   */
+  watch(): void {
+    if (this.watching) return;
+    this.watching = true;
+    for (const id of this.indexes.keys()) this.watchModel(id);
+  }
+
+  /** Stops watching (the indexes stay usable). */
+  async close(): Promise<void> {
+    this.watching = false;
+    const readers = [...this.watchers.values()];
+    this.watchers.clear();
+    await Promise.all(readers.map((r) => r.cancel().catch(() => {})));
+  }
+
+  private watchModel(dataModelId: string): void {
+    if (!this.watching || this.watchers.has(dataModelId)) return;
+    const reader = this.options.kv.watch([["article_rev", dataModelId]]).getReader();
+    this.watchers.set(dataModelId, reader);
+    (async () => {
+      let first = true;
+      while (true) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        const rev = value[0]?.value as { writer?: string } | null;
+        // The first emission is the current value, already reflected in the index.
+        if (first) {
+          first = false;
+          continue;
+        }
+        if (rev && rev.writer !== this.writerId) await this.rebuild(dataModelId);
+      }
+    })().catch((err) => this.options.log.warn("article watch stopped", { error: describeError(err) }));
+  }
+
+  /** Rebuilds a data model's index from KV and swaps it in (after ingests already queued). */
+  rebuild(dataModelId: string): Promise<void> {
+    return this.serially(dataModelId, async () => {
+      const index = await this.build(dataModelId);
+      this.indexes.set(dataModelId, Promise.resolve(index));
+    });
+  }
+
+  private async ingestNow(dm: DataModel, items: unknown[]): Promise<IngestReport> {
+    const index = await this.index(dm.id);
+    const provider = this.options.embeddings;
+    const results: IngestItemResult[] = new Array(items.length);
+    const valid: { i: number; fields: ReturnType<typeof normalizeArticle> }[] = [];
+    items.forEach((item, i) => {
+      const parsed = articleInputSchema.safeParse(item);
+      if (!parsed.success) {
+        const url = (item as { url?: unknown } | null)?.url;
+        results[i] = {
+          index: i,
+          status: "error",
+          url: typeof url === "string" ? url : undefined,
+          error: issueText(parsed.error),
+        };
+        return;
+      }
+      try {
+        valid.push({ i, fields: normalizeArticle(dm, parsed.data as ArticleInput, this.options.clock) });
+      } catch (err) {
+        results[i] = { index: i, status: "error", url: parsed.data.url, error: (err as Error).message };
+      }
+    });
+    const vectors = await this.embedSafely(valid.map((v) => embeddingText(v.fields)));
+    // Items for the same URL run in order; different URLs run concurrently.
+    const groups = new Map<string, number[]>();
+    valid.forEach((v, j) => groups.set(v.fields.url, [...(groups.get(v.fields.url) ?? []), j]));
+    const queue = [...groups.values()];
+    const worker = async () => {
+      for (let g = queue.shift(); g; g = queue.shift()) {
+        for (const j of g) {
+          const { i, fields } = valid[j]!;
+          const vector = vectors?.[j] ?? null;
+          try {
+            const outcome = await this.articles.upsert({
+              ...fields,
+              embedding: vector ? toStored(provider.id, vector) : undefined,
+            });
+            const stored = outcome.article.embedding;
+            index.upsert(outcome.article, stored ? fromStored(stored) : null, outcome.previous);
+            results[i] = {
+              index: i,
+              status: outcome.created ? "created" : "updated",
+              id: outcome.article.id,
+              url: fields.url,
+            };
+          } catch (err) {
+            this.options.log.error("article upsert failed", { data_model_id: dm.id, error: describeError(err) });
+            results[i] = { index: i, status: "error", url: fields.url, error: "could not store the article" };
+          }
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, worker));
+    if (valid.length > 0) {
+      await this.options.kv.set(["article_rev", dm.id], {
+        writer: this.writerId,
+        at: this.options.clock.now().getTime(),
+      });
+    }
+    return {
+      received: items.length,
+      created: results.filter((r) => r.status === "created").length,
+      updated: results.filter((r) => r.status === "updated").length,
+      failed: results.filter((r) => r.status === "error").length,
+      results,
+    };
+  }
+
+  /** Turns query text into the index's query form. */
+  async queryRep(index: DataModelIndex, text: string, { page = false } = {}): Promise<QueryRep> {
+    const clipped = text.slice(0, page ? 20_000 : MAX_QUERY_CHARS);
+    let bag = Bm25Index.bag(terms(clipped));
+    if (page && bag.size > PAGE_QUERY_TERMS) {
+      // A page is long: keep its most distinctive terms (tf x idf) as the lexical query.
+      bag = new Map(
+        [...bag].map(([t, tf]) => [t, tf * index.bm25.idf(t)] as const).sort((a, b) => b[1] - a[1])
+          .slice(0, PAGE_QUERY_TERMS).map(([t]) => [t, 1]),
+      );
+    }
+    const [vector] = (await this.embedSafely([clipped.slice(0, 6000)])) ?? [null];
+    return { bag, vector: vector ?? null };
+  }
+
+  async recommend(dataModel: DataModel, request: SearchRequest, context: SearchContext): Promise<SearchResponse> {
+    const query = request.query.trim();
+    const algorithm = request.search_algorithm ?? "semantic";
+    const topK = request.similarity_top_k ?? DEFAULT_TOP_K;
+    const page = request.page ?? DEFAULT_PAGE;
+    const perPage = request.num_results ?? DEFAULT_NUM_RESULTS;
+    const ref = refDomain(request.ref);
+    const numRef = Math.min(request.num_articles_ref ?? 0, topK);
+    const index = await this.index(dataModel.id);
+    const now = this.options.clock.now();
+    const nowUnix = Math.floor(now.getTime() / 1000);
+
+    let text = query;
+    const excluded = new Set<number>();
+    let analysed: string | undefined;
+    if (isUrlQuery(query)) {
+      if (!this.urlAnalyzer) {
+        throw new AppError(422, "url_analysis_unavailable", "query: URL analysis is unavailable on this server");
+      }
+      let pageInfo;
+      try {
+        pageInfo = await this.urlAnalyzer.analyze(query);
+      } catch (err) {
+        if (err instanceof AppError) throw err;
+        throw new AppError(422, "url_unreadable", "query: the URL could not be analysed", { cause: err });
+      }
+      text = `${pageInfo.title}. ${pageInfo.title}. ${pageInfo.summary} ${pageInfo.text}`;
+      analysed = pageInfo.title || query;
+      // The page itself is no recommendation: neither as asked nor where its redirects ended.
+      for (const u of [query, pageInfo.url]) {
+        try {
+          const slot = u ? index.slotOf(canonicalUrl(u)) : undefined;
+          if (slot !== undefined) excluded.add(slot);
+        } catch { /* not a URL we could canonicalise */ }
+      }
+    } else {
+      this.queryLog.record(dataModel.id, query, now);
+    }
+
+    const rep = await this.queryRep(index, text, { page: analysed !== undefined });
+    const trends = algorithm === "trending" ? await this.trends(dataModel.id, index, now) : undefined;
+    // From the scan to the end of ranking nothing awaits: the cosines live in shared scratch space.
+    const cos = index.cosines(rep.vector);
+    const rank = ALGORITHMS[algorithm];
+    const base = excluded.size === 0 ? undefined : (s: number) => !excluded.has(s);
+    const run = (k: number, allow?: (s: number) => boolean) =>
+      rank({ index, query: rep, cos, k, allow, nowUnix, trends });
+
+    let ranked: Ranked[];
+    if (ref) {
+      const mask = index.domainMask((d) => domainMatches(d, ref));
+      const siteIds = index.siteIds;
+      const isRef = (s: number) => mask[siteIds[s]!] === 1;
+      const fromRef = run(topK, base ? (s) => base(s) && isRef(s) : isRef);
+      const others = run(topK, base ? (s) => base(s) && !isRef(s) : (s) => !isRef(s));
+      const takeRef = Math.min(numRef, fromRef.length);
+      const chosen = [...fromRef.slice(0, takeRef), ...others.slice(0, topK - takeRef)];
+      // Other sites ran short: top up from the ref domain rather than return fewer.
+      if (chosen.length < topK) chosen.push(...fromRef.slice(takeRef, takeRef + topK - chosen.length));
+      ranked = mergeRanked(chosen, []);
+    } else {
+      ranked = run(topK, base);
+    }
+
+    const start = (page - 1) * perPage;
+    const pageItems = ranked.slice(start, start + perPage);
+    const results: SearchResult[] = [];
+    for (let i = 0; i < pageItems.length; i++) {
+      const { slot, score } = pageItems[i]!;
+      const card = index.cards[slot]!;
+      results.push({
+        author: card.author,
+        image_url: await this.links.imageUrl(card),
+        preview_content: card.previewContent,
+        pubdate: card.pubdate,
+        pubdate_unix: card.pubdateUnix,
+        score: Math.round(score * 10_000) / 10_000,
+        site: card.site,
+        site_domain: card.siteDomain,
+        source_url: await this.links.trackingUrl(card, {
+          dataModelId: dataModel.id,
+          tenantId: context.tenantId,
+          caller: context.caller,
+          requestId: context.requestId,
+          query,
+          position: start + i + 1,
+        }),
+        summary: card.summary,
+        title: card.title,
+        url: card.url,
+      });
+    }
+    return {
+      status: "success",
+      response: {
+        query,
+        results,
+        message: this.message(algorithm, ranked.length, results.length, analysed, query, trends),
+      },
+    };
+  }
+
+  private message(
+    algorithm: string,
+    total: number,
+    shown: number,
+    analysed: string | undefined,
+    query: string,
+    trends: TrendingKeyword[] | undefined,
+  ): string {
+    const parts: string[] = [];
+    if (analysed !== undefined) parts.push(`Analysed ${query} ("${analysed}")`);
+    parts.push(`${total} ${total === 1 ? "article" : "articles"} ranked by ${algorithm}, ${shown} on this page`);
+    if (trends) {
+      parts.push(
+        trends.length
+          ? `trending keywords: ${trends.map((t) => t.word).join(", ")}`
+          : "no trending keywords in the past 24 hours: newest relevant articles shown",
+      );
+    }
+    return parts.join("; ");
+  }
+
+  /** Trending keywords of a data model now (cached for 5 minutes or until the index changes). */
+  async trends(dataModelId: string, index: DataModelIndex, now: Date): Promise<TrendingKeyword[]> {
+    const nowUnix = Math.floor(now.getTime() / 1000);
+    const key = `${index.version}:${Math.floor(nowUnix / TREND_CACHE_S)}`;
+    const cached = this.trendCache.get(dataModelId);
+    if (cached?.key === key) return cached.trends;
+    const since = new Date(now.getTime() - 86_400_000);
+    let queries: Awaited<ReturnType<QuerySource["recentQueries"]>> = [];
+    try {
+      queries = await (this.querySource ?? this.queryLog).recentQueries(dataModelId, since, now);
+    } catch (err) {
+      this.options.log.warn("query events unavailable for trending", { error: describeError(err) });
+      queries = await this.queryLog.recentQueries(dataModelId, since, now);
+    }
+    const surface = new Map<string, string>();
+    const trends = mergeTrends(queryKeywords(queries, surface), titleBursts(index, nowUnix, surface), surface);
+    this.trendCache.set(dataModelId, { key, trends });
+    return trends;
+  }
+
+  async retrieve(dataModelIds: string[], query: string, options: { k?: number } = {}): Promise<RetrievedArticle[]> {
+    const k = Math.max(1, Math.min(options.k ?? 5, 50));
+    const nowUnix = Math.floor(this.options.clock.now().getTime() / 1000);
+    const found: { dm: string; slot: number; score: number; index: DataModelIndex }[] = [];
+    for (const dm of new Set(dataModelIds)) {
+      const index = await this.index(dm);
+      if (index.size === 0) continue;
+      const rep = await this.queryRep(index, query);
+      for (const c of index.hybrid(rep, { k: k * 3 })) {
+        // Recency weighting: a month-old article keeps ~84% of its relevance, a fresh one all of it.
+        const ageDays = Math.max(0, (nowUnix - index.pubdates[c.slot]!) / 86_400);
+        found.push({ dm, slot: c.slot, score: c.score * (0.75 + 0.25 * Math.exp(-ageDays / 30)), index });
+      }
+    }
+    found.sort((a, b) => b.score - a.score);
+    const out: RetrievedArticle[] = [];
+    for (const f of found.slice(0, k)) {
+      const card = f.index.cards[f.slot]!;
+      const full = await this.articles.get(f.dm, card.id);
+      out.push({
+        id: card.id,
+        dataModelId: f.dm,
+        url: card.url,
+        title: card.title,
+        author: card.author,
+        site: card.site,
+        siteDomain: card.siteDomain,
+        pubdate: card.pubdate,
+        pubdateUnix: card.pubdateUnix,
+        summary: card.summary,
+        body: full?.body ?? card.summary,
+        score: Math.round(f.score * 10_000) / 10_000,
+      });
+    }
+    return out;
+  }
+}

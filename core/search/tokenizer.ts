@@ -1,0 +1,47 @@
+import { stem } from "./stemmer.ts";
+import { STOPWORDS } from "./stopwords.ts";
+
+// Letters or digits, allowing inner apostrophes (don't, o'neill) and inner dots/hyphens in
+// numbers (3.5, covid-19 is split on the hyphen on purpose).
+const WORD = /[\p{L}\p{N}]+(?:['’][\p{L}]+)*/gu;
+const MARKS = /\p{M}+/gu;
+const MAX_TOKEN = 40;
+
+/** Lowercases, compatibility-normalises and strips diacritics ("Café" -> "cafe"). */
+export function foldText(text: string): string {
+  return text.normalize("NFKD").replace(MARKS, "").toLowerCase();
+}
+
+/**
+ * Unicode-aware words of a text, lowercased, diacritics kept (word vectors know "café"),
+ * stopwords dropped. Used to build sentence embeddings.
+ */
+export function words(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.toLowerCase().normalize("NFC").matchAll(WORD)) {
+    const w = m[0].replaceAll("’", "'");
+    if (w.length > MAX_TOKEN || STOPWORDS.has(w)) continue;
+    out.push(w);
+  }
+  return out;
+}
+
+/**
+ * Index terms of a text for BM25: folded, tokenised, stopwords dropped, lightly stemmed.
+ * @example terms("The markets rallied") // ["market", "ralli"]
+ */
+export function terms(text: string): string[] {
+  const out: string[] = [];
+  termsWithWords(text, (t) => out.push(t));
+  return out;
+}
+
+/** Like {@link terms}, also handing over the folded word each term came from (for display). */
+export function termsWithWords(text: string, each: (term: string, word: string) => void): void {
+  for (const m of foldText(text).matchAll(WORD)) {
+    const w = m[0].replaceAll("’", "'");
+    if (w.length > MAX_TOKEN || STOPWORDS.has(w)) continue;
+    const s = stem(w);
+    if (s.length > 1 || /\d/.test(s)) each(s, w);
+  }
+}

@@ -1,0 +1,75 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Deps } from "../core/deps.ts";
+import { notFound } from "../core/errors.ts";
+import { MAX_INGEST_ITEMS } from "../core/search/engine.ts";
+import { apiKeyAuth } from "./middleware/api_key.ts";
+import { bodyReader } from "./middleware/body.ts";
+import { createRouter } from "./validation.ts";
+
+const items = z.array(z.unknown(), { error: "body must be an array of articles or {articles: [...]}" })
+  .max(MAX_INGEST_ITEMS, { error: `at most ${MAX_INGEST_ITEMS} articles per call` });
+// `{articles: [...]}` and a bare array are both accepted; the wrapper is unwrapped before checking.
+const bodySchema = z.preprocess(
+  (
+    v,
+  ) => (v && typeof v === "object" && !Array.isArray(v) && "articles" in v ? (v as { articles: unknown }).articles : v),
+  items,
+).openapi({
+  description: `Up to ${MAX_INGEST_ITEMS} articles, each validated on its own: url (required), title (required), ` +
+    "author, site, site_domain, pubdate (ISO 8601, RFC 2822 or unix seconds), image, preview_content, summary " +
+    "(extractive when omitted), body",
+});
+
+const reportSchema = z.object({
+  received: z.number().int(),
+  created: z.number().int(),
+  updated: z.number().int(),
+  failed: z.number().int(),
+  results: z.array(z.object({
+    index: z.number().int(),
+    status: z.enum(["created", "updated", "error"]),
+    id: z.string().optional(),
+    url: z.string().optional(),
+    error: z.string().optional(),
+  })),
+}).openapi("IngestReport");
+
+const upsertRoute = createRoute({
+  method: "post",
+  path: "/v1/data-models/{data_model_id}/articles",
+  tags: ["articles"],
+  summary: "Bulk upsert articles into one of the tenant's data models (idempotent on url)",
+  security: [{ bearerAuth: [] }],
+  request: {
+    params: z.object({ data_model_id: z.string() }),
+    body: { required: true, content: { "application/json": { schema: bodySchema } } },
+  },
+  responses: {
+    200: {
+      description: "Per-item outcome; invalid items are reported and skipped",
+      content: { "application/json": { schema: reportSchema } },
+    },
+    401: { description: "Missing or malformed API key" },
+    403: { description: "Unknown or revoked API key" },
+    404: { description: "Unknown data model, or one of another tenant" },
+    422: { description: "Body is not a list of at most 1,000 items" },
+  },
+});
+
+/** `POST /v1/data-models/{dm}/articles`: authenticated bulk ingest for the owning tenant. */
+export function createArticleRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "searchEngine" | "config">) {
+  const app = createRouter();
+  app.use(
+    "/v1/data-models/:data_model_id/articles",
+    apiKeyAuth(deps.apiKeys),
+    bodyReader({ limit: deps.config.articlesMaxBodyBytes }),
+  );
+  app.openapi(upsertRoute, async (c) => {
+    const { data_model_id: dmId } = c.req.valid("param");
+    const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
+    if (!dm) throw notFound(`data model not found: ${dmId}`, "data_model_not_found");
+    const body = c.req.valid("json");
+    return c.json(await deps.searchEngine.ingest(dm, body), 200);
+  });
+  return app;
+}

@@ -1,0 +1,102 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { Deps } from "../core/deps.ts";
+import { AppError, notFound } from "../core/errors.ts";
+import { SEARCH_ALGORITHMS, searchRequestSchema } from "../core/search/types.ts";
+import type { AppEnv } from "./env.ts";
+import { createArticleRoutes } from "./articles.ts";
+import { apiKeyAuth } from "./middleware/api_key.ts";
+import { bodyReader } from "./middleware/body.ts";
+import { createRouter, describeIssue, validationHook } from "./validation.ts";
+
+const resultSchema = z.object({
+  author: z.string().optional(),
+  image_url: z.string().optional().openapi({ description: "Image URL; append `&w=<width>&h=<height>` to resize" }),
+  preview_content: z.string().optional(),
+  pubdate: z.string().optional(),
+  pubdate_unix: z.number().int().optional(),
+  score: z.number().optional(),
+  site: z.string().optional(),
+  site_domain: z.string().optional(),
+  source_url: z.string().optional().openapi({ description: "Tracking URL" }),
+  summary: z.string().optional(),
+  title: z.string().optional(),
+  url: z.string().optional(),
+}).openapi("SearchResult");
+
+/** SearchResponse (spec 2.2). */
+export const searchResponseSchema = z.object({
+  status: z.string(),
+  response: z.object({ query: z.string(), results: z.array(resultSchema), message: z.string() }),
+}).openapi("SearchResponse");
+
+const requestBody = searchRequestSchema.omit({ search_type: true }).extend({
+  search_algorithm: z.enum(SEARCH_ALGORITHMS).optional().openapi({
+    description: "semantic (default), most_recent, most_recent_semantic or trending; see the README",
+  }),
+}).openapi("SearchRequest");
+
+const messageBody = { "application/json": { schema: z.object({ message: z.string() }) } };
+
+const searchRoute = createRoute({
+  method: "post",
+  path: "/app/v2/search",
+  tags: ["search"],
+  summary: "Recommend articles from a data model",
+  security: [{ bearerAuth: [] }],
+  request: {
+    query: z.object({
+      data_model_id: z.string({ error: "data_model_id is required" }).openapi({
+        example: "dm_01jd3k6q8s4m0v2x9c7b5n1r3t",
+      }),
+    }),
+    body: { required: true, content: { "application/json": { schema: requestBody } } },
+  },
+  responses: {
+    200: { description: "Recommended articles", content: { "application/json": { schema: searchResponseSchema } } },
+    400: { description: "data_model_id missing (text/plain) or malformed JSON" },
+    401: { description: "Missing or malformed API key" },
+    403: { description: "Unknown or revoked API key" },
+    404: { description: "Unknown data model, or one of another tenant", content: messageBody },
+    422: {
+      description: "A field is empty, of the wrong type or out of range; the message names it",
+      content: messageBody,
+    },
+  },
+});
+
+// Query problems on this route are 400 text/plain (the spec's shape for a missing data_model_id).
+function searchHook(
+  result: { success: true } | { success: false; error: z.ZodError; target: string },
+  c: Context<AppEnv>,
+): void {
+  if (!result.success && result.target === "query") {
+    throw new AppError(400, "invalid_query", describeIssue(result.error.issues[0]!).replace(/^data_model_id: /, ""), {
+      plain: true,
+    });
+  }
+  validationHook(result, c);
+}
+
+/**
+ * `POST /app/v2/search`: bearer-key article recommendations (spec 4.1), and the article ingest
+ * route of the same room.
+ */
+export function createSearchRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "search" | "searchEngine" | "config">) {
+  const app = createRouter();
+  app.use(searchRoute.path, apiKeyAuth(deps.apiKeys), bodyReader({ limit: deps.config.maxBodyBytes }));
+  app.openapi(searchRoute, async (c) => {
+    const { data_model_id: dmId } = c.req.valid("query");
+    const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
+    if (!dm) throw notFound(`data model not found: ${dmId}`, "data_model_not_found");
+    const body = c.req.valid("json");
+    // Read at request time: tests and other rooms may put another SearchService in deps.search.
+    const out = await (deps.search ?? deps.searchEngine).recommend(dm, body, {
+      tenantId: c.get("tenantId"),
+      requestId: c.get("requestId"),
+    });
+    return c.json(out, 200);
+  }, searchHook as never);
+  app.route("/", createArticleRoutes(deps));
+  return app;
+}

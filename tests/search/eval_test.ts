@@ -1,0 +1,47 @@
+import assert from "node:assert/strict";
+import { LocalEmbeddings } from "../../core/search/embeddings/wink.ts";
+import { evaluate, formatReport, loadBeir, ndcgAt, recallAt } from "../../core/search/eval.ts";
+import { SHARED_EMBEDDINGS_CACHE } from "../_helpers.ts";
+
+Deno.test("ndcgAt() and recallAt() follow the BEIR definitions", () => {
+  const rels = new Map([["a", 2], ["b", 1], ["z", 0]]);
+  assert.equal(ndcgAt(["a", "b", "c"], rels, 10), 1);
+  const swapped = ndcgAt(["b", "a"], rels, 10);
+  const expected = (1 + 3 / Math.log2(3)) / (3 + 1 / Math.log2(3));
+  assert.ok(Math.abs(swapped - expected) < 1e-12);
+  assert.equal(ndcgAt(["c"], rels, 10), 0);
+  assert.equal(recallAt(["c", "b"], rels, 100), 0.5);
+  assert.equal(recallAt(["b"], new Map(), 100), 0);
+});
+
+Deno.test("evaluate() on the tiny BEIR fixture: vector and hybrid beat BM25 on paraphrased queries", async () => {
+  const data = await loadBeir(new URL("../../fixtures/beir-tiny", import.meta.url).pathname);
+  assert.equal(data.corpus.length, 24);
+  assert.equal(data.queries.length, 10);
+  const scores = await evaluate(data, new LocalEmbeddings({ cachePath: SHARED_EMBEDDINGS_CACHE }));
+  for (const m of ["bm25", "vector", "hybrid"] as const) {
+    assert.ok(scores[m].ndcg10 >= 0 && scores[m].ndcg10 <= 1);
+    assert.ok(scores[m].recall100 >= 0 && scores[m].recall100 <= 1);
+  }
+  assert.ok(scores.hybrid.ndcg10 > scores.bm25.ndcg10);
+  assert.ok(scores.vector.ndcg10 > 0.8, String(scores.vector.ndcg10));
+  assert.equal(scores.hybrid.recall100, 1);
+  const report = formatReport(data, scores);
+  assert.match(
+    report,
+    /^corpus 24 documents, 10 queries with qrels\nmethod +nDCG@10 +recall@100\nbm25 +0\.\d{4} +0\.\d{4}/,
+  );
+});
+
+Deno.test("deno task eval prints the three methods for a folder", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-read", "--allow-write", "--allow-env", "core/search/eval.ts", "fixtures/beir-tiny"],
+    cwd: new URL("../..", import.meta.url).pathname,
+    env: { EMBEDDINGS_CACHE_PATH: SHARED_EMBEDDINGS_CACHE },
+  }).output();
+  const text = new TextDecoder().decode(out.stdout);
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  for (const m of ["bm25", "vector", "hybrid"]) {
+    assert.match(text, new RegExp(`^${m} +\\d\\.\\d{4} +\\d\\.\\d{4}$`, "m"));
+  }
+});

@@ -1,0 +1,79 @@
+import assert from "node:assert/strict";
+import { Bm25Index } from "../../core/search/bm25.ts";
+import { stem } from "../../core/search/stemmer.ts";
+import { summarize } from "../../core/search/summarize.ts";
+import { terms, words } from "../../core/search/tokenizer.ts";
+import { TopK } from "../../core/search/topk.ts";
+
+Deno.test("terms() lowercases, folds accents, drops stopwords and stems lightly", () => {
+  assert.deepEqual(terms("The Markets rallied at the Café"), ["market", "rally", "caf"]);
+  assert.deepEqual(terms("Universities' studies"), ["university", "study"]);
+  assert.deepEqual(terms("Москва и Zürich 2026"), ["москва", "zurich", "2026"]);
+  assert.deepEqual(words("The Café, don't stop"), ["café", "stop"]);
+});
+
+Deno.test("stem() is idempotent on its own output", () => {
+  for (const w of ["running", "rates", "rated", "studies", "happily", "classes", "analysis", "agreed", "hopping"]) {
+    assert.equal(stem(stem(w)), stem(w), w);
+  }
+});
+
+Deno.test("Bm25Index scores rarer and more frequent terms higher, and forgets removed documents", () => {
+  const idx = new Bm25Index();
+  const docs = ["storm storm flood", "storm harbour", "cup final goal", "budget vote"];
+  docs.forEach((d, i) => idx.add(i, Bm25Index.bag(terms(d))));
+  const q = Bm25Index.bag(terms("storm flood"));
+  const r = idx.score(q);
+  const score = new Map([...r.slots].map((s, i) => [s, r.scores[i]!]));
+  assert.deepEqual([...score.keys()].sort(), [0, 1]);
+  assert.ok(score.get(0)! > score.get(1)!);
+  idx.remove(0, Bm25Index.bag(terms(docs[0]!)));
+  assert.equal(idx.size, 3);
+  assert.deepEqual([...idx.score(q).slots], [1]);
+  assert.equal(idx.score(q, (s) => s !== 1).slots.length, 0);
+});
+
+Deno.test("TopK keeps the k best, best first, ties by lower id", () => {
+  const top = new TopK(3);
+  [[5, 0.1], [2, 0.9], [7, 0.5], [1, 0.5], [9, 0.05], [3, 0.7]].forEach(([id, s]) => top.push(id!, s!));
+  assert.deepEqual(top.drain(), [{ id: 2, score: 0.9 }, { id: 3, score: 0.7 }, { id: 1, score: 0.5 }]);
+});
+
+Deno.test("summarize() picks the sentences that carry the topic, in their order, within the limit", () => {
+  const body = "The port strike ended on Monday after dock workers accepted a pay deal. " +
+    "It was sunny. Ships queued outside the harbour for days during the strike. " +
+    "Dock workers said the pay deal protects jobs from automation at the port. Lunch was served.";
+  const s = summarize("Port strike ends with pay deal", body, { maxSentences: 2 });
+  assert.equal(
+    s,
+    "The port strike ended on Monday after dock workers accepted a pay deal. " +
+      "Dock workers said the pay deal protects jobs from automation at the port.",
+  );
+  assert.ok(summarize("t", body, { maxChars: 80 }).length <= 80);
+});
+
+Deno.test("VectorIndex: the SIMD scan equals the JavaScript scan, and rows survive growth", async () => {
+  const { VectorIndex } = await import("../../core/search/vector_index.ts");
+  const { prng } = await import("../../fixtures/articles.ts");
+  const rand = prng(5);
+  const simd = new VectorIndex(10, 2);
+  const js = new VectorIndex(10, 2, { simd: false });
+  assert.equal(simd.simd, true);
+  assert.equal(simd.stride, 12);
+  const rows = Array.from({ length: 3000 }, () => Float32Array.from({ length: 10 }, () => rand() - 0.5));
+  rows.forEach((r, i) => {
+    simd.set(i, r);
+    js.set(i, r);
+  });
+  simd.set(7, null);
+  js.set(7, null);
+  const q = Float32Array.from({ length: 10 }, () => rand() - 0.5);
+  const norm = Math.hypot(...q);
+  const qn = q.map((x) => x / norm);
+  const a = simd.scan(qn, 3000).slice(), b = js.scan(qn, 3000);
+  for (let i = 0; i < 3000; i++) assert.ok(Math.abs(a[i]! - b[i]!) < 1e-5);
+  assert.equal(a[7], 0);
+  assert.ok(Math.abs(a[0]! - simd.cosine(0, qn)) < 1e-5);
+  const expected = rows[2999]!.reduce((s, x, i) => s + x * qn[i]!, 0) / Math.hypot(...rows[2999]!);
+  assert.ok(Math.abs(a[2999]! - expected) < 1e-5);
+});

@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import { AppError } from "../../core/errors.ts";
+import type { AnalyzedPage, LinkBuilder, LinkContext, UrlAnalyzer } from "../../core/search/ports.ts";
+import { hoursAgo, search, searchWorld } from "./_world.ts";
+
+/** A test analyzer that knows pages by URL (the real one fetches and extracts them). */
+class KnownPagesAnalyzer implements UrlAnalyzer {
+  seen: string[] = [];
+  constructor(private readonly pages: Record<string, AnalyzedPage>) {}
+  analyze(url: string): Promise<AnalyzedPage> {
+    this.seen.push(url);
+    const p = this.pages[url];
+    if (!p) return Promise.reject(new AppError(422, "url_unreadable", "query: the page could not be fetched"));
+    return Promise.resolve(p);
+  }
+}
+
+async function world() {
+  const w = await searchWorld();
+  await w.deps.searchEngine.ingest(w.dm, [
+    {
+      url: "https://alpha.example/storm-1",
+      title: "Coastal storm floods the harbour",
+      body: "A storm surge flooded the harbour and residents were evacuated.",
+      pubdate: hoursAgo(w, 3),
+    },
+    {
+      url: "https://beta.example/storm-2",
+      title: "Storm clean-up begins along the coast",
+      body: "Volunteers cleared debris after the coastal storm and flooding.",
+      pubdate: hoursAgo(w, 2),
+    },
+    {
+      url: "https://gamma.example/cup",
+      title: "Club wins the cup final",
+      body: "A late goal decided the cup final.",
+      pubdate: hoursAgo(w, 1),
+    },
+  ]);
+  return w;
+}
+
+Deno.test("a URL query is analysed, recommended by its content, and the page itself is excluded", async () => {
+  await using w = await world();
+  const analyzer = new KnownPagesAnalyzer({
+    "https://alpha.example/short/s1": {
+      url: "https://alpha.example/storm-1", // where the short link redirected
+      title: "Coastal storm floods the harbour",
+      text: "A storm surge flooded the harbour and residents were evacuated from the coast.",
+      summary: "A coastal storm flooded the harbour.",
+    },
+  });
+  w.deps.searchEngine.useUrlAnalyzer(analyzer);
+  const r = await search(w, { query: "https://alpha.example/short/s1", similarity_top_k: 2 });
+  assert.equal(r.status, 200);
+  const urls = r.json.response.results.map((x: { url: string }) => x.url);
+  assert.ok(!urls.includes("https://alpha.example/storm-1"));
+  assert.equal(urls[0], "https://beta.example/storm-2");
+  assert.equal(r.json.response.query, "https://alpha.example/short/s1");
+  assert.match(
+    r.json.response.message,
+    /^Analysed https:\/\/alpha\.example\/short\/s1 \("Coastal storm floods the harbour"\)/,
+  );
+  assert.deepEqual(analyzer.seen, ["https://alpha.example/short/s1"]);
+});
+
+Deno.test("a URL the analyzer cannot read answers its 422 message", async () => {
+  await using w = await world();
+  w.deps.searchEngine.useUrlAnalyzer(new KnownPagesAnalyzer({}));
+  const r = await search(w, { query: "https://nowhere.example/x" });
+  assert.equal(r.status, 422);
+  assert.equal(r.json.message, "query: the page could not be fetched");
+});
+
+Deno.test("source_url and image_url come from the wired LinkBuilder with the result's context", async () => {
+  await using w = await world();
+  const seen: LinkContext[] = [];
+  const links: LinkBuilder = {
+    trackingUrl: (a, ctx) => {
+      seen.push(ctx);
+      return `http://svc.test/r/${a.id}`;
+    },
+    imageUrl: (a) => (a.image ? `http://svc.test/images/${encodeURIComponent(a.image)}` : undefined),
+  };
+  w.deps.searchEngine.useLinkBuilder(links);
+  const r = await search(w, { query: "storm", similarity_top_k: 2 });
+  const res = r.json.response.results;
+  assert.match(res[0].source_url, /^http:\/\/svc\.test\/r\/ar_/);
+  assert.equal(res[0].image_url, undefined); // these articles have no image
+  assert.deepEqual(seen.map((s) => s.position), [1, 2]);
+  assert.equal(seen[0]!.dataModelId, w.dm.id);
+  assert.equal(seen[0]!.tenantId, w.tenantId);
+});
+
+Deno.test("retrieve() returns hybrid, recency-weighted articles with bodies across data models", async () => {
+  await using w = await world();
+  const hits = await w.deps.searchEngine.retrieve(
+    [w.dm.id, w.dm.id, "dm_0000000000000000000000000"],
+    "coastal storm flooding",
+    {
+      k: 2,
+    },
+  );
+  assert.equal(hits.length, 2);
+  assert.ok(hits.every((h) => h.url.includes("storm")));
+  assert.ok(hits[0]!.score >= hits[1]!.score);
+  assert.match(hits[0]!.body, /storm/);
+  assert.equal(hits[0]!.dataModelId, w.dm.id);
+  assert.ok(hits[0]!.summary.length > 0);
+});
