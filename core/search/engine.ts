@@ -129,8 +129,9 @@ export class SearchEngine implements SearchService, ArticleService {
   readonly queryLog = new RecentQueryLog();
   private readonly indexes = new Map<string, Promise<DataModelIndex>>();
   private readonly ingestQueues = new Map<string, Promise<unknown>>();
-  private readonly watchers = new Map<string, ReadableStreamDefaultReader<Deno.KvEntryMaybe<unknown>[]>>();
-  private watching = false;
+  private pollTimer?: ReturnType<typeof setInterval>;
+  private polling?: Promise<void>;
+  private readonly seenRevisions = new Map<string, string | null>();
   /** Marks this engine's revision bumps, so its own ingests do not trigger a rebuild. */
   private readonly writerId = crypto.randomUUID();
   private readonly trendCache = new Map<string, { key: string; trends: TrendingKeyword[] }>();
@@ -191,7 +192,6 @@ export class SearchEngine implements SearchService, ArticleService {
       p = this.build(dataModelId);
       this.indexes.set(dataModelId, p);
       p.catch(() => this.indexes.delete(dataModelId));
-      this.watchModel(dataModelId);
     }
     return p;
   }
@@ -201,6 +201,8 @@ export class SearchEngine implements SearchService, ArticleService {
     const provider = this.options.embeddings;
     await provider.init();
     const index = new DataModelIndex(dataModelId, provider.dims);
+    // The revision read before listing: a later one seen by the poll means a rebuild.
+    const revision = (await this.options.kv.get(["article_rev", dataModelId])).versionstamp;
     let stale: Article[] = [];
     const flush = async () => {
       const vectors = await this.embedSafely(stale.map(embeddingText));
@@ -221,6 +223,7 @@ export class SearchEngine implements SearchService, ArticleService {
       }
     }
     if (stale.length) await flush();
+    this.seenRevisions.set(dataModelId, revision);
     this.options.log.info("search index built", {
       data_model_id: dataModelId,
       articles: index.size,
@@ -260,41 +263,53 @@ export class SearchEngine implements SearchService, ArticleService {
 
   /**
    * Keeps indexes fresh when other processes (another server, `admin articles import`) ingest:
-   * every ingest bumps `["article_rev", dmId]`; this watches those keys for the indexed data
-   * models and rebuilds an index from KV when another writer bumped it. Stop with {@link close}.
+   * every ingest bumps `["article_rev", dmId]` with its writer id; this polls those keys for the
+   * indexed data models (one `getMany` per interval) and rebuilds an index from KV when another
+   * writer bumped it. Polling, not `kv.watch`: the local SQLite backend does not notify other
+   * processes. Stop with {@link close}.
    */
-  watch(): void {
-    if (this.watching) return;
-    this.watching = true;
-    for (const id of this.indexes.keys()) this.watchModel(id);
+  watch({ intervalMs = 2000 }: { intervalMs?: number } = {}): void {
+    if (this.pollTimer !== undefined) return;
+    this.pollTimer = setInterval(() => {
+      if (this.polling) return;
+      this.polling = this.pollRevisions().catch((err) =>
+        this.options.log.warn("article revision poll failed", { error: describeError(err) })
+      ).finally(() => this.polling = undefined);
+    }, intervalMs);
   }
 
-  /** Stops watching (the indexes stay usable). */
+  /** Stops watching (the indexes stay usable) and waits for a poll in flight. */
   async close(): Promise<void> {
-    this.watching = false;
-    const readers = [...this.watchers.values()];
-    this.watchers.clear();
-    await Promise.all(readers.map((r) => r.cancel().catch(() => {})));
+    if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
+    await this.polling;
   }
 
-  private watchModel(dataModelId: string): void {
-    if (!this.watching || this.watchers.has(dataModelId)) return;
-    const reader = this.options.kv.watch([["article_rev", dataModelId]]).getReader();
-    this.watchers.set(dataModelId, reader);
-    (async () => {
-      let first = true;
-      while (true) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        const rev = value[0]?.value as { writer?: string } | null;
-        // The first emission is the current value, already reflected in the index.
-        if (first) {
-          first = false;
-          continue;
-        }
-        if (rev && rev.writer !== this.writerId) await this.rebuild(dataModelId);
+  // Marks the model changed by this process. A revision this process has not seen means another
+  // process ingested since: rebuild after this ingest so those articles are not missed.
+  private async bumpRevision(dataModelId: string): Promise<void> {
+    const key = ["article_rev", dataModelId];
+    const cur = await this.options.kv.get<{ writer?: string }>(key);
+    const foreign = this.seenRevisions.has(dataModelId) && cur.versionstamp !== this.seenRevisions.get(dataModelId) &&
+      cur.value?.writer !== this.writerId;
+    const res = await this.options.kv.set(key, { writer: this.writerId, at: this.options.clock.now().getTime() });
+    this.seenRevisions.set(dataModelId, res.versionstamp);
+    if (foreign) void this.rebuild(dataModelId).catch(() => {});
+  }
+
+  private async pollRevisions(): Promise<void> {
+    const ids = [...this.indexes.keys()];
+    for (let i = 0; i < ids.length; i += 10) {
+      const chunk = ids.slice(i, i + 10);
+      const revs = await this.options.kv.getMany<{ writer?: string }[]>(chunk.map((id) => ["article_rev", id]));
+      for (const [j, rev] of revs.entries()) {
+        const id = chunk[j]!;
+        // Models still building record their revision when done; unchanged ones need nothing.
+        if (!this.seenRevisions.has(id) || this.seenRevisions.get(id) === rev.versionstamp) continue;
+        this.seenRevisions.set(id, rev.versionstamp);
+        if (rev.value?.writer !== this.writerId) await this.rebuild(id);
       }
-    })().catch((err) => this.options.log.warn("article watch stopped", { error: describeError(err) }));
+    }
   }
 
   /** Rebuilds a data model's index from KV and swaps it in (after ingests already queued). */
@@ -359,12 +374,7 @@ export class SearchEngine implements SearchService, ArticleService {
       }
     };
     await Promise.all(Array.from({ length: 16 }, worker));
-    if (valid.length > 0) {
-      await this.options.kv.set(["article_rev", dm.id], {
-        writer: this.writerId,
-        at: this.options.clock.now().getTime(),
-      });
-    }
+    if (valid.length > 0) await this.bumpRevision(dm.id);
     return {
       received: items.length,
       created: results.filter((r) => r.status === "created").length,

@@ -18,7 +18,14 @@ export function sentences(text: string): string[] {
  * @param maxChars upper bound of the summary length
  */
 export function summarize(title: string, body: string, { maxSentences = 3, maxChars = 600 } = {}): string {
-  const list = sentences(body.slice(0, 20_000)).slice(0, 200);
+  // A sentence repeated in the body (boilerplate, pull quotes) is offered once.
+  const seen = new Set<string>();
+  const list = sentences(body.slice(0, 20_000)).filter((x) => {
+    const key = x.toLowerCase();
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  }).slice(0, 200);
   if (list.length === 0) return "";
   if (list.length <= maxSentences) return clip(list.join(" "), maxChars);
   const freq = new Map<string, number>();

@@ -248,7 +248,7 @@ Deno.test("watch(): articles ingested by another process's engine reach this eng
   await using w = await searchWorld();
   const { SearchEngine } = await import("../../core/search/engine.ts");
   await w.deps.searchEngine.ingest(w.dm, [{ url: "https://alpha.example/one", title: "Tram line opens" }]);
-  w.deps.searchEngine.watch();
+  w.deps.searchEngine.watch({ intervalMs: 20 });
   try {
     // Another process (here: a second engine over the same KV), e.g. `admin articles import`.
     const other = new SearchEngine({
@@ -260,7 +260,7 @@ Deno.test("watch(): articles ingested by another process's engine reach this eng
     await other.ingest(w.dm, [{ url: "https://beta.example/two", title: "Ferry strike ends" }]);
     let count = 0;
     for (let i = 0; i < 100 && count < 2; i++) {
-      await new Promise((r) => setTimeout(r, 20)); // the watch fires asynchronously
+      await new Promise((r) => setTimeout(r, 20)); // the revision poll runs on its own timer
       count = await w.deps.searchEngine.count(w.dm.id);
     }
     assert.equal(count, 2);
@@ -268,4 +268,25 @@ Deno.test("watch(): articles ingested by another process's engine reach this eng
   } finally {
     await w.deps.searchEngine.close();
   }
+});
+
+Deno.test("an ingest that follows another process's unseen ingest rebuilds, so neither is lost", async () => {
+  await using w = await searchWorld();
+  const { SearchEngine } = await import("../../core/search/engine.ts");
+  await w.deps.searchEngine.ingest(w.dm, [{ url: "https://alpha.example/a", title: "Library opens late" }]);
+  const other = new SearchEngine({
+    kv: w.deps.kv,
+    clock: w.clock,
+    log: w.log,
+    embeddings: w.deps.searchEngine.embeddings,
+  });
+  await other.ingest(w.dm, [{ url: "https://beta.example/b", title: "Bridge repairs begin" }]);
+  // No poll has run: this engine's own ingest notices the foreign revision.
+  await w.deps.searchEngine.ingest(w.dm, [{ url: "https://gamma.example/c", title: "Park reopens" }]);
+  let count = 0;
+  for (let i = 0; i < 100 && count < 3; i++) {
+    count = await w.deps.searchEngine.count(w.dm.id);
+    if (count < 3) await new Promise((r) => setTimeout(r, 10)); // the rebuild is queued behind the ingest
+  }
+  assert.equal(count, 3);
 });

@@ -77,3 +77,10 @@ Deno.test("VectorIndex: the SIMD scan equals the JavaScript scan, and rows survi
   const expected = rows[2999]!.reduce((s, x, i) => s + x * qn[i]!, 0) / Math.hypot(...rows[2999]!);
   assert.ok(Math.abs(a[2999]! - expected) < 1e-5);
 });
+
+Deno.test("summarize() never repeats a sentence the body repeats", () => {
+  const body = "Scientists say warm oceans fuel storms. The storm flooded the harbour streets overnight. " +
+    "Scientists say warm oceans fuel storms. Crews evacuated the harbour streets before the storm surge.";
+  const s = summarize("Storm floods harbour", body, { maxSentences: 3 });
+  assert.equal(s.split("Scientists say warm oceans fuel storms.").length - 1, 1);
+});
