@@ -9,6 +9,7 @@ import { WebPageAnalyzer } from "./extract/analyzer.ts";
 import { ImageService } from "./images/image_service.ts";
 import { SafeFetcher } from "./net/safe_fetch.ts";
 import { SearchEngine } from "./search/engine.ts";
+import { AnalyticsQuerySource } from "./search/analytics_queries.ts";
 import type { EmbeddingProvider } from "./search/embeddings/provider.ts";
 import { OpenAiEmbeddings } from "./search/embeddings/openai.ts";
 import { defaultCacheName, LocalEmbeddings } from "./search/embeddings/wink.ts";
@@ -125,6 +126,8 @@ export function assembleDeps(inputs: DepsInputs): Deps {
     embeddings: embeddingProvider(config, fetch),
     links,
     urlAnalyzer,
+    // Trending keywords from Ask AI query events; the engine falls back to its own query log.
+    querySource: new AnalyticsQuerySource(analytics, repos),
   });
   return {
     ...inputs,

@@ -531,11 +531,12 @@ export class SearchEngine implements SearchService, ArticleService {
     const since = new Date(now.getTime() - 86_400_000);
     let queries: Awaited<ReturnType<QuerySource["recentQueries"]>> = [];
     try {
-      queries = await (this.querySource ?? this.queryLog).recentQueries(dataModelId, since, now);
+      if (this.querySource) queries = await this.querySource.recentQueries(dataModelId, since, now);
     } catch (err) {
       this.options.log.warn("query events unavailable for trending", { error: describeError(err) });
-      queries = await this.queryLog.recentQueries(dataModelId, since, now);
     }
+    // Analytics has no query events yet (or failed): the queries this process served stand in.
+    if (queries.length === 0) queries = await this.queryLog.recentQueries(dataModelId, since, now);
     const surface = new Map<string, string>();
     const trends = mergeTrends(queryKeywords(queries, surface), titleBursts(index, nowUnix, surface), surface);
     this.trendCache.set(dataModelId, { key, trends });

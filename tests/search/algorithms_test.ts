@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { newId } from "../../core/ids.ts";
 import type { QuerySource } from "../../core/search/ports.ts";
 import { hoursAgo, search, searchWorld } from "./_world.ts";
 
@@ -219,4 +220,32 @@ Deno.test("trending falls back to the queries this process served when the query
   assert.deepEqual(urls(r), ["https://beta.example/cup"]);
   assert.match(r.json.response.message, /trending keywords: .*cup/);
   assert.ok(w.log.lines.some((l) => l.msg === "query events unavailable for trending"));
+});
+
+Deno.test("trending reads Ask AI query events from analytics for the AI models grounded in the data model", async () => {
+  await using w = await searchWorld();
+  await handMade(w);
+  const am = await w.deps.repos.aiModels.create({
+    id: newId("am", w.clock),
+    tenantId: w.tenantId,
+    name: "Assistant",
+    groundingDataModelIds: [w.dm.id],
+    provider: { kind: "extractive" },
+    output: { kind: "text" },
+    private: false,
+    marketplace: false,
+    createdAt: w.clock.now().toISOString(),
+  });
+  const asks = ["who won the cup final", "cup final extra time", "cup final goal"].map((prompt) => ({
+    event_type: "query",
+    ai_agent: am.id,
+    interaction_type: "search",
+    prompt,
+  }));
+  await w.deps.events!.record(asks);
+  await w.deps.eventPipeline.flush();
+  const r = await search(w, { query: "today", search_algorithm: "trending", similarity_top_k: 1 });
+  assert.equal(r.status, 200);
+  assert.deepEqual(urls(r), ["https://beta.example/cup"]);
+  assert.match(r.json.response.message, /trending keywords: (cup, final|final, cup)/);
 });
