@@ -1,5 +1,6 @@
 import type { DataModelIndex } from "./index.ts";
 import type { QueryCount } from "./ports.ts";
+import { stem } from "./stemmer.ts";
 import { termsWithWords } from "./tokenizer.ts";
 
 /** A trending keyword (a stemmed index term) and its weight in (0, 1]. */
@@ -13,6 +14,34 @@ export interface TrendingKeyword {
 }
 
 const DAY = 86_400;
+// Words people put around a topic in questions ("what's the latest on ...", "any good ..."): never a trend.
+const QUERY_FILLER = new Set(
+  [
+    "latest",
+    "good",
+    "best",
+    "news",
+    "recommend",
+    "recommendation",
+    "today",
+    "tell",
+    "know",
+    "show",
+    "find",
+    "please",
+    "update",
+    "happening",
+    "going",
+    "think",
+    "look",
+    "want",
+    "need",
+    "help",
+    "give",
+    "top",
+    "anything",
+  ].map((w) => stem(w)),
+);
 const MAX_KEYWORDS = 12;
 
 /**
@@ -62,7 +91,7 @@ export function queryKeywords(queries: QueryCount[], surface?: Map<string, strin
     if (/^https?:\/\//i.test(query)) continue;
     const seen = new Set<string>();
     termsWithWords(query, (term, word) => {
-      if (seen.has(term)) return;
+      if (seen.has(term) || QUERY_FILLER.has(term)) return;
       seen.add(term);
       out.set(term, (out.get(term) ?? 0) + count);
       if (surface && !surface.has(term)) surface.set(term, word);
