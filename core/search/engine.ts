@@ -168,9 +168,18 @@ export class SearchEngine implements SearchService, ArticleService {
   }
 
   async start(): Promise<void> {
-    await this.options.embeddings.init();
     const ids = await this.articles.dataModelIds();
-    for (const id of ids) await this.index(id);
+    for (const id of ids) {
+      try {
+        await this.index(id);
+      } catch (err) {
+        // E.g. the embeddings server is down: serve anyway; the index is built on first use.
+        this.options.log.error("search index build failed; retrying on first use", {
+          data_model_id: id,
+          error: describeError(err),
+        });
+      }
+    }
   }
 
   async count(dataModelId: string): Promise<number> {

@@ -189,3 +189,21 @@ Deno.test("an index built with another embedding provider re-embeds the stored a
     await peer.server.shutdown();
   }
 });
+
+Deno.test("start() with the embeddings server down logs, serves, and builds the index on first use", async () => {
+  const peer = embeddingsPeer();
+  const baseUrl = peer.baseUrl;
+  await using w = await searchWorld();
+  await w.deps.searchEngine.ingest(w.dm, [{ url: "https://alpha.example/x", title: "Harbour storm" }]);
+  await peer.server.shutdown(); // the server is gone before start
+  const { SearchEngine } = await import("../../core/search/engine.ts");
+  const engine = new SearchEngine({
+    kv: w.deps.kv,
+    clock: w.clock,
+    log: w.log,
+    embeddings: new OpenAiEmbeddings({ baseUrl, model: "e3", timeoutMs: 2000 }),
+  });
+  await engine.start();
+  assert.ok(w.log.lines.some((l) => l.msg === "search index build failed; retrying on first use"));
+  await assert.rejects(engine.recommend(w.dm, { query: "storm" }, {}), /unreachable/);
+});
