@@ -96,6 +96,10 @@ const envSchema = z.object({
   EMBEDDINGS_CACHE_PATH: z.string().min(1).optional(),
   WORD_VECTORS_PATH: z.string().min(1).optional(),
   ARTICLES_MAX_BODY_BYTES: int("ARTICLES_MAX_BODY_BYTES", 1024, 1024 * 1024 * 1024).default(32 * 1024 * 1024),
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  OPENAI_BASE_URL: url("OPENAI_BASE_URL").default("https://api.openai.com/v1"),
+  OPENAI_TIMEOUT_MS: int("OPENAI_TIMEOUT_MS", 1, 600_000).default(30_000),
+  OPENAI_MAX_RETRIES: int("OPENAI_MAX_RETRIES", 0, 10).default(2),
 });
 
 /** A trusted identity provider: ID-JAGs whose `iss` equals `issuer` are verified against `jwksUrl`. */
@@ -185,6 +189,20 @@ export interface Config {
   };
   /** Body limit of the bulk article upsert route. */
   articlesMaxBodyBytes: number;
+  /** The OpenAI-compatible chat provider of `openai` AI models. */
+  openai: OpenAiConfig;
+}
+
+/** Settings of the OpenAI-compatible provider (OpenAI, Ollama, vLLM). */
+export interface OpenAiConfig {
+  /** Sent as `Authorization: Bearer`; absent for servers that need none (Ollama). Never logged. */
+  apiKey?: string;
+  /** Base address including the version segment, e.g. `https://api.openai.com/v1`. */
+  baseUrl: string;
+  /** Per-attempt deadline for a chat completion. */
+  timeoutMs: number;
+  /** Retries after a 429, a 5xx or a network failure. */
+  maxRetries: number;
 }
 
 /** Raised when the environment does not parse; its message is one line naming the variable. */
@@ -276,5 +294,11 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       wordVectorsPath: e.WORD_VECTORS_PATH,
     },
     articlesMaxBodyBytes: e.ARTICLES_MAX_BODY_BYTES,
+    openai: {
+      apiKey: e.OPENAI_API_KEY,
+      baseUrl: e.OPENAI_BASE_URL,
+      timeoutMs: e.OPENAI_TIMEOUT_MS,
+      maxRetries: e.OPENAI_MAX_RETRIES,
+    },
   };
 }

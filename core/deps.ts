@@ -2,6 +2,7 @@ import type { AnalyticsDb } from "../analytics/duckdb.ts";
 import { AnalyticsEngine } from "../analytics/engine.ts";
 import { EventPipeline, type EventSink } from "../analytics/events.ts";
 import type { AnswerService } from "./answer/types.ts";
+import { answerServiceFor } from "./answer/wiring.ts";
 import type { SearchService } from "./search/types.ts";
 import type { UrlAnalyzer } from "./search/url_analyzer.ts";
 import { SignedLinks } from "./search/tracking.ts";
@@ -129,7 +130,7 @@ export function assembleDeps(inputs: DepsInputs): Deps {
     // Trending keywords from Ask AI query events; the engine falls back to its own query log.
     querySource: new AnalyticsQuerySource(analytics, repos),
   });
-  return {
+  const deps: Deps = {
     ...inputs,
     repos,
     apiKeys: new ApiKeyService(kv, clock),
@@ -154,6 +155,8 @@ export function assembleDeps(inputs: DepsInputs): Deps {
     eventPipeline: events,
     analytics,
   };
+  deps.answer = answerServiceFor(deps);
+  return deps;
 }
 
 /** The asynchronous half of start-up: loads what services need from the stores (link keys). */

@@ -3,6 +3,7 @@ import type { Deps } from "../core/deps.ts";
 import { notFound } from "../core/errors.ts";
 import type { AppEnv } from "./env.ts";
 import { createAnalyticsRoutes } from "./analytics.ts";
+import { createAiModelRoutes } from "./aimodel.ts";
 import { createErrorHandler } from "./errors.ts";
 import { accessLog } from "./middleware/access_log.ts";
 import { requestId } from "./middleware/request_id.ts";
@@ -42,6 +43,7 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   app.route("/", createRedirectRoutes(deps));
   app.route("/", createImageRoutes(deps));
   app.route("/", createSearchRoutes(deps));
+  app.route("/", createAiModelRoutes(deps));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

@@ -9,6 +9,13 @@ export interface AnswerContext {
   widgetId?: string;
   sessionId?: string;
   requestId?: string;
+  /** Ask AI interaction type recorded with the query; `free_form` when absent. */
+  interactionType?: string;
+  placementId?: string;
+  /** e.g. `embed`, `brand_agent` (from the widget when one is named). */
+  deploymentType?: string;
+  /** The page the question was asked from. */
+  referringUrl?: string;
 }
 
 /** An answer: `text` for text models; `payload` (already schema-valid) for structured models. */

@@ -1,0 +1,72 @@
+/**
+ * JSON-schema validation of structured model output. zod 4's `z.fromJSONSchema` compiles the
+ * schema (type, properties, required, items, enum, const, additionalProperties, min/max, pattern,
+ * anyOf/oneOf/allOf, $ref to local $defs); compiled validators are cached by schema text.
+ */
+import { z } from "zod";
+
+/** A compiled schema: `validate` returns the problems, one sentence each, empty when valid. */
+export interface SchemaValidator {
+  validate(value: unknown): string[];
+}
+
+/** Raised when a model's schema cannot be compiled: a configuration mistake, not a caller's. */
+export class InvalidSchemaError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "InvalidSchemaError";
+  }
+}
+
+const cache = new Map<string, SchemaValidator>();
+const CACHE_LIMIT = 256;
+
+/** `answer.sources[0]: Invalid input: expected string, received number` */
+function describe(issue: z.core.$ZodIssue): string {
+  const path = issue.path.map((p, i) => typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)
+    .join("");
+  return `${path || "(root)"}: ${issue.message}`;
+}
+
+/**
+ * Compiles (or returns the cached compilation of) a JSON schema.
+ * @throws {InvalidSchemaError} when the schema is not one zod can read.
+ */
+export function compileSchema(schema: Record<string, unknown>): SchemaValidator {
+  const key = JSON.stringify(schema);
+  const hit = cache.get(key);
+  if (hit) return hit;
+  let compiled: z.ZodType;
+  try {
+    compiled = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+  } catch (err) {
+    throw new InvalidSchemaError(`the model's output schema is not usable: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  const validator: SchemaValidator = {
+    validate(value) {
+      const r = compiled.safeParse(value);
+      return r.success ? [] : r.error.issues.slice(0, 10).map(describe);
+    },
+  };
+  if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
+  cache.set(key, validator);
+  return validator;
+}
+
+/**
+ * Reads a model's JSON reply: tolerates a Markdown code fence around it (many chat models add
+ * one even in JSON mode).
+ * @returns the parsed value, or the parse problem as a sentence.
+ */
+export function parseJsonReply(text: string): { ok: true; value: unknown } | { ok: false; problem: string } {
+  let t = text.trim();
+  const fence = t.match(/^```(?:json)?\s*([\s\S]*?)\s*```$/i);
+  if (fence) t = fence[1]!;
+  try {
+    return { ok: true, value: JSON.parse(t) };
+  } catch (err) {
+    return { ok: false, problem: `the reply is not valid JSON: ${(err as Error).message}` };
+  }
+}

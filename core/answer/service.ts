@@ -1,0 +1,127 @@
+/**
+ * The answer engine: for an AI model, retrieve fresh passages from its grounding data models,
+ * generate through the model's provider, check structured output against the model's schema,
+ * and record the exchange as an Ask AI interaction.
+ */
+import type { EventInput, EventSink } from "../../analytics/events.ts";
+import type { Clock } from "../clock.ts";
+import { AppError } from "../errors.ts";
+import { describeError, type Logger } from "../log.ts";
+import type { AiModel } from "../store/models.ts";
+import type { Answer, AnswerContext, AnswerService } from "./types.ts";
+import type { AnswerProvider, GroundedRequest, ProviderRegistry, Retrieve } from "./provider.ts";
+import { compileSchema, InvalidSchemaError, type SchemaValidator } from "./schema.ts";
+
+/** What the engine is built from. */
+export interface AnswerServiceOptions {
+  /** Retrieval over data models (the search engine's `retrieve`). */
+  retrieve: Retrieve;
+  providers: ProviderRegistry;
+  clock: Clock;
+  log: Logger;
+  /** Where interactions are recorded; a function so the sink may be wired after the engine. */
+  events?: () => EventSink | undefined;
+}
+
+/** The interaction type recorded when the caller names none. */
+export const DEFAULT_INTERACTION_TYPE = "free_form";
+
+/** Builds the {@link AnswerService}. */
+export function createAnswerService(options: AnswerServiceOptions): AnswerService {
+  const { retrieve, providers, clock, log } = options;
+
+  const providerFor = (model: AiModel): AnswerProvider => {
+    const provider = providers[model.provider.kind];
+    if (!provider) {
+      throw new AppError(502, "provider_unavailable", `AI provider ${model.provider.kind} is not available`);
+    }
+    return provider;
+  };
+
+  const validatorFor = (schema: Record<string, unknown>): SchemaValidator => {
+    try {
+      return compileSchema(schema);
+    } catch (err) {
+      if (err instanceof InvalidSchemaError) throw new AppError(502, "schema_invalid", err.message, { cause: err });
+      throw err;
+    }
+  };
+
+  const ground = async (model: AiModel, query: string, provider: AnswerProvider): Promise<GroundedRequest> => {
+    const now = clock.now();
+    const passages = model.groundingDataModelIds.length === 0
+      ? []
+      : await retrieve(model.groundingDataModelIds, query, { k: provider.passages });
+    return { model, query, passages, now };
+  };
+
+  const record = async (model: AiModel, query: string, message: string, context: AnswerContext, at: Date) => {
+    const sink = options.events?.();
+    if (!sink) return;
+    const event: EventInput = {
+      event_type: "query",
+      ts: at.toISOString(),
+      tenant_id: context.tenantId ?? model.tenantId,
+      ai_agent: model.id,
+      interaction_type: context.interactionType ?? DEFAULT_INTERACTION_TYPE,
+      prompt: query,
+      response: message,
+      ...(context.widgetId ? { widget_id: context.widgetId } : {}),
+      ...(context.sessionId ? { session_id: context.sessionId } : {}),
+      ...(context.placementId ? { placement_id: context.placementId } : {}),
+      ...(context.deploymentType ? { deployment_type: context.deploymentType } : {}),
+      ...(context.referringUrl ? { referring_url: context.referringUrl } : {}),
+      ...(context.caller ? { agent_identity: context.caller } : {}),
+      ...(context.requestId ? { request_id: context.requestId } : {}),
+    };
+    try {
+      await sink.record([event]);
+    } catch (err) {
+      // The caller already has a good answer; losing it over analytics would be worse. The
+      // failure is loud in the log.
+      log.error("ask ai interaction not recorded", {
+        request_id: context.requestId,
+        ai_agent: model.id,
+        error: describeError(err),
+      });
+    }
+  };
+
+  const answer = async (model: AiModel, query: string, context: AnswerContext): Promise<Answer> => {
+    const provider = providerFor(model);
+    const validator = model.output.kind === "structured" ? validatorFor(model.output.schema) : undefined;
+    const request = await ground(model, query, provider);
+    let result: Answer;
+    if (model.output.kind === "structured") {
+      const payload = await provider.structured(request, model.output.schema, validator!);
+      // Whatever the provider did, nothing leaves unchecked.
+      const problems = validator!.validate(payload);
+      if (problems.length > 0) {
+        throw new AppError(502, "schema_mismatch", `model output did not match the schema: ${problems.join("; ")}`);
+      }
+      result = { kind: "structured", payload, message: JSON.stringify(payload) };
+    } else {
+      result = { kind: "text", message: await provider.text(request) };
+    }
+    await record(model, query, result.message, context, request.now);
+    return result;
+  };
+
+  async function* stream(model: AiModel, query: string, context: AnswerContext): AsyncIterable<string> {
+    if (model.output.kind === "structured") {
+      // A JSON payload is only useful whole and checked: it comes as one chunk.
+      yield (await answer(model, query, context)).message;
+      return;
+    }
+    const provider = providerFor(model);
+    const request = await ground(model, query, provider);
+    let message = "";
+    for await (const chunk of provider.streamText(request)) {
+      message += chunk;
+      yield chunk;
+    }
+    await record(model, query, message, context, request.now);
+  }
+
+  return { answer, stream };
+}

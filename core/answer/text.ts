@@ -1,0 +1,137 @@
+/**
+ * Text helpers of the extractive provider: sentence splitting and the word normalisation used to
+ * match a query against sentences. Deterministic and locale-independent.
+ */
+
+// Function words that say nothing about what a question is about. Question words are here too:
+// "who won the vote" is about "won" and "vote".
+const STOPWORDS = new Set(
+  (
+    "a about above after again against all also am an and any are as at be because been before being below " +
+    "between both but by can could did do does doing done down during each either few for from further get " +
+    "gets got had has have having he her here hers herself him himself his how i if in into is it its itself " +
+    "just latest let like many may me might more most much must my myself new news no nor not now of off on " +
+    "once only or other ought our ours ourselves out over own please same says said shall she should since so " +
+    "some such tell than that the their theirs them themselves then there these they this those through to " +
+    "today too under until up upon us very via was we were what whats when where whether which while who whom " +
+    "whose why will with within without would yet you your yours yourself yourselves"
+  ).split(" "),
+);
+
+/** Whether `word` (lowercase) is a function word ignored when matching. */
+export function isStopword(word: string): boolean {
+  return STOPWORDS.has(word);
+}
+
+/**
+ * A light suffix stemmer: enough that "elections" meets "election" and "rising" meets "rise",
+ * without a dictionary. Both sides of a match go through it, so over-stemming is harmless.
+ */
+export function stem(word: string): string {
+  if (word.length <= 3 || /\d/.test(word)) return word;
+  let w = word;
+  if (w.endsWith("'s")) w = w.slice(0, -2);
+  if (w.endsWith("ies") && w.length > 4) w = w.slice(0, -3) + "y";
+  else if (w.endsWith("sses")) w = w.slice(0, -2);
+  else if (w.endsWith("s") && !w.endsWith("ss") && !w.endsWith("us") && !w.endsWith("is")) w = w.slice(0, -1);
+  if (w.endsWith("ing") && w.length > 5) w = w.slice(0, -3);
+  else if (w.endsWith("ed") && w.length > 4) w = w.slice(0, -2);
+  else if (w.endsWith("ly") && w.length > 5) w = w.slice(0, -2);
+  // "rising" -> "ris", "rise" -> "rise": drop a final e so both land on "ris".
+  if (w.endsWith("e") && w.length > 3) w = w.slice(0, -1);
+  // "planned" -> "plann": undouble a final consonant.
+  if (w.length > 3 && w.at(-1) === w.at(-2) && !/[aeiouls]/.test(w.at(-1)!)) w = w.slice(0, -1);
+  return w;
+}
+
+const WORD = /[\p{L}\p{N}]+(?:['’][\p{L}]+)*/gu;
+
+/** Lowercase words of `text` with diacritics folded, in order (stopwords kept). */
+export function words(text: string): string[] {
+  const folded = text.normalize("NFKD").replace(/\p{M}+/gu, "").toLowerCase().replaceAll("’", "'");
+  return folded.match(WORD) ?? [];
+}
+
+/** The matching terms of `text`: stemmed content words, in order, with their word positions. */
+export function terms(text: string): { term: string; pos: number }[] {
+  const out: { term: string; pos: number }[] = [];
+  const ws = words(text);
+  for (let i = 0; i < ws.length; i++) {
+    const w = ws[i]!;
+    if (isStopword(w) || (w.length < 2 && !/\d/.test(w))) continue;
+    out.push({ term: stem(w), pos: i });
+  }
+  return out;
+}
+
+// Abbreviations whose full stop does not end a sentence.
+const ABBREVIATIONS = new Set([
+  "mr",
+  "mrs",
+  "ms",
+  "dr",
+  "prof",
+  "sr",
+  "jr",
+  "st",
+  "gen",
+  "gov",
+  "sen",
+  "rep",
+  "col",
+  "lt",
+  "sgt",
+  "capt",
+  "inc",
+  "ltd",
+  "co",
+  "corp",
+  "vs",
+  "etc",
+  "no",
+  "jan",
+  "feb",
+  "mar",
+  "apr",
+  "jun",
+  "jul",
+  "aug",
+  "sep",
+  "sept",
+  "oct",
+  "nov",
+  "dec",
+  "e.g",
+  "i.e",
+  "u.s",
+  "u.k",
+  "a.m",
+  "p.m",
+]);
+
+/**
+ * Splits prose into sentences. Paragraph breaks always end a sentence; `.`, `!` and `?` end one
+ * when followed by space and a capital, digit or quote, unless the word before is a known
+ * abbreviation or a single initial ("J. Smith"). Whitespace inside a sentence is collapsed.
+ */
+export function splitSentences(text: string): string[] {
+  const out: string[] = [];
+  for (const para of text.split(/\n\s*\n|\r\n\s*\r\n|\n(?=\s*[-*•]\s)/)) {
+    const flat = para.replace(/\s+/g, " ").trim();
+    if (!flat) continue;
+    let start = 0;
+    const re = /[.!?]+["'”’)\]]*(?=\s+["'“‘(\[]?[\p{Lu}\p{N}])/gu;
+    for (const m of flat.matchAll(re)) {
+      const end = m.index! + m[0].length;
+      const before = flat.slice(start, m.index!);
+      const lastWord = (before.match(/([\p{L}.]+)$/u)?.[1] ?? "").toLowerCase();
+      if (m[0].startsWith(".") && (ABBREVIATIONS.has(lastWord) || /^\p{L}$/u.test(lastWord))) continue;
+      const sentence = flat.slice(start, end).trim();
+      if (sentence) out.push(sentence);
+      start = end;
+    }
+    const rest = flat.slice(start).trim();
+    if (rest) out.push(rest);
+  }
+  return out;
+}

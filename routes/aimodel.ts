@@ -1,0 +1,203 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context, MiddlewareHandler } from "hono";
+import { streamSSE } from "hono/streaming";
+import type { AnswerContext } from "../core/answer/types.ts";
+import type { Deps } from "../core/deps.ts";
+import { AppError, notFound, unprocessable } from "../core/errors.ts";
+import { describeError } from "../core/log.ts";
+import type { AppEnv } from "./env.ts";
+import { toAppError } from "./errors.ts";
+import { apiKeyAuth } from "./middleware/api_key.ts";
+import { bodyReader } from "./middleware/body.ts";
+import { createRouter } from "./validation.ts";
+
+/** Longest accepted question (the spec leaves it open; a paragraph is plenty for a question). */
+export const MAX_QUERY_CHARS = 4_000;
+
+const AI_MODEL_ID = /^am_[A-Za-z0-9]{1,64}$/;
+const WIDGET_ID = /^wd_[A-Za-z0-9]{1,64}$/;
+const OPAQUE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const INTERACTION_TYPE = /^[a-z][a-z0-9_]{0,63}$/;
+
+const bodySchema = z.object({
+  query: z.string().openapi({
+    description: "The question. Must not be empty.",
+    example: "What did the council decide?",
+  }),
+  widget_id: z.string().optional().openapi({ description: "Ask AI widget asking (`wd_`); or header `x-widget-id`." }),
+  session_id: z.string().optional().openapi({ description: "End-user session; or header `x-session-id`." }),
+  interaction_type: z.string().optional().openapi({
+    description: "Recorded interaction type (default `free_form`; e.g. `automated_followup`, `search`); or header " +
+      "`x-interaction-type`.",
+  }),
+  placement_id: z.string().optional().openapi({ description: "Placement on the page; or header `x-placement-id`." }),
+  referring_url: z.string().optional().openapi({ description: "Page the question came from; else `Referer`." }),
+}).loose().openapi("RealTimeSearchRequest");
+
+const messageSchema = z.object({
+  message: z.string().openapi({ description: "The answer; for structured models, the JSON payload as text." }),
+}).openapi("RealTimeSearchResponse");
+const errorSchema = z.object({ message: z.string() }).openapi("Error");
+const errorBody = (description: string) => ({
+  description,
+  content: { "application/json": { schema: errorSchema } },
+});
+
+const route = createRoute({
+  method: "post",
+  path: "/app/aimodel/{ai_model_id}",
+  tags: ["real-time search"],
+  summary: "Answer a question with an AI model, grounded in its data models",
+  description: "Retrieves fresh articles from the model's data models and answers from them. With " +
+    '`Accept: text/event-stream` the answer streams as server-sent events: `data: {"delta": "..."}` chunks, ' +
+    'then `event: done` with `data: {"message": "<whole answer>"}` (or `event: error` with `{message}`).',
+  security: [{ bearerAuth: [] }],
+  request: {
+    params: z.object({
+      ai_model_id: z.string().openapi({ param: { name: "ai_model_id", in: "path" }, example: "am_..." }),
+    }),
+    body: { required: true, content: { "application/json": { schema: bodySchema } } },
+  },
+  responses: {
+    200: {
+      description: "The answer",
+      content: {
+        "application/json": { schema: messageSchema },
+        "text/event-stream": { schema: z.string().openapi({ description: "SSE: delta chunks, then `done`" }) },
+      },
+    },
+    401: errorBody("Missing or malformed API key"),
+    403: errorBody("Unknown or revoked API key"),
+    404: errorBody("No such AI model for this API key's tenant"),
+    422: errorBody("Bad model id format, empty or too long query, or a bad optional field"),
+    502: errorBody("The AI provider failed, answered malformed output, or output that did not match the schema"),
+    503: errorBody("Article search is not available"),
+    504: errorBody("The AI provider did not answer in time"),
+  },
+});
+
+/** 422 before any body work when the path id cannot be an AI model id. */
+function checkModelId(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const id = c.req.param("ai_model_id") ?? "";
+    if (!AI_MODEL_ID.test(id)) {
+      throw unprocessable("ai_model_id is not in the correct format: expected am_ followed by letters and digits");
+    }
+    await next();
+  };
+}
+
+type Body = z.infer<typeof bodySchema>;
+
+/** Optional field from the body, else the header; validated against `re`. */
+function optionalField(c: Context<AppEnv>, body: Body, field: keyof Body, header: string, re: RegExp) {
+  const raw = body[field] ?? c.req.header(header);
+  if (raw === undefined || raw === "") return undefined;
+  if (typeof raw !== "string" || !re.test(raw)) throw unprocessable(`${field} is not in the correct format`);
+  return raw;
+}
+
+function httpUrl(value: string): boolean {
+  if (value.length > 2048) return false;
+  try {
+    const u = new URL(value);
+    return u.protocol === "http:" || u.protocol === "https:";
+  } catch {
+    return false;
+  }
+}
+
+/** Who is asking: tenant, widget, session and the rest of the interaction record. */
+async function answerContext(
+  c: Context<AppEnv>,
+  deps: Pick<Deps, "repos">,
+  body: Body,
+): Promise<AnswerContext> {
+  const tenantId = c.get("tenantId")!;
+  const widgetId = optionalField(c, body, "widget_id", "x-widget-id", WIDGET_ID);
+  let deploymentType: string | undefined;
+  if (widgetId) {
+    // An id from another tenant would file this tenant's traffic under someone else's widget.
+    const widget = await deps.repos.widgets.getForTenant(tenantId, widgetId);
+    if (!widget) throw unprocessable("widget_id not found");
+    deploymentType = widget.deploymentType;
+  }
+  let referringUrl: string | undefined;
+  if (body.referring_url !== undefined && body.referring_url !== "") {
+    if (!httpUrl(body.referring_url)) throw unprocessable("referring_url must be an absolute http(s) URL");
+    referringUrl = body.referring_url;
+  } else {
+    const referer = c.req.header("referer");
+    if (referer && httpUrl(referer)) referringUrl = referer;
+  }
+  return {
+    tenantId,
+    requestId: c.get("requestId"),
+    widgetId,
+    sessionId: optionalField(c, body, "session_id", "x-session-id", OPAQUE_ID),
+    interactionType: optionalField(c, body, "interaction_type", "x-interaction-type", INTERACTION_TYPE),
+    placementId: optionalField(c, body, "placement_id", "x-placement-id", OPAQUE_ID),
+    deploymentType,
+    referringUrl,
+  };
+}
+
+/**
+ * `POST /app/aimodel/{ai_model_id}`: real-time search with a bearer API key. `{query}` in,
+ * `{message}` out (structured models: the JSON payload as text), or a server-sent event stream
+ * when the caller accepts `text/event-stream`.
+ */
+export function createAiModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "answer" | "config" | "log">) {
+  const app = createRouter();
+  app.use("/app/aimodel/*", apiKeyAuth(deps.apiKeys));
+  app.use("/app/aimodel/:ai_model_id", checkModelId());
+  app.use("/app/aimodel/*", bodyReader({ limit: deps.config.maxBodyBytes }));
+
+  app.openapi(route, async (c) => {
+    const { ai_model_id: id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const query = body.query.trim();
+    if (!query) throw unprocessable("query cannot be empty");
+    if (query.length > MAX_QUERY_CHARS) {
+      throw unprocessable(`query is too long: the limit is ${MAX_QUERY_CHARS} characters`);
+    }
+    const model = await deps.repos.aiModels.getForTenant(c.get("tenantId")!, id);
+    if (!model) throw notFound(`AI model not found: ${id}`);
+    const context = await answerContext(c, deps, body);
+    const answer = deps.answer;
+    if (!answer) throw new AppError(503, "answer_unavailable", "Real-time answers are not available");
+
+    if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
+      const result = await answer.answer(model, query, context);
+      return c.json({ message: result.message }, 200);
+    }
+
+    const source = answer.stream ? answer.stream(model, query, context) : (async function* () {
+      yield (await answer.answer(model, query, context)).message;
+    })();
+    const chunks = source[Symbol.asyncIterator]();
+    // Pull the first chunk before committing to a 200 stream: an early failure (provider down,
+    // timeout) still gets its proper status and `{message}` body.
+    const first = await chunks.next();
+    return streamSSE(c, async (sse) => {
+      sse.onAbort(() => void chunks.return?.());
+      let message = "";
+      try {
+        for (let r = first; !r.done; r = await chunks.next()) {
+          message += r.value;
+          await sse.writeSSE({ data: JSON.stringify({ delta: r.value }) });
+        }
+        await sse.writeSSE({ event: "done", data: JSON.stringify({ message }) });
+      } catch (err) {
+        const { appError, unexpected } = toAppError(err, "message");
+        deps.log[unexpected ? "error" : "warn"]("answer stream failed", {
+          request_id: c.get("requestId"),
+          code: appError.code,
+          error: describeError(unexpected ? err : appError.cause ?? err),
+        });
+        await sse.writeSSE({ event: "error", data: JSON.stringify({ message: appError.message }) });
+      }
+    }) as unknown as Response & { _status: 200 };
+  });
+  return app;
+}
