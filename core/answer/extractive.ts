@@ -228,13 +228,14 @@ function jaccard(a: Set<string>, b: Set<string>): number {
   return union === 0 ? 0 : inter / union;
 }
 
-/** Lowercases a sentence's first letter after "According to X," when its first word is a function word. */
-function continueAfterComma(sentence: string): string {
+/**
+ * The sentence with its first letter lowercased when its first word is a function word ("The",
+ * "A", "In"), so it can follow "According to X,"; null when that is not safe (it may be a name).
+ */
+function lowercaseable(sentence: string): string | null {
   const first = sentence.match(/^[\p{L}']+/u)?.[0] ?? "";
-  if (first && first !== "I" && isStopword(first.toLowerCase()) && first[0] !== first[0]!.toLowerCase()) {
-    return first[0]!.toLowerCase() + sentence.slice(1);
-  }
-  return sentence;
+  if (!first || first === "I" || !isStopword(first.toLowerCase())) return null;
+  return first[0]!.toLowerCase() + sentence.slice(1);
 }
 
 /**
@@ -247,12 +248,15 @@ export function composeSegments(extraction: Extraction): string[] {
   extraction.sources.forEach((src, g) => {
     const who = `${siteName(src.article)} (${formatDate(src.article.pubdateUnix)})`;
     src.sentences.forEach((s, i) => {
-      const last = i === src.sentences.length - 1;
-      const cite = last ? ` [${src.n}]` : "";
-      const lead = i > 0 ? " " : g === 0 ? "" : "\n\n";
-      if (i > 0) segments.push(`${lead}${s.text}${cite}`);
-      else if (g === 0) segments.push(`According to ${who}, ${continueAfterComma(s.text)}${cite}`);
-      else segments.push(`${lead}${who} also reports: ${s.text}${cite}`);
+      const cite = i === src.sentences.length - 1 ? ` [${src.n}]` : "";
+      if (i > 0) {
+        segments.push(` ${s.text}${cite}`);
+      } else if (g > 0) {
+        segments.push(`\n\n${who} also reports: ${s.text}${cite}`);
+      } else {
+        const lowered = lowercaseable(s.text);
+        segments.push(lowered ? `According to ${who}, ${lowered}${cite}` : `${who} reports: ${s.text}${cite}`);
+      }
     });
   });
   segments.push(`\n\n${sourcesBlock(extraction.sources.map((s) => ({ n: s.n, article: s.article })))}`);
@@ -262,7 +266,7 @@ export function composeSegments(extraction: Extraction): string[] {
 /** `Sources:` then one line per cited article: number, site, date, title and link. */
 export function sourcesBlock(sources: { n: number; article: RetrievedArticle }[]): string {
   const lines = sources.map(({ n, article: a }) =>
-    `[${n}] ${siteName(a)}, ${formatDate(a.pubdateUnix)}: ${a.title.trim() || a.url} ${a.url}`
+    `[${n}] ${siteName(a)} (${formatDate(a.pubdateUnix)}): ${a.title.trim() || "untitled"} — ${a.url}`
   );
   return ["Sources:", ...lines].join("\n");
 }
