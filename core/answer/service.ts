@@ -72,7 +72,6 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       ...(context.deploymentType ? { deployment_type: context.deploymentType } : {}),
       ...(context.referringUrl ? { referring_url: context.referringUrl } : {}),
       ...(context.caller ? { agent_identity: context.caller } : {}),
-      ...(context.requestId ? { request_id: context.requestId } : {}),
     };
     try {
       await sink.record([event]);

@@ -186,7 +186,6 @@ Deno.test("POST /app/aimodel/{id} records the exchange as an Ask AI interaction"
       session_id: "sess-42",
       deployment_type: "embed",
       referring_url: "https://dailyledger.example/a?b=1",
-      request_id: res.headers.get("x-request-id"),
     });
   });
   await s.step("body fields, default interaction type free_form", async () => {
