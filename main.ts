@@ -11,6 +11,7 @@ import { systemClock } from "./core/clock.ts";
 import { type Config, ConfigError, parseConfig } from "./core/config.ts";
 import { assembleDeps, type Deps, startDeps, stopDeps } from "./core/deps.ts";
 import { createLogger, describeError } from "./core/log.ts";
+import { seedAnswerDemo } from "./fixtures/answer_demo.ts";
 import { seedDemo } from "./fixtures/demo.ts";
 import { seedStorefront } from "./fixtures/storefront.ts";
 import { demoEventsStep } from "./fixtures/demo_events.ts";
@@ -54,7 +55,7 @@ async function serve(config: Config): Promise<void> {
   // Articles imported by `admin articles import` or another process reach this one's indexes.
   deps.searchEngine.watch();
   if (config.demoSeed) {
-    const seeded = await seedDemo(deps, [seedStorefront, demoEventsStep, seedDemoArticles]);
+    const seeded = await seedDemo(deps, [seedStorefront, demoEventsStep, seedDemoArticles, seedAnswerDemo]);
     if (seeded.created) {
       console.log(
         [
