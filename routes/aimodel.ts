@@ -11,13 +11,19 @@ import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
 import { createRouter } from "./validation.ts";
 
-/** Longest accepted question (the spec leaves it open; a paragraph is plenty for a question). */
-export const MAX_QUERY_CHARS = 4_000;
+/**
+ * Longest accepted question. The spec leaves it open; 2,000 characters is a long paragraph, the
+ * search engine's limit, and what the analytics log keeps of a prompt.
+ */
+export const MAX_QUERY_CHARS = 2_000;
+
+/** Interaction types the Ask AI analytics know (analytics/schema.ts keeps the same list). */
+export const INTERACTION_TYPES = ["free_form", "automated_followup", "search", "sponsored_prompt", "suggested_prompt"];
 
 const AI_MODEL_ID = /^am_[A-Za-z0-9]{1,64}$/;
 const WIDGET_ID = /^wd_[A-Za-z0-9]{1,64}$/;
 const OPAQUE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const INTERACTION_TYPE = /^[a-z][a-z0-9_]{0,63}$/;
+const INTERACTION_TYPE = new RegExp(`^(?:${INTERACTION_TYPES.join("|")})$`);
 
 const bodySchema = z.object({
   query: z.string().openapi({
@@ -27,8 +33,8 @@ const bodySchema = z.object({
   widget_id: z.string().optional().openapi({ description: "Ask AI widget asking (`wd_`); or header `x-widget-id`." }),
   session_id: z.string().optional().openapi({ description: "End-user session; or header `x-session-id`." }),
   interaction_type: z.string().optional().openapi({
-    description: "Recorded interaction type (default `free_form`; e.g. `automated_followup`, `search`); or header " +
-      "`x-interaction-type`.",
+    description: `Recorded interaction type, one of ${INTERACTION_TYPES.join(", ")} (default free_form); or ` +
+      "header `x-interaction-type`.",
   }),
   placement_id: z.string().optional().openapi({ description: "Placement on the page; or header `x-placement-id`." }),
   referring_url: z.string().optional().openapi({ description: "Page the question came from; else `Referer`." }),

@@ -23,6 +23,9 @@ export interface AnswerServiceOptions {
   events?: () => EventSink | undefined;
 }
 
+// What the analytics log keeps of a response (analytics/schema.ts): longer text would lose the event.
+const MAX_RECORDED_RESPONSE = 10_000;
+
 /** The interaction type recorded when the caller names none. */
 export const DEFAULT_INTERACTION_TYPE = "free_form";
 
@@ -65,7 +68,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       ai_agent: model.id,
       interaction_type: context.interactionType ?? DEFAULT_INTERACTION_TYPE,
       prompt: query,
-      response: message,
+      response: message.length > MAX_RECORDED_RESPONSE ? message.slice(0, MAX_RECORDED_RESPONSE) : message,
       ...(context.widgetId ? { widget_id: context.widgetId } : {}),
       ...(context.sessionId ? { session_id: context.sessionId } : {}),
       ...(context.placementId ? { placement_id: context.placementId } : {}),

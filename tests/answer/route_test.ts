@@ -257,7 +257,7 @@ Deno.test("POST /app/aimodel/{id} refuses empty, missing, mistyped and overlong 
     [{ query: "   \n " }, "query cannot be empty"],
     [{}, "query is required"],
     [{ query: 42 }, "query: Invalid input: expected string, received number"],
-    [{ query: "x".repeat(4001) }, "query is too long: the limit is 4000 characters"],
+    [{ query: "x".repeat(2001) }, "query is too long: the limit is 2000 characters"],
   ];
   for (const [body, message] of cases) {
     const res = await t.ask(t.textModel.id, body);
