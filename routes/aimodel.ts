@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { streamSSE } from "hono/streaming";
+import { INTERACTION_TYPES, MAX_PROMPT_CHARS } from "../analytics/schema.ts";
 import type { AnswerContext } from "../core/answer/types.ts";
 import type { Deps } from "../core/deps.ts";
 import { AppError, notFound, unprocessable } from "../core/errors.ts";
@@ -12,13 +13,10 @@ import { bodyReader } from "./middleware/body.ts";
 import { createRouter } from "./validation.ts";
 
 /**
- * Longest accepted question. The spec leaves it open; 2,000 characters is a long paragraph, the
- * search engine's limit, and what the analytics log keeps of a prompt.
+ * Longest accepted question. The spec leaves it open; 2,000 characters is a long paragraph, and
+ * what the analytics log keeps of a prompt.
  */
-export const MAX_QUERY_CHARS = 2_000;
-
-/** Interaction types the Ask AI analytics know (analytics/schema.ts keeps the same list). */
-export const INTERACTION_TYPES = ["free_form", "automated_followup", "search", "sponsored_prompt", "suggested_prompt"];
+export const MAX_QUERY_CHARS = MAX_PROMPT_CHARS;
 
 const AI_MODEL_ID = /^am_[A-Za-z0-9]{1,64}$/;
 const WIDGET_ID = /^wd_[A-Za-z0-9]{1,64}$/;

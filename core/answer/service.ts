@@ -4,6 +4,8 @@
  * and record the exchange as an Ask AI interaction.
  */
 import type { EventInput, EventSink } from "../../analytics/events.ts";
+// What the analytics log keeps of a response: longer text would lose the event.
+import { MAX_RESPONSE_CHARS } from "../../analytics/schema.ts";
 import type { Clock } from "../clock.ts";
 import { AppError } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
@@ -22,9 +24,6 @@ export interface AnswerServiceOptions {
   /** Where interactions are recorded; a function so the sink may be wired after the engine. */
   events?: () => EventSink | undefined;
 }
-
-// What the analytics log keeps of a response (analytics/schema.ts): longer text would lose the event.
-const MAX_RECORDED_RESPONSE = 10_000;
 
 /** The interaction type recorded when the caller names none. */
 export const DEFAULT_INTERACTION_TYPE = "free_form";
@@ -68,7 +67,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       ai_agent: model.id,
       interaction_type: context.interactionType ?? DEFAULT_INTERACTION_TYPE,
       prompt: query,
-      response: message.length > MAX_RECORDED_RESPONSE ? message.slice(0, MAX_RECORDED_RESPONSE) : message,
+      response: message.length > MAX_RESPONSE_CHARS ? message.slice(0, MAX_RESPONSE_CHARS) : message,
       ...(context.widgetId ? { widget_id: context.widgetId } : {}),
       ...(context.sessionId ? { session_id: context.sessionId } : {}),
       ...(context.placementId ? { placement_id: context.placementId } : {}),

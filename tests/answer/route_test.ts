@@ -40,7 +40,7 @@ const STRUCTURED_SCHEMA = {
  * A test world whose answer engine retrieves from the hand-made articles (the search engine is
  * another room) and records into a memory sink; with an OpenAI-compatible server when given.
  */
-async function answerWorld(chatReplies?: Reply[]) {
+async function answerWorld(chatReplies?: Reply[], { realEvents = false } = {}) {
   const chat = chatReplies ? startChatServer(chatReplies) : undefined;
   const w = await createTestWorld({
     env: chat ? { OPENAI_BASE_URL: chat.baseUrl, OPENAI_API_KEY: "sk-route-test", OPENAI_TIMEOUT_MS: "200" } : {},
@@ -105,7 +105,7 @@ async function answerWorld(chatReplies?: Reply[]) {
     },
     clock: w.clock,
     log: w.log,
-    events: () => sink,
+    events: () => realEvents ? w.deps.events : sink,
   });
   const app = createApp(w.deps);
   const ask = (id: string, body: unknown, headers: Record<string, string> = {}, k = key) =>
@@ -374,4 +374,30 @@ Deno.test("POST /app/aimodel/{id} is in the OpenAPI document", async () => {
   assert.ok(op.requestBody.required);
   assert.ok(op.responses["200"].content["text/event-stream"]);
   assert.ok(op.responses["504"]);
+});
+
+Deno.test("POST /app/aimodel/{id}: the answered query shows in GET /v1/analytics/ask-ai/logs", async () => {
+  await using t = await answerWorld(undefined, { realEvents: true });
+  const res = await t.ask(t.textModel.id, { query: "bus fares", session_id: "sess-9" }, {
+    "x-widget-id": t.widgetId,
+    referer: "https://dailyledger.example/transit",
+  });
+  assert.equal(res.status, 200);
+  const { message } = await res.json();
+  await t.w.deps.eventPipeline.flush();
+  const logs = await (await t.app.request(`/v1/analytics/ask-ai/logs?widget_id=${t.widgetId}`, {
+    headers: bearer(t.key),
+  })).json();
+  assert.equal(logs.count, 1);
+  assert.deepEqual(logs.data[0], {
+    timestamp: "2026-11-22T12:00:00.000Z",
+    widget_id: t.widgetId,
+    placement_id: "",
+    deployment_type: "embed",
+    ai_agent: t.textModel.id,
+    referring_url: "https://dailyledger.example/transit",
+    interaction_type: "free_form",
+    prompt: "bus fares",
+    response: message,
+  });
 });
