@@ -1,7 +1,8 @@
 /**
- * Hand-made articles and a small in-memory retriever over them, for answer-engine tests that
- * must not depend on the search engine. `arrayRetriever` ranks by plain word overlap: it is a
- * test helper, not a search engine.
+ * Hand-made articles, the shape the search engine ingests them in, and a small in-memory
+ * retriever over them for the unit tests of the answer engine's parts (extraction, providers)
+ * that should not depend on search ranking. `arrayRetriever` ranks by plain word overlap: it is a
+ * test helper, not a search engine; the route tests retrieve through the real search engine.
  */
 import type { RetrievedArticle } from "../../core/search/types.ts";
 import type { Retrieve } from "../../core/answer/provider.ts";
@@ -119,4 +120,17 @@ export function arrayRetriever(articles: RetrievedArticle[]): Retrieve & { calls
     return Promise.resolve(ranked.slice(0, options?.k ?? 10));
   };
   return Object.assign(fn, { calls });
+}
+
+/** An article as the search engine's ingestion takes it. */
+export function ingestItem(a: RetrievedArticle): Record<string, unknown> {
+  return {
+    url: a.url,
+    title: a.title,
+    site: a.site,
+    site_domain: a.siteDomain,
+    pubdate: a.pubdate,
+    summary: a.summary,
+    body: a.body,
+  };
 }

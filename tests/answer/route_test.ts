@@ -7,7 +7,7 @@ import { newId } from "../../core/ids.ts";
 import type { AiModel } from "../../core/store/models.ts";
 import { createApp } from "../../routes/app.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
-import { arrayRetriever, fixtureArticles } from "./_articles.ts";
+import { fixtureArticles, ingestItem } from "./_articles.ts";
 import { chatReply, failReply, hangReply, type Reply, sseReply, startChatServer } from "./_chat_server.ts";
 
 /** An event sink that keeps what it is given, to check what the route records. */
@@ -37,8 +37,9 @@ const STRUCTURED_SCHEMA = {
 };
 
 /**
- * A test world whose answer engine retrieves from the hand-made articles (the search engine is
- * another room) and records into a memory sink; with an OpenAI-compatible server when given.
+ * A test world with the hand-made articles ingested into the real search engine, an answer engine
+ * over it that records into a memory sink (or the real event pipeline), and an OpenAI-compatible
+ * server when replies are given. Provider waits are not slept.
  */
 async function answerWorld(chatReplies?: Reply[], { realEvents = false } = {}) {
   const chat = chatReplies ? startChatServer(chatReplies) : undefined;
@@ -49,8 +50,21 @@ async function answerWorld(chatReplies?: Reply[], { realEvents = false } = {}) {
   const now = w.clock.now().toISOString();
   const dmNews = newId("dm", w.clock);
   const dmTech = newId("dm", w.clock);
+  // The hand-made articles go in through the search engine's real ingestion and come back out
+  // through its hybrid, recency-weighted retrieval.
+  const byModel = new Map<string, ReturnType<typeof fixtureArticles>>();
+  for (const a of fixtureArticles(dmNews, dmTech)) byModel.set(a.dataModelId, [...byModel.get(a.dataModelId) ?? [], a]);
   for (const id of [dmNews, dmTech]) {
-    await w.deps.repos.dataModels.create({ id, tenantId, name: id, sites: [], marketplace: false, createdAt: now });
+    const dm = await w.deps.repos.dataModels.create({
+      id,
+      tenantId,
+      name: id,
+      sites: [],
+      marketplace: false,
+      createdAt: now,
+    });
+    const report = await w.deps.searchEngine.ingest(dm, byModel.get(id)!.map(ingestItem));
+    assert.equal(report.failed, 0, JSON.stringify(report.results));
   }
   const base = {
     tenantId,
@@ -93,7 +107,7 @@ async function answerWorld(chatReplies?: Reply[], { realEvents = false } = {}) {
   });
   const sink = recordingSink();
   w.deps.answer = createAnswerService({
-    retrieve: arrayRetriever(fixtureArticles(dmNews, dmTech)),
+    retrieve: (ids, query, options) => w.deps.search!.retrieve(ids, query, options),
     providers: {
       extractive: new ExtractiveProvider(),
       openai: new OpenAiProvider({
@@ -313,13 +327,19 @@ Deno.test("POST /app/aimodel/{id} streams server-sent events with Accept: text/e
 });
 
 Deno.test("POST /app/aimodel/{id} answers through an OpenAI-compatible provider", async () => {
-  await using t = await answerWorld([chatReply("Bus fares rise by 25 cents in January [1].")]);
+  // The scripted reply cites the article the prompt numbers [2], whichever the search ranked there.
+  await using t = await answerWorld([(req) => {
+    const prompt = (req.body.messages as { content: string }[])[1]!.content;
+    const second = prompt.match(/^\[2\] (.+)$/m)![1];
+    return chatReply(`Per "${second}" [2].`)(req, new AbortController().signal);
+  }]);
   const res = await t.ask(t.openaiModel.id, { query: "bus fares" });
   assert.equal(res.status, 200);
-  assert.match(
-    (await res.json()).message,
-    /^Bus fares rise by 25 cents in January \[1\]\.\n\nSources:\n\[1\] Metro Wire/,
-  );
+  const { message } = await res.json();
+  const [, title] = message.match(/^Per "(.+)" \[2\]\.\n\nSources:\n/)!;
+  assert.match(message, new RegExp(`\\n\\[2\\] [^\\n]+: ${title} — https://[a-z]+\\.example/news/ar_[a-z_]+$`));
+  const prompt = (t.chat!.requests[0]!.body.messages as { content: string }[])[1]!.content;
+  assert.match(prompt, /Bus fares to rise in January/, "the grounding came from the ingested articles");
   assert.equal(t.chat!.requests[0]!.headers.get("authorization"), "Bearer sk-route-test");
 });
 

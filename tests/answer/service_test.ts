@@ -7,7 +7,7 @@ import { newId } from "../../core/ids.ts";
 import { memoryLogger } from "../../core/log.ts";
 import type { AiModel } from "../../core/store/models.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
-import { arrayRetriever, fixtureArticles, NOW } from "./_articles.ts";
+import { arrayRetriever, fixtureArticles, ingestItem, NOW } from "./_articles.ts";
 
 const model: AiModel = {
   id: "am_svc",
@@ -88,18 +88,43 @@ Deno.test("AnswerService.answer() fails with 502 when the model's provider is no
   await assert.rejects(svc.answer(m, "bus fares", {}), { status: 502, message: "AI provider openai is not available" });
 });
 
-Deno.test("assembleDeps() wires an answer engine that needs the search engine for retrieval", async () => {
+Deno.test("end to end: articles ingested over HTTP answer a question through the default answer engine", async () => {
   await using w = await createTestWorld();
-  assert.ok(w.deps.answer, "deps.answer is wired");
-  if (w.deps.search) return; // the search room is on main: the end-to-end tests cover it
   const { tenantId, key } = await w.tenantWithKey();
-  const id = newId("am", w.clock);
-  await w.deps.repos.aiModels.create({ ...model, id, tenantId });
-  const res = await w.app.request(`/app/aimodel/${id}`, {
-    method: "POST",
-    headers: { ...bearer(key), "content-type": "application/json" },
-    body: JSON.stringify({ query: "bus fares" }),
+  const now = w.clock.now().toISOString();
+  const dm = await w.deps.repos.dataModels.create({
+    id: newId("dm", w.clock),
+    tenantId,
+    name: "News",
+    sites: [],
+    marketplace: false,
+    createdAt: now,
   });
-  assert.equal(res.status, 503);
-  assert.deepEqual(await res.json(), { message: "Article search is not available" });
+  const id = newId("am", w.clock);
+  await w.deps.repos.aiModels.create({ ...model, id, tenantId, groundingDataModelIds: [dm.id] });
+  const post = (path: string, body: unknown) =>
+    w.app.request(path, {
+      method: "POST",
+      headers: { ...bearer(key), "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  const articles = fixtureArticles(dm.id, dm.id).map(ingestItem);
+  const ingested = await post(`/v1/data-models/${dm.id}/articles`, articles);
+  assert.equal(ingested.status, 200);
+  assert.equal((await ingested.json()).created, articles.length);
+
+  const res = await post(`/app/aimodel/${id}`, { query: "How much will a bus ride cost?" });
+  assert.equal(res.status, 200);
+  const { message } = await res.json();
+  assert.match(message, /^According to Metro Wire \(19 Nov 2026\), a single ride will cost 2\.75 dollars\./);
+  assert.match(
+    message,
+    /\nSources:\n\[1\] Metro Wire \(19 Nov 2026\): Bus fares to rise in January — https:\/\/metrowire/,
+  );
+
+  // The default engine records into the real event pipeline.
+  await w.deps.eventPipeline.flush();
+  const logs = await (await w.app.request("/v1/analytics/ask-ai/logs", { headers: bearer(key) })).json();
+  assert.equal(logs.data[0].prompt, "How much will a bus ride cost?");
+  assert.equal(logs.data[0].response, message);
 });
