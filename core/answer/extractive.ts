@@ -121,11 +121,14 @@ function candidatesOf(passages: RetrievedArticle[], maxBodyChars: number): Candi
   passages.forEach((article, passage) => {
     const seen = new Set<string>();
     const text = `${article.summary ?? ""}\n\n${(article.body ?? "").slice(0, maxBodyChars)}`;
+    // A sentence naming its own publisher is promotion ("More coverage on The Daily Ledger"), not news.
+    const self = (article.site ?? "").trim().toLowerCase();
     let index = 0;
     for (const sentence of splitSentences(text)) {
       // Fragments and run-on blobs (tables, link lists) do not read as answers.
       if (sentence.length < 25 || sentence.length > 500 || !/[\p{L}]{2}/u.test(sentence)) continue;
       if (seen.has(sentence)) continue; // the summary often repeats the lead sentence
+      if (self.length >= 4 && sentence.toLowerCase().includes(self)) continue;
       seen.add(sentence);
       const map = new Map<string, number[]>();
       for (const { term, pos } of terms(sentence)) {
@@ -158,19 +161,19 @@ export function extract(
   const n = candidates.length;
   const df = new Map<string, number>(queryTerms.map((t) => [t, 0]));
   for (const c of candidates) for (const t of queryTerms) if (c.terms.has(t)) df.set(t, df.get(t)! + 1);
-  // A term no passage contains cannot be answered from them; when too much of the question is
-  // missing, the passages are about something else.
-  const present = queryTerms.filter((t) => df.get(t)! > 0);
+  const titleTerms = passages.map((a) => new Set(terms(a.title ?? "").map((t) => t.term)));
+  // A term no passage contains (in a sentence or its headline) cannot be answered from them; when
+  // too much of the question is missing, the passages are about something else.
+  const present = queryTerms.filter((t) => df.get(t)! > 0 || titleTerms.some((title) => title.has(t)));
   if (present.length === 0 || present.length / queryTerms.length < o.minQueryCoverage) return nothing;
   const idf = new Map(present.map((t) => [t, Math.log(1 + (n - df.get(t)! + 0.5) / (df.get(t)! + 0.5))]));
   const totalWeight = present.reduce((s, t) => s + idf.get(t)!, 0);
 
   const nowS = now.getTime() / 1000;
-  const articleBoost = passages.map((a) => {
+  const articleBoost = passages.map((a, i) => {
     const ageDays = Math.max(0, (nowS - a.pubdateUnix) / 86_400);
     const recency = Number.isFinite(ageDays) ? Math.pow(0.5, ageDays / o.halfLifeDays) : 0;
-    const titleTerms = new Set(terms(a.title ?? "").map((t) => t.term));
-    const titleCoverage = present.reduce((s, t) => s + (titleTerms.has(t) ? idf.get(t)! : 0), 0) / totalWeight;
+    const titleCoverage = present.reduce((s, t) => s + (titleTerms[i]!.has(t) ? idf.get(t)! : 0), 0) / totalWeight;
     return (1 + 0.2 * recency) * (1 + 0.15 * titleCoverage);
   });
 
@@ -178,7 +181,14 @@ export function extract(
   for (const c of candidates) {
     const matched = present.filter((t) => c.terms.has(t));
     if (matched.length === 0) continue;
-    const coverage = matched.reduce((s, t) => s + idf.get(t)!, 0) / totalWeight;
+    // A sentence is read in its article's context: a query term the headline names counts half
+    // ("Is fusion energy any closer?" is answered by "plants are decades away" under "How close
+    // are we to fusion energy"). The sentence itself must still match a term.
+    const title = titleTerms[c.passage]!;
+    const coverage = present.reduce(
+      (s, t) => s + (c.terms.has(t) ? idf.get(t)! : title.has(t) ? 0.5 * idf.get(t)! : 0),
+      0,
+    ) / totalWeight;
     if (coverage < o.minCoverage) continue;
     const proximity = matched.length < 2 ? 0.5 : matched.length / minimalSpan(matched.map((t) => c.terms.get(t)!));
     const lead = 1 + 0.1 / (1 + c.index);

@@ -10,10 +10,12 @@ const STOPWORDS = new Set(
     "a about above after again against all also am an and any are as at be because been before being below " +
     "between both but by can could did do does doing done down during each either few for from further get " +
     "gets got had has have having he her here hers herself him himself his how i if in into is it its itself " +
-    "just latest let like many may me might more most much must my myself new news no nor not now of off on " +
+    "just know latest let like many may me mean means might more most much must my myself new news no nor not now " +
+    "of off on " +
     "once only or other ought our ours ourselves out over own please same says said shall she should since so " +
     "some such tell than that the their theirs them themselves then there these they this those through to " +
     "today too under until up upon us very via was we were what whats when where whether which while who whom " +
+    "say thing things anything something anyone someone think going happen happens happened happening really " +
     "whose why will with within without would yet you your yours yourself yourselves"
   ).split(" "),
 );

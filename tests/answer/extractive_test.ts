@@ -188,3 +188,16 @@ Deno.test("ExtractiveProvider.streamText() streams sentence by sentence, ending 
   assert.equal(chunks.join(""), await provider.text(request));
   assert.match(chunks.at(-1)!, /^\n\nSources:/);
 });
+
+Deno.test("extract() reads a sentence in its headline's context and skips the publisher's own promotion", () => {
+  const a: RetrievedArticle = {
+    ...articles[3]!,
+    title: "How close are we to fusion energy on the grid?",
+    summary: "",
+    body: "Engineers say commercial fusion power plants are still decades away. " +
+      "More coverage of fusion is available on Circuit Review. The weather was mild.",
+  };
+  const text = composeText(extract("Is fusion energy any closer?", [a], NOW));
+  assert.match(text, /^Circuit Review \(20 Nov 2026\) reports: Engineers say commercial fusion power plants are still/);
+  assert.doesNotMatch(text, /More coverage/);
+});
