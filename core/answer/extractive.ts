@@ -181,10 +181,13 @@ export function extract(
   for (const c of candidates) {
     const matched = present.filter((t) => c.terms.has(t));
     if (matched.length === 0) continue;
+    const title = titleTerms[c.passage]!;
+    // Sharing one word with the question is incidental unless that word is what the article is
+    // about ("long" in a quote about "long-term effects" does not answer "how long does it last").
+    if (matched.length === 1 && present.length > 1 && !title.has(matched[0]!)) continue;
     // A sentence is read in its article's context: a query term the headline names counts half
     // ("Is fusion energy any closer?" is answered by "plants are decades away" under "How close
     // are we to fusion energy"). The sentence itself must still match a term.
-    const title = titleTerms[c.passage]!;
     const coverage = present.reduce(
       (s, t) => s + (c.terms.has(t) ? idf.get(t)! : title.has(t) ? 0.5 * idf.get(t)! : 0),
       0,
@@ -212,7 +215,7 @@ export function extract(
     if (picked.length >= o.maxSentences || s.score < best * o.relativeCutoff) break;
     if ((perArticle.get(s.passage) ?? 0) >= o.maxPerArticle) continue;
     // Syndicated copies and restatements add nothing: skip a sentence too close to one kept.
-    if (picked.some((p) => p.text === s.text || jaccard(p.termSet, s.termSet) >= 0.6)) continue;
+    if (picked.some((p) => p.text === s.text || jaccard(p.termSet, s.termSet) >= 0.5)) continue;
     picked.push(s);
     perArticle.set(s.passage, (perArticle.get(s.passage) ?? 0) + 1);
   }
