@@ -6,6 +6,7 @@ import { createAnswerService } from "../../core/answer/service.ts";
 import { newId } from "../../core/ids.ts";
 import type { AiModel } from "../../core/store/models.ts";
 import { createApp } from "../../routes/app.ts";
+import { startServer } from "../../routes/server.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
 import { fixtureArticles, ingestItem } from "./_articles.ts";
 import { chatReply, failReply, hangReply, type Reply, sseReply, startChatServer } from "./_chat_server.ts";
@@ -420,4 +421,51 @@ Deno.test("POST /app/aimodel/{id}: the answered query shows in GET /v1/analytics
     prompt: "bus fares",
     response: message,
   });
+});
+
+Deno.test("POST /app/aimodel/{id} over real HTTP relays each provider chunk before the provider has finished", async () => {
+  const enc = new TextEncoder();
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  const chunk = (d: string) => enc.encode(`data: ${JSON.stringify({ choices: [{ delta: { content: d } }] })}\n\n`);
+  // The provider sends one chunk, then holds the rest until the test has seen that chunk arrive.
+  const slowStream: Reply = () =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(chunk("Fares rise "));
+          await released;
+          controller.enqueue(chunk("[1]."));
+          controller.enqueue(enc.encode("data: [DONE]\n\n"));
+          controller.close();
+        },
+      }),
+      { headers: { "content-type": "text/event-stream" } },
+    );
+  await using t = await answerWorld([slowStream]);
+  const server = startServer(t.app.fetch);
+  try {
+    const res = await fetch(`${server.url}/app/aimodel/${t.openaiModel.id}`, {
+      method: "POST",
+      headers: { ...bearer(t.key), "content-type": "application/json", accept: "text/event-stream" },
+      body: JSON.stringify({ query: "bus fares" }),
+    });
+    assert.equal(res.status, 200);
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let seen = "";
+    while (!seen.includes("\n\n")) seen += (await reader.read()).value ?? "";
+    assert.equal(seen, `data: ${JSON.stringify({ delta: "Fares rise " })}\n\n`);
+    release();
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      seen += value;
+    }
+    const events = parseSse(seen);
+    assert.equal(events.at(-1)!.event, "done");
+    assert.match(events.at(-1)!.data.message as string, /^Fares rise \[1\]\.\n\nSources:\n\[1\] /);
+  } finally {
+    release();
+    await server.shutdown();
+  }
 });
