@@ -41,7 +41,7 @@ const bodySchema = z.object({
 const messageSchema = z.object({
   message: z.string().openapi({ description: "The answer; for structured models, the JSON payload as text." }),
 }).openapi("RealTimeSearchResponse");
-const errorSchema = z.object({ message: z.string() }).openapi("Error");
+const errorSchema = z.object({ message: z.string() }).openapi("MessageError");
 const errorBody = (description: string) => ({
   description,
   content: { "application/json": { schema: errorSchema } },
