@@ -95,7 +95,14 @@ async function answerWorld(chatReplies?: Reply[], { realEvents = false } = {}) {
     provider: { kind: "openai", model: "gpt-test" },
     output: { kind: "text" },
   };
-  for (const m of [textModel, structuredModel, openaiModel]) await w.deps.repos.aiModels.create(m);
+  const openaiJsonModel: AiModel = {
+    ...base,
+    id: newId("am", w.clock),
+    name: "Newsroom GPT JSON",
+    provider: { kind: "openai", model: "gpt-test" },
+    output: { kind: "structured", schema: STRUCTURED_SCHEMA },
+  };
+  for (const m of [textModel, structuredModel, openaiModel, openaiJsonModel]) await w.deps.repos.aiModels.create(m);
   const widgetId = newId("wd", w.clock);
   await w.deps.repos.widgets.create({
     id: widgetId,
@@ -141,6 +148,7 @@ async function answerWorld(chatReplies?: Reply[], { realEvents = false } = {}) {
     textModel,
     structuredModel,
     openaiModel,
+    openaiJsonModel,
     widgetId,
     sink,
     chat,
@@ -467,5 +475,29 @@ Deno.test("POST /app/aimodel/{id} over real HTTP relays each provider chunk befo
   } finally {
     release();
     await server.shutdown();
+  }
+});
+
+Deno.test("POST /app/aimodel/{id}: an OpenAI structured model answers checked JSON text, or 502 naming the mismatch", async () => {
+  const valid = {
+    answer: "Fares rise by 25 cents [1].",
+    found: true,
+    sources: [{ url: "https://metrowire.example/x" }],
+  };
+  {
+    await using t = await answerWorld([chatReply('{"answer":"","found":"yes"}'), chatReply(JSON.stringify(valid))]);
+    const res = await t.ask(t.openaiJsonModel.id, { query: "bus fares" });
+    assert.equal(res.status, 200);
+    assert.deepEqual(JSON.parse((await res.json()).message), valid);
+    assert.equal(t.chat!.requests.length, 2, "one repair round");
+  }
+  {
+    await using t = await answerWorld([chatReply('{"answer":"x"}'), chatReply('{"answer":"x","found":true}')]);
+    const res = await t.ask(t.openaiJsonModel.id, { query: "bus fares" });
+    assert.equal(res.status, 502);
+    assert.deepEqual(await res.json(), {
+      message: "model output did not match the schema: sources: Invalid input: expected array, received undefined",
+    });
+    assert.equal(t.sink.events.length, 0);
   }
 });
