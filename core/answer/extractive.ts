@@ -1,9 +1,10 @@
 /**
  * The embedded `extractive` provider: no network, deterministic. It splits the retrieved passages
- * into sentences, scores each against the query (IDF-weighted term coverage, proximity of the
- * matched terms, a recency boost, a small lead-sentence and title bonus), keeps the few that
- * answer it, and composes them verbatim under attributions naming the site and date, ending with
- * the links used. The only words it adds are the attributions: it never states what the passages
+ * into sentences, scores each against the query (IDF-weighted term coverage, with query terms the
+ * article's headline names counting half; proximity of the matched terms; a recency boost; a small
+ * lead-sentence and headline bonus), keeps the few that answer it (near-duplicates and publisher
+ * self-promotion left out), and composes them verbatim under attributions naming the site and
+ * date, ending with the links used. The only words it adds are the attributions: it never states what the passages
  * do not say. Below a minimum relevance it says plainly that nothing relevant was found.
  */
 import { AppError } from "../errors.ts";
