@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { Clock } from "../clock.ts";
+import { fuseAcrossIndexes } from "./fusion.ts";
 import { AppError } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
 import type { DataModel } from "../store/models.ts";
@@ -555,17 +556,25 @@ export class SearchEngine implements SearchService, ArticleService {
   async retrieve(dataModelIds: string[], query: string, options: { k?: number } = {}): Promise<RetrievedArticle[]> {
     const k = Math.max(1, Math.min(options.k ?? 5, 50));
     const nowUnix = Math.floor(this.options.clock.now().getTime() / 1000);
-    const found: { dm: string; slot: number; score: number; index: DataModelIndex }[] = [];
+    const drawn: { dm: string; slot: number; score: number; bm25: number; cosine: number; index: DataModelIndex }[] =
+      [];
+    const contributing = new Set<string>();
     for (const dm of new Set(dataModelIds)) {
       const index = await this.index(dm);
       if (index.size === 0) continue;
       const rep = await this.queryRep(index, query);
       for (const c of index.hybrid(rep, { k: k * 3 })) {
-        // Recency weighting: a month-old article keeps ~84% of its relevance, a fresh one all of it.
-        const ageDays = Math.max(0, (nowUnix - index.pubdates[c.slot]!) / 86_400);
-        found.push({ dm, slot: c.slot, score: c.score * (0.75 + 0.25 * Math.exp(-ageDays / 30)), index });
+        drawn.push({ dm, slot: c.slot, score: c.score, bm25: c.bm25, cosine: c.cosine, index });
+        contributing.add(dm);
       }
     }
+    // Per-index scores are normalised within their index: comparable only when one index answered.
+    const scored = contributing.size > 1 ? fuseAcrossIndexes(drawn) : drawn;
+    const found = scored.map((f) => {
+      // Recency weighting: a month-old article keeps ~84% of its relevance, a fresh one all of it.
+      const ageDays = Math.max(0, (nowUnix - f.index.pubdates[f.slot]!) / 86_400);
+      return { ...f, score: f.score * (0.75 + 0.25 * Math.exp(-ageDays / 30)) };
+    });
     found.sort((a, b) => b.score - a.score);
     const out: RetrievedArticle[] = [];
     for (const f of found.slice(0, k)) {

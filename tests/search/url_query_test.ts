@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { AppError } from "../../core/errors.ts";
 import type { AnalyzedPage, LinkBuilder, LinkContext, UrlAnalyzer } from "../../core/search/ports.ts";
+import { newId } from "../../core/ids.ts";
 import { hoursAgo, search, searchWorld } from "./_world.ts";
 
 /** A test analyzer that knows pages by URL (the real one fetches and extracts them). */
@@ -107,4 +108,30 @@ Deno.test("retrieve() returns hybrid, recency-weighted articles with bodies acro
   assert.match(hits[0]!.body, /storm/);
   assert.equal(hits[0]!.dataModelId, w.dm.id);
   assert.ok(hits[0]!.summary.length > 0);
+});
+
+Deno.test("retrieve() ranks across data models on one scale: a small model's off-topic best match does not win", async () => {
+  await using w = await world();
+  // A second data model holding one article about something else entirely. Normalised within its
+  // own index it would score ~1 and outrank the storm articles of the first model.
+  const tech = await w.deps.repos.dataModels.create({
+    id: newId("dm", w.clock),
+    tenantId: w.tenantId,
+    name: "Tech",
+    sites: [{ domain: "chips.example", name: "Chip Weekly" }],
+    marketplace: false,
+    createdAt: w.clock.now().toISOString(),
+  });
+  await w.deps.searchEngine.ingest(tech, [{
+    url: "https://chips.example/ai-accelerator",
+    title: "New AI accelerator chip doubles training speed",
+    body: "The accelerator chip packs more memory bandwidth for model training in data centres.",
+    pubdate: hoursAgo(w, 1),
+  }]);
+  const hits = await w.deps.searchEngine.retrieve([tech.id, w.dm.id], "coastal storm flooding harbour", { k: 3 });
+  assert.ok(hits.length >= 2);
+  assert.ok(hits[0]!.url.includes("storm"), `first hit was ${hits[0]!.url}`);
+  assert.ok(hits[1]!.url.includes("storm"), `second hit was ${hits[1]!.url}`);
+  const chip = hits.find((h) => h.url.includes("chips.example"));
+  if (chip) assert.ok(chip.score < hits[1]!.score);
 });
