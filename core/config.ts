@@ -100,6 +100,8 @@ const envSchema = z.object({
   OPENAI_BASE_URL: url("OPENAI_BASE_URL").default("https://api.openai.com/v1"),
   OPENAI_TIMEOUT_MS: int("OPENAI_TIMEOUT_MS", 1, 600_000).default(30_000),
   OPENAI_MAX_RETRIES: int("OPENAI_MAX_RETRIES", 0, 10).default(2),
+  PAYPROXY_SKEW_S: int("PAYPROXY_SKEW_S", 1, 3600).default(300),
+  ALLOWANCE_TIMEOUT_MS: int("ALLOWANCE_TIMEOUT_MS", 50, 60_000).default(2000),
 });
 
 /** A trusted identity provider: ID-JAGs whose `iss` equals `issuer` are verified against `jwksUrl`. */
@@ -203,6 +205,10 @@ export interface OpenAiConfig {
   timeoutMs: number;
   /** Retries after a 429, a 5xx or a network failure. */
   maxRetries: number;
+  /** Payproxy signature timestamp tolerance, seconds either side of the server clock (spec: 300). */
+  payproxySkewS: number;
+  /** How long the payproxy allowance call may take before it fails open. */
+  allowanceTimeoutMs: number;
 }
 
 /** Raised when the environment does not parse; its message is one line naming the variable. */
@@ -300,5 +306,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       timeoutMs: e.OPENAI_TIMEOUT_MS,
       maxRetries: e.OPENAI_MAX_RETRIES,
     },
+    payproxySkewS: e.PAYPROXY_SKEW_S,
+    allowanceTimeoutMs: e.ALLOWANCE_TIMEOUT_MS,
   };
 }

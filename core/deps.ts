@@ -21,6 +21,7 @@ import type { Logger } from "./log.ts";
 import { createRepos, type Repos } from "./store/repos.ts";
 import type { Mailer } from "./storefront/mailer.ts";
 import { createMailer, createStorefront, type Storefront } from "./storefront/service.ts";
+import { createPayproxyServices, type PayproxyServices } from "./payproxy/mod.ts";
 
 /**
  * Everything the app is built from. `main.ts` makes the real one; tests make one with `:memory:`
@@ -66,6 +67,8 @@ export interface Deps {
   eventPipeline: EventPipeline;
   /** Analytics query engine over the Parquet event files. */
   analytics: AnalyticsEngine;
+  /** Payproxy signing secrets, signature verifier, allowance client and counters (issue 5). */
+  payproxy: PayproxyServices;
 }
 
 /** The parts of {@link Deps} that are opened (stores) or chosen (clock, log, fetch) by the caller. */
@@ -154,6 +157,7 @@ export function assembleDeps(inputs: DepsInputs): Deps {
     events,
     eventPipeline: events,
     analytics,
+    payproxy: createPayproxyServices({ ...inputs, fetch }),
   };
   deps.answer = answerServiceFor(deps);
   return deps;

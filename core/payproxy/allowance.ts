@@ -1,0 +1,187 @@
+/**
+ * The allowance client: asks the payment layer whether an agent may spend on a service before
+ * billable work runs (spec 5.2 step 9).
+ *
+ * `POST {AGENT_AUTH_URL}/internal/allowance` with `{agentId, serviceSlug, usage}`, signed with the
+ * payproxy scheme (same seller key that verified the incoming request, a fresh `zc-request-id`).
+ * Answers:
+ * - 2xx `{"allowed": true}` -> allowed; 2xx `{"allowed": false}` -> denied (the route answers 402);
+ * - unreachable, no answer within the timeout, or 5xx -> a transient outage: allowed ("fail open"),
+ *   with a warning log line and the `failOpen` counter;
+ * - anything else (3xx, 4xx, a 2xx without a boolean `allowed`) -> denied: it is not an outage,
+ *   so failing open would hand out free calls on a misconfiguration. Counted as `unexpected`.
+ */
+import type { Clock } from "../clock.ts";
+import { unixSeconds } from "../clock.ts";
+import type { Logger } from "../log.ts";
+import { signRequest } from "./signature.ts";
+
+/** One metered usage line, as in the 402 body and the `zc-usage` header. */
+export interface UsageItem {
+  meterSlug: string;
+  quantity: number;
+}
+
+/** The allowance question. `agentId` is `""` when the request named no agent. */
+export interface AllowanceRequest {
+  agentId: string;
+  serviceSlug: string;
+  usage: UsageItem[];
+}
+
+/** The allowance answer. `failedOpen` marks an allowance granted because the payment layer was out. */
+export type AllowanceDecision = { allowed: true; failedOpen: boolean } | { allowed: false };
+
+/** The signing key the allowance call is signed with. */
+export interface SigningKey {
+  kid: string;
+  secret: string;
+}
+
+/**
+ * In-process payproxy counters since start; served as JSON on `GET /payproxy/metrics`.
+ * Plain numbers, one process: scrape each instance.
+ */
+export class PayproxyMetrics {
+  allowance = {
+    checks: 0,
+    allowed: 0,
+    denied: 0,
+    /** Allowed because the payment layer was unreachable, slow or answered 5xx. */
+    failOpen: 0,
+    failOpenByReason: { unreachable: 0, timeout: 0, server_error: 0 } as Record<FailOpenReason, number>,
+    /** Denied because the payment layer answered something that is neither a decision nor an outage. */
+    unexpected: 0,
+  };
+  requests = {
+    /** Requests whose signature verified. */
+    verified: 0,
+    /** Requests refused with 401 (any reason). */
+    rejected: 0,
+    /** Requests refused with 402. */
+    paymentRequired: 0,
+    /** 200 responses carrying `zc-usage`. */
+    served: 0,
+  };
+
+  /** A JSON-ready copy. */
+  snapshot() {
+    return structuredClone({ allowance: this.allowance, requests: this.requests });
+  }
+}
+
+/** Why an allowance check failed open. */
+export type FailOpenReason = "unreachable" | "timeout" | "server_error";
+
+/** The allowance client; see the module comment for the decision table. */
+export class AllowanceClient {
+  readonly #url: string;
+  readonly #fetch: typeof fetch;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #timeoutMs: number;
+  readonly metrics: PayproxyMetrics;
+
+  constructor(
+    { agentAuthUrl, fetch, clock, log, timeoutMs = 2000, metrics = new PayproxyMetrics() }: {
+      agentAuthUrl: string;
+      fetch: typeof globalThis.fetch;
+      clock: Clock;
+      log: Logger;
+      timeoutMs?: number;
+      metrics?: PayproxyMetrics;
+    },
+  ) {
+    this.#url = `${agentAuthUrl.replace(/\/+$/, "")}/internal/allowance`;
+    this.#fetch = fetch;
+    this.#clock = clock;
+    this.#log = log;
+    this.#timeoutMs = timeoutMs;
+    this.metrics = metrics;
+  }
+
+  /** Asks whether `request` may proceed. Never throws: outages fail open, everything else decides. */
+  async check(request: AllowanceRequest, key: SigningKey, context: { requestId?: string } = {}): Promise<
+    AllowanceDecision
+  > {
+    const m = this.metrics.allowance;
+    m.checks++;
+    const body = JSON.stringify(request);
+    const callId = `alw_${crypto.randomUUID()}`;
+    const logFields = {
+      request_id: context.requestId,
+      allowance_request_id: callId,
+      service_slug: request.serviceSlug,
+      agent_id: request.agentId,
+    };
+    const failOpen = (reason: FailOpenReason, why: string): AllowanceDecision => {
+      m.failOpen++;
+      m.failOpenByReason[reason]++;
+      m.allowed++;
+      this.#log.warn("allowance check failed open", { ...logFields, reason, why });
+      return { allowed: true, failedOpen: true };
+    };
+    const signal = AbortSignal.timeout(this.#timeoutMs);
+    let res: Response;
+    let text: string;
+    try {
+      const signed = await signRequest({
+        secret: key.secret,
+        kid: key.kid,
+        t: unixSeconds(this.#clock),
+        method: "POST",
+        url: this.#url,
+        body,
+        requestId: callId,
+        agentId: request.agentId,
+      });
+      res = await this.#fetch(this.#url, {
+        method: "POST",
+        headers: { ...signed.headers, "content-type": "application/json", accept: "application/json" },
+        body,
+        redirect: "manual",
+        signal,
+      });
+      // The timeout covers reading the answer too.
+      text = await res.text();
+    } catch (err) {
+      if (signal.aborted) return failOpen("timeout", `no answer within ${this.#timeoutMs} ms`);
+      return failOpen("unreachable", err instanceof Error ? `${err.name}: ${err.message}` : String(err));
+    }
+    if (res.status >= 500) return failOpen("server_error", `payment layer answered ${res.status}`);
+    let allowed: unknown;
+    if (res.ok) {
+      try {
+        allowed = (JSON.parse(text) as { allowed?: unknown })?.allowed;
+      } catch {
+        allowed = undefined;
+      }
+    }
+    if (allowed === true) {
+      m.allowed++;
+      return { allowed: true, failedOpen: false };
+    }
+    m.denied++;
+    if (allowed !== false) {
+      m.unexpected++;
+      this.#log.warn("allowance answer not understood; denying", { ...logFields, status: res.status });
+    }
+    return { allowed: false };
+  }
+}
+
+/**
+ * The service slug a model is sold under: its tool name, else a slug of its name, else its id
+ * (spec 7.1, 402 row).
+ */
+export function serviceSlug(model: { id: string; name?: string; toolName?: string }): string {
+  if (model.toolName) return model.toolName;
+  const fromName = slugify(model.name ?? "");
+  return fromName || model.id;
+}
+
+/** Lowercase ASCII slug: accents dropped, runs of anything else become one dash, at most 64 chars. */
+export function slugify(text: string): string {
+  return text.normalize("NFKD").replace(/[\u0300-\u036f]/g, "").toLowerCase().replace(/[^a-z0-9]+/g, "-")
+    .slice(0, 64).replace(/^-+|-+$/g, "");
+}
