@@ -9,6 +9,7 @@ import { accessLog } from "./middleware/access_log.ts";
 import { requestId } from "./middleware/request_id.ts";
 import { createImageRoutes } from "./images.ts";
 import { createRedirectRoutes } from "./redirect.ts";
+import { createPayproxyRoutes } from "./payproxy.ts";
 import { createResourceRoutes } from "./resources.ts";
 import { createStorefrontRoutes } from "./storefront/mod.ts";
 import { createSearchRoutes } from "./search.ts";
@@ -44,6 +45,7 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   app.route("/", createImageRoutes(deps));
   app.route("/", createSearchRoutes(deps));
   app.route("/", createAiModelRoutes(deps));
+  app.route("/", createPayproxyRoutes(deps));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

@@ -4,6 +4,7 @@ import type { Deps } from "../deps.ts";
 import { newId } from "../ids.ts";
 import { SafeFetcher } from "../net/safe_fetch.ts";
 import { parseSource, SOURCE_TYPES } from "../search/feeds.ts";
+import { SecretStoreError } from "../payproxy/secrets.ts";
 import { domainSchema, slugSchema } from "../store/models.ts";
 import type { AiModel, Campaign, DataModel, Prompt, Widget } from "../store/models.ts";
 import { storefrontAdminCommands } from "../storefront/admin.ts";
@@ -36,6 +37,16 @@ const check = <T>(schema: z.ZodType<T>, value: unknown, flag: string): T => {
   if (!r.success) throw new AdminUsageError(`--${flag} ${r.error.issues[0]!.message}`);
   return r.data;
 };
+
+/** Runs a secret-store call, turning its rule errors into usage errors (one line, exit code 2). */
+async function secretCall<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof SecretStoreError) throw new AdminUsageError(err.message);
+    throw err;
+  }
+}
 
 async function requireTenant(deps: Deps, tenantId: string): Promise<void> {
   if (!(await deps.repos.tenants.get(tenantId))) throw new AdminUsageError(`tenant not found: ${tenantId}`);
@@ -322,6 +333,38 @@ export const adminCommands: Record<string, AdminCommand> = {
       const dmId = need(v, "data-model");
       return { dataModelId: dmId, articles: await deps.searchEngine.count(dmId) };
     },
+  },
+  "payproxy-secret create": {
+    usage: "payproxy-secret create --seller <seller-id>",
+    options: { seller: { type: "string" } },
+    async run(deps, v) {
+      const record = await secretCall(() => deps.payproxy.secrets.create(need(v, "seller")));
+      return { ...record, note: "Give this secret to the payment layer now: it is not shown again" };
+    },
+  },
+  "payproxy-secret rotate": {
+    usage: "payproxy-secret rotate --seller <seller-id>",
+    options: { seller: { type: "string" } },
+    async run(deps, v) {
+      const record = await secretCall(() => deps.payproxy.secrets.rotate(need(v, "seller")));
+      return {
+        ...record,
+        note: "New current secret, shown once. The previous one still verifies until `payproxy-secret retire`",
+      };
+    },
+  },
+  "payproxy-secret retire": {
+    usage: "payproxy-secret retire --seller <seller-id> [--kid <ppk_...>]",
+    options: { seller: { type: "string" }, kid: { type: "string" } },
+    run: (deps, v) =>
+      secretCall(() =>
+        deps.payproxy.secrets.retire(need(v, "seller"), typeof v.kid === "string" && v.kid ? v.kid : undefined)
+      ),
+  },
+  "payproxy-secret list": {
+    usage: "payproxy-secret list --seller <seller-id>",
+    options: { seller: { type: "string" } },
+    run: (deps, v) => deps.payproxy.secrets.list(need(v, "seller")),
   },
   "prompt list": {
     usage: "prompt list --tenant <tn_...>",

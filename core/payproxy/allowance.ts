@@ -35,7 +35,8 @@ export type AllowanceDecision = { allowed: true; failedOpen: boolean } | { allow
 /** The signing key the allowance call is signed with. */
 export interface SigningKey {
   kid: string;
-  secret: string;
+  /** The secret, or its imported HMAC key. */
+  secret: string | CryptoKey;
 }
 
 /**

@@ -11,7 +11,7 @@ import { SignatureVerifier } from "./signature.ts";
 
 export { AllowanceClient, PayproxyMetrics, serviceSlug } from "./allowance.ts";
 export { PayproxySecretStore } from "./secrets.ts";
-export { pathAndQuery, signRequest, SignatureVerifier } from "./signature.ts";
+export { pathAndQuery, SignatureVerifier, signRequest } from "./signature.ts";
 
 /** Everything the payproxy routes (and the storefront's signer) need. */
 export interface PayproxyServices {

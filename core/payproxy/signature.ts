@@ -227,6 +227,8 @@ export interface VerifiedRequest {
   requestId: string;
   t: number;
   v1: string;
+  /** The verifying key, imported and non-extractable, for signing follow-up calls (allowance). */
+  key: CryptoKey;
 }
 
 /** The 401 every signature failure becomes; the reason rides in the private cause. */
@@ -308,7 +310,7 @@ export class SignatureVerifier {
       encoder.encode(canonical) as BufferSource,
     );
     if (!ok) throw new SignatureError("mismatch", `signature does not match (kid ${parts.kid})`);
-    return { kid: parts.kid, sellerId: record.sellerId, agentId, requestId, t, v1: parts.v1 };
+    return { kid: parts.kid, sellerId: record.sellerId, agentId, requestId, t, v1: parts.v1, key };
   }
 
   /** The imported HMAC key of a stored secret (cached). */

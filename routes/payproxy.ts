@@ -1,0 +1,304 @@
+/**
+ * Payment-proxy routes (spec 4.3, 4.4, 5.2, 7.1): the bearer search and real-time orchestration
+ * behind a request signature instead of an API key, an allowance check before billable work, a
+ * marketplace gate, and usage reported in `zc-usage`.
+ *
+ * Order of checks (the first failing one answers):
+ *
+ *   search                                  real-time
+ *   1. data_model_id present, `dm_`  400     -
+ *   2. body read (size cap)          422     1. body read (size cap)             422
+ *   3. signature, zc-request-id      401     2. signature, zc-request-id         401
+ *                                            3. aimodel_external_id format       422
+ *   4. body JSON, query non-empty    422     4. body JSON, query non-empty       422
+ *   5. model exists, marketplace     404     5. exists, public, marketplace      404
+ *   6. allowance                     402     6. allowance                        402
+ *   7. search                        200     7. answer                           200
+ *
+ * The query-parameter check comes first because it needs no secret and the spec gives it its own
+ * plain-text 400; everything about the body and the model waits until the caller proved who it is,
+ * so unsigned callers learn nothing about which models exist. A verified signature is consumed at
+ * step 3 whatever happens next: a retry must be signed again.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { Deps } from "../core/deps.ts";
+import { AppError } from "../core/errors.ts";
+import { serviceSlug, type UsageItem } from "../core/payproxy/allowance.ts";
+import {
+  AGENT_ID_HEADER,
+  REQUEST_ID_HEADER,
+  SIGNATURE_HEADER,
+  USAGE_HEADER,
+  type VerifiedRequest,
+} from "../core/payproxy/signature.ts";
+import { searchRequestSchema } from "../core/search/types.ts";
+import type { AiModel, DataModel } from "../core/store/models.ts";
+import type { AppEnv } from "./env.ts";
+import { bodyReader } from "./middleware/body.ts";
+import { errorFamily } from "./middleware/family.ts";
+import { createRouter, describeIssue } from "./validation.ts";
+
+/** Every payproxy call is metered as one `query`. */
+const USAGE: UsageItem[] = [{ meterSlug: "query", quantity: 1 }];
+const DM_ID_RE = /^dm_[A-Za-z0-9]{1,64}$/;
+const AM_ID_RE = /^am_[A-Za-z0-9]{1,64}$/;
+const SEARCH_VERSION_RE = /^[A-Za-z0-9._+-]{1,64}$/;
+const realtimeBodySchema = z.object({
+  query: z.string({ error: "must be a string" }).trim().min(1, { error: "query cannot be empty" }),
+}).loose();
+
+type Ctx = Context<AppEnv>;
+type PayproxyDeps = Pick<Deps, "config" | "repos" | "payproxy" | "search" | "answer" | "log">;
+
+/** `POST /payproxy/v2/search`, `POST /payproxy/aimodel/{aimodel_external_id}` and `GET /payproxy/metrics`. */
+export function createPayproxyRoutes(deps: PayproxyDeps) {
+  const app = createRouter();
+  const { verifier, allowance, metrics } = deps.payproxy;
+  app.use("/payproxy/*", errorFamily("payproxy"));
+  for (const route of [searchDoc, realtimeDoc, metricsDoc]) app.openAPIRegistry.registerPath(route);
+  const readBody = bodyReader({ limit: deps.config.maxBodyBytes, json: false });
+
+  /** Step 3: the signature, consumed once; sets the caller identity for logs and analytics. */
+  async function verify(c: Ctx): Promise<VerifiedRequest> {
+    try {
+      const verified = await verifier.verify({
+        signature: c.req.header(SIGNATURE_HEADER),
+        method: c.req.method,
+        url: c.req.url,
+        body: c.get("rawBody") ?? new Uint8Array(),
+        requestId: c.req.header(REQUEST_ID_HEADER),
+        agentId: c.req.header(AGENT_ID_HEADER),
+      });
+      metrics.requests.verified++;
+      c.set("caller", verified.agentId ? `payproxy:${verified.agentId}` : "payproxy");
+      deps.log.debug("payproxy signature verified", {
+        request_id: c.get("requestId"),
+        zc_request_id: verified.requestId,
+        kid: verified.kid,
+        seller: verified.sellerId,
+      });
+      return verified;
+    } catch (err) {
+      if (err instanceof AppError && err.status === 401) metrics.requests.rejected++;
+      throw err;
+    }
+  }
+
+  /** Step 6: 402 unless the payment layer allows (or is out: fail open). */
+  async function requireAllowance(c: Ctx, verified: VerifiedRequest, slug: string): Promise<void> {
+    const decision = await allowance.check(
+      { agentId: verified.agentId, serviceSlug: slug, usage: USAGE },
+      { kid: verified.kid, secret: verified.key },
+      { requestId: c.get("requestId") },
+    );
+    if (!decision.allowed) {
+      metrics.requests.paymentRequired++;
+      throw new AppError(402, "payment_required", "Payment required", { extra: { serviceSlug: slug, usage: USAGE } });
+    }
+  }
+
+  const usageHeader = (slug: string) => ({
+    [USAGE_HEADER]: JSON.stringify(USAGE.map((u) => ({ serviceSlug: slug, ...u }))),
+  });
+
+  app.post("/payproxy/v2/search", requireSearchQuery, readBody, async (c) => {
+    const verified = await verify(c);
+    const request = parseBody(c, searchRequestSchema);
+    const dataModelId = c.req.query("data_model_id")!;
+    const dm = await deps.repos.dataModels.get(dataModelId);
+    if (!dm || !dm.marketplace) throw modelNotFound(dataModelId, dm);
+    const slug = serviceSlug(dm);
+    await requireAllowance(c, verified, slug);
+    if (!deps.search) throw new Error("search service is not configured");
+    // No tenantId: payproxy traffic is not the tenant's own platform usage.
+    const result = await deps.search.recommend(dm, request, {
+      caller: c.get("caller"),
+      searchVersion: c.req.query("search_version"),
+      requestId: c.get("requestId"),
+    });
+    metrics.requests.served++;
+    return c.json(result, 200, usageHeader(slug));
+  });
+
+  app.post("/payproxy/aimodel/:aimodel_external_id", readBody, async (c) => {
+    const verified = await verify(c);
+    const id = c.req.param("aimodel_external_id");
+    if (!AM_ID_RE.test(id)) {
+      throw new AppError(422, "invalid_model_id", "aimodelExternalId is not in the correct format");
+    }
+    const { query } = parseBody(c, realtimeBodySchema);
+    const model = await deps.repos.aiModels.get(id);
+    if (!model || model.private || !model.marketplace) throw modelNotFound(id, model);
+    const slug = serviceSlug(model);
+    await requireAllowance(c, verified, slug);
+    if (!deps.answer) throw new Error("answer service is not configured");
+    const answer = await deps.answer.answer(model, query, { caller: c.get("caller"), requestId: c.get("requestId") });
+    metrics.requests.served++;
+    // Structured models emit their payload itself, not the {message} envelope (spec 2.3).
+    const body = answer.kind === "structured" ? answer.payload : { message: answer.message };
+    return c.json(body as Record<string, unknown>, 200, usageHeader(slug));
+  });
+
+  app.get("/payproxy/metrics", (c) => c.json(metrics.snapshot(), 200));
+  return app;
+}
+
+/** Step 1 of search: the required query parameter, answered in text/plain. */
+async function requireSearchQuery(c: Ctx, next: () => Promise<void>): Promise<void> {
+  const id = c.req.query("data_model_id");
+  if (id === undefined || id === "") {
+    throw new AppError(400, "missing_query_parameter", "Missing required query parameter: data_model_id", {
+      plain: true,
+    });
+  }
+  if (!DM_ID_RE.test(id)) {
+    throw new AppError(400, "invalid_query_parameter", "data_model_id must start with dm_", { plain: true });
+  }
+  const version = c.req.query("search_version");
+  if (version !== undefined && !SEARCH_VERSION_RE.test(version)) {
+    throw new AppError(400, "invalid_query_parameter", "search_version must be 1 to 64 of A-Z a-z 0-9 . _ + -", {
+      plain: true,
+    });
+  }
+  await next();
+}
+
+/** Step 4: the raw bytes as a JSON object matching `schema`; every problem is a 422 `{message, code}`. */
+function parseBody<T>(c: Ctx, schema: z.ZodType<T>): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(c.get("rawBody") ?? new Uint8Array()));
+  } catch (err) {
+    const why = err instanceof SyntaxError ? err.message : "body is not valid UTF-8";
+    throw new AppError(422, "invalid_body", `Request body could not be decoded: ${why}`);
+  }
+  if (!value || typeof value !== "object" || Array.isArray(value)) {
+    throw new AppError(422, "invalid_body", "Request body must be a JSON object");
+  }
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  // A missing query is as empty as a blank one: one message for both, as the spec words it.
+  if (issue.path[0] === "query" && (issue.code === "too_small" || (value as { query?: unknown }).query === undefined)) {
+    throw new AppError(422, "empty_query", "query cannot be empty");
+  }
+  throw new AppError(422, "invalid_request", describeIssue(issue));
+}
+
+/** 404 with no body; the log says which gate refused. */
+function modelNotFound(id: string, model: DataModel | AiModel | null): AppError {
+  const why = !model
+    ? `model ${id} does not exist`
+    : "private" in model && model.private
+    ? `model ${id} is private`
+    : `model ${id} is not marketplace-enabled`;
+  return new AppError(404, "not_found", "Not found", { cause: new Error(why) });
+}
+
+const signedHeaders = z.object({
+  "zc-signature": z.string().openapi({
+    description: "`t=<unix-seconds>,kid=<key-id>,v1=<hex HMAC-SHA256>` over the canonical string (spec 5.2)",
+    example: "t=1795348800,kid=ppk_vectors01,v1=bae2c74564e5029ae42e177859e44a89a60831c231d8691f1e1341a4ce127a2a",
+  }),
+  "zc-request-id": z.string().openapi({ description: "Caller's request id; part of the signed string" }),
+  "zc-agent-id": z.string().optional().openapi({
+    description: "Paying agent; part of the signed string (empty when absent); caller identity `payproxy:<id>`",
+  }),
+});
+const usageHeaderDoc = {
+  [USAGE_HEADER]: {
+    description: 'JSON array: `[{"serviceSlug":"...","meterSlug":"query","quantity":1}]`',
+    schema: { type: "string" as const },
+  },
+};
+const commonResponses = {
+  401: {
+    description: "Signature missing, invalid, replayed, or not configured",
+    content: { "application/json": { schema: z.object({ error: z.literal("invalid_payproxy_signature") }) } },
+  },
+  402: {
+    description: "Allowance denied",
+    content: {
+      "application/json": {
+        schema: z.object({
+          error: z.literal("payment_required"),
+          serviceSlug: z.string(),
+          usage: z.array(z.object({ meterSlug: z.literal("query"), quantity: z.number().int() })),
+        }),
+      },
+    },
+  },
+  404: { description: "Model unresolved, private or not marketplace-enabled (no body)" },
+  422: {
+    description: "Body unreadable, empty query, or malformed model id",
+    content: {
+      "application/json": { schema: z.object({ message: z.string(), code: z.string().optional() }) },
+    },
+  },
+  500: { description: "Unexpected error (no body)" },
+};
+
+const searchDoc = createRoute({
+  method: "post",
+  path: "/payproxy/v2/search",
+  tags: ["payproxy"],
+  summary: "Article recommendations behind the payment proxy",
+  description:
+    "Signature-authenticated variant of `/app/v2/search`: marketplace-enabled data models only, allowance check before the search, usage in `zc-usage`, nothing counted on the tenant's platform usage.",
+  request: {
+    query: z.object({
+      data_model_id: z.string().openapi({ description: "Data model id (`dm_...`)" }),
+      search_version: z.string().optional().openapi({ description: "Overrides the retrieval pipeline's version" }),
+    }),
+    headers: signedHeaders,
+    body: { required: true, content: { "application/json": { schema: searchRequestSchema } } },
+  },
+  responses: {
+    200: {
+      description: "SearchResponse",
+      headers: usageHeaderDoc,
+      content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+    },
+    400: {
+      description: "A required query parameter is missing",
+      content: { "text/plain": { schema: z.string() } },
+    },
+    ...commonResponses,
+  },
+});
+
+const realtimeDoc = createRoute({
+  method: "post",
+  path: "/payproxy/aimodel/{aimodel_external_id}",
+  tags: ["payproxy"],
+  summary: "Real-time answer behind the payment proxy",
+  description:
+    "Signature-authenticated variant of `/app/aimodel/{id}`. Private or non-marketplace models are 404. Structured models emit their payload instead of `{message}`.",
+  request: {
+    params: z.object({ aimodel_external_id: z.string().openapi({ description: "AI model id (`am_...`)" }) }),
+    headers: signedHeaders,
+    body: { required: true, content: { "application/json": { schema: realtimeBodySchema } } },
+  },
+  responses: {
+    200: {
+      description: "`{message}` or the model's structured payload",
+      headers: usageHeaderDoc,
+      content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+    },
+    ...commonResponses,
+  },
+});
+
+const metricsDoc = createRoute({
+  method: "get",
+  path: "/payproxy/metrics",
+  tags: ["payproxy"],
+  summary: "Payproxy counters of this process (allowance outcomes, fail-opens, 401s, 402s)",
+  responses: {
+    200: {
+      description: "Counters since start",
+      content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+    },
+  },
+});
