@@ -62,6 +62,7 @@ export interface PeerCall {
 export function startAllowancePeer(initial: PeerMode = "allow") {
   const calls: PeerCall[] = [];
   const state = { mode: initial };
+  const stopping = new AbortController();
   const server = startServer(async (req) => {
     const body = new Uint8Array(await req.arrayBuffer());
     calls.push({ url: req.url, headers: Object.fromEntries(req.headers), body });
@@ -72,10 +73,10 @@ export function startAllowancePeer(initial: PeerMode = "allow") {
       case "deny":
         return Response.json({ allowed: false });
       case "slow":
-        // Holds the answer until the client gives up (or 10 s), so the client's timeout decides.
+        // Holds the answer until the peer closes (or 10 s), so the client's timeout decides.
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, 10_000);
-          req.signal.addEventListener("abort", () => {
+          stopping.signal.addEventListener("abort", () => {
             clearTimeout(timer);
             resolve();
           });
@@ -89,14 +90,18 @@ export function startAllowancePeer(initial: PeerMode = "allow") {
         return new Response("<html>ok</html>", { status: 200 });
     }
   });
+  const close = () => {
+    stopping.abort();
+    return server.shutdown(1000);
+  };
   return {
     url: server.url,
     calls,
     set mode(m: PeerMode) {
       state.mode = m;
     },
-    close: () => server.shutdown(1000),
-    [Symbol.asyncDispose]: () => server.shutdown(1000),
+    close,
+    [Symbol.asyncDispose]: close,
   };
 }
 

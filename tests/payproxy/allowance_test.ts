@@ -1,0 +1,103 @@
+import assert from "node:assert/strict";
+import { FixedClock } from "../../core/clock.ts";
+import { memoryLogger } from "../../core/log.ts";
+import { AllowanceClient, PayproxyMetrics, serviceSlug, slugify } from "../../core/payproxy/allowance.ts";
+import { PayproxySecretStore } from "../../core/payproxy/secrets.ts";
+import { SignatureVerifier } from "../../core/payproxy/signature.ts";
+import { deadAddress, startAllowancePeer } from "./_helpers.ts";
+
+const REQUEST = { agentId: "agent-1", serviceSlug: "demo-news", usage: [{ meterSlug: "query", quantity: 1 }] };
+
+async function setup(url: string, timeoutMs = 2000) {
+  const kv = await Deno.openKv(":memory:");
+  const clock = new FixedClock();
+  const log = memoryLogger();
+  const secrets = new PayproxySecretStore(kv, clock);
+  const key = await secrets.create("seller-a");
+  const client = new AllowanceClient({
+    agentAuthUrl: url,
+    fetch,
+    clock,
+    log,
+    timeoutMs,
+    metrics: new PayproxyMetrics(),
+  });
+  return { kv, clock, log, secrets, key, client, [Symbol.dispose]: () => kv.close() };
+}
+
+Deno.test("AllowanceClient sends a signed {agentId, serviceSlug, usage} and follows an allow", async () => {
+  await using peer = startAllowancePeer("allow");
+  using s = await setup(peer.url);
+  assert.deepEqual(await s.client.check(REQUEST, s.key, { requestId: "rq-1" }), { allowed: true, failedOpen: false });
+  assert.equal(peer.calls.length, 1);
+  const call = peer.calls[0]!;
+  assert.equal(new URL(call.url).pathname, "/internal/allowance");
+  assert.deepEqual(JSON.parse(new TextDecoder().decode(call.body)), REQUEST);
+  assert.equal(call.headers["zc-agent-id"], "agent-1");
+  // The storefront side verifies with the same scheme and the same seller key.
+  const verifier = new SignatureVerifier({ keys: s.secrets, kv: s.kv, clock: s.clock });
+  const verified = await verifier.verify({
+    signature: call.headers["zc-signature"],
+    method: "POST",
+    url: call.url,
+    body: call.body,
+    requestId: call.headers["zc-request-id"],
+    agentId: call.headers["zc-agent-id"],
+  });
+  assert.equal(verified.sellerId, "seller-a");
+  assert.deepEqual(s.client.metrics.snapshot().allowance.allowed, 1);
+});
+
+Deno.test("AllowanceClient follows a deny", async () => {
+  await using peer = startAllowancePeer("deny");
+  using s = await setup(peer.url);
+  assert.deepEqual(await s.client.check(REQUEST, s.key), { allowed: false });
+  assert.equal(s.client.metrics.allowance.denied, 1);
+  assert.equal(s.client.metrics.allowance.unexpected, 0);
+});
+
+Deno.test("AllowanceClient fails open when the payment layer answers too slowly", async () => {
+  await using peer = startAllowancePeer("slow");
+  using s = await setup(peer.url, 150);
+  assert.deepEqual(await s.client.check(REQUEST, s.key, { requestId: "rq-slow" }), { allowed: true, failedOpen: true });
+  const m = s.client.metrics.allowance;
+  assert.equal(m.failOpen, 1);
+  assert.equal(m.failOpenByReason.timeout, 1);
+  const line = s.log.lines.find((l) => l.msg === "allowance check failed open")!;
+  assert.equal(line.level, "warn");
+  assert.equal(line.reason, "timeout");
+  assert.equal(line.request_id, "rq-slow");
+  assert.ok(!JSON.stringify(s.log.lines).includes(s.key.secret), "the secret is never logged");
+});
+
+Deno.test("AllowanceClient fails open when the payment layer is down", async () => {
+  using s = await setup(await deadAddress());
+  assert.deepEqual(await s.client.check(REQUEST, s.key), { allowed: true, failedOpen: true });
+  assert.equal(s.client.metrics.allowance.failOpenByReason.unreachable, 1);
+  assert.ok(s.log.lines.some((l) => l.level === "warn" && l.reason === "unreachable"));
+});
+
+Deno.test("AllowanceClient fails open on a 5xx", async () => {
+  await using peer = startAllowancePeer("error500");
+  using s = await setup(peer.url);
+  assert.deepEqual(await s.client.check(REQUEST, s.key), { allowed: true, failedOpen: true });
+  assert.equal(s.client.metrics.allowance.failOpenByReason.server_error, 1);
+});
+
+Deno.test("AllowanceClient denies (never fails open) on a 4xx or an answer it does not understand", async () => {
+  await using peer = startAllowancePeer("notfound");
+  using s = await setup(peer.url);
+  assert.deepEqual(await s.client.check(REQUEST, s.key), { allowed: false });
+  peer.mode = "garbage";
+  assert.deepEqual(await s.client.check(REQUEST, s.key), { allowed: false });
+  assert.equal(s.client.metrics.allowance.unexpected, 2);
+  assert.equal(s.client.metrics.allowance.failOpen, 0);
+});
+
+Deno.test("serviceSlug(): tool name, else a slug of the name, else the external id", () => {
+  assert.equal(serviceSlug({ id: "dm_1", name: "Demo News", toolName: "demo-news" }), "demo-news");
+  assert.equal(serviceSlug({ id: "dm_1", name: "Le Café  Désert — Édition #2" }), "le-cafe-desert-edition-2");
+  assert.equal(serviceSlug({ id: "dm_1", name: "東京" }), "dm_1");
+  assert.equal(serviceSlug({ id: "am_2" }), "am_2");
+  assert.equal(slugify("x".repeat(80)).length, 64);
+});
