@@ -16,6 +16,7 @@ import { seedDemo } from "./fixtures/demo.ts";
 import { seedStorefront } from "./fixtures/storefront.ts";
 import { demoEventsStep } from "./fixtures/demo_events.ts";
 import { seedDemoArticles } from "./fixtures/demo_articles.ts";
+import { seedPayproxySecret } from "./fixtures/payproxy_demo.ts";
 import { createApp } from "./routes/app.ts";
 import { startServer } from "./routes/server.ts";
 
@@ -56,6 +57,8 @@ async function serve(config: Config): Promise<void> {
   deps.searchEngine.watch();
   if (config.demoSeed) {
     const seeded = await seedDemo(deps, [seedStorefront, demoEventsStep, seedDemoArticles, seedAnswerDemo]);
+    const seeded = await seedDemo(deps, [seedStorefront, demoEventsStep, seedDemoArticles]);
+    const seeded = await seedDemo(deps, [seedStorefront, seedPayproxySecret]);
     if (seeded.created) {
       console.log(
         [

@@ -137,6 +137,18 @@ export function importHmacKey(secret: string): Promise<CryptoKey> {
   ]);
 }
 
+// Importing a key costs more than signing with it; signers reuse a handful of secrets.
+const signingKeys = new Map<string, Promise<CryptoKey>>();
+function cachedKey(secret: string): Promise<CryptoKey> {
+  let key = signingKeys.get(secret);
+  if (!key) {
+    if (signingKeys.size >= 64) signingKeys.clear();
+    key = importHmacKey(secret);
+    signingKeys.set(secret, key);
+  }
+  return key;
+}
+
 function hexToBytes(hex: string): Uint8Array {
   const out = new Uint8Array(hex.length / 2);
   for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
@@ -185,7 +197,7 @@ export async function signRequest(input: SignInput): Promise<SignedRequest> {
     requestId: input.requestId,
     agentId: input.agentId,
   });
-  const key = typeof input.secret === "string" ? await importHmacKey(input.secret) : input.secret;
+  const key = typeof input.secret === "string" ? await cachedKey(input.secret) : input.secret;
   const v1 = toHex(await crypto.subtle.sign("HMAC", key, encoder.encode(canonical)));
   const header = formatSignatureHeader({ t, kid: input.kid, v1 });
   const headers: Record<string, string> = { [SIGNATURE_HEADER]: header, [REQUEST_ID_HEADER]: input.requestId };

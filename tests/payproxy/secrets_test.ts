@@ -3,6 +3,8 @@ import { AdminUsageError, runAdmin } from "../../core/admin/commands.ts";
 import { FixedClock } from "../../core/clock.ts";
 import { PayproxySecretStore, SecretStoreError } from "../../core/payproxy/secrets.ts";
 import { SignatureVerifier, signRequest } from "../../core/payproxy/signature.ts";
+import { seedDemo } from "../../fixtures/demo.ts";
+import { DEMO_PAYPROXY_SELLER, seedPayproxySecret } from "../../fixtures/payproxy_demo.ts";
 import { createTestWorld } from "../_helpers.ts";
 
 async function withStore(fn: (store: PayproxySecretStore, kv: Deno.Kv, clock: FixedClock) => Promise<void>) {
@@ -102,4 +104,12 @@ Deno.test("admin payproxy-secret create, rotate, retire and list", async () => {
     status: string;
   };
   assert.equal(byKid.status, "retired");
+});
+
+Deno.test("seedPayproxySecret gives the demo seller one signing secret, idempotently", async () => {
+  await using w = await createTestWorld();
+  await seedDemo(w.deps, [seedPayproxySecret]);
+  await seedPayproxySecret(w.deps, (await seedDemo(w.deps)).ids);
+  const listed = await w.deps.payproxy.secrets.list(DEMO_PAYPROXY_SELLER);
+  assert.deepEqual(listed.map((s) => s.status), ["current"]);
 });
