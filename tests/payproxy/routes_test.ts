@@ -343,3 +343,17 @@ Deno.test("payproxy routes verify over a real HTTP server (raw URL as received)"
     await server.shutdown(1000);
   }
 });
+
+Deno.test("GET /openapi.json documents both payproxy routes and their signed headers", async () => {
+  await using t = await payproxyWorld();
+  const doc = await (await t.w.app.request("/openapi.json")).json();
+  const search = doc.paths["/payproxy/v2/search"].post;
+  const realtime = doc.paths["/payproxy/aimodel/{aimodel_external_id}"].post;
+  for (const op of [search, realtime]) {
+    const headers = op.parameters.filter((p: { in: string }) => p.in === "header").map((p: { name: string }) => p.name);
+    assert.deepEqual(headers.sort(), ["zc-agent-id", "zc-request-id", "zc-signature"]);
+    assert.ok(op.responses["401"] && op.responses["402"] && op.responses["404"] && op.responses["422"]);
+    assert.ok(op.responses["200"].headers["zc-usage"]);
+  }
+  assert.ok(search.responses["400"].content["text/plain"]);
+});
