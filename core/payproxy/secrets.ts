@@ -45,13 +45,32 @@ const newKid = () => `ppk_${base64url(randomBytes(12))}`;
 /** New secret: `pps_` + 43 base64url characters (256 random bits). */
 const newSecret = () => `pps_${base64url(randomBytes(32))}`;
 
-/** The payproxy signing-secret store. Implements {@link KeyLookup} for the verifier. */
+/**
+ * The payproxy signing-secret store. Implements {@link KeyLookup} for the verifier.
+ *
+ * `get` is on every payproxy request, so records are cached for `cacheMs` (default 1 s; misses
+ * too, bounded). Changes made through this instance clear the cache at once; changes made by
+ * another process (the admin CLI) are seen within `cacheMs`.
+ */
 export class PayproxySecretStore implements KeyLookup {
-  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
+  readonly #cache = new Map<string, { at: number; value: PayproxySecret | null }>();
+  readonly #cacheMs: number;
 
-  /** The record for `kid`, or null. */
+  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock, { cacheMs = 1000 } = {}) {
+    this.#cacheMs = cacheMs;
+  }
+
+  /** The record for `kid`, or null (cached up to `cacheMs`). */
   async get(kid: string): Promise<PayproxySecret | null> {
-    return (await this.kv.get<PayproxySecret>(secretKey(kid))).value;
+    const now = performance.now();
+    const hit = this.#cache.get(kid);
+    if (hit && now - hit.at < this.#cacheMs) return hit.value;
+    const value = (await this.kv.get<PayproxySecret>(secretKey(kid))).value;
+    if (this.#cacheMs > 0) {
+      if (this.#cache.size >= 1000) this.#cache.clear();
+      this.#cache.set(kid, { at: now, value });
+    }
+    return value;
   }
 
   /** The seller's secrets without their values, newest first. */
@@ -121,6 +140,7 @@ export class PayproxySecretStore implements KeyLookup {
       const res = await this.kv.atomic().check(target).set(secretKey(next.kid), next).sum(versionKey(sellerId), 1n)
         .commit();
       if (res.ok) {
+        this.#cache.clear();
         const { secret: _secret, ...info } = next;
         return info;
       }
@@ -152,7 +172,10 @@ export class PayproxySecretStore implements KeyLookup {
       for (const c of changed) op.set(secretKey(c.kid), c);
       op.set(secretKey(record.kid), record).set(sellerKey(sellerId, record.kid), record.kid);
       op.sum(versionKey(sellerId), 1n);
-      if ((await op.commit()).ok) return record;
+      if ((await op.commit()).ok) {
+        this.#cache.clear();
+        return record;
+      }
     }
     throw new SecretStoreError(`secrets of seller ${sellerId} changed concurrently; retry`);
   }
