@@ -73,6 +73,15 @@ export class PayproxySecretStore implements KeyLookup {
     return value;
   }
 
+  /**
+   * The seller and secret behind a `kid` when it may still verify (current or previous), else null.
+   * The storefront's verifier asks this (its `SigningSecrets.byKid`).
+   */
+  async byKid(kid: string): Promise<{ sellerId: string; secret: string } | null> {
+    const r = await this.get(kid);
+    return r && (r.status === "current" || r.status === "previous") ? { sellerId: r.sellerId, secret: r.secret } : null;
+  }
+
   /** The seller's secrets without their values, newest first. */
   async list(sellerId: string): Promise<PayproxySecretInfo[]> {
     const entries = await this.#sellerEntries(sellerId);

@@ -79,6 +79,9 @@ Deno.test("PayproxySecretStore rotation: current and previous verify until the p
     await assert.rejects(store.retire("seller-c"), SecretStoreError, "nothing left to retire");
     assert.equal((await store.get(second.kid))!.secret, "", "a retired secret is not kept");
 
+    assert.equal(await store.byKid(second.kid), null, "byKid() hides retired keys");
+    assert.deepEqual(await store.byKid(third.kid), { sellerId: "seller-c", secret: third.secret });
+
     const listed = await store.list("seller-c");
     assert.deepEqual(listed.map((s) => s.status).sort(), ["current", "retired", "retired"]);
     for (const s of listed) assert.equal("secret" in s, false);
