@@ -1,0 +1,197 @@
+/**
+ * Payproxy search vs bearer search throughput over loopback HTTP, in the same run (target: payproxy
+ * within 10 % of bearer). Starts the real service (`main.ts serve`, fresh DATA_DIR, demo seed) as a
+ * child process, gives the demo seller a payproxy secret with the admin command, runs a payment-layer
+ * allowance peer (always allows) in this process, then drives both routes with `fetch` at bounded
+ * concurrency in alternating rounds, so machine noise falls on both alike.
+ *
+ *   deno run -A bench/payproxy_http_load.ts   (LOAD_ROUNDS=4 LOAD_ROUND_SECONDS=4 LOAD_CONCURRENCY=16)
+ *
+ * Payproxy requests are signed before each round (fresh request ids, real clock), so the load
+ * generator does the same work per request on both routes; the server pays signature
+ * verification, the single-use mark and the allowance round trip on top of the same search.
+ */
+import { signRequest } from "../core/payproxy/signature.ts";
+
+const rounds = Number(Deno.env.get("LOAD_ROUNDS") ?? 4);
+const roundSeconds = Number(Deno.env.get("LOAD_ROUND_SECONDS") ?? 4);
+const concurrency = Number(Deno.env.get("LOAD_CONCURRENCY") ?? 16);
+const logLevel = Deno.env.get("LOG_LEVEL") ?? "warn";
+const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
+const root = new URL("..", import.meta.url).pathname;
+
+// The payment layer's allowance endpoint: a small peer that always allows.
+const peer = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+  await req.arrayBuffer();
+  return Response.json({ allowed: true });
+});
+const peerUrl = `http://127.0.0.1:${peer.addr.port}`;
+
+const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+const port = (probe.addr as Deno.NetAddr).port;
+probe.close();
+const dataDir = await Deno.makeTempDir({ prefix: "svc-payproxy-load-" });
+const env = {
+  DATA_DIR: dataDir,
+  PORT: String(port),
+  EMBEDDINGS_CACHE_PATH: cachePath,
+  LOG_LEVEL: logLevel,
+  AGENT_AUTH_URL: peerUrl,
+};
+const child = new Deno.Command(Deno.execPath(), {
+  args: ["run", "-A", "main.ts", "serve"],
+  cwd: root,
+  env,
+  stdout: "piped",
+  stderr: "inherit",
+}).spawn();
+
+const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+let out = "";
+try {
+  while (!/data model\s+dm_\w+/.test(out) || !/DEMO_API_KEY=\S+/.test(out)) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`server exited early:\n${out}`);
+    out += value;
+  }
+  (async () => {
+    while (!(await reader.read()).done) { /* drain */ }
+  })();
+  const key = /DEMO_API_KEY=(\S+)/.exec(out)![1]!;
+  const dmId = /data model\s+(dm_\w+)/.exec(out)![1]!;
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    if (await fetch(`${base}/healthz`).then((r) => r.text().then(() => r.ok)).catch(() => false)) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+
+  // A payproxy secret for the demo seller, through the admin command (shown once, on stdout).
+  const admin = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "main.ts", "admin", "payproxy-secret", "rotate", "--seller", "demo"],
+    cwd: root,
+    env,
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  const { kid, secret } = JSON.parse(new TextDecoder().decode(admin.stdout)) as { kid: string; secret: string };
+
+  const queries = [
+    "interest rates",
+    "coastal storm flooding",
+    "port strike",
+    "cup final",
+    "heatwave",
+    "budget airlines",
+    "flu vaccine",
+    "housing bill",
+    "film festival",
+    "coffee prices",
+    "mars rover",
+    "marathon record",
+  ];
+  const bodies = queries.flatMap((q) => [
+    JSON.stringify({ query: q }),
+    JSON.stringify({ query: q, search_algorithm: "most_recent", ref: "metrowire.example", num_articles_ref: 2 }),
+  ]);
+  const bearerUrl = `${base}/app/v2/search?data_model_id=${dmId}`;
+  const payproxyUrl = `${base}/payproxy/v2/search?data_model_id=${dmId}`;
+  const bearerHeaders = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+
+  type Req = { url: string; headers: Record<string, string>; body: string };
+  let seq = 0;
+  const bearerReq = (): Req => ({ url: bearerUrl, headers: bearerHeaders, body: bodies[seq++ % bodies.length]! });
+  async function signedBatch(n: number): Promise<Req[]> {
+    const t = Math.floor(Date.now() / 1000);
+    const batch: Req[] = [];
+    for (let i = 0; i < n; i++) {
+      const body = bodies[seq++ % bodies.length]!;
+      const requestId = `load-${seq}-${i}`;
+      const s = await signRequest({
+        secret,
+        kid,
+        t,
+        method: "POST",
+        url: payproxyUrl,
+        body,
+        requestId,
+        agentId: "agent-load",
+      });
+      batch.push({ url: payproxyUrl, headers: { ...s.headers, "content-type": "application/json" }, body });
+    }
+    return batch;
+  }
+
+  async function run(durationMs: number, next: () => Req | undefined) {
+    let ok = 0, failed = 0;
+    const statuses = new Map<number, number>();
+    const lat: number[] = [];
+    const end = performance.now() + durationMs;
+    const started = performance.now();
+    await Promise.all(Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        const r = next();
+        if (!r) throw new Error("ran out of pre-signed requests: raise the batch size");
+        const s = performance.now();
+        const res = await fetch(r.url, { method: "POST", headers: r.headers, body: r.body });
+        await res.arrayBuffer();
+        lat.push(performance.now() - s);
+        if (res.status === 200) ok++;
+        else {
+          failed++;
+          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        }
+      }
+    }));
+    return { ok, failed, statuses, lat, seconds: (performance.now() - started) / 1000 };
+  }
+
+  const totals = {
+    bearer: { ok: 0, failed: 0, seconds: 0, lat: [] as number[] },
+    payproxy: { ok: 0, failed: 0, seconds: 0, lat: [] as number[] },
+  };
+  let lastRate = 2000;
+  const phase = async (which: "bearer" | "payproxy", ms: number, record: boolean) => {
+    let r;
+    if (which === "bearer") r = await run(ms, bearerReq);
+    else {
+      const batch = await signedBatch(Math.ceil(lastRate * 1.6 * (ms / 1000)) + concurrency * 2);
+      let i = 0;
+      r = await run(ms, () => batch[i++]);
+    }
+    if (which === "bearer") lastRate = Math.max(lastRate, r.ok / r.seconds);
+    if (r.failed) console.log(`${which}: ${r.failed} failed`, Object.fromEntries(r.statuses));
+    if (!record) return;
+    const t = totals[which];
+    t.ok += r.ok;
+    t.failed += r.failed;
+    t.seconds += r.seconds;
+    t.lat.push(...r.lat);
+  };
+
+  await phase("bearer", 2000, false); // warm-up
+  await phase("payproxy", 2000, false);
+  for (let i = 0; i < rounds; i++) {
+    const order: ("bearer" | "payproxy")[] = i % 2 === 0 ? ["bearer", "payproxy"] : ["payproxy", "bearer"];
+    for (const which of order) await phase(which, roundSeconds * 1000, true);
+  }
+  const line = (name: string, t: typeof totals.bearer) => {
+    t.lat.sort((a, b) => a - b);
+    const p = (x: number) => t.lat[Math.min(t.lat.length - 1, Math.floor(t.lat.length * x))]!.toFixed(2);
+    return `${name.padEnd(8)} ${(t.ok / t.seconds).toFixed(0).padStart(6)} req/s (${t.ok} ok, ${t.failed} failed), ` +
+      `latency p50 ${p(0.5)} ms, p99 ${p(0.99)} ms`;
+  };
+  const b = totals.bearer.ok / totals.bearer.seconds;
+  const pp = totals.payproxy.ok / totals.payproxy.seconds;
+  console.log(
+    `loopback HTTP, ${concurrency} concurrent, ${rounds} alternating rounds of ${roundSeconds} s per route, ` +
+      `cores ${navigator.hardwareConcurrency}`,
+  );
+  console.log(line("bearer", totals.bearer));
+  console.log(line("payproxy", totals.payproxy));
+  console.log(`payproxy / bearer throughput: ${(pp / b * 100).toFixed(1)} %`);
+} finally {
+  child.kill("SIGTERM");
+  await child.status;
+  await peer.shutdown();
+  await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+}
