@@ -100,7 +100,7 @@ try {
   type Req = { url: string; headers: Record<string, string>; body: string };
   let seq = 0;
   const bearerReq = (): Req => ({ url: bearerUrl, headers: bearerHeaders, body: bodies[seq++ % bodies.length]! });
-  async function signedBatch(n: number): Promise<Req[]> {
+  const signedBatch = async (n: number): Promise<Req[]> => {
     const t = Math.floor(Date.now() / 1000);
     const batch: Req[] = [];
     for (let i = 0; i < n; i++) {
@@ -119,9 +119,9 @@ try {
       batch.push({ url: payproxyUrl, headers: { ...s.headers, "content-type": "application/json" }, body });
     }
     return batch;
-  }
+  };
 
-  async function run(durationMs: number, next: () => Req | undefined) {
+  const run = async (durationMs: number, next: () => Req | undefined) => {
     let ok = 0, failed = 0;
     const statuses = new Map<number, number>();
     const lat: number[] = [];
@@ -143,7 +143,7 @@ try {
       }
     }));
     return { ok, failed, statuses, lat, seconds: (performance.now() - started) / 1000 };
-  }
+  };
 
   const totals = {
     bearer: { ok: 0, failed: 0, seconds: 0, lat: [] as number[] },
