@@ -59,6 +59,7 @@ async function serve(config: Config): Promise<void> {
     const seeded = await seedDemo(deps, [seedStorefront, demoEventsStep, seedDemoArticles, seedAnswerDemo]);
     const seeded = await seedDemo(deps, [seedStorefront, demoEventsStep, seedDemoArticles]);
     const seeded = await seedDemo(deps, [seedStorefront, seedPayproxySecret]);
+    const seeded = await seedDemo(deps, [seedStorefront, demoEventsStep, seedDemoArticles, seedPayproxySecret]);
     if (seeded.created) {
       console.log(
         [
