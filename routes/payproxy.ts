@@ -32,6 +32,7 @@ import {
   USAGE_HEADER,
   type VerifiedRequest,
 } from "../core/payproxy/signature.ts";
+import { isSearchType, isSearchVersion, SEARCH_TYPES, SEARCH_VERSIONS } from "../core/search/retrieval_mode.ts";
 import { searchRequestSchema } from "../core/search/types.ts";
 import type { AiModel, DataModel } from "../core/store/models.ts";
 import type { AppEnv } from "./env.ts";
@@ -43,7 +44,6 @@ import { createRouter, describeIssue } from "./validation.ts";
 const USAGE: UsageItem[] = [{ meterSlug: "query", quantity: 1 }];
 const DM_ID_RE = /^dm_[A-Za-z0-9]{1,64}$/;
 const AM_ID_RE = /^am_[A-Za-z0-9]{1,64}$/;
-const SEARCH_VERSION_RE = /^[A-Za-z0-9._+-]{1,64}$/;
 const realtimeBodySchema = z.object({
   query: z.string({ error: "must be a string" }).trim().min(1, { error: "query cannot be empty" }),
 }).loose();
@@ -105,6 +105,9 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
   app.post("/payproxy/v2/search", requireSearchQuery, readBody, async (c) => {
     const verified = await verify(c);
     const request = parseBody(c, searchRequestSchema);
+    if (request.search_type !== undefined && !isSearchType(request.search_type)) {
+      throw new AppError(422, "invalid_request", `search_type must be one of ${SEARCH_TYPES.join(", ")}`);
+    }
     const dataModelId = c.req.query("data_model_id")!;
     const dm = await deps.repos.dataModels.get(dataModelId);
     if (!dm || !dm.marketplace) throw modelNotFound(dataModelId, dm);
@@ -156,10 +159,13 @@ async function requireSearchQuery(c: Ctx, next: () => Promise<void>): Promise<vo
     throw new AppError(400, "invalid_query_parameter", "data_model_id must start with dm_", { plain: true });
   }
   const version = c.req.query("search_version");
-  if (version !== undefined && !SEARCH_VERSION_RE.test(version)) {
-    throw new AppError(400, "invalid_query_parameter", "search_version must be 1 to 64 of A-Z a-z 0-9 . _ + -", {
-      plain: true,
-    });
+  if (version !== undefined && !isSearchVersion(version)) {
+    throw new AppError(
+      400,
+      "invalid_query_parameter",
+      `search_version must be one of ${Object.keys(SEARCH_VERSIONS).join(", ")}`,
+      { plain: true },
+    );
   }
   await next();
 }
@@ -249,7 +255,10 @@ const searchDoc = createRoute({
   request: {
     query: z.object({
       data_model_id: z.string().openapi({ description: "Data model id (`dm_...`)" }),
-      search_version: z.string().optional().openapi({ description: "Overrides the retrieval pipeline's version" }),
+      search_version: z.enum(Object.keys(SEARCH_VERSIONS) as [string, ...string[]]).optional().openapi({
+        description: "Ranking version of the retrieval pipeline: `2` (default) blends vectors and words equally, `1` " +
+          "leans on words (vectors 25 %)",
+      }),
     }),
     headers: signedHeaders,
     body: { required: true, content: { "application/json": { schema: searchRequestSchema } } },

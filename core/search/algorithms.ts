@@ -21,6 +21,8 @@ export interface RankInput {
   nowUnix: number;
   /** Trending keywords (trending only). */
   trends?: TrendingKeyword[];
+  /** Vector weight of the hybrid blend (see retrieval_mode.ts); the index default when absent. */
+  alpha?: number;
 }
 
 /** Relevance pool of `most_recent`: at least this many candidates are considered. */
@@ -36,7 +38,7 @@ const byOrder = (a: Ranked, b: Ranked) => b.order - a.order || b.score - a.score
 
 /** `semantic`: the hybrid relevance ranking of the query (or the analysed page). */
 export function semantic(input: RankInput): Ranked[] {
-  return input.index.hybrid(input.query, { k: input.k, allow: input.allow, cos: input.cos })
+  return input.index.hybrid(input.query, { k: input.k, allow: input.allow, cos: input.cos, alpha: input.alpha })
     .map((c) => ({ slot: c.slot, score: c.score, order: c.score }));
 }
 
@@ -49,6 +51,7 @@ export function mostRecent(input: RankInput): Ranked[] {
     k: Math.max(RECENT_POOL_MIN, input.k * 10),
     allow: input.allow,
     cos: input.cos,
+    alpha: input.alpha,
   });
   const best = pool[0]?.score ?? 0;
   return byDate(input.index, pool.filter((c) => c.score >= best * RELEVANCE_SHARE)).slice(0, input.k);
@@ -56,7 +59,10 @@ export function mostRecent(input: RankInput): Ranked[] {
 
 /** `most_recent_semantic`: the semantic top k, then ordered newest first. */
 export function mostRecentSemantic(input: RankInput): Ranked[] {
-  return byDate(input.index, input.index.hybrid(input.query, { k: input.k, allow: input.allow, cos: input.cos }));
+  return byDate(
+    input.index,
+    input.index.hybrid(input.query, { k: input.k, allow: input.allow, cos: input.cos, alpha: input.alpha }),
+  );
 }
 
 /**
@@ -77,7 +83,9 @@ export function trending(input: RankInput): Ranked[] {
   for (const x of hits.scores) max = Math.max(max, x);
   if (max === 0) return mostRecent(input);
   const queryScores = new Map<number, number>();
-  for (const c of index.hybrid(input.query, { k: Math.max(200, input.k * 10), allow, cos: input.cos })) {
+  for (
+    const c of index.hybrid(input.query, { k: Math.max(200, input.k * 10), allow, cos: input.cos, alpha: input.alpha })
+  ) {
     queryScores.set(c.slot, c.score);
   }
   const out: Ranked[] = [];

@@ -19,6 +19,7 @@ import {
 import { Bm25Index } from "./bm25.ts";
 import type { EmbeddingProvider } from "./embeddings/provider.ts";
 import { DataModelIndex, type QueryRep } from "./index.ts";
+import { retrievalAlpha } from "./retrieval_mode.ts";
 import { directLinks, type LinkBuilder, type QuerySource, RecentQueryLog, type UrlAnalyzer } from "./ports.ts";
 import { mergeTrends, queryKeywords, titleBursts, type TrendingKeyword } from "./trending.ts";
 import { terms } from "./tokenizer.ts";
@@ -454,8 +455,10 @@ export class SearchEngine implements SearchService, ArticleService {
     const cos = index.cosines(rep.vector);
     const rank = ALGORITHMS[algorithm];
     const base = excluded.size === 0 ? undefined : (s: number) => !excluded.has(s);
+    // Payproxy's search_type and search_version pick the hybrid blend (retrieval_mode.ts).
+    const alpha = retrievalAlpha(request.search_type, context.searchVersion);
     const run = (k: number, allow?: (s: number) => boolean) =>
-      rank({ index, query: rep, cos, k, allow, nowUnix, trends });
+      rank({ index, query: rep, cos, k, allow, nowUnix, trends, alpha });
 
     let ranked: Ranked[];
     if (ref) {

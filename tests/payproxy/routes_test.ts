@@ -109,7 +109,7 @@ Deno.test("POST /payproxy/v2/search uses a slug of the model name when it has no
   assert.equal(JSON.parse(res.headers.get("zc-usage")!)[0].serviceSlug, "cafe-lounge");
 });
 
-Deno.test("POST /payproxy/v2/search without data_model_id is 400 text/plain, before the signature", async () => {
+Deno.test("POST /payproxy/v2/search with a missing data_model_id or unknown search_version is 400 text/plain, before the signature", async () => {
   await using t = await payproxyWorld();
   for (
     const url of ["/payproxy/v2/search", "/payproxy/v2/search?data_model_id=", "/payproxy/v2/search?data_model_id=am_x"]
@@ -119,6 +119,12 @@ Deno.test("POST /payproxy/v2/search without data_model_id is 400 text/plain, bef
     assert.match(res.headers.get("content-type")!, /^text\/plain/);
     assert.match(await res.text(), /data_model_id/);
   }
+  const res = await t.w.app.request(searchUrl(t.models.market.id, "&search_version=9"), {
+    method: "POST",
+    body: QUERY,
+  });
+  assert.equal(res.status, 400);
+  assert.equal(await res.text(), "search_version must be one of 1, 2");
 });
 
 Deno.test("payproxy routes answer every signature problem with the same 401 body", async (t) => {
@@ -192,6 +198,7 @@ Deno.test("POST /payproxy/v2/search answers 422 {message, code} for bodies it ca
     [JSON.stringify({ query: "   " }), "empty_query", "query cannot be empty"],
     [JSON.stringify({}), "empty_query", "query cannot be empty"],
     [JSON.stringify({ query: "x", page: 0 }), "invalid_request", "page"],
+    [JSON.stringify({ query: "x", search_type: "fuzzy" }), "invalid_request", "search_type must be one of"],
   ];
   for (const [body, code, message] of cases) {
     const res = await t.post(url, { body });
@@ -330,7 +337,7 @@ Deno.test("payproxy routes verify over a real HTTP server (raw URL as received)"
   const server = startServer(t.w.app.fetch);
   try {
     const url = `${server.url}${
-      searchUrl(t.models.market.id, "&search_version=v2.1&note=caf%C3%A9%20cr%C3%A8me&x=1&x=2&q=it's")
+      searchUrl(t.models.market.id, "&search_version=1&note=caf%C3%A9%20cr%C3%A8me&x=1&x=2&q=it's")
     }`;
     const res = await fetch(
       url,
@@ -338,7 +345,7 @@ Deno.test("payproxy routes verify over a real HTTP server (raw URL as received)"
     );
     assert.equal(res.status, 200);
     await res.body?.cancel();
-    assert.equal(t.search.calls[0]!.context.searchVersion, "v2.1");
+    assert.equal(t.search.calls[0]!.context.searchVersion, "1");
   } finally {
     await server.shutdown(1000);
   }
