@@ -5,7 +5,8 @@
  * allowance peer (always allows) in this process, then drives both routes with `fetch` at bounded
  * concurrency in alternating rounds, so machine noise falls on both alike.
  *
- *   deno run -A bench/payproxy_http_load.ts   (LOAD_ROUNDS=4 LOAD_ROUND_SECONDS=4 LOAD_CONCURRENCY=16)
+ *   deno run -A bench/payproxy_http_load.ts   (LOAD_ROUNDS=4 LOAD_ROUND_SECONDS=4 LOAD_CONCURRENCY=16
+ *                                               ALLOWANCE_CACHE_MS=1000 LOAD_AGENTS=1)
  *
  * Payproxy requests are signed before each round (fresh request ids, real clock), so the load
  * generator does the same work per request on both routes; the server pays signature
@@ -17,6 +18,8 @@ const rounds = Number(Deno.env.get("LOAD_ROUNDS") ?? 4);
 const roundSeconds = Number(Deno.env.get("LOAD_ROUND_SECONDS") ?? 4);
 const concurrency = Number(Deno.env.get("LOAD_CONCURRENCY") ?? 16);
 const logLevel = Deno.env.get("LOG_LEVEL") ?? "warn";
+// Distinct paying agents the payproxy requests rotate through (each has its own allowance).
+const agents = Number(Deno.env.get("LOAD_AGENTS") ?? 1);
 const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
 const root = new URL("..", import.meta.url).pathname;
 
@@ -37,6 +40,8 @@ const env = {
   EMBEDDINGS_CACHE_PATH: cachePath,
   LOG_LEVEL: logLevel,
   AGENT_AUTH_URL: peerUrl,
+  // Default 1000 (the service default); 0 asks the payment layer on every request.
+  ALLOWANCE_CACHE_MS: Deno.env.get("ALLOWANCE_CACHE_MS") ?? "1000",
 };
 const child = new Deno.Command(Deno.execPath(), {
   args: ["run", "-A", "main.ts", "serve"],
@@ -114,7 +119,7 @@ try {
         url: payproxyUrl,
         body,
         requestId,
-        agentId: "agent-load",
+        agentId: `agent-${seq % agents}`,
       });
       batch.push({ url: payproxyUrl, headers: { ...s.headers, "content-type": "application/json" }, body });
     }
@@ -184,7 +189,7 @@ try {
   const pp = totals.payproxy.ok / totals.payproxy.seconds;
   console.log(
     `loopback HTTP, ${concurrency} concurrent, ${rounds} alternating rounds of ${roundSeconds} s per route, ` +
-      `cores ${navigator.hardwareConcurrency}`,
+      `ALLOWANCE_CACHE_MS=${env.ALLOWANCE_CACHE_MS}, ${agents} agent(s), cores ${navigator.hardwareConcurrency}`,
   );
   console.log(line("bearer", totals.bearer));
   console.log(line("payproxy", totals.payproxy));

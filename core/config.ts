@@ -102,6 +102,7 @@ const envSchema = z.object({
   OPENAI_MAX_RETRIES: int("OPENAI_MAX_RETRIES", 0, 10).default(2),
   PAYPROXY_SKEW_S: int("PAYPROXY_SKEW_S", 1, 3600).default(300),
   ALLOWANCE_TIMEOUT_MS: int("ALLOWANCE_TIMEOUT_MS", 50, 60_000).default(2000),
+  ALLOWANCE_CACHE_MS: int("ALLOWANCE_CACHE_MS", 0, 60_000).default(1000),
 });
 
 /** A trusted identity provider: ID-JAGs whose `iss` equals `issuer` are verified against `jwksUrl`. */
@@ -209,6 +210,8 @@ export interface OpenAiConfig {
   payproxySkewS: number;
   /** How long the payproxy allowance call may take before it fails open. */
   allowanceTimeoutMs: number;
+  /** How long a definite `allowed: true` is reused for the same agent and service; 0: ask every time. */
+  allowanceCacheMs: number;
 }
 
 /** Raised when the environment does not parse; its message is one line naming the variable. */
@@ -308,5 +311,6 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     },
     payproxySkewS: e.PAYPROXY_SKEW_S,
     allowanceTimeoutMs: e.ALLOWANCE_TIMEOUT_MS,
+    allowanceCacheMs: e.ALLOWANCE_CACHE_MS,
   };
 }

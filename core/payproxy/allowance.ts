@@ -45,13 +45,18 @@ export interface SigningKey {
  */
 export class PayproxyMetrics {
   allowance = {
+    /** Allowance questions (one per request past the model gate). */
     checks: 0,
     allowed: 0,
     denied: 0,
-    /** Allowed because the payment layer was unreachable, slow or answered 5xx. */
+    /** Allowed from a recent `allowed: true` of the payment layer (subset of `allowed`). */
+    cached: 0,
+    /** Allowed because the payment layer was unreachable, slow or answered 5xx (subset of `allowed`). */
     failOpen: 0,
     failOpenByReason: { unreachable: 0, timeout: 0, server_error: 0 } as Record<FailOpenReason, number>,
-    /** Denied because the payment layer answered something that is neither a decision nor an outage. */
+    /** HTTP calls made to the payment layer (concurrent identical questions share one). */
+    calls: 0,
+    /** Calls answered with something that is neither a decision nor an outage (denied). */
     unexpected: 0,
   };
   requests = {
@@ -74,22 +79,38 @@ export class PayproxyMetrics {
 /** Why an allowance check failed open. */
 export type FailOpenReason = "unreachable" | "timeout" | "server_error";
 
-/** The allowance client; see the module comment for the decision table. */
+/** What one call to the payment layer concluded. */
+type CallResult = { allowed: true; failOpen?: FailOpenReason } | { allowed: false };
+
+/**
+ * The allowance client; see the module comment for the decision table.
+ *
+ * A definite `allowed: true` is remembered for `cacheMs` (default 1 s; 0 turns it off) per seller
+ * key, agent, service and usage, and concurrent identical questions share one call. Denials and
+ * fail-opens are never remembered: a top-up takes effect on the next request, and an outage is
+ * asked about again. The payment layer is the only holder of the signing secret, bills the
+ * reported `zc-usage` itself and reserves before it forwards a paid call, so a one-second window
+ * costs at most a second's worth of calls from an agent that ran out mid-way.
+ */
 export class AllowanceClient {
   readonly #url: string;
   readonly #fetch: typeof fetch;
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #timeoutMs: number;
+  readonly #cacheMs: number;
+  readonly #allowedUntil = new Map<string, number>();
+  readonly #inflight = new Map<string, Promise<CallResult>>();
   readonly metrics: PayproxyMetrics;
 
   constructor(
-    { agentAuthUrl, fetch, clock, log, timeoutMs = 2000, metrics = new PayproxyMetrics() }: {
+    { agentAuthUrl, fetch, clock, log, timeoutMs = 2000, cacheMs = 1000, metrics = new PayproxyMetrics() }: {
       agentAuthUrl: string;
       fetch: typeof globalThis.fetch;
       clock: Clock;
       log: Logger;
       timeoutMs?: number;
+      cacheMs?: number;
       metrics?: PayproxyMetrics;
     },
   ) {
@@ -98,6 +119,7 @@ export class AllowanceClient {
     this.#clock = clock;
     this.#log = log;
     this.#timeoutMs = timeoutMs;
+    this.#cacheMs = cacheMs;
     this.metrics = metrics;
   }
 
@@ -107,6 +129,41 @@ export class AllowanceClient {
   > {
     const m = this.metrics.allowance;
     m.checks++;
+    const cacheKey = JSON.stringify([key.kid, request.agentId, request.serviceSlug, request.usage]);
+    const now = this.#clock.now().getTime();
+    const until = this.#allowedUntil.get(cacheKey);
+    if (until !== undefined && now < until) {
+      m.allowed++;
+      m.cached++;
+      return { allowed: true, failedOpen: false };
+    }
+    let pending = this.#inflight.get(cacheKey);
+    if (!pending) {
+      pending = this.#call(request, key, context).finally(() => this.#inflight.delete(cacheKey));
+      this.#inflight.set(cacheKey, pending);
+    }
+    const result = await pending;
+    if (!result.allowed) {
+      m.denied++;
+      this.#allowedUntil.delete(cacheKey);
+      return { allowed: false };
+    }
+    m.allowed++;
+    if (result.failOpen) {
+      m.failOpen++;
+      m.failOpenByReason[result.failOpen]++;
+      return { allowed: true, failedOpen: true };
+    }
+    if (this.#cacheMs > 0) {
+      if (this.#allowedUntil.size >= 10_000) this.#allowedUntil.clear();
+      this.#allowedUntil.set(cacheKey, this.#clock.now().getTime() + this.#cacheMs);
+    }
+    return { allowed: true, failedOpen: false };
+  }
+
+  /** One signed call to the payment layer. */
+  async #call(request: AllowanceRequest, key: SigningKey, context: { requestId?: string }): Promise<CallResult> {
+    this.metrics.allowance.calls++;
     const body = JSON.stringify(request);
     const callId = `alw_${crypto.randomUUID()}`;
     const logFields = {
@@ -115,12 +172,9 @@ export class AllowanceClient {
       service_slug: request.serviceSlug,
       agent_id: request.agentId,
     };
-    const failOpen = (reason: FailOpenReason, why: string): AllowanceDecision => {
-      m.failOpen++;
-      m.failOpenByReason[reason]++;
-      m.allowed++;
+    const failOpen = (reason: FailOpenReason, why: string): CallResult => {
       this.#log.warn("allowance check failed open", { ...logFields, reason, why });
-      return { allowed: true, failedOpen: true };
+      return { allowed: true, failOpen: reason };
     };
     const signal = AbortSignal.timeout(this.#timeoutMs);
     let res: Response;
@@ -158,13 +212,9 @@ export class AllowanceClient {
         allowed = undefined;
       }
     }
-    if (allowed === true) {
-      m.allowed++;
-      return { allowed: true, failedOpen: false };
-    }
-    m.denied++;
+    if (allowed === true) return { allowed: true };
     if (allowed !== false) {
-      m.unexpected++;
+      this.metrics.allowance.unexpected++;
       this.#log.warn("allowance answer not understood; denying", { ...logFields, status: res.status });
     }
     return { allowed: false };

@@ -24,7 +24,7 @@ export interface PayproxyServices {
 /** Builds the payproxy services. Pure wiring: no I/O. */
 export function createPayproxyServices(
   { config, kv, clock, log, fetch }: {
-    config: Pick<Config, "agentAuthUrl" | "payproxySkewS" | "allowanceTimeoutMs">;
+    config: Pick<Config, "agentAuthUrl" | "payproxySkewS" | "allowanceTimeoutMs" | "allowanceCacheMs">;
     kv: Deno.Kv;
     clock: Clock;
     log: Logger;
@@ -43,6 +43,7 @@ export function createPayproxyServices(
       clock,
       log,
       timeoutMs: config.allowanceTimeoutMs,
+      cacheMs: config.allowanceCacheMs,
       metrics,
     }),
   };

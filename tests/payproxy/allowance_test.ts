@@ -8,7 +8,7 @@ import { deadAddress, startAllowancePeer } from "./_helpers.ts";
 
 const REQUEST = { agentId: "agent-1", serviceSlug: "demo-news", usage: [{ meterSlug: "query", quantity: 1 }] };
 
-async function setup(url: string, timeoutMs = 2000) {
+async function setup(url: string, timeoutMs = 2000, cacheMs = 0) {
   const kv = await Deno.openKv(":memory:");
   const clock = new FixedClock();
   const log = memoryLogger();
@@ -100,4 +100,50 @@ Deno.test("serviceSlug(): tool name, else a slug of the name, else the external 
   assert.equal(serviceSlug({ id: "dm_1", name: "東京" }), "dm_1");
   assert.equal(serviceSlug({ id: "am_2" }), "am_2");
   assert.equal(slugify("x".repeat(80)).length, 64);
+});
+
+Deno.test("AllowanceClient reuses an allow for cacheMs per agent and service, then asks again", async () => {
+  await using peer = startAllowancePeer("allow");
+  using s = await setup(peer.url, 2000, 1000);
+  await s.client.check(REQUEST, s.key);
+  await s.client.check(REQUEST, s.key);
+  assert.equal(peer.calls.length, 1);
+  assert.equal(s.client.metrics.allowance.cached, 1);
+  await s.client.check({ ...REQUEST, agentId: "agent-2" }, s.key);
+  await s.client.check({ ...REQUEST, serviceSlug: "other" }, s.key);
+  assert.equal(peer.calls.length, 3, "another agent or service is asked about");
+  s.clock.advance(999);
+  await s.client.check(REQUEST, s.key);
+  assert.equal(peer.calls.length, 3);
+  s.clock.advance(1);
+  await s.client.check(REQUEST, s.key);
+  assert.equal(peer.calls.length, 4, "asked again once the window is over");
+});
+
+Deno.test("AllowanceClient never reuses a denial or a fail-open", async () => {
+  await using peer = startAllowancePeer("deny");
+  using s = await setup(peer.url, 2000, 1000);
+  assert.deepEqual(await s.client.check(REQUEST, s.key), { allowed: false });
+  peer.mode = "allow";
+  assert.deepEqual(
+    await s.client.check(REQUEST, s.key),
+    { allowed: true, failedOpen: false },
+    "a top-up counts at once",
+  );
+  assert.equal(peer.calls.length, 2);
+  using down = await setup(await deadAddress(), 2000, 1000);
+  await down.client.check(REQUEST, down.key);
+  await down.client.check(REQUEST, down.key);
+  assert.equal(down.client.metrics.allowance.calls, 2);
+  assert.equal(down.client.metrics.allowance.failOpen, 2);
+});
+
+Deno.test("AllowanceClient: concurrent identical questions share one call", async () => {
+  await using peer = startAllowancePeer("deny");
+  using s = await setup(peer.url, 2000, 1000);
+  const answers = await Promise.all(Array.from({ length: 10 }, () => s.client.check(REQUEST, s.key)));
+  assert.equal(peer.calls.length, 1);
+  assert.ok(answers.every((a) => !a.allowed));
+  assert.equal(s.client.metrics.allowance.denied, 10);
+  assert.equal(s.client.metrics.allowance.calls, 1);
 });
