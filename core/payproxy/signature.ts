@@ -20,6 +20,7 @@
 import type { Clock } from "../clock.ts";
 import { sha256Hex, toHex } from "../crypto.ts";
 import { AppError } from "../errors.ts";
+import { ReplayMarks } from "./replay.ts";
 
 /** Request header carrying the signature. */
 export const SIGNATURE_HEADER = "zc-signature";
@@ -255,7 +256,7 @@ export function invalidSignature(cause: unknown): AppError {
  */
 export class SignatureVerifier {
   readonly #keys: KeyLookup;
-  readonly #kv: Deno.Kv;
+  readonly #marks: ReplayMarks;
   readonly #clock: Clock;
   readonly #skewS: number;
   // Imported CryptoKeys by kid, re-imported when the stored secret changes.
@@ -263,7 +264,7 @@ export class SignatureVerifier {
 
   constructor({ keys, kv, clock, skewS = 300 }: { keys: KeyLookup; kv: Deno.Kv; clock: Clock; skewS?: number }) {
     this.#keys = keys;
-    this.#kv = kv;
+    this.#marks = new ReplayMarks(kv);
     this.#clock = clock;
     this.#skewS = skewS;
   }
@@ -337,14 +338,14 @@ export class SignatureVerifier {
 
   /**
    * Marks a verified signature as used, atomically: of two concurrent requests carrying it, exactly
-   * one commits. The mark outlives the signature's validity window (t + skew); KV may keep it
-   * longer, which is harmless because an older signature fails the timestamp check anyway.
+   * one wins (see {@link ReplayMarks}). The mark outlives the signature's validity window (t + skew);
+   * KV may keep it longer, which is harmless because an older signature fails the timestamp check.
    */
   async #consume(v: VerifiedRequest): Promise<void> {
-    const key = ["payproxy_replay", v.kid, v.v1];
     const nowS = this.#clock.now().getTime() / 1000;
     const expireIn = Math.max(1, Math.ceil(v.t + this.#skewS - nowS) + 60) * 1000;
-    const res = await this.#kv.atomic().check({ key, versionstamp: null }).set(key, 1, { expireIn }).commit();
-    if (!res.ok) throw new SignatureError("replay", `signature already used (kid ${v.kid})`);
+    if (!(await this.#marks.mark(["payproxy_replay", v.kid, v.v1], expireIn))) {
+      throw new SignatureError("replay", `signature already used (kid ${v.kid})`);
+    }
   }
 }

@@ -1,0 +1,39 @@
+import assert from "node:assert/strict";
+import { MAX_BATCH, ReplayMarks } from "../../core/payproxy/replay.ts";
+
+async function withKv(fn: (kv: Deno.Kv) => Promise<void>) {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    await fn(kv);
+  } finally {
+    kv.close();
+  }
+}
+
+Deno.test("ReplayMarks.mark() is true once per key, false after", () =>
+  withKv(async (kv) => {
+    const marks = new ReplayMarks(kv);
+    assert.equal(await marks.mark(["r", "a"], 60_000), true);
+    assert.equal(await marks.mark(["r", "a"], 60_000), false);
+    assert.equal(await marks.mark(["r", "b"], 60_000), true);
+  }));
+
+Deno.test("ReplayMarks: a replay inside a group commit fails alone", () =>
+  withKv(async (kv) => {
+    const marks = new ReplayMarks(kv);
+    await marks.mark(["r", "used"], 60_000);
+    const keys = Array.from({ length: 3 * MAX_BATCH }, (_, i) => (i === 70 ? "used" : `k${i}`));
+    const results = await Promise.all(keys.map((k) => marks.mark(["r", k], 60_000)));
+    assert.deepEqual(results.map((ok, i) => ok ? null : keys[i]).filter(Boolean), ["used"]);
+    for (const k of keys) assert.notEqual((await kv.get(["r", k])).versionstamp, null);
+  }));
+
+Deno.test("ReplayMarks: the same key from two processes and within one batch is first-use exactly once", () =>
+  withKv(async (kv) => {
+    // Two instances over one KV stand for two server processes.
+    const a = new ReplayMarks(kv), b = new ReplayMarks(kv);
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).mark(["r", "same"], 60_000)),
+    );
+    assert.equal(results.filter(Boolean).length, 1);
+  }));
