@@ -6,11 +6,13 @@
  * Order of checks (the first failing one answers):
  *
  *   search                                  real-time
- *   1. data_model_id present, `dm_`  400     -
+ *   1. data_model_id present, `dm_`, 400     -
+ *      search_version known
  *   2. body read (size cap)          422     1. body read (size cap)             422
  *   3. signature, zc-request-id      401     2. signature, zc-request-id         401
  *                                            3. aimodel_external_id format       422
- *   4. body JSON, query non-empty    422     4. body JSON, query non-empty       422
+ *   4. body JSON, query non-empty,   422     4. body JSON, query non-empty       422
+ *      search_type known
  *   5. model exists, marketplace     404     5. exists, public, marketplace      404
  *   6. allowance                     402     6. allowance                        402
  *   7. search                        200     7. answer                           200
@@ -18,7 +20,8 @@
  * The query-parameter check comes first because it needs no secret and the spec gives it its own
  * plain-text 400; everything about the body and the model waits until the caller proved who it is,
  * so unsigned callers learn nothing about which models exist. A verified signature is consumed at
- * step 3 whatever happens next: a retry must be signed again.
+ * the signature step whatever happens next: a retry must be signed again. The mark is made before
+ * any billable or recorded work, so a replay never runs a search or an answer.
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
