@@ -364,3 +364,14 @@ Deno.test("GET /openapi.json documents both payproxy routes and their signed hea
   }
   assert.ok(search.responses["400"].content["text/plain"]);
 });
+
+Deno.test("payproxy routes answer an oversized body with 422 {message, code}", async () => {
+  await using w = await createTestWorld({ env: { MAX_BODY_BYTES: "1024" } });
+  for (const url of ["/payproxy/v2/search?data_model_id=dm_x", "/payproxy/aimodel/am_x"]) {
+    const res = await w.app.request(url, { method: "POST", body: JSON.stringify({ query: "x".repeat(2000) }) });
+    assert.equal(res.status, 422);
+    const body = await res.json();
+    assert.equal(body.code, "body_too_large");
+    assert.match(body.message, /1024 bytes/);
+  }
+});
