@@ -56,10 +56,13 @@ async function serve(config: Config): Promise<void> {
   // Articles imported by `admin articles import` or another process reach this one's indexes.
   deps.searchEngine.watch();
   if (config.demoSeed) {
-    const seeded = await seedDemo(deps, [seedStorefront, demoEventsStep, seedDemoArticles, seedAnswerDemo]);
-    const seeded = await seedDemo(deps, [seedStorefront, demoEventsStep, seedDemoArticles]);
-    const seeded = await seedDemo(deps, [seedStorefront, seedPayproxySecret]);
-    const seeded = await seedDemo(deps, [seedStorefront, demoEventsStep, seedDemoArticles, seedPayproxySecret]);
+    const seeded = await seedDemo(deps, [
+      seedStorefront,
+      demoEventsStep,
+      seedDemoArticles,
+      seedAnswerDemo,
+      seedPayproxySecret,
+    ]);
     if (seeded.created) {
       console.log(
         [

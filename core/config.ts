@@ -194,6 +194,12 @@ export interface Config {
   articlesMaxBodyBytes: number;
   /** The OpenAI-compatible chat provider of `openai` AI models. */
   openai: OpenAiConfig;
+  /** Payproxy signature timestamp tolerance, seconds either side of the server clock (spec: 300). */
+  payproxySkewS: number;
+  /** How long the payproxy allowance call may take before it fails open. */
+  allowanceTimeoutMs: number;
+  /** How long a definite `allowed: true` is reused for the same agent and service; 0: ask every time. */
+  allowanceCacheMs: number;
 }
 
 /** Settings of the OpenAI-compatible provider (OpenAI, Ollama, vLLM). */
@@ -206,12 +212,6 @@ export interface OpenAiConfig {
   timeoutMs: number;
   /** Retries after a 429, a 5xx or a network failure. */
   maxRetries: number;
-  /** Payproxy signature timestamp tolerance, seconds either side of the server clock (spec: 300). */
-  payproxySkewS: number;
-  /** How long the payproxy allowance call may take before it fails open. */
-  allowanceTimeoutMs: number;
-  /** How long a definite `allowed: true` is reused for the same agent and service; 0: ask every time. */
-  allowanceCacheMs: number;
 }
 
 /** Raised when the environment does not parse; its message is one line naming the variable. */
