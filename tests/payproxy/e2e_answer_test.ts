@@ -1,0 +1,57 @@
+/** Payproxy real-time answers end to end: demo corpus, real search engine, real extractive answer engine. */
+import assert from "node:assert/strict";
+import { seedAnswerDemo } from "../../fixtures/answer_demo.ts";
+import { seedDemo } from "../../fixtures/demo.ts";
+import { seedDemoArticles } from "../../fixtures/demo_articles.ts";
+import { seedPayproxySecret } from "../../fixtures/payproxy_demo.ts";
+import { seedStorefront } from "../../fixtures/storefront.ts";
+import { bearer, createTestWorld } from "../_helpers.ts";
+import { signedInit, startAllowancePeer } from "./_helpers.ts";
+
+Deno.test("payproxy real-time answers match the bearer route: text as {message}, structured as the payload", async () => {
+  await using peer = startAllowancePeer("allow");
+  await using w = await createTestWorld({ env: { AGENT_AUTH_URL: peer.url } });
+  const seeded = await seedDemo(w.deps, [seedStorefront, seedDemoArticles, seedAnswerDemo, seedPayproxySecret]);
+  const secret = await w.deps.payproxy.secrets.rotate("demo");
+  const models = await w.deps.repos.aiModels.listByTenant(seeded.ids.tenantId);
+  const text = models.find((m) => m.output.kind === "text" && m.marketplace)!;
+  const structured = models.find((m) => m.output.kind === "structured")!;
+  const body = JSON.stringify({ query: "What did the council decide about the city budget?" });
+
+  const ask = async (id: string) => {
+    const url = `/payproxy/aimodel/${id}`;
+    const res = await w.app.request(
+      url,
+      await signedInit({ ...secret, clock: w.clock, url, body, agentId: "agent-9" }),
+    );
+    return { status: res.status, usage: res.headers.get("zc-usage"), json: await res.json() };
+  };
+  const askBearer = async (id: string) => {
+    const res = await w.app.request(`/app/aimodel/${id}`, {
+      method: "POST",
+      headers: { ...bearer(seeded.apiKey!), "content-type": "application/json" },
+      body,
+    });
+    return { status: res.status, json: await res.json() };
+  };
+
+  const viaPayproxy = await ask(text.id);
+  const viaBearer = await askBearer(text.id);
+  assert.equal(viaPayproxy.status, 200);
+  assert.equal(viaBearer.status, 200);
+  assert.equal(typeof viaPayproxy.json.message, "string");
+  assert.deepEqual(viaPayproxy.json, viaBearer.json);
+  assert.deepEqual(JSON.parse(viaPayproxy.usage!), [
+    { serviceSlug: text.toolName, meterSlug: "query", quantity: 1 },
+  ]);
+
+  const payload = await ask(structured.id);
+  const enveloped = await askBearer(structured.id);
+  assert.equal(payload.status, 200);
+  assert.equal(payload.json.message, undefined, "no {message} envelope on payproxy");
+  assert.deepEqual(Object.keys(payload.json).sort(), ["answer", "found", "sources"]);
+  assert.deepEqual(payload.json, JSON.parse(enveloped.json.message));
+  assert.equal(JSON.parse(payload.usage!)[0].serviceSlug, "demo-newsroom-briefing");
+  const access = w.log.lines.filter((l) => l.msg === "request" && String(l.path).startsWith("/payproxy/"));
+  assert.ok(access.length === 2 && access.every((l) => l.caller === "payproxy:agent-9" && l.tenant === null));
+});
