@@ -38,6 +38,7 @@ import {
 import { isSearchType, isSearchVersion, SEARCH_TYPES, SEARCH_VERSIONS } from "../core/search/retrieval_mode.ts";
 import { searchRequestSchema } from "../core/search/types.ts";
 import type { AiModel, DataModel } from "../core/store/models.ts";
+import { MAX_QUERY_CHARS } from "./aimodel.ts";
 import type { AppEnv } from "./env.ts";
 import { bodyReader } from "./middleware/body.ts";
 import { errorFamily } from "./middleware/family.ts";
@@ -134,6 +135,10 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
       throw new AppError(422, "invalid_model_id", "aimodelExternalId is not in the correct format");
     }
     const { query } = parseBody(c, realtimeBodySchema);
+    // The bearer route's limit: the same orchestration takes the same bodies.
+    if (query.length > MAX_QUERY_CHARS) {
+      throw new AppError(422, "query_too_long", `query is too long: the limit is ${MAX_QUERY_CHARS} characters`);
+    }
     const model = await deps.repos.aiModels.get(id);
     if (!model || model.private || !model.marketplace) throw modelNotFound(id, model);
     const slug = serviceSlug(model);

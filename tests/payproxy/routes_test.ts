@@ -304,6 +304,9 @@ Deno.test("POST /payproxy/aimodel/{id} answers 422 for a malformed id or query, 
   res = await t.post(`/payproxy/aimodel/${t.models.text.id}`, { body: JSON.stringify({ query: "" }) });
   assert.equal(res.status, 422);
   assert.deepEqual(await res.json(), { message: "query cannot be empty", code: "empty_query" });
+  res = await t.post(`/payproxy/aimodel/${t.models.text.id}`, { body: JSON.stringify({ query: "x".repeat(2001) }) });
+  assert.equal(res.status, 422);
+  assert.equal((await res.json()).code, "query_too_long");
   res = await t.w.app.request("/payproxy/aimodel/dm_wrongprefix", { method: "POST", body: "{}" });
   assert.equal(res.status, 401, "unsigned callers learn nothing about the id");
 });
