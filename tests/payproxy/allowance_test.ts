@@ -20,6 +20,7 @@ async function setup(url: string, timeoutMs = 2000, cacheMs = 0) {
     clock,
     log,
     timeoutMs,
+    cacheMs,
     metrics: new PayproxyMetrics(),
   });
   return { kv, clock, log, secrets, key, client, [Symbol.dispose]: () => kv.close() };
