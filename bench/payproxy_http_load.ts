@@ -5,7 +5,7 @@
  * allowance peer (always allows) in this process, then drives both routes with `fetch` at bounded
  * concurrency in alternating rounds, so machine noise falls on both alike.
  *
- *   deno run -A bench/payproxy_http_load.ts   (LOAD_ROUNDS=4 LOAD_ROUND_SECONDS=4 LOAD_CONCURRENCY=16
+ *   deno run -A bench/payproxy_http_load.ts   (LOAD_ROUNDS=4 LOAD_ROUND_SECONDS=4 LOAD_CONCURRENCY=64
  *                                               ALLOWANCE_CACHE_MS=1000 LOAD_AGENTS=1)
  *
  * Payproxy requests are signed before each round (fresh request ids, real clock), so the load
@@ -16,7 +16,7 @@ import { signRequest } from "../core/payproxy/signature.ts";
 
 const rounds = Number(Deno.env.get("LOAD_ROUNDS") ?? 4);
 const roundSeconds = Number(Deno.env.get("LOAD_ROUND_SECONDS") ?? 4);
-const concurrency = Number(Deno.env.get("LOAD_CONCURRENCY") ?? 16);
+const concurrency = Number(Deno.env.get("LOAD_CONCURRENCY") ?? 64);
 const logLevel = Deno.env.get("LOG_LEVEL") ?? "warn";
 // Distinct paying agents the payproxy requests rotate through (each has its own allowance).
 const agents = Number(Deno.env.get("LOAD_AGENTS") ?? 1);
