@@ -7,6 +7,10 @@
  * no randomness, ties go to the earlier sentence.
  */
 
+import { splitSentences } from "../text/sentences.ts";
+
+export { splitSentences };
+
 /** Options for {@link summarize}. */
 export interface SummarizeOptions {
   /** Most sentences to keep. Default 3. */
@@ -14,53 +18,6 @@ export interface SummarizeOptions {
   /** Most characters in the summary; a lone over-long sentence is cut at a word. Default 600. */
   maxChars?: number;
 }
-
-const ABBREVIATIONS = new Set([
-  "mr",
-  "mrs",
-  "ms",
-  "dr",
-  "prof",
-  "sr",
-  "jr",
-  "st",
-  "vs",
-  "etc",
-  "inc",
-  "ltd",
-  "co",
-  "corp",
-  "no",
-  "fig",
-  "gen",
-  "gov",
-  "sen",
-  "rep",
-  "jan",
-  "feb",
-  "mar",
-  "apr",
-  "jun",
-  "jul",
-  "aug",
-  "sep",
-  "sept",
-  "oct",
-  "nov",
-  "dec",
-  "e.g",
-  "i.e",
-  "u.s",
-  "u.k",
-  "a.m",
-  "p.m",
-  "approx",
-  "est",
-  "dept",
-  "univ",
-  "mt",
-  "ft",
-]);
 
 const STOPWORDS = new Set(
   ("a about above after again against all am an and any are as at be because been before being below between both " +
@@ -71,32 +28,6 @@ const STOPWORDS = new Set(
     "your yours said says also one two new")
     .split(" "),
 );
-
-/**
- * Splits text into sentences at `.`, `!` or `?` followed by space and a capital, digit or quote,
- * not after common abbreviations, initials or inside decimals. Paragraph breaks always split.
- */
-export function splitSentences(text: string): string[] {
-  const out: string[] = [];
-  for (const paragraph of text.split(/\n\s*\n|\r?\n(?=\s*[-*•]\s)/)) {
-    const p = paragraph.replace(/\s+/g, " ").trim();
-    if (!p) continue;
-    let start = 0;
-    const re = /[.!?]+["'”’)\]]*\s+(?=["'“‘(\[]?[\p{Lu}\p{N}])/gu;
-    for (let m = re.exec(p); m; m = re.exec(p)) {
-      const end = m.index + m[0].length;
-      const before = p.slice(start, m.index + 1);
-      const lastWord = before.match(/([\p{L}.]+)\.$/u)?.[1]?.toLowerCase();
-      // "Dr. Smith", "U.S. officials", "J. Doe": not sentence ends.
-      if (m[0].startsWith(".") && lastWord && (ABBREVIATIONS.has(lastWord) || /^\p{L}$/u.test(lastWord))) continue;
-      out.push(p.slice(start, end).trim());
-      start = end;
-    }
-    const rest = p.slice(start).trim();
-    if (rest) out.push(rest);
-  }
-  return out;
-}
 
 /** Lowercase word tokens without stopwords and very short tokens. */
 export function contentWords(sentence: string): string[] {

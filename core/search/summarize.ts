@@ -1,15 +1,9 @@
+import { splitSentences } from "../text/sentences.ts";
 import { terms } from "./tokenizer.ts";
 
-const SENTENCE = /[^.!?\n]+(?:[.!?]+["'”’)]*|\n|$)/g;
-
-/** Splits text into trimmed sentences (a light rule: terminal punctuation or a line break). */
+/** Splits text into sentences (see core/text/sentences.ts). */
 export function sentences(text: string): string[] {
-  const out: string[] = [];
-  for (const m of text.matchAll(SENTENCE)) {
-    const s = m[0].replace(/\s+/g, " ").trim();
-    if (s.length >= 2) out.push(s);
-  }
-  return out;
+  return splitSentences(text).filter((s) => s.length >= 2);
 }
 
 /**
