@@ -12,6 +12,7 @@ import { type Config, ConfigError, parseConfig } from "./core/config.ts";
 import { assembleDeps, type Deps, startDeps, stopDeps } from "./core/deps.ts";
 import { createLogger, describeError } from "./core/log.ts";
 import { seedAnswerDemo } from "./fixtures/answer_demo.ts";
+import { seedCommerceDemo } from "./fixtures/commerce_demo.ts";
 import { seedDemo } from "./fixtures/demo.ts";
 import { seedStorefront } from "./fixtures/storefront.ts";
 import { demoEventsStep } from "./fixtures/demo_events.ts";
@@ -62,6 +63,7 @@ async function serve(config: Config): Promise<void> {
       seedDemoArticles,
       seedAnswerDemo,
       seedPayproxySecret,
+      seedCommerceDemo,
     ]);
     if (seeded.created) {
       console.log(

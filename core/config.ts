@@ -103,6 +103,8 @@ const envSchema = z.object({
   PAYPROXY_SKEW_S: int("PAYPROXY_SKEW_S", 1, 3600).default(300),
   ALLOWANCE_TIMEOUT_MS: int("ALLOWANCE_TIMEOUT_MS", 50, 60_000).default(2000),
   ALLOWANCE_CACHE_MS: int("ALLOWANCE_CACHE_MS", 0, 60_000).default(1000),
+  PAID_PROXY_UPSTREAM: z.enum(["inprocess", "http"], { error: "PAID_PROXY_UPSTREAM must be inprocess or http" })
+    .default("inprocess"),
 });
 
 /** A trusted identity provider: ID-JAGs whose `iss` equals `issuer` are verified against `jwksUrl`. */
@@ -200,6 +202,11 @@ export interface Config {
   allowanceTimeoutMs: number;
   /** How long a definite `allowed: true` is reused for the same agent and service; 0: ask every time. */
   allowanceCacheMs: number;
+  /**
+   * How the storefront's paid proxy reaches `BASE_URL/payproxy/...` when it is this process:
+   * `inprocess` (no network hop) or `http` (always through `fetch`).
+   */
+  paidProxyUpstream: "inprocess" | "http";
 }
 
 /** Settings of the OpenAI-compatible provider (OpenAI, Ollama, vLLM). */
@@ -312,5 +319,6 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     payproxySkewS: e.PAYPROXY_SKEW_S,
     allowanceTimeoutMs: e.ALLOWANCE_TIMEOUT_MS,
     allowanceCacheMs: e.ALLOWANCE_CACHE_MS,
+    paidProxyUpstream: e.PAID_PROXY_UPSTREAM,
   };
 }

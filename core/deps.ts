@@ -16,6 +16,7 @@ import { OpenAiEmbeddings } from "./search/embeddings/openai.ts";
 import { defaultCacheName, LocalEmbeddings } from "./search/embeddings/wink.ts";
 import { ApiKeyService } from "./auth/api_keys.ts";
 import type { Clock } from "./clock.ts";
+import { type Commerce, createCommerce } from "./commerce/mod.ts";
 import type { Config } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { createRepos, type Repos } from "./store/repos.ts";
@@ -69,6 +70,8 @@ export interface Deps {
   analytics: AnalyticsEngine;
   /** Payproxy signing secrets, signature verifier, allowance client and counters (issue 5). */
   payproxy: PayproxyServices;
+  /** Plans, payments, entitlements and the paid proxy (issue 8). */
+  commerce: Commerce;
 }
 
 /** The parts of {@link Deps} that are opened (stores) or chosen (clock, log, fetch) by the caller. */
@@ -133,13 +136,15 @@ export function assembleDeps(inputs: DepsInputs): Deps {
     // Trending keywords from Ask AI query events; the engine falls back to its own query log.
     querySource: new AnalyticsQuerySource(analytics, repos),
   });
+  const storefront = createStorefront({ ...inputs, fetch, mailer });
   const deps: Deps = {
     ...inputs,
     repos,
     apiKeys: new ApiKeyService(kv, clock),
     fetch,
     mailer,
-    storefront: createStorefront({ ...inputs, fetch, mailer }),
+    storefront,
+    commerce: createCommerce({ ...inputs, repos, sellers: storefront.sellers }),
     safeFetch,
     urlAnalyzer,
     links,

@@ -13,6 +13,7 @@ import { createPayproxyRoutes } from "./payproxy.ts";
 import { createResourceRoutes } from "./resources.ts";
 import { createStorefrontRoutes } from "./storefront/mod.ts";
 import { createSearchRoutes } from "./search.ts";
+import { createCommerceRoutes } from "./storefront/commerce.ts";
 import { createSystemRoutes } from "./system.ts";
 import { validationHook } from "./validation.ts";
 
@@ -46,6 +47,7 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   app.route("/", createSearchRoutes(deps));
   app.route("/", createAiModelRoutes(deps));
   app.route("/", createPayproxyRoutes(deps));
+  app.route("/", createCommerceRoutes(deps, { self: (req) => app.fetch(req) }));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

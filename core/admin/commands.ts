@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
+import { commerceAdminCommands } from "../commerce/admin.ts";
 import type { Deps } from "../deps.ts";
 import { newId } from "../ids.ts";
 import { SafeFetcher } from "../net/safe_fetch.ts";
@@ -384,6 +385,7 @@ export const adminCommands: Record<string, AdminCommand> = {
     options: {},
     run: (deps) => deps.links.keys.list(),
   },
+  ...commerceAdminCommands,
 };
 
 Object.assign(adminCommands, storefrontAdminCommands);

@@ -1,0 +1,138 @@
+/**
+ * HTTP `Payment` scheme challenges and credentials, built on the `mppx` core (Challenge, Credential,
+ * Receipt): the challenge id is an HMAC over realm, method, intent, request and expiry, and
+ * `request` travels as base64url of canonical JSON. Challenges are stateless: a 402 writes nothing.
+ */
+import { Challenge, Credential, Receipt } from "mppx";
+import type { Clock } from "../clock.ts";
+import { base64url, randomBytes } from "../crypto.ts";
+import { AppError } from "../errors.ts";
+import type { Rail } from "./types.ts";
+
+/** How long a challenge can be answered. */
+export const CHALLENGE_TTL_MS = 10 * 60_000;
+
+/** What a storefront challenge asks to be paid; every field is bound into the challenge id. */
+export interface PaymentTerms {
+  /** `purchase`, `extend`, or `call` (one pay-as-you-go request). */
+  action: "purchase" | "extend" | "call";
+  sellerId: string;
+  planId: string;
+  /** The six-decimal amount, e.g. `"5.000000"`. */
+  amountUsd: string;
+  currency: "usd";
+  /** The agent credential the payment is for. */
+  agent: string;
+  /** The card checkout lane (a human pays on a hosted page). */
+  checkout?: boolean;
+  /** Pay-as-you-go: the service the call is for. */
+  service?: string;
+}
+
+export type StorefrontChallenge = Challenge.Challenge<Record<string, unknown>>;
+
+/** The storefront-wide key the challenge ids are bound with, made once and kept in KV. */
+export async function loadChallengeKey(kv: Deno.Kv): Promise<string> {
+  const key = ["commerce_challenge_key"];
+  const got = await kv.get<string>(key);
+  if (got.value) return got.value;
+  const fresh = base64url(randomBytes(32));
+  const res = await kv.atomic().check({ key, versionstamp: null }).set(key, fresh).commit();
+  return res.ok ? fresh : (await kv.get<string>(key)).value!;
+}
+
+/** Issues and checks challenges for one realm key. */
+export class Challenges {
+  constructor(private readonly secretKey: string, private readonly clock: Clock) {}
+
+  /** A challenge for a rail; `realm` is the seller's host. */
+  issue(realm: string, rail: Rail, terms: PaymentTerms): StorefrontChallenge {
+    // A nonce keeps two identical requests in the same instant from sharing one reference.
+    const request: Record<string, unknown> = { ...terms, amount: terms.amountUsd, nonce: base64url(randomBytes(12)) };
+    if (request.checkout === undefined) delete request.checkout;
+    if (request.service === undefined) delete request.service;
+    return Challenge.from({
+      secretKey: this.secretKey,
+      realm,
+      method: rail,
+      intent: "charge",
+      request,
+      expires: new Date(this.clock.now().getTime() + CHALLENGE_TTL_MS).toISOString(),
+      description: `${terms.action} ${terms.planId} for ${terms.amountUsd} USD`,
+    }) as StorefrontChallenge;
+  }
+
+  /** The `WWW-Authenticate` value of a challenge. */
+  header(challenge: StorefrontChallenge): string {
+    return Challenge.serialize(challenge);
+  }
+
+  /**
+   * Reads the `Authorization: Payment <credential>` of a request and checks its challenge was issued
+   * here for this realm and has not expired.
+   * @returns null when `Authorization` does not carry the Payment scheme.
+   * @throws {AppError} `invalid_request` for an undecodable credential, `payment_unknown` for a
+   *   challenge not issued here (or for another seller) or past its expiry.
+   */
+  read(headers: Headers, realm: string): { challenge: StorefrontChallenge; payload: Record<string, unknown> } | null {
+    const auth = headers.get("authorization");
+    if (!auth || !/^payment\s/i.test(auth.trim())) return null;
+    let cred: Credential.Credential;
+    try {
+      cred = Credential.deserialize(auth.trim());
+    } catch (err) {
+      throw new AppError(400, "invalid_request", "Malformed Payment credential", {
+        detail: "Authorization must be `Payment <base64url credential>` answering one of our challenges",
+        cause: err,
+      });
+    }
+    const challenge = cred.challenge as StorefrontChallenge;
+    const payload = (cred.payload && typeof cred.payload === "object" ? cred.payload : {}) as Record<string, unknown>;
+    let ours = false;
+    try {
+      ours = Challenge.verify(challenge, { secretKey: this.secretKey }) && challenge.realm === realm;
+    } catch {
+      ours = false;
+    }
+    if (!ours) {
+      throw new AppError(404, "payment_unknown", "Payment reference matches no payment at this seller", {
+        detail: "request a fresh 402 challenge",
+      });
+    }
+    if (challenge.expires && Date.parse(challenge.expires) <= this.clock.now().getTime()) {
+      throw new AppError(404, "payment_unknown", "Payment challenge expired", {
+        detail: "request a fresh 402 challenge",
+      });
+    }
+    return { challenge, payload };
+  }
+}
+
+/** The `Payment-Receipt` header value for a settled payment. */
+export function receiptHeader(method: string, reference: string, externalId: string, at: Date): string {
+  return Receipt.serialize(
+    Receipt.from({ method, reference, externalId, status: "success", timestamp: at.toISOString() }),
+  );
+}
+
+/**
+ * Compares the terms a credential's challenge carries with the terms of the request it is
+ * presented on.
+ * @throws {AppError} 409 `payment_amount_mismatch` when only the amount differs,
+ *   409 `payment_request_mismatch` when anything else does.
+ */
+export function matchTerms(challenge: StorefrontChallenge, expected: PaymentTerms): void {
+  const got = challenge.request as Record<string, unknown>;
+  const fields: (keyof PaymentTerms)[] = ["action", "sellerId", "planId", "currency", "agent", "service"];
+  const differs = (k: keyof PaymentTerms) => (got[k] ?? undefined) !== (expected[k] ?? undefined);
+  if (fields.some(differs) || Boolean(got.checkout) !== Boolean(expected.checkout)) {
+    throw new AppError(409, "payment_request_mismatch", "Payment was issued for a different request", {
+      detail: "this payment answers another plan, action or agent; request a fresh 402",
+    });
+  }
+  if (got.amountUsd !== expected.amountUsd) {
+    throw new AppError(409, "payment_amount_mismatch", "amountUsd differs from the paid challenge", {
+      detail: `the challenge was for ${String(got.amountUsd)} USD`,
+    });
+  }
+}

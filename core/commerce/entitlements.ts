@@ -1,0 +1,236 @@
+/**
+ * The entitlement ledger: credit held per plan, per holder, per seller, in micro-USD.
+ *
+ * A holder is the human who claimed the credential (`h:<humanId>`), so every credential that human
+ * claimed shares the plans; an unclaimed credential holds its own (`c:<credentialId>`) and those
+ * plans die with it (`expiresAt`). Money moves only inside `kv.atomic().check(...)` commits, retried
+ * on conflict, and a balance never goes below zero. Debits are idempotent per request id.
+ *
+ * Keys: `["commerce_ent", holder, sellerId, planId]`, `["commerce_debit", sellerId, requestId]`.
+ */
+import type { Clock } from "../clock.ts";
+import type { AuthenticatedAgent } from "./types.ts";
+
+/** One plan held by one holder at one seller. */
+export interface Entitlement {
+  holder: string;
+  sellerId: string;
+  planId: string;
+  /** Remaining credit (micro-USD), never negative. */
+  creditMicros: number;
+  /** Total ever bought or added (micro-USD). */
+  purchasedMicros: number;
+  createdAt: string;
+  updatedAt: string;
+  /** Set for plans of unclaimed credentials: they die with the credential. */
+  expiresAt?: string;
+}
+
+/** A debit reserved for one proxied request. */
+export interface Debit {
+  requestId: string;
+  credentialId: string;
+  holder: string;
+  planId: string;
+  amountMicros: number;
+  state: "reserved" | "billed" | "refunded";
+  at: string;
+}
+
+/** The holder new plans of this agent are kept under. */
+export const primaryHolder = (a: AuthenticatedAgent): string =>
+  a.claimed && a.humanId ? `h:${a.humanId}` : `c:${a.credentialId}`;
+
+/** Every holder whose plans this agent may use: its human's, and its own from before the claim. */
+export const holdersOf = (a: AuthenticatedAgent): string[] =>
+  a.claimed && a.humanId ? [`h:${a.humanId}`, `c:${a.credentialId}`] : [`c:${a.credentialId}`];
+
+export const entKey = (holder: string, sellerId: string, planId: string): Deno.KvKey => [
+  "commerce_ent",
+  holder,
+  sellerId,
+  planId,
+];
+const debitKey = (sellerId: string, requestId: string): Deno.KvKey => ["commerce_debit", sellerId, requestId];
+/** An open reservation, listed by credential so the allowance check sees a call already paid for. */
+export const holdKey = (sellerId: string, credentialId: string, requestId: string): Deno.KvKey => [
+  "commerce_hold",
+  sellerId,
+  credentialId,
+  requestId,
+];
+
+const MAX_ATTEMPTS = 500;
+
+/** Result of {@link EntitlementLedger.reserve}. */
+export type ReserveResult =
+  | { ok: true; debit: Debit }
+  | { ok: false; why: "exhausted" | "no_plan" | "duplicate" };
+
+export class EntitlementLedger {
+  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
+
+  /** Is this entitlement alive for this agent? Claimed agents keep their pre-claim plans. */
+  #alive(e: Entitlement, agent: AuthenticatedAgent): boolean {
+    if (!e.expiresAt || agent.claimed) return true;
+    return Date.parse(e.expiresAt) > this.clock.now().getTime();
+  }
+
+  /** Entries (with versionstamps) of the agent's live plans at a seller, oldest first. */
+  async entries(agent: AuthenticatedAgent, sellerId: string): Promise<Deno.KvEntry<Entitlement>[]> {
+    const out: Deno.KvEntry<Entitlement>[] = [];
+    for (const holder of holdersOf(agent)) {
+      for await (const e of this.kv.list<Entitlement>({ prefix: ["commerce_ent", holder, sellerId] })) {
+        if (this.#alive(e.value, agent)) out.push(e);
+      }
+    }
+    return out.sort((a, b) => a.value.createdAt.localeCompare(b.value.createdAt));
+  }
+
+  /** The agent's live plans at every seller (the network view). */
+  async everywhere(agent: AuthenticatedAgent): Promise<Entitlement[]> {
+    const out: Entitlement[] = [];
+    for (const holder of holdersOf(agent)) {
+      for await (const e of this.kv.list<Entitlement>({ prefix: ["commerce_ent", holder] })) {
+        if (this.#alive(e.value, agent)) out.push(e.value);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The entitlement a grant of `amountMicros` on `planId` would write, with the entry it must check.
+   * Callers commit it together with their own state change (the payment record) in one atomic op.
+   */
+  async prepareGrant(
+    agent: AuthenticatedAgent,
+    sellerId: string,
+    planId: string,
+    amountMicros: number,
+  ): Promise<{ key: Deno.KvKey; current: Deno.KvEntryMaybe<Entitlement>; next: Entitlement }> {
+    // Top-ups land on the plan the agent already holds (own or its human's) before opening a new one.
+    let current: Deno.KvEntryMaybe<Entitlement> | null = null;
+    for (const holder of holdersOf(agent)) {
+      const e = await this.kv.get<Entitlement>(entKey(holder, sellerId, planId));
+      if (e.value && this.#alive(e.value, agent)) {
+        current = e;
+        break;
+      }
+    }
+    const key = current?.value ? current.key : entKey(primaryHolder(agent), sellerId, planId);
+    current ??= await this.kv.get<Entitlement>(key);
+    const now = this.clock.now().toISOString();
+    const base: Entitlement = current.value && this.#alive(current.value, agent) ? current.value : {
+      holder: String(key[1]),
+      sellerId,
+      planId,
+      creditMicros: 0,
+      purchasedMicros: 0,
+      createdAt: now,
+      updatedAt: now,
+      ...(!agent.claimed && agent.expiresAt ? { expiresAt: agent.expiresAt } : {}),
+    };
+    return {
+      key,
+      current,
+      next: {
+        ...base,
+        creditMicros: base.creditMicros + amountMicros,
+        purchasedMicros: base.purchasedMicros + amountMicros,
+        updatedAt: now,
+      },
+    };
+  }
+
+  /**
+   * Reserves `amountMicros` for request `requestId` from the oldest live plan in `planIds` with
+   * enough credit. Atomic and idempotent: a request id is debited at most once.
+   */
+  async reserve(
+    agent: AuthenticatedAgent,
+    sellerId: string,
+    planIds: Set<string>,
+    amountMicros: number,
+    requestId: string,
+  ): Promise<ReserveResult> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const entries = (await this.entries(agent, sellerId)).filter((e) => planIds.has(e.value.planId));
+      if (entries.length === 0) return { ok: false, why: "no_plan" };
+      const pick = entries.find((e) => e.value.creditMicros >= amountMicros);
+      if (!pick) return { ok: false, why: "exhausted" };
+      const debit: Debit = {
+        requestId,
+        credentialId: agent.credentialId,
+        holder: pick.value.holder,
+        planId: pick.value.planId,
+        amountMicros,
+        state: "reserved",
+        at: this.clock.now().toISOString(),
+      };
+      const res = await this.kv.atomic()
+        .check(pick)
+        .check({ key: debitKey(sellerId, requestId), versionstamp: null })
+        .set(
+          pick.key,
+          {
+            ...pick.value,
+            creditMicros: pick.value.creditMicros - amountMicros,
+            updatedAt: debit.at,
+          } satisfies Entitlement,
+        )
+        .set(debitKey(sellerId, requestId), debit)
+        .set(holdKey(sellerId, agent.credentialId, requestId), amountMicros, { expireIn: 10 * 60_000 })
+        .commit();
+      if (res.ok) return { ok: true, debit };
+      if ((await this.kv.get(debitKey(sellerId, requestId))).versionstamp) return { ok: false, why: "duplicate" };
+    }
+    throw new Error("entitlement debit did not commit after many attempts");
+  }
+
+  /**
+   * Settles a reserved debit at the billed amount: the difference goes back to the plan (or, when
+   * the bill is higher, is taken as far as the credit allows, never below zero). Idempotent: only a
+   * `reserved` debit moves.
+   * @returns the amount finally billed.
+   */
+  async settle(sellerId: string, requestId: string, billedMicros: number): Promise<number> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const d = await this.kv.get<Debit>(debitKey(sellerId, requestId));
+      if (!d.value || d.value.state !== "reserved") return d.value?.state === "billed" ? d.value.amountMicros : 0;
+      const eKey = entKey(d.value.holder, sellerId, d.value.planId);
+      if (billedMicros === d.value.amountMicros) {
+        const res = await this.kv.atomic().check(d).set(d.key, { ...d.value, state: "billed" } satisfies Debit)
+          .delete(holdKey(sellerId, d.value.credentialId, requestId)).commit();
+        if (res.ok) return billedMicros;
+        continue;
+      }
+      const e = await this.kv.get<Entitlement>(eKey);
+      const credit = e.value?.creditMicros ?? 0;
+      const delta = d.value.amountMicros - billedMicros; // > 0: give back; < 0: take more
+      const change = delta > 0 ? delta : -Math.min(credit, -delta);
+      const billed = d.value.amountMicros - change;
+      const op = this.kv.atomic().check(d).check(e).delete(holdKey(sellerId, d.value.credentialId, requestId))
+        .set(d.key, { ...d.value, amountMicros: billed, state: billed === 0 ? "refunded" : "billed" } satisfies Debit);
+      if (e.value) {
+        op.set(
+          eKey,
+          {
+            ...e.value,
+            creditMicros: credit + change,
+            updatedAt: this.clock.now().toISOString(),
+          } satisfies Entitlement,
+        );
+      }
+      if ((await op.commit()).ok) return billed;
+    }
+    throw new Error("entitlement settle did not commit after many attempts");
+  }
+
+  /** Does the credential hold an open reservation at this seller (a proxied call in flight)? */
+  async hasHold(sellerId: string, credentialId: string): Promise<boolean> {
+    for await (const _ of this.kv.list({ prefix: ["commerce_hold", sellerId, credentialId] }, { limit: 1 })) {
+      return true;
+    }
+    return false;
+  }
+}

@@ -1,0 +1,93 @@
+import type { Rail } from "./types.ts";
+
+/** What a charge attempt came to. */
+export type ChargeOutcome =
+  | { status: "succeeded"; processorRef: string }
+  /** Declined: the payment did not settle; terminal for the reference. */
+  | { status: "failed"; settlementReason: string }
+  /** Needs a human step (3-D Secure and the like); the reference stays open. */
+  | { status: "incomplete" };
+
+/** The processor could not be reached or answered with a transient error: retry unchanged. */
+export class PaymentProviderUnavailable extends Error {
+  constructor(message = "payment provider unavailable") {
+    super(message);
+    this.name = "PaymentProviderUnavailable";
+  }
+}
+
+/** One charge against a payment token (a card's shared payment token or a wallet token). */
+export interface ChargeInput {
+  rail: Rail;
+  token: string;
+  amountMicros: number;
+  /** The payment reference; processors dedupe on it so a retried charge never charges twice. */
+  reference: string;
+  description: string;
+}
+
+/**
+ * A payment processor behind the storefront's rails. The embedded default is
+ * {@link SandboxProcessor}; a real card processor implements the same interface.
+ */
+export interface PaymentProcessor {
+  readonly name: string;
+  /** @throws {PaymentProviderUnavailable} on a transient outage. */
+  charge(input: ChargeInput): Promise<ChargeOutcome>;
+}
+
+/**
+ * The documented sandbox test tokens. Card tokens start `spt_test_`, wallet tokens `wal_test_`;
+ * the rest of the token picks the outcome. Any other token is declined with `invalid_token`.
+ */
+export const SANDBOX_TOKENS = {
+  card: {
+    success: "spt_test_success",
+    insufficientFunds: "spt_test_insufficient_funds",
+    incomplete: "spt_test_requires_action",
+    unavailable: "spt_test_provider_unavailable",
+  },
+  wallet: {
+    success: "wal_test_success",
+    insufficientFunds: "wal_test_insufficient_funds",
+    unavailable: "wal_test_provider_unavailable",
+  },
+} as const;
+
+/**
+ * Sandbox processor: deterministic outcomes from the test tokens in {@link SANDBOX_TOKENS}. Charges
+ * are remembered by reference so a retry of a succeeded charge returns the same result (what real
+ * processors do with idempotency keys).
+ */
+export class SandboxProcessor implements PaymentProcessor {
+  readonly name = "sandbox";
+  readonly #charges = new Map<string, ChargeOutcome>();
+  /** Charges that actually moved money, for tests and the operator. */
+  readonly ledger: { reference: string; rail: Rail; amountMicros: number }[] = [];
+
+  charge(input: ChargeInput): Promise<ChargeOutcome> {
+    const seen = this.#charges.get(input.reference);
+    if (seen?.status === "succeeded") return Promise.resolve(seen);
+    const prefix = input.rail === "card" ? "spt_test_" : "wal_test_";
+    const kind = input.token.startsWith(prefix) ? input.token.slice(prefix.length) : "";
+    let outcome: ChargeOutcome;
+    switch (kind) {
+      case "success":
+        outcome = { status: "succeeded", processorRef: `sbx_${input.reference.slice(0, 24)}` };
+        this.ledger.push({ reference: input.reference, rail: input.rail, amountMicros: input.amountMicros });
+        break;
+      case "insufficient_funds":
+        outcome = { status: "failed", settlementReason: "insufficient_funds" };
+        break;
+      case "requires_action":
+        outcome = { status: "incomplete" };
+        break;
+      case "provider_unavailable":
+        return Promise.reject(new PaymentProviderUnavailable("sandbox outage token"));
+      default:
+        outcome = { status: "failed", settlementReason: "invalid_token" };
+    }
+    this.#charges.set(input.reference, outcome);
+    return Promise.resolve(outcome);
+  }
+}

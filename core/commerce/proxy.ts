@@ -1,0 +1,323 @@
+/**
+ * The paid proxy: agents call a seller's paid routes through the storefront. The storefront checks
+ * the agent's coverage, reserves the price of the call against its entitlement (atomically, so
+ * parallel calls never overspend), signs the request with the seller's secret, forwards it to the
+ * upstream `/payproxy/...` route, and then bills the `zc-usage` the upstream reports. The upstream
+ * status and body go back unchanged.
+ */
+import type { Clock } from "../clock.ts";
+import { AppError } from "../errors.ts";
+import { describeError, type Logger } from "../log.ts";
+import { planCovers, planView } from "./catalog.ts";
+import { matchTerms, type PaymentTerms, receiptHeader } from "./challenges.ts";
+import { CARD_MINIMUM_MICROS, formatUsd } from "./money.ts";
+import { paymentKey, type PaymentRecord } from "./payments.ts";
+import { PaymentProviderUnavailable } from "./processor.ts";
+import type { CommerceService } from "./service.ts";
+import { signPayproxyRequest } from "./signing.ts";
+import { type AuthenticatedAgent, type PaygPlan, type Rail, realmOf, type Seller, type Service } from "./types.ts";
+
+/** Sends a request to the upstream payproxy routes (HTTP, or in-process when it is this process). */
+export type Upstream = (req: Request) => Promise<Response>;
+
+/** One proxied call. */
+export interface ProxyCall {
+  seller: Seller;
+  agent: AuthenticatedAgent;
+  kind: Service["kind"];
+  modelId: string;
+  /** Upstream path plus query string, e.g. `/payproxy/v2/search?data_model_id=dm_...`. */
+  pathAndQuery: string;
+  body: Uint8Array;
+  headers: Headers;
+}
+
+const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{8,128}$/;
+// Hop-by-hop headers (RFC 9110 7.6.1) describe one connection, not the answer: never relayed.
+const HOP_BY_HOP = ["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection", "te", "trailer"];
+
+/** The upstream's headers as the agent should see them. */
+function relayHeaders(res: Response, requestId: string): Headers {
+  const headers = new Headers(res.headers);
+  for (const h of HOP_BY_HOP) headers.delete(h);
+  headers.set("zc-request-id", requestId);
+  return headers;
+}
+
+/** One priced usage line of a `zc-usage` header. */
+interface UsageLine {
+  serviceSlug: string;
+  meterSlug: string;
+  quantity: number;
+}
+
+/**
+ * Parses a `zc-usage` header value: a JSON array of `{serviceSlug, meterSlug, quantity}` with a
+ * whole, non-negative quantity. Null when it is not that.
+ */
+export function parseUsageHeader(value: string | null): UsageLine[] | null {
+  if (value === null) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(parsed) || parsed.length === 0) return null;
+  const out: UsageLine[] = [];
+  for (const item of parsed) {
+    if (typeof item !== "object" || item === null) return null;
+    const { serviceSlug, meterSlug, quantity } = item as Record<string, unknown>;
+    if (typeof serviceSlug !== "string" || typeof meterSlug !== "string") return null;
+    if (typeof quantity !== "number" || !Number.isSafeInteger(quantity) || quantity < 0) return null;
+    out.push({ serviceSlug, meterSlug, quantity });
+  }
+  return out;
+}
+
+export class PaidProxy {
+  constructor(
+    private readonly o: {
+      commerce: CommerceService;
+      clock: Clock;
+      log: Logger;
+      baseUrl: string;
+      agentAuthUrl: string;
+      upstream: Upstream;
+    },
+  ) {}
+
+  /** Runs one paid call end to end; returns the upstream response (plus billing headers). */
+  async call(c: ProxyCall): Promise<Response> {
+    const { commerce } = this.o;
+    const plans = await commerce.sellingPlans(c.seller);
+    const services = await commerce.catalog.services(c.seller);
+    const service = services.find((s) => s.modelId === c.modelId && s.kind === c.kind);
+    if (!service) {
+      throw new AppError(404, "access_not_found", "No such service at this seller", {
+        detail: "see GET /services for the services sold here",
+      });
+    }
+    const requestId = this.#requestId(c.headers);
+    const covering = plans.filter((p) => planCovers(p, service.slug));
+    const creditIds = new Set(covering.filter((p) => p.kind === "credit").map((p) => p.id));
+    const price = service.meters.query;
+    const views = () => covering.map((p) => planView(p, this.o.agentAuthUrl));
+
+    if (creditIds.size > 0) {
+      const r = await commerce.ledger.reserve(c.agent, c.seller.sellerId, creditIds, price, requestId);
+      if (r.ok) return await this.#forwardAndBill(c, service, services, requestId);
+      if (r.why === "duplicate") {
+        throw new AppError(409, "invalid_request", "zc-request-id was already used", {
+          detail: "send a fresh zc-request-id for each call",
+        });
+      }
+      if (r.why === "exhausted") {
+        throw new AppError(402, "usage_exhausted", "Plan credit ran out", {
+          detail: `a query of ${service.slug} costs ${
+            formatUsd(price)
+          } USD; top up with POST /extend or purchase again`,
+          extra: { plans: views() },
+        });
+      }
+    }
+    const payg = covering.find((p): p is PaygPlan => p.kind === "payg");
+    if (payg) return await this.#payPerCall(c, service, payg, requestId);
+
+    const held = await commerce.ledger.entries(c.agent, c.seller.sellerId);
+    const meters = [{ serviceSlug: service.slug, meterSlug: "query" }];
+    if (held.length > 0) {
+      throw new AppError(403, "plan_required", "Your plans do not include this service", {
+        reason: "not_included_in_plan",
+        extra: { meters, plans: views() },
+      });
+    }
+    throw new AppError(403, "plan_required", "A plan is required for this service", {
+      reason: "access_not_found",
+      extra: { meters, plans: views() },
+    });
+  }
+
+  #requestId(headers: Headers): string {
+    const given = headers.get("zc-request-id");
+    if (given === null) return crypto.randomUUID();
+    if (!REQUEST_ID_RE.test(given)) {
+      throw new AppError(400, "invalid_request", "zc-request-id must be 8 to 128 characters of A-Z a-z 0-9 . _ : -");
+    }
+    return given;
+  }
+
+  /** Pay as you go: answer the call's own challenge with a token, or get one. */
+  async #payPerCall(c: ProxyCall, service: Service, plan: PaygPlan, requestId: string): Promise<Response> {
+    const { commerce } = this.o;
+    const challenges = await commerce.challenges();
+    const terms: PaymentTerms = {
+      action: "call",
+      sellerId: c.seller.sellerId,
+      planId: plan.id,
+      amountUsd: formatUsd(plan.pricePerRequestMicros),
+      currency: "usd",
+      agent: c.agent.credentialId,
+      service: service.slug,
+    };
+    const presented = challenges.read(c.headers, realmOf(c.seller));
+    if (!presented) {
+      const rails: Rail[] = plan.pricePerRequestMicros >= CARD_MINIMUM_MICROS ? ["card", "wallet"] : ["wallet"];
+      const issued = rails.map((rail) => ({ rail, ch: challenges.issue(realmOf(c.seller), rail, terms) }));
+      throw new AppError(402, "payment_required", "This call is paid per request", {
+        detail: "answer a challenge with Authorization: Payment <credential> (agent token in ZC-Agent-Authorization)",
+        extra: {
+          payment: {
+            planId: plan.id,
+            serviceSlug: service.slug,
+            amountUsd: terms.amountUsd,
+            currency: "usd",
+            rails: issued.map((i) => ({
+              method: i.rail,
+              intent: "charge",
+              challengeId: i.ch.id,
+              expires: i.ch.expires,
+            })),
+          },
+        },
+        headers: {
+          "cache-control": "no-store",
+          // Several challenges in one field, comma-separated (RFC 9110 list syntax).
+          "www-authenticate": issued.map((i) => challenges.header(i.ch)).join(", "),
+        },
+      });
+    }
+    const { challenge, payload } = presented;
+    const rail = challenge.method;
+    if (rail !== "card" && rail !== "wallet") throw new AppError(404, "payment_unknown", "Unknown payment method");
+    matchTerms(challenge, terms);
+    const token = payload.token;
+    if (typeof token !== "string" || token.length === 0 || token.length > 512) {
+      throw new AppError(400, "invalid_request", "The Payment credential payload needs a token");
+    }
+    const key = paymentKey(c.seller.sellerId, challenge.id);
+    const now = this.o.clock.now().toISOString();
+    const record: PaymentRecord = {
+      reference: challenge.id,
+      sellerId: c.seller.sellerId,
+      rail,
+      state: "processing",
+      terms,
+      amountMicros: plan.pricePerRequestMicros,
+      createdAt: now,
+      updatedAt: now,
+    };
+    const kv = commerce.kv;
+    const claimed = await kv.atomic().check({ key, versionstamp: null }).set(key, record).commit();
+    if (!claimed.ok) throw commerce.stateError((await commerce.payments.get(c.seller.sellerId, challenge.id)).value!);
+    let outcome;
+    try {
+      outcome = await commerce.processor.charge({
+        rail,
+        token,
+        amountMicros: plan.pricePerRequestMicros,
+        reference: challenge.id,
+        description: `${service.slug} query`,
+      });
+    } catch (err) {
+      await kv.delete(key);
+      if (err instanceof PaymentProviderUnavailable) {
+        throw new AppError(503, "payment_provider_unavailable", "Payment provider unavailable; retry unchanged", {
+          headers: { "retry-after": "2" },
+        });
+      }
+      throw err;
+    }
+    const entry = (await commerce.payments.get(c.seller.sellerId, challenge.id)) as Deno.KvEntry<PaymentRecord>;
+    if (outcome.status !== "succeeded") {
+      if (outcome.status === "incomplete") {
+        await kv.delete(key);
+        throw new AppError(402, "payment_incomplete", "Payment unfinished", {
+          extra: { statusUrl: commerce.statusUrl(challenge.id) },
+        });
+      }
+      await commerce.payments.move(entry, { state: "failed", settlementReason: outcome.settlementReason });
+      throw new AppError(402, "settlement_failed", "Payment did not settle", {
+        detail: "retry from the start for a fresh challenge",
+        extra: { settlementReason: outcome.settlementReason },
+      });
+    }
+    await commerce.payments.move(entry, { state: "consumed", processorRef: outcome.processorRef });
+    const res = await this.#forward(c, requestId);
+    const headers = relayHeaders(res, requestId);
+    headers.set("payment-receipt", receiptHeader(rail, challenge.id, outcome.processorRef, this.o.clock.now()));
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+  }
+
+  async #forward(c: ProxyCall, requestId: string): Promise<Response> {
+    const key = await this.o.commerce.secrets.current(c.seller.sellerId);
+    if (!key) throw new AppError(409, "signing_secret_required", "Seller setup unfinished: no signing secret is set");
+    const signature = await signPayproxyRequest(key, {
+      method: "POST",
+      pathAndQuery: c.pathAndQuery,
+      body: c.body,
+      requestId,
+      agentId: c.agent.credentialId,
+    }, this.o.clock);
+    const headers = new Headers({
+      "content-type": c.headers.get("content-type") ?? "application/json",
+      "zc-signature": signature,
+      "zc-request-id": requestId,
+      "zc-agent-id": c.agent.credentialId,
+    });
+    return await this.o.upstream(
+      new Request(`${this.o.baseUrl}${c.pathAndQuery}`, { method: "POST", headers, body: c.body as BodyInit }),
+    );
+  }
+
+  async #forwardAndBill(c: ProxyCall, service: Service, services: Service[], requestId: string): Promise<Response> {
+    const { ledger } = this.o.commerce;
+    let res: Response;
+    try {
+      res = await this.#forward(c, requestId);
+    } catch (err) {
+      await ledger.settle(c.seller.sellerId, requestId, 0);
+      if (err instanceof AppError) throw err;
+      throw new AppError(502, "upstream_unavailable", "The seller's service did not answer", { cause: err });
+    }
+    const headers = relayHeaders(res, requestId);
+    if (!res.ok) {
+      // Errors are not billed: the reservation goes back.
+      await ledger.settle(c.seller.sellerId, requestId, 0);
+      return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+    }
+    const usage = parseUsageHeader(res.headers.get("zc-usage"));
+    let problem: string | null = null;
+    let cost = 0;
+    if (!usage) {
+      problem = "invalid_usage_header";
+    } else {
+      for (const line of usage) {
+        const priced = line.meterSlug === "query" ? services.find((s) => s.slug === line.serviceSlug) : undefined;
+        if (!priced) {
+          problem = "usage_not_priced";
+          break;
+        }
+        cost += priced.meters.query * line.quantity;
+      }
+    }
+    if (problem) {
+      // Unbillable: the call is not charged, the problem is named, and nobody retries.
+      await ledger.settle(c.seller.sellerId, requestId, 0);
+      headers.set("zc-usage-error", problem);
+      this.o.log.warn("usage not billed", {
+        request_id: requestId,
+        seller: c.seller.sellerId,
+        service: service.slug,
+        problem,
+      });
+    } else {
+      try {
+        await ledger.settle(c.seller.sellerId, requestId, cost);
+      } catch (err) {
+        this.o.log.error("usage billing failed", { request_id: requestId, error: describeError(err) });
+      }
+    }
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+  }
+}

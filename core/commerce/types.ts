@@ -1,0 +1,98 @@
+/**
+ * Shapes shared by the commerce modules (plans, payments, entitlements, paid proxy), and the two
+ * seams to the identity room (issue 7): who the agent is ({@link AgentAuthenticator}) and which
+ * seller a host maps to (see catalog.ts).
+ */
+
+/**
+ * A seller: one tenant's storefront, answering on its hosts. Same shape and KV keys as the identity
+ * room's seller registry (`["seller", sellerId]`, `["seller_by_host", host]`).
+ */
+export interface Seller {
+  sellerId: string;
+  tenantId: string;
+  name: string;
+  /** Host header values (`host[:port]`, lowercase). */
+  hosts: string[];
+  createdAt: string;
+}
+
+/** A seller's prices (`["commerce_pricing", sellerId]`); absent means the defaults. */
+export interface SellerPricing {
+  /** Price of one `query` for services without their own price (micro-USD). */
+  defaultQueryPriceMicros: number;
+  /** Per-service `query` price overrides (micro-USD), by service slug. */
+  servicePrices?: Record<string, number>;
+}
+
+/** Where sellers are found (the identity room's `SellerRegistry` answers the same questions). */
+export interface SellerDirectory {
+  get(sellerId: string): Promise<Seller | null>;
+  /** The seller for a Host header, else the default seller, else null. */
+  resolve(host: string | undefined, defaultSellerId: string | null): Promise<Seller | null>;
+}
+
+/** The `Payment` challenge realm of a seller: its first host, else its id. */
+export const realmOf = (s: Seller): string => s.hosts[0] ?? s.sellerId;
+
+/** A credit plan: prepaid credit in USD, spent per query at the services' prices. */
+export interface CreditPlan {
+  id: string;
+  sellerId: string;
+  kind: "credit";
+  name: string;
+  /** Service slugs covered, or `["*"]` for every service of the seller. */
+  services: string[];
+  minimumMicros: number;
+  maximumMicros: number;
+  createdAt: string;
+}
+
+/** Pay as you go: each call is paid on its own through a `Payment` challenge; not purchasable. */
+export interface PaygPlan {
+  id: string;
+  sellerId: string;
+  kind: "payg";
+  name: string;
+  services: string[];
+  /** Price per request (micro-USD). */
+  pricePerRequestMicros: number;
+  createdAt: string;
+}
+
+export type Plan = CreditPlan | PaygPlan;
+
+/** A paid service derived from a marketplace-enabled model of the seller's tenant. */
+export interface Service {
+  slug: string;
+  kind: "search" | "aimodel";
+  /** `dm_...` or `am_...`. */
+  modelId: string;
+  name: string;
+  /** Meter prices (micro-USD per unit); only `query` exists. */
+  meters: { query: number };
+}
+
+/**
+ * The agent behind a request, as the identity room authenticates it.
+ * `humanId` is set when the credential has been claimed (in the token's view).
+ */
+export interface AuthenticatedAgent {
+  credentialId: string;
+  claimed: boolean;
+  humanId?: string;
+  /** When an unclaimed (anonymous) credential dies; its plans die with it. ISO 8601. */
+  expiresAt?: string;
+}
+
+/**
+ * Authenticates the agent of a storefront request from its headers (`Authorization: Bearer`, or
+ * `ZC-Agent-Authorization` when `Authorization` carries `Payment ...`).
+ * @throws {AppError} `bearer_required` / `invalid_token` (401) in the storefront family.
+ */
+export interface AgentAuthenticator {
+  authenticate(headers: Headers): Promise<AuthenticatedAgent>;
+}
+
+/** The payment rails offered in a 402. */
+export type Rail = "card" | "wallet";

@@ -1,0 +1,252 @@
+/**
+ * Commerce test world: the app over `:memory:` KV with a seller, its signing secret, a credit plan,
+ * marketplace models, an in-test agent authenticator (the identity room's middleware stands behind
+ * the same {@link AgentAuthenticator} seam), and optionally a real upstream HTTP peer on 127.0.0.1
+ * that verifies payproxy signatures and reports `zc-usage`.
+ */
+import { Challenge, Credential, Method, z } from "mppx";
+import { KvSellerDirectory } from "../../core/commerce/catalog.ts";
+import type { CreditPlan, PaygPlan } from "../../core/commerce/types.ts";
+import type { AgentAuthenticator, AuthenticatedAgent } from "../../core/commerce/types.ts";
+import { KvSigningSecrets, verifyPayproxyRequest } from "../../core/commerce/signing.ts";
+import { AppError } from "../../core/errors.ts";
+import { newId } from "../../core/ids.ts";
+import { createTestWorld, type TestWorld } from "../_helpers.ts";
+
+/**
+ * Test double of the identity room's agent middleware: `Authorization: Bearer <token>`, or
+ * `ZC-Agent-Authorization: Bearer <token>` when `Authorization` carries `Payment ...`; tokens are
+ * issued by {@link TestAgents.issue}.
+ */
+export class TestAgents implements AgentAuthenticator {
+  readonly #tokens = new Map<string, AuthenticatedAgent>();
+
+  issue(agent: Partial<AuthenticatedAgent> = {}): { token: string; agent: AuthenticatedAgent } {
+    const a: AuthenticatedAgent = {
+      credentialId: `ag_${crypto.randomUUID().replaceAll("-", "")}`,
+      claimed: false,
+      ...agent,
+    };
+    const token = `tok_${crypto.randomUUID()}`;
+    this.#tokens.set(token, a);
+    return { token, agent: a };
+  }
+
+  authenticate(headers: Headers): Promise<AuthenticatedAgent> {
+    const auth = headers.get("authorization");
+    const zc = headers.get("zc-agent-authorization");
+    const raw = auth && !/^payment\s/i.test(auth) ? auth : zc;
+    if (!raw) return Promise.reject(new AppError(401, "bearer_required", "Registered agent credential needed"));
+    const m = /^Bearer ([^\s,]+)$/.exec(raw);
+    const agent = m ? this.#tokens.get(m[1]!) : undefined;
+    if (!agent) {
+      return Promise.reject(new AppError(401, "invalid_token", "Token did not verify", { reason: "token_invalid" }));
+    }
+    return Promise.resolve(agent);
+  }
+}
+
+/** How the upstream peer answers. */
+export type UpstreamMode = "ok" | "error" | "bad_usage" | "unpriced_usage" | "no_usage";
+
+export interface CommerceWorld extends TestWorld {
+  agents: TestAgents;
+  sellerId: string;
+  tenantId: string;
+  dataModelId: string;
+  otherDataModelId: string;
+  aiModelId: string;
+  plan: CreditPlan;
+  secrets: KvSigningSecrets;
+  /** Host header value of the seller. */
+  host: string;
+  /** Upstream peer state (when started). */
+  upstream: { mode: UpstreamMode; calls: number; verified: number; url: string };
+  /** Requests against the storefront with the seller's Host header. */
+  req(path: string, init?: RequestInit & { token?: string }): Promise<Response>;
+  addPayg(price: number, services?: string[]): Promise<PaygPlan>;
+}
+
+/** Builds the world. `upstream: true` starts the payproxy peer and points BASE_URL at it. */
+export async function createCommerceWorld(
+  { upstream = false, withSecret = true, withPlan = true }: {
+    upstream?: boolean;
+    withSecret?: boolean;
+    withPlan?: boolean;
+  } = {},
+): Promise<CommerceWorld & AsyncDisposable> {
+  const state = { mode: "ok" as UpstreamMode, calls: 0, verified: 0, url: "" };
+  let server: Deno.HttpServer<Deno.NetAddr> | undefined;
+  // The peer needs the world's secrets and clock, which exist only after the world: late-bound.
+  const peer: { verify?: (req: Request, body: Uint8Array) => Promise<boolean> } = {};
+  if (upstream) {
+    server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+      state.calls++;
+      const body = new Uint8Array(await req.arrayBuffer());
+      if (!(await peer.verify!(req, body))) {
+        return Response.json({ error: "invalid_payproxy_signature" }, { status: 401 });
+      }
+      state.verified++;
+      const url = new URL(req.url);
+      const slug = url.pathname.startsWith("/payproxy/v2/search") ? "demo-news" : "demo-answers";
+      const usage = state.mode === "bad_usage"
+        ? "not json"
+        : state.mode === "unpriced_usage"
+        ? JSON.stringify([{ serviceSlug: slug, meterSlug: "tokens", quantity: 1 }])
+        : JSON.stringify([{ serviceSlug: slug, meterSlug: "query", quantity: 1 }]);
+      if (state.mode === "error") return Response.json({ message: "upstream broke" }, { status: 500 });
+      const headers: Record<string, string> = { "content-type": "application/json" };
+      if (state.mode !== "no_usage") headers["zc-usage"] = usage;
+      return new Response(JSON.stringify({ status: "ok", echo: JSON.parse(new TextDecoder().decode(body)) }), {
+        status: 200,
+        headers,
+      });
+    });
+    state.url = `http://127.0.0.1:${server.addr.port}`;
+  }
+  const env: Record<string, string> = {
+    AGENT_AUTH_URL: "http://store.test",
+    NETWORK_API_URL: "http://store.test/network",
+  };
+  if (upstream) Object.assign(env, { BASE_URL: state.url, PAID_PROXY_UPSTREAM: "http" });
+  const w = await createTestWorld({ env });
+  const agents = new TestAgents();
+  w.deps.commerce.agentAuth = agents;
+  const { deps, clock } = w;
+  const now = clock.now().toISOString();
+  const { tenantId } = await w.tenantWithKey("Seller Media");
+  const dataModelId = newId("dm", clock);
+  const otherDataModelId = newId("dm", clock);
+  const aiModelId = newId("am", clock);
+  await deps.repos.dataModels.create({
+    id: dataModelId,
+    tenantId,
+    name: "Demo News",
+    toolName: "demo-news",
+    sites: [],
+    marketplace: true,
+    createdAt: now,
+  });
+  await deps.repos.dataModels.create({
+    id: otherDataModelId,
+    tenantId,
+    name: "Archive Vault",
+    sites: [],
+    marketplace: true,
+    createdAt: now,
+  });
+  await deps.repos.dataModels.create({
+    id: newId("dm", clock),
+    tenantId,
+    name: "Private Drafts",
+    sites: [],
+    marketplace: false,
+    createdAt: now,
+  });
+  await deps.repos.aiModels.create({
+    id: aiModelId,
+    tenantId,
+    name: "Demo Answers",
+    toolName: "demo-answers",
+    groundingDataModelIds: [dataModelId],
+    provider: { kind: "extractive" },
+    output: { kind: "text" },
+    private: false,
+    marketplace: true,
+    createdAt: now,
+  });
+  const sellers = deps.commerce.sellers as KvSellerDirectory;
+  const sellerId = "acme";
+  await sellers.create({ sellerId, tenantId, name: "Acme Media", hosts: ["store.test"] });
+  const secrets = deps.commerce.secrets as KvSigningSecrets;
+  if (withSecret) await secrets.create(sellerId);
+  peer.verify = async (req, body) => {
+    const url = new URL(req.url);
+    const seller = await verifyPayproxyRequest(
+      req.headers.get("zc-signature") ?? undefined,
+      {
+        method: req.method,
+        pathAndQuery: url.pathname + url.search,
+        body,
+        requestId: req.headers.get("zc-request-id") ?? "",
+        agentId: req.headers.get("zc-agent-id") ?? "",
+      },
+      secrets,
+      clock,
+    );
+    return seller === sellerId;
+  };
+  const catalog = deps.commerce.catalog;
+  // Prices: 0.01 USD a search query, 0.02 USD an answer.
+  await catalog.setPricing(sellerId, { defaultQueryPriceMicros: 10_000, servicePrices: { "demo-answers": 20_000 } });
+  const plan = withPlan
+    ? await catalog.addCreditPlan(sellerId, {
+      name: "News credit",
+      services: ["demo-news", "demo-answers"],
+      minimumMicros: 100_000,
+      maximumMicros: 100_000_000,
+    })
+    : (null as unknown as CreditPlan);
+  const close = async () => {
+    await w.close();
+    if (server) await server.shutdown();
+  };
+  return {
+    ...w,
+    agents,
+    sellerId,
+    tenantId,
+    dataModelId,
+    otherDataModelId,
+    aiModelId,
+    plan,
+    secrets,
+    host: "store.test",
+    upstream: state,
+    req(path, init = {}) {
+      const { token, ...rest } = init;
+      const headers = new Headers(rest.headers);
+      headers.set("host", "store.test");
+      if (token && !headers.has("authorization")) headers.set("authorization", `Bearer ${token}`);
+      return Promise.resolve(w.app.request(`http://store.test${path}`, { ...rest, headers }));
+    },
+    addPayg(price, services = ["*"]) {
+      return catalog.addPaygPlan(sellerId, { name: "Pay as you go", services, pricePerRequestMicros: price });
+    },
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/** JSON POST init. */
+export const postJson = (body: unknown, extra: Record<string, string> = {}): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": "application/json", ...extra },
+  body: JSON.stringify(body),
+});
+
+/** The `Payment` challenges of a 402, parsed with mppx. */
+export function challengesOf(res: Response) {
+  return Challenge.fromResponseList(res);
+}
+
+/** An `Authorization: Payment ...` value answering `challenge` with `payload`. */
+export function paymentAuthorization(challenge: Challenge.Challenge, payload: Record<string, unknown>): string {
+  return Credential.serialize(Credential.from({ challenge, payload }));
+}
+
+/** An mppx client method for a rail that pays with a fixed token. */
+export function tokenMethod(name: "card" | "wallet", token: string) {
+  const method = Method.from({
+    name,
+    intent: "charge",
+    schema: {
+      credential: { payload: z.object({ token: z.string() }) },
+      request: z.record(z.string(), z.unknown()),
+    },
+  });
+  return Method.toClient(method, {
+    createCredential: ({ challenge }) =>
+      Promise.resolve(Credential.serialize(Credential.from({ challenge, payload: { token } }))),
+  });
+}

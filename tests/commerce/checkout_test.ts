@@ -1,0 +1,134 @@
+import assert from "node:assert/strict";
+import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
+import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
+
+/** Submits the checkout page's form the way a browser does. */
+const submitForm = (w: Awaited<ReturnType<typeof createCommerceWorld>>, url: string, fields: Record<string, string>) =>
+  w.app.request(url, {
+    method: "POST",
+    headers: { host: w.host, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams(fields).toString(),
+  });
+
+/** The value of an element's attribute in server-rendered HTML. */
+const attr = (html: string, id: string, name: string) => new RegExp(`id="${id}"[^>]*${name}="([^"]*)"`).exec(html)?.[1];
+
+Deno.test("checkout lane: payment_incomplete until a human pays on the hosted page, then the purchase completes", async () => {
+  await using w = await createCommerceWorld();
+  const { token } = w.agents.issue();
+  const body = { amountUsd: "3.000000", checkout: true };
+  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token });
+  assert.equal(first.status, 402);
+  const challenges = challengesOf(first);
+  assert.deepEqual(challenges.map((c) => c.method), ["card"]);
+  assert.equal(challenges[0]!.request.checkout, true);
+  const json = await first.json();
+  const { url, credentialPayload } = json.card.checkout;
+  const statusUrl: string = json.card.statusUrl;
+  assert.match(url, /^http:\/\/store\.test\/checkout\//);
+  const auth = paymentAuthorization(challenges[0]!, credentialPayload);
+  const retry = () =>
+    w.req(`/plans/${w.plan.id}/purchase`, {
+      ...postJson(body, { authorization: auth, "zc-agent-authorization": `Bearer ${token}` }),
+    });
+
+  // Before the human pays: incomplete, and the status URL says open.
+  const early = await retry();
+  assert.equal(early.status, 402);
+  const earlyBody = await early.json();
+  assert.equal(earlyBody.error, "payment_incomplete");
+  assert.equal(earlyBody.statusUrl, statusUrl);
+  const polled = await (await w.app.request(statusUrl, { headers: { host: w.host } })).json();
+  assert.equal(polled.status, "open");
+  assert.equal(polled.complete, false);
+
+  // The human opens the page and submits its form with a declined card first, then a good one.
+  const page = await w.app.request(url, { headers: { host: w.host } });
+  assert.equal(page.status, 200);
+  assert.equal(page.headers.get("x-frame-options"), "DENY");
+  const html = await page.text();
+  assert.equal(attr(html, "state", "data-state"), "open");
+  assert.match(html, /<form method="post" id="pay">/);
+  assert.match(html, /3\.000000 USD/);
+  const declined = await (await submitForm(w, url, { token: SANDBOX_TOKENS.card.insufficientFunds, action: "pay" }))
+    .text();
+  assert.equal(attr(declined, "state", "data-state"), "failed");
+  assert.match(declined, /Declined: insufficient_funds/);
+  // The declined checkout is terminal: a retry reports payment_failed.
+  const failed = await retry();
+  assert.equal((await failed.json()).error, "payment_failed");
+
+  // A new checkout, paid with the success token.
+  const second = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token });
+  const ch2 = challengesOf(second)[0]!;
+  const j2 = await second.json();
+  const paid = await (await submitForm(w, j2.card.checkout.url, { token: SANDBOX_TOKENS.card.success, action: "pay" }))
+    .text();
+  assert.equal(attr(paid, "state", "data-state"), "paid");
+  const done = await (await w.app.request(j2.card.statusUrl, { headers: { host: w.host } })).json();
+  assert.equal(done.status, "paid");
+  assert.equal(done.complete, true);
+  // A second submit does not charge again.
+  const twice = await (await submitForm(w, j2.card.checkout.url, { token: SANDBOX_TOKENS.card.success, action: "pay" }))
+    .text();
+  assert.equal(attr(twice, "state", "data-state"), "paid");
+
+  const ok = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson(body, {
+      authorization: paymentAuthorization(ch2, { checkout: true }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    }),
+  });
+  assert.equal(ok.status, 200);
+  assert.ok(ok.headers.get("payment-receipt"));
+  const okBody = await ok.json();
+  assert.equal(okBody.entitlement.remainingUsd, "3.000000");
+  const again = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson(body, {
+      authorization: paymentAuthorization(ch2, { checkout: true }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    }),
+  });
+  assert.equal((await again.json()).error, "payment_consumed");
+});
+
+Deno.test("checkout lane: cancelled or expired checkouts are payment_released", async () => {
+  await using w = await createCommerceWorld();
+  const { token } = w.agents.issue();
+  const body = { amountUsd: "1.000000", checkout: true };
+  const open = async () => {
+    const r = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token });
+    return { ch: challengesOf(r)[0]!, json: await r.json() };
+  };
+  const a = await open();
+  const cancelled = await (await submitForm(w, a.json.card.checkout.url, { action: "cancel" })).text();
+  assert.equal(attr(cancelled, "state", "data-state"), "released");
+  const r1 = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson(body, {
+      authorization: paymentAuthorization(a.ch, { checkout: true }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    }),
+  });
+  assert.equal((await r1.json()).error, "payment_released");
+
+  const b = await open();
+  w.clock.advance(31 * 60_000);
+  const status = await (await w.app.request(b.json.card.statusUrl, { headers: { host: w.host } })).json();
+  assert.equal(status.status, "released");
+  const page = await (await w.app.request(b.json.card.checkout.url, { headers: { host: w.host } })).text();
+  assert.equal(attr(page, "state", "data-state"), "released");
+});
+
+Deno.test("checkout page: unknown references are 404 and form posts need the form content type", async () => {
+  await using w = await createCommerceWorld();
+  const res = await w.app.request("http://store.test/checkout/AAAAAAAAAAAAAAAAAAAAAAAA", { headers: { host: w.host } });
+  assert.equal(res.status, 404);
+  await res.body?.cancel();
+  const bad = await w.app.request("http://store.test/checkout/AAAAAAAAAAAAAAAAAAAAAAAA", {
+    method: "POST",
+    headers: { host: w.host, "content-type": "application/json" },
+    body: "{}",
+  });
+  assert.equal(bad.status, 415);
+  await bad.body?.cancel();
+});

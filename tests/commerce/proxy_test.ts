@@ -1,0 +1,232 @@
+import assert from "node:assert/strict";
+import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
+import { signPayproxyRequest } from "../../core/commerce/signing.ts";
+import type { AuthenticatedAgent } from "../../core/commerce/types.ts";
+import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
+
+type World = Awaited<ReturnType<typeof createCommerceWorld>>;
+
+/** Buys `usd` of the world's credit plan for an agent token through the wallet rail. */
+async function buy(w: World, token: string, usd: string) {
+  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson({ amountUsd: usd }), token });
+  const ch = challengesOf(first).find((c) => c.method === "wallet")!;
+  await first.body?.cancel();
+  const res = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson({ amountUsd: usd }, {
+      authorization: paymentAuthorization(ch, { token: SANDBOX_TOKENS.wallet.success }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    }),
+  });
+  assert.equal(res.status, 200);
+  await res.body?.cancel();
+}
+
+const remaining = async (w: World, token: string) =>
+  (await (await w.req("/agent/entitlements", { token })).json()).entitlements[0]?.remainingUsd ?? "none";
+
+const search = (w: World, token: string, extra: Record<string, string> = {}, dm = w.dataModelId) =>
+  w.req(`/v2/search?data_model_id=${dm}`, { ...postJson({ query: "rates" }, extra), token });
+
+Deno.test("paid proxy: signs, forwards, returns the upstream answer unchanged and bills the reported usage", async () => {
+  await using w = await createCommerceWorld({ upstream: true });
+  const { token, agent } = w.agents.issue();
+  await buy(w, token, "1.000000");
+  const res = await search(w, token);
+  assert.equal(res.status, 200);
+  assert.ok(res.headers.get("zc-request-id"));
+  assert.equal(res.headers.get("zc-usage-error"), null);
+  assert.deepEqual(JSON.parse(res.headers.get("zc-usage")!), [{
+    serviceSlug: "demo-news",
+    meterSlug: "query",
+    quantity: 1,
+  }]);
+  assert.deepEqual(await res.json(), { status: "ok", echo: { query: "rates" } });
+  assert.equal(w.upstream.verified, 1);
+  assert.equal(await remaining(w, token), "0.990000");
+  // The real-time route, priced at 0.02.
+  const am = await w.req(`/aimodel/${w.aiModelId}`, { ...postJson({ query: "why?" }), token });
+  assert.equal(am.status, 200);
+  await am.body?.cancel();
+  assert.equal(await remaining(w, token), "0.970000");
+  assert.ok(agent);
+});
+
+Deno.test("paid proxy: upstream errors pass through unchanged and are not billed", async () => {
+  await using w = await createCommerceWorld({ upstream: true });
+  const { token } = w.agents.issue();
+  await buy(w, token, "1.000000");
+  w.upstream.mode = "error";
+  const res = await search(w, token);
+  assert.equal(res.status, 500);
+  assert.deepEqual(await res.json(), { message: "upstream broke" });
+  assert.equal(await remaining(w, token), "1.000000");
+});
+
+Deno.test("paid proxy: unbillable usage reports name the problem in zc-usage-error and are not charged", async () => {
+  await using w = await createCommerceWorld({ upstream: true });
+  const { token } = w.agents.issue();
+  await buy(w, token, "1.000000");
+  for (
+    const [mode, problem] of [["bad_usage", "invalid_usage_header"], ["no_usage", "invalid_usage_header"], [
+      "unpriced_usage",
+      "usage_not_priced",
+    ]] as const
+  ) {
+    w.upstream.mode = mode;
+    const before = w.upstream.calls;
+    const res = await search(w, token);
+    assert.equal(res.status, 200, mode);
+    assert.equal(res.headers.get("zc-usage-error"), problem, mode);
+    assert.deepEqual(await res.json(), { status: "ok", echo: { query: "rates" } });
+    assert.equal(w.upstream.calls, before + 1, "not retried");
+  }
+  assert.equal(await remaining(w, token), "1.000000");
+});
+
+Deno.test("paid proxy: coverage errors: plan_required (both reasons), usage_exhausted, access_not_found", async () => {
+  await using w = await createCommerceWorld({ upstream: true });
+  const { token } = w.agents.issue();
+
+  // No plan at all: plan_required / access_not_found with covering plans and their purchase URLs.
+  const none = await search(w, token);
+  assert.equal(none.status, 403);
+  const noneBody = await none.json();
+  assert.equal(noneBody.error, "plan_required");
+  assert.equal(noneBody.reason, "access_not_found");
+  assert.equal(noneBody.plans[0].purchase.url, `http://store.test/plans/${w.plan.id}/purchase`);
+
+  // A plan that does not cover the archive service: not_included_in_plan with the meters.
+  await buy(w, token, "0.100000");
+  const other = await search(w, token, {}, w.otherDataModelId);
+  assert.equal(other.status, 403);
+  const otherBody = await other.json();
+  assert.equal(otherBody.reason, "not_included_in_plan");
+  assert.deepEqual(otherBody.meters, [{ serviceSlug: "archive-vault", meterSlug: "query" }]);
+
+  // Credit for 10 searches, then exhausted.
+  for (let i = 0; i < 10; i++) assert.equal((await search(w, token)).status, 200);
+  const out = await search(w, token);
+  assert.equal(out.status, 402);
+  const outBody = await out.json();
+  assert.equal(outBody.error, "usage_exhausted");
+  assert.ok(outBody.plans[0].purchase.url);
+  assert.equal(await remaining(w, token), "none"); // zero-credit plans are not listed as active
+
+  // A model that is not a service of this seller (not marketplace-enabled / unknown).
+  const unknown = await search(w, token, {}, "dm_00000000000000000000000000");
+  assert.equal(unknown.status, 404);
+  assert.equal((await unknown.json()).error, "access_not_found");
+  // No token at all.
+  const anon = await w.req(`/v2/search?data_model_id=${w.dataModelId}`, postJson({ query: "x" }));
+  assert.equal(anon.status, 401);
+  await anon.body?.cancel();
+  assert.equal(w.upstream.calls, 10);
+});
+
+Deno.test("paid proxy: a zc-request-id is billed once; reusing it is refused", async () => {
+  await using w = await createCommerceWorld({ upstream: true });
+  const { token } = w.agents.issue();
+  await buy(w, token, "1.000000");
+  const id = "req-0001-abcdef";
+  assert.equal((await search(w, token, { "zc-request-id": id })).status, 200);
+  const dup = await search(w, token, { "zc-request-id": id });
+  assert.equal(dup.status, 409);
+  await dup.body?.cancel();
+  assert.equal(await remaining(w, token), "0.990000");
+  // Settling the same request again moves nothing.
+  assert.equal(await w.deps.commerce.service.ledger.settle(w.sellerId, id, 10_000), 10_000);
+  assert.equal(await remaining(w, token), "0.990000");
+});
+
+Deno.test("paid proxy: pay as you go answers the per-call 402 with a payment block, then serves the paid call", async () => {
+  await using w = await createCommerceWorld({ upstream: true, withPlan: false });
+  const payg = await w.addPayg(20_000);
+  const { token } = w.agents.issue();
+  const first = await search(w, token);
+  assert.equal(first.status, 402);
+  const body = await first.json();
+  assert.equal(body.error, "payment_required");
+  assert.equal(body.reason, undefined);
+  assert.equal(body.payment.planId, payg.id);
+  assert.equal(body.payment.amountUsd, "0.020000");
+  const ch = challengesOf(first);
+  assert.deepEqual(ch.map((c) => c.method), ["wallet"]);
+  const auth = paymentAuthorization(ch[0]!, { token: SANDBOX_TOKENS.wallet.success });
+  const paid = await w.req(`/v2/search?data_model_id=${w.dataModelId}`, {
+    ...postJson({ query: "rates" }, { authorization: auth, "zc-agent-authorization": `Bearer ${token}` }),
+  });
+  assert.equal(paid.status, 200);
+  assert.ok(paid.headers.get("payment-receipt"));
+  await paid.body?.cancel();
+  const again = await w.req(`/v2/search?data_model_id=${w.dataModelId}`, {
+    ...postJson({ query: "rates" }, { authorization: auth, "zc-agent-authorization": `Bearer ${token}` }),
+  });
+  assert.equal((await again.json()).error, "payment_consumed");
+  // Purchasing the pay-as-you-go plan is refused.
+  const buyIt = await w.req(`/plans/${payg.id}/purchase`, { ...postJson({ amountUsd: "1.000000" }), token });
+  assert.equal((await buyIt.json()).error, "payg_not_purchasable");
+});
+
+Deno.test("paid proxy: 100 parallel calls against credit for exactly 50 succeed 50 times and leave exactly zero", async () => {
+  await using w = await createCommerceWorld({ upstream: true });
+  const { token, agent } = w.agents.issue();
+  await buy(w, token, "0.500000"); // 50 searches at 0.01
+  let lowest = Infinity;
+  const watch = setInterval(async () => {
+    for await (const e of w.deps.kv.list<{ creditMicros: number }>({ prefix: ["commerce_ent"] })) {
+      lowest = Math.min(lowest, e.value.creditMicros);
+    }
+  }, 1);
+  const results = await Promise.all(Array.from({ length: 100 }, () =>
+    search(w, token).then(async (r) => {
+      await r.body?.cancel();
+      return r.status;
+    })));
+  clearInterval(watch);
+  assert.equal(results.filter((s) => s === 200).length, 50);
+  assert.equal(results.filter((s) => s === 402).length, 50);
+  const ents = await w.deps.commerce.service.ledger.entries(agent, w.sellerId);
+  assert.equal(ents[0]!.value.creditMicros, 0);
+  assert.ok(lowest >= 0, `balance went to ${lowest}`);
+  assert.equal(w.upstream.verified, 50);
+});
+
+Deno.test("allowance: POST /internal/allowance verifies the payproxy signature and answers by coverage", async () => {
+  await using w = await createCommerceWorld();
+  const { token, agent } = w.agents.issue({ claimed: true, humanId: "hu_9" } as Partial<AuthenticatedAgent>);
+  const key = (await w.secrets.current(w.sellerId))!;
+  const ask = async (agentId: string, serviceSlug: string, opts: { sign?: boolean } = {}) => {
+    const body = new TextEncoder().encode(
+      JSON.stringify({ agentId, serviceSlug, usage: [{ meterSlug: "query", quantity: 1 }] }),
+    );
+    const requestId = crypto.randomUUID();
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      "zc-request-id": requestId,
+      "zc-agent-id": agentId,
+    };
+    if (opts.sign !== false) {
+      headers["zc-signature"] = await signPayproxyRequest(key, {
+        method: "POST",
+        pathAndQuery: "/internal/allowance",
+        body,
+        requestId,
+        agentId,
+      }, w.clock);
+    }
+    return await w.app.request("http://store.test/internal/allowance", { method: "POST", headers, body });
+  };
+  const unsigned = await ask(agent.credentialId, "demo-news", { sign: false });
+  assert.equal(unsigned.status, 401);
+  assert.deepEqual(await unsigned.json(), { error: "invalid_payproxy_signature" });
+  assert.deepEqual(await (await ask(agent.credentialId, "demo-news")).json(), { allowed: false });
+  // The agent is seen on the storefront (which records its human), then buys credit.
+  await buy(w, token, "0.100000");
+  assert.deepEqual(await (await ask(agent.credentialId, "demo-news")).json(), { allowed: true });
+  assert.deepEqual(await (await ask(agent.credentialId, "archive-vault")).json(), { allowed: false });
+  assert.deepEqual(await (await ask(agent.credentialId, "no-such-service")).json(), { allowed: false });
+  // Another credential of the same human shares the plan.
+  const sibling = w.agents.issue({ claimed: true, humanId: "hu_9" });
+  await (await w.req("/agent/entitlements", { token: sibling.token })).body?.cancel();
+  assert.deepEqual(await (await ask(sibling.agent.credentialId, "demo-news")).json(), { allowed: true });
+});
