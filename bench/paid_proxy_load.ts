@@ -17,11 +17,11 @@ import { startServer } from "../routes/server.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "../tests/commerce/_helpers.ts";
 
 const calls = Number(Deno.args[0] ?? 2000);
-const w = await createCommerceWorld({ upstream: true });
-await w.deps.commerce.catalog.setDefaultSeller(w.sellerId);
+// The seller answers any host, so the load client can use the server's 127.0.0.1 address.
+const w = await createCommerceWorld({ upstream: true, env: { STOREFRONT_DEFAULT_SELLER: "acme" } });
 const server = startServer((req) => w.app.fetch(req));
 try {
-  const { token } = w.agents.issue();
+  const { token } = await w.agents.issue();
   // Enough credit for every proxied call (0.01 USD each).
   const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson({ amountUsd: "100.000000" }), token });
   const ch = challengesOf(first).find((c) => c.method === "card")!;
@@ -41,10 +41,21 @@ try {
   let n = 0;
   const direct = async () => {
     const requestId = `bench-${++n}-${crypto.randomUUID()}`;
-    const sig = await signPayproxyRequest(key, { method: "POST", pathAndQuery: path, body, requestId, agentId: "ag_bench" }, w.clock);
+    const sig = await signPayproxyRequest(key, {
+      method: "POST",
+      pathAndQuery: path,
+      body,
+      requestId,
+      agentId: "ag_bench",
+    }, w.clock);
     const res = await fetch(`${w.upstream.url}${path}`, {
       method: "POST",
-      headers: { "content-type": "application/json", "zc-signature": sig, "zc-request-id": requestId, "zc-agent-id": "ag_bench" },
+      headers: {
+        "content-type": "application/json",
+        "zc-signature": sig,
+        "zc-request-id": requestId,
+        "zc-agent-id": "ag_bench",
+      },
       body,
     });
     await res.arrayBuffer();

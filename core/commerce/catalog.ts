@@ -1,5 +1,4 @@
 import type { Clock } from "../clock.ts";
-import { AppError } from "../errors.ts";
 import { type IdPrefix, newId } from "../ids.ts";
 import type { Repos } from "../store/repos.ts";
 import type { AiModel, DataModel } from "../store/models.ts";
@@ -27,46 +26,9 @@ export const planCovers = (plan: Plan, slug: string): boolean =>
 export const DEFAULT_QUERY_PRICE_MICROS = 10_000;
 
 /**
- * Interim seller directory over the identity room's keys (`["seller", id]`, `["seller_by_host",
- * host]`); replaced by its `SellerRegistry` once that is on main.
- */
-export class KvSellerDirectory implements SellerDirectory {
-  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
-
-  async get(sellerId: string): Promise<Seller | null> {
-    return (await this.kv.get<Seller>(["seller", sellerId])).value;
-  }
-
-  async resolve(host: string | undefined, defaultSellerId: string | null): Promise<Seller | null> {
-    const h = host?.trim().toLowerCase().replace(/:(80|443)$/, "");
-    const id = h ? (await this.kv.get<string>(["seller_by_host", h])).value : null;
-    return (id ? await this.get(id) : null) ?? (defaultSellerId ? await this.get(defaultSellerId) : null);
-  }
-
-  /** Creates a seller and claims its hosts. */
-  async create(input: { sellerId: string; tenantId: string; name: string; hosts: string[] }): Promise<Seller> {
-    const seller: Seller = {
-      ...input,
-      hosts: input.hosts.map((h) => h.toLowerCase()),
-      createdAt: this.clock.now().toISOString(),
-    };
-    let op = this.kv.atomic().check({ key: ["seller", seller.sellerId], versionstamp: null })
-      .set(["seller", seller.sellerId], seller);
-    for (const host of seller.hosts) {
-      op = op.check({ key: ["seller_by_host", host], versionstamp: null }).set(
-        ["seller_by_host", host],
-        seller.sellerId,
-      );
-    }
-    if (!(await op.commit()).ok) throw new Error(`seller ${seller.sellerId} or one of its hosts already exists`);
-    return seller;
-  }
-}
-
-/**
  * Plans and prices in KV, and the services derived from the seller's tenant.
- * Keys: `["commerce_plan", sellerId, planId]`, `["commerce_pricing", sellerId]`,
- * `["commerce_default_seller"]` (the seller answering unknown hosts in the embedded default).
+ * Keys: `["commerce_plan", sellerId, planId]`, `["commerce_pricing", sellerId]`. Sellers themselves
+ * live in the identity room's registry (`deps.storefront.sellers`).
  */
 export class Catalog {
   constructor(
@@ -78,22 +40,6 @@ export class Catalog {
 
   async getSeller(id: string): Promise<Seller | null> {
     return await this.sellers.get(id);
-  }
-
-  /** Makes `sellerId` answer every host no other seller claims (the embedded default). */
-  async setDefaultSeller(sellerId: string): Promise<void> {
-    await this.kv.set(["commerce_default_seller"], sellerId);
-  }
-
-  /**
-   * The seller answering on `host`, else the default seller.
-   * @throws {AppError} 404 `seller_not_found`.
-   */
-  async resolveSeller(host: string | undefined): Promise<Seller> {
-    const def = (await this.kv.get<string>(["commerce_default_seller"])).value;
-    const seller = await this.sellers.resolve(host, def);
-    if (!seller) throw new AppError(404, "seller_not_found", "No seller answers on this host");
-    return seller;
   }
 
   async setPricing(sellerId: string, pricing: SellerPricing): Promise<void> {

@@ -614,7 +614,9 @@ export class AgentIndex {
     const sig = `${a.claimed}|${a.humanId ?? ""}|${a.expiresAt ?? ""}`;
     if (this.#seen.get(a.credentialId) === sig) return;
     // Unclaimed credentials die; their index entry goes a day after them.
-    const ttl = a.expiresAt && !a.claimed ? Date.parse(a.expiresAt) - this.clock.now().getTime() + 86400_000 : undefined;
+    const ttl = a.expiresAt && !a.claimed
+      ? Date.parse(a.expiresAt) - this.clock.now().getTime() + 86400_000
+      : undefined;
     await this.kv.set(["commerce_agent", a.credentialId], a, ttl && ttl > 0 ? { expireIn: ttl } : undefined);
     this.#seen.set(a.credentialId, sig);
   }

@@ -1,7 +1,6 @@
 /**
- * Shapes shared by the commerce modules (plans, payments, entitlements, paid proxy), and the two
- * seams to the identity room (issue 7): who the agent is ({@link AgentAuthenticator}) and which
- * seller a host maps to (see catalog.ts).
+ * Shapes shared by the commerce modules (plans, payments, entitlements, paid proxy), and the seams
+ * to the identity room (issue 7): the agent ({@link AuthenticatedAgent}) and the seller registry.
  */
 
 /**
@@ -74,8 +73,8 @@ export interface Service {
 }
 
 /**
- * The agent behind a request, as the identity room authenticates it.
- * `humanId` is set when the credential has been claimed (in the token's view).
+ * The agent behind a request, from the identity room's access token (`humanId` is its account when
+ * the token says claimed) and, for unclaimed credentials, the credential's expiry.
  */
 export interface AuthenticatedAgent {
   credentialId: string;
@@ -83,15 +82,6 @@ export interface AuthenticatedAgent {
   humanId?: string;
   /** When an unclaimed (anonymous) credential dies; its plans die with it. ISO 8601. */
   expiresAt?: string;
-}
-
-/**
- * Authenticates the agent of a storefront request from its headers (`Authorization: Bearer`, or
- * `ZC-Agent-Authorization` when `Authorization` carries `Payment ...`).
- * @throws {AppError} `bearer_required` / `invalid_token` (401) in the storefront family.
- */
-export interface AgentAuthenticator {
-  authenticate(headers: Headers): Promise<AuthenticatedAgent>;
 }
 
 /** The payment rails offered in a 402. */

@@ -15,7 +15,9 @@ import { AppError } from "../../core/errors.ts";
 import type { AppEnv } from "../env.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { errorFamily } from "../middleware/family.ts";
+import { agentAuth } from "./agent_auth.ts";
 import { CHECKOUT_HEADERS, checkoutPage } from "./checkout_page.ts";
+import { sellerOf } from "./seller.ts";
 
 /** Options of {@link createCommerceRoutes}. */
 export interface CommerceRouteOptions {
@@ -70,9 +72,21 @@ export function createCommerceRoutes(deps: Deps, options: CommerceRouteOptions =
     upstream,
   });
 
-  const seller = (c: Context<AppEnv>): Promise<Seller> => commerce.catalog.resolveSeller(c.req.header("host"));
+  const seller = (c: Context<AppEnv>): Promise<Seller> => sellerOf(c, deps);
+  // The identity room's agent middleware (bearer or ZC-Agent-Authorization rules, 401 reasons),
+  // run inline so each handler reads the agent where it needs it.
+  const authenticate = agentAuth(deps);
   const agent = async (c: Context<AppEnv>): Promise<AuthenticatedAgent> => {
-    const a = await commerce.agentAuth.authenticate(c.req.raw.headers);
+    await authenticate(c, () => Promise.resolve());
+    const principal = c.get("agent")!;
+    // Plans of an unclaimed credential die with it: its expiry comes from the credential record.
+    const record = principal.claimed ? null : await deps.storefront.accounts.credential(principal.credentialId);
+    const a: AuthenticatedAgent = {
+      credentialId: principal.credentialId,
+      claimed: principal.claimed,
+      ...(principal.accountId ? { humanId: principal.accountId } : {}),
+      ...(record?.expiresAt ? { expiresAt: record.expiresAt } : {}),
+    };
     await service.agents.note(a);
     return a;
   };
@@ -170,6 +184,11 @@ export function createCommerceRoutes(deps: Deps, options: CommerceRouteOptions =
 
   // --- entitlements -------------------------------------------------------------------------------
   const networkView = async (c: Context<AppEnv>) => {
+    // The network view spans every seller; on a network host of its own no seller answers, so the
+    // agent middleware is given a placeholder instead of a 404.
+    const host = c.req.header("host") ?? new URL(c.req.url).host;
+    const here = await deps.storefront.sellers.resolve(host, config.storefront.defaultSellerId);
+    c.set("seller", here ?? { sellerId: "", tenantId: "", name: "network", hosts: [], createdAt: "" });
     const a = await agent(c);
     return c.json(await service.entitlementsEverywhere(a), 200, { "cache-control": "no-store" });
   };

@@ -1,48 +1,63 @@
 /**
  * Commerce test world: the app over `:memory:` KV with a seller, its signing secret, a credit plan,
- * marketplace models, an in-test agent authenticator (the identity room's middleware stands behind
- * the same {@link AgentAuthenticator} seam), and optionally a real upstream HTTP peer on 127.0.0.1
+ * marketplace models, real agent tokens from the identity room, and optionally a real upstream HTTP
+ * peer on 127.0.0.1
  * that verifies payproxy signatures and reports `zc-usage`.
  */
 import { Challenge, Credential, Method, z } from "mppx";
-import { KvSellerDirectory } from "../../core/commerce/catalog.ts";
-import type { CreditPlan, PaygPlan } from "../../core/commerce/types.ts";
-import type { AgentAuthenticator, AuthenticatedAgent } from "../../core/commerce/types.ts";
+import type { AuthenticatedAgent, CreditPlan, PaygPlan } from "../../core/commerce/types.ts";
 import { KvSigningSecrets, verifyPayproxyRequest } from "../../core/commerce/signing.ts";
-import { AppError } from "../../core/errors.ts";
+import type { Deps } from "../../core/deps.ts";
 import { newId } from "../../core/ids.ts";
+import type { Credential as AgentCredential } from "../../core/storefront/types.ts";
 import { createTestWorld, type TestWorld } from "../_helpers.ts";
 
 /**
- * Test double of the identity room's agent middleware: `Authorization: Bearer <token>`, or
- * `ZC-Agent-Authorization: Bearer <token>` when `Authorization` carries `Payment ...`; tokens are
- * issued by {@link TestAgents.issue}.
+ * Issues real agent credentials and access tokens through the identity room's services, so the
+ * commerce routes run behind the real agent middleware.
  */
-export class TestAgents implements AgentAuthenticator {
-  readonly #tokens = new Map<string, AuthenticatedAgent>();
+export class TestAgents {
+  constructor(private readonly deps: Deps, private readonly sellerId: string) {}
 
-  issue(agent: Partial<AuthenticatedAgent> = {}): { token: string; agent: AuthenticatedAgent } {
-    const a: AuthenticatedAgent = {
-      credentialId: `ag_${crypto.randomUUID().replaceAll("-", "")}`,
-      claimed: false,
-      ...agent,
-    };
-    const token = `tok_${crypto.randomUUID()}`;
-    this.#tokens.set(token, a);
-    return { token, agent: a };
-  }
-
-  authenticate(headers: Headers): Promise<AuthenticatedAgent> {
-    const auth = headers.get("authorization");
-    const zc = headers.get("zc-agent-authorization");
-    const raw = auth && !/^payment\s/i.test(auth) ? auth : zc;
-    if (!raw) return Promise.reject(new AppError(401, "bearer_required", "Registered agent credential needed"));
-    const m = /^Bearer ([^\s,]+)$/.exec(raw);
-    const agent = m ? this.#tokens.get(m[1]!) : undefined;
-    if (!agent) {
-      return Promise.reject(new AppError(401, "invalid_token", "Token did not verify", { reason: "token_invalid" }));
+  /**
+   * An anonymous (unclaimed, expiring) credential by default; with `humanId`, a credential claimed
+   * by that human. `renew()` exchanges again for a fresh access token (they live 5 minutes).
+   */
+  async issue(opts: { humanId?: string } = {}): Promise<{
+    token: string;
+    agent: AuthenticatedAgent;
+    renew: () => Promise<string>;
+  }> {
+    const { storefront } = this.deps;
+    if (opts.humanId) {
+      const cred: AgentCredential = {
+        credentialId: newId("ag", this.deps.clock),
+        type: "identity_assertion",
+        state: "claimed",
+        accountId: opts.humanId,
+        sellerId: this.sellerId,
+        createdAt: this.deps.clock.now().toISOString(),
+      };
+      await this.deps.kv.set(["credential", cred.credentialId], cred);
+      const renew = async () => (await storefront.tokens.mintAccessToken(cred)).accessToken;
+      return {
+        token: await renew(),
+        agent: { credentialId: cred.credentialId, claimed: true, humanId: opts.humanId },
+        renew,
+      };
     }
-    return Promise.resolve(agent);
+    const seller = (await storefront.sellers.get(this.sellerId))!;
+    const { identity } = await storefront.identity.anonymous(seller);
+    const renew = async () => (await storefront.identity.exchange(identity.assertion)).accessToken;
+    return {
+      token: await renew(),
+      agent: {
+        credentialId: identity.credential.credentialId,
+        claimed: false,
+        expiresAt: identity.credential.expiresAt,
+      },
+      renew,
+    };
   }
 }
 
@@ -69,10 +84,11 @@ export interface CommerceWorld extends TestWorld {
 
 /** Builds the world. `upstream: true` starts the payproxy peer and points BASE_URL at it. */
 export async function createCommerceWorld(
-  { upstream = false, withSecret = true, withPlan = true }: {
+  { upstream = false, withSecret = true, withPlan = true, env: extraEnv = {} }: {
     upstream?: boolean;
     withSecret?: boolean;
     withPlan?: boolean;
+    env?: Record<string, string>;
   } = {},
 ): Promise<CommerceWorld & AsyncDisposable> {
   const state = { mode: "ok" as UpstreamMode, calls: 0, verified: 0, url: "" };
@@ -109,9 +125,8 @@ export async function createCommerceWorld(
     NETWORK_API_URL: "http://store.test/network",
   };
   if (upstream) Object.assign(env, { BASE_URL: state.url, PAID_PROXY_UPSTREAM: "http" });
+  Object.assign(env, extraEnv);
   const w = await createTestWorld({ env });
-  const agents = new TestAgents();
-  w.deps.commerce.agentAuth = agents;
   const { deps, clock } = w;
   const now = clock.now().toISOString();
   const { tenantId } = await w.tenantWithKey("Seller Media");
@@ -155,9 +170,9 @@ export async function createCommerceWorld(
     marketplace: true,
     createdAt: now,
   });
-  const sellers = deps.commerce.sellers as KvSellerDirectory;
   const sellerId = "acme";
-  await sellers.create({ sellerId, tenantId, name: "Acme Media", hosts: ["store.test"] });
+  await deps.storefront.sellers.create({ sellerId, tenantId, name: "Acme Media", hosts: ["store.test"] });
+  const agents = new TestAgents(deps, sellerId);
   const secrets = deps.commerce.secrets as KvSigningSecrets;
   if (withSecret) await secrets.create(sellerId);
   peer.verify = async (req, body) => {

@@ -15,7 +15,7 @@ const attr = (html: string, id: string, name: string) => new RegExp(`id="${id}"[
 
 Deno.test("checkout lane: payment_incomplete until a human pays on the hosted page, then the purchase completes", async () => {
   await using w = await createCommerceWorld();
-  const { token } = w.agents.issue();
+  const { token } = await w.agents.issue();
   const body = { amountUsd: "3.000000", checkout: true };
   const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token });
   assert.equal(first.status, 402);
@@ -94,7 +94,7 @@ Deno.test("checkout lane: payment_incomplete until a human pays on the hosted pa
 
 Deno.test("checkout lane: cancelled or expired checkouts are payment_released", async () => {
   await using w = await createCommerceWorld();
-  const { token } = w.agents.issue();
+  const { token } = await w.agents.issue();
   const body = { amountUsd: "1.000000", checkout: true };
   const open = async () => {
     const r = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token });

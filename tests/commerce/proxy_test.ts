@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
 import { signPayproxyRequest } from "../../core/commerce/signing.ts";
-import type { AuthenticatedAgent } from "../../core/commerce/types.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
 
 type World = Awaited<ReturnType<typeof createCommerceWorld>>;
@@ -29,7 +28,7 @@ const search = (w: World, token: string, extra: Record<string, string> = {}, dm 
 
 Deno.test("paid proxy: signs, forwards, returns the upstream answer unchanged and bills the reported usage", async () => {
   await using w = await createCommerceWorld({ upstream: true });
-  const { token, agent } = w.agents.issue();
+  const { token, agent } = await w.agents.issue();
   await buy(w, token, "1.000000");
   const res = await search(w, token);
   assert.equal(res.status, 200);
@@ -53,7 +52,7 @@ Deno.test("paid proxy: signs, forwards, returns the upstream answer unchanged an
 
 Deno.test("paid proxy: upstream errors pass through unchanged and are not billed", async () => {
   await using w = await createCommerceWorld({ upstream: true });
-  const { token } = w.agents.issue();
+  const { token } = await w.agents.issue();
   await buy(w, token, "1.000000");
   w.upstream.mode = "error";
   const res = await search(w, token);
@@ -64,7 +63,7 @@ Deno.test("paid proxy: upstream errors pass through unchanged and are not billed
 
 Deno.test("paid proxy: unbillable usage reports name the problem in zc-usage-error and are not charged", async () => {
   await using w = await createCommerceWorld({ upstream: true });
-  const { token } = w.agents.issue();
+  const { token } = await w.agents.issue();
   await buy(w, token, "1.000000");
   for (
     const [mode, problem] of [["bad_usage", "invalid_usage_header"], ["no_usage", "invalid_usage_header"], [
@@ -85,7 +84,7 @@ Deno.test("paid proxy: unbillable usage reports name the problem in zc-usage-err
 
 Deno.test("paid proxy: coverage errors: plan_required (both reasons), usage_exhausted, access_not_found", async () => {
   await using w = await createCommerceWorld({ upstream: true });
-  const { token } = w.agents.issue();
+  const { token } = await w.agents.issue();
 
   // No plan at all: plan_required / access_not_found with covering plans and their purchase URLs.
   const none = await search(w, token);
@@ -125,7 +124,7 @@ Deno.test("paid proxy: coverage errors: plan_required (both reasons), usage_exha
 
 Deno.test("paid proxy: a zc-request-id is billed once; reusing it is refused", async () => {
   await using w = await createCommerceWorld({ upstream: true });
-  const { token } = w.agents.issue();
+  const { token } = await w.agents.issue();
   await buy(w, token, "1.000000");
   const id = "req-0001-abcdef";
   assert.equal((await search(w, token, { "zc-request-id": id })).status, 200);
@@ -141,7 +140,7 @@ Deno.test("paid proxy: a zc-request-id is billed once; reusing it is refused", a
 Deno.test("paid proxy: pay as you go answers the per-call 402 with a payment block, then serves the paid call", async () => {
   await using w = await createCommerceWorld({ upstream: true, withPlan: false });
   const payg = await w.addPayg(20_000);
-  const { token } = w.agents.issue();
+  const { token } = await w.agents.issue();
   const first = await search(w, token);
   assert.equal(first.status, 402);
   const body = await first.json();
@@ -169,7 +168,7 @@ Deno.test("paid proxy: pay as you go answers the per-call 402 with a payment blo
 
 Deno.test("paid proxy: 100 parallel calls against credit for exactly 50 succeed 50 times and leave exactly zero", async () => {
   await using w = await createCommerceWorld({ upstream: true });
-  const { token, agent } = w.agents.issue();
+  const { token, agent } = await w.agents.issue();
   await buy(w, token, "0.500000"); // 50 searches at 0.01
   let lowest = Infinity;
   const watch = setInterval(async () => {
@@ -193,7 +192,7 @@ Deno.test("paid proxy: 100 parallel calls against credit for exactly 50 succeed 
 
 Deno.test("allowance: POST /internal/allowance verifies the payproxy signature and answers by coverage", async () => {
   await using w = await createCommerceWorld();
-  const { token, agent } = w.agents.issue({ claimed: true, humanId: "hu_9" } as Partial<AuthenticatedAgent>);
+  const { token, agent } = await w.agents.issue({ humanId: "hu_9" });
   const key = (await w.secrets.current(w.sellerId))!;
   const ask = async (agentId: string, serviceSlug: string, opts: { sign?: boolean } = {}) => {
     const body = new TextEncoder().encode(
@@ -226,7 +225,7 @@ Deno.test("allowance: POST /internal/allowance verifies the payproxy signature a
   assert.deepEqual(await (await ask(agent.credentialId, "archive-vault")).json(), { allowed: false });
   assert.deepEqual(await (await ask(agent.credentialId, "no-such-service")).json(), { allowed: false });
   // Another credential of the same human shares the plan.
-  const sibling = w.agents.issue({ claimed: true, humanId: "hu_9" });
+  const sibling = await w.agents.issue({ humanId: "hu_9" });
   await (await w.req("/agent/entitlements", { token: sibling.token })).body?.cancel();
   assert.deepEqual(await (await ask(sibling.agent.credentialId, "demo-news")).json(), { allowed: true });
 });

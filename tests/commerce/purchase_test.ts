@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { Challenge, Receipt } from "mppx";
 import { Mppx } from "mppx/client";
-import type { KvSellerDirectory } from "../../core/commerce/catalog.ts";
 import { loadChallengeKey } from "../../core/commerce/challenges.ts";
 import { SANDBOX_TOKENS, type SandboxProcessor } from "../../core/commerce/processor.ts";
 import type { KvSigningSecrets } from "../../core/commerce/signing.ts";
@@ -25,7 +24,7 @@ async function kvKeys(kv: Deno.Kv, prefix: string): Promise<number> {
 
 Deno.test("purchase: a plan bought through the mppx client grants credit and returns a Payment-Receipt", async () => {
   await using w = await createCommerceWorld();
-  const { token, agent } = w.agents.issue();
+  const { token, agent } = await w.agents.issue();
   // A real client of the Payment scheme. It swaps Authorization for the Payment credential on the
   // retry; the agent token then rides in ZC-Agent-Authorization, as spec 5.3 asks.
   const transport: typeof fetch = (input, init) => {
@@ -64,7 +63,7 @@ Deno.test("purchase: a plan bought through the mppx client grants credit and ret
 
 Deno.test("purchase: the 402 carries one Payment challenge per rail, a card block with statusUrl, no-store, and no side effect", async () => {
   await using w = await createCommerceWorld();
-  const { token } = w.agents.issue();
+  const { token } = await w.agents.issue();
   const before = await kvKeys(w.deps.kv, "commerce_payment") + await kvKeys(w.deps.kv, "commerce_ent");
   const res = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(amount("5.000000")), token });
   assert.equal(res.status, 402);
@@ -89,7 +88,7 @@ Deno.test("purchase: the 402 carries one Payment challenge per rail, a card bloc
 
 Deno.test("purchase: challenge ids are HMAC-bound; a tampered request or expiry is payment_unknown", async () => {
   await using w = await createCommerceWorld();
-  const { token } = w.agents.issue();
+  const { token, renew } = await w.agents.issue();
   const res = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(amount("5.000000")), token });
   const card = challengesOf(res).find((c) => c.method === "card")!;
   await res.body?.cancel();
@@ -103,12 +102,12 @@ Deno.test("purchase: challenge ids are HMAC-bound; a tampered request or expiry 
   });
   assert.equal(r1.status, 404);
   assert.equal((await r1.json()).error, "payment_unknown");
-  // An expired challenge.
+  // An expired challenge (with a fresh access token: they live 5 minutes).
   w.clock.advance(11 * 60_000);
   const r2 = await w.req(`/plans/${w.plan.id}/purchase`, {
     ...postJson(amount("5.000000"), {
       authorization: paymentAuthorization(card, { token: SANDBOX_TOKENS.card.success }),
-      "zc-agent-authorization": `Bearer ${token}`,
+      "zc-agent-authorization": `Bearer ${await renew()}`,
     }),
   });
   assert.equal((await r2.json()).error, "payment_unknown");
@@ -143,7 +142,7 @@ async function pay(
 
 Deno.test("purchase: payment reference states and their errors", async (t) => {
   await using w = await createCommerceWorld();
-  const { token } = w.agents.issue();
+  const { token } = await w.agents.issue();
 
   await t.step("a consumed reference is payment_consumed", async () => {
     const p = await pay(w, token, SANDBOX_TOKENS.card.success);
@@ -211,7 +210,7 @@ Deno.test("purchase: payment reference states and their errors", async (t) => {
     });
     assert.equal(res.status, 409);
     assert.equal((await res.json()).error, "payment_request_mismatch");
-    const stranger = w.agents.issue();
+    const stranger = await w.agents.issue();
     const res2 = await w.req(`/plans/${w.plan.id}/purchase`, {
       ...postJson(amount("5.000000"), {
         authorization: paymentAuthorization(ch, { token: SANDBOX_TOKENS.card.success }),
@@ -238,7 +237,7 @@ Deno.test("purchase: payment reference states and their errors", async (t) => {
 
 Deno.test("purchase: wallet rails are exempt from the card floor; card rails are not", async () => {
   await using w = await createCommerceWorld();
-  const { token } = w.agents.issue();
+  const { token } = await w.agents.issue();
   const res = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(amount("0.200000")), token });
   assert.equal(res.status, 402);
   assert.deepEqual(challengesOf(res).map((c) => c.method), ["wallet"]);
@@ -259,7 +258,7 @@ Deno.test("purchase: wallet rails are exempt from the card floor; card rails are
 
 Deno.test("purchase: body and plan errors", async () => {
   await using w = await createCommerceWorld();
-  const { token } = w.agents.issue();
+  const { token } = await w.agents.issue();
   const payg = await w.addPayg(20_000);
   const cases: [string, RequestInit, number, string][] = [
     [`/plans/${w.plan.id}/purchase`, postJson({}), 400, "amount_required"],
@@ -292,7 +291,7 @@ Deno.test("purchase: body and plan errors", async () => {
 Deno.test("purchase: seller setup errors: entitlements_not_available, signing_secret_required, seller_not_found", async () => {
   {
     await using w = await createCommerceWorld({ withPlan: false });
-    const { token } = w.agents.issue();
+    const { token } = await w.agents.issue();
     const res = await w.req("/plans/pl_x/purchase", { ...postJson(amount("5.000000")), token });
     assert.equal(res.status, 501);
     assert.equal((await res.json()).error, "entitlements_not_available");
@@ -302,7 +301,7 @@ Deno.test("purchase: seller setup errors: entitlements_not_available, signing_se
   }
   {
     await using w = await createCommerceWorld({ withSecret: false });
-    const { token } = w.agents.issue();
+    const { token } = await w.agents.issue();
     const res = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(amount("5.000000")), token });
     assert.equal(res.status, 409);
     assert.equal((await res.json()).error, "signing_secret_required");
@@ -314,7 +313,7 @@ Deno.test("purchase: seller setup errors: entitlements_not_available, signing_se
 
 Deno.test("purchase: Idempotency-Key replays the first success and refuses a different request", async () => {
   await using w = await createCommerceWorld();
-  const { token } = w.agents.issue();
+  const { token } = await w.agents.issue();
   const p = await pay(w, token, SANDBOX_TOKENS.card.success, { headers: { "idempotency-key": "buy-1" } });
   assert.equal(p.res.status, 200);
   const first = await p.res.json();
@@ -335,9 +334,9 @@ Deno.test("purchase: Idempotency-Key replays the first success and refuses a dif
 
 Deno.test("extend: tops up the plan held, shared by every credential of the same human, and the network view lists it", async () => {
   await using w = await createCommerceWorld();
-  const a = w.agents.issue({ claimed: true, humanId: "hu_1" });
-  const b = w.agents.issue({ claimed: true, humanId: "hu_1" });
-  const stranger = w.agents.issue();
+  const a = await w.agents.issue({ humanId: "hu_1" });
+  const b = await w.agents.issue({ humanId: "hu_1" });
+  const stranger = await w.agents.issue();
   assert.equal((await pay(w, a.token, SANDBOX_TOKENS.card.success)).res.status, 200);
   const ext = await pay(w, b.token, SANDBOX_TOKENS.wallet.success, {
     rail: "wallet",
@@ -362,27 +361,31 @@ Deno.test("extend: tops up the plan held, shared by every credential of the same
   assert.equal(netBody.entitlements[0].seller.id, w.sellerId);
 });
 
-Deno.test("entitlements: plans of an unclaimed credential die with it", async () => {
+Deno.test("entitlements: plans of an unclaimed anonymous credential die with it", async () => {
   await using w = await createCommerceWorld();
-  const expiresAt = new Date(w.clock.now().getTime() + 3 * 86400_000).toISOString();
-  const { token } = w.agents.issue({ expiresAt });
+  const { token, agent, renew } = await w.agents.issue();
   assert.equal((await pay(w, token, SANDBOX_TOKENS.card.success)).res.status, 200);
-  assert.equal((await (await w.req("/agent/entitlements", { token })).json()).entitlements.length, 1);
-  w.clock.advance(3 * 86400_000 + 1000);
-  assert.equal((await (await w.req("/agent/entitlements", { token })).json()).entitlements.length, 0);
+  const listed = (await (await w.req("/agent/entitlements", { token })).json()).entitlements;
+  assert.equal(listed.length, 1);
+  // The plan carries the credential's own expiry (from the identity room's record: 3 days).
+  assert.equal(listed[0].expiresAt, agent.expiresAt);
+  w.clock.advance(3 * 86400_000 - 60_000);
+  assert.equal((await (await w.req("/agent/entitlements", { token: await renew() })).json()).entitlements.length, 1);
+  w.clock.advance(61_000);
+  // The credential is gone: no new token, and the ledger no longer counts its plan.
+  await assert.rejects(renew);
+  assert.deepEqual(await w.deps.commerce.service.ledger.entries(agent, w.sellerId), []);
 });
 
 Deno.test("network view: on a network host of its own, GET /agent/entitlements there lists every seller", async () => {
   await using w = await createTestWorld({
     env: { AGENT_AUTH_URL: "http://store.test", NETWORK_API_URL: "http://network.test" },
   });
-  const agents = new TestAgents();
-  w.deps.commerce.agentAuth = agents;
-  const { token, agent } = agents.issue();
   const { tenantId } = await w.tenantWithKey();
-  const sellers = w.deps.commerce.sellers as KvSellerDirectory;
+  const sellers = w.deps.storefront.sellers;
   await sellers.create({ sellerId: "s1", tenantId, name: "S1", hosts: ["store.test"] });
   await sellers.create({ sellerId: "s2", tenantId, name: "S2", hosts: ["other.test"] });
+  const { token, agent } = await new TestAgents(w.deps, "s1").issue();
   const p1 = await w.deps.commerce.catalog.addCreditPlan("s1", {
     name: "a",
     minimumMicros: 100_000,
