@@ -61,6 +61,8 @@ export interface CommerceOptions {
 /** How long a hosted checkout waits for its human. */
 export const CHECKOUT_TTL_MS = 30 * 60_000;
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
+/** A charge `processing` for longer than this is taken to have been abandoned by a dead process. */
+const STALE_PROCESSING_MS = 30_000;
 const IDEMPOTENCY_RE = /^[\x21-\x7e]{1,255}$/;
 const NO_STORE: [string, string] = ["cache-control", "no-store"];
 
@@ -328,7 +330,11 @@ export class CommerceService {
     const sellerId = challenge.request.sellerId as string;
     const key = paymentKey(sellerId, challenge.id);
     const existing = await this.payments.get(sellerId, challenge.id);
-    if (existing.value) throw this.stateError(existing.value);
+    // A charge left `processing` by a process that died mid-way is taken over after a grace period;
+    // the processor dedupes by reference, so the retry never charges twice.
+    const stale = existing.value?.state === "processing" &&
+      this.o.clock.now().getTime() - Date.parse(existing.value.updatedAt) > STALE_PROCESSING_MS;
+    if (existing.value && !stale) throw this.stateError(existing.value);
     const now = this.o.clock.now().toISOString();
     const record: PaymentRecord = {
       reference: challenge.id,
@@ -337,11 +343,12 @@ export class CommerceService {
       state: "processing",
       terms: challenge.request as unknown as PaymentTerms,
       amountMicros: micros,
-      createdAt: now,
+      createdAt: existing.value?.createdAt ?? now,
       updatedAt: now,
     };
     // Claim the reference before charging: two concurrent retries never both charge.
-    const claimed = await this.o.kv.atomic().check({ key, versionstamp: null }).set(key, record).commit();
+    const claimed = await this.o.kv.atomic().check(stale ? existing : { key, versionstamp: null }).set(key, record)
+      .commit();
     if (!claimed.ok) throw this.stateError((await this.payments.get(sellerId, challenge.id)).value!);
 
     let outcome;

@@ -411,3 +411,45 @@ Deno.test("network view: on a network host of its own, GET /agent/entitlements t
   });
   assert.deepEqual((await here.json()).entitlements.map((e: { sellerId: string }) => e.sellerId), ["s1"]);
 });
+
+Deno.test("purchase: a charge abandoned mid-way (process died) is taken over after 30 s, charged once", async () => {
+  await using w = await createCommerceWorld();
+  const { token, renew } = await w.agents.issue();
+  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(amount("5.000000")), token });
+  const ch = challengesOf(first).find((c) => c.method === "card")!;
+  await first.body?.cancel();
+  const processor = w.deps.commerce.processor as SandboxProcessor;
+  // Simulate the dead process: it charged, but never recorded the outcome.
+  await processor.charge({
+    rail: "card",
+    token: SANDBOX_TOKENS.card.success,
+    amountMicros: 5_000_000,
+    reference: ch.id,
+    description: "x",
+  });
+  const now = w.clock.now().toISOString();
+  await w.deps.kv.set(["commerce_payment", w.sellerId, ch.id], {
+    reference: ch.id,
+    sellerId: w.sellerId,
+    rail: "card",
+    state: "processing",
+    terms: ch.request,
+    amountMicros: 5_000_000,
+    createdAt: now,
+    updatedAt: now,
+  });
+  const retry = async () =>
+    await w.req(`/plans/${w.plan.id}/purchase`, {
+      ...postJson(amount("5.000000"), {
+        authorization: paymentAuthorization(ch, { token: SANDBOX_TOKENS.card.success }),
+        "zc-agent-authorization": `Bearer ${await renew()}`,
+      }),
+    });
+  const early = await retry();
+  assert.equal((await early.json()).error, "payment_incomplete");
+  w.clock.advance(31_000);
+  const late = await retry();
+  assert.equal(late.status, 200);
+  assert.equal((await late.json()).entitlement.remainingUsd, "5.000000");
+  assert.equal(processor.ledger.length, 1);
+});
