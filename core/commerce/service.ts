@@ -551,7 +551,10 @@ export class CommerceService {
     if (!e.value || e.value.terms.checkout !== true) throw new AppError(404, "payment_unknown", "Unknown checkout");
     const entry = e as Deno.KvEntry<PaymentRecord>;
     const state = effectiveState(entry.value, this.o.clock);
-    if (state !== "open") return { state, settlementReason: entry.value.settlementReason };
+    // A submit abandoned mid-charge by a dead process may be submitted again after the grace period.
+    const stale = state === "processing" &&
+      this.o.clock.now().getTime() - Date.parse(entry.value.updatedAt) > STALE_PROCESSING_MS;
+    if (state !== "open" && !stale) return { state, settlementReason: entry.value.settlementReason };
     if (action === "cancel") {
       await this.payments.move(entry, { state: "released" });
       return { state: "released" };
