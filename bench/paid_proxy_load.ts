@@ -11,7 +11,8 @@
  * The upstream is a 127.0.0.1 peer that verifies the payproxy signature and reports `zc-usage` (the
  * stand-in for the payproxy routes until they are on main).
  */
-import { signPayproxyRequest } from "../core/commerce/signing.ts";
+import { unixSeconds } from "../core/clock.ts";
+import { signRequest } from "../core/payproxy/signature.ts";
 import { SANDBOX_TOKENS } from "../core/commerce/processor.ts";
 import { startServer } from "../routes/server.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "../tests/commerce/_helpers.ts";
@@ -41,13 +42,15 @@ try {
   let n = 0;
   const direct = async () => {
     const requestId = `bench-${++n}-${crypto.randomUUID()}`;
-    const sig = await signPayproxyRequest(key, {
+    const sig = (await signRequest({
+      ...key,
+      t: unixSeconds(w.clock),
       method: "POST",
-      pathAndQuery: path,
+      url: path,
       body,
       requestId,
       agentId: "ag_bench",
-    }, w.clock);
+    })).header;
     const res = await fetch(`${w.upstream.url}${path}`, {
       method: "POST",
       headers: {

@@ -137,6 +137,7 @@ export function assembleDeps(inputs: DepsInputs): Deps {
     querySource: new AnalyticsQuerySource(analytics, repos),
   });
   const storefront = createStorefront({ ...inputs, fetch, mailer });
+  const payproxy = createPayproxyServices({ ...inputs, fetch });
   const deps: Deps = {
     ...inputs,
     repos,
@@ -144,7 +145,7 @@ export function assembleDeps(inputs: DepsInputs): Deps {
     fetch,
     mailer,
     storefront,
-    commerce: createCommerce({ ...inputs, repos, sellers: storefront.sellers }),
+    commerce: createCommerce({ ...inputs, repos, sellers: storefront.sellers, secrets: payproxy.secrets }),
     safeFetch,
     urlAnalyzer,
     links,
@@ -162,7 +163,7 @@ export function assembleDeps(inputs: DepsInputs): Deps {
     events,
     eventPipeline: events,
     analytics,
-    payproxy: createPayproxyServices({ ...inputs, fetch }),
+    payproxy,
   };
   deps.answer = answerServiceFor(deps);
   return deps;

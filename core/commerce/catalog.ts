@@ -1,22 +1,15 @@
 import type { Clock } from "../clock.ts";
 import { type IdPrefix, newId } from "../ids.ts";
 import type { Repos } from "../store/repos.ts";
-import type { AiModel, DataModel } from "../store/models.ts";
+import { serviceSlug } from "../payproxy/allowance.ts";
 import { CARD_MINIMUM_MICROS, formatUsd } from "./money.ts";
 import type { CreditPlan, PaygPlan, Plan, Seller, SellerDirectory, SellerPricing, Service } from "./types.ts";
 
 /** A new id with a commerce prefix (`pl` plan), same shape as core/ids.ts ids. */
 export const commerceId = (prefix: "pl", clock: Clock): string => newId(prefix as IdPrefix, clock);
 
-/**
- * The payproxy service slug of a model: its tool name, else a slug of its name, else its id
- * (spec 7.1, the same rule the payproxy routes use for `serviceSlug`).
- */
-export function serviceSlugFor(model: Pick<DataModel | AiModel, "id" | "name" | "toolName">): string {
-  if (model.toolName) return model.toolName;
-  const slug = model.name.toLowerCase().normalize("NFKD").replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "");
-  return slug || model.id;
-}
+/** The payproxy service slug of a model (the payproxy room's rule, so both sides agree). */
+export const serviceSlugFor = serviceSlug;
 
 /** Does a plan cover a service slug? */
 export const planCovers = (plan: Plan, slug: string): boolean =>

@@ -11,7 +11,7 @@ import type { Repos } from "../store/repos.ts";
 import { Catalog } from "./catalog.ts";
 import { type PaymentProcessor, SandboxProcessor } from "./processor.ts";
 import { CommerceService } from "./service.ts";
-import { KvSigningSecrets, type SigningSecrets } from "./signing.ts";
+import type { SigningSecrets } from "./signing.ts";
 import type { SellerDirectory } from "./types.ts";
 
 export { CommerceService } from "./service.ts";
@@ -35,13 +35,14 @@ export function createCommerce(
     log: Logger;
     repos: Repos;
     processor?: PaymentProcessor;
-    secrets?: SigningSecrets;
+    /** The payproxy room's secret store. */
+    secrets: SigningSecrets;
     /** The identity room's seller registry. */
     sellers: SellerDirectory;
   },
 ): Commerce {
   const sellers = o.sellers;
-  const secrets = o.secrets ?? new KvSigningSecrets(o.kv);
+  const secrets = o.secrets;
   const processor = o.processor ?? new SandboxProcessor();
   const catalog = new Catalog(o.kv, o.repos, o.clock, sellers);
   const service = new CommerceService({

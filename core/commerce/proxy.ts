@@ -14,7 +14,8 @@ import { CARD_MINIMUM_MICROS, formatUsd } from "./money.ts";
 import { paymentKey, type PaymentRecord } from "./payments.ts";
 import { PaymentProviderUnavailable } from "./processor.ts";
 import type { CommerceService } from "./service.ts";
-import { signPayproxyRequest } from "./signing.ts";
+import { unixSeconds } from "../clock.ts";
+import { signRequest } from "../payproxy/signature.ts";
 import { type AuthenticatedAgent, type PaygPlan, type Rail, realmOf, type Seller, type Service } from "./types.ts";
 
 /** Sends a request to the upstream payproxy routes (HTTP, or in-process when it is this process). */
@@ -252,18 +253,19 @@ export class PaidProxy {
   async #forward(c: ProxyCall, requestId: string): Promise<Response> {
     const key = await this.o.commerce.secrets.current(c.seller.sellerId);
     if (!key) throw new AppError(409, "signing_secret_required", "Seller setup unfinished: no signing secret is set");
-    const signature = await signPayproxyRequest(key, {
+    const signed = await signRequest({
+      secret: key.secret,
+      kid: key.kid,
+      t: unixSeconds(this.o.clock),
       method: "POST",
-      pathAndQuery: c.pathAndQuery,
+      url: c.pathAndQuery,
       body: c.body,
       requestId,
       agentId: c.agent.credentialId,
-    }, this.o.clock);
+    });
     const headers = new Headers({
+      ...signed.headers,
       "content-type": c.headers.get("content-type") ?? "application/json",
-      "zc-signature": signature,
-      "zc-request-id": requestId,
-      "zc-agent-id": c.agent.credentialId,
     });
     return await this.o.upstream(
       new Request(`${this.o.baseUrl}${c.pathAndQuery}`, { method: "POST", headers, body: c.body as BodyInit }),

@@ -8,7 +8,6 @@ import { Hono } from "hono";
 import { llmsFullTxt, llmsTxt, manifestDocument, servicesDocument } from "../../core/commerce/docs.ts";
 import { PaidProxy, type Upstream } from "../../core/commerce/proxy.ts";
 import type { CommerceResponse } from "../../core/commerce/service.ts";
-import { verifyPayproxyRequest } from "../../core/commerce/signing.ts";
 import type { AuthenticatedAgent, Seller } from "../../core/commerce/types.ts";
 import type { Deps } from "../../core/deps.ts";
 import { AppError } from "../../core/errors.ts";
@@ -232,21 +231,16 @@ export function createCommerceRoutes(deps: Deps, options: CommerceRouteOptions =
   // --- allowance (server side of the payproxy contract) ------------------------------------------
   app.post("/internal/allowance", async (c) => {
     const body = await readBodyCapped(c.req.raw, 64 * 1024);
-    const url = new URL(c.req.url);
-    const agentHeader = c.req.header("zc-agent-id") ?? "";
-    const sellerId = await verifyPayproxyRequest(
-      c.req.header("zc-signature"),
-      {
-        method: "POST",
-        pathAndQuery: url.pathname + url.search,
-        body,
-        requestId: c.req.header("zc-request-id") ?? "",
-        agentId: agentHeader,
-      },
-      commerce.secrets,
-      deps.clock,
-    );
-    if (!sellerId) throw new AppError(401, "invalid_payproxy_signature", "Invalid payproxy signature");
+    // The payproxy verifier: any failure is one opaque 401, never failed open; single use.
+    const verified = await deps.payproxy.verifier.verify({
+      signature: c.req.header("zc-signature"),
+      method: c.req.method,
+      url: c.req.url,
+      body,
+      requestId: c.req.header("zc-request-id"),
+      agentId: c.req.header("zc-agent-id"),
+    });
+    const { sellerId, agentId: agentHeader } = verified;
     let q: { agentId?: unknown; serviceSlug?: unknown; usage?: unknown };
     try {
       q = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));

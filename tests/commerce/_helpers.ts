@@ -6,7 +6,7 @@
  */
 import { Challenge, Credential, Method, z } from "mppx";
 import type { AuthenticatedAgent, CreditPlan, PaygPlan } from "../../core/commerce/types.ts";
-import { KvSigningSecrets, verifyPayproxyRequest } from "../../core/commerce/signing.ts";
+import type { PayproxySecretStore } from "../../core/payproxy/secrets.ts";
 import type { Deps } from "../../core/deps.ts";
 import { newId } from "../../core/ids.ts";
 import type { Credential as AgentCredential } from "../../core/storefront/types.ts";
@@ -72,7 +72,7 @@ export interface CommerceWorld extends TestWorld {
   otherDataModelId: string;
   aiModelId: string;
   plan: CreditPlan;
-  secrets: KvSigningSecrets;
+  secrets: PayproxySecretStore;
   /** Host header value of the seller. */
   host: string;
   /** Upstream peer state (when started). */
@@ -173,23 +173,23 @@ export async function createCommerceWorld(
   const sellerId = "acme";
   await deps.storefront.sellers.create({ sellerId, tenantId, name: "Acme Media", hosts: ["store.test"] });
   const agents = new TestAgents(deps, sellerId);
-  const secrets = deps.commerce.secrets as KvSigningSecrets;
+  const secrets = deps.payproxy.secrets;
   if (withSecret) await secrets.create(sellerId);
+  // The payproxy verifier, without its single-use bookkeeping (the peer only checks who signed).
   peer.verify = async (req, body) => {
-    const url = new URL(req.url);
-    const seller = await verifyPayproxyRequest(
-      req.headers.get("zc-signature") ?? undefined,
-      {
+    try {
+      const v = await deps.payproxy.verifier.check({
+        signature: req.headers.get("zc-signature"),
         method: req.method,
-        pathAndQuery: url.pathname + url.search,
+        url: req.url,
         body,
-        requestId: req.headers.get("zc-request-id") ?? "",
-        agentId: req.headers.get("zc-agent-id") ?? "",
-      },
-      secrets,
-      clock,
-    );
-    return seller === sellerId;
+        requestId: req.headers.get("zc-request-id"),
+        agentId: req.headers.get("zc-agent-id"),
+      });
+      return v.sellerId === sellerId;
+    } catch {
+      return false;
+    }
   };
   const catalog = deps.commerce.catalog;
   // Prices: 0.01 USD a search query, 0.02 USD an answer.

@@ -2,12 +2,13 @@ import assert from "node:assert/strict";
 import { AdminUsageError, runAdmin } from "../../core/admin/commands.ts";
 import { seedCommerceDemo } from "../../fixtures/commerce_demo.ts";
 import { seedDemo } from "../../fixtures/demo.ts";
+import { seedPayproxySecret } from "../../fixtures/payproxy_demo.ts";
 import { seedStorefront } from "../../fixtures/storefront.ts";
 import { createTestWorld } from "../_helpers.ts";
 
 Deno.test("seedCommerceDemo() makes the demo seller answer any host with plans, prices and a signing secret", async () => {
   await using w = await createTestWorld();
-  await seedDemo(w.deps, [seedStorefront, seedCommerceDemo]);
+  await seedDemo(w.deps, [seedStorefront, seedPayproxySecret, seedCommerceDemo]);
   const res = await w.app.request("http://anything.test/services", { headers: { host: "anything.test" } });
   assert.equal(res.status, 200);
   const body = await res.json();
@@ -21,7 +22,7 @@ Deno.test("seedCommerceDemo() makes the demo seller answer any host with plans, 
 
 Deno.test("admin: plan create / plan list / pricing set / payment refund", async () => {
   await using w = await createTestWorld();
-  await seedDemo(w.deps, [seedStorefront, seedCommerceDemo]);
+  await seedDemo(w.deps, [seedStorefront, seedPayproxySecret, seedCommerceDemo]);
   const plan = await runAdmin(w.deps, [
     "plan",
     "create",

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
-import { signPayproxyRequest } from "../../core/commerce/signing.ts";
+import { unixSeconds } from "../../core/clock.ts";
+import { signRequest } from "../../core/payproxy/signature.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
 
 type World = Awaited<ReturnType<typeof createCommerceWorld>>;
@@ -205,13 +206,15 @@ Deno.test("allowance: POST /internal/allowance verifies the payproxy signature a
       "zc-agent-id": agentId,
     };
     if (opts.sign !== false) {
-      headers["zc-signature"] = await signPayproxyRequest(key, {
+      headers["zc-signature"] = (await signRequest({
+        ...key,
+        t: unixSeconds(w.clock),
         method: "POST",
-        pathAndQuery: "/internal/allowance",
+        url: "http://store.test/internal/allowance",
         body,
         requestId,
         agentId,
-      }, w.clock);
+      })).header;
     }
     return await w.app.request("http://store.test/internal/allowance", { method: "POST", headers, body });
   };

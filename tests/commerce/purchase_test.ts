@@ -3,7 +3,6 @@ import { Challenge, Receipt } from "mppx";
 import { Mppx } from "mppx/client";
 import { loadChallengeKey } from "../../core/commerce/challenges.ts";
 import { SANDBOX_TOKENS, type SandboxProcessor } from "../../core/commerce/processor.ts";
-import type { KvSigningSecrets } from "../../core/commerce/signing.ts";
 import { createTestWorld } from "../_helpers.ts";
 import {
   challengesOf,
@@ -405,7 +404,7 @@ Deno.test("network view: on a network host of its own, GET /agent/entitlements t
   });
   const body = await net.json();
   assert.deepEqual(body.entitlements.map((e: { sellerId: string }) => e.sellerId).sort(), ["s1", "s2"]);
-  await (w.deps.commerce.secrets as KvSigningSecrets).create("s1");
+  await w.deps.payproxy.secrets.create("s1");
   const here = await w.app.request("http://store.test/agent/entitlements", {
     headers: { host: "store.test", authorization: `Bearer ${token}` },
   });
