@@ -11,6 +11,7 @@ import { describeError, type Logger } from "../log.ts";
 import { planCovers, planView } from "./catalog.ts";
 import { matchTerms, type PaymentTerms, receiptHeader } from "./challenges.ts";
 import { CARD_MINIMUM_MICROS, formatUsd } from "./money.ts";
+import { holdKey } from "./entitlements.ts";
 import { paymentKey, type PaymentRecord } from "./payments.ts";
 import { PaymentProviderUnavailable } from "./processor.ts";
 import type { CommerceService } from "./service.ts";
@@ -244,7 +245,15 @@ export class PaidProxy {
       });
     }
     await commerce.payments.move(entry, { state: "consumed", processorRef: outcome.processorRef });
-    const res = await this.#forward(c, requestId);
+    // The paid call is in flight: the allowance check the upstream makes sees it through this hold.
+    const hold = holdKey(c.seller.sellerId, c.agent.credentialId, requestId);
+    await kv.set(hold, plan.pricePerRequestMicros, { expireIn: 10 * 60_000 });
+    let res: Response;
+    try {
+      res = await this.#forward(c, requestId);
+    } finally {
+      await kv.delete(hold);
+    }
     const headers = relayHeaders(res, requestId);
     headers.set("payment-receipt", receiptHeader(rail, challenge.id, outcome.processorRef, this.o.clock.now()));
     return new Response(res.body, { status: res.status, statusText: res.statusText, headers });

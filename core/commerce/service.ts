@@ -591,9 +591,10 @@ export class CommerceService {
 
   /**
    * The server side of the payproxy allowance contract: may this agent use one more `query` of this
-   * service at this seller? Yes when a live credit plan covering it has the credit, when a call of
-   * this agent is already paid for and in flight (the paid proxy reserves before forwarding), or when
-   * a pay-as-you-go plan prices it (the storefront collects each call itself).
+   * service at this seller? Yes when a call of this agent is already paid for and in flight (the
+   * paid proxy reserves credit, or collects the pay-as-you-go charge, before forwarding), or when a
+   * live credit plan covering the service has the credit. Otherwise no, which the payproxy route
+   * answers with its 402 (priced against the pay-as-you-go plan).
    */
   async allowance(sellerId: string, agentId: string, serviceSlug: string, quantity: number): Promise<boolean> {
     const seller = await this.catalog.getSeller(sellerId);
@@ -607,8 +608,7 @@ export class CommerceService {
     const agent: AuthenticatedAgent = known ?? { credentialId: agentId, claimed: false };
     const cost = service.meters.query * quantity;
     const ents = await this.ledger.entries(agent, sellerId);
-    if (ents.some((e) => covering.some((p) => p.id === e.value.planId) && e.value.creditMicros >= cost)) return true;
-    return covering.some((p) => p.kind === "payg");
+    return ents.some((e) => covering.some((p) => p.id === e.value.planId) && e.value.creditMicros >= cost);
   }
 }
 
