@@ -1,15 +1,17 @@
 /**
  * Load script: what the storefront's paid proxy adds over a direct payproxy call.
  *
- *   deno run -A bench/paid_proxy_load.ts [calls=2000]
+ *   deno run -A bench/paid_proxy_load.ts [calls=2000] [mode=inprocess]
  *
  * Both paths run over real HTTP on 127.0.0.1 against the same upstream, alternating in batches so
  * drift hits both alike:
- *   direct:  client -> upstream /payproxy/v2/search (signed by the client)
+ *   direct:  client -> /payproxy/v2/search (signed by the client, for the same agent)
  *   proxied: client -> storefront /v2/search (agent token) -> coverage + atomic reservation -> signed
- *            forward to the upstream -> usage billed -> response
- * The upstream is a 127.0.0.1 peer that verifies the payproxy signature and reports `zc-usage` (the
- * stand-in for the payproxy routes until they are on main).
+ *            forward to /payproxy/v2/search -> usage billed -> response
+ * Modes: `inprocess` and `http` run the service's real payproxy route (signature check, marketplace
+ * gate, allowance call over HTTP to the storefront's /internal/allowance, search) with the proxy
+ * reaching it in-process or over HTTP (PAID_PROXY_UPSTREAM); `peer` uses a minimal 127.0.0.1 peer
+ * that only verifies the signature and reports `zc-usage`.
  */
 import { unixSeconds } from "../core/clock.ts";
 import { signRequest } from "../core/payproxy/signature.ts";
@@ -18,11 +20,21 @@ import { startServer } from "../routes/server.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "../tests/commerce/_helpers.ts";
 
 const calls = Number(Deno.args[0] ?? 2000);
+const mode = Deno.args[1] ?? "inprocess";
+if (!["inprocess", "http", "peer"].includes(mode)) throw new Error("mode must be inprocess, http or peer");
+// The server starts first so the world can be configured with its address; requests wait for the app.
+const late: { app?: { fetch(req: Request): Response | Promise<Response> } } = {};
+const server = startServer((req) => late.app!.fetch(req));
 // The seller answers any host, so the load client can use the server's 127.0.0.1 address.
-const w = await createCommerceWorld({ upstream: true, env: { STOREFRONT_DEFAULT_SELLER: "acme" } });
-const server = startServer((req) => w.app.fetch(req));
+const env: Record<string, string> = { STOREFRONT_DEFAULT_SELLER: "acme" };
+if (mode !== "peer") {
+  Object.assign(env, { BASE_URL: server.url, AGENT_AUTH_URL: server.url, PAID_PROXY_UPSTREAM: mode });
+}
+const w = await createCommerceWorld({ upstream: mode === "peer", env });
+late.app = w.app;
+const upstreamUrl = mode === "peer" ? w.upstream.url : server.url;
 try {
-  const { token } = await w.agents.issue();
+  const { token, agent } = await w.agents.issue();
   // Enough credit for every proxied call (0.01 USD each).
   const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson({ amountUsd: "100.000000" }), token });
   const ch = challengesOf(first).find((c) => c.method === "card")!;
@@ -49,15 +61,15 @@ try {
       url: path,
       body,
       requestId,
-      agentId: "ag_bench",
+      agentId: agent.credentialId,
     })).header;
-    const res = await fetch(`${w.upstream.url}${path}`, {
+    const res = await fetch(`${upstreamUrl}${path}`, {
       method: "POST",
       headers: {
         "content-type": "application/json",
         "zc-signature": sig,
         "zc-request-id": requestId,
-        "zc-agent-id": "ag_bench",
+        "zc-agent-id": agent.credentialId,
       },
       body,
     });
@@ -94,6 +106,7 @@ try {
     `${name.padEnd(8)} n=${xs.length} p50=${q(xs, 0.5).toFixed(3)} ms p90=${q(xs, 0.9).toFixed(3)} ms p99=${
       q(xs, 0.99).toFixed(3)
     } ms`;
+  console.log(`mode ${mode}`);
   console.log(row("direct", d));
   console.log(row("proxied", p));
   console.log(`added p50=${(q(p, 0.5) - q(d, 0.5)).toFixed(3)} ms`);
