@@ -67,8 +67,27 @@ export type ReserveResult =
   | { ok: true; debit: Debit }
   | { ok: false; why: "exhausted" | "no_plan" | "duplicate" };
 
+/** Ids of every credential a human (account) claimed; from the identity room. */
+export type CredentialsOfHuman = (humanId: string) => Promise<string[]>;
+
 export class EntitlementLedger {
-  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
+  constructor(
+    private readonly kv: Deno.Kv,
+    private readonly clock: Clock,
+    private readonly credentialsOfHuman?: CredentialsOfHuman,
+  ) {}
+
+  /**
+   * Every holder whose plans this agent may use: its human's, its own, and those of every other
+   * credential the same human claimed (plans such a credential bought before its claim are
+   * shared from the claim on).
+   */
+  async holders(agent: AuthenticatedAgent): Promise<string[]> {
+    const own = holdersOf(agent);
+    if (!agent.claimed || !agent.humanId || !this.credentialsOfHuman) return own;
+    const siblings = (await this.credentialsOfHuman(agent.humanId)).map((id) => `c:${id}`);
+    return [...new Set([...own, ...siblings])];
+  }
 
   /** Is this entitlement alive for this agent? Claimed agents keep their pre-claim plans. */
   #alive(e: Entitlement, agent: AuthenticatedAgent): boolean {
@@ -79,7 +98,7 @@ export class EntitlementLedger {
   /** Entries (with versionstamps) of the agent's live plans at a seller, oldest first. */
   async entries(agent: AuthenticatedAgent, sellerId: string): Promise<Deno.KvEntry<Entitlement>[]> {
     const out: Deno.KvEntry<Entitlement>[] = [];
-    for (const holder of holdersOf(agent)) {
+    for (const holder of await this.holders(agent)) {
       for await (const e of this.kv.list<Entitlement>({ prefix: ["commerce_ent", holder, sellerId] })) {
         if (this.#alive(e.value, agent)) out.push(e);
       }
@@ -90,7 +109,7 @@ export class EntitlementLedger {
   /** The agent's live plans at every seller (the network view). */
   async everywhere(agent: AuthenticatedAgent): Promise<Entitlement[]> {
     const out: Entitlement[] = [];
-    for (const holder of holdersOf(agent)) {
+    for (const holder of await this.holders(agent)) {
       for await (const e of this.kv.list<Entitlement>({ prefix: ["commerce_ent", holder] })) {
         if (this.#alive(e.value, agent)) out.push(e.value);
       }
@@ -110,7 +129,7 @@ export class EntitlementLedger {
   ): Promise<{ key: Deno.KvKey; current: Deno.KvEntryMaybe<Entitlement>; next: Entitlement }> {
     // Top-ups land on the plan the agent already holds (own or its human's) before opening a new one.
     let current: Deno.KvEntryMaybe<Entitlement> | null = null;
-    for (const holder of holdersOf(agent)) {
+    for (const holder of await this.holders(agent)) {
       const e = await this.kv.get<Entitlement>(entKey(holder, sellerId, planId));
       if (e.value && this.#alive(e.value, agent)) {
         current = e;

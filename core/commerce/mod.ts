@@ -9,6 +9,7 @@ import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
 import type { Repos } from "../store/repos.ts";
 import { Catalog } from "./catalog.ts";
+import type { CredentialsOfHuman } from "./entitlements.ts";
 import { type PaymentProcessor, SandboxProcessor } from "./processor.ts";
 import { CommerceService } from "./service.ts";
 import type { SigningSecrets } from "./signing.ts";
@@ -39,6 +40,8 @@ export function createCommerce(
     secrets: SigningSecrets;
     /** The identity room's seller registry. */
     sellers: SellerDirectory;
+    /** The identity room's record of which credentials each human claimed. */
+    credentialsOfHuman?: CredentialsOfHuman;
   },
 ): Commerce {
   const sellers = o.sellers;
@@ -53,6 +56,7 @@ export function createCommerce(
     processor,
     secrets,
     agentAuthUrl: o.config.agentAuthUrl,
+    credentialsOfHuman: o.credentialsOfHuman,
   });
   return { service, catalog, processor, secrets, sellers };
 }

@@ -15,7 +15,7 @@ import {
   receiptHeader,
   type StorefrontChallenge,
 } from "./challenges.ts";
-import { type Entitlement, EntitlementLedger, primaryHolder } from "./entitlements.ts";
+import { type CredentialsOfHuman, type Entitlement, EntitlementLedger, primaryHolder } from "./entitlements.ts";
 import { CARD_MINIMUM_MICROS, checkAmount, formatUsd, parseAmountUsd } from "./money.ts";
 import {
   effectiveState,
@@ -56,6 +56,8 @@ export interface CommerceOptions {
   processor: PaymentProcessor;
   secrets: SigningSecrets;
   agentAuthUrl: string;
+  /** Every credential a human claimed (entitlements are shared across them). */
+  credentialsOfHuman?: CredentialsOfHuman;
 }
 
 /** How long a hosted checkout waits for its human. */
@@ -87,7 +89,7 @@ export class CommerceService {
     this.catalog = o.catalog;
     this.processor = o.processor;
     this.secrets = o.secrets;
-    this.ledger = new EntitlementLedger(o.kv, o.clock);
+    this.ledger = new EntitlementLedger(o.kv, o.clock, o.credentialsOfHuman);
     this.payments = new PaymentStore(o.kv, o.clock);
     this.agents = new AgentIndex(o.kv, o.clock);
   }

@@ -452,3 +452,63 @@ Deno.test("purchase: a charge abandoned mid-way (process died) is taken over aft
   assert.equal((await late.json()).entitlement.remainingUsd, "5.000000");
   assert.equal(processor.ledger.length, 1);
 });
+
+Deno.test("entitlements: a plan bought before the claim is shared with every other credential the same human claims", async () => {
+  await using w = await createCommerceWorld();
+  const post = (path: string, body: unknown) => w.req(path, postJson(body));
+  const exchange = async (assertion: string) => {
+    const res = await w.req("/oauth2/token", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer", assertion }).toString(),
+    });
+    assert.equal(res.status, 200);
+    return (await res.json()).access_token as string;
+  };
+  /** The human's side of a claim: confirm on the page, read the code. */
+  const confirmOnPage = async (uri: string) => {
+    const page = await w.app.request(uri);
+    const html = await page.text();
+    const csrf = /name="csrf" value="([^"]+)"/.exec(html)![1]!;
+    const cookie = page.headers.get("set-cookie")!.split(";")[0]!;
+    const res = await w.app.request(uri, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", cookie, origin: new URL(uri).origin },
+      body: new URLSearchParams({ csrf, decision: "confirm" }).toString(),
+    });
+    return /id="user-code">([A-Z]{4}-[A-Z]{4})</.exec(await res.text())![1]!;
+  };
+  const claim = async (claimToken: string, email: string) => {
+    const started = await post("/agent/identity/claim", {
+      type: "service_auth",
+      claim_token: claimToken,
+      login_hint: email,
+    });
+    assert.equal(started.status, 200);
+    const uri = (await started.json()).claim.attempt.verification_uri as string;
+    const done = await post("/agent/identity/claim/complete", {
+      claim_token: claimToken,
+      user_code: await confirmOnPage(uri),
+    });
+    assert.equal(done.status, 200);
+    return (await done.json()).identity;
+  };
+
+  // Credential A: anonymous, buys 5 USD of credit while unclaimed, then its human claims it.
+  const a = await (await post("/agent/identity", { type: "anonymous" })).json();
+  assert.equal((await pay(w, await exchange(a.identity.assertion), SANDBOX_TOKENS.card.success)).res.status, 200);
+  await claim(a.claim.token, "ada@example.com");
+
+  // Credential B: a second registration of the same human, claimed afterwards.
+  const b = await (await post("/agent/identity", { type: "service_auth", login_hint: "ada@example.com" })).json();
+  const bIdentity = await claim(b.claim.token, "ada@example.com");
+  assert.notEqual(bIdentity.credential_id, a.identity.credential_id);
+
+  const viaB = await (await w.req("/agent/entitlements", { token: await exchange(bIdentity.assertion) })).json();
+  assert.equal(viaB.entitlements.length, 1, "B sees the plan A bought before its claim");
+  assert.equal(viaB.entitlements[0].remainingUsd, "5.000000");
+  const stranger = await (await post("/agent/identity", { type: "anonymous" })).json();
+  const none = await (await w.req("/agent/entitlements", { token: await exchange(stranger.identity.assertion) }))
+    .json();
+  assert.deepEqual(none.entitlements, []);
+});
