@@ -14,6 +14,7 @@ import { createResourceRoutes } from "./resources.ts";
 import { createStorefrontRoutes } from "./storefront/mod.ts";
 import { createSearchRoutes } from "./search.ts";
 import { createCommerceRoutes } from "./storefront/commerce.ts";
+import { registerStorefrontDocs } from "./storefront/commerce_docs.ts";
 import { createSystemRoutes } from "./system.ts";
 import { validationHook } from "./validation.ts";
 
@@ -49,6 +50,7 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   app.route("/", createPayproxyRoutes(deps));
   app.route("/", createCommerceRoutes(deps, { self: (req) => app.fetch(req) }));
 
+  registerStorefrontDocs(app);
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",
     scheme: "bearer",

@@ -78,3 +78,26 @@ Deno.test("unknown routes answer 404 {message}", async () => {
   assert.deepEqual(await res.json(), { message: "Not found" });
   assert.ok(res.headers.get("x-request-id"));
 });
+
+Deno.test("GET /openapi.json documents every route family, storefront and discovery included", async () => {
+  await using w = await createTestWorld();
+  const doc = await (await w.app.request("/openapi.json")).json();
+  for (
+    const path of [
+      "/app/v2/search",
+      "/app/aimodel/{ai_model_id}",
+      "/payproxy/v2/search",
+      "/payproxy/aimodel/{aimodel_external_id}",
+      "/v1/analytics/ask-ai",
+      "/agent/identity",
+      "/oauth2/token",
+      "/plans/{planId}/purchase",
+      "/extend",
+      "/agent/entitlements",
+      "/v2/search",
+      "/internal/allowance",
+      "/.well-known/oauth-authorization-server",
+    ]
+  ) assert.ok(doc.paths[path], `missing ${path}`);
+  assert.equal(doc.components.securitySchemes.agentToken.scheme, "bearer");
+});
