@@ -21,6 +21,16 @@ export class FixedWindowLimiter {
     private readonly opts: { scope: string; limit: number; windowS: number },
   ) {}
 
+  /** Requests allowed per window. */
+  get limit(): number {
+    return this.opts.limit;
+  }
+
+  /** Window length in seconds. */
+  get windowS(): number {
+    return this.opts.windowS;
+  }
+
   /** Counts one request for `key` and says whether it is within the limit. */
   async hit(key: string): Promise<RateLimitResult> {
     const { scope, limit, windowS } = this.opts;

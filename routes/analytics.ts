@@ -18,6 +18,7 @@ import type { Deps } from "../core/deps.ts";
 import type { AppEnv } from "./env.ts";
 import { createEventRoutes } from "./events.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
+import { FixedWindowLimiter } from "../core/rate_limit.ts";
 import { rateLimit } from "./middleware/rate_limit.ts";
 import { createRouter } from "./validation.ts";
 
@@ -126,12 +127,12 @@ export function createAnalyticsRoutes(deps: Deps) {
   app.use(
     "/v1/analytics/*",
     rateLimit({
-      kv: deps.kv,
-      clock: deps.clock,
-      limit: deps.config.analyticsRateLimitPerMin,
-      windowS: 60,
+      limiter: new FixedWindowLimiter(deps.kv, deps.clock, {
+        scope: "rate_limit_analytics",
+        limit: deps.config.analyticsRateLimitPerMin,
+        windowS: 60,
+      }),
       key: (c) => c.get("apiKey")?.id,
-      prefix: "rate_limit_analytics",
     }),
   );
 

@@ -1,21 +1,14 @@
 import type { Context, MiddlewareHandler } from "hono";
-import type { Clock } from "../../core/clock.ts";
 import { AppError } from "../../core/errors.ts";
-import { FixedWindowLimiter } from "../../core/rate_limit.ts";
+import type { FixedWindowLimiter } from "../../core/rate_limit.ts";
 import type { AppEnv } from "../env.ts";
 
 /** Options of {@link rateLimit}. */
 export interface RateLimitOptions {
-  kv: Deno.Kv;
-  clock: Clock;
-  /** Requests allowed per window. */
-  limit: number;
-  /** Window length in seconds (fixed windows aligned to the epoch). */
-  windowS: number;
+  /** The shared KV counter (its scope, limit and window), from core/rate_limit.ts. */
+  limiter: FixedWindowLimiter;
   /** The bucket a request counts against (e.g. the API key id); null skips limiting. */
   key: (c: Context<AppEnv>) => string | null | undefined;
-  /** Limiter scope (part of the KV key), so several limiters can share one KV. */
-  prefix?: string;
   /** The error thrown when over the limit; rendered by the route family's error handler. */
   onLimited?: (retryAfterS: number) => AppError;
   /** Name of the quota policy in the IETF `RateLimit` headers. */
@@ -37,11 +30,10 @@ const defaultLimited = (retryAfterS: number) =>
  * with `Retry-After`), carrying the same headers.
  */
 export function rateLimit(
-  { kv, clock, limit, windowS, key, prefix = "rate_limit", onLimited = defaultLimited, policy = "default" }:
-    RateLimitOptions,
+  { limiter, key, onLimited = defaultLimited, policy = "default" }: RateLimitOptions,
 ): MiddlewareHandler<AppEnv> {
   // The counting is core/rate_limit.ts's shared KV fixed window; this layer adds the headers.
-  const limiter = new FixedWindowLimiter(kv, clock, { scope: prefix, limit, windowS });
+  const { limit, windowS } = limiter;
   return async (c, next) => {
     const bucket = key(c);
     if (!bucket) return await next();

@@ -7,7 +7,9 @@ import { createDiscoveryRoutes } from "./discovery.ts";
 import { createIdentityRoutes } from "./identity.ts";
 import { createStorefrontRouter, jsonObjectBody } from "./json_body.ts";
 import { createOutboxRoutes } from "./outbox.ts";
-import { storefrontRateLimit } from "./rate_limit.ts";
+import { sfError } from "../../core/storefront/errors.ts";
+import { rateLimit } from "../middleware/rate_limit.ts";
+import { clientAddress } from "./client_address.ts";
 import { requireSeller } from "./seller.ts";
 import { createTokenRoutes } from "./token.ts";
 
@@ -20,7 +22,14 @@ import { createTokenRoutes } from "./token.ts";
  */
 export function createStorefrontRoutes(deps: Deps): Hono<AppEnv> {
   const app = createStorefrontRouter();
-  const limit = storefrontRateLimit({ limiter: deps.storefront.limiter, trustProxy: deps.config.trustProxy });
+  // Per client address; over the limit: 429 `rate_limit_exceeded` with `retry_after` and `Retry-After`.
+  const limit = rateLimit({
+    limiter: deps.storefront.limiter,
+    key: (c) => clientAddress(c, deps.config.trustProxy),
+    policy: "storefront",
+    onLimited: (retryAfterS) =>
+      sfError(429, "rate_limit_exceeded", "Too many requests: retry later", { extra: { retry_after: retryAfterS } }),
+  });
   // "/agent/identity/*" also matches "/agent/identity" itself.
   app.use("/agent/identity/*", errorFamily("storefront"), requireSeller(deps), limit);
   app.post("/agent/identity/*", jsonObjectBody(deps.config.maxBodyBytes));
