@@ -15,6 +15,7 @@ export const ID_PREFIXES = {
   humanAccount: "hu",
   claim: "cl",
   refreshFamily: "rf",
+  plan: "pl",
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIXES)[keyof typeof ID_PREFIXES];

@@ -1,15 +1,9 @@
 import type { Clock } from "../clock.ts";
-import { type IdPrefix, newId } from "../ids.ts";
+import { newId } from "../ids.ts";
 import type { Repos } from "../store/repos.ts";
 import { serviceSlug } from "../payproxy/allowance.ts";
 import { CARD_MINIMUM_MICROS, formatUsd } from "./money.ts";
 import type { CreditPlan, PaygPlan, Plan, Seller, SellerDirectory, SellerPricing, Service } from "./types.ts";
-
-/** A new id with a commerce prefix (`pl` plan), same shape as core/ids.ts ids. */
-export const commerceId = (prefix: "pl", clock: Clock): string => newId(prefix as IdPrefix, clock);
-
-/** The payproxy service slug of a model (the payproxy room's rule, so both sides agree). */
-export const serviceSlugFor = serviceSlug;
 
 /** Does a plan cover a service slug? */
 export const planCovers = (plan: Plan, slug: string): boolean =>
@@ -53,7 +47,7 @@ export class Catalog {
       throw new Error("credit plan limits must satisfy 0 < minimum <= maximum");
     }
     const plan: CreditPlan = {
-      id: commerceId("pl", this.clock),
+      id: newId("pl", this.clock),
       sellerId,
       kind: "credit",
       name: input.name,
@@ -70,7 +64,7 @@ export class Catalog {
   async addPaygPlan(sellerId: string, input: { name: string; services?: string[]; pricePerRequestMicros: number }) {
     if (!(input.pricePerRequestMicros > 0)) throw new Error("pay-as-you-go price must be positive");
     const plan: PaygPlan = {
-      id: commerceId("pl", this.clock),
+      id: newId("pl", this.clock),
       sellerId,
       kind: "payg",
       name: input.name,
@@ -106,12 +100,12 @@ export class Catalog {
     const out: Service[] = [];
     for (const dm of dms) {
       if (!dm.marketplace) continue;
-      const slug = serviceSlugFor(dm);
+      const slug = serviceSlug(dm);
       out.push({ slug, kind: "search", modelId: dm.id, name: dm.name, meters: { query: price(slug) } });
     }
     for (const am of ams) {
       if (!am.marketplace || am.private) continue;
-      const slug = serviceSlugFor(am);
+      const slug = serviceSlug(am);
       out.push({ slug, kind: "aimodel", modelId: am.id, name: am.name, meters: { query: price(slug) } });
     }
     return out;
