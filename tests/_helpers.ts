@@ -76,3 +76,16 @@ export async function createTestWorld(
 
 /** Bearer header for a key. */
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/**
+ * Runs a probe script in a fresh `deno run` process (nothing loaded yet: native libraries,
+ * module state) and returns its trimmed stdout.
+ */
+export async function runFreshProbe(script: URL, ...args: string[]): Promise<string> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-read", "--allow-ffi", "--allow-env", script.pathname, ...args],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  return new TextDecoder().decode(out.stdout).trim();
+}

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { runFreshProbe } from "../_helpers.ts";
 import { preloadDuckDbLibrary } from "../../analytics/duckdb_native.ts";
 
 const BINDINGS = new URL(
@@ -17,21 +18,8 @@ Deno.test({
       await Deno.mkdir(`${dir}/bin`);
       await Deno.copyFile(new URL("duckdb.node", BINDINGS), `${dir}/addon/duckdb.node`);
       await Deno.copyFile(new URL("libduckdb.so", BINDINGS), `${dir}/bin/libduckdb.so`);
-      const probe = async (...args: string[]) => {
-        const out = await new Deno.Command(Deno.execPath(), {
-          args: [
-            "run",
-            "--allow-read",
-            "--allow-ffi",
-            "--allow-env",
-            new URL("./_duckdb_layout_probe.ts", import.meta.url).pathname,
-            ...args,
-          ],
-          stdout: "piped",
-          stderr: "null",
-        }).output();
-        return new TextDecoder().decode(out.stdout).trim();
-      };
+      const probe = (...args: string[]) =>
+        runFreshProbe(new URL("./_duckdb_layout_probe.ts", import.meta.url), ...args);
       // A fresh process each time: nothing has loaded libduckdb.so yet.
       assert.equal(await probe(`${dir}/addon/duckdb.node`), "failed", "without the preload the addon cannot load");
       assert.equal(await probe(`${dir}/addon/duckdb.node`, `${dir}/bin/libduckdb.so`), "loaded");

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { runFreshProbe } from "../_helpers.ts";
 import { preloadVipsLibrary } from "../../core/images/sharp_native.ts";
 
 const ADDON_DIR = new URL(
@@ -21,21 +22,7 @@ Deno.test({
       await Deno.mkdir(`${dir}/bin`);
       await Deno.copyFile(new URL("sharp-linux-x64-0.35.5.node", ADDON_DIR), `${dir}/addon/sharp.node`);
       await Deno.copyFile(new URL(lib, VIPS_DIR), `${dir}/bin/${lib}`);
-      const probe = async (...args: string[]) => {
-        const out = await new Deno.Command(Deno.execPath(), {
-          args: [
-            "run",
-            "--allow-read",
-            "--allow-ffi",
-            "--allow-env",
-            new URL("./_sharp_layout_probe.ts", import.meta.url).pathname,
-            ...args,
-          ],
-          stdout: "piped",
-          stderr: "null",
-        }).output();
-        return new TextDecoder().decode(out.stdout).trim();
-      };
+      const probe = (...args: string[]) => runFreshProbe(new URL("./_sharp_layout_probe.ts", import.meta.url), ...args);
       assert.equal(await probe(`${dir}/addon/sharp.node`), "failed", "without the preload the addon cannot load");
       assert.equal(await probe(`${dir}/addon/sharp.node`, `${dir}/bin/${lib}`), "loaded");
     } finally {
