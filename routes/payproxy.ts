@@ -20,8 +20,17 @@
  * The query-parameter check comes first because it needs no secret and the spec gives it its own
  * plain-text 400; everything about the body and the model waits until the caller proved who it is,
  * so unsigned callers learn nothing about which models exist. A verified signature is consumed at
- * the signature step whatever happens next: a retry must be signed again. The mark is made before
- * any billable or recorded work, so a replay never runs a search or an answer.
+ * the signature step whatever happens next: a retry must be signed again.
+ *
+ * The single-use mark is a durable KV commit, milliseconds under load, so it is not waited for
+ * idly; whatever a request did meanwhile, a refused mark answers the 401 (even when its body or model
+ * would also have been refused), and only a confirmed one lets a 200 and its `zc-usage` out.
+ * - A replay sent to the same process is refused at once, before any work (the process remembers
+ *   its marks). Only a replay racing its original through another process gets as far as the mark.
+ * - Search runs steps 4 to 7 while the mark commits: a search is local CPU work, and the one a
+ *   racing replay runs is thrown away unanswered and unbilled (the payment layer bills `zc-usage`).
+ * - Real-time overlaps only steps 4 and 5 and awaits the mark before the allowance: an answer may
+ *   call a paid model API, which no replay may reach.
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
@@ -30,8 +39,10 @@ import { AppError } from "../core/errors.ts";
 import { serviceSlug, type UsageItem } from "../core/payproxy/allowance.ts";
 import {
   AGENT_ID_HEADER,
+  invalidSignature,
   REQUEST_ID_HEADER,
   SIGNATURE_HEADER,
+  SignatureError,
   USAGE_HEADER,
   type VerifiedRequest,
 } from "../core/payproxy/signature.ts";
@@ -63,10 +74,15 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
   for (const route of [searchDoc, realtimeDoc, metricsDoc]) app.openAPIRegistry.registerPath(route);
   const readBody = bodyReader({ limit: deps.config.maxBodyBytes, json: false });
 
-  /** Step 3: the signature, consumed once; sets the caller identity for logs and analytics. */
-  async function verify(c: Ctx): Promise<VerifiedRequest> {
+  /**
+   * Step 3: the signature; sets the caller identity for logs and analytics. Returns the verified
+   * request and its single-use mark, already under way: `consumed` settles to the 401 of a replay
+   * (never rejects, so it can wait unobserved while other steps run).
+   */
+  async function verify(c: Ctx): Promise<{ verified: VerifiedRequest; consumed: Promise<unknown> }> {
+    let verified: VerifiedRequest;
     try {
-      const verified = await verifier.verify({
+      verified = await verifier.check({
         signature: c.req.header(SIGNATURE_HEADER),
         method: c.req.method,
         url: c.req.url,
@@ -74,19 +90,44 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
         requestId: c.req.header(REQUEST_ID_HEADER),
         agentId: c.req.header(AGENT_ID_HEADER),
       });
-      metrics.requests.verified++;
-      c.set("caller", verified.agentId ? `payproxy:${verified.agentId}` : "payproxy");
-      deps.log.debug("payproxy signature verified", {
-        request_id: c.get("requestId"),
-        zc_request_id: verified.requestId,
-        kid: verified.kid,
-        seller: verified.sellerId,
-      });
-      return verified;
     } catch (err) {
-      if (err instanceof AppError && err.status === 401) metrics.requests.rejected++;
-      throw err;
+      if (!(err instanceof SignatureError)) throw err;
+      metrics.requests.rejected++;
+      throw invalidSignature(err);
     }
+    c.set("caller", verified.agentId ? `payproxy:${verified.agentId}` : "payproxy");
+    deps.log.debug("payproxy signature verified", {
+      request_id: c.get("requestId"),
+      zc_request_id: verified.requestId,
+      kid: verified.kid,
+      seller: verified.sellerId,
+    });
+    const claim = verifier.claim(verified);
+    if (claim instanceof AppError) {
+      metrics.requests.rejected++;
+      throw claim;
+    }
+    const consumed = claim.then(() => {
+      metrics.requests.verified++;
+      return null;
+    }, (err: unknown) => {
+      if (err instanceof AppError && err.status === 401) metrics.requests.rejected++;
+      return err ?? new Error("single-use mark failed");
+    });
+    return { verified, consumed };
+  }
+
+  /** Runs `steps` while the mark commits; the mark's refusal wins over any outcome of theirs. */
+  async function whileConsuming<T>(consumed: Promise<unknown>, steps: () => Promise<T>): Promise<T> {
+    let result: T;
+    try {
+      result = await steps();
+    } catch (err) {
+      throw (await consumed) ?? err;
+    }
+    const refused = await consumed;
+    if (refused) throw refused;
+    return result;
   }
 
   /** Step 6: 402 unless the payment layer allows (or is out: fail open). */
@@ -102,45 +143,57 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
     }
   }
 
-  const usageHeader = (slug: string) => ({
-    [USAGE_HEADER]: JSON.stringify(USAGE.map((u) => ({ serviceSlug: slug, ...u }))),
-  });
+  /**
+   * A 200 JSON response carrying `zc-usage`. The header is added after the body is set, not passed
+   * with it: a JSON response that starts with one content-type header stays on Deno's cheap
+   * response path, while a headers object built up front costs ~15 us per request.
+   */
+  const withUsage = (res: Response, slug: string) => {
+    res.headers.set(USAGE_HEADER, JSON.stringify(USAGE.map((u) => ({ serviceSlug: slug, ...u }))));
+    return res;
+  };
 
   app.post("/payproxy/v2/search", requireSearchQuery, readBody, async (c) => {
-    const verified = await verify(c);
-    const request = parseBody(c, searchRequestSchema);
-    if (request.search_type !== undefined && !isSearchType(request.search_type)) {
-      throw new AppError(422, "invalid_request", `search_type must be one of ${SEARCH_TYPES.join(", ")}`);
-    }
-    const dataModelId = c.req.query("data_model_id")!;
-    const dm = await deps.repos.dataModels.get(dataModelId);
-    if (!dm || !dm.marketplace) throw modelNotFound(dataModelId, dm);
-    const slug = serviceSlug(dm);
-    await requireAllowance(c, verified, slug);
-    if (!deps.search) throw new Error("search service is not configured");
-    // No tenantId: payproxy traffic is not the tenant's own platform usage.
-    const result = await deps.search.recommend(dm, request, {
-      caller: c.get("caller"),
-      searchVersion: c.req.query("search_version"),
-      requestId: c.get("requestId"),
+    const { verified, consumed } = await verify(c);
+    const { result, slug } = await whileConsuming(consumed, async () => {
+      const request = parseBody(c, searchRequestSchema);
+      if (request.search_type !== undefined && !isSearchType(request.search_type)) {
+        throw new AppError(422, "invalid_request", `search_type must be one of ${SEARCH_TYPES.join(", ")}`);
+      }
+      const dataModelId = c.req.query("data_model_id")!;
+      const dm = await deps.repos.dataModels.get(dataModelId);
+      if (!dm || !dm.marketplace) throw modelNotFound(dataModelId, dm);
+      const slug = serviceSlug(dm);
+      await requireAllowance(c, verified, slug);
+      if (!deps.search) throw new Error("search service is not configured");
+      // No tenantId: payproxy traffic is not the tenant's own platform usage.
+      const result = await deps.search.recommend(dm, request, {
+        caller: c.get("caller"),
+        searchVersion: c.req.query("search_version"),
+        requestId: c.get("requestId"),
+      });
+      return { result, slug };
     });
     metrics.requests.served++;
-    return c.json(result, 200, usageHeader(slug));
+    return withUsage(c.json(result, 200), slug);
   });
 
   app.post("/payproxy/aimodel/:aimodel_external_id", readBody, async (c) => {
-    const verified = await verify(c);
-    const id = c.req.param("aimodel_external_id");
-    if (!AM_ID_RE.test(id)) {
-      throw new AppError(422, "invalid_model_id", "aimodelExternalId is not in the correct format");
-    }
-    const { query } = parseBody(c, realtimeBodySchema);
-    // The bearer route's limit: the same orchestration takes the same bodies.
-    if (query.length > MAX_QUERY_CHARS) {
-      throw new AppError(422, "query_too_long", `query is too long: the limit is ${MAX_QUERY_CHARS} characters`);
-    }
-    const model = await deps.repos.aiModels.get(id);
-    if (!model || model.private || !model.marketplace) throw modelNotFound(id, model);
+    const { verified, consumed } = await verify(c);
+    const { query, model } = await whileConsuming(consumed, async () => {
+      const id = c.req.param("aimodel_external_id");
+      if (!AM_ID_RE.test(id)) {
+        throw new AppError(422, "invalid_model_id", "aimodelExternalId is not in the correct format");
+      }
+      const { query } = parseBody(c, realtimeBodySchema);
+      // The bearer route's limit: the same orchestration takes the same bodies.
+      if (query.length > MAX_QUERY_CHARS) {
+        throw new AppError(422, "query_too_long", `query is too long: the limit is ${MAX_QUERY_CHARS} characters`);
+      }
+      const model = await deps.repos.aiModels.get(id);
+      if (!model || model.private || !model.marketplace) throw modelNotFound(id, model);
+      return { query, model };
+    });
     const slug = serviceSlug(model);
     await requireAllowance(c, verified, slug);
     if (!deps.answer) throw new Error("answer service is not configured");
@@ -148,7 +201,7 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
     metrics.requests.served++;
     // Structured models emit their payload itself, not the {message} envelope (spec 2.3).
     const body = answer.kind === "structured" ? answer.payload : { message: answer.message };
-    return c.json(body as Record<string, unknown>, 200, usageHeader(slug));
+    return withUsage(c.json(body as Record<string, unknown>, 200), slug);
   });
 
   app.get("/payproxy/metrics", (c) => c.json(metrics.snapshot(), 200));

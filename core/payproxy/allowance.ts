@@ -13,6 +13,7 @@
  */
 import type { Clock } from "../clock.ts";
 import { unixSeconds } from "../clock.ts";
+import type { HmacSha256 } from "../crypto.ts";
 import type { Logger } from "../log.ts";
 import { signRequest } from "./signature.ts";
 
@@ -35,8 +36,8 @@ export type AllowanceDecision = { allowed: true; failedOpen: boolean } | { allow
 /** The signing key the allowance call is signed with. */
 export interface SigningKey {
   kid: string;
-  /** The secret, or its imported HMAC key. */
-  secret: string | CryptoKey;
+  /** The secret, or its keyed HMAC. */
+  secret: string | HmacSha256;
 }
 
 /**

@@ -1,6 +1,10 @@
 /**
  * Single-use marks for verified signatures, in KV so every process behind a load balancer sees them.
  *
+ * Each process also remembers the marks it made (bounded, until they expire), so a replay sent to
+ * the same process is refused at once, without a KV round trip and before any work; KV decides
+ * everything else (other processes, restarts, marks this process has forgotten).
+ *
  * Each mark is a `check(versionstamp: null) + set(expireIn)` on its own key, so of two requests
  * carrying one signature exactly one wins, across processes. Marks are group-committed: while one
  * commit is in flight, new marks queue and then go out together in one atomic operation (at most
@@ -8,9 +12,12 @@
  * from dominating a request; alone, a mark commits at once as before. A batch that fails (one of
  * its keys exists: a replay) is retried mark by mark, so one replay never fails its neighbours.
  */
+import { type Clock, systemClock } from "../clock.ts";
 
 /** Most marks in one atomic commit (KV allows 100 checks; half keeps well inside its size limits). */
 export const MAX_BATCH = 50;
+/** Marks a process remembers by default (~100 bytes each); older ones are left to KV alone. */
+export const DEFAULT_RECENT_LIMIT = 50_000;
 
 interface Pending {
   key: Deno.KvKey;
@@ -23,20 +30,36 @@ interface Pending {
 /** Group-committed single-use marks over one KV handle. */
 export class ReplayMarks {
   readonly #kv: Deno.Kv;
+  readonly #clock: Clock;
+  // Marks made here: id -> when the mark may be forgotten (ms), oldest first.
+  readonly #recent = new Map<string, number>();
+  readonly #recentLimit: number;
   #queue: Pending[] = [];
   #draining = false;
 
-  constructor(kv: Deno.Kv) {
+  constructor(kv: Deno.Kv, { clock = systemClock, recentLimit = DEFAULT_RECENT_LIMIT } = {}) {
     this.#kv = kv;
+    this.#clock = clock;
+    this.#recentLimit = recentLimit;
   }
 
   /**
    * Marks `key` used, keeping the mark at least `expireIn` ms.
-   * @returns true when this call made the mark, false when it already existed (a replay).
+   * @returns `false` at once for a mark this process made and remembers (a replay); otherwise a
+   * promise of true when this call made the mark, false when it already existed (a replay).
    */
-  mark(key: Deno.KvKey, expireIn: number): Promise<boolean> {
+  mark(key: Deno.KvKey, expireIn: number): false | Promise<boolean> {
+    const id = JSON.stringify(key);
+    const now = this.#clock.now().getTime();
+    const until = this.#recent.get(id);
+    if (until !== undefined && now < until) return false;
+    // Remembered before the commit: a replay arriving while it runs is refused here too. A commit
+    // that then fails spends the signature all the same; the caller signs a retry anew.
+    this.#recent.delete(id);
+    this.#recent.set(id, now + expireIn);
+    if (this.#recent.size > this.#recentLimit) this.#recent.delete(this.#recent.keys().next().value!);
     return new Promise((resolve, reject) => {
-      this.#queue.push({ key, id: JSON.stringify(key), expireIn, resolve, reject });
+      this.#queue.push({ key, id, expireIn, resolve, reject });
       if (!this.#draining) void this.#drain();
     });
   }

@@ -54,11 +54,12 @@ export function bodyReader({ limit, json = true }: { limit: number; json?: boole
         throw new AppError(400, "malformed_json", `Malformed JSON body: ${why}`);
       }
     }
+    // No `signal`: touching the incoming request's signal makes Deno build an AbortSignal and an
+    // AbortError for every request (~5 us), and nothing downstream listens to it.
     c.req.raw = new Request(c.req.raw.url, {
       method: c.req.raw.method,
       headers: c.req.raw.headers,
       body: bytes as BodyInit,
-      signal: c.req.raw.signal,
     });
     await next();
   };

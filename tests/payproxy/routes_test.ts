@@ -187,6 +187,53 @@ Deno.test("payproxy routes answer every signature problem with the same 401 body
   assert.ok(w.w.deps.payproxy.metrics.requests.rejected >= 8);
 });
 
+Deno.test("payproxy routes answer a replay with 401 even when its body or model would be refused", async (t) => {
+  await using w = await payproxyWorld();
+  const replayed = async (url: string, body: string) => {
+    const init = await signedInit({ secret: w.key.secret, kid: w.key.kid, clock: w.w.clock, url, body });
+    const first = await w.w.app.request(url, init);
+    const again = await w.w.app.request(url, init);
+    return { first: first.status, again: again.status, body: await again.json() };
+  };
+  await t.step("an empty query (422 the first time)", async () => {
+    const r = await replayed(searchUrl(w.models.market.id), JSON.stringify({ query: "" }));
+    assert.deepEqual(r, { first: 422, again: 401, body: SIG_ERROR });
+  });
+  await t.step("a data model off the marketplace (404 the first time)", async () => {
+    const r = await replayed(searchUrl(w.models.closed.id), QUERY);
+    assert.deepEqual(r, { first: 404, again: 401, body: SIG_ERROR });
+  });
+  await t.step("a malformed AI model id (422 the first time)", async () => {
+    const r = await replayed("/payproxy/aimodel/am_bad-id", QUERY);
+    assert.deepEqual(r, { first: 422, again: 401, body: SIG_ERROR });
+  });
+  await t.step("a served request: the replay reaches neither the payment layer nor the search", async () => {
+    const calls = w.peer.calls.length;
+    const r = await replayed(searchUrl(w.models.market.id), JSON.stringify({ query: "local elections" }));
+    assert.deepEqual(r, { first: 200, again: 401, body: SIG_ERROR });
+    assert.equal(w.search.calls.length, 1);
+    assert.ok(w.peer.calls.length <= calls + 1, "at most the first request asked for an allowance");
+  });
+  const metrics = w.w.deps.payproxy.metrics.requests;
+  assert.equal(metrics.verified, 4, "first uses only");
+  assert.equal(metrics.rejected, 4, "every replay");
+});
+
+Deno.test("POST /payproxy/v2/search answers 401 without results or zc-usage when another process used the signature first", async () => {
+  await using w = await payproxyWorld();
+  const url = searchUrl(w.models.market.id);
+  const init = await signedInit({ secret: w.key.secret, kid: w.key.kid, clock: w.w.clock, url, body: QUERY });
+  // Another process behind the load balancer served this signature a moment ago: its mark is in KV.
+  const [, t, v1] = /t=(\d+),.*v1=([0-9a-f]{64})/.exec(new Headers(init.headers).get("zc-signature")!)!;
+  await w.w.deps.kv.set(["payproxy_replay", Number(t), w.key.kid, v1!], 1);
+  const res = await w.w.app.request(url, init);
+  assert.equal(res.status, 401);
+  assert.deepEqual(await res.json(), SIG_ERROR);
+  assert.equal(res.headers.get("zc-usage"), null);
+  assert.equal(w.w.deps.payproxy.metrics.requests.served, 0);
+  assert.equal(w.w.deps.payproxy.metrics.requests.rejected, 1);
+});
+
 Deno.test("POST /payproxy/v2/search answers 422 {message, code} for bodies it cannot use", async () => {
   await using t = await payproxyWorld();
   const url = searchUrl(t.models.market.id);
