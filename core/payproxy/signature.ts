@@ -183,10 +183,10 @@ export interface SignedRequest {
  * Signs a request with the scheme the payproxy routes verify. The storefront's paid proxy uses
  * it for upstream calls; this service uses it for its allowance calls.
  * @example
- * const s = await signRequest({ secret, kid, t: unixSeconds(clock), method: "POST", url, body, requestId });
+ * const s = signRequest({ secret, kid, t: unixSeconds(clock), method: "POST", url, body, requestId });
  * await fetch(url, { method: "POST", body, headers: { ...s.headers, "content-type": "application/json" } });
  */
-export async function signRequest(input: SignInput): Promise<SignedRequest> {
+export function signRequest(input: SignInput): SignedRequest {
   const body = typeof input.body === "string" ? encoder.encode(input.body) : input.body ?? new Uint8Array();
   const t = String(input.t);
   const canonical = canonicalString({
