@@ -44,7 +44,12 @@ export async function wrkAvailable(): Promise<boolean> {
 export async function runWrk(
   origin: string,
   requests: RawRequest[],
-  { seconds, connections }: { seconds: number; connections: number },
+  { seconds, connections, onStart }: {
+    seconds: number;
+    connections: number;
+    /** Called when the requests are written and wrk is about to start (to start measuring). */
+    onStart?: () => void;
+  },
 ): Promise<WrkResult> {
   const dir = await Deno.makeTempDir({ prefix: "wrk-" });
   try {
@@ -61,6 +66,7 @@ export async function runWrk(
     // The shell's own /proc stat, read after wrk exits, holds wrk's CPU in cutime and cstime.
     const script = `wrk -t1 -c${connections} -d${seconds}s --latency -s "${dir}/script.lua" "${origin}" ` +
       `-- "${dir}/requests.lua"; code=$?; read -r stat < /proc/$$/stat; echo "SHELLSTAT $stat"; exit $code`;
+    onStart?.();
     const out = await new Deno.Command("sh", { args: ["-c", script], stdout: "piped", stderr: "piped" }).output();
     const text = new TextDecoder().decode(out.stdout);
     if (!out.success) throw new Error(`wrk failed: ${text}${new TextDecoder().decode(out.stderr)}`);

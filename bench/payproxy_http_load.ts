@@ -184,11 +184,17 @@ try {
 
   // The same through wrk: prepared requests only (payproxy ones are single-use).
   const runWithWrk = async (durationMs: number, reqs: Req[]) => {
-    const serverCpu0 = cpuSeconds(child.pid), loadCpu0 = cpuSeconds("self"), sys0 = sysSeconds(child.pid);
+    let serverCpu0 = 0, loadCpu0 = 0, sys0 = 0;
     const raw = reqs.map((r) => ({ path: r.url.slice(base.length), headers: r.headers, body: r.body }));
-    const w = await runWrk(base, raw, { seconds: durationMs / 1000, connections: concurrency });
-    const serverCpu = serverCpu0 === null ? 0 : cpuSeconds(child.pid)! - serverCpu0;
-    const loadCpu = w.cpuSeconds + (loadCpu0 === null ? 0 : cpuSeconds("self")! - loadCpu0);
+    const w = await runWrk(base, raw, {
+      seconds: durationMs / 1000,
+      connections: concurrency,
+      onStart: () => {
+        [serverCpu0, loadCpu0, sys0] = [cpuSeconds(child.pid) ?? 0, cpuSeconds("self") ?? 0, sysSeconds(child.pid)];
+      },
+    });
+    const serverCpu = (cpuSeconds(child.pid) ?? 0) - serverCpu0;
+    const loadCpu = w.cpuSeconds + (cpuSeconds("self") ?? 0) - loadCpu0;
     return {
       ok: w.ok,
       failed: w.failed,
