@@ -61,7 +61,7 @@ export class PayproxyMetrics {
     unexpected: 0,
   };
   requests = {
-    /** Requests whose signature verified. */
+    /** Requests whose signature verified and was used for the first time. */
     verified: 0,
     /** Requests refused with 401 (any reason). */
     rejected: 0,
