@@ -17,18 +17,16 @@
  * verification, the single-use mark and the allowance round trip on top of the same search.
  */
 import { signRequest } from "../core/payproxy/signature.ts";
+import { SEARCH_BODIES, startDemoServer } from "./_demo_server.ts";
 import { runWrk, wrkAvailable } from "./_wrk.ts";
 
 const rounds = Number(Deno.env.get("LOAD_ROUNDS") ?? 4);
 const roundSeconds = Number(Deno.env.get("LOAD_ROUND_SECONDS") ?? 4);
 const concurrency = Number(Deno.env.get("LOAD_CONCURRENCY") ?? 64);
-const logLevel = Deno.env.get("LOG_LEVEL") ?? "warn";
 // Distinct paying agents the payproxy requests rotate through (each has its own allowance).
 const agents = Number(Deno.env.get("LOAD_AGENTS") ?? 1);
 const client = Deno.env.get("LOAD_CLIENT") ?? (await wrkAvailable() ? "wrk" : "fetch");
 if (client !== "wrk" && client !== "fetch") throw new Error("LOAD_CLIENT must be wrk or fetch");
-const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
-const root = new URL("..", import.meta.url).pathname;
 
 // The payment layer's allowance endpoint: a small peer that always allows.
 const peer = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
@@ -37,77 +35,31 @@ const peer = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, 
 });
 const peerUrl = `http://127.0.0.1:${peer.addr.port}`;
 
-const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-const port = (probe.addr as Deno.NetAddr).port;
-probe.close();
-const dataDir = await Deno.makeTempDir({ prefix: "svc-payproxy-load-", dir: Deno.env.get("LOAD_DATA_PARENT") }); // LOAD_DATA_PARENT: where DATA_DIR goes
-const env = {
-  DATA_DIR: dataDir,
-  PORT: String(port),
-  EMBEDDINGS_CACHE_PATH: cachePath,
-  LOG_LEVEL: logLevel,
-  AGENT_AUTH_URL: peerUrl,
-  // Default 1000 (the service default); 0 asks the payment layer on every request.
-  ALLOWANCE_CACHE_MS: Deno.env.get("ALLOWANCE_CACHE_MS") ?? "1000",
-};
-const child = new Deno.Command(Deno.execPath(), {
-  args: ["run", "-A", "main.ts", "serve"],
-  cwd: root,
-  env,
-  stdout: "piped",
-  stderr: "inherit",
-}).spawn();
-
-const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-let out = "";
+const server = await startDemoServer({
+  prefix: "svc-payproxy-load-",
+  dataParent: Deno.env.get("LOAD_DATA_PARENT"), // where DATA_DIR goes
+  env: {
+    AGENT_AUTH_URL: peerUrl,
+    // Default 1000 (the service default); 0 asks the payment layer on every request.
+    ALLOWANCE_CACHE_MS: Deno.env.get("ALLOWANCE_CACHE_MS") ?? "1000",
+  },
+});
+const { base, env, child } = server;
 try {
-  while (!/data model\s+dm_\w+/.test(out) || !/DEMO_API_KEY=\S+/.test(out)) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`server exited early:\n${out}`);
-    out += value;
-  }
-  (async () => {
-    while (!(await reader.read()).done) { /* drain */ }
-  })();
-  const key = /DEMO_API_KEY=(\S+)/.exec(out)![1]!;
-  const dmId = /data model\s+(dm_\w+)/.exec(out)![1]!;
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    if (await fetch(`${base}/healthz`).then((r) => r.text().then(() => r.ok)).catch(() => false)) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-
   // A payproxy secret for the demo seller, through the admin command (shown once, on stdout).
   const admin = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "main.ts", "admin", "payproxy-secret", "rotate", "--seller", "demo"],
-    cwd: root,
+    cwd: server.root,
     env,
     stdout: "piped",
     stderr: "inherit",
   }).output();
   const { kid, secret } = JSON.parse(new TextDecoder().decode(admin.stdout)) as { kid: string; secret: string };
 
-  const queries = [
-    "interest rates",
-    "coastal storm flooding",
-    "port strike",
-    "cup final",
-    "heatwave",
-    "budget airlines",
-    "flu vaccine",
-    "housing bill",
-    "film festival",
-    "coffee prices",
-    "mars rover",
-    "marathon record",
-  ];
-  const bodies = queries.flatMap((q) => [
-    JSON.stringify({ query: q }),
-    JSON.stringify({ query: q, search_algorithm: "most_recent", ref: "metrowire.example", num_articles_ref: 2 }),
-  ]);
-  const bearerUrl = `${base}/app/v2/search?data_model_id=${dmId}`;
-  const payproxyUrl = `${base}/payproxy/v2/search?data_model_id=${dmId}`;
-  const bearerHeaders = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+  const bodies = SEARCH_BODIES;
+  const bearerUrl = `${base}/app/v2/search?data_model_id=${server.dataModelId}`;
+  const payproxyUrl = `${base}/payproxy/v2/search?data_model_id=${server.dataModelId}`;
+  const bearerHeaders = { authorization: `Bearer ${server.apiKey}`, "content-type": "application/json" };
 
   type Req = { url: string; headers: Record<string, string>; body: string };
   let seq = 0;
@@ -284,8 +236,6 @@ try {
   console.log(line("payproxy", totals.payproxy));
   console.log(`payproxy / bearer throughput: ${(pp / b * 100).toFixed(1)} %`);
 } finally {
-  child.kill("SIGTERM");
-  await child.status;
+  await server.stop();
   await peer.shutdown();
-  await Deno.remove(dataDir, { recursive: true }).catch(() => {});
 }
