@@ -5,6 +5,7 @@
  * that verifies payproxy signatures and reports `zc-usage`.
  */
 import { Challenge, Credential, Method, z } from "mppx";
+import type { FixedClock } from "../../core/clock.ts";
 import type { AuthenticatedAgent, CreditPlan, PaygPlan } from "../../core/commerce/types.ts";
 import type { PayproxySecretStore } from "../../core/payproxy/secrets.ts";
 import type { Deps } from "../../core/deps.ts";
@@ -84,11 +85,13 @@ export interface CommerceWorld extends TestWorld {
 
 /** Builds the world. `upstream: true` starts the payproxy peer and points BASE_URL at it. */
 export async function createCommerceWorld(
-  { upstream = false, withSecret = true, withPlan = true, env: extraEnv = {} }: {
+  { upstream = false, withSecret = true, withPlan = true, env: extraEnv = {}, clock: worldClock }: {
     upstream?: boolean;
     withSecret?: boolean;
     withPlan?: boolean;
     env?: Record<string, string>;
+    /** The world's clock; a client that reads the process clock (mppx) needs one anchored there. */
+    clock?: FixedClock;
   } = {},
 ): Promise<CommerceWorld & AsyncDisposable> {
   const state = { mode: "ok" as UpstreamMode, calls: 0, verified: 0, url: "" };
@@ -126,7 +129,7 @@ export async function createCommerceWorld(
   };
   if (upstream) Object.assign(env, { BASE_URL: state.url, PAID_PROXY_UPSTREAM: "http" });
   Object.assign(env, extraEnv);
-  const w = await createTestWorld({ env });
+  const w = await createTestWorld({ env, clock: worldClock });
   const { deps, clock } = w;
   const now = clock.now().toISOString();
   const { tenantId } = await w.tenantWithKey("Seller Media");

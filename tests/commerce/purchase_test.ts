@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { Challenge, Receipt } from "mppx";
 import { Mppx } from "mppx/client";
+import { FixedClock } from "../../core/clock.ts";
 import { loadChallengeKey } from "../../core/commerce/challenges.ts";
 import { SANDBOX_TOKENS, type SandboxProcessor } from "../../core/commerce/processor.ts";
 import { createTestWorld } from "../_helpers.ts";
@@ -22,7 +23,9 @@ async function kvKeys(kv: Deno.Kv, prefix: string): Promise<number> {
 }
 
 Deno.test("purchase: a plan bought through the mppx client grants credit and returns a Payment-Receipt", async () => {
-  await using w = await createCommerceWorld();
+  // mppx's client checks a challenge's `expires` against the process clock, so the world's fixed
+  // clock starts at the process's "now" (whatever date that is) instead of a calendar date.
+  await using w = await createCommerceWorld({ clock: new FixedClock(Date.now()) });
   const { token, agent } = await w.agents.issue();
   // A real client of the Payment scheme. It swaps Authorization for the Payment credential on the
   // retry; the agent token then rides in ZC-Agent-Authorization, as spec 5.3 asks.
