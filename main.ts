@@ -71,6 +71,7 @@ async function serve(config: Config): Promise<void> {
           "",
           "Demo data seeded. The API key is shown this once; keep it:",
           `  DEMO_API_KEY=${seeded.apiKey}`,
+          `  OPERATOR_KEY=${seeded.operatorKey}    (opens /payproxy/metrics and, with MAIL_OUTBOX=true, /dev/outbox)`,
           `  tenant        ${seeded.ids.tenantId}`,
           `  data model    ${seeded.ids.dataModelId} (marketplace), ${seeded.ids.secondDataModelId}`,
           `  AI model      ${seeded.ids.aiModelId}`,
@@ -92,7 +93,7 @@ async function serve(config: Config): Promise<void> {
     agent_auth_url: config.agentAuthUrl,
     default_seller: config.storefront.defaultSellerId,
     mailer: deps.mailer.kind,
-    ...(deps.mailer.kind === "outbox" ? { outbox: `${config.agentAuthUrl}/dev/outbox` } : {}),
+    ...(deps.mailer.kind === "outbox" ? { outbox: `${config.agentAuthUrl}/dev/outbox (operator key)` } : {}),
   });
 
   // One shutdown, however many signals arrive. `server.finished` resolves as soon as the server

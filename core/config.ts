@@ -70,6 +70,7 @@ const envSchema = z.object({
   MAIL_FROM: z.string().regex(/^[^\s@<>]+@[^\s@<>]+$|^[^<>]*<[^\s@<>]+@[^\s@<>]+>$/, {
     error: "MAIL_FROM must be an e-mail address, optionally as Name <address>",
   }).optional(),
+  MAIL_OUTBOX: bool("MAIL_OUTBOX").default(false),
   TRUST_PROXY: int("TRUST_PROXY", 0, 10).default(0),
   STOREFRONT_RATE_LIMIT: int("STOREFRONT_RATE_LIMIT", 1, 1_000_000).default(30),
   STOREFRONT_RATE_WINDOW_S: int("STOREFRONT_RATE_WINDOW_S", 1, 86400).default(60),
@@ -147,8 +148,11 @@ export interface Config {
     rateLimit: number;
     rateWindowS: number;
   };
-  /** Outgoing mail: SMTP when `smtpUrl` is set, otherwise the KV outbox (`/dev/outbox`). */
-  mail: { smtpUrl: string | null; from: string };
+  /**
+   * Outgoing mail: SMTP when `smtpUrl` is set; otherwise the KV outbox (`/dev/outbox`, operator
+   * key required) when `outbox` is on; otherwise none (claims answer 503 `mail_unavailable`).
+   */
+  mail: { smtpUrl: string | null; from: string; outbox: boolean };
   /** How many reverse proxies sit in front; 0 ignores `X-Forwarded-For`. */
   trustProxy: number;
   /** Let user-supplied URLs reach loopback, private, CGNAT and unique-local addresses (tests, demo). */
@@ -284,7 +288,11 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       rateLimit: e.STOREFRONT_RATE_LIMIT,
       rateWindowS: e.STOREFRONT_RATE_WINDOW_S,
     },
-    mail: { smtpUrl: e.SMTP_URL ?? null, from: e.MAIL_FROM ?? "Storefront <no-reply@storefront.invalid>" },
+    mail: {
+      smtpUrl: e.SMTP_URL ?? null,
+      from: e.MAIL_FROM ?? "Storefront <no-reply@storefront.invalid>",
+      outbox: e.MAIL_OUTBOX,
+    },
     trustProxy: e.TRUST_PROXY,
     allowPrivateUrls: e.ALLOW_PRIVATE_URLS,
     fetchTimeoutMs: e.FETCH_TIMEOUT_MS,

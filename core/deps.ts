@@ -15,6 +15,7 @@ import type { EmbeddingProvider } from "./search/embeddings/provider.ts";
 import { OpenAiEmbeddings } from "./search/embeddings/openai.ts";
 import { defaultCacheName, LocalEmbeddings } from "./search/embeddings/wink.ts";
 import { ApiKeyService } from "./auth/api_keys.ts";
+import { OperatorKeys } from "./auth/operator_keys.ts";
 import type { Clock } from "./clock.ts";
 import { type Commerce, createCommerce } from "./commerce/mod.ts";
 import type { Config } from "./config.ts";
@@ -35,6 +36,8 @@ export interface Deps {
   log: Logger;
   repos: Repos;
   apiKeys: ApiKeyService;
+  /** Operator credentials (outbox, payproxy metrics). */
+  operatorKeys: OperatorKeys;
   duckdb: AnalyticsDb;
   /** Outbound HTTP; injected so tests can point it at local peers. */
   fetch: typeof fetch;
@@ -142,6 +145,7 @@ export function assembleDeps(inputs: DepsInputs): Deps {
     ...inputs,
     repos,
     apiKeys: new ApiKeyService(kv, clock),
+    operatorKeys: new OperatorKeys(kv, clock),
     fetch,
     mailer,
     storefront,

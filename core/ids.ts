@@ -16,6 +16,7 @@ export const ID_PREFIXES = {
   claim: "cl",
   refreshFamily: "rf",
   plan: "pl",
+  operatorKey: "opk",
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIXES)[keyof typeof ID_PREFIXES];

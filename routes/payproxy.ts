@@ -32,6 +32,7 @@
  * - Real-time overlaps only steps 4 and 5 and awaits the mark before the allowance: an answer may
  *   call a paid model API, which no replay may reach.
  */
+import { requireOperator } from "./middleware/operator.ts";
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../core/deps.ts";
@@ -64,7 +65,7 @@ const realtimeBodySchema = z.object({
 }).loose();
 
 type Ctx = Context<AppEnv>;
-type PayproxyDeps = Pick<Deps, "config" | "repos" | "payproxy" | "search" | "answer" | "log">;
+type PayproxyDeps = Pick<Deps, "config" | "repos" | "payproxy" | "search" | "answer" | "log" | "operatorKeys">;
 
 /** `POST /payproxy/v2/search`, `POST /payproxy/aimodel/{aimodel_external_id}` and `GET /payproxy/metrics`. */
 export function createPayproxyRoutes(deps: PayproxyDeps) {
@@ -204,7 +205,8 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
     return withUsage(c.json(body as Record<string, unknown>, 200), slug);
   });
 
-  app.get("/payproxy/metrics", (c) => c.json(metrics.snapshot(), 200));
+  // Counters reveal traffic and allowance outcomes: operators only.
+  app.get("/payproxy/metrics", requireOperator(deps.operatorKeys), (c) => c.json(metrics.snapshot(), 200));
   return app;
 }
 
@@ -364,8 +366,9 @@ const metricsDoc = createRoute({
   method: "get",
   path: "/payproxy/metrics",
   tags: ["payproxy"],
-  summary: "Payproxy counters of this process (allowance outcomes, fail-opens, 401s, 402s)",
+  summary: "Payproxy counters of this process (allowance outcomes, fail-opens, 401s, 402s); operator key required",
   responses: {
+    401: { description: "No operator key (`Authorization: Bearer op_...`)" },
     200: {
       description: "Counters since start",
       content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },

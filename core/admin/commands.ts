@@ -92,6 +92,14 @@ export const adminCommands: Record<string, AdminCommand> = {
       return { id, revoked: true };
     },
   },
+  "operator-key create": {
+    usage: "operator-key create [--name <label>]",
+    options: { name: { type: "string" } },
+    async run(deps, v) {
+      const { key, record } = await deps.operatorKeys.create(typeof v.name === "string" ? v.name : "operator");
+      return { id: record.id, name: record.name, key, note: "Store this key now: it is not shown again" };
+    },
+  },
   "data-model create": {
     usage:
       "data-model create --tenant <tn_...> --name <name> [--tool-name <slug>] --site <domain=Site Name>... [--marketplace]",

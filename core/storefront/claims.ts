@@ -1,3 +1,4 @@
+import { html } from "hono/html";
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes, sha256Hex, timingSafeEqual } from "../crypto.ts";
 import { sfError } from "./errors.ts";
@@ -6,7 +7,7 @@ import type { Logger } from "../log.ts";
 import type { AccountStore } from "./accounts.ts";
 import { isEmail, isPlusAliased, normalizeEmail } from "./emails.ts";
 import type { IssuedClaim, IssuedIdentity } from "./identity_body.ts";
-import type { Mailer } from "./mailer.ts";
+import type { Mailer, MailMessage } from "./mailer.ts";
 import type { RefreshTokens } from "./refresh_tokens.ts";
 import type { TokenService } from "./tokens.ts";
 import type { Claim, ClaimAttempt, Credential } from "./types.ts";
@@ -14,10 +15,18 @@ import { formatUserCode, newUserCode, normalizeUserCode } from "./user_code.ts";
 
 /** Wrong user codes allowed per confirmed attempt; the next try answers `too_many_attempts`. */
 export const MAX_WRONG_CODES = 5;
+/** Wrong e-mailed codes allowed on the claim page per e-mail; then the link is locked. */
+export const MAX_WRONG_MAIL_CODES = 5;
+/**
+ * Verification e-mails one claim may send. With {@link MAX_WRONG_MAIL_CODES} this bounds the
+ * guesses at a mail code to 25 per claim (each 1 in 20^8), and the mail a victim can receive.
+ */
+export const MAX_CLAIM_EMAILS = 5;
 // A service_auth claim token (not its e-mailed link) stays usable this long.
 const PENDING_CLAIM_TTL_S = 86_400;
 const CLAIM_TOKEN_RE = /^clt_[A-Za-z0-9_-]{43}$/;
 const LINK_RE = /^[A-Za-z0-9_-]{43}$/;
+const PROOF_RE = /^[A-Za-z0-9_-]{43}$/;
 
 const err = (status: number, code: string, message: string) => sfError(status, code, message);
 
@@ -25,15 +34,30 @@ const err = (status: number, code: string, message: string) => sfError(status, c
 export type ClaimPageState =
   | { kind: "unknown" }
   | { kind: "expired" }
+  /** Waiting for the code from the e-mail. */
   | { kind: "pending"; email: string; sellerId: string; expiresAt: string }
+  /** The mail code was used; only the browser holding the proof may decide. */
+  | { kind: "proven" }
+  /** Too many wrong mail codes for this e-mail. */
+  | { kind: "locked" }
   | { kind: "confirmed" }
   | { kind: "denied" }
   | { kind: "completed" };
 
+/** What entering the e-mailed code on the page leads to. */
+export type MailCodeResult =
+  | ClaimPageState
+  /** Mailbox control proven: `proof` (shown to this browser only) lets it confirm or deny. */
+  | { kind: "mail_proven"; proof: string; email: string; sellerId: string; expiresAt: string }
+  | { kind: "wrong_mail_code"; triesLeft: number; email: string; sellerId: string; expiresAt: string };
+
 /**
  * Claims (spec 3 and 5.3.4): a claim token is handed to the agent; `requestVerification` e-mails
- * the human a link to the claim page; the human confirms (and is shown a user code) or denies;
- * `complete` trades the claim token and the code for a claimed credential, exactly once.
+ * the human a link to the claim page and a one-time code. The link is also returned to the agent
+ * (spec 2.9), so it proves nothing: the page first asks for the e-mailed code (`proveMailbox`),
+ * which appears only in the e-mail, and hands the browser that entered it a proof; with that
+ * proof the human confirms (and is shown a user code) or denies; `complete` trades the claim
+ * token and the user code for a claimed credential, exactly once.
  */
 export class ClaimService {
   constructor(
@@ -101,8 +125,13 @@ export class ClaimService {
       if (claim.email && claim.email !== email) {
         throw err(400, "invalid_login_hint", "login_hint must be the address this claim was opened for");
       }
+      const sent = claim.emailsSent ?? 0;
+      if (sent >= MAX_CLAIM_EMAILS) {
+        throw err(403, "too_many_attempts", "Too many verification e-mails for this claim: register again");
+      }
       const link = base64url(randomBytes(32));
       const linkHash = await sha256Hex(link);
+      const mailCode = newUserCode();
       const ttl = this.opts.claimTtlS;
       const attempt: ClaimAttempt = {
         linkHash,
@@ -110,32 +139,18 @@ export class ClaimService {
         sentAt: now.toISOString(),
         expiresAt: new Date(now.getTime() + ttl * 1000).toISOString(),
         status: "sent",
+        mailCodeHash: await sha256Hex(mailCode),
+        wrongMailCodes: 0,
         wrongCodes: 0,
       };
       const res = await this.kv.atomic().check(entry)
-        .set(["claim", hash], { ...claim, attempt }, { expireIn: this.#keepMs(claim) })
+        .set(["claim", hash], { ...claim, attempt, emailsSent: sent + 1 }, { expireIn: this.#keepMs(claim) })
         .set(["claim_link", linkHash], hash, { expireIn: (ttl + 86_400) * 1000 })
         .commit();
       if (!res.ok) continue;
       const uri = this.opts.claimPageUrl(link);
       try {
-        await this.mailer.send({
-          to: email,
-          subject: `Confirm the AI agent acting for you at ${sellerName}`,
-          text: [
-            `An AI agent asked to be linked to ${email} at ${sellerName}.`,
-            "",
-            `If that was you, open this link within ${Math.round(ttl / 60)} minutes and confirm:`,
-            uri,
-            "",
-            "The page then shows a code to give to your agent. If you did not ask for this, open the link and deny,",
-            "or ignore this message.",
-          ].join("\n"),
-          html: `<p>An AI agent asked to be linked to <b>${escapeHtml(email)}</b> at ${escapeHtml(sellerName)}.</p>` +
-            `<p>If that was you, <a href="${escapeHtml(uri)}">open this link</a> within ${Math.round(ttl / 60)} ` +
-            `minutes and confirm. The page then shows a code to give to your agent.</p>` +
-            `<p>If you did not ask for this, deny on the page or ignore this message.</p>`,
-        });
+        await this.mailer.send(claimEmail({ to: email, sellerName, uri, mailCode, minutes: Math.round(ttl / 60) }));
       } catch (cause) {
         this.log.error("claim e-mail not sent", {
           claim_id: claim.claimId,
@@ -164,25 +179,69 @@ export class ClaimService {
     if (a.status === "confirmed") return { kind: "confirmed" };
     if (a.status === "denied") return { kind: "denied" };
     if (this.#past(a.expiresAt) || this.#past(claim.expiresAt)) return { kind: "expired" };
+    if (a.mailProvenAt) return { kind: "proven" };
+    if (a.wrongMailCodes >= MAX_WRONG_MAIL_CODES) return { kind: "locked" };
     return { kind: "pending", email: a.email, sellerId: claim.sellerId, expiresAt: a.expiresAt };
   }
 
   /**
-   * The human's decision on the claim page. Confirming returns the user code (shown once, as XXXX-XXXX).
-   * @returns the page state after the decision, with the code when confirmed now.
+   * The code from the e-mail, entered on the claim page. Single-use: the first correct entry
+   * consumes it (the commit is guarded by the claim's versionstamp) and returns a fresh proof for
+   * that browser only. Wrong entries count; after {@link MAX_WRONG_MAIL_CODES} the link is locked.
    */
-  async decide(
-    link: string,
-    decision: "confirm" | "deny",
-  ): Promise<ClaimPageState | { kind: "code"; userCode: string }> {
-    for (let i = 0; i < 8; i++) {
+  async proveMailbox(link: string, mailCode: string): Promise<MailCodeResult> {
+    for (let i = 0; i < 16; i++) {
       const found = await this.#byLink(link);
       if (!found) return { kind: "unknown" };
       const state = await this.pageState(link);
       if (state.kind !== "pending") return state;
       const { entry, claim, hash } = found;
+      const a = claim.attempt!;
+      const code = normalizeUserCode(mailCode);
+      // Hash first so the comparison is between equal-length digests, in constant time.
+      const ok = timingSafeEqual(await sha256Hex(code ?? "-"), a.mailCodeHash) && code !== null;
+      let attempt: ClaimAttempt;
+      let proof: string | null = null;
+      if (ok) {
+        proof = base64url(randomBytes(32));
+        attempt = { ...a, mailProvenAt: this.clock.now().toISOString(), proofHash: await sha256Hex(proof) };
+      } else {
+        attempt = { ...a, wrongMailCodes: a.wrongMailCodes + 1 };
+      }
+      const res = await this.kv.atomic().check(entry)
+        .set(["claim", hash], { ...claim, attempt }, { expireIn: this.#keepMs(claim) })
+        .commit();
+      if (!res.ok) continue;
+      const shown = { email: a.email, sellerId: claim.sellerId, expiresAt: a.expiresAt };
+      if (proof) return { kind: "mail_proven", proof, ...shown };
+      const triesLeft = MAX_WRONG_MAIL_CODES - attempt.wrongMailCodes;
+      return triesLeft > 0 ? { kind: "wrong_mail_code", triesLeft, ...shown } : { kind: "locked" };
+    }
+    throw new Error("claim update kept conflicting");
+  }
+
+  /**
+   * The human's decision on the claim page, by the browser that proved mailbox control (`proof`
+   * from {@link proveMailbox}). Confirming returns the user code (shown once, as XXXX-XXXX).
+   * @returns the page state after the decision, with the code when confirmed now; `pending` or
+   * `proven` when the proof is missing or wrong (nothing is decided).
+   */
+  async decide(
+    link: string,
+    decision: "confirm" | "deny",
+    proof: string,
+  ): Promise<ClaimPageState | { kind: "code"; userCode: string } | { kind: "proof_required" }> {
+    for (let i = 0; i < 8; i++) {
+      const found = await this.#byLink(link);
+      if (!found) return { kind: "unknown" };
+      const state = await this.pageState(link);
+      if (state.kind === "pending") return { kind: "proof_required" };
+      if (state.kind !== "proven") return state;
+      const { entry, claim, hash } = found;
       const now = this.clock.now();
       const a = claim.attempt!;
+      const proofOk = PROOF_RE.test(proof) && timingSafeEqual(await sha256Hex(proof), a.proofHash ?? "");
+      if (!proofOk) return { kind: "proof_required" };
       let attempt: ClaimAttempt;
       let code: string | null = null;
       if (decision === "deny") {
@@ -201,6 +260,7 @@ export class ClaimService {
         .set(["claim", hash], { ...claim, attempt }, { expireIn: this.#keepMs(claim) })
         .commit();
       if (!res.ok) continue;
+      // The user code is only ever in this return value: the page shows it to the proven browser.
       return code ? { kind: "code", userCode: formatUserCode(code) } : { kind: "denied" };
     }
     throw new Error("claim decision kept conflicting");
@@ -312,8 +372,34 @@ export class ClaimService {
   }
 }
 
-/** Escapes text for HTML element content and attribute values. */
-export function escapeHtml(s: string): string {
-  return s.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;").replaceAll('"', "&quot;")
-    .replaceAll("'", "&#39;");
+/**
+ * The verification e-mail: the claim page link and the one-time code that proves the reader
+ * controls the mailbox. The code is in this message and nowhere else.
+ */
+function claimEmail(
+  m: { to: string; sellerName: string; uri: string; mailCode: string; minutes: number },
+): MailMessage {
+  const code = formatUserCode(m.mailCode);
+  return {
+    to: m.to,
+    subject: `Confirm the AI agent acting for you at ${m.sellerName}`,
+    text: [
+      `An AI agent asked to be linked to ${m.to} at ${m.sellerName}.`,
+      "",
+      `If that was you, open this link within ${m.minutes} minutes:`,
+      m.uri,
+      "",
+      `and enter this verification code: ${code}`,
+      "",
+      "Do not share the verification code with anyone, not even your agent. After you confirm, the page shows a",
+      "different code to give to your agent. If you did not ask for this, ignore this message.",
+    ].join("\n"),
+    html: String(
+      html`<p>An AI agent asked to be linked to <b>${m.to}</b> at ${m.sellerName}.</p>
+<p>If that was you, <a href="${m.uri}">open this link</a> within ${m.minutes} minutes and enter this verification code:</p>
+<p style="font:700 1.6rem monospace;letter-spacing:.15em" id="mail-code">${code}</p>
+<p>Do not share the verification code with anyone, not even your agent. After you confirm, the page shows a
+different code to give to your agent. If you did not ask for this, ignore this message.</p>`,
+    ),
+  };
 }

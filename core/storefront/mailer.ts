@@ -12,7 +12,7 @@ export interface MailMessage {
 
 /** Sends e-mail. The SMTP mailer is the real one; the outbox keeps mail in KV for the embedded demo. */
 export interface Mailer {
-  readonly kind: "smtp" | "outbox";
+  readonly kind: "smtp" | "outbox" | "none";
   /** @throws Error when the message could not be handed over (the caller answers 503). */
   send(message: MailMessage): Promise<void>;
   /** Releases pooled connections, if any. */
@@ -52,6 +52,15 @@ export class SmtpMailer implements Mailer {
   }
 }
 
+/** No mail transport is configured: every send fails (claims answer 503 `mail_unavailable`). */
+export class NoMailer implements Mailer {
+  readonly kind = "none" as const;
+
+  send(): Promise<void> {
+    return Promise.reject(new Error("no mail transport: set SMTP_URL (or MAIL_OUTBOX=true for a local demo)"));
+  }
+}
+
 /** A message kept by the {@link OutboxMailer}. */
 export interface OutboxEntry extends MailMessage {
   id: string;
@@ -62,7 +71,11 @@ export interface OutboxEntry extends MailMessage {
 // Outbox mail is a convenience for the local demo; it is dropped after a day.
 const OUTBOX_TTL_MS = 86_400_000;
 
-/** Keeps mail in KV (`["outbox", sentAtMs, id]`) instead of sending it; listed at `/dev/outbox`. */
+/**
+ * Keeps mail in KV (`["outbox", sentAtMs, id]`) instead of sending it; listed at `/dev/outbox` to
+ * an operator key only. Claim e-mails carry the secret that proves mailbox control, so the outbox
+ * is off unless MAIL_OUTBOX is set.
+ */
 export class OutboxMailer implements Mailer {
   readonly kind = "outbox" as const;
 

@@ -7,7 +7,7 @@ import { ClaimService } from "./claims.ts";
 import { IdJagVerifier } from "./id_jag.ts";
 import { IdentityService } from "./identity.ts";
 import { SigningKeyStore } from "./keys.ts";
-import { type Mailer, OutboxMailer, SmtpMailer } from "./mailer.ts";
+import { type Mailer, NoMailer, OutboxMailer, SmtpMailer } from "./mailer.ts";
 import { RefreshTokens } from "./refresh_tokens.ts";
 import { SellerRegistry } from "./sellers.ts";
 import { TokenService } from "./tokens.ts";
@@ -25,11 +25,14 @@ export interface Storefront {
   limiter: FixedWindowLimiter;
 }
 
-/** The mailer the config asks for: SMTP when SMTP_URL is set, otherwise the KV outbox. */
+/**
+ * The mailer the config asks for: SMTP when SMTP_URL is set, the KV outbox only when MAIL_OUTBOX
+ * is on, otherwise none (mail is refused, never kept where someone else could read it).
+ */
 export function createMailer(config: Config, kv: Deno.Kv, clock: Clock): Mailer {
-  return config.mail.smtpUrl
-    ? new SmtpMailer(config.mail.smtpUrl, config.mail.from)
-    : new OutboxMailer(kv, clock, config.mail.from);
+  if (config.mail.smtpUrl) return new SmtpMailer(config.mail.smtpUrl, config.mail.from);
+  if (config.mail.outbox) return new OutboxMailer(kv, clock, config.mail.from);
+  return new NoMailer();
 }
 
 /** Wires the storefront over open stores. Pure: no I/O until a method is called. */

@@ -61,6 +61,14 @@ export interface ClaimAttempt {
   /** The link dies at this time unless the human confirmed before. */
   expiresAt: string;
   status: "sent" | "confirmed" | "denied";
+  /** sha256 of the one-time code sent only in the e-mail: the proof of mailbox control. */
+  mailCodeHash: string;
+  /** Wrong mail codes entered on the page for this attempt. */
+  wrongMailCodes: number;
+  /** When the mail code was entered correctly (it is single-use). */
+  mailProvenAt?: string;
+  /** sha256 of the page-session proof handed to the browser that entered the mail code. */
+  proofHash?: string;
   decidedAt?: string;
   /** sha256 of the normalized user code, set when the human confirmed. */
   userCodeHash?: string;
@@ -81,6 +89,8 @@ export interface Claim {
   createdAt: string;
   expiresAt: string;
   attempt?: ClaimAttempt;
+  /** Verification e-mails sent for this claim (bounded: each one allows a few code guesses). */
+  emailsSent?: number;
   completedAt?: string;
   /** The credential the completed claim produced or upgraded. */
   completedCredentialId?: string;

@@ -126,6 +126,8 @@ export async function createCommerceWorld(
   const env: Record<string, string> = {
     AGENT_AUTH_URL: "http://store.test",
     NETWORK_API_URL: "http://store.test/network",
+    // Claim e-mails land in the KV outbox, where tests read them as the human's mailbox.
+    MAIL_OUTBOX: "true",
   };
   if (upstream) Object.assign(env, { BASE_URL: state.url, PAID_PROXY_UPSTREAM: "http" });
   Object.assign(env, extraEnv);

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { decideOnPage } from "../storefront/_world.ts";
 import { Challenge, Receipt } from "mppx";
 import { Mppx } from "mppx/client";
 import { FixedClock } from "../../core/clock.ts";
@@ -468,19 +469,6 @@ Deno.test("entitlements: a plan bought before the claim is shared with every oth
     assert.equal(res.status, 200);
     return (await res.json()).access_token as string;
   };
-  /** The human's side of a claim: confirm on the page, read the code. */
-  const confirmOnPage = async (uri: string) => {
-    const page = await w.app.request(uri);
-    const html = await page.text();
-    const csrf = /name="csrf" value="([^"]+)"/.exec(html)![1]!;
-    const cookie = page.headers.get("set-cookie")!.split(";")[0]!;
-    const res = await w.app.request(uri, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", cookie, origin: new URL(uri).origin },
-      body: new URLSearchParams({ csrf, decision: "confirm" }).toString(),
-    });
-    return /id="user-code">([A-Z]{4}-[A-Z]{4})</.exec(await res.text())![1]!;
-  };
   const claim = async (claimToken: string, email: string) => {
     const started = await post("/agent/identity/claim", {
       type: "service_auth",
@@ -491,7 +479,8 @@ Deno.test("entitlements: a plan bought before the claim is shared with every oth
     const uri = (await started.json()).claim.attempt.verification_uri as string;
     const done = await post("/agent/identity/claim/complete", {
       claim_token: claimToken,
-      user_code: await confirmOnPage(uri),
+      // The human's side: the code from the e-mail (outbox), confirm on the page, read the user code.
+      user_code: (await decideOnPage(w, uri, "confirm")).userCode,
     });
     assert.equal(done.status, 200);
     return (await done.json()).identity;

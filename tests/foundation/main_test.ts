@@ -45,6 +45,19 @@ Deno.test("main.ts serve: seeds on an empty DATA_DIR, prints the key once, stops
     res = await fetch(`http://127.0.0.1:${port}/v1/data-models`, { headers: { authorization: `Bearer ${key}` } });
     assert.equal(res.status, 200);
     assert.equal((await res.json()).data.length, 2);
+    const operatorKey = /OPERATOR_KEY=(op_\S+)/.exec(first.out)?.[1];
+    assert.ok(operatorKey, "the operator key is printed");
+    res = await fetch(`http://127.0.0.1:${port}/payproxy/metrics`);
+    assert.equal(res.status, 401, "metrics need the operator key");
+    await res.body?.cancel();
+    res = await fetch(`http://127.0.0.1:${port}/payproxy/metrics`, {
+      headers: { authorization: `Bearer ${operatorKey}` },
+    });
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+    res = await fetch(`http://127.0.0.1:${port}/dev/outbox`);
+    assert.equal(res.status, 404, "no outbox unless MAIL_OUTBOX=true");
+    await res.body?.cancel();
     first.child.kill("SIGTERM");
     assert.equal((await first.child.status).code, 0);
     await first.rest;

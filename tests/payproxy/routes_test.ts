@@ -292,7 +292,9 @@ Deno.test("POST /payproxy/v2/search fails open when the payment layer is down, a
   assert.equal(res.status, 200);
   assert.ok(res.headers.get("zc-usage"));
   assert.ok(t.w.log.lines.some((l) => l.msg === "allowance check failed open" && l.level === "warn"));
-  const metrics = await (await t.w.app.request("/payproxy/metrics")).json();
+  const { key } = await t.w.deps.operatorKeys.create();
+  const metrics = await (await t.w.app.request("/payproxy/metrics", { headers: { authorization: `Bearer ${key}` } }))
+    .json();
   assert.equal(metrics.allowance.failOpen, 1);
   assert.equal(metrics.allowance.failOpenByReason.unreachable, 1);
   assert.equal(metrics.requests.served, 1);

@@ -1,4 +1,5 @@
 import { FixedClock } from "../../core/clock.ts";
+import { OutboxMailer } from "../../core/storefront/mailer.ts";
 import { seedStorefront } from "../../fixtures/storefront.ts";
 import { createTestWorld, type TestWorld } from "../_helpers.ts";
 import { type LocalIdp, startLocalIdp } from "./_idp.ts";
@@ -28,6 +29,8 @@ export async function storefrontWorld(
     env: {
       TRUSTED_ISSUERS: JSON.stringify([{ issuer: idp.issuer, jwks_url: idp.jwksUrl }]),
       STOREFRONT_RATE_LIMIT: "100000",
+      // The human's mailbox in tests: the KV outbox, read in-process (tests with SMTP_URL read a local SMTP server).
+      MAIL_OUTBOX: "true",
       ...env,
     },
   });
@@ -62,27 +65,66 @@ export async function json(res: Response): Promise<{ status: number; body: Recor
   return { status: res.status, body: await res.json() };
 }
 
+/** The verification code in a claim e-mail's text (quoted-printable soft breaks allowed). */
+export function mailCodeIn(text: string): string | null {
+  return /verification code: ([A-Z]{4}-[A-Z]{4})/.exec(text.replace(/=\r?\n/g, ""))?.[1] ?? null;
+}
+
 /**
- * Plays the human on the claim page: opens the link, then posts the decision with the page's
- * CSRF field and cookie. Returns the page HTML after the decision and the user code when shown.
+ * The human reading their mailbox: the code of the claim e-mail that carries `verificationUri`,
+ * from the world's outbox mailer (MAIL_OUTBOX). Tests with SMTP_URL read their SMTP server instead.
+ */
+export async function mailCodeFromOutbox(w: TestWorld, verificationUri: string): Promise<string> {
+  const mailer = w.deps.mailer;
+  if (!(mailer instanceof OutboxMailer)) throw new Error("the world has no outbox mailer: pass mailCode");
+  const mail = (await mailer.list(500)).find((m) => m.text.includes(verificationUri));
+  const code = mail ? mailCodeIn(mail.text) : null;
+  if (!code) throw new Error(`no claim e-mail carries ${verificationUri}`);
+  return code;
+}
+
+/** A claim page response: status, HTML, and what the test reads from it. */
+export interface ClaimPageView {
+  status: number;
+  html: string;
+  userCode: string | null;
+}
+
+/**
+ * Plays the human on the claim page: opens the link, enters the code from the e-mail (read from
+ * the outbox unless `mailCode` is given), then posts the decision with the page's CSRF field,
+ * cookie and mailbox proof. Returns the page after the decision and the user code when shown.
  */
 export async function decideOnPage(
   w: TestWorld,
   verificationUri: string,
   decision: "confirm" | "deny",
-): Promise<{ status: number; html: string; userCode: string | null }> {
+  { mailCode }: { mailCode?: string } = {},
+): Promise<ClaimPageView> {
+  const code = mailCode ?? await mailCodeFromOutbox(w, verificationUri);
   const page = await w.app.request(verificationUri);
   const html = await page.text();
   const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1];
   const cookie = page.headers.get("set-cookie")?.split(";")[0];
   if (!csrf || !cookie) throw new Error(`claim page offered no form (status ${page.status}): ${html.slice(0, 200)}`);
-  const res = await w.app.request(verificationUri, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded", cookie, origin: new URL(verificationUri).origin },
-    body: new URLSearchParams({ csrf, decision }).toString(),
-  });
+  const post = (fields: Record<string, string>) =>
+    w.app.request(verificationUri, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", cookie, origin: new URL(verificationUri).origin },
+      body: new URLSearchParams({ csrf, ...fields }).toString(),
+    });
+  const verified = await post({ mail_code: code });
+  const verifiedHtml = await verified.text();
+  const proof = /name="proof" value="([^"]+)"/.exec(verifiedHtml)?.[1];
+  if (!proof) return { status: verified.status, html: verifiedHtml, userCode: null };
+  const res = await post({ proof, decision });
   const out = await res.text();
-  return { status: res.status, html: out, userCode: /id="user-code">([A-Z]{4}-[A-Z]{4})</.exec(out)?.[1] ?? null };
+  return { status: res.status, html: out, userCode: userCodeIn(out) };
+}
+
+/** The user code a claim page shows, if any. */
+export function userCodeIn(html: string): string | null {
+  return /id="user-code">([A-Z]{4}-[A-Z]{4})</.exec(html)?.[1] ?? null;
 }
 
 /** service_auth registration, then the claim request; returns the claim token and the link. */

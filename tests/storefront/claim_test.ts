@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { decideOnPage, json, SF, startServiceAuthClaim, storefrontWorld } from "./_world.ts";
+import { decideOnPage, json, mailCodeIn, SF, startServiceAuthClaim, storefrontWorld } from "./_world.ts";
 import { startLocalSmtp } from "./_smtp.ts";
 
 const complete = (claimToken: string, userCode: string) => ({ claim_token: claimToken, user_code: userCode });
@@ -10,11 +10,14 @@ Deno.test("claim: e-mail over real SMTP, confirm on the page, complete with the 
   const { claimToken, verificationUri } = await startServiceAuthClaim(w, "grace@example.com");
   assert.ok(verificationUri.startsWith(`${SF}/claim/`), verificationUri);
 
-  await t.step("the e-mail reaches the SMTP server and carries the link", async () => {
+  let mailCode = "";
+  await t.step("the e-mail reaches the SMTP server and carries the link and the verification code", async () => {
     const [mail] = await smtp.waitFor(1);
     assert.deepEqual(mail!.to, ["grace@example.com"]);
     assert.equal(mail!.from, "shop@example.com");
     assert.ok(mail!.raw.replace(/=\r\n/g, "").includes(verificationUri), "link in the message");
+    mailCode = mailCodeIn(mail!.raw)!;
+    assert.match(mailCode, /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
   });
   await t.step("the outbox page does not exist while SMTP is configured", async () => {
     assert.equal((await w.app.request(`${SF}/dev/outbox`)).status, 404);
@@ -25,8 +28,9 @@ Deno.test("claim: e-mail over real SMTP, confirm on the page, complete with the 
     assert.equal(r.body.error, "claim_not_confirmed");
   });
 
-  const { userCode } = await decideOnPage(w, verificationUri, "confirm");
+  const { userCode } = await decideOnPage(w, verificationUri, "confirm", { mailCode });
   assert.match(userCode!, /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
+  assert.notEqual(userCode, mailCode, "the agent's code is not the e-mailed one");
 
   await t.step("the code is case-insensitive and the dash optional", async () => {
     const r = await json(
@@ -217,13 +221,18 @@ Deno.test("claim: an unclaimed anonymous credential is claimed the same way; old
     );
     assert.equal(r.body.error, "already_claimed");
   });
-  await t.step("the outbox page lists the claim e-mail (outbox mailer, no SMTP_URL)", async () => {
-    const page = await w.app.request(`${SF}/dev/outbox`);
-    assert.equal(page.status, 200);
-    const html = await page.text();
-    assert.ok(html.includes("anon@example.com"));
-    assert.ok(html.includes(uri));
-  });
+  await t.step(
+    "the outbox page lists the claim e-mail to an operator key only (MAIL_OUTBOX, no SMTP_URL)",
+    async () => {
+      assert.equal((await w.app.request(`${SF}/dev/outbox`)).status, 401);
+      const { key } = await w.deps.operatorKeys.create();
+      const page = await w.app.request(`${SF}/dev/outbox`, { headers: { authorization: `Bearer ${key}` } });
+      assert.equal(page.status, 200);
+      const html = await page.text();
+      assert.ok(html.includes("anon@example.com"));
+      assert.ok(html.includes(uri));
+    },
+  );
 });
 
 Deno.test("claim: interaction_required's claim attaches a new credential to the existing account", async () => {
