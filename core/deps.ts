@@ -1,5 +1,7 @@
 import type { AnalyticsDb } from "../analytics/duckdb.ts";
+import { AnalyticsCache } from "../analytics/cache.ts";
 import { AnalyticsEngine } from "../analytics/engine.ts";
+import { FixedWindowLimiter } from "./rate_limit.ts";
 import { EventPipeline, type EventSink } from "../analytics/events.ts";
 import type { AnswerService } from "./answer/types.ts";
 import { answerServiceFor } from "./answer/wiring.ts";
@@ -8,6 +10,7 @@ import type { UrlAnalyzer } from "./search/url_analyzer.ts";
 import { SignedLinks } from "./search/tracking.ts";
 import { WebPageAnalyzer } from "./extract/analyzer.ts";
 import { ImageService } from "./images/image_service.ts";
+import { Loopback } from "./net/loopback.ts";
 import { SafeFetcher } from "./net/safe_fetch.ts";
 import { SearchEngine } from "./search/engine.ts";
 import { AnalyticsQuerySource } from "./search/analytics_queries.ts";
@@ -71,10 +74,16 @@ export interface Deps {
   eventPipeline: EventPipeline;
   /** Analytics query engine over the Parquet event files. */
   analytics: AnalyticsEngine;
+  /** Answers of the analytics rollups, cached in KV per tenant and filters. */
+  analyticsCache: AnalyticsCache;
+  /** Requests per API key per minute on the analytics rollups. */
+  analyticsLimiter: FixedWindowLimiter;
   /** Payproxy signing secrets, signature verifier, allowance client and counters (issue 5). */
   payproxy: PayproxyServices;
   /** Plans, payments, entitlements and the paid proxy (issue 8). */
   commerce: Commerce;
+  /** This process's own routes; createApp binds them (the paid proxy's in-process upstream). */
+  loopback: Loopback;
 }
 
 /** The parts of {@link Deps} that are opened (stores) or chosen (clock, log, fetch) by the caller. */
@@ -141,6 +150,8 @@ export function assembleDeps(inputs: DepsInputs): Deps {
   });
   const storefront = createStorefront({ ...inputs, fetch, mailer });
   const payproxy = createPayproxyServices({ ...inputs, fetch });
+  const loopback = new Loopback();
+  const baseOrigin = new URL(config.baseUrl).origin;
   const deps: Deps = {
     ...inputs,
     repos,
@@ -155,7 +166,13 @@ export function assembleDeps(inputs: DepsInputs): Deps {
       sellers: storefront.sellers,
       secrets: payproxy.secrets,
       credentialsOfHuman: (humanId) => storefront.accounts.credentialIds(humanId),
+      // Paid calls to this process's own payproxy routes skip the network hop unless told not to.
+      upstream: (req) =>
+        config.paidProxyUpstream === "inprocess" && new URL(req.url).origin === baseOrigin
+          ? loopback.fetch(req)
+          : fetch(req),
     }),
+    loopback,
     safeFetch,
     urlAnalyzer,
     links,
@@ -173,6 +190,12 @@ export function assembleDeps(inputs: DepsInputs): Deps {
     events,
     eventPipeline: events,
     analytics,
+    analyticsCache: new AnalyticsCache(kv, clock, config.analyticsCacheTtlS),
+    analyticsLimiter: new FixedWindowLimiter(kv, clock, {
+      scope: "rate_limit_analytics",
+      limit: config.analyticsRateLimitPerMin,
+      windowS: 60,
+    }),
     payproxy,
   };
   deps.answer = answerServiceFor(deps);

@@ -2,15 +2,16 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { streamSSE } from "hono/streaming";
 import { INTERACTION_TYPES, MAX_PROMPT_CHARS } from "../analytics/schema.ts";
+import { askingWidget, isHttpUrl } from "../core/answer/asker.ts";
 import type { AnswerContext } from "../core/answer/types.ts";
 import type { Deps } from "../core/deps.ts";
 import { AppError, notFound, unprocessable } from "../core/errors.ts";
 import { describeError } from "../core/log.ts";
 import type { AppEnv } from "./env.ts";
 import { toAppError } from "./errors.ts";
+import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
-import { createRouter } from "./validation.ts";
 
 /**
  * Longest accepted question. The spec leaves it open; 2,000 characters is a long paragraph, and
@@ -49,7 +50,7 @@ const errorBody = (description: string) => ({
 
 const route = createRoute({
   method: "post",
-  path: "/app/aimodel/{ai_model_id}",
+  path: "/{ai_model_id}",
   tags: ["real-time search"],
   summary: "Answer a question with an AI model, grounded in its data models",
   description: "Retrieves fresh articles from the model's data models and answers from them. With " +
@@ -101,16 +102,6 @@ function optionalField(c: Context<AppEnv>, body: Body, field: keyof Body, header
   return raw;
 }
 
-function httpUrl(value: string): boolean {
-  if (value.length > 2048) return false;
-  try {
-    const u = new URL(value);
-    return u.protocol === "http:" || u.protocol === "https:";
-  } catch {
-    return false;
-  }
-}
-
 /** Who is asking: tenant, widget, session and the rest of the interaction record. */
 async function answerContext(
   c: Context<AppEnv>,
@@ -120,19 +111,14 @@ async function answerContext(
   const tenantId = c.get("tenantId")!;
   const widgetId = optionalField(c, body, "widget_id", "x-widget-id", WIDGET_ID);
   let deploymentType: string | undefined;
-  if (widgetId) {
-    // An id from another tenant would file this tenant's traffic under someone else's widget.
-    const widget = await deps.repos.widgets.getForTenant(tenantId, widgetId);
-    if (!widget) throw unprocessable("widget_id not found");
-    deploymentType = widget.deploymentType;
-  }
+  if (widgetId) deploymentType = (await askingWidget(deps.repos.widgets, tenantId, widgetId)).deploymentType;
   let referringUrl: string | undefined;
   if (body.referring_url !== undefined && body.referring_url !== "") {
-    if (!httpUrl(body.referring_url)) throw unprocessable("referring_url must be an absolute http(s) URL");
+    if (!isHttpUrl(body.referring_url)) throw unprocessable("referring_url must be an absolute http(s) URL");
     referringUrl = body.referring_url;
   } else {
     const referer = c.req.header("referer");
-    if (referer && httpUrl(referer)) referringUrl = referer;
+    if (referer && isHttpUrl(referer)) referringUrl = referer;
   }
   return {
     tenantId,
@@ -147,15 +133,15 @@ async function answerContext(
 }
 
 /**
- * `POST /app/aimodel/{ai_model_id}`: real-time search with a bearer API key. `{query}` in,
+ * Mounted at `/app/aimodel`: `POST /{ai_model_id}`, real-time search with a bearer API key. `{query}` in,
  * `{message}` out (structured models: the JSON payload as text), or a server-sent event stream
  * when the caller accepts `text/event-stream`.
  */
 export function createAiModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "answer" | "config" | "log">) {
-  const app = createRouter();
-  app.use("/app/aimodel/*", apiKeyAuth(deps.apiKeys));
-  app.use("/app/aimodel/:ai_model_id", checkModelId());
-  app.use("/app/aimodel/*", bodyReader({ limit: deps.config.maxBodyBytes }));
+  const app = familyApp("message", deps.log);
+  app.use("*", apiKeyAuth(deps.apiKeys));
+  app.use("/:ai_model_id", checkModelId());
+  app.use("*", bodyReader({ limit: deps.config.maxBodyBytes }));
 
   app.openapi(route, async (c) => {
     const { ai_model_id: id } = c.req.valid("param");

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { AnalyticsCache, type CacheStatus } from "../analytics/cache.ts";
+import type { CacheStatus } from "../analytics/cache.ts";
 import {
   type AnalyticsQuery,
   ASK_AI_FILTERS,
@@ -16,11 +16,9 @@ import {
 } from "../analytics/rollups.ts";
 import type { Deps } from "../core/deps.ts";
 import type { AppEnv } from "./env.ts";
-import { createEventRoutes } from "./events.ts";
+import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
-import { FixedWindowLimiter } from "../core/rate_limit.ts";
 import { rateLimit } from "./middleware/rate_limit.ts";
-import { createRouter } from "./validation.ts";
 
 const str = (description: string) => z.string().optional().openapi({ description });
 const dates = {
@@ -59,7 +57,7 @@ const bearer = [{ bearerAuth: [] }];
 const routes = {
   askAi: createRoute({
     method: "get",
-    path: "/v1/analytics/ask-ai",
+    path: "/ask-ai",
     tags: ["analytics"],
     summary: "Ask AI engagement rollup",
     security: bearer,
@@ -68,7 +66,7 @@ const routes = {
   }),
   logs: createRoute({
     method: "get",
-    path: "/v1/analytics/ask-ai/logs",
+    path: "/ask-ai/logs",
     tags: ["analytics"],
     summary: "Ask AI log rows, newest first",
     security: bearer,
@@ -86,7 +84,7 @@ const routes = {
   }),
   sponsored: createRoute({
     method: "get",
-    path: "/v1/analytics/sponsored-conversations",
+    path: "/sponsored-conversations",
     tags: ["analytics"],
     summary: "Sponsored-conversation rollup over the tenant's campaigns",
     security: bearer,
@@ -105,7 +103,7 @@ const routes = {
   }),
   session: createRoute({
     method: "get",
-    path: "/v1/analytics/session-intelligence",
+    path: "/session-intelligence",
     tags: ["analytics"],
     summary: "Session intelligence (six dashboard reports in one)",
     security: bearer,
@@ -115,26 +113,17 @@ const routes = {
 };
 
 /**
- * The analytics routes: `POST /v1/events` and the four `GET /v1/analytics/...` rollups (bearer
- * key, rate limit per key, KV answer cache).
+ * Mounted at `/v1/analytics`: the four `GET` rollups (bearer key, rate limit per key, KV answer
+ * cache; the cache and the limiter are built with the other services).
  */
-export function createAnalyticsRoutes(deps: Deps) {
-  const app = createRouter();
-  app.route("/", createEventRoutes(deps));
-  const cache = new AnalyticsCache(deps.kv, deps.clock, deps.config.analyticsCacheTtlS);
+export function createAnalyticsRoutes(
+  deps: Pick<Deps, "analytics" | "analyticsCache" | "analyticsLimiter" | "apiKeys" | "repos" | "clock" | "log">,
+) {
+  const app = familyApp("message", deps.log);
+  const cache = deps.analyticsCache;
   const rollupDeps: RollupDeps = { engine: deps.analytics, repos: deps.repos, clock: deps.clock };
-  app.use("/v1/analytics/*", apiKeyAuth(deps.apiKeys));
-  app.use(
-    "/v1/analytics/*",
-    rateLimit({
-      limiter: new FixedWindowLimiter(deps.kv, deps.clock, {
-        scope: "rate_limit_analytics",
-        limit: deps.config.analyticsRateLimitPerMin,
-        windowS: 60,
-      }),
-      key: (c) => c.get("apiKey")?.id,
-    }),
-  );
+  app.use("*", apiKeyAuth(deps.apiKeys));
+  app.use("*", rateLimit({ limiter: deps.analyticsLimiter, key: (c) => c.get("apiKey")?.id }));
 
   /** Validates the query, then answers from the cache or computes and stores the answer. */
   const answer = async (

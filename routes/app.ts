@@ -1,60 +1,100 @@
+/**
+ * The HTTP app. Every URL family is a sub-app mounted at its prefix, with its own `onError`
+ * rendering its error body (routes/family.ts); the root only adds request ids, the access log and
+ * the 404 of paths no family owns.
+ *
+ * Where each URL is served:
+ *
+ *   /healthz, /readyz, /docs              routes/system.ts (`/openapi.json`: here)
+ *   /app/v2/search                        routes/search.ts
+ *   /app/aimodel/{id}                     routes/aimodel.ts
+ *   /payproxy/...                         routes/payproxy.ts
+ *   /v1/analytics/...                     routes/analytics.ts
+ *   /v1/events                            routes/events.ts
+ *   /v1/data-models[/{id}/articles]       routes/data_models.ts
+ *   /v1/ai-models, widgets, campaigns,    routes/resources.ts (and every other `/v1` path)
+ *     prompts
+ *   /r/{token}                            routes/redirect.ts
+ *   /img                                  routes/images.ts
+ *   storefront (AGENT_AUTH_URL)           routes/storefront/mod.ts mounts:
+ *     /agent/identity/...                   identity.ts
+ *     /agent/entitlements, /network/...     entitlements.ts
+ *     /oauth2/token                         token.ts
+ *     /.well-known/...                      discovery.ts
+ *     /claim/{link}                         claim_page.ts
+ *     /dev/outbox                           outbox.ts
+ *     /plans/{id}/purchase, /extend         purchase.ts
+ *     /payments/{ref}, /checkout/{ref}      checkout.ts
+ *     /services, /manifest.json, /llms*.txt catalog.ts
+ *     /internal/allowance                   allowance.ts
+ *     /v2/search, /aimodel/{id}             paid_proxy.ts
+ */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Deps } from "../core/deps.ts";
 import { notFound } from "../core/errors.ts";
-import type { AppEnv } from "./env.ts";
-import { createAnalyticsRoutes } from "./analytics.ts";
 import { createAiModelRoutes } from "./aimodel.ts";
+import { createAnalyticsRoutes } from "./analytics.ts";
+import { createDataModelRoutes } from "./data_models.ts";
+import type { AppEnv } from "./env.ts";
 import { createErrorHandler } from "./errors.ts";
+import { createEventRoutes } from "./events.ts";
+import { familyApp, mount } from "./family.ts";
+import { createImageRoutes } from "./images.ts";
 import { accessLog } from "./middleware/access_log.ts";
 import { requestId } from "./middleware/request_id.ts";
-import { createImageRoutes } from "./images.ts";
-import { createRedirectRoutes } from "./redirect.ts";
 import { createPayproxyRoutes } from "./payproxy.ts";
+import { createRedirectRoutes } from "./redirect.ts";
 import { createResourceRoutes } from "./resources.ts";
-import { createStorefrontRoutes } from "./storefront/mod.ts";
 import { createSearchRoutes } from "./search.ts";
-import { createCommerceRoutes } from "./storefront/commerce.ts";
-import { registerStorefrontDocs } from "./storefront/commerce_docs.ts";
+import { mountStorefront } from "./storefront/mod.ts";
 import { createSystemRoutes } from "./system.ts";
-import { validationHook } from "./validation.ts";
 
 /** Version of the service's interface description. */
 export const API_VERSION = "1.0.0";
 
 /**
- * Builds the whole HTTP app from its dependencies. No I/O happens here beyond what the deps do.
+ * Builds the whole HTTP app from its dependencies and binds it as this process's own routes
+ * (`deps.loopback`). No I/O happens here beyond what the deps do.
  */
 export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
-  // deno-lint-ignore no-explicit-any
-  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook as any });
+  const app = new OpenAPIHono<AppEnv>();
   app.use("*", requestId());
   app.use("*", accessLog(deps.log));
-  app.use("*", async (c, next) => {
-    c.set("family", "message");
-    await next();
-  });
-  app.onError(createErrorHandler(deps.log));
+  app.onError(createErrorHandler(deps.log, "message"));
   app.notFound(() => {
     throw notFound("Not found");
   });
 
+  // System routes have no common prefix; they sit at the root, in the root's own family.
   app.route("/", createSystemRoutes(deps));
-  // Before the resource routes: their `/v1/*` key check must not run for widget event posts.
-  app.route("/", createAnalyticsRoutes(deps));
-  app.route("/", createResourceRoutes(deps));
-  app.route("/", createStorefrontRoutes(deps));
-  app.route("/", createRedirectRoutes(deps));
-  app.route("/", createImageRoutes(deps));
-  app.route("/", createSearchRoutes(deps));
-  app.route("/", createAiModelRoutes(deps));
-  app.route("/", createPayproxyRoutes(deps));
-  app.route("/", createCommerceRoutes(deps, { self: (req) => app.fetch(req) }));
 
-  registerStorefrontDocs(app);
+  const bearerApi = familyApp("message", deps.log);
+  bearerApi.route("/v2/search", createSearchRoutes(deps));
+  bearerApi.route("/aimodel", createAiModelRoutes(deps));
+  mount(app, "/app", bearerApi);
+  mount(app, "/payproxy", createPayproxyRoutes(deps));
+
+  // The `/v1` families with files of their own first: the `/v1` resource app owns every other
+  // `/v1` path (and asks for an API key before its 404).
+  mount(app, "/v1/analytics", createAnalyticsRoutes(deps));
+  mount(app, "/v1/events", createEventRoutes(deps));
+  mount(app, "/v1/data-models", createDataModelRoutes(deps));
+  mount(app, "/v1", createResourceRoutes(deps));
+
+  mount(app, "/r", createRedirectRoutes(deps));
+  mount(app, "/img", createImageRoutes(deps));
+  mountStorefront(app, deps);
+
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",
     scheme: "bearer",
     description: "Tenant API key (`ak_...`)",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "agentToken", {
+    type: "http",
+    scheme: "bearer",
+    description:
+      "Agent access token from POST /oauth2/token; in `ZC-Agent-Authorization` when `Authorization` carries `Payment ...`",
   });
   app.doc31("/openapi.json", {
     openapi: "3.1.0",
@@ -64,5 +104,6 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
     },
     servers: [{ url: deps.config.baseUrl }],
   });
+  deps.loopback.bind(app.fetch);
   return app;
 }

@@ -8,14 +8,16 @@ export interface AgentContext extends AgentPrincipal {
   seller: Seller;
 }
 
-/** Which error-body shape a route group answers with (the spec fixes one per family). */
+/**
+ * Which error-body shape a route group answers with (the spec fixes one per family). Each sub-app
+ * is built for one family (routes/family.ts), so a route's family follows from where it is mounted.
+ */
 export type ErrorFamily = "message" | "payproxy" | "storefront" | "oauth";
 
 /** Hono environment shared by every route module. */
 export type AppEnv = {
   Variables: {
     requestId: string;
-    family: ErrorFamily;
     /** Set by the API key middleware. */
     apiKey?: ApiKeyRecord;
     tenantId?: string;

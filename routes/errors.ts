@@ -86,10 +86,12 @@ export function errorResponse(err: AppError, family: ErrorFamily): Response {
   return new Response(r.body, { status: r.status, headers });
 }
 
-/** Hono `onError` handler: logs unexpected errors with the request id, answers in the family shape. */
-export function createErrorHandler(log: Logger) {
+/**
+ * Hono `onError` handler of one route family: logs unexpected errors with the request id, answers
+ * in the family's body shape.
+ */
+export function createErrorHandler(log: Logger, family: ErrorFamily) {
   return (err: unknown, c: Context<AppEnv>): Response => {
-    const family = c.get("family") ?? "message";
     const { appError, unexpected } = toAppError(err, family);
     if (unexpected) {
       log.error("unexpected error", { request_id: c.get("requestId"), path: c.req.path, error: describeError(err) });

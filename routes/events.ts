@@ -4,8 +4,8 @@ import type { Deps } from "../core/deps.ts";
 import { AppError, unprocessable } from "../core/errors.ts";
 import type { IngestContext } from "../analytics/enrich.ts";
 import type { AppEnv } from "./env.ts";
+import { familyApp } from "./family.ts";
 import { bodyReader } from "./middleware/body.ts";
-import { createRouter } from "./validation.ts";
 
 /** Most events one `POST /v1/events` may carry. */
 export const MAX_EVENTS_PER_BATCH = 500;
@@ -19,7 +19,7 @@ const corsHeaders = (origin: string) => ({
 
 const route = createRoute({
   method: "post",
-  path: "/v1/events",
+  path: "/",
   tags: ["analytics"],
   summary: "Ingest a batch of analytics events (widget or server)",
   description: "From the Ask AI widget: no Authorization header; `widget_id` in the body and an `Origin` header in " +
@@ -51,10 +51,13 @@ const route = createRoute({
   },
 });
 
-/** `POST /v1/events` (+ its CORS preflight): the ingestion endpoint of the analytics pipeline. */
-export function createEventRoutes(deps: Deps) {
-  const app = createRouter();
-  app.options("/v1/events", (c) => {
+/**
+ * Mounted at `/v1/events`: `POST` (+ its CORS preflight), the ingestion endpoint of the analytics
+ * pipeline.
+ */
+export function createEventRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "eventPipeline" | "config" | "log">) {
+  const app = familyApp("message", deps.log);
+  app.options("/", (c) => {
     const origin = c.req.header("origin");
     return c.body(null, 204, {
       ...(origin ? corsHeaders(origin) : {}),
@@ -63,7 +66,7 @@ export function createEventRoutes(deps: Deps) {
       "Access-Control-Max-Age": "600",
     });
   });
-  app.use("/v1/events", bodyReader({ limit: deps.config.eventsMaxBodyBytes }));
+  app.use("/", bodyReader({ limit: deps.config.eventsMaxBodyBytes }));
   // bodyReader caps the size and checks the JSON; the route schema then checks the batch shape.
   const handler = async (c: Context<AppEnv>) => {
     const { events, widget_id } = (c.req as unknown as { valid(t: "json"): { events: unknown[]; widget_id?: string } })

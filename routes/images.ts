@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../core/deps.ts";
 import { AppError, notFound } from "../core/errors.ts";
 import { ImageBusyError, ImageOriginError, MIN_DIMENSION } from "../core/images/image_service.ts";
-import { createRouter } from "./validation.ts";
+import { familyApp } from "./family.ts";
 
 const dimension = (name: string, max: number) =>
   z.string().regex(/^\d{1,5}$/, { error: `must be a whole number from ${MIN_DIMENSION} to ${max}` })
@@ -23,14 +23,14 @@ function acceptsWebp(accept: string | undefined): boolean {
 }
 
 /**
- * `GET /img?src={signed ref}&w=&h=&fit=`: the endpoint behind every `image_url`. Only sources
- * signed by this service are served (never an open proxy).
+ * `GET /img?src={signed ref}&w=&h=&fit=` (mounted at `/img`): the endpoint behind every
+ * `image_url`. Only sources signed by this service are served (never an open proxy).
  */
-export function createImageRoutes(deps: Pick<Deps, "links" | "images">) {
+export function createImageRoutes(deps: Pick<Deps, "links" | "images" | "log">) {
   const max = deps.images.maxDimension;
   const route = createRoute({
     method: "get",
-    path: "/img",
+    path: "/",
     tags: ["search"],
     summary: "Resized, optimised article image (`image_url`)",
     description: `Append \`&w=<width>&h=<height>\` (${MIN_DIMENSION} to ${max}) to an \`image_url\`. ` +
@@ -57,7 +57,7 @@ export function createImageRoutes(deps: Pick<Deps, "links" | "images">) {
       503: { description: "Too many resize jobs waiting; `Retry-After` says when to retry" },
     },
   });
-  const app = createRouter();
+  const app = familyApp("message", deps.log);
   app.openapi(route, async (c) => {
     const q = c.req.valid("query");
     const ref = await deps.links.verifyImage(q.src);

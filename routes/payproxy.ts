@@ -32,7 +32,6 @@
  * - Real-time overlaps only steps 4 and 5 and awaits the mark before the allowance: an answer may
  *   call a paid model API, which no replay may reach.
  */
-import { requireOperator } from "./middleware/operator.ts";
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../core/deps.ts";
@@ -49,12 +48,14 @@ import {
 } from "../core/payproxy/signature.ts";
 import { isSearchType, isSearchVersion, SEARCH_TYPES, SEARCH_VERSIONS } from "../core/search/retrieval_mode.ts";
 import { searchRequestSchema } from "../core/search/types.ts";
-import type { AiModel, DataModel } from "../core/store/models.ts";
+import { marketplaceAiModel, marketplaceDataModel } from "../core/payproxy/marketplace.ts";
 import { MAX_QUERY_CHARS } from "./aimodel.ts";
 import type { AppEnv } from "./env.ts";
-import { bodyReader } from "./middleware/body.ts";
-import { errorFamily } from "./middleware/family.ts";
-import { createRouter, describeIssue } from "./validation.ts";
+import { familyApp } from "./family.ts";
+import { requireOperator } from "./middleware/operator.ts";
+import { bodyReader, decodeJson } from "./middleware/body.ts";
+import { documented } from "./openapi.ts";
+import { describeIssue } from "./validation.ts";
 
 /** Every payproxy call is metered as one `query`. */
 const USAGE: UsageItem[] = [{ meterSlug: "query", quantity: 1 }];
@@ -67,12 +68,124 @@ const realtimeBodySchema = z.object({
 type Ctx = Context<AppEnv>;
 type PayproxyDeps = Pick<Deps, "config" | "repos" | "payproxy" | "search" | "answer" | "log" | "operatorKeys">;
 
-/** `POST /payproxy/v2/search`, `POST /payproxy/aimodel/{aimodel_external_id}` and `GET /payproxy/metrics`. */
+const signedHeaders = z.object({
+  "zc-signature": z.string().openapi({
+    description: "`t=<unix-seconds>,kid=<key-id>,v1=<hex HMAC-SHA256>` over the canonical string (spec 5.2)",
+    example: "t=1795348800,kid=ppk_vectors01,v1=bae2c74564e5029ae42e177859e44a89a60831c231d8691f1e1341a4ce127a2a",
+  }),
+  "zc-request-id": z.string().openapi({ description: "Caller's request id; part of the signed string" }),
+  "zc-agent-id": z.string().optional().openapi({
+    description: "Paying agent; part of the signed string (empty when absent); caller identity `payproxy:<id>`",
+  }),
+});
+const usageHeaderDoc = {
+  [USAGE_HEADER]: {
+    description: 'JSON array: `[{"serviceSlug":"...","meterSlug":"query","quantity":1}]`',
+    schema: { type: "string" as const },
+  },
+};
+const commonResponses = {
+  401: {
+    description: "Signature missing, invalid, replayed, or not configured",
+    content: { "application/json": { schema: z.object({ error: z.literal("invalid_payproxy_signature") }) } },
+  },
+  402: {
+    description: "Allowance denied",
+    content: {
+      "application/json": {
+        schema: z.object({
+          error: z.literal("payment_required"),
+          serviceSlug: z.string(),
+          usage: z.array(z.object({ meterSlug: z.literal("query"), quantity: z.number().int() })),
+        }),
+      },
+    },
+  },
+  404: { description: "Model unresolved, private or not marketplace-enabled (no body)" },
+  422: {
+    description: "Body unreadable, empty query, or malformed model id",
+    content: {
+      "application/json": { schema: z.object({ message: z.string(), code: z.string().optional() }) },
+    },
+  },
+  500: { description: "Unexpected error (no body)" },
+};
+
+const searchDoc = createRoute({
+  method: "post",
+  path: "/v2/search",
+  tags: ["payproxy"],
+  summary: "Article recommendations behind the payment proxy",
+  description:
+    "Signature-authenticated variant of `/app/v2/search`: marketplace-enabled data models only, allowance check before the search, usage in `zc-usage`, nothing counted on the tenant's platform usage.",
+  request: {
+    query: z.object({
+      data_model_id: z.string().openapi({ description: "Data model id (`dm_...`)" }),
+      search_version: z.enum(Object.keys(SEARCH_VERSIONS) as [string, ...string[]]).optional().openapi({
+        description: "Ranking version of the retrieval pipeline: `2` (default) blends vectors and words equally, `1` " +
+          "leans on words (vectors 25 %)",
+      }),
+    }),
+    headers: signedHeaders,
+    body: { required: true, content: { "application/json": { schema: searchRequestSchema } } },
+  },
+  responses: {
+    200: {
+      description: "SearchResponse",
+      headers: usageHeaderDoc,
+      content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+    },
+    400: {
+      description: "A required query parameter is missing",
+      content: { "text/plain": { schema: z.string() } },
+    },
+    ...commonResponses,
+  },
+});
+
+const realtimeDoc = createRoute({
+  method: "post",
+  path: "/aimodel/{aimodel_external_id}",
+  tags: ["payproxy"],
+  summary: "Real-time answer behind the payment proxy",
+  description:
+    "Signature-authenticated variant of `/app/aimodel/{id}`. Private or non-marketplace models are 404. Structured models emit their payload instead of `{message}`.",
+  request: {
+    params: z.object({ aimodel_external_id: z.string().openapi({ description: "AI model id (`am_...`)" }) }),
+    headers: signedHeaders,
+    body: { required: true, content: { "application/json": { schema: realtimeBodySchema } } },
+  },
+  responses: {
+    200: {
+      description: "`{message}` or the model's structured payload",
+      headers: usageHeaderDoc,
+      content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+    },
+    ...commonResponses,
+  },
+});
+
+const metricsDoc = createRoute({
+  method: "get",
+  path: "/metrics",
+  tags: ["payproxy"],
+  summary: "Payproxy counters of this process (allowance outcomes, fail-opens, 401s, 402s); operator key required",
+  responses: {
+    401: { description: "No operator key (`Authorization: Bearer op_...`)" },
+    200: {
+      description: "Counters since start",
+      content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+    },
+  },
+});
+
+/**
+ * Mounted at `/payproxy`: `POST /v2/search`, `POST /aimodel/{aimodel_external_id}` and
+ * `GET /metrics`, each served with its OpenAPI definition above.
+ */
 export function createPayproxyRoutes(deps: PayproxyDeps) {
-  const app = createRouter();
+  const app = familyApp("payproxy", deps.log);
   const { verifier, allowance, metrics } = deps.payproxy;
-  app.use("/payproxy/*", errorFamily("payproxy"));
-  for (const route of [searchDoc, realtimeDoc, metricsDoc]) app.openAPIRegistry.registerPath(route);
   const readBody = bodyReader({ limit: deps.config.maxBodyBytes, json: false });
 
   /**
@@ -154,16 +267,14 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
     return res;
   };
 
-  app.post("/payproxy/v2/search", requireSearchQuery, readBody, async (c) => {
+  documented(app, searchDoc, requireSearchQuery, readBody, async (c) => {
     const { verified, consumed } = await verify(c);
     const { result, slug } = await whileConsuming(consumed, async () => {
       const request = parseBody(c, searchRequestSchema);
       if (request.search_type !== undefined && !isSearchType(request.search_type)) {
         throw new AppError(422, "invalid_request", `search_type must be one of ${SEARCH_TYPES.join(", ")}`);
       }
-      const dataModelId = c.req.query("data_model_id")!;
-      const dm = await deps.repos.dataModels.get(dataModelId);
-      if (!dm || !dm.marketplace) throw modelNotFound(dataModelId, dm);
+      const dm = await marketplaceDataModel(deps.repos.dataModels, c.req.query("data_model_id")!);
       const slug = serviceSlug(dm);
       await requireAllowance(c, verified, slug);
       if (!deps.search) throw new Error("search service is not configured");
@@ -179,10 +290,10 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
     return withUsage(c.json(result, 200), slug);
   });
 
-  app.post("/payproxy/aimodel/:aimodel_external_id", readBody, async (c) => {
+  documented(app, realtimeDoc, readBody, async (c) => {
     const { verified, consumed } = await verify(c);
     const { query, model } = await whileConsuming(consumed, async () => {
-      const id = c.req.param("aimodel_external_id");
+      const id = c.req.param("aimodel_external_id") ?? "";
       if (!AM_ID_RE.test(id)) {
         throw new AppError(422, "invalid_model_id", "aimodelExternalId is not in the correct format");
       }
@@ -191,9 +302,7 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
       if (query.length > MAX_QUERY_CHARS) {
         throw new AppError(422, "query_too_long", `query is too long: the limit is ${MAX_QUERY_CHARS} characters`);
       }
-      const model = await deps.repos.aiModels.get(id);
-      if (!model || model.private || !model.marketplace) throw modelNotFound(id, model);
-      return { query, model };
+      return { query, model: await marketplaceAiModel(deps.repos.aiModels, id) };
     });
     const slug = serviceSlug(model);
     await requireAllowance(c, verified, slug);
@@ -206,7 +315,7 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
   });
 
   // Counters reveal traffic and allowance outcomes: operators only.
-  app.get("/payproxy/metrics", requireOperator(deps.operatorKeys), (c) => c.json(metrics.snapshot(), 200));
+  documented(app, metricsDoc, requireOperator(deps.operatorKeys), (c) => c.json(metrics.snapshot(), 200));
   return app;
 }
 
@@ -235,16 +344,14 @@ async function requireSearchQuery(c: Ctx, next: () => Promise<void>): Promise<vo
 
 /** Step 4: the raw bytes as a JSON object matching `schema`; every problem is a 422 `{message, code}`. */
 function parseBody<T>(c: Ctx, schema: z.ZodType<T>): T {
-  let value: unknown;
-  try {
-    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(c.get("rawBody") ?? new Uint8Array()));
-  } catch (err) {
-    const why = err instanceof SyntaxError ? err.message : "body is not valid UTF-8";
-    throw new AppError(422, "invalid_body", `Request body could not be decoded: ${why}`);
+  const decoded = decodeJson(c.get("rawBody") ?? new Uint8Array(), { object: true });
+  if (!("value" in decoded)) {
+    const message = decoded.kind === "syntax"
+      ? `Request body could not be decoded: ${decoded.why}`
+      : "Request body must be a JSON object";
+    throw new AppError(422, "invalid_body", message);
   }
-  if (!value || typeof value !== "object" || Array.isArray(value)) {
-    throw new AppError(422, "invalid_body", "Request body must be a JSON object");
-  }
+  const value = decoded.value;
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
@@ -254,124 +361,3 @@ function parseBody<T>(c: Ctx, schema: z.ZodType<T>): T {
   }
   throw new AppError(422, "invalid_request", describeIssue(issue));
 }
-
-/** 404 with no body; the log says which gate refused. */
-function modelNotFound(id: string, model: DataModel | AiModel | null): AppError {
-  const why = !model
-    ? `model ${id} does not exist`
-    : "private" in model && model.private
-    ? `model ${id} is private`
-    : `model ${id} is not marketplace-enabled`;
-  return new AppError(404, "not_found", "Not found", { cause: new Error(why) });
-}
-
-const signedHeaders = z.object({
-  "zc-signature": z.string().openapi({
-    description: "`t=<unix-seconds>,kid=<key-id>,v1=<hex HMAC-SHA256>` over the canonical string (spec 5.2)",
-    example: "t=1795348800,kid=ppk_vectors01,v1=bae2c74564e5029ae42e177859e44a89a60831c231d8691f1e1341a4ce127a2a",
-  }),
-  "zc-request-id": z.string().openapi({ description: "Caller's request id; part of the signed string" }),
-  "zc-agent-id": z.string().optional().openapi({
-    description: "Paying agent; part of the signed string (empty when absent); caller identity `payproxy:<id>`",
-  }),
-});
-const usageHeaderDoc = {
-  [USAGE_HEADER]: {
-    description: 'JSON array: `[{"serviceSlug":"...","meterSlug":"query","quantity":1}]`',
-    schema: { type: "string" as const },
-  },
-};
-const commonResponses = {
-  401: {
-    description: "Signature missing, invalid, replayed, or not configured",
-    content: { "application/json": { schema: z.object({ error: z.literal("invalid_payproxy_signature") }) } },
-  },
-  402: {
-    description: "Allowance denied",
-    content: {
-      "application/json": {
-        schema: z.object({
-          error: z.literal("payment_required"),
-          serviceSlug: z.string(),
-          usage: z.array(z.object({ meterSlug: z.literal("query"), quantity: z.number().int() })),
-        }),
-      },
-    },
-  },
-  404: { description: "Model unresolved, private or not marketplace-enabled (no body)" },
-  422: {
-    description: "Body unreadable, empty query, or malformed model id",
-    content: {
-      "application/json": { schema: z.object({ message: z.string(), code: z.string().optional() }) },
-    },
-  },
-  500: { description: "Unexpected error (no body)" },
-};
-
-const searchDoc = createRoute({
-  method: "post",
-  path: "/payproxy/v2/search",
-  tags: ["payproxy"],
-  summary: "Article recommendations behind the payment proxy",
-  description:
-    "Signature-authenticated variant of `/app/v2/search`: marketplace-enabled data models only, allowance check before the search, usage in `zc-usage`, nothing counted on the tenant's platform usage.",
-  request: {
-    query: z.object({
-      data_model_id: z.string().openapi({ description: "Data model id (`dm_...`)" }),
-      search_version: z.enum(Object.keys(SEARCH_VERSIONS) as [string, ...string[]]).optional().openapi({
-        description: "Ranking version of the retrieval pipeline: `2` (default) blends vectors and words equally, `1` " +
-          "leans on words (vectors 25 %)",
-      }),
-    }),
-    headers: signedHeaders,
-    body: { required: true, content: { "application/json": { schema: searchRequestSchema } } },
-  },
-  responses: {
-    200: {
-      description: "SearchResponse",
-      headers: usageHeaderDoc,
-      content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
-    },
-    400: {
-      description: "A required query parameter is missing",
-      content: { "text/plain": { schema: z.string() } },
-    },
-    ...commonResponses,
-  },
-});
-
-const realtimeDoc = createRoute({
-  method: "post",
-  path: "/payproxy/aimodel/{aimodel_external_id}",
-  tags: ["payproxy"],
-  summary: "Real-time answer behind the payment proxy",
-  description:
-    "Signature-authenticated variant of `/app/aimodel/{id}`. Private or non-marketplace models are 404. Structured models emit their payload instead of `{message}`.",
-  request: {
-    params: z.object({ aimodel_external_id: z.string().openapi({ description: "AI model id (`am_...`)" }) }),
-    headers: signedHeaders,
-    body: { required: true, content: { "application/json": { schema: realtimeBodySchema } } },
-  },
-  responses: {
-    200: {
-      description: "`{message}` or the model's structured payload",
-      headers: usageHeaderDoc,
-      content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
-    },
-    ...commonResponses,
-  },
-});
-
-const metricsDoc = createRoute({
-  method: "get",
-  path: "/payproxy/metrics",
-  tags: ["payproxy"],
-  summary: "Payproxy counters of this process (allowance outcomes, fail-opens, 401s, 402s); operator key required",
-  responses: {
-    401: { description: "No operator key (`Authorization: Bearer op_...`)" },
-    200: {
-      description: "Counters since start",
-      content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
-    },
-  },
-});

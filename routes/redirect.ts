@@ -2,11 +2,12 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../core/deps.ts";
 import { notFound } from "../core/errors.ts";
 import { describeError } from "../core/log.ts";
-import { createRouter } from "./validation.ts";
+import { clickEvent, countsAsClick } from "../core/search/clicks.ts";
+import { familyApp } from "./family.ts";
 
 const clickRoute = createRoute({
   method: "get",
-  path: "/r/{token}",
+  path: "/{token}",
   tags: ["search"],
   summary: "Tracking redirect of a search result (`source_url`)",
   description: "Verifies the signed token, records an `article_click` event and redirects to the article. " +
@@ -21,27 +22,15 @@ const clickRoute = createRoute({
   },
 });
 
-/** `GET /r/{token}`: the click-tracking redirect behind every `source_url`. */
+/** `GET /r/{token}` (mounted at `/r`): the click-tracking redirect behind every `source_url`. */
 export function createRedirectRoutes(deps: Pick<Deps, "links" | "events" | "log" | "clock">) {
-  const app = createRouter();
+  const app = familyApp("message", deps.log);
   app.openapi(clickRoute, async (c) => {
     const click = await deps.links.verifyClick(c.req.param("token"));
     if (!click) throw notFound("Link not found");
-    // HEAD comes from link unfurlers and prefetchers, not readers: redirect without counting.
-    if (c.req.method === "GET" && deps.events) {
+    if (countsAsClick(c.req.method) && deps.events) {
       try {
-        await deps.events.record([{
-          event_type: "article_click",
-          ts: deps.clock.now().toISOString(),
-          click_type: "article",
-          tenant_id: click.tenantId,
-          agent_identity: click.caller,
-          data_model_id: click.dataModelId,
-          article_id: click.articleId,
-          url: click.url,
-          position: click.position,
-          referring_url: c.req.header("referer"),
-        }]);
+        await deps.events.record([clickEvent(click, deps.clock.now(), c.req.header("referer"))]);
       } catch (err) {
         // A lost click must not cost the reader the article.
         deps.log.warn("article_click not recorded", { request_id: c.get("requestId"), error: describeError(err) });

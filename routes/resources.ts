@@ -1,7 +1,8 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Deps } from "../core/deps.ts";
+import type { AppEnv } from "./env.ts";
+import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
-import { createRouter } from "./validation.ts";
 
 const bearer = [{ bearerAuth: [] }];
 const listOf = (name: string) => ({
@@ -13,33 +14,44 @@ const listOf = (name: string) => ({
   403: { description: "Unknown or revoked API key" },
 });
 
+/** A repository of one tenant-owned resource kind. */
+interface TenantList {
+  listByTenant(tenantId: string): Promise<unknown[]>;
+}
+
 /**
- * Read-only views of the caller's own configuration (data models, AI models, widgets,
- * campaigns, prompts), so an API key holder can discover the ids the other routes take.
+ * Serves `GET <path>` on `app`: the caller's own `kind` (e.g. `ai-models`), so an API key holder
+ * can discover the ids the other routes take. The API key is checked by the app's middleware.
  */
-export function createResourceRoutes(deps: Pick<Deps, "apiKeys" | "repos">) {
-  const app = createRouter();
-  app.use("/v1/*", apiKeyAuth(deps.apiKeys));
+export function serveTenantList(app: OpenAPIHono<AppEnv>, path: string, kind: string, repo: TenantList): void {
+  const route = createRoute({
+    method: "get",
+    path,
+    tags: ["configuration"],
+    summary: `List the tenant's ${kind.replace("-", " ")}`,
+    security: bearer,
+    responses: listOf(kind.replace("-", " ")),
+  });
+  app.openapi(route, async (c) => {
+    const data = await repo.listByTenant(c.get("tenantId")!);
+    return c.json({ data: data as unknown as Record<string, unknown>[] }, 200);
+  });
+}
+
+/**
+ * Mounted at `/v1`, after the `/v1` families that have files of their own (analytics, events,
+ * data models): read-only views of the caller's AI models, widgets, campaigns and prompts. Every
+ * other `/v1` path asks for an API key before it answers 404.
+ */
+export function createResourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "log">) {
+  const app = familyApp("message", deps.log);
+  app.use("*", apiKeyAuth(deps.apiKeys));
   const kinds = [
-    ["data-models", deps.repos.dataModels],
     ["ai-models", deps.repos.aiModels],
     ["widgets", deps.repos.widgets],
     ["campaigns", deps.repos.campaigns],
     ["prompts", deps.repos.prompts],
   ] as const;
-  for (const [path, repo] of kinds) {
-    const route = createRoute({
-      method: "get",
-      path: `/v1/${path}`,
-      tags: ["configuration"],
-      summary: `List the tenant's ${path.replace("-", " ")}`,
-      security: bearer,
-      responses: listOf(path.replace("-", " ")),
-    });
-    app.openapi(route, async (c) => {
-      const data = await repo.listByTenant(c.get("tenantId")!);
-      return c.json({ data: data as unknown as Record<string, unknown>[] }, 200);
-    });
-  }
+  for (const [kind, repo] of kinds) serveTenantList(app, `/${kind}`, kind, repo);
   return app;
 }

@@ -4,10 +4,10 @@ import type { Deps } from "../core/deps.ts";
 import { AppError, notFound } from "../core/errors.ts";
 import { SEARCH_ALGORITHMS, searchRequestSchema } from "../core/search/types.ts";
 import type { AppEnv } from "./env.ts";
-import { createArticleRoutes } from "./articles.ts";
+import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
-import { createRouter, describeIssue, validationHook } from "./validation.ts";
+import { describeIssue, validationHookFor } from "./validation.ts";
 
 const resultSchema = z.object({
   author: z.string().optional(),
@@ -40,7 +40,7 @@ const messageBody = { "application/json": { schema: z.object({ message: z.string
 
 const searchRoute = createRoute({
   method: "post",
-  path: "/app/v2/search",
+  path: "/",
   tags: ["search"],
   summary: "Recommend articles from a data model",
   security: [{ bearerAuth: [] }],
@@ -75,16 +75,16 @@ function searchHook(
       plain: true,
     });
   }
-  validationHook(result, c);
+  messageHook(result, c);
 }
+const messageHook = validationHookFor("message");
 
-/**
- * `POST /app/v2/search`: bearer-key article recommendations (spec 4.1), and the article ingest
- * route of the same room.
- */
-export function createSearchRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "search" | "searchEngine" | "config">) {
-  const app = createRouter();
-  app.use(searchRoute.path, apiKeyAuth(deps.apiKeys), bodyReader({ limit: deps.config.maxBodyBytes }));
+/** Mounted at `/app/v2/search`: `POST`, bearer-key article recommendations (spec 4.1). */
+export function createSearchRoutes(
+  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "searchEngine" | "config" | "log">,
+) {
+  const app = familyApp("message", deps.log);
+  app.use("/", apiKeyAuth(deps.apiKeys), bodyReader({ limit: deps.config.maxBodyBytes }));
   app.openapi(searchRoute, async (c) => {
     const { data_model_id: dmId } = c.req.valid("query");
     const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
@@ -97,6 +97,5 @@ export function createSearchRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "searc
     });
     return c.json(out, 200);
   }, searchHook as never);
-  app.route("/", createArticleRoutes(deps));
   return app;
 }

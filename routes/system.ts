@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../core/deps.ts";
 import { DOCS_PAGE } from "./docs_page.ts";
-import { createRouter } from "./validation.ts";
+import { familyApp } from "./family.ts";
 
 const healthRoute = createRoute({
   method: "get",
@@ -31,9 +31,12 @@ const readyRoute = createRoute({
   },
 });
 
-/** `/healthz`, `/readyz` and `/docs`. `/openapi.json` is mounted by createApp on the root router. */
-export function createSystemRoutes(deps: Pick<Deps, "kv" | "duckdb">) {
-  const app = createRouter();
+/**
+ * `/healthz`, `/readyz` and `/docs`, mounted at `/`. `/openapi.json` is mounted by createApp on the
+ * root router.
+ */
+export function createSystemRoutes(deps: Pick<Deps, "kv" | "duckdb" | "log">) {
+  const app = familyApp("message", deps.log);
   app.openapi(healthRoute, (c) => c.json({ status: "ok" as const }, 200));
   app.openapi(readyRoute, async (c) => {
     const [kv, duckdb] = await Promise.all([

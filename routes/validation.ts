@@ -1,8 +1,8 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { z } from "zod";
 import { AppError } from "../core/errors.ts";
-import type { AppEnv } from "./env.ts";
+import { sfError } from "../core/storefront/errors.ts";
+import type { AppEnv, ErrorFamily } from "./env.ts";
 
 /** One zod issue as a sentence naming the field: `query: must not be empty`. */
 export function describeIssue(issue: z.core.$ZodIssue): string {
@@ -14,24 +14,26 @@ export function describeIssue(issue: z.core.$ZodIssue): string {
   return field ? `${field}: ${issue.message}` : issue.message;
 }
 
-/**
- * The shared zod-openapi hook: query-string problems are 400 (text/plain on the payproxy family),
- * body, path and header problems 422, each with a message naming the field.
- */
-export function validationHook(
-  result: { success: true } | { success: false; error: z.ZodError; target: string },
-  c: Context<AppEnv>,
-): void {
-  if (result.success) return;
-  const message = describeIssue(result.error.issues[0]!);
-  if (result.target === "query") {
-    throw new AppError(400, "invalid_query", message, { plain: c.get("family") === "payproxy" });
-  }
-  throw new AppError(422, "invalid_request", message);
-}
+/** The result a zod-openapi validation hook receives. */
+export type ValidationResult = { success: true } | { success: false; error: z.ZodError; target: string };
 
-/** An OpenAPIHono router with the shared validation hook. */
-export function createRouter(): OpenAPIHono<AppEnv> {
-  // deno-lint-ignore no-explicit-any
-  return new OpenAPIHono<AppEnv>({ defaultHook: validationHook as any });
+/** A zod-openapi validation hook: throws the family's error for a failed validation. */
+export type ValidationHook = (result: ValidationResult, c: Context<AppEnv>) => void;
+
+/**
+ * The validation hook of a route family:
+ * - `message` and `payproxy`: query-string problems are 400 (text/plain on payproxy), body, path
+ *   and header problems 422, each with a message naming the field;
+ * - `storefront` and `oauth`: every problem is 400 `invalid_request` (spec 7.3).
+ */
+export function validationHookFor(family: ErrorFamily): ValidationHook {
+  return (result) => {
+    if (result.success) return;
+    const message = describeIssue(result.error.issues[0]!);
+    if (family === "storefront" || family === "oauth") throw sfError(400, "invalid_request", message);
+    if (result.target === "query") {
+      throw new AppError(400, "invalid_query", message, { plain: family === "payproxy" });
+    }
+    throw new AppError(422, "invalid_request", message);
+  };
 }

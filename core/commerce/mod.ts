@@ -2,13 +2,14 @@
  * The commerce room's public face: catalog, payments, entitlements and the paid proxy wiring.
  * Seams to other rooms: {@link SigningSecrets} and the payproxy signer (payproxy room),
  * {@link SellerDirectory} (the identity room's seller registry). Agents are authenticated by the
- * identity room's middleware at the HTTP edge (routes/storefront/commerce.ts).
+ * identity room's middleware at the HTTP edge (routes/storefront/commerce_agent.ts).
  */
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
 import type { Repos } from "../store/repos.ts";
 import { Catalog } from "./catalog.ts";
+import { PaidProxy, type Upstream } from "./proxy.ts";
 import type { CredentialsOfHuman } from "./entitlements.ts";
 import { type PaymentProcessor, SandboxProcessor } from "./processor.ts";
 import { CommerceService } from "./service.ts";
@@ -25,12 +26,14 @@ export interface Commerce {
   processor: PaymentProcessor;
   secrets: SigningSecrets;
   sellers: SellerDirectory;
+  /** Paid calls to a seller's payproxy routes, billed against the agent's entitlement. */
+  proxy: PaidProxy;
 }
 
 /** Builds the commerce services. Pure wiring: no I/O. */
 export function createCommerce(
   o: {
-    config: Pick<Config, "agentAuthUrl">;
+    config: Pick<Config, "agentAuthUrl" | "baseUrl">;
     kv: Deno.Kv;
     clock: Clock;
     log: Logger;
@@ -42,6 +45,8 @@ export function createCommerce(
     sellers: SellerDirectory;
     /** The identity room's record of which credentials each human claimed. */
     credentialsOfHuman?: CredentialsOfHuman;
+    /** Where paid calls go: the seller's payproxy routes (over HTTP, or in this process). */
+    upstream: Upstream;
   },
 ): Commerce {
   const sellers = o.sellers;
@@ -58,5 +63,13 @@ export function createCommerce(
     agentAuthUrl: o.config.agentAuthUrl,
     credentialsOfHuman: o.credentialsOfHuman,
   });
-  return { service, catalog, processor, secrets, sellers };
+  const proxy = new PaidProxy({
+    commerce: service,
+    clock: o.clock,
+    log: o.log,
+    baseUrl: o.config.baseUrl,
+    agentAuthUrl: o.config.agentAuthUrl,
+    upstream: o.upstream,
+  });
+  return { service, catalog, processor, secrets, sellers, proxy };
 }

@@ -4,6 +4,9 @@ import type { AppEnv } from "../env.ts";
 
 const JSON_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json\s*(?:;|$)/i;
 
+/** True when a Content-Type header names JSON (`application/json`, `application/*+json`). */
+export const isJsonType = (contentType: string | undefined): boolean => JSON_TYPE.test(contentType ?? "");
+
 /** Reads a request body to bytes, refusing more than `limit` bytes without buffering the rest. */
 export async function readBodyCapped(req: Request, limit: number): Promise<Uint8Array> {
   const tooLarge = () => new AppError(413, "body_too_large", `Request body too large: the limit is ${limit} bytes`);
@@ -32,28 +35,82 @@ export async function readBodyCapped(req: Request, limit: number): Promise<Uint8
   return out;
 }
 
+/** Why a body could not be used as JSON. `why` is the decoder's reason (never the body itself). */
+export type BodyProblem =
+  | { kind: "media_type" }
+  | { kind: "syntax"; why: string }
+  | { kind: "not_object" };
+
+/** How each route family words a body problem (the spec fixes different bodies per family). */
+export type BodyRejection = (problem: BodyProblem) => AppError;
+
+/** The bearer routes' wording: 415 for another media type, 400 `malformed_json` otherwise. */
+export const messageRejection: BodyRejection = (p) =>
+  p.kind === "media_type"
+    ? new AppError(415, "unsupported_media_type", "Content-Type must be application/json")
+    : p.kind === "syntax"
+    ? new AppError(400, "malformed_json", `Malformed JSON body: ${p.why}`)
+    : new AppError(400, "malformed_json", "Malformed JSON body: expected a JSON object");
+
 /**
- * Reads the body once with a size cap, keeps the exact bytes in `c.var.rawBody` (signatures need
- * them) and, when `json` is set, insists on a JSON content type and a body that parses. The
- * request is rebuilt over the bytes so later validators can read it again.
+ * Decodes bytes as strict UTF-8 JSON. The one JSON decoder of request bodies: every route family
+ * reads its bodies through it and only words the problems its own way.
  */
-export function bodyReader({ limit, json = true }: { limit: number; json?: boolean }): MiddlewareHandler<AppEnv> {
+export function decodeJson(
+  bytes: Uint8Array,
+  { object = false, empty }: { object?: boolean; empty?: unknown } = {},
+): { value: unknown } | BodyProblem {
+  if (bytes.length === 0 && empty !== undefined) return { value: empty };
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch (err) {
+    return { kind: "syntax", why: err instanceof SyntaxError ? err.message : "body is not valid UTF-8" };
+  }
+  if (object && (typeof value !== "object" || value === null || Array.isArray(value))) return { kind: "not_object" };
+  return { value };
+}
+
+/** Options of {@link readJson} and {@link bodyReader}. */
+export interface JsonBodyOptions {
+  /** Most bytes accepted; above it 413 `body_too_large`. */
+  limit: number;
+  /** Insist on a JSON Content-Type (default true). */
+  requireJsonType?: boolean;
+  /** Insist on a JSON object (default false). */
+  object?: boolean;
+  /** The value of an empty body; when unset an empty body is a syntax problem. */
+  empty?: unknown;
+  /** How problems are worded (default: {@link messageRejection}). */
+  reject?: BodyRejection;
+}
+
+/** Reads and decodes a JSON body with a size cap; problems are thrown as `reject` words them. */
+export async function readJson(
+  req: Request,
+  { limit, requireJsonType = true, object, empty, reject = messageRejection }: JsonBodyOptions,
+): Promise<{ bytes: Uint8Array; value: unknown }> {
+  const bytes = await readBodyCapped(req, limit);
+  if (requireJsonType && !isJsonType(req.headers.get("content-type") ?? undefined)) {
+    throw reject({ kind: "media_type" });
+  }
+  const decoded = decodeJson(bytes, { object, empty });
+  if (!("value" in decoded)) throw reject(decoded);
+  return { bytes, value: decoded.value };
+}
+
+/**
+ * Middleware: reads the body once with a size cap and keeps the exact bytes in `c.var.rawBody`
+ * (signatures need them). With `json` (the default) the body must be JSON as {@link readJson}
+ * checks it. The request is rebuilt over the bytes so later validators can read it again.
+ */
+export function bodyReader(
+  { json = true, ...options }: JsonBodyOptions & { json?: boolean },
+): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (c.req.method === "GET" || c.req.method === "HEAD") return await next();
-    const bytes = await readBodyCapped(c.req.raw, limit);
+    const bytes = json ? (await readJson(c.req.raw, options)).bytes : await readBodyCapped(c.req.raw, options.limit);
     c.set("rawBody", bytes);
-    if (json) {
-      const type = c.req.header("content-type") ?? "";
-      if (!JSON_TYPE.test(type)) {
-        throw new AppError(415, "unsupported_media_type", "Content-Type must be application/json");
-      }
-      try {
-        JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
-      } catch (err) {
-        const why = err instanceof SyntaxError ? err.message : "body is not valid UTF-8";
-        throw new AppError(400, "malformed_json", `Malformed JSON body: ${why}`);
-      }
-    }
     // No `signal`: touching the incoming request's signal makes Deno build an AbortSignal and an
     // AbortError for every request (~5 us), and nothing downstream listens to it.
     c.req.raw = new Request(c.req.raw.url, {

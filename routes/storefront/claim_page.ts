@@ -7,7 +7,7 @@ import { base64url, randomBytes, timingSafeEqual } from "../../core/crypto.ts";
 import type { ClaimPageState } from "../../core/storefront/claims.ts";
 import type { AppEnv } from "../env.ts";
 import { readBodyCapped } from "../middleware/body.ts";
-import { createStorefrontRouter } from "./json_body.ts";
+import { familyApp } from "../family.ts";
 
 const CSRF_COOKIE = "claim_csrf";
 const CSRF_RE = /^[A-Za-z0-9_-]{43}$/;
@@ -134,8 +134,8 @@ function stateBody(state: ClaimPageState): { status: number; html: Html } {
  * CSRF: a double-submit token (HttpOnly SameSite=Strict cookie + hidden field, compared in
  * constant time) and, when the browser sends one, an `Origin` that must be ours.
  */
-export function createClaimPageRoutes(deps: Pick<Deps, "config" | "storefront">) {
-  const app = createStorefrontRouter();
+export function createClaimPageRoutes(deps: Pick<Deps, "config" | "storefront" | "log">) {
+  const app = familyApp("storefront", deps.log);
   const { claims, sellers } = deps.storefront;
   const secure = deps.config.agentAuthUrl.startsWith("https:");
   const ourOrigin = new URL(deps.config.agentAuthUrl).origin;
@@ -175,7 +175,7 @@ ${error ? html`<p class="error" id="error" role="alert">${error}</p>` : ""}
     );
   };
 
-  app.get("/claim/:link", async (c) => {
+  app.get("/:link", async (c) => {
     const link = c.req.param("link");
     const state = await claims.pageState(link);
     if (state.kind !== "pending") {
@@ -187,7 +187,7 @@ ${error ? html`<p class="error" id="error" role="alert">${error}</p>` : ""}
     return send(c, 200, await codeForm(link, csrf, state));
   });
 
-  app.post("/claim/:link", async (c) => {
+  app.post("/:link", async (c) => {
     const link = c.req.param("link");
     const origin = c.req.header("origin");
     const form = new URLSearchParams(new TextDecoder().decode(await readBodyCapped(c.req.raw, 4096)));

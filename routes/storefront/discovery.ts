@@ -1,9 +1,11 @@
-import type { Hono } from "hono";
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import type { Deps } from "../../core/deps.ts";
 import { ID_JAG_TOKEN_TYPE } from "../../core/storefront/id_jag.ts";
 import { SIGNING_ALG } from "../../core/storefront/keys.ts";
 import type { AppEnv } from "../env.ts";
-import { createStorefrontRouter } from "./json_body.ts";
+import { familyApp } from "../family.ts";
+import { documented } from "../openapi.ts";
 import { JWT_BEARER_GRANT } from "./token.ts";
 
 /** The ID-JAG authorization grant profile (draft-ietf-oauth-identity-assertion-authz-grant). */
@@ -55,33 +57,50 @@ export function protectedResourceMetadata(deps: Pick<Deps, "config">): Record<st
   };
 }
 
+const metadataRoute = (path: string, summary: string) =>
+  createRoute({
+    method: "get",
+    path,
+    tags: ["discovery"],
+    summary,
+    responses: {
+      200: {
+        description: summary,
+        content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+      },
+    },
+  });
+const authorizationServerRoute = metadataRoute(
+  "/oauth-authorization-server",
+  "Authorization-server metadata (RFC 8414) with the agent_auth block",
+);
+const protectedResourceRoute = metadataRoute("/oauth-protected-resource", "Protected-resource metadata (RFC 9728)");
+const jwksRoute = metadataRoute("/jwks.json", "Public keys of the storefront's assertions and access tokens");
+
 /**
- * Discovery: `/.well-known/oauth-authorization-server` (also at the issuer's path-inserted form,
+ * Mounted at `/.well-known`: `oauth-authorization-server` (also at the issuer's path-inserted form,
  * e.g. `/.well-known/oauth-authorization-server/network`, which RFC 8414 clients request),
- * `/.well-known/oauth-protected-resource` (and its path-inserted form) and `/.well-known/jwks.json`.
+ * `oauth-protected-resource` (and its path-inserted form) and `jwks.json`. The path-inserted forms
+ * depend on the configured URLs and stay out of the OpenAPI document.
  */
-export function createDiscoveryRoutes(deps: Pick<Deps, "config" | "storefront">): Hono<AppEnv> {
-  const app = createStorefrontRouter();
+export function createDiscoveryRoutes(deps: Pick<Deps, "config" | "storefront" | "log">): OpenAPIHono<AppEnv> {
+  const app = familyApp("storefront", deps.log);
   const cache = (c: { header: (k: string, v: string) => void }) => c.header("Cache-Control", "public, max-age=300");
-  const asPaths = new Set(["/.well-known/oauth-authorization-server"]);
+  const asMetadata = (c: Context<AppEnv>) => {
+    cache(c);
+    return c.json(authorizationServerMetadata(deps));
+  };
+  const prMetadata = (c: Context<AppEnv>) => {
+    cache(c);
+    return c.json(protectedResourceMetadata(deps));
+  };
+  documented(app, authorizationServerRoute, asMetadata);
   const asPath = new URL(deps.config.networkApiUrl).pathname.replace(/\/+$/, "");
-  if (asPath) asPaths.add(`/.well-known/oauth-authorization-server${asPath}`);
-  for (const p of asPaths) {
-    app.get(p, (c) => {
-      cache(c);
-      return c.json(authorizationServerMetadata(deps));
-    });
-  }
-  const prPaths = new Set(["/.well-known/oauth-protected-resource"]);
+  if (asPath) app.get(`/oauth-authorization-server${asPath}`, asMetadata);
+  documented(app, protectedResourceRoute, prMetadata);
   const prPath = new URL(deps.config.agentAuthUrl).pathname.replace(/\/+$/, "");
-  if (prPath) prPaths.add(`/.well-known/oauth-protected-resource${prPath}`);
-  for (const p of prPaths) {
-    app.get(p, (c) => {
-      cache(c);
-      return c.json(protectedResourceMetadata(deps));
-    });
-  }
-  app.get("/.well-known/jwks.json", async (c) => {
+  if (prPath) app.get(`/oauth-protected-resource${prPath}`, prMetadata);
+  documented(app, jwksRoute, async (c) => {
     // Short: a rotated key must reach verifiers well before tokens signed with it do.
     c.header("Cache-Control", "public, max-age=60");
     return c.json(await deps.storefront.keys.jwks());

@@ -3,7 +3,11 @@ import type { Deps } from "../../core/deps.ts";
 import { sfError } from "../../core/storefront/errors.ts";
 import { ID_JAG_TOKEN_TYPE } from "../../core/storefront/id_jag.ts";
 import { claimBlock, identityBody } from "../../core/storefront/identity_body.ts";
-import { createStorefrontRouter } from "./json_body.ts";
+import { familyApp } from "../family.ts";
+import { bodyReader, type BodyRejection } from "../middleware/body.ts";
+import { rateLimit } from "../middleware/rate_limit.ts";
+import { clientAddress } from "./client_address.ts";
+import { requireSeller } from "./seller.ts";
 
 const storefrontError = z.object({
   error: z.string(),
@@ -31,7 +35,7 @@ const identitySchema = z.object({
 
 const registerRoute = createRoute({
   method: "post",
-  path: "/agent/identity",
+  path: "/",
   tags: ["storefront"],
   summary: "Register an agent identity (anonymous, service_auth, identity_assertion) or refresh one",
   request: {
@@ -73,7 +77,7 @@ const registerRoute = createRoute({
 
 const claimRoute = createRoute({
   method: "post",
-  path: "/agent/identity/claim",
+  path: "/claim",
   tags: ["storefront"],
   summary: "E-mail the human a verification link for a claim",
   request: {
@@ -112,7 +116,7 @@ const claimRoute = createRoute({
 
 const completeRoute = createRoute({
   method: "post",
-  path: "/agent/identity/claim/complete",
+  path: "/claim/complete",
   tags: ["storefront"],
   summary: "Trade the claim token and the user code for the verified identity (once)",
   request: {
@@ -148,10 +152,38 @@ const need = (v: unknown, name: string): string => {
   return v;
 };
 
-/** POST /agent/identity, /agent/identity/claim and /agent/identity/claim/complete. Seller and rate limit are applied by the caller. */
-export function createIdentityRoutes(deps: Pick<Deps, "storefront">) {
-  const app = createStorefrontRouter();
+/** Storefront bodies that are unreadable, not JSON, or not an object are all 400 `invalid_request` (spec 7.3). */
+export const storefrontRejection: BodyRejection = (p) =>
+  sfError(
+    400,
+    "invalid_request",
+    p.kind === "media_type"
+      ? "Content-Type must be application/json"
+      : p.kind === "syntax"
+      ? "The body is not valid JSON"
+      : "The body must be a JSON object",
+  );
+
+/**
+ * Mounted at `/agent/identity`: `POST /`, `/claim` and `/claim/complete`. Every path here needs a
+ * seller for the Host header and is rate-limited per client address; bodies are JSON objects.
+ */
+export function createIdentityRoutes(deps: Pick<Deps, "storefront" | "config" | "log">) {
+  const app = familyApp("storefront", deps.log);
   const { identity, claims } = deps.storefront;
+  // Per client address; over the limit: 429 `rate_limit_exceeded` with `retry_after` and `Retry-After`.
+  const limit = rateLimit({
+    limiter: deps.storefront.limiter,
+    key: (c) => clientAddress(c, deps.config.trustProxy),
+    policy: "storefront",
+    onLimited: (retryAfterS) =>
+      sfError(429, "rate_limit_exceeded", "Too many requests: retry later", { extra: { retry_after: retryAfterS } }),
+  });
+  app.use("*", requireSeller(deps), limit);
+  app.post(
+    "*",
+    bodyReader({ limit: deps.config.maxBodyBytes, object: true, reject: storefrontRejection }),
+  );
 
   app.openapi(registerRoute, async (c) => {
     const body = c.req.valid("json");

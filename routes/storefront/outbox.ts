@@ -2,19 +2,19 @@ import { html, raw } from "hono/html";
 import type { Deps } from "../../core/deps.ts";
 import { OutboxMailer } from "../../core/storefront/mailer.ts";
 import { requireOperator } from "../middleware/operator.ts";
-import { createStorefrontRouter } from "./json_body.ts";
+import { familyApp } from "../family.ts";
 
 /**
- * `GET /dev/outbox`: the mail the local demo would have sent, newest first, for an operator key
+ * Mounted at `/dev/outbox`: `GET`, the mail the local demo would have sent, newest first, for an operator key
  * only (`Authorization: Bearer op_...`; claim e-mails carry the code that proves mailbox control).
  * Mounted only when the outbox mailer is on (MAIL_OUTBOX=true and no SMTP_URL); otherwise the
  * path does not exist.
  */
-export function createOutboxRoutes(deps: Pick<Deps, "mailer" | "operatorKeys">) {
-  const app = createStorefrontRouter();
+export function createOutboxRoutes(deps: Pick<Deps, "mailer" | "operatorKeys" | "log">) {
+  const app = familyApp("storefront", deps.log);
   const mailer = deps.mailer;
   if (!(mailer instanceof OutboxMailer)) return app;
-  app.get("/dev/outbox", requireOperator(deps.operatorKeys), async (c) => {
+  app.get("/", requireOperator(deps.operatorKeys), async (c) => {
     const items = await mailer.list(50);
     // Links become anchors; everything else is escaped by the html tag.
     const linkify = (text: string) =>

@@ -1,8 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../../core/deps.ts";
 import { AppError } from "../../core/errors.ts";
+import { familyApp } from "../family.ts";
 import { readBodyCapped } from "../middleware/body.ts";
-import { createStorefrontRouter } from "./json_body.ts";
+import { documented } from "../openapi.ts";
 
 /** RFC 7523 grant type. */
 export const JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -13,7 +14,7 @@ const TOKEN_BODY_LIMIT = 16 * 1024;
 const oauthError = z.object({ error: z.string(), error_description: z.string() }).openapi("OAuthError");
 const tokenRoute = createRoute({
   method: "post",
-  path: "/oauth2/token",
+  path: "/token",
   tags: ["storefront"],
   summary: "Exchange the identity assertion for a short-lived access token (RFC 7523 jwt-bearer)",
   request: {
@@ -45,15 +46,13 @@ const tokenRoute = createRoute({
 const invalidRequest = (message: string) => new AppError(400, "invalid_request", message);
 
 /**
- * POST /oauth2/token. The form is parsed by hand (not by the zod validator) so every problem gets
+ * Mounted at `/oauth2` (oauth error family): `POST /token`. The form is parsed by hand (not by the zod validator) so every problem gets
  * its RFC 6749 code: a missing or repeated parameter is `invalid_request`, another grant type
  * `unsupported_grant_type`, an assertion that does not verify `invalid_grant`.
  */
-export function createTokenRoutes(deps: Pick<Deps, "storefront">) {
-  const app = createStorefrontRouter();
-  // Registered for the OpenAPI document only; the handler below answers.
-  app.openAPIRegistry.registerPath(tokenRoute);
-  app.post("/oauth2/token", async (c) => {
+export function createTokenRoutes(deps: Pick<Deps, "storefront" | "log">) {
+  const app = familyApp("oauth", deps.log);
+  documented(app, tokenRoute, async (c) => {
     c.header("Cache-Control", "no-store");
     c.header("Pragma", "no-cache");
     if (!FORM_TYPE.test(c.req.header("content-type") ?? "")) {

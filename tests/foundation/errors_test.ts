@@ -5,7 +5,6 @@ import { memoryLogger } from "../../core/log.ts";
 import type { AppEnv, ErrorFamily } from "../../routes/env.ts";
 import { createErrorHandler, renderError } from "../../routes/errors.ts";
 import { bodyReader } from "../../routes/middleware/body.ts";
-import { errorFamily } from "../../routes/middleware/family.ts";
 import { requestId } from "../../routes/middleware/request_id.ts";
 
 const parse = (r: ReturnType<typeof renderError>) => (r.body ? JSON.parse(r.body) : null);
@@ -81,8 +80,7 @@ Deno.test("renderError() storefront and oauth families", () => {
 function familyApp(family: ErrorFamily, log = memoryLogger()) {
   const app = new OpenAPIHono<AppEnv>();
   app.use("*", requestId());
-  app.use("*", errorFamily(family));
-  app.onError(createErrorHandler(log));
+  app.onError(createErrorHandler(log, family));
   app.use("/echo", bodyReader({ limit: 1024 }));
   app.post("/echo", async (c) => c.json(await c.req.json()));
   app.get("/boom", () => {

@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { Hono } from "hono";
 import type { AppEnv } from "../../routes/env.ts";
 import { createErrorHandler } from "../../routes/errors.ts";
-import { errorFamily } from "../../routes/middleware/family.ts";
 import { agentAuth } from "../../routes/storefront/agent_auth.ts";
 import { json, SF, storefrontWorld } from "./_world.ts";
 
@@ -13,8 +12,8 @@ const CHALLENGE = `Bearer resource_metadata="${SF}/.well-known/oauth-protected-r
 async function protectedWorld(env: Record<string, string> = {}) {
   const w = await storefrontWorld({ env });
   const app = new Hono<AppEnv>();
-  app.onError(createErrorHandler(w.log));
-  app.use("/protected", errorFamily("storefront"), agentAuth(w.deps));
+  app.onError(createErrorHandler(w.log, "storefront"));
+  app.use("/protected", agentAuth(w.deps));
   app.get("/protected", (c) => {
     const a = c.get("agent")!;
     return c.json({

@@ -2,9 +2,10 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../core/deps.ts";
 import { notFound } from "../core/errors.ts";
 import { MAX_INGEST_ITEMS } from "../core/search/engine.ts";
+import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
-import { createRouter } from "./validation.ts";
+import { serveTenantList } from "./resources.ts";
 
 const items = z.array(z.unknown(), { error: "body must be an array of articles or {articles: [...]}" })
   .max(MAX_INGEST_ITEMS, { error: `at most ${MAX_INGEST_ITEMS} articles per call` });
@@ -36,7 +37,7 @@ const reportSchema = z.object({
 
 const upsertRoute = createRoute({
   method: "post",
-  path: "/v1/data-models/{data_model_id}/articles",
+  path: "/{data_model_id}/articles",
   tags: ["articles"],
   summary: "Bulk upsert articles into one of the tenant's data models (idempotent on url)",
   security: [{ bearerAuth: [] }],
@@ -56,14 +57,15 @@ const upsertRoute = createRoute({
   },
 });
 
-/** `POST /v1/data-models/{dm}/articles`: authenticated bulk ingest for the owning tenant. */
-export function createArticleRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "searchEngine" | "config">) {
-  const app = createRouter();
-  app.use(
-    "/v1/data-models/:data_model_id/articles",
-    apiKeyAuth(deps.apiKeys),
-    bodyReader({ limit: deps.config.articlesMaxBodyBytes }),
-  );
+/**
+ * Mounted at `/v1/data-models`: `GET /` lists the tenant's data models, `POST /{dm}/articles` is the
+ * authenticated bulk ingest for the owning tenant.
+ */
+export function createDataModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "searchEngine" | "config" | "log">) {
+  const app = familyApp("message", deps.log);
+  app.use("*", apiKeyAuth(deps.apiKeys));
+  app.use("/:data_model_id/articles", bodyReader({ limit: deps.config.articlesMaxBodyBytes }));
+  serveTenantList(app, "/", "data-models", deps.repos.dataModels);
   app.openapi(upsertRoute, async (c) => {
     const { data_model_id: dmId } = c.req.valid("param");
     const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);

@@ -1,0 +1,35 @@
+/**
+ * The event-recording contract other rooms use (article clicks, Ask AI interactions, payproxy
+ * calls). The analytics pipeline (analytics/events.ts) implements it; core code depends only on
+ * this contract.
+ */
+
+/**
+ * An event as producers hand it in; the pipeline fills event_id, ts and enrichment. The full
+ * column list is `eventInputSchema` in analytics/schema.ts.
+ * @example deps.events.record([{ event_type: "click", click_type: "article", ai_agent: "am_...", article_url: "https://..." }])
+ * @example deps.events.record([{ event_type: "query", ai_agent: "am_...", prompt: "q", response: "a", interaction_type: "search", agent_identity: "payproxy:bot-1" }])
+ */
+export interface EventInput {
+  event_type: string;
+  ts?: string;
+  tenant_id?: string;
+  widget_id?: string;
+  ai_agent?: string;
+  placement_id?: string;
+  deployment_type?: string;
+  session_id?: string;
+  interaction_type?: string;
+  click_type?: string;
+  prompt?: string;
+  response?: string;
+  referring_url?: string;
+  /** Caller identity, e.g. `payproxy:<agent-id>`. */
+  agent_identity?: string;
+  [field: string]: unknown;
+}
+
+export interface EventSink {
+  /** Durably records the events (resolves once they are in the write-ahead log). */
+  record(events: EventInput[]): Promise<void>;
+}

@@ -1,0 +1,24 @@
+import type { EventInput } from "../events.ts";
+import type { ClickPayload } from "./tracking.ts";
+
+/**
+ * The `article_click` event of a followed tracking link: who served the result (tenant, caller),
+ * which article at which position, and the page the reader came from.
+ */
+export function clickEvent(click: ClickPayload, at: Date, referringUrl: string | undefined): EventInput {
+  return {
+    event_type: "article_click",
+    ts: at.toISOString(),
+    click_type: "article",
+    tenant_id: click.tenantId,
+    agent_identity: click.caller,
+    data_model_id: click.dataModelId,
+    article_id: click.articleId,
+    url: click.url,
+    position: click.position,
+    referring_url: referringUrl,
+  };
+}
+
+/** Whether following a link counts as a click: HEAD comes from link unfurlers and prefetchers, not readers. */
+export const countsAsClick = (method: string): boolean => method === "GET";

@@ -1,0 +1,78 @@
+import type { RouteConfig } from "@hono/zod-openapi";
+import { z } from "zod";
+import type { Deps } from "../../core/deps.ts";
+import { AppError } from "../../core/errors.ts";
+import { familyApp } from "../family.ts";
+import { decodeJson, readBodyCapped } from "../middleware/body.ts";
+import { documented } from "../openapi.ts";
+import { errorResponse, jsonResponse } from "./schemas.ts";
+
+const allowanceRoute: RouteConfig = {
+  method: "post",
+  path: "/",
+  tags: ["storefront"],
+  summary: "Allowance check for the payproxy routes (request signed with the payproxy scheme)",
+  request: {
+    body: {
+      required: true,
+      content: {
+        "application/json": {
+          schema: z.object({
+            agentId: z.string(),
+            serviceSlug: z.string(),
+            usage: z.array(z.object({ meterSlug: z.string(), quantity: z.number().int() })),
+          }),
+        },
+      },
+    },
+  },
+  responses: { 200: jsonResponse("{allowed: true | false}"), 401: errorResponse("invalid_payproxy_signature") },
+};
+
+/**
+ * Mounted at `/internal/allowance`: `POST`, the server side of the payproxy allowance contract.
+ * The signature is verified before the body is looked at.
+ */
+export function createAllowanceRoutes(deps: Pick<Deps, "payproxy" | "commerce" | "log">) {
+  const app = familyApp("storefront", deps.log);
+  documented(app, allowanceRoute, async (c) => {
+    const body = await readBodyCapped(c.req.raw, 64 * 1024);
+    // The payproxy verifier: any failure is one opaque 401, never failed open; single use.
+    const verified = await deps.payproxy.verifier.verify({
+      signature: c.req.header("zc-signature"),
+      method: c.req.method,
+      url: c.req.url,
+      body,
+      requestId: c.req.header("zc-request-id"),
+      agentId: c.req.header("zc-agent-id"),
+    });
+    const { sellerId, agentId: agentHeader } = verified;
+    const decoded = decodeJson(body);
+    if (!("value" in decoded)) {
+      throw new AppError(400, "invalid_request", "Body malformed", {
+        cause: new Error(decoded.kind === "syntax" ? decoded.why : decoded.kind),
+      });
+    }
+    const q = decoded.value as { agentId?: unknown; serviceSlug?: unknown; usage?: unknown } | null;
+    if (
+      typeof q !== "object" || q === null || typeof q.agentId !== "string" || typeof q.serviceSlug !== "string" ||
+      !Array.isArray(q.usage)
+    ) {
+      throw new AppError(400, "invalid_request", "Body must be {agentId, serviceSlug, usage}");
+    }
+    // The agent in the body is the one the signature covers.
+    if (q.agentId !== agentHeader) throw new AppError(400, "invalid_request", "agentId differs from zc-agent-id");
+    let quantity = 0;
+    for (const u of q.usage as unknown[]) {
+      const line = u as { meterSlug?: unknown; quantity?: unknown };
+      if (line?.meterSlug !== "query" || !Number.isSafeInteger(line.quantity) || (line.quantity as number) < 0) {
+        return c.json({ allowed: false });
+      }
+      quantity += line.quantity as number;
+    }
+    const allowed = q.agentId !== "" &&
+      await deps.commerce.service.allowance(sellerId, q.agentId, q.serviceSlug, quantity);
+    return c.json({ allowed });
+  });
+  return app;
+}

@@ -1,0 +1,93 @@
+import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { z } from "zod";
+import type { Deps } from "../../core/deps.ts";
+import { AppError } from "../../core/errors.ts";
+import type { AppEnv } from "../env.ts";
+import { familyApp } from "../family.ts";
+import { readBodyCapped } from "../middleware/body.ts";
+import { documented } from "../openapi.ts";
+import { CHECKOUT_HEADERS, checkoutPage } from "./checkout_page.ts";
+import { commerceParties, REFERENCE_RE } from "./commerce_agent.ts";
+import { errorResponse, jsonResponse } from "./schemas.ts";
+
+const paymentRoute: RouteConfig = {
+  method: "get",
+  path: "/{reference}",
+  tags: ["storefront"],
+  summary: "Status of a payment reference (the card lane's statusUrl)",
+  request: { params: z.object({ reference: z.string() }) },
+  responses: { 200: jsonResponse("Payment state"), 404: errorResponse("payment_unknown") },
+};
+
+const checkoutRoute: RouteConfig = {
+  method: "get",
+  path: "/{reference}",
+  tags: ["storefront"],
+  summary: "Hosted checkout page where a human pays (HTML form)",
+  request: { params: z.object({ reference: z.string() }) },
+  responses: { 200: { description: "HTML page" } },
+};
+
+/**
+ * The card lane: `GET /payments/{reference}` (mounted at `/payments`, the agent polls it) and the
+ * hosted checkout page a human pays on, `GET` and `POST /checkout/{reference}` (mounted at
+ * `/checkout`; a human's page, so its errors stay minimal HTML).
+ */
+export function createCheckoutRoutes(
+  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log">,
+): { payments: OpenAPIHono<AppEnv>; checkout: OpenAPIHono<AppEnv> } {
+  const { seller } = commerceParties(deps);
+  const { service, processor } = deps.commerce;
+
+  const payments = familyApp("storefront", deps.log);
+  documented(payments, paymentRoute, async (c) => {
+    const ref = c.req.param("reference") ?? "";
+    if (!REFERENCE_RE.test(ref)) throw new AppError(404, "payment_unknown", "Payment reference matches no payment");
+    const body = await service.paymentStatus(await seller(c), ref);
+    return c.json(body, 200, { "cache-control": "no-store" });
+  });
+
+  const checkout = familyApp("storefront", deps.log);
+  const checkoutView = async (c: Context<AppEnv>, message?: string, status = 200) => {
+    const s = await seller(c);
+    const ref = c.req.param("reference") ?? "";
+    const found = REFERENCE_RE.test(ref) ? await service.checkout(s, ref) : null;
+    if (!found) return c.html("<!doctype html><title>Not found</title><p>Unknown checkout.</p>", 404, CHECKOUT_HEADERS);
+    const html = checkoutPage(s.name, found.record, found.state, found.plan, {
+      sandbox: processor.name === "sandbox",
+      message,
+    });
+    return c.html(html, status as 200, CHECKOUT_HEADERS);
+  };
+  documented(checkout, checkoutRoute, (c) => checkoutView(c));
+  checkout.post("/:reference", async (c) => {
+    const s = await seller(c);
+    const ref = c.req.param("reference");
+    if (!REFERENCE_RE.test(ref)) return checkoutView(c);
+    const type = c.req.header("content-type") ?? "";
+    if (!/^application\/x-www-form-urlencoded\b/i.test(type)) {
+      return c.html("<!doctype html><p>Submit the checkout form.</p>", 415, CHECKOUT_HEADERS);
+    }
+    const form = new URLSearchParams(new TextDecoder().decode(await readBodyCapped(c.req.raw, 16 * 1024)));
+    const action = form.get("action") === "cancel" ? "cancel" : "pay";
+    const token = (form.get("token") ?? "").trim();
+    if (action === "pay" && (token.length === 0 || token.length > 512)) {
+      return checkoutView(c, "Enter a card payment token.", 400);
+    }
+    let result;
+    try {
+      result = await service.completeCheckout(s, ref, action, token);
+    } catch (err) {
+      if (err instanceof AppError && err.code === "payment_unknown") return checkoutView(c);
+      throw err;
+    }
+    const message = result.state === "failed"
+      ? `Declined: ${result.settlementReason ?? "the payment did not settle"}.`
+      : result.retry
+      ? "The payment could not be completed; try again."
+      : undefined;
+    return checkoutView(c, message);
+  });
+  return { payments, checkout };
+}

@@ -1,0 +1,48 @@
+import type { Context } from "hono";
+import type { AuthenticatedAgent, Seller } from "../../core/commerce/types.ts";
+import type { Deps } from "../../core/deps.ts";
+import type { CommerceResponse } from "../../core/commerce/service.ts";
+import type { AppEnv } from "../env.ts";
+import { agentAuth } from "./agent_auth.ts";
+import { sellerOf } from "./seller.ts";
+
+/** Payment and checkout references: opaque, URL-safe. */
+export const REFERENCE_RE = /^[A-Za-z0-9_-]{16,128}$/;
+
+/** Writes a {@link CommerceResponse} (repeated headers kept). */
+export function send(r: CommerceResponse): Response {
+  const headers = new Headers({ "content-type": "application/json; charset=UTF-8" });
+  for (const [k, v] of r.headers) headers.append(k, v);
+  return new Response(JSON.stringify(r.body), { status: r.status, headers });
+}
+
+/** Who a commerce request is for: the seller of its Host, and the agent behind its access token. */
+export interface CommerceParties {
+  seller(c: Context<AppEnv>): Promise<Seller>;
+  /** Runs the identity room's agent middleware; 401 (storefront body) without a valid token. */
+  agent(c: Context<AppEnv>): Promise<AuthenticatedAgent>;
+}
+
+/** The seller and agent lookups every commerce route starts with. */
+export function commerceParties(deps: Pick<Deps, "config" | "storefront" | "commerce">): CommerceParties {
+  // The identity room's agent middleware (bearer or ZC-Agent-Authorization rules, 401 reasons),
+  // run inline so each handler reads the agent where it needs it.
+  const authenticate = agentAuth(deps);
+  return {
+    seller: (c) => sellerOf(c, deps),
+    agent: async (c) => {
+      await authenticate(c, () => Promise.resolve());
+      const principal = c.get("agent")!;
+      // Plans of an unclaimed credential die with it: its expiry comes from the credential record.
+      const record = principal.claimed ? null : await deps.storefront.accounts.credential(principal.credentialId);
+      const a: AuthenticatedAgent = {
+        credentialId: principal.credentialId,
+        claimed: principal.claimed,
+        ...(principal.accountId ? { humanId: principal.accountId } : {}),
+        ...(record?.expiresAt ? { expiresAt: record.expiresAt } : {}),
+      };
+      await deps.commerce.service.agents.note(a);
+      return a;
+    },
+  };
+}

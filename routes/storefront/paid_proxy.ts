@@ -1,0 +1,95 @@
+import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
+import { z } from "zod";
+import type { Deps } from "../../core/deps.ts";
+import { AppError } from "../../core/errors.ts";
+import type { AppEnv } from "../env.ts";
+import { familyApp } from "../family.ts";
+import { readBodyCapped } from "../middleware/body.ts";
+import { documented } from "../openapi.ts";
+import { commerceParties } from "./commerce_agent.ts";
+import { agentToken, errorResponse, paid402 } from "./schemas.ts";
+
+const paidResponses = {
+  200: { description: "The upstream payproxy answer, unchanged" },
+  401: errorResponse("bearer_required or invalid_token"),
+  402: paid402,
+  403: errorResponse("plan_required (reason not_included_in_plan with meters, or access_not_found, with plans)"),
+};
+
+const searchRoute: RouteConfig = {
+  method: "post",
+  path: "/",
+  tags: ["storefront"],
+  summary: "Paid article search through the storefront (billed against the agent's entitlement)",
+  security: agentToken,
+  request: {
+    query: z.object({ data_model_id: z.string() }),
+    body: {
+      required: true,
+      content: { "application/json": { schema: z.object({ query: z.string() }).passthrough() } },
+    },
+  },
+  responses: paidResponses,
+};
+
+const answerRoute: RouteConfig = {
+  method: "post",
+  path: "/{id}",
+  tags: ["storefront"],
+  summary: "Paid real-time answer through the storefront",
+  security: agentToken,
+  request: {
+    params: z.object({ id: z.string() }),
+    body: { required: true, content: { "application/json": { schema: z.object({ query: z.string() }) } } },
+  },
+  responses: paidResponses,
+};
+
+/**
+ * The paid proxy: `POST /v2/search` (mounted at `/v2/search`) and `POST /aimodel/{id}` (mounted at
+ * `/aimodel`) forward to the seller's payproxy routes and bill the usage they report. The bodies go
+ * through unread beyond the size cap: the payproxy route checks them.
+ */
+export function createPaidProxyRoutes(
+  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log">,
+): { search: OpenAPIHono<AppEnv>; aimodel: OpenAPIHono<AppEnv> } {
+  const { seller, agent } = commerceParties(deps);
+  const proxy = deps.commerce.proxy;
+  const limit = deps.config.maxBodyBytes;
+
+  const search = familyApp("storefront", deps.log);
+  documented(search, searchRoute, async (c) => {
+    const s = await seller(c);
+    const a = await agent(c);
+    const url = new URL(c.req.url);
+    const dm = url.searchParams.get("data_model_id");
+    if (!dm) throw new AppError(400, "invalid_request", "data_model_id is required");
+    return await proxy.call({
+      seller: s,
+      agent: a,
+      kind: "search",
+      modelId: dm,
+      pathAndQuery: `/payproxy/v2/search${url.search}`,
+      body: await readBodyCapped(c.req.raw, limit),
+      headers: c.req.raw.headers,
+    });
+  });
+
+  const aimodel = familyApp("storefront", deps.log);
+  documented(aimodel, answerRoute, async (c) => {
+    const s = await seller(c);
+    const a = await agent(c);
+    const url = new URL(c.req.url);
+    const rawId = url.pathname.slice(url.pathname.lastIndexOf("/") + 1);
+    return await proxy.call({
+      seller: s,
+      agent: a,
+      kind: "aimodel",
+      modelId: c.req.param("id")!,
+      pathAndQuery: `/payproxy/aimodel/${rawId}${url.search}`,
+      body: await readBodyCapped(c.req.raw, limit),
+      headers: c.req.raw.headers,
+    });
+  });
+  return { search, aimodel };
+}

@@ -1,0 +1,113 @@
+import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
+import { z } from "zod";
+import type { Deps } from "../../core/deps.ts";
+import { AppError } from "../../core/errors.ts";
+import type { AppEnv } from "../env.ts";
+import { familyApp } from "../family.ts";
+import { type BodyRejection, readJson } from "../middleware/body.ts";
+import { documented } from "../openapi.ts";
+import { commerceParties, send } from "./commerce_agent.ts";
+import { agentToken, errorResponse, jsonResponse, paid402 } from "./schemas.ts";
+
+const amountUsd = z.string().regex(/^\d+\.\d{6}$/).describe("Whole-cent USD amount in six-decimal form, e.g. 5.000000");
+const paymentBody = z.object({
+  amountUsd: amountUsd.optional().describe("Required for credit plans"),
+  checkout: z.boolean().optional().describe("true: the card checkout lane (a human pays on a hosted page)"),
+});
+const purchaseResponses = {
+  200: jsonResponse("Purchased: the entitlement, with a `Payment-Receipt` header"),
+  400: errorResponse("invalid_request, amount_required, amount_not_cent_increment, amount_below_minimum, ..."),
+  401: errorResponse("bearer_required or invalid_token"),
+  402: paid402,
+  404: errorResponse("plan_not_found or seller_not_found"),
+  409: errorResponse("payment_request_mismatch, payment_amount_mismatch, payment_consumed, ..."),
+  501: errorResponse("entitlements_not_available"),
+};
+
+const purchaseRoute: RouteConfig = {
+  method: "post",
+  path: "/{planId}/purchase",
+  tags: ["storefront"],
+  summary: "Buy a plan (credit plans take amountUsd; checkout: true for the card checkout lane)",
+  security: agentToken,
+  request: {
+    params: z.object({ planId: z.string() }),
+    headers: z.object({ "idempotency-key": z.string().optional() }),
+    body: { required: true, content: { "application/json": { schema: paymentBody } } },
+  },
+  responses: purchaseResponses,
+};
+
+const extendRoute: RouteConfig = {
+  method: "post",
+  path: "/",
+  tags: ["storefront"],
+  summary: "Top up credit on a plan the agent holds",
+  security: agentToken,
+  request: {
+    headers: z.object({ "idempotency-key": z.string().optional() }),
+    body: {
+      required: true,
+      content: { "application/json": { schema: paymentBody.extend({ planId: z.string().optional() }) } },
+    },
+  },
+  responses: purchaseResponses,
+};
+
+/** Purchase bodies: any JSON (an empty body is `{}`); the commerce service checks the fields. */
+const purchaseRejection: BodyRejection = (p) =>
+  new AppError(400, "invalid_request", "Body malformed", {
+    detail: "send a JSON object",
+    cause: p.kind === "syntax" ? new Error(p.why) : undefined,
+  });
+
+/**
+ * Plan purchase and top-up: `POST /plans/{planId}/purchase` (mounted at `/plans`) and
+ * `POST /extend` (mounted at `/extend`). The Payment scheme rules live in the commerce service.
+ */
+export function createPurchaseRoutes(
+  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log">,
+): { plans: OpenAPIHono<AppEnv>; extend: OpenAPIHono<AppEnv> } {
+  const { seller, agent } = commerceParties(deps);
+  const service = deps.commerce.service;
+  const body = async (req: Request) =>
+    (await readJson(req, {
+      limit: deps.config.maxBodyBytes,
+      requireJsonType: false,
+      empty: {},
+      reject: purchaseRejection,
+    }))
+      .value;
+
+  const plans = familyApp("storefront", deps.log);
+  documented(plans, purchaseRoute, async (c) => {
+    const s = await seller(c);
+    const a = await agent(c);
+    return send(
+      await service.purchase({
+        seller: s,
+        agent: a,
+        action: "purchase",
+        planId: c.req.param("planId"),
+        body: await body(c.req.raw),
+        headers: c.req.raw.headers,
+      }),
+    );
+  });
+
+  const extend = familyApp("storefront", deps.log);
+  documented(extend, extendRoute, async (c) => {
+    const s = await seller(c);
+    const a = await agent(c);
+    return send(
+      await service.purchase({
+        seller: s,
+        agent: a,
+        action: "extend",
+        body: await body(c.req.raw),
+        headers: c.req.raw.headers,
+      }),
+    );
+  });
+  return { plans, extend };
+}
