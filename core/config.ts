@@ -96,6 +96,9 @@ const envSchema = z.object({
   EMBEDDINGS_API_KEY: z.string().min(1).optional(),
   EMBEDDINGS_CACHE_PATH: z.string().min(1).optional(),
   WORD_VECTORS_PATH: z.string().min(1).optional(),
+  SEARCH_VECTOR_WEIGHT: z.coerce.number({ error: "SEARCH_VECTOR_WEIGHT must be a number from 0 to 1" })
+    .min(0, { error: "SEARCH_VECTOR_WEIGHT must be a number from 0 to 1" })
+    .max(1, { error: "SEARCH_VECTOR_WEIGHT must be a number from 0 to 1" }).default(0.15),
   ARTICLES_MAX_BODY_BYTES: int("ARTICLES_MAX_BODY_BYTES", 1024, 1024 * 1024 * 1024).default(32 * 1024 * 1024),
   OPENAI_API_KEY: z.string().min(1).optional(),
   OPENAI_BASE_URL: url("OPENAI_BASE_URL").default("https://api.openai.com/v1"),
@@ -195,6 +198,8 @@ export interface Config {
     cachePath?: string;
     /** The package JSON the cache is converted from; default in node_modules. */
     wordVectorsPath?: string;
+    /** Vector weight of the default (`v2`) search ranking, 0..1 (docs/relevance.md). */
+    searchVectorWeight: number;
   };
   /** Body limit of the bulk article upsert route. */
   articlesMaxBodyBytes: number;
@@ -316,6 +321,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       apiKey: e.EMBEDDINGS_API_KEY,
       cachePath: e.EMBEDDINGS_CACHE_PATH,
       wordVectorsPath: e.WORD_VECTORS_PATH,
+      searchVectorWeight: e.SEARCH_VECTOR_WEIGHT,
     },
     articlesMaxBodyBytes: e.ARTICLES_MAX_BODY_BYTES,
     openai: {

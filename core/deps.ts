@@ -143,6 +143,7 @@ export function assembleDeps(inputs: DepsInputs): Deps {
     clock,
     log,
     embeddings: embeddingProvider(config, fetch),
+    vectorWeight: config.embeddings.searchVectorWeight,
     links,
     urlAnalyzer,
     // Trending keywords from Ask AI query events; the engine falls back to its own query log.

@@ -46,7 +46,13 @@ import {
   USAGE_HEADER,
   type VerifiedRequest,
 } from "../core/payproxy/signature.ts";
-import { isSearchType, isSearchVersion, SEARCH_TYPES, SEARCH_VERSIONS } from "../core/search/retrieval_mode.ts";
+import {
+  isSearchType,
+  isSearchVersion,
+  SEARCH_TYPES,
+  SEARCH_VERSION_DOC,
+  SEARCH_VERSIONS,
+} from "../core/search/retrieval_mode.ts";
 import { searchRequestSchema } from "../core/search/types.ts";
 import { marketplaceAiModel, marketplaceDataModel } from "../core/payproxy/marketplace.ts";
 import { MAX_QUERY_CHARS } from "./aimodel.ts";
@@ -122,8 +128,7 @@ const searchDoc = createRoute({
     query: z.object({
       data_model_id: z.string().openapi({ description: "Data model id (`dm_...`)" }),
       search_version: z.enum(Object.keys(SEARCH_VERSIONS) as [string, ...string[]]).optional().openapi({
-        description: "Ranking version of the retrieval pipeline: `2` (default) blends vectors and words equally, `1` " +
-          "leans on words (vectors 25 %)",
+        description: SEARCH_VERSION_DOC,
       }),
     }),
     headers: signedHeaders,

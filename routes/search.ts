@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../core/deps.ts";
 import { AppError, notFound } from "../core/errors.ts";
+import { SEARCH_VERSION_DOC, SEARCH_VERSIONS } from "../core/search/retrieval_mode.ts";
 import { SEARCH_ALGORITHMS, searchRequestSchema } from "../core/search/types.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
@@ -49,12 +50,15 @@ const searchRoute = createRoute({
       data_model_id: z.string({ error: "data_model_id is required" }).openapi({
         example: "dm_01jd3k6q8s4m0v2x9c7b5n1r3t",
       }),
+      search_version: z.enum(Object.keys(SEARCH_VERSIONS) as [string, ...string[]], {
+        error: `search_version must be one of ${Object.keys(SEARCH_VERSIONS).join(", ")}`,
+      }).optional().openapi({ description: SEARCH_VERSION_DOC }),
     }),
     body: { required: true, content: { "application/json": { schema: requestBody } } },
   },
   responses: {
     200: { description: "Recommended articles", content: { "application/json": { schema: searchResponseSchema } } },
-    400: { description: "data_model_id missing (text/plain) or malformed JSON" },
+    400: { description: "data_model_id missing or search_version unknown (text/plain), or malformed JSON" },
     401: { description: "Missing or malformed API key" },
     403: { description: "Unknown or revoked API key" },
     404: { description: "Unknown data model, or one of another tenant", content: messageBody },
@@ -71,9 +75,14 @@ function searchHook(
   c: Context<AppEnv>,
 ): void {
   if (!result.success && result.target === "query") {
-    throw new AppError(400, "invalid_query", describeIssue(result.error.issues[0]!).replace(/^data_model_id: /, ""), {
-      plain: true,
-    });
+    throw new AppError(
+      400,
+      "invalid_query",
+      describeIssue(result.error.issues[0]!).replace(/^(data_model_id|search_version): /, ""),
+      {
+        plain: true,
+      },
+    );
   }
   messageHook(result, c);
 }
@@ -86,7 +95,7 @@ export function createSearchRoutes(
   const app = familyApp("message", deps.log);
   app.use("/", apiKeyAuth(deps.apiKeys), bodyReader({ limit: deps.config.maxBodyBytes }));
   app.openapi(searchRoute, async (c) => {
-    const { data_model_id: dmId } = c.req.valid("query");
+    const { data_model_id: dmId, search_version: searchVersion } = c.req.valid("query");
     const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
     if (!dm) throw notFound(`data model not found: ${dmId}`, "data_model_not_found");
     const body = c.req.valid("json");
@@ -94,6 +103,7 @@ export function createSearchRoutes(
     const out = await (deps.search ?? deps.searchEngine).recommend(dm, body, {
       tenantId: c.get("tenantId"),
       requestId: c.get("requestId"),
+      searchVersion,
     });
     return c.json(out, 200);
   }, searchHook as never);

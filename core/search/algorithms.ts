@@ -1,5 +1,6 @@
 import type { SearchAlgorithm } from "./types.ts";
 import type { Candidate, DataModelIndex, QueryRep } from "./index.ts";
+import type { Fusion } from "./retrieval_mode.ts";
 import type { TrendingKeyword } from "./trending.ts";
 
 /** One ranked article: `order` decides the position (higher first), `score` is its relevance. */
@@ -21,8 +22,8 @@ export interface RankInput {
   nowUnix: number;
   /** Trending keywords (trending only). */
   trends?: TrendingKeyword[];
-  /** Vector weight of the hybrid blend (see retrieval_mode.ts); the index default when absent. */
-  alpha?: number;
+  /** How the hybrid ranking blends its sides (see retrieval_mode.ts); the default version when absent. */
+  fusion?: Fusion;
 }
 
 /** Relevance pool of `most_recent`: at least this many candidates are considered. */
@@ -38,7 +39,7 @@ const byOrder = (a: Ranked, b: Ranked) => b.order - a.order || b.score - a.score
 
 /** `semantic`: the hybrid relevance ranking of the query (or the analysed page). */
 export function semantic(input: RankInput): Ranked[] {
-  return input.index.hybrid(input.query, { k: input.k, allow: input.allow, cos: input.cos, alpha: input.alpha })
+  return input.index.hybrid(input.query, { k: input.k, allow: input.allow, cos: input.cos, fusion: input.fusion })
     .map((c) => ({ slot: c.slot, score: c.score, order: c.score }));
 }
 
@@ -51,7 +52,7 @@ export function mostRecent(input: RankInput): Ranked[] {
     k: Math.max(RECENT_POOL_MIN, input.k * 10),
     allow: input.allow,
     cos: input.cos,
-    alpha: input.alpha,
+    fusion: input.fusion,
   });
   const best = pool[0]?.score ?? 0;
   return byDate(input.index, pool.filter((c) => c.score >= best * RELEVANCE_SHARE)).slice(0, input.k);
@@ -61,7 +62,7 @@ export function mostRecent(input: RankInput): Ranked[] {
 export function mostRecentSemantic(input: RankInput): Ranked[] {
   return byDate(
     input.index,
-    input.index.hybrid(input.query, { k: input.k, allow: input.allow, cos: input.cos, alpha: input.alpha }),
+    input.index.hybrid(input.query, { k: input.k, allow: input.allow, cos: input.cos, fusion: input.fusion }),
   );
 }
 
@@ -84,7 +85,12 @@ export function trending(input: RankInput): Ranked[] {
   if (max === 0) return mostRecent(input);
   const queryScores = new Map<number, number>();
   for (
-    const c of index.hybrid(input.query, { k: Math.max(200, input.k * 10), allow, cos: input.cos, alpha: input.alpha })
+    const c of index.hybrid(input.query, {
+      k: Math.max(200, input.k * 10),
+      allow,
+      cos: input.cos,
+      fusion: input.fusion,
+    })
   ) {
     queryScores.set(c.slot, c.score);
   }

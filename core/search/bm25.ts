@@ -1,25 +1,59 @@
 /**
- * An in-memory BM25 index over document slots. Postings are growable typed arrays (slot ids and
- * term frequencies per term), so scoring a query touches only the documents that contain its
- * terms. Documents are added and removed incrementally; the caller keeps the slot numbers.
+ * An in-memory fielded BM25 (BM25F) index over document slots. Each document has a few fields
+ * (an article: title, summary, body); a term's frequency in each field is normalised by that
+ * field's length against the field's average length, weighted, and summed into one pseudo
+ * frequency that saturates once (Robertson & Zaragoza, "The Probabilistic Relevance Framework:
+ * BM25 and Beyond", 2009, section 3.3). With one field of weight 1 this is plain BM25.
+ *
+ * Postings are growable typed arrays (slot ids and per-field term frequencies per term), so
+ * scoring a query touches only the documents that contain its terms. Documents are added and
+ * removed incrementally; the caller keeps the slot numbers.
  */
+
+/** Weight and length normalisation of one field. */
+export interface Bm25Field {
+  weight: number;
+  /** Length normalisation in [0, 1]: 0 ignores the field's length, 1 normalises fully. */
+  b: number;
+}
+
+/** Settings of a {@link Bm25Index}. */
+export interface Bm25Options {
+  k1?: number;
+  /** Fields in the order documents list their frequencies; one plain field by default. */
+  fields?: Bm25Field[];
+}
+
+/**
+ * A document's terms: term -> frequency, or term -> frequency per field (in field order; missing
+ * trailing fields count 0). A plain number counts in the first field.
+ */
+export type TermCounts = Map<string, number | readonly number[]>;
+
 export class Bm25Index {
   readonly k1: number;
-  readonly b: number;
+  readonly fields: readonly Bm25Field[];
+  private readonly nf: number;
   private termIds = new Map<string, number>();
   private postSlots: Int32Array[] = [];
+  /** Per term: nf frequencies per posting. */
   private postTf: Uint16Array[] = [];
   private postLen: number[] = [];
+  /** Per slot: nf field lengths. */
   private docLen = new Float32Array(1024);
   private liveDocs = 0;
-  private totalLen = 0;
+  private totalLen: Float64Array;
   // Scratch accumulators reused across queries (single-threaded: one query at a time).
   private acc = new Float32Array(1024);
   private seen = new Uint8Array(1024);
 
-  constructor({ k1 = 1.2, b = 0.75 }: { k1?: number; b?: number } = {}) {
+  constructor({ k1 = 1.2, fields = [{ weight: 1, b: 0.75 }] }: Bm25Options = {}) {
+    if (fields.length === 0) throw new Error("a BM25 index needs at least one field");
     this.k1 = k1;
-    this.b = b;
+    this.fields = fields.map((f) => ({ ...f }));
+    this.nf = fields.length;
+    this.totalLen = new Float64Array(this.nf);
+    this.docLen = new Float32Array(1024 * this.nf);
   }
 
   /** Number of live documents. */
@@ -38,17 +72,31 @@ export class Bm25Index {
     return into;
   }
 
+  /** Counts the terms of each field into one bag of per-field frequencies. */
+  static fieldBag(fieldTerms: Iterable<string>[]): Map<string, number[]> {
+    const out = new Map<string, number[]>();
+    fieldTerms.forEach((terms, f) => {
+      for (const t of terms) {
+        let tf = out.get(t);
+        if (!tf) out.set(t, tf = new Array(fieldTerms.length).fill(0));
+        tf[f]!++;
+      }
+    });
+    return out;
+  }
+
   /** Indexes a document at `slot` (which must not hold a live document). */
-  add(slot: number, bag: Map<string, number>): void {
+  add(slot: number, bag: TermCounts): void {
     this.ensure(slot + 1);
-    let len = 0;
-    for (const [term, tf] of bag) {
+    const nf = this.nf;
+    const lens = new Float64Array(nf);
+    for (const [term, counts] of bag) {
       let id = this.termIds.get(term);
       if (id === undefined) {
         id = this.postSlots.length;
         this.termIds.set(term, id);
         this.postSlots.push(new Int32Array(4));
-        this.postTf.push(new Uint16Array(4));
+        this.postTf.push(new Uint16Array(4 * nf));
         this.postLen.push(0);
       }
       const n = this.postLen[id]!;
@@ -56,22 +104,29 @@ export class Bm25Index {
         const s = new Int32Array(n * 2);
         s.set(this.postSlots[id]!);
         this.postSlots[id] = s;
-        const f = new Uint16Array(n * 2);
+        const f = new Uint16Array(n * 2 * nf);
         f.set(this.postTf[id]!);
         this.postTf[id] = f;
       }
       this.postSlots[id]![n] = slot;
-      this.postTf[id]![n] = Math.min(65535, tf);
+      const tfs = this.postTf[id]!;
+      for (let f = 0; f < nf; f++) {
+        const tf = typeof counts === "number" ? (f === 0 ? counts : 0) : (counts[f] ?? 0);
+        tfs[n * nf + f] = Math.min(65535, tf);
+        lens[f] += tf;
+      }
       this.postLen[id] = n + 1;
-      len += tf;
     }
-    this.docLen[slot] = len;
-    this.totalLen += len;
+    for (let f = 0; f < nf; f++) {
+      this.docLen[slot * nf + f] = lens[f]!;
+      this.totalLen[f] += lens[f]!;
+    }
     this.liveDocs++;
   }
 
   /** Removes the document at `slot`; `bag` must be the bag it was added with. */
-  remove(slot: number, bag: Map<string, number>): void {
+  remove(slot: number, bag: TermCounts): void {
+    const nf = this.nf;
     for (const term of bag.keys()) {
       const id = this.termIds.get(term);
       if (id === undefined) continue;
@@ -80,11 +135,13 @@ export class Bm25Index {
       const at = slots.subarray(0, n).lastIndexOf(slot);
       if (at < 0) continue;
       slots.copyWithin(at, at + 1, n);
-      tfs.copyWithin(at, at + 1, n);
+      tfs.copyWithin(at * nf, (at + 1) * nf, n * nf);
       this.postLen[id] = n - 1;
     }
-    this.totalLen -= this.docLen[slot]!;
-    this.docLen[slot] = 0;
+    for (let f = 0; f < nf; f++) {
+      this.totalLen[f] -= this.docLen[slot * nf + f]!;
+      this.docLen[slot * nf + f] = 0;
+    }
     this.liveDocs--;
   }
 
@@ -107,8 +164,16 @@ export class Bm25Index {
    * @returns parallel arrays of slots and scores (unsorted)
    */
   score(query: Map<string, number>, allow?: (slot: number) => boolean): { slots: Int32Array; scores: Float32Array } {
-    const avgdl = this.liveDocs > 0 ? this.totalLen / this.liveDocs : 1;
-    const k1 = this.k1, b = this.b;
+    const nf = this.nf, k1 = this.k1;
+    // Per field: weight / (1 - b + b * len / avg) = weight / (c0 + c1 * len), precomputed.
+    const w = new Float64Array(nf), c0 = new Float64Array(nf), c1 = new Float64Array(nf);
+    for (let f = 0; f < nf; f++) {
+      const { weight, b } = this.fields[f]!;
+      const avg = this.liveDocs > 0 && this.totalLen[f]! > 0 ? this.totalLen[f]! / this.liveDocs : 1;
+      w[f] = weight;
+      c0[f] = 1 - b;
+      c1[f] = b / avg;
+    }
     const touched: number[] = [];
     const acc = this.acc, seen = this.seen, docLen = this.docLen;
     for (const [term, weight] of query) {
@@ -130,8 +195,12 @@ export class Bm25Index {
           seen[s] = 1;
           touched.push(s);
         }
-        const tf = tfs[i]!;
-        acc[s] += idf * (tf * (k1 + 1)) / (tf + k1 * (1 - b + (b * docLen[s]!) / avgdl));
+        let tf = 0;
+        for (let f = 0, o = i * nf, d = s * nf; f < nf; f++) {
+          const x = tfs[o + f]!;
+          if (x !== 0) tf += (w[f]! * x) / (c0[f]! + c1[f]! * docLen[d + f]!);
+        }
+        acc[s] += idf * (tf * (k1 + 1)) / (tf + k1);
       }
     }
     let kept = 0;
@@ -150,16 +219,16 @@ export class Bm25Index {
   }
 
   private ensure(n: number): void {
-    if (n <= this.docLen.length) return;
-    let cap = this.docLen.length;
+    if (n <= this.acc.length) return;
+    let cap = this.acc.length;
     while (cap < n) cap *= 2;
-    const grow = <T extends Float32Array | Uint8Array>(a: T, make: (n: number) => T): T => {
-      const x = make(cap);
+    const grow = <T extends Float32Array | Uint8Array>(a: T, size: number, make: (n: number) => T): T => {
+      const x = make(size);
       x.set(a);
       return x;
     };
-    this.docLen = grow(this.docLen, (c) => new Float32Array(c));
-    this.acc = grow(this.acc, (c) => new Float32Array(c));
-    this.seen = grow(this.seen, (c) => new Uint8Array(c));
+    this.docLen = grow(this.docLen, cap * this.nf, (c) => new Float32Array(c));
+    this.acc = grow(this.acc, cap, (c) => new Float32Array(c));
+    this.seen = grow(this.seen, cap, (c) => new Uint8Array(c));
   }
 }

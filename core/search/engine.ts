@@ -19,7 +19,7 @@ import {
 import { Bm25Index } from "./bm25.ts";
 import type { EmbeddingProvider } from "./embeddings/provider.ts";
 import { DataModelIndex, type QueryRep } from "./index.ts";
-import { retrievalAlpha } from "./retrieval_mode.ts";
+import { DEFAULT_VECTOR_WEIGHT, type Fusion, FUSION_V2, retrievalFusion } from "./retrieval_mode.ts";
 import { directLinks, type LinkBuilder, type QuerySource, RecentQueryLog, type UrlAnalyzer } from "./ports.ts";
 import { mergeTrends, queryKeywords, titleBursts, type TrendingKeyword } from "./trending.ts";
 import { terms } from "./tokenizer.ts";
@@ -81,6 +81,8 @@ export interface SearchEngineOptions {
   urlAnalyzer?: UrlAnalyzer;
   /** Query events from analytics; the engine's own in-memory log is used when absent. */
   querySource?: QuerySource;
+  /** Vector weight of the default ranking version (`SEARCH_VECTOR_WEIGHT`); 0.15 when absent. */
+  vectorWeight?: number;
 }
 
 /** Describes a zod issue for a per-item ingest error: `url: must be an absolute http(s) URL`. */
@@ -165,6 +167,11 @@ export class SearchEngine implements SearchService, ArticleService {
     this.querySource = source;
   }
 
+  /** Vector weight of the default ranking version. */
+  get vectorWeight(): number {
+    return this.options.vectorWeight ?? DEFAULT_VECTOR_WEIGHT;
+  }
+
   get embeddings(): EmbeddingProvider {
     return this.options.embeddings;
   }
@@ -211,7 +218,9 @@ export class SearchEngine implements SearchService, ArticleService {
     const started = performance.now();
     const provider = this.options.embeddings;
     await provider.init();
-    const index = new DataModelIndex(dataModelId, provider.dims);
+    const index = new DataModelIndex(dataModelId, provider.dims, {
+      removeCommonDirection: provider.removeCommonDirection ?? false,
+    });
     // The revision read before listing: a later one seen by the poll means a rebuild.
     const revision = (await this.options.kv.get(["article_rev", dataModelId])).versionstamp;
     let stale: Article[] = [];
@@ -395,8 +404,15 @@ export class SearchEngine implements SearchService, ArticleService {
     };
   }
 
-  /** Turns query text into the index's query form. */
-  async queryRep(index: DataModelIndex, text: string, { page = false } = {}): Promise<QueryRep> {
+  /**
+   * Turns query text into the index's query form; with a fusion that asks for it, the query
+   * vector takes in the vectors of its best lexical matches (see {@link DataModelIndex.withFeedback}).
+   */
+  async queryRep(
+    index: DataModelIndex,
+    text: string,
+    { page = false, fusion }: { page?: boolean; fusion?: Fusion } = {},
+  ): Promise<QueryRep> {
     const clipped = text.slice(0, page ? 20_000 : MAX_QUERY_CHARS);
     let bag = Bm25Index.bag(terms(clipped));
     if (page && bag.size > PAGE_QUERY_TERMS) {
@@ -407,7 +423,8 @@ export class SearchEngine implements SearchService, ArticleService {
       );
     }
     const [vector] = (await this.embedSafely([clipped.slice(0, 6000)])) ?? [null];
-    return { bag, vector: vector ?? null };
+    const rep = { bag, vector: vector ?? null };
+    return fusion ? index.withFeedback(rep, fusion.feedbackDocs, fusion.feedbackWeight) : rep;
   }
 
   async recommend(dataModel: DataModel, request: SearchRequest, context: SearchContext): Promise<SearchResponse> {
@@ -449,16 +466,16 @@ export class SearchEngine implements SearchService, ArticleService {
       this.queryLog.record(dataModel.id, query, now);
     }
 
-    const rep = await this.queryRep(index, text, { page: analysed !== undefined });
+    // Payproxy's search_type and search_version (also a bearer query parameter) pick the fusion.
+    const fusion = retrievalFusion(request.search_type, context.searchVersion, this.vectorWeight);
+    const rep = await this.queryRep(index, text, { page: analysed !== undefined, fusion });
     const trends = algorithm === "trending" ? await this.trends(dataModel.id, index, now) : undefined;
     // From the scan to the end of ranking nothing awaits: the cosines live in shared scratch space.
     const cos = index.cosines(rep.vector);
     const rank = ALGORITHMS[algorithm];
     const base = excluded.size === 0 ? undefined : (s: number) => !excluded.has(s);
-    // Payproxy's search_type and search_version pick the hybrid blend (retrieval_mode.ts).
-    const alpha = retrievalAlpha(request.search_type, context.searchVersion);
     const run = (k: number, allow?: (s: number) => boolean) =>
-      rank({ index, query: rep, cos, k, allow, nowUnix, trends, alpha });
+      rank({ index, query: rep, cos, k, allow, nowUnix, trends, fusion });
 
     let ranked: Ranked[];
     if (ref) {
@@ -565,14 +582,15 @@ export class SearchEngine implements SearchService, ArticleService {
     for (const dm of new Set(dataModelIds)) {
       const index = await this.index(dm);
       if (index.size === 0) continue;
-      const rep = await this.queryRep(index, query);
-      for (const c of index.hybrid(rep, { k: k * 3 })) {
+      const fusion = { ...FUSION_V2, vectorWeight: this.vectorWeight };
+      const rep = await this.queryRep(index, query, { fusion });
+      for (const c of index.hybrid(rep, { k: k * 3, fusion })) {
         drawn.push({ dm, slot: c.slot, score: c.score, bm25: c.bm25, cosine: c.cosine, index });
         contributing.add(dm);
       }
     }
     // Per-index scores are normalised within their index: comparable only when one index answered.
-    const scored = contributing.size > 1 ? fuseAcrossIndexes(drawn) : drawn;
+    const scored = contributing.size > 1 ? fuseAcrossIndexes(drawn, this.vectorWeight) : drawn;
     const found = scored.map((f) => {
       // Recency weighting: a month-old article keeps ~84% of its relevance, a fresh one all of it.
       const ageDays = Math.max(0, (nowUnix - f.index.pubdates[f.slot]!) / 86_400);

@@ -1,18 +1,24 @@
 /**
- * Relevance evaluation over a BEIR-format folder: `corpus.jsonl` ({_id, title, text}),
+ * Relevance evaluation over BEIR-format folders: `corpus.jsonl` ({_id, title, text}),
  * `queries.jsonl` ({_id, text}) and `qrels/test.tsv` (query-id, corpus-id, score; header line).
- * Prints nDCG@10 and recall@100 for BM25, vector and hybrid ranking over the same index the
- * service uses.
+ * Prints nDCG@10 and recall@100 of BM25, vector and hybrid ranking per collection, over the
+ * same index and ranking code the service uses (the default ranking version), their mean over
+ * the collections, and the p50 latency of one hybrid query (embedding included).
  *
- *   deno task eval <dir>
+ *   deno task eval DIR [DIR...] [--json FILE] [--provider local|openai --base-url URL --model NAME]
+ *
+ * The API key of an OpenAI-compatible server is read from EMBEDDINGS_API_KEY.
  */
+import { parseArgs } from "node:util";
 import { parseConfig } from "../config.ts";
 import type { Article } from "./articles.ts";
 import { embeddingText } from "./articles.ts";
 import { Bm25Index } from "./bm25.ts";
+import { OpenAiEmbeddings } from "./embeddings/openai.ts";
 import type { EmbeddingProvider } from "./embeddings/provider.ts";
 import { defaultCacheName, LocalEmbeddings } from "./embeddings/wink.ts";
 import { articleBag, DataModelIndex } from "./index.ts";
+import { type Fusion, FUSION_V2 } from "./retrieval_mode.ts";
 import { terms } from "./tokenizer.ts";
 import { TopK } from "./topk.ts";
 
@@ -29,6 +35,9 @@ export interface MethodScores {
   ndcg10: number;
   recall100: number;
 }
+
+/** The three methods of one collection, and the p50 latency of a hybrid query in milliseconds. */
+export type CollectionScores = Record<"bm25" | "vector" | "hybrid", MethodScores> & { p50Ms: number };
 
 /** Reads a BEIR folder (only queries that have qrels are kept). */
 export async function loadBeir(dir: string): Promise<BeirDataset> {
@@ -71,13 +80,16 @@ export function recallAt(ranked: string[], rels: Map<string, number>, k: number)
   return relevant.filter((id) => top.has(id)).length / relevant.length;
 }
 
-/** Indexes the corpus and scores the three methods. */
+/** Indexes the corpus and scores the three methods (hybrid with `fusion`, the default version). */
 export async function evaluate(
   data: BeirDataset,
   embeddings: EmbeddingProvider,
-): Promise<Record<"bm25" | "vector" | "hybrid", MethodScores>> {
+  { fusion = FUSION_V2 }: { fusion?: Fusion } = {},
+): Promise<CollectionScores> {
   await embeddings.init();
-  const index = new DataModelIndex("dm_eval", embeddings.dims);
+  const index = new DataModelIndex("dm_eval", embeddings.dims, {
+    removeCommonDirection: embeddings.removeCommonDirection ?? false,
+  });
   const ids: string[] = [];
   for (let i = 0; i < data.corpus.length; i += 256) {
     const chunk = data.corpus.slice(i, i + 256);
@@ -102,10 +114,17 @@ export async function evaluate(
     vector: { ndcg10: 0, recall100: 0 },
     hybrid: { ndcg10: 0, recall100: 0 },
   };
-  const qVectors = await embeddings.embed(data.queries.map((q) => q.text));
-  data.queries.forEach((q, qi) => {
+  const times: number[] = [];
+  for (const q of data.queries) {
     const rels = data.qrels.get(q.id)!;
-    const rep = { bag: Bm25Index.bag(terms(q.text)), vector: qVectors[qi]! };
+    const started = performance.now();
+    // The service's query path: embed, feedback, one scan, fusion.
+    const [vector] = await embeddings.embed([q.text]);
+    const rep = { bag: Bm25Index.bag(terms(q.text)), vector: vector! };
+    const fed = index.withFeedback(rep, fusion.feedbackDocs, fusion.feedbackWeight);
+    const hybrid = index.hybrid(fed, { k: 100, fusion }).map((c) => ids[c.slot]!);
+    times.push(performance.now() - started);
+
     const lex = index.bm25.score(rep.bag);
     const lexTop = new TopK(100);
     lex.slots.forEach((s, i) => lexTop.push(s, lex.scores[i]!));
@@ -115,44 +134,118 @@ export async function evaluate(
     const rankings = {
       bm25: lexTop.drain().map((e) => ids[e.id]!),
       vector: vecTop.drain().map((e) => ids[e.id]!),
-      hybrid: index.hybrid(rep, { k: 100 }).map((c) => ids[c.slot]!),
+      hybrid,
     };
     for (const m of ["bm25", "vector", "hybrid"] as const) {
       totals[m].ndcg10 += ndcgAt(rankings[m], rels, 10);
       totals[m].recall100 += recallAt(rankings[m], rels, 100);
     }
-  });
+  }
   const n = Math.max(1, data.queries.length);
   for (const m of Object.values(totals)) {
     m.ndcg10 /= n;
     m.recall100 /= n;
   }
-  return totals;
+  times.sort((a, b) => a - b);
+  return { ...totals, p50Ms: times[Math.floor((times.length - 1) / 2)] ?? 0 };
 }
 
-/** The printed report. */
-export function formatReport(data: BeirDataset, scores: Record<string, MethodScores>): string {
-  const rows = Object.entries(scores).map(([m, s]) =>
-    `${m.padEnd(8)} ${s.ndcg10.toFixed(4).padStart(9)} ${s.recall100.toFixed(4).padStart(11)}`
+const METHODS = ["bm25", "vector", "hybrid"] as const;
+
+/** The mean of each method's metrics over collections. */
+export function meanScores(all: CollectionScores[]): CollectionScores {
+  const n = Math.max(1, all.length);
+  const avg = (f: (c: CollectionScores) => number) => all.reduce((s, c) => s + f(c), 0) / n;
+  const out = { p50Ms: avg((c) => c.p50Ms) } as CollectionScores;
+  for (const m of METHODS) out[m] = { ndcg10: avg((c) => c[m].ndcg10), recall100: avg((c) => c[m].recall100) };
+  return out;
+}
+
+/** The printed report of one collection. */
+export function formatReport(data: BeirDataset, scores: CollectionScores, name?: string): string {
+  const rows = METHODS.map((m) =>
+    `${m.padEnd(8)} ${scores[m].ndcg10.toFixed(4).padStart(9)} ${scores[m].recall100.toFixed(4).padStart(11)}`
   );
   return [
-    `corpus ${data.corpus.length} documents, ${data.queries.length} queries with qrels`,
+    `${name ? `${name}: ` : ""}corpus ${data.corpus.length} documents, ${data.queries.length} queries with qrels`,
     `method     nDCG@10  recall@100`,
     ...rows,
+    `p50 hybrid query ${scores.p50Ms.toFixed(2)} ms`,
   ].join("\n");
 }
 
+/** The printed table of every collection and the mean. */
+export function formatSummary(rows: { name: string; scores: CollectionScores }[]): string {
+  const line = (name: string, s: CollectionScores) =>
+    `${name.padEnd(24)} ${METHODS.map((m) => s[m].ndcg10.toFixed(4).padStart(8)).join(" ")} ${
+      s.p50Ms.toFixed(2).padStart(8)
+    }`;
+  return [
+    `${"nDCG@10".padEnd(24)} ${METHODS.map((m) => m.padStart(8)).join(" ")} ${"p50 ms".padStart(8)}`,
+    ...rows.map((r) => line(r.name, r.scores)),
+    line("mean", meanScores(rows.map((r) => r.scores))),
+  ].join("\n");
+}
+
+const USAGE = "usage: deno task eval DIR [DIR...] [--json FILE] [--provider local|openai --base-url URL --model NAME]";
+
 if (import.meta.main) {
-  const dir = Deno.args[0];
-  if (!dir) {
-    console.error("usage: deno task eval <beir-dir>");
+  let args;
+  try {
+    args = parseArgs({
+      args: Deno.args,
+      allowPositionals: true,
+      options: {
+        json: { type: "string" },
+        provider: { type: "string", default: "local" },
+        "base-url": { type: "string" },
+        model: { type: "string" },
+      },
+    });
+  } catch {
+    console.error(USAGE);
+    Deno.exit(2);
+  }
+  const dirs = args.positionals;
+  const { provider } = args.values;
+  if (dirs.length === 0 || (provider !== "local" && provider !== "openai")) {
+    console.error(USAGE);
     Deno.exit(2);
   }
   const config = parseConfig(Deno.env.toObject());
-  const embeddings = new LocalEmbeddings({
-    cachePath: config.embeddings.cachePath ?? `${config.dataDir.replace(/\/+$/, "")}/embeddings/${defaultCacheName()}`,
-    jsonPath: config.embeddings.wordVectorsPath,
-  });
-  const data = await loadBeir(dir);
-  console.log(formatReport(data, await evaluate(data, embeddings)));
+  let embeddings: EmbeddingProvider;
+  if (provider === "openai") {
+    const baseUrl = args.values["base-url"] ?? config.embeddings.baseUrl;
+    if (!baseUrl) {
+      console.error("--provider openai needs --base-url (or EMBEDDINGS_BASE_URL)");
+      Deno.exit(2);
+    }
+    embeddings = new OpenAiEmbeddings({
+      baseUrl,
+      model: args.values.model ?? config.embeddings.model,
+      apiKey: config.embeddings.apiKey,
+    });
+  } else {
+    embeddings = new LocalEmbeddings({
+      cachePath: config.embeddings.cachePath ??
+        `${config.dataDir.replace(/\/+$/, "")}/embeddings/${defaultCacheName()}`,
+      jsonPath: config.embeddings.wordVectorsPath,
+    });
+  }
+  const rows: { name: string; dir: string; scores: CollectionScores }[] = [];
+  for (const dir of dirs) {
+    const name = dir.replace(/\/+$/, "").split("/").at(-1) || dir;
+    const data = await loadBeir(dir);
+    const scores = await evaluate(data, embeddings);
+    console.log(formatReport(data, scores, name) + "\n");
+    rows.push({ name, dir, scores });
+  }
+  console.log(formatSummary(rows));
+  if (args.values.json) {
+    const mean = meanScores(rows.map((r) => r.scores));
+    await Deno.writeTextFile(
+      args.values.json,
+      JSON.stringify({ provider: embeddings.id, collections: rows, mean }, null, 2) + "\n",
+    );
+  }
 }

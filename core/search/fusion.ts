@@ -1,4 +1,4 @@
-import { DEFAULT_ALPHA } from "./index.ts";
+import { DEFAULT_VECTOR_WEIGHT } from "./retrieval_mode.ts";
 
 /** A candidate from one data model's index, with its raw (unnormalised) signals. */
 export interface RawCandidate {
@@ -16,7 +16,7 @@ export interface RawCandidate {
  */
 export function fuseAcrossIndexes<T extends RawCandidate>(
   candidates: T[],
-  alpha = DEFAULT_ALPHA,
+  alpha = DEFAULT_VECTOR_WEIGHT,
 ): (T & { score: number })[] {
   if (candidates.length === 0) return [];
   let cosMax = -Infinity, cosMin = Infinity, lexMax = 0;

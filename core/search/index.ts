@@ -1,8 +1,9 @@
 import type { Article } from "./articles.ts";
-import { Bm25Index } from "./bm25.ts";
+import { type Bm25Field, Bm25Index } from "./bm25.ts";
+import { type Fusion, FUSION_V2 } from "./retrieval_mode.ts";
 import { terms } from "./tokenizer.ts";
 import { TopK } from "./topk.ts";
-import { VectorIndex } from "./vector_index.ts";
+import { l2norm, VectorIndex } from "./vector_index.ts";
 
 /** What a search result shows of an article; kept in memory (the body stays in KV). */
 export interface ArticleCard {
@@ -39,24 +40,30 @@ export interface HybridOptions {
   k: number;
   /** Prefilter: only these slots are considered. */
   allow?: (slot: number) => boolean;
-  /** Weight of the vector side in [0, 1]; the lexical side gets the rest. */
-  alpha?: number;
+  /** How the sides are blended; the default ranking version when absent. */
+  fusion?: Fusion;
   /** Cosines already computed by {@link DataModelIndex.cosines} for this query (saves a scan). */
   cos?: Float32Array;
 }
 
-/** Default weight of vector similarity in the hybrid score (tuned with `deno task eval`). */
-export const DEFAULT_ALPHA = 0.5;
+/**
+ * BM25F fields of an article: the title names the topic (twice the weight, light length
+ * normalisation: titles are all short), the summary and the body opening count once. Chosen with
+ * `bench/relevance_cv.ts` (docs/relevance.md).
+ */
+export const ARTICLE_FIELDS: Bm25Field[] = [{ weight: 2, b: 0.5 }, { weight: 1, b: 0.5 }, { weight: 1, b: 0.75 }];
+/** BM25 term-frequency saturation. */
+export const BM25_K1 = 1.2;
 // Each side contributes at least this many candidates, so normalisation sees a stable spread.
 const MIN_SIDE_CANDIDATES = 50;
 const BODY_INDEX_CHARS = 6000;
+// The common direction is recomputed when the index has grown by this factor since.
+const DIRECTION_REGROWTH = 2;
+const DIRECTION_MIN_ROWS = 16;
 
-/** The BM25 bag of an article: title counted twice (it names the topic), summary, body opening. */
-export function articleBag(a: Pick<Article, "title" | "summary" | "body">): Map<string, number> {
-  const bag = Bm25Index.bag(terms(a.title), new Map(), 2);
-  Bm25Index.bag(terms(a.summary), bag);
-  Bm25Index.bag(terms(a.body.slice(0, BODY_INDEX_CHARS)), bag);
-  return bag;
+/** The BM25F terms of an article: frequencies in its title, summary and body opening. */
+export function articleBag(a: Pick<Article, "title" | "summary" | "body">): Map<string, number[]> {
+  return Bm25Index.fieldBag([terms(a.title), terms(a.summary), terms(a.body.slice(0, BODY_INDEX_CHARS))]);
 }
 
 /** The card of an article. */
@@ -82,8 +89,14 @@ export function cardOf(a: Article): ArticleCard {
  */
 export class DataModelIndex {
   readonly dataModelId: string;
-  readonly bm25 = new Bm25Index();
+  readonly bm25 = new Bm25Index({ k1: BM25_K1, fields: ARTICLE_FIELDS });
   readonly vectors: VectorIndex;
+  /** Whether cosines are taken with the vectors' common direction removed (see {@link cosines}). */
+  readonly removeCommonDirection: boolean;
+  private direction: Float32Array | null = null;
+  private directionRows = 0;
+  /** Per slot: the row's component along {@link direction}. */
+  private along = new Float32Array(1024);
   readonly cards: ArticleCard[] = [];
   /** Unix seconds per slot. */
   pubdates = new Float64Array(1024);
@@ -95,9 +108,14 @@ export class DataModelIndex {
   /** Bumped on every change (caches key on it). */
   version = 0;
 
-  constructor(dataModelId: string, dims: number) {
+  /**
+   * @param removeCommonDirection take the vectors' first principal component out of every
+   * cosine (for averaged word vectors, which all lean one way; see {@link cosines})
+   */
+  constructor(dataModelId: string, dims: number, { removeCommonDirection = false } = {}) {
     this.dataModelId = dataModelId;
     this.vectors = new VectorIndex(dims);
+    this.removeCommonDirection = removeCommonDirection;
   }
 
   /** Number of articles. */
@@ -142,8 +160,59 @@ export class DataModelIndex {
     this.siteIds[slot] = siteId;
     this.bm25.add(slot, bag);
     this.vectors.set(slot, vector);
+    if (this.removeCommonDirection) this.trackDirection(slot);
     this.version++;
     return slot;
+  }
+
+  // Keeps each row's component along the common direction; the direction itself is recomputed
+  // from all rows whenever the index has doubled since it was last computed (amortised O(1)).
+  private trackDirection(slot: number): void {
+    if (slot >= this.along.length) {
+      const next = new Float32Array(Math.max(this.along.length * 2, slot + 1));
+      next.set(this.along);
+      this.along = next;
+    }
+    const n = this.cards.length;
+    if (n >= DIRECTION_MIN_ROWS && n >= this.directionRows * DIRECTION_REGROWTH) {
+      this.direction = this.vectors.principalDirection(n);
+      this.directionRows = n;
+      for (let s = 0; s < n; s++) this.along[s] = this.componentAlong(s);
+    } else {
+      this.along[slot] = this.componentAlong(slot);
+    }
+  }
+
+  private componentAlong(slot: number): number {
+    const u = this.direction;
+    if (!u) return 0;
+    const row = this.vectors.row(slot);
+    let dot = 0;
+    for (let j = 0; j < u.length; j++) dot += row[j]! * u[j]!;
+    return dot;
+  }
+
+  /**
+   * The query vector moved toward the mean vector of its best `docs` BM25 matches (vector
+   * pseudo-relevance feedback): a short query borrows the vocabulary of the articles its words
+   * find. Unchanged without a vector, without lexical matches or with feedback off.
+   */
+  withFeedback(query: QueryRep, docs: number, weight: number, allow?: (slot: number) => boolean): QueryRep {
+    if (!query.vector || docs <= 0 || weight <= 0) return query;
+    const lex = this.bm25.score(query.bag, allow);
+    const top = new TopK(docs);
+    for (let i = 0; i < lex.slots.length; i++) top.push(lex.slots[i]!, lex.scores[i]!);
+    const best = top.drain();
+    if (best.length === 0) return query;
+    const v = Float32Array.from(query.vector);
+    for (const e of best) {
+      const row = this.vectors.row(e.id);
+      for (let j = 0; j < v.length; j++) v[j]! += (weight / best.length) * row[j]!;
+    }
+    const n = l2norm(v);
+    if (n === 0) return query;
+    for (let j = 0; j < v.length; j++) v[j]! /= n;
+    return { bag: query.bag, vector: v };
   }
 
   /**
@@ -155,11 +224,12 @@ export class DataModelIndex {
   }
 
   /**
-   * Hybrid retrieval: cosine similarity over every vector (one contiguous scan) and BM25 over
-   * the postings of the query terms, each min-max normalised over its own top candidates, then
-   * `alpha * vector + (1 - alpha) * lexical`. Returns the best `k`, best first.
+   * Hybrid retrieval: cosine similarity over every vector (one contiguous scan) and BM25F over
+   * the postings of the query terms, each normalised over its own top candidates (see
+   * {@link Fusion}), then `w * vector + (1 - w) * lexical`. Returns the best `k`, best first;
+   * `score` is in [0, 1] (z-scores are mapped through a logistic).
    */
-  hybrid(query: QueryRep, { k, allow, alpha = DEFAULT_ALPHA, cos: given }: HybridOptions): Candidate[] {
+  hybrid(query: QueryRep, { k, allow, fusion = FUSION_V2, cos: given }: HybridOptions): Candidate[] {
     const n = this.cards.length;
     if (n === 0 || k <= 0) return [];
     const side = Math.max(k, MIN_SIDE_CANDIDATES);
@@ -180,11 +250,11 @@ export class DataModelIndex {
     const lexScore = new Map<number, number>();
     for (const e of lexList) lexScore.set(e.id, e.score);
 
-    const cosMax = vecList[0]?.score ?? 0;
-    const cosFloor = Math.max(0, Math.min(vecList.at(-1)?.score ?? 0, cosMax - 1e-6));
     const lexMax = lexList[0]?.score ?? 0;
-    const wVec = !hasVector ? 0 : lexMax === 0 ? 1 : alpha;
+    const wVec = !hasVector ? 0 : lexMax === 0 ? 1 : fusion.vectorWeight;
     const wLex = 1 - wVec;
+    const vecScale = scaleOf(vecList, fusion.normalise, true);
+    const lexScale = scaleOf(lexList, fusion.normalise, false);
 
     const out: Candidate[] = [];
     const seen = new Set<number>();
@@ -193,9 +263,7 @@ export class DataModelIndex {
       seen.add(slot);
       const c = hasVector ? cos[slot]! : 0;
       const b = lexScore.get(slot) ?? 0;
-      const vn = hasVector && cosMax > cosFloor ? Math.min(1, Math.max(0, (c - cosFloor) / (cosMax - cosFloor))) : 0;
-      const ln = lexMax > 0 ? b / lexMax : 0;
-      const score = wVec * vn + wLex * ln;
+      const score = wVec * (hasVector ? vecScale(c) : 0) + wLex * lexScale(b);
       if (score > 0) out.push({ slot, score, bm25: b, cosine: c });
     };
     for (const e of vecList) consider(e.id);
@@ -205,10 +273,45 @@ export class DataModelIndex {
   }
 
   /**
-   * Cosine of every slot with the query (zeros without a vector). The array is shared scratch
-   * space valid until the next scan of this index: use it synchronously, never across an await.
+   * Cosine of every slot with the query (zeros without a vector). With
+   * `removeCommonDirection`, the cosine of the two vectors with their component along the
+   * common direction u taken out: (d.q - (d.u)(q.u)) / sqrt((1 - (d.u)^2)(1 - (q.u)^2)), from
+   * the plain scan plus one stored number per row. The array is shared scratch space valid until
+   * the next scan of this index: use it synchronously, never across an await.
    */
   cosines(vector: Float32Array | null, hasVector = vector !== null): Float32Array {
-    return this.vectors.scan(hasVector ? vector : null, this.cards.length);
+    const cos = this.vectors.scan(hasVector ? vector : null, this.cards.length);
+    const u = this.direction;
+    if (!hasVector || !vector || !u) return cos;
+    let qu = 0;
+    for (let j = 0; j < u.length; j++) qu += vector[j]! * u[j]!;
+    const qRest = 1 - qu * qu;
+    if (qRest <= 1e-9) return cos;
+    const along = this.along;
+    for (let s = 0; s < cos.length; s++) {
+      const c = cos[s]!;
+      if (c === 0) continue; // an empty row
+      const du = along[s]!;
+      const rest = (1 - du * du) * qRest;
+      cos[s] = rest > 1e-9 ? (c - du * qu) / Math.sqrt(rest) : 0;
+    }
+    return cos;
   }
+}
+
+/** Maps one side's raw scores onto [0, 1] from its top candidates (best first). */
+function scaleOf(list: { score: number }[], how: Fusion["normalise"], isCosine: boolean): (x: number) => number {
+  if (list.length === 0) return () => 0;
+  const max = list[0]!.score;
+  if (how === "zscore") {
+    let sum = 0, sq = 0;
+    for (const e of list) sum += e.score, sq += e.score * e.score;
+    const mean = sum / list.length;
+    const sd = Math.sqrt(Math.max(0, sq / list.length - mean * mean)) || 1;
+    // A logistic keeps the score in (0, 1); candidates below the side's mean fade toward 0.
+    return (x) => (x === 0 && !isCosine ? 0 : 1 / (1 + Math.exp(-(x - mean) / sd)));
+  }
+  if (!isCosine) return (x) => (max > 0 ? x / max : 0);
+  const floor = Math.max(0, Math.min(list.at(-1)!.score, max - 1e-6));
+  return (x) => (max > floor ? Math.min(1, Math.max(0, (x - floor) / (max - floor))) : 0);
 }

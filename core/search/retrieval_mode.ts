@@ -1,21 +1,58 @@
 /**
- * How payproxy's `search_type` (body) and `search_version` (query) change retrieval. Both tune the
- * hybrid blend every algorithm ranks with: the weight of vector similarity against BM25.
+ * Ranking versions and how payproxy's `search_type` (body) and `search_version` (query, also
+ * accepted on the bearer search route) change retrieval. Every algorithm ranks with the hybrid
+ * fusion of BM25 and vector similarity described by a {@link Fusion}.
  *
- * - `search_version`: the ranking version. `2` (the default, also what bearer search uses) blends
- *   vectors and words equally; `1` is the earlier, word-leaning blend (vectors 25 %).
- * - `search_type`: `hybrid` (default) uses the version's blend; `keyword` ranks by BM25 alone;
+ * - `search_version`: the ranking version. `2` (or `v2`, the default) is the calibrated fusion
+ *   chosen by cross-validation (docs/relevance.md): both sides normalised, a small vector weight,
+ *   the query vector refined by the best lexical matches. `1` (or `v1`) is the earlier equal
+ *   min-max blend, kept so an operator can compare both on live traffic.
+ * - `search_type`: `hybrid` (default) uses the version's fusion; `keyword` ranks by BM25 alone;
  *   `semantic` by vector similarity alone. Either side still stands in when the other has nothing
  *   (no word of the query in any article, or no query vector), as in every hybrid ranking.
  */
-import { DEFAULT_ALPHA } from "./index.ts";
+
+/** How the two sides of a hybrid ranking are put on one scale and blended. */
+export interface Fusion {
+  /** Weight of vector similarity in [0, 1]; BM25 gets the rest. */
+  vectorWeight: number;
+  /**
+   * Each side's scale over its own top candidates: `minmax` maps the best to 1 (BM25 from 0,
+   * cosines from the weakest candidate), `zscore` subtracts the mean and divides by the spread.
+   */
+  normalise: "minmax" | "zscore";
+  /**
+   * Vector pseudo-relevance feedback: the query vector is moved toward the mean vector of the
+   * best `feedbackDocs` BM25 matches, with weight `feedbackWeight` (0 documents: off).
+   */
+  feedbackDocs: number;
+  feedbackWeight: number;
+}
+
+/** Vector weight of the default ranking version (the `SEARCH_VECTOR_WEIGHT` setting overrides it). */
+export const DEFAULT_VECTOR_WEIGHT = 0.15;
+
+/** The earlier ranking: equal min-max blend, no feedback. */
+export const FUSION_V1: Fusion = { vectorWeight: 0.5, normalise: "minmax", feedbackDocs: 0, feedbackWeight: 0 };
+/** The calibrated ranking chosen by cross-validation on CISI (bench/relevance_cv.ts). */
+export const FUSION_V2: Fusion = {
+  vectorWeight: DEFAULT_VECTOR_WEIGHT,
+  normalise: "minmax",
+  feedbackDocs: 10,
+  feedbackWeight: 1,
+};
 
 /** Accepted `search_type` values. */
 export const SEARCH_TYPES = ["hybrid", "keyword", "semantic"] as const;
 export type SearchType = (typeof SEARCH_TYPES)[number];
 
-/** Vector weight of each ranking version. */
-export const SEARCH_VERSIONS: Record<string, number> = { "1": 0.25, "2": DEFAULT_ALPHA };
+/** Accepted `search_version` values and the ranking each names. */
+export const SEARCH_VERSIONS: Record<string, "1" | "2"> = { "1": "1", "2": "2", v1: "1", v2: "2" };
+/** What `search_version` means, for the OpenAPI documents. */
+export const SEARCH_VERSION_DOC =
+  "Ranking version: `2` or `v2` (default) is the calibrated fusion of BM25F and vector " +
+  "similarity (vectors 15 %, query vector refined by its best word matches); `1` or `v1` is the earlier equal blend, " +
+  "for comparison on live traffic";
 /** The version used when none is asked for. */
 export const DEFAULT_SEARCH_VERSION = "2";
 
@@ -30,11 +67,19 @@ export function isSearchType(t: string): t is SearchType {
 }
 
 /**
- * The vector weight (`alpha`) for a request. Unknown values fall back to the defaults: the routes
- * validate what they accept; the engine never fails on them.
+ * The fusion for a request. Unknown values fall back to the defaults: the routes validate what
+ * they accept; the engine never fails on them.
+ * @param vectorWeight the configured vector weight of version 2
  */
-export function retrievalAlpha(searchType?: string, searchVersion?: string): number {
-  if (searchType === "keyword") return 0;
-  if (searchType === "semantic") return 1;
-  return SEARCH_VERSIONS[searchVersion && isSearchVersion(searchVersion) ? searchVersion : DEFAULT_SEARCH_VERSION]!;
+export function retrievalFusion(
+  searchType?: string,
+  searchVersion?: string,
+  vectorWeight = DEFAULT_VECTOR_WEIGHT,
+): Fusion {
+  const version =
+    SEARCH_VERSIONS[searchVersion && isSearchVersion(searchVersion) ? searchVersion : DEFAULT_SEARCH_VERSION];
+  const base = version === "1" ? FUSION_V1 : { ...FUSION_V2, vectorWeight };
+  if (searchType === "keyword") return { ...base, vectorWeight: 0, feedbackDocs: 0 };
+  if (searchType === "semantic") return { ...base, vectorWeight: 1 };
+  return base;
 }

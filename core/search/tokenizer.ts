@@ -27,21 +27,25 @@ export function words(text: string): string[] {
 }
 
 /**
- * Index terms of a text for BM25: folded, tokenised, stopwords dropped, lightly stemmed.
+ * Index terms of a text for BM25: folded, tokenised, stopwords dropped, stemmed (Porter2).
  * @example terms("The markets rallied") // ["market", "ralli"]
  */
-export function terms(text: string): string[] {
+export function terms(text: string, stemmer: (word: string) => string = stem): string[] {
   const out: string[] = [];
-  termsWithWords(text, (t) => out.push(t));
+  termsWithWords(text, (t) => out.push(t), stemmer);
   return out;
 }
 
 /** Like {@link terms}, also handing over the folded word each term came from (for display). */
-export function termsWithWords(text: string, each: (term: string, word: string) => void): void {
+export function termsWithWords(
+  text: string,
+  each: (term: string, word: string) => void,
+  stemmer: (word: string) => string = stem,
+): void {
   for (const m of foldText(text).matchAll(WORD)) {
     const w = m[0].replaceAll("’", "'");
     if (w.length > MAX_TOKEN || STOPWORDS.has(w)) continue;
-    const s = stem(w);
+    const s = stemmer(w);
     if (s.length > 1 || /\d/.test(s)) each(s, w);
   }
 }

@@ -82,6 +82,37 @@ export class VectorIndex {
     if (slot < this.capacity) this.data.fill(0, slot * this.stride, (slot + 1) * this.stride);
   }
 
+  /** Row `slot` (normalised, zeros when empty); a view valid until the next growth. */
+  row(slot: number): Float32Array {
+    return this.data.subarray(slot * this.stride, slot * this.stride + this.dims);
+  }
+
+  /**
+   * The first principal component (uncentred) of the first `count` rows, by power iteration: the
+   * direction averaged word vectors all share, which says little about topic (Arora et al., "A
+   * Simple but Tough-to-Beat Baseline for Sentence Embeddings", 2017). Null when there are no rows.
+   */
+  principalDirection(count: number, iterations = 12): Float32Array | null {
+    const d = this.dims, m = this.data;
+    let u = new Float64Array(d).fill(1 / Math.sqrt(d));
+    let any = false;
+    for (let it = 0; it < iterations; it++) {
+      const next = new Float64Array(d);
+      for (let r = 0, o = 0; r < count; r++, o += this.stride) {
+        let dot = 0;
+        for (let j = 0; j < d; j++) dot += m[o + j]! * u[j]!;
+        if (dot === 0) continue;
+        any = true;
+        for (let j = 0; j < d; j++) next[j]! += dot * m[o + j]!;
+      }
+      const n = l2norm(next);
+      if (n === 0) return null;
+      for (let j = 0; j < d; j++) next[j]! /= n;
+      u = next;
+    }
+    return any ? Float32Array.from(u) : null;
+  }
+
   /** Cosine similarity of one slot with a normalised query. */
   cosine(slot: number, query: Float32Array): number {
     const o = slot * this.stride, m = this.data;

@@ -1,7 +1,7 @@
 /** Payproxy search end to end through the real search engine (KV articles, BM25 + word vectors). */
 import assert from "node:assert/strict";
 import { newId } from "../../core/ids.ts";
-import { retrievalAlpha } from "../../core/search/retrieval_mode.ts";
+import { FUSION_V1, FUSION_V2, retrievalFusion } from "../../core/search/retrieval_mode.ts";
 import type { DataModel } from "../../core/store/models.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
 import { signedInit, startAllowancePeer } from "./_helpers.ts";
@@ -128,10 +128,14 @@ Deno.test("payproxy search_version 1 blends words and vectors differently from v
   assert.deepEqual(scores(none.json), scores(v2.json), "version 2 is the default");
 });
 
-Deno.test("retrievalAlpha(): keyword 0, semantic 1, hybrid by version, unknown values default", () => {
-  assert.equal(retrievalAlpha("keyword", "1"), 0);
-  assert.equal(retrievalAlpha("semantic"), 1);
-  assert.equal(retrievalAlpha("hybrid", "1"), 0.25);
-  assert.equal(retrievalAlpha(undefined, "2"), 0.5);
-  assert.equal(retrievalAlpha("other", "99"), 0.5);
+Deno.test("retrievalFusion(): keyword words only, semantic vectors only, hybrid by version (v-prefixed too), unknown values default", () => {
+  assert.equal(retrievalFusion("keyword", "1").vectorWeight, 0);
+  assert.equal(retrievalFusion("keyword").feedbackDocs, 0);
+  assert.equal(retrievalFusion("semantic").vectorWeight, 1);
+  assert.deepEqual(retrievalFusion("hybrid", "1"), FUSION_V1);
+  assert.deepEqual(retrievalFusion("hybrid", "v1"), FUSION_V1);
+  assert.deepEqual(retrievalFusion(undefined, "2"), FUSION_V2);
+  assert.deepEqual(retrievalFusion(undefined, "v2"), FUSION_V2);
+  assert.deepEqual(retrievalFusion("other", "99"), FUSION_V2);
+  assert.equal(retrievalFusion(undefined, undefined, 0.3).vectorWeight, 0.3, "the configured weight");
 });

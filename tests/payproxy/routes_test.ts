@@ -124,7 +124,7 @@ Deno.test("POST /payproxy/v2/search with a missing data_model_id or unknown sear
     body: QUERY,
   });
   assert.equal(res.status, 400);
-  assert.equal(await res.text(), "search_version must be one of 1, 2");
+  assert.equal(await res.text(), "search_version must be one of 1, 2, v1, v2");
 });
 
 Deno.test("payproxy routes answer every signature problem with the same 401 body", async (t) => {

@@ -170,7 +170,7 @@ Deno.test("an index built with another embedding provider re-embeds the stored a
     }]);
     assert.equal(
       (await w.deps.searchEngine.articles.getByUrl(w.dm.id, "https://alpha.example/f"))!.embedding!.model,
-      "wink-sg-100d@1.1.0",
+      "wink-sg-100d@1.1.0+sif",
     );
     const { SearchEngine } = await import("../../core/search/engine.ts");
     const engine = new SearchEngine({

@@ -11,6 +11,11 @@ export interface EmbeddingProvider {
   init(): Promise<void>;
   /** Vector length; valid after {@link init}. */
   readonly dims: number;
+  /**
+   * Whether the vectors share a common direction the search index should take out of every
+   * cosine (averaged word vectors do; trained sentence encoders are left as they are).
+   */
+  readonly removeCommonDirection?: boolean;
   /** Embeds texts, one L2-normalised vector per text (a zero vector when nothing is known). */
   embed(texts: string[]): Promise<Float32Array[]>;
 }

@@ -189,11 +189,24 @@ export function loadWordVectors(cachePath: string, jsonPath = defaultWordVectors
 }
 
 /**
- * Inverse document frequency estimated from the frequency rank (Zipf's law: frequency ~ 1/rank),
- * so embeddings do not depend on the corpus they are stored in and stay valid as it grows.
+ * Inverse document frequency estimated from the frequency rank (Zipf's law: frequency ~ 1/rank).
+ * The weighting before smooth inverse frequency; kept for `bench/relevance_cv.ts`.
  */
 export function rankIdf(rank: number): number {
   return Math.log(1 + (rank + 1) / 20);
+}
+
+/** The SIF smoothing constant `a` of Arora et al. (2017): their recommended 1e-3. */
+export const SIF_A = 1e-3;
+
+/**
+ * Smooth inverse frequency weight a / (a + p(w)) of a word at frequency rank `rank`, with p(w)
+ * estimated from the rank by Zipf's law (p = 1 / ((rank + 1) ln(1.78 V)) for a vocabulary of V
+ * words), so embeddings do not depend on the corpus they are stored in and stay valid as it
+ * grows. Measured against IDF-weighted means and corpus-counted SIF in docs/relevance.md.
+ */
+export function sifWeight(rank: number, vocabulary: number): number {
+  return SIF_A / (SIF_A + 1 / ((rank + 1) * Math.log(1.78 * vocabulary)));
 }
 
 /** Sentence embedding options. */
@@ -205,12 +218,15 @@ export interface LocalEmbeddingsOptions {
 }
 
 /**
- * Sentence embedding = IDF-weighted mean of the normalised word vectors, minus the vocabulary's
- * common direction, L2-normalised. Unknown words are skipped; a text with no known word gets a
- * zero vector (it then matches nothing semantically, only lexically).
+ * Sentence embedding = SIF-weighted mean of the normalised word vectors, L2-normalised. Unknown
+ * words are skipped; a text with no known word gets a zero vector (it then matches nothing
+ * semantically, only lexically). Such means all lean along one common direction; the search
+ * index takes its corpus's first principal component out of every cosine
+ * (`removeCommonDirection`), the second half of the SIF recipe.
  */
 export class LocalEmbeddings implements EmbeddingProvider {
-  readonly id = `wink-sg-100d@${WINK_PACKAGE_VERSION}`;
+  readonly id = `wink-sg-100d@${WINK_PACKAGE_VERSION}+sif`;
+  readonly removeCommonDirection = true;
   private vectors?: WordVectors;
   private readonly options: LocalEmbeddingsOptions;
 
@@ -234,7 +250,8 @@ export class LocalEmbeddings implements EmbeddingProvider {
   embedOne(text: string): Float32Array {
     const v = this.vectors;
     if (!v) throw new Error("LocalEmbeddings.init() has not run");
-    const { dims, index, scales, matrix, mean } = v;
+    const { dims, index, scales, matrix } = v;
+    const vocabulary = index.size;
     const acc = new Float32Array(dims);
     let total = 0;
     const list = words(text);
@@ -244,7 +261,7 @@ export class LocalEmbeddings implements EmbeddingProvider {
       let row = index.get(w);
       if (row === undefined) row = index.get(foldText(w));
       if (row === undefined) continue;
-      const weight = rankIdf(row);
+      const weight = sifWeight(row, vocabulary);
       const scale = scales[row]! * weight;
       const o = row * dims;
       for (let i = 0; i < dims; i++) acc[i] += matrix[o + i]! * scale;
@@ -252,10 +269,7 @@ export class LocalEmbeddings implements EmbeddingProvider {
     }
     if (total === 0) return acc;
     let norm = 0;
-    for (let i = 0; i < dims; i++) {
-      acc[i] = acc[i]! / total - mean[i]!;
-      norm += acc[i]! * acc[i]!;
-    }
+    for (let i = 0; i < dims; i++) norm += acc[i]! * acc[i]!;
     norm = Math.sqrt(norm);
     if (norm > 0) { for (let i = 0; i < dims; i++) acc[i] = acc[i]! / norm; }
     return acc;

@@ -1,0 +1,148 @@
+import assert from "node:assert/strict";
+import { Bm25Index } from "../../core/search/bm25.ts";
+import { DataModelIndex } from "../../core/search/index.ts";
+import { FUSION_V1, FUSION_V2 } from "../../core/search/retrieval_mode.ts";
+import { terms } from "../../core/search/tokenizer.ts";
+import { normalized } from "../../core/search/vector_index.ts";
+import type { Article } from "../../core/search/articles.ts";
+import { search, searchWorld } from "./_world.ts";
+
+const article = (i: number, title: string, body = "", summary = "") =>
+  ({
+    id: `ar_${i}`,
+    url: `https://site.example/${i}`,
+    title,
+    summary,
+    body,
+    site: "Site",
+    siteDomain: "site.example",
+    pubdate: "2026-01-01T00:00:00.000Z",
+    pubdateUnix: 1_767_225_600,
+    previewContent: "",
+  }) as unknown as Article;
+
+Deno.test("BM25F with one field of weight 1 scores exactly as plain BM25", () => {
+  const docs = ["storm storm flood", "storm harbour wall", "cup final goal", "budget vote storm"];
+  const plain = new Bm25Index(), fielded = new Bm25Index({ fields: [{ weight: 1, b: 0.75 }] });
+  docs.forEach((d, i) => {
+    plain.add(i, Bm25Index.bag(terms(d)));
+    fielded.add(i, Bm25Index.fieldBag([terms(d)]));
+  });
+  const q = Bm25Index.bag(terms("storm flood"));
+  const a = plain.score(q), b = fielded.score(q);
+  assert.deepEqual([...a.slots], [...b.slots]);
+  // The hand-computed score of doc 0: idf(storm) = ln(1 + 1.5/3.5), idf(flood) = ln(1 + 3.5/1.5),
+  // every document has 3 terms, so |d| / avgdl = 1 and the length norm is 1; tf(storm) = 2.
+  const norm = 1;
+  const expected = Math.log(1 + 1.5 / 3.5) * (2 * 2.2) / (2 + 1.2 * norm) +
+    Math.log(1 + 3.5 / 1.5) * (1 * 2.2) / (1 + 1.2 * norm);
+  assert.ok(Math.abs(b.scores[[...b.slots].indexOf(0)]! - expected) < 1e-5);
+});
+
+Deno.test("BM25F: a term in the title outweighs the same term once in the body; removal forgets every field", () => {
+  const index = new DataModelIndex("dm_t", 4);
+  index.upsert(article(0, "Harbour news", "The storm reached the coast overnight and more."), null);
+  index.upsert(article(1, "Storm over the coast", "Harbour news from the town and more."), null);
+  const r = index.bm25.score(Bm25Index.bag(terms("storm")));
+  const by = new Map([...r.slots].map((s, i) => [s, r.scores[i]!]));
+  assert.ok(by.get(1)! > by.get(0)!, "title match first");
+  const previous = article(1, "Storm over the coast", "Harbour news from the town and more.");
+  index.upsert(article(1, "Quiet day", "Nothing happened."), null, previous);
+  assert.deepEqual([...index.bm25.score(Bm25Index.bag(terms("storm"))).slots], [0]);
+});
+
+Deno.test("removing the common direction: cosines equal those of the projected, renormalised vectors", () => {
+  const dims = 8;
+  const rand = (seed: number) => () => (seed = (seed * 16807) % 2147483647) / 2147483647 - 0.5;
+  const r = rand(7);
+  // Every vector leans along one shared direction, as averaged word vectors do.
+  const common = normalized(Float32Array.from({ length: dims }, r));
+  // 32 rows: the index computes its direction when it reaches 16 and 32 rows, so from all of them.
+  const vecs = Array.from({ length: 32 }, () => {
+    const v = Float32Array.from({ length: dims }, () => r() * 0.5);
+    for (let j = 0; j < dims; j++) v[j]! += 2 * common[j]!;
+    return normalized(v);
+  });
+  const index = new DataModelIndex("dm_v", dims, { removeCommonDirection: true });
+  vecs.forEach((v, i) => index.upsert(article(i, `t${i}`), v));
+  const q = vecs[3]!.map((x, j) => x + 0.3 * (j === 0 ? 1 : 0));
+  const qn = normalized(q);
+  const cos = Float32Array.from(index.cosines(qn));
+  // The reference: the principal direction from the index, vectors projected off it.
+  const u = index.vectors.principalDirection(index.size)!;
+  assert.ok(Math.abs([...u].reduce((s, x, j) => s + x * common[j]!, 0)) > 0.95, "finds the shared direction");
+  const project = (v: Float32Array) => {
+    const dot = v.reduce((s, x, j) => s + x * u[j]!, 0);
+    return normalized(v.map((x, j) => x - dot * u[j]!));
+  };
+  const pq = project(qn);
+  vecs.forEach((v, i) => {
+    const pv = project(v);
+    const expected = pv.reduce((s, x, j) => s + x * pq[j]!, 0);
+    assert.ok(Math.abs(cos[i]! - expected) < 1e-4, `slot ${i}: ${cos[i]} vs ${expected}`);
+  });
+  // Without removal the shared direction makes everything look alike.
+  const plain = new DataModelIndex("dm_p", dims);
+  vecs.forEach((v, i) => plain.upsert(article(i, `t${i}`), v));
+  const plainCos = [...plain.cosines(qn)];
+  assert.ok(Math.min(...plainCos) > Math.min(...cos), "removal spreads the cosines");
+});
+
+Deno.test("withFeedback() moves the query vector toward its best lexical matches, and only with a vector", () => {
+  const index = new DataModelIndex("dm_f", 2);
+  index.upsert(article(0, "Storm floods harbour"), Float32Array.of(0, 1));
+  index.upsert(article(1, "Budget vote"), Float32Array.of(1, 0));
+  const rep = { bag: Bm25Index.bag(terms("storm")), vector: Float32Array.of(1, 0) };
+  const fed = index.withFeedback(rep, 10, 1);
+  assert.ok(Math.abs(fed.vector![0]! - Math.SQRT1_2) < 1e-6 && Math.abs(fed.vector![1]! - Math.SQRT1_2) < 1e-6);
+  assert.equal(index.withFeedback(rep, 0, 1), rep, "off");
+  const none = { bag: rep.bag, vector: null };
+  assert.equal(index.withFeedback(none, 10, 1), none);
+  const noMatch = { bag: Bm25Index.bag(terms("volcano")), vector: rep.vector };
+  assert.equal(index.withFeedback(noMatch, 10, 1), noMatch);
+});
+
+Deno.test("hybrid(): version 2 leans on BM25 (vectors 15 %), version 1 blends equally", () => {
+  const index = new DataModelIndex("dm_h", 2);
+  // Slot 0 matches the words; slot 1 only the vector.
+  index.upsert(article(0, "storm harbour"), Float32Array.of(0.6, 0.8));
+  index.upsert(article(1, "unrelated words"), Float32Array.of(1, 0));
+  index.upsert(article(2, "more words"), Float32Array.of(0, 1));
+  const rep = { bag: Bm25Index.bag(terms("storm")), vector: Float32Array.of(1, 0) };
+  const v2 = index.hybrid(rep, { k: 3, fusion: { ...FUSION_V2, feedbackDocs: 0 } });
+  assert.equal(v2[0]!.slot, 0);
+  assert.ok(Math.abs(v2[0]!.score - (0.85 + 0.15 * (0.6 - 0) / 1)) < 1e-6);
+  const v1 = index.hybrid(rep, { k: 3, fusion: FUSION_V1 });
+  assert.equal(v1[0]!.slot, 0);
+  assert.ok(Math.abs(v1[0]!.score - (0.5 + 0.5 * 0.6)) < 1e-6);
+  assert.ok(Math.abs(v1[1]!.score - 0.5) < 1e-6 && v1[1]!.slot === 1);
+  const z = index.hybrid(rep, { k: 3, fusion: { ...FUSION_V2, normalise: "zscore", feedbackDocs: 0 } });
+  assert.equal(z[0]!.slot, 0);
+  for (const c of z) assert.ok(c.score > 0 && c.score <= 1);
+});
+
+Deno.test("POST /app/v2/search accepts search_version (1, 2, v1, v2) and refuses others with 400 text/plain", async () => {
+  await using w = await searchWorld();
+  await w.deps.searchEngine.ingest(w.dm, [
+    { url: "https://alpha.example/storm", title: "Coastal storm floods the harbour", body: "Heavy rain." },
+    { url: "https://alpha.example/cars", title: "Car sales rise", body: "Dealers sold more automobiles." },
+  ]);
+  const at = async (version: string) => {
+    const res = await w.app.request(`/app/v2/search?data_model_id=${w.dm.id}&search_version=${version}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${w.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ query: "storm" }),
+    });
+    return { status: res.status, type: res.headers.get("content-type"), text: await res.text() };
+  };
+  for (const v of ["1", "2", "v1", "v2"]) assert.equal((await at(v)).status, 200, v);
+  const plain = await search(w, { query: "storm" });
+  const ranked = (results: { url: string; score: number }[]) => results.map((r) => `${r.url} ${r.score}`);
+  assert.deepEqual(ranked(JSON.parse((await at("v2")).text).response.results), ranked(plain.json.response.results));
+  for (const bad of ["3", "v9", "%3Cscript%3E"]) {
+    const r = await at(bad);
+    assert.equal(r.status, 400, bad);
+    assert.match(r.type ?? "", /^text\/plain/);
+    assert.equal(r.text, "search_version must be one of 1, 2, v1, v2");
+  }
+});
