@@ -7,7 +7,9 @@ import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { documented } from "../openapi.ts";
-import { CHECKOUT_HEADERS, checkoutPage } from "./checkout_page.ts";
+import { html } from "hono/html";
+import { FormCsrf } from "../middleware/form_csrf.ts";
+import { CHECKOUT_HEADERS, checkoutPage, checkoutShell } from "./checkout_page.ts";
 import { commerceParties, REFERENCE_RE } from "./commerce_agent.ts";
 import { errorResponse, jsonResponse } from "./schemas.ts";
 
@@ -49,16 +51,23 @@ export function createCheckoutRoutes(
   });
 
   const checkout = familyApp("storefront", deps.log);
+  // The page's forms carry a CSRF token bound to a cookie; POSTs also check Origin.
+  const checkoutCsrf = new FormCsrf({
+    cookie: "checkout_csrf",
+    path: "/checkout/",
+    secure: deps.config.agentAuthUrl.startsWith("https:"),
+  });
   const checkoutView = async (c: Context<AppEnv>, message?: string, status = 200) => {
     const s = await seller(c);
     const ref = c.req.param("reference") ?? "";
     const found = REFERENCE_RE.test(ref) ? await service.checkout(s, ref) : null;
-    if (!found) return c.html("<!doctype html><title>Not found</title><p>Unknown checkout.</p>", 404, CHECKOUT_HEADERS);
-    const html = checkoutPage(s.name, found.record, found.state, found.plan, {
+    if (!found) return c.html(checkoutShell("Not found", html`<p>Unknown checkout.</p>`), 404, CHECKOUT_HEADERS);
+    const page = checkoutPage(s.name, found.record, found.state, found.plan, {
       sandbox: processor.name === "sandbox",
+      csrf: checkoutCsrf.issue(c),
       message,
     });
-    return c.html(html, status as 200, CHECKOUT_HEADERS);
+    return c.html(page, status as 200, CHECKOUT_HEADERS);
   };
   documented(checkout, checkoutRoute, (c) => checkoutView(c));
   checkout.post("/:reference", async (c) => {
@@ -67,9 +76,13 @@ export function createCheckoutRoutes(
     if (!REFERENCE_RE.test(ref)) return checkoutView(c);
     const type = c.req.header("content-type") ?? "";
     if (!/^application\/x-www-form-urlencoded\b/i.test(type)) {
-      return c.html("<!doctype html><p>Submit the checkout form.</p>", 415, CHECKOUT_HEADERS);
+      return c.html(checkoutShell("Checkout", html`<p>Submit the checkout form.</p>`), 415, CHECKOUT_HEADERS);
     }
     const form = new URLSearchParams(new TextDecoder().decode(await readBodyCapped(c.req.raw, 16 * 1024)));
+    // Cross-site or tokenless submits change nothing (pay and cancel alike).
+    if (!checkoutCsrf.check(c, form.get("csrf"))) {
+      return checkoutView(c, "This form has expired: submit it again from this page.", 403);
+    }
     const action = form.get("action") === "cancel" ? "cancel" : "pay";
     const token = (form.get("token") ?? "").trim();
     if (action === "pay" && (token.length === 0 || token.length > 512)) {

@@ -1,16 +1,12 @@
 import type { Context } from "hono";
-import { getCookie, setCookie } from "hono/cookie";
 import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import type { Deps } from "../../core/deps.ts";
-import { base64url, randomBytes, timingSafeEqual } from "../../core/crypto.ts";
 import type { ClaimPageState } from "../../core/storefront/claims.ts";
 import type { AppEnv } from "../env.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { familyApp } from "../family.ts";
-
-const CSRF_COOKIE = "claim_csrf";
-const CSRF_RE = /^[A-Za-z0-9_-]{43}$/;
+import { FormCsrf } from "../middleware/form_csrf.ts";
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 
@@ -21,7 +17,7 @@ function page(title: string, body: Html): Html {
       <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
-        <meta name="referrer" content="no-referrer">
+        <meta name="referrer" content="same-origin">
         <title>${title}</title>
         <style>
     body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1b1b1b}
@@ -137,12 +133,17 @@ function stateBody(state: ClaimPageState): { status: number; html: Html } {
 export function createClaimPageRoutes(deps: Pick<Deps, "config" | "storefront" | "log">) {
   const app = familyApp("storefront", deps.log);
   const { claims, sellers } = deps.storefront;
-  const secure = deps.config.agentAuthUrl.startsWith("https:");
-  const ourOrigin = new URL(deps.config.agentAuthUrl).origin;
+  const csrfGuard = new FormCsrf({
+    cookie: "claim_csrf",
+    path: "/claim/",
+    secure: deps.config.agentAuthUrl.startsWith("https:"),
+    trustedOrigins: [new URL(deps.config.agentAuthUrl).origin],
+  });
 
   const send = (c: Context<AppEnv>, status: number, body: Html) => {
     c.header("Cache-Control", "no-store");
-    c.header("Referrer-Policy", "no-referrer");
+    // same-origin, not no-referrer: with no-referrer Chromium sends `Origin: null` on the form POST.
+    c.header("Referrer-Policy", "same-origin");
     c.header("X-Frame-Options", "DENY");
     c.header(
       "Content-Security-Policy",
@@ -182,19 +183,15 @@ ${error ? html`<p class="error" id="error" role="alert">${error}</p>` : ""}
       const { status, html } = stateBody(state);
       return send(c, status, html);
     }
-    const csrf = base64url(randomBytes(32));
-    setCookie(c, CSRF_COOKIE, csrf, { path: "/claim/", httpOnly: true, sameSite: "Strict", secure, maxAge: 3600 });
+    const csrf = csrfGuard.issue(c);
     return send(c, 200, await codeForm(link, csrf, state));
   });
 
   app.post("/:link", async (c) => {
     const link = c.req.param("link");
-    const origin = c.req.header("origin");
     const form = new URLSearchParams(new TextDecoder().decode(await readBodyCapped(c.req.raw, 4096)));
     const csrf = form.get("csrf") ?? "";
-    const cookie = getCookie(c, CSRF_COOKIE) ?? "";
-    const sameOrigin = origin === undefined || origin === ourOrigin || origin === new URL(c.req.url).origin;
-    if (!sameOrigin || !CSRF_RE.test(csrf) || !timingSafeEqual(csrf, cookie)) {
+    if (!csrfGuard.check(c, csrf)) {
       return send(
         c,
         403,

@@ -2,13 +2,26 @@ import assert from "node:assert/strict";
 import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
 
-/** Submits the checkout page's form the way a browser does. */
-const submitForm = (w: Awaited<ReturnType<typeof createCommerceWorld>>, url: string, fields: Record<string, string>) =>
-  w.app.request(url, {
+/** Opens the checkout page and submits its form the way a browser does (CSRF field, cookie, Origin). */
+const submitForm = async (
+  w: Awaited<ReturnType<typeof createCommerceWorld>>,
+  url: string,
+  fields: Record<string, string>,
+) => {
+  const page = await w.app.request(url, { headers: { host: w.host } });
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? "";
+  const cookie = page.headers.get("set-cookie")?.split(";")[0] ?? "";
+  return w.app.request(url, {
     method: "POST",
-    headers: { host: w.host, "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams(fields).toString(),
+    headers: {
+      host: w.host,
+      cookie,
+      origin: `http://${w.host}`,
+      "content-type": "application/x-www-form-urlencoded",
+    },
+    body: new URLSearchParams({ csrf, ...fields }).toString(),
   });
+};
 
 /** The value of an element's attribute in server-rendered HTML. */
 const attr = (html: string, id: string, name: string) => new RegExp(`id="${id}"[^>]*${name}="([^"]*)"`).exec(html)?.[1];

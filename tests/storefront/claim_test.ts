@@ -273,7 +273,7 @@ Deno.test("claim page: the decision needs the page's CSRF token and cookie", asy
   const page = await w.app.request(verificationUri);
   const html = await page.text();
   assert.equal(page.headers.get("cache-control"), "no-store");
-  assert.equal(page.headers.get("referrer-policy"), "no-referrer");
+  assert.equal(page.headers.get("referrer-policy"), "same-origin");
   const csrf = /name="csrf" value="([^"]+)"/.exec(html)![1]!;
   const cookie = page.headers.get("set-cookie")!.split(";")[0]!;
   const post = (headers: Record<string, string>, fields: Record<string, string>) =>
