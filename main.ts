@@ -14,6 +14,7 @@ import { createLogger, describeError } from "./core/log.ts";
 import { seedAnswerDemo } from "./fixtures/answer_demo.ts";
 import { seedCommerceDemo } from "./fixtures/commerce_demo.ts";
 import { seedDemo } from "./fixtures/demo.ts";
+import { DEMO_ENV_FILE, writeDemoEnv } from "./fixtures/demo_env.ts";
 import { seedStorefront } from "./fixtures/storefront.ts";
 import { demoEventsStep } from "./fixtures/demo_events.ts";
 import { seedDemoArticles } from "./fixtures/demo_articles.ts";
@@ -66,6 +67,8 @@ async function serve(config: Config): Promise<void> {
       seedCommerceDemo,
     ]);
     if (seeded.created) {
+      const envPath = `${config.dataDir}/${DEMO_ENV_FILE}`;
+      await writeDemoEnv(envPath, seeded, config.baseUrl);
       console.log(
         [
           "",
@@ -77,6 +80,7 @@ async function serve(config: Config): Promise<void> {
           `  AI model      ${seeded.ids.aiModelId}`,
           `  widget        ${seeded.ids.widgetId}`,
           `  campaign      ${seeded.ids.campaignId}`,
+          `The same as shell variables: source ${envPath}`,
           "",
         ].join("\n"),
       );
