@@ -1,5 +1,5 @@
 /**
- * Load script for the analytics query targets (issue 6), run against a fixture data set:
+ * Load script for the analytics query targets, run against a fixture data set:
  *
  *   deno task fixtures --days 90 --events 10000000 --out /tmp/anbench/big --end 2026-11-21
  *   deno run -A bench/analytics_queries.ts /tmp/anbench/big 2026-11-21 [reps]

@@ -1,5 +1,5 @@
 /**
- * Load script for event ingestion over HTTP (issue 6):
+ * Load script for event ingestion over HTTP:
  *
  *   deno run -A bench/ingest_load.ts [seconds=20] [workers=8]
  *

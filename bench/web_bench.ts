@@ -1,5 +1,5 @@
 /**
- * Per-result and per-query costs of the web-facing parts of search (issue 3): signing the two
+ * Per-result and per-query costs of the web-facing parts of search: signing the two
  * links every SearchResult carries, verifying a click token, extracting and summarising a page.
  * Run: deno bench --allow-all bench/web_bench.ts
  */

@@ -21,7 +21,7 @@ export class AccountStore {
     return this.kv.get<string>(["account_by_email", email]);
   }
 
-  /** Ids of every credential the account's human claimed (for issue 8's entitlements across credentials). */
+  /** Ids of every credential the account's human claimed (entitlements are shared across them). */
   async credentialIds(accountId: string): Promise<string[]> {
     const out: string[] = [];
     for await (const e of this.kv.list<string>({ prefix: ["account_credential", accountId] })) out.push(e.value);

@@ -9,7 +9,7 @@
  * - `["id_jag_jti", issuer, jti]` -> expiry (ms), kept until the ID-JAG's `exp`
  */
 
-/** A seller: one storefront, owned by a tenant, answering on its hosts. Issue 8 adds plans and payments. */
+/** A seller: one storefront, owned by a tenant, answering on its hosts. Its plans and payments live in core/commerce/. */
 export interface Seller {
   sellerId: string;
   tenantId: string;
@@ -28,7 +28,7 @@ export interface Account {
   createdAt: string;
   /**
    * Set when a claim (or a born-claimed identity) first verified this human: the free included
-   * units of plans unlock from then on (issue 8 reads this).
+   * units of plans unlock from then on (core/commerce/ reads this).
    */
   includedUnitsUnlockedAt?: string;
 }

@@ -8,7 +8,7 @@ import { json, SF, storefrontWorld } from "./_world.ts";
 const JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const CHALLENGE = `Bearer resource_metadata="${SF}/.well-known/oauth-protected-resource"`;
 
-/** A small protected route (issue 8 mounts the real ones: purchase, extend, entitlements). */
+/** A small protected route (the real ones are purchase, extend and entitlements). */
 async function protectedWorld(env: Record<string, string> = {}) {
   const w = await storefrontWorld({ env });
   const app = new Hono<AppEnv>();
