@@ -3,13 +3,13 @@
  *
  * Every hop is checked: scheme (http/https only), no credentials, host name not a metadata name,
  * every resolved address allowed by the {@link AddressPolicy}. The socket is then opened to the
- * address that was checked (see core/net/http1.ts for why), so a DNS answer that changes between
+ * address that was checked (see core/net/pinned_http.ts for why), so a DNS answer that changes between
  * check and connect cannot redirect us. Redirects are followed by hand, up to `maxRedirects`, each
  * one checked like the first URL. One deadline covers DNS, connect, redirects and the body; the
  * size cap is enforced while the body streams, before it is buffered.
  */
 import { type AddressPolicy, addressPolicy, type BlockReason, isIpLiteral } from "./ip.ts";
-import { pinnedHttp1, type PinnedTransport } from "./http1.ts";
+import { pinnedHttp, type PinnedTransport } from "./pinned_http.ts";
 
 /** What went wrong, for callers to map to their own error bodies. */
 export type SafeFetchErrorCode =
@@ -158,7 +158,7 @@ export class SafeFetcher {
   constructor(options: SafeFetcherOptions = {}) {
     this.#policy = options.policy ?? addressPolicy({ allowPrivate: options.allowPrivate ?? false });
     this.#resolver = options.resolver ?? dnsResolver;
-    this.#transport = options.transport ?? pinnedHttp1;
+    this.#transport = options.transport ?? pinnedHttp;
     this.#timeoutMs = options.timeoutMs ?? 5000;
     this.#maxBytes = options.maxBytes ?? 2 * 1024 * 1024;
     this.#maxRedirects = options.maxRedirects ?? 5;
