@@ -5,6 +5,7 @@
  * to 502 (failed, rejected, malformed) and 504 (deadline passed). The API key comes from config,
  * goes only into the `Authorization` header, and is scrubbed from anything that could be logged.
  */
+import { createParser } from "eventsource-parser";
 import type { Clock } from "../clock.ts";
 import { systemClock } from "../clock.ts";
 import type { OpenAiConfig } from "../config.ts";
@@ -292,38 +293,26 @@ export class OpenAiProvider implements AnswerProvider {
   async *#readSse(res: Response): AsyncIterable<string> {
     if (!res.body) throw malformed("the stream has no body");
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = "";
+    const pending: string[] = [];
+    const parser = createParser({ onEvent: (event) => pending.push(event.data) });
     let finished = false;
     try {
-      while (true) {
+      while (!finished) {
         const next = await this.#readWithin(reader);
-        if (next.done) break;
-        buffer += next.value;
-        let cut: RegExpExecArray | null;
-        while ((cut = /\r?\n\r?\n/.exec(buffer))) {
-          const event = buffer.slice(0, cut.index);
-          buffer = buffer.slice(cut.index + cut[0].length);
-          const data = event.split(/\r?\n/).filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart())
-            .join("\n");
+        // Servers that end the stream without `[DONE]` or a last blank line still sent a whole
+        // answer: the blank line fed at the end dispatches that last event.
+        parser.feed(next.done ? "\n\n" : next.value);
+        if (next.done) finished = true;
+        for (const data of pending.splice(0)) {
           if (!data) continue;
           if (data === "[DONE]") {
             finished = true;
-            return;
+            break;
           }
           const delta = this.#delta(data);
           if (delta) yield delta;
         }
       }
-      // Servers that end the stream without `[DONE]` still sent a whole answer if the last event parsed.
-      if (buffer.trim()) {
-        const data = buffer.split(/\r?\n/).filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart())
-          .join("\n");
-        if (data && data !== "[DONE]") {
-          const delta = this.#delta(data);
-          if (delta) yield delta;
-        }
-      }
-      finished = true;
     } finally {
       if (!finished) await reader.cancel().catch(() => {});
       reader.releaseLock();

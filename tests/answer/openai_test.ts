@@ -243,6 +243,24 @@ Deno.test("OpenAiProvider.streamText() relays SSE deltas, then the cited sources
   assert.equal(server.requests[0]!.body.stream, true);
 });
 
+Deno.test("OpenAiProvider.streamText() reads CRLF events, comments, multi-line data and a last event without [DONE]", async () => {
+  const event = (content: string) => JSON.stringify({ choices: [{ index: 0, delta: { content } }] });
+  const raw = [
+    ": keep-alive comment\r\n\r\n",
+    `data: ${event("Fares ")}\r\n\r\n`,
+    // One JSON document split over two data lines (joined with a newline, still valid JSON).
+    `data: {"choices": [{"index": 0,\ndata: "delta": {"content": "rise by 25 cents"}}]}\n\n`,
+    // The server ends the stream without [DONE] and without the blank line after the last event.
+    `data: ${event(" [1].")}`,
+  ];
+  await using server = startChatServer([sseReply([], { raw, done: false })]);
+  const { p } = provider(server.baseUrl);
+  const chunks: string[] = [];
+  for await (const c of p.streamText(await request())) chunks.push(c);
+  assert.deepEqual(chunks.slice(0, 3), ["Fares ", "rise by 25 cents", " [1]."]);
+  assert.match(chunks[3]!, /^\n\nSources:/);
+});
+
 Deno.test("OpenAiProvider.streamText() retries before the first byte and fails on a malformed event", async () => {
   await using server = startChatServer([failReply(503), sseReply(["Fares "], { raw: ["data: {not json\n\n"] })]);
   const { p, sleeps } = provider(server.baseUrl);
