@@ -1,7 +1,8 @@
 /**
  * Runs {@link extractArticle} off the main thread, so a page built to be slow to analyse (deeply
  * nested markup makes Readability's work grow steeply) can be stopped by terminating the worker.
- * Protocol: receives `{ id, html }`, answers `{ id, article }` or `{ id, error }`.
+ * Protocol: posts `{ ready: true }` once loaded; receives `{ id, html }`, answers `{ id, article }` or
+ * `{ id, error }`.
  */
 import { extractArticle } from "./article.ts";
 
@@ -19,3 +20,5 @@ scope.onmessage = (e) => {
     scope.postMessage({ id, error: String(err) });
   }
 };
+// Loading linkedom and Readability takes a while on a busy machine; page deadlines start after it.
+scope.postMessage({ ready: true });

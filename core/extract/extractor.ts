@@ -29,6 +29,9 @@ export const inlineExtractor: ArticleExtractor = {
 
 type Reply = { id: number; article?: ExtractedArticle; error?: string };
 
+// Loading the worker's modules is not page work; this only catches a worker that never comes up.
+const WORKER_START_LIMIT_MS = 60_000;
+
 /**
  * Runs {@link extractArticle} in one long-lived module worker, one page at a time. A page that
  * runs past `timeoutMs` terminates the worker (the only way to stop synchronous work); the next
@@ -37,6 +40,8 @@ type Reply = { id: number; article?: ExtractedArticle; error?: string };
 export class WorkerExtractor implements ArticleExtractor {
   readonly #timeoutMs: number;
   #worker?: Worker;
+  #ready?: Promise<Worker>;
+  #cancelStart?: () => void;
   #nextId = 1;
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -51,12 +56,47 @@ export class WorkerExtractor implements ArticleExtractor {
   }
 
   close(): void {
+    const cancel = this.#cancelStart;
+    this.#cancelStart = undefined;
+    cancel?.();
     this.#worker?.terminate();
     this.#worker = undefined;
+    this.#ready = undefined;
   }
 
-  #run(html: string): Promise<ExtractedArticle> {
-    const worker = this.#worker ??= new Worker(new URL("./extract_worker.ts", import.meta.url), { type: "module" });
+  /** The worker once it has loaded its modules; the page deadline does not include that start-up. */
+  #start(): Promise<Worker> {
+    return this.#ready ??= new Promise<Worker>((resolve, reject) => {
+      const worker = this.#worker = new Worker(new URL("./extract_worker.ts", import.meta.url), { type: "module" });
+      const timer = setTimeout(() => fail(new Error("page extraction worker did not start")), WORKER_START_LIMIT_MS);
+      const onMessage = (e: MessageEvent<{ ready?: boolean }>) => {
+        if (!e.data?.ready) return;
+        cleanup();
+        resolve(worker);
+      };
+      const onError = (e: ErrorEvent) => {
+        e.preventDefault();
+        fail(new Error(`page extraction worker failed: ${e.message}`));
+      };
+      const fail = (err: Error) => {
+        cleanup();
+        this.close();
+        reject(err);
+      };
+      this.#cancelStart = () => fail(new Error("page extraction worker closed while starting"));
+      const cleanup = () => {
+        this.#cancelStart = undefined;
+        clearTimeout(timer);
+        worker.removeEventListener("message", onMessage as EventListener);
+        worker.removeEventListener("error", onError as EventListener);
+      };
+      worker.addEventListener("message", onMessage as EventListener);
+      worker.addEventListener("error", onError as EventListener);
+    });
+  }
+
+  async #run(html: string): Promise<ExtractedArticle> {
+    const worker = await this.#start();
     const id = this.#nextId++;
     return new Promise<ExtractedArticle>((resolve, reject) => {
       const timer = setTimeout(() => {
