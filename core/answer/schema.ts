@@ -4,6 +4,7 @@
  * anyOf/oneOf/allOf, $ref to local $defs); compiled validators are cached by schema text.
  */
 import { z } from "zod";
+import { boundedCache } from "../bounded_cache.ts";
 
 /** A compiled schema: `validate` returns the problems, one sentence each, empty when valid. */
 export interface SchemaValidator {
@@ -18,8 +19,7 @@ export class InvalidSchemaError extends Error {
   }
 }
 
-const cache = new Map<string, SchemaValidator>();
-const CACHE_LIMIT = 256;
+const cache = boundedCache<string, SchemaValidator>({ max: 256 });
 
 /** `answer.sources[0]: Invalid input: expected string, received number` */
 function describe(issue: z.core.$ZodIssue): string {
@@ -50,7 +50,6 @@ export function compileSchema(schema: Record<string, unknown>): SchemaValidator 
       return r.success ? [] : r.error.issues.slice(0, 10).map(describe);
     },
   };
-  if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
   cache.set(key, validator);
   return validator;
 }

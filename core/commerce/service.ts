@@ -28,6 +28,7 @@ import {
 import { type PaymentProcessor, PaymentProviderUnavailable } from "./processor.ts";
 import type { SigningSecrets } from "./signing.ts";
 import { type AuthenticatedAgent, type CreditPlan, type Plan, type Rail, realmOf, type Seller } from "./types.ts";
+import { boundedCache } from "../bounded_cache.ts";
 
 /** A response the route writes as is. */
 export interface CommerceResponse {
@@ -619,7 +620,8 @@ export class CommerceService {
  * (`["commerce_agent", credentialId]`); written once per change, served from memory after.
  */
 export class AgentIndex {
-  readonly #seen = new Map<string, string>();
+  // What was last written per credential; bounded, as every agent that ever called passes here.
+  readonly #seen = boundedCache<string, string>({ max: 10_000 });
   constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
 
   async note(a: AuthenticatedAgent): Promise<void> {

@@ -6,6 +6,7 @@ import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
 import { type AnalyzedPage, UrlAnalysisError, type UrlAnalyzer } from "../search/url_analyzer.ts";
 import { type ArticleExtractor, ExtractionTimeoutError, WorkerExtractor } from "./extractor.ts";
 import { summarize } from "./summarize.ts";
+import { boundedCache, type LRUCache } from "../bounded_cache.ts";
 
 const HTML_TYPES = ["text/html", "application/xhtml+xml"] as const;
 // Enough for any article and for embedding it; bounds what the analysis cache holds per page.
@@ -59,17 +60,20 @@ export class WebPageAnalyzer implements UrlAnalyzer {
   readonly #fetcher: SafeFetcher;
   readonly #clock: Clock;
   readonly #ttlMs: number;
-  readonly #size: number;
   readonly #sentences: number;
   readonly #extractor: ArticleExtractor;
-  readonly #cache = new Map<string, { at: number; page: AnalyzedPage }>();
+  readonly #cache: LRUCache<string, AnalyzedPage>;
   readonly #inflight = new Map<string, Promise<AnalyzedPage>>();
 
   constructor(options: WebPageAnalyzerOptions) {
     this.#fetcher = options.fetcher;
     this.#clock = options.clock;
     this.#ttlMs = (options.cacheTtlS ?? 600) * 1000;
-    this.#size = options.cacheSize ?? 256;
+    this.#cache = boundedCache({
+      max: options.cacheSize ?? 256,
+      ttlMs: this.#ttlMs,
+      now: () => this.#clock.now().getTime(),
+    });
     this.#sentences = options.summarySentences ?? 3;
     this.#extractor = options.extractor ?? new WorkerExtractor();
   }
@@ -82,22 +86,12 @@ export class WebPageAnalyzer implements UrlAnalyzer {
   /** @inheritdoc */
   analyze(url: string): Promise<AnalyzedPage> {
     const key = url.trim();
-    const now = this.#clock.now().getTime();
     const hit = this.#cache.get(key);
-    if (hit && now - hit.at < this.#ttlMs) {
-      // Map order is insertion order: re-inserting keeps it the most recently used.
-      this.#cache.delete(key);
-      this.#cache.set(key, hit);
-      return Promise.resolve(hit.page);
-    }
+    if (hit) return Promise.resolve(hit);
     const running = this.#inflight.get(key);
     if (running) return running;
     const work = this.#analyze(key).then((page) => {
-      if (this.#ttlMs > 0) {
-        this.#cache.delete(key);
-        this.#cache.set(key, { at: now, page });
-        while (this.#cache.size > this.#size) this.#cache.delete(this.#cache.keys().next().value!);
-      }
+      if (this.#ttlMs > 0) this.#cache.set(key, page);
       return page;
     }).finally(() => this.#inflight.delete(key));
     this.#inflight.set(key, work);

@@ -16,6 +16,7 @@ import { unixSeconds } from "../clock.ts";
 import type { HmacSha256 } from "../crypto.ts";
 import type { Logger } from "../log.ts";
 import { signRequest } from "./signature.ts";
+import { boundedCache, type LRUCache } from "../bounded_cache.ts";
 
 /** One metered usage line, as in the 402 body and the `zc-usage` header. */
 export interface UsageItem {
@@ -100,7 +101,8 @@ export class AllowanceClient {
   readonly #log: Logger;
   readonly #timeoutMs: number;
   readonly #cacheMs: number;
-  readonly #allowedUntil = new Map<string, number>();
+  // Definite allowances, each reused for `cacheMs`.
+  readonly #allowed: LRUCache<string, true>;
   readonly #inflight = new Map<string, Promise<CallResult>>();
   readonly metrics: PayproxyMetrics;
 
@@ -121,6 +123,7 @@ export class AllowanceClient {
     this.#log = log;
     this.#timeoutMs = timeoutMs;
     this.#cacheMs = cacheMs;
+    this.#allowed = boundedCache({ max: 10_000, ttlMs: cacheMs, now: () => clock.now().getTime() });
     this.metrics = metrics;
   }
 
@@ -131,9 +134,7 @@ export class AllowanceClient {
     const m = this.metrics.allowance;
     m.checks++;
     const cacheKey = JSON.stringify([key.kid, request.agentId, request.serviceSlug, request.usage]);
-    const now = this.#clock.now().getTime();
-    const until = this.#allowedUntil.get(cacheKey);
-    if (until !== undefined && now < until) {
+    if (this.#allowed.has(cacheKey)) {
       m.allowed++;
       m.cached++;
       return { allowed: true, failedOpen: false };
@@ -146,7 +147,7 @@ export class AllowanceClient {
     const result = await pending;
     if (!result.allowed) {
       m.denied++;
-      this.#allowedUntil.delete(cacheKey);
+      this.#allowed.delete(cacheKey);
       return { allowed: false };
     }
     m.allowed++;
@@ -155,10 +156,7 @@ export class AllowanceClient {
       m.failOpenByReason[result.failOpen]++;
       return { allowed: true, failedOpen: true };
     }
-    if (this.#cacheMs > 0) {
-      if (this.#allowedUntil.size >= 10_000) this.#allowedUntil.clear();
-      this.#allowedUntil.set(cacheKey, this.#clock.now().getTime() + this.#cacheMs);
-    }
+    if (this.#cacheMs > 0) this.#allowed.set(cacheKey, true);
     return { allowed: true, failedOpen: false };
   }
 

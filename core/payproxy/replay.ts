@@ -13,6 +13,7 @@
  * its keys exists: a replay) is retried mark by mark, so one replay never fails its neighbours.
  */
 import { type Clock, systemClock } from "../clock.ts";
+import { boundedCache, type LRUCache } from "../bounded_cache.ts";
 
 /** Most marks in one atomic commit (KV allows 100 checks; half keeps well inside its size limits). */
 export const MAX_BATCH = 50;
@@ -31,16 +32,15 @@ interface Pending {
 export class ReplayMarks {
   readonly #kv: Deno.Kv;
   readonly #clock: Clock;
-  // Marks made here: id -> when the mark may be forgotten (ms), oldest first.
-  readonly #recent = new Map<string, number>();
-  readonly #recentLimit: number;
+  // Marks made here, each remembered until it may be forgotten (its own lifetime).
+  readonly #recent: LRUCache<string, true>;
   #queue: Pending[] = [];
   #draining = false;
 
   constructor(kv: Deno.Kv, { clock = systemClock, recentLimit = DEFAULT_RECENT_LIMIT } = {}) {
     this.#kv = kv;
     this.#clock = clock;
-    this.#recentLimit = recentLimit;
+    this.#recent = boundedCache({ max: recentLimit, now: () => this.#clock.now().getTime() });
   }
 
   /**
@@ -50,14 +50,10 @@ export class ReplayMarks {
    */
   mark(key: Deno.KvKey, expireIn: number): false | Promise<boolean> {
     const id = JSON.stringify(key);
-    const now = this.#clock.now().getTime();
-    const until = this.#recent.get(id);
-    if (until !== undefined && now < until) return false;
+    if (this.#recent.has(id)) return false;
     // Remembered before the commit: a replay arriving while it runs is refused here too. A commit
     // that then fails spends the signature all the same; the caller signs a retry anew.
-    this.#recent.delete(id);
-    this.#recent.set(id, now + expireIn);
-    if (this.#recent.size > this.#recentLimit) this.#recent.delete(this.#recent.keys().next().value!);
+    this.#recent.set(id, true, { ttl: Math.max(1, expireIn) });
     return new Promise((resolve, reject) => {
       this.#queue.push({ key, id, expireIn, resolve, reject });
       if (!this.#draining) void this.#drain();

@@ -13,6 +13,7 @@
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes } from "../crypto.ts";
 import type { KeyLookup, VerificationKey } from "./signature.ts";
+import { boundedCache, type LRUCache } from "../bounded_cache.ts";
 
 /** A stored signing secret. */
 export interface PayproxySecret extends VerificationKey {
@@ -53,23 +54,21 @@ const newSecret = () => `pps_${base64url(randomBytes(32))}`;
  * another process (the admin CLI) are seen within `cacheMs`.
  */
 export class PayproxySecretStore implements KeyLookup {
-  readonly #cache = new Map<string, { at: number; value: PayproxySecret | null }>();
+  readonly #cache: LRUCache<string, { value: PayproxySecret | null }>;
   readonly #cacheMs: number;
 
   constructor(private readonly kv: Deno.Kv, private readonly clock: Clock, { cacheMs = 1000 } = {}) {
     this.#cacheMs = cacheMs;
+    // Misses are cached too; the bound keeps a stream of unknown kids from growing it.
+    this.#cache = boundedCache({ max: 1000, ttlMs: cacheMs, now: () => performance.now() });
   }
 
   /** The record for `kid`, or null (cached up to `cacheMs`). */
   async get(kid: string): Promise<PayproxySecret | null> {
-    const now = performance.now();
     const hit = this.#cache.get(kid);
-    if (hit && now - hit.at < this.#cacheMs) return hit.value;
+    if (hit) return hit.value;
     const value = (await this.kv.get<PayproxySecret>(secretKey(kid))).value;
-    if (this.#cacheMs > 0) {
-      if (this.#cache.size >= 1000) this.#cache.clear();
-      this.#cache.set(kid, { at: now, value });
-    }
+    if (this.#cacheMs > 0) this.#cache.set(kid, { value });
     return value;
   }
 

@@ -25,6 +25,7 @@ import { createHash } from "node:crypto";
 import { HmacSha256 } from "../crypto.ts";
 import { AppError } from "../errors.ts";
 import { ReplayMarks } from "./replay.ts";
+import { boundedCache } from "../bounded_cache.ts";
 
 /** Request header carrying the signature. */
 export const SIGNATURE_HEADER = "zc-signature";
@@ -143,11 +144,10 @@ export function bodyDigest(body: Uint8Array): string {
 }
 
 // Keying costs more than one MAC; signers reuse a handful of secrets.
-const signingKeys = new Map<string, HmacSha256>();
+const signingKeys = boundedCache<string, HmacSha256>({ max: 64 });
 function cachedKey(secret: string): HmacSha256 {
   let key = signingKeys.get(secret);
   if (!key) {
-    if (signingKeys.size >= 64) signingKeys.clear();
     key = new HmacSha256(secret);
     signingKeys.set(secret, key);
   }
@@ -259,7 +259,7 @@ export class SignatureVerifier {
   readonly #clock: Clock;
   readonly #skewS: number;
   // Keyed HMACs by kid, keyed again when the stored secret changes.
-  readonly #cache = new Map<string, { secret: string; key: HmacSha256 }>();
+  readonly #cache = boundedCache<string, { secret: string; key: HmacSha256 }>({ max: 1000 });
 
   constructor({ keys, kv, clock, skewS = 300 }: { keys: KeyLookup; kv: Deno.Kv; clock: Clock; skewS?: number }) {
     this.#keys = keys;
@@ -327,7 +327,6 @@ export class SignatureVerifier {
     const hit = this.#cache.get(record.kid);
     if (hit && hit.secret === record.secret) return hit.key;
     const key = new HmacSha256(record.secret);
-    if (this.#cache.size > 1000) this.#cache.clear();
     this.#cache.set(record.kid, { secret: record.secret, key });
     return key;
   }

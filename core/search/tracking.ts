@@ -14,6 +14,7 @@ import type { Clock } from "../clock.ts";
 import { base64url, HmacSha256, randomBytes } from "../crypto.ts";
 import { unixSeconds } from "../clock.ts";
 import type { LinkArticle, LinkBuilder, LinkContext } from "./links.ts";
+import { boundedCache } from "../bounded_cache.ts";
 
 const CURRENT_KEY = ["link_key_current"] as const;
 const KEY_PREFIX = ["link_key"] as const;
@@ -181,7 +182,7 @@ export class SignedLinks implements LinkBuilder {
   readonly keys: LinkKeys;
   readonly #baseUrl: string;
   readonly #clock: Clock;
-  readonly #imageLinks = new Map<string, string>();
+  readonly #imageLinks = boundedCache<string, string>({ max: IMAGE_LINK_MEMO });
   #imageKid?: string;
 
   constructor({ kv, clock, baseUrl }: { kv: Deno.Kv; clock: Clock; baseUrl: string }) {
@@ -227,7 +228,6 @@ export class SignedLinks implements LinkBuilder {
     if (url === undefined) {
       if (!httpUrl.safeParse(src).success) return undefined;
       url = `${this.#baseUrl}/img?src=${this.#sign("img", { s: src })}`;
-      if (this.#imageLinks.size >= IMAGE_LINK_MEMO) this.#imageLinks.clear();
       this.#imageLinks.set(src, url);
     }
     return url;

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Clock } from "../clock.ts";
 import type { Seller } from "./types.ts";
+import { boundedCache } from "../bounded_cache.ts";
 
 /** Seller ids are short slugs (`demo`, `acme-news`). */
 export const sellerIdSchema = z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, {
@@ -23,8 +24,12 @@ export function normalizeHost(host: string): string {
 export class SellerRegistry {
   // Host lookups sit on every storefront request; a short cache keeps them off KV. Seller records
   // change rarely (admin work) and a stale entry lives at most CACHE_MS.
-  #cache = new Map<string, { at: number; seller: Seller | null }>();
   static readonly CACHE_MS = 5_000;
+  readonly #cache = boundedCache<string, { seller: Seller | null }>({
+    max: 1000,
+    ttlMs: SellerRegistry.CACHE_MS,
+    now: () => performance.now(),
+  });
 
   constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
 
@@ -72,14 +77,12 @@ export class SellerRegistry {
    */
   async resolve(host: string | undefined, defaultSellerId: string | null): Promise<Seller | null> {
     const key = host ? normalizeHost(host) : "";
-    const now = performance.now();
     const hit = this.#cache.get(key);
-    if (hit && now - hit.at < SellerRegistry.CACHE_MS) return hit.seller;
+    if (hit) return hit.seller;
     const id = key ? (await this.kv.get<string>(["seller_by_host", key])).value : null;
     let seller = id ? await this.get(id) : null;
     if (!seller && defaultSellerId) seller = await this.get(defaultSellerId);
-    if (this.#cache.size > 1000) this.#cache.clear();
-    this.#cache.set(key, { at: now, seller });
+    this.#cache.set(key, { seller });
     return seller;
   }
 }
