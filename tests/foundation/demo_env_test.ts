@@ -23,6 +23,7 @@ Deno.test("writeDemoEnv() writes the demo key and ids, owner-readable only, and 
     assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
     const vars = parseEnv(await Deno.readTextFile(path));
     assert.equal(vars.KEY, seeded.apiKey);
+    assert.equal(vars.OPERATOR_KEY, seeded.operatorKey);
     assert.equal(vars.DM, seeded.ids.dataModelId);
     assert.equal(vars.DM2, seeded.ids.secondDataModelId);
     assert.equal(vars.AM, seeded.ids.aiModelId);
