@@ -11,7 +11,7 @@ import { Buffer } from "node:buffer";
 import { timingSafeEqual } from "node:crypto";
 import { z } from "zod";
 import type { Clock } from "../clock.ts";
-import { base64url, HmacSha256, randomBytes } from "../crypto.ts";
+import { base64url, fromBase64url, HmacSha256, randomBytes } from "../crypto.ts";
 import { unixSeconds } from "../clock.ts";
 import type { LinkArticle, LinkBuilder, LinkContext } from "./links.ts";
 import { boundedCache } from "../bounded_cache.ts";
@@ -70,12 +70,6 @@ const clickWire = z.object({
   i: z.number().int().min(0),
 });
 const imageWire = z.object({ s: httpUrl });
-
-const fromB64url = (s: string): Uint8Array => {
-  const b64 = s.replaceAll("-", "+").replaceAll("_", "/");
-  const bin = atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4));
-  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
-};
 
 /** The HMAC keys for links, kept in KV and cached in memory. */
 export class LinkKeys {
@@ -146,7 +140,7 @@ export class LinkKeys {
   async #reload(): Promise<void> {
     this.#lastReload = this.#clock.now().getTime();
     for await (const e of this.#kv.list<StoredKey>({ prefix: KEY_PREFIX })) {
-      if (!this.#keys.has(e.value.kid)) this.#keys.set(e.value.kid, new Mac(fromB64url(e.value.secret)));
+      if (!this.#keys.has(e.value.kid)) this.#keys.set(e.value.kid, new Mac(fromBase64url(e.value.secret)));
     }
     const current = (await this.#kv.get<string>(CURRENT_KEY)).value;
     if (current && this.#keys.has(current)) this.#current = current;
@@ -276,7 +270,7 @@ export class SignedLinks implements LinkBuilder {
     const want = Buffer.from(mac.tag(purpose, kid, payload).toString("base64url"));
     if (given.length !== want.length || !timingSafeEqual(given, want)) return null;
     try {
-      return JSON.parse(new TextDecoder().decode(fromB64url(payload)));
+      return JSON.parse(new TextDecoder().decode(fromBase64url(payload)));
     } catch {
       return null;
     }
