@@ -8,7 +8,9 @@
  * PayproxySecretStore (KV behind a 1 s record cache); the last row adds signing and the
  * single-use mark (an atomic KV write), which every real request also pays.
  */
+import { createHmac } from "node:crypto";
 import { FixedClock, unixSeconds } from "../core/clock.ts";
+import { HmacSha256 } from "../core/crypto.ts";
 import { PayproxySecretStore } from "../core/payproxy/secrets.ts";
 import { SignatureVerifier, signRequest, type VerificationKey } from "../core/payproxy/signature.ts";
 
@@ -68,4 +70,15 @@ Deno.bench("payproxy signRequest() + verify() incl. KV lookup and single-use mar
   const requestId = `req-${n++}`;
   const s = await signRequest({ secret, kid, t, method: "POST", url, body, requestId, agentId: "agent-1" });
   await viaKv.verify({ ...input, signature: s.header, requestId });
+});
+
+// Why core/crypto.ts keeps its own HMAC: the pad states are hashed once per key, where
+// `createHmac` re-keys for every message. Same 200-byte canonical-string-sized message.
+const message = "x".repeat(200);
+const keyed = new HmacSha256(secret);
+Deno.bench("HMAC-SHA256: HmacSha256 (pad states precomputed)", { group: "hmac", baseline: true }, () => {
+  keyed.digest(message);
+});
+Deno.bench("HMAC-SHA256: node:crypto createHmac per message", { group: "hmac" }, () => {
+  createHmac("sha256", secret).update(message).digest();
 });
