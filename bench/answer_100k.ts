@@ -16,7 +16,8 @@ import { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
 import { SearchEngine } from "../core/search/engine.ts";
 import { quantize } from "../core/search/vector_index.ts";
 import type { AiModel, DataModel } from "../core/store/models.ts";
-import { generateArticles, NEWS_SITES, prng, TECH_SITES } from "../fixtures/articles.ts";
+import { generateArticles, NEWS_SITES, TECH_SITES } from "../fixtures/articles.ts";
+import { prng } from "../fixtures/prng.ts";
 import { percentile } from "./answer_p50.ts";
 
 const N = Number(Deno.env.get("BENCH_ARTICLES") ?? 100_000);

@@ -3,18 +3,7 @@
  * counts and lengths over a news vocabulary, so scoring and composition do real work.
  */
 import type { RetrievedArticle } from "../core/search/types.ts";
-
-/** mulberry32: a small seeded PRNG, so every run sees the same corpus. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from "../fixtures/prng.ts";
 
 const TOPICS = [
   ["city council", "budget", "vote", "property taxes", "pension costs"],

@@ -15,7 +15,8 @@ import { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
 import { SearchEngine } from "../core/search/engine.ts";
 import { DataModelIndex } from "../core/search/index.ts";
 import type { DataModel } from "../core/store/models.ts";
-import { generateArticles, NEWS_SITES, prng, TECH_SITES } from "../fixtures/articles.ts";
+import { generateArticles, NEWS_SITES, TECH_SITES } from "../fixtures/articles.ts";
+import { prng } from "../fixtures/prng.ts";
 
 const N = Number(Deno.env.get("BENCH_ARTICLES") ?? 100_000);
 const QUERIES = Number(Deno.env.get("BENCH_QUERIES") ?? 500);

@@ -63,7 +63,7 @@ Deno.test("summarize() picks the sentences that carry the topic, in their order,
 
 Deno.test("VectorIndex: the SIMD scan equals the JavaScript scan, and rows survive growth", async () => {
   const { VectorIndex } = await import("../../core/search/vector_index.ts");
-  const { prng } = await import("../../fixtures/articles.ts");
+  const { prng } = await import("../../fixtures/prng.ts");
   const rand = prng(5);
   const simd = new VectorIndex(10, 2);
   const js = new VectorIndex(10, 2, { simd: false });
