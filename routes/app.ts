@@ -58,6 +58,14 @@ export const API_VERSION = "1.0.0";
  */
 export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
+  const openApiConfig = {
+    openapi: "3.1.0",
+    info: {
+      title: "Article recommendation, real-time search, analytics and agent-payment API",
+      version: API_VERSION,
+    },
+    servers: [{ url: deps.config.baseUrl }],
+  };
   app.use("*", requestId());
   app.use("*", accessLog(deps.log));
   app.onError(createErrorHandler(deps.log, "message"));
@@ -66,7 +74,7 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   });
 
   // System routes have no common prefix; they sit at the root, in the root's own family.
-  app.route("/", createSystemRoutes(deps));
+  app.route("/", createSystemRoutes(deps, { openapi: () => app.getOpenAPI31Document(openApiConfig) }));
 
   const bearerApi = familyApp("message", deps.log);
   bearerApi.route("/v2/search", createSearchRoutes(deps));
@@ -96,14 +104,7 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
     description:
       "Agent access token from POST /oauth2/token; in `ZC-Agent-Authorization` when `Authorization` carries `Payment ...`",
   });
-  app.doc31("/openapi.json", {
-    openapi: "3.1.0",
-    info: {
-      title: "Article recommendation, real-time search, analytics and agent-payment API",
-      version: API_VERSION,
-    },
-    servers: [{ url: deps.config.baseUrl }],
-  });
+  app.doc31("/openapi.json", openApiConfig);
   deps.loopback.bind(app.fetch);
   return app;
 }

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../core/deps.ts";
-import { DOCS_PAGE } from "./docs_page.ts";
+import { type OpenApiDocument, renderDocsPage } from "./docs_page.ts";
 import { familyApp } from "./family.ts";
 
 const healthRoute = createRoute({
@@ -33,9 +33,12 @@ const readyRoute = createRoute({
 
 /**
  * `/healthz`, `/readyz` and `/docs`, mounted at `/`. `/openapi.json` is mounted by createApp on the
- * root router.
+ * root router, which hands its document to `/docs` through `openapi`.
  */
-export function createSystemRoutes(deps: Pick<Deps, "kv" | "duckdb" | "log">) {
+export function createSystemRoutes(
+  deps: Pick<Deps, "kv" | "duckdb" | "log">,
+  { openapi }: { openapi: () => OpenApiDocument },
+) {
   const app = familyApp("message", deps.log);
   app.openapi(healthRoute, (c) => c.json({ status: "ok" as const }, 200));
   app.openapi(readyRoute, async (c) => {
@@ -46,6 +49,8 @@ export function createSystemRoutes(deps: Pick<Deps, "kv" | "duckdb" | "log">) {
     const ok = kv && duckdb;
     return c.json({ status: ok ? "ok" as const : "unavailable" as const, checks: { kv, duckdb } }, ok ? 200 : 503);
   });
-  app.get("/docs", (c) => c.html(DOCS_PAGE));
+  // The document is complete once the app is built; the page is rendered at the first request, once.
+  let page: Promise<string> | undefined;
+  app.get("/docs", async (c) => c.html(await (page ??= Promise.resolve(renderDocsPage(openapi())).then(String))));
   return app;
 }
