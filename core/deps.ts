@@ -52,21 +52,21 @@ export interface Deps {
   links: SignedLinks;
   /** Resized article images behind `/img`. */
   images: ImageService;
-  /** Article search (issue 3), as the routes and the answer engine call it; assembleDeps sets it to `searchEngine`. */
+  /** Article search, as the routes and the answer engine call it; assembleDeps sets it to `searchEngine`. */
   search?: SearchService;
   /**
    * The engine behind `search`: article ingestion, index lifecycle (`start()` builds the indexes
    * from KV, `watch()` follows other processes' ingests) and the link / URL-analysis seams.
    */
   searchEngine: SearchEngine;
-  /** Real-time answers (issue 4). */
+  /** Real-time answers. */
   answer?: AnswerService;
   /** Outgoing e-mail: SMTP (SMTP_URL) or the KV outbox. */
   mailer: Mailer;
-  /** Agent storefront: sellers, identities, claims, tokens (issue 7). */
+  /** Agent storefront: sellers, identities, claims, tokens. */
   storefront: Storefront;
   /**
-   * Analytics event sink (issue 6): other rooms call `deps.events.record([...])`. The analytics
+   * Analytics event sink: other rooms call `deps.events.record([...])`. The analytics
    * pipeline by default; tests may swap in their own sink.
    */
   events: EventSink;
@@ -78,9 +78,9 @@ export interface Deps {
   analyticsCache: AnalyticsCache;
   /** Requests per API key per minute on the analytics rollups. */
   analyticsLimiter: FixedWindowLimiter;
-  /** Payproxy signing secrets, signature verifier, allowance client and counters (issue 5). */
+  /** Payproxy signing secrets, signature verifier, allowance client and counters. */
   payproxy: PayproxyServices;
-  /** Plans, payments, entitlements and the paid proxy (issue 8). */
+  /** Plans, payments, entitlements and the paid proxy. */
   commerce: Commerce;
   /** This process's own routes; createApp binds them (the paid proxy's in-process upstream). */
   loopback: Loopback;
