@@ -9,7 +9,7 @@ import { AnalyticsDb } from "./analytics/duckdb.ts";
 import { adminUsage, AdminUsageError, runAdmin } from "./core/admin/commands.ts";
 import { systemClock } from "./core/clock.ts";
 import { type Config, ConfigError, parseConfig } from "./core/config.ts";
-import { assembleDeps, type Deps, startDeps, stopDeps } from "./core/deps.ts";
+import { buildDeps, type Deps, startDeps, stopDeps } from "./composition.ts";
 import { createLogger, describeError } from "./core/log.ts";
 import { seedAnswerDemo } from "./fixtures/answer_demo.ts";
 import { seedCommerceDemo } from "./fixtures/commerce_demo.ts";
@@ -37,14 +37,14 @@ export async function openDeps(config: Config): Promise<Deps> {
     libPath: config.duckdbLibPath,
   });
   const log = createLogger({ level: config.logLevel });
-  const deps = assembleDeps({ config, kv, duckdb, clock: systemClock, log });
+  const deps = buildDeps({ config, kv, duckdb, clock: systemClock, log });
   await startDeps(deps);
   return deps;
 }
 
 /** Closes what {@link openDeps} opened. */
 export function closeDeps(deps: Deps): void {
-  void deps.searchEngine.close();
+  void deps.search.close();
   deps.mailer.close?.();
   stopDeps(deps);
   deps.duckdb.close();
@@ -54,9 +54,9 @@ export function closeDeps(deps: Deps): void {
 async function serve(config: Config): Promise<void> {
   const deps = await openDeps(config);
   // Word vectors and every data model's index are loaded before the first request.
-  await deps.searchEngine.start();
+  await deps.search.start();
   // Articles imported by `admin articles import` or another process reach this one's indexes.
-  deps.searchEngine.watch();
+  deps.search.watch();
   if (config.demoSeed) {
     const seeded = await seedDemo(deps, [
       seedStorefront,
@@ -89,7 +89,7 @@ async function serve(config: Config): Promise<void> {
     }
   }
   // Replays the event write-ahead log into Parquet before serving, then flushes on a timer.
-  if (config.eventsFlusher) await deps.eventPipeline.start();
+  if (config.eventsFlusher) await deps.events.start();
   const app = createApp(deps);
   const server = startServer(app.fetch, { hostname: config.host, port: config.port, log: deps.log });
   deps.log.info("listening", { url: server.url, base_url: config.baseUrl });
@@ -110,7 +110,7 @@ async function serve(config: Config): Promise<void> {
       await server.shutdown(config.shutdownTimeoutS * 1000);
       // Every acknowledged event is already in the KV log; this moves it to Parquet before exit.
       if (config.eventsFlusher) {
-        await deps.eventPipeline.stop().catch((err) =>
+        await deps.events.stop().catch((err) =>
           deps.log.error("final event flush failed", { error: describeError(err) })
         );
       }

@@ -4,6 +4,7 @@
  * "Analytics events and metrics" documents every column; keep the two in step.
  */
 import { z } from "zod";
+import { MAX_PROMPT_CHARS, MAX_RESPONSE_CHARS } from "../core/events.ts";
 
 /** Every event type the pipeline accepts. */
 export const EVENT_TYPES = [
@@ -44,9 +45,8 @@ export const VIEWABLE_MIN_PCT = 50;
 /** ... for at least this long. */
 export const VIEWABLE_MIN_MS = 1000;
 
-/** Largest prompt and response texts kept; keeps one event well under a 64 KiB KV value. */
-export const MAX_PROMPT_CHARS = 2000;
-export const MAX_RESPONSE_CHARS = 10_000;
+/** Largest prompt and response texts kept (core/events.ts: the answer engine trims to them too). */
+export { MAX_PROMPT_CHARS, MAX_RESPONSE_CHARS };
 
 const token = (max = 128) =>
   z.string().min(1).max(max).regex(/^[A-Za-z0-9._:@\/+-]+$/, { error: "must be a token (letters, digits, ._:@/+-)" });

@@ -2,7 +2,7 @@
  * Shared setup of the analytics benchmarks: KV records for the fixture ids the fixtures CLI writes
  * by default (tn_fixture, wd_fixture, am_fixture, cp_fixture) and an API key.
  */
-import type { Deps } from "../core/deps.ts";
+import type { Deps } from "../composition.ts";
 
 /** Creates the fixture tenant, AI model, widget and campaign when missing; returns a fresh API key. */
 export async function ensureFixtureTenant(deps: Deps): Promise<string> {

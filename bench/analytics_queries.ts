@@ -11,7 +11,7 @@
 import { AnalyticsDb } from "../analytics/duckdb.ts";
 import { FixedClock } from "../core/clock.ts";
 import { parseConfig } from "../core/config.ts";
-import { assembleDeps } from "../core/deps.ts";
+import { buildDeps } from "../composition.ts";
 import { memoryLogger } from "../core/log.ts";
 import { createApp } from "../routes/app.ts";
 import { ensureFixtureTenant } from "./_analytics_world.ts";
@@ -45,7 +45,7 @@ let key = "";
 let sample = "";
 for (let r = 0; r < reps; r++) {
   const duckdb = await AnalyticsDb.open({ threads: config.duckdbThreads });
-  const deps = assembleDeps({ config, kv, duckdb, clock, log: memoryLogger() });
+  const deps = buildDeps({ config, kv, duckdb, clock, log: memoryLogger() });
   if (!key) key = await ensureFixtureTenant(deps);
   const app = createApp(deps);
   const h = { authorization: `Bearer ${key}`, "cache-control": "no-cache" };

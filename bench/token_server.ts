@@ -7,7 +7,7 @@
 import { AnalyticsDb } from "../analytics/duckdb.ts";
 import { systemClock } from "../core/clock.ts";
 import { parseConfig } from "../core/config.ts";
-import { assembleDeps } from "../core/deps.ts";
+import { buildDeps } from "../composition.ts";
 import { createLogger } from "../core/log.ts";
 import { seedStorefront } from "../fixtures/storefront.ts";
 import { createApp } from "../routes/app.ts";
@@ -16,7 +16,7 @@ import { startServer } from "../routes/server.ts";
 const config = parseConfig({ KV_PATH: ":memory:", LOG_LEVEL: "warn", DATA_DIR: await Deno.makeTempDir() });
 const kv = await Deno.openKv(":memory:");
 const duckdb = await AnalyticsDb.open();
-const deps = assembleDeps({ config, kv, duckdb, clock: systemClock, log: createLogger({ level: "warn" }) });
+const deps = buildDeps({ config, kv, duckdb, clock: systemClock, log: createLogger({ level: "warn" }) });
 await seedStorefront(deps, { tenantId: "tn_bench" } as never);
 const server = startServer(createApp(deps).fetch, { port: 0 });
 console.log(JSON.stringify({ url: server.url }));

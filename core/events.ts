@@ -4,6 +4,10 @@
  * this contract.
  */
 
+/** Largest prompt and response texts kept; keeps one event well under a 64 KiB KV value. */
+export const MAX_PROMPT_CHARS = 2000;
+export const MAX_RESPONSE_CHARS = 10_000;
+
 /**
  * An event as producers hand it in; the pipeline fills event_id, ts and enrichment. The full
  * column list is `eventInputSchema` in analytics/schema.ts.

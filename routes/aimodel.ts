@@ -4,8 +4,8 @@ import { streamSSE } from "hono/streaming";
 import { INTERACTION_TYPES, MAX_PROMPT_CHARS } from "../analytics/schema.ts";
 import { askingWidget, isHttpUrl } from "../core/answer/asker.ts";
 import type { AnswerContext } from "../core/answer/types.ts";
-import type { Deps } from "../core/deps.ts";
-import { AppError, notFound, unprocessable } from "../core/errors.ts";
+import type { Deps } from "../composition.ts";
+import { notFound, unprocessable } from "../core/errors.ts";
 import { describeError } from "../core/log.ts";
 import type { AppEnv } from "./env.ts";
 import { toAppError } from "./errors.ts";
@@ -155,7 +155,6 @@ export function createAiModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "answ
     if (!model) throw notFound(`AI model not found: ${id}`);
     const context = await answerContext(c, deps, body);
     const answer = deps.answer;
-    if (!answer) throw new AppError(503, "answer_unavailable", "Real-time answers are not available");
 
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
       const result = await answer.answer(model, query, context);

@@ -14,7 +14,7 @@ import {
   SPONSORED_FILTERS,
   sponsoredRollup,
 } from "../analytics/rollups.ts";
-import type { Deps } from "../core/deps.ts";
+import type { Deps } from "../composition.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";

@@ -30,7 +30,7 @@
  *     /v2/search, /aimodel/{id}             paid_proxy.ts
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { Deps } from "../core/deps.ts";
+import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
 import { createAiModelRoutes } from "./aimodel.ts";
 import { createAnalyticsRoutes } from "./analytics.ts";

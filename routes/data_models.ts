@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Deps } from "../core/deps.ts";
+import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
 import { MAX_INGEST_ITEMS } from "../core/search/engine.ts";
 import { familyApp } from "./family.ts";
@@ -61,7 +61,7 @@ const upsertRoute = createRoute({
  * Mounted at `/v1/data-models`: `GET /` lists the tenant's data models, `POST /{dm}/articles` is the
  * authenticated bulk ingest for the owning tenant.
  */
-export function createDataModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "searchEngine" | "config" | "log">) {
+export function createDataModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log">) {
   const app = familyApp("message", deps.log);
   app.use("*", apiKeyAuth(deps.apiKeys));
   app.use("/:data_model_id/articles", bodyReader({ limit: deps.config.articlesMaxBodyBytes }));
@@ -71,7 +71,7 @@ export function createDataModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "se
     const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
     if (!dm) throw notFound(`data model not found: ${dmId}`, "data_model_not_found");
     const body = c.req.valid("json");
-    return c.json(await deps.searchEngine.ingest(dm, body), 200);
+    return c.json(await deps.search.ingest(dm, body), 200);
   });
   return app;
 }

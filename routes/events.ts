@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { Deps } from "../core/deps.ts";
+import type { Deps } from "../composition.ts";
 import { AppError, unprocessable } from "../core/errors.ts";
 import type { IngestContext } from "../analytics/enrich.ts";
 import type { AppEnv } from "./env.ts";
@@ -55,7 +55,7 @@ const route = createRoute({
  * Mounted at `/v1/events`: `POST` (+ its CORS preflight), the ingestion endpoint of the analytics
  * pipeline.
  */
-export function createEventRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "eventPipeline" | "config" | "log">) {
+export function createEventRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "events" | "config" | "log">) {
   const app = familyApp("message", deps.log);
   app.options("/", (c) => {
     const origin = c.req.header("origin");
@@ -89,7 +89,7 @@ export function createEventRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "eventP
       c.set("tenantId", widget.tenantId);
       ctx = { source: "widget", widget };
     }
-    const accepted = await deps.eventPipeline.ingest(events, ctx);
+    const accepted = await deps.events.ingest(events, ctx);
     return c.json({ accepted }, 202, origin ? corsHeaders(origin) : {});
   };
   app.openapi(route, handler as never);

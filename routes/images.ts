@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Deps } from "../core/deps.ts";
+import type { Deps } from "../composition.ts";
 import { AppError, notFound } from "../core/errors.ts";
 import { ImageBusyError, ImageOriginError, MIN_DIMENSION } from "../core/images/image_service.ts";
 import { familyApp } from "./family.ts";

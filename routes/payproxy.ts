@@ -34,7 +34,7 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { Deps } from "../core/deps.ts";
+import type { Deps } from "../composition.ts";
 import { AppError } from "../core/errors.ts";
 import { serviceSlug, type UsageItem } from "../core/payproxy/allowance.ts";
 import {
@@ -282,7 +282,6 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
       const dm = await marketplaceDataModel(deps.repos.dataModels, c.req.query("data_model_id")!);
       const slug = serviceSlug(dm);
       await requireAllowance(c, verified, slug);
-      if (!deps.search) throw new Error("search service is not configured");
       // No tenantId: payproxy traffic is not the tenant's own platform usage.
       const result = await deps.search.recommend(dm, request, {
         caller: c.get("caller"),
@@ -311,7 +310,6 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
     });
     const slug = serviceSlug(model);
     await requireAllowance(c, verified, slug);
-    if (!deps.answer) throw new Error("answer service is not configured");
     const answer = await deps.answer.answer(model, query, { caller: c.get("caller"), requestId: c.get("requestId") });
     metrics.requests.served++;
     // Structured models emit their payload itself, not the {message} envelope (spec 2.3).

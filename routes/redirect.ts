@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Deps } from "../core/deps.ts";
+import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
 import { describeError } from "../core/log.ts";
 import { clickEvent, countsAsClick } from "../core/search/clicks.ts";

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { Deps } from "../core/deps.ts";
+import type { Deps } from "../composition.ts";
 import { AppError, notFound } from "../core/errors.ts";
 import { SEARCH_VERSION_DOC, SEARCH_VERSIONS } from "../core/search/retrieval_mode.ts";
 import { SEARCH_ALGORITHMS, searchRequestSchema } from "../core/search/types.ts";
@@ -90,7 +90,7 @@ const messageHook = validationHookFor("message");
 
 /** Mounted at `/app/v2/search`: `POST`, bearer-key article recommendations (spec 4.1). */
 export function createSearchRoutes(
-  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "searchEngine" | "config" | "log">,
+  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log">,
 ) {
   const app = familyApp("message", deps.log);
   app.use("/", apiKeyAuth(deps.apiKeys), bodyReader({ limit: deps.config.maxBodyBytes }));
@@ -99,8 +99,7 @@ export function createSearchRoutes(
     const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
     if (!dm) throw notFound(`data model not found: ${dmId}`, "data_model_not_found");
     const body = c.req.valid("json");
-    // Read at request time: tests and other rooms may put another SearchService in deps.search.
-    const out = await (deps.search ?? deps.searchEngine).recommend(dm, body, {
+    const out = await deps.search.recommend(dm, body, {
       tenantId: c.get("tenantId"),
       requestId: c.get("requestId"),
       searchVersion,

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Deps } from "../core/deps.ts";
+import type { Deps } from "../composition.ts";
 import { type OpenApiDocument, renderDocsPage } from "./docs_page.ts";
 import { familyApp } from "./family.ts";
 

@@ -1,8 +1,10 @@
 import { AnalyticsDb } from "../analytics/duckdb.ts";
 import { FixedClock } from "../core/clock.ts";
 import { parseConfig } from "../core/config.ts";
-import { assembleDeps, type Deps, startDeps, stopDeps } from "../core/deps.ts";
+import assert from "node:assert/strict";
+import { buildDeps, type Deps, type DepsOverrides, startDeps, stopDeps } from "../composition.ts";
 import { newId } from "../core/ids.ts";
+import { SearchEngine } from "../core/search/engine.ts";
 import { memoryLogger } from "../core/log.ts";
 import { createApp } from "../routes/app.ts";
 
@@ -26,11 +28,13 @@ export const SHARED_EMBEDDINGS_CACHE = `${Deno.env.get("TMPDIR") ?? "/tmp"}/svc-
 
 /** Builds the app with injected deps. Always `await using` it or call `close()` in `finally`. */
 export async function createTestWorld(
-  { env = {}, fetch, clock = new FixedClock("2026-11-22T12:00:00Z") }: {
+  { env = {}, fetch, clock = new FixedClock("2026-11-22T12:00:00Z"), overrides = {} }: {
     env?: Record<string, string>;
     fetch?: typeof globalThis.fetch;
     /** The clock to build with (e.g. one a local peer shares). */
     clock?: FixedClock;
+    /** Parts that replace what the builder would make (in-test services, local peers). */
+    overrides?: DepsOverrides;
   } = {},
 ): Promise<TestWorld & AsyncDisposable> {
   const dataDir = await Deno.makeTempDir({ prefix: "svc-test-" });
@@ -44,14 +48,19 @@ export async function createTestWorld(
   const kv = await Deno.openKv(":memory:");
   const duckdb = await AnalyticsDb.open();
   const log = memoryLogger();
-  const deps = assembleDeps({ config, kv, duckdb, clock, log, fetch });
+  const deps = buildDeps({ config, kv, duckdb, clock, log }, { fetch, ...overrides });
   await startDeps(deps);
   const app = createApp(deps);
   const close = async () => {
     deps.mailer.close?.();
     stopDeps(deps);
     duckdb.close();
-    kv.close();
+    try {
+      kv.close();
+    } catch (err) {
+      // A test that takes the store away on purpose (to see a failure path) closed it already.
+      if (!(err instanceof Deno.errors.BadResource)) throw err;
+    }
     await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   };
   return {
@@ -88,4 +97,10 @@ export async function runFreshProbe(script: URL, ...args: string[]): Promise<str
     stderr: "null",
   }).output();
   return new TextDecoder().decode(out.stdout).trim();
+}
+
+/** The search engine of a world built without a `search` override (its article store, its embeddings). */
+export function engineOf(deps: Deps): SearchEngine {
+  assert.ok(deps.search instanceof SearchEngine, "this world's search is not the engine");
+  return deps.search;
 }

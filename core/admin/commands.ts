@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { commerceAdminCommands } from "../commerce/admin.ts";
-import type { Deps } from "../deps.ts";
+import { type AdminCommand, type AdminDeps, AdminUsageError } from "./command.ts";
 import { newId } from "../ids.ts";
 import { SafeFetcher } from "../net/safe_fetch.ts";
 import { parseSource, SOURCE_TYPES } from "../search/feeds.ts";
@@ -10,20 +10,7 @@ import { domainSchema, slugSchema } from "../store/models.ts";
 import type { AiModel, Campaign, DataModel, Prompt, Widget } from "../store/models.ts";
 import { storefrontAdminCommands } from "../storefront/admin.ts";
 
-/** An admin subcommand: `<entity> <verb>` with `--flags`; returns what to print as JSON. */
-export interface AdminCommand {
-  usage: string;
-  options: Record<string, { type: "string" | "boolean"; multiple?: boolean }>;
-  run(deps: Deps, values: Record<string, string | boolean | string[] | undefined>): Promise<unknown>;
-}
-
-/** A usage mistake in an admin command: printed as one line, exit code 2. */
-export class AdminUsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "AdminUsageError";
-  }
-}
+export { type AdminCommand, type AdminDeps, AdminUsageError } from "./command.ts";
 
 const need = (values: Record<string, unknown>, name: string): string => {
   const v = values[name];
@@ -49,7 +36,7 @@ async function secretCall<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-async function requireTenant(deps: Deps, tenantId: string): Promise<void> {
+async function requireTenant(deps: AdminDeps, tenantId: string): Promise<void> {
   if (!(await deps.repos.tenants.get(tenantId))) throw new AdminUsageError(`tenant not found: ${tenantId}`);
 }
 
@@ -324,7 +311,7 @@ export const adminCommands: Record<string, AdminCommand> = {
         error: e.error,
       }));
       for (let i = 0; i < parsed.items.length; i += 1000) {
-        const report = await deps.searchEngine.ingest(dm, parsed.items.slice(i, i + 1000));
+        const report = await deps.search.ingest(dm, parsed.items.slice(i, i + 1000));
         created += report.created;
         updated += report.updated;
         failed += report.failed;
@@ -340,7 +327,7 @@ export const adminCommands: Record<string, AdminCommand> = {
     options: { "data-model": { type: "string" } },
     async run(deps, v) {
       const dmId = need(v, "data-model");
-      return { dataModelId: dmId, articles: await deps.searchEngine.count(dmId) };
+      return { dataModelId: dmId, articles: await deps.search.count(dmId) };
     },
   },
   "payproxy-secret create": {
@@ -408,7 +395,7 @@ export function adminUsage(): string {
  * Runs an admin command from argv (e.g. `["key", "create", "--tenant", "tn_..."]`).
  * @throws {AdminUsageError} for unknown commands, unknown or missing flags, bad values.
  */
-export async function runAdmin(deps: Deps, argv: string[]): Promise<unknown> {
+export async function runAdmin(deps: AdminDeps, argv: string[]): Promise<unknown> {
   if (argv.length === 0 || argv[0] === "help" || argv[0] === "--help") return adminUsage();
   const name = argv.slice(0, 2).join(" ");
   const command = adminCommands[name];

@@ -3,9 +3,8 @@
  * generate through the model's provider, check structured output against the model's schema,
  * and record the exchange as an Ask AI interaction.
  */
-import type { EventInput, EventSink } from "../../analytics/events.ts";
 // What the analytics log keeps of a response: longer text would lose the event.
-import { MAX_RESPONSE_CHARS } from "../../analytics/schema.ts";
+import { type EventInput, type EventSink, MAX_RESPONSE_CHARS } from "../events.ts";
 import type { Clock } from "../clock.ts";
 import { AppError } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";

@@ -1,5 +1,5 @@
 /** Admin commands of the commerce room (merged into core/admin/commands.ts). */
-import { type AdminCommand, AdminUsageError as UsageError } from "../admin/commands.ts";
+import { type AdminCommand, AdminUsageError as UsageError } from "../admin/command.ts";
 import { parseAmountUsd } from "./money.ts";
 
 const need = (v: Record<string, unknown>, name: string): string => {

@@ -71,6 +71,14 @@ export interface ArticleService {
   count(dataModelId: string): Promise<number>;
 }
 
+/** Article search as the app holds it: recommendations and retrieval, ingest, the index lifecycle. */
+export interface Search extends SearchService, ArticleService {
+  /** Follows ingests made by other processes (polls the index revisions). */
+  watch(options?: { intervalMs?: number }): void;
+  /** Stops watching. */
+  close(): Promise<void>;
+}
+
 /** What the engine is built from. */
 export interface SearchEngineOptions {
   kv: Deno.Kv;
@@ -128,7 +136,7 @@ export function domainMatches(siteDomain: string, ref: string): boolean {
  * updated on ingest), the four recommendation algorithms with the `ref` quota and paging, and
  * hybrid retrieval for the answer engine.
  */
-export class SearchEngine implements SearchService, ArticleService {
+export class SearchEngine implements Search {
   readonly articles: ArticleRepo;
   readonly queryLog = new RecentQueryLog();
   private readonly indexes = new Map<string, Promise<DataModelIndex>>();
@@ -139,9 +147,9 @@ export class SearchEngine implements SearchService, ArticleService {
   /** Marks this engine's revision bumps, so its own ingests do not trigger a rebuild. */
   private readonly writerId = crypto.randomUUID();
   private readonly trendCache = new Map<string, { key: string; trends: TrendingKeyword[] }>();
-  private links: LinkBuilder;
-  private urlAnalyzer?: UrlAnalyzer;
-  private querySource?: QuerySource;
+  private readonly links: LinkBuilder;
+  private readonly urlAnalyzer?: UrlAnalyzer;
+  private readonly querySource?: QuerySource;
   private readonly options: SearchEngineOptions;
 
   constructor(options: SearchEngineOptions) {
@@ -150,21 +158,6 @@ export class SearchEngine implements SearchService, ArticleService {
     this.links = options.links ?? directLinks;
     this.urlAnalyzer = options.urlAnalyzer;
     this.querySource = options.querySource;
-  }
-
-  /** Wires the tracking-link and image-link builder (the web room provides the real one). */
-  useLinkBuilder(links: LinkBuilder): void {
-    this.links = links;
-  }
-
-  /** Wires URL-query analysis (fetch + extraction + summary). */
-  useUrlAnalyzer(analyzer: UrlAnalyzer): void {
-    this.urlAnalyzer = analyzer;
-  }
-
-  /** Wires recent query events from analytics, for trending keywords. */
-  useQuerySource(source: QuerySource): void {
-    this.querySource = source;
   }
 
   /** Vector weight of the default ranking version. */

@@ -1,5 +1,4 @@
-import type { AdminCommand } from "../admin/commands.ts";
-import { AdminUsageError } from "../admin/commands.ts";
+import { type AdminCommand, AdminUsageError } from "../admin/command.ts";
 
 const need = (values: Record<string, unknown>, name: string): string => {
   const v = values[name];

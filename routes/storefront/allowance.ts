@@ -1,6 +1,6 @@
 import type { RouteConfig } from "@hono/zod-openapi";
 import { z } from "zod";
-import type { Deps } from "../../core/deps.ts";
+import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
 import { familyApp } from "../family.ts";
 import { decodeJson, readBodyCapped } from "../middleware/body.ts";

@@ -1,7 +1,7 @@
 import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { llmsFullTxt, llmsTxt, manifestDocument, servicesDocument } from "../../core/commerce/docs.ts";
-import type { Deps } from "../../core/deps.ts";
+import type { Deps } from "../../composition.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { documented } from "../openapi.ts";

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
-import type { Deps } from "../../core/deps.ts";
+import type { Deps } from "../../composition.ts";
 import type { ClaimPageState } from "../../core/storefront/claims.ts";
 import type { AppEnv } from "../env.ts";
 import { readBodyCapped } from "../middleware/body.ts";

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { AuthenticatedAgent, Seller } from "../../core/commerce/types.ts";
-import type { Deps } from "../../core/deps.ts";
+import type { Deps } from "../../composition.ts";
 import type { CommerceResponse } from "../../core/commerce/service.ts";
 import type { AppEnv } from "../env.ts";
 import { agentAuth } from "./agent_auth.ts";

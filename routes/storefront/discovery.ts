@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { Deps } from "../../core/deps.ts";
+import type { Deps } from "../../composition.ts";
 import { ID_JAG_TOKEN_TYPE } from "../../core/storefront/id_jag.ts";
 import { SIGNING_ALG } from "../../core/storefront/keys.ts";
 import type { AppEnv } from "../env.ts";

@@ -1,6 +1,6 @@
 import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { Deps } from "../../core/deps.ts";
+import type { Deps } from "../../composition.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { documented } from "../openapi.ts";

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Deps } from "../../core/deps.ts";
+import type { Deps } from "../../composition.ts";
 import { sfError } from "../../core/storefront/errors.ts";
 import { ID_JAG_TOKEN_TYPE } from "../../core/storefront/id_jag.ts";
 import { claimBlock, identityBody } from "../../core/storefront/identity_body.ts";

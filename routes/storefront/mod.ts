@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import type { Deps } from "../../core/deps.ts";
+import type { Deps } from "../../composition.ts";
 import type { AppEnv } from "../env.ts";
 import { mount } from "../family.ts";
 import { createAllowanceRoutes } from "./allowance.ts";

@@ -1,5 +1,5 @@
 import { html, raw } from "hono/html";
-import type { Deps } from "../../core/deps.ts";
+import type { Deps } from "../../composition.ts";
 import { OutboxMailer } from "../../core/storefront/mailer.ts";
 import { requireOperator } from "../middleware/operator.ts";
 import { familyApp } from "../family.ts";

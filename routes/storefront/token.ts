@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Deps } from "../../core/deps.ts";
+import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
 import { familyApp } from "../family.ts";
 import { readBodyCapped } from "../middleware/body.ts";

@@ -204,7 +204,7 @@ export function fixtureEvents(): Record<string, unknown>[] {
 export async function loadFixture(world: Awaited<ReturnType<typeof analyticsWorld>>) {
   const { w, tenantId } = world;
   const widget = (await w.deps.repos.widgets.get("wd_main"))!;
-  await w.deps.eventPipeline.ingest(fixtureEvents(), { source: "widget", widget });
+  await w.deps.events.ingest(fixtureEvents(), { source: "widget", widget });
   // A payproxy-style server query (no session) on 2026-11-21, through the EventSink contract.
   await w.deps.events.record([{
     event_type: "query",
@@ -217,15 +217,15 @@ export async function loadFixture(world: Awaited<ReturnType<typeof analyticsWorl
   }]);
   // Another widget of the same tenant (excluded by widget_id=wd_main) and another tenant's widget.
   const second = (await w.deps.repos.widgets.get("wd_second"))!;
-  await w.deps.eventPipeline.ingest([{ event_type: "widget_load", session_id: "s_x", ts: "2026-11-21T10:00:00Z" }], {
+  await w.deps.events.ingest([{ event_type: "widget_load", session_id: "s_x", ts: "2026-11-21T10:00:00Z" }], {
     source: "widget",
     widget: second,
   });
   const otherWidget = (await w.deps.repos.widgets.get("wd_other"))!;
-  await w.deps.eventPipeline.ingest([{ event_type: "widget_load", session_id: "s_o", ts: "2026-11-21T10:00:00Z" }], {
+  await w.deps.events.ingest([{ event_type: "widget_load", session_id: "s_o", ts: "2026-11-21T10:00:00Z" }], {
     source: "widget",
     widget: otherWidget,
   });
-  await w.deps.eventPipeline.flush();
+  await w.deps.events.flush();
   return tenantId;
 }

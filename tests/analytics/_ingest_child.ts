@@ -29,7 +29,7 @@ if (!(await deps.repos.aiModels.get("am_crash"))) {
     createdAt: new Date().toISOString(),
   });
 }
-await deps.eventPipeline.start();
+await deps.events.start();
 const out = new TextEncoder();
 for (let batch = 0;; batch++) {
   const events = Array.from({ length: 200 }, (_, i) => ({

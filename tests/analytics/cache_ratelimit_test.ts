@@ -22,7 +22,7 @@ Deno.test("analytics cache: MISS, then HIT with the same body; no-cache is BYPAS
 
   // New events arrive: the cached answer stays until refreshed with no-cache.
   await world.w.deps.events.record([{ event_type: "widget_load", widget_id: "wd_main", session_id: "s_new" }]);
-  await world.w.deps.eventPipeline.flush();
+  await world.w.deps.events.flush();
   res = await get("?widget_id=wd_main");
   assert.equal((await res.json()).summary.widget_loads, 5);
   res = await get("?widget_id=wd_main", { "cache-control": "no-cache" });

@@ -80,7 +80,7 @@ Deno.test("recoverCompactions() finishes a compaction that crashed after writing
   const { deps } = w;
   for (let i = 0; i < 3; i++) {
     await deps.events.record([{ event_id: `cmp-${i}-000001`, event_type: "widget_load", tenant_id: "tn_x" }]);
-    await deps.eventPipeline.flush();
+    await deps.events.flush();
   }
   const dir = `${deps.analytics.eventsDir}/date=2026-11-22`;
   const inputs = (await parquetFiles(deps.analytics.eventsDir)).map((f) => f.split("/")[1]!);

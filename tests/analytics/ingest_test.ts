@@ -34,7 +34,7 @@ Deno.test("POST /v1/events from the widget: 202 for an allowed origin, stored in
   assert.deepEqual(await res.json(), { accepted: 2 });
   assert.equal(res.headers.get("access-control-allow-origin"), "https://news.example");
   assert.ok((await walCount(world.w.deps.kv)) > 0);
-  const flushed = await world.w.deps.eventPipeline.flush();
+  const flushed = await world.w.deps.events.flush();
   assert.equal(flushed.rows, 2);
   assert.equal(await walCount(world.w.deps.kv), 0);
   const files = await parquetFiles(world.w.deps.analytics.eventsDir);
@@ -179,7 +179,7 @@ Deno.test("EventSink.record(): article clicks, Ask AI queries and payproxy calls
     },
   ]);
   await assert.rejects(world.w.deps.events.record([{ event_type: "click", ai_agent: "am_main" }]), /click_type/);
-  await world.w.deps.eventPipeline.flush();
+  await world.w.deps.events.flush();
   const rows = await world.w.deps.duckdb.withConnection(async (c) =>
     (await c.runAndReadAll(
       `SELECT event_type, tenant_id, agent_identity, source FROM read_parquet('${world.w.deps.analytics.eventsDir}/*/*.parquet')
@@ -196,7 +196,7 @@ Deno.test("sponsored freeze: ad-render ids are fixed per session in KV until 30 
   await using world = await analyticsWorld();
   const widget = (await world.w.deps.repos.widgets.get("wd_main"))!;
   const ingest = (events: Record<string, unknown>[]) =>
-    world.w.deps.eventPipeline.ingest(events.map((e) => ({ session_id: "s_z", ...e })), { source: "widget", widget });
+    world.w.deps.events.ingest(events.map((e) => ({ session_id: "s_z", ...e })), { source: "widget", widget });
   await ingest([{
     event_type: "sponsored_impression",
     ts: "2026-11-22T11:00:00Z",
@@ -219,7 +219,7 @@ Deno.test("sponsored freeze: ad-render ids are fixed per session in KV until 30 
   ]);
   // 31 minutes idle: the session ended, the page's values stand.
   await ingest([{ event_type: "query", ts: "2026-11-22T11:42:00Z", prompt: "q2", creative_id: "macro2" }]);
-  await world.w.deps.eventPipeline.flush();
+  await world.w.deps.events.flush();
   const rows = await world.w.deps.duckdb.withConnection(async (c) =>
     (await c.runAndReadAll(
       `SELECT strftime(ts, '%H:%M') AS t, deployment_type AS dt, campaign_id, creative_id, line_item_id, publisher_id, ad_partner
@@ -274,14 +274,14 @@ Deno.test("event_id makes replays idempotent: the same ids posted twice are stor
   ];
   await world.w.deps.events.record(events);
   await world.w.deps.events.record(events);
-  await world.w.deps.eventPipeline.flush();
+  await world.w.deps.events.flush();
   // A retry flushed later (another file of the same day) is left out too.
   await world.w.deps.events.record([...events, {
     event_id: "new-00000001",
     event_type: "widget_load",
     ai_agent: "am_main",
   }]);
-  const r = await world.w.deps.eventPipeline.flush();
+  const r = await world.w.deps.events.flush();
   assert.equal(r.rows, 1);
   const counts = await parquetIdCounts(world.w.deps.duckdb, world.w.deps.analytics.eventsDir);
   assert.deepEqual([...counts].sort(), [["dup-00000001", 1], ["new-00000001", 1]]);
@@ -300,7 +300,7 @@ Deno.test("EventSink.record(): the tracking redirect's article_click becomes an 
   );
   const res = await world.w.app.request(new URL(link).pathname, { headers: { referer: "not a url" } });
   assert.equal(res.status, 302);
-  await deps.eventPipeline.flush();
+  await deps.events.flush();
   const rows = await deps.duckdb.withConnection(async (c) =>
     (await c.runAndReadAll(
       `SELECT event_type, click_type, tenant_id, agent_identity, article_url, data_model_id, article_id, position,

@@ -35,7 +35,7 @@ Deno.test("EventWal.append() splits a large batch across commits under the KV li
     response: "r".repeat(10_000),
   }));
   await world.w.deps.events.record(big); // ~6 MB: many chunks, several atomic commits
-  const r = await world.w.deps.eventPipeline.flush();
+  const r = await world.w.deps.events.flush();
   assert.equal(r.rows, 500);
   const counts = await parquetIdCounts(world.w.deps.duckdb, world.w.deps.analytics.eventsDir);
   assert.equal(counts.size, 500);
@@ -47,7 +47,7 @@ Deno.test("flush(): events of several days land in one file per day (date=YYYY-M
     ...evts("d1", 3, "2026-11-20T23:59:59.999Z"),
     ...evts("d2", 2, "2026-11-21T00:00:00Z"),
   ]);
-  await world.w.deps.eventPipeline.flush();
+  await world.w.deps.events.flush();
   const files = await parquetFiles(world.w.deps.analytics.eventsDir);
   assert.deepEqual(files.map((f) => f.split("/")[0]), ["date=2026-11-20", "date=2026-11-21"]);
   assert.equal(files[0]!.split("/")[1], files[1]!.split("/")[1], "one file id per flush");
@@ -58,7 +58,7 @@ Deno.test("flush() recovery: a crash after the Parquet rename but before the WAL
   const { deps } = world.w;
   await deps.events.record(evts("c", 50));
   // Simulate the crash: plan stored, file written and renamed, WAL never deleted.
-  const chunks = await deps.eventPipeline.wal.take(100);
+  const chunks = await deps.events.wal.take(100);
   const fileId = "0195f0c0-0000-7000-8000-000000000001";
   await deps.kv.set(["ev_flush_plan", fileId], { fileId, keys: chunks.map((c) => c.key), state: "planned" });
   const tmp = await Deno.makeTempFile();
@@ -66,13 +66,13 @@ Deno.test("flush() recovery: a crash after the Parquet rename but before the WAL
   await writeNdjsonAsParquet(deps.duckdb, deps.analytics.eventsDir, fileId, tmp);
   await Deno.remove(tmp);
   // A restart replays: the plan is redone under the same name (overwrite), then the WAL is emptied.
-  const r = await deps.eventPipeline.flush();
+  const r = await deps.events.flush();
   assert.equal(r.rows, 50);
   const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
   assert.equal(counts.size, 50);
   assert.ok([...counts.values()].every((n) => n === 1));
   assert.deepEqual(await parquetFiles(deps.analytics.eventsDir), [`date=2026-11-22/${fileId}.parquet`]);
-  assert.equal((await deps.eventPipeline.wal.take(1)).length, 0);
+  assert.equal((await deps.events.wal.take(1)).length, 0);
   assert.equal((await Array.fromAsync(deps.kv.list({ prefix: ["ev_flush_plan"] }))).length, 0);
 });
 
@@ -80,18 +80,18 @@ Deno.test("flush() recovery: a plan marked written only deletes what is left of 
   await using world = await analyticsWorld();
   const { deps } = world.w;
   await deps.events.record(evts("w", 20));
-  const chunks = await deps.eventPipeline.wal.take(100);
+  const chunks = await deps.events.wal.take(100);
   const fileId = "0195f0c0-0000-7000-8000-000000000002";
   const tmp = await Deno.makeTempFile();
   await Deno.writeFile(tmp, new Uint8Array(chunks.flatMap((c) => [...c.bytes])));
   await writeNdjsonAsParquet(deps.duckdb, deps.analytics.eventsDir, fileId, tmp);
   await Deno.remove(tmp);
   await deps.kv.set(["ev_flush_plan", fileId], { fileId, keys: chunks.map((c) => c.key), state: "written" });
-  await deps.eventPipeline.flush();
+  await deps.events.flush();
   const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
   assert.equal(counts.size, 20);
   assert.ok([...counts.values()].every((n) => n === 1));
-  assert.equal((await deps.eventPipeline.wal.take(1)).length, 0);
+  assert.equal((await deps.events.wal.take(1)).length, 0);
 });
 
 Deno.test("compact(): a day's small files merge into one, duplicates across flushes removed", async () => {
@@ -103,16 +103,16 @@ Deno.test("compact(): a day's small files merge into one, duplicates across flus
       event_type: "widget_load",
       ai_agent: "am_main",
     }]);
-    await deps.eventPipeline.flush();
+    await deps.events.flush();
   }
   assert.equal((await parquetFiles(deps.analytics.eventsDir)).length, 3);
-  assert.equal(await deps.eventPipeline.compact(), 3);
+  assert.equal(await deps.events.compact(), 3);
   const files = await parquetFiles(deps.analytics.eventsDir);
   assert.equal(files.length, 1);
   const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
   assert.equal(counts.size, 31);
   assert.equal(counts.get("same-000001"), 1);
-  assert.equal(await deps.eventPipeline.compact(), 0, "a single file is left alone");
+  assert.equal(await deps.events.compact(), 0, "a single file is left alone");
 });
 
 Deno.test("start() replays the WAL left by a previous process; stop() flushes what is left", async () => {
@@ -124,10 +124,10 @@ Deno.test("start() replays the WAL left by a previous process; stop() flushes wh
     await deps.events.record(evts("r", 30).map((e) => ({ ...e, ai_agent: undefined, tenant_id: "tn_r" })));
     closeDeps(deps); // no flush: the events exist only in the KV log
     deps = await openDeps(config);
-    const replayed = await deps.eventPipeline.start();
+    const replayed = await deps.events.start();
     assert.equal(replayed.rows, 30);
     await deps.events.record(evts("s", 5).map((e) => ({ ...e, ai_agent: undefined, tenant_id: "tn_r" })));
-    const stopped = await deps.eventPipeline.stop();
+    const stopped = await deps.events.stop();
     assert.equal(stopped.rows, 5);
     const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
     assert.equal(counts.size, 35);
@@ -164,9 +164,9 @@ Deno.test("a killed process (SIGKILL mid-load) loses no acknowledged event and s
     // The dead child's flusher lease (2 s) must lapse before the replay: start() waits for it.
     const deps = await openDeps(parseConfig({ DATA_DIR: dataDir, LOG_LEVEL: "error", EVENTS_FLUSH_LEASE_S: "2" }));
     try {
-      const replayed = await deps.eventPipeline.start();
+      const replayed = await deps.events.start();
       assert.ok(!replayed.skipped);
-      await deps.eventPipeline.stop();
+      await deps.events.stop();
       const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
       for (const b of acked) {
         for (let i = 0; i < 200; i++) {
@@ -186,21 +186,21 @@ Deno.test("a killed process (SIGKILL mid-load) loses no acknowledged event and s
 Deno.test("flusher lease: with two processes on one KV only the holder flushes; a dead holder is replaced", async () => {
   await using world = await analyticsWorld();
   const { deps } = world.w;
-  const other = new EventPipeline({ ...deps, repos: deps.repos }, { ...deps.eventPipeline.options });
-  await deps.eventPipeline.record(evts("l", 5));
-  const first = await deps.eventPipeline.flush();
+  const other = new EventPipeline({ ...deps, repos: deps.repos }, { ...deps.events.options });
+  await deps.events.record(evts("l", 5));
+  const first = await deps.events.flush();
   assert.equal(first.rows, 5);
   await other.record(evts("m", 5));
   assert.deepEqual(await other.flush(), { rows: 0, files: 0, skipped: true });
   assert.equal(await other.compact(), 0);
   // The holder stops renewing (it died): after the lease period the other takes over.
-  world.w.clock.advance(deps.eventPipeline.options.leaseMs + 1);
+  world.w.clock.advance(deps.events.options.leaseMs + 1);
   const taken = await other.flush();
   assert.equal(taken.rows, 5);
-  assert.equal((await deps.eventPipeline.flush()).skipped, true);
+  assert.equal((await deps.events.flush()).skipped, true);
   await other.stop(); // releases the lease
-  await deps.eventPipeline.record(evts("n", 2));
-  assert.equal((await deps.eventPipeline.flush()).rows, 2);
+  await deps.events.record(evts("n", 2));
+  assert.equal((await deps.events.flush()).rows, 2);
   const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
   assert.equal(counts.size, 12);
 });

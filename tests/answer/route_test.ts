@@ -3,9 +3,9 @@ import type { EventInput, EventSink } from "../../analytics/events.ts";
 import { ExtractiveProvider } from "../../core/answer/extractive.ts";
 import { OpenAiProvider } from "../../core/answer/openai.ts";
 import { createAnswerService } from "../../core/answer/service.ts";
+import type { AnswerService } from "../../core/answer/types.ts";
 import { newId } from "../../core/ids.ts";
 import type { AiModel } from "../../core/store/models.ts";
-import { createApp } from "../../routes/app.ts";
 import { startServer } from "../../routes/server.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
 import { fixtureArticles, ingestItem } from "./_articles.ts";
@@ -44,8 +44,16 @@ const STRUCTURED_SCHEMA = {
  */
 async function answerWorld(chatReplies?: Reply[], { realEvents = false } = {}) {
   const chat = chatReplies ? startChatServer(chatReplies) : undefined;
+  // The world's answer service is this test's engine (memory sink, no provider sleeps), built
+  // below over the world's own search, config and fetch once the world exists.
+  const built: { engine?: AnswerService } = {};
+  const answer: AnswerService = {
+    answer: (model, query, context) => built.engine!.answer(model, query, context),
+    stream: (model, query, context) => built.engine!.stream!(model, query, context),
+  };
   const w = await createTestWorld({
     env: chat ? { OPENAI_BASE_URL: chat.baseUrl, OPENAI_API_KEY: "sk-route-test", OPENAI_TIMEOUT_MS: "200" } : {},
+    overrides: { answer },
   });
   const { tenantId, key } = await w.tenantWithKey();
   const now = w.clock.now().toISOString();
@@ -64,7 +72,7 @@ async function answerWorld(chatReplies?: Reply[], { realEvents = false } = {}) {
       marketplace: false,
       createdAt: now,
     });
-    const report = await w.deps.searchEngine.ingest(dm, byModel.get(id)!.map(ingestItem));
+    const report = await w.deps.search.ingest(dm, byModel.get(id)!.map(ingestItem));
     assert.equal(report.failed, 0, JSON.stringify(report.results));
   }
   const base = {
@@ -114,8 +122,8 @@ async function answerWorld(chatReplies?: Reply[], { realEvents = false } = {}) {
     createdAt: now,
   });
   const sink = recordingSink();
-  w.deps.answer = createAnswerService({
-    retrieve: (ids, query, options) => w.deps.search!.retrieve(ids, query, options),
+  built.engine = createAnswerService({
+    retrieve: (ids, query, options) => w.deps.search.retrieve(ids, query, options),
     providers: {
       extractive: new ExtractiveProvider(),
       openai: new OpenAiProvider({
@@ -129,7 +137,7 @@ async function answerWorld(chatReplies?: Reply[], { realEvents = false } = {}) {
     log: w.log,
     events: () => realEvents ? w.deps.events : sink,
   });
-  const app = createApp(w.deps);
+  const app = w.app;
   const ask = (id: string, body: unknown, headers: Record<string, string> = {}, k = key) =>
     app.request(`/app/aimodel/${id}`, {
       method: "POST",
@@ -413,7 +421,7 @@ Deno.test("POST /app/aimodel/{id}: the answered query shows in GET /v1/analytics
   });
   assert.equal(res.status, 200);
   const { message } = await res.json();
-  await t.w.deps.eventPipeline.flush();
+  await t.w.deps.events.flush();
   const logs = await (await t.app.request(`/v1/analytics/ask-ai/logs?widget_id=${t.widgetId}`, {
     headers: bearer(t.key),
   })).json();

@@ -123,7 +123,7 @@ Deno.test("end to end: articles ingested over HTTP answer a question through the
   );
 
   // The default engine records into the real event pipeline.
-  await w.deps.eventPipeline.flush();
+  await w.deps.events.flush();
   const logs = await (await w.app.request("/v1/analytics/ask-ai/logs", { headers: bearer(key) })).json();
   assert.equal(logs.data[0].prompt, "How much will a bus ride cost?");
   assert.equal(logs.data[0].response, message);

@@ -8,7 +8,7 @@ import { Challenge, Credential, Method, z } from "mppx";
 import type { FixedClock } from "../../core/clock.ts";
 import type { AuthenticatedAgent, CreditPlan, PaygPlan } from "../../core/commerce/types.ts";
 import type { PayproxySecretStore } from "../../core/payproxy/secrets.ts";
-import type { Deps } from "../../core/deps.ts";
+import type { Deps } from "../../composition.ts";
 import { newId } from "../../core/ids.ts";
 import type { Credential as AgentCredential } from "../../core/storefront/types.ts";
 import { createTestWorld, type TestWorld } from "../_helpers.ts";

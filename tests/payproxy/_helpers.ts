@@ -3,13 +3,8 @@ import type { Answer, AnswerContext, AnswerService } from "../../core/answer/typ
 import type { Clock } from "../../core/clock.ts";
 import { unixSeconds } from "../../core/clock.ts";
 import { signRequest } from "../../core/payproxy/signature.ts";
-import type {
-  RetrievedArticle,
-  SearchContext,
-  SearchRequest,
-  SearchResponse,
-  SearchService,
-} from "../../core/search/types.ts";
+import type { IngestReport, Search } from "../../core/search/engine.ts";
+import type { RetrievedArticle, SearchContext, SearchRequest, SearchResponse } from "../../core/search/types.ts";
 import type { AiModel, DataModel } from "../../core/store/models.ts";
 import { startServer } from "../../routes/server.ts";
 
@@ -114,10 +109,10 @@ export async function deadAddress(): Promise<string> {
 }
 
 /**
- * An in-test SearchService over a fixed list of articles: ranks by how many query words a title
- * holds. It records each call so tests can see what reached the pipeline.
+ * An in-test search over a fixed list of articles: ranks by how many query words a title holds.
+ * It records each call so tests can see what reached the pipeline. It takes no articles.
  */
-export class FixedArticlesSearchService implements SearchService {
+export class FixedArticlesSearchService implements Search {
   readonly calls: { dataModelId: string; request: SearchRequest; context: SearchContext }[] = [];
   failWith?: Error;
 
@@ -138,6 +133,24 @@ export class FixedArticlesSearchService implements SearchService {
 
   retrieve(_dataModelIds: string[], _query: string): Promise<RetrievedArticle[]> {
     return Promise.resolve([]);
+  }
+
+  ingest(_dataModel: DataModel, _items: unknown[]): Promise<IngestReport> {
+    return Promise.reject(new Error("the fixed-articles search takes no articles"));
+  }
+
+  start(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  count(_dataModelId: string): Promise<number> {
+    return Promise.resolve(this.articles.length);
+  }
+
+  watch(): void {}
+
+  close(): Promise<void> {
+    return Promise.resolve();
   }
 }
 

@@ -22,7 +22,7 @@ async function world() {
     } satisfies DataModel,
   );
   const ago = (h: number) => new Date(w.clock.now().getTime() - h * 3_600_000).toISOString();
-  const report = await w.deps.searchEngine.ingest(dm, [
+  const report = await w.deps.search.ingest(dm, [
     {
       url: "https://alpha.example/automobile-club",
       title: "Automobile club plans its annual dinner",

@@ -16,7 +16,15 @@ const SIG_ERROR = { error: "invalid_payproxy_signature" };
 /** A world with a seller secret, models of every gate, in-test search/answer services and an allowance peer. */
 async function payproxyWorld({ allowanceUrl }: { allowanceUrl?: string } = {}) {
   const peer = startAllowancePeer("allow");
-  const w = await createTestWorld({ env: { AGENT_AUTH_URL: allowanceUrl ?? peer.url, ALLOWANCE_TIMEOUT_MS: "200" } });
+  const search = new FixedArticlesSearchService([
+    { title: "Climate policy after the summit", url: "https://news.acme.example/a1", site: "Acme News" },
+    { title: "Local elections explained", url: "https://news.acme.example/a2", site: "Acme News" },
+  ]);
+  const answer = new EchoAnswerService();
+  const w = await createTestWorld({
+    env: { AGENT_AUTH_URL: allowanceUrl ?? peer.url, ALLOWANCE_TIMEOUT_MS: "200" },
+    overrides: { search, answer },
+  });
   const { tenantId } = await w.tenantWithKey();
   const now = w.clock.now().toISOString();
   const dm = (over: Partial<DataModel>): Promise<DataModel> =>
@@ -52,13 +60,6 @@ async function payproxyWorld({ allowanceUrl }: { allowanceUrl?: string } = {}) {
     private: await am({ private: true }),
     offMarket: await am({ marketplace: false }),
   };
-  const search = new FixedArticlesSearchService([
-    { title: "Climate policy after the summit", url: "https://news.acme.example/a1", site: "Acme News" },
-    { title: "Local elections explained", url: "https://news.acme.example/a2", site: "Acme News" },
-  ]);
-  const answer = new EchoAnswerService();
-  w.deps.search = search;
-  w.deps.answer = answer;
   const key = await w.deps.payproxy.secrets.create("seller-a");
   const post = async (url: string, o: Partial<SignedInitOptions> = {}) =>
     w.app.request(url, await signedInit({ secret: key.secret, kid: key.kid, clock: w.clock, url, ...o }));

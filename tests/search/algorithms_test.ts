@@ -40,7 +40,7 @@ async function handMade(w: W) {
       pubdate: hoursAgo(w, 1),
     },
   ];
-  const r = await w.deps.searchEngine.ingest(w.dm, items);
+  const r = await w.deps.search.ingest(w.dm, items);
   assert.equal(r.failed, 0);
 }
 
@@ -120,7 +120,7 @@ Deno.test("trending favours the keywords bursting in titles of the last 24 hours
     body: "Councillors debated the city budget again.",
     pubdate: hoursAgo(w, h),
   }));
-  await w.deps.searchEngine.ingest(w.dm, [...burst, ...older]);
+  await w.deps.search.ingest(w.dm, [...burst, ...older]);
   const r = await search(w, { query: "news", search_algorithm: "trending", similarity_top_k: 4 });
   assert.equal(r.status, 200);
   assert.ok(urls(r).every((u: string) => u.includes("wildfire")), urls(r).join(" "));
@@ -129,19 +129,20 @@ Deno.test("trending favours the keywords bursting in titles of the last 24 hours
 });
 
 Deno.test("trending uses recent query events from the query source when it has them", async () => {
-  await using w = await searchWorld();
-  await handMade(w);
+  const asked: { dmId: string; windowMs: number }[] = [];
   const events: QuerySource = {
     recentQueries: (dmId, since, until) => {
-      assert.equal(dmId, w.dm.id);
-      assert.equal(until.getTime() - since.getTime(), 86_400_000);
+      asked.push({ dmId, windowMs: until.getTime() - since.getTime() });
       return Promise.resolve([{ query: "cup final", count: 40 }, { query: "extra time goal", count: 12 }]);
     },
   };
-  w.deps.searchEngine.useQuerySource(events);
+  await using w = await searchWorld({ overrides: { querySource: events } });
+  await handMade(w);
   const r = await search(w, { query: "today", search_algorithm: "trending", similarity_top_k: 1 });
   assert.deepEqual(urls(r), ["https://beta.example/cup"]);
   assert.match(r.json.response.message, /trending keywords: cup, final/);
+  assert.ok(asked.length > 0);
+  assert.ok(asked.every((a) => a.dmId === w.dm.id && a.windowMs === 86_400_000), JSON.stringify(asked));
 });
 
 Deno.test("trending without trending keywords falls back to the newest relevant articles and says so", async () => {
@@ -193,7 +194,7 @@ Deno.test("similarity_top_k caps the ranked list (default 9) and page/num_result
     body: `Stock markets moved on day ${i} as investors weighed the economy.`,
     pubdate: hoursAgo(w, i + 1),
   }));
-  await w.deps.searchEngine.ingest(w.dm, many);
+  await w.deps.search.ingest(w.dm, many);
   const def = await search(w, { query: "stock markets" });
   assert.equal(def.json.response.results.length, 9);
   const p1 = await search(w, { query: "stock markets", similarity_top_k: 25, num_results: 10, page: 1 });
@@ -211,9 +212,10 @@ Deno.test("similarity_top_k caps the ranked list (default 9) and page/num_result
 });
 
 Deno.test("trending falls back to the queries this process served when the query source fails", async () => {
-  await using w = await searchWorld();
+  await using w = await searchWorld({
+    overrides: { querySource: { recentQueries: () => Promise.reject(new Error("analytics down")) } },
+  });
   await handMade(w);
-  w.deps.searchEngine.useQuerySource({ recentQueries: () => Promise.reject(new Error("analytics down")) });
   for (let i = 0; i < 3; i++) await search(w, { query: "marathon cup final" });
   const r = await search(w, { query: "today", search_algorithm: "trending", similarity_top_k: 1 });
   assert.equal(r.status, 200);
@@ -243,7 +245,7 @@ Deno.test("trending reads Ask AI query events from analytics for the AI models g
     prompt,
   }));
   await w.deps.events!.record(asks);
-  await w.deps.eventPipeline.flush();
+  await w.deps.events.flush();
   const r = await search(w, { query: "today", search_algorithm: "trending", similarity_top_k: 1 });
   assert.equal(r.status, 200);
   assert.deepEqual(urls(r), ["https://beta.example/cup"]);

@@ -24,8 +24,8 @@ Deno.test("the demo seed step ingests a few hundred articles per demo data model
   await using w = await createTestWorld();
   const seeded = await seedDemo(w.deps, [seedDemoArticles]);
   const { news, tech } = demoArticles(w.clock.now());
-  assert.equal(await w.deps.searchEngine.count(seeded.ids.dataModelId), news.length);
-  assert.equal(await w.deps.searchEngine.count(seeded.ids.secondDataModelId), tech.length);
+  assert.equal(await w.deps.search.count(seeded.ids.dataModelId), news.length);
+  assert.equal(await w.deps.search.count(seeded.ids.secondDataModelId), tech.length);
   const res = await w.app.request(`/app/v2/search?data_model_id=${seeded.ids.dataModelId}`, {
     method: "POST",
     headers: { ...bearer(seeded.apiKey!), "content-type": "application/json" },

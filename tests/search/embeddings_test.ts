@@ -6,6 +6,7 @@ import {
   loadWordVectors,
   LocalEmbeddings,
 } from "../../core/search/embeddings/wink.ts";
+import { engineOf } from "../_helpers.ts";
 import { search, searchWorld } from "./_world.ts";
 
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);
@@ -144,11 +145,11 @@ Deno.test("EMBEDDINGS_PROVIDER=openai makes the engine embed articles and querie
     await using w = await searchWorld({
       env: { EMBEDDINGS_PROVIDER: "openai", EMBEDDINGS_BASE_URL: peer.baseUrl, EMBEDDINGS_MODEL: "e1" },
     });
-    await w.deps.searchEngine.ingest(w.dm, [
+    await w.deps.search.ingest(w.dm, [
       { url: "https://alpha.example/1", title: "Heavy rain and flood warnings" },
       { url: "https://beta.example/2", title: "Late goal wins the cup" },
     ]);
-    const stored = await w.deps.searchEngine.articles.getByUrl(w.dm.id, "https://alpha.example/1");
+    const stored = await engineOf(w.deps).articles.getByUrl(w.dm.id, "https://alpha.example/1");
     assert.equal(stored!.embedding!.model, "openai:e1");
     assert.equal(stored!.embedding!.dims, 3);
     // "storm" is in no title: only the vector side can find the flood article.
@@ -164,12 +165,12 @@ Deno.test("an index built with another embedding provider re-embeds the stored a
   const peer = embeddingsPeer();
   try {
     await using w = await searchWorld();
-    await w.deps.searchEngine.ingest(w.dm, [{
+    await w.deps.search.ingest(w.dm, [{
       url: "https://alpha.example/f",
       title: "Flood warnings after heavy rain",
     }]);
     assert.equal(
-      (await w.deps.searchEngine.articles.getByUrl(w.dm.id, "https://alpha.example/f"))!.embedding!.model,
+      (await engineOf(w.deps).articles.getByUrl(w.dm.id, "https://alpha.example/f"))!.embedding!.model,
       "wink-sg-100d@1.1.0+sif",
     );
     const { SearchEngine } = await import("../../core/search/engine.ts");
@@ -180,7 +181,7 @@ Deno.test("an index built with another embedding provider re-embeds the stored a
       embeddings: new OpenAiEmbeddings({ baseUrl: peer.baseUrl, model: "e2" }),
     });
     await engine.start();
-    const stored = await w.deps.searchEngine.articles.getByUrl(w.dm.id, "https://alpha.example/f");
+    const stored = await engineOf(w.deps).articles.getByUrl(w.dm.id, "https://alpha.example/f");
     assert.equal(stored!.embedding!.model, "openai:e2");
     assert.equal(stored!.embedding!.dims, 3);
     const out = await engine.recommend(w.dm, { query: "storm" }, {});
@@ -194,7 +195,7 @@ Deno.test("start() with the embeddings server down logs, serves, and builds the 
   const peer = embeddingsPeer();
   const baseUrl = peer.baseUrl;
   await using w = await searchWorld();
-  await w.deps.searchEngine.ingest(w.dm, [{ url: "https://alpha.example/x", title: "Harbour storm" }]);
+  await w.deps.search.ingest(w.dm, [{ url: "https://alpha.example/x", title: "Harbour storm" }]);
   await peer.server.shutdown(); // the server is gone before start
   const { SearchEngine } = await import("../../core/search/engine.ts");
   const engine = new SearchEngine({

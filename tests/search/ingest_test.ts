@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { newId } from "../../core/ids.ts";
 import { runAdmin } from "../../core/admin/commands.ts";
-import { bearer } from "../_helpers.ts";
+import { bearer, engineOf } from "../_helpers.ts";
 import { hoursAgo, search, searchWorld } from "./_world.ts";
 
 type W = Awaited<ReturnType<typeof searchWorld>>;
@@ -51,8 +51,8 @@ Deno.test("article ingest is idempotent on url: same id, updated fields, no dupl
   assert.equal(again.updated, 1);
   assert.equal(again.created, 0);
   assert.equal(again.results[0].id, first.results[0].id);
-  assert.equal(await w.deps.searchEngine.count(w.dm.id), 1);
-  const stored = await w.deps.searchEngine.articles.getByUrl(w.dm.id, "https://alpha.example/x");
+  assert.equal(await w.deps.search.count(w.dm.id), 1);
+  const stored = await engineOf(w.deps).articles.getByUrl(w.dm.id, "https://alpha.example/x");
   assert.equal(stored!.title, "New title about tunnels");
   // The index forgot the old words and learned the new ones.
   assert.equal((await search(w, { query: "tunnels" })).json.response.results.length, 1);
@@ -64,7 +64,7 @@ Deno.test("article ingest is idempotent on url: same id, updated fields, no dupl
     { url: "https://alpha.example/y", title: "Second" },
   ])).json();
   assert.deepEqual(twice.results.map((r: { status: string }) => r.status), ["created", "updated"]);
-  assert.equal((await w.deps.searchEngine.articles.getByUrl(w.dm.id, "https://alpha.example/y"))!.title, "Second");
+  assert.equal((await engineOf(w.deps).articles.getByUrl(w.dm.id, "https://alpha.example/y"))!.title, "Second");
 });
 
 Deno.test("ingested articles are searchable at once, without a restart", async () => {
@@ -85,12 +85,12 @@ Deno.test("indexes are rebuilt from KV by a fresh engine (restart)", async () =>
   await using w = await searchWorld();
   await upsert(w, [{ url: "https://alpha.example/r", title: "Rail strike halts trains", body: "Trains stopped." }]);
   const second = await w.deps.repos.dataModels.create({ ...w.dm, id: newId("dm", w.clock), name: "Second" });
-  await w.deps.searchEngine.ingest(second, [
+  await w.deps.search.ingest(second, [
     { url: "https://beta.example/s1", title: "Bus fares rise" },
     { url: "https://beta.example/s2", title: "Tram fares fall" },
   ]);
   assert.deepEqual(
-    new Set(await w.deps.searchEngine.articles.dataModelIds()),
+    new Set(await engineOf(w.deps).articles.dataModelIds()),
     new Set([w.dm.id, second.id]),
   );
   const { SearchEngine } = await import("../../core/search/engine.ts");
@@ -98,7 +98,7 @@ Deno.test("indexes are rebuilt from KV by a fresh engine (restart)", async () =>
     kv: w.deps.kv,
     clock: w.clock,
     log: w.log,
-    embeddings: w.deps.searchEngine.embeddings,
+    embeddings: engineOf(w.deps).embeddings,
   });
   await fresh.start();
   assert.equal(await fresh.count(w.dm.id), 1);
@@ -112,7 +112,7 @@ Deno.test("a huge body is cut so the stored value stays under 64 KiB, with a sum
   const sentence = "Ünïcödé reporters described the long investigation into the harbour contracts in detail. ";
   const res = await upsert(w, [{ url: "https://alpha.example/long", title: "Long read", body: sentence.repeat(5000) }]);
   assert.equal((await res.json()).created, 1);
-  const a = (await w.deps.searchEngine.articles.getByUrl(w.dm.id, "https://alpha.example/long"))!;
+  const a = (await engineOf(w.deps).articles.getByUrl(w.dm.id, "https://alpha.example/long"))!;
   assert.ok(a.body.length <= 20_000);
   assert.ok(a.body.endsWith("."));
   assert.ok(a.summary.length > 0 && a.summary.length <= 600);
@@ -196,7 +196,7 @@ Deno.test("admin `articles import` reads JSONL, RSS and Atom files and reports b
   };
   assert.equal(rss.created, 1);
   assert.equal(rss.failed, 1);
-  const port = (await w.deps.searchEngine.articles.getByUrl(w.dm.id, "https://beta.example/port"))!;
+  const port = (await engineOf(w.deps).articles.getByUrl(w.dm.id, "https://beta.example/port"))!;
   assert.equal(port.title, "Harbour & port strike ends");
   assert.equal(port.author, "Ann Lee");
   assert.equal(port.pubdate, "2026-11-21T10:00:00.000Z");
@@ -207,7 +207,7 @@ Deno.test("admin `articles import` reads JSONL, RSS and Atom files and reports b
   };
   assert.equal(atom.created, 1);
   assert.equal(
-    (await w.deps.searchEngine.articles.getByUrl(w.dm.id, "https://gamma.example/museum"))!.author,
+    (await engineOf(w.deps).articles.getByUrl(w.dm.id, "https://gamma.example/museum"))!.author,
     "Bo Chen",
   );
   const count = await runAdmin(w.deps, ["articles", "count", "--data-model", w.dm.id]);
@@ -247,45 +247,45 @@ Deno.test("admin `articles import --url` fetches a feed, refusing loopback unles
 Deno.test("watch(): articles ingested by another process's engine reach this engine's index", async () => {
   await using w = await searchWorld();
   const { SearchEngine } = await import("../../core/search/engine.ts");
-  await w.deps.searchEngine.ingest(w.dm, [{ url: "https://alpha.example/one", title: "Tram line opens" }]);
-  w.deps.searchEngine.watch({ intervalMs: 20 });
+  await w.deps.search.ingest(w.dm, [{ url: "https://alpha.example/one", title: "Tram line opens" }]);
+  w.deps.search.watch({ intervalMs: 20 });
   try {
     // Another process (here: a second engine over the same KV), e.g. `admin articles import`.
     const other = new SearchEngine({
       kv: w.deps.kv,
       clock: w.clock,
       log: w.log,
-      embeddings: w.deps.searchEngine.embeddings,
+      embeddings: engineOf(w.deps).embeddings,
     });
     await other.ingest(w.dm, [{ url: "https://beta.example/two", title: "Ferry strike ends" }]);
     let count = 0;
     for (let i = 0; i < 100 && count < 2; i++) {
       await new Promise((r) => setTimeout(r, 20)); // the revision poll runs on its own timer
-      count = await w.deps.searchEngine.count(w.dm.id);
+      count = await w.deps.search.count(w.dm.id);
     }
     assert.equal(count, 2);
     assert.equal((await search(w, { query: "ferry strike" })).json.response.results[0].url, "https://beta.example/two");
   } finally {
-    await w.deps.searchEngine.close();
+    await w.deps.search.close();
   }
 });
 
 Deno.test("an ingest that follows another process's unseen ingest rebuilds, so neither is lost", async () => {
   await using w = await searchWorld();
   const { SearchEngine } = await import("../../core/search/engine.ts");
-  await w.deps.searchEngine.ingest(w.dm, [{ url: "https://alpha.example/a", title: "Library opens late" }]);
+  await w.deps.search.ingest(w.dm, [{ url: "https://alpha.example/a", title: "Library opens late" }]);
   const other = new SearchEngine({
     kv: w.deps.kv,
     clock: w.clock,
     log: w.log,
-    embeddings: w.deps.searchEngine.embeddings,
+    embeddings: engineOf(w.deps).embeddings,
   });
   await other.ingest(w.dm, [{ url: "https://beta.example/b", title: "Bridge repairs begin" }]);
   // No poll has run: this engine's own ingest notices the foreign revision.
-  await w.deps.searchEngine.ingest(w.dm, [{ url: "https://gamma.example/c", title: "Park reopens" }]);
+  await w.deps.search.ingest(w.dm, [{ url: "https://gamma.example/c", title: "Park reopens" }]);
   let count = 0;
   for (let i = 0; i < 100 && count < 3; i++) {
-    count = await w.deps.searchEngine.count(w.dm.id);
+    count = await w.deps.search.count(w.dm.id);
     if (count < 3) await new Promise((r) => setTimeout(r, 10)); // the rebuild is queued behind the ingest
   }
   assert.equal(count, 3);

@@ -123,7 +123,7 @@ Deno.test("hybrid(): version 2 leans on BM25 (vectors 15 %), version 1 blends eq
 
 Deno.test("POST /app/v2/search accepts search_version (1, 2, v1, v2) and refuses others with 400 text/plain", async () => {
   await using w = await searchWorld();
-  await w.deps.searchEngine.ingest(w.dm, [
+  await w.deps.search.ingest(w.dm, [
     { url: "https://alpha.example/storm", title: "Coastal storm floods the harbour", body: "Heavy rain." },
     { url: "https://alpha.example/cars", title: "Car sales rise", body: "Dealers sold more automobiles." },
   ]);

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { AppError } from "../../core/errors.ts";
 import { newId } from "../../core/ids.ts";
-import { bearer } from "../_helpers.ts";
+import { bearer, engineOf } from "../_helpers.ts";
 import { hoursAgo, search, searchWorld } from "./_world.ts";
 
 async function seeded(env: Record<string, string> = {}) {
   const w = await searchWorld({ env });
-  const report = await w.deps.searchEngine.ingest(w.dm, [
+  const report = await w.deps.search.ingest(w.dm, [
     {
       url: "https://alpha.example/rates",
       title: "Central bank holds interest rates steady",
@@ -164,7 +164,7 @@ Deno.test("a search engine without a URL analyzer answers URL queries 422 naming
     kv: w.deps.kv,
     clock: w.clock,
     log: w.log,
-    embeddings: w.deps.searchEngine.embeddings,
+    embeddings: engineOf(w.deps).embeddings,
   });
   await assert.rejects(
     bare.recommend(w.dm, { query: "https://news.example.com/some-article" }, {}),
@@ -187,7 +187,7 @@ Deno.test("POST /app/v2/search with a URL query fetches and analyses the page, a
     await using w = await seeded({ ALLOW_PRIVATE_URLS: "true" });
     const pageUrl = `http://127.0.0.1:${server.addr.port}/news/storm`;
     // The page is also an article of the model: it must not recommend itself.
-    await w.deps.searchEngine.ingest(w.dm, [{ url: pageUrl, title: "Storm surge floods the old harbour" }]);
+    await w.deps.search.ingest(w.dm, [{ url: pageUrl, title: "Storm surge floods the old harbour" }]);
     const r = await search(w, { query: pageUrl, similarity_top_k: 2 });
     assert.equal(r.status, 200, r.text);
     const urls = r.json.response.results.map((x: { url: string }) => x.url);

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { AppError } from "../../core/errors.ts";
 import type { AnalyzedPage, LinkBuilder, LinkContext, UrlAnalyzer } from "../../core/search/ports.ts";
 import { newId } from "../../core/ids.ts";
+import type { DepsOverrides } from "../../composition.ts";
 import { hoursAgo, search, searchWorld } from "./_world.ts";
 
 /** A test analyzer that knows pages by URL (the real one fetches and extracts them). */
@@ -16,9 +17,9 @@ class KnownPagesAnalyzer implements UrlAnalyzer {
   }
 }
 
-async function world() {
-  const w = await searchWorld();
-  await w.deps.searchEngine.ingest(w.dm, [
+async function world(overrides: DepsOverrides = {}) {
+  const w = await searchWorld({ overrides });
+  await w.deps.search.ingest(w.dm, [
     {
       url: "https://alpha.example/storm-1",
       title: "Coastal storm floods the harbour",
@@ -42,7 +43,6 @@ async function world() {
 }
 
 Deno.test("a URL query is analysed, recommended by its content, and the page itself is excluded", async () => {
-  await using w = await world();
   const analyzer = new KnownPagesAnalyzer({
     "https://alpha.example/short/s1": {
       url: "https://alpha.example/storm-1", // where the short link redirected
@@ -51,7 +51,7 @@ Deno.test("a URL query is analysed, recommended by its content, and the page its
       summary: "A coastal storm flooded the harbour.",
     },
   });
-  w.deps.searchEngine.useUrlAnalyzer(analyzer);
+  await using w = await world({ urlAnalyzer: analyzer });
   const r = await search(w, { query: "https://alpha.example/short/s1", similarity_top_k: 2 });
   assert.equal(r.status, 200);
   const urls = r.json.response.results.map((x: { url: string }) => x.url);
@@ -66,15 +66,13 @@ Deno.test("a URL query is analysed, recommended by its content, and the page its
 });
 
 Deno.test("a URL the analyzer cannot read answers its 422 message", async () => {
-  await using w = await world();
-  w.deps.searchEngine.useUrlAnalyzer(new KnownPagesAnalyzer({}));
+  await using w = await world({ urlAnalyzer: new KnownPagesAnalyzer({}) });
   const r = await search(w, { query: "https://nowhere.example/x" });
   assert.equal(r.status, 422);
   assert.equal(r.json.message, "query: the page could not be fetched");
 });
 
 Deno.test("source_url and image_url come from the wired LinkBuilder with the result's context", async () => {
-  await using w = await world();
   const seen: LinkContext[] = [];
   const links: LinkBuilder = {
     trackingUrl: (a, ctx) => {
@@ -83,7 +81,7 @@ Deno.test("source_url and image_url come from the wired LinkBuilder with the res
     },
     imageUrl: (a) => (a.image ? `http://svc.test/images/${encodeURIComponent(a.image)}` : undefined),
   };
-  w.deps.searchEngine.useLinkBuilder(links);
+  await using w = await world({ linkBuilder: links });
   const r = await search(w, { query: "storm", similarity_top_k: 2 });
   const res = r.json.response.results;
   assert.match(res[0].source_url, /^http:\/\/svc\.test\/r\/ar_/);
@@ -95,7 +93,7 @@ Deno.test("source_url and image_url come from the wired LinkBuilder with the res
 
 Deno.test("retrieve() returns hybrid, recency-weighted articles with bodies across data models", async () => {
   await using w = await world();
-  const hits = await w.deps.searchEngine.retrieve(
+  const hits = await w.deps.search.retrieve(
     [w.dm.id, w.dm.id, "dm_0000000000000000000000000"],
     "coastal storm flooding",
     {
@@ -122,13 +120,13 @@ Deno.test("retrieve() ranks across data models on one scale: a small model's off
     marketplace: false,
     createdAt: w.clock.now().toISOString(),
   });
-  await w.deps.searchEngine.ingest(tech, [{
+  await w.deps.search.ingest(tech, [{
     url: "https://chips.example/ai-accelerator",
     title: "New AI accelerator chip doubles training speed",
     body: "The accelerator chip packs more memory bandwidth for model training in data centres.",
     pubdate: hoursAgo(w, 1),
   }]);
-  const hits = await w.deps.searchEngine.retrieve([tech.id, w.dm.id], "coastal storm flooding harbour", { k: 3 });
+  const hits = await w.deps.search.retrieve([tech.id, w.dm.id], "coastal storm flooding harbour", { k: 3 });
   assert.ok(hits.length >= 2);
   assert.ok(hits[0]!.url.includes("storm"), `first hit was ${hits[0]!.url}`);
   assert.ok(hits[1]!.url.includes("storm"), `second hit was ${hits[1]!.url}`);

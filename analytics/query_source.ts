@@ -1,6 +1,6 @@
-import type { RollupName, SqlParam } from "../../analytics/engine.ts";
-import type { Repos } from "../store/repos.ts";
-import type { QueryCount, QuerySource } from "./ports.ts";
+import type { QueryCount, QuerySource } from "../core/search/ports.ts";
+import type { Repos } from "../core/store/repos.ts";
+import type { RollupName, SqlParam } from "./engine.ts";
 
 /** The part of the analytics engine this reads (its rollup runner). */
 export interface RollupRunner {

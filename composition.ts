@@ -1,0 +1,257 @@
+/**
+ * The composition root's wiring: every service of the app is built here, once, before the app,
+ * into a read-only {@link Deps}. `main.ts` builds the real one over the stores it opens; tests build
+ * one over `:memory:` KV, a temp data dir and a fixed clock, and replace a part by passing it in
+ * {@link DepsOverrides} (tests/_helpers.ts), never by writing to the built object.
+ */
+import { AnalyticsCache } from "./analytics/cache.ts";
+import type { AnalyticsDb } from "./analytics/duckdb.ts";
+import { AnalyticsEngine } from "./analytics/engine.ts";
+import { EventPipeline } from "./analytics/events.ts";
+import { AnalyticsQuerySource } from "./analytics/query_source.ts";
+import { ExtractiveProvider } from "./core/answer/extractive.ts";
+import { OpenAiProvider } from "./core/answer/openai.ts";
+import { createAnswerService } from "./core/answer/service.ts";
+import type { AnswerService } from "./core/answer/types.ts";
+import { ApiKeyService } from "./core/auth/api_keys.ts";
+import { OperatorKeys } from "./core/auth/operator_keys.ts";
+import type { Clock } from "./core/clock.ts";
+import { type Commerce, createCommerce } from "./core/commerce/mod.ts";
+import type { PaymentProcessor } from "./core/commerce/processor.ts";
+import type { Config } from "./core/config.ts";
+import { WebPageAnalyzer } from "./core/extract/analyzer.ts";
+import { ImageService } from "./core/images/image_service.ts";
+import type { Logger } from "./core/log.ts";
+import { Loopback } from "./core/net/loopback.ts";
+import { SafeFetcher } from "./core/net/safe_fetch.ts";
+import { createPayproxyServices, type PayproxyServices } from "./core/payproxy/mod.ts";
+import { FixedWindowLimiter } from "./core/rate_limit.ts";
+import { OpenAiEmbeddings } from "./core/search/embeddings/openai.ts";
+import type { EmbeddingProvider } from "./core/search/embeddings/provider.ts";
+import { defaultCacheName, LocalEmbeddings } from "./core/search/embeddings/wink.ts";
+import { type Search, SearchEngine } from "./core/search/engine.ts";
+import type { LinkBuilder, QuerySource } from "./core/search/ports.ts";
+import { SignedLinks } from "./core/search/tracking.ts";
+import type { UrlAnalyzer } from "./core/search/url_analyzer.ts";
+import { createRepos, type Repos } from "./core/store/repos.ts";
+import type { Mailer } from "./core/storefront/mailer.ts";
+import { createMailer, createStorefront, type Storefront } from "./core/storefront/service.ts";
+
+/** Everything the app is built from. Every field is set by {@link buildDeps}; none changes after. */
+export interface Deps {
+  readonly config: Config;
+  readonly kv: Deno.Kv;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly repos: Repos;
+  readonly apiKeys: ApiKeyService;
+  /** Operator credentials (outbox, payproxy metrics). */
+  readonly operatorKeys: OperatorKeys;
+  readonly duckdb: AnalyticsDb;
+  /** Outbound HTTP; injected so tests can point it at local peers. */
+  readonly fetch: typeof fetch;
+  /** SSRF-guarded fetching of user-supplied URLs (URL queries, feed imports, image origins). */
+  readonly safeFetch: SafeFetcher;
+  /** Fetches, extracts and summarises URL queries. */
+  readonly urlAnalyzer: UrlAnalyzer;
+  /** Signed `source_url` / `image_url` links; {@link startDeps} loads their keys. */
+  readonly links: SignedLinks;
+  /** Resized article images behind `/img`. */
+  readonly images: ImageService;
+  /**
+   * Article search: recommendations (`/app/v2/search`, payproxy), retrieval for answers, ingest,
+   * and the index lifecycle (`start()` builds the indexes from KV, `watch()` follows other
+   * processes' ingests).
+   */
+  readonly search: Search;
+  /** Real-time answers over `search`. */
+  readonly answer: AnswerService;
+  /** Outgoing e-mail: SMTP (SMTP_URL) or the KV outbox. */
+  readonly mailer: Mailer;
+  /** Agent storefront: sellers, identities, claims, tokens. */
+  readonly storefront: Storefront;
+  /**
+   * The analytics event pipeline: producers call `events.record([...])`, `/v1/events` calls
+   * `ingest`; its WAL flusher is started and stopped by main.ts.
+   */
+  readonly events: EventPipeline;
+  /** Analytics query engine over the Parquet event files. */
+  readonly analytics: AnalyticsEngine;
+  /** Answers of the analytics rollups, cached in KV per tenant and filters. */
+  readonly analyticsCache: AnalyticsCache;
+  /** Requests per API key per minute on the analytics rollups. */
+  readonly analyticsLimiter: FixedWindowLimiter;
+  /** Payproxy signing secrets, signature verifier, allowance client and counters. */
+  readonly payproxy: PayproxyServices;
+  /** Plans, payments, entitlements and the paid proxy. */
+  readonly commerce: Commerce;
+  /** This process's own routes; createApp binds them (the paid proxy's in-process upstream). */
+  readonly loopback: Loopback;
+}
+
+/** What the caller opens (stores) or chooses (clock, log) before the services are built. */
+export interface DepsInputs {
+  config: Config;
+  kv: Deno.Kv;
+  duckdb: AnalyticsDb;
+  clock: Clock;
+  log: Logger;
+}
+
+/**
+ * Parts that replace what {@link buildDeps} would build from the config: local peers, recorded
+ * sinks and in-test services. Whatever is built after a replaced part is built over it.
+ */
+export interface DepsOverrides {
+  /** Outbound HTTP (default: the global fetch). */
+  fetch?: typeof fetch;
+  /** The mailer (default: chosen from the config). */
+  mailer?: Mailer;
+  /** The SSRF-guarded fetcher (default: built from the config). */
+  safeFetch?: SafeFetcher;
+  /** URL-query analysis (default: fetch, extract and summarise through `safeFetch`). */
+  urlAnalyzer?: UrlAnalyzer;
+  /** What search results link to (default: the signed links). */
+  linkBuilder?: LinkBuilder;
+  /** Recent queries for trending keywords (default: the analytics query events). */
+  querySource?: QuerySource;
+  /** Article search (default: the search engine). */
+  search?: Search;
+  /** Real-time answers (default: the answer engine over `search`). */
+  answer?: AnswerService;
+  /** The card and wallet payment processor (default: the sandbox processor). */
+  processor?: PaymentProcessor;
+}
+
+/** The embedding provider the config names. Pure: the local cache is loaded on `init()`. */
+export function embeddingProvider(config: Config, fetchImpl: typeof fetch): EmbeddingProvider {
+  const e = config.embeddings;
+  if (e.provider === "openai") {
+    return new OpenAiEmbeddings({ baseUrl: e.baseUrl!, model: e.model, apiKey: e.apiKey, fetch: fetchImpl });
+  }
+  return new LocalEmbeddings({
+    cachePath: e.cachePath ?? `${config.dataDir.replace(/\/+$/, "")}/embeddings/${defaultCacheName()}`,
+    jsonPath: e.wordVectorsPath,
+  });
+}
+
+/**
+ * Builds every service over already-open stores, each once, in dependency order. Pure: no I/O, no
+ * environment, no wall clock. The caller then awaits {@link startDeps} before serving.
+ */
+export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): Deps {
+  const { config, kv, clock, log, duckdb } = inputs;
+  const fetch = overrides.fetch ?? globalThis.fetch;
+  const mailer = overrides.mailer ?? createMailer(config, kv, clock);
+  const safeFetch = overrides.safeFetch ?? new SafeFetcher({
+    allowPrivate: config.allowPrivateUrls,
+    timeoutMs: config.fetchTimeoutMs,
+    maxBytes: config.fetchMaxBytes,
+  });
+  const repos = createRepos(kv);
+
+  const eventsDir = `${config.dataDir.replace(/\/+$/, "")}/events`;
+  const analytics = new AnalyticsEngine(duckdb, eventsDir);
+  const events = new EventPipeline({ kv, clock, log, repos, duckdb }, {
+    eventsDir,
+    flushIntervalMs: config.eventsFlushIntervalS * 1000,
+    flushMaxEvents: config.eventsFlushMaxEvents,
+    compactMinFiles: config.eventsCompactMinFiles,
+    leaseMs: config.eventsFlushLeaseS * 1000,
+  });
+  events.onFlushed(() => analytics.refresh());
+
+  const urlAnalyzer = overrides.urlAnalyzer ?? new WebPageAnalyzer({ fetcher: safeFetch, clock });
+  const links = new SignedLinks({ kv, clock, baseUrl: config.baseUrl });
+  const search = overrides.search ?? new SearchEngine({
+    kv,
+    clock,
+    log,
+    embeddings: embeddingProvider(config, fetch),
+    vectorWeight: config.embeddings.searchVectorWeight,
+    links: overrides.linkBuilder ?? links,
+    urlAnalyzer,
+    // Trending keywords from Ask AI query events; the engine falls back to its own query log.
+    querySource: overrides.querySource ?? new AnalyticsQuerySource(analytics, repos),
+  });
+  const answer = overrides.answer ?? createAnswerService({
+    retrieve: (dataModelIds, query, options) => search.retrieve(dataModelIds, query, options),
+    providers: {
+      extractive: new ExtractiveProvider(),
+      openai: new OpenAiProvider({ config: config.openai, fetch, log, clock }),
+    },
+    clock,
+    log,
+    events: () => events,
+  });
+
+  const storefront = createStorefront({ config, kv, clock, log, fetch, mailer });
+  const payproxy = createPayproxyServices({ config, kv, clock, log, fetch });
+  const loopback = new Loopback();
+  const baseOrigin = new URL(config.baseUrl).origin;
+  const commerce = createCommerce({
+    config,
+    kv,
+    clock,
+    log,
+    repos,
+    processor: overrides.processor,
+    sellers: storefront.sellers,
+    secrets: payproxy.secrets,
+    credentialsOfHuman: (humanId) => storefront.accounts.credentialIds(humanId),
+    // Paid calls to this process's own payproxy routes skip the network hop unless told not to.
+    upstream: (req) =>
+      config.paidProxyUpstream === "inprocess" && new URL(req.url).origin === baseOrigin
+        ? loopback.fetch(req)
+        : fetch(req),
+  });
+
+  return Object.freeze({
+    config,
+    kv,
+    clock,
+    log,
+    duckdb,
+    repos,
+    apiKeys: new ApiKeyService(kv, clock),
+    operatorKeys: new OperatorKeys(kv, clock),
+    fetch,
+    safeFetch,
+    urlAnalyzer,
+    links,
+    images: new ImageService({
+      fetcher: safeFetch,
+      dataDir: config.dataDir,
+      maxBytes: config.imageMaxBytes,
+      maxDimension: config.imageMaxDimension,
+      cacheMaxBytes: config.imageCacheMaxBytes,
+      vipsLibPath: config.vipsLibPath,
+      log,
+    }),
+    search,
+    answer,
+    mailer,
+    storefront,
+    events,
+    analytics,
+    analyticsCache: new AnalyticsCache(kv, clock, config.analyticsCacheTtlS),
+    analyticsLimiter: new FixedWindowLimiter(kv, clock, {
+      scope: "rate_limit_analytics",
+      limit: config.analyticsRateLimitPerMin,
+      windowS: 60,
+    }),
+    payproxy,
+    commerce,
+    loopback,
+  });
+}
+
+/** The asynchronous half of start-up: loads what services need from the stores (link keys). */
+export async function startDeps(deps: Deps): Promise<void> {
+  await deps.links.init();
+}
+
+/** Releases what the services hold beyond the stores (the page-extraction worker). Idempotent. */
+export function stopDeps(deps: Deps): void {
+  deps.urlAnalyzer.close?.();
+}

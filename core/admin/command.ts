@@ -1,0 +1,44 @@
+/**
+ * The shape of an admin subcommand and what it runs against. Kept apart from the command table
+ * (commands.ts), which imports each room's commands, so those rooms can use these types without
+ * importing the table back.
+ */
+import type { ApiKeyService } from "../auth/api_keys.ts";
+import type { OperatorKeys } from "../auth/operator_keys.ts";
+import type { Clock } from "../clock.ts";
+import type { Commerce } from "../commerce/mod.ts";
+import type { SafeFetcher } from "../net/safe_fetch.ts";
+import type { PayproxyServices } from "../payproxy/mod.ts";
+import type { ArticleService } from "../search/engine.ts";
+import type { SignedLinks } from "../search/tracking.ts";
+import type { Repos } from "../store/repos.ts";
+import type { Storefront } from "../storefront/service.ts";
+
+/** The services admin commands use (the app's deps have them all). */
+export interface AdminDeps {
+  readonly clock: Clock;
+  readonly repos: Repos;
+  readonly apiKeys: ApiKeyService;
+  readonly operatorKeys: OperatorKeys;
+  readonly safeFetch: SafeFetcher;
+  readonly search: ArticleService;
+  readonly payproxy: PayproxyServices;
+  readonly links: SignedLinks;
+  readonly commerce: Commerce;
+  readonly storefront: Storefront;
+}
+
+/** An admin subcommand: `<entity> <verb>` with `--flags`; returns what to print as JSON. */
+export interface AdminCommand {
+  usage: string;
+  options: Record<string, { type: "string" | "boolean"; multiple?: boolean }>;
+  run(deps: AdminDeps, values: Record<string, string | boolean | string[] | undefined>): Promise<unknown>;
+}
+
+/** A usage mistake in an admin command: printed as one line, exit code 2. */
+export class AdminUsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "AdminUsageError";
+  }
+}
