@@ -104,3 +104,22 @@ export function engineOf(deps: Deps): SearchEngine {
   assert.ok(deps.search instanceof SearchEngine, "this world's search is not the engine");
   return deps.search;
 }
+
+/**
+ * `promise`, or a failure naming what did not happen once `ms` pass: a bound on waiting for an
+ * event, so a test that misses it fails instead of hanging. The timer is cleared either way.
+ */
+export async function within<T>(promise: Promise<T>, ms: number, what: string | (() => string)): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`timed out after ${ms} ms: ${typeof what === "string" ? what : what()}`)),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -147,6 +147,7 @@ export class SearchEngine implements Search {
   /** Marks this engine's revision bumps, so its own ingests do not trigger a rebuild. */
   private readonly writerId = crypto.randomUUID();
   private readonly trendCache = new Map<string, { key: string; trends: TrendingKeyword[] }>();
+  private readonly rebuildWaiters = new Map<string, (() => void)[]>();
   private readonly links: LinkBuilder;
   private readonly urlAnalyzer?: UrlAnalyzer;
   private readonly querySource?: QuerySource;
@@ -330,6 +331,22 @@ export class SearchEngine implements Search {
     return this.serially(dataModelId, async () => {
       const index = await this.build(dataModelId);
       this.indexes.set(dataModelId, Promise.resolve(index));
+      const waiting = this.rebuildWaiters.get(dataModelId) ?? [];
+      this.rebuildWaiters.delete(dataModelId);
+      for (const resolve of waiting) resolve();
+    });
+  }
+
+  /**
+   * Resolves once a data model's index is next rebuilt from KV (after another process's ingest,
+   * found by {@link watch} or by this engine's own ingest): a caller can wait for the index to
+   * catch up instead of polling it.
+   */
+  nextRebuild(dataModelId: string): Promise<void> {
+    return new Promise((resolve) => {
+      const waiting = this.rebuildWaiters.get(dataModelId) ?? [];
+      waiting.push(resolve);
+      this.rebuildWaiters.set(dataModelId, waiting);
     });
   }
 

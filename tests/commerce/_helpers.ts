@@ -77,7 +77,7 @@ export interface CommerceWorld extends TestWorld {
   /** Host header value of the seller. */
   host: string;
   /** Upstream peer state (when started). */
-  upstream: { mode: UpstreamMode; calls: number; verified: number; url: string };
+  upstream: { mode: UpstreamMode; calls: number; verified: number; url: string; agentIds: (string | null)[] };
   /** Requests against the storefront with the seller's Host header. */
   req(path: string, init?: RequestInit & { token?: string }): Promise<Response>;
   addPayg(price: number, services?: string[]): Promise<PaygPlan>;
@@ -94,7 +94,7 @@ export async function createCommerceWorld(
     clock?: FixedClock;
   } = {},
 ): Promise<CommerceWorld & AsyncDisposable> {
-  const state = { mode: "ok" as UpstreamMode, calls: 0, verified: 0, url: "" };
+  const state = { mode: "ok" as UpstreamMode, calls: 0, verified: 0, url: "", agentIds: [] as (string | null)[] };
   let server: Deno.HttpServer<Deno.NetAddr> | undefined;
   // The peer needs the world's secrets and clock, which exist only after the world: late-bound.
   const peer: { verify?: (req: Request, body: Uint8Array) => Promise<boolean> } = {};
@@ -106,6 +106,7 @@ export async function createCommerceWorld(
         return Response.json({ error: "invalid_payproxy_signature" }, { status: 401 });
       }
       state.verified++;
+      state.agentIds.push(req.headers.get("zc-agent-id"));
       const url = new URL(req.url);
       const slug = url.pathname.startsWith("/payproxy/v2/search") ? "demo-news" : "demo-answers";
       const usage = state.mode === "bad_usage"

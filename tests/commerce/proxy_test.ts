@@ -48,7 +48,8 @@ Deno.test("paid proxy: signs, forwards, returns the upstream answer unchanged an
   assert.equal(am.status, 200);
   await am.body?.cancel();
   assert.equal(await remaining(w, token), "0.970000");
-  assert.ok(agent);
+  // Both signed calls named the paying agent to the seller's payproxy routes.
+  assert.deepEqual(w.upstream.agentIds, [agent.credentialId, agent.credentialId]);
 });
 
 Deno.test("paid proxy: upstream errors pass through unchanged and are not billed", async () => {
@@ -171,22 +172,33 @@ Deno.test("paid proxy: 100 parallel calls against credit for exactly 50 succeed 
   await using w = await createCommerceWorld({ upstream: true });
   const { token, agent } = await w.agents.issue();
   await buy(w, token, "0.500000"); // 50 searches at 0.01
+  // Every committed balance of the entitlement, as KV reports its changes (no sampling timer).
+  const keys: Deno.KvKey[] = [];
+  for await (const e of w.deps.kv.list({ prefix: ["commerce_ent"] })) keys.push(e.key);
+  assert.equal(keys.length, 1);
+  const key = keys[0]!;
   let lowest = Infinity;
-  const watch = setInterval(async () => {
-    for await (const e of w.deps.kv.list<{ creditMicros: number }>({ prefix: ["commerce_ent"] })) {
-      lowest = Math.min(lowest, e.value.creditMicros);
+  let changes = 0;
+  const balances = w.deps.kv.watch<[{ creditMicros: number }]>([key]).getReader();
+  const watching = (async () => {
+    for (let r = await balances.read(); !r.done; r = await balances.read()) {
+      const value = r.value[0].value;
+      if (value) lowest = Math.min(lowest, value.creditMicros);
+      changes++;
     }
-  }, 1);
+  })();
   const results = await Promise.all(Array.from({ length: 100 }, () =>
     search(w, token).then(async (r) => {
       await r.body?.cancel();
       return r.status;
     })));
-  clearInterval(watch);
+  await balances.cancel();
+  await watching;
   assert.equal(results.filter((s) => s === 200).length, 50);
   assert.equal(results.filter((s) => s === 402).length, 50);
   const ents = await w.deps.commerce.service.ledger.entries(agent, w.sellerId);
   assert.equal(ents[0]!.value.creditMicros, 0);
+  assert.ok(changes > 1, "the balance was watched while it changed");
   assert.ok(lowest >= 0, `balance went to ${lowest}`);
   assert.equal(w.upstream.verified, 50);
 });

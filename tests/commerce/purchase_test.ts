@@ -61,7 +61,13 @@ Deno.test("purchase: a plan bought through the mppx client grants credit and ret
   assert.equal(ents.entitlements[0].planId, w.plan.id);
   assert.equal(ents.entitlements[0].remainingUsd, "5.000000");
   assert.equal((w.deps.commerce.processor as SandboxProcessor).ledger.length, 1);
-  assert.ok(agent.credentialId);
+  // The credit is the buying credential's own: the ledger holds it under that agent, no other.
+  const seller = (await w.deps.storefront.sellers.get(w.sellerId))!;
+  const mine = await w.deps.commerce.service.entitlementsHere(seller, agent) as { entitlements: unknown[] };
+  assert.equal(mine.entitlements.length, 1);
+  const other = await w.agents.issue();
+  const theirs = await (await w.req("/agent/entitlements", { token: other.token })).json();
+  assert.deepEqual(theirs.entitlements, []);
 });
 
 Deno.test("purchase: the 402 carries one Payment challenge per rail, a card block with statusUrl, no-store, and no side effect", async () => {

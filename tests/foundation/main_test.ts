@@ -1,18 +1,25 @@
 import assert from "node:assert/strict";
+import { SHARED_EMBEDDINGS_CACHE } from "../_helpers.ts";
 
 const PERMS = ["--allow-net", "--allow-read", "--allow-write", "--allow-env", "--allow-ffi", "--allow-sys"];
 
-/** Starts `main.ts serve` on a free port with its own DATA_DIR; resolves once it listens. */
-async function startMain(dataDir: string, port: number) {
+/**
+ * Starts `main.ts serve` with its own DATA_DIR on a port the server picks itself (PORT=0, so no
+ * other process can take it between a probe and the bind); resolves with the address it logged
+ * once it listens. The word vectors come from the suite's shared converted cache, not a new one.
+ */
+async function startMain(dataDir: string) {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", ...PERMS, "main.ts", "serve"],
-    env: { DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: "info" },
+    env: { DATA_DIR: dataDir, PORT: "0", LOG_LEVEL: "info", EMBEDDINGS_CACHE_PATH: SHARED_EMBEDDINGS_CACHE },
     stdout: "piped",
     stderr: "piped",
   }).spawn();
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let out = "";
-  while (!out.includes('"msg":"listening"')) {
+  const listeningLine = /^[^\n]*"msg":"listening"[^\n]*$/m;
+  // Until the whole line is in: its address comes at the end.
+  while (!/"msg":"listening"[^\n]*\n/.test(out)) {
     const { value, done } = await reader.read();
     if (done) throw new Error(`main.ts exited before listening:\n${out}`);
     out += value;
@@ -21,41 +28,34 @@ async function startMain(dataDir: string, port: number) {
   const rest = (async () => {
     while (!(await reader.read()).done);
   })();
-  return { child, out, rest };
-}
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
+  const listening = JSON.parse(listeningLine.exec(out)![0]) as { url: string };
+  return { child, out, rest, url: listening.url };
 }
 
 Deno.test("main.ts serve: seeds on an empty DATA_DIR, prints the key once, stops cleanly on SIGTERM", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "svc-main-" });
   try {
-    const port = freePort();
-    const first = await startMain(dataDir, port);
+    const first = await startMain(dataDir);
     const key = /DEMO_API_KEY=(ak_\S+)/.exec(first.out)?.[1];
     assert.ok(key, "the demo key is printed");
     assert.match(first.out, /data model\s+dm_/);
-    let res = await fetch(`http://127.0.0.1:${port}/healthz`);
+    let res = await fetch(`${first.url}/healthz`);
     assert.equal(res.status, 200);
     await res.body?.cancel();
-    res = await fetch(`http://127.0.0.1:${port}/v1/data-models`, { headers: { authorization: `Bearer ${key}` } });
+    res = await fetch(`${first.url}/v1/data-models`, { headers: { authorization: `Bearer ${key}` } });
     assert.equal(res.status, 200);
     assert.equal((await res.json()).data.length, 2);
     const operatorKey = /OPERATOR_KEY=(op_\S+)/.exec(first.out)?.[1];
     assert.ok(operatorKey, "the operator key is printed");
-    res = await fetch(`http://127.0.0.1:${port}/payproxy/metrics`);
+    res = await fetch(`${first.url}/payproxy/metrics`);
     assert.equal(res.status, 401, "metrics need the operator key");
     await res.body?.cancel();
-    res = await fetch(`http://127.0.0.1:${port}/payproxy/metrics`, {
+    res = await fetch(`${first.url}/payproxy/metrics`, {
       headers: { authorization: `Bearer ${operatorKey}` },
     });
     assert.equal(res.status, 200);
     await res.body?.cancel();
-    res = await fetch(`http://127.0.0.1:${port}/dev/outbox`);
+    res = await fetch(`${first.url}/dev/outbox`);
     assert.equal(res.status, 404, "no outbox unless MAIL_OUTBOX=true");
     await res.body?.cancel();
     first.child.kill("SIGTERM");
@@ -63,9 +63,9 @@ Deno.test("main.ts serve: seeds on an empty DATA_DIR, prints the key once, stops
     await first.rest;
     await first.child.stderr.cancel();
 
-    const second = await startMain(dataDir, port);
+    const second = await startMain(dataDir);
     assert.doesNotMatch(second.out, /DEMO_API_KEY/, "restart does not reseed");
-    res = await fetch(`http://127.0.0.1:${port}/v1/data-models`, { headers: { authorization: `Bearer ${key}` } });
+    res = await fetch(`${second.url}/v1/data-models`, { headers: { authorization: `Bearer ${key}` } });
     assert.equal(res.status, 200, "the first key still works after restart");
     await res.body?.cancel();
     second.child.kill("SIGINT");

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { newId } from "../../core/ids.ts";
 import { runAdmin } from "../../core/admin/commands.ts";
-import { bearer, engineOf } from "../_helpers.ts";
+import { bearer, engineOf, within } from "../_helpers.ts";
 import { hoursAgo, search, searchWorld } from "./_world.ts";
 
 type W = Awaited<ReturnType<typeof searchWorld>>;
@@ -248,6 +248,7 @@ Deno.test("watch(): articles ingested by another process's engine reach this eng
   await using w = await searchWorld();
   const { SearchEngine } = await import("../../core/search/engine.ts");
   await w.deps.search.ingest(w.dm, [{ url: "https://alpha.example/one", title: "Tram line opens" }]);
+  const rebuilt = engineOf(w.deps).nextRebuild(w.dm.id);
   w.deps.search.watch({ intervalMs: 20 });
   try {
     // Another process (here: a second engine over the same KV), e.g. `admin articles import`.
@@ -258,12 +259,9 @@ Deno.test("watch(): articles ingested by another process's engine reach this eng
       embeddings: engineOf(w.deps).embeddings,
     });
     await other.ingest(w.dm, [{ url: "https://beta.example/two", title: "Ferry strike ends" }]);
-    let count = 0;
-    for (let i = 0; i < 100 && count < 2; i++) {
-      await new Promise((r) => setTimeout(r, 20)); // the revision poll runs on its own timer
-      count = await w.deps.search.count(w.dm.id);
-    }
-    assert.equal(count, 2);
+    // The revision poll runs on its own timer; the index is rebuilt once it sees the foreign ingest.
+    await within(rebuilt, 10_000, "the watcher rebuilds the index");
+    assert.equal(await w.deps.search.count(w.dm.id), 2);
     assert.equal((await search(w, { query: "ferry strike" })).json.response.results[0].url, "https://beta.example/two");
   } finally {
     await w.deps.search.close();
@@ -281,12 +279,10 @@ Deno.test("an ingest that follows another process's unseen ingest rebuilds, so n
     embeddings: engineOf(w.deps).embeddings,
   });
   await other.ingest(w.dm, [{ url: "https://beta.example/b", title: "Bridge repairs begin" }]);
+  const rebuilt = engineOf(w.deps).nextRebuild(w.dm.id);
   // No poll has run: this engine's own ingest notices the foreign revision.
   await w.deps.search.ingest(w.dm, [{ url: "https://gamma.example/c", title: "Park reopens" }]);
-  let count = 0;
-  for (let i = 0; i < 100 && count < 3; i++) {
-    count = await w.deps.search.count(w.dm.id);
-    if (count < 3) await new Promise((r) => setTimeout(r, 10)); // the rebuild is queued behind the ingest
-  }
-  assert.equal(count, 3);
+  // The rebuild is queued behind the ingest.
+  await within(rebuilt, 10_000, "the ingest's rebuild");
+  assert.equal(await w.deps.search.count(w.dm.id), 3);
 });

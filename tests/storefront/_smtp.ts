@@ -1,4 +1,5 @@
 import { SMTPServer } from "smtp-server";
+import { within } from "../_helpers.ts";
 
 /** A message received by the local SMTP server. */
 export interface ReceivedMail {
@@ -49,14 +50,12 @@ export async function startLocalSmtp(): Promise<LocalSmtp> {
     url: `smtp://127.0.0.1:${port}`,
     messages,
     async waitFor(n, timeoutMs = 5000) {
-      const deadline = performance.now() + timeoutMs;
-      while (messages.length < n) {
-        if (performance.now() > deadline) throw new Error(`expected ${n} messages, got ${messages.length}`);
-        await new Promise<void>((resolve) => {
-          waiters.push(resolve);
-          setTimeout(resolve, 100);
-        });
-      }
+      // Woken by each arriving message; the one timer only bounds a wait for mail that never comes.
+      const arrived = new Promise<void>((resolve) => {
+        const check = () => messages.length >= n ? resolve() : void waiters.push(check);
+        check();
+      });
+      await within(arrived, timeoutMs, () => `expected ${n} messages, got ${messages.length}`);
       return messages;
     },
     close,
