@@ -20,6 +20,7 @@ import { type Commerce, createCommerce } from "./core/commerce/mod.ts";
 import type { PaymentProcessor } from "./core/commerce/processor.ts";
 import type { Config } from "./core/config.ts";
 import { WebPageAnalyzer } from "./core/extract/analyzer.ts";
+import { WorkerExtractor } from "./core/extract/extractor.ts";
 import { ImageService } from "./core/images/image_service.ts";
 import type { Logger } from "./core/log.ts";
 import { Loopback } from "./core/net/loopback.ts";
@@ -33,6 +34,10 @@ import { type Search, SearchEngine } from "./core/search/engine.ts";
 import type { LinkBuilder, QuerySource } from "./core/search/ports.ts";
 import { SignedLinks } from "./core/search/tracking.ts";
 import type { UrlAnalyzer } from "./core/search/url_analyzer.ts";
+import { RetentionSweeper } from "./core/search/retention.ts";
+import { SourcePoller } from "./core/sources/poller.ts";
+import { SourceService } from "./core/sources/service.ts";
+import { SourceRepo } from "./core/sources/source.ts";
 import { createRepos, type Repos } from "./core/store/repos.ts";
 import type { Mailer } from "./core/storefront/mailer.ts";
 import { createMailer, createStorefront, type Storefront } from "./core/storefront/service.ts";
@@ -87,6 +92,12 @@ export interface Deps {
   readonly commerce: Commerce;
   /** This process's own routes; createApp binds them (the paid proxy's in-process upstream). */
   readonly loopback: Loopback;
+  /** Content sources of data models: registration rules (docs/sources.md). */
+  readonly sources: SourceService;
+  /** Polls the sources; started and stopped by main.ts (every process may run one). */
+  readonly poller: SourcePoller;
+  /** Retention of articles past a data model's max age; started and stopped by main.ts. */
+  readonly retention: RetentionSweeper;
 }
 
 /** What the caller opens (stores) or chooses (clock, log) before the services are built. */
@@ -206,6 +217,47 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
         : fetch(req),
   });
 
+  const sourceSettings = config.sources;
+  const sourceRepo = new SourceRepo(kv, clock);
+  const sources = new SourceService({
+    sources: sourceRepo,
+    dataModels: repos.dataModels,
+    fetcher: safeFetch,
+    limits: {
+      minIntervalS: sourceSettings.minIntervalS,
+      maxIntervalS: 7 * 86_400,
+      maxPerDataModel: sourceSettings.maxPerDataModel,
+    },
+    probeMaxBytes: sourceSettings.maxBytes,
+  });
+  const poller = new SourcePoller({
+    kv,
+    clock,
+    log,
+    sources: sourceRepo,
+    dataModel: (id) => repos.dataModels.get(id),
+    articleByUrl: (dmId, url) => search.articleByUrl(dmId, url),
+    ingest: (dm, items) => search.ingest(dm, items),
+    fetcher: safeFetch,
+    extractor: new WorkerExtractor(),
+  }, {
+    tickMs: sourceSettings.tickS * 1000,
+    leaseMs: sourceSettings.leaseS * 1000,
+    maxItems: sourceSettings.maxItems,
+    maxBytes: sourceSettings.maxBytes,
+    maxPageBytes: config.fetchMaxBytes,
+    timeoutMs: Math.max(config.fetchTimeoutMs, 10_000),
+    maxPageFetches: sourceSettings.pageFetches,
+    maxBackoffS: sourceSettings.maxBackoffS,
+  });
+  const retention = new RetentionSweeper({
+    kv,
+    clock,
+    log,
+    engine: search,
+    dataModels: () => repos.dataModels.listAll(),
+  }, { intervalMs: sourceSettings.retentionSweepS * 1000, leaseMs: 10 * 60_000 });
+
   return Object.freeze({
     config,
     kv,
@@ -243,6 +295,9 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     payproxy,
     commerce,
     loopback,
+    sources,
+    poller,
+    retention,
   });
 }
 
@@ -254,4 +309,5 @@ export async function startDeps(deps: Deps): Promise<void> {
 /** Releases what the services hold beyond the stores (the page-extraction worker). Idempotent. */
 export function stopDeps(deps: Deps): void {
   deps.urlAnalyzer.close?.();
+  deps.poller.close();
 }

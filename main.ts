@@ -88,6 +88,9 @@ async function serve(config: Config): Promise<void> {
       deps.log.info("demo data present", { ...seeded.ids });
     }
   }
+  // Feeds and sitemaps: every process polls, KV leases give each source to one process at a time.
+  if (config.sources.poller) deps.poller.start();
+  deps.retention.start();
   // Replays the event write-ahead log into Parquet before serving, then flushes on a timer.
   if (config.eventsFlusher) await deps.events.start();
   const app = createApp(deps);
@@ -108,6 +111,8 @@ async function serve(config: Config): Promise<void> {
     stopping ??= (async () => {
       deps.log.info("shutting down", { signal });
       await server.shutdown(config.shutdownTimeoutS * 1000);
+      await deps.poller.stop();
+      await deps.retention.stop();
       // Every acknowledged event is already in the KV log; this moves it to Parquet before exit.
       if (config.eventsFlusher) {
         await deps.events.stop().catch((err) =>

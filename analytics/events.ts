@@ -4,6 +4,7 @@
  * written to the KV write-ahead log before `record` resolves; a flusher moves them to Parquet.
  */
 import type { Clock } from "../core/clock.ts";
+import { KvLease } from "../core/kv_lease.ts";
 import type { Logger } from "../core/log.ts";
 import { describeError } from "../core/log.ts";
 import type { Repos } from "../core/store/repos.ts";
@@ -70,10 +71,17 @@ export class EventPipeline implements EventSink {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #started = false;
   #listeners: Array<() => void> = [];
-  readonly #owner = crypto.randomUUID();
+  readonly #lease: KvLease;
 
   constructor(private readonly deps: PipelineDeps, readonly options: PipelineOptions) {
     this.wal = new EventWal(deps.kv);
+    this.#lease = new KvLease({
+      kv: deps.kv,
+      clock: deps.clock,
+      key: LEASE_KEY,
+      owner: crypto.randomUUID(),
+      ttlMs: options.leaseMs,
+    });
   }
 
   /** {@link EventSink.record} for the other rooms: trusted, tenant derived from widget or AI agent. */
@@ -197,21 +205,15 @@ export class EventPipeline implements EventSink {
   }
 
   /**
-   * Takes or renews the flusher lease `["ev_flush_lease"]` (owner, expiry by the injected clock).
-   * A lease whose holder died expires after `leaseMs`, then another process takes over.
+   * Takes or renews the flusher lease `["ev_flush_lease"]` (core/kv_lease.ts). A lease whose
+   * holder died lapses after `leaseMs`, then another process takes over.
    */
-  async #acquireLease(): Promise<boolean> {
-    const nowMs = this.deps.clock.now().getTime();
-    const cur = await this.deps.kv.get<FlushLease>(LEASE_KEY);
-    if (cur.value && cur.value.owner !== this.#owner && cur.value.until > nowMs) return false;
-    const res = await this.deps.kv.atomic().check(cur)
-      .set(LEASE_KEY, { owner: this.#owner, until: nowMs + this.options.leaseMs } satisfies FlushLease).commit();
-    return res.ok;
+  #acquireLease(): Promise<boolean> {
+    return this.#lease.acquire();
   }
 
-  async #releaseLease(): Promise<void> {
-    const cur = await this.deps.kv.get<FlushLease>(LEASE_KEY);
-    if (cur.value?.owner === this.#owner) await this.deps.kv.atomic().check(cur).delete(LEASE_KEY).commit();
+  #releaseLease(): Promise<void> {
+    return this.#lease.release();
   }
 
   /** Merges small files of each day that has at least `compactMinFiles` (lease holder only). */
@@ -283,9 +285,4 @@ export interface FlushResult {
   files: number;
   /** Another process holds the flusher lease; nothing was done. */
   skipped?: boolean;
-}
-
-interface FlushLease {
-  owner: string;
-  until: number;
 }

@@ -107,6 +107,16 @@ const envSchema = z.object({
   PAYPROXY_SKEW_S: int("PAYPROXY_SKEW_S", 1, 3600).default(300),
   ALLOWANCE_TIMEOUT_MS: int("ALLOWANCE_TIMEOUT_MS", 50, 60_000).default(2000),
   ALLOWANCE_CACHE_MS: int("ALLOWANCE_CACHE_MS", 0, 60_000).default(1000),
+  SOURCES_POLLER: bool("SOURCES_POLLER").default(true),
+  SOURCES_MAX_PER_DATA_MODEL: int("SOURCES_MAX_PER_DATA_MODEL", 1, 1000).default(20),
+  SOURCE_MIN_INTERVAL_S: int("SOURCE_MIN_INTERVAL_S", 1, 86_400).default(60),
+  SOURCE_LEASE_S: int("SOURCE_LEASE_S", 5, 3600).default(60),
+  SOURCE_MAX_ITEMS: int("SOURCE_MAX_ITEMS", 1, 1000).default(100),
+  SOURCE_MAX_BYTES: int("SOURCE_MAX_BYTES", 1024, 64 * 1024 * 1024).default(5 * 1024 * 1024),
+  SOURCE_PAGE_FETCHES: int("SOURCE_PAGE_FETCHES", 0, 1000).default(20),
+  SOURCE_MAX_BACKOFF_S: int("SOURCE_MAX_BACKOFF_S", 60, 7 * 86_400).default(6 * 3600),
+  POLLER_TICK_S: int("POLLER_TICK_S", 1, 3600).default(5),
+  RETENTION_SWEEP_S: int("RETENTION_SWEEP_S", 10, 7 * 86_400).default(3600),
   PAID_PROXY_UPSTREAM: z.enum(["inprocess", "http"], { error: "PAID_PROXY_UPSTREAM must be inprocess or http" })
     .default("inprocess"),
 });
@@ -216,6 +226,20 @@ export interface Config {
    * `inprocess` (no network hop) or `http` (always through `fetch`).
    */
   paidProxyUpstream: "inprocess" | "http";
+  /** Content sources (docs/sources.md): registration limits, poller and retention schedule. */
+  sources: {
+    /** Whether this process polls sources (every process may: leases share the work). */
+    poller: boolean;
+    maxPerDataModel: number;
+    minIntervalS: number;
+    leaseS: number;
+    maxItems: number;
+    maxBytes: number;
+    pageFetches: number;
+    maxBackoffS: number;
+    tickS: number;
+    retentionSweepS: number;
+  };
 }
 
 /** Settings of the OpenAI-compatible provider (OpenAI, Ollama, vLLM). */
@@ -334,5 +358,17 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     allowanceTimeoutMs: e.ALLOWANCE_TIMEOUT_MS,
     allowanceCacheMs: e.ALLOWANCE_CACHE_MS,
     paidProxyUpstream: e.PAID_PROXY_UPSTREAM,
+    sources: {
+      poller: e.SOURCES_POLLER,
+      maxPerDataModel: e.SOURCES_MAX_PER_DATA_MODEL,
+      minIntervalS: e.SOURCE_MIN_INTERVAL_S,
+      leaseS: e.SOURCE_LEASE_S,
+      maxItems: e.SOURCE_MAX_ITEMS,
+      maxBytes: e.SOURCE_MAX_BYTES,
+      pageFetches: e.SOURCE_PAGE_FETCHES,
+      maxBackoffS: e.SOURCE_MAX_BACKOFF_S,
+      tickS: e.POLLER_TICK_S,
+      retentionSweepS: e.RETENTION_SWEEP_S,
+    },
   };
 }

@@ -17,6 +17,7 @@ export const ID_PREFIXES = {
   refreshFamily: "rf",
   plan: "pl",
   operatorKey: "opk",
+  source: "src",
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIXES)[keyof typeof ID_PREFIXES];

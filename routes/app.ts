@@ -12,6 +12,8 @@
  *   /v1/analytics/...                     routes/analytics.ts
  *   /v1/events                            routes/events.ts
  *   /v1/data-models[/{id}/articles]       routes/data_models.ts
+ *   /v1/data-models/{id}/sources,         routes/sources.ts (inside the data-models family)
+ *     /retention
  *   /v1/ai-models, widgets, campaigns,    routes/resources.ts (and every other `/v1` path)
  *     prompts
  *   /r/{token}                            routes/redirect.ts

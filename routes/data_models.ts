@@ -6,6 +6,7 @@ import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
 import { serveTenantList } from "./resources.ts";
+import { createSourceRoutes } from "./sources.ts";
 
 const items = z.array(z.unknown(), { error: "body must be an array of articles or {articles: [...]}" })
   .max(MAX_INGEST_ITEMS, { error: `at most ${MAX_INGEST_ITEMS} articles per call` });
@@ -59,9 +60,11 @@ const upsertRoute = createRoute({
 
 /**
  * Mounted at `/v1/data-models`: `GET /` lists the tenant's data models, `POST /{dm}/articles` is the
- * authenticated bulk ingest for the owning tenant.
+ * authenticated bulk ingest for the owning tenant; sources and retention come from routes/sources.ts.
  */
-export function createDataModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log">) {
+export function createDataModelRoutes(
+  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log" | "sources">,
+) {
   const app = familyApp("message", deps.log);
   app.use("*", apiKeyAuth(deps.apiKeys));
   app.use("/:data_model_id/articles", bodyReader({ limit: deps.config.articlesMaxBodyBytes }));
@@ -73,5 +76,6 @@ export function createDataModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "se
     const body = c.req.valid("json");
     return c.json(await deps.search.ingest(dm, body), 200);
   });
+  app.route("/", createSourceRoutes(deps));
   return app;
 }

@@ -11,6 +11,7 @@ import type { SafeFetcher } from "../net/safe_fetch.ts";
 import type { PayproxyServices } from "../payproxy/mod.ts";
 import type { ArticleService } from "../search/engine.ts";
 import type { SignedLinks } from "../search/tracking.ts";
+import type { SourceService } from "../sources/service.ts";
 import type { Repos } from "../store/repos.ts";
 import type { Storefront } from "../storefront/service.ts";
 
@@ -26,6 +27,7 @@ export interface AdminDeps {
   readonly links: SignedLinks;
   readonly commerce: Commerce;
   readonly storefront: Storefront;
+  readonly sources: SourceService;
 }
 
 /** An admin subcommand: `<entity> <verb>` with `--flags`; returns what to print as JSON. */

@@ -9,6 +9,9 @@ import { SecretStoreError } from "../payproxy/secrets.ts";
 import { domainSchema, slugSchema } from "../store/models.ts";
 import type { AiModel, Campaign, DataModel, Prompt, Widget } from "../store/models.ts";
 import { storefrontAdminCommands } from "../storefront/admin.ts";
+import { AppError } from "../errors.ts";
+import { MAX_RETENTION_DAYS } from "../sources/service.ts";
+import { sourceInputSchema } from "../sources/source.ts";
 
 export { type AdminCommand, type AdminDeps, AdminUsageError } from "./command.ts";
 
@@ -38,6 +41,22 @@ async function secretCall<T>(fn: () => Promise<T>): Promise<T> {
 
 async function requireTenant(deps: AdminDeps, tenantId: string): Promise<void> {
   if (!(await deps.repos.tenants.get(tenantId))) throw new AdminUsageError(`tenant not found: ${tenantId}`);
+}
+
+async function requireDataModel(deps: AdminDeps, id: string): Promise<DataModel> {
+  const dm = await deps.repos.dataModels.get(id);
+  if (!dm) throw new AdminUsageError(`data model not found: ${id}`);
+  return dm;
+}
+
+/** Runs a service call, turning its 4xx refusals into usage errors (one line, exit code 2). */
+async function usageErrors<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof AppError && err.status < 500) throw new AdminUsageError(err.message);
+    throw err;
+  }
 }
 
 /** Every admin command by name (`"<entity> <verb>"`). Feature modules add theirs here. */
@@ -328,6 +347,67 @@ export const adminCommands: Record<string, AdminCommand> = {
     async run(deps, v) {
       const dmId = need(v, "data-model");
       return { dataModelId: dmId, articles: await deps.search.count(dmId) };
+    },
+  },
+  "source add": {
+    usage:
+      "source add --data-model <dm_...> --type rss|atom|jsonfeed|sitemap --url <http(s) url> --interval <seconds> [--fetch-pages]",
+    options: {
+      "data-model": { type: "string" },
+      type: { type: "string" },
+      url: { type: "string" },
+      interval: { type: "string" },
+      "fetch-pages": { type: "boolean" },
+    },
+    async run(deps, v) {
+      const dm = await requireDataModel(deps, need(v, "data-model"));
+      const interval = Number(need(v, "interval"));
+      const parsed = sourceInputSchema(deps.sources.limits).safeParse({
+        type: need(v, "type"),
+        url: need(v, "url"),
+        interval_s: interval,
+        ...(v["fetch-pages"] === true ? { fetch_pages: true } : {}),
+      });
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]!;
+        const flag = issue.path[0] === "interval_s" ? "interval" : String(issue.path[0] ?? "url");
+        throw new AdminUsageError(`--${flag} ${issue.message}`);
+      }
+      const input = parsed.data;
+      return await usageErrors(() => deps.sources.add(dm, input));
+    },
+  },
+  "source list": {
+    usage: "source list --data-model <dm_...>",
+    options: { "data-model": { type: "string" } },
+    async run(deps, v) {
+      return await deps.sources.list(await requireDataModel(deps, need(v, "data-model")));
+    },
+  },
+  "source remove": {
+    usage: "source remove --data-model <dm_...> --id <src_...>",
+    options: { "data-model": { type: "string" }, id: { type: "string" } },
+    async run(deps, v) {
+      const dm = await requireDataModel(deps, need(v, "data-model"));
+      const id = need(v, "id");
+      await usageErrors(() => deps.sources.remove(dm, id));
+      return { id, removed: true };
+    },
+  },
+  "data-model retention": {
+    usage: "data-model retention --data-model <dm_...> (--max-age-days <1..3650> | --keep-forever)",
+    options: {
+      "data-model": { type: "string" },
+      "max-age-days": { type: "string" },
+      "keep-forever": { type: "boolean" },
+    },
+    async run(deps, v) {
+      const dm = await requireDataModel(deps, need(v, "data-model"));
+      const days = v["keep-forever"] === true
+        ? null
+        : check(z.coerce.number().int().min(1).max(MAX_RETENTION_DAYS), need(v, "max-age-days"), "max-age-days");
+      const updated = await deps.sources.setRetention(dm, days);
+      return { dataModelId: dm.id, max_age_days: updated.maxAgeDays ?? null };
     },
   },
   "payproxy-secret create": {

@@ -29,17 +29,20 @@ export class SafeFetchError extends Error {
   readonly status?: number;
   /** Why an address was refused, on `blocked_address` (log it; do not show it). */
   readonly reason?: BlockReason | "blocked_hostname";
+  /** The origin's response headers, on `bad_status` (`Retry-After`, a 304's validators). */
+  readonly headers?: Headers;
 
   constructor(
     code: SafeFetchErrorCode,
     message: string,
-    options: { status?: number; reason?: BlockReason | "blocked_hostname"; cause?: unknown } = {},
+    options: { status?: number; reason?: BlockReason | "blocked_hostname"; cause?: unknown; headers?: Headers } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = "SafeFetchError";
     this.code = code;
     this.status = options.status;
     this.reason = options.reason;
+    this.headers = options.headers;
   }
 }
 
@@ -273,6 +276,7 @@ export class SafeFetcher {
         await response.body?.cancel().catch(() => {});
         throw new SafeFetchError("bad_status", `URL answered with status ${response.status}`, {
           status: response.status,
+          headers: response.headers,
         });
       }
       const { mime, charset } = parseContentType(response.headers.get("content-type"));

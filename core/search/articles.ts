@@ -248,6 +248,17 @@ export class ArticleRepo {
     await this.kv.atomic().check(cur).set(key, { ...cur.value, embedding }).commit();
   }
 
+  /** Deletes articles (and their URL keys), ten per atomic write. */
+  async deleteMany(dmId: string, articles: { id: string; url: string }[]): Promise<void> {
+    for (let i = 0; i < articles.length; i += 5) {
+      const op = this.kv.atomic();
+      for (const a of articles.slice(i, i + 5)) {
+        op.delete(articleKey(dmId, a.id)).delete(urlKey(dmId, await sha256Hex(a.url)));
+      }
+      await op.commit();
+    }
+  }
+
   /** Streams every article of a data model. */
   async *list(dmId: string): AsyncIterable<Article> {
     for await (const e of this.kv.list<Article>({ prefix: ["article", dmId] }, { batchSize: 500 })) yield e.value;

@@ -145,6 +145,39 @@ export class Bm25Index {
     this.liveDocs--;
   }
 
+  /**
+   * Removes many documents at once, without their bags: one pass over every postings list
+   * (retention drops whole days of articles; their text may already be gone from KV).
+   * @param dead one flag per slot, 1 for the documents to remove
+   */
+  removeSlots(dead: Uint8Array): void {
+    const nf = this.nf;
+    for (let id = 0; id < this.postSlots.length; id++) {
+      const slots = this.postSlots[id]!, tfs = this.postTf[id]!;
+      const n = this.postLen[id]!;
+      let w = 0;
+      for (let r = 0; r < n; r++) {
+        const s = slots[r]!;
+        if (dead[s] === 1) continue;
+        if (w !== r) {
+          slots[w] = s;
+          tfs.copyWithin(w * nf, r * nf, (r + 1) * nf);
+        }
+        w++;
+      }
+      this.postLen[id] = w;
+    }
+    // The caller passes live documents only (each is counted once in liveDocs).
+    for (let s = 0; s < dead.length; s++) {
+      if (dead[s] !== 1) continue;
+      for (let f = 0; f < nf; f++) {
+        this.totalLen[f] -= this.docLen[s * nf + f]!;
+        this.docLen[s * nf + f] = 0;
+      }
+      this.liveDocs--;
+    }
+  }
+
   /** Document frequency of a term (0 when unknown). */
   df(term: string): number {
     const id = this.termIds.get(term);

@@ -18,7 +18,7 @@ import {
 } from "./articles.ts";
 import { Bm25Index } from "./bm25.ts";
 import type { EmbeddingProvider } from "./embeddings/provider.ts";
-import { DataModelIndex, type QueryRep } from "./index.ts";
+import { type ArticleCard, DataModelIndex, type QueryRep } from "./index.ts";
 import { DEFAULT_VECTOR_WEIGHT, type Fusion, FUSION_V2, retrievalFusion } from "./retrieval_mode.ts";
 import { directLinks, type LinkBuilder, type QuerySource, RecentQueryLog, type UrlAnalyzer } from "./ports.ts";
 import { mergeTrends, queryKeywords, titleBursts, type TrendingKeyword } from "./trending.ts";
@@ -69,6 +69,12 @@ export interface ArticleService {
   start(): Promise<void>;
   /** Articles in the index of a data model (loads it when needed). */
   count(dataModelId: string): Promise<number>;
+  /** The stored article of a URL (canonical form), or null. */
+  articleByUrl(dataModelId: string, url: string): Promise<Article | null>;
+  /** Retention in this process's index only (see {@link SearchEngine.pruneIndex}). */
+  pruneIndex(dataModelId: string, cutoffUnix: number): Promise<ArticleCard[]>;
+  /** Retention in KV and this process's index (see {@link SearchEngine.expire}). */
+  expire(dataModelId: string, cutoffUnix: number): Promise<number>;
 }
 
 /** Article search as the app holds it: recommendations and retrieval, ingest, the index lifecycle. */
@@ -108,6 +114,12 @@ function toStored(model: string, v: Float32Array): StoredEmbedding {
 
 function fromStored(e: StoredEmbedding): Float32Array {
   return dequantize(new Int8Array(e.q.buffer, e.q.byteOffset, e.q.byteLength), e.scale);
+}
+
+/** The oldest publication time (unix seconds) a data model keeps, or undefined without retention. */
+export function liveSince(dm: Pick<DataModel, "maxAgeDays">, clock: Clock): number | undefined {
+  if (!dm.maxAgeDays) return undefined;
+  return Math.floor(clock.now().getTime() / 1000) - dm.maxAgeDays * 86_400;
 }
 
 /** Whether a query is a URL to analyse rather than words to match. */
@@ -185,8 +197,41 @@ export class SearchEngine implements Search {
     }
   }
 
+  articleByUrl(dataModelId: string, url: string): Promise<Article | null> {
+    return this.articles.getByUrl(dataModelId, url);
+  }
+
   async count(dataModelId: string): Promise<number> {
-    return (await this.index(dataModelId)).size;
+    return (await this.index(dataModelId)).liveCount;
+  }
+
+  /**
+   * Retention in this process: takes the articles published before `cutoffUnix` out of the
+   * model's index, when the index is loaded. Every process runs this on its own schedule.
+   * @returns the cards removed
+   */
+  pruneIndex(dataModelId: string, cutoffUnix: number): Promise<ArticleCard[]> {
+    const loaded = this.indexes.get(dataModelId);
+    if (!loaded) return Promise.resolve([]);
+    return this.serially(dataModelId, async () => {
+      const index = await loaded;
+      const expired: number[] = [];
+      const pub = index.pubdates;
+      for (let s = 0; s < index.size; s++) if (pub[s]! < cutoffUnix) expired.push(s);
+      return index.removeSlots(expired);
+    });
+  }
+
+  /**
+   * Retention in KV (one process at a time, under the retention lease): deletes the articles
+   * published before `cutoffUnix` from KV and from this process's index.
+   * @returns how many articles were deleted
+   */
+  async expire(dataModelId: string, cutoffUnix: number): Promise<number> {
+    await this.index(dataModelId);
+    const cards = await this.pruneIndex(dataModelId, cutoffUnix);
+    await this.articles.deleteMany(dataModelId, cards);
+    return cards.length;
   }
 
   /**
@@ -368,7 +413,12 @@ export class SearchEngine implements Search {
         return;
       }
       try {
-        valid.push({ i, fields: normalizeArticle(dm, parsed.data as ArticleInput, this.options.clock) });
+        const fields = normalizeArticle(dm, parsed.data as ArticleInput, this.options.clock);
+        if (fields.pubdateUnix < (liveSince(dm, this.options.clock) ?? -Infinity)) {
+          results[i] = { index: i, status: "error", url: fields.url, error: "pubdate: older than max_age_days" };
+          return;
+        }
+        valid.push({ i, fields });
       } catch (err) {
         results[i] = { index: i, status: "error", url: parsed.data.url, error: (err as Error).message };
       }
@@ -483,7 +533,14 @@ export class SearchEngine implements Search {
     // From the scan to the end of ranking nothing awaits: the cosines live in shared scratch space.
     const cos = index.cosines(rep.vector);
     const rank = ALGORITHMS[algorithm];
-    const base = excluded.size === 0 ? undefined : (s: number) => !excluded.has(s);
+    // Retention: between sweeps, articles past the model's max age are already out of every ranking.
+    const since = liveSince(dataModel, this.options.clock);
+    const pub = index.pubdates;
+    const base = excluded.size === 0
+      ? (since === undefined ? undefined : (s: number) => pub[s]! >= since)
+      : since === undefined
+      ? (s: number) => !excluded.has(s)
+      : (s: number) => !excluded.has(s) && pub[s]! >= since;
     const run = (k: number, allow?: (s: number) => boolean) =>
       rank({ index, query: rep, cos, k, allow, nowUnix, trends, fusion });
 

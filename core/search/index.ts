@@ -107,6 +107,10 @@ export class DataModelIndex {
   private slotByUrl = new Map<string, number>();
   /** Bumped on every change (caches key on it). */
   version = 0;
+  /** Slots emptied by {@link removeSlots} (they stay allocated until the next rebuild). */
+  private removed = 0;
+  /** 1 per removed slot: {@link hybrid} never returns one, whatever the fusion makes of a zero cosine. */
+  private deadSlots = new Uint8Array(0);
 
   /**
    * @param removeCommonDirection take the vectors' first principal component out of every
@@ -121,6 +125,11 @@ export class DataModelIndex {
   /** Number of articles. */
   get size(): number {
     return this.cards.length;
+  }
+
+  /** Number of articles that are searchable (slots minus removed ones). */
+  get liveCount(): number {
+    return this.cards.length - this.removed;
   }
 
   /** Slot of an article URL (canonical form), if indexed. */
@@ -216,6 +225,40 @@ export class DataModelIndex {
   }
 
   /**
+   * Takes articles out of the index (retention). Their slots keep no terms, no vector and a
+   * publication time of -Infinity, so no algorithm returns them; they are not reused.
+   * @returns the cards removed
+   */
+  removeSlots(slots: Iterable<number>): ArticleCard[] {
+    const dead = new Uint8Array(this.cards.length);
+    const out: ArticleCard[] = [];
+    for (const s of slots) {
+      const card = this.cards[s];
+      if (!card || dead[s] === 1 || this.slotByUrl.get(card.url) !== s) continue;
+      dead[s] = 1;
+      out.push(card);
+    }
+    if (out.length === 0) return out;
+    this.bm25.removeSlots(dead);
+    if (this.deadSlots.length < dead.length) {
+      const grown = new Uint8Array(dead.length);
+      grown.set(this.deadSlots);
+      this.deadSlots = grown;
+    }
+    for (let s = 0; s < dead.length; s++) {
+      if (dead[s] !== 1) continue;
+      this.deadSlots[s] = 1;
+      if (s < this.along.length) this.along[s] = 0;
+      this.vectors.clear(s);
+      this.pubdates[s] = -Infinity;
+      this.slotByUrl.delete(this.cards[s]!.url);
+    }
+    this.removed += out.length;
+    this.version++;
+    return out;
+  }
+
+  /**
    * One flag per site-domain number: 1 where `matches(domain)`. Filters test
    * `mask[index.siteIds[slot]]` instead of comparing strings per article.
    */
@@ -232,6 +275,10 @@ export class DataModelIndex {
   hybrid(query: QueryRep, { k, allow, fusion = FUSION_V2, cos: given }: HybridOptions): Candidate[] {
     const n = this.cards.length;
     if (n === 0 || k <= 0) return [];
+    if (this.removed > 0) {
+      const dead = this.deadSlots, inner = allow;
+      allow = inner ? (s) => dead[s] !== 1 && inner(s) : (s) => dead[s] !== 1;
+    }
     const side = Math.max(k, MIN_SIDE_CANDIDATES);
     const hasVector = query.vector !== null && query.vector.some((x) => x !== 0);
     const cos = given ?? this.cosines(query.vector, hasVector);

@@ -33,6 +33,8 @@ export interface DataModel {
   sites: Site[];
   /** Reachable through the payment proxy. */
   marketplace: boolean;
+  /** Retention: articles published longer ago leave search, the index and KV. Absent: kept forever. */
+  maxAgeDays?: number;
   createdAt: string;
 }
 

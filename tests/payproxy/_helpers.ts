@@ -147,6 +147,18 @@ export class FixedArticlesSearchService implements Search {
     return Promise.resolve(this.articles.length);
   }
 
+  articleByUrl(_dataModelId: string, _url: string): Promise<null> {
+    return Promise.resolve(null);
+  }
+
+  pruneIndex(_dataModelId: string, _cutoffUnix: number): Promise<never[]> {
+    return Promise.resolve([]);
+  }
+
+  expire(_dataModelId: string, _cutoffUnix: number): Promise<number> {
+    return Promise.resolve(0);
+  }
+
   watch(): void {}
 
   close(): Promise<void> {

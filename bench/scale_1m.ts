@@ -1,0 +1,170 @@
+/**
+ * Scale benchmark: one data model with N articles (default 1,000,000) in one process.
+ *
+ *   deno run -A --v8-flags=--max-old-space-size=6144 bench/scale_1m.ts            (BENCH_ARTICLES=100000 for 100k)
+ *
+ * 1. Ingest through the API: `POST /v1/data-models/{dm}/articles` on the real app (`app.request`,
+ *    the whole Hono stack without a socket) in batches of 1,000 generated articles; the server
+ *    writes the extractive summaries and embeddings (local word vectors) and stores in a KV file.
+ * 2. Index build from KV at start, resident memory and `semantic` latency: a fresh child process
+ *    (`--phase=serve`) opens the same KV file, builds the index the way `main.ts serve` does, then
+ *    runs the full `recommend()` path (query embedding, vector scan, BM25, fusion, paging) for
+ *    500 queries after 50 warm-up ones, and reports p50/p99 and RSS.
+ *
+ * Targets (1M): semantic p50 <= 15 ms, p99 <= 50 ms; build <= 90 s; RSS <= 4 GiB; ingest >= 2,000/s.
+ */
+import { AnalyticsDb } from "../analytics/duckdb.ts";
+import { FixedClock } from "../core/clock.ts";
+import { parseConfig } from "../core/config.ts";
+import { buildDeps, startDeps, stopDeps } from "../composition.ts";
+import { newId } from "../core/ids.ts";
+import { createLogger } from "../core/log.ts";
+import { DEFAULT_SEARCH_VERSION, FUSION_V2 } from "../core/search/retrieval_mode.ts";
+import type { DataModel } from "../core/store/models.ts";
+import { generateArticles, NEWS_SITES, TECH_SITES } from "../fixtures/articles.ts";
+import { createApp } from "../routes/app.ts";
+
+const N = Number(Deno.env.get("BENCH_ARTICLES") ?? 1_000_000);
+const QUERIES = Number(Deno.env.get("BENCH_QUERIES") ?? 500);
+const BATCH = 1000;
+const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
+const phase = Deno.args.find((a) => a.startsWith("--phase="))?.slice(8) ?? "ingest";
+const mib = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MiB`;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
+const clock = new FixedClock("2026-11-22T12:00:00Z");
+
+async function world(dataDir: string) {
+  const config = parseConfig({
+    DATA_DIR: dataDir,
+    BASE_URL: "http://bench.test",
+    EMBEDDINGS_CACHE_PATH: cachePath,
+    LOG_LEVEL: "warn",
+    ARTICLES_MAX_BODY_BYTES: String(64 * 1024 * 1024),
+  });
+  const kv = await Deno.openKv(config.kvPath);
+  const duckdb = await AnalyticsDb.open();
+  const deps = buildDeps({ config, kv, duckdb, clock, log: createLogger({ level: "warn" }) });
+  await startDeps(deps);
+  return {
+    deps,
+    close() {
+      stopDeps(deps);
+      duckdb.close();
+      kv.close();
+    },
+  };
+}
+
+const QUERY_TEXTS = [
+  "coastal storm flooding",
+  "interest rates inflation",
+  "election results council",
+  "new smartphone battery",
+  "football transfer window",
+  "wildfire evacuation",
+  "vaccine trial results",
+  "electric cars charging",
+  "housing prices rent",
+  "space telescope images",
+];
+
+if (phase === "ingest") {
+  const dataDir = Deno.env.get("BENCH_DIR") ?? await Deno.makeTempDir({ prefix: "svc-scale-" });
+  console.log(`articles: ${N}, batch ${BATCH}, cores: ${navigator.hardwareConcurrency}, dir: ${dataDir}`);
+  const w = await world(dataDir);
+  const tenantId = (await w.deps.repos.tenants.create({
+    id: newId("tn", clock),
+    name: "Bench",
+    createdAt: clock.now().toISOString(),
+  })).id;
+  const { key } = await w.deps.apiKeys.create(tenantId, "bench");
+  const dm: DataModel = await w.deps.repos.dataModels.create({
+    id: newId("dm", clock),
+    tenantId,
+    name: "Scale",
+    sites: [...NEWS_SITES, ...TECH_SITES],
+    marketplace: false,
+    createdAt: clock.now().toISOString(),
+  });
+  const app = createApp(w.deps);
+  await w.deps.search.start(); // loads the word vectors
+  let ingestMs = 0, created = 0;
+  const started = performance.now();
+  for (let b = 0; b * BATCH < N; b++) {
+    // Generated per batch (1M articles at once would hold GBs in this process); URLs made unique per batch.
+    const items = generateArticles({ count: Math.min(BATCH, N - b * BATCH), now: clock.now(), seed: 2026 + b })
+      .map(({ topic: _t, story: _s, ...a }) => ({ ...a, url: `${a.url}-${b.toString(36)}` }));
+    const body = JSON.stringify(items);
+    const t = performance.now();
+    const res = await app.request(`/v1/data-models/${dm.id}/articles`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body,
+    });
+    const report = await res.json();
+    ingestMs += performance.now() - t;
+    if (res.status !== 200 || report.failed) {
+      throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(report).slice(0, 300)}`);
+    }
+    created += report.created;
+    if ((b + 1) % 50 === 0) {
+      console.log(
+        `  ${created} articles, ${(created / (ingestMs / 1000)).toFixed(0)}/s in the API, rss ${
+          mib(Deno.memoryUsage().rss)
+        }`,
+      );
+    }
+  }
+  const wallS = (performance.now() - started) / 1000;
+  console.log(
+    `ingest through the API: ${created} articles, ${
+      (created / (ingestMs / 1000)).toFixed(0)
+    } articles/s (time in the API ${(ingestMs / 1000).toFixed(1)} s, wall ${
+      wallS.toFixed(1)
+    } s incl. generating the fixtures)`,
+  );
+  console.log(`rss after ingest (index built incrementally): ${mib(Deno.memoryUsage().rss)}`);
+  await w.deps.search.close();
+  w.close();
+  const child = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--v8-flags=--max-old-space-size=6144", new URL(import.meta.url).pathname, "--phase=serve"],
+    env: { BENCH_DIR: dataDir, BENCH_DM: dm.id, BENCH_TENANT: tenantId },
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  if (!child.success) throw new Error("serve phase failed");
+  if (!Deno.env.get("BENCH_KEEP")) await Deno.remove(dataDir, { recursive: true });
+} else {
+  const dataDir = Deno.env.get("BENCH_DIR")!;
+  const dmId = Deno.env.get("BENCH_DM")!;
+  const rss0 = Deno.memoryUsage().rss;
+  const w = await world(dataDir);
+  const t = performance.now();
+  await w.deps.search.start();
+  const buildS = (performance.now() - t) / 1000;
+  const count = await w.deps.search.count(dmId);
+  const rss = Deno.memoryUsage().rss;
+  console.log(`index build from KV at start: ${count} articles in ${buildS.toFixed(1)} s`);
+  console.log(`rss after the build: ${mib(rss)} (${mib(rss0)} before opening the stores)`);
+  const dm = (await w.deps.repos.dataModels.get(dmId))!;
+  const engine = w.deps.search;
+  const ctx = { tenantId: dm.tenantId };
+  for (const algorithm of ["semantic", "most_recent"] as const) {
+    const times: number[] = [];
+    for (let i = 0; i < QUERIES + 50; i++) {
+      const q = `${QUERY_TEXTS[i % QUERY_TEXTS.length]} ${i % 7 === 0 ? "latest" : ""}`.trim();
+      const s = performance.now();
+      await engine.recommend(dm, { query: q, similarity_top_k: 9, search_algorithm: algorithm }, ctx);
+      if (i >= 50) times.push(performance.now() - s);
+    }
+    console.log(
+      `${algorithm}, top 9 (ranking v${DEFAULT_SEARCH_VERSION}: ${FUSION_V2.normalise} fusion, vector weight ${w.deps.config.embeddings.searchVectorWeight}, feedback ${FUSION_V2.feedbackDocs} docs): p50 ${
+        pct(times, 0.5).toFixed(2)
+      } ms, p99 ${pct(times, 0.99).toFixed(2)} ms`,
+    );
+  }
+  console.log(`rss after queries: ${mib(Deno.memoryUsage().rss)}`);
+  await engine.close();
+  w.close();
+}

@@ -1,0 +1,156 @@
+/**
+ * Reads a fetched source document into feed items, per source type: RSS 2.0 and Atom (through
+ * the importer's reader in core/search/feeds.ts), JSON Feed 1.x, and XML sitemaps (urlset, with
+ * the Google News and image extensions).
+ */
+import { DOMParser } from "linkedom";
+import { htmlToText, isFeed, parseFeed } from "../search/feeds.ts";
+import type { SourceKind } from "./source.ts";
+
+/** One entry of a source, before it becomes an article. */
+export interface FeedItem {
+  url: string;
+  title?: string;
+  body?: string;
+  summary?: string;
+  author?: string;
+  pubdate?: string;
+  image?: string;
+  site?: string;
+}
+
+/** A document that is not what its source type promises. */
+export class SourceFormatError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "SourceFormatError";
+  }
+}
+
+/** Media types a source of each kind may be served as. */
+export const SOURCE_MEDIA_TYPES: Record<SourceKind, readonly string[]> = {
+  rss: ["application/rss+xml", "application/atom+xml", "application/rdf+xml", "application/xml", "text/xml"],
+  atom: ["application/atom+xml", "application/rss+xml", "application/xml", "text/xml"],
+  jsonfeed: ["application/feed+json", "application/json"],
+  sitemap: ["application/xml", "text/xml"],
+};
+
+/** An item "carries only a summary" when its text is shorter than this (see docs/sources.md). */
+export const FULL_TEXT_MIN_CHARS = 500;
+
+/** Decodes a source document by the Content-Type charset, else the XML declaration, else UTF-8. */
+export function decodeSource(bytes: Uint8Array, charset?: string): string {
+  const label = charset ??
+    new TextDecoder("latin1").decode(bytes.subarray(0, 200)).match(/encoding\s*=\s*["']([\w-]+)["']/i)?.[1];
+  try {
+    return new TextDecoder(label ?? "utf-8").decode(bytes);
+  } catch {
+    return new TextDecoder("utf-8").decode(bytes);
+  }
+}
+
+const str = (v: unknown): string | undefined => (typeof v === "string" && v.trim() ? v.trim() : undefined);
+
+/** Items of a JSON Feed (https://jsonfeed.org/version/1.1). */
+export function parseJsonFeed(text: string): FeedItem[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    throw new SourceFormatError("the document is not valid JSON");
+  }
+  const d = doc as { version?: unknown; items?: unknown; title?: unknown };
+  if (!d || typeof d !== "object" || typeof d.version !== "string" || !d.version.startsWith("https://jsonfeed.org/")) {
+    throw new SourceFormatError("the document is not a JSON Feed");
+  }
+  if (!Array.isArray(d.items)) throw new SourceFormatError("the JSON Feed has no items list");
+  const out: FeedItem[] = [];
+  for (const raw of d.items) {
+    if (!raw || typeof raw !== "object") continue;
+    const it = raw as Record<string, unknown>;
+    const url = str(it.url) ?? str(it.external_url) ?? (str(it.id)?.startsWith("http") ? str(it.id) : undefined);
+    if (!url) continue;
+    const html = str(it.content_html);
+    const body = str(it.content_text) ?? (html ? htmlToText(html) : undefined);
+    const authors = Array.isArray(it.authors) ? it.authors : it.author ? [it.author] : [];
+    const author = authors.map((a) => str((a as { name?: unknown })?.name)).find(Boolean);
+    out.push({
+      url,
+      title: str(it.title),
+      body,
+      summary: str(it.summary),
+      author,
+      pubdate: str(it.date_modified) ?? str(it.date_published),
+      image: str(it.image) ?? str(it.banner_image),
+      site: str(d.title),
+    });
+  }
+  return out;
+}
+
+// deno-lint-ignore no-explicit-any
+type El = any;
+const firstText = (el: El, ...names: string[]): string | undefined => {
+  for (const n of names) {
+    const t = el.getElementsByTagName(n)[0]?.textContent?.trim();
+    if (t) return t;
+  }
+  return undefined;
+};
+
+/** Entries of an XML sitemap `urlset`; a sitemap index is refused (register its child sitemaps). */
+export function parseSitemap(xml: string): FeedItem[] {
+  const head = xml.slice(0, 4000);
+  if (/<sitemapindex[\s>]/i.test(head)) {
+    throw new SourceFormatError("the document is a sitemap index; register its child sitemaps instead");
+  }
+  if (!/<urlset[\s>]/i.test(head)) throw new SourceFormatError("the document is not an XML sitemap");
+  const doc = new DOMParser().parseFromString(xml, "text/xml");
+  const out: FeedItem[] = [];
+  for (const el of [...doc.getElementsByTagName("url")] as El[]) {
+    const url = firstText(el, "loc");
+    if (!url) continue;
+    out.push({
+      url,
+      title: firstText(el, "news:title"),
+      pubdate: firstText(el, "news:publication_date", "lastmod"),
+      image: firstText(el, "image:loc"),
+    });
+  }
+  return out;
+}
+
+/** Items of an RSS or Atom feed. */
+export function parseXmlFeed(xml: string): FeedItem[] {
+  if (!isFeed(xml)) throw new SourceFormatError("the document is not an RSS or Atom feed");
+  // Entries without a link or title are skipped here; the poller reports how many items it read.
+  return parseFeed(xml).items.map((i) => ({
+    url: String(i.url),
+    title: str(i.title),
+    body: str(i.body),
+    summary: str(i.summary),
+    author: str(i.author),
+    pubdate: str(i.pubdate),
+    image: str(i.image),
+    site: str(i.site),
+  }));
+}
+
+/**
+ * Parses a source document by the source's type and keeps at most `maxItems`, newest first
+ * when the items carry dates (sitemaps list thousands of old pages).
+ * @throws {SourceFormatError} when the document is not of that type
+ */
+export function parseSourceDocument(kind: SourceKind, text: string, maxItems: number): FeedItem[] {
+  const items = kind === "jsonfeed"
+    ? parseJsonFeed(text)
+    : kind === "sitemap"
+    ? parseSitemap(text)
+    : parseXmlFeed(text);
+  const time = (i: FeedItem) => {
+    const t = i.pubdate ? Date.parse(i.pubdate) : NaN;
+    return Number.isFinite(t) ? t : -Infinity;
+  };
+  if (items.some((i) => i.pubdate)) items.sort((a, b) => time(b) - time(a));
+  return items.slice(0, maxItems);
+}

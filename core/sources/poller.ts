@@ -1,0 +1,393 @@
+/**
+ * Polls every registered source and feeds its new and edited items into the data model through
+ * the same ingest path as `POST /v1/data-models/{dm}/articles`.
+ *
+ * Every process runs a poller. A source is polled by one process at a time: a process takes the
+ * source's KV lease, re-reads the source's state under it (another process may just have polled),
+ * polls, writes the state, and gives the lease back. A process that dies mid-poll stops renewing,
+ * so another one takes the source over within one lease period. Other processes learn about the
+ * new articles through the engine's revision watch.
+ */
+import type { Clock } from "../clock.ts";
+import { systemTimers, type TimerId, type Timers } from "../timers.ts";
+import { describeError, type Logger } from "../log.ts";
+import { KvLease } from "../kv_lease.ts";
+import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
+import type { ArticleExtractor } from "../extract/extractor.ts";
+import { decodeHtml } from "../extract/analyzer.ts";
+import { type Article, cutBody, parsePubdate } from "../search/articles.ts";
+import type { IngestReport } from "../search/engine.ts";
+import type { DataModel } from "../store/models.ts";
+import { backoffSeconds, retryAfterSeconds } from "./backoff.ts";
+import { canonicalLink, withoutTracking } from "./item_url.ts";
+import {
+  decodeSource,
+  type FeedItem,
+  FULL_TEXT_MIN_CHARS,
+  parseSourceDocument,
+  SOURCE_MEDIA_TYPES,
+  SourceFormatError,
+} from "./parse.ts";
+import type { Source, SourceRepo, SourceState } from "./source.ts";
+
+/** Settings of the poller (from config). */
+export interface PollerSettings {
+  /** How often a process looks for due sources. */
+  tickMs: number;
+  /** Lifetime of a source lease; a dead poller's sources are taken over after this. */
+  leaseMs: number;
+  /** Most items read per poll. */
+  maxItems: number;
+  /** Largest source document read. */
+  maxBytes: number;
+  /** Largest article page read. */
+  maxPageBytes: number;
+  /** Deadline of one fetch, redirects included. */
+  timeoutMs: number;
+  /** Most article pages fetched per poll (items with only a summary). */
+  maxPageFetches: number;
+  /** Longest wait between polls of a failing source. */
+  maxBackoffS: number;
+}
+
+/** What the poller is built from. */
+export interface PollerDeps {
+  kv: Deno.Kv;
+  clock: Clock;
+  log: Logger;
+  sources: SourceRepo;
+  dataModel(id: string): Promise<DataModel | null>;
+  /** The stored article of a URL, to skip unchanged items. */
+  articleByUrl(dataModelId: string, url: string): Promise<Article | null>;
+  ingest(dm: DataModel, items: unknown[]): Promise<IngestReport>;
+  fetcher: SafeFetcher;
+  extractor: ArticleExtractor;
+  timers?: Timers;
+  /** Jitter source in [0, 1). */
+  random?: () => number;
+  /** The source document reader (tests wrap it to count parses). */
+  parse?: typeof parseSourceDocument;
+  /** This process's lease owner id. */
+  owner?: string;
+}
+
+/** The outcome of one poll, as logged. */
+export interface PollOutcome {
+  sourceId: string;
+  dataModelId: string;
+  status: "ok" | "not_modified" | "error";
+  httpStatus?: number;
+  itemsSeen: number;
+  itemsNew: number;
+  itemsUpdated: number;
+  pagesFetched: number;
+  error?: string;
+  ms: number;
+}
+
+const HTML_TYPES = ["text/html", "application/xhtml+xml"] as const;
+
+/** Our words for a failed fetch (SafeFetchError messages are written to be shown). */
+function publicError(err: unknown): string {
+  if (err instanceof SafeFetchError) return err.message;
+  if (err instanceof SourceFormatError) return err.message;
+  return "the source could not be read";
+}
+
+/** Polls sources on a schedule; see the module comment for how processes share the work. */
+export class SourcePoller {
+  readonly owner: string;
+  readonly #deps: PollerDeps;
+  readonly #settings: PollerSettings;
+  readonly #timers: Timers;
+  readonly #random: () => number;
+  readonly #parse: typeof parseSourceDocument;
+  #timer: TimerId | undefined;
+  #running = false;
+  #ticking: Promise<PollOutcome[]> | null = null;
+
+  constructor(deps: PollerDeps, settings: PollerSettings) {
+    this.#deps = deps;
+    this.#settings = settings;
+    this.#timers = deps.timers ?? systemTimers;
+    this.#random = deps.random ?? Math.random;
+    this.#parse = deps.parse ?? parseSourceDocument;
+    this.owner = deps.owner ?? crypto.randomUUID();
+  }
+
+  /** Polls due sources every `tickMs` until {@link stop}. */
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    this.#schedule();
+  }
+
+  /** Releases the page-extraction worker (after {@link stop}). */
+  close(): void {
+    this.#deps.extractor.close();
+  }
+
+  /** Stops the schedule and waits for a poll in flight. */
+  async stop(): Promise<void> {
+    this.#running = false;
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#ticking?.catch(() => {});
+  }
+
+  #schedule(): void {
+    this.#timer = this.#timers.setTimeout(() => {
+      this.tick().catch((err) => this.#deps.log.error("source poll round failed", { error: describeError(err) }))
+        .finally(() => {
+          if (this.#running) this.#schedule();
+        });
+    }, this.#settings.tickMs);
+  }
+
+  /**
+   * One round: polls every due source whose lease this process wins. Concurrent calls share
+   * the round in flight.
+   * @returns the outcomes of the polls this process made
+   */
+  tick(): Promise<PollOutcome[]> {
+    if (this.#ticking) return this.#ticking;
+    const run = async () => {
+      const out: PollOutcome[] = [];
+      const sources = await this.#deps.sources.listAll();
+      const states = await this.#deps.sources.states(sources.map((s) => s.id));
+      const nowMs = this.#deps.clock.now().getTime();
+      for (const [i, source] of sources.entries()) {
+        const st = states[i];
+        if (st && Date.parse(st.nextPollAt) > nowMs) continue;
+        const outcome = await this.pollIfDue(source).catch((err) => {
+          this.#deps.log.error("source poll failed", { source_id: source.id, error: describeError(err) });
+          return null;
+        });
+        if (outcome) out.push(outcome);
+      }
+      return out;
+    };
+    this.#ticking = run().finally(() => this.#ticking = null);
+    return this.#ticking;
+  }
+
+  /** Polls one source when it is due and this process wins its lease; null otherwise. */
+  async pollIfDue(source: Source): Promise<PollOutcome | null> {
+    const lease = new KvLease({
+      kv: this.#deps.kv,
+      clock: this.#deps.clock,
+      key: ["source_lease", source.id],
+      owner: this.owner,
+      ttlMs: this.#settings.leaseMs,
+    });
+    if (!(await lease.acquire())) return null;
+    try {
+      // Under the lease: a process that polled just before us has moved next_poll_at already.
+      const st = (await this.#deps.sources.state(source.id)).value;
+      if (st && Date.parse(st.nextPollAt) > this.#deps.clock.now().getTime()) return null;
+      return await this.#poll(
+        source,
+        st ?? { nextPollAt: source.createdAt, itemsAdded: 0, itemsUpdated: 0, failures: 0 },
+        lease,
+      );
+    } finally {
+      await lease.release();
+    }
+  }
+
+  async #poll(source: Source, state: SourceState, lease: KvLease): Promise<PollOutcome | null> {
+    const { clock, log } = this.#deps;
+    const started = performance.now();
+    const polledAt = clock.now();
+    const outcome: PollOutcome = {
+      sourceId: source.id,
+      dataModelId: source.dataModelId,
+      status: "ok",
+      itemsSeen: 0,
+      itemsNew: 0,
+      itemsUpdated: 0,
+      pagesFetched: 0,
+      ms: 0,
+    };
+    const next: SourceState = { ...state, lastPolledAt: polledAt.toISOString() };
+    try {
+      const dm = await this.#deps.dataModel(source.dataModelId);
+      if (!dm) return null;
+      const headers: Record<string, string> = {};
+      if (state.etag) headers["if-none-match"] = state.etag;
+      if (state.lastModified) headers["if-modified-since"] = state.lastModified;
+      let res;
+      try {
+        res = await this.#deps.fetcher.fetch(source.url, {
+          accept: SOURCE_MEDIA_TYPES[source.type],
+          headers,
+          maxBytes: this.#settings.maxBytes,
+          timeoutMs: this.#settings.timeoutMs,
+        });
+      } catch (err) {
+        if (err instanceof SafeFetchError && err.status === 304) {
+          // Not modified: nothing to read, nothing to parse.
+          outcome.status = "not_modified";
+          outcome.httpStatus = 304;
+          next.etag = err.headers?.get("etag") ?? state.etag;
+          next.lastModified = err.headers?.get("last-modified") ?? state.lastModified;
+          this.#succeeded(source, next, polledAt, "not_modified");
+          return outcome;
+        }
+        outcome.httpStatus = err instanceof SafeFetchError ? err.status : undefined;
+        const retryAfterS = err instanceof SafeFetchError
+          ? retryAfterSeconds(err.headers?.get("retry-after"), polledAt)
+          : undefined;
+        throw Object.assign(err as Error, { retryAfterS });
+      }
+      outcome.httpStatus = res.status;
+      const items = this.#parse(source.type, decodeSource(res.body, res.charset), this.#settings.maxItems);
+      outcome.itemsSeen = items.length;
+      const articles = await this.#articlesOf(source, dm, items, outcome, lease);
+      if (articles.length) {
+        const report = await this.#deps.ingest(dm, articles);
+        outcome.itemsNew = report.created;
+        outcome.itemsUpdated = report.updated;
+      }
+      next.etag = res.headers.get("etag") ?? undefined;
+      next.lastModified = res.headers.get("last-modified") ?? undefined;
+      next.itemsAdded = state.itemsAdded + outcome.itemsNew;
+      next.itemsUpdated = state.itemsUpdated + outcome.itemsUpdated;
+      this.#succeeded(source, next, polledAt, "ok");
+      return outcome;
+    } catch (err) {
+      outcome.status = "error";
+      outcome.error = publicError(err);
+      next.failures = state.failures + 1;
+      next.lastStatus = "error";
+      next.lastError = outcome.error;
+      const waitS = backoffSeconds({
+        intervalS: source.intervalS,
+        failures: next.failures,
+        maxS: this.#settings.maxBackoffS,
+        retryAfterS: (err as { retryAfterS?: number }).retryAfterS,
+        random: this.#random,
+      });
+      next.nextPollAt = new Date(polledAt.getTime() + waitS * 1000).toISOString();
+      if (!(err instanceof SafeFetchError || err instanceof SourceFormatError)) {
+        log.warn("source poll error", { source_id: source.id, error: describeError(err) });
+      }
+      return outcome;
+    } finally {
+      outcome.ms = Math.round(performance.now() - started);
+      if (await this.#deps.sources.saveState(source, next)) {
+        log.info("source polled", {
+          source_id: source.id,
+          data_model_id: source.dataModelId,
+          status: outcome.status,
+          http_status: outcome.httpStatus,
+          items_seen: outcome.itemsSeen,
+          items_new: outcome.itemsNew,
+          items_updated: outcome.itemsUpdated,
+          pages_fetched: outcome.pagesFetched,
+          next_poll_at: next.nextPollAt,
+          ms: outcome.ms,
+          ...(outcome.error ? { error: outcome.error } : {}),
+        });
+      }
+    }
+  }
+
+  #succeeded(source: Source, next: SourceState, polledAt: Date, status: "ok" | "not_modified"): void {
+    next.lastOkAt = polledAt.toISOString();
+    next.lastStatus = status;
+    next.failures = 0;
+    next.nextPollAt = new Date(polledAt.getTime() + source.intervalS * 1000).toISOString();
+  }
+
+  /**
+   * Turns feed items into article inputs: identity by canonical URL, unchanged items skipped,
+   * article pages fetched (bounded) for items that carry only a summary.
+   */
+  async #articlesOf(
+    source: Source,
+    dm: DataModel,
+    items: FeedItem[],
+    outcome: PollOutcome,
+    lease: KvLease,
+  ): Promise<Record<string, unknown>[]> {
+    const byUrl = new Map<string, Record<string, unknown>>();
+    for (const item of items) {
+      let url: string;
+      try {
+        url = withoutTracking(item.url);
+      } catch {
+        continue; // not an absolute URL: nothing to identify the article by
+      }
+      if (!/^https?:/.test(url)) continue;
+      const existing = await this.#deps.articleByUrl(dm.id, url);
+      const input: Record<string, unknown> = {
+        url,
+        title: item.title,
+        body: item.body,
+        summary: item.summary,
+        author: item.author,
+        pubdate: item.pubdate ?? existing?.pubdate,
+        image: item.image,
+        site: item.site,
+      };
+      const thin = !item.body || item.body.length < FULL_TEXT_MIN_CHARS;
+      const wantsPage = (source.fetchPages || source.type === "sitemap") && thin;
+      if (wantsPage && existing && (!item.pubdate || parsePubdate(item.pubdate) === existing.pubdateUnix)) {
+        continue; // already read that page, and the source says nothing changed
+      }
+      if (wantsPage && outcome.pagesFetched < this.#settings.maxPageFetches) {
+        outcome.pagesFetched++;
+        await lease.acquire(); // renew: page fetches are the slow part of a poll
+        const page = await this.#readPage(url);
+        if (page) {
+          input.url = page.canonical;
+          input.body = page.text || input.body;
+          input.title ??= page.title;
+          input.author ??= page.byline;
+          input.pubdate ??= page.publishedTime;
+          if (!input.summary && item.body) input.summary = item.body.slice(0, 1000);
+        }
+      }
+      if (!input.title) continue; // a sitemap entry whose page could not be read
+      // The page may name another URL as canonical: that is the article to compare and update.
+      const stored = input.url === url ? existing : await this.#deps.articleByUrl(dm.id, String(input.url));
+      if (stored && sameContent(stored, input)) continue;
+      for (const k of Object.keys(input)) if (input[k] === undefined) delete input[k];
+      byUrl.set(String(input.url), input);
+    }
+    return [...byUrl.values()];
+  }
+
+  async #readPage(
+    url: string,
+  ): Promise<{ canonical: string; text: string; title?: string; byline?: string; publishedTime?: string } | null> {
+    try {
+      const res = await this.#deps.fetcher.fetch(url, {
+        accept: HTML_TYPES,
+        maxBytes: this.#settings.maxPageBytes,
+        timeoutMs: this.#settings.timeoutMs,
+      });
+      const html = decodeHtml(res.body, res.charset);
+      const article = await this.#deps.extractor.extract(html);
+      return {
+        canonical: canonicalLink(html, res.url) ?? withoutTracking(res.url),
+        text: article.text,
+        title: article.title || undefined,
+        byline: article.byline,
+        publishedTime: article.publishedTime,
+      };
+    } catch (err) {
+      this.#deps.log.debug("article page not read", { error: describeError(err) });
+      return null;
+    }
+  }
+}
+
+/** Whether an item says what the stored article already says (no update needed). */
+function sameContent(a: Article, input: Record<string, unknown>): boolean {
+  const title = String(input.title ?? "").replace(/\s+/g, " ").trim();
+  const body = cutBody(String(input.body ?? ""));
+  const pub = parsePubdate(input.pubdate as string | undefined);
+  return a.title === title && a.body === body && (pub === undefined || pub === a.pubdateUnix);
+}

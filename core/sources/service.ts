@@ -1,0 +1,113 @@
+/**
+ * Registering, listing and removing a data model's sources, and its retention: the rules the
+ * HTTP routes and the admin commands share.
+ */
+import { AppError } from "../errors.ts";
+import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
+import type { EntityRepo } from "../store/entity_repo.ts";
+import type { DataModel } from "../store/models.ts";
+import { decodeSource, parseSourceDocument, SOURCE_MEDIA_TYPES, SourceFormatError } from "./parse.ts";
+import {
+  type SourceInput,
+  SourceLimitError,
+  type SourceLimits,
+  type SourceRepo,
+  type SourceView,
+  sourceView,
+} from "./source.ts";
+
+/** Longest retention a data model may set (ten years). */
+export const MAX_RETENTION_DAYS = 3650;
+
+/** Source management over the repos and the SSRF-guarded fetcher. */
+export class SourceService {
+  constructor(
+    private readonly deps: {
+      sources: SourceRepo;
+      dataModels: EntityRepo<DataModel>;
+      fetcher: SafeFetcher;
+      limits: SourceLimits;
+      /** Bytes read when a source is probed at registration. */
+      probeMaxBytes: number;
+    },
+  ) {}
+
+  get limits(): SourceLimits {
+    return this.deps.limits;
+  }
+
+  /**
+   * Registers a source after checking it: the URL must pass the SSRF guard, answer, and read
+   * as the declared type. Its first poll is due at once.
+   * @throws {AppError} 422 for a blocked, unreachable or unreadable URL; 409 at the cap or for a duplicate
+   */
+  async add(dm: DataModel, input: SourceInput): Promise<SourceView> {
+    let url: string;
+    try {
+      const u = new URL(input.url);
+      if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("scheme");
+      u.hash = "";
+      url = u.toString();
+    } catch {
+      throw new AppError(422, "invalid_request", "url must be an absolute http or https URL");
+    }
+    try {
+      const res = await this.deps.fetcher.fetch(url, {
+        accept: SOURCE_MEDIA_TYPES[input.type],
+        maxBytes: this.deps.probeMaxBytes,
+      });
+      parseSourceDocument(input.type, decodeSource(res.body, res.charset), 1);
+    } catch (err) {
+      if (err instanceof SafeFetchError) {
+        const code = err.code === "blocked_address" || err.code === "invalid_url"
+          ? "url_blocked"
+          : "source_unreachable";
+        throw new AppError(422, code, `url could not be used as a source: ${err.message}`, { cause: err });
+      }
+      if (err instanceof SourceFormatError) {
+        throw new AppError(422, "source_unreadable", `url is not a ${input.type} source: ${err.message}`);
+      }
+      throw err;
+    }
+    try {
+      const source = await this.deps.sources.add({
+        dataModelId: dm.id,
+        tenantId: dm.tenantId,
+        type: input.type,
+        url,
+        intervalS: input.interval_s,
+        fetchPages: input.fetch_pages ?? input.type === "sitemap",
+      }, this.deps.limits.maxPerDataModel);
+      return sourceView(source, (await this.deps.sources.state(source.id)).value);
+    } catch (err) {
+      if (err instanceof SourceLimitError) throw new AppError(409, err.code, err.message);
+      throw err;
+    }
+  }
+
+  /** The data model's sources with their status. */
+  async list(dm: DataModel): Promise<SourceView[]> {
+    const sources = await this.deps.sources.list(dm.id);
+    const states = await this.deps.sources.states(sources.map((s) => s.id));
+    return sources.map((s, i) => sourceView(s, states[i] ?? null));
+  }
+
+  /**
+   * Removes a source of the data model.
+   * @throws {AppError} 404 when the data model has no such source
+   */
+  async remove(dm: DataModel, sourceId: string): Promise<void> {
+    const source = await this.deps.sources.get(sourceId);
+    if (!source || source.dataModelId !== dm.id || !(await this.deps.sources.remove(source))) {
+      throw new AppError(404, "source_not_found", "source not found");
+    }
+  }
+
+  /** Sets (or with null clears) the data model's retention in days. */
+  async setRetention(dm: DataModel, maxAgeDays: number | null): Promise<DataModel> {
+    const next: DataModel = { ...dm };
+    if (maxAgeDays === null) delete next.maxAgeDays;
+    else next.maxAgeDays = maxAgeDays;
+    return await this.deps.dataModels.update(next);
+  }
+}

@@ -1,0 +1,65 @@
+import assert from "node:assert/strict";
+import { engineOf } from "../_helpers.ts";
+import { RetentionSweeper } from "../../core/search/retention.ts";
+import { hoursAgo, search } from "../search/_world.ts";
+import { sourcesWorld } from "./_world.ts";
+
+Deno.test("retention: old articles leave search at once, then the index and KV on the sweep", async () => {
+  await using w = await sourcesWorld();
+  const day = 24;
+  const report = await w.deps.search.ingest(w.dm, [
+    { url: "https://alpha.example/old", title: "Old flood barrier story", pubdate: hoursAgo(w, 40 * day) },
+    { url: "https://alpha.example/new", title: "New flood barrier story", pubdate: hoursAgo(w, 2 * day) },
+  ]);
+  assert.equal(report.created, 2);
+  const put = await w.api("/retention", { method: "PUT", body: { max_age_days: 30 } });
+  assert.equal(put.status, 200);
+  assert.deepEqual(await put.json(), { max_age_days: 30 });
+  assert.equal((await w.api("/retention", { method: "PUT", body: { max_age_days: 0 } })).status, 422);
+
+  for (const algorithm of ["semantic", "most_recent", "trending", "most_recent_semantic"]) {
+    const r = await search(w, { query: "flood barrier", search_algorithm: algorithm });
+    assert.deepEqual(
+      r.json.response.results.map((x: { title: string }) => x.title),
+      ["New flood barrier story"],
+      algorithm,
+    );
+  }
+  // Items older than the retention are not ingested again (a feed replaying its archive).
+  const late = await w.deps.search.ingest((await w.deps.repos.dataModels.get(w.dm.id))!, [
+    { url: "https://alpha.example/older", title: "Older story", pubdate: hoursAgo(w, 31 * day) },
+  ]);
+  assert.equal(late.results[0]!.error, "pubdate: older than max_age_days");
+
+  // Two processes: the lease holder deletes from KV, the other prunes its own index.
+  const sweeper = (owner: string) =>
+    new RetentionSweeper({
+      kv: w.deps.kv,
+      clock: w.clock,
+      log: w.log,
+      engine: w.deps.search,
+      dataModels: () => w.deps.repos.dataModels.listAll(),
+      owner,
+    }, { intervalMs: 3600_000, leaseMs: 60_000 });
+  await w.deps.kv.set(["retention_lease", w.dm.id], { owner: "other", until: w.clock.now().getTime() + 60_000 });
+  const pruned = await sweeper("me").sweep();
+  assert.deepEqual(pruned, [{ dataModelId: w.dm.id, deleted: 0, pruned: 1 }]);
+  assert.equal(await w.deps.search.count(w.dm.id), 1);
+  assert.ok(await w.deps.search.articleByUrl(w.dm.id, "https://alpha.example/old"), "still in KV");
+
+  w.clock.advance(60_000);
+  const swept = await sweeper("me").sweep();
+  assert.equal(swept[0]!.deleted, 0, "already out of this index: the holder deletes what its index still has");
+  // A fresh process (index rebuilt from KV) still sees the old article until the holder deletes it.
+  await engineOf(w.deps).rebuild(w.dm.id);
+  assert.equal(await w.deps.search.count(w.dm.id), 2);
+  const deleted = await sweeper("me").sweep();
+  assert.deepEqual(deleted, [{ dataModelId: w.dm.id, deleted: 1, pruned: 0 }]);
+  assert.equal(await w.deps.search.articleByUrl(w.dm.id, "https://alpha.example/old"), null);
+  await engineOf(w.deps).rebuild(w.dm.id);
+  assert.equal(await w.deps.search.count(w.dm.id), 1);
+  // Search without retention set would still not find it: it is gone.
+  await w.api("/retention", { method: "PUT", body: { max_age_days: null } });
+  const r = await search(w, { query: "old flood barrier" });
+  assert.deepEqual(r.json.response.results.map((x: { title: string }) => x.title), ["New flood barrier story"]);
+});
