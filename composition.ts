@@ -194,6 +194,8 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     clock,
     log,
     events: () => events,
+    // Citations link through the same tracking redirect as search results.
+    links: overrides.linkBuilder ?? links,
   });
 
   const storefront = createStorefront({ config, kv, clock, log, fetch, mailer });

@@ -39,8 +39,18 @@ const bodySchema = z.object({
   referring_url: z.string().optional().openapi({ description: "Page the question came from; else `Referer`." }),
 }).loose().openapi("RealTimeSearchRequest");
 
+/** The articles a text answer cites (beside `message`; absent for structured models). */
+export const citationsSchema = z.array(z.object({
+  title: z.string(),
+  url: z.string().openapi({ description: "The article's own URL" }),
+  source_url: z.string().openapi({ description: "Tracking link: records an article click, then redirects to `url`" }),
+  site: z.string(),
+  pubdate: z.string().openapi({ description: "ISO 8601" }),
+})).openapi("Citations", { description: "Articles the answer cites, in the order it cites them" });
+
 const messageSchema = z.object({
   message: z.string().openapi({ description: "The answer; for structured models, the JSON payload as text." }),
+  citations: citationsSchema.optional(),
 }).openapi("RealTimeSearchResponse");
 const errorSchema = z.object({ message: z.string() }).openapi("MessageError");
 const errorBody = (description: string) => ({
@@ -55,7 +65,7 @@ const route = createRoute({
   summary: "Answer a question with an AI model, grounded in its data models",
   description: "Retrieves fresh articles from the model's data models and answers from them. With " +
     '`Accept: text/event-stream` the answer streams as server-sent events: `data: {"delta": "..."}` chunks, ' +
-    'then `event: done` with `data: {"message": "<whole answer>"}` (or `event: error` with `{message}`).',
+    'then `event: done` with `data: {"message": "<whole answer>", "citations": [...]}` (citations for text models; or `event: error` with `{message}`).',
   security: [{ bearerAuth: [] }],
   request: {
     params: z.object({
@@ -158,11 +168,16 @@ export function createAiModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "answ
 
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
       const result = await answer.answer(model, query, context);
-      return c.json({ message: result.message }, 200);
+      return c.json(
+        result.kind === "text" ? { message: result.message, citations: result.citations } : { message: result.message },
+        200,
+      );
     }
 
     const source = answer.stream ? answer.stream(model, query, context) : (async function* () {
-      yield (await answer.answer(model, query, context)).message;
+      const result = await answer.answer(model, query, context);
+      yield result.message;
+      return result.kind === "text" ? result.citations : undefined;
     })();
     const chunks = source[Symbol.asyncIterator]();
     // Pull the first chunk before committing to a 200 stream: an early failure (provider down,
@@ -172,11 +187,14 @@ export function createAiModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "answ
       sse.onAbort(() => void chunks.return?.());
       let message = "";
       try {
-        for (let r = first; !r.done; r = await chunks.next()) {
+        let r = first;
+        for (; !r.done; r = await chunks.next()) {
           message += r.value;
           await sse.writeSSE({ data: JSON.stringify({ delta: r.value }) });
         }
-        await sse.writeSSE({ event: "done", data: JSON.stringify({ message }) });
+        // The generator's return value: the citations of a text answer.
+        const done = r.value ? { message, citations: r.value } : { message };
+        await sse.writeSSE({ event: "done", data: JSON.stringify(done) });
       } catch (err) {
         const { appError, unexpected } = toAppError(err, "message");
         deps.log[unexpected ? "error" : "warn"]("answer stream failed", {

@@ -55,7 +55,7 @@ import {
 } from "../core/search/retrieval_mode.ts";
 import { searchRequestSchema } from "../core/search/types.ts";
 import { marketplaceAiModel, marketplaceDataModel } from "../core/payproxy/marketplace.ts";
-import { MAX_QUERY_CHARS } from "./aimodel.ts";
+import { citationsSchema, MAX_QUERY_CHARS } from "./aimodel.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
 import { requireOperator } from "./middleware/operator.ts";
@@ -162,9 +162,17 @@ const realtimeDoc = createRoute({
   },
   responses: {
     200: {
-      description: "`{message}` or the model's structured payload",
+      description:
+        "`{message, citations}` for text models (as on `/app/aimodel/{id}`), or the model's structured payload",
       headers: usageHeaderDoc,
-      content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+      content: {
+        "application/json": {
+          schema: z.union([
+            z.object({ message: z.string(), citations: citationsSchema }),
+            z.record(z.string(), z.unknown()),
+          ]),
+        },
+      },
     },
     ...commonResponses,
   },
@@ -313,7 +321,9 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
     const answer = await deps.answer.answer(model, query, { caller: c.get("caller"), requestId: c.get("requestId") });
     metrics.requests.served++;
     // Structured models emit their payload itself, not the {message} envelope (spec 2.3).
-    const body = answer.kind === "structured" ? answer.payload : { message: answer.message };
+    const body = answer.kind === "structured"
+      ? answer.payload
+      : { message: answer.message, citations: answer.citations };
     return withUsage(c.json(body as Record<string, unknown>, 200), slug);
   });
 

@@ -2,8 +2,8 @@
  * The embedded `extractive` provider: no network, deterministic. It splits the retrieved passages
  * into sentences, scores each against the query (IDF-weighted term coverage, with query terms the
  * article's headline names counting half; proximity of the matched terms; a recency boost; a small
- * lead-sentence and headline bonus), keeps the few that answer it (near-duplicates and publisher
- * self-promotion left out), and composes them verbatim under attributions naming the site and
+ * lead-sentence and headline bonus), keeps the few that answer it by maximal marginal relevance
+ * (near-duplicates and publisher self-promotion left out; ties go to the newer article), and composes them verbatim under attributions naming the site and
  * date, ending with the links used. The only words it adds are the attributions: it never states what the passages
  * do not say. Below a minimum relevance it says plainly that nothing relevant was found.
  */
@@ -43,6 +43,11 @@ export const DEFAULT_EXTRACTIVE_OPTIONS: ExtractiveOptions = {
   halfLifeDays: 7,
   maxBodyChars: 12_000,
 };
+
+/** Term overlap (Jaccard) at which a sentence counts as a restatement of one already kept. */
+const NEAR_DUPLICATE = 0.5;
+/** How much of the best score a full overlap with a kept sentence costs in the MMR choice. */
+const MMR_PENALTY = 0.3;
 
 /** The answer's text when nothing relevant was found. */
 export const NOTHING_FOUND = "I could not find anything in the available articles that answers this question.";
@@ -207,16 +212,30 @@ export function extract(
     });
   }
   if (scored.length === 0) return nothing;
-  scored.sort((a, b) => b.score - a.score || a.passage - b.passage || a.index - b.index);
+  // Relevance first; between equally relevant sentences the newer article's comes first.
+  const pub = (s: { passage: number }) => passages[s.passage]!.pubdateUnix || 0;
+  scored.sort((a, b) => b.score - a.score || pub(b) - pub(a) || a.passage - b.passage || a.index - b.index);
 
   const best = scored[0]!.score;
+  const pool = scored.filter((s) => s.score >= best * o.relativeCutoff);
   const picked: typeof scored = [];
   const perArticle = new Map<number, number>();
-  for (const s of scored) {
-    if (picked.length >= o.maxSentences || s.score < best * o.relativeCutoff) break;
-    if ((perArticle.get(s.passage) ?? 0) >= o.maxPerArticle) continue;
-    // Syndicated copies and restatements add nothing: skip a sentence too close to one kept.
-    if (picked.some((p) => p.text === s.text || jaccard(p.termSet, s.termSet) >= 0.5)) continue;
+  // Maximal marginal relevance: each next sentence is the most relevant one once its overlap
+  // with those already kept is charged; syndicated copies and restatements (overlap >= 0.5) are
+  // dropped outright.
+  while (picked.length < o.maxSentences) {
+    let choice = -1, choiceValue = -Infinity;
+    for (let i = 0; i < pool.length; i++) {
+      const s = pool[i]!;
+      if ((perArticle.get(s.passage) ?? 0) >= o.maxPerArticle) continue;
+      let overlap = 0;
+      for (const p of picked) overlap = Math.max(overlap, p.text === s.text ? 1 : jaccard(p.termSet, s.termSet));
+      if (overlap >= NEAR_DUPLICATE) continue;
+      const value = s.score - MMR_PENALTY * best * overlap;
+      if (value > choiceValue) choice = i, choiceValue = value;
+    }
+    if (choice < 0) break;
+    const s = pool.splice(choice, 1)[0]!;
     picked.push(s);
     perArticle.set(s.passage, (perArticle.get(s.passage) ?? 0) + 1);
   }

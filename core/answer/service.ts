@@ -9,7 +9,9 @@ import type { Clock } from "../clock.ts";
 import { AppError } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
 import type { AiModel } from "../store/models.ts";
-import type { Answer, AnswerContext, AnswerService } from "./types.ts";
+import type { LinkBuilder } from "../search/links.ts";
+import type { RetrievedArticle } from "../search/types.ts";
+import type { Answer, AnswerContext, AnswerService, Citation } from "./types.ts";
 import type { AnswerProvider, GroundedRequest, ProviderRegistry, Retrieve } from "./provider.ts";
 import { compileSchema, InvalidSchemaError, type SchemaValidator } from "./schema.ts";
 
@@ -22,6 +24,34 @@ export interface AnswerServiceOptions {
   log: Logger;
   /** Where interactions are recorded; a function so the sink may be wired after the engine. */
   events?: () => EventSink | undefined;
+  /** Builds the tracking links of citations; without it `source_url` is the article's own URL. */
+  links?: LinkBuilder;
+}
+
+/**
+ * The passages an answer text cites, in order of first mention: both providers end a text answer
+ * with a sources block giving each cited article's URL.
+ */
+export function citedPassages(text: string, passages: RetrievedArticle[]): RetrievedArticle[] {
+  const found: { at: number; article: RetrievedArticle }[] = [];
+  const seen = new Set<string>();
+  for (const article of passages) {
+    if (seen.has(article.url)) continue;
+    // The URL as a whole token: not a prefix of a longer URL.
+    let from = 0, at = -1;
+    while ((from = text.indexOf(article.url, from)) >= 0) {
+      const next = text[from + article.url.length];
+      if (next === undefined || /[\s)\]>"',]/.test(next)) {
+        at = from;
+        break;
+      }
+      from += article.url.length;
+    }
+    if (at < 0) continue;
+    seen.add(article.url);
+    found.push({ at, article });
+  }
+  return found.sort((a, b) => a.at - b.at).map((f) => f.article);
 }
 
 /** The interaction type recorded when the caller names none. */
@@ -30,6 +60,24 @@ export const DEFAULT_INTERACTION_TYPE = "free_form";
 /** Builds the {@link AnswerService}. */
 export function createAnswerService(options: AnswerServiceOptions): AnswerService {
   const { retrieve, providers, clock, log } = options;
+
+  const citationsOf = (text: string, request: GroundedRequest, context: AnswerContext): Citation[] =>
+    citedPassages(text, request.passages).map((a, i) => ({
+      title: a.title,
+      url: a.url,
+      source_url: options.links
+        ? options.links.trackingUrl(a, {
+          dataModelId: a.dataModelId,
+          tenantId: context.tenantId,
+          caller: context.caller,
+          requestId: context.requestId,
+          query: request.query,
+          position: i + 1,
+        })
+        : a.url,
+      site: a.site || a.siteDomain,
+      pubdate: a.pubdate,
+    }));
 
   const providerFor = (model: AiModel): AnswerProvider => {
     const provider = providers[model.provider.kind];
@@ -101,17 +149,18 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       }
       result = { kind: "structured", payload, message: JSON.stringify(payload) };
     } else {
-      result = { kind: "text", message: await provider.text(request) };
+      const message = await provider.text(request);
+      result = { kind: "text", message, citations: citationsOf(message, request, context) };
     }
     await record(model, query, result.message, context, request.now);
     return result;
   };
 
-  async function* stream(model: AiModel, query: string, context: AnswerContext): AsyncIterable<string> {
+  async function* stream(model: AiModel, query: string, context: AnswerContext): AsyncGenerator<string, Citation[]> {
     if (model.output.kind === "structured") {
       // A JSON payload is only useful whole and checked: it comes as one chunk.
       yield (await answer(model, query, context)).message;
-      return;
+      return [];
     }
     const provider = providerFor(model);
     const request = await ground(model, query, provider);
@@ -121,6 +170,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       yield chunk;
     }
     await record(model, query, message, context, request.now);
+    return citationsOf(message, request, context);
   }
 
   return { answer, stream };

@@ -18,14 +18,32 @@ export interface AnswerContext {
   referringUrl?: string;
 }
 
-/** An answer: `text` for text models; `payload` (already schema-valid) for structured models. */
+/** An article a text answer cites. */
+export interface Citation {
+  title: string;
+  /** The article's own URL. */
+  url: string;
+  /** Our tracking link to it: a click is recorded as an article click, then redirected to `url`. */
+  source_url: string;
+  site: string;
+  /** ISO 8601. */
+  pubdate: string;
+}
+
+/**
+ * An answer: `text` for text models, with the articles it cites (in the order it cites them);
+ * `payload` (already schema-valid) for structured models.
+ */
 export type Answer =
-  | { kind: "text"; message: string }
+  | { kind: "text"; message: string; citations: Citation[] }
   | { kind: "structured"; payload: unknown; message: string };
 
 export interface AnswerService {
   /** Answers `query` with `model`, grounded in its data models. */
   answer(model: AiModel, query: string, context: AnswerContext): Promise<Answer>;
-  /** Streams the answer text in chunks (for `Accept: text/event-stream`). */
-  stream?(model: AiModel, query: string, context: AnswerContext): AsyncIterable<string>;
+  /**
+   * Streams the answer text in chunks (for `Accept: text/event-stream`); the generator returns the
+   * citations of a text answer when it is done.
+   */
+  stream?(model: AiModel, query: string, context: AnswerContext): AsyncGenerator<string, Citation[] | void>;
 }

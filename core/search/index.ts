@@ -24,6 +24,11 @@ export interface ArticleCard {
 export interface QueryRep {
   bag: Map<string, number>;
   vector: Float32Array | null;
+  /**
+   * The BM25F scores of `bag` over the whole index, when already computed (by
+   * {@link DataModelIndex.withFeedback}); rankings filter them instead of scoring again.
+   */
+  lexical?: { slots: Int32Array; scores: Float32Array };
 }
 
 /** One hybrid candidate. `score` is in [0, 1]; `bm25` raw; `cosine` raw. */
@@ -206,22 +211,22 @@ export class DataModelIndex {
    * pseudo-relevance feedback): a short query borrows the vocabulary of the articles its words
    * find. Unchanged without a vector, without lexical matches or with feedback off.
    */
-  withFeedback(query: QueryRep, docs: number, weight: number, allow?: (slot: number) => boolean): QueryRep {
+  withFeedback(query: QueryRep, docs: number, weight: number): QueryRep {
     if (!query.vector || docs <= 0 || weight <= 0) return query;
-    const lex = this.bm25.score(query.bag, allow);
+    const lexical = query.lexical ?? this.bm25.score(query.bag);
     const top = new TopK(docs);
-    for (let i = 0; i < lex.slots.length; i++) top.push(lex.slots[i]!, lex.scores[i]!);
+    for (let i = 0; i < lexical.slots.length; i++) top.push(lexical.slots[i]!, lexical.scores[i]!);
     const best = top.drain();
-    if (best.length === 0) return query;
+    if (best.length === 0) return { ...query, lexical };
     const v = Float32Array.from(query.vector);
     for (const e of best) {
       const row = this.vectors.row(e.id);
       for (let j = 0; j < v.length; j++) v[j]! += (weight / best.length) * row[j]!;
     }
     const n = l2norm(v);
-    if (n === 0) return query;
+    if (n === 0) return { ...query, lexical };
     for (let j = 0; j < v.length; j++) v[j]! /= n;
-    return { bag: query.bag, vector: v };
+    return { bag: query.bag, vector: v, lexical };
   }
 
   /**
@@ -290,9 +295,11 @@ export class DataModelIndex {
     }
     const vecList = vecTop.drain();
 
-    const lex = this.bm25.score(query.bag, allow);
+    const lex = query.lexical ?? this.bm25.score(query.bag, allow);
     const lexTop = new TopK(side);
-    for (let i = 0; i < lex.slots.length; i++) lexTop.push(lex.slots[i]!, lex.scores[i]!);
+    if (query.lexical && allow) {
+      for (let i = 0; i < lex.slots.length; i++) allow(lex.slots[i]!) && lexTop.push(lex.slots[i]!, lex.scores[i]!);
+    } else for (let i = 0; i < lex.slots.length; i++) lexTop.push(lex.slots[i]!, lex.scores[i]!);
     const lexList = lexTop.drain();
     const lexScore = new Map<number, number>();
     for (const e of lexList) lexScore.set(e.id, e.score);

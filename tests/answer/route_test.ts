@@ -136,6 +136,7 @@ async function answerWorld(chatReplies?: Reply[], { realEvents = false } = {}) {
     clock: w.clock,
     log: w.log,
     events: () => realEvents ? w.deps.events : sink,
+    links: w.deps.links,
   });
   const app = w.app;
   const ask = (id: string, body: unknown, headers: Record<string, string> = {}, k = key) =>
@@ -175,12 +176,17 @@ function parseSse(text: string): { event: string; data: Record<string, unknown> 
   });
 }
 
-Deno.test("POST /app/aimodel/{id} answers {message} from the model's grounding articles", async () => {
+Deno.test("POST /app/aimodel/{id} answers {message, citations} from the model's grounding articles", async () => {
   await using t = await answerWorld();
   const res = await t.ask(t.textModel.id, { query: "How much will a bus ride cost?" });
   assert.equal(res.status, 200);
   const body = await res.json();
-  assert.deepEqual(Object.keys(body), ["message"]);
+  assert.deepEqual(Object.keys(body), ["message", "citations"]);
+  assert.equal(body.citations.length, 1);
+  assert.equal(body.citations[0].url, "https://metrowire.example/news/ar_transit");
+  assert.equal(body.citations[0].site, "Metro Wire");
+  assert.deepEqual(Object.keys(body.citations[0]).sort(), ["pubdate", "site", "source_url", "title", "url"]);
+  assert.match(body.citations[0].source_url, /^http:\/\/svc\.test\/r\//);
   assert.match(body.message, /^According to Metro Wire \(19 Nov 2026\), a single ride will cost 2\.75 dollars\. \[1\]/);
   assert.match(body.message, /Sources:\n\[1\] .*https:\/\/metrowire\.example\/news\/ar_transit$/);
 });
@@ -191,6 +197,7 @@ Deno.test("POST /app/aimodel/{id} says plainly when nothing relevant was found",
   assert.equal(res.status, 200);
   assert.deepEqual(await res.json(), {
     message: "I could not find anything in the available articles that answers this question.",
+    citations: [],
   });
 });
 
@@ -330,7 +337,8 @@ Deno.test("POST /app/aimodel/{id} returns a structured model's payload as JSON t
 
 Deno.test("POST /app/aimodel/{id} streams server-sent events with Accept: text/event-stream", async () => {
   await using t = await answerWorld();
-  const whole = (await (await t.ask(t.textModel.id, { query: "Tell me about the new AI chip" })).json()).message;
+  const plain = await (await t.ask(t.textModel.id, { query: "Tell me about the new AI chip" })).json();
+  const whole = plain.message;
   const res = await t.ask(t.textModel.id, { query: "Tell me about the new AI chip" }, { accept: "text/event-stream" });
   assert.equal(res.status, 200);
   assert.match(res.headers.get("content-type")!, /^text\/event-stream/);
@@ -338,7 +346,14 @@ Deno.test("POST /app/aimodel/{id} streams server-sent events with Accept: text/e
   const deltas = events.filter((e) => e.event === "message").map((e) => e.data.delta as string);
   assert.ok(deltas.length >= 3, "sentence by sentence");
   assert.equal(deltas.join(""), whole);
-  assert.deepEqual(events.at(-1), { event: "done", data: { message: whole } });
+  const done = events.at(-1)! as { event: string; data: { message: string; citations: { url: string }[] } };
+  assert.equal(done.event, "done");
+  assert.equal(done.data.message, whole);
+  assert.deepEqual(
+    done.data.citations.map((c: { url: string }) => c.url),
+    plain.citations.map((c: { url: string }) => c.url),
+  );
+  assert.ok(done.data.citations.length >= 1);
   assert.equal(t.sink.events.length, 2, "the streamed answer is recorded too");
   assert.equal(t.sink.events[1]!.response, whole);
 });

@@ -176,6 +176,6 @@ export class EchoAnswerService implements AnswerService {
     if (model.output.kind === "structured") {
       return Promise.resolve({ kind: "structured", payload: { answer: message, confidence: 0.5 }, message });
     }
-    return Promise.resolve({ kind: "text", message });
+    return Promise.resolve({ kind: "text", message, citations: [] });
   }
 }

@@ -40,7 +40,18 @@ Deno.test("payproxy real-time answers match the bearer route: text as {message},
   assert.equal(viaPayproxy.status, 200);
   assert.equal(viaBearer.status, 200);
   assert.equal(typeof viaPayproxy.json.message, "string");
-  assert.deepEqual(viaPayproxy.json, viaBearer.json);
+  assert.equal(viaPayproxy.json.message, viaBearer.json.message);
+  // The same citations; the tracking links differ (each records its own caller and request).
+  const untracked = (j: { citations: { source_url: string }[] }) =>
+    j.citations.map(({ source_url: _, ...rest }) => rest);
+  assert.deepEqual(untracked(viaPayproxy.json), untracked(viaBearer.json));
+  assert.ok(viaPayproxy.json.citations.length >= 1, "the demo corpus answers the README question");
+  assert.ok(
+    viaPayproxy.json.citations.every((c: { source_url: string }) => /^http:\/\/svc\.test\/r\//.test(c.source_url)),
+  );
+  // The payproxy click is recorded for the paying agent, not a tenant.
+  const click = await w.app.request(viaPayproxy.json.citations[0].source_url.replace("http://svc.test", ""));
+  assert.equal(click.status, 302);
   assert.deepEqual(JSON.parse(viaPayproxy.usage!), [
     { serviceSlug: text.toolName, meterSlug: "query", quantity: 1 },
   ]);

@@ -96,10 +96,13 @@ Deno.test("withFeedback() moves the query vector toward its best lexical matches
   const fed = index.withFeedback(rep, 10, 1);
   assert.ok(Math.abs(fed.vector![0]! - Math.SQRT1_2) < 1e-6 && Math.abs(fed.vector![1]! - Math.SQRT1_2) < 1e-6);
   assert.equal(index.withFeedback(rep, 0, 1), rep, "off");
+  // The lexical scores it computed travel with the query, and a prefiltered ranking filters them.
+  assert.deepEqual([...fed.lexical!.slots], [0]);
+  assert.deepEqual(index.hybrid(fed, { k: 2, allow: (s) => s !== 0 }).map((c) => c.bm25), [0]);
   const none = { bag: rep.bag, vector: null };
   assert.equal(index.withFeedback(none, 10, 1), none);
   const noMatch = { bag: Bm25Index.bag(terms("volcano")), vector: rep.vector };
-  assert.equal(index.withFeedback(noMatch, 10, 1), noMatch);
+  assert.equal(index.withFeedback(noMatch, 10, 1).vector, noMatch.vector, "no match: the vector is unchanged");
 });
 
 Deno.test("hybrid(): version 2 leans on BM25 (vectors 15 %), version 1 blends equally", () => {
