@@ -318,14 +318,14 @@ Deno.test("POST /payproxy/v2/search answers an empty 500 when the search fails u
   assert.ok(t.w.log.lines.some((l) => l.msg === "unexpected error" && String(l.error).includes("index exploded")));
 });
 
-Deno.test("POST /payproxy/aimodel/{id} answers {message} with zc-usage for a text model", async () => {
+Deno.test("POST /payproxy/aimodel/{id} answers {message, citations} with zc-usage for a text model", async () => {
   await using t = await payproxyWorld();
   const res = await t.post(`/payproxy/aimodel/${t.models.text.id}`, {
     body: JSON.stringify({ query: "What happened at the summit?" }),
     agentId: "agent-7",
   });
   assert.equal(res.status, 200);
-  assert.deepEqual(await res.json(), { message: "Answer to: What happened at the summit?" });
+  assert.deepEqual(await res.json(), { message: "Answer to: What happened at the summit?", citations: [] });
   assert.deepEqual(JSON.parse(res.headers.get("zc-usage")!), [
     { serviceSlug: "acme-assistant", meterSlug: "query", quantity: 1 },
   ]);
