@@ -613,6 +613,22 @@ export class CommerceService {
     const ents = await this.ledger.entries(agent, sellerId);
     return ents.some((e) => covering.some((p) => p.id === e.value.planId) && e.value.creditMicros >= cost);
   }
+
+  /**
+   * {@link allowance} for the usage lines of an allowance request: only `query` meters with whole,
+   * non-negative quantities are priced here, so any other line, like an empty agent id, is a no.
+   */
+  async allowUsage(sellerId: string, agentId: string, serviceSlug: string, usage: unknown[]): Promise<boolean> {
+    let quantity = 0;
+    for (const u of usage) {
+      const line = u as { meterSlug?: unknown; quantity?: unknown } | null;
+      if (line?.meterSlug !== "query" || !Number.isSafeInteger(line.quantity) || (line.quantity as number) < 0) {
+        return false;
+      }
+      quantity += line.quantity as number;
+    }
+    return agentId !== "" && await this.allowance(sellerId, agentId, serviceSlug, quantity);
+  }
 }
 
 /**

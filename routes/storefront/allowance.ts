@@ -62,16 +62,7 @@ export function createAllowanceRoutes(deps: Pick<Deps, "payproxy" | "commerce" |
     }
     // The agent in the body is the one the signature covers.
     if (q.agentId !== agentHeader) throw new AppError(400, "invalid_request", "agentId differs from zc-agent-id");
-    let quantity = 0;
-    for (const u of q.usage as unknown[]) {
-      const line = u as { meterSlug?: unknown; quantity?: unknown };
-      if (line?.meterSlug !== "query" || !Number.isSafeInteger(line.quantity) || (line.quantity as number) < 0) {
-        return c.json({ allowed: false });
-      }
-      quantity += line.quantity as number;
-    }
-    const allowed = q.agentId !== "" &&
-      await deps.commerce.service.allowance(sellerId, q.agentId, q.serviceSlug, quantity);
+    const allowed = await deps.commerce.service.allowUsage(sellerId, q.agentId, q.serviceSlug, q.usage as unknown[]);
     return c.json({ allowed });
   });
   return app;

@@ -244,3 +244,18 @@ Deno.test("allowance: POST /internal/allowance verifies the payproxy signature a
   await (await w.req("/agent/entitlements", { token: sibling.token })).body?.cancel();
   assert.deepEqual(await (await ask(sibling.agent.credentialId, "demo-news")).json(), { allowed: true });
 });
+
+Deno.test("allowance: only whole, non-negative query usage of a named agent is priced; anything else is a no", async () => {
+  await using w = await createCommerceWorld();
+  const { token, agent } = await w.agents.issue();
+  await buy(w, token, "0.100000"); // 10 searches at 0.01
+  const allow = (usage: unknown[], agentId = agent.credentialId) =>
+    w.deps.commerce.service.allowUsage(w.sellerId, agentId, "demo-news", usage);
+  assert.equal(await allow([{ meterSlug: "query", quantity: 2 }, { meterSlug: "query", quantity: 3 }]), true);
+  assert.equal(await allow([{ meterSlug: "query", quantity: 11 }]), false, "more than the credit covers");
+  assert.equal(await allow([{ meterSlug: "tokens", quantity: 1 }]), false);
+  assert.equal(await allow([{ meterSlug: "query", quantity: -1 }]), false);
+  assert.equal(await allow([{ meterSlug: "query", quantity: 1.5 }]), false);
+  assert.equal(await allow([null]), false);
+  assert.equal(await allow([{ meterSlug: "query", quantity: 1 }], ""), false, "no agent, no allowance");
+});
