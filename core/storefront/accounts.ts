@@ -28,6 +28,22 @@ export class AccountStore {
     return out;
   }
 
+  /**
+   * Revokes a credential: its assertions stop exchanging at once.
+   * @returns false when no such credential exists.
+   */
+  async revokeCredential(id: string): Promise<boolean> {
+    for (let i = 0; i < 8; i++) {
+      const e = await this.kv.get<Credential>(["credential", id]);
+      if (!e.value) return false;
+      if (e.value.revokedAt) return true;
+      const res = await this.kv.atomic().check(e)
+        .set(["credential", id], { ...e.value, revokedAt: this.clock.now().toISOString() }).commit();
+      if (res.ok) return true;
+    }
+    throw new Error("credential revocation kept conflicting");
+  }
+
   /** Whether a credential can be used right now: exists, not revoked, not past its expiry. */
   isLive(cred: Credential | null): cred is Credential {
     if (!cred || cred.revokedAt) return false;

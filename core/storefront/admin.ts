@@ -38,6 +38,24 @@ export const storefrontAdminCommands: Record<string, AdminCommand> = {
     options: {},
     run: (deps) => deps.storefront.sellers.list(),
   },
+  "storefront revoke-credential": {
+    usage: "storefront revoke-credential --id <ag_...>",
+    options: { id: { type: "string" } },
+    async run(deps, v) {
+      const id = need(v, "id");
+      if (!(await deps.storefront.accounts.revokeCredential(id))) {
+        throw new AdminUsageError(`credential not found: ${id}`);
+      }
+      const families = await deps.storefront.identity.revokeRefreshFamiliesOf(id);
+      return {
+        id,
+        revoked: true,
+        refreshFamiliesRevoked: families,
+        note:
+          "Its assertions and refresh tokens stop now; access tokens already issued expire within ACCESS_TOKEN_TTL_S",
+      };
+    },
+  },
   "storefront rotate-key": {
     usage: "storefront rotate-key",
     options: {},

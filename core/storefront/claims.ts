@@ -320,7 +320,7 @@ export class ClaimService {
       });
       const refresh = await this.refresh.issueInto(op, cred.credentialId);
       if (!(await op.commit()).ok) continue;
-      const { assertion, expiresIn } = await this.tokens.mintAssertion(cred);
+      const { assertion, expiresIn } = await this.tokens.mintAssertion(cred, refresh.familyId);
       return {
         credential: cred,
         account,

@@ -111,7 +111,7 @@ export class IdentityService {
       const refresh = await this.refreshTokens.issueInto(op, cred.credentialId);
       // A concurrent registration created the account first: loop to answer interaction_required.
       if (!(await op.commit()).ok) continue;
-      const { assertion: ours, expiresIn } = await this.tokens.mintAssertion(cred);
+      const { assertion: ours, expiresIn } = await this.tokens.mintAssertion(cred, refresh.familyId);
       return {
         credential: cred,
         account,
@@ -139,7 +139,7 @@ export class IdentityService {
     });
     const c = cred as unknown as Credential;
     const account = c.accountId ? await this.accounts.account(c.accountId) : null;
-    const { assertion, expiresIn } = await this.tokens.mintAssertion(c);
+    const { assertion, expiresIn } = await this.tokens.mintAssertion(c, rotated.familyId);
     return {
       credential: c,
       account,
@@ -149,15 +149,27 @@ export class IdentityService {
     };
   }
 
+  /** Revokes the refresh families of a credential being revoked. */
+  revokeRefreshFamiliesOf(credentialId: string): Promise<number> {
+    return this.refreshTokens.revokeFamiliesOf(credentialId);
+  }
+
   /**
    * POST /oauth2/token: assertion -> access token carrying the credential's current state.
-   * @throws `invalid_grant` 400 when the assertion does not verify or its credential is gone or expired.
+   * Revocation bites here, on every exchange: a revoked credential, or a revoked refresh family
+   * (reuse detected) for assertions issued with it. Access tokens already issued live out their
+   * `ACCESS_TOKEN_TTL_S` (default 300 s), which is the bound on revocation.
+   * @throws `invalid_grant` 400 when the assertion does not verify, its credential is gone, revoked
+   * or expired, or its refresh family is revoked.
    */
   async exchange(assertion: string): Promise<{ accessToken: string; expiresIn: number }> {
-    const credentialId = await this.tokens.verifyAssertion(assertion);
+    const { credentialId, refreshFamilyId } = await this.tokens.verifyAssertion(assertion);
     const cred = await this.accounts.credential(credentialId);
     if (!this.accounts.isLive(cred)) {
       throw new AppError(400, "invalid_grant", "The credential of this assertion is revoked or expired");
+    }
+    if (refreshFamilyId && !(await this.refreshTokens.familyLive(refreshFamilyId))) {
+      throw new AppError(400, "invalid_grant", "The refresh family of this assertion is revoked");
     }
     return await this.tokens.mintAccessToken(cred);
   }

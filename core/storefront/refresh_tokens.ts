@@ -29,7 +29,8 @@ export class RefreshTokens {
     const fam = familyId ?? newId("rf", this.clock);
     if (!familyId) {
       const family: RefreshFamily = { familyId: fam, credentialId, createdAt: now.toISOString() };
-      op.check({ key: ["refresh_family", fam], versionstamp: null }).set(["refresh_family", fam], family);
+      op.check({ key: ["refresh_family", fam], versionstamp: null }).set(["refresh_family", fam], family)
+        .set(["credential_refresh_family", credentialId, fam], fam);
     }
     const rec: RefreshTokenRecord = {
       familyId: fam,
@@ -52,7 +53,7 @@ export class RefreshTokens {
   async rotate(
     token: string,
     extra: (credentialId: string, op: Deno.AtomicOperation) => Promise<void> = async () => {},
-  ): Promise<{ credentialId: string; token: string; expiresIn: number }> {
+  ): Promise<{ credentialId: string; token: string; expiresIn: number; familyId: string }> {
     if (!TOKEN_RE.test(token)) throw invalid("Unknown refresh token");
     const hash = await sha256Hex(token);
     for (let i = 0; i < 8; i++) {
@@ -71,10 +72,31 @@ export class RefreshTokens {
       await extra(rec.credentialId, op);
       const next = await this.issueInto(op, rec.credentialId, rec.familyId);
       if ((await op.commit()).ok) {
-        return { credentialId: rec.credentialId, token: next.token, expiresIn: next.expiresIn };
+        return { credentialId: rec.credentialId, token: next.token, expiresIn: next.expiresIn, familyId: rec.familyId };
       }
     }
     throw new Error("refresh rotation kept conflicting");
+  }
+
+  /** Whether the family exists and is not revoked (assertions issued with it check this at exchange). */
+  async familyLive(familyId: string): Promise<boolean> {
+    const fam = (await this.kv.get<RefreshFamily>(["refresh_family", familyId])).value;
+    return fam !== null && !fam.revokedAt;
+  }
+
+  /**
+   * Revokes every refresh family of a credential (the credential itself is revoked by the caller).
+   * @returns how many families were live.
+   */
+  async revokeFamiliesOf(credentialId: string): Promise<number> {
+    let n = 0;
+    for await (const e of this.kv.list<string>({ prefix: ["credential_refresh_family", credentialId] })) {
+      if (await this.familyLive(e.value)) {
+        await this.#revokeFamily(e.value);
+        n++;
+      }
+    }
+    return n;
   }
 
   async #revokeFamily(familyId: string): Promise<void> {

@@ -48,7 +48,10 @@ export class TokenService {
   ) {}
 
   /** An identity assertion for a credential; unclaimed anonymous ones never outlive the credential. */
-  async mintAssertion(cred: Credential): Promise<{ assertion: string; expiresIn: number }> {
+  async mintAssertion(
+    cred: Credential,
+    refreshFamilyId?: string,
+  ): Promise<{ assertion: string; expiresIn: number }> {
     const now = unixSeconds(this.clock);
     let exp = now + this.settings.assertionTtlS;
     if (cred.expiresAt) exp = Math.min(exp, Math.floor(Date.parse(cred.expiresAt) / 1000));
@@ -58,6 +61,8 @@ export class TokenService {
         sub: cred.credentialId,
         aud: this.settings.issuer,
         cred_type: cred.type,
+        // The refresh family it came with: revoking the family stops the assertion at /oauth2/token.
+        ...(refreshFamilyId ? { rfam: refreshFamilyId } : {}),
       },
       now,
       exp,
@@ -67,10 +72,10 @@ export class TokenService {
 
   /**
    * Verifies an identity assertion presented at the token endpoint.
-   * @returns the credential id it names.
+   * @returns the credential id it names, and the refresh family it was issued with (if any).
    * @throws AppError 400 `invalid_grant` (oauth family) for any failure.
    */
-  async verifyAssertion(assertion: string): Promise<string> {
+  async verifyAssertion(assertion: string): Promise<{ credentialId: string; refreshFamilyId?: string }> {
     let payload: JWTPayload;
     let typ: string | undefined;
     try {
@@ -85,7 +90,13 @@ export class TokenService {
       throw invalidGrant("The assertion is not an identity assertion issued here");
     }
     if (typeof payload.sub !== "string") throw invalidGrant("The assertion names no credential");
-    return payload.sub;
+    if (payload.rfam !== undefined && typeof payload.rfam !== "string") {
+      throw invalidGrant("The assertion did not verify");
+    }
+    return {
+      credentialId: payload.sub,
+      ...(typeof payload.rfam === "string" ? { refreshFamilyId: payload.rfam } : {}),
+    };
   }
 
   /** A short-lived access token carrying the credential's state at this moment. */
