@@ -69,12 +69,13 @@ const STALE_PROCESSING_MS = 30_000;
 const IDEMPOTENCY_RE = /^[\x21-\x7e]{1,255}$/;
 const NO_STORE: [string, string] = ["cache-control", "no-store"];
 
-interface StoredResponse {
-  hash: string;
-  status: number;
-  body: Record<string, unknown>;
-  headers: [string, string][];
-}
+/** An Idempotency-Key's record: claimed while its request runs, then the response to replay. */
+type StoredResponse =
+  | { hash: string; state: "running"; startedAt: string }
+  | { hash: string; state?: "done"; status: number; body: Record<string, unknown>; headers: [string, string][] };
+
+// A request that held a key this long without finishing died with its process: the key is taken over.
+const IDEMPOTENCY_STALE_MS = 60_000;
 
 export class CommerceService {
   readonly catalog: Catalog;
@@ -180,11 +181,21 @@ export class CommerceService {
     }
     matchTerms(challenge, terms);
     if (rail === "card") checkAmount(micros, limits, "card");
-    const settled = checkout
-      ? await this.#settleCheckout(challenge, agent)
-      : await this.#settleToken(challenge, rail, payload, micros, agent, plan);
-    const response = await this.#success(settled, plan, agent);
-    if (idem) await this.#remember(idem.key, idem.hash, response);
+    // Only a request that can charge holds its key: concurrent ones replay it or get 409.
+    const held = idem ? await this.#holdKey(idem.key, idem.hash) : null;
+    if (held && "stored" in held) return held.stored;
+    let response: CommerceResponse;
+    try {
+      const settled = checkout
+        ? await this.#settleCheckout(challenge, agent)
+        : await this.#settleToken(challenge, rail, payload, micros, agent, plan);
+      response = await this.#success(settled, plan, agent);
+    } catch (err) {
+      // Nothing to replay (a decline, a checkout not paid yet): the key is free for the retry.
+      if (held) await this.#releaseKey(held.key, held.versionstamp);
+      throw err;
+    }
+    if (held) await this.#remember(held.key, held.hash, response);
     return response;
   }
 
@@ -232,21 +243,57 @@ export class CommerceService {
     }
     const hash = await sha256Hex(JSON.stringify(terms));
     const key: Deno.KvKey = ["commerce_idem", terms.sellerId, terms.agent, raw];
-    const got = (await this.o.kv.get<StoredResponse>(key)).value;
-    if (got && got.hash !== hash) {
-      throw new AppError(409, "payment_request_mismatch", "Idempotency-Key was used for a different request");
+    const got = await this.o.kv.get<StoredResponse>(key);
+    return { key, hash, stored: got.value ? this.#replayOrRefuse(got.value, hash) : null };
+  }
+
+  /** What a request finds under its key: the response to replay, or 422 / 409 thrown. */
+  #replayOrRefuse(got: StoredResponse, hash: string): CommerceResponse | null {
+    if (got.hash !== hash) {
+      throw new AppError(422, "idempotency_key_reused", "Idempotency-Key was used for a different request", {
+        detail: "use a new Idempotency-Key for a different body",
+      });
     }
-    return {
-      key,
-      hash,
-      stored: got
-        ? { status: got.status, body: got.body, headers: [...got.headers, ["idempotent-replayed", "true"]] }
-        : null,
-    };
+    if (got.state === "running") {
+      if (this.o.clock.now().getTime() - Date.parse(got.startedAt) > IDEMPOTENCY_STALE_MS) return null;
+      throw new AppError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still running", {
+        detail: "retry shortly: the first request's result is then replayed",
+        headers: { "retry-after": "1" },
+      });
+    }
+    return { status: got.status, body: got.body, headers: [...got.headers, ["idempotent-replayed", "true"]] };
+  }
+
+  /**
+   * Claims the key for this request, atomically: exactly one of concurrent requests gets it; the
+   * others replay its result (done) or get 409 (running). A stale claim is taken over.
+   */
+  async #holdKey(
+    key: Deno.KvKey,
+    hash: string,
+  ): Promise<{ stored: CommerceResponse } | { key: Deno.KvKey; hash: string; versionstamp: string }> {
+    for (let i = 0; i < 8; i++) {
+      const got = await this.o.kv.get<StoredResponse>(key);
+      if (got.value) {
+        const stored = this.#replayOrRefuse(got.value, hash);
+        if (stored) return { stored };
+      }
+      const running: StoredResponse = { hash, state: "running", startedAt: this.o.clock.now().toISOString() };
+      const res = await this.o.kv.atomic().check(got).set(key, running, { expireIn: IDEMPOTENCY_TTL_MS }).commit();
+      if (res.ok) return { key, hash, versionstamp: res.versionstamp };
+    }
+    throw new AppError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still running", {
+      detail: "retry shortly: the first request's result is then replayed",
+      headers: { "retry-after": "1" },
+    });
+  }
+
+  async #releaseKey(key: Deno.KvKey, versionstamp: string): Promise<void> {
+    await this.o.kv.atomic().check({ key, versionstamp }).delete(key).commit();
   }
 
   async #remember(key: Deno.KvKey, hash: string, r: CommerceResponse): Promise<void> {
-    await this.o.kv.set(key, { hash, ...r } satisfies StoredResponse, { expireIn: IDEMPOTENCY_TTL_MS });
+    await this.o.kv.set(key, { hash, state: "done", ...r } satisfies StoredResponse, { expireIn: IDEMPOTENCY_TTL_MS });
   }
 
   /** The 402: one challenge per rail, a JSON body naming them, no state written (except a checkout). */

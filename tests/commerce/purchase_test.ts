@@ -320,7 +320,7 @@ Deno.test("purchase: seller setup errors: entitlements_not_available, signing_se
   }
 });
 
-Deno.test("purchase: Idempotency-Key replays the first success and refuses a different request", async () => {
+Deno.test("purchase: Idempotency-Key replays the first success and refuses a different request (422)", async () => {
   await using w = await createCommerceWorld();
   const { token } = await w.agents.issue();
   const p = await pay(w, token, SANDBOX_TOKENS.card.success, { headers: { "idempotency-key": "buy-1" } });
@@ -337,8 +337,8 @@ Deno.test("purchase: Idempotency-Key replays the first success and refuses a dif
     ...postJson(amount("7.000000"), { "idempotency-key": "buy-1" }),
     token,
   });
-  assert.equal(other.status, 409);
-  assert.equal((await other.json()).error, "payment_request_mismatch");
+  assert.equal(other.status, 422);
+  assert.equal((await other.json()).error, "idempotency_key_reused");
 });
 
 Deno.test("extend: tops up the plan held, shared by every credential of the same human, and the network view lists it", async () => {
