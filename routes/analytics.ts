@@ -14,6 +14,7 @@ import {
   SPONSORED_FILTERS,
   sponsoredRollup,
 } from "../analytics/rollups.ts";
+import { supplied } from "../analytics/filters.ts";
 import type { Deps } from "../composition.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
@@ -125,31 +126,40 @@ export function createAnalyticsRoutes(
   app.use("*", apiKeyAuth(deps.apiKeys));
   app.use("*", rateLimit({ limiter: deps.analyticsLimiter, key: (c) => c.get("apiKey")?.id }));
 
-  /** Validates the query, then answers from the cache or computes and stores the answer. */
+  /**
+   * Validates the query, then answers from the cache or computes and stores the answer. The cache
+   * is keyed on the normalised query (resolved dates), so requests that differ only in how they
+   * spell the same window share an entry; the `filters` echo is always the caller's own.
+   */
   const answer = async (
     c: Context<AppEnv>,
     endpoint: string,
     names: readonly string[],
-    compute: (tenantId: string, q: AnalyticsQuery) => Promise<unknown>,
+    compute: (tenantId: string, q: AnalyticsQuery) => Promise<Record<string, unknown>>,
   ): Promise<Response> => {
     const tenantId = c.get("tenantId")!;
     const q = c.req.query() as AnalyticsQuery;
     const filters = normaliseQuery(q, names, deps.clock);
     let status: CacheStatus;
-    let body: string | null = null;
+    let body: Record<string, unknown> | null = null;
     if (!cache.enabled) status = "DISABLED";
     else {
       const key = await cache.key(tenantId, endpoint, filters);
       const bypass = /(^|,)\s*no-cache\s*(,|$)/i.test(c.req.header("cache-control") ?? "");
-      if (!bypass) body = await cache.get(key);
+      const cached = bypass ? null : await cache.get(key);
+      if (cached !== null) body = JSON.parse(cached);
       status = body !== null ? "HIT" : bypass ? "BYPASS" : "MISS";
       if (body === null) {
-        body = JSON.stringify(await compute(tenantId, q));
-        await cache.set(key, body);
+        body = await compute(tenantId, q);
+        await cache.set(key, JSON.stringify(body));
       }
     }
-    body ??= JSON.stringify(await compute(tenantId, q));
-    return c.body(body, 200, { "content-type": "application/json; charset=UTF-8", "X-Cache": status });
+    body ??= await compute(tenantId, q);
+    if ("filters" in body) body.filters = supplied(q, names);
+    return c.body(JSON.stringify(body), 200, {
+      "content-type": "application/json; charset=UTF-8",
+      "X-Cache": status,
+    });
   };
 
   // deno-lint-ignore no-explicit-any

@@ -113,3 +113,25 @@ Deno.test("analytics rate limit: X-RateLimit-* and RateLimit headers, then 429 w
   assert.equal(res.headers.get("x-ratelimit-reset"), "60");
   await res.body?.cancel();
 });
+
+Deno.test("analytics cache: a HIT echoes the caller's own filters, never those of the request that filled it", async () => {
+  await using world = await analyticsWorld();
+  await loadFixture(world);
+  for (const path of ["ask-ai", "sponsored-conversations"]) {
+    const get = async (qs: string) => {
+      const res = await world.w.app.request(`/v1/analytics/${path}${qs}`, { headers: bearer(world.key) });
+      assert.equal(res.status, 200);
+      return { cache: res.headers.get("x-cache"), body: await res.json() };
+    };
+    const spelled = await get("?start_date=2026-11-16&end_date=2026-11-22");
+    assert.equal(spelled.cache, "MISS");
+    assert.deepEqual(spelled.body.filters, { start_date: "2026-11-16", end_date: "2026-11-22" });
+    const plain = await get("");
+    assert.equal(plain.cache, "HIT", path);
+    assert.deepEqual(plain.body.filters, {}, path);
+    const endOnly = await get("?end_date=2026-11-22");
+    assert.equal(endOnly.cache, "HIT", path);
+    assert.deepEqual(endOnly.body.filters, { end_date: "2026-11-22" }, path);
+    assert.deepEqual(endOnly.body.summary, spelled.body.summary, path);
+  }
+});
