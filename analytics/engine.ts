@@ -4,7 +4,7 @@
  * files in analytics/sql/, run as prepared statements with bound parameters only. Every rollup
  * filters on the hive `date` column, which DuckDB uses to skip whole day folders.
  */
-import { BIGINT, DuckDBListValue, type DuckDBType, LIST, listValue, VARCHAR } from "@duckdb/node-api";
+import { BIGINT, BOOLEAN, DuckDBListValue, type DuckDBType, LIST, listValue, VARCHAR } from "@duckdb/node-api";
 import { listEventDates } from "./compaction.ts";
 import type { AnalyticsDb } from "./duckdb.ts";
 import { EVENT_COLUMNS } from "./schema.ts";
@@ -12,7 +12,8 @@ import { sqlString } from "./sql_util.ts";
 
 /** Names of the rollup SQL files (analytics/sql/<name>.sql). */
 export const ROLLUPS = [
-  "ask_ai_daily",
+  "ask_ai_by_time",
+  "ask_ai_by_column",
   "ask_ai_logs",
   "ask_ai_logs_count",
   "sponsored_daily",
@@ -23,8 +24,8 @@ export const ROLLUPS = [
 ] as const;
 export type RollupName = (typeof ROLLUPS)[number];
 
-/** A bound parameter: text (or null), a whole number, or a list of texts. */
-export type SqlParam = string | null | number | string[];
+/** A bound parameter: text (or null), a whole number, a flag, or a list of texts. */
+export type SqlParam = string | null | number | boolean | string[];
 
 const sqlCache = new Map<RollupName, string>();
 
@@ -38,8 +39,11 @@ export async function loadSql(name: RollupName): Promise<string> {
   return text;
 }
 
-function bindValue(v: SqlParam): { value: string | null | bigint | DuckDBListValue; type: DuckDBType } {
+type Bound = string | null | bigint | boolean | DuckDBListValue;
+
+function bindValue(v: SqlParam): { value: Bound; type: DuckDBType } {
   if (Array.isArray(v)) return { value: listValue(v), type: LIST(VARCHAR) };
+  if (typeof v === "boolean") return { value: v, type: BOOLEAN };
   if (typeof v === "number") return { value: BigInt(Math.trunc(v)), type: BIGINT };
   return { value: v, type: VARCHAR };
 }
@@ -50,6 +54,17 @@ export class AnalyticsEngine {
   #viewing: Promise<void> | null = null;
 
   constructor(private readonly db: AnalyticsDb, readonly eventsDir: string) {}
+
+  #zones: Promise<ReadonlySet<string>> | null = null;
+
+  /** The time zone names the engine can bucket in (ICU's list, read once). */
+  timezones(): Promise<ReadonlySet<string>> {
+    this.#zones ??= this.db.withConnection(async (c) => {
+      const rows = (await c.runAndReadAll("SELECT name FROM pg_timezone_names()")).getRowObjectsJS();
+      return new Set(rows.map((r) => String(r.name)));
+    });
+    return this.#zones;
+  }
 
   /** Re-checks for files on the next query (call after a flush or compaction). */
   refresh(): void {
@@ -107,7 +122,7 @@ export class AnalyticsEngine {
       this.db.withConnection(async (conn) => {
         const stmt = await conn.prepare(sql);
         try {
-          const values: Record<string, string | null | bigint | DuckDBListValue> = {};
+          const values: Record<string, Bound> = {};
           const types: Record<string, DuckDBType> = {};
           for (const [k, v] of Object.entries(params)) {
             const b = bindValue(v);

@@ -35,12 +35,17 @@ export interface DateWindow {
 }
 
 /**
- * Resolves start_date/end_date: end defaults to today (UTC, from `clock`), start to end minus 6
- * days (so with neither given: the trailing 7 days ending today).
+ * Resolves start_date/end_date: end defaults to today (`today`, the date in the request's time
+ * zone; UTC from `clock` by default), start to end minus 6 days (so with neither given: the
+ * trailing 7 days ending today).
  * @throws 400 for a malformed date, an end before the start, or a window over 365 days.
  */
-export function resolveWindow(q: { start_date?: string; end_date?: string }, clock: Clock): DateWindow {
-  const today = Math.floor(clock.now().getTime() / DAY_MS) * DAY_MS;
+export function resolveWindow(
+  q: { start_date?: string; end_date?: string },
+  clock: Clock,
+  today: string = formatDay(clock.now().getTime()),
+): DateWindow {
+  const todayMs = parseDay(today)!;
   let startMs: number | null = null;
   let endMs: number | null = null;
   if (q.start_date !== undefined) {
@@ -51,7 +56,7 @@ export function resolveWindow(q: { start_date?: string; end_date?: string }, clo
     endMs = parseDay(q.end_date);
     if (endMs === null) throw analyticsBadRequest("end_date must be a valid date in YYYY-MM-DD format");
   }
-  endMs ??= today;
+  endMs ??= todayMs;
   startMs ??= endMs - (DEFAULT_WINDOW_DAYS - 1) * DAY_MS;
   if (endMs < startMs) throw analyticsBadRequest("end_date must be on or after start_date");
   if ((endMs - startMs) / DAY_MS > MAX_WINDOW_DAYS) {

@@ -6,10 +6,20 @@
 import type { Repos } from "../core/store/repos.ts";
 import { INTENT_LABELS } from "./classifier.ts";
 import type { AnalyticsEngine } from "./engine.ts";
-import { analyticsBadRequest, avgInt, type DateWindow, pct, ratio2, resolveWindow, supplied } from "./filters.ts";
+import { analyticsBadRequest, avgInt, pct, ratio2, resolveWindow, supplied } from "./filters.ts";
 import type { Clock } from "../core/clock.ts";
+import {
+  addCounts,
+  blockCounts,
+  type BlockFilters,
+  summaryOf,
+  windowParams,
+  zeroCounts,
+  type ZonedWindow,
+} from "./metrics.ts";
 import { DEFAULT_LOG_INTERACTION_TYPES, HEARTBEAT_SECONDS } from "./schema.ts";
 import { num } from "./sql_util.ts";
+import { dayInZone, parseTimezone } from "./timezone.ts";
 
 /** Query string of an analytics request (only string values are read). */
 export type AnalyticsQuery = Record<string, string | undefined>;
@@ -55,7 +65,11 @@ export const QUERY_DEPTH_BUCKETS = ["1", "2", "3", "4", "5", "6-10", "10+"] as c
 export const MAX_LOG_LIMIT = 500;
 export const DEFAULT_LOG_LIMIT = 50;
 
-const meta = (clock: Clock) => ({ timezone: "UTC", generated_at: clock.now().toISOString() });
+/** The `meta` block: the zone the answer's dates are in and when it was computed. */
+export const meta = (clock: Clock, w: ZonedWindow) => ({ timezone: w.tz, generated_at: clock.now().toISOString() });
+
+/** Parameters every analytics endpoint reads beside its filters (part of the cache key, not echoed). */
+export const ZONE_PARAMS = ["timezone"] as const;
 
 /** Dependencies of the rollups. */
 export interface RollupDeps {
@@ -64,13 +78,13 @@ export interface RollupDeps {
   clock: Clock;
 }
 
-const opt = (q: AnalyticsQuery, name: string): string | null => {
+export const opt = (q: AnalyticsQuery, name: string): string | null => {
   const v = q[name];
   return v === undefined || v === "" ? null : v;
 };
 
 /** Resolves `widget_id` to the widget's AI agent (the scope the spec gives it), 400 when not the tenant's. */
-async function widgetAgent(deps: RollupDeps, tenantId: string, q: AnalyticsQuery): Promise<string | null> {
+export async function widgetAgent(deps: RollupDeps, tenantId: string, q: AnalyticsQuery): Promise<string | null> {
   const id = opt(q, "widget_id");
   if (id === null) return null;
   const widget = await deps.repos.widgets.getForTenant(tenantId, id);
@@ -78,11 +92,10 @@ async function widgetAgent(deps: RollupDeps, tenantId: string, q: AnalyticsQuery
   return widget.aiModelId;
 }
 
-function commonParams(tenantId: string, w: DateWindow, agent: string | null, q: AnalyticsQuery) {
+/** The block filters of an ask-ai style request. */
+export function blockFilters(tenantId: string, agent: string | null, q: AnalyticsQuery): BlockFilters {
   return {
     tenant_id: tenantId,
-    start_date: w.start,
-    end_date: w.end,
     ai_agent: agent,
     placement_id: opt(q, "placement_id"),
     deployment_type: opt(q, "deployment_type"),
@@ -93,64 +106,51 @@ function commonParams(tenantId: string, w: DateWindow, agent: string | null, q: 
 }
 
 /**
- * Validates the parts of a request that do not need the database and returns the normalised
- * filters (the cache key): resolved dates plus every supplied filter.
+ * The request's window: `timezone` (default UTC; 400 when unknown), then start_date/end_date read
+ * as calendar dates in that zone (today is today there).
  */
-export function normaliseQuery(q: AnalyticsQuery, names: readonly string[], clock: Clock): Record<string, string> {
-  const w = resolveWindow(q, clock);
-  return { ...supplied(q, names), start_date: w.start, end_date: w.end };
+export async function requestWindow(deps: RollupDeps, q: AnalyticsQuery): Promise<ZonedWindow> {
+  const tz = parseTimezone(q.timezone, await deps.engine.timezones());
+  return { ...resolveWindow(q, deps.clock, dayInZone(deps.clock.now(), tz)), tz };
+}
+
+/**
+ * Validates the parts of a request that do not need event data and returns the normalised query
+ * (the cache key): resolved dates and zone plus every supplied parameter among `names`.
+ */
+export async function normaliseQuery(
+  deps: RollupDeps,
+  q: AnalyticsQuery,
+  names: readonly string[],
+): Promise<Record<string, string>> {
+  const w = await requestWindow(deps, q);
+  return { ...supplied(q, names), start_date: w.start, end_date: w.end, timezone: w.tz };
 }
 
 /** GET /v1/analytics/ask-ai (spec 2.5). */
 export async function askAiRollup(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
-  const w = resolveWindow(q, deps.clock);
+  const w = await requestWindow(deps, q);
   const agent = await widgetAgent(deps, tenantId, q);
-  const rows = await deps.engine.query("ask_ai_daily", commonParams(tenantId, w, agent, q));
-  const byDay = new Map(rows.map((r) => [String(r.date), r]));
-  const t = {
-    widget_loads: 0,
-    viewable_sessions: 0,
-    engagement_queries: 0,
-    total_clicks: 0,
-    article_clicks: 0,
-    cta_clicks: 0,
-    sessions: 0,
-    engaged_sessions: 0,
-    heartbeats: 0,
-  };
+  const byDay = await blockCounts(deps.engine, w, blockFilters(tenantId, agent, q), { interval: "day" });
+  const total = zeroCounts();
   const daily = w.days.map((date) => {
-    const r = byDay.get(date) ?? {};
-    for (const k of Object.keys(t) as (keyof typeof t)[]) t[k] += num(r[k]);
+    const c = byDay.get(date) ?? zeroCounts();
+    addCounts(total, c);
     return {
       date,
-      widget_loads: num(r.widget_loads),
-      viewable_sessions: num(r.viewable_sessions),
-      engagement_queries: num(r.engagement_queries),
-      total_clicks: num(r.total_clicks),
-      sessions: num(r.sessions),
+      widget_loads: c.widget_loads,
+      viewable_sessions: c.viewable_sessions,
+      engagement_queries: c.engagement_queries,
+      total_clicks: c.total_clicks,
+      sessions: c.sessions,
     };
   });
-  const totalSeconds = t.heartbeats * HEARTBEAT_SECONDS;
   return {
     success: true,
     filters: supplied(q, ASK_AI_FILTERS),
-    summary: {
-      widget_loads: t.widget_loads,
-      viewable_sessions: t.viewable_sessions,
-      engagement_queries: t.engagement_queries,
-      total_clicks: t.total_clicks,
-      article_clicks: t.article_clicks,
-      cta_clicks: t.cta_clicks,
-      sessions: t.sessions,
-      total_session_time_seconds: totalSeconds,
-      avg_session_duration_seconds: avgInt(totalSeconds, t.sessions),
-      viewability_rate: pct(t.viewable_sessions, t.sessions),
-      engagement_rate: pct(t.engagement_queries, t.widget_loads),
-      engagement_session_rate: pct(t.engaged_sessions, t.sessions),
-      query_to_click_rate: pct(t.total_clicks, t.engagement_queries),
-    },
+    summary: summaryOf(total),
     daily_breakdown: daily,
-    meta: meta(deps.clock),
+    meta: meta(deps.clock, w),
   };
 }
 
@@ -164,15 +164,14 @@ function positiveInt(q: AnalyticsQuery, name: string, fallback: number): number 
 
 /** GET /v1/analytics/ask-ai/logs (spec 2.6). */
 export async function askAiLogs(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
-  const w = resolveWindow(q, deps.clock);
+  const w = await requestWindow(deps, q);
   const page = positiveInt(q, "page", 1);
   const limit = Math.min(positiveInt(q, "limit", DEFAULT_LOG_LIMIT), MAX_LOG_LIMIT);
   const agent = await widgetAgent(deps, tenantId, q);
   const interaction = opt(q, "interaction_type");
   const params = {
+    ...windowParams(w),
     tenant_id: tenantId,
-    start_date: w.start,
-    end_date: w.end,
     ai_agent: agent,
     placement_id: opt(q, "placement_id"),
     deployment_type: opt(q, "deployment_type"),
@@ -193,12 +192,12 @@ export async function askAiLogs(deps: RollupDeps, tenantId: string, q: Analytics
       response: String(r.response),
     }))
     : [];
-  return { data, total_pages: Math.ceil(count / limit), count, meta: meta(deps.clock) };
+  return { data, total_pages: Math.ceil(count / limit), count, meta: meta(deps.clock, w) };
 }
 
 /** GET /v1/analytics/sponsored-conversations (spec 2.7). */
 export async function sponsoredRollup(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
-  const w = resolveWindow(q, deps.clock);
+  const w = await requestWindow(deps, q);
   const agentId = opt(q, "agent_id");
   if (agentId !== null && !(await deps.repos.aiModels.getForTenant(tenantId, agentId))) {
     throw analyticsBadRequest("agent_id not found");
@@ -208,8 +207,7 @@ export async function sponsoredRollup(deps: RollupDeps, tenantId: string, q: Ana
   const campaignFilter = opt(q, "campaign_id");
   const campaignIds = campaignFilter === null ? [...byId.keys()] : byId.has(campaignFilter) ? [campaignFilter] : [];
   const params = {
-    start_date: w.start,
-    end_date: w.end,
+    ...windowParams(w),
     campaign_ids: campaignIds,
     ai_agent: agentId,
     placement_id: opt(q, "placement_id"),
@@ -282,15 +280,18 @@ export async function sponsoredRollup(deps: RollupDeps, tenantId: string, q: Ana
       engagement_rate: pct(num(r.queries), num(r.impressions)),
     })),
     click_type_breakdown: clickRows.map((r) => ({ type: String(r.type), count: num(r.count) })),
-    meta: meta(deps.clock),
+    meta: meta(deps.clock, w),
   };
 }
 
 /** GET /v1/analytics/session-intelligence (spec 2.8). */
 export async function sessionIntelligence(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
-  const w = resolveWindow(q, deps.clock);
+  const w = await requestWindow(deps, q);
   const agent = await widgetAgent(deps, tenantId, q);
-  const rows = await deps.engine.query("session_intelligence", commonParams(tenantId, w, agent, q));
+  const rows = await deps.engine.query("session_intelligence", {
+    ...windowParams(w),
+    ...blockFilters(tenantId, agent, q),
+  });
   const s = rows.find((r) => r.kind === "summary") ?? {};
   const engaged = num(s.n1);
   const totalQueries = num(s.n2);

@@ -23,8 +23,14 @@ import { rateLimit } from "./middleware/rate_limit.ts";
 
 const str = (description: string) => z.string().optional().openapi({ description });
 const dates = {
-  start_date: str("YYYY-MM-DD (UTC), inclusive. Default: end_date minus 6 days."),
-  end_date: str("YYYY-MM-DD (UTC), inclusive, on or after start_date, at most 365 days later. Default: today."),
+  start_date: str("YYYY-MM-DD in `timezone`, inclusive. Default: end_date minus 6 days."),
+  end_date: str(
+    "YYYY-MM-DD in `timezone`, inclusive, on or after start_date, at most 365 days later. Default: today there.",
+  ),
+  timezone: str(
+    "IANA time zone (e.g. `America/New_York`) the dates are read in and days and hours are bucketed in; " +
+      "echoed in `meta.timezone`. Default `UTC`; an unknown zone is 400.",
+  ),
 };
 const scope = {
   widget_id: str("`wd_...` of the key's tenant; scopes to that widget's AI agent. 400 `widget_id not found`."),
@@ -139,7 +145,7 @@ export function createAnalyticsRoutes(
   ): Promise<Response> => {
     const tenantId = c.get("tenantId")!;
     const q = c.req.query() as AnalyticsQuery;
-    const filters = normaliseQuery(q, names, deps.clock);
+    const filters = await normaliseQuery(rollupDeps, q, names);
     let status: CacheStatus;
     let body: Record<string, unknown> | null = null;
     if (!cache.enabled) status = "DISABLED";

@@ -1,7 +1,9 @@
 -- Number of Ask AI log rows matching the filters (for total_pages and count).
 SELECT count(*)::BIGINT AS count
 FROM events
-WHERE date BETWEEN CAST($start_date AS DATE) AND CAST($end_date AS DATE)
+WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
+  AND ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
+  AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
   AND tenant_id = $tenant_id
   AND event_type = 'query'
   AND list_contains($interaction_types, interaction_type)

@@ -5,7 +5,9 @@
 WITH scoped AS MATERIALIZED (
   SELECT visit_id, ts, event_type, intent_type, category, topic
   FROM events
-  WHERE date BETWEEN CAST($start_date AS DATE) AND CAST($end_date AS DATE)
+  WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
+  AND ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
+  AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
     AND tenant_id = $tenant_id
     AND visit_id IS NOT NULL
     AND event_type IN ('query', 'heartbeat')

@@ -1,7 +1,9 @@
 -- Sponsored-conversation clicks per click type, most first.
 SELECT click_type AS type, count(*)::BIGINT AS count
 FROM events
-  WHERE date BETWEEN CAST($start_date AS DATE) AND CAST($end_date AS DATE)
+  WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
+  AND ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
+  AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
     AND list_contains($campaign_ids, campaign_id)
     AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
     AND ($placement_id IS NULL OR placement_id = $placement_id)

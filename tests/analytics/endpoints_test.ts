@@ -101,7 +101,10 @@ Deno.test("GET /v1/analytics/ask-ai: numbers match the hand-computed fixture", a
     const frozen = await get("?creative_id=cr_1001&line_item_id=li_7&publisher_id=pub_42");
     assert.equal(frozen.summary.engagement_queries, 2);
     assert.equal(frozen.summary.total_clicks, 2);
-    assert.equal(frozen.summary.widget_loads, 0);
+    // The frozen events belong to session D: its session, load and viewability are the block's.
+    assert.equal(frozen.summary.sessions, 1);
+    assert.equal(frozen.summary.widget_loads, 1);
+    assert.equal(frozen.summary.viewable_sessions, 1);
   });
 
   await t.step("placement_id and deployment_type filter and are echoed in spec order", async () => {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { AnalyticsEngine, ROLLUPS } from "../../analytics/engine.ts";
+import { windowParams } from "../../analytics/metrics.ts";
 import { writeFixtureEvents } from "../../fixtures/events_writer.ts";
 import { createTestWorld } from "../_helpers.ts";
 
@@ -10,8 +11,8 @@ const scope = {
 };
 const params = (start: string, end: string) => ({
   tenant_id: "tn_e",
-  start_date: start,
-  end_date: end,
+  ...windowParams({ start, end, days: [], tz: "UTC" }),
+  interval: "day",
   ai_agent: null,
   placement_id: null,
   deployment_type: null,
@@ -32,12 +33,12 @@ Deno.test("AnalyticsEngine prunes partitions: a one-day window reads one day fol
     endDate: "2026-11-20",
   });
   w.deps.analytics.refresh();
-  const oneDay = await w.deps.analytics.explain("ask_ai_daily", params("2026-11-18", "2026-11-18"));
+  const oneDay = await w.deps.analytics.explain("ask_ai_by_time", params("2026-11-18", "2026-11-18"));
   assert.match(oneDay, /Total Files Read: 1\b/);
-  const all = await w.deps.analytics.explain("ask_ai_daily", params("2026-11-01", "2026-11-30"));
+  const all = await w.deps.analytics.explain("ask_ai_by_time", params("2026-11-01", "2026-11-30"));
   assert.match(all, /Total Files Read: 5\b/);
-  const rows = await w.deps.analytics.query("ask_ai_daily", params("2026-11-18", "2026-11-18"));
-  assert.deepEqual(rows.map((r) => r.date), ["2026-11-18"]);
+  const rows = await w.deps.analytics.query("ask_ai_by_time", params("2026-11-18", "2026-11-18"));
+  assert.deepEqual(rows.map((r) => r.key), ["2026-11-18"]);
 });
 
 Deno.test("every rollup is a .sql file that prepares against the empty view", async () => {
@@ -48,6 +49,7 @@ Deno.test("every rollup is a .sql file that prepares against the empty view", as
     campaign_ids: ["cp_1"],
     prompt_id: null,
     interaction_types: ["free_form"],
+    dimension: "placement_id",
     limit: 10,
     offset: 0,
   };

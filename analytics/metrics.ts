@@ -1,0 +1,168 @@
+/**
+ * The Ask AI metric block (spec 2.5 summary) of any filtered set of events, grouped by a dimension
+ * or by local time buckets. The ask-ai rollup, the breakdown and the comparison all read it, so a
+ * figure means the same everywhere; ratios are computed here from the integer counts beside them.
+ */
+import type { AnalyticsEngine } from "./engine.ts";
+import { avgInt, type DateWindow, formatDay, parseDay, pct } from "./filters.ts";
+import { HEARTBEAT_SECONDS } from "./schema.ts";
+import { num } from "./sql_util.ts";
+import { localMidnightMs } from "./timezone.ts";
+
+const DAY_MS = 86_400_000;
+
+/** A date window read in a time zone. */
+export interface ZonedWindow extends DateWindow {
+  /** IANA zone the dates are read in and buckets are cut in. */
+  tz: string;
+}
+
+const HOUR_MS = 3600_000;
+
+/**
+ * Bound parameters naming a zoned window. The SQL cuts the window at local midnights (DuckDB's
+ * time zone functions); `from_date`/`to_date` are the UTC day folders those instants fall in, with
+ * an hour of slack for zones that change offset at midnight, so only those folders are read.
+ */
+export function windowParams(w: ZonedWindow) {
+  const first = localMidnightMs(parseDay(w.start)!, w.tz);
+  const after = localMidnightMs(parseDay(w.end)! + DAY_MS, w.tz);
+  const slack = w.tz === "UTC" ? 0 : HOUR_MS;
+  return {
+    from_date: formatDay(Math.floor((first - slack) / DAY_MS) * DAY_MS),
+    to_date: formatDay(Math.floor((after - 1 + slack) / DAY_MS) * DAY_MS),
+    start_local: w.start,
+    end_local: w.end,
+    tz: w.tz,
+  };
+}
+
+/** Filters of the Ask AI block (null = not filtered). */
+export interface BlockFilters {
+  tenant_id: string;
+  ai_agent: string | null;
+  placement_id: string | null;
+  deployment_type: string | null;
+  creative_id: string | null;
+  line_item_id: string | null;
+  publisher_id: string | null;
+}
+
+/** Columns a breakdown can group by (the SQL maps each to its column). */
+export const COLUMN_DIMENSIONS = [
+  "widget_id",
+  "placement_id",
+  "deployment_type",
+  "interaction_type",
+  "referring_url",
+  "ai_agent",
+  "intent",
+  "category",
+] as const;
+export type ColumnDimension = (typeof COLUMN_DIMENSIONS)[number];
+/** Local time buckets of the `date` dimension. */
+export const INTERVALS = ["hour", "day", "week", "month"] as const;
+export type Interval = (typeof INTERVALS)[number];
+
+/** Group by a column, or by local time buckets. */
+export type Grouping = { dimension: ColumnDimension } | { interval: Interval };
+
+/** The integer counts of one block. */
+export interface Counts {
+  widget_loads: number;
+  viewable_sessions: number;
+  engagement_queries: number;
+  total_clicks: number;
+  article_clicks: number;
+  cta_clicks: number;
+  sessions: number;
+  engaged_sessions: number;
+  heartbeats: number;
+}
+
+const COUNT_KEYS: (keyof Counts)[] = [
+  "widget_loads",
+  "viewable_sessions",
+  "engagement_queries",
+  "total_clicks",
+  "article_clicks",
+  "cta_clicks",
+  "sessions",
+  "engaged_sessions",
+  "heartbeats",
+];
+
+/** All-zero counts. */
+export const zeroCounts = (): Counts => Object.fromEntries(COUNT_KEYS.map((k) => [k, 0])) as unknown as Counts;
+
+/** Adds `b` into `a`. */
+export function addCounts(a: Counts, b: Counts): Counts {
+  for (const k of COUNT_KEYS) a[k] += b[k];
+  return a;
+}
+
+/** The 13 summary metrics of spec 2.5 from a block's counts. */
+export function summaryOf(t: Counts) {
+  const totalSeconds = t.heartbeats * HEARTBEAT_SECONDS;
+  return {
+    widget_loads: t.widget_loads,
+    viewable_sessions: t.viewable_sessions,
+    engagement_queries: t.engagement_queries,
+    total_clicks: t.total_clicks,
+    article_clicks: t.article_clicks,
+    cta_clicks: t.cta_clicks,
+    sessions: t.sessions,
+    total_session_time_seconds: totalSeconds,
+    avg_session_duration_seconds: avgInt(totalSeconds, t.sessions),
+    viewability_rate: pct(t.viewable_sessions, t.sessions),
+    engagement_rate: pct(t.engagement_queries, t.widget_loads),
+    engagement_session_rate: pct(t.engaged_sessions, t.sessions),
+    query_to_click_rate: pct(t.total_clicks, t.engagement_queries),
+  };
+}
+export type Summary = ReturnType<typeof summaryOf>;
+
+/**
+ * Runs the block query. Keys are the dimension's values (`""` where an event has none) or local
+ * bucket labels: `YYYY-MM-DDTHH:00` (hour), `YYYY-MM-DD` (day, and the Monday of a week), `YYYY-MM`.
+ */
+export async function blockCounts(
+  engine: AnalyticsEngine,
+  w: ZonedWindow,
+  filters: BlockFilters,
+  grouping: Grouping,
+): Promise<Map<string, Counts>> {
+  const rows = "interval" in grouping
+    ? await engine.query("ask_ai_by_time", { ...windowParams(w), ...filters, interval: grouping.interval })
+    : await engine.query("ask_ai_by_column", { ...windowParams(w), ...filters, dimension: grouping.dimension });
+  const out = new Map<string, Counts>();
+  for (const r of rows) {
+    const c = zeroCounts();
+    for (const k of COUNT_KEYS) c[k] = num(r[k]);
+    out.set(String(r.key), c);
+  }
+  return out;
+}
+
+/** Every local bucket label of a window, ascending (zero-filling time series). */
+export function bucketLabels(w: DateWindow, interval: Interval): string[] {
+  const start = parseDay(w.start)!;
+  const end = parseDay(w.end)!;
+  const out: string[] = [];
+  if (interval === "day") return [...w.days];
+  if (interval === "hour") {
+    for (const d of w.days) for (let h = 0; h < 24; h++) out.push(`${d}T${String(h).padStart(2, "0")}:00`);
+    return out;
+  }
+  if (interval === "week") {
+    // ISO weeks start on Monday (what DuckDB's date_trunc('week') gives).
+    const dow = (new Date(start).getUTCDay() + 6) % 7;
+    for (let d = start - dow * DAY_MS; d <= end; d += 7 * DAY_MS) out.push(formatDay(d));
+    return out;
+  }
+  const s = new Date(start);
+  for (let y = s.getUTCFullYear(), m = s.getUTCMonth(); Date.UTC(y, m, 1) <= end; m === 11 ? (y++, m = 0) : m++) {
+    out.push(`${y}-${String(m + 1).padStart(2, "0")}`);
+  }
+  return out;
+}

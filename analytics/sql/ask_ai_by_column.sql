@@ -1,0 +1,82 @@
+-- Ask AI metrics of a filtered block of events per value of one column ($dimension); events
+-- without a value are grouped under ''. A session counts once in every group it has block events in.
+-- The block is every event in the local window ($start_local .. $end_local in zone $tz) that
+-- matches the filters. Event counts (queries, clicks, heartbeats) are the block's events. Session
+-- figures count the sessions (visit_id, assigned at ingestion) the block's events belong to, once per
+-- group: a session's widget loads and viewability come from the whole session, so a block that holds
+-- only the later part of its sessions (deployment_type=sponsored_conversation, whose sessions start
+-- with an `embed` load) still reports the sessions, loads and viewable sessions its queries and
+-- clicks belong to, and every rate matches its counts. One scan: every tenant event in the window,
+-- the filters as the flag `blk`.
+WITH g AS (
+  SELECT visit_id, k,
+    count(*) FILTER (WHERE blk AND event_type = 'widget_load' AND visit_id IS NULL) AS loose_loads,
+    count(*) FILTER (WHERE blk AND event_type = 'query') AS queries,
+    count(*) FILTER (WHERE blk AND event_type = 'click') AS clicks,
+    count(*) FILTER (WHERE blk AND event_type = 'click' AND click_type = 'article') AS article_clicks,
+    count(*) FILTER (WHERE blk AND event_type = 'click' AND click_type = 'cta') AS cta_clicks,
+    count(*) FILTER (WHERE blk AND event_type = 'heartbeat' AND visit_id IS NOT NULL) AS heartbeats,
+    count(*) FILTER (WHERE event_type = 'widget_load') AS loads,
+    bool_or(visit_viewable) AS viewable,
+    bool_or(blk) AS inb
+  FROM (
+    SELECT visit_id, event_type, click_type, visit_viewable,
+      coalesce(CASE $dimension
+        WHEN 'widget_id' THEN widget_id
+        WHEN 'placement_id' THEN placement_id
+        WHEN 'deployment_type' THEN deployment_type
+        WHEN 'interaction_type' THEN interaction_type
+        WHEN 'referring_url' THEN referring_url
+        WHEN 'ai_agent' THEN ai_agent
+        WHEN 'intent' THEN intent_type
+        WHEN 'category' THEN category
+      END, '') AS k,
+      ($ai_agent IS NULL OR ai_agent = $ai_agent)
+        AND ($placement_id IS NULL OR placement_id = $placement_id)
+        AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
+        AND ($creative_id IS NULL OR creative_id = $creative_id)
+        AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
+        AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS blk
+    FROM events
+    WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
+      AND ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
+      AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
+      AND tenant_id = $tenant_id
+  )
+  GROUP BY visit_id, k
+),
+s AS (
+  SELECT k, inb, queries,
+    sum(loads) OVER (PARTITION BY visit_id) AS loads,
+    bool_or(viewable) OVER (PARTITION BY visit_id) AS viewable
+  FROM g
+  WHERE visit_id IS NOT NULL
+),
+per_k AS (
+  SELECT k,
+    sum(loose_loads) AS widget_loads, 0 AS viewable_sessions, sum(queries) AS engagement_queries,
+    sum(clicks) AS total_clicks, sum(article_clicks) AS article_clicks, sum(cta_clicks) AS cta_clicks,
+    0 AS sessions, 0 AS engaged_sessions, sum(heartbeats) AS heartbeats
+  FROM g
+  GROUP BY k
+  UNION ALL
+  SELECT k,
+    sum(loads), count(*) FILTER (WHERE viewable), 0, 0, 0, 0, count(*), count(*) FILTER (WHERE queries > 0), 0
+  FROM s
+  WHERE inb
+  GROUP BY k
+)
+SELECT k AS key,
+  sum(widget_loads)::BIGINT AS widget_loads,
+  sum(viewable_sessions)::BIGINT AS viewable_sessions,
+  sum(engagement_queries)::BIGINT AS engagement_queries,
+  sum(total_clicks)::BIGINT AS total_clicks,
+  sum(article_clicks)::BIGINT AS article_clicks,
+  sum(cta_clicks)::BIGINT AS cta_clicks,
+  sum(sessions)::BIGINT AS sessions,
+  sum(engaged_sessions)::BIGINT AS engaged_sessions,
+  sum(heartbeats)::BIGINT AS heartbeats
+FROM per_k
+GROUP BY 1
+HAVING sum(engagement_queries) + sum(total_clicks) + sum(heartbeats) + sum(sessions) + sum(widget_loads) > 0
+ORDER BY 1
