@@ -6,11 +6,13 @@
 import type { Repos } from "../core/store/repos.ts";
 import { INTENT_LABELS } from "./classifier.ts";
 import type { AnalyticsEngine } from "./engine.ts";
-import { analyticsBadRequest, avgInt, pct, ratio2, resolveWindow, supplied } from "./filters.ts";
+import { changes, earlierWindow, parseCompare } from "./compare.ts";
+import { analyticsBadRequest, avgInt, type DateWindow, pct, ratio2, resolveWindow, supplied } from "./filters.ts";
 import type { Clock } from "../core/clock.ts";
 import {
   addCounts,
   blockCounts,
+  type Counts,
   type BlockFilters,
   summaryOf,
   windowParams,
@@ -69,7 +71,7 @@ export const DEFAULT_LOG_LIMIT = 50;
 export const meta = (clock: Clock, w: ZonedWindow) => ({ timezone: w.tz, generated_at: clock.now().toISOString() });
 
 /** Parameters every analytics endpoint reads beside its filters (part of the cache key, not echoed). */
-export const ZONE_PARAMS = ["timezone"] as const;
+export const ZONE_PARAMS = ["timezone", "compare"] as const;
 
 /** Dependencies of the rollups. */
 export interface RollupDeps {
@@ -127,11 +129,8 @@ export async function normaliseQuery(
   return { ...supplied(q, names), start_date: w.start, end_date: w.end, timezone: w.tz };
 }
 
-/** GET /v1/analytics/ask-ai (spec 2.5). */
-export async function askAiRollup(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
-  const w = await requestWindow(deps, q);
-  const agent = await widgetAgent(deps, tenantId, q);
-  const byDay = await blockCounts(deps.engine, w, blockFilters(tenantId, agent, q), { interval: "day" });
+/** Daily rows and totals of a zoned window from per-day counts. */
+function dailyOf(w: DateWindow, byDay: Map<string, Counts>) {
   const total = zeroCounts();
   const daily = w.days.map((date) => {
     const c = byDay.get(date) ?? zeroCounts();
@@ -145,11 +144,43 @@ export async function askAiRollup(deps: RollupDeps, tenantId: string, q: Analyti
       sessions: c.sessions,
     };
   });
+  return { daily, summary: summaryOf(total) };
+}
+
+/**
+ * GET /v1/analytics/ask-ai (spec 2.5). With `compare`, a `comparison` block beside `summary` holds
+ * the earlier window's summary and daily rows and the change of each metric; both windows are
+ * queried at once.
+ */
+export async function askAiRollup(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
+  const w = await requestWindow(deps, q);
+  const mode = parseCompare(q.compare);
+  const agent = await widgetAgent(deps, tenantId, q);
+  const filters = blockFilters(tenantId, agent, q);
+  const earlier = mode ? { ...earlierWindow(w, mode), tz: w.tz } : null;
+  const [now, before] = await Promise.all([
+    blockCounts(deps.engine, w, filters, { interval: "day" }),
+    earlier ? blockCounts(deps.engine, earlier, filters, { interval: "day" }) : null,
+  ]);
+  const cur = dailyOf(w, now);
+  const prev = earlier && before ? dailyOf(earlier, before) : null;
   return {
     success: true,
     filters: supplied(q, ASK_AI_FILTERS),
-    summary: summaryOf(total),
-    daily_breakdown: daily,
+    summary: cur.summary,
+    ...(prev && earlier
+      ? {
+        comparison: {
+          compare: mode,
+          start_date: earlier.start,
+          end_date: earlier.end,
+          summary: prev.summary,
+          change: changes(cur.summary, prev.summary),
+          daily_breakdown: prev.daily,
+        },
+      }
+      : {}),
+    daily_breakdown: cur.daily,
     meta: meta(deps.clock, w),
   };
 }

@@ -1,20 +1,20 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { CacheStatus } from "../analytics/cache.ts";
 import {
   type AnalyticsQuery,
   ASK_AI_FILTERS,
   askAiLogs,
   askAiRollup,
   LOGS_FILTERS,
-  normaliseQuery,
   type RollupDeps,
   SESSION_FILTERS,
   sessionIntelligence,
   SPONSORED_FILTERS,
   sponsoredRollup,
+  ZONE_PARAMS,
 } from "../analytics/rollups.ts";
-import { supplied } from "../analytics/filters.ts";
+import { analyticsAnswerer, jsonAnswer } from "./analytics_answer.ts";
+import { askAiQuery, createAnalyticsInsightRoutes, type InsightDeps } from "./analytics_insights.ts";
 import type { Deps } from "../composition.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
@@ -68,8 +68,11 @@ const routes = {
     tags: ["analytics"],
     summary: "Ask AI engagement rollup",
     security: bearer,
-    request: { query: z.object({ ...dates, ...scope, ...macros }), headers },
-    responses: { 200: ok("Summary, daily breakdown (one row per day, zero-filled), meta"), ...common },
+    request: { query: z.object({ ...dates, ...scope, ...macros, compare: askAiQuery.compare }), headers },
+    responses: {
+      200: ok("Summary, comparison (with `compare`), daily breakdown (one row per day, zero-filled), meta"),
+      ...common,
+    },
   }),
   logs: createRoute({
     method: "get",
@@ -124,7 +127,7 @@ const routes = {
  * cache; the cache and the limiter are built with the other services).
  */
 export function createAnalyticsRoutes(
-  deps: Pick<Deps, "analytics" | "analyticsCache" | "analyticsLimiter" | "apiKeys" | "repos" | "clock" | "log">,
+  deps: Pick<Deps, "analyticsCache" | "analyticsLimiter" | "apiKeys"> & InsightDeps,
 ) {
   const app = familyApp("message", deps.log);
   const cache = deps.analyticsCache;
@@ -132,41 +135,15 @@ export function createAnalyticsRoutes(
   app.use("*", apiKeyAuth(deps.apiKeys));
   app.use("*", rateLimit({ limiter: deps.analyticsLimiter, key: (c) => c.get("apiKey")?.id }));
 
-  /**
-   * Validates the query, then answers from the cache or computes and stores the answer. The cache
-   * is keyed on the normalised query (resolved dates), so requests that differ only in how they
-   * spell the same window share an entry; the `filters` echo is always the caller's own.
-   */
+  const answerer = analyticsAnswerer(cache, rollupDeps);
   const answer = async (
     c: Context<AppEnv>,
     endpoint: string,
-    names: readonly string[],
+    echo: readonly string[],
     compute: (tenantId: string, q: AnalyticsQuery) => Promise<Record<string, unknown>>,
-  ): Promise<Response> => {
-    const tenantId = c.get("tenantId")!;
-    const q = c.req.query() as AnalyticsQuery;
-    const filters = await normaliseQuery(rollupDeps, q, names);
-    let status: CacheStatus;
-    let body: Record<string, unknown> | null = null;
-    if (!cache.enabled) status = "DISABLED";
-    else {
-      const key = await cache.key(tenantId, endpoint, filters);
-      const bypass = /(^|,)\s*no-cache\s*(,|$)/i.test(c.req.header("cache-control") ?? "");
-      const cached = bypass ? null : await cache.get(key);
-      if (cached !== null) body = JSON.parse(cached);
-      status = body !== null ? "HIT" : bypass ? "BYPASS" : "MISS";
-      if (body === null) {
-        body = await compute(tenantId, q);
-        await cache.set(key, JSON.stringify(body));
-      }
-    }
-    body ??= await compute(tenantId, q);
-    if ("filters" in body) body.filters = supplied(q, names);
-    return c.body(JSON.stringify(body), 200, {
-      "content-type": "application/json; charset=UTF-8",
-      "X-Cache": status,
-    });
-  };
+  ) => jsonAnswer(c, await answerer(c, { endpoint, echo, keyParams: ZONE_PARAMS, compute }));
+
+  app.route("/", createAnalyticsInsightRoutes(deps, answerer));
 
   // deno-lint-ignore no-explicit-any
   const h = (fn: (c: Context<AppEnv>) => Promise<Response>) => fn as any;

@@ -1,0 +1,158 @@
+/**
+ * GET /v1/analytics/ask-ai/breakdown: the Ask AI summary metrics per value of one dimension (a
+ * column, or local time buckets with `dimension=date&interval=...`), sortable and limited, with an
+ * optional comparison against an earlier window.
+ */
+import { INTENT_LABELS } from "./classifier.ts";
+import { changes, earlierWindow, parseCompare } from "./compare.ts";
+import { analyticsBadRequest, supplied } from "./filters.ts";
+import {
+  addCounts,
+  blockCounts,
+  bucketLabels,
+  COLUMN_DIMENSIONS,
+  type Counts,
+  type Grouping,
+  type Interval,
+  INTERVALS,
+  summaryOf,
+  zeroCounts,
+} from "./metrics.ts";
+import {
+  type AnalyticsQuery,
+  ASK_AI_FILTERS,
+  blockFilters,
+  meta,
+  requestWindow,
+  type RollupDeps,
+  widgetAgent,
+} from "./rollups.ts";
+
+/** Dimensions a breakdown accepts. */
+export const DIMENSIONS = ["date", ...COLUMN_DIMENSIONS] as const;
+/** Fields rows can be sorted by. */
+export const SORT_FIELDS = [
+  "key",
+  "widget_loads",
+  "viewable_sessions",
+  "engagement_queries",
+  "total_clicks",
+  "article_clicks",
+  "cta_clicks",
+  "sessions",
+  "total_session_time_seconds",
+  "avg_session_duration_seconds",
+  "viewability_rate",
+  "engagement_rate",
+  "engagement_session_rate",
+  "query_to_click_rate",
+] as const;
+export type SortField = (typeof SORT_FIELDS)[number];
+/** Query parameters of the breakdown besides the ask-ai filters (cache key, not echoed). */
+export const BREAKDOWN_PARAMS = ["dimension", "interval", "sort", "order", "limit", "compare"] as const;
+/** Default and largest number of rows. */
+export const DEFAULT_BREAKDOWN_LIMIT = 100;
+export const MAX_BREAKDOWN_LIMIT = 10_000;
+
+const oneOf = <T extends string>(q: AnalyticsQuery, name: string, allowed: readonly T[], fallback: T | null): T => {
+  const v = q[name];
+  if (v === undefined || v === "") {
+    if (fallback === null) throw analyticsBadRequest(`${name} is required: one of ${allowed.join(", ")}`);
+    return fallback;
+  }
+  if (!(allowed as readonly string[]).includes(v)) throw analyticsBadRequest(`${name} must be one of: ${allowed.join(", ")}`);
+  return v as T;
+};
+
+/** The validated breakdown options of a request. @throws 400 naming the bad parameter. */
+export function breakdownOptions(q: AnalyticsQuery) {
+  const dimension = oneOf(q, "dimension", DIMENSIONS, null);
+  if (dimension !== "date" && q.interval !== undefined && q.interval !== "") {
+    throw analyticsBadRequest("interval applies only to dimension=date");
+  }
+  const interval: Interval = oneOf(q, "interval", INTERVALS, "day");
+  const sort: SortField = oneOf(q, "sort", SORT_FIELDS, dimension === "date" ? "key" : "sessions");
+  const order = oneOf(q, "order", ["asc", "desc"] as const, sort === "key" ? "asc" : "desc");
+  const raw = q.limit;
+  let limit = DEFAULT_BREAKDOWN_LIMIT;
+  if (raw !== undefined && raw !== "") {
+    if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) throw analyticsBadRequest("limit must be an integer >= 1");
+    limit = Math.min(Number(raw), MAX_BREAKDOWN_LIMIT);
+  }
+  return { dimension, interval, sort, order, limit, compare: parseCompare(q.compare) };
+}
+
+type Row = { key: string | null; label?: string } & ReturnType<typeof summaryOf>;
+
+function rowsOf(counts: Map<string, Counts>, keys: string[] | null, dimension: string): Row[] {
+  const list = keys ?? [...counts.keys()];
+  return list.map((k) => {
+    const row: Row = { key: k === "" ? null : k, ...summaryOf(counts.get(k) ?? zeroCounts()) };
+    if (dimension === "intent") row.label = k === "" ? "" : INTENT_LABELS[k] ?? k;
+    return row;
+  });
+}
+
+function sortRows(rows: Row[], sort: SortField, order: "asc" | "desc"): Row[] {
+  const dir = order === "asc" ? 1 : -1;
+  const keyCmp = (a: Row, b: Row) => ((a.key ?? "") < (b.key ?? "") ? -1 : (a.key ?? "") > (b.key ?? "") ? 1 : 0);
+  return rows.sort((a, b) => {
+    if (sort === "key") return dir * keyCmp(a, b);
+    return dir * (a[sort] - b[sort]) || keyCmp(a, b);
+  });
+}
+
+/** The breakdown answer. */
+export async function askAiBreakdown(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
+  const opts = breakdownOptions(q);
+  const w = await requestWindow(deps, q);
+  const agent = await widgetAgent(deps, tenantId, q);
+  const filters = blockFilters(tenantId, agent, q);
+  const grouping: Grouping = opts.dimension === "date"
+    ? { interval: opts.interval }
+    : { dimension: opts.dimension };
+  const earlier = opts.compare ? { ...earlierWindow(w, opts.compare), tz: w.tz } : null;
+  // The block's totals come from the day series: one session counts once in them, however many
+  // rows (e.g. placements) it appears in.
+  const [counts, totalsByDay, earlierCounts, earlierByDay] = await Promise.all([
+    blockCounts(deps.engine, w, filters, grouping),
+    opts.dimension === "date" ? null : blockCounts(deps.engine, w, filters, { interval: "day" }),
+    earlier ? blockCounts(deps.engine, earlier, filters, grouping) : null,
+    earlier && opts.dimension !== "date" ? blockCounts(deps.engine, earlier, filters, { interval: "day" }) : null,
+  ]);
+  const total = [...(totalsByDay ?? counts).values()].reduce(addCounts, zeroCounts());
+  const keys = opts.dimension === "date" ? bucketLabels(w, opts.interval) : null;
+  const rows = sortRows(rowsOf(counts, keys, opts.dimension), opts.sort, opts.order).slice(0, opts.limit);
+  const summary = summaryOf(total);
+  let comparison = null;
+  if (earlier && earlierCounts) {
+    const before = summaryOf([...(earlierByDay ?? earlierCounts).values()].reduce(addCounts, zeroCounts()));
+    const earlierRows = opts.dimension === "date"
+      ? rowsOf(earlierCounts, bucketLabels(earlier, opts.interval), opts.dimension)
+      : rowsOf(earlierCounts, rows.map((r) => r.key ?? ""), opts.dimension);
+    comparison = {
+      compare: opts.compare,
+      start_date: earlier.start,
+      end_date: earlier.end,
+      summary: before,
+      change: changes(summary, before),
+      // Dates: the earlier window's buckets in order; columns: the same keys as `rows`.
+      rows: earlierRows,
+    };
+  }
+  return {
+    success: true,
+    filters: supplied(q, ASK_AI_FILTERS),
+    breakdown: {
+      dimension: opts.dimension,
+      ...(opts.dimension === "date" ? { interval: opts.interval } : {}),
+      sort: opts.sort,
+      order: opts.order,
+      limit: opts.limit,
+    },
+    summary,
+    ...(comparison ? { comparison } : {}),
+    rows,
+    meta: meta(deps.clock, w),
+  };
+}

@@ -1,0 +1,58 @@
+import type { Context } from "hono";
+import type { AnalyticsCache, CacheStatus } from "../analytics/cache.ts";
+import { supplied } from "../analytics/filters.ts";
+import { type AnalyticsQuery, normaliseQuery, type RollupDeps } from "../analytics/rollups.ts";
+import type { AppEnv } from "./env.ts";
+
+/** What one analytics endpoint answers with and how its cache key is made. */
+export interface AnswerSpec {
+  /** Cache namespace (the endpoint). */
+  endpoint: string;
+  /** Filters echoed in `filters` (spec order); all of them are part of the key. */
+  echo: readonly string[];
+  /** Further parameters that change the answer (part of the key, never echoed). */
+  keyParams?: readonly string[];
+  compute: (tenantId: string, q: AnalyticsQuery) => Promise<Record<string, unknown>>;
+}
+
+/**
+ * Answers an analytics request from the KV cache or by computing it (section 8: `Cache-Control:
+ * no-cache` skips the read, `X-Cache` says what happened). The cache is keyed on the normalised
+ * query (resolved dates and zone), so requests that spell the same window differently share an
+ * entry, and the `filters` echo is always rendered from the caller's own query.
+ */
+export function analyticsAnswerer(cache: AnalyticsCache, deps: RollupDeps) {
+  return async function answer(
+    c: Context<AppEnv>,
+    spec: AnswerSpec,
+  ): Promise<{ body: Record<string, unknown>; status: CacheStatus }> {
+    const tenantId = c.get("tenantId")!;
+    const q = c.req.query() as AnalyticsQuery;
+    const key = await normaliseQuery(deps, q, [...spec.echo, ...(spec.keyParams ?? [])]);
+    let status: CacheStatus;
+    let body: Record<string, unknown> | null = null;
+    if (!cache.enabled) status = "DISABLED";
+    else {
+      const k = await cache.key(tenantId, spec.endpoint, key);
+      const bypass = /(^|,)\s*no-cache\s*(,|$)/i.test(c.req.header("cache-control") ?? "");
+      const cached = bypass ? null : await cache.get(k);
+      if (cached !== null) body = JSON.parse(cached);
+      status = body !== null ? "HIT" : bypass ? "BYPASS" : "MISS";
+      if (body === null) {
+        body = await spec.compute(tenantId, q);
+        await cache.set(k, JSON.stringify(body));
+      }
+    }
+    body ??= await spec.compute(tenantId, q);
+    if ("filters" in body) body.filters = supplied(q, spec.echo);
+    return { body, status };
+  };
+}
+
+/** The JSON response of an answer. */
+export function jsonAnswer(c: Context<AppEnv>, a: { body: unknown; status: CacheStatus }): Response {
+  return c.body(JSON.stringify(a.body), 200, {
+    "content-type": "application/json; charset=UTF-8",
+    "X-Cache": a.status,
+  });
+}

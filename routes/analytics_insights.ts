@@ -1,0 +1,104 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { askAiBreakdown, BREAKDOWN_PARAMS, DIMENSIONS, SORT_FIELDS } from "../analytics/breakdown.ts";
+import { COMPARE_MODES } from "../analytics/compare.ts";
+import { INTERVALS } from "../analytics/metrics.ts";
+import { ASK_AI_FILTERS, type RollupDeps, ZONE_PARAMS } from "../analytics/rollups.ts";
+import type { Deps } from "../core/deps.ts";
+import type { AppEnv } from "./env.ts";
+import { type analyticsAnswerer, jsonAnswer } from "./analytics_answer.ts";
+import { familyApp } from "./family.ts";
+
+/** What the analytics routes read. */
+export type InsightDeps = Pick<Deps, "analytics" | "duckdb" | "eventPipeline" | "repos" | "clock" | "log">;
+
+const str = (description: string) => z.string().optional().openapi({ description });
+
+/** Query parameters shared with GET /v1/analytics/ask-ai. */
+export const askAiQuery = {
+  start_date: str("YYYY-MM-DD in `timezone`, inclusive. Default: end_date minus 6 days."),
+  end_date: str("YYYY-MM-DD in `timezone`, inclusive, at most 365 days after start_date. Default: today there."),
+  timezone: str("IANA zone for dates and buckets (default `UTC`; unknown is 400); echoed in `meta.timezone`."),
+  widget_id: str("`wd_...` of the key's tenant; 400 `widget_id not found`."),
+  placement_id: str("Exact placement id."),
+  deployment_type: str("e.g. `brand_agent`, `sponsored_conversation`, `embed`."),
+  creative_id: str("Creative id."),
+  line_item_id: str("Line item id."),
+  publisher_id: str("Publisher id."),
+  compare: z.enum(COMPARE_MODES).optional().openapi({
+    description: "Adds a `comparison` block: the earlier window's summary (and rows) and the change of each metric " +
+      "(relative, percent; null when the earlier value is 0).",
+  }),
+};
+
+const errors = {
+  400: {
+    description: "Bad date, window, timezone, dimension, sort, limit or unknown widget_id",
+    content: { "application/json": { schema: z.object({ message: z.string() }) } },
+  },
+  401: { description: "Missing or non-`ak_` API key" },
+  403: { description: "Unknown or revoked API key" },
+  429: { description: '`{message: "rate limit exceeded"}` with Retry-After' },
+};
+const headers = z.object({
+  "cache-control": z.string().optional().openapi({ description: "`no-cache` skips the cache read." }),
+});
+const bearer = [{ bearerAuth: [] }];
+
+const breakdownRoute = createRoute({
+  method: "get",
+  path: "/ask-ai/breakdown",
+  tags: ["analytics"],
+  summary: "Ask AI metrics per dimension value or time bucket",
+  description: "Rows carry the 13 summary metrics of `GET /v1/analytics/ask-ai`. A session counts once in every " +
+    "row it has events in, so session figures of column rows may add up to more than `summary`.",
+  security: bearer,
+  request: {
+    query: z.object({
+      dimension: z.enum(DIMENSIONS).openapi({ description: "What a row is." }),
+      interval: z.enum(INTERVALS).optional().openapi({
+        description: "With dimension=date: local hour (`YYYY-MM-DDTHH:00`), day, ISO week (its Monday) or month.",
+      }),
+      sort: z.enum(SORT_FIELDS).optional().openapi({
+        description: "Default `key` for dates, `sessions` otherwise.",
+      }),
+      order: z.enum(["asc", "desc"]).optional().openapi({ description: "Default asc for key, desc otherwise." }),
+      limit: str("Rows: default 100, values over 10000 become 10000."),
+      ...askAiQuery,
+    }),
+    headers,
+  },
+  responses: {
+    200: {
+      description: "success, filters, breakdown, summary, comparison (with compare), rows, meta. Headers: X-Cache, " +
+        "X-RateLimit-*.",
+      content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+    },
+    ...errors,
+  },
+});
+
+/**
+ * The analytics routes beyond the spec's four (breakdown, realtime, recirculation, agent
+ * readership), mounted inside the `/v1/analytics` sub-app, behind its key check and rate limit.
+ */
+export function createAnalyticsInsightRoutes(deps: InsightDeps, answer: ReturnType<typeof analyticsAnswerer>) {
+  const app = familyApp("message", deps.log);
+  const rollupDeps: RollupDeps = { engine: deps.analytics, repos: deps.repos, clock: deps.clock };
+  // deno-lint-ignore no-explicit-any
+  const h = (fn: (c: Context<AppEnv>) => Promise<Response>) => fn as any;
+
+  app.openapi(
+    breakdownRoute,
+    h(async (c) => {
+      const a = await answer(c, {
+        endpoint: "ask-ai-breakdown",
+        echo: ASK_AI_FILTERS,
+        keyParams: [...ZONE_PARAMS, ...BREAKDOWN_PARAMS],
+        compute: (t, q) => askAiBreakdown(rollupDeps, t, q),
+      });
+      return jsonAnswer(c, a);
+    }),
+  );
+  return app;
+}
