@@ -39,6 +39,11 @@ export class AnalyticsDb {
     }
   }
 
+  /** A connection the caller must close (`closeSync`); for work that outlives one call, e.g. a stream. */
+  connect(): Promise<DuckDBConnection> {
+    return this.instance.connect();
+  }
+
   /** True when the engine answers a trivial query. */
   async ping(): Promise<boolean> {
     try {

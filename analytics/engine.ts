@@ -16,6 +16,8 @@ export const ROLLUPS = [
   "ask_ai_by_column",
   "ask_ai_logs",
   "ask_ai_logs_count",
+  "ask_ai_logs_export",
+  "ask_ai_logs_parquet",
   "sponsored_daily",
   "sponsored_campaigns",
   "sponsored_prompts",
@@ -113,6 +115,60 @@ export class AnalyticsEngine {
   async explain(name: RollupName, params: Record<string, SqlParam>): Promise<string> {
     const rows = await this.#run(name, params, "EXPLAIN ANALYZE ");
     return rows.map((r) => String(r.explain_value ?? "")).join("\n");
+  }
+
+  /**
+   * Streams a rollup's first column chunk by chunk (DuckDB's streaming result: rows are produced as
+   * they are pulled, so memory stays flat). The connection closes when the iteration ends or is
+   * abandoned (`return()`).
+   */
+  async *streamColumn(name: RollupName, params: Record<string, SqlParam>): AsyncGenerator<unknown[]> {
+    await this.#ensureView();
+    const sql = await loadSql(name);
+    const conn = await this.db.connect();
+    try {
+      const stmt = await conn.prepare(sql);
+      try {
+        this.#bind(stmt, params);
+        const result = await stmt.stream();
+        while (true) {
+          const chunk = await result.fetchChunk();
+          if (!chunk || chunk.rowCount === 0) break;
+          yield chunk.getColumnValues(0);
+        }
+      } finally {
+        stmt.destroySync();
+      }
+    } finally {
+      conn.closeSync();
+    }
+  }
+
+  /** Writes a rollup's rows to a Parquet file (zstd) at a server-made path. */
+  async copyToParquet(name: RollupName, params: Record<string, SqlParam>, path: string): Promise<number> {
+    await this.#ensureView();
+    const sql = `COPY (${(await loadSql(name)).replace(/;\s*$/, "")}) TO ${sqlString(path)} (FORMAT parquet, COMPRESSION zstd)`;
+    return await this.db.withConnection(async (conn) => {
+      const stmt = await conn.prepare(sql);
+      try {
+        this.#bind(stmt, params);
+        const r = await stmt.run();
+        return Number(r.rowsChanged);
+      } finally {
+        stmt.destroySync();
+      }
+    });
+  }
+
+  #bind(stmt: { bind(values: Record<string, Bound>, types: Record<string, DuckDBType>): void }, params: Record<string, SqlParam>) {
+    const values: Record<string, Bound> = {};
+    const types: Record<string, DuckDBType> = {};
+    for (const [k, v] of Object.entries(params)) {
+      const b = bindValue(v);
+      values[k] = b.value;
+      types[k] = b.type;
+    }
+    stmt.bind(values, types);
   }
 
   async #run(name: RollupName, params: Record<string, SqlParam>, prefix: string): Promise<Record<string, unknown>[]> {

@@ -14,7 +14,14 @@ import {
   ZONE_PARAMS,
 } from "../analytics/rollups.ts";
 import { analyticsAnswerer, jsonAnswer } from "./analytics_answer.ts";
-import { askAiQuery, createAnalyticsInsightRoutes, type InsightDeps } from "./analytics_insights.ts";
+import {
+  askAiQuery,
+  createAnalyticsInsightRoutes,
+  exportFormatParam,
+  exportHeaders,
+  type InsightDeps,
+} from "./analytics_insights.ts";
+import { logsCsvStream, logsParquet, PARQUET_TYPE, requestedFormat } from "../analytics/export.ts";
 import type { Deps } from "../composition.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
@@ -87,10 +94,23 @@ const routes = {
         interaction_type: str("One value; default: free_form, automated_followup and search."),
         page: str("1-based page, >= 1."),
         limit: str("Rows per page: default 50, values over 500 become 500."),
+        format: exportFormatParam,
       }),
       headers,
     },
-    responses: { 200: ok("data, total_pages, count, meta"), ...common },
+    responses: {
+      200: {
+        ...ok("data, total_pages, count, meta"),
+        description: "JSON: data, total_pages, count, meta. CSV / Parquet (`format`, or `Accept: text/csv`): " +
+          "every row of the window, newest first, streamed (page and limit do not apply; X-Cache BYPASS).",
+        content: {
+          "application/json": { schema: z.record(z.string(), z.unknown()) },
+          "text/csv": { schema: z.string() },
+          [PARQUET_TYPE]: { schema: z.string().openapi({ format: "binary" }) },
+        },
+      },
+      ...common,
+    },
   }),
   sponsored: createRoute({
     method: "get",
@@ -153,7 +173,17 @@ export function createAnalyticsRoutes(
   );
   app.openapi(
     routes.logs,
-    h((c) => answer(c, "ask-ai-logs", LOGS_FILTERS, (t, q) => askAiLogs(rollupDeps, t, q))),
+    h(async (c) => {
+      const format = requestedFormat(c.req.query("format"), c.req.header("accept"));
+      if (format === "json") return answer(c, "ask-ai-logs", LOGS_FILTERS, (t, q) => askAiLogs(rollupDeps, t, q));
+      // Exports stream every row of the window (not a page) and are never cached.
+      const q = c.req.query() as AnalyticsQuery;
+      const tenantId = c.get("tenantId")!;
+      const stream = format === "csv"
+        ? await logsCsvStream(rollupDeps, tenantId, q)
+        : await logsParquet(rollupDeps, tenantId, q);
+      return c.body(stream, 200, exportHeaders(format, "ask-ai-logs"));
+    }),
   );
   app.openapi(
     routes.sponsored,

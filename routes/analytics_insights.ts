@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { askAiBreakdown, BREAKDOWN_PARAMS, DIMENSIONS, SORT_FIELDS } from "../analytics/breakdown.ts";
+import { FORMATS, PARQUET_TYPE, requestedFormat, toCsv, toParquet } from "../analytics/export.ts";
 import { COMPARE_MODES } from "../analytics/compare.ts";
 import { INTERVALS } from "../analytics/metrics.ts";
 import { ASK_AI_FILTERS, type RollupDeps, ZONE_PARAMS } from "../analytics/rollups.ts";
@@ -31,6 +32,20 @@ export const askAiQuery = {
   }),
 };
 
+/** The `format` query parameter of exportable answers. */
+export const exportFormatParam = z.enum(FORMATS).optional().openapi({
+  description: "`csv` or `parquet` exports the answer (also `Accept: text/csv`); default JSON.",
+});
+
+/** Headers of an export response. */
+export function exportHeaders(format: "csv" | "parquet", name: string): Record<string, string> {
+  return {
+    "content-type": format === "csv" ? "text/csv; charset=UTF-8" : PARQUET_TYPE,
+    "content-disposition": `attachment; filename="${name}.${format}"`,
+    "X-Cache": "BYPASS",
+  };
+}
+
 const errors = {
   400: {
     description: "Bad date, window, timezone, dimension, sort, limit or unknown widget_id",
@@ -44,6 +59,7 @@ const headers = z.object({
   "cache-control": z.string().optional().openapi({ description: "`no-cache` skips the cache read." }),
 });
 const bearer = [{ bearerAuth: [] }];
+const METRIC_COLUMNS = SORT_FIELDS.filter((f) => f !== "key");
 
 const breakdownRoute = createRoute({
   method: "get",
@@ -64,6 +80,7 @@ const breakdownRoute = createRoute({
       }),
       order: z.enum(["asc", "desc"]).optional().openapi({ description: "Default asc for key, desc otherwise." }),
       limit: str("Rows: default 100, values over 10000 become 10000."),
+      format: exportFormatParam,
       ...askAiQuery,
     }),
     headers,
@@ -71,8 +88,12 @@ const breakdownRoute = createRoute({
   responses: {
     200: {
       description: "success, filters, breakdown, summary, comparison (with compare), rows, meta. Headers: X-Cache, " +
-        "X-RateLimit-*.",
-      content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+        "X-RateLimit-*. CSV / Parquet: the rows (key, label for intents, the 13 metrics).",
+      content: {
+        "application/json": { schema: z.record(z.string(), z.unknown()) },
+        "text/csv": { schema: z.string() },
+        [PARQUET_TYPE]: { schema: z.string().openapi({ format: "binary" }) },
+      },
     },
     ...errors,
   },
@@ -97,7 +118,13 @@ export function createAnalyticsInsightRoutes(deps: InsightDeps, answer: ReturnTy
         keyParams: [...ZONE_PARAMS, ...BREAKDOWN_PARAMS],
         compute: (t, q) => askAiBreakdown(rollupDeps, t, q),
       });
-      return jsonAnswer(c, a);
+      const format = requestedFormat(c.req.query("format"), c.req.header("accept"));
+      if (format === "json") return jsonAnswer(c, a);
+      const rows = a.body.rows as Record<string, unknown>[];
+      const columns = ["key", ...(c.req.query("dimension") === "intent" ? ["label"] : []), ...METRIC_COLUMNS];
+      const headers = { ...exportHeaders(format, "ask-ai-breakdown"), "X-Cache": a.status };
+      if (format === "csv") return c.body(toCsv(columns, rows), 200, headers);
+      return c.body(await toParquet(deps.duckdb, columns, rows), 200, headers);
     }),
   );
   return app;

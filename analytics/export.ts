@@ -1,0 +1,184 @@
+/**
+ * Exports of analytics answers: CSV (`Accept: text/csv` or `format=csv`) and Parquet
+ * (`format=parquet`). The logs export streams every row of the window, newest first, with flat
+ * memory: DuckDB produces CSV lines one chunk (2,048 rows) at a time as the client reads.
+ */
+import { analyticsBadRequest, formatDay, parseDay } from "./filters.ts";
+import { windowParams } from "./metrics.ts";
+import { type AnalyticsQuery, opt, requestWindow, type RollupDeps, widgetAgent } from "./rollups.ts";
+import { DEFAULT_LOG_INTERACTION_TYPES } from "./schema.ts";
+import type { AnalyticsDb } from "./duckdb.ts";
+import { sqlString } from "./sql_util.ts";
+
+/** Answer formats. */
+export const FORMATS = ["json", "csv", "parquet"] as const;
+export type ExportFormat = (typeof FORMATS)[number];
+/** Media type of Parquet files. */
+export const PARQUET_TYPE = "application/vnd.apache.parquet";
+
+/**
+ * The format a request asks for: `format` wins, else `Accept` (text/csv or the Parquet type),
+ * else JSON. @throws 400 for an unknown `format`.
+ */
+export function requestedFormat(format: string | undefined, accept: string | undefined): ExportFormat {
+  if (format !== undefined && format !== "") {
+    if (!(FORMATS as readonly string[]).includes(format)) {
+      throw analyticsBadRequest("format must be one of: json, csv, parquet");
+    }
+    return format as ExportFormat;
+  }
+  const a = (accept ?? "").toLowerCase();
+  if (/(^|,)\s*text\/csv\b/.test(a)) return "csv";
+  if (a.includes(PARQUET_TYPE)) return "parquet";
+  return "json";
+}
+
+/** Header line of the logs CSV (the fields of spec 2.6 rows). */
+export const LOG_COLUMNS = [
+  "timestamp",
+  "widget_id",
+  "placement_id",
+  "deployment_type",
+  "ai_agent",
+  "referring_url",
+  "interaction_type",
+  "prompt",
+  "response",
+] as const;
+
+const DAY_MS = 86_400_000;
+const enc = new TextEncoder();
+
+async function logParams(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
+  const w = await requestWindow(deps, q);
+  const agent = await widgetAgent(deps, tenantId, q);
+  const interaction = opt(q, "interaction_type");
+  const wp = windowParams(w);
+  return {
+    wp,
+    params: {
+      tenant_id: tenantId,
+      start_local: wp.start_local,
+      end_local: wp.end_local,
+      tz: wp.tz,
+      ai_agent: agent,
+      placement_id: opt(q, "placement_id"),
+      deployment_type: opt(q, "deployment_type"),
+      interaction_types: interaction === null ? [...DEFAULT_LOG_INTERACTION_TYPES] : [interaction],
+    },
+  };
+}
+
+/**
+ * Every log row of the request's window as a CSV byte stream (header first). Validation happens
+ * before the stream is returned, so a bad request is still a 400.
+ */
+export async function logsCsvStream(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
+  const { wp, params } = await logParams(deps, tenantId, q);
+  const days: string[] = [];
+  for (let d = parseDay(wp.to_date)!; d >= parseDay(wp.from_date)!; d -= DAY_MS) days.push(formatDay(d));
+  const engine = deps.engine;
+  async function* lines(): AsyncGenerator<Uint8Array> {
+    yield enc.encode(LOG_COLUMNS.join(",") + "\n");
+    for (const day of days) {
+      for await (const chunk of engine.streamColumn("ask_ai_logs_export", { ...params, day })) {
+        yield enc.encode(chunk.join("\n") + "\n");
+      }
+    }
+  }
+  const it = lines();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const r = await it.next();
+        if (r.done) controller.close();
+        else controller.enqueue(r.value);
+      } catch (err) {
+        controller.error(err);
+      }
+    },
+    async cancel() {
+      await it.return(undefined);
+    },
+  }, { highWaterMark: 2 });
+}
+
+/** A file streamed to the client and removed once sent (or abandoned). */
+function streamAndRemove(path: string, file: Deno.FsFile): ReadableStream<Uint8Array> {
+  const reader = file.readable.getReader();
+  const remove = () => Deno.remove(path).catch(() => {});
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const r = await reader.read();
+      if (r.done) {
+        controller.close();
+        await remove();
+      } else controller.enqueue(r.value);
+    },
+    async cancel() {
+      await reader.cancel().catch(() => {});
+      await remove();
+    },
+  });
+}
+
+/** Every log row of the window as a Parquet file (zstd), streamed from a temp file DuckDB wrote. */
+export async function logsParquet(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
+  const { wp, params } = await logParams(deps, tenantId, q);
+  const path = await Deno.makeTempFile({ prefix: "logs-export-", suffix: ".parquet" });
+  try {
+    await deps.engine.copyToParquet("ask_ai_logs_parquet", { ...params, from_date: wp.from_date, to_date: wp.to_date }, path);
+    return streamAndRemove(path, await Deno.open(path, { read: true }));
+  } catch (err) {
+    await Deno.remove(path).catch(() => {});
+    throw err;
+  }
+}
+
+/** One CSV field: quoted, quotes doubled, a formula-looking start defused with an apostrophe. */
+export function csvCell(v: unknown): string {
+  if (v === null || v === undefined) return "";
+  if (typeof v === "number") return String(v);
+  let s = String(v);
+  if (/^[=+\-@\t\r]/.test(s)) s = "'" + s;
+  return `"${s.replaceAll('"', '""')}"`;
+}
+
+/** Rows of plain objects as CSV text with a header line. */
+export function toCsv(columns: readonly string[], rows: Record<string, unknown>[]): string {
+  const out = [columns.join(",")];
+  for (const r of rows) out.push(columns.map((c) => csvCell(r[c])).join(","));
+  return out.join("\n") + "\n";
+}
+
+/** Rows of plain objects as a Parquet file (DuckDB reads a temp CSV and writes zstd Parquet). */
+export async function toParquet(
+  db: AnalyticsDb,
+  columns: readonly string[],
+  rows: Record<string, unknown>[],
+): Promise<Uint8Array<ArrayBuffer>> {
+  const dir = await Deno.makeTempDir({ prefix: "an-export-" });
+  try {
+    const csv = `${dir}/rows.csv`;
+    const out = `${dir}/rows.parquet`;
+    // Raw values (no formula guard): Parquet readers do not evaluate cells.
+    const plain = [columns.join(",")];
+    for (const r of rows) {
+      plain.push(columns.map((c) => {
+        const v = r[c];
+        return v === null || v === undefined ? "" : typeof v === "number" ? String(v) : `"${String(v).replaceAll('"', '""')}"`;
+      }).join(","));
+    }
+    await Deno.writeTextFile(csv, plain.join("\n") + "\n");
+    await db.withConnection((c) =>
+      c.run(
+        `COPY (SELECT * FROM read_csv(${sqlString(csv)}, header = true, quote = '"', escape = '"')) TO ${
+          sqlString(out)
+        } (FORMAT parquet, COMPRESSION zstd)`,
+      )
+    );
+    return await Deno.readFile(out);
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}

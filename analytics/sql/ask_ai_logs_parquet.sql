@@ -1,0 +1,22 @@
+-- Ask AI log rows of the window as typed columns, newest first (the Parquet export copies this).
+SELECT
+  ts AS timestamp,
+  coalesce(widget_id, '') AS widget_id,
+  coalesce(placement_id, '') AS placement_id,
+  coalesce(deployment_type, '') AS deployment_type,
+  coalesce(ai_agent, '') AS ai_agent,
+  coalesce(referring_url, '') AS referring_url,
+  coalesce(interaction_type, '') AS interaction_type,
+  coalesce(prompt, prompt_text, '') AS prompt,
+  coalesce(response, '') AS response
+FROM events
+WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
+  AND ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
+  AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
+  AND tenant_id = $tenant_id
+  AND event_type = 'query'
+  AND list_contains($interaction_types, interaction_type)
+  AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
+  AND ($placement_id IS NULL OR placement_id = $placement_id)
+  AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
+ORDER BY ts DESC, event_id DESC
