@@ -1,6 +1,7 @@
 import type { QueryCount, QuerySource } from "../core/search/ports.ts";
 import type { Repos } from "../core/store/repos.ts";
 import type { RollupName, SqlParam } from "./engine.ts";
+import { windowParams } from "./metrics.ts";
 
 /** The part of the analytics engine this reads (its rollup runner). */
 export interface RollupRunner {
@@ -32,8 +33,12 @@ export class AnalyticsQuerySource implements QuerySource {
     const counts = new Map<string, number>();
     for (const agent of agents) {
       const rows = await this.analytics.query("ask_ai_logs", {
-        start_date: since.toISOString().slice(0, 10),
-        end_date: until.toISOString().slice(0, 10),
+        ...windowParams({
+          start: since.toISOString().slice(0, 10),
+          end: until.toISOString().slice(0, 10),
+          days: [],
+          tz: "UTC",
+        }),
         tenant_id: dm.tenantId,
         interaction_types: INTERACTIONS,
         ai_agent: agent.id,
