@@ -60,7 +60,9 @@ const oneOf = <T extends string>(q: AnalyticsQuery, name: string, allowed: reado
     if (fallback === null) throw analyticsBadRequest(`${name} is required: one of ${allowed.join(", ")}`);
     return fallback;
   }
-  if (!(allowed as readonly string[]).includes(v)) throw analyticsBadRequest(`${name} must be one of: ${allowed.join(", ")}`);
+  if (!(allowed as readonly string[]).includes(v)) {
+    throw analyticsBadRequest(`${name} must be one of: ${allowed.join(", ")}`);
+  }
   return v as T;
 };
 
@@ -108,9 +110,7 @@ export async function askAiBreakdown(deps: RollupDeps, tenantId: string, q: Anal
   const w = await requestWindow(deps, q);
   const agent = await widgetAgent(deps, tenantId, q);
   const filters = blockFilters(tenantId, agent, q);
-  const grouping: Grouping = opts.dimension === "date"
-    ? { interval: opts.interval }
-    : { dimension: opts.dimension };
+  const grouping: Grouping = opts.dimension === "date" ? { interval: opts.interval } : { dimension: opts.dimension };
   const earlier = opts.compare ? { ...earlierWindow(w, opts.compare), tz: w.tz } : null;
   // The block's totals come from the day series: one session counts once in them, however many
   // rows (e.g. placements) it appears in.

@@ -23,6 +23,7 @@ export const ROLLUPS = [
   "sponsored_prompts",
   "sponsored_click_types",
   "session_intelligence",
+  "realtime",
 ] as const;
 export type RollupName = (typeof ROLLUPS)[number];
 
@@ -147,7 +148,9 @@ export class AnalyticsEngine {
   /** Writes a rollup's rows to a Parquet file (zstd) at a server-made path. */
   async copyToParquet(name: RollupName, params: Record<string, SqlParam>, path: string): Promise<number> {
     await this.#ensureView();
-    const sql = `COPY (${(await loadSql(name)).replace(/;\s*$/, "")}) TO ${sqlString(path)} (FORMAT parquet, COMPRESSION zstd)`;
+    const sql = `COPY (${(await loadSql(name)).replace(/;\s*$/, "")}) TO ${
+      sqlString(path)
+    } (FORMAT parquet, COMPRESSION zstd)`;
     return await this.db.withConnection(async (conn) => {
       const stmt = await conn.prepare(sql);
       try {
@@ -160,7 +163,10 @@ export class AnalyticsEngine {
     });
   }
 
-  #bind(stmt: { bind(values: Record<string, Bound>, types: Record<string, DuckDBType>): void }, params: Record<string, SqlParam>) {
+  #bind(
+    stmt: { bind(values: Record<string, Bound>, types: Record<string, DuckDBType>): void },
+    params: Record<string, SqlParam>,
+  ) {
     const values: Record<string, Bound> = {};
     const types: Record<string, DuckDBType> = {};
     for (const [k, v] of Object.entries(params)) {

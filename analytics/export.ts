@@ -127,7 +127,11 @@ export async function logsParquet(deps: RollupDeps, tenantId: string, q: Analyti
   const { wp, params } = await logParams(deps, tenantId, q);
   const path = await Deno.makeTempFile({ prefix: "logs-export-", suffix: ".parquet" });
   try {
-    await deps.engine.copyToParquet("ask_ai_logs_parquet", { ...params, from_date: wp.from_date, to_date: wp.to_date }, path);
+    await deps.engine.copyToParquet(
+      "ask_ai_logs_parquet",
+      { ...params, from_date: wp.from_date, to_date: wp.to_date },
+      path,
+    );
     return streamAndRemove(path, await Deno.open(path, { read: true }));
   } catch (err) {
     await Deno.remove(path).catch(() => {});
@@ -164,10 +168,16 @@ export async function toParquet(
     // Raw values (no formula guard): Parquet readers do not evaluate cells.
     const plain = [columns.join(",")];
     for (const r of rows) {
-      plain.push(columns.map((c) => {
-        const v = r[c];
-        return v === null || v === undefined ? "" : typeof v === "number" ? String(v) : `"${String(v).replaceAll('"', '""')}"`;
-      }).join(","));
+      plain.push(
+        columns.map((c) => {
+          const v = r[c];
+          return v === null || v === undefined
+            ? ""
+            : typeof v === "number"
+            ? String(v)
+            : `"${String(v).replaceAll('"', '""')}"`;
+        }).join(","),
+      );
     }
     await Deno.writeTextFile(csv, plain.join("\n") + "\n");
     await db.withConnection((c) =>

@@ -12,8 +12,8 @@ import type { Clock } from "../core/clock.ts";
 import {
   addCounts,
   blockCounts,
-  type Counts,
   type BlockFilters,
+  type Counts,
   summaryOf,
   windowParams,
   zeroCounts,

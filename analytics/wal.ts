@@ -104,6 +104,11 @@ export class EventWal {
     return out;
   }
 
+  /** Every chunk in the log, oldest first (read only; for counting unflushed events). */
+  async *scan(): AsyncGenerator<WalChunk> {
+    for await (const e of this.kv.list<Uint8Array>({ prefix: [...WAL_PREFIX] })) yield { key: e.key, bytes: e.value };
+  }
+
   /** Whether the log holds anything. */
   async isEmpty(): Promise<boolean> {
     return (await this.take(1)).length === 0;

@@ -4,7 +4,8 @@ import { askAiBreakdown, BREAKDOWN_PARAMS, DIMENSIONS, SORT_FIELDS } from "../an
 import { FORMATS, PARQUET_TYPE, requestedFormat, toCsv, toParquet } from "../analytics/export.ts";
 import { COMPARE_MODES } from "../analytics/compare.ts";
 import { INTERVALS } from "../analytics/metrics.ts";
-import { ASK_AI_FILTERS, type RollupDeps, ZONE_PARAMS } from "../analytics/rollups.ts";
+import { type AnalyticsQuery, ASK_AI_FILTERS, type RollupDeps, ZONE_PARAMS } from "../analytics/rollups.ts";
+import { realtimeCounters } from "../analytics/realtime.ts";
 import type { Deps } from "../core/deps.ts";
 import type { AppEnv } from "./env.ts";
 import { type analyticsAnswerer, jsonAnswer } from "./analytics_answer.ts";
@@ -99,6 +100,30 @@ const breakdownRoute = createRoute({
   },
 });
 
+const realtimeRoute = createRoute({
+  method: "get",
+  path: "/realtime",
+  tags: ["analytics"],
+  summary: "Active sessions, queries and clicks in the last 5 and 30 minutes",
+  description: "Counts events still in the write-ahead log (not yet flushed to Parquet). Computed on every " +
+    "request (X-Cache DISABLED).",
+  security: bearer,
+  request: {
+    query: z.object({
+      widget_id: askAiQuery.widget_id,
+      timezone: askAiQuery.timezone,
+    }),
+  },
+  responses: {
+    200: {
+      description: "success, filters, last_5_minutes, last_30_minutes ({active_sessions, queries, clicks}), " +
+        "unflushed_events, meta",
+      content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+    },
+    ...errors,
+  },
+});
+
 /**
  * The analytics routes beyond the spec's four (breakdown, realtime, recirculation, agent
  * readership), mounted inside the `/v1/analytics` sub-app, behind its key check and rate limit.
@@ -125,6 +150,17 @@ export function createAnalyticsInsightRoutes(deps: InsightDeps, answer: ReturnTy
       const headers = { ...exportHeaders(format, "ask-ai-breakdown"), "X-Cache": a.status };
       if (format === "csv") return c.body(toCsv(columns, rows), 200, headers);
       return c.body(await toParquet(deps.duckdb, columns, rows), 200, headers);
+    }),
+  );
+  app.openapi(
+    realtimeRoute,
+    h(async (c) => {
+      const body = await realtimeCounters(
+        { ...rollupDeps, wal: deps.eventPipeline.wal },
+        c.get("tenantId")!,
+        c.req.query() as AnalyticsQuery,
+      );
+      return c.json(body, 200, { "X-Cache": "DISABLED" });
     }),
   );
   return app;

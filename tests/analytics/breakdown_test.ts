@@ -74,7 +74,10 @@ Deno.test("GET /v1/analytics/ask-ai/breakdown: rows carry the summary metrics pe
   });
 
   await t.step("interval=hour, week and month in a time zone", async () => {
-    const hour = await get(world, "ask-ai/breakdown?dimension=date&interval=hour&start_date=2026-11-20&end_date=2026-11-20");
+    const hour = await get(
+      world,
+      "ask-ai/breakdown?dimension=date&interval=hour&start_date=2026-11-20&end_date=2026-11-20",
+    );
     assert.equal(hour.rows.length, 24);
     const ten = hour.rows.find((r: { key: string }) => r.key === "2026-11-20T10:00");
     assert.equal(ten.sessions, 2); // A and A's second session (10:32)
@@ -84,7 +87,10 @@ Deno.test("GET /v1/analytics/ask-ai/breakdown: rows carry the summary metrics pe
     );
     assert.equal(ny.rows.find((r: { key: string }) => r.key === "2026-11-20T05:00").sessions, 2);
     assert.equal(ny.meta.timezone, "America/New_York");
-    const week = await get(world, "ask-ai/breakdown?dimension=date&interval=week&start_date=2026-11-01&end_date=2026-11-30");
+    const week = await get(
+      world,
+      "ask-ai/breakdown?dimension=date&interval=week&start_date=2026-11-01&end_date=2026-11-30",
+    );
     assert.deepEqual(week.rows.map((r: { key: string }) => r.key), [
       "2026-10-26",
       "2026-11-02",
@@ -94,7 +100,10 @@ Deno.test("GET /v1/analytics/ask-ai/breakdown: rows carry the summary metrics pe
       "2026-11-30",
     ]);
     assert.equal(week.rows[3].sessions, 6);
-    const month = await get(world, "ask-ai/breakdown?dimension=date&interval=month&start_date=2026-10-01&end_date=2026-11-30");
+    const month = await get(
+      world,
+      "ask-ai/breakdown?dimension=date&interval=month&start_date=2026-10-01&end_date=2026-11-30",
+    );
     assert.deepEqual(month.rows.map((r: { key: string; sessions: number }) => [r.key, r.sessions]), [
       ["2026-10", 0],
       ["2026-11", 6],
@@ -161,7 +170,10 @@ Deno.test("compare=previous_period|previous_year: a comparison block with the ea
   assert.deepEqual(a.comparison.daily_breakdown, plain.daily_breakdown);
   // 2 sessions now (C, D) + the second widget's = 3 against 3 before: 0 %; queries 7 against 3.
   assert.equal(a.comparison.change.sessions, Math.round(((a.summary.sessions - 3) / 3) * 10_000) / 100);
-  assert.equal(a.comparison.change.engagement_queries, Math.round(((a.summary.engagement_queries - 3) / 3) * 10_000) / 100);
+  assert.equal(
+    a.comparison.change.engagement_queries,
+    Math.round(((a.summary.engagement_queries - 3) / 3) * 10_000) / 100,
+  );
   const year = await get(world, "ask-ai?start_date=2026-11-21&end_date=2026-11-22&compare=previous_year");
   assert.equal(year.comparison.start_date, "2025-11-21");
   assert.equal(year.comparison.change.sessions, null); // nothing a year ago

@@ -61,7 +61,7 @@ Deno.test("logs export: text/csv streams every row of the window, newest first, 
 Deno.test("logs export: CSV cells that look like formulas are defused, quotes and newlines survive", async () => {
   await using world = await analyticsWorld();
   await loadFixture(world);
-  const prompts = ['=HYPERLINK("http://evil.example","x")', '+1+1', "@SUM(A1)", 'say "hi"\nand bye', "-2"];
+  const prompts = ['=HYPERLINK("http://evil.example","x")', "+1+1", "@SUM(A1)", 'say "hi"\nand bye', "-2"];
   await world.w.deps.events.record(prompts.map((p, i) => ({
     event_type: "query",
     ts: `2026-11-22T09:0${i}:00Z`,
