@@ -8,6 +8,7 @@ import { AnalyticsCache } from "./analytics/cache.ts";
 import type { AnalyticsDb } from "./analytics/duckdb.ts";
 import { AnalyticsEngine } from "./analytics/engine.ts";
 import { EventPipeline } from "./analytics/events.ts";
+import { ImpressionRecorder } from "./analytics/impressions.ts";
 import { AnalyticsQuerySource } from "./analytics/query_source.ts";
 import { ExtractiveProvider } from "./core/answer/extractive.ts";
 import { OpenAiProvider } from "./core/answer/openai.ts";
@@ -171,6 +172,9 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     leaseMs: config.eventsFlushLeaseS * 1000,
   });
   events.onFlushed(() => analytics.refresh());
+  // Search result pages become impression events, batched off the response path.
+  const impressions = new ImpressionRecorder(events, clock, log);
+  events.beforeStop(() => impressions.flush());
 
   const urlAnalyzer = overrides.urlAnalyzer ?? new WebPageAnalyzer({ fetcher: safeFetch, clock });
   const links = new SignedLinks({ kv, clock, baseUrl: config.baseUrl });
@@ -184,6 +188,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     urlAnalyzer,
     // Trending keywords from Ask AI query events; the engine falls back to its own query log.
     querySource: overrides.querySource ?? new AnalyticsQuerySource(analytics, repos),
+    onResults: (served) => impressions.add(served),
   });
   const answer = overrides.answer ?? createAnswerService({
     retrieve: (dataModelIds, query, options) => search.retrieve(dataModelIds, query, options),

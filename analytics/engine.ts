@@ -24,6 +24,8 @@ export const ROLLUPS = [
   "sponsored_click_types",
   "session_intelligence",
   "realtime",
+  "articles_top",
+  "agents",
 ] as const;
 export type RollupName = (typeof ROLLUPS)[number];
 

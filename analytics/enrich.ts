@@ -124,6 +124,10 @@ export async function prepareEvents(
       row.tenant_id = model.tenantId;
     } else if (ctx.source === "server") {
       row.tenant_id = ctx.tenantId;
+    } else if (!row.tenant_id && row.data_model_id) {
+      // Internal events about an article (payproxy clicks carry no caller tenant): the publisher
+      // that owns the data model.
+      row.tenant_id = (await deps.repos.dataModels.get(row.data_model_id))?.tenantId ?? null;
     }
     if (ctx.source === "server") row.tenant_id = ctx.tenantId;
     if (!row.tenant_id) throw invalid(i, "widget_id", "an event needs a widget_id, ai_agent or tenant_id");

@@ -72,6 +72,7 @@ export class EventPipeline implements EventSink {
   #started = false;
   #listeners: Array<() => void> = [];
   readonly #lease: KvLease;
+  #beforeStop: Array<() => Promise<void>> = [];
 
   constructor(private readonly deps: PipelineDeps, readonly options: PipelineOptions) {
     this.wal = new EventWal(deps.kv);
@@ -268,8 +269,14 @@ export class EventPipeline implements EventSink {
     return replayed;
   }
 
+  /** Runs before the final flush of {@link stop} (producers that buffer hand in what they hold). */
+  beforeStop(fn: () => Promise<void>): void {
+    this.#beforeStop.push(fn);
+  }
+
   /** Stops the timer and flushes what is left (graceful shutdown). */
   async stop(): Promise<FlushResult> {
+    for (const fn of this.#beforeStop) await fn().catch(() => {});
     this.#started = false;
     clearTimeout(this.#timer);
     this.#timer = undefined;

@@ -18,6 +18,8 @@ export const EVENT_TYPES = [
   "prompt_impression",
   "widget_close",
   "api_call",
+  // One search result shown to a caller (data_model_id, article_id, article_url, position).
+  "result_impression",
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

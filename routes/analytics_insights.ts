@@ -6,13 +6,14 @@ import { COMPARE_MODES } from "../analytics/compare.ts";
 import { INTERVALS } from "../analytics/metrics.ts";
 import { type AnalyticsQuery, ASK_AI_FILTERS, type RollupDeps, ZONE_PARAMS } from "../analytics/rollups.ts";
 import { realtimeCounters } from "../analytics/realtime.ts";
+import { agentReadership, READERSHIP_FILTERS, topArticles } from "../analytics/readership.ts";
 import type { Deps } from "../core/deps.ts";
 import type { AppEnv } from "./env.ts";
 import { type analyticsAnswerer, jsonAnswer } from "./analytics_answer.ts";
 import { familyApp } from "./family.ts";
 
 /** What the analytics routes read. */
-export type InsightDeps = Pick<Deps, "analytics" | "duckdb" | "eventPipeline" | "repos" | "clock" | "log">;
+export type InsightDeps = Pick<Deps, "analytics" | "duckdb" | "eventPipeline" | "repos" | "clock" | "log" | "kv">;
 
 const str = (description: string) => z.string().optional().openapi({ description });
 
@@ -124,6 +125,58 @@ const realtimeRoute = createRoute({
   },
 });
 
+const windowQuery = {
+  start_date: askAiQuery.start_date,
+  end_date: askAiQuery.end_date,
+  timezone: askAiQuery.timezone,
+  limit: str("Rows per list: default 20, values over 500 become 500."),
+};
+const json = (description: string) => ({
+  description,
+  content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+});
+
+const articlesRoute = createRoute({
+  method: "get",
+  path: "/articles",
+  tags: ["analytics"],
+  summary: "Recirculation: top articles and sites by clicks on our tracking links",
+  description: "Impressions are the times an article was shown in search results served to any caller; " +
+    "ctr = clicks / impressions in percent.",
+  security: bearer,
+  request: {
+    query: z.object({
+      ...windowQuery,
+      data_model_id: str("A data model of the key's tenant (400 `data_model_id not found`); default all."),
+    }),
+    headers,
+  },
+  responses: {
+    200: json(
+      "success, filters, articles[] (data_model_id, article_id, title, url, site, clicks, impressions, ctr), " +
+        "sites[] (site, clicks, impressions, ctr), meta",
+    ),
+    ...errors,
+  },
+});
+
+const agentsRoute = createRoute({
+  method: "get",
+  path: "/agents",
+  tags: ["analytics"],
+  summary: "Agent readership: which AI agents read us, and do their users click through",
+  description: "Traffic by caller identity (`payproxy:<agent>`, `zeroclick:<agent>`, storefront and MCP callers).",
+  security: bearer,
+  request: { query: z.object(windowQuery), headers },
+  responses: {
+    200: json(
+      "success, filters, agents[] (agent_identity, channel, searches, answers, queries, results_surfaced, " +
+        "articles_surfaced, clicks, click_through_rate), meta",
+    ),
+    ...errors,
+  },
+});
+
 /**
  * The analytics routes beyond the spec's four (breakdown, realtime, recirculation, agent
  * readership), mounted inside the `/v1/analytics` sub-app, behind its key check and rate limit.
@@ -151,6 +204,34 @@ export function createAnalyticsInsightRoutes(deps: InsightDeps, answer: ReturnTy
       if (format === "csv") return c.body(toCsv(columns, rows), 200, headers);
       return c.body(await toParquet(deps.duckdb, columns, rows), 200, headers);
     }),
+  );
+  app.openapi(
+    articlesRoute,
+    h(async (c) =>
+      jsonAnswer(
+        c,
+        await answer(c, {
+          endpoint: "articles",
+          echo: READERSHIP_FILTERS,
+          keyParams: [...ZONE_PARAMS, "limit"],
+          compute: (t, q) => topArticles({ ...rollupDeps, kv: deps.kv }, t, q),
+        }),
+      )
+    ),
+  );
+  app.openapi(
+    agentsRoute,
+    h(async (c) =>
+      jsonAnswer(
+        c,
+        await answer(c, {
+          endpoint: "agents",
+          echo: ["start_date", "end_date"],
+          keyParams: [...ZONE_PARAMS, "limit"],
+          compute: (t, q) => agentReadership(rollupDeps, t, q),
+        }),
+      )
+    ),
   );
   app.openapi(
     realtimeRoute,

@@ -97,6 +97,18 @@ export interface SearchEngineOptions {
   querySource?: QuerySource;
   /** Vector weight of the default ranking version (`SEARCH_VECTOR_WEIGHT`); 0.15 when absent. */
   vectorWeight?: number;
+  /** Told of every page of results served (analytics records them as impressions). */
+  onResults?: (served: ServedResults) => void;
+}
+
+/** A page of results served: who asked, in which data model, which articles at which positions. */
+export interface ServedResults {
+  tenantId: string;
+  dataModelId: string;
+  query: string;
+  caller?: string;
+  at: Date;
+  results: { articleId: string; url: string; position: number }[];
 }
 
 /** Describes a zod issue for a per-item ingest error: `url: must be an absolute http(s) URL`. */
@@ -588,6 +600,18 @@ export class SearchEngine implements Search {
         url: card.url,
       });
     }
+    this.options.onResults?.({
+      tenantId: dataModel.tenantId,
+      dataModelId: dataModel.id,
+      query,
+      caller: context.caller,
+      at: this.options.clock.now(),
+      results: pageItems.map(({ slot }, i) => ({
+        articleId: index.cards[slot]!.id,
+        url: index.cards[slot]!.url,
+        position: start + i + 1,
+      })),
+    });
     return {
       status: "success",
       response: {

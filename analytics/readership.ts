@@ -1,0 +1,91 @@
+/**
+ * Recirculation (GET /v1/analytics/articles) and agent readership (GET /v1/analytics/agents): what
+ * our search results and tracking links did for the publisher's articles, and which AI agents read
+ * them and whether their users click through.
+ */
+import { ArticleRepo } from "../core/search/articles.ts";
+import { analyticsBadRequest, pct, supplied } from "./filters.ts";
+import { windowParams } from "./metrics.ts";
+import { type AnalyticsQuery, meta, opt, requestWindow, type RollupDeps } from "./rollups.ts";
+import { num } from "./sql_util.ts";
+
+/** Filters these two endpoints echo. */
+export const READERSHIP_FILTERS = ["start_date", "end_date", "data_model_id"] as const;
+const DEFAULT_LIMIT = 20;
+const MAX_LIMIT = 500;
+
+function limitOf(q: AnalyticsQuery): number {
+  const v = q.limit;
+  if (v === undefined || v === "") return DEFAULT_LIMIT;
+  if (!/^\d{1,9}$/.test(v) || Number(v) < 1) throw analyticsBadRequest("limit must be an integer >= 1");
+  return Math.min(Number(v), MAX_LIMIT);
+}
+
+/** The tenant's data model named by `data_model_id`, or null for all. @throws 400 when not the tenant's. */
+async function dataModelOf(deps: RollupDeps, tenantId: string, q: AnalyticsQuery): Promise<string | null> {
+  const id = opt(q, "data_model_id");
+  if (id === null) return null;
+  const dm = await deps.repos.dataModels.get(id);
+  if (!dm || dm.tenantId !== tenantId) throw analyticsBadRequest("data_model_id not found");
+  return id;
+}
+
+/** GET /v1/analytics/articles. */
+export async function topArticles(deps: RollupDeps & { kv: Deno.Kv }, tenantId: string, q: AnalyticsQuery) {
+  const store = new ArticleRepo(deps.kv, deps.clock);
+  const w = await requestWindow(deps, q);
+  const limit = limitOf(q);
+  const dataModelId = await dataModelOf(deps, tenantId, q);
+  const params = { ...windowParams(w), tenant_id: tenantId, data_model_id: dataModelId, limit };
+  const [articleRows, siteRows] = await Promise.all([
+    deps.engine.query("articles_top", { ...params, level: "article" }),
+    deps.engine.query("articles_top", { ...params, level: "site" }),
+  ]);
+  const articles = await Promise.all(articleRows.map(async (r) => {
+    const dm = String(r.data_model_id);
+    const id = String(r.article_id);
+    const stored = dm && id ? await store.get(dm, id).catch(() => null) : null;
+    const clicks = num(r.clicks);
+    const impressions = num(r.impressions);
+    return {
+      data_model_id: dm,
+      article_id: id,
+      title: stored?.title ?? "",
+      url: String(r.url ?? ""),
+      site: String(r.site),
+      clicks,
+      impressions,
+      ctr: pct(clicks, impressions),
+    };
+  }));
+  const sites = siteRows.map((r) => {
+    const clicks = num(r.clicks);
+    const impressions = num(r.impressions);
+    return { site: String(r.site), clicks, impressions, ctr: pct(clicks, impressions) };
+  });
+  return { success: true, filters: supplied(q, READERSHIP_FILTERS), articles, sites, meta: meta(deps.clock, w) };
+}
+
+/** GET /v1/analytics/agents. */
+export async function agentReadership(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
+  const w = await requestWindow(deps, q);
+  const limit = limitOf(q);
+  const rows = await deps.engine.query("agents", { ...windowParams(w), tenant_id: tenantId, limit });
+  const agents = rows.map((r) => {
+    const identity = String(r.agent_identity);
+    const surfaced = num(r.results_surfaced);
+    const clicks = num(r.clicks);
+    return {
+      agent_identity: identity,
+      channel: identity.includes(":") ? identity.slice(0, identity.indexOf(":")) : identity,
+      searches: num(r.searches),
+      answers: num(r.answers),
+      queries: num(r.searches) + num(r.answers),
+      results_surfaced: surfaced,
+      articles_surfaced: num(r.articles_surfaced),
+      clicks,
+      click_through_rate: pct(clicks, surfaced),
+    };
+  });
+  return { success: true, filters: supplied(q, ["start_date", "end_date"]), agents, meta: meta(deps.clock, w) };
+}
