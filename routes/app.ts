@@ -9,7 +9,8 @@
  *   /app/v2/search                        routes/search.ts
  *   /app/aimodel/{id}                     routes/aimodel.ts
  *   /payproxy/...                         routes/payproxy.ts
- *   /v1/analytics/...                     routes/analytics.ts
+ *   /v1/analytics/...                     routes/analytics.ts (+ analytics_insights.ts)
+ *   /dashboard                            routes/dashboard.ts
  *   /v1/events                            routes/events.ts
  *   /v1/data-models[/{id}/articles]       routes/data_models.ts
  *   /v1/data-models/{id}/sources,         routes/sources.ts (inside the data-models family)
@@ -36,6 +37,7 @@ import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
 import { createAiModelRoutes } from "./aimodel.ts";
 import { createAnalyticsRoutes } from "./analytics.ts";
+import { createDashboardRoutes } from "./dashboard.ts";
 import { createDataModelRoutes } from "./data_models.ts";
 import type { AppEnv } from "./env.ts";
 import { createErrorHandler } from "./errors.ts";
@@ -87,6 +89,7 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   // The `/v1` families with files of their own first: the `/v1` resource app owns every other
   // `/v1` path (and asks for an API key before its 404).
   mount(app, "/v1/analytics", createAnalyticsRoutes(deps));
+  mount(app, "/dashboard", createDashboardRoutes(deps));
   mount(app, "/v1/events", createEventRoutes(deps));
   mount(app, "/v1/data-models", createDataModelRoutes(deps));
   mount(app, "/v1", createResourceRoutes(deps));

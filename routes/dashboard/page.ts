@@ -1,0 +1,98 @@
+import { html } from "hono/html";
+
+/** The dashboard's HTML shell: no data and no inline script; everything is drawn by dashboard.js. */
+export function dashboardPage() {
+  return html`
+    <!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <meta name="referrer" content="no-referrer">
+        <title>Publisher analytics</title>
+        <link rel="stylesheet" href="/dashboard/assets/uplot.min.css">
+        <link rel="stylesheet" href="/dashboard/assets/dashboard.css">
+        <script src="/dashboard/assets/uplot.min.js" defer></script>
+        <script src="/dashboard/assets/dashboard.js" defer></script>
+      </head>
+      <body>
+        <form id="signin" class="hidden" autocomplete="off">
+          <h1>Publisher analytics</h1>
+          <label for="key">API key</label>
+          <input id="key" name="key" type="password" placeholder="ak_..." required>
+          <button type="submit">Sign in</button>
+          <p id="message" role="alert"></p>
+          <p class="muted">The key stays in this tab (sessionStorage) and is sent only in the Authorization header.</p>
+        </form>
+        <div id="app" class="hidden">
+          <header>
+            <h1>Publisher analytics</h1>
+            <span id="status" class="muted" role="status"></span>
+            <button id="signout" class="plain" type="button">Sign out</button>
+          </header>
+          <form id="filters" class="filters">
+            <label>From <input name="start_date" type="date"></label>
+            <label>To <input name="end_date" type="date"></label>
+            <label>Time zone <input name="timezone" list="zones" placeholder="UTC"></label>
+            <label>Compare <select name="compare">
+              <option value="previous_period">Previous period</option>
+              <option value="previous_year">Previous year</option>
+              <option value="">None</option>
+            </select></label>
+            <label>Widget <input name="widget_id" placeholder="wd_..."></label>
+            <label>Placement <input name="placement_id"></label>
+            <label>Deployment <input name="deployment_type" placeholder="embed"></label>
+            <button type="submit">Apply</button>
+            <datalist id="zones"></datalist>
+          </form>
+          <main>
+            <section class="wide">
+              <h2>Realtime</h2>
+              <div id="realtime" class="realtime"></div>
+            </section>
+            <section class="wide">
+              <h2>Summary</h2>
+              <div id="cards" class="cards"></div>
+            </section>
+            <section class="wide">
+              <h2>Daily sessions and queries</h2>
+              <div id="chart"></div>
+            </section>
+            <section>
+              <h2>By placement</h2>
+              <div id="by-placement"></div>
+            </section>
+            <section>
+              <h2>By deployment type</h2>
+              <div id="by-deployment"></div>
+            </section>
+            <section>
+              <h2>By referring page</h2>
+              <div id="by-referrer"></div>
+            </section>
+            <section>
+              <h2>Top articles</h2>
+              <div id="articles"></div>
+            </section>
+            <section>
+              <h2>Agent readership</h2>
+              <div id="agents"></div>
+            </section>
+            <section>
+              <h2>Queries per session</h2>
+              <div id="depth"></div>
+            </section>
+            <section>
+              <h2>Intents</h2>
+              <div id="intents"></div>
+            </section>
+            <section class="wide">
+              <h2>Latest questions</h2>
+              <div id="logs"></div>
+            </section>
+          </main>
+        </div>
+      </body>
+    </html>
+  `;
+}

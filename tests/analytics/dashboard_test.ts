@@ -1,0 +1,152 @@
+import assert from "node:assert/strict";
+import { seedDemo } from "../../fixtures/demo.ts";
+import { demoEventsStep } from "../../fixtures/demo_events.ts";
+import { openBrowser, serveLocal } from "../_browser.ts";
+import { createTestWorld } from "../_helpers.ts";
+
+/** The bits of the browser's DOM types these page functions use (the test is type-checked without lib.dom). */
+type Canvas = {
+  width: number;
+  height: number;
+  getContext(k: "2d"): { getImageData(...a: number[]): { data: Uint8ClampedArray } };
+};
+type DocLike = { getElementById(id: string): { textContent: string | null } | null };
+
+const XSS_PROMPT = `<img src=x onerror="window.__xss='prompt'">`;
+const XSS_RESPONSE = `<script>window.__xss='response'</script><b>bold</b>`;
+
+async function dashboardWorld() {
+  const w = await createTestWorld();
+  const seeded = await seedDemo(w.deps, [demoEventsStep]);
+  const key = seeded.apiKey!;
+  const tenantId = (await w.deps.apiKeys.authenticate(`Bearer ${key}`)).tenantId;
+  const agent = (await w.deps.repos.aiModels.listByTenant(tenantId))[0]!;
+  await w.deps.events.record([{
+    event_type: "query",
+    ts: new Date(w.clock.now().getTime() - 60_000).toISOString(),
+    ai_agent: agent.id,
+    interaction_type: "free_form",
+    prompt: XSS_PROMPT,
+    response: XSS_RESPONSE,
+  }]);
+  await w.deps.eventPipeline.flush();
+  return { w, key };
+}
+
+Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, shows user text as text", async (t) => {
+  const { w, key } = await dashboardWorld();
+  await using server = serveLocal();
+  server.setHandler(w.app.fetch);
+  const origin = server.url;
+  try {
+    await using session = await openBrowser("dashboard");
+    const { browser, page } = session;
+    {
+      await page.setViewport({ width: 1280, height: 1800 });
+      const urls: string[] = [];
+      page.on("request", (r) => urls.push(r.url()));
+      const dialogs: string[] = [];
+      page.on("dialog", async (d) => (dialogs.push(d.message()), await d.dismiss()));
+
+      await t.step("sign-in with the key; the key never enters a URL", async () => {
+        await page.goto(`${origin}/dashboard?compare=previous_period`, { waitUntil: "domcontentloaded" });
+        await page.waitForSelector("#signin:not(.hidden)");
+        await page.type("#key", key);
+        await page.click("#signin button[type=submit]");
+        await page.waitForSelector("body[data-loaded]", { timeout: 30_000 });
+        assert.equal(await page.$eval("body", (b) => b.dataset.loaded), "true");
+        assert.ok(urls.every((u) => !u.includes(key)), "key in a URL");
+        assert.ok(!page.url().includes(key));
+      });
+
+      await t.step("first load with a signed-in tab: charts, tables and counters drawn", async () => {
+        const started = performance.now();
+        await page.goto(`${origin}/dashboard?timezone=UTC&compare=previous_period`, {
+          waitUntil: "domcontentloaded",
+        });
+        await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+        const ms = performance.now() - started;
+        console.log(`dashboard first load (signed-in tab, demo data): ${ms.toFixed(0)} ms`);
+        const canvases = await page.$$eval("#chart canvas", (cs) => cs.length);
+        assert.ok(canvases >= 1, "uPlot canvas");
+        // The chart has ink: some pixel of the canvas is not transparent.
+        const inked = await page.$eval("#chart canvas", (el) => {
+          const c = el as unknown as Canvas;
+          const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+          for (let i = 3; i < d.length; i += 4) if (d[i] !== 0) return true;
+          return false;
+        });
+        assert.ok(inked, "chart drawn");
+        for (const id of ["by-placement", "by-deployment", "logs"]) {
+          const rows = await page.$$eval(`#${id} tbody tr`, (r) => r.length);
+          assert.ok(rows > 0, id);
+        }
+        assert.ok((await page.$$eval("#depth .bar", (b) => b.length)) === 7);
+        assert.ok((await page.$$eval("#realtime .card", (b) => b.length)) === 3);
+        assert.match(await page.$eval("#cards", (e) => e.textContent ?? ""), /Sessions/);
+        console.log(`screenshot: ${await session.shot("dashboard demo data")}`);
+      });
+
+      await t.step("a prompt of <img src=x onerror=...> executes nothing and is shown as text", async () => {
+        const xss = await page.evaluate(() => (window as unknown as { __xss?: string }).__xss);
+        assert.equal(xss, undefined);
+        assert.equal(dialogs.length, 0);
+        assert.equal(await page.$$eval("#logs img, #logs script, #logs b", (e) => e.length), 0);
+        const cells = await page.$$eval("#logs td", (tds) => tds.map((td) => td.textContent));
+        assert.ok(cells.includes(XSS_PROMPT), "prompt shown literally");
+        assert.ok(cells.some((c) => c?.startsWith("<script>")), "response shown literally");
+      });
+
+      await t.step("the view (dates, zone, filters) is in the URL and survives a reload", async () => {
+        await page.goto(`${origin}/dashboard?start_date=2026-11-01&end_date=2026-11-22&timezone=Asia/Tokyo`, {
+          waitUntil: "domcontentloaded",
+        });
+        await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+        assert.equal(
+          await page.$eval("input[name=timezone]", (i) => (i as unknown as { value: string }).value),
+          "Asia/Tokyo",
+        );
+        assert.match(await page.$eval("#status", (e) => e.textContent ?? ""), /2026-11-01 to 2026-11-22 · Asia\/Tokyo/);
+      });
+
+      await t.step("a wrong key shows a clear message", async () => {
+        const fresh = await browser.createBrowserContext();
+        const p2 = await fresh.newPage();
+        await p2.goto(`${origin}/dashboard`, { waitUntil: "domcontentloaded" });
+        await p2.waitForSelector("#signin:not(.hidden)");
+        await p2.type("#key", "ak_this_key_does_not_exist");
+        await p2.click("#signin button[type=submit]");
+        await p2.waitForFunction(() => {
+          const doc = (globalThis as unknown as { document: DocLike }).document;
+          return /not accepted/.test(doc.getElementById("message")?.textContent ?? "");
+        }, {
+          timeout: 15_000,
+        });
+        assert.equal(await p2.evaluate(() => sessionStorage.getItem("analytics_api_key")), null);
+        await fresh.close();
+      });
+    }
+  } finally {
+    await w.close();
+  }
+});
+
+Deno.test("GET /dashboard: strict CSP, no inline script, assets served from the installed uPlot", async () => {
+  await using w = await createTestWorld();
+  const res = await w.app.request("/dashboard");
+  assert.equal(res.status, 200);
+  const csp = res.headers.get("content-security-policy")!;
+  assert.match(csp, /script-src 'self'/);
+  assert.ok(!csp.includes("unsafe-inline"));
+  const html = await res.text();
+  assert.ok(!/<script>(?!<)/.test(html), "no inline script");
+  assert.ok(!/https?:\/\//.test(html.replace(/http:\/\/127\.0\.0\.1[^"]*/g, "")), "no third-party URL");
+  const uplot = await w.app.request("/dashboard/assets/uplot.min.js");
+  assert.equal(uplot.status, 200);
+  assert.match(await uplot.text(), /uPlot/);
+  for (const bad of ["../deps.ts", "%2e%2e%2fdashboard.ts", "app.js", "__proto__", "constructor"]) {
+    const r = await w.app.request(`/dashboard/assets/${bad}`);
+    assert.equal(r.status, 404, bad);
+    await r.body?.cancel();
+  }
+});
