@@ -50,12 +50,21 @@ Deno.test("every rollup is a .sql file that prepares against the empty view", as
     prompt_id: null,
     interaction_types: ["free_form"],
     dimension: "placement_id",
+    day: "2026-11-01",
+    level: "article",
+    data_model_id: null,
+    since_5: "2026-11-01 00:00:00",
+    since_30: "2026-11-01 00:00:00",
+    until: "2026-11-01 00:00:00",
+    wal_ids: [],
+    wal_visits_5: [],
+    wal_visits_30: [],
     limit: 10,
     offset: 0,
   };
   for (const name of ROLLUPS) {
     const sql = await Deno.readTextFile(new URL(`../../analytics/sql/${name}.sql`, import.meta.url));
-    const used = new Set([...sql.matchAll(/\$([a-z_]+)/g)].map((m) => m[1]!));
+    const used = new Set([...sql.matchAll(/\$([a-z_0-9]+)/g)].map((m) => m[1]!));
     const bound = Object.fromEntries(Object.entries(p).filter(([k]) => used.has(k)));
     const rows = await engine.query(name, bound);
     assert.ok(Array.isArray(rows), name);
