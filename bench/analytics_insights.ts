@@ -1,0 +1,164 @@
+/**
+ * Load script for the breakdown, comparison, realtime and export targets, against the fixture data
+ * set of bench/analytics_queries.ts (10 million events over 90 days):
+ *
+ *   deno task fixtures --days 90 --events 10000000 --out /tmp/anbench/big2 --end 2026-11-22
+ *   deno run -A bench/analytics_insights.ts /tmp/anbench/big2 2026-11-22 [reps]
+ *
+ * Every request goes through the HTTP app (auth, rate limit, SQL, shaping). "Cold" = a fresh DuckDB
+ * instance and `Cache-Control: no-cache`. Targets: 30-day breakdown by any dimension cold <= 1 s;
+ * compare <= 1.5x the plain rollup; realtime <= 100 ms; CSV export of 1,000,000 log rows >=
+ * 200,000 rows/s with RSS growth < 100 MB.
+ */
+import { AnalyticsDb } from "../analytics/duckdb.ts";
+import { FixedClock } from "../core/clock.ts";
+import { parseConfig } from "../core/config.ts";
+import { assembleDeps } from "../core/deps.ts";
+import { memoryLogger } from "../core/log.ts";
+import { createApp } from "../routes/app.ts";
+import { ensureFixtureTenant } from "./_analytics_world.ts";
+
+const [dataDir = "/tmp/anbench/big2", end = "2026-11-22", repsArg = "2"] = Deno.args;
+const reps = Number(repsArg);
+const DAY = 86_400_000;
+const endMs = Date.parse(`${end}T00:00:00Z`);
+const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+const window30 = `start_date=${day(endMs - 29 * DAY)}&end_date=${end}`;
+const window90 = `start_date=${day(endMs - 89 * DAY)}&end_date=${end}`;
+
+const kvDir = await Deno.makeTempDir({ prefix: "anbench-kv-" });
+const kv = await Deno.openKv(`${kvDir}/kv.sqlite3`);
+const config = parseConfig({ DATA_DIR: dataDir, ANALYTICS_RATE_LIMIT_PER_MIN: "1000000", LOG_LEVEL: "error" });
+// Late on the last day, so the realtime windows hold flushed events.
+const clock = new FixedClock(`${end}T23:50:00Z`);
+const results: Record<string, number[]> = {};
+const note = (name: string, v: number) => (results[name] ??= []).push(v);
+
+async function fresh() {
+  const duckdb = await AnalyticsDb.open({ threads: config.duckdbThreads });
+  const deps = assembleDeps({ config, kv, duckdb, clock, log: memoryLogger() });
+  const key = await ensureFixtureTenant(deps);
+  return { duckdb, deps, app: createApp(deps), h: { authorization: `Bearer ${key}`, "cache-control": "no-cache" } };
+}
+
+async function timed(
+  app: { request: (u: string, i: RequestInit) => Response | Promise<Response> },
+  url: string,
+  h: Record<string, string>,
+) {
+  const t = performance.now();
+  const res = await app.request(url, { headers: h });
+  const text = await res.text();
+  const ms = performance.now() - t;
+  if (res.status !== 200) throw new Error(`${url}: ${res.status} ${text.slice(0, 200)}`);
+  return ms;
+}
+
+const DIMS = [
+  "date&interval=day",
+  "date&interval=hour",
+  "widget_id",
+  "placement_id",
+  "deployment_type",
+  "interaction_type",
+  "referring_url",
+  "ai_agent",
+  "intent",
+  "category",
+];
+
+for (let r = 0; r < reps; r++) {
+  // Breakdown, each dimension on a fresh instance (cold).
+  for (const d of DIMS) {
+    const w = await fresh();
+    note(
+      `breakdown_${d.replace("&interval=", "_")}_30d_cold`,
+      await timed(w.app, `/v1/analytics/ask-ai/breakdown?dimension=${d}&${window30}`, w.h),
+    );
+    w.duckdb.close();
+  }
+  // Plain rollup against compare, alternating which runs first, each on a fresh instance.
+  const order = r % 2 === 0 ? ["plain", "compare"] : ["compare", "plain"];
+  for (const which of order) {
+    const w = await fresh();
+    const qs = which === "plain" ? window30 : `${window30}&compare=previous_period`;
+    note(`ask_ai_30d_${which}_cold`, await timed(w.app, `/v1/analytics/ask-ai?${qs}`, w.h));
+    note(`ask_ai_30d_${which}_warm`, await timed(w.app, `/v1/analytics/ask-ai?${qs}`, w.h));
+    w.duckdb.close();
+  }
+}
+
+// Realtime: 400 events waiting in the write-ahead log, then 30 requests (the first on a cold instance).
+{
+  const w = await fresh();
+  const widget = (await w.deps.repos.widgets.get("wd_fixture"))!;
+  const now = clock.now().getTime();
+  const batch = Array.from({ length: 400 }, (_, i) => ({
+    event_type: i % 4 === 0 ? "query" : "heartbeat",
+    session_id: `s_rt_${i % 50}`,
+    ts: new Date(now - (i % 20) * 60_000).toISOString(),
+    ...(i % 4 === 0 ? { interaction_type: "free_form", prompt: "realtime bench" } : {}),
+  }));
+  await w.deps.eventPipeline.ingest(batch, { source: "widget", widget });
+  note("realtime_cold", await timed(w.app, "/v1/analytics/realtime", w.h));
+  for (let i = 0; i < 30; i++) note("realtime_warm", await timed(w.app, "/v1/analytics/realtime", w.h));
+  const body = await (await w.app.request("/v1/analytics/realtime", { headers: w.h })).json();
+  console.error("realtime sample", JSON.stringify(body));
+  // Leave the fixture data as it was: drop what the bench put in the log.
+  for await (const e of kv.list({ prefix: ["ev_wal"] })) await kv.delete(e.key);
+  w.duckdb.close();
+}
+
+// CSV export of the 90-day logs (about 1.1 million rows), read as a client would.
+let exportFigures: Record<string, number> = {};
+{
+  const w = await fresh();
+  const rssBefore = Deno.memoryUsage().rss;
+  let peak = rssBefore;
+  const sampler = setInterval(() => (peak = Math.max(peak, Deno.memoryUsage().rss)), 50);
+  const t = performance.now();
+  const res = await w.app.request(`/v1/analytics/ask-ai/logs?${window90}`, {
+    headers: { ...w.h, accept: "text/csv" },
+  });
+  let rows = -1; // the header line
+  for await (const chunk of res.body!) {
+    for (let i = 0; i < chunk.length; i++) if (chunk[i] === 10) rows++;
+  }
+  const s = (performance.now() - t) / 1000;
+  clearInterval(sampler);
+  peak = Math.max(peak, Deno.memoryUsage().rss);
+  exportFigures = {
+    rows,
+    seconds: +s.toFixed(2),
+    rows_per_s: Math.round(rows / s),
+    rss_before_mb: Math.round(rssBefore / 1e6),
+    rss_peak_mb: Math.round(peak / 1e6),
+    rss_growth_mb: Math.round((peak - rssBefore) / 1e6),
+  };
+  w.duckdb.close();
+}
+
+kv.close();
+await Deno.remove(kvDir, { recursive: true });
+
+const stats = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return {
+    n: s.length,
+    min: +s[0]!.toFixed(1),
+    p50: +s[Math.floor(s.length / 2)]!.toFixed(1),
+    max: +s.at(-1)!.toFixed(1),
+  };
+};
+const ms = Object.fromEntries(Object.entries(results).map(([k, v]) => [k, stats(v)]));
+console.log(JSON.stringify(
+  {
+    window_30d: window30,
+    ms,
+    compare_ratio_cold_p50: +(ms.ask_ai_30d_compare_cold!.p50 / ms.ask_ai_30d_plain_cold!.p50).toFixed(2),
+    compare_ratio_warm_p50: +(ms.ask_ai_30d_compare_warm!.p50 / ms.ask_ai_30d_plain_warm!.p50).toFixed(2),
+    export_csv_90d: exportFigures,
+  },
+  null,
+  2,
+));
