@@ -13,6 +13,7 @@ const UNDOCUMENTED: Record<string, string> = {
   "POST /checkout/{reference}": "the hosted checkout page's HTML form",
   "GET /dev/outbox": "HTML page: the demo's outbox (only without SMTP_URL)",
   "OPTIONS /v1/events": "CORS preflight of the widget's event posts",
+  "GET /dashboard/assets/{name}": "the dashboard page's own script and style, and uPlot from the installed package",
   "GET /.well-known/oauth-authorization-server/network":
     "RFC 8414 path-inserted form of the documented metadata; its path follows NETWORK_API_URL",
 };
