@@ -13,7 +13,7 @@
 import { AnalyticsDb } from "../analytics/duckdb.ts";
 import { FixedClock } from "../core/clock.ts";
 import { parseConfig } from "../core/config.ts";
-import { assembleDeps } from "../core/deps.ts";
+import { buildDeps } from "../composition.ts";
 import { memoryLogger } from "../core/log.ts";
 import { createApp } from "../routes/app.ts";
 import { ensureFixtureTenant } from "./_analytics_world.ts";
@@ -36,7 +36,7 @@ const note = (name: string, v: number) => (results[name] ??= []).push(v);
 
 async function fresh() {
   const duckdb = await AnalyticsDb.open({ threads: config.duckdbThreads });
-  const deps = assembleDeps({ config, kv, duckdb, clock, log: memoryLogger() });
+  const deps = buildDeps({ config, kv, duckdb, clock, log: memoryLogger() });
   const key = await ensureFixtureTenant(deps);
   return { duckdb, deps, app: createApp(deps), h: { authorization: `Bearer ${key}`, "cache-control": "no-cache" } };
 }
@@ -99,7 +99,7 @@ for (let r = 0; r < reps; r++) {
     ts: new Date(now - (i % 20) * 60_000).toISOString(),
     ...(i % 4 === 0 ? { interaction_type: "free_form", prompt: "realtime bench" } : {}),
   }));
-  await w.deps.eventPipeline.ingest(batch, { source: "widget", widget });
+  await w.deps.events.ingest(batch, { source: "widget", widget });
   note("realtime_cold", await timed(w.app, "/v1/analytics/realtime", w.h));
   for (let i = 0; i < 30; i++) note("realtime_warm", await timed(w.app, "/v1/analytics/realtime", w.h));
   const body = await (await w.app.request("/v1/analytics/realtime", { headers: w.h })).json();

@@ -7,13 +7,13 @@ import { INTERVALS } from "../analytics/metrics.ts";
 import { type AnalyticsQuery, ASK_AI_FILTERS, type RollupDeps, ZONE_PARAMS } from "../analytics/rollups.ts";
 import { realtimeCounters } from "../analytics/realtime.ts";
 import { agentReadership, READERSHIP_FILTERS, topArticles } from "../analytics/readership.ts";
-import type { Deps } from "../core/deps.ts";
+import type { Deps } from "../composition.ts";
 import type { AppEnv } from "./env.ts";
 import { type analyticsAnswerer, jsonAnswer } from "./analytics_answer.ts";
 import { familyApp } from "./family.ts";
 
 /** What the analytics routes read. */
-export type InsightDeps = Pick<Deps, "analytics" | "duckdb" | "eventPipeline" | "repos" | "clock" | "log" | "kv">;
+export type InsightDeps = Pick<Deps, "analytics" | "duckdb" | "events" | "repos" | "clock" | "log" | "kv">;
 
 const str = (description: string) => z.string().optional().openapi({ description });
 
@@ -237,7 +237,7 @@ export function createAnalyticsInsightRoutes(deps: InsightDeps, answer: ReturnTy
     realtimeRoute,
     h(async (c) => {
       const body = await realtimeCounters(
-        { ...rollupDeps, wal: deps.eventPipeline.wal },
+        { ...rollupDeps, wal: deps.events.wal },
         c.get("tenantId")!,
         c.req.query() as AnalyticsQuery,
       );

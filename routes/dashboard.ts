@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { createRequire } from "node:module";
-import type { Deps } from "../core/deps.ts";
+import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
 import { dashboardPage } from "./dashboard/page.ts";
 import { familyApp } from "./family.ts";

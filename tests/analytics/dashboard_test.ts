@@ -29,7 +29,7 @@ async function dashboardWorld() {
     prompt: XSS_PROMPT,
     response: XSS_RESPONSE,
   }]);
-  await w.deps.eventPipeline.flush();
+  await w.deps.events.flush();
   return { w, key };
 }
 

@@ -70,7 +70,7 @@ Deno.test("logs export: CSV cells that look like formulas are defused, quotes an
     prompt: p,
     response: "ok",
   })));
-  await world.w.deps.eventPipeline.flush();
+  await world.w.deps.events.flush();
   const res = await world.w.app.request("/v1/analytics/ask-ai/logs?format=csv&start_date=2026-11-22", {
     headers: bearer(world.key),
   });

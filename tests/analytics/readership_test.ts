@@ -4,7 +4,7 @@ import { hoursAgo, search, searchWorld } from "../search/_world.ts";
 
 async function readershipWorld() {
   const w = await searchWorld();
-  await w.deps.searchEngine.ingest(w.dm, [
+  await w.deps.search.ingest(w.dm, [
     {
       url: "https://alpha.example/rates",
       title: "Central bank holds <b>interest</b> rates steady",
@@ -36,11 +36,11 @@ Deno.test("search results are recorded as impressions; /v1/analytics/articles ra
   const storm = first.json.response.results.find((r: { url: string }) => r.url.includes("storm"));
   await follow(w, storm.source_url);
   // An agent on payproxy (no tenant on the call): its results and click belong to the data model's owner.
-  const agent = await w.deps.searchEngine.recommend(w.dm, { query: "storm" }, { caller: "payproxy:bot-7" });
+  const agent = await w.deps.search.recommend(w.dm, { query: "storm" }, { caller: "payproxy:bot-7" });
   const agentStorm = agent.response.results.find((r) => r.url?.includes("storm"))!;
   await follow(w, agentStorm.source_url!);
   await follow(w, agentStorm.source_url!);
-  await w.deps.eventPipeline.stop(); // hands in the buffered impressions, flushes the log
+  await w.deps.events.stop(); // hands in the buffered impressions, flushes the log
 
   const res = await w.app.request("/v1/analytics/articles", { headers: bearer(w.key) });
   assert.equal(res.status, 200);

@@ -8,7 +8,7 @@ Deno.test("GET /v1/analytics/realtime: last 5 and 30 minutes, counting events no
   const widget = (await w.deps.repos.widgets.get("wd_main"))!;
   const at = (minAgo: number) => new Date(w.clock.now().getTime() - minAgo * 60_000).toISOString();
   // Flushed: session s1 (20 min ago: load + query), session s2 (2 min ago: load, query, click).
-  await w.deps.eventPipeline.ingest([
+  await w.deps.events.ingest([
     { event_type: "widget_load", session_id: "s1", ts: at(20) },
     { event_type: "query", session_id: "s1", ts: at(19), interaction_type: "free_form", prompt: "a" },
     { event_type: "widget_load", session_id: "s2", ts: at(2) },
@@ -17,16 +17,16 @@ Deno.test("GET /v1/analytics/realtime: last 5 and 30 minutes, counting events no
     // Older than 30 minutes: not counted.
     { event_type: "query", session_id: "s0", ts: at(45), interaction_type: "free_form", prompt: "old" },
   ], { source: "widget", widget });
-  await w.deps.eventPipeline.flush();
+  await w.deps.events.flush();
   // Acknowledged, still in the WAL: s2 again (a click) and a new session s3.
-  await w.deps.eventPipeline.ingest([
+  await w.deps.events.ingest([
     { event_type: "click", session_id: "s2", click_type: "cta", ts: at(0.5) },
     { event_type: "widget_load", session_id: "s3", ts: at(3) },
     { event_type: "query", session_id: "s3", ts: at(3), interaction_type: "free_form", prompt: "c" },
   ], { source: "widget", widget });
   // Another tenant's live traffic never counts.
   const otherWidget = (await w.deps.repos.widgets.get("wd_other"))!;
-  await w.deps.eventPipeline.ingest([
+  await w.deps.events.ingest([
     { event_type: "query", session_id: "o1", ts: at(1), interaction_type: "free_form", prompt: "x" },
   ], { source: "widget", widget: otherWidget });
 
@@ -41,7 +41,7 @@ Deno.test("GET /v1/analytics/realtime: last 5 and 30 minutes, counting events no
   assert.deepEqual(before.last_30_minutes, { active_sessions: 3, queries: 3, clicks: 2 });
   assert.equal(before.unflushed_events, 3);
   // After the flush the same events are counted from Parquet: the same numbers.
-  await w.deps.eventPipeline.flush();
+  await w.deps.events.flush();
   const after = await get();
   assert.deepEqual(after.last_5_minutes, before.last_5_minutes);
   assert.deepEqual(after.last_30_minutes, before.last_30_minutes);
