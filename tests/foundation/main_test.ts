@@ -39,6 +39,11 @@ Deno.test("main.ts serve: seeds on an empty DATA_DIR, prints the key once, stops
     const key = /DEMO_API_KEY=(ak_\S+)/.exec(first.out)?.[1];
     assert.ok(key, "the demo key is printed");
     assert.match(first.out, /data model\s+dm_/);
+    // The same key and ids as shell variables for the README's curls, readable by the owner only.
+    const env = await Deno.readTextFile(`${dataDir}/demo.env`);
+    assert.ok(env.includes(`export KEY=${key} `), "demo.env holds the printed key");
+    assert.match(env, /^export DM=dm_\S+/m);
+    assert.equal((await Deno.stat(`${dataDir}/demo.env`)).mode! & 0o777, 0o600);
     let res = await fetch(`${first.url}/healthz`);
     assert.equal(res.status, 200);
     await res.body?.cancel();
@@ -65,6 +70,7 @@ Deno.test("main.ts serve: seeds on an empty DATA_DIR, prints the key once, stops
 
     const second = await startMain(dataDir);
     assert.doesNotMatch(second.out, /DEMO_API_KEY/, "restart does not reseed");
+    assert.equal(await Deno.readTextFile(`${dataDir}/demo.env`), env, "restart leaves demo.env alone");
     res = await fetch(`${second.url}/v1/data-models`, { headers: { authorization: `Bearer ${key}` } });
     assert.equal(res.status, 200, "the first key still works after restart");
     await res.body?.cancel();
