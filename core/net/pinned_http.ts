@@ -128,7 +128,8 @@ export const pinnedHttp: PinnedTransport = ({ url, address, method = "GET", head
     lookup: pinnedLookup(address),
     agent: false,
     maxHeaderSize: MAX_HEADER_BYTES,
-    ...(secure ? { servername: hostname, ca: caCerts, ALPNProtocols: ["http/1.1"] } : {}),
+    // SNI carries host names only (RFC 6066); an IP-literal URL is verified against the IP.
+    ...(secure ? { servername: isIP(hostname) ? undefined : hostname, ca: caCerts, ALPNProtocols: ["http/1.1"] } : {}),
   };
 
   return new Promise<Response>((resolve, reject) => {
