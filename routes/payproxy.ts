@@ -53,6 +53,7 @@ import {
   SEARCH_VERSION_DOC,
   SEARCH_VERSIONS,
 } from "../core/search/retrieval_mode.ts";
+import { filtersOf } from "../core/search/filters.ts";
 import { searchRequestSchema } from "../core/search/types.ts";
 import { marketplaceAiModel, marketplaceDataModel } from "../core/payproxy/marketplace.ts";
 import { citationsSchema, MAX_QUERY_CHARS } from "./aimodel.ts";
@@ -287,6 +288,8 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
       if (request.search_type !== undefined && !isSearchType(request.search_type)) {
         throw new AppError(422, "invalid_request", `search_type must be one of ${SEARCH_TYPES.join(", ")}`);
       }
+      // A reversed date window is refused before any billable step.
+      filtersOf(request);
       const dm = await marketplaceDataModel(deps.repos.dataModels, c.req.query("data_model_id")!);
       const slug = serviceSlug(dm);
       await requireAllowance(c, verified, slug);

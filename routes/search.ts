@@ -23,6 +23,14 @@ const resultSchema = z.object({
   summary: z.string().optional(),
   title: z.string().optional(),
   url: z.string().optional(),
+  explain: z.object({
+    matched_terms: z.array(z.string()).openapi({ description: "Query terms (stemmed) the article contains" }),
+    lexical_score: z.number().openapi({ description: "Raw BM25 score for the query terms" }),
+    semantic_score: z.number().openapi({ description: "Cosine similarity with the query (0 without vectors)" }),
+    age_days: z.number().openapi({ description: "Age at query time, in days" }),
+    trending_keyword: z.string().nullable().openapi({ description: "`trending`: the keyword it matched best" }),
+    ref_quota: z.boolean().openapi({ description: "Placed by the `num_articles_ref` quota" }),
+  }).optional().openapi({ description: "Present when the request set `explain: true`" }),
 }).openapi("SearchResult");
 
 /** SearchResponse (spec 2.2). */

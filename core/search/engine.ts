@@ -1,5 +1,7 @@
 import type { z } from "zod";
 import type { Clock } from "../clock.ts";
+import { explainSlots } from "./explain.ts";
+import { filterPredicate, filtersOf } from "./filters.ts";
 import { fuseAcrossIndexes } from "./fusion.ts";
 import { AppError } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
@@ -148,6 +150,14 @@ export function isUrlQuery(query: string): boolean {
 export function refDomain(ref: string | null | undefined): string | undefined {
   if (!ref || !ref.trim()) return undefined;
   return domainOf(ref) || undefined;
+}
+
+/** Both slot predicates (either may be absent). */
+function allOf(
+  a: ((s: number) => boolean) | undefined,
+  b: ((s: number) => boolean) | undefined,
+): ((s: number) => boolean) | undefined {
+  return !a ? b : !b ? a : (s) => a(s) && b(s);
 }
 
 /** Whether a site domain belongs to the ref domain (equal, or a subdomain of it). */
@@ -507,6 +517,7 @@ export class SearchEngine implements Search {
     const perPage = request.num_results ?? DEFAULT_NUM_RESULTS;
     const ref = refDomain(request.ref);
     const numRef = Math.min(request.num_articles_ref ?? 0, topK);
+    const filters = filtersOf(request);
     const index = await this.index(dataModel.id);
     const now = this.options.clock.now();
     const nowUnix = Math.floor(now.getTime() / 1000);
@@ -548,15 +559,16 @@ export class SearchEngine implements Search {
     // Retention: between sweeps, articles past the model's max age are already out of every ranking.
     const since = liveSince(dataModel, this.options.clock);
     const pub = index.pubdates;
-    const base = excluded.size === 0
-      ? (since === undefined ? undefined : (s: number) => pub[s]! >= since)
-      : since === undefined
-      ? (s: number) => !excluded.has(s)
-      : (s: number) => !excluded.has(s) && pub[s]! >= since;
+    const live = since === undefined ? undefined : (s: number) => pub[s]! >= since;
+    // Filters are a candidate predicate inside retrieval: top-k is taken among matching articles only.
+    const filter = filters ? filterPredicate(index, filters) : undefined;
+    const notPage = excluded.size === 0 ? undefined : (s: number) => !excluded.has(s);
+    const base = allOf(allOf(live, filter), notPage);
     const run = (k: number, allow?: (s: number) => boolean) =>
       rank({ index, query: rep, cos, k, allow, nowUnix, trends, fusion });
 
     let ranked: Ranked[];
+    const refPlaced = new Set<number>();
     if (ref) {
       const mask = index.domainMask((d) => domainMatches(d, ref));
       const siteIds = index.siteIds;
@@ -564,6 +576,7 @@ export class SearchEngine implements Search {
       const fromRef = run(topK, base ? (s) => base(s) && isRef(s) : isRef);
       const others = run(topK, base ? (s) => base(s) && !isRef(s) : (s) => !isRef(s));
       const takeRef = Math.min(numRef, fromRef.length);
+      for (const r of fromRef.slice(0, takeRef)) refPlaced.add(r.slot);
       const chosen = [...fromRef.slice(0, takeRef), ...others.slice(0, topK - takeRef)];
       // Other sites ran short: top up from the ref domain rather than return fewer.
       if (chosen.length < topK) chosen.push(...fromRef.slice(takeRef, takeRef + topK - chosen.length));
@@ -574,6 +587,9 @@ export class SearchEngine implements Search {
 
     const start = (page - 1) * perPage;
     const pageItems = ranked.slice(start, start + perPage);
+    const explained = request.explain
+      ? explainSlots(index, pageItems.map((r) => r.slot), { query: rep, cos, nowUnix, trends, refPlaced })
+      : undefined;
     const results: SearchResult[] = [];
     for (let i = 0; i < pageItems.length; i++) {
       const { slot, score } = pageItems[i]!;
@@ -598,6 +614,7 @@ export class SearchEngine implements Search {
         summary: card.summary,
         title: card.title,
         url: card.url,
+        ...(explained ? { explain: explained.get(slot) } : {}),
       });
     }
     this.options.onResults?.({

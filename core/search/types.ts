@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import type { DataModel } from "../store/models.ts";
+import { searchFilterFields } from "./filters.ts";
 
 export const SEARCH_ALGORITHMS = ["semantic", "most_recent", "most_recent_semantic", "trending"] as const;
 export type SearchAlgorithm = (typeof SEARCH_ALGORITHMS)[number];
@@ -19,8 +20,25 @@ export const searchRequestSchema = z.object({
   search_algorithm: z.enum(SEARCH_ALGORITHMS).optional(),
   page: z.number().int().min(1).max(10_000).optional(),
   num_results: z.number().int().min(1).max(1000).optional(),
+  ...searchFilterFields,
 }).loose();
 export type SearchRequest = z.infer<typeof searchRequestSchema>;
+
+/** Why a result ranked where it did (`explain: true`). */
+export interface SearchExplain {
+  /** Query terms (stemmed, as indexed) the article contains. */
+  matched_terms: string[];
+  /** Raw BM25 score of the article for the query terms. */
+  lexical_score: number;
+  /** Cosine similarity of the article's vector with the query's (0 without vectors). */
+  semantic_score: number;
+  /** Age at query time, in days. */
+  age_days: number;
+  /** `trending`: the trending keyword the article matched best; null otherwise. */
+  trending_keyword: string | null;
+  /** Whether the `num_articles_ref` quota placed it (rather than the ranking alone). */
+  ref_quota: boolean;
+}
 
 /** One article in a SearchResponse (spec 2.2). */
 export interface SearchResult {
@@ -36,6 +54,7 @@ export interface SearchResult {
   summary?: string;
   title?: string;
   url?: string;
+  explain?: SearchExplain;
 }
 
 /** SearchResponse body (spec 2.2). */
