@@ -46,6 +46,7 @@ import { familyApp, mount } from "./family.ts";
 import { createImageRoutes } from "./images.ts";
 import { accessLog } from "./middleware/access_log.ts";
 import { requestId } from "./middleware/request_id.ts";
+import { createMcpCardRoutes, createMcpRoutes } from "./mcp/mod.ts";
 import { createPayproxyRoutes } from "./payproxy.ts";
 import { createRedirectRoutes } from "./redirect.ts";
 import { createResourceRoutes } from "./resources.ts";
@@ -79,6 +80,9 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
 
   // System routes have no common prefix; they sit at the root, in the root's own family.
   app.route("/", createSystemRoutes(deps, { openapi: () => app.getOpenAPI31Document(openApiConfig) }));
+  // MCP (Streamable HTTP) and its server card, before the storefront's `/.well-known` family.
+  app.route("/.well-known", createMcpCardRoutes(deps));
+  mount(app, "/mcp", createMcpRoutes(deps));
 
   const bearerApi = familyApp("message", deps.log);
   bearerApi.route("/v2/search", createSearchRoutes(deps));

@@ -16,7 +16,19 @@ export interface CatalogSnapshot {
   networkApiUrl: string;
   /** The processor behind the rails (`sandbox` documents its test tokens). */
   processor: string;
+  /** The MCP endpoint (`{base_url}/mcp`) where the same services are tools. */
+  mcpUrl?: string;
 }
+
+/** How the MCP endpoint is described in the documents. */
+const mcpView = (url: string) => ({
+  url,
+  transport: "streamable-http",
+  stateless: true,
+  auth: "Authorization: Bearer <agent access token>",
+  tools: ["search_articles", "ask", "list_data_models", "list_ai_models"],
+  payment: "JSON-RPC error -32042 carries the Payment challenges; answer in params._meta",
+});
 
 const serviceView = (s: Service, agentAuthUrl: string) => ({
   slug: s.slug,
@@ -36,6 +48,7 @@ export function servicesDocument(c: CatalogSnapshot): Record<string, unknown> {
     currency: "usd",
     services: c.services.map((s) => serviceView(s, c.agentAuthUrl)),
     plans: c.plans.map((p) => planView(p, c.agentAuthUrl)),
+    ...(c.mcpUrl ? { mcp: mcpView(c.mcpUrl) } : {}),
   };
 }
 
@@ -58,6 +71,7 @@ export function manifestDocument(c: CatalogSnapshot): Record<string, unknown> {
       paymentStatus: `${u}/payments/{reference}`,
       llms: `${u}/llms.txt`,
       llmsFull: `${u}/llms-full.txt`,
+      ...(c.mcpUrl ? { mcp: c.mcpUrl } : {}),
     },
     payment: {
       scheme: "Payment",
@@ -84,6 +98,9 @@ export function llmsTxt(c: CatalogSnapshot): string {
     `- [Services and prices](${u}/services): JSON list of services, meters and plans`,
     `- [Manifest](${u}/manifest.json): endpoints and payment rails`,
     `- [Full guide](${u}/llms-full.txt): identity, purchase, payment mechanics, errors`,
+    ...(c.mcpUrl
+      ? [`- [MCP server](${c.mcpUrl}): the same services as MCP tools (Streamable HTTP, bearer agent token)`]
+      : []),
     "",
     "## Services",
     ...c.services.map((s) => `- ${s.slug} (${s.kind}): ${formatUsd(s.meters.query)} USD per query`),

@@ -33,6 +33,7 @@ export function createCatalogRoutes(
       agentAuthUrl: deps.config.agentAuthUrl,
       networkApiUrl: deps.config.networkApiUrl,
       processor: processor.name,
+      mcpUrl: `${deps.config.baseUrl}/mcp`,
     };
   };
   const text = { "content-type": "text/plain; charset=UTF-8" };

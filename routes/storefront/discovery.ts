@@ -39,6 +39,7 @@ export function authorizationServerMetadata(deps: Pick<Deps, "config">): Record<
       claim_complete_endpoint: `${sf}/agent/identity/claim/complete`,
       entitlements_endpoint: `${sf}/agent/entitlements`,
       network_entitlements_endpoint: `${as}/agent/entitlements`,
+      mcp_endpoint: `${deps.config.baseUrl}/mcp`,
       access_token_lifetime_s: s.accessTokenTtlS,
     },
   };

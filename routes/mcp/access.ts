@@ -1,0 +1,313 @@
+/**
+ * The two ways into the MCP tools.
+ * - A tenant API key: the tenant's own data models and AI models, through the same services as the
+ *   bearer REST routes.
+ * - A storefront agent access token: the seller's marketplace models, each call through the paid
+ *   proxy (same entitlements, same price, same atomic once-per-request debit as
+ *   `POST {agent_auth_url}/v2/search`). Without an entitlement the call fails with the MCP binding
+ *   of the `Payment` scheme (JSON-RPC -32042, the storefront's challenges in `data.challenges`)
+ *   before any search runs.
+ */
+import { Challenge, Credential, Errors } from "mppx";
+import { ASK_AI_FILTERS, askAiRollup, normaliseQuery } from "../../analytics/rollups.ts";
+import type { AnalyticsQuery } from "../../analytics/rollups.ts";
+import { planCovers } from "../../core/commerce/catalog.ts";
+import { formatUsd } from "../../core/commerce/money.ts";
+import type { PaidProxy } from "../../core/commerce/proxy.ts";
+import type { AuthenticatedAgent, Seller, Service } from "../../core/commerce/types.ts";
+import type { Deps } from "../../core/deps.ts";
+import { AppError, notFound } from "../../core/errors.ts";
+import type { SearchRequest, SearchResponse } from "../../core/search/types.ts";
+
+/** JSON-RPC code of the MCP binding of the `Payment` scheme: payment required. */
+export const PAYMENT_REQUIRED_CODE = -32042;
+/** Where an MCP client puts a `Payment` credential (the mppx MCP binding). */
+export const CREDENTIAL_META_KEY = "org.paymentauth/credential";
+
+/** A JSON-RPC error the MCP server answers as is (code, message, data). */
+export class JsonRpcError extends Error {
+  constructor(readonly code: number, message: string, readonly data?: Record<string, unknown>) {
+    super(message);
+  }
+}
+
+/** `search_articles` arguments after validation. */
+export type SearchArgs = SearchRequest & { data_model_id: string };
+/** An answer of the `ask` tool. */
+export interface AskOutcome {
+  message: string;
+  /** A structured model's payload. */
+  payload?: unknown;
+  citations?: Record<string, unknown>[];
+}
+/** A model a caller may use. */
+export interface ModelListing {
+  id: string;
+  name: string;
+  /** Agents: the price of one call. */
+  price_usd?: string;
+  service_slug?: string;
+}
+
+/** What the tools call; one implementation per way in. */
+export interface McpAccess {
+  kind: "tenant" | "agent";
+  searchArticles(args: SearchArgs, meta: Record<string, unknown>): Promise<SearchResponse>;
+  ask(args: { ai_model_id: string; query: string }, meta: Record<string, unknown>): Promise<AskOutcome>;
+  listDataModels(): Promise<ModelListing[]>;
+  listAiModels(): Promise<ModelListing[]>;
+  analyticsSummary(args: Record<string, string | undefined>): Promise<Record<string, unknown>>;
+}
+
+type TenantDeps = Pick<Deps, "repos" | "search" | "searchEngine" | "answer" | "analytics" | "clock">;
+
+/** A tenant API key: everything scoped to the tenant, as on the REST routes. */
+export class TenantAccess implements McpAccess {
+  readonly kind = "tenant";
+  constructor(
+    private readonly deps: TenantDeps,
+    private readonly tenantId: string,
+    private readonly requestId: string,
+  ) {}
+
+  async searchArticles(args: SearchArgs): Promise<SearchResponse> {
+    const dm = await this.deps.repos.dataModels.getForTenant(this.tenantId, args.data_model_id);
+    if (!dm) throw notFound(`data model not found: ${args.data_model_id}`, "data_model_not_found");
+    const { data_model_id: _, ...request } = args;
+    return await (this.deps.search ?? this.deps.searchEngine).recommend(dm, request, {
+      tenantId: this.tenantId,
+      requestId: this.requestId,
+    });
+  }
+
+  async ask(args: { ai_model_id: string; query: string }): Promise<AskOutcome> {
+    const model = await this.deps.repos.aiModels.getForTenant(this.tenantId, args.ai_model_id);
+    if (!model) throw notFound(`AI model not found: ${args.ai_model_id}`);
+    if (!this.deps.answer) throw new AppError(503, "answer_unavailable", "Real-time answers are not available");
+    const answer = await this.deps.answer.answer(model, args.query, {
+      tenantId: this.tenantId,
+      requestId: this.requestId,
+    });
+    return {
+      message: answer.message,
+      ...(answer.kind === "structured" ? { payload: answer.payload } : {}),
+      ...citationsOf(answer),
+    };
+  }
+
+  async listDataModels(): Promise<ModelListing[]> {
+    return (await this.deps.repos.dataModels.listByTenant(this.tenantId)).map((m) => ({ id: m.id, name: m.name }));
+  }
+
+  async listAiModels(): Promise<ModelListing[]> {
+    return (await this.deps.repos.aiModels.listByTenant(this.tenantId)).map((m) => ({ id: m.id, name: m.name }));
+  }
+
+  async analyticsSummary(args: Record<string, string | undefined>): Promise<Record<string, unknown>> {
+    const q: AnalyticsQuery = {};
+    for (const [k, v] of Object.entries(args)) if (v !== undefined) q[k] = v;
+    normaliseQuery(q, ASK_AI_FILTERS, this.deps.clock);
+    const rollupDeps = { engine: this.deps.analytics, repos: this.deps.repos, clock: this.deps.clock };
+    return await askAiRollup(rollupDeps, this.tenantId, q) as Record<string, unknown>;
+  }
+}
+
+/** Citations, when the answer engine gives them. */
+function citationsOf(answer: object): { citations?: Record<string, unknown>[] } {
+  const c = (answer as { citations?: unknown }).citations;
+  return Array.isArray(c) ? { citations: c as Record<string, unknown>[] } : {};
+}
+
+type AgentDeps = Pick<Deps, "commerce" | "log">;
+
+/** A storefront agent: the seller's marketplace models, paid per call through the paid proxy. */
+export class AgentAccess implements McpAccess {
+  readonly kind = "agent";
+  constructor(
+    private readonly deps: AgentDeps,
+    private readonly proxy: PaidProxy,
+    private readonly seller: Seller,
+    private readonly agent: AuthenticatedAgent,
+  ) {}
+
+  async searchArticles(args: SearchArgs, meta: Record<string, unknown>): Promise<SearchResponse> {
+    const { data_model_id: dm, ...request } = args;
+    const body = await this.paidCall("search", dm, `/payproxy/v2/search?data_model_id=${dm}`, request, meta);
+    return body as unknown as SearchResponse;
+  }
+
+  async ask(args: { ai_model_id: string; query: string }, meta: Record<string, unknown>): Promise<AskOutcome> {
+    const id = args.ai_model_id;
+    const body = await this.paidCall("aimodel", id, `/payproxy/aimodel/${id}`, { query: args.query }, meta);
+    // Text models answer {message}; structured models their payload itself (spec 2.3).
+    if (typeof body.message === "string" && Object.keys(body).every((k) => k === "message" || k === "citations")) {
+      return { message: body.message, ...citationsOf(body) };
+    }
+    return { message: JSON.stringify(body), payload: body };
+  }
+
+  async listDataModels(): Promise<ModelListing[]> {
+    return (await this.services()).filter((s) => s.kind === "search").map(listing);
+  }
+
+  async listAiModels(): Promise<ModelListing[]> {
+    return (await this.services()).filter((s) => s.kind === "aimodel").map(listing);
+  }
+
+  analyticsSummary(): Promise<Record<string, unknown>> {
+    return Promise.reject(new AppError(403, "tenant_key_required", "analytics_summary needs a tenant API key"));
+  }
+
+  private services(): Promise<Service[]> {
+    return this.deps.commerce.catalog.services(this.seller);
+  }
+
+  /**
+   * One paid call through the paid proxy. A `Payment` credential in `_meta` (mppx's MCP binding)
+   * answers a challenge: a purchase challenge buys credit first, a pay-per-call one pays this call.
+   */
+  private async paidCall(
+    kind: Service["kind"],
+    modelId: string,
+    pathAndQuery: string,
+    request: Record<string, unknown>,
+    meta: Record<string, unknown>,
+  ): Promise<Record<string, unknown>> {
+    const headers = new Headers({ "content-type": "application/json" });
+    const credential = credentialHeader(meta[CREDENTIAL_META_KEY]);
+    if (credential) {
+      const action = credential.value.challenge.request?.action;
+      if (action === "purchase" || action === "extend") await this.buy(credential, action);
+      else headers.set("authorization", credential.header);
+    }
+    let res: Response;
+    try {
+      res = await this.proxy.call({
+        seller: this.seller,
+        agent: this.agent,
+        kind,
+        modelId,
+        pathAndQuery,
+        body: new TextEncoder().encode(JSON.stringify(request)),
+        headers,
+      });
+    } catch (err) {
+      throw await this.paymentError(err, kind, modelId);
+    }
+    const text = await res.text();
+    let body: Record<string, unknown> | undefined;
+    try {
+      body = JSON.parse(text);
+    } catch { /* empty or non-JSON error body */ }
+    if (res.ok && body && typeof body === "object") return body;
+    if (res.status === 404) {
+      throw notFound(`${kind === "search" ? "data model" : "AI model"} not found: ${modelId}`);
+    }
+    if (res.status === 422 && typeof body?.message === "string") {
+      throw new AppError(422, "invalid_request", body.message);
+    }
+    this.deps.log.warn("paid MCP call failed upstream", { status: res.status, model: modelId });
+    throw new AppError(502, "upstream_failed", "The service could not answer this call");
+  }
+
+  /** Settles a purchase or top-up credential, so the call that carried it can use the credit. */
+  private async buy(credential: { header: string; value: Credential.Credential }, action: "purchase" | "extend") {
+    const request = credential.value.challenge.request as Record<string, unknown>;
+    const res = await this.deps.commerce.service.purchase({
+      seller: this.seller,
+      agent: this.agent,
+      action,
+      planId: typeof request.planId === "string" ? request.planId : undefined,
+      body: { amountUsd: request.amountUsd, ...(action === "extend" ? { planId: request.planId } : {}) },
+      headers: new Headers({ authorization: credential.header }),
+    });
+    if (res.status !== 200) throw new AppError(402, "payment_incomplete", "The payment did not complete");
+  }
+
+  /**
+   * The paid proxy's refusals as MCP errors: pay-per-call challenges and missing or spent credit
+   * become -32042 with the storefront's challenges; everything else stays an AppError.
+   */
+  private async paymentError(err: unknown, kind: Service["kind"], modelId: string): Promise<unknown> {
+    if (!(err instanceof AppError)) return err;
+    if (err.status === 402 && err.code === "payment_required") {
+      const header = err.headers?.["www-authenticate"];
+      const challenges = header ? Challenge.deserializeList(header) : [];
+      if (challenges.length) return paymentRequired(challenges, err.message, err.extra);
+    }
+    if (err.code === "plan_required" || err.code === "usage_exhausted") {
+      const challenges = await this.purchaseChallenges(kind, modelId);
+      if (challenges.length) {
+        return paymentRequired(challenges.map((c) => c.challenge), err.message, {
+          purchase: challenges[0]!.purchase,
+          ...(err.extra ?? {}),
+        });
+      }
+    }
+    return err;
+  }
+
+  /** The challenges the storefront's purchase 402 carries for the cheapest credit plan covering the model. */
+  private async purchaseChallenges(kind: Service["kind"], modelId: string) {
+    const { commerce } = this.deps;
+    const service = (await this.services()).find((s) => s.kind === kind && s.modelId === modelId);
+    if (!service) return [];
+    const plans = (await commerce.service.sellingPlans(this.seller)).filter((p) =>
+      p.kind === "credit" && planCovers(p, service.slug)
+    );
+    const plan =
+      plans.sort((a, b) =>
+        (a.kind === "credit" ? a.minimumMicros : 0) - (b.kind === "credit" ? b.minimumMicros : 0)
+      )[0];
+    if (!plan || plan.kind !== "credit") return [];
+    const amountUsd = formatUsd(plan.minimumMicros);
+    const r = await commerce.service.purchase({
+      seller: this.seller,
+      agent: this.agent,
+      action: "purchase",
+      planId: plan.id,
+      body: { amountUsd },
+      headers: new Headers(),
+    });
+    return r.headers.filter(([k]) => k.toLowerCase() === "www-authenticate").map(([, v]) => ({
+      challenge: Challenge.deserialize(v),
+      purchase: { planId: plan.id, amountUsd, pricePerCallUsd: formatUsd(service.meters.query) },
+    }));
+  }
+}
+
+const listing = (s: Service): ModelListing => ({
+  id: s.modelId,
+  name: s.name,
+  price_usd: formatUsd(s.meters.query),
+  service_slug: s.slug,
+});
+
+/** A `Payment` credential from `_meta`, as header and value; null when absent. */
+function credentialHeader(value: unknown): { header: string; value: Credential.Credential } | null {
+  if (value === undefined || value === null) return null;
+  try {
+    if (typeof value !== "object" || !("challenge" in value) || !("payload" in value)) throw new Error("shape");
+    const header = Credential.serialize(value as Credential.Credential);
+    return { header, value: Credential.deserialize(header) };
+  } catch {
+    throw new AppError(400, "invalid_request", "Malformed Payment credential in _meta");
+  }
+}
+
+/** The -32042 error: the challenges, and a problem detail a model can act on. */
+function paymentRequired(
+  challenges: Challenge.Challenge[],
+  message: string,
+  extra?: Record<string, unknown>,
+): JsonRpcError {
+  return new JsonRpcError(PAYMENT_REQUIRED_CODE, "Payment required", {
+    httpStatus: 402,
+    challenges,
+    problem: {
+      ...new Errors.PaymentRequiredError({ description: message }).toProblemDetails(),
+      hint: `Answer one challenge with a Payment credential in _meta["${CREDENTIAL_META_KEY}"] and call again`,
+    },
+    ...(extra ?? {}),
+  });
+}

@@ -1,0 +1,204 @@
+/**
+ * `POST /mcp`: the Model Context Protocol over Streamable HTTP, stateless (no protocol session:
+ * each POST is served by a fresh server and transport, JSON responses), built on the official SDK.
+ * `GET /.well-known/mcp.json` is its server card.
+ *
+ * Authentication happens before MCP: `Authorization: Bearer ak_...` (a tenant API key) or
+ * `Bearer <storefront agent access token>`. Anything else is a 401 with a `WWW-Authenticate`
+ * challenge pointing at the protected-resource metadata, before any JSON-RPC is read.
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import {
+  type CallToolRequest,
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AuthenticatedAgent } from "../../core/commerce/types.ts";
+import type { Deps } from "../../core/deps.ts";
+import { AppError } from "../../core/errors.ts";
+import { describeError } from "../../core/log.ts";
+import type { AppEnv } from "../env.ts";
+import { familyApp } from "../family.ts";
+import { sellerOf } from "../storefront/seller.ts";
+import { API_VERSION } from "../app.ts";
+import { AgentAccess, JsonRpcError, type McpAccess, type SearchArgs, TenantAccess } from "./access.ts";
+import { renderAnswer, renderModels, renderSearch, toolResult } from "./render.ts";
+import { parseArguments, toolListings, toolNamed } from "./tools.ts";
+
+/** The MCP server's name in `initialize` and the server card. */
+export const MCP_SERVER_NAME = "article-search";
+
+const BEARER_RE = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+/** Runs one tool with validated arguments. */
+async function runTool(access: McpAccess, name: string, args: unknown, meta: Record<string, unknown>) {
+  const tool = toolNamed(name);
+  if (!tool || (access.kind === "agent" && !tool.forAgents)) {
+    throw new AppError(404, "unknown_tool", `Unknown tool: ${name.slice(0, 64)}`);
+  }
+  switch (tool.name) {
+    case "search_articles": {
+      const out = await access.searchArticles(parseArguments<SearchArgs>(tool, args), meta);
+      return toolResult(out as unknown as Record<string, unknown>, renderSearch(out));
+    }
+    case "ask": {
+      const answer = await access.ask(parseArguments(tool, args), meta);
+      return toolResult({ ...answer }, renderAnswer(answer.message, answer.citations as never));
+    }
+    case "list_data_models": {
+      parseArguments(tool, args);
+      const models = await access.listDataModels();
+      return toolResult({ data_models: models }, renderModels("data models", models));
+    }
+    case "list_ai_models": {
+      parseArguments(tool, args);
+      const models = await access.listAiModels();
+      return toolResult({ ai_models: models }, renderModels("AI models", models));
+    }
+    case "analytics_summary": {
+      const out = await access.analyticsSummary(parseArguments(tool, args));
+      return toolResult(out, JSON.stringify((out as { summary?: unknown }).summary ?? out, null, 2));
+    }
+  }
+}
+
+/** A fresh low-level MCP server for one request, bound to the caller's access. */
+function mcpServer(access: McpAccess, deps: Pick<Deps, "log">, requestId: string): Server {
+  const server = new Server(
+    { name: MCP_SERVER_NAME, version: API_VERSION },
+    {
+      capabilities: { tools: { listChanged: false } },
+      instructions: "News article search and real-time answers. Call list_data_models or list_ai_models first, " +
+        "then search_articles or ask with an id from them.",
+    },
+  );
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolListings(access.kind === "agent") }) as never);
+  server.setRequestHandler(CallToolRequestSchema, async (request: CallToolRequest) => {
+    const { name, arguments: args, _meta } = request.params;
+    try {
+      return await runTool(access, name, args, (_meta ?? {}) as Record<string, unknown>);
+    } catch (err) {
+      if (err instanceof JsonRpcError) throw err;
+      // Bad arguments, refusals and outages are tool errors the model can read and act on; only our
+      // own words go out, never a library's message.
+      if (!(err instanceof AppError) || err.status >= 500) {
+        deps.log.error("MCP tool failed", { request_id: requestId, tool: name, error: describeError(err) });
+      }
+      const message = err instanceof AppError ? err.message : "Internal error";
+      return { content: [{ type: "text", text: message }], isError: true } as never;
+    }
+  });
+  return server;
+}
+
+/** The MCP sub-app, mounted at `/mcp`. */
+export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
+  const app = familyApp("oauth", deps.log);
+  const proxy = deps.commerce.proxy;
+  const challenge = `Bearer resource_metadata="${deps.config.agentAuthUrl}/.well-known/oauth-protected-resource"`;
+  const unauthorized = (code: string, message: string) =>
+    new AppError(401, code, message, { headers: { "www-authenticate": challenge } });
+
+  /** The caller's access from its bearer credential. */
+  async function authenticate(c: Context<AppEnv>): Promise<McpAccess> {
+    const header = c.req.header("authorization");
+    if (header === undefined) {
+      throw unauthorized("invalid_request", "Send Authorization: Bearer <API key or agent access token>");
+    }
+    const token = BEARER_RE.exec(header.trim())?.[1];
+    if (!token) throw unauthorized("invalid_request", 'Authorization must be exactly one "Bearer <token>"');
+    const requestId = c.get("requestId");
+    if (token.startsWith("ak_")) {
+      let record;
+      try {
+        record = await deps.apiKeys.authenticate(`Bearer ${token}`);
+      } catch (err) {
+        if (err instanceof AppError) throw unauthorized("invalid_token", "Unknown or revoked API key");
+        throw err;
+      }
+      c.set("tenantId", record.tenantId);
+      return new TenantAccess(deps, record.tenantId, requestId);
+    }
+    let principal;
+    try {
+      principal = await deps.storefront.tokens.verifyAccessToken(token);
+    } catch (err) {
+      if (err instanceof AppError) throw unauthorized("invalid_token", "The access token did not verify");
+      throw err;
+    }
+    const seller = await sellerOf(c, deps);
+    const record = principal.claimed ? null : await deps.storefront.accounts.credential(principal.credentialId);
+    const agent: AuthenticatedAgent = {
+      credentialId: principal.credentialId,
+      claimed: principal.claimed,
+      ...(principal.accountId ? { humanId: principal.accountId } : {}),
+      ...(record?.expiresAt ? { expiresAt: record.expiresAt } : {}),
+    };
+    await deps.commerce.service.agents.note(agent);
+    c.set("caller", `agent:${agent.credentialId}`);
+    return new AgentAccess(deps, proxy, seller, agent);
+  }
+
+  app.post("/", async (c) => {
+    const access = await authenticate(c);
+    const server = mcpServer(access, deps, c.get("requestId"));
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+      maxRequestBodySize: deps.config.maxBodyBytes,
+    });
+    await server.connect(transport);
+    try {
+      return await transport.handleRequest(c.req.raw);
+    } finally {
+      await server.close();
+    }
+  });
+  // Stateless: no server-initiated stream to open and no session to end.
+  app.on(["GET", "DELETE"], "/", () =>
+    Response.json(
+      {
+        jsonrpc: "2.0",
+        error: { code: -32000, message: "Method not allowed: this server is stateless, POST only" },
+        id: null,
+      },
+      { status: 405, headers: { allow: "POST" } },
+    ));
+  return app;
+}
+
+/** `GET /.well-known/mcp.json`: the server card (name, endpoint, transport, auth, tools). */
+export function createMcpCardRoutes(deps: Pick<Deps, "config" | "log">): OpenAPIHono<AppEnv> {
+  const app = familyApp("message", deps.log);
+  app.get("/mcp.json", (c) => {
+    c.header("cache-control", "public, max-age=300");
+    return c.json({
+      name: MCP_SERVER_NAME,
+      title: "Article search and real-time answers",
+      version: API_VERSION,
+      description: "Search news articles (domain and date filters, explanations), ask AI models grounded in " +
+        "fresh articles, list models, and read Ask AI analytics. Tenants use their API key; agents use a " +
+        "storefront access token and pay per call.",
+      endpoint: `${deps.config.baseUrl}/mcp`,
+      transport: { type: "streamable-http", stateless: true },
+      protocolVersions: ["2025-06-18", "2025-03-26"],
+      authentication: {
+        schemes: ["bearer"],
+        apiKey: "Authorization: Bearer ak_... (tenant scope)",
+        agentToken: `Authorization: Bearer <access token from ${deps.config.agentAuthUrl}/oauth2/token>`,
+        protectedResourceMetadata: `${deps.config.agentAuthUrl}/.well-known/oauth-protected-resource`,
+        authorizationServer: deps.config.networkApiUrl,
+      },
+      payment: {
+        scheme: "Payment",
+        binding: "JSON-RPC error -32042 with data.challenges; credential in params._meta['org.paymentauth/credential']",
+        prices: `${deps.config.agentAuthUrl}/services`,
+      },
+      tools: toolListings(false).map((t) => ({ name: t.name, title: t.title, description: t.description })),
+    });
+  });
+  return app;
+}

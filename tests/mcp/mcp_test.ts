@@ -1,0 +1,268 @@
+/**
+ * `POST /mcp` through the official SDK client (`Client` + `StreamableHTTPClientTransport`) against a
+ * real server on port 0: tools, credentials, paid calls through the paid proxy, -32042 challenges.
+ */
+import assert from "node:assert/strict";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { Challenge } from "mppx";
+import type { SearchService } from "../../core/search/types.ts";
+import { mcpWorld } from "./_world.ts";
+
+type World = Awaited<ReturnType<typeof mcpWorld>>;
+
+/** Counts searches reaching the engine (a pass-through to the real one). */
+function countSearches(w: World) {
+  const engine = w.deps.searchEngine;
+  const counter = { n: 0 };
+  const counting: SearchService = {
+    recommend: (...a) => {
+      counter.n++;
+      return engine.recommend(...a);
+    },
+    retrieve: (...a) => engine.retrieve(...a),
+  };
+  w.deps.search = counting;
+  return counter;
+}
+
+// deno-lint-ignore no-explicit-any
+type Structured = any;
+interface ToolInfo {
+  name: string;
+  description?: string;
+  annotations?: { readOnlyHint?: boolean; openWorldHint?: boolean };
+  inputSchema: { properties?: Record<string, unknown> };
+}
+const toolsOf = async (client: { listTools(): Promise<unknown> }) =>
+  ((await client.listTools()) as { tools: ToolInfo[] }).tools;
+
+Deno.test("MCP with a tenant API key: lists five annotated tools and calls each one", async () => {
+  await using w = await mcpWorld();
+  const client = await w.connect(`Bearer ${w.apiKey}`);
+  const tools = await toolsOf(client);
+  assert.deepEqual(tools.map((t) => t.name), [
+    "search_articles",
+    "ask",
+    "list_data_models",
+    "list_ai_models",
+    "analytics_summary",
+  ]);
+  for (const t of tools) {
+    assert.ok(t.description && t.description.length > 80, t.name);
+    assert.equal(t.annotations?.readOnlyHint, true);
+    assert.equal(typeof t.annotations?.openWorldHint, "boolean");
+  }
+  const search = tools.find((t) => t.name === "search_articles")!;
+  for (
+    const f of ["data_model_id", "query", "include_domains", "exclude_domains", "start_date", "end_date", "explain"]
+  ) {
+    assert.ok(f in (search.inputSchema.properties ?? {}), f);
+  }
+
+  const models = await client.callTool({ name: "list_data_models", arguments: {} });
+  const dms = (models.structuredContent as Structured).data_models.map((m: { id: string }) => m.id);
+  assert.ok(dms.includes(w.ids.dataModelId));
+
+  const ai = await client.callTool({ name: "list_ai_models", arguments: {} });
+  assert.ok((ai.structuredContent as Structured).ai_models.some((m: { id: string }) => m.id === w.ids.aiModelId));
+
+  const found = await client.callTool({
+    name: "search_articles",
+    arguments: { data_model_id: w.ids.dataModelId, query: "city council budget", exclude_domains: ["beta.example"] },
+  });
+  assert.equal(found.isError, undefined);
+  const results = (found.structuredContent as Structured).response.results;
+  assert.ok(results.length >= 1);
+  assert.equal(results[0].title, "City council passes the budget after a long debate");
+  assert.ok(results.every((r: { site_domain: string }) => r.site_domain !== "beta.example"));
+  const text = (found.content as { type: string; text: string }[])[0]!.text;
+  assert.match(text, /1\. City council passes the budget after a long debate\n {3}Ana Reyes · \d{4}-\d{2}-\d{2}/);
+  assert.match(text, /Link: http:\/\/svc\.test\//);
+
+  const asked = await client.callTool({
+    name: "ask",
+    arguments: { ai_model_id: w.ids.aiModelId, query: "What did the city council decide about the budget?" },
+  });
+  assert.equal(asked.isError, undefined, JSON.stringify(asked.content));
+  assert.equal(typeof (asked.structuredContent as Structured).message, "string");
+
+  const summary = await client.callTool({ name: "analytics_summary", arguments: { start_date: "2026-11-16" } });
+  assert.equal(summary.isError, undefined, JSON.stringify(summary.content));
+  assert.equal((summary.structuredContent as Structured).success, true);
+  assert.equal((summary.structuredContent as Structured).daily_breakdown.length, 7);
+});
+
+Deno.test("MCP tool errors carry the REST 422 messages; another tenant's model is not found", async () => {
+  await using w = await mcpWorld();
+  const client = await w.connect(`Bearer ${w.apiKey}`);
+  const call = async (name: string, args: Record<string, unknown>) => {
+    const r = await client.callTool({ name, arguments: args });
+    assert.equal(r.isError, true, `${name} ${JSON.stringify(args)}`);
+    return (r.content as { text: string }[])[0]!.text;
+  };
+  const dm = w.ids.dataModelId;
+  assert.equal(await call("search_articles", { data_model_id: dm, query: "  " }), "query: query cannot be empty");
+  assert.equal(
+    await call("search_articles", { data_model_id: dm, query: "x", start_date: "2026-13-01" }),
+    "start_date: must be an ISO date (YYYY-MM-DD) or date-time (YYYY-MM-DDTHH:MM:SSZ)",
+  );
+  assert.equal(
+    await call("search_articles", { data_model_id: dm, query: "x", start_date: "2026-11-10", end_date: "2026-11-01" }),
+    "end_date must be on or after start_date",
+  );
+  assert.equal(
+    await call("search_articles", { data_model_id: dm, query: "x", include_domains: ["<script>"] }),
+    "include_domains.0: must be a domain such as example.com",
+  );
+  assert.equal(await call("search_articles", { query: "x" }), "data_model_id is required");
+  assert.equal(await call("ask", { ai_model_id: w.ids.aiModelId, query: " " }), "query cannot be empty");
+  assert.equal(
+    await call("ask", { ai_model_id: "nope", query: "x" }),
+    "ai_model_id is not in the correct format: expected am_ followed by letters and digits",
+  );
+  assert.equal(
+    await call("analytics_summary", { start_date: "2026-11-10", end_date: "2026-11-01" }),
+    "end_date must be on or after start_date",
+  );
+
+  // Tenant crossing: a second tenant's key cannot reach the demo tenant's models.
+  const other = await w.tenantWithKey("Other Media");
+  const stranger = await w.connect(`Bearer ${other.key}`);
+  const crossed = await stranger.callTool({
+    name: "search_articles",
+    arguments: { data_model_id: dm, query: "budget" },
+  });
+  assert.equal(crossed.isError, true);
+  assert.equal((crossed.content as { text: string }[])[0]!.text, `data model not found: ${dm}`);
+  const listed = await stranger.callTool({ name: "list_data_models", arguments: {} });
+  assert.deepEqual((listed.structuredContent as Structured).data_models, []);
+});
+
+Deno.test("MCP without a credential, with a bad one, or an unknown key is 401 with a Bearer challenge", async () => {
+  await using w = await mcpWorld();
+  for (const authorization of [undefined, "Bearer ak_unknownkey000000000000", "Bearer not.a.token", "Basic abc"]) {
+    await assert.rejects(w.connect(authorization), /401|Unauthorized|invalid/i, String(authorization));
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    };
+    if (authorization) headers.authorization = authorization;
+    const res = await fetch(`${w.url}/mcp`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    assert.equal(res.status, 401);
+    assert.match(res.headers.get("www-authenticate") ?? "", /^Bearer resource_metadata="/);
+    const body = await res.json();
+    assert.ok(body.error === "invalid_request" || body.error === "invalid_token");
+    assert.ok(!JSON.stringify(body).includes("not.a.token"));
+  }
+});
+
+Deno.test("MCP with an agent token: a paid search debits the credit exactly once", async () => {
+  await using w = await mcpWorld();
+  const searches = countSearches(w);
+  const { token } = await w.agents.issue();
+  await w.buyCredit(token, "0.100000");
+  const client = await w.connect(`Bearer ${token}`);
+  const tools = await toolsOf(client);
+  assert.deepEqual(tools.map((t) => t.name), ["search_articles", "ask", "list_data_models", "list_ai_models"]);
+  const listed = await client.callTool({ name: "list_data_models", arguments: {} });
+  const dm = (listed.structuredContent as Structured).data_models.find((m: { id: string }) =>
+    m.id === w.ids.dataModelId
+  );
+  assert.equal(dm.price_usd, "0.010000");
+
+  const r = await client.callTool({
+    name: "search_articles",
+    arguments: { data_model_id: w.ids.dataModelId, query: "council budget", explain: true },
+  });
+  assert.equal(r.isError, undefined, JSON.stringify(r.content));
+  const results = (r.structuredContent as Structured).response.results;
+  assert.ok(results[0].explain.matched_terms.length > 0);
+  assert.equal(searches.n, 1);
+  assert.equal(await w.remainingUsd(token), "0.090000");
+  // A bad argument is refused before the proxy: not billed, no search.
+  const bad = await client.callTool({ name: "search_articles", arguments: { data_model_id: w.ids.dataModelId } });
+  assert.equal(bad.isError, true);
+  assert.equal(await w.remainingUsd(token), "0.090000");
+  assert.equal(searches.n, 1);
+  // The analytics tool is the tenant's: an agent cannot call it.
+  const denied = await client.callTool({ name: "analytics_summary", arguments: {} });
+  assert.equal(denied.isError, true);
+});
+
+Deno.test("MCP with an agent token and no entitlement: -32042 with the storefront's challenges, no search run", async () => {
+  await using w = await mcpWorld();
+  const searches = countSearches(w);
+  const { token } = await w.agents.issue();
+  const client = await w.connect(`Bearer ${token}`);
+  const err = await client.callTool({
+    name: "search_articles",
+    arguments: { data_model_id: w.ids.dataModelId, query: "council budget" },
+  }).then(() => null, (e: unknown) => e);
+  assert.ok(err instanceof McpError, String(err));
+  assert.equal(err.code, -32042);
+  const data = err.data as { httpStatus: number; challenges: Challenge.Challenge[] };
+  assert.equal(data.httpStatus, 402);
+  assert.ok(data.challenges.length >= 1);
+  // The same challenges the storefront's paid route issues: its realm, rails, terms and price.
+  const http = await w.app.request(`http://svc.test/v2/search?data_model_id=${w.ids.dataModelId}`, {
+    method: "POST",
+    headers: { host: "svc.test", authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ query: "council budget" }),
+  });
+  assert.equal(http.status, 402);
+  const viaHttp = Challenge.fromResponseList(http);
+  await http.body?.cancel();
+  const shape = (c: Challenge.Challenge) => {
+    const { nonce: _n, ...terms } = c.request as Record<string, unknown>;
+    return { realm: c.realm, method: c.method, intent: c.intent, terms };
+  };
+  assert.deepEqual(data.challenges.map(shape), viaHttp.map(shape));
+  assert.equal(searches.n, 0, "an unpaid call runs no search");
+});
+
+Deno.test("MCP: 50 concurrent paid calls against credit for 20 give exactly 20 results and 30 payment errors", async () => {
+  await using w = await mcpWorld();
+  const searches = countSearches(w);
+  const { token } = await w.agents.issue();
+  await w.buyCredit(token, "0.200000");
+  const client = await w.connect(`Bearer ${token}`);
+  const outcomes = await Promise.all(Array.from({ length: 50 }, (_, i) =>
+    client.callTool({
+      name: "search_articles",
+      arguments: { data_model_id: w.ids.dataModelId, query: `council budget ${i}` },
+    }).then(
+      (r: { isError?: unknown }) => (r.isError ? "tool_error" : "ok"),
+      (e: unknown) => (e instanceof McpError ? String((e as { code: number }).code) : "other"),
+    )));
+  const count = (k: string) => outcomes.filter((o: string) => o === k).length;
+  assert.equal(count("ok"), 20, JSON.stringify(outcomes));
+  assert.equal(count("-32042"), 30);
+  assert.equal(searches.n, 20);
+  assert.equal(await w.remainingUsd(token) ?? "0.000000", "0.000000");
+});
+
+Deno.test("the server card, /services, /llms.txt and the authorization-server metadata name /mcp", async () => {
+  await using w = await mcpWorld();
+  const get = (path: string) => w.app.request(`http://svc.test${path}`, { headers: { host: "svc.test" } });
+  const card = await (await get("/.well-known/mcp.json")).json();
+  assert.equal(card.endpoint, "http://svc.test/mcp");
+  assert.equal(card.transport.type, "streamable-http");
+  assert.deepEqual(card.tools.map((t: { name: string }) => t.name), [
+    "search_articles",
+    "ask",
+    "list_data_models",
+    "list_ai_models",
+    "analytics_summary",
+  ]);
+  assert.equal((await (await get("/services")).json()).mcp.url, "http://svc.test/mcp");
+  assert.match(await (await get("/llms.txt")).text(), /\[MCP server\]\(http:\/\/svc\.test\/mcp\)/);
+  const meta = await (await get("/.well-known/oauth-authorization-server")).json();
+  assert.equal(meta.agent_auth.mcp_endpoint, "http://svc.test/mcp");
+  const stateless = await fetch(`${w.url}/mcp`, { headers: { authorization: `Bearer ${w.apiKey}` } });
+  assert.equal(stateless.status, 405);
+  await stateless.body?.cancel();
+});
