@@ -8,6 +8,8 @@
  *   /healthz, /readyz, /docs              routes/system.ts (`/openapi.json`: here)
  *   /app/v2/search                        routes/search.ts
  *   /app/aimodel/{id}                     routes/aimodel.ts
+ *   /app/datamodel/{id} (legacy search)   routes/datamodel_legacy.ts
+ *   /mcp, /.well-known/mcp.json           routes/mcp/mod.ts
  *   /payproxy/...                         routes/payproxy.ts
  *   /v1/analytics/...                     routes/analytics.ts (+ analytics_insights.ts)
  *   /dashboard                            routes/dashboard.ts
@@ -46,6 +48,7 @@ import { familyApp, mount } from "./family.ts";
 import { createImageRoutes } from "./images.ts";
 import { accessLog } from "./middleware/access_log.ts";
 import { requestId } from "./middleware/request_id.ts";
+import { createDatamodelLegacyRoutes } from "./datamodel_legacy.ts";
 import { createMcpCardRoutes, createMcpRoutes } from "./mcp/mod.ts";
 import { createPayproxyRoutes } from "./payproxy.ts";
 import { createRedirectRoutes } from "./redirect.ts";
@@ -87,6 +90,8 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   const bearerApi = familyApp("message", deps.log);
   bearerApi.route("/v2/search", createSearchRoutes(deps));
   bearerApi.route("/aimodel", createAiModelRoutes(deps));
+  // The old docs' and the Go SDK's path for the same search.
+  bearerApi.route("/datamodel", createDatamodelLegacyRoutes(deps));
   mount(app, "/app", bearerApi);
   mount(app, "/payproxy", createPayproxyRoutes(deps));
 

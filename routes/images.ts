@@ -33,7 +33,8 @@ export function createImageRoutes(deps: Pick<Deps, "links" | "images" | "log">) 
     path: "/",
     tags: ["search"],
     summary: "Resized, optimised article image (`image_url`)",
-    description: `Append \`&w=<width>&h=<height>\` (${MIN_DIMENSION} to ${max}) to an \`image_url\`. ` +
+    description:
+      `Append \`&w=<width>&h=<height>\` (or \`&width=&height=\`; ${MIN_DIMENSION} to ${max}) to an \`image_url\`. ` +
       "With both, the image is cropped to fill the box (`fit=cover`, the default) or fitted inside it " +
       "(`fit=inside`); with one, the other follows the aspect ratio. Images are never enlarged. " +
       "webp when `Accept` includes `image/webp`, else PNG (transparent images) or JPEG.",
@@ -42,6 +43,9 @@ export function createImageRoutes(deps: Pick<Deps, "links" | "images" | "log">) 
         src: z.string().min(1).openapi({ description: "Signed image reference" }),
         w: dimension("w", max),
         h: dimension("h", max),
+        // Dappier's clients resize with `width` / `height`; `w` / `h` win when both are sent.
+        width: dimension("width", max),
+        height: dimension("height", max),
         fit: z.enum(["cover", "inside"]).optional(),
       }),
     },
@@ -62,7 +66,13 @@ export function createImageRoutes(deps: Pick<Deps, "links" | "images" | "log">) 
     const q = c.req.valid("query");
     const ref = await deps.links.verifyImage(q.src);
     if (!ref) throw notFound("Image not found");
-    const request = { src: ref.src, width: q.w, height: q.h, fit: q.fit, webp: acceptsWebp(c.req.header("accept")) };
+    const request = {
+      src: ref.src,
+      width: q.w ?? q.width,
+      height: q.h ?? q.height,
+      fit: q.fit,
+      webp: acceptsWebp(c.req.header("accept")),
+    };
     const headers = { "cache-control": "public, max-age=86400", vary: "Accept", "x-content-type-options": "nosniff" };
     const etag = `"${await deps.images.key(request)}"`;
     const ifNoneMatch = c.req.header("if-none-match");

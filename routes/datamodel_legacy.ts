@@ -1,0 +1,68 @@
+/**
+ * `POST /app/datamodel/{dm_id}` (mounted at `/app/datamodel`): the recommendations route of the old
+ * docs and the Go SDK. Same key, same body and the same orchestration as `POST /app/v2/search`;
+ * the answer is the bare `{"results": [...]}` those clients read.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Deps } from "../core/deps.ts";
+import { notFound } from "../core/errors.ts";
+import { searchRequestSchema } from "../core/search/types.ts";
+import { familyApp } from "./family.ts";
+import { apiKeyAuth } from "./middleware/api_key.ts";
+import { bodyReader } from "./middleware/body.ts";
+import { searchResponseSchema } from "./search.ts";
+
+const DM_ID_RE = /^dm_[A-Za-z0-9]{1,64}$/;
+
+const route = createRoute({
+  method: "post",
+  path: "/{dm_id}",
+  tags: ["search"],
+  summary: "Recommend articles from a data model (legacy path of the old docs and the Go SDK)",
+  description: "The same request and ranking as `POST /app/v2/search?data_model_id=...`; answers " +
+    "`{results}` without the `status` / `response` envelope.",
+  security: [{ bearerAuth: [] }],
+  request: {
+    params: z.object({
+      dm_id: z.string().regex(DM_ID_RE, { error: "must start with dm_ followed by letters and digits" }).openapi({
+        param: { name: "dm_id", in: "path" },
+        example: "dm_01jd3k6q8s4m0v2x9c7b5n1r3t",
+      }),
+    }),
+    body: {
+      required: true,
+      content: { "application/json": { schema: searchRequestSchema.omit({ search_type: true }) } },
+    },
+  },
+  responses: {
+    200: {
+      description: "Recommended articles",
+      content: {
+        "application/json": { schema: z.object({ results: searchResponseSchema.shape.response.shape.results }) },
+      },
+    },
+    401: { description: "Missing or malformed API key" },
+    403: { description: "Unknown or revoked API key" },
+    404: { description: "Unknown data model, or one of another tenant" },
+    422: { description: "A field is empty, of the wrong type or out of range; the message names it" },
+  },
+});
+
+/** The legacy recommendations sub-app. */
+export function createDatamodelLegacyRoutes(
+  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "searchEngine" | "config" | "log">,
+) {
+  const app = familyApp("message", deps.log);
+  app.use("/:dm_id", apiKeyAuth(deps.apiKeys), bodyReader({ limit: deps.config.maxBodyBytes }));
+  app.openapi(route, async (c) => {
+    const { dm_id: dmId } = c.req.valid("param");
+    const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
+    if (!dm) throw notFound(`data model not found: ${dmId}`, "data_model_not_found");
+    const out = await (deps.search ?? deps.searchEngine).recommend(dm, c.req.valid("json"), {
+      tenantId: c.get("tenantId"),
+      requestId: c.get("requestId"),
+    });
+    return c.json({ results: out.response.results }, 200);
+  });
+  return app;
+}
