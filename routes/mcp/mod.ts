@@ -14,7 +14,7 @@ import {
   CallToolRequestSchema,
   ListToolsRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import type { OpenAPIHono } from "@hono/zod-openapi";
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AuthenticatedAgent } from "../../core/commerce/types.ts";
 import type { Deps } from "../../core/deps.ts";
@@ -22,6 +22,7 @@ import { AppError } from "../../core/errors.ts";
 import { describeError } from "../../core/log.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
+import { documented } from "../openapi.ts";
 import { sellerOf } from "../storefront/seller.ts";
 import { API_VERSION } from "../app.ts";
 import { AgentAccess, JsonRpcError, type McpAccess, type SearchArgs, TenantAccess } from "./access.ts";
@@ -142,7 +143,7 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
     return new AgentAccess(deps, proxy, seller, agent);
   }
 
-  app.post("/", async (c) => {
+  documented(app, mcpPostDoc, async (c) => {
     const access = await authenticate(c);
     const server = mcpServer(access, deps, c.get("requestId"));
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -158,7 +159,7 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
     }
   });
   // Stateless: no server-initiated stream to open and no session to end.
-  app.on(["GET", "DELETE"], "/", () =>
+  const notAllowed = () =>
     Response.json(
       {
         jsonrpc: "2.0",
@@ -166,14 +167,16 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
         id: null,
       },
       { status: 405, headers: { allow: "POST" } },
-    ));
+    );
+  documented(app, { ...mcpPostDoc, method: "get", summary: "Not served: stateless, POST only (405)" }, notAllowed);
+  documented(app, { ...mcpPostDoc, method: "delete", summary: "Not served: no session to end (405)" }, notAllowed);
   return app;
 }
 
 /** `GET /.well-known/mcp.json`: the server card (name, endpoint, transport, auth, tools). */
 export function createMcpCardRoutes(deps: Pick<Deps, "config" | "log">): OpenAPIHono<AppEnv> {
   const app = familyApp("message", deps.log);
-  app.get("/mcp.json", (c) => {
+  documented(app, cardDoc, (c) => {
     c.header("cache-control", "public, max-age=300");
     return c.json({
       name: MCP_SERVER_NAME,
@@ -202,3 +205,38 @@ export function createMcpCardRoutes(deps: Pick<Deps, "config" | "log">): OpenAPI
   });
   return app;
 }
+
+const mcpPostDoc = createRoute({
+  method: "post",
+  path: "/",
+  tags: ["mcp"],
+  summary: "Model Context Protocol over Streamable HTTP (stateless): tools search_articles, ask, list_data_models, " +
+    "list_ai_models, analytics_summary",
+  description: "JSON-RPC 2.0 messages in, JSON out. `Authorization: Bearer ak_...` (tenant) or a storefront agent " +
+    "access token (paid per call; -32042 with `data.challenges` without an entitlement). See docs/agents.md.",
+  security: [{ bearerAuth: [] }, { agentToken: [] }],
+  request: {
+    body: { required: true, content: { "application/json": { schema: z.record(z.string(), z.unknown()) } } },
+  },
+  responses: {
+    200: {
+      description: "JSON-RPC response(s)",
+      content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+    },
+    401: { description: "Missing, malformed or unknown credential (`WWW-Authenticate: Bearer resource_metadata=...`)" },
+    405: { description: "GET and DELETE: this server keeps no sessions" },
+  },
+});
+
+const cardDoc = createRoute({
+  method: "get",
+  path: "/mcp.json",
+  tags: ["mcp"],
+  summary: "MCP server card: endpoint, transport, authentication, payment binding and tools",
+  responses: {
+    200: {
+      description: "The server card",
+      content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+    },
+  },
+});
