@@ -57,8 +57,10 @@ import { createSearchRoutes } from "./search.ts";
 import { mountStorefront } from "./storefront/mod.ts";
 import { createSystemRoutes } from "./system.ts";
 
+import { API_VERSION } from "./version.ts";
+
 /** Version of the service's interface description. */
-export const API_VERSION = "1.0.0";
+export { API_VERSION };
 
 /**
  * Builds the whole HTTP app from its dependencies and binds it as this process's own routes

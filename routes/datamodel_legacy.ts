@@ -4,7 +4,7 @@
  * the answer is the bare `{"results": [...]}` those clients read.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Deps } from "../core/deps.ts";
+import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
 import { searchRequestSchema } from "../core/search/types.ts";
 import { familyApp } from "./family.ts";
@@ -50,7 +50,7 @@ const route = createRoute({
 
 /** The legacy recommendations sub-app. */
 export function createDatamodelLegacyRoutes(
-  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "searchEngine" | "config" | "log">,
+  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log">,
 ) {
   const app = familyApp("message", deps.log);
   app.use("/:dm_id", apiKeyAuth(deps.apiKeys), bodyReader({ limit: deps.config.maxBodyBytes }));
@@ -58,7 +58,7 @@ export function createDatamodelLegacyRoutes(
     const { dm_id: dmId } = c.req.valid("param");
     const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
     if (!dm) throw notFound(`data model not found: ${dmId}`, "data_model_not_found");
-    const out = await (deps.search ?? deps.searchEngine).recommend(dm, c.req.valid("json"), {
+    const out = await deps.search.recommend(dm, c.req.valid("json"), {
       tenantId: c.get("tenantId"),
       requestId: c.get("requestId"),
     });

@@ -15,7 +15,7 @@ import { planCovers } from "../../core/commerce/catalog.ts";
 import { formatUsd } from "../../core/commerce/money.ts";
 import type { PaidProxy } from "../../core/commerce/proxy.ts";
 import type { AuthenticatedAgent, Seller, Service } from "../../core/commerce/types.ts";
-import type { Deps } from "../../core/deps.ts";
+import type { Deps } from "../../composition.ts";
 import { AppError, notFound } from "../../core/errors.ts";
 import type { SearchRequest, SearchResponse } from "../../core/search/types.ts";
 
@@ -59,7 +59,7 @@ export interface McpAccess {
   analyticsSummary(args: Record<string, string | undefined>): Promise<Record<string, unknown>>;
 }
 
-type TenantDeps = Pick<Deps, "repos" | "search" | "searchEngine" | "answer" | "analytics" | "clock">;
+type TenantDeps = Pick<Deps, "repos" | "search" | "answer" | "analytics" | "clock">;
 
 /** A tenant API key: everything scoped to the tenant, as on the REST routes. */
 export class TenantAccess implements McpAccess {
@@ -74,7 +74,7 @@ export class TenantAccess implements McpAccess {
     const dm = await this.deps.repos.dataModels.getForTenant(this.tenantId, args.data_model_id);
     if (!dm) throw notFound(`data model not found: ${args.data_model_id}`, "data_model_not_found");
     const { data_model_id: _, ...request } = args;
-    return await (this.deps.search ?? this.deps.searchEngine).recommend(dm, request, {
+    return await this.deps.search.recommend(dm, request, {
       tenantId: this.tenantId,
       requestId: this.requestId,
     });
@@ -83,7 +83,6 @@ export class TenantAccess implements McpAccess {
   async ask(args: { ai_model_id: string; query: string }): Promise<AskOutcome> {
     const model = await this.deps.repos.aiModels.getForTenant(this.tenantId, args.ai_model_id);
     if (!model) throw notFound(`AI model not found: ${args.ai_model_id}`);
-    if (!this.deps.answer) throw new AppError(503, "answer_unavailable", "Real-time answers are not available");
     const answer = await this.deps.answer.answer(model, args.query, {
       tenantId: this.tenantId,
       requestId: this.requestId,

@@ -17,14 +17,14 @@ import {
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AuthenticatedAgent } from "../../core/commerce/types.ts";
-import type { Deps } from "../../core/deps.ts";
+import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
 import { describeError } from "../../core/log.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { documented } from "../openapi.ts";
 import { sellerOf } from "../storefront/seller.ts";
-import { API_VERSION } from "../app.ts";
+import { API_VERSION } from "../version.ts";
 import { AgentAccess, JsonRpcError, type McpAccess, type SearchArgs, TenantAccess } from "./access.ts";
 import { renderAnswer, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";

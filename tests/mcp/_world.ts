@@ -30,7 +30,7 @@ export async function mcpWorld() {
   const ids = seeded.ids;
   const dm = (await w.deps.repos.dataModels.get(ids.dataModelId))!;
   const ago = (h: number) => new Date(w.clock.now().getTime() - h * 3_600_000).toISOString();
-  const report = await w.deps.searchEngine.ingest(dm, [
+  const report = await w.deps.search.ingest(dm, [
     {
       url: "https://alpha.example/council-budget",
       title: "City council passes the budget after a long debate",

@@ -24,7 +24,7 @@ function parseResultLikePythonSdk(r: Record<string, unknown>) {
 }
 
 async function seed(w: W, image?: string) {
-  const r = await w.deps.searchEngine.ingest(w.dm, [
+  const r = await w.deps.search.ingest(w.dm, [
     {
       url: "https://alpha.example/dogs",
       title: "Shelter dogs find homes at the weekend fair",

@@ -27,7 +27,7 @@ async function seed(w: W) {
       }
     }
   }
-  const r = await w.deps.searchEngine.ingest(w.dm, items);
+  const r = await w.deps.search.ingest(w.dm, items);
   assert.equal(r.failed, 0);
 }
 
