@@ -105,8 +105,8 @@ export class TenantAccess implements McpAccess {
   async analyticsSummary(args: Record<string, string | undefined>): Promise<Record<string, unknown>> {
     const q: AnalyticsQuery = {};
     for (const [k, v] of Object.entries(args)) if (v !== undefined) q[k] = v;
-    normaliseQuery(q, ASK_AI_FILTERS, this.deps.clock);
     const rollupDeps = { engine: this.deps.analytics, repos: this.deps.repos, clock: this.deps.clock };
+    await normaliseQuery(rollupDeps, q, ASK_AI_FILTERS);
     return await askAiRollup(rollupDeps, this.tenantId, q) as Record<string, unknown>;
   }
 }
