@@ -1,3 +1,4 @@
+import { isQuestionStopword } from "../core/text/stopwords.ts";
 /**
  * Deterministic query classifier: intent, category and topic from keyword rules. The same text
  * always gives the same answer (no model, no randomness), so replays and fixtures agree.
@@ -138,12 +139,6 @@ export const CATEGORY_KEYWORDS: Record<string, string[]> = {
   business: ["company", "companies", "startup", "ceo", "earnings", "merger", "layoffs", "jobs", "retail"],
 };
 
-const STOPWORDS = new Set(
-  ("a an the and or but of to in on at for with from by about as is are was were be been being do does did what how " +
-    "why who when where which should i me my we our you your it its this that these those can could would will there " +
-    "their they them tell please vs versus best latest news any some more most get give").split(" "),
-);
-
 /** The classifier's answer for one query text. */
 export interface Classification {
   intent_type: string;
@@ -179,7 +174,7 @@ export function classify(query: string): Classification {
   }
   if (!topic) {
     // The longest content word stands for the topic; ties go to the earliest.
-    for (const w of words(lower)) if (!STOPWORDS.has(w) && w.length > topic.length) topic = w;
+    for (const w of words(lower)) if (!isQuestionStopword(w) && w.length > topic.length) topic = w;
   }
   return { intent_type: intent, category, topic: topic || "general" };
 }

@@ -3,28 +3,13 @@
  * match a query against sentences. Deterministic and locale-independent.
  */
 
-export { splitSentences } from "../text/sentences.ts";
+import { isQuestionStopword } from "../text/stopwords.ts";
 
-// Function words that say nothing about what a question is about. Question words are here too:
-// "who won the vote" is about "won" and "vote".
-const STOPWORDS = new Set(
-  (
-    "a about above after again against all also am an and any are as at be because been before being below " +
-    "between both but by can could did do does doing done down during each either few for from further get " +
-    "gets got had has have having he her here hers herself him himself his how i if in into is it its itself " +
-    "just know latest let like many may me mean means might more most much must my myself new news no nor not now " +
-    "of off on " +
-    "once only or other ought our ours ourselves out over own please same says said shall she should since so " +
-    "some such tell than that the their theirs them themselves then there these they this those through to " +
-    "today too under until up upon us very via was we were what whats when where whether which while who whom " +
-    "say thing things anything something anyone someone think going happen happens happened happening really " +
-    "whose why will with within without would yet you your yours yourself yourselves"
-  ).split(" "),
-);
+export { splitSentences } from "../text/sentences.ts";
 
 /** Whether `word` (lowercase) is a function word ignored when matching. */
 export function isStopword(word: string): boolean {
-  return STOPWORDS.has(word);
+  return isQuestionStopword(word);
 }
 
 /**

@@ -8,6 +8,7 @@
  */
 
 import { splitSentences } from "../text/sentences.ts";
+import { STOPWORDS } from "../text/stopwords.ts";
 
 export { splitSentences };
 
@@ -18,16 +19,6 @@ export interface SummarizeOptions {
   /** Most characters in the summary; a lone over-long sentence is cut at a word. Default 600. */
   maxChars?: number;
 }
-
-const STOPWORDS = new Set(
-  ("a about above after again against all am an and any are as at be because been before being below between both " +
-    "but by can could did do does doing down during each few for from further had has have having he her here hers " +
-    "him his how i if in into is it its itself just me more most my no nor not now of off on once only or other our " +
-    "ours out over own same she should so some such than that the their theirs them then there these they this those " +
-    "through to too under until up very was we were what when where which while who whom why will with would you " +
-    "your yours said says also one two new")
-    .split(" "),
-);
 
 /** Lowercase word tokens without stopwords and very short tokens. */
 export function contentWords(sentence: string): string[] {

@@ -1,6 +1,9 @@
 /**
- * English stopwords dropped before BM25 and before averaging word vectors: they carry no topic
- * and would dominate both scores.
+ * The one stopword list of the service. {@link STOPWORDS}: English function words, dropped before
+ * BM25 and before averaging word vectors (search), and when summarising; they carry no topic and
+ * would dominate every score. {@link QUESTION_WORDS}: words that frame a question rather than name
+ * its subject ("tell me the latest news on ...", "what happened"), also ignored when matching a
+ * question against sentences (answers) and when picking a query's topic (analytics).
  */
 export const STOPWORDS: ReadonlySet<string> = new Set(
   (
@@ -17,3 +20,17 @@ export const STOPWORDS: ReadonlySet<string> = new Set(
     "shall one two new also get got"
   ).split(/\s+/),
 );
+
+/** Words that frame a question; with {@link STOPWORDS}, ignored when matching questions. */
+export const QUESTION_WORDS: ReadonlySet<string> = new Set(
+  (
+    "anyone anything best done either gets give going happen happened happening happens know latest let " +
+    "many mean means much news please really say since someone something tell thing things think today " +
+    "versus vs whats whether whose yet"
+  ).split(" "),
+);
+
+/** Whether a lowercase word says nothing about what a question is about. */
+export function isQuestionStopword(word: string): boolean {
+  return STOPWORDS.has(word) || QUESTION_WORDS.has(word);
+}
