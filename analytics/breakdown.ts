@@ -8,6 +8,7 @@ import { changes, earlierWindow, parseCompare } from "./compare.ts";
 import { analyticsBadRequest, supplied } from "./filters.ts";
 import {
   addCounts,
+  BLOCK_TOTAL,
   blockCounts,
   bucketLabels,
   COLUMN_DIMENSIONS,
@@ -112,21 +113,26 @@ export async function askAiBreakdown(deps: RollupDeps, tenantId: string, q: Anal
   const filters = blockFilters(tenantId, agent, q);
   const grouping: Grouping = opts.dimension === "date" ? { interval: opts.interval } : { dimension: opts.dimension };
   const earlier = opts.compare ? { ...earlierWindow(w, opts.compare), tz: w.tz } : null;
-  // The block's totals come from the day series: one session counts once in them, however many
-  // rows (e.g. placements) it appears in.
-  const [counts, totalsByDay, earlierCounts, earlierByDay] = await Promise.all([
+  // A column grouping carries the whole block (each session once) under BLOCK_TOTAL; the day
+  // series adds up to it.
+  const [counts, earlierCounts] = await Promise.all([
     blockCounts(deps.engine, w, filters, grouping),
-    opts.dimension === "date" ? null : blockCounts(deps.engine, w, filters, { interval: "day" }),
     earlier ? blockCounts(deps.engine, earlier, filters, grouping) : null,
-    earlier && opts.dimension !== "date" ? blockCounts(deps.engine, earlier, filters, { interval: "day" }) : null,
   ]);
-  const total = [...(totalsByDay ?? counts).values()].reduce(addCounts, zeroCounts());
+  const totalOf = (m: Map<string, Counts>) => {
+    if (opts.dimension === "date") return [...m.values()].reduce(addCounts, zeroCounts());
+    const t = m.get(BLOCK_TOTAL) ?? zeroCounts();
+    m.delete(BLOCK_TOTAL);
+    return t;
+  };
+  const total = totalOf(counts);
+  const earlierTotal = earlierCounts ? totalOf(earlierCounts) : null;
   const keys = opts.dimension === "date" ? bucketLabels(w, opts.interval) : null;
   const rows = sortRows(rowsOf(counts, keys, opts.dimension), opts.sort, opts.order).slice(0, opts.limit);
   const summary = summaryOf(total);
   let comparison = null;
   if (earlier && earlierCounts) {
-    const before = summaryOf([...(earlierByDay ?? earlierCounts).values()].reduce(addCounts, zeroCounts()));
+    const before = summaryOf(earlierTotal ?? zeroCounts());
     const earlierRows = opts.dimension === "date"
       ? rowsOf(earlierCounts, bucketLabels(earlier, opts.interval), opts.dimension)
       : rowsOf(earlierCounts, rows.map((r) => r.key ?? ""), opts.dimension);

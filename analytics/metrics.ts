@@ -139,10 +139,13 @@ export async function blockCounts(
   for (const r of rows) {
     const c = zeroCounts();
     for (const k of COUNT_KEYS) c[k] = num(r[k]);
-    out.set(String(r.key), c);
+    out.set(r.key === null ? BLOCK_TOTAL : String(r.key), c);
   }
   return out;
 }
+
+/** Key of the whole block in a column grouping's result (each session once; no data key holds NUL). */
+export const BLOCK_TOTAL = "\u0000total";
 
 /** Every local bucket label of a window, ascending (zero-filling time series). */
 export function bucketLabels(w: DateWindow, interval: Interval): string[] {

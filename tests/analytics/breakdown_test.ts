@@ -38,6 +38,11 @@ Deno.test("GET /v1/analytics/ask-ai/breakdown: rows carry the summary metrics pe
     ]);
     const none = b.rows.find((r: { key: string | null }) => r.key === null);
     assert.equal(none.engagement_queries, 1); // the server query carries no placement
+    // The summary is the whole block, each session once, whatever the rows: the ask-ai summary.
+    for (const d of ["placement_id", "interaction_type", "deployment_type", "referring_url"]) {
+      const byColumn = await get(world, `ask-ai/breakdown?dimension=${d}&widget_id=wd_main`);
+      assert.deepEqual(byColumn.summary, (await get(world, "ask-ai?widget_id=wd_main")).summary, d);
+    }
   });
 
   await t.step("dimension=deployment_type: the sponsored row is self-consistent", async () => {
