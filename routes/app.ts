@@ -11,6 +11,7 @@
  *   /app/datamodel/{id} (legacy search)   routes/datamodel_legacy.ts
  *   /mcp, /.well-known/mcp.json           routes/mcp/mod.ts
  *   /payproxy/...                         routes/payproxy.ts
+ *   /zeroclick/...                        routes/zeroclick.ts (the payproxy routes, Dappier's paths)
  *   /v1/analytics/...                     routes/analytics.ts (+ analytics_insights.ts)
  *   /dashboard                            routes/dashboard.ts
  *   /v1/events                            routes/events.ts
@@ -51,6 +52,7 @@ import { requestId } from "./middleware/request_id.ts";
 import { createDatamodelLegacyRoutes } from "./datamodel_legacy.ts";
 import { createMcpCardRoutes, createMcpRoutes } from "./mcp/mod.ts";
 import { createPayproxyRoutes } from "./payproxy.ts";
+import { createZeroclickRoutes } from "./zeroclick.ts";
 import { createRedirectRoutes } from "./redirect.ts";
 import { createResourceRoutes } from "./resources.ts";
 import { createSearchRoutes } from "./search.ts";
@@ -96,6 +98,7 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   bearerApi.route("/datamodel", createDatamodelLegacyRoutes(deps));
   mount(app, "/app", bearerApi);
   mount(app, "/payproxy", createPayproxyRoutes(deps));
+  mount(app, "/zeroclick", createZeroclickRoutes(deps));
 
   // The `/v1` families with files of their own first: the `/v1` resource app owns every other
   // `/v1` path (and asks for an API key before its 404).

@@ -12,7 +12,8 @@ export interface AgentContext extends AgentPrincipal {
  * Which error-body shape a route group answers with (the spec fixes one per family). Each sub-app
  * is built for one family (routes/family.ts), so a route's family follows from where it is mounted.
  */
-export type ErrorFamily = "message" | "payproxy" | "storefront" | "oauth";
+/** `zeroclick` is `payproxy` under Dappier's path names: the same bodies but its own 401 error. */
+export type ErrorFamily = "message" | "payproxy" | "zeroclick" | "storefront" | "oauth";
 
 /** Hono environment shared by every route module. */
 export type AppEnv = {

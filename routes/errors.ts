@@ -26,7 +26,8 @@ const plain = (status: number, text: string): RenderedError => ({
  * Renders an {@link AppError} in the body shape of a route family:
  * - `message` (bearer search, real-time, analytics, system): `{message}`, or text/plain when the
  *   error asks for it;
- * - `payproxy`: 400 text/plain, 401 `{error: "invalid_payproxy_signature"}`, 402
+ * - `payproxy` (and `zeroclick`, whose 401 says `invalid_zeroclick_signature`): 400 text/plain,
+ *   401 `{error: "invalid_payproxy_signature"}`, 402
  *   `{error: "payment_required", ...}`, 422 `{message, code?}` (unreadable bodies land here too),
  *   every other status with an empty body;
  * - `storefront`: `{error, reason?, detail?, ...extra}`;
@@ -38,9 +39,10 @@ export function renderError(family: ErrorFamily, err: AppError): RenderedError {
       if (err.plain) return plain(err.status, err.message);
       return json(err.status, { message: err.message, ...err.extra });
     case "payproxy":
+    case "zeroclick":
       if (BODY_ERROR_CODES.has(err.code)) return json(422, { message: err.message, code: err.code });
       if (err.status === 400) return plain(400, err.message);
-      if (err.status === 401) return json(401, { error: "invalid_payproxy_signature" });
+      if (err.status === 401) return json(401, { error: `invalid_${family}_signature` });
       if (err.status === 402) return json(402, { error: "payment_required", ...err.extra });
       if (err.status === 422) {
         return json(422, { message: err.message, ...(err.code !== "unprocessable" ? { code: err.code } : {}) });

@@ -32,7 +32,7 @@
  * - Real-time overlaps only steps 4 and 5 and awaits the mark before the allowance: an answer may
  *   call a paid model API, which no replay may reach.
  */
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../composition.ts";
 import { AppError } from "../core/errors.ts";
@@ -73,6 +73,37 @@ const realtimeBodySchema = z.object({
 }).loose();
 
 type Ctx = Context<AppEnv>;
+
+/** A path family of the payment proxy: its error family (the 401 body) and its caller prefix. */
+export interface ProxyPaths {
+  family: "payproxy" | "zeroclick";
+  /** Caller identity `<caller>:<agent-id>` (logs, analytics). */
+  caller: string;
+  /** Serves `GET /metrics` (once per process is enough). */
+  metrics: boolean;
+}
+/** `/payproxy/...`. */
+export const PAYPROXY: ProxyPaths = { family: "payproxy", caller: "payproxy", metrics: true };
+/** Dappier's `/zeroclick/...` paths (routes/zeroclick.ts). */
+export const ZEROCLICK: ProxyPaths = { family: "zeroclick", caller: "zeroclick", metrics: false };
+
+/** A route definition with the 401 body and summary of a path family. */
+function forPaths(route: RouteConfig, paths: ProxyPaths): RouteConfig {
+  if (paths.family === "payproxy") return route;
+  const error = `invalid_${paths.family}_signature`;
+  return {
+    ...route,
+    tags: [paths.family],
+    summary: `${route.summary} (Dappier's ${paths.family} path)`,
+    responses: {
+      ...route.responses,
+      401: {
+        description: "Signature missing, invalid, replayed, or not configured",
+        content: { "application/json": { schema: z.object({ error: z.literal(error) }) } },
+      },
+    },
+  };
+}
 type PayproxyDeps = Pick<Deps, "config" | "repos" | "payproxy" | "search" | "answer" | "log" | "operatorKeys">;
 
 const signedHeaders = z.object({
@@ -197,8 +228,8 @@ const metricsDoc = createRoute({
  * Mounted at `/payproxy`: `POST /v2/search`, `POST /aimodel/{aimodel_external_id}` and
  * `GET /metrics`, each served with its OpenAPI definition above.
  */
-export function createPayproxyRoutes(deps: PayproxyDeps) {
-  const app = familyApp("payproxy", deps.log);
+export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAYPROXY) {
+  const app = familyApp(paths.family, deps.log);
   const { verifier, allowance, metrics } = deps.payproxy;
   const readBody = bodyReader({ limit: deps.config.maxBodyBytes, json: false });
 
@@ -223,7 +254,7 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
       metrics.requests.rejected++;
       throw invalidSignature(err);
     }
-    c.set("caller", verified.agentId ? `payproxy:${verified.agentId}` : "payproxy");
+    c.set("caller", verified.agentId ? `${paths.caller}:${verified.agentId}` : paths.caller);
     deps.log.debug("payproxy signature verified", {
       request_id: c.get("requestId"),
       zc_request_id: verified.requestId,
@@ -281,7 +312,7 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
     return res;
   };
 
-  documented(app, searchDoc, requireSearchQuery, readBody, async (c) => {
+  documented(app, forPaths(searchDoc, paths), requireSearchQuery, readBody, async (c) => {
     const { verified, consumed } = await verify(c);
     const { result, slug } = await whileConsuming(consumed, async () => {
       const request = parseBody(c, searchRequestSchema);
@@ -305,7 +336,7 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
     return withUsage(c.json(result, 200), slug);
   });
 
-  documented(app, realtimeDoc, readBody, async (c) => {
+  documented(app, forPaths(realtimeDoc, paths), readBody, async (c) => {
     const { verified, consumed } = await verify(c);
     const { query, model } = await whileConsuming(consumed, async () => {
       const id = c.req.param("aimodel_external_id") ?? "";
@@ -331,7 +362,9 @@ export function createPayproxyRoutes(deps: PayproxyDeps) {
   });
 
   // Counters reveal traffic and allowance outcomes: operators only.
-  documented(app, metricsDoc, requireOperator(deps.operatorKeys), (c) => c.json(metrics.snapshot(), 200));
+  if (paths.metrics) {
+    documented(app, metricsDoc, requireOperator(deps.operatorKeys), (c) => c.json(metrics.snapshot(), 200));
+  }
   return app;
 }
 

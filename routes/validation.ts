@@ -32,7 +32,7 @@ export function validationHookFor(family: ErrorFamily): ValidationHook {
     const message = describeIssue(result.error.issues[0]!);
     if (family === "storefront" || family === "oauth") throw sfError(400, "invalid_request", message);
     if (result.target === "query") {
-      throw new AppError(400, "invalid_query", message, { plain: family === "payproxy" });
+      throw new AppError(400, "invalid_query", message, { plain: family === "payproxy" || family === "zeroclick" });
     }
     throw new AppError(422, "invalid_request", message);
   };

@@ -38,7 +38,7 @@ const BEARER_RE = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 async function runTool(access: McpAccess, name: string, args: unknown, meta: Record<string, unknown>) {
   const tool = toolNamed(name);
   if (!tool || (access.kind === "agent" && !tool.forAgents)) {
-    throw new AppError(404, "unknown_tool", `Unknown tool: ${name.slice(0, 64)}`);
+    throw new AppError(404, "unknown_tool", "Unknown tool: tools/list names the tools you can call");
   }
   switch (tool.name) {
     case "search_articles": {

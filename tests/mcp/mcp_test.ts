@@ -4,7 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
-import { Challenge } from "mppx";
+import { Challenge, Credential } from "mppx";
+import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
 import { mcpWorld } from "./_world.ts";
 
 type World = Awaited<ReturnType<typeof mcpWorld>>;
@@ -261,4 +262,51 @@ Deno.test("the server card, /services, /llms.txt and the authorization-server me
   const stateless = await fetch(`${w.url}/mcp`, { headers: { authorization: `Bearer ${w.apiKey}` } });
   assert.equal(stateless.status, 405);
   await stateless.body?.cancel();
+});
+
+Deno.test("MCP pay-per-call: a Payment credential in _meta pays one search; replaying it pays nothing and runs nothing", async () => {
+  await using w = await mcpWorld();
+  const searches = countSearches(w);
+  const { token } = await w.agents.issue();
+  const client = await w.connect(`Bearer ${token}`);
+  const args = { data_model_id: w.ids.dataModelId, query: "council budget" };
+  const err = await client.callTool({ name: "search_articles", arguments: args }).then(() => null, (e: unknown) => e);
+  const challenges = (err as { data: { challenges: Challenge.Challenge[] } }).data.challenges;
+  const wallet = challenges.find((c) => c.method === "wallet")!;
+  const credential = Credential.from({ challenge: wallet, payload: { token: SANDBOX_TOKENS.wallet.success } });
+  const meta = { "org.paymentauth/credential": credential };
+  const paid = await client.callTool({ name: "search_articles", arguments: args, _meta: meta });
+  assert.equal(paid.isError, undefined, JSON.stringify(paid.content));
+  assert.equal(searches.n, 1);
+  const replayed = await client.callTool({ name: "search_articles", arguments: args, _meta: meta });
+  assert.equal(replayed.isError, true);
+  assert.equal(searches.n, 1, "a spent credential runs no search");
+  // A credential for another call's terms (tampered amount) is refused too.
+  const forged = { ...credential, challenge: { ...wallet, request: { ...wallet.request, amountUsd: "0.000001" } } };
+  const refused = await client.callTool({
+    name: "search_articles",
+    arguments: args,
+    _meta: { "org.paymentauth/credential": forged },
+  });
+  assert.equal(refused.isError, true);
+  assert.equal(searches.n, 1);
+});
+
+Deno.test("MCP refuses an oversized body with 413 and names no unknown tool back", async () => {
+  await using w = await mcpWorld();
+  const res = await fetch(`${w.url}/mcp`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${w.apiKey}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: { pad: "x".repeat(2_000_000) } }),
+  });
+  assert.equal(res.status, 413);
+  await res.body?.cancel();
+  const client = await w.connect(`Bearer ${w.apiKey}`);
+  const r = await client.callTool({ name: "<img src=x>", arguments: {} });
+  assert.equal(r.isError, true);
+  assert.ok(!JSON.stringify(r.content).includes("<img"));
 });
