@@ -36,7 +36,7 @@ export async function openDeps(config: Config): Promise<Deps> {
     memoryLimit: config.duckdbMemoryLimit,
     libPath: config.duckdbLibPath,
   });
-  const log = createLogger({ level: config.logLevel });
+  const log = createLogger({ level: config.logLevel, clock: () => systemClock.now() });
   const deps = buildDeps({ config, kv, duckdb, clock: systemClock, log });
   await startDeps(deps);
   return deps;
@@ -110,7 +110,7 @@ async function serve(config: Config): Promise<void> {
   const stop = (signal: string) =>
     stopping ??= (async () => {
       deps.log.info("shutting down", { signal });
-      await server.shutdown(config.shutdownTimeoutS * 1000);
+      const ended = await server.shutdown(config.shutdownTimeoutS * 1000);
       await deps.poller.stop();
       await deps.retention.stop();
       // Every acknowledged event is already in the KV log; this moves it to Parquet before exit.
@@ -119,8 +119,13 @@ async function serve(config: Config): Promise<void> {
           deps.log.error("final event flush failed", { error: describeError(err) })
         );
       }
+      if (ended.outcome === "timed_out" && ended.running > 0) {
+        // Closing KV or DuckDB under a running handler fails it mid-write: leave them to the exit.
+        deps.log.error("stopped with stores left open", { still_running: ended.running });
+        return;
+      }
       closeDeps(deps);
-      deps.log.info("stopped");
+      deps.log.info("stopped", { requests: ended.outcome === "finished" ? "finished" : "finished after the timeout" });
     })();
   Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
   Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));

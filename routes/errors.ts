@@ -73,9 +73,13 @@ export function internalError(family: ErrorFamily): AppError {
 export function toAppError(err: unknown, family: ErrorFamily): { appError: AppError; unexpected: boolean } {
   if (err instanceof AppError) return { appError: err, unexpected: false };
   if (err instanceof HTTPException && err.status < 500) {
-    // Hono's own 4xx (e.g. its body parsers): keep the status, phrase it our way.
-    const code = err.status === 413 ? "body_too_large" : err.status === 400 ? "malformed_json" : "bad_request";
-    return { appError: new AppError(err.status, code, err.message || "Bad request"), unexpected: false };
+    // Hono's own 4xx (e.g. its body parsers): keep the status, phrase it our way (never Hono's words).
+    const [code, message] = err.status === 413
+      ? ["body_too_large", "Request body too large"]
+      : err.status === 400
+      ? ["malformed_json", "Malformed request body"]
+      : ["bad_request", "Bad request"];
+    return { appError: new AppError(err.status, code, message), unexpected: false };
   }
   return { appError: internalError(family), unexpected: true };
 }
@@ -94,7 +98,13 @@ export function errorResponse(err: AppError, family: ErrorFamily): Response {
  */
 export function createErrorHandler(log: Logger, family: ErrorFamily) {
   return (err: unknown, c: Context<AppEnv>): Response => {
-    const { appError, unexpected } = toAppError(err, family);
+    let { appError, unexpected } = toAppError(err, family);
+    if (unexpected && c.req.raw.signal.aborted) {
+      // The client left mid-request and what we were doing failed with it: a disconnect (499), not our 500.
+      appError = new AppError(499, "client_closed_request", "The client closed the connection");
+      unexpected = false;
+      log.info("client disconnected", { request_id: c.get("requestId"), path: c.req.path });
+    }
     if (unexpected) {
       log.error("unexpected error", { request_id: c.get("requestId"), path: c.req.path, error: describeError(err) });
     } else if (appError.cause !== undefined) {

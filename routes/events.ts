@@ -6,6 +6,8 @@ import type { IngestContext } from "../analytics/enrich.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
 import { bodyReader } from "./middleware/body.ts";
+import { cors } from "hono/cors";
+import { WidgetOrigins } from "../core/widget_origins.ts";
 
 /** Most events one `POST /v1/events` may carry. */
 export const MAX_EVENTS_PER_BATCH = 500;
@@ -55,17 +57,20 @@ const route = createRoute({
  * Mounted at `/v1/events`: `POST` (+ its CORS preflight), the ingestion endpoint of the analytics
  * pipeline.
  */
-export function createEventRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "events" | "config" | "log">) {
+export function createEventRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "events" | "config" | "log" | "clock">) {
   const app = familyApp("message", deps.log);
-  app.options("/", (c) => {
-    const origin = c.req.header("origin");
-    return c.body(null, 204, {
-      ...(origin ? corsHeaders(origin) : {}),
-      "Access-Control-Allow-Methods": "POST, OPTIONS",
-      "Access-Control-Allow-Headers": "content-type",
-      "Access-Control-Max-Age": "600",
-    });
-  });
+  // The preflight answers only origins some widget allows (it carries no widget id); the POST
+  // then checks the origin against its own widget.
+  const widgetOrigins = new WidgetOrigins(deps.repos, deps.clock);
+  app.use(
+    "/",
+    cors({
+      origin: async (origin) => (await widgetOrigins.allows(origin)) ? origin : null,
+      allowMethods: ["POST", "OPTIONS"],
+      allowHeaders: ["content-type"],
+      maxAge: 600,
+    }),
+  );
   app.use("/", bodyReader({ limit: deps.config.eventsMaxBodyBytes }));
   // bodyReader caps the size and checks the JSON; the route schema then checks the batch shape.
   const handler = async (c: Context<AppEnv>) => {

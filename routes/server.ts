@@ -1,43 +1,134 @@
 import type { Logger } from "../core/log.ts";
+import { BodyStalledError } from "./middleware/body.ts";
+
+/**
+ * How long a request body may send nothing before the request is answered 408 and its connection
+ * closed. Deno.serve has no header timeout (a client that never finishes its headers keeps its
+ * connection): the reverse proxy in front closes those (docs/security.md).
+ */
+export const BODY_IDLE_TIMEOUT_MS = 10_000;
 
 /** A running HTTP server and how to stop it. */
 export interface RunningServer {
   /** The bound address, e.g. `http://127.0.0.1:43123`. */
   url: string;
   port: number;
-  /** Stops accepting connections, lets in-flight requests finish (up to `timeoutMs`), then closes. */
-  shutdown(timeoutMs?: number): Promise<void>;
+  /**
+   * Stops accepting connections and lets in-flight requests finish (up to `timeoutMs`). After the
+   * timeout, handlers still running get `abortGraceMs` more to settle. Resolves with what happened,
+   * so the caller closes its stores only when no handler can still use them.
+   */
+  shutdown(timeoutMs?: number, abortGraceMs?: number): Promise<ShutdownOutcome>;
+  /** Handlers running right now. */
+  readonly inFlight: number;
   /** Resolves when the server has stopped. */
   finished: Promise<void>;
 }
 
+/**
+ * How a shutdown ended: every request finished in time; or the timeout passed and the handlers
+ * still running then settled within the grace (`late`); or some are still running (`running` > 0),
+ * in which case the stores must be left open.
+ */
+export type ShutdownOutcome =
+  | { outcome: "finished" }
+  | { outcome: "timed_out"; late: number; running: number };
+
 /** Serves `handler` with `Deno.serve` on `hostname:port` (port 0 picks a free one). */
 export function startServer(
   handler: (req: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => Response | Promise<Response>,
-  { hostname = "127.0.0.1", port = 0, log }: { hostname?: string; port?: number; log?: Logger } = {},
+  { hostname = "127.0.0.1", port = 0, log, bodyIdleTimeoutMs = BODY_IDLE_TIMEOUT_MS }: {
+    hostname?: string;
+    port?: number;
+    log?: Logger;
+    /** A body that sends nothing this long errors with {@link BodyStalledError} (readers answer 408). */
+    bodyIdleTimeoutMs?: number;
+  } = {},
 ): RunningServer {
-  const server = Deno.serve({ hostname, port, onListen: () => {} }, handler);
+  // Handler calls in flight, so shutdown knows whether anything may still use the stores.
+  const inFlight = new Set<Promise<Response>>();
+  const server = Deno.serve({ hostname, port, onListen: () => {} }, (req, info) => {
+    const call = Promise.resolve(handler(req.body ? withBodyIdleTimeout(req, bodyIdleTimeoutMs) : req, info));
+    inFlight.add(call);
+    const done = () => void inFlight.delete(call);
+    call.then(done, done);
+    return call;
+  });
   const addr = server.addr;
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   const url = `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${addr.port}`;
-  let stopping: Promise<void> | undefined;
+  let stopping: Promise<ShutdownOutcome> | undefined;
   return {
     url,
     port: addr.port,
     finished: server.finished,
-    shutdown(timeoutMs = 10_000) {
-      stopping ??= (async () => {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const timedOut = new Promise<"timeout">((resolve) => {
-          timer = setTimeout(() => resolve("timeout"), timeoutMs);
-        });
-        const result = await Promise.race([server.shutdown().then(() => "done" as const), timedOut]);
-        clearTimeout(timer);
-        if (result === "timeout") {
-          log?.warn("shutdown timed out; in-flight requests were cut", { timeout_ms: timeoutMs });
+    get inFlight() {
+      return inFlight.size;
+    },
+    shutdown(timeoutMs = 10_000, abortGraceMs = 2_000) {
+      stopping ??= (async (): Promise<ShutdownOutcome> => {
+        const graceful = server.shutdown().then(() => "done" as const);
+        if ((await within(graceful, timeoutMs)) === "done") {
+          log?.info("shutdown: every in-flight request finished");
+          return { outcome: "finished" };
         }
+        const pending = [...inFlight];
+        await within(Promise.allSettled(pending), abortGraceMs);
+        const running = inFlight.size;
+        const late = pending.length - running;
+        if (running > 0) {
+          log?.error("shutdown timed out: handlers still running, stores stay open", {
+            timeout_ms: timeoutMs,
+            finished_late: late,
+            still_running: running,
+          });
+        } else {
+          log?.warn("shutdown timed out: open connections cut, every handler had finished", {
+            timeout_ms: timeoutMs,
+            finished_late: late,
+          });
+        }
+        return { outcome: "timed_out", late, running };
       })();
       return stopping;
     },
   };
+}
+
+/** The request with a body stream that errors with {@link BodyStalledError} after `idleMs` without a chunk. */
+function withBodyIdleTimeout(req: Request, idleMs: number): Request {
+  const source = req.body!.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const stalled = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new BodyStalledError(idleMs)), idleMs);
+      });
+      try {
+        const chunk = await Promise.race([source.read(), stalled]);
+        if (chunk.done) controller.close();
+        else controller.enqueue(chunk.value);
+      } catch (err) {
+        if (err instanceof BodyStalledError) source.cancel(err).catch(() => {});
+        controller.error(err);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    cancel(reason) {
+      return source.cancel(reason);
+    },
+  });
+  return new Request(req.url, { method: req.method, headers: req.headers, body, signal: req.signal });
+}
+
+/** `p`'s value, or "timeout" after `ms`. */
+async function within<T>(p: Promise<T>, ms: number): Promise<T | "timeout"> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), ms)));
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

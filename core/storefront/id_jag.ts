@@ -162,6 +162,9 @@ export class IdJagVerifier {
   }
 }
 
+// Claim names jose checks for us; any other name is reported as "a claim".
+const KNOWN_CLAIMS = new Set(["iss", "sub", "aud", "exp", "nbf", "iat", "jti", "typ", "email", "auth_time"]);
+
 /** jose's errors -> our codes. Anything about the key set itself means the provider is unreachable or broken. */
 function translate(err: unknown): AppError {
   if (err instanceof joseErrors.JWTExpired) return fail(401, "expired", "The assertion has expired", err);
@@ -172,8 +175,14 @@ function translate(err: unknown): AppError {
   ) {
     return fail(401, "invalid_signature", "The assertion's signature did not verify", err);
   }
-  if (err instanceof joseErrors.JWTClaimValidationFailed || err instanceof joseErrors.JWTInvalid) {
-    return fail(400, "invalid_request", `The assertion is invalid: ${err.message}`, err);
+  // Our own words only: jose's messages stay in the log (as the cause), never in a response.
+  if (err instanceof joseErrors.JWTClaimValidationFailed) {
+    const claim = KNOWN_CLAIMS.has(err.claim) ? `the ${err.claim} claim` : "a claim";
+    const problem = err.reason === "missing" ? "is missing" : "failed its check";
+    return fail(400, "invalid_request", `The assertion is invalid: ${claim} ${problem}`, err);
+  }
+  if (err instanceof joseErrors.JWTInvalid) {
+    return fail(400, "invalid_request", "The assertion is invalid: not a well-formed JWT", err);
   }
   return fail(503, "identity_provider_unavailable", "The identity provider's keys could not be fetched; retry", err);
 }

@@ -7,6 +7,36 @@ const JSON_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json\s*(?:;|$)/i;
 /** True when a Content-Type header names JSON (`application/json`, `application/*+json`). */
 export const isJsonType = (contentType: string | undefined): boolean => JSON_TYPE.test(contentType ?? "");
 
+/** A request body that sent nothing for the server's idle limit (see routes/server.ts). */
+export class BodyStalledError extends Error {
+  constructor(readonly idleMs: number) {
+    super(`request body stalled for ${idleMs} ms`);
+    this.name = "BodyStalledError";
+  }
+}
+
+/**
+ * Reads one chunk; a stalled body becomes 408 (and the connection is closed), a body cut off by
+ * the client becomes 499 (logged as a client disconnect, never as our 500).
+ */
+async function readChunk(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+): Promise<ReadableStreamReadResult<Uint8Array>> {
+  try {
+    return await reader.read();
+  } catch (err) {
+    if (err instanceof BodyStalledError) {
+      throw new AppError(408, "request_timeout", `Request body stalled: nothing arrived for ${err.idleMs / 1000} s`, {
+        headers: { connection: "close" },
+        cause: err,
+      });
+    }
+    throw new AppError(499, "client_closed_request", "The client closed the connection before the body ended", {
+      cause: err,
+    });
+  }
+}
+
 /** Reads a request body to bytes, refusing more than `limit` bytes without buffering the rest. */
 export async function readBodyCapped(req: Request, limit: number): Promise<Uint8Array> {
   const tooLarge = () => new AppError(413, "body_too_large", `Request body too large: the limit is ${limit} bytes`);
@@ -17,7 +47,7 @@ export async function readBodyCapped(req: Request, limit: number): Promise<Uint8
   const chunks: Uint8Array[] = [];
   let size = 0;
   while (true) {
-    const { done, value } = await reader.read();
+    const { done, value } = await readChunk(reader);
     if (done) break;
     size += value.byteLength;
     if (size > limit) {
@@ -35,7 +65,10 @@ export async function readBodyCapped(req: Request, limit: number): Promise<Uint8
   return out;
 }
 
-/** Why a body could not be used as JSON. `why` is the decoder's reason (never the body itself). */
+/**
+ * Why a body could not be used as JSON. `why` is one of our own fixed phrases: never the parser's
+ * message, which quotes a slice of the body.
+ */
 export type BodyProblem =
   | { kind: "media_type" }
   | { kind: "syntax"; why: string }
@@ -65,7 +98,7 @@ export function decodeJson(
   try {
     value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
   } catch (err) {
-    return { kind: "syntax", why: err instanceof SyntaxError ? err.message : "body is not valid UTF-8" };
+    return { kind: "syntax", why: err instanceof SyntaxError ? "not valid JSON" : "not valid UTF-8" };
   }
   if (object && (typeof value !== "object" || value === null || Array.isArray(value))) return { kind: "not_object" };
   return { value };

@@ -87,7 +87,7 @@ export function startAllowancePeer(initial: PeerMode = "allow") {
   });
   const close = () => {
     stopping.abort();
-    return server.shutdown(1000);
+    return server.shutdown(1000).then(() => {});
   };
   return {
     url: server.url,

@@ -38,7 +38,7 @@ export async function startLocalIdp({ audience, clock }: { audience: string; clo
     return new Response("not found", { status: 404 });
   });
   issuer = server.url;
-  const close = () => server.shutdown(1000);
+  const close = () => server.shutdown(1000).then(() => {});
   return {
     issuer,
     jwksUrl: `${server.url}/jwks.json`,
