@@ -44,7 +44,7 @@ async function world(dataDir: string) {
   });
   const kv = await Deno.openKv(config.kvPath);
   const duckdb = await AnalyticsDb.open();
-  const deps = buildDeps({ config, kv, duckdb, clock, log: createLogger({ level: "warn" }) });
+  const deps = buildDeps({ config, kv, duckdb, clock, log: createLogger({ level: "warn", clock: () => clock.now() }) });
   await startDeps(deps);
   return {
     deps,

@@ -16,7 +16,13 @@ import { startServer } from "../routes/server.ts";
 const config = parseConfig({ KV_PATH: ":memory:", LOG_LEVEL: "warn", DATA_DIR: await Deno.makeTempDir() });
 const kv = await Deno.openKv(":memory:");
 const duckdb = await AnalyticsDb.open();
-const deps = buildDeps({ config, kv, duckdb, clock: systemClock, log: createLogger({ level: "warn" }) });
+const deps = buildDeps({
+  config,
+  kv,
+  duckdb,
+  clock: systemClock,
+  log: createLogger({ level: "warn", clock: () => systemClock.now() }),
+});
 await seedStorefront(deps, { tenantId: "tn_bench" } as never);
 const server = startServer(createApp(deps).fetch, { port: 0 });
 console.log(JSON.stringify({ url: server.url }));

@@ -45,11 +45,12 @@ export function redactFields(fields: Record<string, unknown>): Record<string, un
  * Every line passes through {@link redactFields}.
  */
 export function createLogger(
-  { level = "info", write = (line: string) => console.log(line), clock = () => new Date() }: {
+  { level = "info", write = (line: string) => console.log(line), clock }: {
     level?: LogLevel;
     write?: (line: string) => void;
-    clock?: () => Date;
-  } = {},
+    /** Stamps each line; main.ts passes the wall clock, tests a fixed one. */
+    clock: () => Date;
+  },
 ): Logger {
   const min = LOG_LEVELS.indexOf(level);
   const emit = (lvl: LogLevel) => (msg: string, fields: Record<string, unknown> = {}) => {
@@ -60,9 +61,11 @@ export function createLogger(
 }
 
 /** A logger that keeps its lines in memory; for tests. */
-export function memoryLogger(): Logger & { lines: Record<string, unknown>[] } {
+export function memoryLogger(
+  clock: () => Date = () => new Date(0),
+): Logger & { lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];
-  const logger = createLogger({ level: "debug", write: (line) => lines.push(JSON.parse(line)) });
+  const logger = createLogger({ level: "debug", write: (line) => lines.push(JSON.parse(line)), clock });
   return Object.assign(logger, { lines });
 }
 

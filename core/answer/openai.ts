@@ -7,7 +7,6 @@
  */
 import { createParser } from "eventsource-parser";
 import type { Clock } from "../clock.ts";
-import { systemClock } from "../clock.ts";
 import type { OpenAiConfig } from "../config.ts";
 import { AppError } from "../errors.ts";
 import type { Logger } from "../log.ts";
@@ -23,7 +22,7 @@ export interface OpenAiProviderOptions {
   fetch: typeof fetch;
   log: Logger;
   /** For `Retry-After` dates. */
-  clock?: Clock;
+  clock: Clock;
   /** Waits between attempts; injectable so tests do not sleep. */
   sleep?: (ms: number) => Promise<void>;
   /** 0..1, for the backoff jitter. */
@@ -59,7 +58,6 @@ export class OpenAiProvider implements AnswerProvider {
   constructor(options: OpenAiProviderOptions) {
     this.passages = options.passages ?? 6;
     this.#o = {
-      clock: systemClock,
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
       random: Math.random,
       backoffBaseMs: 500,

@@ -12,7 +12,7 @@
  * from dominating a request; alone, a mark commits at once as before. A batch that fails (one of
  * its keys exists: a replay) is retried mark by mark, so one replay never fails its neighbours.
  */
-import { type Clock, systemClock } from "../clock.ts";
+import type { Clock } from "../clock.ts";
 import { boundedCache, type LRUCache } from "../bounded_cache.ts";
 
 /** Most marks in one atomic commit (KV allows 100 checks; half keeps well inside its size limits). */
@@ -37,7 +37,7 @@ export class ReplayMarks {
   #queue: Pending[] = [];
   #draining = false;
 
-  constructor(kv: Deno.Kv, { clock = systemClock, recentLimit = DEFAULT_RECENT_LIMIT } = {}) {
+  constructor(kv: Deno.Kv, { clock, recentLimit = DEFAULT_RECENT_LIMIT }: { clock: Clock; recentLimit?: number }) {
     this.#kv = kv;
     this.#clock = clock;
     this.#recent = boundedCache({ max: recentLimit, now: () => this.#clock.now().getTime() });

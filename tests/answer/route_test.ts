@@ -130,6 +130,7 @@ async function answerWorld(chatReplies?: Reply[], { realEvents = false } = {}) {
         config: w.deps.config.openai,
         fetch: w.deps.fetch,
         log: w.log,
+        clock: w.clock,
         sleep: () => Promise.resolve(),
       }),
     },

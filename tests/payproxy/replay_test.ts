@@ -13,7 +13,7 @@ async function withKv(fn: (kv: Deno.Kv) => Promise<void>) {
 
 Deno.test("ReplayMarks.mark() is true once per key, false after", () =>
   withKv(async (kv) => {
-    const marks = new ReplayMarks(kv);
+    const marks = new ReplayMarks(kv, { clock: new FixedClock() });
     assert.equal(await marks.mark(["r", "a"], 60_000), true);
     assert.equal(await marks.mark(["r", "a"], 60_000), false);
     assert.equal(await marks.mark(["r", "b"], 60_000), true);
@@ -21,7 +21,7 @@ Deno.test("ReplayMarks.mark() is true once per key, false after", () =>
 
 Deno.test("ReplayMarks: a replay inside a group commit fails alone", () =>
   withKv(async (kv) => {
-    const marks = new ReplayMarks(kv);
+    const marks = new ReplayMarks(kv, { clock: new FixedClock() });
     await marks.mark(["r", "used"], 60_000);
     const keys = Array.from({ length: 3 * MAX_BATCH }, (_, i) => (i === 70 ? "used" : `k${i}`));
     const results = await Promise.all(keys.map((k) => marks.mark(["r", k], 60_000)));
@@ -32,7 +32,7 @@ Deno.test("ReplayMarks: a replay inside a group commit fails alone", () =>
 Deno.test("ReplayMarks: the same key from two processes and within one batch is first-use exactly once", () =>
   withKv(async (kv) => {
     // Two instances over one KV stand for two server processes.
-    const a = new ReplayMarks(kv), b = new ReplayMarks(kv);
+    const a = new ReplayMarks(kv, { clock: new FixedClock() }), b = new ReplayMarks(kv, { clock: new FixedClock() });
     const results = await Promise.all(
       Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).mark(["r", "same"], 60_000)),
     );
@@ -41,18 +41,18 @@ Deno.test("ReplayMarks: the same key from two processes and within one batch is 
 
 Deno.test("ReplayMarks: a mark this process made is refused at once, without asking KV", () =>
   withKv(async (kv) => {
-    const marks = new ReplayMarks(kv);
+    const marks = new ReplayMarks(kv, { clock: new FixedClock() });
     assert.equal(await marks.mark(["r", "a"], 60_000), true);
     // Even with the KV mark gone, this process remembers it: the answer is synchronous.
     await kv.delete(["r", "a"]);
     assert.equal(marks.mark(["r", "a"], 60_000), false);
     // Another process does not remember it and asks KV (where it is gone).
-    assert.equal(await new ReplayMarks(kv).mark(["r", "a"], 60_000), true);
+    assert.equal(await new ReplayMarks(kv, { clock: new FixedClock() }).mark(["r", "a"], 60_000), true);
   }));
 
 Deno.test("ReplayMarks: a replay of a mark still committing is refused at once", () =>
   withKv(async (kv) => {
-    const marks = new ReplayMarks(kv);
+    const marks = new ReplayMarks(kv, { clock: new FixedClock() });
     const first = marks.mark(["r", "a"], 60_000);
     assert.equal(marks.mark(["r", "a"], 60_000), false);
     assert.equal(await first, true);
