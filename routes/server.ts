@@ -119,7 +119,9 @@ function withBodyIdleTimeout(req: Request, idleMs: number): Request {
       return source.cancel(reason);
     },
   });
-  return new Request(req.url, { method: req.method, headers: req.headers, body, signal: req.signal });
+  // No `signal`: touching the incoming one costs every request an AbortSignal and makes Deno warn about its
+  // legacy abort-on-success behaviour; a client leaving mid-body surfaces as a read error (499) instead.
+  return new Request(req.url, { method: req.method, headers: req.headers, body });
 }
 
 /** `p`'s value, or "timeout" after `ms`. */
