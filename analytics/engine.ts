@@ -16,7 +16,7 @@ export const ROLLUPS = [
   "ask_ai_by_column",
   "ask_ai_logs",
   "ask_ai_logs_count",
-  "ask_ai_logs_export",
+  "ask_ai_logs_day",
   "ask_ai_logs_parquet",
   "sponsored_daily",
   "sponsored_campaigns",
@@ -120,39 +120,19 @@ export class AnalyticsEngine {
     return rows.map((r) => String(r.explain_value ?? "")).join("\n");
   }
 
-  /**
-   * Streams a rollup's first column chunk by chunk (DuckDB's streaming result: rows are produced as
-   * they are pulled, so memory stays flat). The connection closes when the iteration ends or is
-   * abandoned (`return()`).
-   */
-  async *streamColumn(name: RollupName, params: Record<string, SqlParam>): AsyncGenerator<unknown[]> {
-    await this.#ensureView();
-    const sql = await loadSql(name);
-    const conn = await this.db.connect();
-    try {
-      const stmt = await conn.prepare(sql);
-      try {
-        this.#bind(stmt, params);
-        const result = await stmt.stream();
-        while (true) {
-          const chunk = await result.fetchChunk();
-          if (!chunk || chunk.rowCount === 0) break;
-          yield chunk.getColumnValues(0);
-        }
-      } finally {
-        stmt.destroySync();
-      }
-    } finally {
-      conn.closeSync();
-    }
+  /** Writes a rollup's rows to a Parquet file (zstd) at a server-made path. */
+  copyToParquet(name: RollupName, params: Record<string, SqlParam>, path: string): Promise<number> {
+    return this.#copy(name, params, path, "FORMAT parquet, COMPRESSION zstd");
   }
 
-  /** Writes a rollup's rows to a Parquet file (zstd) at a server-made path. */
-  async copyToParquet(name: RollupName, params: Record<string, SqlParam>, path: string): Promise<number> {
+  /** Writes a rollup's rows as CSV lines (no header, every field quoted) at a server-made path. */
+  copyToCsv(name: RollupName, params: Record<string, SqlParam>, path: string): Promise<number> {
+    return this.#copy(name, params, path, "FORMAT csv, HEADER false, QUOTE '\"', ESCAPE '\"', FORCE_QUOTE *");
+  }
+
+  async #copy(name: RollupName, params: Record<string, SqlParam>, path: string, options: string): Promise<number> {
     await this.#ensureView();
-    const sql = `COPY (${(await loadSql(name)).replace(/;\s*$/, "")}) TO ${
-      sqlString(path)
-    } (FORMAT parquet, COMPRESSION zstd)`;
+    const sql = `COPY (${(await loadSql(name)).replace(/;\s*$/, "")}) TO ${sqlString(path)} (${options})`;
     return await this.db.withConnection(async (conn) => {
       const stmt = await conn.prepare(sql);
       try {

@@ -1,7 +1,8 @@
 /**
  * Exports of analytics answers: CSV (`Accept: text/csv` or `format=csv`) and Parquet
  * (`format=parquet`). The logs export streams every row of the window, newest first, with flat
- * memory: DuckDB produces CSV lines one chunk (2,048 rows) at a time as the client reads.
+ * memory: one UTC day at a time, DuckDB's CSV writer fills a temp file that is streamed as the client
+ * reads and removed before the next day is written.
  */
 import { analyticsBadRequest, formatDay, parseDay } from "./filters.ts";
 import { windowParams } from "./metrics.ts";
@@ -78,12 +79,23 @@ export async function logsCsvStream(deps: RollupDeps, tenantId: string, q: Analy
   const days: string[] = [];
   for (let d = parseDay(wp.to_date)!; d >= parseDay(wp.from_date)!; d -= DAY_MS) days.push(formatDay(d));
   const engine = deps.engine;
+  const dir = await Deno.makeTempDir({ prefix: "logs-export-" });
   async function* lines(): AsyncGenerator<Uint8Array> {
-    yield enc.encode(LOG_COLUMNS.join(",") + "\n");
-    for (const day of days) {
-      for await (const chunk of engine.streamColumn("ask_ai_logs_export", { ...params, day })) {
-        yield enc.encode(chunk.join("\n") + "\n");
+    try {
+      yield enc.encode(LOG_COLUMNS.join(",") + "\n");
+      for (const day of days) {
+        // DuckDB writes the day's CSV; it is read back in 64 KiB pieces and removed.
+        const path = `${dir}/${day}.csv`;
+        await engine.copyToCsv("ask_ai_logs_day", { ...params, day }, path);
+        const file = await Deno.open(path, { read: true });
+        try {
+          for await (const piece of file.readable) yield piece;
+        } finally {
+          await Deno.remove(path).catch(() => {});
+        }
       }
+    } finally {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   }
   const it = lines();

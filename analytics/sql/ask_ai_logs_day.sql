@@ -1,0 +1,29 @@
+-- Ask AI log rows of one UTC day folder ($day) for the CSV export, newest first: DuckDB's CSV writer
+-- copies it to a temp file that is streamed and removed, one day at a time (measured 3.5x faster than
+-- building the lines in SQL and handing them over chunk by chunk). Text a reader typed or a model wrote
+-- gets a leading apostrophe when it starts with = + - @ tab or CR, so spreadsheets do not run it as a
+-- formula (CSV injection).
+SELECT
+  strftime(ts, '%Y-%m-%dT%H:%M:%S.%g') || 'Z' AS timestamp,
+  coalesce(widget_id, '') AS widget_id,
+  coalesce(placement_id, '') AS placement_id,
+  coalesce(deployment_type, '') AS deployment_type,
+  coalesce(ai_agent, '') AS ai_agent,
+  CASE WHEN left(coalesce(referring_url, ''), 1) IN ('=', '+', '-', '@', chr(9), chr(13))
+    THEN '''' || referring_url ELSE coalesce(referring_url, '') END AS referring_url,
+  coalesce(interaction_type, '') AS interaction_type,
+  CASE WHEN left(coalesce(prompt, prompt_text, ''), 1) IN ('=', '+', '-', '@', chr(9), chr(13))
+    THEN '''' || coalesce(prompt, prompt_text) ELSE coalesce(prompt, prompt_text, '') END AS prompt,
+  CASE WHEN left(coalesce(response, ''), 1) IN ('=', '+', '-', '@', chr(9), chr(13))
+    THEN '''' || response ELSE coalesce(response, '') END AS response
+FROM events
+WHERE date = CAST($day AS DATE)
+  AND ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
+  AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
+  AND tenant_id = $tenant_id
+  AND event_type = 'query'
+  AND list_contains($interaction_types, interaction_type)
+  AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
+  AND ($placement_id IS NULL OR placement_id = $placement_id)
+  AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
+ORDER BY ts DESC, event_id DESC
