@@ -45,6 +45,13 @@ export class Bm25Index {
   private totalLen: Float64Array;
   // Scratch accumulators reused across queries (single-threaded: one query at a time).
   private acc = new Float32Array(1024);
+  /**
+   * Per slot and field: weight / (1 - b + b * len / avg), the factor a frequency is multiplied by.
+   * Recomputed lazily after the collection changed (lengths and averages move with every add).
+   */
+  private norm = new Float32Array(0);
+  private changes = 0;
+  private normAt = -1;
   private seen = new Uint8Array(1024);
 
   constructor({ k1 = 1.2, fields = [{ weight: 1, b: 0.75 }] }: Bm25Options = {}) {
@@ -122,6 +129,7 @@ export class Bm25Index {
       this.totalLen[f] += lens[f]!;
     }
     this.liveDocs++;
+    this.changes++;
   }
 
   /** Removes the document at `slot`; `bag` must be the bag it was added with. */
@@ -143,6 +151,7 @@ export class Bm25Index {
       this.docLen[slot * nf + f] = 0;
     }
     this.liveDocs--;
+    this.changes++;
   }
 
   /**
@@ -176,6 +185,7 @@ export class Bm25Index {
       }
       this.liveDocs--;
     }
+    this.changes++;
   }
 
   /** Document frequency of a term (0 when unknown). */
@@ -198,17 +208,9 @@ export class Bm25Index {
    */
   score(query: Map<string, number>, allow?: (slot: number) => boolean): { slots: Int32Array; scores: Float32Array } {
     const nf = this.nf, k1 = this.k1;
-    // Per field: weight / (1 - b + b * len / avg) = weight / (c0 + c1 * len), precomputed.
-    const w = new Float64Array(nf), c0 = new Float64Array(nf), c1 = new Float64Array(nf);
-    for (let f = 0; f < nf; f++) {
-      const { weight, b } = this.fields[f]!;
-      const avg = this.liveDocs > 0 && this.totalLen[f]! > 0 ? this.totalLen[f]! / this.liveDocs : 1;
-      w[f] = weight;
-      c0[f] = 1 - b;
-      c1[f] = b / avg;
-    }
+    const norm = this.lengthNorms();
     const touched: number[] = [];
-    const acc = this.acc, seen = this.seen, docLen = this.docLen;
+    const acc = this.acc, seen = this.seen;
     for (const [term, weight] of query) {
       const id = this.termIds.get(term);
       if (id === undefined) continue;
@@ -231,7 +233,7 @@ export class Bm25Index {
         let tf = 0;
         for (let f = 0, o = i * nf, d = s * nf; f < nf; f++) {
           const x = tfs[o + f]!;
-          if (x !== 0) tf += (w[f]! * x) / (c0[f]! + c1[f]! * docLen[d + f]!);
+          if (x !== 0) tf += x * norm[d + f]!;
         }
         acc[s] += idf * (tf * (k1 + 1)) / (tf + k1);
       }
@@ -249,6 +251,22 @@ export class Bm25Index {
       seen[s] = 0;
     }
     return { slots: outSlots, scores: outScores };
+  }
+
+  // One multiply per posting and field at query time instead of a division (long postings).
+  private lengthNorms(): Float32Array {
+    if (this.normAt === this.changes && this.norm.length === this.docLen.length) return this.norm;
+    const nf = this.nf, docLen = this.docLen;
+    if (this.norm.length !== docLen.length) this.norm = new Float32Array(docLen.length);
+    const norm = this.norm;
+    for (let f = 0; f < nf; f++) {
+      const { weight, b } = this.fields[f]!;
+      const avg = this.liveDocs > 0 && this.totalLen[f]! > 0 ? this.totalLen[f]! / this.liveDocs : 1;
+      const c0 = 1 - b, c1 = b / avg;
+      for (let i = f; i < docLen.length; i += nf) norm[i] = weight / (c0 + c1 * docLen[i]!);
+    }
+    this.normAt = this.changes;
+    return norm;
   }
 
   private ensure(n: number): void {
