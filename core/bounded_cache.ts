@@ -32,7 +32,9 @@ export interface BoundedCacheOptions {
  * sellers.get("shop.example"); // undefined once 5 s have passed
  * ```
  */
-export function boundedCache<K extends {}, V extends {}>({ max, ttlMs, now }: BoundedCacheOptions): LRUCache<K, V> {
+export function boundedCache<K extends NonNullable<unknown>, V extends NonNullable<unknown>>(
+  { max, ttlMs, now }: BoundedCacheOptions,
+): LRUCache<K, V> {
   if (!(Number.isInteger(max) && max > 0)) throw new RangeError("boundedCache() needs a positive integer max");
   return new LRUCache<K, V>({
     max,
