@@ -172,6 +172,9 @@ export function embeddingText(a: Pick<Article, "title" | "summary" | "body">): s
   return `${a.title}. ${a.title}. ${a.summary} ${a.body.slice(0, 3000)}`;
 }
 
+/** Articles per atomic commit in {@link ArticleRepo.upsertMany} (KV: 800 KB and 100 checks per commit). */
+export const UPSERT_BATCH = 20;
+
 const articleKey = (dmId: string, id: string) => ["article", dmId, id];
 const urlKey = (dmId: string, urlHash: string) => ["article_url", dmId, urlHash];
 
@@ -238,6 +241,49 @@ export class ArticleRepo {
       if (res.ok) return { article, created: true };
     }
     throw new Error("article upsert kept conflicting; try again");
+  }
+
+  /**
+   * {@link upsert} for many articles of one data model with distinct URLs, in a few KV round
+   * trips: URL keys and known articles are read ten at a time, writes go out up to
+   * {@link UPSERT_BATCH} articles per atomic commit, each checked like a single upsert. A commit
+   * that loses a race is redone one article at a time.
+   * @returns the outcomes, in the order of `list`
+   */
+  async upsertMany(list: Omit<Article, "id" | "createdAt" | "updatedAt">[]): Promise<UpsertOutcome[]> {
+    const out: UpsertOutcome[] = new Array(list.length);
+    if (list.length === 0) return out;
+    const dmId = list[0]!.dataModelId;
+    const uKeys = await Promise.all(list.map(async (f) => urlKey(dmId, await sha256Hex(f.url))));
+    const known: Deno.KvEntryMaybe<string>[] = [];
+    for (let i = 0; i < list.length; i += 10) known.push(...await this.kv.getMany<string[]>(uKeys.slice(i, i + 10)));
+    const prevs: (Deno.KvEntryMaybe<Article> | null)[] = new Array(list.length).fill(null);
+    const knownAt = known.flatMap((k, i) => (k.value ? [i] : []));
+    for (let i = 0; i < knownAt.length; i += 10) {
+      const slice = knownAt.slice(i, i + 10);
+      const got = await this.kv.getMany<Article[]>(slice.map((j) => articleKey(dmId, known[j]!.value!)));
+      slice.forEach((j, k) => prevs[j] = got[k]!);
+    }
+    const now = this.clock.now().toISOString();
+    for (let start = 0; start < list.length; start += UPSERT_BATCH) {
+      const op = this.kv.atomic();
+      const pending: [number, UpsertOutcome][] = [];
+      for (let i = start; i < Math.min(list.length, start + UPSERT_BATCH); i++) {
+        const fields = list[i]!, k = known[i]!, prev = prevs[i];
+        if (k.value && prev) {
+          const article: Article = { ...fields, id: k.value, createdAt: prev.value?.createdAt ?? now, updatedAt: now };
+          op.check(k).check(prev).set(prev.key, article);
+          pending.push([i, { article, previous: prev.value ?? undefined, created: !prev.value }]);
+        } else {
+          const article: Article = { ...fields, id: newId("ar", this.clock), createdAt: now, updatedAt: now };
+          op.check(k).set(uKeys[i]!, article.id).set(articleKey(dmId, article.id), article);
+          pending.push([i, { article, created: true }]);
+        }
+      }
+      if ((await op.commit()).ok) { for (const [i, o] of pending) out[i] = o; }
+      else for (const [i] of pending) out[i] = await this.upsert(list[i]!);
+    }
+    return out;
   }
 
   /** Replaces only the stored embedding (re-embedding after a provider change). */

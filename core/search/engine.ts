@@ -17,6 +17,7 @@ import {
   embeddingText,
   normalizeArticle,
   type StoredEmbedding,
+  type UpsertOutcome,
 } from "./articles.ts";
 import { Bm25Index } from "./bm25.ts";
 import type { EmbeddingProvider } from "./embeddings/provider.ts";
@@ -446,36 +447,50 @@ export class SearchEngine implements Search {
       }
     });
     const vectors = await this.embedSafely(valid.map((v) => embeddingText(v.fields)));
-    // Items for the same URL run in order; different URLs run concurrently.
-    const groups = new Map<string, number[]>();
-    valid.forEach((v, j) => groups.set(v.fields.url, [...(groups.get(v.fields.url) ?? []), j]));
-    const queue = [...groups.values()];
-    const worker = async () => {
-      for (let g = queue.shift(); g; g = queue.shift()) {
-        for (const j of g) {
-          const { i, fields } = valid[j]!;
-          const vector = vectors?.[j] ?? null;
-          try {
-            const outcome = await this.articles.upsert({
-              ...fields,
-              embedding: vector ? toStored(provider.id, vector) : undefined,
-            });
-            const stored = outcome.article.embedding;
-            index.upsert(outcome.article, stored ? fromStored(stored) : null, outcome.previous);
-            results[i] = {
-              index: i,
-              status: outcome.created ? "created" : "updated",
-              id: outcome.article.id,
-              url: fields.url,
-            };
-          } catch (err) {
-            this.options.log.error("article upsert failed", { data_model_id: dm.id, error: describeError(err) });
-            results[i] = { index: i, status: "error", url: fields.url, error: "could not store the article" };
-          }
-        }
+    // The first item of each URL is written in one batched upsert; repeats of a URL within the
+    // call follow one by one, in order, so the last one wins as it would in separate calls.
+    const firsts: number[] = [], repeats: number[] = [];
+    const seenUrls = new Set<string>();
+    valid.forEach((v, j) => {
+      if (seenUrls.has(v.fields.url)) repeats.push(j);
+      else {
+        seenUrls.add(v.fields.url);
+        firsts.push(j);
       }
+    });
+    const withVector = (j: number) => {
+      const vector = vectors?.[j] ?? null;
+      return { ...valid[j]!.fields, embedding: vector ? toStored(provider.id, vector) : undefined };
     };
-    await Promise.all(Array.from({ length: 16 }, worker));
+    const apply = (j: number, outcome: UpsertOutcome) => {
+      const { i, fields } = valid[j]!;
+      const stored = outcome.article.embedding;
+      index.upsert(outcome.article, stored ? fromStored(stored) : null, outcome.previous);
+      results[i] = {
+        index: i,
+        status: outcome.created ? "created" : "updated",
+        id: outcome.article.id,
+        url: fields.url,
+      };
+    };
+    const failed = (j: number, err: unknown) => {
+      const { i, fields } = valid[j]!;
+      this.options.log.error("article upsert failed", { data_model_id: dm.id, error: describeError(err) });
+      results[i] = { index: i, status: "error", url: fields.url, error: "could not store the article" };
+    };
+    try {
+      const outcomes = await this.articles.upsertMany(firsts.map(withVector));
+      firsts.forEach((j, k) => apply(j, outcomes[k]!));
+    } catch (err) {
+      for (const j of firsts) failed(j, err);
+    }
+    for (const j of repeats) {
+      try {
+        apply(j, await this.articles.upsert(withVector(j)));
+      } catch (err) {
+        failed(j, err);
+      }
+    }
     if (valid.length > 0) await this.bumpRevision(dm.id);
     return {
       received: items.length,
