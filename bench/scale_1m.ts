@@ -24,7 +24,7 @@ import type { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
 import { quantize } from "../core/search/vector_index.ts";
 import { newId } from "../core/ids.ts";
 import { createLogger } from "../core/log.ts";
-import { DEFAULT_SEARCH_VERSION, FUSION_V2 } from "../core/search/retrieval_mode.ts";
+import { DEFAULT_SEARCH_VERSION } from "../core/search/retrieval_mode.ts";
 import type { DataModel } from "../core/store/models.ts";
 import { generateArticles, NEWS_SITES, TECH_SITES } from "../fixtures/articles.ts";
 import { createApp } from "../routes/app.ts";
@@ -194,11 +194,11 @@ if (phase === "seed") {
   }
   const wallS = (performance.now() - started) / 1000;
   console.log(
-    `ingest through the API: ${created} articles, ${
-      (created / (ingestMs / 1000)).toFixed(0)
-    } articles/s (time in the API ${(ingestMs / 1000).toFixed(1)} s, wall ${
-      wallS.toFixed(1)
-    } s incl. generating the fixtures)`,
+    `ingest through the API: ${created} articles, ${(created / (ingestMs / 1000)).toFixed(0)} articles/s ` +
+      `(time in the API ${(ingestMs / 1000).toFixed(1)} s, wall ${
+        wallS.toFixed(1)
+      } s incl. generating the fixtures); ` +
+      `${(created / ingestCpu).toFixed(0)} articles per CPU second (${ingestCpu.toFixed(1)} CPU s)`,
   );
   console.log(`rss after ingest (index built incrementally): ${mib(Deno.memoryUsage().rss)}`);
   await w.deps.search.close();
@@ -237,10 +237,12 @@ if (phase === "seed") {
       await engine.recommend(dm, { query: q, similarity_top_k: 9, search_algorithm: algorithm }, ctx);
       if (i >= 50) times.push(performance.now() - s);
     }
+    const cpuMs = ((cpuSeconds() - c1) * 1000) / (QUERIES + 50);
     console.log(
-      `${algorithm}, top 9 (ranking v${DEFAULT_SEARCH_VERSION}: ${FUSION_V2.normalise} fusion, vector weight ${w.deps.config.embeddings.searchVectorWeight}, feedback ${FUSION_V2.feedbackDocs} docs): p50 ${
-        pct(times, 0.5).toFixed(2)
-      } ms, p99 ${pct(times, 0.99).toFixed(2)} ms`,
+      `${algorithm}, top 9 (ranking v${DEFAULT_SEARCH_VERSION}, vector weight ${w.deps.config.embeddings.searchVectorWeight}): ` +
+        `p50 ${pct(times, 0.5).toFixed(2)} ms, p99 ${pct(times, 0.99).toFixed(2)} ms, ${
+          cpuMs.toFixed(2)
+        } CPU ms per query`,
     );
   }
   console.log(`rss after queries: ${mib(Deno.memoryUsage().rss)}`);
