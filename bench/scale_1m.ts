@@ -79,33 +79,15 @@ const QUERY_TEXTS = [
   "space telescope images",
 ];
 
-if (phase === "seed") {
-  // The 1M figures for start-up, memory and latency without first spending the shared machine's
-  // CPU on a million API calls: articles are prepared exactly as ingest prepares them
-  // (normalizeArticle: summary and preview; the same embedding provider; int8 storage) and
-  // written straight to KV, 25 per atomic commit. The API ingest rate is measured by the
-  // `ingest` phase (run it with BENCH_ARTICLES=100000).
-  const dataDir = Deno.env.get("BENCH_DIR") ?? await Deno.makeTempDir({ prefix: "svc-scale-" });
-  console.log(`articles: ${N} written to KV directly, cores: ${navigator.hardwareConcurrency}, dir: ${dataDir}`);
+const SEED_PARTS = Number(Deno.env.get("BENCH_SEED_PARTS") ?? 3);
+
+/** Writes batches `part, part + parts, ...` of the seed to KV (one of several seeding processes). */
+async function seedPart(dataDir: string, dmId: string, part: number, parts: number): Promise<void> {
   const w = await world(dataDir);
-  const tenantId = (await w.deps.repos.tenants.create({
-    id: newId("tn", clock),
-    name: "Bench",
-    createdAt: clock.now().toISOString(),
-  })).id;
-  const dm: DataModel = await w.deps.repos.dataModels.create({
-    id: newId("dm", clock),
-    tenantId,
-    name: "Scale",
-    sites: [...NEWS_SITES, ...TECH_SITES],
-    marketplace: false,
-    createdAt: clock.now().toISOString(),
-  });
+  const dm = (await w.deps.repos.dataModels.get(dmId))!;
   const embeddings = embeddingProvider(w.deps.config, fetch) as LocalEmbeddings;
   await embeddings.init();
-  const t = performance.now(), c0 = cpuSeconds();
-  let n = 0;
-  for (let b = 0; b * BATCH < N; b++) {
+  for (let b = part; b * BATCH < N; b += parts) {
     const items = generateArticles({ count: Math.min(BATCH, N - b * BATCH), now: clock.now(), seed: 2026 + b });
     let op = w.deps.kv.atomic(), inOp = 0;
     for (const item of items) {
@@ -125,24 +107,56 @@ if (phase === "seed") {
         op = w.deps.kv.atomic();
         inOp = 0;
       }
-      n++;
     }
     if (inOp) await op.commit();
-    if ((b + 1) % 100 === 0) console.log(`  ${n} written, rss ${mib(Deno.memoryUsage().rss)}`);
+    if (part === 0 && b % 100 === 0) {
+      console.log(`  batch ${b} of ${N / BATCH} written, rss ${mib(Deno.memoryUsage().rss)}`);
+    }
   }
-  console.log(
-    `seeded ${n} articles in ${((performance.now() - t) / 1000).toFixed(0)} s (${
-      (cpuSeconds() - c0).toFixed(0)
-    } CPU s)`,
-  );
   w.close();
-  const child = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--v8-flags=--max-old-space-size=6144", new URL(import.meta.url).pathname, "--phase=serve"],
-    env: { BENCH_DIR: dataDir, BENCH_DM: dm.id, BENCH_TENANT: tenantId },
+}
+
+const self = (args: string[], env: Record<string, string>) =>
+  new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--v8-flags=--max-old-space-size=6144", new URL(import.meta.url).pathname, ...args],
+    env,
     stdout: "inherit",
     stderr: "inherit",
   }).output();
-  if (!child.success) throw new Error("serve phase failed");
+
+if (phase === "seed-part") {
+  await seedPart(Deno.env.get("BENCH_DIR")!, Deno.env.get("BENCH_DM")!, Number(Deno.env.get("BENCH_PART")), SEED_PARTS);
+} else if (phase === "seed") {
+  // The 1M figures for start-up, memory and latency without first spending the shared machine's
+  // CPU on a million API calls: articles are prepared exactly as ingest prepares them
+  // (normalizeArticle: summary and preview; the same embedding provider; int8 storage) and
+  // written straight to KV, 25 per atomic commit, by BENCH_SEED_PARTS processes. The API ingest
+  // rate is measured by the `ingest` phase (BENCH_ARTICLES=100000).
+  const dataDir = Deno.env.get("BENCH_DIR") ?? await Deno.makeTempDir({ prefix: "svc-scale-" });
+  console.log(`articles: ${N} written to KV directly by ${SEED_PARTS} processes, dir: ${dataDir}`);
+  const w = await world(dataDir);
+  const tenantId = (await w.deps.repos.tenants.create({
+    id: newId("tn", clock),
+    name: "Bench",
+    createdAt: clock.now().toISOString(),
+  })).id;
+  const dm: DataModel = await w.deps.repos.dataModels.create({
+    id: newId("dm", clock),
+    tenantId,
+    name: "Scale",
+    sites: [...NEWS_SITES, ...TECH_SITES],
+    marketplace: false,
+    createdAt: clock.now().toISOString(),
+  });
+  w.close();
+  const t = performance.now();
+  const env = { BENCH_DIR: dataDir, BENCH_DM: dm.id, BENCH_TENANT: tenantId, BENCH_ARTICLES: String(N) };
+  const results = await Promise.all(
+    Array.from({ length: SEED_PARTS }, (_, k) => self(["--phase=seed-part"], { ...env, BENCH_PART: String(k) })),
+  );
+  if (!results.every((r) => r.success)) throw new Error("a seeding process failed");
+  console.log(`seeded ${N} articles in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+  if (!(await self(["--phase=serve"], env)).success) throw new Error("serve phase failed");
   if (!Deno.env.get("BENCH_KEEP")) await Deno.remove(dataDir, { recursive: true });
 } else if (phase === "ingest") {
   const dataDir = Deno.env.get("BENCH_DIR") ?? await Deno.makeTempDir({ prefix: "svc-scale-" });
