@@ -82,6 +82,11 @@ Deno.test("MCP with a tenant API key: lists five annotated tools and calls each 
   });
   assert.equal(asked.isError, undefined, JSON.stringify(asked.content));
   assert.equal(typeof (asked.structuredContent as Structured).message, "string");
+  // The answer cites the articles it used, in structuredContent and as sources in the text.
+  const citations = (asked.structuredContent as Structured).citations;
+  assert.ok(citations.length >= 1, JSON.stringify(asked.structuredContent));
+  assert.equal(citations[0].title, "City council passes the budget after a long debate");
+  assert.match((asked.content as { text: string }[])[0]!.text, /Sources:\n\[1\] City council passes the budget/);
 
   const summary = await client.callTool({ name: "analytics_summary", arguments: { start_date: "2026-11-16" } });
   assert.equal(summary.isError, undefined, JSON.stringify(summary.content));
@@ -185,6 +190,17 @@ Deno.test("MCP with an agent token: a paid search debits the credit exactly once
   assert.equal(bad.isError, true);
   assert.equal(await w.remainingUsd(token), "0.090000");
   assert.equal(searches.n, 1);
+  // A paid question: billed at the AI model's own price, once.
+  const ais = await client.callTool({ name: "list_ai_models", arguments: {} });
+  const am = (ais.structuredContent as Structured).ai_models.find((m: { id: string }) => m.id === w.ids.aiModelId);
+  const asked = await client.callTool({
+    name: "ask",
+    arguments: { ai_model_id: w.ids.aiModelId, query: "What did the city council decide about the budget?" },
+  });
+  assert.equal(asked.isError, undefined, JSON.stringify(asked.content));
+  assert.equal(typeof (asked.structuredContent as Structured).message, "string");
+  const left = Math.round((0.09 - Number(am.price_usd)) * 1e6) / 1e6;
+  assert.equal(await w.remainingUsd(token), left.toFixed(6));
   // The analytics tool is the tenant's: an agent cannot call it.
   const denied = await client.callTool({ name: "analytics_summary", arguments: {} });
   assert.equal(denied.isError, true);
