@@ -166,14 +166,7 @@ export class AnalyticsEngine {
       this.db.withConnection(async (conn) => {
         const stmt = await conn.prepare(sql);
         try {
-          const values: Record<string, Bound> = {};
-          const types: Record<string, DuckDBType> = {};
-          for (const [k, v] of Object.entries(params)) {
-            const b = bindValue(v);
-            values[k] = b.value;
-            types[k] = b.type;
-          }
-          stmt.bind(values, types);
+          this.#bind(stmt, params);
           return (await stmt.runAndReadAll()).getRowObjectsJS() as Record<string, unknown>[];
         } finally {
           stmt.destroySync();

@@ -15,6 +15,7 @@ import { FixedClock } from "../core/clock.ts";
 import { parseConfig } from "../core/config.ts";
 import { buildDeps } from "../composition.ts";
 import { memoryLogger } from "../core/log.ts";
+import { COLUMN_DIMENSIONS } from "../analytics/metrics.ts";
 import { createApp } from "../routes/app.ts";
 import { ensureFixtureTenant } from "./_analytics_world.ts";
 
@@ -62,18 +63,7 @@ async function timed(
   return ms;
 }
 
-const DIMS = [
-  "date&interval=day",
-  "date&interval=hour",
-  "widget_id",
-  "placement_id",
-  "deployment_type",
-  "interaction_type",
-  "referring_url",
-  "ai_agent",
-  "intent",
-  "category",
-];
+const DIMS = ["date&interval=day", "date&interval=hour", ...COLUMN_DIMENSIONS];
 
 for (let r = 0; r < (only === "export" ? 0 : reps); r++) {
   // Breakdown, each dimension on a fresh instance (cold).
