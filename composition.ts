@@ -256,6 +256,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     timeoutMs: Math.max(config.fetchTimeoutMs, 10_000),
     maxPageFetches: sourceSettings.pageFetches,
     maxBackoffS: sourceSettings.maxBackoffS,
+    maxChildSitemaps: sourceSettings.childSitemaps,
   });
   const retention = new RetentionSweeper({
     kv,

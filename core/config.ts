@@ -114,6 +114,7 @@ const envSchema = z.object({
   SOURCE_MAX_ITEMS: int("SOURCE_MAX_ITEMS", 1, 1000).default(100),
   SOURCE_MAX_BYTES: int("SOURCE_MAX_BYTES", 1024, 64 * 1024 * 1024).default(5 * 1024 * 1024),
   SOURCE_PAGE_FETCHES: int("SOURCE_PAGE_FETCHES", 0, 1000).default(20),
+  SOURCE_CHILD_SITEMAPS: int("SOURCE_CHILD_SITEMAPS", 1, 50).default(3),
   SOURCE_MAX_BACKOFF_S: int("SOURCE_MAX_BACKOFF_S", 60, 7 * 86_400).default(6 * 3600),
   POLLER_TICK_S: int("POLLER_TICK_S", 1, 3600).default(5),
   RETENTION_SWEEP_S: int("RETENTION_SWEEP_S", 10, 7 * 86_400).default(3600),
@@ -236,6 +237,8 @@ export interface Config {
     maxItems: number;
     maxBytes: number;
     pageFetches: number;
+    /** Most child sitemaps read per poll of a sitemap index. */
+    childSitemaps: number;
     maxBackoffS: number;
     tickS: number;
     retentionSweepS: number;
@@ -366,6 +369,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       maxItems: e.SOURCE_MAX_ITEMS,
       maxBytes: e.SOURCE_MAX_BYTES,
       pageFetches: e.SOURCE_PAGE_FETCHES,
+      childSitemaps: e.SOURCE_CHILD_SITEMAPS,
       maxBackoffS: e.SOURCE_MAX_BACKOFF_S,
       tickS: e.POLLER_TICK_S,
       retentionSweepS: e.RETENTION_SWEEP_S,

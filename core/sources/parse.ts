@@ -32,7 +32,8 @@ export const SOURCE_MEDIA_TYPES: Record<SourceKind, readonly string[]> = {
   rss: ["application/rss+xml", "application/atom+xml", "application/rdf+xml", "application/xml", "text/xml"],
   atom: ["application/atom+xml", "application/rss+xml", "application/xml", "text/xml"],
   jsonfeed: ["application/feed+json", "application/json"],
-  sitemap: ["application/xml", "text/xml"],
+  // Gzipped sitemaps (`.xml.gz`) are common in sitemap indexes; see sitemap_index.ts.
+  sitemap: ["application/xml", "text/xml", "application/gzip", "application/x-gzip"],
 };
 
 /** An item "carries only a summary" when its text is shorter than this (see docs/sources.md). */
@@ -98,12 +99,10 @@ const firstText = (el: El, ...names: string[]): string | undefined => {
   return undefined;
 };
 
-/** Entries of an XML sitemap `urlset`; a sitemap index is refused (register its child sitemaps). */
+/** Entries of an XML sitemap `urlset` (an index is read by sitemap_index.ts, not here). */
 export function parseSitemap(xml: string): FeedItem[] {
   const head = xml.slice(0, 4000);
-  if (/<sitemapindex[\s>]/i.test(head)) {
-    throw new SourceFormatError("the document is a sitemap index; register its child sitemaps instead");
-  }
+  if (/<sitemapindex[\s>]/i.test(head)) throw new SourceFormatError("the document is a sitemap index");
   if (!/<urlset[\s>]/i.test(head)) throw new SourceFormatError("the document is not an XML sitemap");
   const doc = new DOMParser().parseFromString(xml, "text/xml");
   const out: FeedItem[] = [];
@@ -147,6 +146,11 @@ export function parseSourceDocument(kind: SourceKind, text: string, maxItems: nu
     : kind === "sitemap"
     ? parseSitemap(text)
     : parseXmlFeed(text);
+  return newestFirst(items, maxItems);
+}
+
+/** At most `maxItems` items, newest first when the items carry dates. */
+export function newestFirst(items: FeedItem[], maxItems: number): FeedItem[] {
   const time = (i: FeedItem) => {
     const t = i.pubdate ? Date.parse(i.pubdate) : NaN;
     return Number.isFinite(t) ? t : -Infinity;

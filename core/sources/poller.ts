@@ -21,13 +21,14 @@ import type { DataModel } from "../store/models.ts";
 import { backoffSeconds, retryAfterSeconds } from "./backoff.ts";
 import { canonicalLink, withoutTracking } from "./item_url.ts";
 import {
-  decodeSource,
   type FeedItem,
   FULL_TEXT_MIN_CHARS,
+  newestFirst,
   parseSourceDocument,
   SOURCE_MEDIA_TYPES,
   SourceFormatError,
 } from "./parse.ts";
+import { isSitemapIndex, parseSitemapIndex, sourceText } from "./sitemap_index.ts";
 import type { Source, SourceRepo, SourceState } from "./source.ts";
 
 /** Settings of the poller (from config). */
@@ -48,6 +49,8 @@ export interface PollerSettings {
   maxPageFetches: number;
   /** Longest wait between polls of a failing source. */
   maxBackoffS: number;
+  /** Most child sitemaps read per poll of a sitemap index (the newest ones). */
+  maxChildSitemaps: number;
 }
 
 /** What the poller is built from. */
@@ -81,6 +84,8 @@ export interface PollOutcome {
   itemsNew: number;
   itemsUpdated: number;
   pagesFetched: number;
+  /** Child sitemaps read, when the source is a sitemap index. */
+  sitemapsRead?: number;
   error?: string;
   ms: number;
 }
@@ -241,7 +246,10 @@ export class SourcePoller {
         throw Object.assign(err as Error, { retryAfterS });
       }
       outcome.httpStatus = res.status;
-      const items = this.#parse(source.type, decodeSource(res.body, res.charset), this.#settings.maxItems);
+      const text = await sourceText(res, this.#settings.maxBytes);
+      const items = source.type === "sitemap" && isSitemapIndex(text)
+        ? await this.#readSitemapIndex(text, res.url, outcome, lease)
+        : this.#parse(source.type, text, this.#settings.maxItems);
       outcome.itemsSeen = items.length;
       const articles = await this.#articlesOf(source, dm, items, outcome, lease);
       if (articles.length) {
@@ -285,6 +293,7 @@ export class SourcePoller {
           items_new: outcome.itemsNew,
           items_updated: outcome.itemsUpdated,
           pages_fetched: outcome.pagesFetched,
+          ...(outcome.sitemapsRead !== undefined ? { sitemaps_read: outcome.sitemapsRead } : {}),
           next_poll_at: next.nextPollAt,
           ms: outcome.ms,
           ...(outcome.error ? { error: outcome.error } : {}),
@@ -357,6 +366,34 @@ export class SourcePoller {
       byUrl.set(String(input.url), input);
     }
     return [...byUrl.values()];
+  }
+
+  /**
+   * Entries of a sitemap index: its newest child sitemaps of the same site (bounded), each
+   * fetched through the SSRF guard and capped like the index; an unreadable child is skipped.
+   * @throws {SourceFormatError} when no child sitemap could be read
+   */
+  async #readSitemapIndex(text: string, indexUrl: string, outcome: PollOutcome, lease: KvLease): Promise<FeedItem[]> {
+    const children = parseSitemapIndex(text, indexUrl).slice(0, this.#settings.maxChildSitemaps);
+    const items: FeedItem[] = [];
+    outcome.sitemapsRead = 0;
+    for (const child of children) {
+      await lease.acquire(); // renew: each child is a fetch of up to maxBytes
+      try {
+        const res = await this.#deps.fetcher.fetch(child.url, {
+          accept: SOURCE_MEDIA_TYPES.sitemap,
+          maxBytes: this.#settings.maxBytes,
+          timeoutMs: this.#settings.timeoutMs,
+        });
+        items.push(...this.#parse("sitemap", await sourceText(res, this.#settings.maxBytes), this.#settings.maxItems));
+        outcome.sitemapsRead++;
+      } catch (err) {
+        if (!(err instanceof SafeFetchError || err instanceof SourceFormatError)) throw err;
+        this.#deps.log.debug("child sitemap not read", { error: describeError(err) });
+      }
+    }
+    if (!outcome.sitemapsRead) throw new SourceFormatError("no sitemap listed by the index could be read");
+    return newestFirst(items, this.#settings.maxItems);
   }
 
   async #readPage(

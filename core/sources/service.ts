@@ -6,7 +6,8 @@ import { AppError } from "../errors.ts";
 import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
 import type { EntityRepo } from "../store/entity_repo.ts";
 import type { DataModel } from "../store/models.ts";
-import { decodeSource, parseSourceDocument, SOURCE_MEDIA_TYPES, SourceFormatError } from "./parse.ts";
+import { parseSourceDocument, SOURCE_MEDIA_TYPES, SourceFormatError } from "./parse.ts";
+import { isSitemapIndex, parseSitemapIndex, sourceText } from "./sitemap_index.ts";
 import {
   type SourceInput,
   SourceLimitError,
@@ -56,7 +57,9 @@ export class SourceService {
         accept: SOURCE_MEDIA_TYPES[input.type],
         maxBytes: this.deps.probeMaxBytes,
       });
-      parseSourceDocument(input.type, decodeSource(res.body, res.charset), 1);
+      const text = await sourceText(res, this.deps.probeMaxBytes);
+      if (input.type === "sitemap" && isSitemapIndex(text)) parseSitemapIndex(text, res.url);
+      else parseSourceDocument(input.type, text, 1);
     } catch (err) {
       if (err instanceof SafeFetchError) {
         const code = err.code === "blocked_address" || err.code === "invalid_url"

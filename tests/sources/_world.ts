@@ -17,6 +17,7 @@ export const SETTINGS: PollerSettings = {
   timeoutMs: 5000,
   maxPageFetches: 5,
   maxBackoffS: 3600,
+  maxChildSitemaps: 3,
 };
 
 /** A search world whose user URLs may reach 127.0.0.1 (tests only), plus poller and route helpers. */
