@@ -172,7 +172,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     leaseMs: config.eventsFlushLeaseS * 1000,
   });
   events.onFlushed(() => analytics.refresh());
-  // Search result pages become impression events, batched off the response path.
+  // Search result pages and answer citations become impression events, batched off the response path.
   const impressions = new ImpressionRecorder(events, clock, log);
   events.beforeStop(() => impressions.flush());
 
@@ -201,6 +201,8 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     events: () => events,
     // Citations link through the same tracking redirect as search results.
     links: overrides.linkBuilder ?? links,
+    // ... and count as impressions of the cited articles, like a page of results.
+    onCited: (cited) => impressions.addCited(cited),
   });
 
   const storefront = createStorefront({ config, kv, clock, log, fetch, mailer });

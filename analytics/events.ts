@@ -258,6 +258,8 @@ export class EventPipeline implements EventSink {
     this.#started = true;
     const tick = async () => {
       try {
+        // Buffering producers hand in what they hold, so a quiet server still flushes it on time.
+        for (const fn of this.#beforeStop) await fn().catch(() => {});
         await this.flush();
         await this.compact();
       } catch (err) {
@@ -269,7 +271,10 @@ export class EventPipeline implements EventSink {
     return replayed;
   }
 
-  /** Runs before the final flush of {@link stop} (producers that buffer hand in what they hold). */
+  /**
+   * Runs before each timed flush and the final flush of {@link stop} (producers that buffer hand in
+   * what they hold).
+   */
   beforeStop(fn: () => Promise<void>): void {
     this.#beforeStop.push(fn);
   }

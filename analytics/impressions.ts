@@ -1,9 +1,12 @@
 /**
- * Search result impressions as analytics events: one `api_call` per page served (the search, for
- * agent readership) and one `result_impression` per result on it. They are buffered and recorded
- * in batches off the response path (a search never waits for the event log): when 200 events wait,
- * when the oldest is a second old, and when the pipeline stops.
+ * Impressions as analytics events: for a page of search results, one `api_call` (the search, for
+ * agent readership) and one `result_impression` per result on it; for an answer, one
+ * `result_impression` per cited article (the answer itself is the `query` event the answer engine
+ * records). They are buffered and recorded in batches off the response path (a search or an answer
+ * never waits for the event log): when 200 events wait, when the oldest is a second old, and when
+ * the pipeline stops.
  */
+import type { CitedArticles } from "../core/answer/types.ts";
 import type { Clock } from "../core/clock.ts";
 import { describeError, type Logger } from "../core/log.ts";
 import type { ServedResults } from "../core/search/engine.ts";
@@ -32,6 +35,24 @@ export function impressionEvents(s: ServedResults): EventInput[] {
   ];
 }
 
+/**
+ * The events the citations of one answer stand for: shown to the caller like search results,
+ * told apart from them by `ai_agent` (the answering model).
+ */
+export function citationEvents(c: CitedArticles): EventInput[] {
+  return c.articles.map((a) => ({
+    event_type: "result_impression",
+    ts: c.at.toISOString(),
+    tenant_id: c.tenantId,
+    ai_agent: c.aiModelId,
+    ...(c.caller ? { agent_identity: c.caller } : {}),
+    data_model_id: a.dataModelId,
+    article_id: a.articleId,
+    article_url: a.url,
+    position: a.position,
+  }));
+}
+
 /** Batches impression events into the event sink. */
 export class ImpressionRecorder {
   #buffer: EventInput[] = [];
@@ -41,8 +62,18 @@ export class ImpressionRecorder {
 
   /** Takes a served page (never throws, never waits). */
   add(served: ServedResults): void {
+    this.#push(impressionEvents(served));
+  }
+
+  /** Takes the citations of a served answer (never throws, never waits). */
+  addCited(cited: CitedArticles): void {
+    this.#push(citationEvents(cited));
+  }
+
+  #push(events: EventInput[]): void {
+    if (!events.length) return;
     if (!this.#buffer.length) this.#oldestMs = this.clock.now().getTime();
-    this.#buffer.push(...impressionEvents(served));
+    this.#buffer.push(...events);
     if (this.#buffer.length >= MAX_EVENTS || this.clock.now().getTime() - this.#oldestMs >= MAX_AGE_MS) {
       void this.flush();
     }

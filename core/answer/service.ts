@@ -11,7 +11,7 @@ import { describeError, type Logger } from "../log.ts";
 import type { AiModel } from "../store/models.ts";
 import type { LinkBuilder } from "../search/links.ts";
 import type { RetrievedArticle } from "../search/types.ts";
-import type { Answer, AnswerContext, AnswerService, Citation } from "./types.ts";
+import type { Answer, AnswerContext, AnswerService, Citation, CitedArticles } from "./types.ts";
 import type { AnswerProvider, GroundedRequest, ProviderRegistry, Retrieve } from "./provider.ts";
 import { compileSchema, InvalidSchemaError, type SchemaValidator } from "./schema.ts";
 
@@ -26,6 +26,11 @@ export interface AnswerServiceOptions {
   events?: () => EventSink | undefined;
   /** Builds the tracking links of citations; without it `source_url` is the article's own URL. */
   links?: LinkBuilder;
+  /**
+   * Told of the articles each served text answer cites (analytics records them as impressions).
+   * Must not block: it runs on the response path, after the answer is complete.
+   */
+  onCited?: (cited: CitedArticles) => void;
 }
 
 /**
@@ -61,8 +66,30 @@ export const DEFAULT_INTERACTION_TYPE = "free_form";
 export function createAnswerService(options: AnswerServiceOptions): AnswerService {
   const { retrieve, providers, clock, log } = options;
 
-  const citationsOf = (text: string, request: GroundedRequest, context: AnswerContext): Citation[] =>
-    citedPassages(text, request.passages).map((a, i) => ({
+  /** Tells `onCited` which articles an answer cites; a failure there never reaches the caller. */
+  const tellCited = (cited: RetrievedArticle[], model: AiModel, context: AnswerContext, at: Date) => {
+    if (!options.onCited || cited.length === 0) return;
+    try {
+      options.onCited({
+        tenantId: context.tenantId ?? model.tenantId,
+        aiModelId: model.id,
+        ...(context.caller ? { caller: context.caller } : {}),
+        at,
+        articles: cited.map((a, i) => ({ dataModelId: a.dataModelId, articleId: a.id, url: a.url, position: i + 1 })),
+      });
+    } catch (err) {
+      log.error("answer citations not recorded", { request_id: context.requestId, error: describeError(err) });
+    }
+  };
+
+  const citationsOf = (
+    text: string,
+    request: GroundedRequest,
+    context: AnswerContext,
+  ): Citation[] => {
+    const cited = citedPassages(text, request.passages);
+    tellCited(cited, request.model, context, request.now);
+    return cited.map((a, i) => ({
       title: a.title,
       url: a.url,
       source_url: options.links
@@ -78,6 +105,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       site: a.site || a.siteDomain,
       pubdate: a.pubdate,
     }));
+  };
 
   const providerFor = (model: AiModel): AnswerProvider => {
     const provider = providers[model.provider.kind];

@@ -31,6 +31,21 @@ export interface Citation {
 }
 
 /**
+ * The articles one served answer cites, for analytics to record as impressions (the same
+ * `result_impression` events as a page of search results).
+ */
+export interface CitedArticles {
+  /** Owner of the AI model (payproxy calls carry no tenant of their own). */
+  tenantId: string;
+  aiModelId: string;
+  /** Caller identity, e.g. `payproxy:<agent-id>` or `mcp`; absent on the tenant's own bearer calls. */
+  caller?: string;
+  at: Date;
+  /** In the order the answer cites them; `position` counts from 1. */
+  articles: { dataModelId: string; articleId: string; url: string; position: number }[];
+}
+
+/**
  * An answer: `text` for text models, with the articles it cites (in the order it cites them);
  * `payload` (already schema-valid) for structured models.
  */

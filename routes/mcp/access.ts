@@ -61,6 +61,13 @@ export interface McpAccess {
 
 type TenantDeps = Pick<Deps, "repos" | "search" | "answer" | "analytics" | "clock">;
 
+/**
+ * Caller identity of MCP calls made with a tenant API key (agent readership, tracking links): the
+ * stateless transport carries no client identity, so the channel is all we know. Paid MCP calls go
+ * through the paid proxy and carry `payproxy:<agent-id>`.
+ */
+export const MCP_CALLER = "mcp";
+
 /** A tenant API key: everything scoped to the tenant, as on the REST routes. */
 export class TenantAccess implements McpAccess {
   readonly kind = "tenant";
@@ -76,6 +83,7 @@ export class TenantAccess implements McpAccess {
     const { data_model_id: _, ...request } = args;
     return await this.deps.search.recommend(dm, request, {
       tenantId: this.tenantId,
+      caller: MCP_CALLER,
       requestId: this.requestId,
     });
   }
@@ -85,6 +93,7 @@ export class TenantAccess implements McpAccess {
     if (!model) throw notFound(`AI model not found: ${args.ai_model_id}`);
     const answer = await this.deps.answer.answer(model, args.query, {
       tenantId: this.tenantId,
+      caller: MCP_CALLER,
       requestId: this.requestId,
     });
     return {
