@@ -60,8 +60,9 @@ async function serve(config: Config): Promise<void> {
   if (config.demoSeed) {
     const seeded = await seedDemo(deps, [
       seedStorefront,
-      demoEventsStep,
       seedDemoArticles,
+      // After the articles: the events name them (impressions, clicks).
+      demoEventsStep,
       seedAnswerDemo,
       seedPayproxySecret,
       seedCommerceDemo,

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { seedDemo } from "../../fixtures/demo.ts";
 import { demoEventsStep } from "../../fixtures/demo_events.ts";
+import { seedDemoArticles } from "../../fixtures/demo_articles.ts";
 import { openBrowser, serveLocal } from "../_browser.ts";
 import { createTestWorld } from "../_helpers.ts";
 
@@ -17,7 +18,7 @@ const XSS_RESPONSE = `<script>window.__xss='response'</script><b>bold</b>`;
 
 async function dashboardWorld() {
   const w = await createTestWorld();
-  const seeded = await seedDemo(w.deps, [demoEventsStep]);
+  const seeded = await seedDemo(w.deps, [seedDemoArticles, demoEventsStep]);
   const key = seeded.apiKey!;
   const tenantId = (await w.deps.apiKeys.authenticate(`Bearer ${key}`)).tenantId;
   const agent = (await w.deps.repos.aiModels.listByTenant(tenantId))[0]!;
@@ -77,7 +78,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
           return false;
         });
         assert.ok(inked, "chart drawn");
-        for (const id of ["by-placement", "by-deployment", "logs"]) {
+        for (const id of ["by-placement", "by-deployment", "by-referrer", "articles", "agents", "logs"]) {
           const rows = await page.$$eval(`#${id} tbody tr`, (r) => r.length);
           assert.ok(rows > 0, id);
         }

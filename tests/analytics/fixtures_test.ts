@@ -4,6 +4,8 @@ import { generateDay } from "../../fixtures/events.ts";
 import { main as fixturesCli } from "../../fixtures/events_cli.ts";
 import { demoEventsStep } from "../../fixtures/demo_events.ts";
 import { seedDemo } from "../../fixtures/demo.ts";
+import { seedDemoArticles } from "../../fixtures/demo_articles.ts";
+import type { FixtureArticleRef, FixtureReadership } from "../../fixtures/readership_events.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
 import { parquetFiles, parquetIdCounts } from "./_count.ts";
 
@@ -25,6 +27,58 @@ Deno.test("generateDay() is deterministic for a seed and stays inside its day", 
   for (const t of ["widget_load", "widget_viewable", "query", "heartbeat", "click", "sponsored_impression"]) {
     assert.ok(types.has(t as never), t);
   }
+});
+
+/** A readership scope over six made-up articles in two data models. */
+function readershipScope(): FixtureReadership {
+  const refs: FixtureArticleRef[] = Array.from({ length: 6 }, (_, i) => ({
+    dataModelId: i < 4 ? "dm_a" : "dm_b",
+    id: `ar_${i}`,
+    url: `https://n.example/a/${i}`,
+  }));
+  const hash = (q: string) => [...q].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7);
+  return {
+    aiModelId: "am_f",
+    search: (dm, q) => refs.filter((r) => r.dataModelId === dm).slice(hash(q) % 2),
+    cite: (q) => [refs[hash(q) % 6]!, refs[(hash(q) + 1) % 6]!],
+    agents: [
+      { identity: "payproxy:bot-1", weight: 3, clickRate: 0.2, dataModelIds: ["dm_a"] },
+      { identity: "mcp", weight: 1, clickRate: 0.1, dataModelIds: ["dm_a", "dm_b"] },
+    ],
+    own: { dataModelIds: ["dm_a", "dm_b"], clickRate: 0.2 },
+  };
+}
+
+Deno.test("generateDay() with readership: impressions, then clicks only on articles that caller was shown", () => {
+  const withReaders = { ...scope, readership: readershipScope() };
+  const a = generateDay({ scope: withReaders, date: "2026-11-01", events: 3000, seed: 7 });
+  assert.deepEqual(a, generateDay({ scope: withReaders, date: "2026-11-01", events: 3000, seed: 7 }));
+  // The widget traffic keeps its volume; the API traffic comes on top.
+  const widget = a.filter((e) => e.source === "widget");
+  assert.ok(widget.length >= 3000 && widget.length < 3100);
+  const impressions = a.filter((e) => e.event_type === "result_impression");
+  assert.ok(impressions.length > 100);
+  assert.ok(impressions.every((e) => e.session_id === null && e.article_id && e.position! >= 1));
+  const callers = new Set(a.map((e) => e.agent_identity));
+  for (const c of ["payproxy:bot-1", "mcp", null]) assert.ok(callers.has(c), String(c));
+  assert.ok(a.some((e) => e.event_type === "api_call" && e.agent_identity === "payproxy:bot-1"));
+  assert.ok(a.some((e) => e.event_type === "query" && e.agent_identity === "mcp"));
+  // Every article click follows an impression of the same article to the same caller, earlier or at once.
+  const shown = new Map<string, number>();
+  let clicks = 0;
+  for (const e of a) {
+    const key = `${e.agent_identity} ${e.data_model_id} ${e.article_id} ${e.article_url}`;
+    if (e.event_type === "result_impression") shown.set(key, (shown.get(key) ?? 0) + 1);
+    if (e.event_type === "click" && e.click_type === "article") {
+      clicks++;
+      assert.ok((shown.get(key) ?? 0) > 0, `click on an article not shown: ${key}`);
+      shown.set(key, shown.get(key)! - 1);
+    }
+  }
+  assert.ok(clicks > 20);
+  // Without readership the day is what it always was (the benchmarks' data does not move).
+  const plain = generateDay({ scope, date: "2026-11-01", events: 3000, seed: 7 });
+  assert.ok(plain.every((e) => e.event_type !== "result_impression" && e.source === "widget"));
 });
 
 Deno.test("fixtures CLI: --days --events --out writes the service's layout, the same events for the same seed", async () => {
@@ -73,6 +127,39 @@ Deno.test("demo seed: 30 days of events so every analytics endpoint shows data o
   assert.deepEqual(sponsored.campaign_breakdown[0].creative_ids, ["cr_1001", "cr_1002"]);
   assert.ok(sponsored.prompt_breakdown.some((p: { impressions: number }) => p.impressions > 0));
   assert.ok((await get("session-intelligence")).session_intelligence.summary.total_engaged_sessions > 0);
+});
+
+Deno.test("demo seed with its articles: top articles and agent readership have data, clicks never exceed impressions", async () => {
+  await using w = await createTestWorld();
+  const seeded = await seedDemo(w.deps, [seedDemoArticles, demoEventsStep]);
+  const get = async (p: string) => {
+    const res = await w.app.request(`/v1/analytics/${p}`, { headers: bearer(seeded.apiKey!) });
+    assert.equal(res.status, 200, p);
+    return await res.json();
+  };
+  const top = await get("articles?start_date=2026-10-24&end_date=2026-11-22&limit=500");
+  assert.ok(top.articles.length >= 10);
+  for (const a of top.articles) {
+    assert.ok(a.title.length > 0, `a real article: ${a.url}`);
+    assert.ok(a.clicks <= a.impressions, `${a.url}: ${a.clicks} clicks, ${a.impressions} impressions`);
+  }
+  assert.ok(top.articles[0].clicks > 0);
+  assert.ok(top.sites.length >= 3);
+  const agents = await get("agents?start_date=2026-10-24&end_date=2026-11-22");
+  const names = agents.agents.map((a: { agent_identity: string }) => a.agent_identity).sort();
+  assert.deepEqual(names, [
+    "mcp",
+    "payproxy:ag_travelplanner01",
+    "payproxy:newsbrief-agent",
+    "zeroclick:shopping-helper",
+  ]);
+  for (const a of agents.agents) {
+    assert.ok(a.searches > 0 && a.answers > 0 && a.results_surfaced > 0, a.agent_identity);
+    assert.ok(a.clicks <= a.results_surfaced);
+  }
+  // The widget traffic is still the demo's 30 days.
+  const askAi = await get("ask-ai?start_date=2026-10-24&end_date=2026-11-22");
+  assert.ok(askAi.daily_breakdown.every((d: { sessions: number }) => d.sessions > 0));
 });
 
 Deno.test("recoverCompactions() finishes a compaction that crashed after writing the merged file", async () => {
