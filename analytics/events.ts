@@ -48,6 +48,8 @@ interface FlushPlan {
 }
 
 const PLAN_PREFIX = ["ev_flush_plan"];
+/** Scratch folder of the flusher inside the events folder (no `date=` name, no Parquet: queries never see it). */
+export const FLUSH_SCRATCH = ".tmp";
 const LEASE_KEY = ["ev_flush_lease"];
 const LEASE_POLL_MS = 250;
 // Chunks per Parquet write; the plan listing their keys must stay under 64 KiB.
@@ -165,9 +167,13 @@ export class EventPipeline implements EventSink {
   async #execute(plan: FlushPlan, chunks: WalChunk[]): Promise<FlushResult> {
     let result: FlushResult = { rows: 0, files: 0 };
     if (plan.state === "planned" && chunks.length) {
-      const tmp = await Deno.makeTempFile({ prefix: "wal-", suffix: ".ndjson" });
+      // The batch as NDJSON under the data dir (never the system temp dir): a process that dies
+      // mid-flush leaves it there, and the next flusher's start removes it.
+      const scratch = `${this.options.eventsDir}/${FLUSH_SCRATCH}`;
+      await Deno.mkdir(scratch, { recursive: true });
+      const tmp = `${scratch}/wal-${plan.fileId}.ndjson`;
       try {
-        const f = await Deno.open(tmp, { write: true, truncate: true });
+        const f = await Deno.open(tmp, { write: true, create: true, truncate: true });
         try {
           for (const c of chunks) await writeAll(f, c.bytes);
         } finally {
@@ -183,6 +189,21 @@ export class EventPipeline implements EventSink {
     }
     await this.wal.delete(plan.keys, (op) => op.delete([...PLAN_PREFIX, plan.fileId]));
     return result;
+  }
+
+  /**
+   * Removes what earlier flushers left in the scratch folder. Only the lease holder writes there,
+   * and we hold the lease: nothing in it is in use (a plan it belonged to is replayed from KV).
+   */
+  async #clearScratch(): Promise<void> {
+    const scratch = `${this.options.eventsDir}/${FLUSH_SCRATCH}`;
+    try {
+      for await (const e of Deno.readDir(scratch)) {
+        if (e.isFile && e.name.startsWith("wal-")) await Deno.remove(`${scratch}/${e.name}`).catch(() => {});
+      }
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) throw err;
+    }
   }
 
   /** Finishes flushes a crash interrupted (see the class comment). */
@@ -247,6 +268,7 @@ export class EventPipeline implements EventSink {
     const attempts = Math.ceil((this.options.leaseMs + 1000) / LEASE_POLL_MS);
     for (let i = 0; i <= attempts; i++) {
       if (await this.#acquireLease()) {
+        await this.#clearScratch();
         await recoverCompactions(this.deps.kv, this.options.eventsDir);
         replayed = await this.flush();
         break;

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { EventPipeline } from "../../analytics/events.ts";
+import { EventPipeline, FLUSH_SCRATCH } from "../../analytics/events.ts";
 import { writeNdjsonAsParquet } from "../../analytics/parquet_writer.ts";
 import { CHUNK_BYTES, toChunks } from "../../analytics/wal.ts";
 import { parseConfig } from "../../core/config.ts";
@@ -136,6 +136,43 @@ Deno.test("start() replays the WAL left by a previous process; stop() flushes wh
     await Deno.remove(dataDir, { recursive: true });
   }
 });
+
+Deno.test("flush() writes its NDJSON scratch file under the events folder; start() removes what a dead flusher left", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "svc-scratch-" });
+  const tmpBefore = await walTempFiles();
+  try {
+    const config = parseConfig({ DATA_DIR: dataDir, LOG_LEVEL: "error" });
+    const deps = await openDeps(config);
+    try {
+      const scratch = `${deps.analytics.eventsDir}/${FLUSH_SCRATCH}`;
+      await Deno.mkdir(scratch, { recursive: true });
+      await Deno.writeTextFile(`${scratch}/wal-left-by-a-killed-flusher.ndjson`, "{}\n");
+      await deps.repos.tenants.create({ id: "tn_s", name: "S", createdAt: "2026-11-22T00:00:00Z" });
+      await deps.events.start();
+      assert.deepEqual(await names(scratch), [], "start() cleared the scratch folder");
+      await deps.events.record(evts("sc", 3).map((e) => ({ ...e, ai_agent: undefined, tenant_id: "tn_s" })));
+      assert.equal((await deps.events.stop()).rows, 3);
+      assert.deepEqual(await names(scratch), [], "a finished flush removes its scratch file");
+      assert.deepEqual(await walTempFiles(), tmpBefore, "nothing written to the system temp dir");
+    } finally {
+      closeDeps(deps);
+    }
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+async function names(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const e of Deno.readDir(dir)) out.push(e.name);
+  return out.sort();
+}
+
+/** The `wal-*` files of the system temp dir (where flushes used to write). */
+async function walTempFiles(): Promise<string[]> {
+  const dir = Deno.env.get("TMPDIR") ?? "/tmp";
+  return (await names(dir)).filter((n) => n.startsWith("wal-"));
+}
 
 Deno.test("a killed process (SIGKILL mid-load) loses no acknowledged event and stores none twice", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "svc-crash-" });
