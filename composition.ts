@@ -10,6 +10,7 @@ import { AnalyticsEngine } from "./analytics/engine.ts";
 import { EventPipeline } from "./analytics/events.ts";
 import { ImpressionRecorder } from "./analytics/impressions.ts";
 import { AnalyticsQuerySource } from "./analytics/query_source.ts";
+import { WINDOW_MEMO_TTL_S, WindowMemo } from "./analytics/window_memo.ts";
 import { ExtractiveProvider } from "./core/answer/extractive.ts";
 import { OpenAiProvider } from "./core/answer/openai.ts";
 import { createAnswerService } from "./core/answer/service.ts";
@@ -85,6 +86,8 @@ export interface Deps {
   readonly analytics: AnalyticsEngine;
   /** Answers of the analytics rollups, cached in KV per tenant and filters. */
   readonly analyticsCache: AnalyticsCache;
+  /** Earlier windows' counts for `compare`, keyed by the Parquet files they were read from. */
+  readonly analyticsMemo: WindowMemo;
   /** Requests per API key per minute on the analytics rollups. */
   readonly analyticsLimiter: FixedWindowLimiter;
   /** Payproxy signing secrets, signature verifier, allowance client and counters. */
@@ -297,6 +300,12 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     events,
     analytics,
     analyticsCache: new AnalyticsCache(kv, clock, config.analyticsCacheTtlS),
+    // Entries cannot go stale (their key holds the files' listing), so they may live longer than
+    // answers; the memo is off when the answer cache is.
+    analyticsMemo: new WindowMemo(
+      new AnalyticsCache(kv, clock, config.analyticsCacheTtlS > 0 ? WINDOW_MEMO_TTL_S : 0),
+      eventsDir,
+    ),
     analyticsLimiter: new FixedWindowLimiter(kv, clock, {
       scope: "rate_limit_analytics",
       limit: config.analyticsRateLimitPerMin,

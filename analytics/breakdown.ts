@@ -5,6 +5,7 @@
  */
 import { INTENT_LABELS } from "./classifier.ts";
 import { changes, earlierWindow, parseCompare } from "./compare.ts";
+import { comparedCounts } from "./compare_counts.ts";
 import { analyticsBadRequest, supplied } from "./filters.ts";
 import {
   addCounts,
@@ -115,10 +116,9 @@ export async function askAiBreakdown(deps: RollupDeps, tenantId: string, q: Anal
   const earlier = opts.compare ? { ...earlierWindow(w, opts.compare), tz: w.tz } : null;
   // A column grouping carries the whole block (each session once) under BLOCK_TOTAL; the day
   // series adds up to it.
-  const [counts, earlierCounts] = await Promise.all([
-    blockCounts(deps.engine, w, filters, grouping),
-    earlier ? blockCounts(deps.engine, earlier, filters, grouping) : null,
-  ]);
+  const [counts, earlierCounts] = earlier
+    ? await comparedCounts(deps, w, earlier, filters, grouping)
+    : [await blockCounts(deps.engine, w, filters, grouping), null];
   const totalOf = (m: Map<string, Counts>) => {
     if (opts.dimension === "date") return [...m.values()].reduce(addCounts, zeroCounts());
     const t = m.get(BLOCK_TOTAL) ?? zeroCounts();

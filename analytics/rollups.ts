@@ -22,6 +22,8 @@ import {
 import { DEFAULT_LOG_INTERACTION_TYPES, HEARTBEAT_SECONDS } from "./schema.ts";
 import { num } from "./sql_util.ts";
 import { dayInZone, parseTimezone } from "./timezone.ts";
+import { comparedCounts } from "./compare_counts.ts";
+import type { WindowMemo } from "./window_memo.ts";
 
 /** Query string of an analytics request (only string values are read). */
 export type AnalyticsQuery = Record<string, string | undefined>;
@@ -78,6 +80,8 @@ export interface RollupDeps {
   engine: AnalyticsEngine;
   repos: Repos;
   clock: Clock;
+  /** Earlier windows' counts for `compare` (absent: always computed). */
+  memo?: WindowMemo;
 }
 
 export const opt = (q: AnalyticsQuery, name: string): string | null => {
@@ -150,7 +154,7 @@ function dailyOf(w: DateWindow, byDay: Map<string, Counts>) {
 /**
  * GET /v1/analytics/ask-ai (spec 2.5). With `compare`, a `comparison` block beside `summary` holds
  * the earlier window's summary and daily rows and the change of each metric; both windows are
- * queried at once.
+ * read in one scan, or the earlier one comes from the window memo (analytics/compare_counts.ts).
  */
 export async function askAiRollup(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
   const w = await requestWindow(deps, q);
@@ -158,10 +162,9 @@ export async function askAiRollup(deps: RollupDeps, tenantId: string, q: Analyti
   const agent = await widgetAgent(deps, tenantId, q);
   const filters = blockFilters(tenantId, agent, q);
   const earlier = mode ? { ...earlierWindow(w, mode), tz: w.tz } : null;
-  const [now, before] = await Promise.all([
-    blockCounts(deps.engine, w, filters, { interval: "day" }),
-    earlier ? blockCounts(deps.engine, earlier, filters, { interval: "day" }) : null,
-  ]);
+  const [now, before] = earlier
+    ? await comparedCounts(deps, w, earlier, filters, { interval: "day" })
+    : [await blockCounts(deps.engine, w, filters, { interval: "day" }), null];
   const cur = dailyOf(w, now);
   const prev = earlier && before ? dailyOf(earlier, before) : null;
   return {

@@ -151,7 +151,12 @@ export function createAnalyticsRoutes(
 ) {
   const app = familyApp("message", deps.log);
   const cache = deps.analyticsCache;
-  const rollupDeps: RollupDeps = { engine: deps.analytics, repos: deps.repos, clock: deps.clock };
+  const rollupDeps: RollupDeps = {
+    engine: deps.analytics,
+    repos: deps.repos,
+    clock: deps.clock,
+    memo: deps.analyticsMemo,
+  };
   app.use("*", apiKeyAuth(deps.apiKeys));
   app.use("*", rateLimit({ limiter: deps.analyticsLimiter, key: (c) => c.get("apiKey")?.id }));
 

@@ -13,7 +13,10 @@ import { type analyticsAnswerer, jsonAnswer } from "./analytics_answer.ts";
 import { familyApp } from "./family.ts";
 
 /** What the analytics routes read. */
-export type InsightDeps = Pick<Deps, "analytics" | "duckdb" | "events" | "repos" | "clock" | "log" | "kv">;
+export type InsightDeps = Pick<
+  Deps,
+  "analytics" | "analyticsMemo" | "duckdb" | "events" | "repos" | "clock" | "log" | "kv"
+>;
 
 const str = (description: string) => z.string().optional().openapi({ description });
 
@@ -183,7 +186,12 @@ const agentsRoute = createRoute({
  */
 export function createAnalyticsInsightRoutes(deps: InsightDeps, answer: ReturnType<typeof analyticsAnswerer>) {
   const app = familyApp("message", deps.log);
-  const rollupDeps: RollupDeps = { engine: deps.analytics, repos: deps.repos, clock: deps.clock };
+  const rollupDeps: RollupDeps = {
+    engine: deps.analytics,
+    repos: deps.repos,
+    clock: deps.clock,
+    memo: deps.analyticsMemo,
+  };
   // deno-lint-ignore no-explicit-any
   const h = (fn: (c: Context<AppEnv>) => Promise<Response>) => fn as any;
 

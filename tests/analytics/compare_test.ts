@@ -1,0 +1,155 @@
+import assert from "node:assert/strict";
+import { blockCounts, blockCountsPair, windowParams } from "../../analytics/metrics.ts";
+import { writeRowsAsParquet } from "../../analytics/parquet_writer.ts";
+import { uuidv7 } from "../../analytics/uuid7.ts";
+import { generateDay } from "../../fixtures/events.ts";
+import { bearer } from "../_helpers.ts";
+import { analyticsWorld } from "./_fixture.ts";
+
+type World = Awaited<ReturnType<typeof analyticsWorld>>;
+
+/** Generated traffic of the tenant's two widgets over 2026-10-25 .. 2026-11-22, plus session-less queries. */
+async function loadDays(world: World) {
+  const { deps } = world.w;
+  const scope = {
+    tenantId: world.tenantId,
+    widgets: [
+      { id: "wd_main", aiModelId: "am_main", deploymentType: "embed", origin: "https://news.example" },
+      { id: "wd_second", aiModelId: "am_second", deploymentType: "brand_agent", origin: "https://news.example" },
+    ],
+    campaigns: [{ id: "cp_spring", creativeIds: ["cr_1001"], prompts: [{ id: "pm_1", text: "Where to travel?" }] }],
+  };
+  const rows = [];
+  for (let d = Date.parse("2026-10-25"), i = 0; d <= Date.parse("2026-11-22"); d += 86_400_000, i++) {
+    rows.push(...generateDay({ scope, date: new Date(d).toISOString().slice(0, 10), events: 300, seed: 40 + i }));
+  }
+  await writeRowsAsParquet(deps.duckdb, deps.analytics.eventsDir, uuidv7(deps.clock), rows);
+  // Server-side queries (no session) on both sides of local and UTC midnights.
+  await deps.events.record(
+    ["2026-11-14T18:20:00Z", "2026-11-14T18:40:00Z", "2026-11-14T23:59:00Z", "2026-11-15T04:50:00Z"].map((ts) => ({
+      event_type: "query",
+      ts,
+      ai_agent: "am_main",
+      interaction_type: "search",
+      prompt: "Best laptop for students",
+    })),
+  );
+  await deps.events.flush();
+  deps.analytics.refresh();
+}
+
+const get = async (world: World, path: string) => {
+  const res = await world.w.app.request(`/v1/analytics/${path}`, {
+    headers: { ...bearer(world.key), "cache-control": "no-cache" },
+  });
+  const body = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(body));
+  return body;
+};
+
+const memoEntries = async (world: World) => {
+  let n = 0; // headers only (their chunks sit under longer keys)
+  for await (const e of world.w.deps.kv.list({ prefix: ["an_cache", world.tenantId, "window-counts"] })) {
+    if (e.key.length === 4) n++;
+  }
+  return n;
+};
+
+Deno.test("compare: the one-scan comparison equals the plain rollup of each window computed alone (filters, time zones)", async (t) => {
+  await using world = await analyticsWorld();
+  await loadDays(world);
+  const zones = ["UTC", "Asia/Kolkata", "America/New_York"]; // +05:30, and a DST change on 2026-11-01
+  const filters = ["", "&placement_id=pl_top", "&deployment_type=brand_agent", "&widget_id=wd_main"];
+  for (const tz of zones) {
+    for (const f of filters) {
+      await t.step(`${tz}${f}`, async () => {
+        const win = `timezone=${tz}${f}`;
+        const a = await get(world, `ask-ai?start_date=2026-11-15&end_date=2026-11-22&compare=previous_period&${win}`);
+        const now = await get(world, `ask-ai?start_date=2026-11-15&end_date=2026-11-22&${win}`);
+        const before = await get(world, `ask-ai?start_date=2026-11-07&end_date=2026-11-14&${win}`);
+        assert.ok(before.summary.sessions > 0 && before.summary.engagement_queries > 0);
+        assert.deepEqual(a.summary, now.summary);
+        assert.deepEqual(a.daily_breakdown, now.daily_breakdown);
+        assert.deepEqual(a.comparison.summary, before.summary);
+        assert.deepEqual(a.comparison.daily_breakdown, before.daily_breakdown);
+        // Again: the earlier window now comes from the memo, with the same figures.
+        const again = await get(
+          world,
+          `ask-ai?start_date=2026-11-15&end_date=2026-11-22&compare=previous_period&${win}`,
+        );
+        assert.deepEqual(again.comparison, a.comparison);
+        assert.deepEqual(again.summary, a.summary);
+      });
+    }
+  }
+
+  await t.step("breakdown by local hour with compare: each window as computed alone", async () => {
+    const win = "timezone=Asia/Kolkata&placement_id=pl_sidebar";
+    const b = await get(
+      world,
+      `ask-ai/breakdown?dimension=date&interval=hour&start_date=2026-11-20&end_date=2026-11-22&compare=previous_period&${win}`,
+    );
+    const before = await get(
+      world,
+      `ask-ai/breakdown?dimension=date&interval=hour&start_date=2026-11-17&end_date=2026-11-19&limit=1000&${win}`,
+    );
+    assert.deepEqual(b.comparison.summary, before.summary);
+    assert.deepEqual(b.comparison.rows, before.rows);
+  });
+
+  await t.step("blockCountsPair() gives each window's blockCounts() for every interval", async () => {
+    const { analytics } = world.w.deps;
+    const filters = {
+      tenant_id: world.tenantId,
+      ai_agent: null,
+      placement_id: null,
+      deployment_type: null,
+      creative_id: null,
+      line_item_id: null,
+      publisher_id: null,
+    };
+    const w = { start: "2026-11-10", end: "2026-11-22", days: [], tz: "America/New_York" };
+    const e = { start: "2026-10-26", end: "2026-11-02", days: [], tz: "America/New_York" }; // a gap between
+    assert.ok(windowParams(e).to_date < windowParams(w).from_date);
+    for (const interval of ["hour", "day", "week", "month"] as const) {
+      const [x, y] = await blockCountsPair(analytics, w, e, filters, interval);
+      assert.deepEqual(x, await blockCounts(analytics, w, filters, { interval }), interval);
+      assert.deepEqual(y, await blockCounts(analytics, e, filters, { interval }), interval);
+    }
+  });
+});
+
+Deno.test("compare: the earlier window's memo follows its files (a late event for an old day is counted)", async () => {
+  await using world = await analyticsWorld();
+  await loadDays(world);
+  const path = "ask-ai?start_date=2026-11-15&end_date=2026-11-22&compare=previous_period&timezone=Asia/Kolkata";
+  const first = await get(world, path);
+  assert.equal(await memoEntries(world), 1);
+  // A late query for 2026-11-10 (inside the earlier window) is flushed into that day's folder.
+  await world.w.deps.events.record([{
+    event_type: "query",
+    ts: "2026-11-10T09:00:00Z",
+    ai_agent: "am_main",
+    interaction_type: "search",
+    prompt: "Late question",
+  }]);
+  await world.w.deps.events.flush();
+  const second = await get(world, path);
+  assert.equal(second.comparison.summary.engagement_queries, first.comparison.summary.engagement_queries + 1);
+  const plain = await get(world, "ask-ai?start_date=2026-11-07&end_date=2026-11-14&timezone=Asia/Kolkata");
+  assert.deepEqual(second.comparison.summary, plain.summary);
+  assert.deepEqual(second.comparison.daily_breakdown, plain.daily_breakdown);
+  assert.equal(await memoEntries(world), 2, "a new entry under the new listing");
+});
+
+Deno.test("compare: windows that share a day (366 days against the year before) are each computed alone", async () => {
+  await using world = await analyticsWorld();
+  await loadDays(world);
+  const a = await get(world, "ask-ai?start_date=2025-11-22&end_date=2026-11-22&compare=previous_year");
+  assert.equal(a.comparison.start_date, "2024-11-22");
+  assert.equal(a.comparison.end_date, "2025-11-22");
+  const before = await get(world, "ask-ai?start_date=2024-11-22&end_date=2025-11-22");
+  assert.deepEqual(a.comparison.summary, before.summary);
+  const now = await get(world, "ask-ai?start_date=2025-11-22&end_date=2026-11-22");
+  assert.deepEqual(a.summary, now.summary);
+});
