@@ -289,9 +289,11 @@ export class SearchEngine implements Search {
     const flush = async () => {
       const vectors = await this.embedSafely(stale.map(embeddingText));
       for (let i = 0; i < stale.length; i++) {
-        const a = stale[i]!, v = vectors?.[i] ?? null;
-        index.upsert(a, v);
-        if (v) await this.articles.setEmbedding(dataModelId, a.id, toStored(provider.id, v));
+        const a = stale[i]!, v = vectors?.[i];
+        // The index holds what KV holds (int8), as for every other article.
+        const stored = v ? toStored(provider.id, v) : undefined;
+        index.upsert(a, stored ? fromStored(stored) : null);
+        if (stored) await this.articles.setEmbedding(dataModelId, a.id, stored);
       }
       stale = [];
     };

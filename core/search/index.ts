@@ -98,10 +98,7 @@ export class DataModelIndex {
   readonly vectors: VectorIndex;
   /** Whether cosines are taken with the vectors' common direction removed (see {@link cosines}). */
   readonly removeCommonDirection: boolean;
-  private direction: Float32Array | null = null;
   private directionRows = 0;
-  /** Per slot: the row's component along {@link direction}. */
-  private along = new Float32Array(1024);
   readonly cards: ArticleCard[] = [];
   /** Unix seconds per slot. */
   pubdates = new Float64Array(1024);
@@ -174,36 +171,19 @@ export class DataModelIndex {
     this.siteIds[slot] = siteId;
     this.bm25.add(slot, bag);
     this.vectors.set(slot, vector);
-    if (this.removeCommonDirection) this.trackDirection(slot);
+    if (this.removeCommonDirection) this.trackDirection();
     this.version++;
     return slot;
   }
 
-  // Keeps each row's component along the common direction; the direction itself is recomputed
-  // from all rows whenever the index has doubled since it was last computed (amortised O(1)).
-  private trackDirection(slot: number): void {
-    if (slot >= this.along.length) {
-      const next = new Float32Array(Math.max(this.along.length * 2, slot + 1));
-      next.set(this.along);
-      this.along = next;
-    }
+  // The direction is recomputed from all rows whenever the index has doubled since it was last
+  // computed (amortised O(1) per article); the vector index keeps each row's component along it.
+  private trackDirection(): void {
     const n = this.cards.length;
     if (n >= DIRECTION_MIN_ROWS && n >= this.directionRows * DIRECTION_REGROWTH) {
-      this.direction = this.vectors.principalDirection(n);
+      this.vectors.setDirection(this.vectors.principalDirection(n), n);
       this.directionRows = n;
-      for (let s = 0; s < n; s++) this.along[s] = this.componentAlong(s);
-    } else {
-      this.along[slot] = this.componentAlong(slot);
     }
-  }
-
-  private componentAlong(slot: number): number {
-    const u = this.direction;
-    if (!u) return 0;
-    const row = this.vectors.row(slot);
-    let dot = 0;
-    for (let j = 0; j < u.length; j++) dot += row[j]! * u[j]!;
-    return dot;
   }
 
   /**
@@ -253,7 +233,6 @@ export class DataModelIndex {
     for (let s = 0; s < dead.length; s++) {
       if (dead[s] !== 1) continue;
       this.deadSlots[s] = 1;
-      if (s < this.along.length) this.along[s] = 0;
       this.vectors.clear(s);
       this.pubdates[s] = -Infinity;
       this.slotByUrl.delete(this.cards[s]!.url);
@@ -327,29 +306,13 @@ export class DataModelIndex {
   }
 
   /**
-   * Cosine of every slot with the query (zeros without a vector). With
-   * `removeCommonDirection`, the cosine of the two vectors with their component along the
-   * common direction u taken out: (d.q - (d.u)(q.u)) / sqrt((1 - (d.u)^2)(1 - (q.u)^2)), from
-   * the plain scan plus one stored number per row. The array is shared scratch space valid until
-   * the next scan of this index: use it synchronously, never across an await.
+   * Cosine of every slot with the query (zeros without a vector). With `removeCommonDirection`,
+   * the cosine of the two vectors with their component along the common direction taken out (see
+   * {@link VectorIndex}). The array is shared scratch space valid until the next scan of this
+   * index: use it synchronously, never across an await.
    */
   cosines(vector: Float32Array | null, hasVector = vector !== null): Float32Array {
-    const cos = this.vectors.scan(hasVector ? vector : null, this.cards.length);
-    const u = this.direction;
-    if (!hasVector || !vector || !u) return cos;
-    let qu = 0;
-    for (let j = 0; j < u.length; j++) qu += vector[j]! * u[j]!;
-    const qRest = 1 - qu * qu;
-    if (qRest <= 1e-9) return cos;
-    const along = this.along;
-    for (let s = 0; s < cos.length; s++) {
-      const c = cos[s]!;
-      if (c === 0) continue; // an empty row
-      const du = along[s]!;
-      const rest = (1 - du * du) * qRest;
-      cos[s] = rest > 1e-9 ? (c - du * qu) / Math.sqrt(rest) : 0;
-    }
-    return cos;
+    return this.vectors.scan(hasVector ? vector : null, this.cards.length);
   }
 }
 

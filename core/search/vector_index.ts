@@ -1,31 +1,51 @@
 import { createSimdScan, type SimdScan } from "./simd.ts";
 
 const PAGE = 65_536;
+const QUERY_MAX = 32_767;
+// A row (or query) this close to the common direction has no component left to compare.
+const MIN_REST = 1e-9;
+// How far from an integer a scaled component may be for the vector to count as int8 already.
+const INT8_EXACT = 1e-3;
 
 /**
- * Dense vectors of one data model, one row per slot, stored L2-normalised so a dot product is
- * the cosine similarity. Rows are padded to a multiple of four floats and live in WebAssembly
- * memory, where a SIMD kernel scans all of them in one pass (100k x 100 dimensions in about a
- * millisecond); without WebAssembly SIMD an unrolled JavaScript loop does the same.
+ * Dense vectors of one data model, one row per slot, stored as int8 (the form articles are
+ * stored in KV) with a per-row factor that makes each row unit length, so a scan is a cosine.
+ * Rows are padded to a multiple of sixteen bytes and live in WebAssembly memory, where a SIMD
+ * kernel scans all of them in one pass (a quarter of the memory traffic of f32 rows: the scan is
+ * bound by it at a million rows); without WebAssembly SIMD a JavaScript loop does the same.
  *
- * Memory layout (SIMD): [query row][matrix: capacity rows][scores: capacity floats].
+ * Optionally cosines are taken with a common direction u removed from both sides (see
+ * {@link setDirection}): (d.q - (d.u)(q.u)) / sqrt((1 - (d.u)^2)(1 - (q.u)^2)). That is an affine
+ * map of the plain dot product per row, so it is folded into the scan: row r gets
+ * `dot * a[r] * alpha - b[r] * beta` with a[r], b[r] kept per row and alpha, beta per query.
+ *
+ * Memory layout (SIMD): [query: stride int16][matrix: capacity x stride int8][a][b][scores]
+ * (the last three: capacity f32 each). The matrix keeps its offset when memory grows.
  */
 export class VectorIndex {
   readonly dims: number;
-  /** Row length in floats (dims rounded up to a multiple of 4). */
+  /** Row length in bytes (dims rounded up to a multiple of 16). */
   readonly stride: number;
   private capacity: number;
   private readonly kernel: SimdScan | null;
   private readonly queryBytes: number;
-  private data!: Float32Array;
-  private query!: Float32Array;
+  private data!: Int8Array;
+  private query!: Int16Array;
+  private a!: Float32Array;
+  private b!: Float32Array;
   private scores!: Float32Array;
+  /** Per row: the factor that makes the int8 row unit length (0 for an empty row). */
+  private unit: Float32Array;
+  private direction: Float32Array | null = null;
+  /** Unit f32 rows of the slots whose vector is not int8 (see {@link set}). */
+  private readonly exact = new Map<number, Float32Array>();
 
   constructor(dims: number, capacity = 1024, { simd = true }: { simd?: boolean } = {}) {
     this.dims = dims;
-    this.stride = Math.ceil(dims / 4) * 4;
+    this.stride = Math.ceil(dims / 16) * 16;
     this.capacity = Math.max(1, capacity);
-    this.queryBytes = Math.ceil((this.stride * 4) / 64) * 64;
+    this.queryBytes = Math.ceil((this.stride * 2) / 64) * 64;
+    this.unit = new Float32Array(this.capacity);
     this.kernel = simd ? createSimdScan(Math.ceil(this.bytesFor(this.capacity) / PAGE)) : null;
     this.layout();
   }
@@ -36,55 +56,118 @@ export class VectorIndex {
   }
 
   private bytesFor(capacity: number): number {
-    return this.queryBytes + capacity * this.stride * 4 + capacity * 4;
+    return this.queryBytes + capacity * this.stride + 3 * capacity * 4;
   }
 
-  private layout(): void {
-    const rows = this.capacity * this.stride;
+  // Places the arrays for the current capacity; after growth, `old` says where a and b were (the
+  // views of a grown WebAssembly memory are detached, so their offsets are taken before).
+  private layout(old?: { capacity: number; aAt: number; bAt: number }): void {
+    const cap = this.capacity, rows = cap * this.stride;
     if (this.kernel) {
       const buf = this.kernel.memory.buffer;
-      this.query = new Float32Array(buf, 0, this.stride);
-      this.data = new Float32Array(buf, this.queryBytes, rows);
-      this.scores = new Float32Array(buf, this.queryBytes + rows * 4, this.capacity);
+      const aAt = this.queryBytes + rows, bAt = aAt + cap * 4;
+      this.query = new Int16Array(buf, 0, this.stride);
+      this.data = new Int8Array(buf, this.queryBytes, rows);
+      this.a = new Float32Array(buf, aAt, cap);
+      this.b = new Float32Array(buf, bAt, cap);
+      this.scores = new Float32Array(buf, bAt + cap * 4, cap);
+      if (old) {
+        // The old a and b sit where the grown matrix now is: move them past it (the new places
+        // start beyond the old ones' end, so neither copy overwrites the other's source).
+        const bytes = new Uint8Array(buf);
+        bytes.copyWithin(bAt, old.bAt, old.bAt + old.capacity * 4);
+        bytes.copyWithin(aAt, old.aAt, old.aAt + old.capacity * 4);
+        this.a.fill(0, old.capacity);
+        this.b.fill(0, old.capacity);
+        this.data.fill(0, old.capacity * this.stride);
+      }
     } else {
-      const data = new Float32Array(rows);
-      if (this.data) data.set(this.data);
-      this.data = data;
-      this.query = new Float32Array(this.stride);
-      this.scores = new Float32Array(this.capacity);
+      const grown = <T extends Int8Array | Float32Array>(old: T | undefined, make: (n: number) => T, n: number) => {
+        const next = make(n);
+        if (old) next.set(old);
+        return next;
+      };
+      this.data = grown(this.data, (n) => new Int8Array(n), rows);
+      this.a = grown(this.a, (n) => new Float32Array(n), cap);
+      this.b = grown(this.b, (n) => new Float32Array(n), cap);
+      this.query = new Int16Array(this.stride);
+      this.scores = new Float32Array(cap);
+    }
+    if (this.unit.length < cap) {
+      const unit = new Float32Array(cap);
+      unit.set(this.unit);
+      this.unit = unit;
     }
   }
 
   private grow(slot: number): void {
-    let cap = this.capacity;
+    const old = { capacity: this.capacity, aAt: this.a.byteOffset, bAt: this.b.byteOffset };
+    let cap = old.capacity;
     while (cap <= slot) cap *= 2;
     if (this.kernel) {
       const need = Math.ceil(this.bytesFor(cap) / PAGE) - this.kernel.memory.buffer.byteLength / PAGE;
       if (need > 0) this.kernel.memory.grow(need);
     }
-    // Rows keep their place (the matrix starts at the same offset); only the scores move.
     this.capacity = cap;
-    this.layout();
+    this.layout(old);
   }
 
-  /** Stores `vector` (normalised here) at `slot`; a zero or missing vector stores zeros. */
+  /**
+   * Stores `vector` at `slot` as int8 scaled by its largest component; a zero or missing vector
+   * stores zeros. A vector that came from int8 storage (every article the service indexes) is
+   * stored exactly as it was; any other vector also keeps its unit f32 form, and cosines with it
+   * are taken in f32 (exact, at the cost of a loop per such row per scan: for evaluations and
+   * tests, not for a million rows).
+   */
   set(slot: number, vector: Float32Array | null): void {
     if (slot >= this.capacity) this.grow(slot);
-    const row = this.data.subarray(slot * this.stride, (slot + 1) * this.stride);
-    row.fill(0);
-    if (!vector || vector.length !== this.dims) return;
-    const norm = l2norm(vector);
-    if (norm > 0) { for (let i = 0; i < this.dims; i++) row[i] = vector[i]! / norm; }
+    const o = slot * this.stride;
+    this.data.fill(0, o, o + this.stride);
+    this.unit[slot] = 0;
+    this.exact.delete(slot);
+    if (vector && vector.length === this.dims) {
+      let max = 0;
+      for (let j = 0; j < this.dims; j++) max = Math.max(max, Math.abs(vector[j]!));
+      if (max > 0 && Number.isFinite(max)) {
+        let sq = 0, representable = true;
+        for (let j = 0; j < this.dims; j++) {
+          const x = (vector[j]! / max) * 127, q = Math.round(x);
+          if (Math.abs(x - q) > INT8_EXACT) representable = false;
+          this.data[o + j] = q;
+          sq += q * q;
+        }
+        this.unit[slot] = 1 / Math.sqrt(sq);
+        if (!representable) this.exact.set(slot, normalized(vector));
+      }
+    }
+    this.updateRow(slot);
   }
 
   /** Clears a slot. */
   clear(slot: number): void {
-    if (slot < this.capacity) this.data.fill(0, slot * this.stride, (slot + 1) * this.stride);
+    if (slot < this.capacity) this.set(slot, null);
   }
 
-  /** Row `slot` (normalised, zeros when empty); a view valid until the next growth. */
+  /** Row `slot` as a unit vector (zeros when empty); a copy. */
   row(slot: number): Float32Array {
-    return this.data.subarray(slot * this.stride, slot * this.stride + this.dims);
+    const exact = this.exact.get(slot);
+    if (exact) return exact.slice();
+    const out = new Float32Array(this.dims);
+    const o = slot * this.stride, f = this.unit[slot] ?? 0;
+    for (let j = 0; j < this.dims; j++) out[j] = this.data[o + j]! * f;
+    return out;
+  }
+
+  // The dot product of row `slot` (as a unit vector) with `v`.
+  private dot(slot: number, v: ArrayLike<number>): number {
+    let s = 0;
+    const exact = this.exact.get(slot);
+    if (exact) {
+      for (let j = 0; j < this.dims; j++) s += exact[j]! * v[j]!;
+      return s;
+    }
+    for (let j = 0, o = slot * this.stride; j < this.dims; j++) s += this.data[o + j]! * v[j]!;
+    return s * this.unit[slot]!;
   }
 
   /**
@@ -93,17 +176,20 @@ export class VectorIndex {
    * Simple but Tough-to-Beat Baseline for Sentence Embeddings", 2017). Null when there are no rows.
    */
   principalDirection(count: number, iterations = 12): Float32Array | null {
-    const d = this.dims, m = this.data;
+    const d = this.dims, m = this.data, unit = this.unit;
     let u = new Float64Array(d).fill(1 / Math.sqrt(d));
     let any = false;
     for (let it = 0; it < iterations; it++) {
       const next = new Float64Array(d);
       for (let r = 0, o = 0; r < count; r++, o += this.stride) {
-        let dot = 0;
-        for (let j = 0; j < d; j++) dot += m[o + j]! * u[j]!;
+        const f = unit[r]!;
+        if (f === 0) continue;
+        const exact = this.exact.get(r);
+        const dot = this.dot(r, u);
         if (dot === 0) continue;
         any = true;
-        for (let j = 0; j < d; j++) next[j]! += dot * m[o + j]!;
+        if (exact) { for (let j = 0; j < d; j++) next[j]! += dot * exact[j]!; }
+        else for (let j = 0, w = dot * f; j < d; j++) next[j]! += w * m[o + j]!;
       }
       const n = l2norm(next);
       if (n === 0) return null;
@@ -113,45 +199,105 @@ export class VectorIndex {
     return any ? Float32Array.from(u) : null;
   }
 
-  /** Cosine similarity of one slot with a normalised query. */
+  /**
+   * From now on, cosines are taken with `direction` (a unit vector, or null for none) removed
+   * from rows and queries; updates the first `count` rows (later rows are updated when set).
+   */
+  setDirection(direction: Float32Array | null, count: number): void {
+    this.direction = direction;
+    for (let r = 0; r < Math.min(count, this.capacity); r++) this.updateRow(r);
+  }
+
+  // The row's scan coefficients: a = unit / sqrt(1 - du^2), b = du / sqrt(1 - du^2), where du is
+  // the unit row's component along the direction.
+  private updateRow(slot: number): void {
+    const f = this.unit[slot]!, u = this.direction;
+    if (!u || f === 0) {
+      this.a[slot] = f;
+      this.b[slot] = 0;
+      return;
+    }
+    const du = this.dot(slot, u), rest = 1 - du * du;
+    const inv = rest > MIN_REST ? 1 / Math.sqrt(rest) : 0;
+    this.a[slot] = f * inv;
+    this.b[slot] = du * inv;
+  }
+
+  /** Cosine of one slot with a unit query, as {@link scan} computes it (without its rounding). */
   cosine(slot: number, query: Float32Array): number {
-    const o = slot * this.stride, m = this.data;
-    let s = 0;
-    for (let j = 0; j < this.dims; j++) s += m[o + j]! * query[j]!;
-    return s;
+    const c = this.dot(slot, query);
+    const { alpha, beta } = this.queryTerms(query, 1);
+    return alpha === 0 ? c : this.corrected(slot, c, alpha, beta);
+  }
+
+  // `c` (a plain cosine) with the common direction removed: c * a / unit * alpha - b * beta.
+  private corrected(slot: number, c: number, alpha: number, beta: number): number {
+    const f = this.unit[slot]!;
+    return f === 0 ? 0 : c * (this.a[slot]! / f) * alpha - this.b[slot]! * beta;
+  }
+
+  // Replaces the scan's cosines of the rows kept in f32 by their exact values.
+  private exactCosines(out: Float32Array, query: Float32Array): void {
+    const { alpha, beta } = this.queryTerms(query, 1);
+    for (const slot of this.exact.keys()) {
+      if (slot >= out.length) continue;
+      const c = this.dot(slot, query);
+      out[slot] = alpha === 0 ? c : this.corrected(slot, c, alpha, beta);
+    }
+  }
+
+  // alpha and beta of a query whose components are multiplied by `qScale` in the scan; alpha 0
+  // when the common direction cannot be removed from it (plain cosines then).
+  private queryTerms(query: Float32Array, qScale: number): { alpha: number; beta: number } {
+    const u = this.direction;
+    if (!u) return { alpha: qScale, beta: 0 };
+    let qu = 0;
+    for (let j = 0; j < this.dims; j++) qu += query[j]! * u[j]!;
+    const qRest = 1 - qu * qu;
+    if (qRest <= MIN_REST) return { alpha: 0, beta: 0 };
+    const s = 1 / Math.sqrt(qRest);
+    return { alpha: qScale * s, beta: qu * s };
   }
 
   /**
-   * Cosine of every slot in [0, count) with `query` (already normalised; null gives zeros).
+   * Cosine of every slot in [0, count) with `query` (a unit vector; null gives zeros). The query
+   * is taken as int16 scaled by its largest component (relative error under 2e-5).
    * @returns a view valid until the next scan or growth: read it synchronously
    */
   scan(query: Float32Array | null, count: number): Float32Array {
     const out = this.scores.subarray(0, count);
     if (!query || count === 0) return out.fill(0);
-    this.query.fill(0);
-    this.query.set(query.subarray(0, this.dims));
-    if (this.kernel) {
-      const dataPtr = this.queryBytes;
-      this.kernel.scan(0, dataPtr, count, this.stride, dataPtr + this.capacity * this.stride * 4);
+    let max = 0;
+    for (let j = 0; j < this.dims; j++) max = Math.max(max, Math.abs(query[j]!));
+    if (!(max > 0) || !Number.isFinite(max)) return out.fill(0);
+    const qScale = max / QUERY_MAX;
+    const qi = this.query;
+    qi.fill(0);
+    for (let j = 0; j < this.dims; j++) qi[j] = Math.round(query[j]! / qScale);
+    const { alpha, beta } = this.queryTerms(query, qScale);
+    if (alpha === 0) {
+      // A query along the common direction itself: plain cosines (rare; a JavaScript loop).
+      for (let r = 0; r < count; r++) out[r] = this.dot(r, query);
       return out;
     }
-    const d = this.stride, m = this.data, q = this.query;
-    for (let r = 0, o = 0; r < count; r++, o += d) {
-      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      for (let j = 0; j < d; j += 4) {
-        s0 += m[o + j]! * q[j]!;
-        s1 += m[o + j + 1]! * q[j + 1]!;
-        s2 += m[o + j + 2]! * q[j + 2]!;
-        s3 += m[o + j + 3]! * q[j + 3]!;
+    if (this.kernel) {
+      const a = this.a.byteOffset, b = this.b.byteOffset;
+      this.kernel.scan(0, this.queryBytes, count, this.stride, a, b, this.scores.byteOffset, alpha, beta);
+    } else {
+      const d = this.stride, m = this.data, A = this.a, B = this.b;
+      for (let r = 0, o = 0; r < count; r++, o += d) {
+        let s = 0;
+        for (let j = 0; j < d; j++) s += m[o + j]! * qi[j]!;
+        out[r] = s * A[r]! * alpha - B[r]! * beta;
       }
-      out[r] = s0 + s1 + s2 + s3;
     }
+    if (this.exact.size > 0) this.exactCosines(out, query);
     return out;
   }
 
-  /** Bytes held by the vectors. */
+  /** Bytes held by the vectors and their per-row numbers. */
   get bytes(): number {
-    return this.capacity * this.stride * 4;
+    return this.capacity * (this.stride + 4 * 4);
   }
 }
 

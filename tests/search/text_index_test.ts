@@ -61,32 +61,6 @@ Deno.test("summarize() picks the sentences that carry the topic, in their order,
   assert.ok(summarize("t", body, { maxChars: 80 }).length <= 80);
 });
 
-Deno.test("VectorIndex: the SIMD scan equals the JavaScript scan, and rows survive growth", async () => {
-  const { VectorIndex } = await import("../../core/search/vector_index.ts");
-  const { prng } = await import("../../fixtures/prng.ts");
-  const rand = prng(5);
-  const simd = new VectorIndex(10, 2);
-  const js = new VectorIndex(10, 2, { simd: false });
-  assert.equal(simd.simd, true);
-  assert.equal(simd.stride, 12);
-  const rows = Array.from({ length: 3000 }, () => Float32Array.from({ length: 10 }, () => rand() - 0.5));
-  rows.forEach((r, i) => {
-    simd.set(i, r);
-    js.set(i, r);
-  });
-  simd.set(7, null);
-  js.set(7, null);
-  const q = Float32Array.from({ length: 10 }, () => rand() - 0.5);
-  const norm = Math.hypot(...q);
-  const qn = q.map((x) => x / norm);
-  const a = simd.scan(qn, 3000).slice(), b = js.scan(qn, 3000);
-  for (let i = 0; i < 3000; i++) assert.ok(Math.abs(a[i]! - b[i]!) < 1e-5);
-  assert.equal(a[7], 0);
-  assert.ok(Math.abs(a[0]! - simd.cosine(0, qn)) < 1e-5);
-  const expected = rows[2999]!.reduce((s, x, i) => s + x * qn[i]!, 0) / Math.hypot(...rows[2999]!);
-  assert.ok(Math.abs(a[2999]! - expected) < 1e-5);
-});
-
 Deno.test("summarize() never repeats a sentence the body repeats", () => {
   const body = "Scientists say warm oceans fuel storms. The storm flooded the harbour streets overnight. " +
     "Scientists say warm oceans fuel storms. Crews evacuated the harbour streets before the storm surge.";
