@@ -3,14 +3,16 @@ import type { Clock } from "../clock.ts";
 import { sha256Hex } from "../crypto.ts";
 import { newId } from "../ids.ts";
 import type { DataModel } from "../store/models.ts";
+import { ArticleChangeLog, type ChangeLogHead, headKey } from "./change_log.ts";
 import { clip, summarize } from "./summarize.ts";
 
 /**
  * Articles of a data model as stored in Deno KV.
  *
  * Keys: `["article", dmId, articleId]` holds the article; `["article_url", dmId, sha256(url)]`
- * holds its id, which makes ingestion idempotent on the URL. Values stay well under KV's 64 KiB:
- * long bodies are cut (at a sentence end where possible) and embeddings are int8 with a scale.
+ * holds its id, which makes ingestion idempotent on the URL. Every write and delete also logs
+ * the change in the same commit (see change_log.ts). Values stay well under KV's 64 KiB: long
+ * bodies are cut (at a sentence end where possible) and embeddings are int8 with a scale.
  */
 
 /** Body characters kept. V8 stores non-Latin-1 strings as UTF-16, so 20k chars is <= 40 KB. */
@@ -27,6 +29,17 @@ export interface StoredEmbedding {
   scale: number;
   /** Int8 values as bytes. */
   q: Uint8Array;
+}
+
+/**
+ * An article's BM25F terms as stored with it, so an index is built without tokenising again:
+ * its distinct terms joined by spaces and their per-field frequencies (little-endian uint16, one
+ * per field per term). `v` names the tokeniser and field layout; another version is ignored.
+ */
+export interface StoredTerms {
+  v: number;
+  t: string;
+  f: Uint8Array;
 }
 
 /** One article (`ar_`). */
@@ -46,6 +59,7 @@ export interface Article {
   summary: string;
   body: string;
   embedding?: StoredEmbedding;
+  terms?: StoredTerms;
   createdAt: string;
   updatedAt: string;
 }
@@ -188,7 +202,14 @@ export interface UpsertOutcome {
 
 /** Article persistence in Deno KV. */
 export class ArticleRepo {
-  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
+  readonly changes: ArticleChangeLog;
+
+  /**
+   * @param writer names this writer in the change log (its own engine skips its entries)
+   */
+  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock, readonly writer = crypto.randomUUID()) {
+    this.changes = new ArticleChangeLog(kv);
+  }
 
   /** Looks an article up by id. */
   async get(dmId: string, id: string): Promise<Article | null> {
@@ -201,44 +222,48 @@ export class ArticleRepo {
     return id ? await this.get(dmId, id) : null;
   }
 
-  /** Many articles by id, in order (missing ones are skipped). */
-  async getMany(dmId: string, ids: string[]): Promise<Article[]> {
-    const out: Article[] = [];
+  /** Many articles by id, in order; null where an article is missing. */
+  async getMany(dmId: string, ids: string[]): Promise<(Article | null)[]> {
+    const out: (Article | null)[] = [];
     for (let i = 0; i < ids.length; i += 10) {
       const rows = await this.kv.getMany<Article[]>(ids.slice(i, i + 10).map((id) => articleKey(dmId, id)));
-      for (const r of rows) if (r.value) out.push(r.value);
+      for (const r of rows) out.push(r.value);
     }
     return out;
   }
 
   /**
    * Inserts or replaces the article with this URL, atomically: a new URL gets a new `ar_` id, a
-   * known URL keeps its id and `createdAt`. Concurrent writers of the same URL retry.
+   * known URL keeps its id and `createdAt`. Concurrent writers of the same URL (or of the same
+   * data model's change log) retry.
    */
   async upsert(fields: Omit<Article, "id" | "createdAt" | "updatedAt">): Promise<UpsertOutcome> {
+    const dmId = fields.dataModelId;
     const hash = await sha256Hex(fields.url);
-    const uKey = urlKey(fields.dataModelId, hash);
+    const uKey = urlKey(dmId, hash);
     for (let attempt = 0; attempt < 8; attempt++) {
-      const now = this.clock.now().toISOString();
-      const known = await this.kv.get<string>(uKey);
+      const now = this.clock.now();
+      const iso = now.toISOString();
+      const [known, head] = await this.kv.getMany<[string, ChangeLogHead]>([uKey, headKey(dmId)]);
       if (known.value) {
-        const aKey = articleKey(fields.dataModelId, known.value);
+        const aKey = articleKey(dmId, known.value);
         const prev = await this.kv.get<Article>(aKey);
         const article: Article = {
           ...fields,
           id: known.value,
-          createdAt: prev.value?.createdAt ?? now,
-          updatedAt: now,
+          createdAt: prev.value?.createdAt ?? iso,
+          updatedAt: iso,
         };
-        const res = await this.kv.atomic().check(known).check(prev).set(aKey, article).commit();
-        if (res.ok) return { article, previous: prev.value ?? undefined, created: !prev.value };
+        const op = this.kv.atomic().check(known).check(prev).set(aKey, article);
+        this.changes.stage(op, dmId, head, [{ id: article.id, url: article.url, op: "upsert" }], this.writer, +now);
+        if ((await op.commit()).ok) return { article, previous: prev.value ?? undefined, created: !prev.value };
         continue;
       }
       const id = newId("ar", this.clock);
-      const article: Article = { ...fields, id, createdAt: now, updatedAt: now };
-      const res = await this.kv.atomic().check(known).set(uKey, id).set(articleKey(fields.dataModelId, id), article)
-        .commit();
-      if (res.ok) return { article, created: true };
+      const article: Article = { ...fields, id, createdAt: iso, updatedAt: iso };
+      const op = this.kv.atomic().check(known).set(uKey, id).set(articleKey(dmId, id), article);
+      this.changes.stage(op, dmId, head, [{ id, url: article.url, op: "upsert" }], this.writer, +now);
+      if ((await op.commit()).ok) return { article, created: true };
     }
     throw new Error("article upsert kept conflicting; try again");
   }
@@ -264,7 +289,9 @@ export class ArticleRepo {
       const got = await this.kv.getMany<Article[]>(slice.map((j) => articleKey(dmId, known[j]!.value!)));
       slice.forEach((j, k) => prevs[j] = got[k]!);
     }
-    const now = this.clock.now().toISOString();
+    const nowDate = this.clock.now();
+    const now = nowDate.toISOString();
+    let head = await this.changes.head(dmId);
     for (let start = 0; start < list.length; start += UPSERT_BATCH) {
       const op = this.kv.atomic();
       const pending: [number, UpsertOutcome][] = [];
@@ -280,8 +307,16 @@ export class ArticleRepo {
           pending.push([i, { article, created: true }]);
         }
       }
-      if ((await op.commit()).ok) { for (const [i, o] of pending) out[i] = o; }
-      else for (const [i] of pending) out[i] = await this.upsert(list[i]!);
+      const logged = pending.map(([, o]) => ({ id: o.article.id, url: o.article.url, op: "upsert" as const }));
+      const next = this.changes.stage(op, dmId, head, logged, this.writer, +nowDate);
+      const res = await op.commit();
+      if (res.ok) {
+        for (const [i, o] of pending) out[i] = o;
+        head = { key: head.key, value: next, versionstamp: res.versionstamp };
+      } else {
+        for (const [i] of pending) out[i] = await this.upsert(list[i]!);
+        head = await this.changes.head(dmId);
+      }
     }
     return out;
   }
@@ -294,14 +329,27 @@ export class ArticleRepo {
     await this.kv.atomic().check(cur).set(key, { ...cur.value, embedding }).commit();
   }
 
-  /** Deletes articles (and their URL keys), ten per atomic write. */
+  /** Deletes articles (and their URL keys), five per atomic write, logging each deletion. */
   async deleteMany(dmId: string, articles: { id: string; url: string }[]): Promise<void> {
+    let head = await this.changes.head(dmId);
     for (let i = 0; i < articles.length; i += 5) {
-      const op = this.kv.atomic();
-      for (const a of articles.slice(i, i + 5)) {
-        op.delete(articleKey(dmId, a.id)).delete(urlKey(dmId, await sha256Hex(a.url)));
+      const chunk = articles.slice(i, i + 5);
+      const hashes = await Promise.all(chunk.map((a) => sha256Hex(a.url)));
+      for (let attempt = 0;; attempt++) {
+        const op = this.kv.atomic();
+        chunk.forEach((a, j) => op.delete(articleKey(dmId, a.id)).delete(urlKey(dmId, hashes[j]!)));
+        const logged = chunk.map((a) => ({ id: a.id, url: a.url, op: "delete" as const }));
+        const at = this.clock.now().getTime();
+        const next = this.changes.stage(op, dmId, head, logged, this.writer, at);
+        const res = await op.commit();
+        if (res.ok) {
+          head = { key: head.key, value: next, versionstamp: res.versionstamp };
+          break;
+        }
+        // Another writer moved the log head: read it again and retry.
+        if (attempt >= 8) throw new Error("article delete kept conflicting; try again");
+        head = await this.changes.head(dmId);
       }
-      await op.commit();
     }
   }
 

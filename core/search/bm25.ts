@@ -30,6 +30,15 @@ export interface Bm25Options {
  */
 export type TermCounts = Map<string, number | readonly number[]>;
 
+/**
+ * A document's terms in packed form: its distinct terms and, per term, one frequency per field
+ * (`tfs[i * fields + f]`). What articles store so that an index is built without re-tokenising.
+ */
+export interface PackedBag {
+  terms: string[];
+  tfs: Uint16Array;
+}
+
 export class Bm25Index {
   readonly k1: number;
   readonly fields: readonly Bm25Field[];
@@ -43,6 +52,7 @@ export class Bm25Index {
   private docLen = new Float32Array(1024);
   private liveDocs = 0;
   private totalLen: Float64Array;
+  private readonly lens: Float64Array;
   // Scratch accumulators reused across queries (single-threaded: one query at a time).
   private acc = new Float32Array(1024);
   /**
@@ -53,6 +63,9 @@ export class Bm25Index {
   private changes = 0;
   private normAt = -1;
   private seen = new Uint8Array(1024);
+  /** 1 per slot retired by {@link retire} whose postings {@link compact} has not dropped yet. */
+  private retired = new Uint8Array(1024);
+  private retiredCount = 0;
 
   constructor({ k1 = 1.2, fields = [{ weight: 1, b: 0.75 }] }: Bm25Options = {}) {
     if (fields.length === 0) throw new Error("a BM25 index needs at least one field");
@@ -60,6 +73,7 @@ export class Bm25Index {
     this.fields = fields.map((f) => ({ ...f }));
     this.nf = fields.length;
     this.totalLen = new Float64Array(this.nf);
+    this.lens = new Float64Array(this.nf);
     this.docLen = new Float32Array(1024 * this.nf);
   }
 
@@ -92,37 +106,55 @@ export class Bm25Index {
     return out;
   }
 
-  /** Indexes a document at `slot` (which must not hold a live document). */
-  add(slot: number, bag: TermCounts): void {
+  /** Counts the terms of each field into a {@link PackedBag} (terms in order of first appearance). */
+  static packedBag(fieldTerms: string[][]): PackedBag {
+    const nf = fieldTerms.length;
+    const at = new Map<string, number>();
+    const terms: string[] = [];
+    let tfs = new Uint16Array(64 * nf);
+    for (let f = 0; f < nf; f++) {
+      for (const t of fieldTerms[f]!) {
+        let i = at.get(t);
+        if (i === undefined) {
+          i = terms.length;
+          at.set(t, i);
+          terms.push(t);
+          if ((i + 1) * nf > tfs.length) {
+            const grown = new Uint16Array(tfs.length * 2);
+            grown.set(tfs);
+            tfs = grown;
+          }
+        }
+        if (tfs[i * nf + f]! < 65535) tfs[i * nf + f]!++;
+      }
+    }
+    return { terms, tfs: tfs.slice(0, terms.length * nf) };
+  }
+
+  /** Indexes a document at `slot` (which must not hold a live or retired document). */
+  add(slot: number, bag: TermCounts | PackedBag): void {
     this.ensure(slot + 1);
-    const nf = this.nf;
-    const lens = new Float64Array(nf);
-    for (const [term, counts] of bag) {
-      let id = this.termIds.get(term);
-      if (id === undefined) {
-        id = this.postSlots.length;
-        this.termIds.set(term, id);
-        this.postSlots.push(new Int32Array(4));
-        this.postTf.push(new Uint16Array(4 * nf));
-        this.postLen.push(0);
+    if (this.retired[slot] === 1) throw new Error("a retired slot is reused only after compact()");
+    const nf = this.nf, lens = this.lens.fill(0);
+    if (bag instanceof Map) {
+      for (const [term, counts] of bag) {
+        const id = this.append(term, slot), tfs = this.postTf[id]!, at = (this.postLen[id]! - 1) * nf;
+        for (let f = 0; f < nf; f++) {
+          const tf = typeof counts === "number" ? (f === 0 ? counts : 0) : (counts[f] ?? 0);
+          tfs[at + f] = Math.min(65535, tf);
+          lens[f] += tf;
+        }
       }
-      const n = this.postLen[id]!;
-      if (n === this.postSlots[id]!.length) {
-        const s = new Int32Array(n * 2);
-        s.set(this.postSlots[id]!);
-        this.postSlots[id] = s;
-        const f = new Uint16Array(n * 2 * nf);
-        f.set(this.postTf[id]!);
-        this.postTf[id] = f;
+    } else {
+      const { terms, tfs: given } = bag, bnf = given.length / Math.max(1, terms.length);
+      for (let i = 0; i < terms.length; i++) {
+        const id = this.append(terms[i]!, slot), tfs = this.postTf[id]!, at = (this.postLen[id]! - 1) * nf;
+        for (let f = 0; f < nf; f++) {
+          const tf = f < bnf ? given[i * bnf + f]! : 0;
+          tfs[at + f] = tf;
+          lens[f] += tf;
+        }
       }
-      this.postSlots[id]![n] = slot;
-      const tfs = this.postTf[id]!;
-      for (let f = 0; f < nf; f++) {
-        const tf = typeof counts === "number" ? (f === 0 ? counts : 0) : (counts[f] ?? 0);
-        tfs[n * nf + f] = Math.min(65535, tf);
-        lens[f] += tf;
-      }
-      this.postLen[id] = n + 1;
     }
     for (let f = 0; f < nf; f++) {
       this.docLen[slot * nf + f] = lens[f]!;
@@ -130,6 +162,31 @@ export class Bm25Index {
     }
     this.liveDocs++;
     this.changes++;
+  }
+
+  // Appends `slot` to the postings of `term` (its frequencies are written by the caller); returns the term id.
+  private append(term: string, slot: number): number {
+    const nf = this.nf;
+    let id = this.termIds.get(term);
+    if (id === undefined) {
+      id = this.postSlots.length;
+      this.termIds.set(term, id);
+      this.postSlots.push(new Int32Array(4));
+      this.postTf.push(new Uint16Array(4 * nf));
+      this.postLen.push(0);
+    }
+    const n = this.postLen[id]!;
+    if (n === this.postSlots[id]!.length) {
+      const s = new Int32Array(n * 2);
+      s.set(this.postSlots[id]!);
+      this.postSlots[id] = s;
+      const f = new Uint16Array(n * 2 * nf);
+      f.set(this.postTf[id]!);
+      this.postTf[id] = f;
+    }
+    this.postSlots[id]![n] = slot;
+    this.postLen[id] = n + 1;
+    return id;
   }
 
   /** Removes the document at `slot`; `bag` must be the bag it was added with. */
@@ -155,12 +212,41 @@ export class Bm25Index {
   }
 
   /**
-   * Removes many documents at once, without their bags: one pass over every postings list
-   * (retention drops whole days of articles; their text may already be gone from KV).
-   * @param dead one flag per slot, 1 for the documents to remove
+   * Takes the document at `slot` out of scoring and the collection statistics at once, without
+   * its bag (another process changed it, retention dropped it): {@link score} never returns it
+   * again. Its postings stay (so term document frequencies count it) until {@link compact}
+   * drops them; only then may the slot hold a new document.
    */
-  removeSlots(dead: Uint8Array): void {
+  retire(slot: number): void {
     const nf = this.nf;
+    if (slot >= this.seen.length || this.retired[slot] === 1) return;
+    this.retired[slot] = 1;
+    this.retiredCount++;
+    // A slot marked 2 in `seen` is skipped by score() like one its prefilter rejected; score()
+    // resets only the slots it marked itself, so the mark stays until compact().
+    this.seen[slot] = 2;
+    for (let f = 0; f < nf; f++) {
+      this.totalLen[f] -= this.docLen[slot * nf + f]!;
+      this.docLen[slot * nf + f] = 0;
+    }
+    this.liveDocs--;
+    this.changes++;
+  }
+
+  /** Documents retired and not yet compacted. */
+  get retiredDocs(): number {
+    return this.retiredCount;
+  }
+
+  /**
+   * Drops the postings of every retired document (one pass over all postings) and frees their
+   * slots for {@link add}.
+   * @returns the slots freed
+   */
+  compact(): number[] {
+    const freed: number[] = [];
+    if (this.retiredCount === 0) return freed;
+    const nf = this.nf, dead = this.retired;
     for (let id = 0; id < this.postSlots.length; id++) {
       const slots = this.postSlots[id]!, tfs = this.postTf[id]!;
       const n = this.postLen[id]!;
@@ -176,16 +262,15 @@ export class Bm25Index {
       }
       this.postLen[id] = w;
     }
-    // The caller passes live documents only (each is counted once in liveDocs).
     for (let s = 0; s < dead.length; s++) {
       if (dead[s] !== 1) continue;
-      for (let f = 0; f < nf; f++) {
-        this.totalLen[f] -= this.docLen[s * nf + f]!;
-        this.docLen[s * nf + f] = 0;
-      }
-      this.liveDocs--;
+      dead[s] = 0;
+      this.seen[s] = 0;
+      freed.push(s);
     }
+    this.retiredCount = 0;
     this.changes++;
+    return freed;
   }
 
   /** Document frequency of a term (0 when unknown). */
@@ -281,5 +366,6 @@ export class Bm25Index {
     this.docLen = grow(this.docLen, cap * this.nf, (c) => new Float32Array(c));
     this.acc = grow(this.acc, cap, (c) => new Float32Array(c));
     this.seen = grow(this.seen, cap, (c) => new Uint8Array(c));
+    this.retired = grow(this.retired, cap, (c) => new Uint8Array(c));
   }
 }

@@ -20,8 +20,9 @@ import {
   type UpsertOutcome,
 } from "./articles.ts";
 import { Bm25Index } from "./bm25.ts";
+import { type ArticleChange, CHANGE_LOG_RETENTION, ChangeLogTrimmed, headKey, headSeq } from "./change_log.ts";
 import type { EmbeddingProvider } from "./embeddings/provider.ts";
-import { type ArticleCard, DataModelIndex, type QueryRep } from "./index.ts";
+import { articleBag, bagOf, DataModelIndex, type QueryRep, storableTerms } from "./index.ts";
 import { DEFAULT_VECTOR_WEIGHT, type Fusion, FUSION_V2, retrievalFusion } from "./retrieval_mode.ts";
 import { directLinks, type LinkBuilder, type QuerySource, RecentQueryLog, type UrlAnalyzer } from "./ports.ts";
 import { mergeTrends, queryKeywords, titleBursts, type TrendingKeyword } from "./trending.ts";
@@ -74,18 +75,26 @@ export interface ArticleService {
   count(dataModelId: string): Promise<number>;
   /** The stored article of a URL (canonical form), or null. */
   articleByUrl(dataModelId: string, url: string): Promise<Article | null>;
-  /** Retention in this process's index only (see {@link SearchEngine.pruneIndex}). */
-  pruneIndex(dataModelId: string, cutoffUnix: number): Promise<ArticleCard[]>;
   /** Retention in KV and this process's index (see {@link SearchEngine.expire}). */
   expire(dataModelId: string, cutoffUnix: number): Promise<number>;
+  /** Trims a data model's article change log (see {@link SearchEngine.trimChanges}). */
+  trimChanges(dataModelId: string): Promise<number>;
 }
 
 /** Article search as the app holds it: recommendations and retrieval, ingest, the index lifecycle. */
 export interface Search extends SearchService, ArticleService {
-  /** Follows ingests made by other processes (polls the index revisions). */
+  /** Follows the writes of other processes (polls the change-log heads, applies their changes). */
   watch(options?: { intervalMs?: number }): void;
   /** Stops watching. */
   close(): Promise<void>;
+}
+
+/** How one data model's index follows KV in this process. */
+export interface IndexFollowing {
+  /** Full builds from KV (the first, and rebuilds when the change log no longer reached back). */
+  builds: number;
+  /** Changes made by other processes applied without rebuilding. */
+  changesApplied: number;
 }
 
 /** What the engine is built from. */
@@ -178,11 +187,14 @@ export class SearchEngine implements Search {
   private readonly ingestQueues = new Map<string, Promise<unknown>>();
   private pollTimer?: ReturnType<typeof setInterval>;
   private polling?: Promise<void>;
-  private readonly seenRevisions = new Map<string, string | null>();
-  /** Marks this engine's revision bumps, so its own ingests do not trigger a rebuild. */
+  /** Per data model: the change-log position its index reflects (set once built). */
+  private readonly cursors = new Map<string, number>();
+  private readonly following = new Map<string, IndexFollowing>();
+  /** Names this engine's entries in the change log: it applied them already and skips them. */
   private readonly writerId = crypto.randomUUID();
   private readonly trendCache = new Map<string, { key: string; trends: TrendingKeyword[] }>();
   private readonly rebuildWaiters = new Map<string, (() => void)[]>();
+  private readonly appliedWaiters = new Map<string, (() => void)[]>();
   private readonly links: LinkBuilder;
   private readonly urlAnalyzer?: UrlAnalyzer;
   private readonly querySource?: QuerySource;
@@ -190,7 +202,7 @@ export class SearchEngine implements Search {
 
   constructor(options: SearchEngineOptions) {
     this.options = options;
-    this.articles = new ArticleRepo(options.kv, options.clock);
+    this.articles = new ArticleRepo(options.kv, options.clock, this.writerId);
     this.links = options.links ?? directLinks;
     this.urlAnalyzer = options.urlAnalyzer;
     this.querySource = options.querySource;
@@ -229,32 +241,39 @@ export class SearchEngine implements Search {
   }
 
   /**
-   * Retention in this process: takes the articles published before `cutoffUnix` out of the
-   * model's index, when the index is loaded. Every process runs this on its own schedule.
-   * @returns the cards removed
-   */
-  pruneIndex(dataModelId: string, cutoffUnix: number): Promise<ArticleCard[]> {
-    const loaded = this.indexes.get(dataModelId);
-    if (!loaded) return Promise.resolve([]);
-    return this.serially(dataModelId, async () => {
-      const index = await loaded;
-      const expired: number[] = [];
-      const pub = index.pubdates;
-      for (let s = 0; s < index.size; s++) if (pub[s]! < cutoffUnix) expired.push(s);
-      return index.removeSlots(expired);
-    });
-  }
-
-  /**
    * Retention in KV (one process at a time, under the retention lease): deletes the articles
-   * published before `cutoffUnix` from KV and from this process's index.
+   * published before `cutoffUnix` from this process's index and from KV, logging each deletion,
+   * so every other process's index drops them when it next applies the change log.
    * @returns how many articles were deleted
    */
   async expire(dataModelId: string, cutoffUnix: number): Promise<number> {
     await this.index(dataModelId);
-    const cards = await this.pruneIndex(dataModelId, cutoffUnix);
-    await this.articles.deleteMany(dataModelId, cards);
-    return cards.length;
+    return await this.serially(dataModelId, async () => {
+      const index = await this.index(dataModelId);
+      const expired: number[] = [];
+      const pub = index.pubdates;
+      for (let s = 0; s < index.size; s++) if (pub[s]! < cutoffUnix) expired.push(s);
+      const cards = index.removeSlots(expired);
+      await this.articles.deleteMany(dataModelId, cards);
+      return cards.length;
+    });
+  }
+
+  /**
+   * Trims a data model's change log to {@link CHANGE_LOG_RETENTION} (the retention sweep does,
+   * under its lease). A process whose position is trimmed away rebuilds that index.
+   * @returns how many entries were deleted
+   */
+  trimChanges(dataModelId: string): Promise<number> {
+    return this.articles.changes.trim(dataModelId, this.options.clock.now().getTime(), CHANGE_LOG_RETENTION);
+  }
+
+  /** How this process's index of a data model follows KV: full builds, changes applied, log position. */
+  followStats(dataModelId: string): IndexFollowing & { position?: number } {
+    return {
+      ...(this.following.get(dataModelId) ?? { builds: 0, changesApplied: 0 }),
+      position: this.cursors.get(dataModelId),
+    };
   }
 
   /**
@@ -283,8 +302,9 @@ export class SearchEngine implements Search {
     const index = new DataModelIndex(dataModelId, provider.dims, {
       removeCommonDirection: provider.removeCommonDirection ?? false,
     });
-    // The revision read before listing: a later one seen by the poll means a rebuild.
-    const revision = (await this.options.kv.get(["article_rev", dataModelId])).versionstamp;
+    // The log position read before listing: changes after it are applied by the next poll (an
+    // article listed in its newer version is then fetched again, which is harmless).
+    const position = headSeq(await this.articles.changes.head(dataModelId));
     let stale: Article[] = [];
     const flush = async () => {
       const vectors = await this.embedSafely(stale.map(embeddingText));
@@ -292,14 +312,14 @@ export class SearchEngine implements Search {
         const a = stale[i]!, v = vectors?.[i];
         // The index holds what KV holds (int8), as for every other article.
         const stored = v ? toStored(provider.id, v) : undefined;
-        index.upsert(a, stored ? fromStored(stored) : null);
+        index.upsert(a, stored ? fromStored(stored) : null, bagOf(a));
         if (stored) await this.articles.setEmbedding(dataModelId, a.id, stored);
       }
       stale = [];
     };
     for await (const a of this.articles.list(dataModelId)) {
       const e = a.embedding;
-      if (e && e.model === provider.id && e.dims === provider.dims) index.upsert(a, fromStored(e));
+      if (e && e.model === provider.id && e.dims === provider.dims) index.upsert(a, fromStored(e), bagOf(a));
       else {
         // Embedded by another provider (or not at all): embed again, in batches.
         stale.push(a);
@@ -307,7 +327,9 @@ export class SearchEngine implements Search {
       }
     }
     if (stale.length) await flush();
-    this.seenRevisions.set(dataModelId, revision);
+    this.cursors.set(dataModelId, position);
+    const stats = this.following.get(dataModelId) ?? { builds: 0, changesApplied: 0 };
+    this.following.set(dataModelId, { ...stats, builds: stats.builds + 1 });
     this.options.log.info("search index built", {
       data_model_id: dataModelId,
       articles: index.size,
@@ -346,18 +368,19 @@ export class SearchEngine implements Search {
   }
 
   /**
-   * Keeps indexes fresh when other processes (another server, `admin articles import`) ingest:
-   * every ingest bumps `["article_rev", dmId]` with its writer id; this polls those keys for the
-   * indexed data models (one `getMany` per interval) and rebuilds an index from KV when another
-   * writer bumped it. Polling, not `kv.watch`: the local SQLite backend does not notify other
-   * processes. Stop with {@link close}.
+   * Keeps indexes fresh when other processes (another server, `admin articles import`, the
+   * retention sweep elsewhere) write: every write logs its changes and moves the model's log
+   * head (see change_log.ts); this polls the heads of the indexed data models (one `getMany` per
+   * interval) and applies the changes after each index's position ({@link applyChanges}).
+   * Polling, not `kv.watch`: the local SQLite backend does not notify other processes. Stop
+   * with {@link close}.
    */
   watch({ intervalMs = 2000 }: { intervalMs?: number } = {}): void {
     if (this.pollTimer !== undefined) return;
     this.pollTimer = setInterval(() => {
       if (this.polling) return;
-      this.polling = this.pollRevisions().catch((err) =>
-        this.options.log.warn("article revision poll failed", { error: describeError(err) })
+      this.polling = this.pollHeads().catch((err) =>
+        this.options.log.warn("article change poll failed", { error: describeError(err) })
       ).finally(() => this.polling = undefined);
     }, intervalMs);
   }
@@ -369,48 +392,112 @@ export class SearchEngine implements Search {
     await this.polling;
   }
 
-  // Marks the model changed by this process. A revision this process has not seen means another
-  // process ingested since: rebuild after this ingest so those articles are not missed.
-  private async bumpRevision(dataModelId: string): Promise<void> {
-    const key = ["article_rev", dataModelId];
-    const cur = await this.options.kv.get<{ writer?: string }>(key);
-    const foreign = this.seenRevisions.has(dataModelId) && cur.versionstamp !== this.seenRevisions.get(dataModelId) &&
-      cur.value?.writer !== this.writerId;
-    const res = await this.options.kv.set(key, { writer: this.writerId, at: this.options.clock.now().getTime() });
-    this.seenRevisions.set(dataModelId, res.versionstamp);
-    if (foreign) void this.rebuild(dataModelId).catch(() => {});
-  }
-
-  private async pollRevisions(): Promise<void> {
-    const ids = [...this.indexes.keys()];
+  private async pollHeads(): Promise<void> {
+    // Models still building have no position yet: the build records it.
+    const ids = [...this.cursors.keys()];
     for (let i = 0; i < ids.length; i += 10) {
       const chunk = ids.slice(i, i + 10);
-      const revs = await this.options.kv.getMany<{ writer?: string }[]>(chunk.map((id) => ["article_rev", id]));
-      for (const [j, rev] of revs.entries()) {
-        const id = chunk[j]!;
-        // Models still building record their revision when done; unchanged ones need nothing.
-        if (!this.seenRevisions.has(id) || this.seenRevisions.get(id) === rev.versionstamp) continue;
-        this.seenRevisions.set(id, rev.versionstamp);
-        if (rev.value?.writer !== this.writerId) await this.rebuild(id);
+      const heads = await this.options.kv.getMany<{ seq?: number }[]>(chunk.map(headKey));
+      for (const [j, head] of heads.entries()) {
+        if (headSeq(head) !== this.cursors.get(chunk[j]!)) await this.applyChanges(chunk[j]!);
       }
     }
   }
 
+  /**
+   * Brings a built index up to date with the change log: fetches the current version of every
+   * article other processes changed since the index's position and re-indexes it (or takes it
+   * out when it is gone). Rebuilds from KV only when the log was trimmed past that position.
+   * Runs after ingests already queued for the model.
+   * @returns how many changes were applied
+   */
+  applyChanges(dataModelId: string): Promise<number> {
+    return this.serially(dataModelId, async () => {
+      const loaded = this.indexes.get(dataModelId);
+      const from = this.cursors.get(dataModelId);
+      if (!loaded || from === undefined) return 0;
+      const index = await loaded;
+      const head = headSeq(await this.articles.changes.head(dataModelId));
+      if (head === from) return 0;
+      let applied = 0;
+      try {
+        if (head < from) throw new ChangeLogTrimmed(); // the store was replaced under us
+        for await (const page of this.articles.changes.since(dataModelId, from, head)) {
+          applied += await this.applyPage(index, dataModelId, page.filter((c) => c.writer !== this.writerId));
+          this.cursors.set(dataModelId, page.at(-1)!.seq);
+        }
+      } catch (err) {
+        if (!(err instanceof ChangeLogTrimmed)) throw err;
+        this.options.log.warn("article change log trimmed past this index's position; rebuilding", {
+          data_model_id: dataModelId,
+        });
+        await this.rebuildNow(dataModelId);
+        return applied;
+      }
+      const stats = this.following.get(dataModelId)!;
+      this.following.set(dataModelId, { ...stats, changesApplied: stats.changesApplied + applied });
+      if (applied > 0) {
+        const waiting = this.appliedWaiters.get(dataModelId) ?? [];
+        this.appliedWaiters.delete(dataModelId);
+        for (const resolve of waiting) resolve();
+      }
+      return applied;
+    });
+  }
+
+  // Re-indexes the current version of each changed article (its latest change in the page decides
+  // nothing: what KV holds now does), embedding those stored without a matching vector.
+  private async applyPage(index: DataModelIndex, dataModelId: string, changes: ArticleChange[]): Promise<number> {
+    if (changes.length === 0) return 0;
+    const byId = new Map<string, ArticleChange>();
+    for (const c of changes) byId.set(c.id, c);
+    const list = [...byId.values()];
+    const found = await this.articles.getMany(dataModelId, list.map((c) => c.id));
+    const provider = this.options.embeddings;
+    const stale: Article[] = [];
+    for (let i = 0; i < list.length; i++) {
+      const a = found[i], c = list[i]!;
+      if (!a) index.removeArticle(c.url, c.id);
+      else if (a.embedding?.model === provider.id && a.embedding.dims === provider.dims) {
+        index.upsert(a, fromStored(a.embedding), bagOf(a));
+      } else stale.push(a);
+    }
+    if (stale.length) {
+      const vectors = await this.embedSafely(stale.map(embeddingText));
+      stale.forEach((a, i) => {
+        // Held in the stored form (int8), as every other process holds it.
+        const v = vectors?.[i];
+        index.upsert(a, v ? fromStored(toStored(provider.id, v)) : null, bagOf(a));
+      });
+    }
+    return list.length;
+  }
+
   /** Rebuilds a data model's index from KV and swaps it in (after ingests already queued). */
   rebuild(dataModelId: string): Promise<void> {
-    return this.serially(dataModelId, async () => {
-      const index = await this.build(dataModelId);
-      this.indexes.set(dataModelId, Promise.resolve(index));
-      const waiting = this.rebuildWaiters.get(dataModelId) ?? [];
-      this.rebuildWaiters.delete(dataModelId);
-      for (const resolve of waiting) resolve();
+    return this.serially(dataModelId, () => this.rebuildNow(dataModelId));
+  }
+
+  private async rebuildNow(dataModelId: string): Promise<void> {
+    const index = await this.build(dataModelId);
+    this.indexes.set(dataModelId, Promise.resolve(index));
+    const waiting = this.rebuildWaiters.get(dataModelId) ?? [];
+    this.rebuildWaiters.delete(dataModelId);
+    for (const resolve of waiting) resolve();
+  }
+
+  /** Resolves once changes made by other processes are next applied to a data model's index. */
+  nextApplied(dataModelId: string): Promise<void> {
+    return new Promise((resolve) => {
+      const waiting = this.appliedWaiters.get(dataModelId) ?? [];
+      waiting.push(resolve);
+      this.appliedWaiters.set(dataModelId, waiting);
     });
   }
 
   /**
-   * Resolves once a data model's index is next rebuilt from KV (after another process's ingest,
-   * found by {@link watch} or by this engine's own ingest): a caller can wait for the index to
-   * catch up instead of polling it.
+   * Resolves once a data model's index is next rebuilt from KV (after the change log was trimmed
+   * past its position, or by {@link rebuild}).
    */
   nextRebuild(dataModelId: string): Promise<void> {
     return new Promise((resolve) => {
@@ -449,6 +536,8 @@ export class SearchEngine implements Search {
       }
     });
     const vectors = await this.embedSafely(valid.map((v) => embeddingText(v.fields)));
+    // The BM25F terms, indexed here and stored with the article so no build tokenises it again.
+    const bags = valid.map((v) => articleBag(v.fields));
     // The first item of each URL is written in one batched upsert; repeats of a URL within the
     // call follow one by one, in order, so the last one wins as it would in separate calls.
     const firsts: number[] = [], repeats: number[] = [];
@@ -462,12 +551,17 @@ export class SearchEngine implements Search {
     });
     const withVector = (j: number) => {
       const vector = vectors?.[j] ?? null;
-      return { ...valid[j]!.fields, embedding: vector ? toStored(provider.id, vector) : undefined };
+      const fields = valid[j]!.fields;
+      return {
+        ...fields,
+        embedding: vector ? toStored(provider.id, vector) : undefined,
+        terms: storableTerms(fields, bags[j]!),
+      };
     };
     const apply = (j: number, outcome: UpsertOutcome) => {
       const { i, fields } = valid[j]!;
       const stored = outcome.article.embedding;
-      index.upsert(outcome.article, stored ? fromStored(stored) : null, outcome.previous);
+      index.upsert(outcome.article, stored ? fromStored(stored) : null, bags[j]);
       results[i] = {
         index: i,
         status: outcome.created ? "created" : "updated",
@@ -493,7 +587,6 @@ export class SearchEngine implements Search {
         failed(j, err);
       }
     }
-    if (valid.length > 0) await this.bumpRevision(dm.id);
     return {
       received: items.length,
       created: results.filter((r) => r.status === "created").length,

@@ -106,7 +106,7 @@ export async function evaluate(
         previewContent: "",
         ...docs[j]!,
       } as unknown as Article;
-      ids[index.upsert(article, vectors[j]!, undefined, articleBag(docs[j]!))] = d.id;
+      ids[index.upsert(article, vectors[j]!, articleBag(docs[j]!))] = d.id;
     });
   }
   const totals = {

@@ -1,5 +1,5 @@
-import type { Article } from "./articles.ts";
-import { type Bm25Field, Bm25Index } from "./bm25.ts";
+import type { Article, StoredTerms } from "./articles.ts";
+import { type Bm25Field, Bm25Index, type PackedBag, type TermCounts } from "./bm25.ts";
 import { type Fusion, FUSION_V2 } from "./retrieval_mode.ts";
 import { terms } from "./tokenizer.ts";
 import { TopK } from "./topk.ts";
@@ -65,10 +65,61 @@ const BODY_INDEX_CHARS = 6000;
 // The common direction is recomputed when the index has grown by this factor since.
 const DIRECTION_REGROWTH = 2;
 const DIRECTION_MIN_ROWS = 16;
+// Retired slots are compacted (their postings dropped, the slots reused) once they are this
+// many and this share of all slots: one pass over every posting per 1/8 of the index replaced.
+const COMPACT_MIN_RETIRED = 64;
+const COMPACT_SHARE = 1 / 8;
+/** What a retired slot shows until it is reused (no strings of the article it held stay alive). */
+const RETIRED_CARD: ArticleCard = Object.freeze({
+  id: "",
+  url: "",
+  title: "",
+  site: "",
+  siteDomain: "",
+  pubdate: "",
+  pubdateUnix: -Infinity,
+  previewContent: "",
+  summary: "",
+});
 
 /** The BM25F terms of an article: frequencies in its title, summary and body opening. */
-export function articleBag(a: Pick<Article, "title" | "summary" | "body">): Map<string, number[]> {
-  return Bm25Index.fieldBag([terms(a.title), terms(a.summary), terms(a.body.slice(0, BODY_INDEX_CHARS))]);
+export function articleBag(a: Pick<Article, "title" | "summary" | "body">): PackedBag {
+  return Bm25Index.packedBag([terms(a.title), terms(a.summary), terms(a.body.slice(0, BODY_INDEX_CHARS))]);
+}
+
+/**
+ * Version of {@link StoredTerms}: bump it when the tokeniser, stemmer, stopwords, the fields or
+ * {@link BODY_INDEX_CHARS} change, and every build tokenises again instead of reading them.
+ */
+export const TERMS_VERSION = 1;
+// Stored terms are left out of an article whose value might then pass KV's 64 KiB (strings
+// counted at two bytes a character); its build tokenises it instead.
+const MAX_VALUE_BYTES = 60_000;
+
+/**
+ * The terms of an article to store with it, or undefined when the value would grow too large.
+ * Frequencies are written in the platform's byte order (little-endian on x86 and ARM).
+ */
+export function storableTerms(
+  a: Pick<Article, "title" | "summary" | "body" | "previewContent" | "url">,
+  bag: PackedBag,
+): StoredTerms | undefined {
+  const t = bag.terms.join(" ");
+  const bytes =
+    2 * (a.title.length + a.summary.length + a.body.length + a.previewContent.length + a.url.length + t.length) +
+    bag.tfs.byteLength + 4096;
+  if (bytes > MAX_VALUE_BYTES) return undefined;
+  return { v: TERMS_VERSION, t, f: new Uint8Array(bag.tfs.buffer, bag.tfs.byteOffset, bag.tfs.byteLength) };
+}
+
+/** The BM25F terms of a stored article: read from its stored terms when current, else tokenised. */
+export function bagOf(a: Article): PackedBag {
+  const stored = a.terms;
+  if (!stored || stored.v !== TERMS_VERSION) return articleBag(a);
+  const terms = stored.t === "" ? [] : stored.t.split(" ");
+  const bytes = stored.f.byteOffset % 2 === 0 ? stored.f : stored.f.slice();
+  const tfs = new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 1);
+  return tfs.length === terms.length * ARTICLE_FIELDS.length ? { terms, tfs } : articleBag(a);
 }
 
 /** The card of an article. */
@@ -90,7 +141,8 @@ export function cardOf(a: Article): ArticleCard {
 
 /**
  * The in-memory index of one data model: cards, BM25 postings, normalised vectors and
- * publication times in slot order. One slot per article URL, reused when the article changes.
+ * publication times in slot order. One slot per article URL; a changed or removed article's slot
+ * is retired and, after the next compaction, reused.
  */
 export class DataModelIndex {
   readonly dataModelId: string;
@@ -109,10 +161,14 @@ export class DataModelIndex {
   private slotByUrl = new Map<string, number>();
   /** Bumped on every change (caches key on it). */
   version = 0;
-  /** Slots emptied by {@link removeSlots} (they stay allocated until the next rebuild). */
+  /** Slots that hold no article: retired (postings not yet dropped) or free for reuse. */
   private removed = 0;
-  /** 1 per removed slot: {@link hybrid} never returns one, whatever the fusion makes of a zero cosine. */
-  private deadSlots = new Uint8Array(0);
+  /** Slots compacted and free, reused before new ones are appended. */
+  private free: number[] = [];
+  /** 1 per slot that holds no article: {@link hybrid} never returns one, whatever the fusion makes of a zero cosine. */
+  private deadSlots = new Uint8Array(1024);
+  /** How many compactions ran (observability and tests). */
+  compactions = 0;
 
   /**
    * @param removeCommonDirection take the vectors' first principal component out of every
@@ -124,7 +180,7 @@ export class DataModelIndex {
     this.removeCommonDirection = removeCommonDirection;
   }
 
-  /** Number of articles. */
+  /** Number of slots (live articles and removed ones not yet reused). */
   get size(): number {
     return this.cards.length;
   }
@@ -140,26 +196,23 @@ export class DataModelIndex {
   }
 
   /**
-   * Adds or replaces an article. `previous` is the stored article being replaced (its terms are
-   * taken out of the postings); `bag` may be passed when already computed.
+   * Adds or replaces an article. A replaced article's slot is retired (see {@link removeSlots})
+   * and the new version takes a free slot, so replacing needs neither the previous version nor
+   * its terms. `bag` may be passed when already computed (or stored with the article).
+   * @returns the article's slot
    */
-  upsert(article: Article, vector: Float32Array | null, previous?: Article, bag = articleBag(article)): number {
-    let slot = this.slotByUrl.get(article.url);
+  upsert(article: Article, vector: Float32Array | null, bag: TermCounts | PackedBag = articleBag(article)): number {
+    const old = this.slotByUrl.get(article.url);
+    if (old !== undefined) this.retire(old);
+    let slot = this.free.pop();
     if (slot !== undefined) {
-      if (previous) this.bm25.remove(slot, articleBag(previous));
-      else throw new Error("re-indexing an article needs the previous version");
+      this.deadSlots[slot] = 0;
+      this.removed--;
     } else {
       slot = this.cards.length;
-      this.slotByUrl.set(article.url, slot);
-      if (slot >= this.pubdates.length) {
-        const next = new Float64Array(this.pubdates.length * 2);
-        next.set(this.pubdates);
-        this.pubdates = next;
-        const ids = new Int32Array(this.siteIds.length * 2);
-        ids.set(this.siteIds);
-        this.siteIds = ids;
-      }
+      if (slot >= this.pubdates.length) this.growSlots();
     }
+    this.slotByUrl.set(article.url, slot);
     this.cards[slot] = cardOf(article);
     this.pubdates[slot] = article.pubdateUnix;
     let siteId = this.domainIds.get(article.siteDomain);
@@ -173,7 +226,21 @@ export class DataModelIndex {
     this.vectors.set(slot, vector);
     if (this.removeCommonDirection) this.trackDirection();
     this.version++;
+    this.compactWhenDue();
     return slot;
+  }
+
+  private growSlots(): void {
+    const cap = this.pubdates.length * 2;
+    const pub = new Float64Array(cap);
+    pub.set(this.pubdates);
+    this.pubdates = pub;
+    const ids = new Int32Array(cap);
+    ids.set(this.siteIds);
+    this.siteIds = ids;
+    const dead = new Uint8Array(cap);
+    dead.set(this.deadSlots);
+    this.deadSlots = dead;
   }
 
   // The direction is recomputed from all rows whenever the index has doubled since it was last
@@ -210,36 +277,57 @@ export class DataModelIndex {
   }
 
   /**
-   * Takes articles out of the index (retention). Their slots keep no terms, no vector and a
-   * publication time of -Infinity, so no algorithm returns them; they are not reused.
+   * Takes articles out of the index (retention, deletes and changes made by other processes).
+   * Their slots keep no vector, a publication time of -Infinity and no live terms at once; their
+   * postings are dropped and the slots reused at the next compaction (see {@link compact}).
    * @returns the cards removed
    */
   removeSlots(slots: Iterable<number>): ArticleCard[] {
-    const dead = new Uint8Array(this.cards.length);
     const out: ArticleCard[] = [];
     for (const s of slots) {
       const card = this.cards[s];
-      if (!card || dead[s] === 1 || this.slotByUrl.get(card.url) !== s) continue;
-      dead[s] = 1;
+      if (!card || this.deadSlots[s] === 1 || this.slotByUrl.get(card.url) !== s) continue;
       out.push(card);
+      this.retire(s);
     }
-    if (out.length === 0) return out;
-    this.bm25.removeSlots(dead);
-    if (this.deadSlots.length < dead.length) {
-      const grown = new Uint8Array(dead.length);
-      grown.set(this.deadSlots);
-      this.deadSlots = grown;
-    }
-    for (let s = 0; s < dead.length; s++) {
-      if (dead[s] !== 1) continue;
-      this.deadSlots[s] = 1;
-      this.vectors.clear(s);
-      this.pubdates[s] = -Infinity;
-      this.slotByUrl.delete(this.cards[s]!.url);
-    }
-    this.removed += out.length;
-    this.version++;
+    if (out.length > 0) this.compactWhenDue();
     return out;
+  }
+
+  /** Takes the article of a URL out of the index, when it holds that article (`id`). */
+  removeArticle(url: string, id: string): ArticleCard | undefined {
+    const slot = this.slotByUrl.get(url);
+    if (slot === undefined || this.cards[slot]!.id !== id) return undefined;
+    return this.removeSlots([slot])[0];
+  }
+
+  private retire(s: number): void {
+    this.bm25.retire(s);
+    this.deadSlots[s] = 1;
+    this.vectors.clear(s);
+    this.pubdates[s] = -Infinity;
+    this.slotByUrl.delete(this.cards[s]!.url);
+    this.cards[s] = RETIRED_CARD;
+    this.removed++;
+    this.version++;
+  }
+
+  private compactWhenDue(): void {
+    const retired = this.bm25.retiredDocs;
+    if (retired >= COMPACT_MIN_RETIRED && retired >= this.cards.length * COMPACT_SHARE) this.compact();
+  }
+
+  /**
+   * Drops the postings of removed articles (one pass over all postings) and makes their slots
+   * reusable, so an index whose articles are replaced or expire keeps its size.
+   */
+  compact(): void {
+    const freed = this.bm25.compact();
+    if (freed.length === 0) return;
+    // Lowest slots last: pop() reuses them first.
+    for (let i = freed.length - 1; i >= 0; i--) this.free.push(freed[i]!);
+    this.compactions++;
+    this.version++;
   }
 
   /**

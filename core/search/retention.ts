@@ -1,8 +1,9 @@
 /**
  * Retention: articles published more than a data model's `maxAgeDays` ago leave search.
- * Searches filter them out at once (engine.ts); this sweep removes them from every process's
- * index (each process on its own schedule) and from KV (one process per data model at a time,
- * under a KV lease).
+ * Searches filter them out at once (engine.ts); this sweep deletes them from KV and the sweeping
+ * process's index (one process per data model at a time, under a KV lease), and every other
+ * process's index drops them through the article change log. The same sweep trims each data
+ * model's change log.
  */
 import type { Clock } from "../clock.ts";
 import { KvLease } from "../kv_lease.ts";
@@ -14,10 +15,10 @@ import { systemTimers, type TimerId, type Timers } from "../timers.ts";
 /** What one sweep did to a data model. */
 export interface SweepOutcome {
   dataModelId: string;
-  /** Deleted from KV (this process held the lease). */
+  /** Articles deleted from KV (this process held the lease). */
   deleted: number;
-  /** Taken out of this process's index only. */
-  pruned: number;
+  /** Change-log entries trimmed (this process held the lease). */
+  trimmed: number;
 }
 
 /** Runs retention on a schedule. */
@@ -33,7 +34,7 @@ export class RetentionSweeper {
       kv: Deno.Kv;
       clock: Clock;
       log: Logger;
-      engine: Pick<ArticleService, "expire" | "pruneIndex">;
+      engine: Pick<ArticleService, "expire" | "trimChanges">;
       dataModels(): Promise<DataModel[]>;
       timers?: Timers;
       owner?: string;
@@ -67,14 +68,13 @@ export class RetentionSweeper {
     await this.#sweeping?.catch(() => {});
   }
 
-  /** One sweep over every data model that has a retention. */
+  /** One sweep over every data model: retention where it is set, change-log trimming everywhere. */
   sweep(): Promise<SweepOutcome[]> {
     if (this.#sweeping) return this.#sweeping;
     const run = async () => {
       const out: SweepOutcome[] = [];
       for (const dm of await this.deps.dataModels()) {
         const since = liveSince(dm, this.deps.clock);
-        if (since === undefined) continue;
         const lease = new KvLease({
           kv: this.deps.kv,
           clock: this.deps.clock,
@@ -82,22 +82,21 @@ export class RetentionSweeper {
           owner: this.owner,
           ttlMs: this.settings.leaseMs,
         });
-        const outcome: SweepOutcome = { dataModelId: dm.id, deleted: 0, pruned: 0 };
+        const outcome: SweepOutcome = { dataModelId: dm.id, deleted: 0, trimmed: 0 };
         if (await lease.acquire()) {
           try {
-            outcome.deleted = await this.deps.engine.expire(dm.id, since);
+            if (since !== undefined) outcome.deleted = await this.deps.engine.expire(dm.id, since);
+            outcome.trimmed = await this.deps.engine.trimChanges(dm.id);
           } finally {
             await lease.release();
           }
-        } else {
-          outcome.pruned = (await this.deps.engine.pruneIndex(dm.id, since)).length;
         }
-        if (outcome.deleted || outcome.pruned) {
+        if (outcome.deleted || outcome.trimmed) {
           this.deps.log.info("retention sweep", {
             data_model_id: dm.id,
             max_age_days: dm.maxAgeDays,
             deleted: outcome.deleted,
-            pruned: outcome.pruned,
+            change_log_trimmed: outcome.trimmed,
           });
         }
         out.push(outcome);

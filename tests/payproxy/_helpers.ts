@@ -151,8 +151,8 @@ export class FixedArticlesSearchService implements Search {
     return Promise.resolve(null);
   }
 
-  pruneIndex(_dataModelId: string, _cutoffUnix: number): Promise<never[]> {
-    return Promise.resolve([]);
+  trimChanges(_dataModelId: string): Promise<number> {
+    return Promise.resolve(0);
   }
 
   expire(_dataModelId: string, _cutoffUnix: number): Promise<number> {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { newId } from "../../core/ids.ts";
 import { runAdmin } from "../../core/admin/commands.ts";
-import { bearer, engineOf, within } from "../_helpers.ts";
+import { bearer, engineOf } from "../_helpers.ts";
 import { hoursAgo, search, searchWorld } from "./_world.ts";
 
 type W = Awaited<ReturnType<typeof searchWorld>>;
@@ -242,47 +242,4 @@ Deno.test("admin `articles import --url` fetches a feed, refusing loopback unles
   } finally {
     await server.shutdown();
   }
-});
-
-Deno.test("watch(): articles ingested by another process's engine reach this engine's index", async () => {
-  await using w = await searchWorld();
-  const { SearchEngine } = await import("../../core/search/engine.ts");
-  await w.deps.search.ingest(w.dm, [{ url: "https://alpha.example/one", title: "Tram line opens" }]);
-  const rebuilt = engineOf(w.deps).nextRebuild(w.dm.id);
-  w.deps.search.watch({ intervalMs: 20 });
-  try {
-    // Another process (here: a second engine over the same KV), e.g. `admin articles import`.
-    const other = new SearchEngine({
-      kv: w.deps.kv,
-      clock: w.clock,
-      log: w.log,
-      embeddings: engineOf(w.deps).embeddings,
-    });
-    await other.ingest(w.dm, [{ url: "https://beta.example/two", title: "Ferry strike ends" }]);
-    // The revision poll runs on its own timer; the index is rebuilt once it sees the foreign ingest.
-    await within(rebuilt, 10_000, "the watcher rebuilds the index");
-    assert.equal(await w.deps.search.count(w.dm.id), 2);
-    assert.equal((await search(w, { query: "ferry strike" })).json.response.results[0].url, "https://beta.example/two");
-  } finally {
-    await w.deps.search.close();
-  }
-});
-
-Deno.test("an ingest that follows another process's unseen ingest rebuilds, so neither is lost", async () => {
-  await using w = await searchWorld();
-  const { SearchEngine } = await import("../../core/search/engine.ts");
-  await w.deps.search.ingest(w.dm, [{ url: "https://alpha.example/a", title: "Library opens late" }]);
-  const other = new SearchEngine({
-    kv: w.deps.kv,
-    clock: w.clock,
-    log: w.log,
-    embeddings: engineOf(w.deps).embeddings,
-  });
-  await other.ingest(w.dm, [{ url: "https://beta.example/b", title: "Bridge repairs begin" }]);
-  const rebuilt = engineOf(w.deps).nextRebuild(w.dm.id);
-  // No poll has run: this engine's own ingest notices the foreign revision.
-  await w.deps.search.ingest(w.dm, [{ url: "https://gamma.example/c", title: "Park reopens" }]);
-  // The rebuild is queued behind the ingest.
-  await within(rebuilt, 10_000, "the ingest's rebuild");
-  assert.equal(await w.deps.search.count(w.dm.id), 3);
 });

@@ -39,16 +39,18 @@ Deno.test("BM25F with one field of weight 1 scores exactly as plain BM25", () =>
   assert.ok(Math.abs(b.scores[[...b.slots].indexOf(0)]! - expected) < 1e-5);
 });
 
-Deno.test("BM25F: a term in the title outweighs the same term once in the body; removal forgets every field", () => {
+Deno.test("BM25F: a term in the title outweighs the same term once in the body; replacing forgets every field", () => {
   const index = new DataModelIndex("dm_t", 4);
   index.upsert(article(0, "Harbour news", "The storm reached the coast overnight and more."), null);
   index.upsert(article(1, "Storm over the coast", "Harbour news from the town and more."), null);
   const r = index.bm25.score(Bm25Index.bag(terms("storm")));
   const by = new Map([...r.slots].map((s, i) => [s, r.scores[i]!]));
   assert.ok(by.get(1)! > by.get(0)!, "title match first");
-  const previous = article(1, "Storm over the coast", "Harbour news from the town and more.");
-  index.upsert(article(1, "Quiet day", "Nothing happened."), null, previous);
+  // The replaced version's slot is retired without its terms: it never scores again.
+  const slot = index.upsert(article(1, "Quiet day", "Nothing happened."), null);
   assert.deepEqual([...index.bm25.score(Bm25Index.bag(terms("storm"))).slots], [0]);
+  assert.deepEqual([...index.bm25.score(Bm25Index.bag(terms("quiet day"))).slots], [slot]);
+  assert.equal(index.liveCount, 2);
 });
 
 Deno.test("removing the common direction: cosines equal those of the projected, renormalised vectors", () => {
