@@ -19,15 +19,17 @@ export interface AnswerSpec {
  * Answers an analytics request from the KV cache or by computing it (section 8: `Cache-Control:
  * no-cache` skips the read, `X-Cache` says what happened). The cache is keyed on the normalised
  * query (resolved dates and zone), so requests that spell the same window differently share an
- * entry, and the `filters` echo is always rendered from the caller's own query.
+ * entry, and the `filters` echo is always rendered from the caller's own query. `query` replaces
+ * the request's own query string (the dashboard's combined call answers several panels).
  */
 export function analyticsAnswerer(cache: AnalyticsCache, deps: RollupDeps) {
   return async function answer(
     c: Context<AppEnv>,
     spec: AnswerSpec,
+    query?: AnalyticsQuery,
   ): Promise<{ body: Record<string, unknown>; status: CacheStatus }> {
     const tenantId = c.get("tenantId")!;
-    const q = c.req.query() as AnalyticsQuery;
+    const q = query ?? c.req.query() as AnalyticsQuery;
     const key = await normaliseQuery(deps, q, [...spec.echo, ...(spec.keyParams ?? [])]);
     let status: CacheStatus;
     let body: Record<string, unknown> | null = null;

@@ -10,6 +10,7 @@ import { agentReadership, READERSHIP_FILTERS, topArticles } from "../analytics/r
 import type { Deps } from "../composition.ts";
 import type { AppEnv } from "./env.ts";
 import { type analyticsAnswerer, jsonAnswer } from "./analytics_answer.ts";
+import { createDashboardDataRoute } from "./analytics_dashboard.ts";
 import { familyApp } from "./family.ts";
 
 /** What the analytics routes read. */
@@ -194,6 +195,7 @@ export function createAnalyticsInsightRoutes(deps: InsightDeps, answer: ReturnTy
   };
   // deno-lint-ignore no-explicit-any
   const h = (fn: (c: Context<AppEnv>) => Promise<Response>) => fn as any;
+  app.route("/", createDashboardDataRoute(deps, answer));
 
   app.openapi(
     breakdownRoute,

@@ -1,16 +1,19 @@
 // Publisher analytics dashboard. Data goes into the page only through textContent and element
 // properties, never innerHTML, so prompts, responses and titles are shown as text. The API key
 // lives in sessionStorage and travels only in the Authorization header; the view (dates, zone,
-// filters) lives in the URL so it can be shared.
+// filters) lives in the URL so it can be shared. One call brings every panel, streamed one line
+// per panel as each is ready, and each is drawn as it arrives: a slow panel holds back nothing else.
 "use strict";
 
 (function () {
   const KEY = "analytics_api_key";
   const VIEW = ["start_date", "end_date", "timezone", "compare", "widget_id", "placement_id", "deployment_type"];
-  const FILTERS = ["start_date", "end_date", "timezone", "widget_id", "placement_id", "deployment_type"];
+  const DIMENSION_LABELS = { placement_id: "Placement", deployment_type: "Deployment type", referring_url: "Page" };
   const $ = (id) => document.getElementById(id);
   let chart = null;
   let realtimeTimer = null;
+  // Each load() bumps it; answers of an older load are dropped.
+  let generation = 0;
 
   class AuthError extends Error {}
 
@@ -47,6 +50,7 @@
       headers: { authorization: `Bearer ${key}` },
       cache: "no-store",
       credentials: "omit",
+      referrerPolicy: "no-referrer",
     });
     if (res.status === 401 || res.status === 403) throw new AuthError("key");
     const body = await res.json().catch(() => ({}));
@@ -54,10 +58,24 @@
     return body;
   }
 
-  const fmt = (n) => (typeof n === "number" ? n.toLocaleString("en-US") : "");
+  // Number formats: thousands separators, percentages with at most one decimal, durations in s/min.
+  const numberFormat = new Intl.NumberFormat("en-US");
+  const pctFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1 });
+  const dayFormat = new Intl.DateTimeFormat("en-GB", { day: "numeric", month: "short", timeZone: "UTC" });
+  const fmt = (n) => (typeof n === "number" ? numberFormat.format(n) : "");
+  const pct = (n) => (typeof n === "number" ? `${pctFormat.format(n)}%` : "");
+  const duration = (s) => {
+    if (typeof s !== "number") return "";
+    if (s < 60) return `${s} s`;
+    const m = Math.floor(s / 60);
+    return s % 60 ? `${m} min ${s % 60} s` : `${m} min`;
+  };
+  const dayLabel = (unixS) => dayFormat.format(new Date(unixS * 1000));
+  const withoutScheme = (url) => String(url).replace(/^https?:\/\//, "");
 
-  function table(columns, rows) {
-    if (!rows.length) return el("p", { className: "muted", text: "No data in this range." });
+  /** A table; `columns` are `{label, get, kind}` with kind "num" (right-aligned) or "text". */
+  function table(columns, rows, empty) {
+    if (!rows.length) return el("p", { className: "muted empty", text: empty || "No data in this range." });
     const head = el("tr", null, columns.map((c) => el("th", { className: c.num ? "n" : "", text: c.label })));
     const body = rows.map((r) =>
       el(
@@ -65,11 +83,15 @@
         null,
         columns.map((c) => {
           const v = c.get(r);
-          return el("td", { className: c.num ? "n" : "", text: c.num ? fmt(v) : String(v ?? "") });
+          if (v instanceof Node) return el("td", { className: c.className || "" }, [v]);
+          const text = c.format ? c.format(v) : c.num ? fmt(v) : String(v ?? "");
+          return el("td", { className: c.num ? "n" : c.className || "", text });
         }),
       )
     );
-    return el("table", null, [el("thead", null, [head]), el("tbody", null, body)]);
+    return el("div", { className: "scroll" }, [
+      el("table", null, [el("thead", null, [head]), el("tbody", null, body)]),
+    ]);
   }
 
   function put(id, node) {
@@ -77,6 +99,9 @@
   }
 
   function bars(rows) {
+    if (!rows.some((r) => r.value > 0)) {
+      return el("p", { className: "muted empty", text: "No sessions in this range." });
+    }
     const max = Math.max(1, ...rows.map((r) => r.value));
     return el(
       "div",
@@ -97,25 +122,29 @@
     const s = a.summary;
     const ch = a.comparison ? a.comparison.change : {};
     const items = [
-      ["sessions", "Sessions"],
-      ["widget_loads", "Widget loads"],
-      ["engagement_queries", "Queries"],
-      ["total_clicks", "Clicks"],
-      ["viewability_rate", "Viewability %"],
-      ["engagement_rate", "Engagement %"],
-      ["query_to_click_rate", "Query to click %"],
-      ["avg_session_duration_seconds", "Avg session (s)"],
+      ["sessions", "Sessions", fmt],
+      ["widget_loads", "Widget loads", fmt],
+      ["engagement_queries", "Queries", fmt],
+      ["total_clicks", "Clicks", fmt],
+      ["viewability_rate", "Viewability", pct],
+      ["engagement_rate", "Queries per 100 loads", (n) => pctFormat.format(n)],
+      ["query_to_click_rate", "Query to click", pct],
+      ["avg_session_duration_seconds", "Avg engaged time", duration],
     ];
     put(
       "cards",
       el(
         "div",
         { className: "cards" },
-        items.map(([k, label]) => {
+        items.map(([k, label, format]) => {
           const c = ch[k];
-          const change = c === undefined ? "" : c === null ? "new" : `${c > 0 ? "+" : ""}${c}% vs earlier`;
+          const change = c === undefined
+            ? ""
+            : c === null
+            ? "new (none earlier)"
+            : `${c > 0 ? "+" : c < 0 ? "\u2212" : "±"}${pctFormat.format(Math.abs(c))}% vs earlier`;
           return el("div", { className: "card" }, [
-            el("div", { className: "v", text: fmt(s[k]) }),
+            el("div", { className: "v", text: format(s[k]) }),
             el("div", { className: "l", text: label }),
             el("div", { className: `c ${c > 0 ? "up" : c < 0 ? "down" : ""}`, text: change }),
           ]);
@@ -124,30 +153,51 @@
     );
   }
 
+  function chartSize(target) {
+    const width = Math.max(260, target.clientWidth || 800);
+    return { width, height: width < 500 ? 200 : 260 };
+  }
+
   function renderChart(a) {
     const days = a.daily_breakdown;
     const xs = days.map((d) => Date.parse(`${d.date}T00:00:00Z`) / 1000);
     const data = [xs, days.map((d) => d.sessions), days.map((d) => d.engagement_queries)];
     const series = [
-      {},
-      { label: "Sessions", stroke: "#2f6fed", width: 2 },
-      { label: "Queries", stroke: "#7a5af8", width: 2 },
+      { label: "Day", value: (_u, v) => (v == null ? "–" : dayLabel(v)) },
+      { label: "Sessions", stroke: "#2f6fed", width: 2, value: (_u, v) => fmt(v) },
+      { label: "Queries", stroke: "#7a5af8", width: 2, value: (_u, v) => fmt(v) },
     ];
     if (a.comparison) {
       const prev = a.comparison.daily_breakdown;
       data.push(days.map((_, i) => (prev[i] ? prev[i].sessions : null)));
-      series.push({ label: "Sessions (earlier)", stroke: "#98a2b3", dash: [6, 4], width: 1.5 });
+      series.push({
+        label: "Sessions (earlier period)",
+        stroke: "#98a2b3",
+        dash: [6, 4],
+        width: 1.5,
+        value: (_u, v) => fmt(v),
+      });
     }
     const target = $("chart");
-    const width = Math.max(320, target.clientWidth || 800);
+    const size = chartSize(target);
     if (chart) chart.destroy();
     target.replaceChildren();
+    // One tick per day, thinned so labels never overlap.
+    const daySplits = (u) => {
+      const room = Math.max(2, Math.floor(u.width / 64));
+      const step = Math.max(1, Math.ceil(xs.length / room));
+      return xs.filter((_, i) => i % step === 0);
+    };
     chart = new uPlot(
       {
-        width,
-        height: 260,
+        ...size,
         series,
-        scales: { x: { time: true } },
+        // Counts start at zero, so a quiet day reads as quiet.
+        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] } },
+        axes: [
+          { splits: daySplits, values: (_u, splits) => splits.map(dayLabel), space: 40 },
+          { values: (_u, splits) => splits.map(fmt), size: 56 },
+        ],
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"),
       },
       data,
@@ -155,27 +205,115 @@
     );
   }
 
-  function renderBreakdown(id, b) {
+  function breakdownTable(b) {
+    const dim = b.breakdown.dimension;
+    return table([
+      {
+        label: DIMENSION_LABELS[dim] || dim,
+        get: (r) => (r.key === null || r.key === "" ? "(not set: API traffic)" : r.key),
+        format: (v) => (dim === "referring_url" ? withoutScheme(v) : v),
+        className: "key",
+      },
+      { label: "Sessions", num: true, get: (r) => r.sessions },
+      { label: "Queries", num: true, get: (r) => r.engagement_queries },
+      { label: "Clicks", num: true, get: (r) => r.total_clicks },
+      { label: "Queries / 100 loads", num: true, get: (r) => r.engagement_rate, format: (n) => pctFormat.format(n) },
+    ], b.rows);
+  }
+
+  function renderArticles(arts) {
     put(
-      id,
-      table([
-        { label: b.breakdown.dimension, get: (r) => (r.key === null ? "(none)" : r.key) },
-        { label: "Sessions", num: true, get: (r) => r.sessions },
-        { label: "Queries", num: true, get: (r) => r.engagement_queries },
-        { label: "Clicks", num: true, get: (r) => r.total_clicks },
-        { label: "Engagement %", num: true, get: (r) => r.engagement_rate },
-      ], b.rows),
+      "articles",
+      table(
+        [
+          {
+            label: "Article",
+            get: (r) =>
+              el("div", null, [
+                el("div", { className: "title", text: r.title || withoutScheme(r.url) }),
+                el("div", { className: "muted small", text: withoutScheme(r.url) }),
+              ]),
+          },
+          { label: "Clicks", num: true, get: (r) => r.clicks },
+          { label: "Impressions", num: true, get: (r) => r.impressions },
+          { label: "CTR", num: true, get: (r) => r.ctr, format: pct },
+        ],
+        arts.articles,
+        "No article was shown or clicked in this range.",
+      ),
+    );
+    put(
+      "sites",
+      table(
+        [
+          { label: "Site", get: (r) => r.site || "(unknown)" },
+          { label: "Clicks", num: true, get: (r) => r.clicks },
+          { label: "Impr.", num: true, get: (r) => r.impressions },
+          { label: "CTR", num: true, get: (r) => r.ctr, format: pct },
+        ],
+        arts.sites,
+        "No sites yet.",
+      ),
     );
   }
 
-  async function loadRealtime() {
-    const v = view();
-    const r = await api("realtime", { widget_id: v.widget_id, timezone: v.timezone });
+  function renderAgents(agents) {
+    put(
+      "agents",
+      table(
+        [
+          { label: "Agent", get: (r) => r.agent_identity, className: "key" },
+          { label: "Searches", num: true, get: (r) => r.searches },
+          { label: "Answers", num: true, get: (r) => r.answers },
+          { label: "Results shown", num: true, get: (r) => r.results_surfaced },
+          { label: "Articles", num: true, get: (r) => r.articles_surfaced },
+          { label: "Clicks", num: true, get: (r) => r.clicks },
+          { label: "CTR", num: true, get: (r) => r.click_through_rate, format: pct },
+        ],
+        agents.agents,
+        "No AI agent called the API in this range.",
+      ),
+    );
+  }
+
+  function renderSessions(si) {
+    const s = si.session_intelligence;
+    put(
+      "depth",
+      bars(s.session_engagement_distribution.map((d) => ({
+        label: `${d.query_depth} ${d.query_depth === "1" ? "query" : "queries"}`,
+        value: d.sessions,
+        note: pct(d.percentage),
+      }))),
+    );
+    put(
+      "intents",
+      bars(s.intent_breakdown.map((d) => ({ label: d.label, value: d.sessions, note: pct(d.percentage) }))),
+    );
+  }
+
+  function renderLogs(logs) {
+    put(
+      "logs",
+      table(
+        [
+          { label: "Time (UTC)", get: (r) => r.timestamp.replace("T", " ").slice(0, 16), className: "nowrap" },
+          { label: "Question", get: (r) => r.prompt },
+          { label: "Answer", get: (r) => (r.response.length > 160 ? `${r.response.slice(0, 160)}…` : r.response) },
+          { label: "Type", get: (r) => r.interaction_type.replace(/_/g, " "), className: "nowrap" },
+        ],
+        logs.data,
+        "No questions in this range.",
+      ),
+    );
+  }
+
+  function renderRealtime(r) {
     const tile = (label, a, b) =>
       el("div", { className: "card" }, [
         el("div", { className: "v", text: fmt(a) }),
-        el("div", { className: "l", text: `${label} (5 min)` }),
-        el("div", { className: "c", text: `${fmt(b)} in 30 min` }),
+        el("div", { className: "l", text: `${label}, last 5 min` }),
+        el("div", { className: "c", text: `${fmt(b)} in the last 30 min` }),
       ]);
     $("realtime").replaceChildren(
       tile("Active sessions", r.last_5_minutes.active_sessions, r.last_30_minutes.active_sessions),
@@ -184,77 +322,106 @@
     );
   }
 
-  async function load() {
+  const realtimeCall = () => {
     const v = view();
-    const base = {};
-    for (const k of FILTERS) if (v[k]) base[k] = v[k];
+    return api("realtime", { widget_id: v.widget_id, timezone: v.timezone });
+  };
+
+  /**
+   * Every panel of the view in one call (GET /v1/analytics/dashboard): NDJSON lines
+   * `{panel, status, body}` in the order the panels finish, each handed to `onPanel` as it arrives.
+   */
+  async function streamPanels(params, onPanel) {
+    const key = sessionStorage.getItem(KEY);
+    const res = await fetch(`/v1/analytics/dashboard?${qs(params)}`, {
+      headers: { authorization: `Bearer ${key}` },
+      cache: "no-store",
+      credentials: "omit",
+      referrerPolicy: "no-referrer",
+    });
+    if (res.status === 401 || res.status === 403) throw new AuthError("key");
+    if (!res.ok) {
+      const body = await res.json().catch(() => ({}));
+      throw new Error(typeof body.message === "string" ? body.message : `HTTP ${res.status}`);
+    }
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let nl;
+      while ((nl = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, nl).trim();
+        buffer = buffer.slice(nl + 1);
+        if (line) onPanel(JSON.parse(line));
+      }
+    }
+  }
+
+  async function load() {
+    const gen = ++generation;
+    const v = view();
+    const params = {};
+    for (const k of VIEW) if (v[k]) params[k] = v[k];
+    delete document.body.dataset.loaded;
     $("status").textContent = "Loading…";
-    const [a, place, dep, ref, arts, agents, si, logs] = await Promise.all([
-      api("ask-ai", { ...base, compare: v.compare }),
-      api("ask-ai/breakdown", { ...base, dimension: "placement_id", limit: 10 }),
-      api("ask-ai/breakdown", { ...base, dimension: "deployment_type", limit: 10 }),
-      api("ask-ai/breakdown", { ...base, dimension: "referring_url", limit: 10 }),
-      api("articles", { start_date: v.start_date, end_date: v.end_date, timezone: v.timezone, limit: 10 }),
-      api("agents", { start_date: v.start_date, end_date: v.end_date, timezone: v.timezone, limit: 10 }),
-      api("session-intelligence", base),
-      api("ask-ai/logs", { ...base, limit: 20 }),
-      loadRealtime(),
-    ]);
-    renderCards(a);
-    renderChart(a);
-    renderBreakdown("by-placement", place);
-    renderBreakdown("by-deployment", dep);
-    renderBreakdown("by-referrer", ref);
-    put(
-      "articles",
-      table([
-        { label: "Article", get: (r) => r.title || r.url },
-        { label: "Site", get: (r) => r.site },
-        { label: "Clicks", num: true, get: (r) => r.clicks },
-        { label: "Impressions", num: true, get: (r) => r.impressions },
-        { label: "CTR %", num: true, get: (r) => r.ctr },
-      ], arts.articles),
-    );
-    put(
-      "agents",
-      table([
-        { label: "Agent", get: (r) => r.agent_identity },
-        { label: "Queries", num: true, get: (r) => r.queries },
-        { label: "Surfaced", num: true, get: (r) => r.results_surfaced },
-        { label: "Clicks", num: true, get: (r) => r.clicks },
-        { label: "CTR %", num: true, get: (r) => r.click_through_rate },
-      ], agents.agents),
-    );
-    const s = si.session_intelligence;
-    put(
-      "depth",
-      bars(s.session_engagement_distribution.map((d) => ({
-        label: `${d.query_depth} ${d.query_depth === "1" ? "query" : "queries"}`,
-        value: d.sessions,
-        note: `${d.percentage}%`,
-      }))),
-    );
-    put(
-      "intents",
-      bars(s.intent_breakdown.map((d) => ({ label: d.label, value: d.sessions, note: `${d.percentage}%` }))),
-    );
-    put(
-      "logs",
-      table([
-        { label: "Time (UTC)", get: (r) => r.timestamp.replace("T", " ").slice(0, 19) },
-        { label: "Question", get: (r) => r.prompt },
-        { label: "Answer", get: (r) => (r.response.length > 160 ? `${r.response.slice(0, 160)}…` : r.response) },
-        { label: "Type", get: (r) => r.interaction_type },
-      ], logs.data),
-    );
-    $("status").textContent = `${a.filters.start_date || a.daily_breakdown[0].date} to ${
-      a.filters.end_date || a.daily_breakdown[a.daily_breakdown.length - 1].date
-    } · ${a.meta.timezone}`;
-    document.body.dataset.loaded = "true";
+    // How each panel of the combined answer is drawn, and the page parts it fills.
+    const panels = {
+      "ask-ai": [(a) => {
+        renderCards(a);
+        renderChart(a);
+        const first = a.daily_breakdown[0], last = a.daily_breakdown[a.daily_breakdown.length - 1];
+        $("status").textContent = `${a.filters.start_date || (first && first.date)} to ${
+          a.filters.end_date || (last && last.date)
+        } · ${a.meta.timezone}`;
+      }, ["cards", "chart"]],
+      "realtime": [renderRealtime, ["realtime"]],
+      "articles": [renderArticles, ["articles", "sites"]],
+      "agents": [renderAgents, ["agents"]],
+      "by-placement": [(b) => put("by-placement", breakdownTable(b)), ["by-placement"]],
+      "by-deployment": [(b) => put("by-deployment", breakdownTable(b)), ["by-deployment"]],
+      "by-referrer": [(b) => put("by-referrer", breakdownTable(b)), ["by-referrer"]],
+      "session-intelligence": [renderSessions, ["depth", "intents"]],
+      "logs": [renderLogs, ["logs"]],
+    };
+    const failed = (ids, message) => {
+      for (const id of ids) put(id, el("p", { className: "error", text: `Could not load: ${message}` }));
+    };
+    const drawn = new Set();
+    const failures = [];
+    try {
+      await streamPanels(params, (line) => {
+        const entry = Object.hasOwn(panels, line.panel) ? panels[line.panel] : null;
+        if (gen !== generation || !entry) return;
+        drawn.add(line.panel);
+        try {
+          if (line.status === 200) entry[0](line.body);
+          else throw new Error(line.body && typeof line.body.message === "string" ? line.body.message : "error");
+        } catch (err) {
+          failures.push(err);
+          failed(entry[1], err.message);
+        }
+      });
+    } catch (err) {
+      if (gen !== generation || err instanceof AuthError) throw err;
+      failures.push(err);
+    }
+    if (gen !== generation) return;
+    for (const [name, entry] of Object.entries(panels)) {
+      if (!drawn.has(name)) failed(entry[1], failures[0] ? failures[0].message : "no answer");
+    }
+    if (failures.length || drawn.size < Object.keys(panels).length) {
+      $("status").textContent = `Some panels could not load${failures[0] ? `: ${failures[0].message}` : ""}`;
+      document.body.dataset.loaded = "error";
+    } else {
+      document.body.dataset.loaded = "true";
+    }
   }
 
   function showSignIn(message) {
     clearInterval(realtimeTimer);
+    generation++;
     $("app").classList.add("hidden");
     $("signin").classList.remove("hidden");
     $("message").textContent = message || "";
@@ -267,11 +434,11 @@
     $("app").classList.remove("hidden");
     const v = view();
     const form = $("filters");
-    for (const k of VIEW) if (form.elements[k]) form.elements[k].value = v[k] || (k === "compare" ? "" : "");
+    for (const k of VIEW) if (form.elements[k]) form.elements[k].value = v[k] || "";
     try {
       await load();
       clearInterval(realtimeTimer);
-      realtimeTimer = setInterval(() => loadRealtime().catch(() => {}), 30000);
+      realtimeTimer = setInterval(() => realtimeCall().then(renderRealtime).catch(() => {}), 30000);
     } catch (err) {
       if (err instanceof AuthError) {
         sessionStorage.removeItem(KEY);
@@ -282,6 +449,14 @@
       }
     }
   }
+
+  let resizeTimer = null;
+  globalThis.addEventListener("resize", () => {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(() => {
+      if (chart) chart.setSize(chartSize($("chart")));
+    }, 150);
+  });
 
   document.addEventListener("DOMContentLoaded", () => {
     $("signin").addEventListener("submit", (e) => {

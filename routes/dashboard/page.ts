@@ -1,7 +1,16 @@
 import { html } from "hono/html";
 
-/** The dashboard's HTML shell: no data and no inline script; everything is drawn by dashboard.js. */
-export function dashboardPage() {
+/** The asset URLs the page links (hashed, see routes/dashboard/assets.ts), by asset name. */
+export type AssetUrls = Record<string, string>;
+
+/** A panel waiting for its data: dashboard.js replaces the placeholder when its call answers. */
+const loading = html`<p class="muted placeholder">Loading…</p>`;
+
+/**
+ * The dashboard's HTML shell: no data and no inline script; everything is drawn by dashboard.js,
+ * each panel as soon as its own API call answers.
+ */
+export function dashboardPage(assets: AssetUrls) {
   return html`
     <!doctype html>
     <html lang="en">
@@ -10,10 +19,10 @@ export function dashboardPage() {
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <meta name="referrer" content="no-referrer">
         <title>Publisher analytics</title>
-        <link rel="stylesheet" href="/dashboard/assets/uplot.min.css">
-        <link rel="stylesheet" href="/dashboard/assets/dashboard.css">
-        <script src="/dashboard/assets/uplot.min.js" defer></script>
-        <script src="/dashboard/assets/dashboard.js" defer></script>
+        <link rel="stylesheet" href="${assets["uplot.min.css"]}">
+        <link rel="stylesheet" href="${assets["dashboard.css"]}">
+        <script src="${assets["uplot.min.js"]}" defer></script>
+        <script src="${assets["dashboard.js"]}" defer></script>
       </head>
       <body>
         <form id="signin" class="hidden" autocomplete="off">
@@ -40,55 +49,62 @@ export function dashboardPage() {
               <option value="">None</option>
             </select></label>
             <label>Widget <input name="widget_id" placeholder="wd_..."></label>
-            <label>Placement <input name="placement_id"></label>
-            <label>Deployment <input name="deployment_type" placeholder="embed"></label>
+            <label>Placement <input name="placement_id" placeholder="any"></label>
+            <label>Deployment <input name="deployment_type" placeholder="any"></label>
             <button type="submit">Apply</button>
             <datalist id="zones"></datalist>
           </form>
           <main>
             <section class="wide">
-              <h2>Realtime</h2>
-              <div id="realtime" class="realtime"></div>
+              <h2>Right now</h2>
+              <div id="realtime" class="realtime">${loading}</div>
             </section>
             <section class="wide">
               <h2>Summary</h2>
-              <div id="cards" class="cards"></div>
+              <div id="cards">${loading}</div>
             </section>
             <section class="wide">
               <h2>Daily sessions and queries</h2>
-              <div id="chart"></div>
+              <div id="chart">${loading}</div>
+            </section>
+            <section class="wide">
+              <h2>Top articles</h2>
+              <p class="muted note">Clicks on our tracking links; impressions are the times an article was shown in
+                search results or cited in an answer.</p>
+              <div class="split">
+                <div id="articles">${loading}</div>
+                <div id="sites">${loading}</div>
+              </div>
+            </section>
+            <section class="wide">
+              <h2>Agent readership</h2>
+              <p class="muted note">AI agents calling the API (payproxy, paid proxy, MCP): what they asked, the articles
+                they were shown, and their users' clicks.</p>
+              <div id="agents">${loading}</div>
             </section>
             <section>
               <h2>By placement</h2>
-              <div id="by-placement"></div>
+              <div id="by-placement">${loading}</div>
             </section>
             <section>
               <h2>By deployment type</h2>
-              <div id="by-deployment"></div>
+              <div id="by-deployment">${loading}</div>
             </section>
-            <section>
+            <section class="wide">
               <h2>By referring page</h2>
-              <div id="by-referrer"></div>
-            </section>
-            <section>
-              <h2>Top articles</h2>
-              <div id="articles"></div>
-            </section>
-            <section>
-              <h2>Agent readership</h2>
-              <div id="agents"></div>
+              <div id="by-referrer">${loading}</div>
             </section>
             <section>
               <h2>Queries per session</h2>
-              <div id="depth"></div>
+              <div id="depth">${loading}</div>
             </section>
             <section>
               <h2>Intents</h2>
-              <div id="intents"></div>
+              <div id="intents">${loading}</div>
             </section>
             <section class="wide">
               <h2>Latest questions</h2>
-              <div id="logs"></div>
+              <div id="logs">${loading}</div>
             </section>
           </main>
         </div>

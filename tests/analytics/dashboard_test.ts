@@ -85,7 +85,24 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.ok((await page.$$eval("#depth .bar", (b) => b.length)) === 7);
         assert.ok((await page.$$eval("#realtime .card", (b) => b.length)) === 3);
         assert.match(await page.$eval("#cards", (e) => e.textContent ?? ""), /Sessions/);
+        // Readable numbers: percentages carry their sign, the agents table names the demo's agents.
+        assert.match(await page.$eval("#cards", (e) => e.textContent ?? ""), /Viewability/);
+        assert.match(await page.$eval("#agents", (e) => e.textContent ?? ""), /payproxy:newsbrief-agent/);
+        assert.match(await page.$eval("#articles", (e) => e.textContent ?? ""), /%/);
         console.log(`screenshot: ${await session.shot("dashboard demo data")}`);
+      });
+
+      await t.step("a 390 px wide phone: every panel fits the width, nothing scrolls sideways", async () => {
+        await page.setViewport({ width: 390, height: 844 });
+        await page.goto(`${origin}/dashboard?timezone=UTC&compare=previous_period`, { waitUntil: "domcontentloaded" });
+        await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+        const overflow = await page.evaluate(() => {
+          const d = (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document;
+          return d.documentElement.scrollWidth;
+        });
+        assert.ok(overflow <= 390, `page is ${overflow} px wide`);
+        console.log(`screenshot: ${await session.shot("dashboard narrow")}`);
+        await page.setViewport({ width: 1280, height: 1800 });
       });
 
       await t.step("a prompt of <img src=x onerror=...> executes nothing and is shown as text", async () => {
@@ -142,12 +159,61 @@ Deno.test("GET /dashboard: strict CSP, no inline script, assets served from the 
   const html = await res.text();
   assert.ok(!/<script>(?!<)/.test(html), "no inline script");
   assert.ok(!/https?:\/\//.test(html.replace(/http:\/\/127\.0\.0\.1[^"]*/g, "")), "no third-party URL");
+  assert.equal(res.headers.get("referrer-policy"), "no-referrer");
+  assert.match(html, /<meta name="referrer" content="no-referrer">/);
   const uplot = await w.app.request("/dashboard/assets/uplot.min.js");
   assert.equal(uplot.status, 200);
   assert.match(await uplot.text(), /uPlot/);
+  assert.equal(uplot.headers.get("cache-control"), "public, no-cache");
   for (const bad of ["../deps.ts", "%2e%2e%2fdashboard.ts", "app.js", "__proto__", "constructor"]) {
     const r = await w.app.request(`/dashboard/assets/${bad}`);
     assert.equal(r.status, 404, bad);
     await r.body?.cancel();
   }
+});
+
+Deno.test("GET /dashboard assets: hashed URLs cached as immutable, ETag revalidation, gzip when accepted", async () => {
+  await using w = await createTestWorld();
+  const html = await (await w.app.request("/dashboard")).text();
+  const urls = [...html.matchAll(/(?:src|href)="(\/dashboard\/assets\/[^"]+)"/g)].map((m) => m[1]!);
+  assert.deepEqual(urls.map((u) => u.replace(/\?v=[0-9a-f]{16}$/, "")).sort(), [
+    "/dashboard/assets/dashboard.css",
+    "/dashboard/assets/dashboard.js",
+    "/dashboard/assets/uplot.min.css",
+    "/dashboard/assets/uplot.min.js",
+  ]);
+  for (const url of urls) {
+    const plain = await w.app.request(url);
+    assert.equal(plain.status, 200, url);
+    assert.equal(plain.headers.get("cache-control"), "public, max-age=31536000, immutable");
+    assert.equal(plain.headers.get("content-encoding"), null);
+    const etag = plain.headers.get("etag")!;
+    assert.match(etag, /^"[0-9a-f]{16}"$/);
+    assert.equal(`"${url.split("?v=")[1]}"`, etag, "the URL names the content");
+    const bytes = new Uint8Array(await plain.arrayBuffer());
+    const zipped = await w.app.request(url, { headers: { "accept-encoding": "gzip, deflate, br" } });
+    assert.equal(zipped.headers.get("content-encoding"), "gzip");
+    assert.equal(zipped.headers.get("vary"), "Accept-Encoding");
+    const packed = new Uint8Array(await zipped.arrayBuffer());
+    assert.ok(packed.length < bytes.length);
+    const unpacked = await new Response(new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip")))
+      .arrayBuffer();
+    assert.deepEqual(new Uint8Array(unpacked), bytes);
+    const again = await w.app.request(url, { headers: { "if-none-match": etag } });
+    assert.equal(again.status, 304);
+    assert.equal(again.headers.get("etag"), etag);
+    assert.equal((await again.arrayBuffer()).byteLength, 0);
+    const refused = await w.app.request(url, { headers: { "accept-encoding": "gzip;q=0" } });
+    assert.equal(refused.headers.get("content-encoding"), null);
+    await refused.body?.cancel();
+  }
+  // A stale or forged version is served but not marked immutable.
+  const stale = await w.app.request("/dashboard/assets/dashboard.js?v=0000000000000000");
+  assert.equal(stale.headers.get("cache-control"), "public, no-cache");
+  await stale.body?.cancel();
+  const page = await w.app.request("/dashboard", { headers: { "accept-encoding": "gzip" } });
+  assert.equal(page.headers.get("content-encoding"), "gzip");
+  assert.equal(page.headers.get("cache-control"), "no-store");
+  assert.match(page.headers.get("content-security-policy")!, /script-src 'self'/);
+  await page.body?.cancel();
 });

@@ -1,0 +1,247 @@
+/**
+ * `GET /v1/analytics/dashboard`: every panel of the dashboard page in one call, streamed as
+ * NDJSON, one line per panel in the order the panels finish, so the page draws each one as soon as
+ * it is ready. One request against the rate limit instead of nine; each panel is the same answer
+ * (and the same cache entry) as its own endpoint for the same parameters.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { askAiBreakdown, BREAKDOWN_PARAMS } from "../analytics/breakdown.ts";
+import { COMPARE_MODES, parseCompare } from "../analytics/compare.ts";
+import { realtimeCounters } from "../analytics/realtime.ts";
+import { agentReadership, READERSHIP_FILTERS, topArticles } from "../analytics/readership.ts";
+import {
+  type AnalyticsQuery,
+  ASK_AI_FILTERS,
+  askAiLogs,
+  askAiRollup,
+  LOGS_FILTERS,
+  requestWindow,
+  type RollupDeps,
+  SESSION_FILTERS,
+  sessionIntelligence,
+  widgetAgent,
+  ZONE_PARAMS,
+} from "../analytics/rollups.ts";
+import { AppError } from "../core/errors.ts";
+import { describeError } from "../core/log.ts";
+import type { analyticsAnswerer, AnswerSpec } from "./analytics_answer.ts";
+import type { InsightDeps } from "./analytics_insights.ts";
+import type { AppEnv } from "./env.ts";
+import { familyApp } from "./family.ts";
+
+/** The view parameters the page passes on. */
+const VIEW_PARAMS = [
+  "start_date",
+  "end_date",
+  "timezone",
+  "compare",
+  "widget_id",
+  "placement_id",
+  "deployment_type",
+] as const;
+
+/** Rows in the dashboard's tables. */
+const TABLE_ROWS = "10";
+const LOG_ROWS = "20";
+
+/** One panel: its name, the query it answers, and how (a cached answer or the uncached realtime). */
+interface Panel {
+  panel: string;
+  query: AnalyticsQuery;
+  answer: AnswerSpec | "realtime";
+}
+
+/** The panels of a view, each with the parameters its own endpoint would get from the page. */
+function panelsOf(v: AnalyticsQuery, rollupDeps: RollupDeps, kv: Deno.Kv): Panel[] {
+  const pick = (names: readonly string[], extra: AnalyticsQuery = {}) => {
+    const q: AnalyticsQuery = {};
+    for (const n of names) if (v[n] !== undefined && v[n] !== "") q[n] = v[n];
+    return { ...q, ...extra };
+  };
+  const filters = ["start_date", "end_date", "timezone", "widget_id", "placement_id", "deployment_type"];
+  const window = ["start_date", "end_date", "timezone"];
+  const byDimension = (panel: string, dimension: string): Panel => ({
+    panel,
+    query: pick(filters, { dimension, limit: TABLE_ROWS }),
+    answer: {
+      endpoint: "ask-ai-breakdown",
+      echo: ASK_AI_FILTERS,
+      keyParams: [...ZONE_PARAMS, ...BREAKDOWN_PARAMS],
+      compute: (t, q) => askAiBreakdown(rollupDeps, t, q),
+    },
+  });
+  return [
+    {
+      panel: "ask-ai",
+      query: pick([...filters, "compare"]),
+      answer: {
+        endpoint: "ask-ai",
+        echo: ASK_AI_FILTERS,
+        keyParams: ZONE_PARAMS,
+        compute: (t, q) => askAiRollup(rollupDeps, t, q),
+      },
+    },
+    { panel: "realtime", query: pick(["widget_id", "timezone"]), answer: "realtime" },
+    {
+      panel: "articles",
+      query: pick(window, { limit: TABLE_ROWS }),
+      answer: {
+        endpoint: "articles",
+        echo: READERSHIP_FILTERS,
+        keyParams: [...ZONE_PARAMS, "limit"],
+        compute: (t, q) => topArticles({ ...rollupDeps, kv }, t, q),
+      },
+    },
+    {
+      panel: "agents",
+      query: pick(window, { limit: TABLE_ROWS }),
+      answer: {
+        endpoint: "agents",
+        echo: ["start_date", "end_date"],
+        keyParams: [...ZONE_PARAMS, "limit"],
+        compute: (t, q) => agentReadership(rollupDeps, t, q),
+      },
+    },
+    byDimension("by-placement", "placement_id"),
+    byDimension("by-deployment", "deployment_type"),
+    byDimension("by-referrer", "referring_url"),
+    {
+      panel: "session-intelligence",
+      query: pick(filters),
+      answer: {
+        endpoint: "session-intelligence",
+        echo: SESSION_FILTERS,
+        keyParams: ZONE_PARAMS,
+        compute: (t, q) => sessionIntelligence(rollupDeps, t, q),
+      },
+    },
+    {
+      panel: "logs",
+      query: pick(filters, { limit: LOG_ROWS }),
+      answer: {
+        endpoint: "ask-ai-logs",
+        echo: LOGS_FILTERS,
+        keyParams: ZONE_PARAMS,
+        compute: (t, q) => askAiLogs(rollupDeps, t, q),
+      },
+    },
+  ];
+}
+
+/** The panel names, in the order they are started. */
+export const DASHBOARD_PANELS = [
+  "ask-ai",
+  "realtime",
+  "articles",
+  "agents",
+  "by-placement",
+  "by-deployment",
+  "by-referrer",
+  "session-intelligence",
+  "logs",
+] as const;
+
+const str = (description: string) => z.string().optional().openapi({ description });
+
+const dashboardRoute = createRoute({
+  method: "get",
+  path: "/dashboard",
+  tags: ["analytics"],
+  summary: "Every dashboard panel in one call (NDJSON, one line per panel as it is ready)",
+  description: "The panels of `GET /dashboard` for one view: `ask-ai` (with `compare`), `realtime`, `articles` and " +
+    "`agents` (10 rows), breakdowns `by-placement`, `by-deployment`, `by-referrer` (10 rows), " +
+    "`session-intelligence`, and `logs` (20 rows). Each line is `{panel, status, body}`: `body` is what the " +
+    "panel's own endpoint answers for the same parameters (from the same cache), or `{message}` with the status " +
+    "that endpoint would have given. Lines come in the order the panels finish. Counts as one request against " +
+    "the rate limit. The view is checked before streaming: a bad date, zone or widget is a 400.",
+  security: [{ bearerAuth: [] }],
+  request: {
+    query: z.object({
+      start_date: str("YYYY-MM-DD in `timezone`, inclusive. Default: end_date minus 6 days."),
+      end_date: str("YYYY-MM-DD in `timezone`, inclusive. Default: today there."),
+      timezone: str("IANA zone (default `UTC`)."),
+      compare: z.enum(COMPARE_MODES).optional().openapi({ description: "Comparison for the `ask-ai` panel." }),
+      widget_id: str("`wd_...` of the key's tenant."),
+      placement_id: str("Exact placement id."),
+      deployment_type: str("e.g. `embed`."),
+    }),
+    headers: z.object({
+      "cache-control": z.string().optional().openapi({ description: "`no-cache` skips the cache reads." }),
+    }),
+  },
+  responses: {
+    200: {
+      description: "NDJSON: one `{panel, status, body}` line per panel",
+      content: {
+        "application/x-ndjson": {
+          schema: z.string().openapi({ description: '`{"panel":"ask-ai","status":200,"body":{...}}` lines' }),
+        },
+      },
+    },
+    400: {
+      description: "Bad date, window, timezone, compare or unknown widget_id",
+      content: { "application/json": { schema: z.object({ message: z.string() }) } },
+    },
+    401: { description: "Missing or non-`ak_` API key" },
+    403: { description: "Unknown or revoked API key" },
+    429: { description: '`{message: "rate limit exceeded"}` with Retry-After' },
+  },
+});
+
+/** Mounted inside the `/v1/analytics` sub-app (behind its key check and rate limit). */
+export function createDashboardDataRoute(deps: InsightDeps, answer: ReturnType<typeof analyticsAnswerer>) {
+  const app = familyApp("message", deps.log);
+  const rollupDeps: RollupDeps = { engine: deps.analytics, repos: deps.repos, clock: deps.clock };
+  const encoder = new TextEncoder();
+
+  /** One panel's line: its answer, or the error its own endpoint would have answered. */
+  const run = async (c: Context<AppEnv>, tenantId: string, p: Panel) => {
+    try {
+      const body = p.answer === "realtime"
+        ? await realtimeCounters({ ...rollupDeps, wal: deps.events.wal }, tenantId, p.query)
+        : (await answer(c, p.answer, p.query)).body;
+      return { panel: p.panel, status: 200, body };
+    } catch (err) {
+      if (err instanceof AppError && err.status < 500) {
+        return { panel: p.panel, status: err.status, body: { message: err.message } };
+      }
+      deps.log.error("dashboard panel failed", {
+        request_id: c.get("requestId"),
+        panel: p.panel,
+        error: describeError(err),
+      });
+      return { panel: p.panel, status: 500, body: { message: "Internal server error" } };
+    }
+  };
+
+  app.openapi(
+    dashboardRoute,
+    (async (c: Context<AppEnv>) => {
+      const tenantId = c.get("tenantId")!;
+      const raw = c.req.query();
+      const view: AnalyticsQuery = {};
+      for (const n of VIEW_PARAMS) if (raw[n] !== undefined) view[n] = raw[n];
+      // The view is checked once, before the stream starts: its errors are a plain 400.
+      parseCompare(view.compare);
+      await requestWindow(rollupDeps, view);
+      await widgetAgent(rollupDeps, tenantId, view);
+      const panels = panelsOf(view, rollupDeps, deps.kv);
+      const stream = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          await Promise.all(panels.map(async (p) => {
+            const line = await run(c, tenantId, p);
+            controller.enqueue(encoder.encode(`${JSON.stringify(line)}\n`));
+          }));
+          controller.close();
+        },
+      });
+      return c.body(stream, 200, {
+        "content-type": "application/x-ndjson; charset=UTF-8",
+        "cache-control": "no-store",
+      });
+      // deno-lint-ignore no-explicit-any
+    }) as any,
+  );
+  return app;
+}

@@ -1,0 +1,87 @@
+import assert from "node:assert/strict";
+import { seedDemo } from "../../fixtures/demo.ts";
+import { demoEventsStep } from "../../fixtures/demo_events.ts";
+import { DASHBOARD_PANELS } from "../../routes/analytics_dashboard.ts";
+import { bearer, createTestWorld } from "../_helpers.ts";
+
+type Line = { panel: string; status: number; body: Record<string, unknown> };
+
+async function demoWorld(env: Record<string, string> = {}) {
+  const w = await createTestWorld({ env });
+  const seeded = await seedDemo(w.deps, [demoEventsStep]);
+  return Object.assign(w, { key: seeded.apiKey!, ids: seeded.ids });
+}
+
+const lines = (text: string): Line[] => text.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+
+Deno.test("GET /v1/analytics/dashboard streams every panel, each the same answer as its own endpoint", async () => {
+  await using w = await demoWorld();
+  const view = "start_date=2026-11-10&end_date=2026-11-22&timezone=Europe/Paris&placement_id=pl_top";
+  const res = await w.app.request(`/v1/analytics/dashboard?${view}&compare=previous_period`, {
+    headers: bearer(w.key),
+  });
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get("content-type")!, /^application\/x-ndjson/);
+  const got = lines(await res.text());
+  assert.deepEqual(got.map((l) => l.panel).sort(), [...DASHBOARD_PANELS].sort());
+  assert.ok(got.every((l) => l.status === 200), JSON.stringify(got.filter((l) => l.status !== 200)));
+  const own: Record<string, string> = {
+    "ask-ai": `ask-ai?${view}&compare=previous_period`,
+    "realtime": "realtime?timezone=Europe/Paris",
+    "articles": "articles?start_date=2026-11-10&end_date=2026-11-22&timezone=Europe/Paris&limit=10",
+    "agents": "agents?start_date=2026-11-10&end_date=2026-11-22&timezone=Europe/Paris&limit=10",
+    "by-placement": `ask-ai/breakdown?${view}&dimension=placement_id&limit=10`,
+    "by-deployment": `ask-ai/breakdown?${view}&dimension=deployment_type&limit=10`,
+    "by-referrer": `ask-ai/breakdown?${view}&dimension=referring_url&limit=10`,
+    "session-intelligence": `session-intelligence?${view}`,
+    "logs": `ask-ai/logs?${view}&limit=20`,
+  };
+  for (const line of got) {
+    const single = await w.app.request(`/v1/analytics/${own[line.panel]}`, { headers: bearer(w.key) });
+    assert.equal(single.status, 200, line.panel);
+    assert.deepEqual(line.body, await single.json(), line.panel);
+  }
+  const summary = got.find((l) => l.panel === "ask-ai")!.body;
+  assert.ok("comparison" in summary);
+  assert.ok((summary.summary as { sessions: number }).sessions > 0);
+});
+
+Deno.test("GET /v1/analytics/dashboard counts once against the rate limit and checks the view before streaming", async () => {
+  await using w = await demoWorld({ ANALYTICS_RATE_LIMIT_PER_MIN: "3" });
+  const call = (q = "") => w.app.request(`/v1/analytics/dashboard${q}`, { headers: bearer(w.key) });
+  const bad: [string, string][] = [
+    ["?timezone=Mars/Olympus", "timezone must be a valid IANA time zone name"],
+    ["?compare=last_week", 'compare: Invalid option: expected one of "previous_period"|"previous_year"'],
+    ["?start_date=2026-13-01", "start_date must be a valid date in YYYY-MM-DD format"],
+  ];
+  for (const [q, message] of bad) {
+    const res = await call(q);
+    assert.equal(res.status, 400, q);
+    assert.deepEqual(await res.json(), { message });
+  }
+  // Three requests were spent; the fourth is over the limit however many panels it would carry.
+  const limited = await call();
+  assert.equal(limited.status, 429);
+  await limited.body?.cancel();
+
+  await using w2 = await demoWorld();
+  const other = await w2.tenantWithKey("Other");
+  const foreign = await w2.app.request(`/v1/analytics/dashboard?widget_id=${w2.ids.widgetId}`, {
+    headers: bearer(other.key),
+  });
+  assert.equal(foreign.status, 400);
+  assert.deepEqual(await foreign.json(), { message: "widget_id not found" });
+  const twice = [await w2.app.request("/v1/analytics/dashboard", { headers: bearer(w2.key) })];
+  twice.push(await w2.app.request("/v1/analytics/dashboard", { headers: bearer(w2.key) }));
+  for (const r of twice) assert.equal(r.status, 200);
+  assert.equal(
+    Number(twice[0]!.headers.get("x-ratelimit-remaining")) - Number(twice[1]!.headers.get("x-ratelimit-remaining")),
+    1,
+  );
+  for (const r of twice) await r.body?.cancel();
+  const anonymous = await w2.app.request("/v1/analytics/dashboard");
+  assert.equal(anonymous.status, 401);
+  await anonymous.body?.cancel();
+  const doc = await (await w2.app.request("/openapi.json")).json();
+  assert.ok(doc.paths["/v1/analytics/dashboard"]?.get, "documented");
+});
