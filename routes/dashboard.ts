@@ -1,10 +1,20 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { createRequire } from "node:module";
-import { gzipSync } from "node:zlib";
+import uplotCss from "uplot/dist/uPlot.min.css" with { type: "text" };
+import uplotJs from "uplot/dist/uPlot.iife.min.js" with { type: "text" };
 import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
-import { acceptsGzip, AssetSource, AssetStore, IMMUTABLE, matchesEtag, REVALIDATE } from "./dashboard/assets.ts";
+import {
+  acceptsGzip,
+  AssetSource,
+  AssetStore,
+  gzipped,
+  IMMUTABLE,
+  matchesEtag,
+  REVALIDATE,
+} from "./dashboard/assets.ts";
+import dashboardCss from "./dashboard/dashboard.css" with { type: "text" };
+import dashboardJs from "./dashboard/dashboard.js" with { type: "text" };
 import { dashboardPage } from "./dashboard/page.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
@@ -31,22 +41,16 @@ const SECURITY_HEADERS = {
   "x-frame-options": "DENY",
 };
 
-const require = createRequire(import.meta.url);
-/** Assets by URL name: our script and style, and uPlot from the installed npm package (no CDN). */
+/**
+ * Assets by URL name: our script and style, and uPlot from the installed npm package (no CDN).
+ * Imported as text, so they are part of the module graph: `deno compile` embeds them and the
+ * service reads no file for them at run time.
+ */
 const ASSETS: Record<string, AssetSource> = {
-  "dashboard.js": {
-    file: () => new URL("./dashboard/dashboard.js", import.meta.url).pathname,
-    type: "text/javascript; charset=UTF-8",
-  },
-  "dashboard.css": {
-    file: () => new URL("./dashboard/dashboard.css", import.meta.url).pathname,
-    type: "text/css; charset=UTF-8",
-  },
-  "uplot.min.js": {
-    file: () => require.resolve("uplot/dist/uPlot.iife.min.js"),
-    type: "text/javascript; charset=UTF-8",
-  },
-  "uplot.min.css": { file: () => require.resolve("uplot/dist/uPlot.min.css"), type: "text/css; charset=UTF-8" },
+  "dashboard.js": { text: dashboardJs, type: "text/javascript; charset=UTF-8" },
+  "dashboard.css": { text: dashboardCss, type: "text/css; charset=UTF-8" },
+  "uplot.min.js": { text: uplotJs, type: "text/javascript; charset=UTF-8" },
+  "uplot.min.css": { text: uplotCss, type: "text/css; charset=UTF-8" },
 };
 const ASSET_PREFIX = "/dashboard/assets/";
 
@@ -92,21 +96,14 @@ const pageRoute = createRoute({
 export function createDashboardRoutes(deps: Pick<Deps, "log">) {
   const app = familyApp("message", deps.log);
   const assets = new AssetStore(ASSETS);
-  let page: Promise<{ bytes: Uint8Array<ArrayBuffer>; gzip: Uint8Array<ArrayBuffer> }> | undefined;
+  let page: { bytes: Uint8Array<ArrayBuffer>; gzip: Uint8Array<ArrayBuffer> } | undefined;
   const renderPage = async () => {
-    const html = String(await dashboardPage(await assets.urls(ASSET_PREFIX)));
-    const bytes = new TextEncoder().encode(html);
-    const gz = gzipSync(bytes);
-    return {
-      bytes,
-      gzip: new Uint8Array(gz.buffer.slice(gz.byteOffset, gz.byteOffset + gz.byteLength) as ArrayBuffer),
-    };
+    const bytes = new TextEncoder().encode(String(await dashboardPage(assets.urls(ASSET_PREFIX))));
+    return { bytes, gzip: gzipped(bytes) };
   };
   app.openapi(pageRoute, async (c) => {
-    page ??= renderPage();
-    page.catch(() => (page = undefined));
-    const { bytes, gzip } = await page;
-    const { body, headers } = encoded(c, bytes, gzip);
+    page ??= await renderPage();
+    const { body, headers } = encoded(c, page.bytes, page.gzip);
     return c.body(body, 200, {
       ...SECURITY_HEADERS,
       ...headers,
@@ -115,7 +112,7 @@ export function createDashboardRoutes(deps: Pick<Deps, "log">) {
     });
   });
   app.get("/assets/:name", async (c) => {
-    const asset = await assets.get(c.req.param("name"));
+    const asset = assets.get(c.req.param("name"));
     if (!asset) throw notFound("Not found");
     // The hashed URL never changes content; any other URL revalidates.
     const cacheControl = c.req.query("v") === asset.hash ? IMMUTABLE : REVALIDATE;

@@ -1,15 +1,15 @@
 /**
- * The dashboard's static files, read once and kept in memory with a content hash and a gzip copy:
- * the page links them by hashed URL (`name?v=<hash>`), so browsers cache them for a year and a new
- * build is a new URL; any other URL of the file revalidates with its ETag.
+ * The dashboard's static files, kept in memory with a content hash and a gzip copy (made on first
+ * use): the page links them by hashed URL (`name?v=<hash>`), so browsers cache them for a year and
+ * a new build is a new URL; any other URL of the file revalidates with its ETag.
  */
 import { createHash } from "node:crypto";
 import { gzipSync } from "node:zlib";
 
-/** Where a file comes from and what it is. */
+/** A file's content and media type. */
 export interface AssetSource {
-  /** The file's path, resolved when first needed (never at import time). */
-  file: () => string;
+  /** The text, imported at build time (`with { type: "text" }`), so a compiled binary carries it. */
+  text: string;
   type: string;
 }
 
@@ -29,45 +29,43 @@ export const IMMUTABLE = "public, max-age=31536000, immutable";
 /** Any other URL of an asset: may be stored, revalidated (ETag) before each use. */
 export const REVALIDATE = "public, no-cache";
 
-/** Loads the named files on first use; concurrent first uses share one read. */
+/** Hashes and compresses the named files on first use. */
 export class AssetStore {
-  #loaded: Promise<Map<string, LoadedAsset>> | undefined;
+  #loaded: Map<string, LoadedAsset> | undefined;
 
   constructor(private readonly sources: Record<string, AssetSource>) {}
 
-  /** Every asset by name (read, hashed and compressed on the first call). */
-  all(): Promise<Map<string, LoadedAsset>> {
-    this.#loaded ??= this.#load();
-    // A failed read is retried on the next request rather than remembered.
-    this.#loaded.catch(() => (this.#loaded = undefined));
+  /** Every asset by name. */
+  all(): Map<string, LoadedAsset> {
+    this.#loaded ??= new Map(Object.entries(this.sources).map(([name, src]) => [name, prepare(src)]));
     return this.#loaded;
   }
 
   /** The asset called `name`, or undefined for a name that is not one of ours. */
-  async get(name: string): Promise<LoadedAsset | undefined> {
+  get(name: string): LoadedAsset | undefined {
     if (!Object.hasOwn(this.sources, name)) return undefined;
-    return (await this.all()).get(name);
+    return this.all().get(name);
   }
 
   /** `name?v=<hash>` URLs under `prefix`, by name. */
-  async urls(prefix: string): Promise<Record<string, string>> {
+  urls(prefix: string): Record<string, string> {
     const out: Record<string, string> = {};
-    for (const [name, a] of await this.all()) out[name] = `${prefix}${name}?v=${a.hash}`;
+    for (const [name, a] of this.all()) out[name] = `${prefix}${name}?v=${a.hash}`;
     return out;
   }
+}
 
-  async #load(): Promise<Map<string, LoadedAsset>> {
-    const entries = await Promise.all(
-      Object.entries(this.sources).map(async ([name, src]) => {
-        const bytes = await Deno.readFile(src.file());
-        const hash = createHash("sha256").update(bytes).digest("hex").slice(0, 16);
-        const gz = gzipSync(bytes, { level: 9 });
-        const gzip = new Uint8Array(gz.buffer.slice(gz.byteOffset, gz.byteOffset + gz.byteLength) as ArrayBuffer);
-        return [name, { bytes, gzip, hash, etag: `"${hash}"`, type: src.type }] as const;
-      }),
-    );
-    return new Map(entries);
-  }
+/** Bytes, hash and gzip copy of one source. */
+function prepare(src: AssetSource): LoadedAsset {
+  const bytes = new TextEncoder().encode(src.text);
+  const hash = createHash("sha256").update(bytes).digest("hex").slice(0, 16);
+  return { bytes, gzip: gzipped(bytes), hash, etag: `"${hash}"`, type: src.type };
+}
+
+/** `bytes` gzip-compressed (level 9: done once per process). */
+export function gzipped(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
+  const gz = gzipSync(bytes, { level: 9 });
+  return new Uint8Array(gz.buffer.slice(gz.byteOffset, gz.byteOffset + gz.byteLength) as ArrayBuffer);
 }
 
 /** Whether the request's `If-None-Match` names `etag` (a list, weak forms and `*` included). */

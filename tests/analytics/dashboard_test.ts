@@ -217,3 +217,20 @@ Deno.test("GET /dashboard assets: hashed URLs cached as immutable, ETag revalida
   assert.match(page.headers.get("content-security-policy")!, /script-src 'self'/);
   await page.body?.cancel();
 });
+
+Deno.test("the dashboard page and its assets are served with no file read (what deno compile embeds)", async () => {
+  // A child with no --allow-read at all: every asset must come from the module graph.
+  const root = new URL("../../", import.meta.url).pathname;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--no-prompt", "tests/analytics/_dashboard_assets_child.ts"],
+    cwd: root,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout);
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  const lines = text.trim().split("\n");
+  assert.equal(lines.length, 5, text);
+  for (const line of lines) assert.match(line, /^200 [1-9]\d* \//, line);
+  assert.ok(lines.some((l) => /uplot\.min\.js\?v=[0-9a-f]{16}$/.test(l)));
+});
