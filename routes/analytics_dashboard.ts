@@ -26,7 +26,7 @@ import {
 import { AppError } from "../core/errors.ts";
 import { describeError } from "../core/log.ts";
 import type { analyticsAnswerer, AnswerSpec } from "./analytics_answer.ts";
-import type { InsightDeps } from "./analytics_insights.ts";
+import type { Deps } from "../composition.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
 
@@ -189,8 +189,11 @@ const dashboardRoute = createRoute({
   },
 });
 
+/** What the combined call reads. */
+type DashboardDataDeps = Pick<Deps, "analytics" | "events" | "repos" | "clock" | "log" | "kv">;
+
 /** Mounted inside the `/v1/analytics` sub-app (behind its key check and rate limit). */
-export function createDashboardDataRoute(deps: InsightDeps, answer: ReturnType<typeof analyticsAnswerer>) {
+export function createDashboardDataRoute(deps: DashboardDataDeps, answer: ReturnType<typeof analyticsAnswerer>) {
   const app = familyApp("message", deps.log);
   const rollupDeps: RollupDeps = { engine: deps.analytics, repos: deps.repos, clock: deps.clock };
   const encoder = new TextEncoder();
