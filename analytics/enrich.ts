@@ -39,6 +39,9 @@ export interface SponsoredSession {
   last_ms: number;
 }
 
+/** Event types only the service records (search and answer impressions, API calls). */
+export const SERVICE_EVENT_TYPES = ["result_impression", "api_call"] as const;
+
 const IDLE_MS = SESSION_IDLE_MINUTES * 60_000;
 // Session state outlives the 30 min idle window so late events still find it; the idle rule is
 // checked against `last_ms` on read, KV's expireIn only cleans up.
@@ -98,8 +101,12 @@ export async function prepareEvents(
     if (tsMs < nowMs - MAX_AGE_MS) throw invalid(i, "ts", "must not be more than 30 days in the past");
     const row = toRow(e, { event_id: e.event_id ?? uuidv7(deps.clock), ts_ms: tsMs, source });
 
-    // Ownership and defaults. Widget traffic cannot name another widget, tenant or agent identity.
+    // Ownership and defaults. Widget traffic cannot name another widget, tenant or agent identity,
+    // nor send what only the service measures (impressions of what it served, its API calls).
     if (ctx.source === "widget") {
+      if ((SERVICE_EVENT_TYPES as readonly string[]).includes(e.event_type)) {
+        throw invalid(i, "event_type", "is recorded by the service itself, not sent by a widget");
+      }
       if (e.widget_id !== undefined && e.widget_id !== ctx.widget.id) {
         throw invalid(i, "widget_id", "must match the batch's widget_id");
       }

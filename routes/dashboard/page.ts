@@ -8,7 +8,8 @@ const loading = html`<p class="muted placeholder">Loading…</p>`;
 
 /**
  * The dashboard's HTML shell: no data and no inline script; everything is drawn by dashboard.js,
- * each panel as soon as its own API call answers.
+ * each panel as soon as its line of the combined API call arrives. The key field has no name, so
+ * even a submit without the script puts no key in a URL.
  */
 export function dashboardPage(assets: AssetUrls) {
   return html`
@@ -28,7 +29,7 @@ export function dashboardPage(assets: AssetUrls) {
         <form id="signin" class="hidden" autocomplete="off">
           <h1>Publisher analytics</h1>
           <label for="key">API key</label>
-          <input id="key" name="key" type="password" placeholder="ak_..." required>
+          <input id="key" type="password" placeholder="ak_..." autocomplete="off" required>
           <button type="submit">Sign in</button>
           <p id="message" role="alert"></p>
           <p class="muted">The key stays in this tab (sessionStorage) and is sent only in the Authorization header.</p>

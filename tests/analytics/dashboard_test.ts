@@ -160,6 +160,9 @@ Deno.test("GET /dashboard: strict CSP, no inline script, assets served from the 
   assert.ok(!/<script>(?!<)/.test(html), "no inline script");
   assert.ok(!/https?:\/\//.test(html.replace(/http:\/\/127\.0\.0\.1[^"]*/g, "")), "no third-party URL");
   assert.equal(res.headers.get("referrer-policy"), "no-referrer");
+  // The key field has no name, so a form submitted without the script carries no key in its URL.
+  assert.match(html, /<input id="key" type="password"/);
+  assert.ok(!/name="key"/.test(html));
   assert.match(html, /<meta name="referrer" content="no-referrer">/);
   const uplot = await w.app.request("/dashboard/assets/uplot.min.js");
   assert.equal(uplot.status, 200);

@@ -81,6 +81,26 @@ Deno.test("POST /v1/events from the widget: 403 for a wrong, missing origin or u
   assert.equal(await walCount(world.w.deps.kv), 0);
 });
 
+Deno.test("POST /v1/events from the widget: impressions and API calls are the service's own, a widget cannot send them", async () => {
+  await using world = await analyticsWorld();
+  for (const event_type of ["result_impression", "api_call"]) {
+    const res = await post(world, {
+      widget_id: "wd_main",
+      events: [{ event_type: "widget_load" }, {
+        event_type,
+        data_model_id: "dm_x",
+        article_id: "ar_1",
+        article_url: "https://news.example/a",
+      }],
+    }, { origin: "https://news.example" });
+    assert.equal(res.status, 422, event_type);
+    assert.deepEqual(await res.json(), {
+      message: "events.1.event_type: is recorded by the service itself, not sent by a widget",
+    });
+  }
+  assert.equal(await walCount(world.w.deps.kv), 0);
+});
+
 Deno.test("POST /v1/events from a server: bearer key of the owning tenant; other tenants' widgets are refused", async () => {
   await using world = await analyticsWorld();
   let res = await post(
