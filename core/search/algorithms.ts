@@ -34,6 +34,15 @@ export const RELEVANCE_SHARE = 0.5;
 export const TRENDING_WINDOW_DAYS = 7;
 /** Share of the trending score that comes from the user's query. */
 export const TRENDING_QUERY_SHARE = 0.3;
+/** `trending` blends in the query's hybrid scores of at least this many candidates. */
+export const TRENDING_POOL_MIN = 200;
+
+/** How many hybrid candidates an algorithm asks for when it returns `k`. */
+export function candidatePool(algorithm: SearchAlgorithm, k: number): number {
+  if (algorithm === "most_recent") return Math.max(RECENT_POOL_MIN, k * 10);
+  if (algorithm === "trending") return Math.max(TRENDING_POOL_MIN, k * 10);
+  return k;
+}
 
 const byOrder = (a: Ranked, b: Ranked) => b.order - a.order || b.score - a.score || a.slot - b.slot;
 
@@ -49,7 +58,7 @@ export function semantic(input: RankInput): Ranked[] {
  */
 export function mostRecent(input: RankInput): Ranked[] {
   const pool = input.index.hybrid(input.query, {
-    k: Math.max(RECENT_POOL_MIN, input.k * 10),
+    k: candidatePool("most_recent", input.k),
     allow: input.allow,
     cos: input.cos,
     fusion: input.fusion,
@@ -86,7 +95,7 @@ export function trending(input: RankInput): Ranked[] {
   const queryScores = new Map<number, number>();
   for (
     const c of index.hybrid(input.query, {
-      k: Math.max(200, input.k * 10),
+      k: candidatePool("trending", input.k),
       allow,
       cos: input.cos,
       fusion: input.fusion,

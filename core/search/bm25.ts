@@ -9,6 +9,7 @@
  * scoring a query touches only the documents that contain its terms. Documents are added and
  * removed incrementally; the caller keeps the slot numbers.
  */
+import { TopK } from "./topk.ts";
 
 /** Weight and length normalisation of one field. */
 export interface Bm25Field {
@@ -48,6 +49,8 @@ export class Bm25Index {
   /** Per term: nf frequencies per posting. */
   private postTf: Uint16Array[] = [];
   private postLen: number[] = [];
+  /** Per term: whether its postings are in ascending slot order (true unless a slot was re-added). */
+  private postSorted: boolean[] = [];
   /** Per slot: nf field lengths. */
   private docLen = new Float32Array(1024);
   private liveDocs = 0;
@@ -174,8 +177,11 @@ export class Bm25Index {
       this.postSlots.push(new Int32Array(4));
       this.postTf.push(new Uint16Array(4 * nf));
       this.postLen.push(0);
+      this.postSorted.push(true);
     }
     const n = this.postLen[id]!;
+    // A reused or re-added slot below the last one: top() sorts the postings again before bisecting.
+    if (n > 0 && this.postSlots[id]![n - 1]! > slot) this.postSorted[id] = false;
     if (n === this.postSlots[id]!.length) {
       const s = new Int32Array(n * 2);
       s.set(this.postSlots[id]!);
@@ -338,6 +344,152 @@ export class Bm25Index {
     return { slots: outSlots, scores: outScores };
   }
 
+  /**
+   * The best `k` documents for a query, best first (ties: lower slot first): exactly the first
+   * `k` of {@link score} sorted, without scoring every posting of common terms. Terms are taken
+   * from the highest score bound (idf x (k1 + 1) x weight, which no document reaches) down; once the
+   * k-th best score so far exceeds the bounds of the terms left, no document outside the
+   * candidates can reach the top k, so those terms (typically the common, long ones) are only
+   * looked up for the candidates that can still make it (MaxScore; Turtle & Flood, 1995).
+   * @param query term -> weight (weights must be positive for the bounds to hold)
+   */
+  top(
+    query: Map<string, number>,
+    k: number,
+    allow?: (slot: number) => boolean,
+  ): { slots: Int32Array; scores: Float32Array } {
+    const list: { id: number; idf: number; bound: number }[] = [];
+    for (const [term, weight] of query) {
+      const id = this.termIds.get(term);
+      const n = id === undefined ? 0 : this.postLen[id]!;
+      if (n === 0) continue;
+      if (!(weight > 0)) return this.exhaustiveTop(query, k, allow);
+      const idf = Math.log(1 + (this.liveDocs - n + 0.5) / (n + 0.5)) * weight;
+      list.push({ id: id!, idf, bound: Math.max(0, idf) * (this.k1 + 1) });
+    }
+    if (k <= 0 || list.length === 0) return { slots: new Int32Array(0), scores: new Float32Array(0) };
+    for (const { id } of list) if (!this.postSorted[id]) this.sortPostings(id);
+    list.sort((a, b) => b.bound - a.bound || this.postLen[a.id]! - this.postLen[b.id]!);
+    // left[i]: the most the terms from i on can add to any document; postings[i]: their postings.
+    const left = new Float64Array(list.length + 1), postings = new Float64Array(list.length + 1);
+    for (let i = list.length - 1; i >= 0; i--) {
+      left[i] = left[i + 1]! + list[i]!.bound;
+      postings[i] = postings[i + 1]! + this.postLen[list[i]!.id]!;
+    }
+    const norm = this.lengthNorms();
+    const acc = this.acc, seen = this.seen, nf = this.nf, k1 = this.k1, k1p = k1 + 1;
+    const touched: number[] = [];
+    let i = 0, maxAcc = 0, floor = -Infinity;
+    for (; i < list.length; i++) {
+      // Worth a selection pass only when the terms left are long and cannot lift a newcomer past
+      // the best score so far (the k-th best is at most that).
+      if (i > 0 && postings[i]! > touched.length && left[i]! < maxAcc) {
+        floor = this.kthBest(touched, k);
+        if (left[i]! < floor) break;
+      }
+      // The hot loop (every posting of the terms taken in full), with the field loop inlined.
+      const { id, idf } = list[i]!;
+      const n = this.postLen[id]!, slots = this.postSlots[id]!, tfs = this.postTf[id]!;
+      for (let p = 0; p < n; p++) {
+        const s = slots[p]!, state = seen[s];
+        if (state !== 1) {
+          if (state === 2) continue;
+          touched.push(s);
+          if (allow && !allow(s)) {
+            seen[s] = 2;
+            continue;
+          }
+          seen[s] = 1;
+        }
+        let tf = 0;
+        for (let f = 0, o = p * nf, d = s * nf; f < nf; f++) {
+          const x = tfs[o + f]!;
+          if (x !== 0) tf += x * norm[d + f]!;
+        }
+        const x = acc[s]! + idf * (tf * k1p) / (tf + k1);
+        acc[s] = x;
+        if (x > maxAcc) maxAcc = x;
+      }
+    }
+    // The terms left are looked up for the candidates that can still reach the k-th best score.
+    let alive = touched;
+    for (let first = true; i < list.length; i++, first = false) {
+      if (!first) floor = this.kthBest(alive, k);
+      alive = alive.filter((s) => seen[s] === 1 && acc[s]! + left[i]! >= floor);
+      const { id, idf } = list[i]!;
+      const n = this.postLen[id]!, slots = this.postSlots[id]!;
+      if (alive.length * 20 < n) {
+        for (const s of alive) {
+          const p = lowerBound(slots, n, s);
+          if (p < n && slots[p] === s) acc[s] += this.termScore(id, p, s, idf, norm);
+        }
+      } else {
+        for (const s of alive) seen[s] = 3;
+        for (let p = 0; p < n; p++) {
+          const s = slots[p]!;
+          if (seen[s] === 3) acc[s] += this.termScore(id, p, s, idf, norm);
+        }
+        for (const s of alive) seen[s] = 1;
+      }
+    }
+    const best = new TopK(k);
+    for (const s of alive) if (seen[s] === 1) best.push(s, acc[s]!);
+    for (const s of touched) {
+      acc[s] = 0;
+      seen[s] = 0;
+    }
+    const out = best.drain();
+    return { slots: Int32Array.from(out, (e) => e.id), scores: Float32Array.from(out, (e) => e.score) };
+  }
+
+  // Puts a term's postings back in slot order (a re-added slot went to the end), so lookups can
+  // bisect them; once per such change, at the next query that needs it.
+  private sortPostings(id: number): void {
+    const n = this.postLen[id]!, nf = this.nf;
+    const slots = this.postSlots[id]!, tfs = this.postTf[id]!;
+    const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => slots[a]! - slots[b]!);
+    const s2 = new Int32Array(slots.length), t2 = new Uint16Array(tfs.length);
+    order.forEach((from, to) => {
+      s2[to] = slots[from]!;
+      for (let f = 0; f < nf; f++) t2[to * nf + f] = tfs[from * nf + f]!;
+    });
+    this.postSlots[id] = s2;
+    this.postTf[id] = t2;
+    this.postSorted[id] = true;
+  }
+
+  // The k-th best accumulated score among the live candidates (-Infinity with fewer than k).
+  private kthBest(slots: number[], k: number): number {
+    if (slots.length < k) return -Infinity;
+    const best = new TopK(k), acc = this.acc, seen = this.seen;
+    for (const s of slots) if (seen[s] === 1) best.push(s, acc[s]!);
+    return best.floor;
+  }
+
+  // One term's BM25F contribution to the document at posting p of term `id`.
+  private termScore(id: number, p: number, s: number, idf: number, norm: Float32Array): number {
+    const nf = this.nf, tfs = this.postTf[id]!;
+    let tf = 0;
+    for (let f = 0, o = p * nf, d = s * nf; f < nf; f++) {
+      const x = tfs[o + f]!;
+      if (x !== 0) tf += x * norm[d + f]!;
+    }
+    return idf * (tf * (this.k1 + 1)) / (tf + this.k1);
+  }
+
+  // Scores everything, then selects (weights that are not positive give no bounds).
+  private exhaustiveTop(
+    query: Map<string, number>,
+    k: number,
+    allow?: (slot: number) => boolean,
+  ): { slots: Int32Array; scores: Float32Array } {
+    const all = this.score(query, allow);
+    const best = new TopK(k);
+    for (let i = 0; i < all.slots.length; i++) best.push(all.slots[i]!, all.scores[i]!);
+    const out = best.drain();
+    return { slots: Int32Array.from(out, (e) => e.id), scores: Float32Array.from(out, (e) => e.score) };
+  }
+
   // One multiply per posting and field at query time instead of a division (long postings).
   private lengthNorms(): Float32Array {
     if (this.normAt === this.changes && this.norm.length === this.docLen.length) return this.norm;
@@ -368,4 +520,15 @@ export class Bm25Index {
     this.seen = grow(this.seen, cap, (c) => new Uint8Array(c));
     this.retired = grow(this.retired, cap, (c) => new Uint8Array(c));
   }
+}
+
+/** The first position in `slots[0, n)` (ascending) holding a value >= `s`. */
+function lowerBound(slots: Int32Array, n: number, s: number): number {
+  let lo = 0, hi = n;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (slots[mid]! < s) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

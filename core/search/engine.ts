@@ -6,7 +6,7 @@ import { fuseAcrossIndexes } from "./fusion.ts";
 import { AppError } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
 import type { DataModel } from "../store/models.ts";
-import { ALGORITHMS, mergeRanked, type Ranked } from "./algorithms.ts";
+import { ALGORITHMS, candidatePool, mergeRanked, type Ranked } from "./algorithms.ts";
 import {
   type Article,
   type ArticleInput,
@@ -603,7 +603,7 @@ export class SearchEngine implements Search {
   async queryRep(
     index: DataModelIndex,
     text: string,
-    { page = false, fusion }: { page?: boolean; fusion?: Fusion } = {},
+    { page = false, fusion, pool }: { page?: boolean; fusion?: Fusion; pool?: number } = {},
   ): Promise<QueryRep> {
     const clipped = text.slice(0, page ? 20_000 : MAX_QUERY_CHARS);
     let bag = Bm25Index.bag(terms(clipped));
@@ -616,7 +616,7 @@ export class SearchEngine implements Search {
     }
     const [vector] = (await this.embedSafely([clipped.slice(0, 6000)])) ?? [null];
     const rep = { bag, vector: vector ?? null };
-    return fusion ? index.withFeedback(rep, fusion.feedbackDocs, fusion.feedbackWeight) : rep;
+    return fusion ? index.withFeedback(rep, fusion.feedbackDocs, fusion.feedbackWeight, { pool }) : rep;
   }
 
   async recommend(dataModel: DataModel, request: SearchRequest, context: SearchContext): Promise<SearchResponse> {
@@ -661,7 +661,11 @@ export class SearchEngine implements Search {
 
     // Payproxy's search_type and search_version (also a bearer query parameter) pick the fusion.
     const fusion = retrievalFusion(request.search_type, context.searchVersion, this.vectorWeight);
-    const rep = await this.queryRep(index, text, { page: analysed !== undefined, fusion });
+    const rep = await this.queryRep(index, text, {
+      page: analysed !== undefined,
+      fusion,
+      pool: candidatePool(algorithm, topK),
+    });
     const trends = algorithm === "trending" ? await this.trends(dataModel.id, index, now) : undefined;
     // From the scan to the end of ranking nothing awaits: the cosines live in shared scratch space.
     const cos = index.cosines(rep.vector);
@@ -801,7 +805,7 @@ export class SearchEngine implements Search {
       const index = await this.index(dm);
       if (index.size === 0) continue;
       const fusion = { ...FUSION_V2, vectorWeight: this.vectorWeight };
-      const rep = await this.queryRep(index, query, { fusion });
+      const rep = await this.queryRep(index, query, { fusion, pool: k * 3 });
       for (const c of index.hybrid(rep, { k: k * 3, fusion })) {
         drawn.push({ dm, slot: c.slot, score: c.score, bm25: c.bm25, cosine: c.cosine, index });
         contributing.add(dm);

@@ -25,10 +25,18 @@ export interface QueryRep {
   bag: Map<string, number>;
   vector: Float32Array | null;
   /**
-   * The BM25F scores of `bag` over the whole index, when already computed (by
-   * {@link DataModelIndex.withFeedback}); rankings filter them instead of scoring again.
+   * The best `k` BM25F matches of `bag` over the whole index, best first, when already computed
+   * (by {@link DataModelIndex.withFeedback}); a ranking without a prefilter that needs at most
+   * `k` takes them instead of scoring again.
    */
-  lexical?: { slots: Int32Array; scores: Float32Array };
+  lexical?: LexicalTop;
+}
+
+/** The best `k` lexical matches of a query (fewer when fewer match), best first. */
+export interface LexicalTop {
+  k: number;
+  slots: Int32Array;
+  scores: Float32Array;
 }
 
 /** One hybrid candidate. `score` is in [0, 1]; `bm25` raw; `cosine` raw. */
@@ -256,24 +264,30 @@ export class DataModelIndex {
   /**
    * The query vector moved toward the mean vector of its best `docs` BM25 matches (vector
    * pseudo-relevance feedback): a short query borrows the vocabulary of the articles its words
-   * find. Unchanged without a vector, without lexical matches or with feedback off.
+   * find. Unchanged without a vector, without lexical matches or with feedback off. The lexical
+   * matches travel with the query: at least `pool` of them (the candidates a ranking will take).
    */
-  withFeedback(query: QueryRep, docs: number, weight: number): QueryRep {
+  withFeedback(query: QueryRep, docs: number, weight: number, { pool = 0 }: { pool?: number } = {}): QueryRep {
     if (!query.vector || docs <= 0 || weight <= 0) return query;
-    const lexical = query.lexical ?? this.bm25.score(query.bag);
-    const top = new TopK(docs);
-    for (let i = 0; i < lexical.slots.length; i++) top.push(lexical.slots[i]!, lexical.scores[i]!);
-    const best = top.drain();
-    if (best.length === 0) return { ...query, lexical };
+    // Enough matches for the ranking that follows too (see hybrid), in the same pass.
+    const k = Math.max(docs, MIN_SIDE_CANDIDATES, pool);
+    const lexical = query.lexical && query.lexical.k >= k ? query.lexical : this.lexicalTop(query.bag, k);
+    const best = Math.min(docs, lexical.slots.length);
+    if (best === 0) return { ...query, lexical };
     const v = Float32Array.from(query.vector);
-    for (const e of best) {
-      const row = this.vectors.row(e.id);
-      for (let j = 0; j < v.length; j++) v[j]! += (weight / best.length) * row[j]!;
+    for (let i = 0; i < best; i++) {
+      const row = this.vectors.row(lexical.slots[i]!);
+      for (let j = 0; j < v.length; j++) v[j]! += (weight / best) * row[j]!;
     }
     const n = l2norm(v);
     if (n === 0) return { ...query, lexical };
     for (let j = 0; j < v.length; j++) v[j]! /= n;
     return { bag: query.bag, vector: v, lexical };
+  }
+
+  /** The best `k` BM25F matches of a bag of terms, best first (see {@link Bm25Index.top}). */
+  lexicalTop(bag: Map<string, number>, k: number, allow?: (slot: number) => boolean): LexicalTop {
+    return { k, ...this.bm25.top(bag, k, allow) };
   }
 
   /**
@@ -347,6 +361,7 @@ export class DataModelIndex {
   hybrid(query: QueryRep, { k, allow, fusion = FUSION_V2, cos: given }: HybridOptions): Candidate[] {
     const n = this.cards.length;
     if (n === 0 || k <= 0) return [];
+    const filtered = allow !== undefined;
     if (this.removed > 0) {
       const dead = this.deadSlots, inner = allow;
       allow = inner ? (s) => dead[s] !== 1 && inner(s) : (s) => dead[s] !== 1;
@@ -357,19 +372,27 @@ export class DataModelIndex {
 
     const vecTop = new TopK(hasVector ? side : 0);
     if (hasVector) {
-      if (allow) { for (let s = 0; s < n; s++) cos[s]! > vecTop.floor && allow(s) && vecTop.push(s, cos[s]!); }
-      else for (let s = 0; s < n; s++) if (cos[s]! > vecTop.floor) vecTop.push(s, cos[s]!);
+      // One pass over every cosine: most fail the floor test, kept in a local between pushes.
+      let floor = vecTop.floor;
+      for (let s = 0; s < n; s++) {
+        const c = cos[s]!;
+        if (c > floor && (!allow || allow(s))) {
+          vecTop.push(s, c);
+          floor = vecTop.floor;
+        }
+      }
     }
     const vecList = vecTop.drain();
 
-    const lex = query.lexical ?? this.bm25.score(query.bag, allow);
-    const lexTop = new TopK(side);
-    if (query.lexical && allow) {
-      for (let i = 0; i < lex.slots.length; i++) allow(lex.slots[i]!) && lexTop.push(lex.slots[i]!, lex.scores[i]!);
-    } else for (let i = 0; i < lex.slots.length; i++) lexTop.push(lex.slots[i]!, lex.scores[i]!);
-    const lexList = lexTop.drain();
+    // Removed slots have no postings: only the caller's prefilter asks for a lexical pass of its own.
+    const cached = query.lexical;
+    const lex = cached && !filtered && cached.k >= side ? cached : this.lexicalTop(query.bag, side, allow);
+    const lexList: { id: number; score: number }[] = [];
     const lexScore = new Map<number, number>();
-    for (const e of lexList) lexScore.set(e.id, e.score);
+    for (let i = 0; i < Math.min(side, lex.slots.length); i++) {
+      lexList.push({ id: lex.slots[i]!, score: lex.scores[i]! });
+      lexScore.set(lex.slots[i]!, lex.scores[i]!);
+    }
 
     const lexMax = lexList[0]?.score ?? 0;
     const wVec = !hasVector ? 0 : lexMax === 0 ? 1 : fusion.vectorWeight;

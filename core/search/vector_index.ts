@@ -161,7 +161,7 @@ export class VectorIndex {
   // The dot product of row `slot` (as a unit vector) with `v`.
   private dot(slot: number, v: ArrayLike<number>): number {
     let s = 0;
-    const exact = this.exact.get(slot);
+    const exact = this.exact.size === 0 ? undefined : this.exact.get(slot);
     if (exact) {
       for (let j = 0; j < this.dims; j++) s += exact[j]! * v[j]!;
       return s;
@@ -184,7 +184,7 @@ export class VectorIndex {
       for (let r = 0, o = 0; r < count; r++, o += this.stride) {
         const f = unit[r]!;
         if (f === 0) continue;
-        const exact = this.exact.get(r);
+        const exact = this.exact.size === 0 ? undefined : this.exact.get(r);
         const dot = this.dot(r, u);
         if (dot === 0) continue;
         any = true;
