@@ -351,41 +351,44 @@ export class Bm25Index {
    * k-th best score so far exceeds the bounds of the terms left, no document outside the
    * candidates can reach the top k, so those terms (typically the common, long ones) are only
    * looked up for the candidates that can still make it (MaxScore; Turtle & Flood, 1995).
-   * @param query term -> weight (weights must be positive for the bounds to hold)
+   * @param query term -> weight
    */
   top(
     query: Map<string, number>,
     k: number,
     allow?: (slot: number) => boolean,
   ): { slots: Int32Array; scores: Float32Array } {
-    const list: { id: number; idf: number; bound: number }[] = [];
+    const list: { id: number; idf: number; high: number; low: number }[] = [];
     for (const [term, weight] of query) {
       const id = this.termIds.get(term);
       const n = id === undefined ? 0 : this.postLen[id]!;
       if (n === 0) continue;
-      if (!(weight > 0)) return this.exhaustiveTop(query, k, allow);
+      // The saturated frequency is in [0, k1 + 1): a term adds between `low` and `high` (a
+      // negative weight, or a negative idf while retired documents still count in df, subtracts).
       const idf = Math.log(1 + (this.liveDocs - n + 0.5) / (n + 0.5)) * weight;
-      list.push({ id: id!, idf, bound: Math.max(0, idf) * (this.k1 + 1) });
+      list.push({ id: id!, idf, high: Math.max(0, idf) * (this.k1 + 1), low: Math.min(0, idf) * (this.k1 + 1) });
     }
     if (k <= 0 || list.length === 0) return { slots: new Int32Array(0), scores: new Float32Array(0) };
     for (const { id } of list) if (!this.postSorted[id]) this.sortPostings(id);
-    list.sort((a, b) => b.bound - a.bound || this.postLen[a.id]! - this.postLen[b.id]!);
-    // left[i]: the most the terms from i on can add to any document; postings[i]: their postings.
-    const left = new Float64Array(list.length + 1), postings = new Float64Array(list.length + 1);
-    for (let i = list.length - 1; i >= 0; i--) {
-      left[i] = left[i + 1]! + list[i]!.bound;
+    list.sort((a, b) => b.high - a.high || this.postLen[a.id]! - this.postLen[b.id]!);
+    // From term i on: the most (high) and least (low) the terms left can add, and their postings.
+    const m = list.length;
+    const high = new Float64Array(m + 1), low = new Float64Array(m + 1), postings = new Float64Array(m + 1);
+    for (let i = m - 1; i >= 0; i--) {
+      high[i] = high[i + 1]! + list[i]!.high;
+      low[i] = low[i + 1]! + list[i]!.low;
       postings[i] = postings[i + 1]! + this.postLen[list[i]!.id]!;
     }
     const norm = this.lengthNorms();
     const acc = this.acc, seen = this.seen, nf = this.nf, k1 = this.k1, k1p = k1 + 1;
     const touched: number[] = [];
     let i = 0, maxAcc = 0, floor = -Infinity;
-    for (; i < list.length; i++) {
-      // Worth a selection pass only when the terms left are long and cannot lift a newcomer past
-      // the best score so far (the k-th best is at most that).
-      if (i > 0 && postings[i]! > touched.length && left[i]! < maxAcc) {
-        floor = this.kthBest(touched, k);
-        if (left[i]! < floor) break;
+    for (; i < m; i++) {
+      // `floor`: what the k-th best final score is at least. Worth a selection pass only when the
+      // terms left are long and cannot lift a newcomer past the best score so far.
+      if (i > 0 && postings[i]! > touched.length && high[i]! < maxAcc + low[i]!) {
+        floor = this.kthBest(touched, k) + low[i]!;
+        if (high[i]! < floor) break;
       }
       // The hot loop (every posting of the terms taken in full), with the field loop inlined.
       const { id, idf } = list[i]!;
@@ -413,9 +416,9 @@ export class Bm25Index {
     }
     // The terms left are looked up for the candidates that can still reach the k-th best score.
     let alive = touched;
-    for (let first = true; i < list.length; i++, first = false) {
-      if (!first) floor = this.kthBest(alive, k);
-      alive = alive.filter((s) => seen[s] === 1 && acc[s]! + left[i]! >= floor);
+    for (let first = true; i < m; i++, first = false) {
+      if (!first) floor = this.kthBest(alive, k) + low[i]!;
+      alive = alive.filter((s) => seen[s] === 1 && acc[s]! + high[i]! >= floor);
       const { id, idf } = list[i]!;
       const n = this.postLen[id]!, slots = this.postSlots[id]!;
       if (alive.length * 20 < n) {
@@ -475,19 +478,6 @@ export class Bm25Index {
       if (x !== 0) tf += x * norm[d + f]!;
     }
     return idf * (tf * (this.k1 + 1)) / (tf + this.k1);
-  }
-
-  // Scores everything, then selects (weights that are not positive give no bounds).
-  private exhaustiveTop(
-    query: Map<string, number>,
-    k: number,
-    allow?: (slot: number) => boolean,
-  ): { slots: Int32Array; scores: Float32Array } {
-    const all = this.score(query, allow);
-    const best = new TopK(k);
-    for (let i = 0; i < all.slots.length; i++) best.push(all.slots[i]!, all.scores[i]!);
-    const out = best.drain();
-    return { slots: Int32Array.from(out, (e) => e.id), scores: Float32Array.from(out, (e) => e.score) };
   }
 
   // One multiply per posting and field at query time instead of a division (long postings).

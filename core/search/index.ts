@@ -384,7 +384,7 @@ export class DataModelIndex {
     }
     const vecList = vecTop.drain();
 
-    // Removed slots have no postings: only the caller's prefilter asks for a lexical pass of its own.
+    // BM25F skips removed slots itself: only the caller's prefilter asks for a lexical pass of its own.
     const cached = query.lexical;
     const lex = cached && !filtered && cached.k >= side ? cached : this.lexicalTop(query.bag, side, allow);
     const lexList: { id: number; score: number }[] = [];

@@ -64,19 +64,27 @@ Deno.test("Bm25Index.top() returns exactly the best k of scoring every posting, 
   assert.equal(index.top(Bm25Index.bag(["w0"]), 0).slots.length, 0);
 });
 
-Deno.test("Bm25Index.top() stays exact after documents are removed and re-added out of slot order, and with weighted terms", () => {
+Deno.test("Bm25Index.top() stays exact after documents are removed, retired and reused out of slot order, and with weighted terms", () => {
   const { index, bags } = corpus(23);
+  const queries = [["w0", "w1", "w250"], ["w3", "w390"], ["w0", "w7", "w150", "w151"]];
+  const check = () => {
+    for (const terms of queries) for (const k of [3, 10, 50]) assertSameTop(index, Bm25Index.bag(terms), k);
+  };
   // Re-adding a low slot appends it after higher ones: top() must put the postings back in order.
   for (const d of [5, 900, 17, 2500, 42]) {
     index.remove(d, bags[d]!);
     index.add(d, bags[(d * 7) % 3000]!);
   }
-  const dead = new Uint8Array(3000);
-  for (let d = 100; d < 400; d++) dead[d] = 1;
-  index.removeSlots(dead);
-  for (const terms of [["w0", "w1", "w250"], ["w3", "w390"], ["w0", "w7", "w150", "w151"]]) {
-    for (const k of [3, 10, 50]) assertSameTop(index, Bm25Index.bag(terms), k);
-  }
+  check();
+  // Retired documents keep their postings until compact(), but are never returned.
+  for (let d = 100; d < 400; d++) index.retire(d);
+  check();
+  assert.ok(!index.top(Bm25Index.bag(["w0"]), 3000).slots.some((s) => s >= 100 && s < 400));
+  // Freed slots take new documents below the highest slot.
+  const freed = index.compact();
+  assert.equal(freed.length, 300);
+  for (const d of freed.slice(0, 150)) index.add(d, bags[(d * 13) % 3000]!);
+  check();
   // Trend-style weights; a weight that is not positive gives no bound: scored in full.
   assertSameTop(index, new Map([["w0", 0.2], ["w200", 3]]), 10);
   assertSameTop(index, new Map([["w0", 1], ["w200", -1]]), 10);
