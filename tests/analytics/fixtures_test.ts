@@ -157,6 +157,9 @@ Deno.test("demo seed with its articles: top articles and agent readership have d
     assert.ok(a.searches > 0 && a.answers > 0 && a.results_surfaced > 0, a.agent_identity);
     assert.ok(a.clicks <= a.results_surfaced);
   }
+  // A few readers are active right now.
+  const live = await get("realtime");
+  assert.ok(live.last_30_minutes.active_sessions >= 3, JSON.stringify(live));
   // The widget traffic is still the demo's 30 days.
   const askAi = await get("ask-ai?start_date=2026-10-24&end_date=2026-11-22");
   assert.ok(askAi.daily_breakdown.every((d: { sessions: number }) => d.sessions > 0));
