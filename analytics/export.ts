@@ -10,6 +10,7 @@ import { type AnalyticsQuery, opt, requestWindow, type RollupDeps, widgetAgent }
 import { DEFAULT_LOG_INTERACTION_TYPES } from "./schema.ts";
 import type { AnalyticsDb } from "./duckdb.ts";
 import { sqlString } from "./sql_util.ts";
+import { FLUSH_SCRATCH } from "./events.ts";
 
 /** Answer formats. */
 export const FORMATS = ["json", "csv", "parquet"] as const;
@@ -70,35 +71,57 @@ async function logParams(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) 
   };
 }
 
+/** UTC day folders per CSV write: one Parquet file (one row group) per day, so a write of several days runs on several threads. */
+const DAYS_PER_BATCH = Number(Deno.env.get("EXPORT_DAYS_PER_BATCH") ?? 3);
+/** Size of the pieces a batch's CSV is handed to the response in (views of one read, no copies). */
+const PIECE_BYTES = 1 << 20;
+
 /**
  * Every log row of the request's window as a CSV byte stream (header first). Validation happens
  * before the stream is returned, so a bad request is still a 400.
+ *
+ * The window's UTC day folders are taken newest first, a few at a time: DuckDB's CSV writer
+ * (parallel over the batch's files, sorted newest first) writes the batch to a scratch file
+ * under the events folder, which is read in one piece, handed over in views of it and removed.
+ * The next batch is written while the client reads the current one, so DuckDB and the client
+ * overlap, and at most two batches exist at once.
  */
 export async function logsCsvStream(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
   const { wp, params } = await logParams(deps, tenantId, q);
   const days: string[] = [];
   for (let d = parseDay(wp.to_date)!; d >= parseDay(wp.from_date)!; d -= DAY_MS) days.push(formatDay(d));
+  const batches: { newest: string; oldest: string }[] = [];
+  for (let i = 0; i < days.length; i += DAYS_PER_BATCH) {
+    batches.push({ newest: days[i]!, oldest: days[Math.min(i + DAYS_PER_BATCH, days.length) - 1]! });
+  }
   const engine = deps.engine;
-  const dir = await Deno.makeTempDir({ prefix: "logs-export-" });
-  async function* lines(): AsyncGenerator<Uint8Array> {
+  const dir = `${engine.eventsDir}/${FLUSH_SCRATCH}/export-${crypto.randomUUID()}`;
+  await Deno.mkdir(dir, { recursive: true });
+  const write = async (i: number) => {
+    const path = `${dir}/${i}.csv`;
+    const b = batches[i]!;
+    await engine.copyToCsv("ask_ai_logs_day", { ...params, from_day: b.oldest, to_day: b.newest }, path);
+    return path;
+  };
+  async function* pieces(): AsyncGenerator<Uint8Array> {
+    let next: Promise<string> | null = null;
     try {
       yield enc.encode(LOG_COLUMNS.join(",") + "\n");
-      for (const day of days) {
-        // DuckDB writes the day's CSV; it is read back in 64 KiB pieces and removed.
-        const path = `${dir}/${day}.csv`;
-        await engine.copyToCsv("ask_ai_logs_day", { ...params, day }, path);
-        const file = await Deno.open(path, { read: true });
-        try {
-          for await (const piece of file.readable) yield piece;
-        } finally {
-          await Deno.remove(path).catch(() => {});
-        }
+      next = batches.length ? write(0) : null;
+      for (let i = 0; next; i++) {
+        const path: string = await next;
+        next = i + 1 < batches.length ? write(i + 1) : null;
+        const bytes = await Deno.readFile(path);
+        await Deno.remove(path);
+        for (let at = 0; at < bytes.byteLength; at += PIECE_BYTES) yield bytes.subarray(at, at + PIECE_BYTES);
       }
     } finally {
+      // A cancelled download: let a write in flight finish before its folder goes.
+      await next?.catch(() => {});
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   }
-  const it = lines();
+  const it = pieces();
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
@@ -112,7 +135,7 @@ export async function logsCsvStream(deps: RollupDeps, tenantId: string, q: Analy
     async cancel() {
       await it.return(undefined);
     },
-  }, { highWaterMark: 2 });
+  }, { highWaterMark: 1 });
 }
 
 /** A file streamed to the client and removed once sent (or abandoned). */

@@ -1,6 +1,6 @@
--- Ask AI log rows of one UTC day folder ($day) for the CSV export, newest first: DuckDB's CSV writer
--- copies it to a temp file that is streamed and removed, one day at a time (measured 3.5x faster than
--- building the lines in SQL and handing them over chunk by chunk). Text a reader typed or a model wrote
+-- Ask AI log rows of a few UTC day folders ($from_day .. $to_day) for the CSV export, newest first:
+-- DuckDB's CSV writer copies them to a scratch file that is streamed and removed, a few days at a time
+-- (measured 3.5x faster than building the lines in SQL and handing them over chunk by chunk). Text a reader typed or a model wrote
 -- gets a leading apostrophe when it starts with = + - @ tab or CR, so spreadsheets do not run it as a
 -- formula (CSV injection).
 SELECT
@@ -17,7 +17,7 @@ SELECT
   CASE WHEN left(coalesce(response, ''), 1) IN ('=', '+', '-', '@', chr(9), chr(13))
     THEN '''' || response ELSE coalesce(response, '') END AS response
 FROM events
-WHERE date = CAST($day AS DATE)
+WHERE date BETWEEN CAST($from_day AS DATE) AND CAST($to_day AS DATE)
   AND ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
   AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
   AND tenant_id = $tenant_id
