@@ -192,14 +192,22 @@ export class EventPipeline implements EventSink {
   }
 
   /**
-   * Removes what earlier flushers left in the scratch folder. Only the lease holder writes there,
-   * and we hold the lease: nothing in it is in use (a plan it belonged to is replayed from KV).
+   * Removes what earlier flushers left in the scratch folder. Only the lease holder writes `wal-`
+   * files there, and we hold the lease: none is in use (a plan it belonged to is replayed from KV).
+   * Log exports (any process) write `export-` folders; one older than a day was left by a process
+   * that died mid-export.
    */
   async #clearScratch(): Promise<void> {
     const scratch = `${this.options.eventsDir}/${FLUSH_SCRATCH}`;
+    const dayAgo = this.deps.clock.now().getTime() - 86_400_000;
     try {
       for await (const e of Deno.readDir(scratch)) {
-        if (e.isFile && e.name.startsWith("wal-")) await Deno.remove(`${scratch}/${e.name}`).catch(() => {});
+        const path = `${scratch}/${e.name}`;
+        if (e.isFile && e.name.startsWith("wal-")) await Deno.remove(path).catch(() => {});
+        else if (e.isDirectory && e.name.startsWith("export-")) {
+          const mtime = (await Deno.stat(path).catch(() => null))?.mtime?.getTime();
+          if (mtime !== undefined && mtime < dayAgo) await Deno.remove(path, { recursive: true }).catch(() => {});
+        }
       }
     } catch (err) {
       if (!(err instanceof Deno.errors.NotFound)) throw err;

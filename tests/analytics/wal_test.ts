@@ -147,9 +147,16 @@ Deno.test("flush() writes its NDJSON scratch file under the events folder; start
       const scratch = `${deps.analytics.eventsDir}/${FLUSH_SCRATCH}`;
       await Deno.mkdir(scratch, { recursive: true });
       await Deno.writeTextFile(`${scratch}/wal-left-by-a-killed-flusher.ndjson`, "{}\n");
+      // An export folder a dead process left two days ago goes; one of a running export stays.
+      await Deno.mkdir(`${scratch}/export-old`);
+      await Deno.utime(`${scratch}/export-old`, new Date("2026-11-19T00:00:00Z"), new Date("2026-11-19T00:00:00Z"));
+      const live = `${scratch}/export-live`;
+      await Deno.mkdir(live);
+      await Deno.utime(live, deps.clock.now(), deps.clock.now());
       await deps.repos.tenants.create({ id: "tn_s", name: "S", createdAt: "2026-11-22T00:00:00Z" });
       await deps.events.start();
-      assert.deepEqual(await names(scratch), [], "start() cleared the scratch folder");
+      assert.deepEqual(await names(scratch), ["export-live"], "start() cleared the scratch folder");
+      await Deno.remove(live);
       await deps.events.record(evts("sc", 3).map((e) => ({ ...e, ai_agent: undefined, tenant_id: "tn_s" })));
       assert.equal((await deps.events.stop()).rows, 3);
       assert.deepEqual(await names(scratch), [], "a finished flush removes its scratch file");

@@ -1,0 +1,92 @@
+import assert from "node:assert/strict";
+import { writeRowsAsParquet } from "../../analytics/parquet_writer.ts";
+import { uuidv7 } from "../../analytics/uuid7.ts";
+import { generateDay } from "../../fixtures/events.ts";
+import { bearer } from "../_helpers.ts";
+import { analyticsWorld } from "./_fixture.ts";
+
+/** Fields of a CSV line (every field quoted by the export). */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = "";
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') (cell += '"', i++);
+      else if (ch === '"') quoted = false;
+      else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ",") (row.push(cell), cell = "");
+    else if (ch === "\n") (row.push(cell), rows.push(row), row = [], cell = "");
+    else cell += ch;
+  }
+  return rows;
+}
+
+Deno.test("logs export over many days: every row of the local window, in the JSON order, under filters and a zone", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  const scope = {
+    tenantId: world.tenantId,
+    widgets: [
+      { id: "wd_main", aiModelId: "am_main", deploymentType: "embed", origin: "https://news.example" },
+      { id: "wd_second", aiModelId: "am_second", deploymentType: "brand_agent", origin: "https://news.example" },
+    ],
+    campaigns: [{ id: "cp_spring", creativeIds: ["cr_1001"], prompts: [{ id: "pm_1", text: "Where to travel?" }] }],
+  };
+  const rows = [];
+  for (let d = Date.parse("2026-11-10"), i = 0; d <= Date.parse("2026-11-22"); d += 86_400_000, i++) {
+    rows.push(...generateDay({ scope, date: new Date(d).toISOString().slice(0, 10), events: 250, seed: 90 + i }));
+  }
+  await writeRowsAsParquet(deps.duckdb, deps.analytics.eventsDir, uuidv7(deps.clock), rows);
+  // A second file in one day folder (a later flush), with rows at the same instant as each other.
+  await deps.events.record(["a", "b", "c"].map((p) => ({
+    event_type: "query",
+    ts: "2026-11-15T18:30:00Z",
+    ai_agent: "am_main",
+    interaction_type: "search",
+    prompt: `Tie ${p}`,
+  })));
+  await deps.events.flush();
+  deps.analytics.refresh();
+
+  for (
+    const qs of [
+      "start_date=2026-11-11&end_date=2026-11-21&timezone=Asia/Kolkata",
+      "start_date=2026-11-10&end_date=2026-11-22&timezone=America/New_York&placement_id=pl_top",
+      "start_date=2026-11-12&end_date=2026-11-20&widget_id=wd_second&interaction_type=free_form",
+    ]
+  ) {
+    const json: { timestamp: string; prompt: string; placement_id: string; ai_agent: string }[] = [];
+    for (let page = 1;; page++) {
+      const res = await world.w.app.request(`/v1/analytics/ask-ai/logs?${qs}&limit=500&page=${page}`, {
+        headers: bearer(world.key),
+      });
+      const body = await res.json();
+      json.push(...body.data);
+      if (page >= body.total_pages) break;
+    }
+    assert.ok(json.length > 50, `${qs}: ${json.length} rows`);
+    const csv = await world.w.app.request(`/v1/analytics/ask-ai/logs?${qs}&format=csv`, { headers: bearer(world.key) });
+    assert.equal(csv.status, 200);
+    const data = parseCsv(await csv.text()).slice(1);
+    assert.equal(data.length, json.length, qs);
+    assert.deepEqual(
+      data.map((r) => [r[0], r[2], r[4], r[7]]),
+      json.map((d) => [d.timestamp, d.placement_id, d.ai_agent, d.prompt]),
+    );
+  }
+  // A download cancelled after its first piece: the write in flight finishes and its folder goes.
+  const res = await world.w.app.request("/v1/analytics/ask-ai/logs?start_date=2026-11-10&format=csv", {
+    headers: bearer(world.key),
+  });
+  const reader = res.body!.getReader();
+  assert.ok((await reader.read()).value!.length > 0);
+  await reader.cancel();
+  // Nothing is left in the scratch folder.
+  const left = [];
+  for await (const e of Deno.readDir(`${deps.analytics.eventsDir}/.tmp`)) left.push(e.name);
+  assert.deepEqual(left, []);
+});
