@@ -101,20 +101,30 @@ export async function logsCsvStream(deps: RollupDeps, tenantId: string, q: Analy
   const engine = deps.engine;
   const dir = `${engine.eventsDir}/${FLUSH_SCRATCH}/export-${crypto.randomUUID()}`;
   await Deno.mkdir(dir, { recursive: true });
-  const write = async (i: number) => {
+  // A batch's CSV file, or null when its folders hold no Parquet file. Compaction may replace a
+  // day's files between the listing and the read: the batch is then listed and written again.
+  const write = async (i: number): Promise<string | null> => {
     const path = `${dir}/${i}.csv`;
-    const b = batches[i]!;
-    await engine.copyToCsv("ask_ai_logs_day", { ...params, from_day: b.oldest, to_day: b.newest }, path);
-    return path;
+    for (let attempt = 0;; attempt++) {
+      const files = await parquetFiles(engine.eventsDir, batches[i]!);
+      if (!files.length) return null;
+      try {
+        await engine.copyToCsv("ask_ai_logs_day", { ...params, files }, path);
+        return path;
+      } catch (err) {
+        if (attempt > 0 || (await parquetFiles(engine.eventsDir, batches[i]!)).join() === files.join()) throw err;
+      }
+    }
   };
   async function* pieces(): AsyncGenerator<Uint8Array> {
-    let next: Promise<string> | null = null;
+    let next: Promise<string | null> | null = null;
     try {
       yield enc.encode(LOG_COLUMNS.join(",") + "\n");
       next = batches.length ? write(0) : null;
       for (let i = 0; next; i++) {
-        const path: string = await next;
+        const path = await next;
         next = i + 1 < batches.length ? write(i + 1) : null;
+        if (path === null) continue;
         // Pieces allocated here (V8 counts them and collects them soon), not one buffer per file.
         const file = await Deno.open(path, { read: true });
         try {
@@ -150,6 +160,22 @@ export async function logsCsvStream(deps: RollupDeps, tenantId: string, q: Analy
       await it.return(undefined);
     },
   }, { highWaterMark: 1 });
+}
+
+/** The `*.parquet` files of the day folders oldest..newest, sorted. */
+async function parquetFiles(eventsDir: string, b: { newest: string; oldest: string }): Promise<string[]> {
+  const out: string[] = [];
+  for (let d = parseDay(b.oldest)!; d <= parseDay(b.newest)!; d += DAY_MS) {
+    const folder = `${eventsDir}/date=${formatDay(d)}`;
+    try {
+      for await (const e of Deno.readDir(folder)) {
+        if (e.isFile && e.name.endsWith(".parquet")) out.push(`${folder}/${e.name}`);
+      }
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) throw err;
+    }
+  }
+  return out.sort();
 }
 
 /** A file streamed to the client and removed once sent (or abandoned). */

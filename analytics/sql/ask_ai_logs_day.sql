@@ -1,6 +1,7 @@
--- Ask AI log rows of a few UTC day folders ($from_day .. $to_day) for the CSV export, newest first:
--- DuckDB's CSV writer copies them to a scratch file that is streamed and removed, a few days at a time
--- (measured 3.5x faster than building the lines in SQL and handing them over chunk by chunk). Text a reader typed or a model wrote
+-- Ask AI log rows of a few UTC day folders for the CSV export, newest first: DuckDB's CSV writer copies
+-- them to a scratch file that is streamed and removed, a few days at a time (measured 3.5x faster than
+-- building the lines in SQL and handing them over chunk by chunk). $files lists the folders' Parquet
+-- files (read directly: about 20 % less CPU than the view, which globs every day folder per query). Text a reader typed or a model wrote
 -- gets a leading apostrophe when it starts with = + - @ tab or CR, so spreadsheets do not run it as a
 -- formula (CSV injection).
 SELECT
@@ -16,9 +17,8 @@ SELECT
     THEN '''' || coalesce(prompt, prompt_text) ELSE coalesce(prompt, prompt_text, '') END AS prompt,
   CASE WHEN left(coalesce(response, ''), 1) IN ('=', '+', '-', '@', chr(9), chr(13))
     THEN '''' || response ELSE coalesce(response, '') END AS response
-FROM events
-WHERE date BETWEEN CAST($from_day AS DATE) AND CAST($to_day AS DATE)
-  AND ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
+FROM read_parquet($files, union_by_name = true)
+WHERE ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
   AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
   AND tenant_id = $tenant_id
   AND event_type = 'query'
