@@ -154,6 +154,13 @@ let exportFigures: Record<string, number> = {};
 let exportAgain: Record<string, number> = {};
 if (only !== "compare") {
   const w = await fresh();
+  if (Deno.env.get("EXPORT_WARMUP")) {
+    const r0 = Deno.memoryUsage().rss;
+    await (await w.app.request(`/v1/analytics/ask-ai/logs?start_date=${end}&end_date=${end}`, {
+      headers: { ...w.h, accept: "text/csv" },
+    })).arrayBuffer();
+    console.error("warm-up 1-day export rss growth MB", Math.round((Deno.memoryUsage().rss - r0) / 1e6));
+  }
   exportFigures = await exportOnce(w);
   exportAgain = await exportOnce(w);
   w.duckdb.close();
