@@ -154,6 +154,9 @@ let exportFigures: Record<string, number> = {};
 let exportAgain: Record<string, number> = {};
 if (only !== "compare") {
   const w = await fresh();
+  for (const st of (Deno.env.get("EXPORT_SETS") ?? "").split(";").filter(Boolean)) {
+    await w.duckdb.withConnection((c) => c.run(st));
+  }
   if (Deno.env.get("EXPORT_WARMUP")) {
     const r0 = Deno.memoryUsage().rss;
     await (await w.app.request(`/v1/analytics/ask-ai/logs?start_date=${end}&end_date=${end}`, {
