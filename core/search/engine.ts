@@ -317,16 +317,18 @@ export class SearchEngine implements Search {
       }
       stale = [];
     };
-    for await (const a of this.articles.list(dataModelId)) {
-      const e = a.embedding;
-      if (e && e.model === provider.id && e.dims === provider.dims) index.upsert(a, fromStored(e), bagOf(a));
-      else {
-        // Embedded by another provider (or not at all): embed again, in batches.
-        stale.push(a);
-        if (stale.length >= 256) await flush();
+    await index.bulkLoad(async () => {
+      for await (const a of this.articles.list(dataModelId)) {
+        const e = a.embedding;
+        if (e && e.model === provider.id && e.dims === provider.dims) index.upsert(a, fromStored(e), bagOf(a));
+        else {
+          // Embedded by another provider (or not at all): embed again, in batches.
+          stale.push(a);
+          if (stale.length >= 256) await flush();
+        }
       }
-    }
-    if (stale.length) await flush();
+      if (stale.length) await flush();
+    });
     this.cursors.set(dataModelId, position);
     const stats = this.following.get(dataModelId) ?? { builds: 0, changesApplied: 0 };
     this.following.set(dataModelId, { ...stats, builds: stats.builds + 1 });

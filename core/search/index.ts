@@ -73,6 +73,10 @@ const BODY_INDEX_CHARS = 6000;
 // The common direction is recomputed when the index has grown by this factor since.
 const DIRECTION_REGROWTH = 2;
 const DIRECTION_MIN_ROWS = 16;
+// The direction is estimated from at most this many rows: a shared property of the embedding
+// space, as well estimated from a quarter million articles as from all of them, at a fraction of
+// the power iteration's cost at a million.
+const DIRECTION_SAMPLE_ROWS = 262_144;
 // Retired slots are compacted (their postings dropped, the slots reused) once they are this
 // many and this share of all slots: one pass over every posting per 1/8 of the index replaced.
 const COMPACT_MIN_RETIRED = 64;
@@ -159,6 +163,8 @@ export class DataModelIndex {
   /** Whether cosines are taken with the vectors' common direction removed (see {@link cosines}). */
   readonly removeCommonDirection: boolean;
   private directionRows = 0;
+  /** While loading in bulk, the direction is computed once at the end (see {@link bulkLoad}). */
+  private loading = false;
   readonly cards: ArticleCard[] = [];
   /** Unix seconds per slot. */
   pubdates = new Float64Array(1024);
@@ -232,7 +238,7 @@ export class DataModelIndex {
     this.siteIds[slot] = siteId;
     this.bm25.add(slot, bag);
     this.vectors.set(slot, vector);
-    if (this.removeCommonDirection) this.trackDirection();
+    if (this.removeCommonDirection && !this.loading) this.trackDirection();
     this.version++;
     this.compactWhenDue();
     return slot;
@@ -251,13 +257,28 @@ export class DataModelIndex {
     this.deadSlots = dead;
   }
 
-  // The direction is recomputed from all rows whenever the index has doubled since it was last
-  // computed (amortised O(1) per article); the vector index keeps each row's component along it.
-  private trackDirection(): void {
+  // The direction is recomputed (from the first rows, up to DIRECTION_SAMPLE_ROWS) whenever the
+  // index has doubled since it was last computed (amortised O(1) per article); the vector index
+  // keeps each row's component along it.
+  private trackDirection(force = false): void {
     const n = this.cards.length;
-    if (n >= DIRECTION_MIN_ROWS && n >= this.directionRows * DIRECTION_REGROWTH) {
-      this.vectors.setDirection(this.vectors.principalDirection(n), n);
+    if (n >= DIRECTION_MIN_ROWS && (force || n >= this.directionRows * DIRECTION_REGROWTH)) {
+      this.vectors.setDirection(this.vectors.principalDirection(Math.min(n, DIRECTION_SAMPLE_ROWS)), n);
       this.directionRows = n;
+    }
+  }
+
+  /**
+   * Runs `load` (many upserts, e.g. a build from KV) with the common direction computed once at
+   * the end instead of each time the index doubles.
+   */
+  async bulkLoad<T>(load: () => Promise<T>): Promise<T> {
+    this.loading = true;
+    try {
+      return await load();
+    } finally {
+      this.loading = false;
+      if (this.removeCommonDirection) this.trackDirection(true);
     }
   }
 

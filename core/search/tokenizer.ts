@@ -6,10 +6,13 @@ import { STOPWORDS } from "../text/stopwords.ts";
 const WORD = /[\p{L}\p{N}]+(?:['’][\p{L}]+)*/gu;
 const MARKS = /\p{M}+/gu;
 const MAX_TOKEN = 40;
+// Text that NFKD leaves as it is and that holds no combining marks: ASCII, the C1 controls, and
+// the dashes and curly quotes of ordinary English prose. Most articles are, and skip normalising.
+const PLAIN = /^[\x00-\x9f\u2013\u2014\u2018\u2019\u201c\u201d]*$/;
 
 /** Lowercases, compatibility-normalises and strips diacritics ("Café" -> "cafe"). */
 export function foldText(text: string): string {
-  return text.normalize("NFKD").replace(MARKS, "").toLowerCase();
+  return PLAIN.test(text) ? text.toLowerCase() : text.normalize("NFKD").replace(MARKS, "").toLowerCase();
 }
 
 /**
@@ -18,8 +21,9 @@ export function foldText(text: string): string {
  */
 export function words(text: string): string[] {
   const out: string[] = [];
-  for (const m of text.toLowerCase().normalize("NFC").matchAll(WORD)) {
-    const w = m[0].replaceAll("’", "'");
+  // match() hands over plain strings: no match object per word.
+  for (let w of text.toLowerCase().normalize("NFC").match(WORD) ?? []) {
+    if (w.includes("’")) w = w.replaceAll("’", "'");
     if (w.length > MAX_TOKEN || STOPWORDS.has(w)) continue;
     out.push(w);
   }
@@ -42,8 +46,8 @@ export function termsWithWords(
   each: (term: string, word: string) => void,
   stemmer: (word: string) => string = stem,
 ): void {
-  for (const m of foldText(text).matchAll(WORD)) {
-    const w = m[0].replaceAll("’", "'");
+  for (let w of foldText(text).match(WORD) ?? []) {
+    if (w.includes("’")) w = w.replaceAll("’", "'");
     if (w.length > MAX_TOKEN || STOPWORDS.has(w)) continue;
     const s = stemmer(w);
     if (s.length > 1 || /\d/.test(s)) each(s, w);
