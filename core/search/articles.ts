@@ -186,8 +186,20 @@ export function embeddingText(a: Pick<Article, "title" | "summary" | "body">): s
   return `${a.title}. ${a.title}. ${a.summary} ${a.body.slice(0, 3000)}`;
 }
 
-/** Articles per atomic commit in {@link ArticleRepo.upsertMany} (KV: 800 KB and 100 checks per commit). */
-export const UPSERT_BATCH = 20;
+/**
+ * Most articles per atomic commit in {@link ArticleRepo.upsertMany}: KV takes 100 checks per
+ * commit (one or two per article, one for the change-log head) and 800 KB.
+ */
+export const UPSERT_BATCH = 48;
+// Estimated bytes per commit in upsertMany (strings counted at two bytes a character), well
+// under KV's 800 KB: a commit closes early when its articles are large.
+const UPSERT_COMMIT_BYTES = 400_000;
+
+/** An upper estimate of an article's stored size. */
+function estimatedBytes(a: Omit<Article, "id" | "createdAt" | "updatedAt">): number {
+  return 2 * (a.url.length + a.title.length + a.summary.length + a.previewContent.length + a.body.length +
+        (a.terms?.t.length ?? 0)) + (a.terms?.f.length ?? 0) + (a.embedding?.q.length ?? 0) + 1024;
+}
 
 const articleKey = (dmId: string, id: string) => ["article", dmId, id];
 const urlKey = (dmId: string, urlHash: string) => ["article_url", dmId, urlHash];
@@ -270,9 +282,9 @@ export class ArticleRepo {
 
   /**
    * {@link upsert} for many articles of one data model with distinct URLs, in a few KV round
-   * trips: URL keys and known articles are read ten at a time, writes go out up to
-   * {@link UPSERT_BATCH} articles per atomic commit, each checked like a single upsert. A commit
-   * that loses a race is redone one article at a time.
+   * trips: URL keys and known articles are read ten at a time (all reads in flight together),
+   * writes go out up to {@link UPSERT_BATCH} articles (and about 400 KB) per atomic commit, each
+   * checked like a single upsert. A commit that loses a race is redone one article at a time.
    * @returns the outcomes, in the order of `list`
    */
   async upsertMany(list: Omit<Article, "id" | "createdAt" | "updatedAt">[]): Promise<UpsertOutcome[]> {
@@ -280,31 +292,36 @@ export class ArticleRepo {
     if (list.length === 0) return out;
     const dmId = list[0]!.dataModelId;
     const uKeys = await Promise.all(list.map(async (f) => urlKey(dmId, await sha256Hex(f.url))));
-    const known: Deno.KvEntryMaybe<string>[] = [];
-    for (let i = 0; i < list.length; i += 10) known.push(...await this.kv.getMany<string[]>(uKeys.slice(i, i + 10)));
+    // Reads ten keys at a time (KV's getMany limit), all in flight at once.
+    const tens = <T>(n: number, read: (from: number) => Promise<T[]>) =>
+      Promise.all(Array.from({ length: Math.ceil(n / 10) }, (_, k) => read(k * 10))).then((r) => r.flat());
+    const known = await tens(list.length, (i) => this.kv.getMany<string[]>(uKeys.slice(i, i + 10)));
     const prevs: (Deno.KvEntryMaybe<Article> | null)[] = new Array(list.length).fill(null);
     const knownAt = known.flatMap((k, i) => (k.value ? [i] : []));
-    for (let i = 0; i < knownAt.length; i += 10) {
-      const slice = knownAt.slice(i, i + 10);
-      const got = await this.kv.getMany<Article[]>(slice.map((j) => articleKey(dmId, known[j]!.value!)));
-      slice.forEach((j, k) => prevs[j] = got[k]!);
-    }
+    const got = await tens(
+      knownAt.length,
+      (i) => this.kv.getMany<Article[]>(knownAt.slice(i, i + 10).map((j) => articleKey(dmId, known[j]!.value!))),
+    );
+    knownAt.forEach((j, k) => prevs[j] = got[k]!);
     const nowDate = this.clock.now();
     const now = nowDate.toISOString();
     let head = await this.changes.head(dmId);
-    for (let start = 0; start < list.length; start += UPSERT_BATCH) {
+    for (let start = 0, end = 0; start < list.length; start = end) {
       const op = this.kv.atomic();
       const pending: [number, UpsertOutcome][] = [];
-      for (let i = start; i < Math.min(list.length, start + UPSERT_BATCH); i++) {
-        const fields = list[i]!, k = known[i]!, prev = prevs[i];
+      let bytes = 0;
+      for (end = start; end < list.length && end - start < UPSERT_BATCH; end++) {
+        bytes += estimatedBytes(list[end]!);
+        if (bytes > UPSERT_COMMIT_BYTES && end > start) break;
+        const fields = list[end]!, k = known[end]!, prev = prevs[end];
         if (k.value && prev) {
           const article: Article = { ...fields, id: k.value, createdAt: prev.value?.createdAt ?? now, updatedAt: now };
           op.check(k).check(prev).set(prev.key, article);
-          pending.push([i, { article, previous: prev.value ?? undefined, created: !prev.value }]);
+          pending.push([end, { article, previous: prev.value ?? undefined, created: !prev.value }]);
         } else {
           const article: Article = { ...fields, id: newId("ar", this.clock), createdAt: now, updatedAt: now };
-          op.check(k).set(uKeys[i]!, article.id).set(articleKey(dmId, article.id), article);
-          pending.push([i, { article, created: true }]);
+          op.check(k).set(uKeys[end]!, article.id).set(articleKey(dmId, article.id), article);
+          pending.push([end, { article, created: true }]);
         }
       }
       const logged = pending.map(([, o]) => ({ id: o.article.id, url: o.article.url, op: "upsert" as const }));

@@ -47,7 +47,9 @@ export function summarize(title: string, body: string, { maxSentences = 3, maxCh
 
 /** Cuts text at a word boundary to at most `max` characters, with an ellipsis when cut. */
 export function clip(text: string, max: number): string {
-  const t = text.replace(/\s+/g, " ").trim();
+  // Whitespace is collapsed over a head of the text only, when that head already reaches `max`.
+  const head = text.length > 4 * max + 64 ? text.slice(0, 4 * max + 64).replace(/\s+/g, " ").trimStart() : "";
+  const t = head.length > max + 1 ? head : text.replace(/\s+/g, " ").trim();
   if (t.length <= max) return t;
   const cut = t.slice(0, max - 1);
   const at = cut.lastIndexOf(" ");

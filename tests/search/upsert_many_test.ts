@@ -8,7 +8,7 @@ Deno.test("ingest of many articles: batched commits keep ids of known URLs and c
   const first = await w.deps.search.ingest(w.dm, Array.from({ length: 10 }, (_, i) => item(i * 5, `Early ${i}`)));
   assert.equal(first.created, 10);
   const ids = new Map(first.results.map((r) => [r.url, r.id]));
-  // 50 items over three commits of 20: every fifth URL is known.
+  // 50 items over two commits (at most 48 articles each): every fifth URL is known.
   const report = await w.deps.search.ingest(w.dm, Array.from({ length: 50 }, (_, i) => item(i, `Late ${i}`)));
   assert.equal(report.created, 40);
   assert.equal(report.updated, 10);
@@ -18,4 +18,21 @@ Deno.test("ingest of many articles: batched commits keep ids of known URLs and c
   assert.equal(await w.deps.search.count(w.dm.id), 50);
   const stored = await engineOf(w.deps).articles.getByUrl(w.dm.id, "https://alpha.example/n/45");
   assert.equal(stored!.title, "Late 45");
+});
+
+Deno.test("ingest of many large articles: commits close by size under KV's limit and log every article", async () => {
+  await using w = await searchWorld();
+  // 20,000-character bodies (the most kept): about 40 KB each, so about ten per commit.
+  const body = "The tide rose over the harbour wall. ".repeat(600);
+  const report = await w.deps.search.ingest(
+    w.dm,
+    Array.from({ length: 60 }, (_, i) => ({ url: `https://alpha.example/big/${i}`, title: `Big ${i}`, body })),
+  );
+  assert.equal(report.created, 60);
+  assert.equal(await w.deps.search.count(w.dm.id), 60);
+  const seqs: number[] = [];
+  for await (const e of w.deps.kv.list({ prefix: ["article_change", w.dm.id] })) seqs.push(e.key[2] as number);
+  assert.deepEqual(seqs, Array.from({ length: 60 }, (_, i) => i + 1));
+  const stored = await engineOf(w.deps).articles.getByUrl(w.dm.id, "https://alpha.example/big/59");
+  assert.ok(stored!.terms, "the terms are stored with the article");
 });
