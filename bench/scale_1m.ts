@@ -19,7 +19,8 @@ import { FixedClock } from "../core/clock.ts";
 import { parseConfig } from "../core/config.ts";
 import { buildDeps, embeddingProvider, startDeps, stopDeps } from "../composition.ts";
 import { sha256Hex } from "../core/crypto.ts";
-import { type Article, embeddingText, normalizeArticle } from "../core/search/articles.ts";
+import { type Article, ArticleRepo, embeddingText, normalizeArticle } from "../core/search/articles.ts";
+import { SearchEngine } from "../core/search/engine.ts";
 import type { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
 import { quantize } from "../core/search/vector_index.ts";
 import { articleBag, storableTerms } from "../core/search/index.ts";
@@ -265,6 +266,40 @@ if (phase === "seed-part") {
     );
   }
   console.log(`rss after queries: ${mib(Deno.memoryUsage().rss)}`);
+  if (Deno.env.get("BENCH_FOLLOW") && engine instanceof SearchEngine) {
+    // Another process writes 1,000 new articles and edits 1,000 (what its ingest commits: the
+    // articles and their change-log entries); this process applies them from the change log.
+    const embeddings = engine.embeddings as LocalEmbeddings;
+    const other = new ArticleRepo(w.deps.kv, clock, "bench-other-process");
+    const items = generateArticles({ count: 1000, now: clock.now(), seed: 99 });
+    const prepare = (item: (typeof items)[number], url: string) => {
+      const f = normalizeArticle(dm, { ...item, url }, clock);
+      const { q, scale } = quantize(embeddings.embedOne(embeddingText(f)));
+      return {
+        ...f,
+        embedding: { model: embeddings.id, dims: embeddings.dims, scale, q: new Uint8Array(q.buffer) },
+        terms: storableTerms(f, articleBag(f)),
+      };
+    };
+    const edited: Article[] = [];
+    for await (const e of w.deps.kv.list<Article>({ prefix: ["article", dmId] }, { limit: 1000 })) edited.push(e.value);
+    const { builds } = engine.followStats(dmId);
+    for (
+      const batch of [
+        items.map((it, i) => prepare(it, `${it.url}-follow-${i}`)),
+        edited.map((a, i) => prepare({ ...items[i]!, title: `${a.title} (updated)` }, a.url)),
+      ]
+    ) {
+      await other.upsertMany(batch);
+      const t1 = performance.now(), c2 = cpuSeconds();
+      const applied = await engine.applyChanges(dmId);
+      console.log(
+        `changes from another process: ${applied} applied in ${(performance.now() - t1).toFixed(0)} ms (${
+          ((cpuSeconds() - c2) * 1000).toFixed(0)
+        } CPU ms), full builds ${engine.followStats(dmId).builds - builds} (articles now ${await engine.count(dmId)})`,
+      );
+    }
+  }
   await engine.close();
   await w.close();
 }

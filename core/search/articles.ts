@@ -219,7 +219,11 @@ export class ArticleRepo {
   /**
    * @param writer names this writer in the change log (its own engine skips its entries)
    */
-  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock, readonly writer = crypto.randomUUID()) {
+  constructor(
+    private readonly kv: Deno.Kv,
+    private readonly clock: Clock,
+    readonly writer: string = crypto.randomUUID(),
+  ) {
     this.changes = new ArticleChangeLog(kv);
   }
 
