@@ -71,6 +71,7 @@
     return s % 60 ? `${m} min ${s % 60} s` : `${m} min`;
   };
   const dayLabel = (unixS) => dayFormat.format(new Date(unixS * 1000));
+  const COUNT_STEPS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6];
   const withoutScheme = (url) => String(url).replace(/^https?:\/\//, "");
 
   /** A table; `columns` are `{label, get, kind}` with kind "num" (right-aligned) or "text". */
@@ -141,7 +142,7 @@
           const change = c === undefined
             ? ""
             : c === null
-            ? "new (none earlier)"
+            ? (s[k] ? "new (none earlier)" : "")
             : `${c > 0 ? "+" : c < 0 ? "\u2212" : "±"}${pctFormat.format(Math.abs(c))}% vs earlier`;
           return el("div", { className: "card" }, [
             el("div", { className: "v", text: format(s[k]) }),
@@ -196,7 +197,8 @@
         scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] } },
         axes: [
           { splits: daySplits, values: (_u, splits) => splits.map(dayLabel), space: 40 },
-          { values: (_u, splits) => splits.map(fmt), size: 56 },
+          // Whole numbers only: these are counts.
+          { values: (_u, splits) => splits.map(fmt), size: 56, incrs: COUNT_STEPS },
         ],
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"),
       },
@@ -366,6 +368,7 @@
     for (const k of VIEW) if (v[k]) params[k] = v[k];
     delete document.body.dataset.loaded;
     $("status").textContent = "Loading…";
+    $("status").classList.remove("error");
     // How each panel of the combined answer is drawn, and the page parts it fills.
     const panels = {
       "ask-ai": [(a) => {
@@ -388,6 +391,9 @@
     const failed = (ids, message) => {
       for (const id of ids) put(id, el("p", { className: "error", text: `Could not load: ${message}` }));
     };
+    const notLoaded = (ids) => {
+      for (const id of ids) put(id, el("p", { className: "muted empty", text: "Not loaded." }));
+    };
     const drawn = new Set();
     const failures = [];
     try {
@@ -405,6 +411,14 @@
       });
     } catch (err) {
       if (gen !== generation || err instanceof AuthError) throw err;
+      if (drawn.size === 0) {
+        // The view itself was refused (a bad date or zone): one message, not one per panel.
+        for (const entry of Object.values(panels)) notLoaded(entry[1]);
+        $("status").textContent = `Could not load: ${err.message}`;
+        $("status").classList.add("error");
+        document.body.dataset.loaded = "error";
+        return;
+      }
       failures.push(err);
     }
     if (gen !== generation) return;
@@ -413,6 +427,7 @@
     }
     if (failures.length || drawn.size < Object.keys(panels).length) {
       $("status").textContent = `Some panels could not load${failures[0] ? `: ${failures[0].message}` : ""}`;
+      $("status").classList.add("error");
       document.body.dataset.loaded = "error";
     } else {
       document.body.dataset.loaded = "true";
@@ -428,8 +443,16 @@
     $("key").focus();
   }
 
+  /** The time zones the browser knows, offered in the zone field. */
+  function fillZones() {
+    const list = $("zones");
+    if (list.children.length || typeof Intl.supportedValuesOf !== "function") return;
+    list.replaceChildren(...Intl.supportedValuesOf("timeZone").map((z) => el("option", { value: z })));
+  }
+
   async function start() {
     if (!sessionStorage.getItem(KEY)) return showSignIn("");
+    fillZones();
     $("signin").classList.add("hidden");
     $("app").classList.remove("hidden");
     const v = view();

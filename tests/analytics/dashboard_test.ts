@@ -127,6 +127,16 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.match(await page.$eval("#status", (e) => e.textContent ?? ""), /2026-11-01 to 2026-11-22 · Asia\/Tokyo/);
       });
 
+      await t.step("a view the API refuses (unknown zone) says why once, in the status line", async () => {
+        await page.goto(`${origin}/dashboard?timezone=Nowhere/Land`, { waitUntil: "domcontentloaded" });
+        await page.waitForSelector("body[data-loaded=error]", { timeout: 30_000 });
+        assert.equal(
+          await page.$eval("#status", (e) => e.textContent),
+          "Could not load: timezone must be a valid IANA time zone name",
+        );
+        assert.equal(await page.$eval("#cards", (e) => e.textContent), "Not loaded.");
+      });
+
       await t.step("a wrong key shows a clear message", async () => {
         const fresh = await browser.createBrowserContext();
         const p2 = await fresh.newPage();
