@@ -6,6 +6,7 @@ import { AppError } from "../../core/errors.ts";
 import { newId } from "../../core/ids.ts";
 import { memoryLogger } from "../../core/log.ts";
 import type { AiModel } from "../../core/store/models.ts";
+import type { CitedArticles } from "../../core/answer/types.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
 import { arrayRetriever, fixtureArticles, ingestItem, NOW } from "./_articles.ts";
 
@@ -21,7 +22,10 @@ const model: AiModel = {
   createdAt: NOW.toISOString(),
 };
 
-function service(events?: () => { record(e: unknown[]): Promise<void> } | undefined) {
+function service(
+  events?: () => { record(e: unknown[]): Promise<void> } | undefined,
+  onCited?: (c: CitedArticles) => void,
+) {
   const log = memoryLogger();
   const retrieve = arrayRetriever(fixtureArticles("dm_news", "dm_tech"));
   const svc = createAnswerService({
@@ -30,6 +34,7 @@ function service(events?: () => { record(e: unknown[]): Promise<void> } | undefi
     clock: new FixedClock(NOW),
     log,
     events,
+    onCited,
   });
   return { svc, log, retrieve };
 }
@@ -127,4 +132,35 @@ Deno.test("end to end: articles ingested over HTTP answer a question through the
   const logs = await (await w.app.request("/v1/analytics/ask-ai/logs", { headers: bearer(key) })).json();
   assert.equal(logs.data[0].prompt, "How much will a bus ride cost?");
   assert.equal(logs.data[0].response, message);
+});
+
+Deno.test("AnswerService tells onCited the articles a text answer cites, in citation order, with the caller", async () => {
+  const told: CitedArticles[] = [];
+  const { svc } = service(undefined, (c) => told.push(c));
+  const a = await svc.answer(model, "bus fares", { caller: "payproxy:agent-7" });
+  assert.equal(a.kind, "text");
+  const citations = a.kind === "text" ? a.citations : [];
+  assert.ok(citations.length >= 1);
+  assert.equal(told.length, 1);
+  assert.equal(told[0]!.tenantId, "tn_svc");
+  assert.equal(told[0]!.aiModelId, "am_svc");
+  assert.equal(told[0]!.caller, "payproxy:agent-7");
+  assert.deepEqual(told[0]!.articles.map((x) => [x.url, x.position]), citations.map((c, i) => [c.url, i + 1]));
+  // Streaming tells it once too, when the answer is complete.
+  const chunks: string[] = [];
+  const gen = svc.stream!(model, "bus fares", {});
+  for (let r = await gen.next(); !r.done; r = await gen.next()) chunks.push(r.value);
+  assert.equal(told.length, 2);
+  assert.equal(told[1]!.caller, undefined);
+});
+
+Deno.test("AnswerService still answers when onCited throws, and logs it", async () => {
+  const { svc, log } = service(undefined, () => {
+    throw new Error("buffer broken");
+  });
+  const a = await svc.answer(model, "bus fares", { requestId: "r3" });
+  assert.match(a.message, /bus fares/);
+  const line = log.lines.find((l) => l.msg === "answer citations not recorded")!;
+  assert.equal(line.level, "error");
+  assert.equal(line.request_id, "r3");
 });
