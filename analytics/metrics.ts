@@ -148,30 +148,6 @@ function countsOf(rows: Record<string, unknown>[]): Map<string, Counts> {
   return out;
 }
 
-/**
- * The time series of two windows in one scan (`ask_ai_by_time_pair`): each is what
- * {@link blockCounts} gives for it alone. The windows must not overlap (same zone).
- */
-export async function blockCountsPair(
-  engine: AnalyticsEngine,
-  w: ZonedWindow,
-  earlier: ZonedWindow,
-  filters: BlockFilters,
-  interval: Interval,
-): Promise<[Map<string, Counts>, Map<string, Counts>]> {
-  const prev = windowParams(earlier);
-  const rows = await engine.query("ask_ai_by_time_pair", {
-    ...windowParams(w),
-    prev_from_date: prev.from_date,
-    prev_to_date: prev.to_date,
-    prev_start_local: prev.start_local,
-    prev_end_local: prev.end_local,
-    ...filters,
-    interval,
-  });
-  return [countsOf(rows.filter((r) => num(r.win) === 0)), countsOf(rows.filter((r) => num(r.win) === 1))];
-}
-
 /** Key of the whole block in a column grouping's result (each session once; no data key holds NUL). */
 export const BLOCK_TOTAL = "\u0000total";
 

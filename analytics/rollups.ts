@@ -153,8 +153,8 @@ function dailyOf(w: DateWindow, byDay: Map<string, Counts>) {
 
 /**
  * GET /v1/analytics/ask-ai (spec 2.5). With `compare`, a `comparison` block beside `summary` holds
- * the earlier window's summary and daily rows and the change of each metric; both windows are
- * read in one scan, or the earlier one comes from the window memo (analytics/compare_counts.ts).
+ * the earlier window's summary and daily rows and the change of each metric; the earlier window's
+ * counts come from the window memo when its files are unchanged (analytics/compare_counts.ts).
  */
 export async function askAiRollup(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
   const w = await requestWindow(deps, q);

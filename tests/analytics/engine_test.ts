@@ -59,10 +59,6 @@ Deno.test("every rollup is a .sql file that prepares against the empty view", as
     wal_ids: [],
     wal_visits_5: [],
     wal_visits_30: [],
-    prev_from_date: "2026-10-30",
-    prev_to_date: "2026-10-31",
-    prev_start_local: "2026-10-30",
-    prev_end_local: "2026-10-31",
     limit: 10,
     offset: 0,
   };
