@@ -20,6 +20,7 @@ export function dashboardPage(assets: AssetUrls) {
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <meta name="referrer" content="no-referrer">
         <title>Publisher analytics</title>
+        <link rel="icon" href="data:,">
         <link rel="stylesheet" href="${assets["uplot.min.css"]}">
         <link rel="stylesheet" href="${assets["dashboard.css"]}">
         <script src="${assets["uplot.min.js"]}" defer></script>

@@ -49,6 +49,10 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
       const dialogs: string[] = [];
       page.on("dialog", async (d) => (dialogs.push(d.message()), await d.dismiss()));
 
+      const missing: string[] = [];
+      page.on("response", (r) => {
+        if (r.status() === 404) missing.push(r.url());
+      });
       await t.step("sign-in with the key; the key never enters a URL", async () => {
         await page.goto(`${origin}/dashboard?compare=previous_period`, { waitUntil: "domcontentloaded" });
         await page.waitForSelector("#signin:not(.hidden)");
@@ -90,6 +94,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.match(await page.$eval("#agents", (e) => e.textContent ?? ""), /payproxy:newsbrief-agent/);
         assert.match(await page.$eval("#articles", (e) => e.textContent ?? ""), /%/);
         console.log(`screenshot: ${await session.shot("dashboard demo data")}`);
+        assert.deepEqual(missing, [], "every request the page makes is answered (no favicon 404)");
       });
 
       await t.step("a 390 px wide phone: every panel fits the width, nothing scrolls sideways", async () => {
