@@ -194,8 +194,8 @@ export class EventPipeline implements EventSink {
   /**
    * Removes what earlier flushers left in the scratch folder. Only the lease holder writes `wal-`
    * files there, and we hold the lease: none is in use (a plan it belonged to is replayed from KV).
-   * Log exports (any process) write `export-` folders; one older than a day was left by a process
-   * that died mid-export.
+   * Log exports (any process) write `export-` folders and files; one older than a day was left by
+   * a process that died mid-export.
    */
   async #clearScratch(): Promise<void> {
     const scratch = `${this.options.eventsDir}/${FLUSH_SCRATCH}`;
@@ -204,7 +204,7 @@ export class EventPipeline implements EventSink {
       for await (const e of Deno.readDir(scratch)) {
         const path = `${scratch}/${e.name}`;
         if (e.isFile && e.name.startsWith("wal-")) await Deno.remove(path).catch(() => {});
-        else if (e.isDirectory && e.name.startsWith("export-")) {
+        else if (e.name.startsWith("export-")) {
           const mtime = (await Deno.stat(path).catch(() => null))?.mtime?.getTime();
           if (mtime !== undefined && mtime < dayAgo) await Deno.remove(path, { recursive: true }).catch(() => {});
         }

@@ -186,8 +186,8 @@ function streamAndRemove(path: string, file: Deno.FsFile): ReadableStream<Uint8A
     async pull(controller) {
       const r = await reader.read();
       if (r.done) {
+        await remove(); // before the reader sees the end
         controller.close();
-        await remove();
       } else controller.enqueue(r.value);
     },
     async cancel() {
@@ -197,10 +197,12 @@ function streamAndRemove(path: string, file: Deno.FsFile): ReadableStream<Uint8A
   });
 }
 
-/** Every log row of the window as a Parquet file (zstd), streamed from a temp file DuckDB wrote. */
+/** Every log row of the window as a Parquet file (zstd), streamed from a scratch file DuckDB wrote under the events folder. */
 export async function logsParquet(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
   const { wp, params } = await logParams(deps, tenantId, q);
-  const path = await Deno.makeTempFile({ prefix: "logs-export-", suffix: ".parquet" });
+  const scratch = `${deps.engine.eventsDir}/${FLUSH_SCRATCH}`;
+  await Deno.mkdir(scratch, { recursive: true });
+  const path = `${scratch}/export-${crypto.randomUUID()}.parquet`;
   try {
     await deps.engine.copyToParquet(
       "ask_ai_logs_parquet",

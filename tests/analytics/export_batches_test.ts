@@ -85,6 +85,11 @@ Deno.test("logs export over many days: every row of the local window, in the JSO
   const reader = res.body!.getReader();
   assert.ok((await reader.read()).value!.length > 0);
   await reader.cancel();
+  // A Parquet export is written to the same scratch folder and removed once sent.
+  const pq = await world.w.app.request("/v1/analytics/ask-ai/logs?start_date=2026-11-10&format=parquet", {
+    headers: bearer(world.key),
+  });
+  assert.equal(new TextDecoder().decode(new Uint8Array(await pq.arrayBuffer()).subarray(0, 4)), "PAR1");
   // Nothing is left in the scratch folder.
   const left = [];
   for await (const e of Deno.readDir(`${deps.analytics.eventsDir}/.tmp`)) left.push(e.name);
