@@ -66,6 +66,10 @@ export class Bm25Index {
   private changes = 0;
   private normAt = -1;
   private seen = new Uint8Array(1024);
+  // Scratch slot lists of top() (no allocation per query: at a million documents a query touches
+  // hundreds of thousands of slots).
+  private touchedBuf = new Int32Array(1024);
+  private aliveBuf = new Int32Array(1024);
   /** 1 per slot retired by {@link retire} whose postings {@link compact} has not dropped yet. */
   private retired = new Uint8Array(1024);
   private retiredCount = 0;
@@ -381,13 +385,13 @@ export class Bm25Index {
     }
     const norm = this.lengthNorms();
     const acc = this.acc, seen = this.seen, nf = this.nf, k1 = this.k1, k1p = k1 + 1;
-    const touched: number[] = [];
-    let i = 0, maxAcc = 0, floor = -Infinity;
+    const touched = this.touchedBuf;
+    let nt = 0, i = 0, maxAcc = 0, floor = -Infinity;
     for (; i < m; i++) {
       // `floor`: what the k-th best final score is at least. Worth a selection pass only when the
       // terms left are long and cannot lift a newcomer past the best score so far.
-      if (i > 0 && postings[i]! > touched.length && high[i]! < maxAcc + low[i]!) {
-        floor = this.kthBest(touched, k) + low[i]!;
+      if (i > 0 && postings[i]! > nt && high[i]! < maxAcc + low[i]!) {
+        floor = this.kthBest(touched, nt, k) + low[i]!;
         if (high[i]! < floor) break;
       }
       // The hot loop (every posting of the terms taken in full), with the field loop inlined.
@@ -397,7 +401,7 @@ export class Bm25Index {
         const s = slots[p]!, state = seen[s];
         if (state !== 1) {
           if (state === 2) continue;
-          touched.push(s);
+          touched[nt++] = s;
           if (allow && !allow(s)) {
             seen[s] = 2;
             continue;
@@ -415,29 +419,40 @@ export class Bm25Index {
       }
     }
     // The terms left are looked up for the candidates that can still reach the k-th best score.
-    let alive = touched;
+    let alive = touched, na = nt;
     for (let first = true; i < m; i++, first = false) {
-      if (!first) floor = this.kthBest(alive, k) + low[i]!;
-      alive = alive.filter((s) => seen[s] === 1 && acc[s]! + high[i]! >= floor);
+      if (!first) floor = this.kthBest(alive, na, k) + low[i]!;
+      const next = this.aliveBuf;
+      let w = 0;
+      for (let r = 0; r < na; r++) {
+        const s = alive[r]!;
+        if (seen[s] === 1 && acc[s]! + high[i]! >= floor) next[w++] = s;
+      }
+      alive = next;
+      na = w;
       const { id, idf } = list[i]!;
       const n = this.postLen[id]!, slots = this.postSlots[id]!;
-      if (alive.length * 20 < n) {
-        for (const s of alive) {
-          const p = lowerBound(slots, n, s);
+      if (na * 20 < n) {
+        for (let r = 0; r < na; r++) {
+          const s = alive[r]!, p = lowerBound(slots, n, s);
           if (p < n && slots[p] === s) acc[s] += this.termScore(id, p, s, idf, norm);
         }
       } else {
-        for (const s of alive) seen[s] = 3;
+        for (let r = 0; r < na; r++) seen[alive[r]!] = 3;
         for (let p = 0; p < n; p++) {
           const s = slots[p]!;
           if (seen[s] === 3) acc[s] += this.termScore(id, p, s, idf, norm);
         }
-        for (const s of alive) seen[s] = 1;
+        for (let r = 0; r < na; r++) seen[alive[r]!] = 1;
       }
     }
     const best = new TopK(k);
-    for (const s of alive) if (seen[s] === 1) best.push(s, acc[s]!);
-    for (const s of touched) {
+    for (let r = 0; r < na; r++) {
+      const s = alive[r]!;
+      if (seen[s] === 1) best.push(s, acc[s]!);
+    }
+    for (let r = 0; r < nt; r++) {
+      const s = touched[r]!;
       acc[s] = 0;
       seen[s] = 0;
     }
@@ -462,11 +477,18 @@ export class Bm25Index {
   }
 
   // The k-th best accumulated score among the live candidates (-Infinity with fewer than k).
-  private kthBest(slots: number[], k: number): number {
-    if (slots.length < k) return -Infinity;
+  private kthBest(slots: Int32Array, count: number, k: number): number {
+    if (count < k) return -Infinity;
     const best = new TopK(k), acc = this.acc, seen = this.seen;
-    for (const s of slots) if (seen[s] === 1) best.push(s, acc[s]!);
-    return best.floor;
+    let floor = -Infinity;
+    for (let r = 0; r < count; r++) {
+      const s = slots[r]!;
+      if (seen[s] === 1 && acc[s]! > floor) {
+        best.push(s, acc[s]!);
+        floor = best.floor;
+      }
+    }
+    return floor;
   }
 
   // One term's BM25F contribution to the document at posting p of term `id`.
@@ -508,6 +530,8 @@ export class Bm25Index {
     this.docLen = grow(this.docLen, cap * this.nf, (c) => new Float32Array(c));
     this.acc = grow(this.acc, cap, (c) => new Float32Array(c));
     this.seen = grow(this.seen, cap, (c) => new Uint8Array(c));
+    this.touchedBuf = new Int32Array(cap);
+    this.aliveBuf = new Int32Array(cap);
     this.retired = grow(this.retired, cap, (c) => new Uint8Array(c));
   }
 }
