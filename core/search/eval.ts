@@ -89,6 +89,8 @@ export async function evaluate(
   await embeddings.init();
   const index = new DataModelIndex("dm_eval", embeddings.dims, {
     removeCommonDirection: embeddings.removeCommonDirection ?? false,
+    // The embeddings here are f32, not read back from int8 storage: score them as they are.
+    exactVectors: true,
   });
   const ids: string[] = [];
   for (let i = 0; i < data.corpus.length; i += 256) {

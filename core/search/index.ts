@@ -187,10 +187,12 @@ export class DataModelIndex {
   /**
    * @param removeCommonDirection take the vectors' first principal component out of every
    * cosine (for averaged word vectors, which all lean one way; see {@link cosines})
+   * @param exactVectors keep vectors that do not come from int8 storage in f32 too (relevance
+   * evaluations over raw embeddings); the service's vectors always come from storage
    */
-  constructor(dataModelId: string, dims: number, { removeCommonDirection = false } = {}) {
+  constructor(dataModelId: string, dims: number, { removeCommonDirection = false, exactVectors = false } = {}) {
     this.dataModelId = dataModelId;
-    this.vectors = new VectorIndex(dims);
+    this.vectors = new VectorIndex(dims, 1024, { keepFloats: exactVectors });
     this.removeCommonDirection = removeCommonDirection;
   }
 

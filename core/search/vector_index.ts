@@ -39,8 +39,18 @@ export class VectorIndex {
   private direction: Float32Array | null = null;
   /** Unit f32 rows of the slots whose vector is not int8 (see {@link set}). */
   private readonly exact = new Map<number, Float32Array>();
+  private readonly keepFloats: boolean;
 
-  constructor(dims: number, capacity = 1024, { simd = true }: { simd?: boolean } = {}) {
+  /**
+   * @param keepFloats keep vectors that are not int8 already in f32 too, for exact cosines (see
+   * {@link set}); off, they are stored as int8 like every vector from storage
+   */
+  constructor(
+    dims: number,
+    capacity = 1024,
+    { simd = true, keepFloats = false }: { simd?: boolean; keepFloats?: boolean } = {},
+  ) {
+    this.keepFloats = keepFloats;
     this.dims = dims;
     this.stride = Math.ceil(dims / 16) * 16;
     this.capacity = Math.max(1, capacity);
@@ -115,9 +125,9 @@ export class VectorIndex {
   /**
    * Stores `vector` at `slot` as int8 scaled by its largest component; a zero or missing vector
    * stores zeros. A vector that came from int8 storage (every article the service indexes) is
-   * stored exactly as it was; any other vector also keeps its unit f32 form, and cosines with it
-   * are taken in f32 (exact, at the cost of a loop per such row per scan: for evaluations and
-   * tests, not for a million rows).
+   * stored exactly as it was. With `keepFloats`, any other vector also keeps its unit f32 form and
+   * cosines with it are taken in f32 (exact, at the cost of a JavaScript loop per such row per
+   * scan: for relevance evaluations over f32 embeddings, not for large indexes).
    */
   set(slot: number, vector: Float32Array | null): void {
     if (slot >= this.capacity) this.grow(slot);
@@ -137,7 +147,7 @@ export class VectorIndex {
           sq += q * q;
         }
         this.unit[slot] = 1 / Math.sqrt(sq);
-        if (!representable) this.exact.set(slot, normalized(vector));
+        if (!representable && this.keepFloats) this.exact.set(slot, normalized(vector));
       }
     }
     this.updateRow(slot);

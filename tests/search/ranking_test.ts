@@ -65,7 +65,7 @@ Deno.test("removing the common direction: cosines equal those of the projected, 
     for (let j = 0; j < dims; j++) v[j]! += 2 * common[j]!;
     return normalized(v);
   });
-  const index = new DataModelIndex("dm_v", dims, { removeCommonDirection: true });
+  const index = new DataModelIndex("dm_v", dims, { removeCommonDirection: true, exactVectors: true });
   vecs.forEach((v, i) => index.upsert(article(i, `t${i}`), v));
   const q = vecs[3]!.map((x, j) => x + 0.3 * (j === 0 ? 1 : 0));
   const qn = normalized(q);
@@ -108,7 +108,8 @@ Deno.test("withFeedback() moves the query vector toward its best lexical matches
 });
 
 Deno.test("hybrid(): version 2 leans on BM25 (vectors 15 %), version 1 blends equally", () => {
-  const index = new DataModelIndex("dm_h", 2);
+  // f32 vectors scored as they are, so the expected blends are exact.
+  const index = new DataModelIndex("dm_h", 2, { exactVectors: true });
   // Slot 0 matches the words; slot 1 only the vector.
   index.upsert(article(0, "storm harbour"), Float32Array.of(0.6, 0.8));
   index.upsert(article(1, "unrelated words"), Float32Array.of(1, 0));

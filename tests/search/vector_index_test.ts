@@ -86,15 +86,22 @@ Deno.test("VectorIndex: with a common direction, the scan gives the cosines of t
   }
 });
 
-Deno.test("VectorIndex: vectors that are not int8 already keep exact f32 cosines", () => {
+Deno.test("VectorIndex: with keepFloats, vectors that are not int8 already keep exact f32 cosines; without, int8 ones", () => {
   const rand = prng(3);
   const rows = Array.from({ length: 50 }, () => normalized(Float32Array.from({ length: DIMS }, () => rand() - 0.5)));
-  const index = new VectorIndex(DIMS, 4);
-  rows.forEach((r, i) => index.set(i, r));
+  const index = new VectorIndex(DIMS, 4, { keepFloats: true });
+  const plain = new VectorIndex(DIMS, 4);
+  rows.forEach((r, i) => {
+    index.set(i, r);
+    plain.set(i, r);
+  });
   const query = rows[0]!.map((x, j) => x + (j === 1 ? 0.5 : 0));
   const qn = normalized(query);
   const got = index.scan(qn, rows.length);
   rows.forEach((r, i) => assert.ok(Math.abs(got[i]! - dot(r, qn)) < 1e-6, `slot ${i}`));
+  const approx = plain.scan(qn, rows.length);
+  rows.forEach((r, i) => assert.ok(Math.abs(approx[i]! - dot(r, qn)) < 2e-2, `slot ${i}, int8`));
+  assert.ok(rows.some((r, i) => Math.abs(approx[i]! - dot(r, qn)) > 1e-6), "int8 rows are not the f32 ones");
   // Replaced by an int8 vector, the row leaves the f32 side store and is scanned as int8.
   index.set(0, stored(rows[1]!));
   assert.ok(Math.abs(index.scan(qn, rows.length)[0]! - dot(rows[1]!, qn)) < 1e-2);
