@@ -36,3 +36,17 @@ Deno.test("ingest of many large articles: commits close by size under KV's limit
   const stored = await engineOf(w.deps).articles.getByUrl(w.dm.id, "https://alpha.example/big/59");
   assert.ok(stored!.terms, "the terms are stored with the article");
 });
+
+Deno.test("ArticleRepo.list() streams every article across pages, in key order", async () => {
+  await using w = await searchWorld();
+  const report = await w.deps.search.ingest(
+    w.dm,
+    Array.from({ length: 7 }, (_, i) => ({ url: `https://alpha.example/p/${i}`, title: `Page ${i}` })),
+  );
+  const ids = report.results.map((r) => r.id!).sort();
+  for (const pageSize of [1, 2, 3, 7, 500]) {
+    const listed: string[] = [];
+    for await (const a of engineOf(w.deps).articles.list(w.dm.id, pageSize)) listed.push(a.id);
+    assert.deepEqual(listed, ids, `page size ${pageSize}`);
+  }
+});
