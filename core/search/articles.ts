@@ -374,28 +374,9 @@ export class ArticleRepo {
     }
   }
 
-  /**
-   * Streams every article of a data model, a page at a time. The next page is requested before
-   * the current one is handed over, so KV reads it while the caller indexes this one.
-   */
-  async *list(dmId: string, pageSize = 500): AsyncIterable<Article> {
-    const page = async (cursor: string | undefined) => {
-      const iter = this.kv.list<Article>({ prefix: ["article", dmId] }, {
-        limit: pageSize,
-        batchSize: pageSize,
-        cursor,
-      });
-      const values: Article[] = [];
-      for await (const e of iter) values.push(e.value);
-      return { values, next: values.length === pageSize ? iter.cursor : undefined };
-    };
-    let pending = page(undefined);
-    while (true) {
-      const { values, next } = await pending;
-      if (next !== undefined) pending = page(next);
-      yield* values;
-      if (next === undefined) return;
-    }
+  /** Streams every article of a data model, read `batchSize` at a time. */
+  async *list(dmId: string, batchSize = 500): AsyncIterable<Article> {
+    for await (const e of this.kv.list<Article>({ prefix: ["article", dmId] }, { batchSize })) yield e.value;
   }
 
   /** Ids of the data models that hold at least one article. */

@@ -37,16 +37,16 @@ Deno.test("ingest of many large articles: commits close by size under KV's limit
   assert.ok(stored!.terms, "the terms are stored with the article");
 });
 
-Deno.test("ArticleRepo.list() streams every article across pages, in key order", async () => {
+Deno.test("ArticleRepo.list() streams every article across batches, in key order", async () => {
   await using w = await searchWorld();
   const report = await w.deps.search.ingest(
     w.dm,
     Array.from({ length: 7 }, (_, i) => ({ url: `https://alpha.example/p/${i}`, title: `Page ${i}` })),
   );
   const ids = report.results.map((r) => r.id!).sort();
-  for (const pageSize of [1, 2, 3, 7, 500]) {
+  for (const batchSize of [1, 2, 3, 7, 500]) {
     const listed: string[] = [];
-    for await (const a of engineOf(w.deps).articles.list(w.dm.id, pageSize)) listed.push(a.id);
-    assert.deepEqual(listed, ids, `page size ${pageSize}`);
+    for await (const a of engineOf(w.deps).articles.list(w.dm.id, batchSize)) listed.push(a.id);
+    assert.deepEqual(listed, ids, `batch size ${batchSize}`);
   }
 });
