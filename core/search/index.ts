@@ -394,7 +394,11 @@ export class DataModelIndex {
     const cos = given ?? this.cosines(query.vector, hasVector);
 
     const vecTop = new TopK(hasVector ? side : 0);
-    if (hasVector) {
+    // Without a prefilter, the vector index selects from its block maxima (the same top k); a
+    // removed slot among them (a zero cosine, very rarely that high) sends it to the full pass.
+    let vecList = hasVector && !filtered ? this.vectors.best(cos, side) : null;
+    if (vecList && this.removed > 0 && vecList.some((e) => this.deadSlots[e.id] === 1)) vecList = null;
+    if (hasVector && !vecList) {
       // One pass over every cosine: most fail the floor test, kept in a local between pushes.
       let floor = vecTop.floor;
       for (let s = 0; s < n; s++) {
@@ -405,7 +409,7 @@ export class DataModelIndex {
         }
       }
     }
-    const vecList = vecTop.drain();
+    vecList ??= vecTop.drain();
 
     // BM25F skips removed slots itself: only the caller's prefilter asks for a lexical pass of its own.
     const cached = query.lexical;

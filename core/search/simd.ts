@@ -34,6 +34,8 @@ const MEM_ALIGN4 = [0x02, 0x00]; // memarg: align 2^2, offset 0
 const SIMD = 0xfd;
 const V128_LOAD = [SIMD, 0x00, 0x04, 0x00]; // align 16 is only a hint; offset 0
 const V128_LOAD_16 = [SIMD, 0x00, 0x04, 0x10]; // offset 16
+/** v128.load at a constant offset from the address on the stack. */
+const v128Load = (offset: number) => [SIMD, 0x00, 0x04, ...leb(offset)];
 const V128_ZERO = [SIMD, 0x0c, ...new Array(16).fill(0)];
 const I16X8_EXTEND_LOW_I8X16_S = [SIMD, 0x87, 0x01];
 const I16X8_EXTEND_HIGH_I8X16_S = [SIMD, 0x88, 0x01];
@@ -81,6 +83,7 @@ const accumulate = (extend: number[], load: number[]) => [
 ];
 
 function moduleBytes(): Uint8Array {
+  const maxBody = blockMaxBytes();
   const body = [
     // locals: 2 x i32 (r, j), 2 x v128 (acc, v)
     2,
@@ -180,11 +183,12 @@ function moduleBytes(): Uint8Array {
     0x00,
     0x00,
     0x00, // magic, version 1
-    ...section(1, [1, 0x60, 9, I32, I32, I32, I32, I32, I32, I32, F32, F32, 0]), // type: (i32 x7, f32 x2) -> ()
+    // types: (i32 x7, f32 x2) -> () and (i32 x3) -> ()
+    ...section(1, [2, 0x60, 9, I32, I32, I32, I32, I32, I32, I32, F32, F32, 0, 0x60, 3, I32, I32, I32, 0]),
     ...section(2, [1, ...name("env"), ...name("memory"), 0x02, 0x00, 1]), // import memory, min 1 page
-    ...section(3, [1, 0]), // one function of type 0
-    ...section(7, [1, ...name("scan"), 0x00, 0]), // export "scan"
-    ...section(10, [1, ...leb(body.length), ...body]),
+    ...section(3, [2, 0, 1]), // two functions, of types 0 and 1
+    ...section(7, [2, ...name("scan"), 0x00, 0, ...name("blockMax"), 0x00, 1]), // exports
+    ...section(10, [2, ...leb(body.length), ...body, ...leb(maxBody.length), ...maxBody]),
   ]);
 }
 
@@ -207,6 +211,70 @@ export interface SimdScan {
     alpha: number,
     beta: number,
   ): void;
+  /** Writes the maximum of each of `blocks` blocks of {@link MAX_BLOCK} floats at `srcPtr` to `dstPtr`. */
+  blockMax(srcPtr: number, blocks: number, dstPtr: number): void;
+}
+
+/** Floats per block of {@link SimdScan.blockMax}. */
+export const MAX_BLOCK = 64;
+
+/**
+ * A second function over the same memory: the maximum of each block of 64 floats (the scan's
+ * cosines), sixteen f32x4 loads and maxima per block:
+ *
+ *   (func (export "blockMax") (param $src i32) (param $blocks i32) (param $dst i32)
+ *     (local $b i32) (local $acc v128)
+ *     for b in 0..blocks: acc = max of load(src + 16i), i = 0..15; dst[b] = max of acc's lanes;
+ *       src += 256)
+ */
+function blockMaxBytes(): number[] {
+  const [SRC, BLOCKS, DST, BI, MACC] = [0, 1, 2, 3, 4];
+  const F32X4_MAX = [SIMD, 0xe9, 0x01], F32_MAX = 0x97;
+  const f32Lane = (i: number) => [SIMD, 0x1f, i];
+  const loads: number[] = [...get(SRC), ...v128Load(0)];
+  for (let i = 1; i < 16; i++) loads.push(...get(SRC), ...v128Load(16 * i), ...F32X4_MAX);
+  const step = (local: number, by: number[]) => [...get(local), I32_CONST, ...by, I32_ADD, ...set(local)];
+  return [
+    // locals: 1 x i32 (b), 1 x v128 (acc)
+    2,
+    1,
+    I32,
+    1,
+    V128,
+    BLOCK,
+    VOID,
+    LOOP,
+    VOID,
+    ...get(BI),
+    ...get(BLOCKS),
+    I32_GE_U,
+    BR_IF,
+    1,
+    ...loads,
+    ...set(MACC),
+    ...get(DST),
+    ...get(MACC),
+    ...f32Lane(0),
+    ...get(MACC),
+    ...f32Lane(1),
+    F32_MAX,
+    ...get(MACC),
+    ...f32Lane(2),
+    F32_MAX,
+    ...get(MACC),
+    ...f32Lane(3),
+    F32_MAX,
+    F32_STORE,
+    ...MEM_ALIGN4,
+    ...step(SRC, [0x80, 0x02]), // 256
+    ...step(DST, [4]),
+    ...step(BI, [1]),
+    BR,
+    0,
+    END,
+    END,
+    END,
+  ];
 }
 
 let compiled: WebAssembly.Module | null | undefined;
@@ -223,5 +291,6 @@ export function createSimdScan(pages = 1): SimdScan | null {
   if (!compiled) return null;
   const memory = new WebAssembly.Memory({ initial: pages });
   const instance = new WebAssembly.Instance(compiled, { env: { memory } });
-  return { memory, scan: instance.exports.scan as SimdScan["scan"] };
+  const { scan, blockMax } = instance.exports;
+  return { memory, scan: scan as SimdScan["scan"], blockMax: blockMax as SimdScan["blockMax"] };
 }

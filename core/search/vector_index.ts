@@ -1,4 +1,5 @@
-import { createSimdScan, type SimdScan } from "./simd.ts";
+import { createSimdScan, MAX_BLOCK, type SimdScan } from "./simd.ts";
+import { TopK } from "./topk.ts";
 
 const PAGE = 65_536;
 const QUERY_MAX = 32_767;
@@ -34,6 +35,11 @@ export class VectorIndex {
   private a!: Float32Array;
   private b!: Float32Array;
   private scores!: Float32Array;
+  /** Per block of {@link MAX_BLOCK} rows: the largest cosine of the last scan (see {@link best}). */
+  private maxima!: Float32Array;
+  /** The last scan's output and how many whole blocks its maxima cover. */
+  private lastScan: Float32Array | null = null;
+  private maximaBlocks = 0;
   /** Per row: the factor that makes the int8 row unit length (0 for an empty row). */
   private unit: Float32Array;
   private direction: Float32Array | null = null;
@@ -66,13 +72,14 @@ export class VectorIndex {
   }
 
   private bytesFor(capacity: number): number {
-    return this.queryBytes + capacity * this.stride + 3 * capacity * 4;
+    return this.queryBytes + capacity * this.stride + 3 * capacity * 4 + Math.ceil(capacity / MAX_BLOCK) * 4;
   }
 
   // Places the arrays for the current capacity; after growth, `old` says where a and b were (the
   // views of a grown WebAssembly memory are detached, so their offsets are taken before).
   private layout(old?: { capacity: number; aAt: number; bAt: number }): void {
     const cap = this.capacity, rows = cap * this.stride;
+    this.lastScan = null;
     if (this.kernel) {
       const buf = this.kernel.memory.buffer;
       const aAt = this.queryBytes + rows, bAt = aAt + cap * 4;
@@ -81,6 +88,7 @@ export class VectorIndex {
       this.a = new Float32Array(buf, aAt, cap);
       this.b = new Float32Array(buf, bAt, cap);
       this.scores = new Float32Array(buf, bAt + cap * 4, cap);
+      this.maxima = new Float32Array(buf, bAt + cap * 8, Math.ceil(cap / MAX_BLOCK));
       if (old) {
         // The old a and b sit where the grown matrix now is: move them past it (the new places
         // start beyond the old ones' end, so neither copy overwrites the other's source).
@@ -102,6 +110,7 @@ export class VectorIndex {
       this.b = grown(this.b, (n) => new Float32Array(n), cap);
       this.query = new Int16Array(this.stride);
       this.scores = new Float32Array(cap);
+      this.maxima = new Float32Array(Math.ceil(cap / MAX_BLOCK));
     }
     if (this.unit.length < cap) {
       const unit = new Float32Array(cap);
@@ -276,6 +285,7 @@ export class VectorIndex {
    */
   scan(query: Float32Array | null, count: number): Float32Array {
     const out = this.scores.subarray(0, count);
+    this.lastScan = null;
     if (!query || count === 0) return out.fill(0);
     let max = 0;
     for (let j = 0; j < this.dims; j++) max = Math.max(max, Math.abs(query[j]!));
@@ -288,7 +298,7 @@ export class VectorIndex {
     if (alpha === 0) {
       // A query along the common direction itself: plain cosines (rare; a JavaScript loop).
       for (let r = 0; r < count; r++) out[r] = this.dot(r, query);
-      return out;
+      return this.withMaxima(out, count);
     }
     if (this.kernel) {
       const a = this.a.byteOffset, b = this.b.byteOffset;
@@ -302,7 +312,54 @@ export class VectorIndex {
       }
     }
     if (this.exact.size > 0) this.exactCosines(out, query);
+    return this.withMaxima(out, count);
+  }
+
+  // Records the block maxima of a scan's output, for best().
+  private withMaxima(out: Float32Array, count: number): Float32Array {
+    const blocks = Math.floor(count / MAX_BLOCK);
+    if (this.kernel) this.kernel.blockMax(this.scores.byteOffset, blocks, this.maxima.byteOffset);
+    else {
+      for (let b = 0; b < blocks; b++) {
+        let m = -Infinity;
+        for (let r = b * MAX_BLOCK; r < (b + 1) * MAX_BLOCK; r++) if (out[r]! > m) m = out[r]!;
+        this.maxima[b] = m;
+      }
+    }
+    this.lastScan = out;
+    this.maximaBlocks = blocks;
     return out;
+  }
+
+  /**
+   * The `k` best rows of the last scan, best first (ties: lower slot first), exactly as one pass
+   * over every cosine would select them, or null when `cos` is not that scan's output. The k-th
+   * largest block maximum is at most the k-th best cosine, so only blocks whose maximum reaches it
+   * are read: a few thousand cosines instead of every one.
+   */
+  best(cos: Float32Array, k: number): { id: number; score: number }[] | null {
+    if (cos !== this.lastScan) return null;
+    const blocks = this.maximaBlocks, maxima = this.maxima, count = cos.length;
+    let threshold = -Infinity;
+    if (blocks >= k && k > 0) {
+      const top = new TopK(k);
+      for (let b = 0; b < blocks; b++) top.push(b, maxima[b]!);
+      threshold = top.floor;
+    }
+    const top = new TopK(k);
+    let floor = top.floor;
+    const take = (from: number, to: number) => {
+      for (let r = from; r < to; r++) {
+        const c = cos[r]!;
+        if (c > floor) {
+          top.push(r, c);
+          floor = top.floor;
+        }
+      }
+    };
+    for (let b = 0; b < blocks; b++) if (maxima[b]! >= threshold) take(b * MAX_BLOCK, (b + 1) * MAX_BLOCK);
+    take(blocks * MAX_BLOCK, count);
+    return top.drain();
   }
 
   /** Bytes held by the vectors and their per-row numbers. */

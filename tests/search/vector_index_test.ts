@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { dequantize, normalized, quantize, VectorIndex } from "../../core/search/vector_index.ts";
 import { prng } from "../../fixtures/prng.ts";
+import { TopK } from "../../core/search/topk.ts";
 
 const DIMS = 20;
 
@@ -106,4 +107,41 @@ Deno.test("VectorIndex: with keepFloats, vectors that are not int8 already keep 
   index.set(0, stored(rows[1]!));
   assert.ok(Math.abs(index.scan(qn, rows.length)[0]! - dot(rows[1]!, qn)) < 1e-2);
   assert.deepEqual([...index.row(1)].map((x) => Math.round(x * 1e5)), [...rows[1]!].map((x) => Math.round(x * 1e5)));
+});
+
+Deno.test("VectorIndex.best(): the top k of the last scan from its block maxima equals one pass over every cosine", () => {
+  const { rows, query } = world(29, 5_037);
+  // Repeated rows: ties across blocks must break toward the lower slot, as the full pass does.
+  for (let i = 3000; i < 3100; i++) rows[i] = rows[i - 2000]!;
+  for (const simd of [true, false]) {
+    const index = new VectorIndex(DIMS, 64, { simd });
+    rows.forEach((r, i) => index.set(i, r));
+    const cos = index.scan(query, rows.length);
+    for (const k of [1, 9, 50, 100, 200]) {
+      const full = new TopK(k);
+      for (let s = 0; s < cos.length; s++) full.push(s, cos[s]!);
+      assert.deepEqual(index.best(cos, k), full.drain(), `simd ${simd}, k ${k}`);
+    }
+    // Fewer rows than a block, and more wanted than there are blocks.
+    const small = index.scan(query, 40);
+    const all = new TopK(60);
+    for (let s = 0; s < 40; s++) all.push(s, small[s]!);
+    assert.deepEqual(index.best(small, 60), all.drain());
+    // Only the last scan's own output is answered.
+    assert.equal(index.best(cos, 9), null);
+    assert.equal(index.best(Float32Array.from(small), 9), null);
+  }
+});
+
+Deno.test("SIMD blockMax: the maximum of every block of 64 floats, wherever in the block it lies", async () => {
+  const { createSimdScan, MAX_BLOCK } = await import("../../core/search/simd.ts");
+  const kernel = createSimdScan(2)!;
+  const floats = new Float32Array(kernel.memory.buffer, 0, 64 * MAX_BLOCK);
+  const rand = prng(8);
+  for (let i = 0; i < floats.length; i++) floats[i] = rand() - 0.5;
+  // Block b holds its maximum at position b.
+  for (let b = 0; b < 64; b++) floats[b * MAX_BLOCK + b] = 1 + b;
+  kernel.blockMax(0, 64, floats.byteLength);
+  const maxima = new Float32Array(kernel.memory.buffer, floats.byteLength, 64);
+  assert.deepEqual([...maxima], Array.from({ length: 64 }, (_, b) => 1 + b));
 });
