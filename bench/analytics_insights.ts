@@ -157,6 +157,13 @@ if (only !== "compare") {
   for (const st of (Deno.env.get("EXPORT_SETS") ?? "").split(";").filter(Boolean)) {
     await w.duckdb.withConnection((c) => c.run(st));
   }
+  if (Deno.env.get("EXPORT_AFTER_ROLLUP")) {
+    // A serving process has answered rollups before its first export: one 90-day ask-ai rollup.
+    const r0 = Deno.memoryUsage().rss;
+    await (await w.app.request(`/v1/analytics/ask-ai?${window90}`, { headers: { ...w.h, "cache-control": "no-cache" } }))
+      .arrayBuffer();
+    console.error("90-day rollup first: rss growth MB", Math.round((Deno.memoryUsage().rss - r0) / 1e6));
+  }
   if (Deno.env.get("EXPORT_WARMUP")) {
     const r0 = Deno.memoryUsage().rss;
     await (await w.app.request(`/v1/analytics/ask-ai/logs?start_date=${end}&end_date=${end}`, {
