@@ -160,7 +160,9 @@ if (only !== "compare") {
   if (Deno.env.get("EXPORT_AFTER_ROLLUP")) {
     // A serving process has answered rollups before its first export: one 90-day ask-ai rollup.
     const r0 = Deno.memoryUsage().rss;
-    await (await w.app.request(`/v1/analytics/ask-ai?${window90}`, { headers: { ...w.h, "cache-control": "no-cache" } }))
+    await (await w.app.request(`/v1/analytics/ask-ai?${window90}`, {
+      headers: { ...w.h, "cache-control": "no-cache" },
+    }))
       .arrayBuffer();
     console.error("90-day rollup first: rss growth MB", Math.round((Deno.memoryUsage().rss - r0) / 1e6));
   }
