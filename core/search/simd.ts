@@ -82,7 +82,14 @@ const accumulate = (extend: number[], load: number[]) => [
   ...set(ACC),
 ];
 
-function moduleBytes(): Uint8Array {
+/** Largest shared memory (4 GiB): a shared memory is created with its maximum reserved. */
+const SHARED_MAX_PAGES = 65_536;
+
+/**
+ * The kernel module. `shared` imports a shared memory (threads proposal), so a second thread can
+ * scan part of the same rows (see scan_helper.ts).
+ */
+function moduleBytes(shared: boolean): Uint8Array {
   const maxBody = blockMaxBytes();
   const body = [
     // locals: 2 x i32 (r, j), 2 x v128 (acc, v)
@@ -185,7 +192,14 @@ function moduleBytes(): Uint8Array {
     0x00, // magic, version 1
     // types: (i32 x7, f32 x2) -> () and (i32 x3) -> ()
     ...section(1, [2, 0x60, 9, I32, I32, I32, I32, I32, I32, I32, F32, F32, 0, 0x60, 3, I32, I32, I32, 0]),
-    ...section(2, [1, ...name("env"), ...name("memory"), 0x02, 0x00, 1]), // import memory, min 1 page
+    // import memory, min 1 page (shared: flags 3, with the maximum the threads proposal requires)
+    ...section(2, [
+      1,
+      ...name("env"),
+      ...name("memory"),
+      0x02,
+      ...(shared ? [0x03, 1, ...leb(SHARED_MAX_PAGES)] : [0x00, 1]),
+    ]),
     ...section(3, [2, 0, 1]), // two functions, of types 0 and 1
     ...section(7, [2, ...name("scan"), 0x00, 0, ...name("blockMax"), 0x00, 1]), // exports
     ...section(10, [2, ...leb(body.length), ...body, ...leb(maxBody.length), ...maxBody]),
@@ -277,20 +291,37 @@ function blockMaxBytes(): number[] {
   ];
 }
 
-let compiled: WebAssembly.Module | null | undefined;
+const compiled = new Map<boolean, WebAssembly.Module | null>();
 
-/** A kernel over a fresh memory of `pages` 64 KiB pages, or null where SIMD is not supported. */
-export function createSimdScan(pages = 1): SimdScan | null {
-  if (compiled === undefined) {
+/** The compiled kernel module (plain or over a shared memory), or null where it cannot compile. */
+export function simdModule(shared = false): WebAssembly.Module | null {
+  if (!compiled.has(shared)) {
     try {
-      compiled = new WebAssembly.Module(moduleBytes() as BufferSource);
+      compiled.set(shared, new WebAssembly.Module(moduleBytes(shared) as BufferSource));
     } catch {
-      compiled = null;
+      compiled.set(shared, null);
     }
   }
-  if (!compiled) return null;
-  const memory = new WebAssembly.Memory({ initial: pages });
-  const instance = new WebAssembly.Instance(compiled, { env: { memory } });
+  return compiled.get(shared)!;
+}
+
+/** Binds a kernel module to a memory. */
+export function bindSimdScan(module: WebAssembly.Module, memory: WebAssembly.Memory): SimdScan {
+  const instance = new WebAssembly.Instance(module, { env: { memory } });
   const { scan, blockMax } = instance.exports;
   return { memory, scan: scan as SimdScan["scan"], blockMax: blockMax as SimdScan["blockMax"] };
+}
+
+/**
+ * A kernel over a fresh memory of `pages` 64 KiB pages, or null where SIMD is not supported.
+ * `shared` gives a shared memory (for a second scanning thread) when the runtime has one.
+ */
+export function createSimdScan(pages = 1, { shared = false }: { shared?: boolean } = {}): SimdScan | null {
+  const module = (shared && simdModule(true)) || simdModule(false);
+  if (!module) return null;
+  const isShared = module === compiled.get(true);
+  const memory = isShared
+    ? new WebAssembly.Memory({ initial: pages, maximum: SHARED_MAX_PAGES, shared: true })
+    : new WebAssembly.Memory({ initial: pages });
+  return bindSimdScan(module, memory);
 }

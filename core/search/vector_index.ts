@@ -1,3 +1,4 @@
+import { PARALLEL_SCAN_MIN_ROWS, processScanHelper, type ScanHelper } from "./scan_helper.ts";
 import { createSimdScan, MAX_BLOCK, type SimdScan } from "./simd.ts";
 import { TopK } from "./topk.ts";
 
@@ -46,6 +47,8 @@ export class VectorIndex {
   /** Unit f32 rows of the slots whose vector is not int8 (see {@link set}). */
   private readonly exact = new Map<number, Float32Array>();
   private readonly keepFloats: boolean;
+  /** Splits large scans over two threads (the rows live in a shared memory for it); see {@link helperFor}. */
+  private readonly helper: ScanHelper | null | undefined;
 
   /**
    * @param keepFloats keep vectors that are not int8 already in f32 too, for exact cosines (see
@@ -54,15 +57,23 @@ export class VectorIndex {
   constructor(
     dims: number,
     capacity = 1024,
-    { simd = true, keepFloats = false }: { simd?: boolean; keepFloats?: boolean } = {},
+    { simd = true, keepFloats = false, helper }: {
+      simd?: boolean;
+      keepFloats?: boolean;
+      /** The scan helper thread: the process's by default (started by the first large scan); null for none. */
+      helper?: ScanHelper | null;
+    } = {},
   ) {
     this.keepFloats = keepFloats;
+    this.helper = helper;
     this.dims = dims;
     this.stride = Math.ceil(dims / 16) * 16;
     this.capacity = Math.max(1, capacity);
     this.queryBytes = Math.ceil((this.stride * 2) / 64) * 64;
     this.unit = new Float32Array(this.capacity);
-    this.kernel = simd ? createSimdScan(Math.ceil(this.bytesFor(this.capacity) / PAGE)) : null;
+    this.kernel = simd
+      ? createSimdScan(Math.ceil(this.bytesFor(this.capacity) / PAGE), { shared: helper !== null })
+      : null;
     this.layout();
   }
 
@@ -302,7 +313,10 @@ export class VectorIndex {
     }
     if (this.kernel) {
       const a = this.a.byteOffset, b = this.b.byteOffset;
-      this.kernel.scan(0, this.queryBytes, count, this.stride, a, b, this.scores.byteOffset, alpha, beta);
+      const helper = this.helperFor(count);
+      if (helper) {
+        helper.scan(this.kernel, 0, this.queryBytes, count, this.stride, a, b, this.scores.byteOffset, alpha, beta);
+      } else this.kernel.scan(0, this.queryBytes, count, this.stride, a, b, this.scores.byteOffset, alpha, beta);
     } else {
       const d = this.stride, m = this.data, A = this.a, B = this.b;
       for (let r = 0, o = 0; r < count; r++, o += d) {
@@ -313,6 +327,13 @@ export class VectorIndex {
     }
     if (this.exact.size > 0) this.exactCosines(out, query);
     return this.withMaxima(out, count);
+  }
+
+  // The given helper, or the process's once a scan is large enough to split (small indexes never
+  // start the helper thread).
+  private helperFor(rows: number): ScanHelper | null {
+    if (this.helper !== undefined) return this.helper;
+    return rows >= PARALLEL_SCAN_MIN_ROWS ? processScanHelper() : null;
   }
 
   // Records the block maxima of a scan's output, for best().

@@ -145,3 +145,40 @@ Deno.test("SIMD blockMax: the maximum of every block of 64 floats, wherever in t
   const maxima = new Float32Array(kernel.memory.buffer, floats.byteLength, 64);
   assert.deepEqual([...maxima], Array.from({ length: 64 }, (_, b) => 1 + b));
 });
+
+Deno.test("VectorIndex: a scan split over a helper thread equals the one-thread scan, across growth and a direction", async (t) => {
+  const { ScanHelper } = await import("../../core/search/scan_helper.ts");
+  const helper = new ScanHelper({ minRows: 64 });
+  try {
+    assert.equal(await helper.started(), true);
+    const { rows, query, common } = world(11, 5001);
+    const split = new VectorIndex(DIMS, 2, { helper });
+    const alone = new VectorIndex(DIMS, 2, { helper: null });
+    rows.forEach((r, i) => {
+      split.set(i, r);
+      alone.set(i, r);
+    });
+    for (const [name, u] of [["plain", null], ["with the common direction removed", common]] as const) {
+      await t.step(name, () => {
+        split.setDirection(u, rows.length);
+        alone.setDirection(u, rows.length);
+        for (const count of [63, 64, 1000, 5001]) {
+          assert.equal(helper.splits(splitKernel(split), count), count >= 64);
+          const a = split.scan(query, count), b = alone.scan(query, count);
+          assert.deepEqual(a.slice(), b.slice(), `${count} rows`);
+          assert.deepEqual(split.best(a, 9), alone.best(b, 9));
+        }
+      });
+    }
+    await t.step("a helper that is gone leaves the scan whole", () => {
+      helper.close();
+      const a = split.scan(query, rows.length).slice(), b = alone.scan(query, rows.length);
+      assert.deepEqual(a, b.slice());
+    });
+  } finally {
+    helper.close();
+  }
+});
+
+// deno-lint-ignore no-explicit-any
+const splitKernel = (index: VectorIndex) => (index as any).kernel;
