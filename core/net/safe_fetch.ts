@@ -8,6 +8,7 @@
  * one checked like the first URL. One deadline covers DNS, connect, redirects and the body; the
  * size cap is enforced while the body streams, before it is buffered.
  */
+import { readStreamCapped } from "../bytes.ts";
 import { type AddressPolicy, addressPolicy, type BlockReason, isIpLiteral } from "./ip.ts";
 import { pinnedHttp, type PinnedTransport } from "./pinned_http.ts";
 
@@ -323,29 +324,12 @@ async function readCapped(response: Response, maxBytes: number): Promise<Uint8Ar
     throw tooLarge();
   }
   if (!response.body) return new Uint8Array(0);
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
+  let body: Uint8Array | null;
   try {
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.length;
-      if (total > maxBytes) {
-        await reader.cancel().catch(() => {});
-        throw tooLarge();
-      }
-      chunks.push(value);
-    }
+    body = await readStreamCapped(response.body, maxBytes);
   } catch (err) {
-    if (err instanceof SafeFetchError) throw err;
     throw new SafeFetchError("unreachable", "URL response ended abnormally", { cause: err });
   }
-  const out = new Uint8Array(total);
-  let off = 0;
-  for (const c of chunks) {
-    out.set(c, off);
-    off += c.length;
-  }
-  return out;
+  if (!body) throw tooLarge();
+  return body;
 }

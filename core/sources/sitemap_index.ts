@@ -8,6 +8,7 @@
  * skipped.
  */
 import { DOMParser } from "linkedom";
+import { readStreamCapped } from "../bytes.ts";
 import { decodeSource, SourceFormatError } from "./parse.ts";
 
 /** A sitemap an index lists. */
@@ -68,29 +69,14 @@ export function parseSitemapIndex(xml: string, indexUrl: string): ChildSitemap[]
  * @throws {SourceFormatError} when the data is not gzip or inflates past the limit
  */
 export async function gunzipCapped(bytes: Uint8Array, maxBytes: number): Promise<Uint8Array> {
-  const reader = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new DecompressionStream("gzip"))
-    .getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
+  const inflated = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new DecompressionStream("gzip"));
+  let out: Uint8Array | null;
   try {
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.length;
-      if (total > maxBytes) throw new SourceFormatError(`the gzipped sitemap inflates past ${maxBytes} bytes`);
-      chunks.push(value);
-    }
-  } catch (err) {
-    await reader.cancel().catch(() => {});
-    if (err instanceof SourceFormatError) throw err;
+    out = await readStreamCapped(inflated, maxBytes);
+  } catch {
     throw new SourceFormatError("the gzipped sitemap could not be inflated");
   }
-  const out = new Uint8Array(total);
-  let off = 0;
-  for (const c of chunks) {
-    out.set(c, off);
-    off += c.length;
-  }
+  if (!out) throw new SourceFormatError(`the gzipped sitemap inflates past ${maxBytes} bytes`);
   return out;
 }
 

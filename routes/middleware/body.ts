@@ -1,4 +1,5 @@
 import type { MiddlewareHandler } from "hono";
+import { readStreamCapped } from "../../core/bytes.ts";
 import { AppError } from "../../core/errors.ts";
 import type { AppEnv } from "../env.ts";
 
@@ -16,25 +17,20 @@ export class BodyStalledError extends Error {
 }
 
 /**
- * Reads one chunk; a stalled body becomes 408 (and the connection is closed), a body cut off by
- * the client becomes 499 (logged as a client disconnect, never as our 500).
+ * Our error for a body that failed while it was read: a stalled body becomes 408 (and the
+ * connection is closed), a body cut off by the client becomes 499 (logged as a client
+ * disconnect, never as our 500).
  */
-async function readChunk(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-): Promise<ReadableStreamReadResult<Uint8Array>> {
-  try {
-    return await reader.read();
-  } catch (err) {
-    if (err instanceof BodyStalledError) {
-      throw new AppError(408, "request_timeout", `Request body stalled: nothing arrived for ${err.idleMs / 1000} s`, {
-        headers: { connection: "close" },
-        cause: err,
-      });
-    }
-    throw new AppError(499, "client_closed_request", "The client closed the connection before the body ended", {
+function bodyReadError(err: unknown): never {
+  if (err instanceof BodyStalledError) {
+    throw new AppError(408, "request_timeout", `Request body stalled: nothing arrived for ${err.idleMs / 1000} s`, {
+      headers: { connection: "close" },
       cause: err,
     });
   }
+  throw new AppError(499, "client_closed_request", "The client closed the connection before the body ended", {
+    cause: err,
+  });
 }
 
 /** Reads a request body to bytes, refusing more than `limit` bytes without buffering the rest. */
@@ -43,26 +39,9 @@ export async function readBodyCapped(req: Request, limit: number): Promise<Uint8
   const declared = Number(req.headers.get("content-length") ?? "NaN");
   if (Number.isFinite(declared) && declared > limit) throw tooLarge();
   if (!req.body) return new Uint8Array();
-  const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  while (true) {
-    const { done, value } = await readChunk(reader);
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const ch of chunks) {
-    out.set(ch, at);
-    at += ch.byteLength;
-  }
-  return out;
+  const body = await readStreamCapped(req.body, limit).catch(bodyReadError);
+  if (!body) throw tooLarge();
+  return body;
 }
 
 /**
