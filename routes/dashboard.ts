@@ -111,7 +111,7 @@ export function createDashboardRoutes(deps: Pick<Deps, "log">) {
       "cache-control": "no-store",
     });
   });
-  app.get("/assets/:name", async (c) => {
+  app.get("/assets/:name", (c) => {
     const asset = assets.get(c.req.param("name"));
     if (!asset) throw notFound("Not found");
     // The hashed URL never changes content; any other URL revalidates.

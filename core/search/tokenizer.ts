@@ -8,6 +8,7 @@ const MARKS = /\p{M}+/gu;
 const MAX_TOKEN = 40;
 // Text that NFKD leaves as it is and that holds no combining marks: ASCII, the C1 controls, and
 // the dashes and curly quotes of ordinary English prose. Most articles are, and skip normalising.
+// deno-lint-ignore no-control-regex -- the range starts at U+0000 on purpose: every ASCII character counts
 const PLAIN = /^[\x00-\x9f\u2013\u2014\u2018\u2019\u201c\u201d]*$/;
 
 /** Lowercases, compatibility-normalises and strips diacritics ("Café" -> "cafe"). */
