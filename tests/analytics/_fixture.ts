@@ -1,3 +1,6 @@
+import { writeRowsAsParquet } from "../../analytics/parquet_writer.ts";
+import { uuidv7 } from "../../analytics/uuid7.ts";
+import { generateDay } from "../../fixtures/events.ts";
 import { createTestWorld } from "../_helpers.ts";
 
 /**
@@ -228,4 +231,48 @@ export async function loadFixture(world: Awaited<ReturnType<typeof analyticsWorl
   });
   await w.deps.events.flush();
   return tenantId;
+}
+
+/**
+ * Writes generated traffic of the tenant's two widgets, one Parquet file for the days `from` ..
+ * `to` (UTC), day i generated with seed `seed + i`.
+ */
+export async function loadGeneratedDays(
+  world: Awaited<ReturnType<typeof analyticsWorld>>,
+  { from, to, events, seed }: { from: string; to: string; events: number; seed: number },
+): Promise<void> {
+  const { deps } = world.w;
+  const scope = {
+    tenantId: world.tenantId,
+    widgets: [
+      { id: "wd_main", aiModelId: "am_main", deploymentType: "embed", origin: "https://news.example" },
+      { id: "wd_second", aiModelId: "am_second", deploymentType: "brand_agent", origin: "https://news.example" },
+    ],
+    campaigns: [{ id: "cp_spring", creativeIds: ["cr_1001"], prompts: [{ id: "pm_1", text: "Where to travel?" }] }],
+  };
+  const rows = [];
+  for (let d = Date.parse(from), i = 0; d <= Date.parse(to); d += 86_400_000, i++) {
+    rows.push(...generateDay({ scope, date: new Date(d).toISOString().slice(0, 10), events, seed: seed + i }));
+  }
+  await writeRowsAsParquet(deps.duckdb, deps.analytics.eventsDir, uuidv7(deps.clock), rows);
+}
+
+/** A small CSV parser (quoted fields, doubled quotes, newlines inside quotes). */
+export function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = "";
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') (cell += '"', i++);
+      else if (ch === '"') quoted = false;
+      else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ",") (row.push(cell), cell = "");
+    else if (ch === "\n") (row.push(cell), rows.push(row), row = [], cell = "");
+    else cell += ch;
+  }
+  return rows;
 }

@@ -1,28 +1,13 @@
 import assert from "node:assert/strict";
-import { writeRowsAsParquet } from "../../analytics/parquet_writer.ts";
-import { uuidv7 } from "../../analytics/uuid7.ts";
-import { generateDay } from "../../fixtures/events.ts";
 import { bearer } from "../_helpers.ts";
-import { analyticsWorld } from "./_fixture.ts";
+import { analyticsWorld, loadGeneratedDays } from "./_fixture.ts";
 
 type World = Awaited<ReturnType<typeof analyticsWorld>>;
 
 /** Generated traffic of the tenant's two widgets over 2026-10-25 .. 2026-11-22, plus session-less queries. */
 async function loadDays(world: World) {
   const { deps } = world.w;
-  const scope = {
-    tenantId: world.tenantId,
-    widgets: [
-      { id: "wd_main", aiModelId: "am_main", deploymentType: "embed", origin: "https://news.example" },
-      { id: "wd_second", aiModelId: "am_second", deploymentType: "brand_agent", origin: "https://news.example" },
-    ],
-    campaigns: [{ id: "cp_spring", creativeIds: ["cr_1001"], prompts: [{ id: "pm_1", text: "Where to travel?" }] }],
-  };
-  const rows = [];
-  for (let d = Date.parse("2026-10-25"), i = 0; d <= Date.parse("2026-11-22"); d += 86_400_000, i++) {
-    rows.push(...generateDay({ scope, date: new Date(d).toISOString().slice(0, 10), events: 300, seed: 40 + i }));
-  }
-  await writeRowsAsParquet(deps.duckdb, deps.analytics.eventsDir, uuidv7(deps.clock), rows);
+  await loadGeneratedDays(world, { from: "2026-10-25", to: "2026-11-22", events: 300, seed: 40 });
   // Server-side queries (no session) on both sides of local and UTC midnights.
   await deps.events.record(
     ["2026-11-14T18:20:00Z", "2026-11-14T18:40:00Z", "2026-11-14T23:59:00Z", "2026-11-15T04:50:00Z"].map((ts) => ({

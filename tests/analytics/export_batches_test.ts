@@ -1,46 +1,11 @@
 import assert from "node:assert/strict";
-import { writeRowsAsParquet } from "../../analytics/parquet_writer.ts";
-import { uuidv7 } from "../../analytics/uuid7.ts";
-import { generateDay } from "../../fixtures/events.ts";
 import { bearer } from "../_helpers.ts";
-import { analyticsWorld } from "./_fixture.ts";
-
-/** Fields of a CSV line (every field quoted by the export). */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = "";
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i]!;
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') (cell += '"', i++);
-      else if (ch === '"') quoted = false;
-      else cell += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ",") (row.push(cell), cell = "");
-    else if (ch === "\n") (row.push(cell), rows.push(row), row = [], cell = "");
-    else cell += ch;
-  }
-  return rows;
-}
+import { analyticsWorld, loadGeneratedDays, parseCsv } from "./_fixture.ts";
 
 Deno.test("logs export over many days: every row of the local window, in the JSON order, under filters and a zone", async () => {
   await using world = await analyticsWorld();
   const { deps } = world.w;
-  const scope = {
-    tenantId: world.tenantId,
-    widgets: [
-      { id: "wd_main", aiModelId: "am_main", deploymentType: "embed", origin: "https://news.example" },
-      { id: "wd_second", aiModelId: "am_second", deploymentType: "brand_agent", origin: "https://news.example" },
-    ],
-    campaigns: [{ id: "cp_spring", creativeIds: ["cr_1001"], prompts: [{ id: "pm_1", text: "Where to travel?" }] }],
-  };
-  const rows = [];
-  for (let d = Date.parse("2026-11-10"), i = 0; d <= Date.parse("2026-11-22"); d += 86_400_000, i++) {
-    rows.push(...generateDay({ scope, date: new Date(d).toISOString().slice(0, 10), events: 250, seed: 90 + i }));
-  }
-  await writeRowsAsParquet(deps.duckdb, deps.analytics.eventsDir, uuidv7(deps.clock), rows);
+  await loadGeneratedDays(world, { from: "2026-11-10", to: "2026-11-22", events: 250, seed: 90 });
   // A second file in one day folder (a later flush), with rows at the same instant as each other.
   await deps.events.record(["a", "b", "c"].map((p) => ({
     event_type: "query",

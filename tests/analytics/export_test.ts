@@ -1,26 +1,6 @@
 import assert from "node:assert/strict";
 import { bearer } from "../_helpers.ts";
-import { analyticsWorld, loadFixture } from "./_fixture.ts";
-
-/** A small CSV parser (quoted fields, doubled quotes, newlines inside quotes). */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = "";
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i]!;
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') (cell += '"', i++);
-      else if (ch === '"') quoted = false;
-      else cell += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ",") (row.push(cell), cell = "");
-    else if (ch === "\n") (row.push(cell), rows.push(row), row = [], cell = "");
-    else cell += ch;
-  }
-  return rows;
-}
+import { analyticsWorld, loadFixture, parseCsv } from "./_fixture.ts";
 
 Deno.test("logs export: text/csv streams every row of the window, newest first, not a page", async () => {
   await using world = await analyticsWorld();
