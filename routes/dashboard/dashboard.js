@@ -361,6 +361,37 @@
     }
   }
 
+  /**
+   * Shows in an empty view field the value the API answered with (the default range, the default
+   * zone) and marks it as such, so the submit leaves it out of the URL: a URL without dates keeps
+   * meaning "the latest days" when shared. A field the user has typed into is left alone.
+   */
+  function showInEffect(name, value) {
+    const field = $("filters").elements[name];
+    if (!field || !value) return;
+    if (field.value !== "" && field.value !== field.dataset.inEffect) return;
+    field.value = value;
+    field.dataset.inEffect = value;
+  }
+
+  /** The view a submit of the filters form asks for, as URL parameters. */
+  function submittedView(form) {
+    const shown = view();
+    const value = (k) => (form.elements[k] ? form.elements[k].value.trim() : "");
+    const fromAnswer = (k) => form.elements[k] && form.elements[k].dataset.inEffect === value(k);
+    // A date the user changed fixes the range: both dates go in, as shown. Otherwise each date is
+    // kept as the URL had it, so a rolling view stays rolling.
+    const dates = ["start_date", "end_date"];
+    const dateEdited = dates.some((k) => value(k) !== (shown[k] || form.elements[k].dataset.inEffect || ""));
+    const p = new URLSearchParams();
+    for (const k of VIEW) {
+      const val = dates.includes(k) ? (dateEdited ? value(k) : shown[k]) : fromAnswer(k) ? "" : value(k);
+      if (val) p.set(k, val);
+      else if (k === "compare") p.set(k, "");
+    }
+    return p;
+  }
+
   async function load() {
     const gen = ++generation;
     const v = view();
@@ -374,10 +405,15 @@
       "ask-ai": [(a) => {
         renderCards(a);
         renderChart(a);
-        const first = a.daily_breakdown[0], last = a.daily_breakdown[a.daily_breakdown.length - 1];
-        $("status").textContent = `${a.filters.start_date || (first && first.date)} to ${
-          a.filters.end_date || (last && last.date)
-        } · ${a.meta.timezone}`;
+        const days = a.daily_breakdown;
+        const start = days.length ? days[0].date : a.filters.start_date;
+        const end = days.length ? days[days.length - 1].date : a.filters.end_date;
+        showInEffect("start_date", start);
+        showInEffect("end_date", end);
+        showInEffect("timezone", a.meta.timezone);
+        // A view without dates follows the calendar; the status line says so.
+        const range = `${start} to ${end} · ${a.meta.timezone}`;
+        $("status").textContent = !v.start_date && !v.end_date ? `Last ${days.length} days: ${range}` : range;
       }, ["cards", "chart"]],
       "realtime": [renderRealtime, ["realtime"]],
       "articles": [renderArticles, ["articles", "sites"]],
@@ -457,7 +493,11 @@
     $("app").classList.remove("hidden");
     const v = view();
     const form = $("filters");
-    for (const k of VIEW) if (form.elements[k]) form.elements[k].value = v[k] || "";
+    for (const k of VIEW) {
+      if (!form.elements[k]) continue;
+      form.elements[k].value = v[k] || "";
+      delete form.elements[k].dataset.inEffect;
+    }
     try {
       await load();
       clearInterval(realtimeTimer);
@@ -496,14 +536,7 @@
     });
     $("filters").addEventListener("submit", (e) => {
       e.preventDefault();
-      const form = e.target;
-      const p = new URLSearchParams();
-      for (const k of VIEW) {
-        const val = form.elements[k] ? form.elements[k].value.trim() : "";
-        if (val) p.set(k, val);
-        else if (k === "compare") p.set(k, "");
-      }
-      history.replaceState(null, "", `${location.pathname}?${p}`);
+      history.replaceState(null, "", `${location.pathname}?${submittedView(e.target)}`);
       start();
     });
     start();

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { seedDemo } from "../../fixtures/demo.ts";
 import { demoEventsStep } from "../../fixtures/demo_events.ts";
 import { seedDemoArticles } from "../../fixtures/demo_articles.ts";
+import type { Page } from "puppeteer-core";
 import { openBrowser, serveLocal } from "../_browser.ts";
 import { createTestWorld } from "../_helpers.ts";
 
@@ -12,6 +13,28 @@ type Canvas = {
   getContext(k: "2d"): { getImageData(...a: number[]): { data: Uint8ClampedArray } };
 };
 type DocLike = { getElementById(id: string): { textContent: string | null } | null };
+
+type Field = { value: string; dispatchEvent(e: Event): boolean };
+type Select = { selectedOptions: ArrayLike<{ textContent: string | null }> };
+
+/** The calendar date (`YYYY-MM-DD`) of an instant in a zone. */
+const dayIn = (zone: string, instant: Date) =>
+  new Intl.DateTimeFormat("en-CA", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit" })
+    .format(instant);
+const addDays = (day: string, n: number) =>
+  new Date(Date.parse(`${day}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
+
+/** What the filter form's fields show, by name. */
+function viewFields(page: Page): Promise<Record<string, string>> {
+  return page.$$eval("#filters [name]", (els) =>
+    Object.fromEntries(els.map((e) => {
+      const f = e as unknown as Field & { name: string };
+      return [f.name, f.value];
+    })));
+}
+
+/** The view parameters in the page's URL. */
+const urlView = (page: Page) => Object.fromEntries(new URL(page.url()).searchParams);
 
 const XSS_PROMPT = `<img src=x onerror="window.__xss='prompt'">`;
 const XSS_RESPONSE = `<script>window.__xss='response'</script><b>bold</b>`;
@@ -118,6 +141,83 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         const cells = await page.$$eval("#logs td", (tds) => tds.map((td) => td.textContent));
         assert.ok(cells.includes(XSS_PROMPT), "prompt shown literally");
         assert.ok(cells.some((c) => c?.startsWith("<script>")), "response shown literally");
+      });
+
+      await t.step("the default view shows its rolling 7 days and zone in the fields, not in the URL", async () => {
+        const end = dayIn("UTC", w.clock.now());
+        await page.goto(`${origin}/dashboard`, { waitUntil: "domcontentloaded" });
+        await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+        assert.deepEqual(await viewFields(page), {
+          start_date: addDays(end, -6),
+          end_date: end,
+          timezone: "UTC",
+          compare: "previous_period",
+          widget_id: "",
+          placement_id: "",
+          deployment_type: "",
+        });
+        assert.equal(
+          await page.$eval("#status", (e) => e.textContent),
+          `Last 7 days: ${addDays(end, -6)} to ${end} · UTC`,
+        );
+        assert.deepEqual(urlView(page), {});
+        console.log(`screenshot: ${await session.shot("dashboard default range")}`);
+      });
+
+      await t.step("Apply without touching a date keeps the view rolling (no dates, no zone in the URL)", async () => {
+        await page.click("#filters button[type=submit]");
+        await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+        assert.deepEqual(urlView(page), { compare: "previous_period" });
+        assert.equal(
+          await page.$eval("input[name=end_date]", (i) => (i as unknown as Field).value),
+          dayIn("UTC", w.clock.now()),
+        );
+      });
+
+      await t.step("editing one date fixes the range: both dates go in the URL", async () => {
+        const end = dayIn("UTC", w.clock.now());
+        await page.$eval("input[name=start_date]", (i, day) => {
+          const field = i as unknown as Field;
+          field.value = day;
+          field.dispatchEvent(new Event("input", { bubbles: true }));
+          field.dispatchEvent(new Event("change", { bubbles: true }));
+        }, addDays(end, -13));
+        await page.click("#filters button[type=submit]");
+        await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+        assert.deepEqual(urlView(page), { start_date: addDays(end, -13), end_date: end, compare: "previous_period" });
+        assert.equal(await page.$eval("#status", (e) => e.textContent), `${addDays(end, -13)} to ${end} · UTC`);
+        const fields = await viewFields(page);
+        assert.deepEqual([fields.start_date, fields.end_date], [addDays(end, -13), end]);
+      });
+
+      await t.step(
+        "a URL with only a start date: the end field shows today, Apply keeps the URL as it was",
+        async () => {
+          const end = dayIn("UTC", w.clock.now());
+          await page.goto(`${origin}/dashboard?start_date=${addDays(end, -2)}`, { waitUntil: "domcontentloaded" });
+          await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+          const fields = await viewFields(page);
+          assert.deepEqual([fields.start_date, fields.end_date], [addDays(end, -2), end]);
+          await page.click("#filters button[type=submit]");
+          await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+          assert.deepEqual(urlView(page), { start_date: addDays(end, -2), compare: "previous_period" });
+        },
+      );
+
+      await t.step("a zone ahead of UTC: the fields show that zone's days, the compare field shows None", async () => {
+        // UTC+14: the fixed clock's noon UTC is already the next day there.
+        const zone = "Pacific/Kiritimati";
+        const end = dayIn(zone, w.clock.now());
+        assert.notEqual(end, dayIn("UTC", w.clock.now()));
+        await page.goto(`${origin}/dashboard?timezone=${zone}&compare=`, { waitUntil: "domcontentloaded" });
+        await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+        const fields = await viewFields(page);
+        assert.deepEqual([fields.start_date, fields.end_date, fields.timezone], [addDays(end, -6), end, zone]);
+        assert.equal(
+          await page.$eval("select[name=compare]", (s) => (s as unknown as Select).selectedOptions[0]?.textContent),
+          "None",
+        );
+        assert.deepEqual(urlView(page), { timezone: zone, compare: "" });
       });
 
       await t.step("the view (dates, zone, filters) is in the URL and survives a reload", async () => {
