@@ -1,4 +1,5 @@
 import type { Logger } from "../core/log.ts";
+import { hasOwnedChunks, releasingConsumed } from "../core/owned_chunks.ts";
 import { BodyStalledError } from "./middleware/body.ts";
 
 /**
@@ -48,7 +49,8 @@ export function startServer(
   // Handler calls in flight, so shutdown knows whether anything may still use the stores.
   const inFlight = new Set<Promise<Response>>();
   const server = Deno.serve({ hostname, port, onListen: () => {} }, (req, info) => {
-    const call = Promise.resolve(handler(req.body ? withBodyIdleTimeout(req, bodyIdleTimeoutMs) : req, info));
+    const call = Promise.resolve(handler(req.body ? withBodyIdleTimeout(req, bodyIdleTimeoutMs) : req, info))
+      .then(releasingSentChunks);
     inFlight.add(call);
     const done = () => void inFlight.delete(call);
     call.then(done, done);
@@ -93,6 +95,19 @@ export function startServer(
       return stopping;
     },
   };
+}
+
+/**
+ * A response whose body's chunks are its own (core/owned_chunks.ts) gets a body that frees each chunk
+ * once Deno.serve has written it, instead of when the collector gets round to it.
+ */
+function releasingSentChunks(res: Response): Response {
+  if (!hasOwnedChunks(res.body)) return res;
+  return new Response(releasingConsumed(res.body!), {
+    status: res.status,
+    statusText: res.statusText,
+    headers: res.headers,
+  });
 }
 
 /** The request with a body stream that errors with {@link BodyStalledError} after `idleMs` without a chunk. */

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { bearer } from "../_helpers.ts";
 import { analyticsWorld, loadGeneratedDays, parseCsv } from "./_fixture.ts";
+import { startServer } from "../../routes/server.ts";
 
 Deno.test("logs export over many days: every row of the local window, in the JSON order, under filters and a zone", async () => {
   await using world = await analyticsWorld();
@@ -42,6 +43,22 @@ Deno.test("logs export over many days: every row of the local window, in the JSO
       data.map((r) => [r[0], r[2], r[4], r[7]]),
       json.map((d) => [d.timestamp, d.placement_id, d.ai_agent, d.prompt]),
     );
+  }
+  // Served by Deno.serve, which frees each piece once written (core/owned_chunks.ts): the same bytes.
+  const qs = "start_date=2026-11-10&end_date=2026-11-22&format=csv";
+  const inProcess = await (await world.w.app.request(`/v1/analytics/ask-ai/logs?${qs}`, {
+    headers: bearer(world.key),
+  })).text();
+  const server = startServer(world.w.app.fetch);
+  try {
+    const served = await fetch(`${server.url}/v1/analytics/ask-ai/logs?${qs}`, { headers: bearer(world.key) });
+    assert.equal(served.status, 200);
+    const text = await served.text();
+    // Rows of all seven two-day batches, so several pieces went through the release.
+    assert.equal(new Set(parseCsv(text).slice(1).map((r) => r[0]!.slice(0, 10))).size, 13);
+    assert.equal(text, inProcess);
+  } finally {
+    await server.shutdown();
   }
   // A download cancelled after its first piece: the write in flight finishes and its folder goes.
   const res = await world.w.app.request("/v1/analytics/ask-ai/logs?start_date=2026-11-10&format=csv", {
