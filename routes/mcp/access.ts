@@ -8,7 +8,7 @@
  *   of the `Payment` scheme (JSON-RPC -32042, the storefront's challenges in `data.challenges`)
  *   before any search runs.
  */
-import { Challenge, Credential, Errors } from "mppx";
+import { Challenge, Credential, Errors, Receipt } from "mppx";
 import { ASK_AI_FILTERS, askAiRollup, normaliseQuery } from "../../analytics/rollups.ts";
 import type { AnalyticsQuery } from "../../analytics/rollups.ts";
 import { planCovers } from "../../core/commerce/catalog.ts";
@@ -23,6 +23,20 @@ import type { SearchRequest, SearchResponse } from "../../core/search/types.ts";
 export const PAYMENT_REQUIRED_CODE = -32042;
 /** Where an MCP client puts a `Payment` credential (the mppx MCP binding). */
 export const CREDENTIAL_META_KEY = "org.paymentauth/credential";
+/** Where a paid tool result carries its receipt (the mppx MCP binding). */
+export const RECEIPT_META_KEY = "org.paymentauth/receipt";
+
+/** A payment receipt as the MCP binding returns it: the `Payment-Receipt` fields and the challenge it paid. */
+export type McpReceipt = Receipt.Receipt & { challengeId: string };
+
+/**
+ * The payment side of one tool call: the request's `_meta` (which may carry a `Payment` credential)
+ * and, once a credential has paid for the call, the receipt to return in the result's `_meta`.
+ */
+export interface CallPayment {
+  meta: Record<string, unknown>;
+  receipt?: McpReceipt;
+}
 
 /** A JSON-RPC error the MCP server answers as is (code, message, data). */
 export class JsonRpcError extends Error {
@@ -52,8 +66,8 @@ export interface ModelListing {
 /** What the tools call; one implementation per way in. */
 export interface McpAccess {
   kind: "tenant" | "agent";
-  searchArticles(args: SearchArgs, meta: Record<string, unknown>): Promise<SearchResponse>;
-  ask(args: { ai_model_id: string; query: string }, meta: Record<string, unknown>): Promise<AskOutcome>;
+  searchArticles(args: SearchArgs, payment: CallPayment): Promise<SearchResponse>;
+  ask(args: { ai_model_id: string; query: string }, payment: CallPayment): Promise<AskOutcome>;
   listDataModels(): Promise<ModelListing[]>;
   listAiModels(): Promise<ModelListing[]>;
   analyticsSummary(args: Record<string, string | undefined>): Promise<Record<string, unknown>>;
@@ -138,15 +152,15 @@ export class AgentAccess implements McpAccess {
     private readonly agent: AuthenticatedAgent,
   ) {}
 
-  async searchArticles(args: SearchArgs, meta: Record<string, unknown>): Promise<SearchResponse> {
+  async searchArticles(args: SearchArgs, payment: CallPayment): Promise<SearchResponse> {
     const { data_model_id: dm, ...request } = args;
-    const body = await this.paidCall("search", dm, `/payproxy/v2/search?data_model_id=${dm}`, request, meta);
+    const body = await this.paidCall("search", dm, `/payproxy/v2/search?data_model_id=${dm}`, request, payment);
     return body as unknown as SearchResponse;
   }
 
-  async ask(args: { ai_model_id: string; query: string }, meta: Record<string, unknown>): Promise<AskOutcome> {
+  async ask(args: { ai_model_id: string; query: string }, payment: CallPayment): Promise<AskOutcome> {
     const id = args.ai_model_id;
-    const body = await this.paidCall("aimodel", id, `/payproxy/aimodel/${id}`, { query: args.query }, meta);
+    const body = await this.paidCall("aimodel", id, `/payproxy/aimodel/${id}`, { query: args.query }, payment);
     // Text models answer {message}; structured models their payload itself (spec 2.3).
     if (typeof body.message === "string" && Object.keys(body).every((k) => k === "message" || k === "citations")) {
       return { message: body.message, ...citationsOf(body) };
@@ -173,20 +187,22 @@ export class AgentAccess implements McpAccess {
   /**
    * One paid call through the paid proxy. A `Payment` credential in `_meta` (mppx's MCP binding)
    * answers a challenge: a purchase challenge buys credit first, a pay-per-call one pays this call.
+   * The settled payment's receipt (the purchase's, or this call's) goes to `payment.receipt`.
    */
   private async paidCall(
     kind: Service["kind"],
     modelId: string,
     pathAndQuery: string,
     request: Record<string, unknown>,
-    meta: Record<string, unknown>,
+    payment: CallPayment,
   ): Promise<Record<string, unknown>> {
     const headers = new Headers({ "content-type": "application/json" });
-    const credential = credentialHeader(meta[CREDENTIAL_META_KEY]);
+    const credential = credentialHeader(payment.meta[CREDENTIAL_META_KEY]);
     if (credential) {
       const action = credential.value.challenge.request?.action;
-      if (action === "purchase" || action === "extend") await this.buy(credential, action);
-      else headers.set("authorization", credential.header);
+      if (action === "purchase" || action === "extend") {
+        payment.receipt = mcpReceipt(await this.buy(credential, action), credential.value.challenge.id);
+      } else headers.set("authorization", credential.header);
     }
     let res: Response;
     try {
@@ -207,7 +223,12 @@ export class AgentAccess implements McpAccess {
     try {
       body = JSON.parse(text);
     } catch { /* empty or non-JSON error body */ }
-    if (res.ok && body && typeof body === "object") return body;
+    if (res.ok && body && typeof body === "object") {
+      if (credential && !payment.receipt) {
+        payment.receipt = mcpReceipt(res.headers.get("payment-receipt"), credential.value.challenge.id);
+      }
+      return body;
+    }
     if (res.status === 404) {
       throw notFound(`${kind === "search" ? "data model" : "AI model"} not found: ${modelId}`);
     }
@@ -218,8 +239,14 @@ export class AgentAccess implements McpAccess {
     throw new AppError(502, "upstream_failed", "The service could not answer this call");
   }
 
-  /** Settles a purchase or top-up credential, so the call that carried it can use the credit. */
-  private async buy(credential: { header: string; value: Credential.Credential }, action: "purchase" | "extend") {
+  /**
+   * Settles a purchase or top-up credential, so the call that carried it can use the credit.
+   * @returns the purchase's `Payment-Receipt` header, if it sent one
+   */
+  private async buy(
+    credential: { header: string; value: Credential.Credential },
+    action: "purchase" | "extend",
+  ): Promise<string | null> {
     const request = credential.value.challenge.request as Record<string, unknown>;
     const res = await this.deps.commerce.service.purchase({
       seller: this.seller,
@@ -230,6 +257,7 @@ export class AgentAccess implements McpAccess {
       headers: new Headers({ authorization: credential.header }),
     });
     if (res.status !== 200) throw new AppError(402, "payment_incomplete", "The payment did not complete");
+    return res.headers.find(([k]) => k.toLowerCase() === "payment-receipt")?.[1] ?? null;
   }
 
   /**
@@ -290,6 +318,11 @@ const listing = (s: Service): ModelListing => ({
   price_usd: formatUsd(s.meters.query),
   service_slug: s.slug,
 });
+
+/** A `Payment-Receipt` header value as the MCP binding's receipt; undefined when there is none. */
+function mcpReceipt(header: string | null, challengeId: string): McpReceipt | undefined {
+  return header ? { ...Receipt.deserialize(header), challengeId } : undefined;
+}
 
 /** A `Payment` credential from `_meta`, as header and value; null when absent. */
 function credentialHeader(value: unknown): { header: string; value: Credential.Credential } | null {

@@ -25,7 +25,15 @@ import { familyApp } from "../family.ts";
 import { documented } from "../openapi.ts";
 import { sellerOf } from "../storefront/seller.ts";
 import { API_VERSION } from "../version.ts";
-import { AgentAccess, JsonRpcError, type McpAccess, type SearchArgs, TenantAccess } from "./access.ts";
+import {
+  AgentAccess,
+  type CallPayment,
+  JsonRpcError,
+  type McpAccess,
+  RECEIPT_META_KEY,
+  type SearchArgs,
+  TenantAccess,
+} from "./access.ts";
 import { renderAnswer, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
 
@@ -34,19 +42,25 @@ export const MCP_SERVER_NAME = "article-search";
 
 const BEARER_RE = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
-/** Runs one tool with validated arguments. */
+/** Runs one tool with validated arguments; a paid call's receipt goes in the result's `_meta`. */
 async function runTool(access: McpAccess, name: string, args: unknown, meta: Record<string, unknown>) {
+  const payment: CallPayment = { meta };
+  const result = await toolOutcome(access, name, args, payment);
+  return payment.receipt ? { ...result, _meta: { [RECEIPT_META_KEY]: payment.receipt } } : result;
+}
+
+async function toolOutcome(access: McpAccess, name: string, args: unknown, payment: CallPayment) {
   const tool = toolNamed(name);
   if (!tool || (access.kind === "agent" && !tool.forAgents)) {
     throw new AppError(404, "unknown_tool", "Unknown tool: tools/list names the tools you can call");
   }
   switch (tool.name) {
     case "search_articles": {
-      const out = await access.searchArticles(parseArguments<SearchArgs>(tool, args), meta);
+      const out = await access.searchArticles(parseArguments<SearchArgs>(tool, args), payment);
       return toolResult(out as unknown as Record<string, unknown>, renderSearch(out));
     }
     case "ask": {
-      const answer = await access.ask(parseArguments(tool, args), meta);
+      const answer = await access.ask(parseArguments(tool, args), payment);
       return toolResult({ ...answer }, renderAnswer(answer.message, answer.citations as never));
     }
     case "list_data_models": {

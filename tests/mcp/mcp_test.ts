@@ -294,6 +294,13 @@ Deno.test("MCP pay-per-call: a Payment credential in _meta pays one search; repl
   const paid = await client.callTool({ name: "search_articles", arguments: args, _meta: meta });
   assert.equal(paid.isError, undefined, JSON.stringify(paid.content));
   assert.equal(searches.n, 1);
+  // The result carries the payment's receipt where mppx's MCP binding looks for it.
+  const receipt = (paid._meta as Record<string, Record<string, unknown>>)["org.paymentauth/receipt"]!;
+  assert.equal(receipt.challengeId, wallet.id);
+  assert.equal(receipt.method, "wallet");
+  assert.equal(receipt.status, "success");
+  assert.equal(typeof receipt.reference, "string");
+  assert.ok(!Number.isNaN(Date.parse(String(receipt.timestamp))));
   const replayed = await client.callTool({ name: "search_articles", arguments: args, _meta: meta });
   assert.equal(replayed.isError, true);
   assert.equal(searches.n, 1, "a spent credential runs no search");
@@ -306,6 +313,12 @@ Deno.test("MCP pay-per-call: a Payment credential in _meta pays one search; repl
   });
   assert.equal(refused.isError, true);
   assert.equal(searches.n, 1);
+  // A call paid from credit (no credential) carries none.
+  await w.buyCredit(token, "0.100000");
+  const fromCredit = await client.callTool({ name: "search_articles", arguments: args });
+  assert.equal(fromCredit.isError, undefined, JSON.stringify(fromCredit.content));
+  assert.equal(fromCredit._meta?.["org.paymentauth/receipt"], undefined);
+  assert.equal(searches.n, 2);
 });
 
 Deno.test("MCP refuses an oversized body with 413 and names no unknown tool back", async () => {
