@@ -34,6 +34,7 @@ export async function openDeps(config: Config): Promise<Deps> {
     path: config.duckdbPath,
     threads: config.duckdbThreads,
     memoryLimit: config.duckdbMemoryLimit,
+    allocatorFlush: config.duckdbAllocatorFlush,
     libPath: config.duckdbLibPath,
   });
   const log = createLogger({ level: config.logLevel, clock: () => systemClock.now() });

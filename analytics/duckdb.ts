@@ -1,20 +1,20 @@
 import type { DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import { preloadDuckDbLibrary } from "./duckdb_native.ts";
 
-/**
- * After freeing more than this at once (a sorted batch, a Parquet row group), DuckDB hands its
- * allocator's cached memory back to the system. With the default (512 MB) the first logs export of
- * a process kept about 90 MB of freed memory (peak 97 MB), at 4 MB about 49 MB (peak 55 MB); the
- * rollups' times did not move beyond the noise (bench/RESULTS.md).
- */
-const BULK_DEALLOCATION_FLUSH = "4MB";
-
 /** Options for the process-wide DuckDB instance. */
 export interface DuckDbOptions {
   /** `:memory:` or a database file path. */
   path?: string;
   threads?: number;
   memoryLimit?: string;
+  /**
+   * After freeing more than this at once (a sorted batch, a Parquet row group), DuckDB returns its
+   * allocator's cached memory to the system (`allocator_bulk_deallocation_flush_threshold`; DuckDB's
+   * default is 512MB). At 4MB the first logs export of a process grew RSS by 56 to 80 MB instead of
+   * 128 to 189 MB (16MB and 32MB kept most of it), at about 5 % on the rollups' times
+   * (bench/RESULTS.md).
+   */
+  allocatorFlush?: string;
   /** Path of `libduckdb.so` to load first (compiled binaries); default: beside the executable. */
   libPath?: string;
 }
@@ -27,13 +27,14 @@ export interface DuckDbOptions {
 export class AnalyticsDb {
   private constructor(private readonly instance: DuckDBInstance) {}
 
-  static async open({ path = ":memory:", threads, memoryLimit, libPath }: DuckDbOptions = {}): Promise<AnalyticsDb> {
+  static async open(
+    { path = ":memory:", threads, memoryLimit, allocatorFlush, libPath }: DuckDbOptions = {},
+  ): Promise<AnalyticsDb> {
     preloadDuckDbLibrary(libPath);
     // Imported here, after the preload, because importing the package loads the native addon.
     const { DuckDBInstance } = await import("@duckdb/node-api");
-    const options: Record<string, string> = {
-      allocator_bulk_deallocation_flush_threshold: BULK_DEALLOCATION_FLUSH,
-    };
+    const options: Record<string, string> = {};
+    if (allocatorFlush) options.allocator_bulk_deallocation_flush_threshold = allocatorFlush;
     if (threads) options.threads = String(threads);
     if (memoryLimit) options.memory_limit = memoryLimit;
     return new AnalyticsDb(await DuckDBInstance.create(path, options));

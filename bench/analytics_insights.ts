@@ -40,6 +40,10 @@ const config = parseConfig({
   ANALYTICS_RATE_LIMIT_PER_MIN: "1000000",
   LOG_LEVEL: "error",
   ...(memoryLimit ? { DUCKDB_MEMORY_LIMIT: memoryLimit } : {}),
+  // DUCKDB_ALLOCATOR_FLUSH as the service reads it (default 4MB).
+  ...(Deno.env.get("DUCKDB_ALLOCATOR_FLUSH")
+    ? { DUCKDB_ALLOCATOR_FLUSH: Deno.env.get("DUCKDB_ALLOCATOR_FLUSH")! }
+    : {}),
 });
 // Late on the last day, so the realtime windows hold flushed events.
 const clock = new FixedClock(`${end}T23:50:00Z`);
@@ -47,7 +51,11 @@ const results: Record<string, number[]> = {};
 const note = (name: string, v: number) => (results[name] ??= []).push(v);
 
 async function fresh() {
-  const duckdb = await AnalyticsDb.open({ threads: config.duckdbThreads, memoryLimit: config.duckdbMemoryLimit });
+  const duckdb = await AnalyticsDb.open({
+    threads: config.duckdbThreads,
+    memoryLimit: config.duckdbMemoryLimit,
+    allocatorFlush: config.duckdbAllocatorFlush,
+  });
   const deps = buildDeps({ config, kv, duckdb, clock, log: memoryLogger() });
   const key = await ensureFixtureTenant(deps);
   return { duckdb, deps, app: createApp(deps), h: { authorization: `Bearer ${key}`, "cache-control": "no-cache" } };

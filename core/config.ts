@@ -36,6 +36,9 @@ const envSchema = z.object({
   DUCKDB_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, {
     error: "DUCKDB_MEMORY_LIMIT must be a size such as 2GB or 512MiB",
   }).optional(),
+  DUCKDB_ALLOCATOR_FLUSH: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, {
+    error: "DUCKDB_ALLOCATOR_FLUSH must be a size such as 4MB or 512MiB",
+  }).default("4MB"),
   DUCKDB_LIB_PATH: z.string().min(1).optional(),
   BASE_URL: url("BASE_URL").optional(),
   AGENT_AUTH_URL: url("AGENT_AUTH_URL").optional(),
@@ -138,6 +141,8 @@ export interface Config {
   duckdbPath: string;
   duckdbThreads?: number;
   duckdbMemoryLimit?: string;
+  /** DuckDB returns its allocator's cached memory to the system after freeing more than this at once. */
+  duckdbAllocatorFlush: string;
   /** `libduckdb.so` to preload (compiled binaries); default: beside the executable. */
   duckdbLibPath?: string;
   baseUrl: string;
@@ -296,6 +301,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     duckdbPath: e.DUCKDB_PATH,
     duckdbThreads: e.DUCKDB_THREADS,
     duckdbMemoryLimit: e.DUCKDB_MEMORY_LIMIT,
+    duckdbAllocatorFlush: e.DUCKDB_ALLOCATOR_FLUSH,
     duckdbLibPath: e.DUCKDB_LIB_PATH,
     baseUrl,
     agentAuthUrl: e.AGENT_AUTH_URL ?? baseUrl,

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { AnalyticsDb } from "../../analytics/duckdb.ts";
 import { AnalyticsEngine, ROLLUPS } from "../../analytics/engine.ts";
 import { windowParams } from "../../analytics/metrics.ts";
 import { EVENT_COLUMNS } from "../../analytics/schema.ts";
@@ -78,5 +79,21 @@ Deno.test("every rollup is a .sql file that prepares against the empty view", as
     const bound = Object.fromEntries(Object.entries(p).filter(([k]) => used.has(k)));
     const rows = await engine.query(name, bound);
     assert.ok(Array.isArray(rows), name);
+  }
+});
+
+Deno.test("AnalyticsDb.open() sets the allocator flush threshold it is given", async () => {
+  const setting = "SELECT current_setting('allocator_bulk_deallocation_flush_threshold') AS v";
+  const read = (db: AnalyticsDb) =>
+    db.withConnection(async (c) => String((await c.runAndReadAll(setting)).getRowObjects()[0]!.v));
+  const flushing = await AnalyticsDb.open({ allocatorFlush: "4MB" });
+  const plain = await AnalyticsDb.open();
+  try {
+    // DuckDB reports sizes in binary units: 4 MB is 3.8 MiB; its default is 512 MiB.
+    assert.equal(await read(flushing), "3.8 MiB");
+    assert.equal(await read(plain), "512.0 MiB");
+  } finally {
+    flushing.close();
+    plain.close();
   }
 });

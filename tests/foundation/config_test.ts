@@ -10,6 +10,7 @@ Deno.test("parseConfig() gives every default on an empty environment", () => {
   assert.equal(c.baseUrl, "http://127.0.0.1:8000");
   assert.equal(c.agentAuthUrl, "http://127.0.0.1:8000");
   assert.equal(c.networkApiUrl, "http://127.0.0.1:8000/network");
+  assert.equal(c.duckdbAllocatorFlush, "4MB");
   assert.equal(c.maxBodyBytes, 1048576);
   assert.equal(c.demoSeed, true);
   assert.equal(c.logLevel, "info");
@@ -38,6 +39,7 @@ Deno.test("parseConfig() names the bad variable in one line for each bad value",
     [{ SHUTDOWN_TIMEOUT_S: "-1" }, "SHUTDOWN_TIMEOUT_S"],
     [{ DUCKDB_THREADS: "0" }, "DUCKDB_THREADS"],
     [{ DUCKDB_MEMORY_LIMIT: "lots" }, "DUCKDB_MEMORY_LIMIT"],
+    [{ DUCKDB_ALLOCATOR_FLUSH: "4 MB; SET x" }, "DUCKDB_ALLOCATOR_FLUSH"],
   ];
   for (const [env, name] of cases) {
     await t.step(`${name}=${Object.values(env)[0]}`, () => {
