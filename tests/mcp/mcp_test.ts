@@ -339,3 +339,35 @@ Deno.test("MCP refuses an oversized body with 413 and names no unknown tool back
   assert.equal(r.isError, true);
   assert.ok(!JSON.stringify(r.content).includes("<img"));
 });
+
+Deno.test("MCP: spent credit answers -32042 with a purchase challenge; paying it in _meta buys credit, runs the call and returns the purchase's receipt", async () => {
+  await using w = await mcpWorld();
+  const searches = countSearches(w);
+  const { token } = await w.agents.issue();
+  await w.buyCredit(token, "0.100000");
+  const client = await w.connect(`Bearer ${token}`);
+  const args = { data_model_id: w.ids.dataModelId, query: "council budget" };
+  for (let i = 0; i < 10; i++) {
+    assert.equal((await client.callTool({ name: "search_articles", arguments: args })).isError, undefined);
+  }
+  const err = await client.callTool({ name: "search_articles", arguments: args }).then(() => null, (e: unknown) => e);
+  assert.ok(err instanceof McpError, String(err));
+  const challenges = (err.data as { challenges: Challenge.Challenge[] }).challenges;
+  const purchase = challenges.find((c) => c.method === "wallet" && c.request.action === "purchase")!;
+  assert.ok(purchase, JSON.stringify(challenges));
+  assert.equal(searches.n, 10);
+  const credential = Credential.from({ challenge: purchase, payload: { token: SANDBOX_TOKENS.wallet.success } });
+  const paid = await client.callTool({
+    name: "search_articles",
+    arguments: args,
+    _meta: { "org.paymentauth/credential": credential },
+  });
+  assert.equal(paid.isError, undefined, JSON.stringify(paid.content));
+  assert.equal(searches.n, 11);
+  const receipt = (paid._meta as Record<string, Record<string, unknown>>)["org.paymentauth/receipt"]!;
+  assert.equal(receipt.challengeId, purchase.id);
+  assert.equal(receipt.method, "wallet");
+  assert.equal(receipt.status, "success");
+  // The purchase bought the challenge's amount; this call took one search's price of it.
+  assert.equal(await w.remainingUsd(token), "0.090000");
+});
