@@ -42,14 +42,8 @@ export const MCP_SERVER_NAME = "article-search";
 
 const BEARER_RE = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
-/** Runs one tool with validated arguments; a paid call's receipt goes in the result's `_meta`. */
-async function runTool(access: McpAccess, name: string, args: unknown, meta: Record<string, unknown>) {
-  const payment: CallPayment = { meta };
-  const result = await toolOutcome(access, name, args, payment);
-  return payment.receipt ? { ...result, _meta: { [RECEIPT_META_KEY]: payment.receipt } } : result;
-}
-
-async function toolOutcome(access: McpAccess, name: string, args: unknown, payment: CallPayment) {
+/** Runs one tool with validated arguments. */
+async function runTool(access: McpAccess, name: string, args: unknown, payment: CallPayment) {
   const tool = toolNamed(name);
   if (!tool || (access.kind === "agent" && !tool.forAgents)) {
     throw new AppError(404, "unknown_tool", "Unknown tool: tools/list names the tools you can call");
@@ -93,8 +87,9 @@ function mcpServer(access: McpAccess, deps: Pick<Deps, "log">, requestId: string
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolListings(access.kind === "agent") }) as never);
   server.setRequestHandler(CallToolRequestSchema, async (request: CallToolRequest) => {
     const { name, arguments: args, _meta } = request.params;
+    const payment: CallPayment = { meta: (_meta ?? {}) as Record<string, unknown> };
     try {
-      return await runTool(access, name, args, (_meta ?? {}) as Record<string, unknown>);
+      return withReceipt(await runTool(access, name, args, payment), payment);
     } catch (err) {
       if (err instanceof JsonRpcError) throw err;
       // Bad arguments, refusals and outages are tool errors the model can read and act on; only our
@@ -103,10 +98,16 @@ function mcpServer(access: McpAccess, deps: Pick<Deps, "log">, requestId: string
         deps.log.error("MCP tool failed", { request_id: requestId, tool: name, error: describeError(err) });
       }
       const message = err instanceof AppError ? err.message : "Internal error";
-      return { content: [{ type: "text", text: message }], isError: true } as never;
+      // A purchase settled before the call failed still hands over its receipt.
+      return withReceipt({ content: [{ type: "text", text: message }], isError: true }, payment) as never;
     }
   });
   return server;
+}
+
+/** The result with the receipt of the payment that paid for it in `_meta` (mppx's MCP binding). */
+function withReceipt<T extends Record<string, unknown>>(result: T, payment: CallPayment): T {
+  return payment.receipt ? { ...result, _meta: { [RECEIPT_META_KEY]: payment.receipt } } : result;
 }
 
 /** The MCP sub-app, mounted at `/mcp`. */

@@ -340,7 +340,7 @@ Deno.test("MCP refuses an oversized body with 413 and names no unknown tool back
   assert.ok(!JSON.stringify(r.content).includes("<img"));
 });
 
-Deno.test("MCP: spent credit answers -32042 with a purchase challenge; paying it in _meta buys credit, runs the call and returns the purchase's receipt", async () => {
+Deno.test("MCP: spent credit answers -32042 with a purchase challenge; paying it in _meta buys credit once and returns the purchase's receipt even when the call fails", async () => {
   await using w = await mcpWorld();
   const searches = countSearches(w);
   const { token } = await w.agents.issue();
@@ -357,17 +357,24 @@ Deno.test("MCP: spent credit answers -32042 with a purchase challenge; paying it
   assert.ok(purchase, JSON.stringify(challenges));
   assert.equal(searches.n, 10);
   const credential = Credential.from({ challenge: purchase, payload: { token: SANDBOX_TOKENS.wallet.success } });
-  const paid = await client.callTool({
+  const meta = { "org.paymentauth/credential": credential };
+  // The purchase settles before the call; a call that then fails still returns the purchase's receipt.
+  const failed = await client.callTool({
     name: "search_articles",
-    arguments: args,
-    _meta: { "org.paymentauth/credential": credential },
+    arguments: { ...args, data_model_id: "dm_00000000000000000000000000" },
+    _meta: meta,
   });
-  assert.equal(paid.isError, undefined, JSON.stringify(paid.content));
-  assert.equal(searches.n, 11);
-  const receipt = (paid._meta as Record<string, Record<string, unknown>>)["org.paymentauth/receipt"]!;
+  assert.equal(failed.isError, true);
+  const receipt = (failed._meta as Record<string, Record<string, unknown>>)["org.paymentauth/receipt"]!;
   assert.equal(receipt.challengeId, purchase.id);
   assert.equal(receipt.method, "wallet");
   assert.equal(receipt.status, "success");
-  // The purchase bought the challenge's amount; this call took one search's price of it.
+  assert.equal(await w.remainingUsd(token), "0.100000");
+  // The credential is spent; the credit it bought pays the next call.
+  assert.equal((await client.callTool({ name: "search_articles", arguments: args, _meta: meta })).isError, true);
+  const paid = await client.callTool({ name: "search_articles", arguments: args });
+  assert.equal(paid.isError, undefined, JSON.stringify(paid.content));
+  assert.equal(paid._meta?.["org.paymentauth/receipt"], undefined);
+  assert.equal(searches.n, 11);
   assert.equal(await w.remainingUsd(token), "0.090000");
 });
