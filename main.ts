@@ -52,7 +52,79 @@ export function closeDeps(deps: Deps): void {
   deps.kv.close();
 }
 
-async function serve(config: Config): Promise<void> {
+/** What every request gets while the service starts (stores, indexes, demo seed, event replay). */
+function startingUp(): Response {
+  return Response.json({ error: "starting", message: "The service is starting; retry shortly" }, {
+    status: 503,
+    headers: { "retry-after": "1" },
+  });
+}
+
+/**
+ * Serves until SIGINT/SIGTERM. The port is bound first: with `PORT=0` the system picks it, and the
+ * base URLs (tracking links, discovery documents, `demo.env`) must name the port actually bound.
+ * Until the app is ready every request is answered 503 with `Retry-After`.
+ */
+async function serve(parsed: Config, env: Record<string, string>): Promise<void> {
+  let ready: ((req: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => Response | Promise<Response>) | null = null;
+  const log = createLogger({ level: parsed.logLevel, clock: () => systemClock.now() });
+  const server = startServer((req, info) => ready ? ready(req, info) : startingUp(), {
+    hostname: parsed.host,
+    port: parsed.port,
+    log,
+  });
+  let config: Config;
+  let deps: Deps;
+  try {
+    config = parsed.port === 0 && env.BASE_URL === undefined
+      ? parseConfig({ ...env, PORT: String(server.port) })
+      : parsed;
+    deps = await startService(config);
+  } catch (err) {
+    await server.shutdown(1_000);
+    throw err;
+  }
+  ready = createApp(deps).fetch;
+  deps.log.info("listening", { url: server.url, base_url: config.baseUrl });
+  deps.log.info("storefront", {
+    agent_auth_url: config.agentAuthUrl,
+    default_seller: config.storefront.defaultSellerId,
+    mailer: deps.mailer.kind,
+    ...(deps.mailer.kind === "outbox" ? { outbox: `${config.agentAuthUrl}/dev/outbox (operator key)` } : {}),
+  });
+
+  // One shutdown, however many signals arrive. `server.finished` resolves as soon as the server
+  // stops listening, so serve() also waits for the rest of the shutdown (the final event flush)
+  // before main() exits the process.
+  let stopping: Promise<void> | null = null;
+  const stop = (signal: string) =>
+    stopping ??= (async () => {
+      deps.log.info("shutting down", { signal });
+      const ended = await server.shutdown(config.shutdownTimeoutS * 1000);
+      await deps.poller.stop();
+      await deps.retention.stop();
+      // Every acknowledged event is already in the KV log; this moves it to Parquet before exit.
+      if (config.eventsFlusher) {
+        await deps.events.stop().catch((err) =>
+          deps.log.error("final event flush failed", { error: describeError(err) })
+        );
+      }
+      if (ended.outcome === "timed_out" && ended.running > 0) {
+        // Closing KV or DuckDB under a running handler fails it mid-write: leave them to the exit.
+        deps.log.error("stopped with stores left open", { still_running: ended.running });
+        return;
+      }
+      closeDeps(deps);
+      deps.log.info("stopped", { requests: ended.outcome === "finished" ? "finished" : "finished after the timeout" });
+    })();
+  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
+  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
+  await server.finished;
+  if (stopping) await stopping;
+}
+
+/** Opens the stores, loads the indexes, seeds the demo if asked and starts the background work. */
+async function startService(config: Config): Promise<Deps> {
   const deps = await openDeps(config);
   // Word vectors and every data model's index are loaded before the first request.
   await deps.search.start();
@@ -95,44 +167,7 @@ async function serve(config: Config): Promise<void> {
   deps.retention.start();
   // Replays the event write-ahead log into Parquet before serving, then flushes on a timer.
   if (config.eventsFlusher) await deps.events.start();
-  const app = createApp(deps);
-  const server = startServer(app.fetch, { hostname: config.host, port: config.port, log: deps.log });
-  deps.log.info("listening", { url: server.url, base_url: config.baseUrl });
-  deps.log.info("storefront", {
-    agent_auth_url: config.agentAuthUrl,
-    default_seller: config.storefront.defaultSellerId,
-    mailer: deps.mailer.kind,
-    ...(deps.mailer.kind === "outbox" ? { outbox: `${config.agentAuthUrl}/dev/outbox (operator key)` } : {}),
-  });
-
-  // One shutdown, however many signals arrive. `server.finished` resolves as soon as the server
-  // stops listening, so serve() also waits for the rest of the shutdown (the final event flush)
-  // before main() exits the process.
-  let stopping: Promise<void> | null = null;
-  const stop = (signal: string) =>
-    stopping ??= (async () => {
-      deps.log.info("shutting down", { signal });
-      const ended = await server.shutdown(config.shutdownTimeoutS * 1000);
-      await deps.poller.stop();
-      await deps.retention.stop();
-      // Every acknowledged event is already in the KV log; this moves it to Parquet before exit.
-      if (config.eventsFlusher) {
-        await deps.events.stop().catch((err) =>
-          deps.log.error("final event flush failed", { error: describeError(err) })
-        );
-      }
-      if (ended.outcome === "timed_out" && ended.running > 0) {
-        // Closing KV or DuckDB under a running handler fails it mid-write: leave them to the exit.
-        deps.log.error("stopped with stores left open", { still_running: ended.running });
-        return;
-      }
-      closeDeps(deps);
-      deps.log.info("stopped", { requests: ended.outcome === "finished" ? "finished" : "finished after the timeout" });
-    })();
-  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
-  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
-  await server.finished;
-  if (stopping) await stopping;
+  return deps;
 }
 
 async function admin(config: Config, argv: string[]): Promise<void> {
@@ -159,7 +194,7 @@ export async function main(args: string[]): Promise<number> {
     throw err;
   }
   try {
-    if (command === "serve") await serve(config);
+    if (command === "serve") await serve(config, Deno.env.toObject());
     else if (command === "admin") await admin(config, rest);
     else {
       console.error(`unknown command: ${command}\nUsage: main.ts [serve | admin <command>]\n\n${adminUsage()}`);

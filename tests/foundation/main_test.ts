@@ -43,6 +43,8 @@ Deno.test("main.ts serve: seeds on an empty DATA_DIR, prints the key once, stops
     const env = await Deno.readTextFile(`${dataDir}/demo.env`);
     assert.ok(env.includes(`export KEY=${key} `), "demo.env holds the printed key");
     assert.match(env, /^export DM=dm_\S+/m);
+    // PORT=0: the base URL names the port the system gave, not :0.
+    assert.ok(env.includes(`export BASE=${first.url} `), env);
     assert.equal((await Deno.stat(`${dataDir}/demo.env`)).mode! & 0o777, 0o600);
     let res = await fetch(`${first.url}/healthz`);
     assert.equal(res.status, 200);
