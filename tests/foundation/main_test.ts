@@ -98,3 +98,41 @@ Deno.test("main.ts exits 2 with a one-line message on bad configuration", async 
     "Invalid configuration: PORT must be a whole number from 0 to 65535",
   );
 });
+
+Deno.test("main.ts serve answers 503 with Retry-After while it starts, then serves", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "svc-main-" });
+  // A port the system has just given out; the child binds it before it opens any store.
+  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (probe.addr as Deno.NetAddr).port;
+  probe.close();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...PERMS, "main.ts", "serve"],
+    env: { DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: "warn", EMBEDDINGS_CACHE_PATH: SHARED_EMBEDDINGS_CACHE },
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  try {
+    const statuses: number[] = [];
+    let starting: Response | null = null;
+    // Seeding the demo takes seconds, so the first answers come from the start-up handler.
+    for (let i = 0; i < 2_400 && statuses.at(-1) !== 200; i++) {
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null);
+      if (!res) {
+        await new Promise((r) => setTimeout(r, 25));
+        continue;
+      }
+      statuses.push(res.status);
+      if (res.status === 503 && !starting) starting = res;
+      else await res.body?.cancel();
+      if (res.status !== 200) await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.equal(statuses[0], 503, JSON.stringify(statuses));
+    assert.equal(statuses.at(-1), 200);
+    assert.equal(starting!.headers.get("retry-after"), "1");
+    assert.equal((await starting!.json()).error, "starting");
+  } finally {
+    child.kill("SIGTERM");
+    await child.status;
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
