@@ -10,7 +10,7 @@ import { adminUsage, AdminUsageError, runAdmin } from "./core/admin/commands.ts"
 import { systemClock } from "./core/clock.ts";
 import { type Config, ConfigError, parseConfig } from "./core/config.ts";
 import { buildDeps, type Deps, startDeps, stopDeps } from "./composition.ts";
-import { createLogger, describeError } from "./core/log.ts";
+import { createLogger, describeError, type Logger } from "./core/log.ts";
 import { seedAnswerDemo } from "./fixtures/answer_demo.ts";
 import { seedCommerceDemo } from "./fixtures/commerce_demo.ts";
 import { seedDemo } from "./fixtures/demo.ts";
@@ -22,8 +22,11 @@ import { seedPayproxySecret } from "./fixtures/payproxy_demo.ts";
 import { createApp } from "./routes/app.ts";
 import { startServer } from "./routes/server.ts";
 
-/** Opens the stores named by the config and wires the deps. */
-export async function openDeps(config: Config): Promise<Deps> {
+/** Opens the stores named by the config and wires the deps (logging to `log`, by default a new JSON logger). */
+export async function openDeps(
+  config: Config,
+  log = createLogger({ level: config.logLevel, clock: () => systemClock.now() }),
+): Promise<Deps> {
   const isUrl = /^https?:\/\//.test(config.kvPath);
   if (config.kvPath !== ":memory:" && !isUrl) {
     await Deno.mkdir(config.kvPath.replace(/\/[^/]*$/, "") || ".", { recursive: true });
@@ -37,7 +40,6 @@ export async function openDeps(config: Config): Promise<Deps> {
     allocatorFlush: config.duckdbAllocatorFlush,
     libPath: config.duckdbLibPath,
   });
-  const log = createLogger({ level: config.logLevel, clock: () => systemClock.now() });
   const deps = buildDeps({ config, kv, duckdb, clock: systemClock, log });
   await startDeps(deps);
   return deps;
@@ -79,7 +81,7 @@ async function serve(parsed: Config, env: Record<string, string>): Promise<void>
     config = parsed.port === 0 && env.BASE_URL === undefined
       ? parseConfig({ ...env, PORT: String(server.port) })
       : parsed;
-    deps = await startService(config);
+    deps = await startService(config, log);
   } catch (err) {
     await server.shutdown(1_000);
     throw err;
@@ -124,8 +126,8 @@ async function serve(parsed: Config, env: Record<string, string>): Promise<void>
 }
 
 /** Opens the stores, loads the indexes, seeds the demo if asked and starts the background work. */
-async function startService(config: Config): Promise<Deps> {
-  const deps = await openDeps(config);
+async function startService(config: Config, log: Logger): Promise<Deps> {
+  const deps = await openDeps(config, log);
   // Word vectors and every data model's index are loaded before the first request.
   await deps.search.start();
   // Articles imported by `admin articles import` or another process reach this one's indexes.

@@ -10,6 +10,12 @@ const int = (name: string, min: number, max: number) =>
     .transform(Number)
     .refine((n) => n >= min && n <= max, { error: `${name} must be a whole number from ${min} to ${max}` });
 
+/** A DuckDB size setting such as `2GB` or `512MiB`. */
+const size = (name: string, example: string) =>
+  z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, {
+    error: `${name} must be a size such as ${example} or 512MiB`,
+  });
+
 const url = (name: string) =>
   z.string().refine((v) => {
     try {
@@ -33,12 +39,8 @@ const envSchema = z.object({
   KV_PATH: z.string().min(1, { error: "KV_PATH must not be empty" }).optional(),
   DUCKDB_PATH: z.string().min(1, { error: "DUCKDB_PATH must not be empty" }).default(":memory:"),
   DUCKDB_THREADS: int("DUCKDB_THREADS", 1, 256).optional(),
-  DUCKDB_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, {
-    error: "DUCKDB_MEMORY_LIMIT must be a size such as 2GB or 512MiB",
-  }).optional(),
-  DUCKDB_ALLOCATOR_FLUSH: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, {
-    error: "DUCKDB_ALLOCATOR_FLUSH must be a size such as 4MB or 512MiB",
-  }).default("4MB"),
+  DUCKDB_MEMORY_LIMIT: size("DUCKDB_MEMORY_LIMIT", "2GB").optional(),
+  DUCKDB_ALLOCATOR_FLUSH: size("DUCKDB_ALLOCATOR_FLUSH", "4MB").default("4MB"),
   DUCKDB_LIB_PATH: z.string().min(1).optional(),
   BASE_URL: url("BASE_URL").optional(),
   AGENT_AUTH_URL: url("AGENT_AUTH_URL").optional(),

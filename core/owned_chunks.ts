@@ -1,6 +1,6 @@
 /**
  * Byte streams whose chunks are fresh buffers that nobody else holds (the logs CSV export: about
- * 250 MB in 1 MiB pieces). A consumer that has finished with such a chunk may return its memory at
+ * 250 MB in 256 KiB pieces). A consumer that has finished with such a chunk may return its memory at
  * once. Left to the garbage collector, buffers are freed only when V8's external-memory budget
  * (about 64 MB) runs out, which costs a long download about 60 MB of resident memory.
  */
