@@ -10,12 +10,56 @@
   const VIEW = ["start_date", "end_date", "timezone", "compare", "widget_id", "placement_id", "deployment_type"];
   const DIMENSION_LABELS = { placement_id: "Placement", deployment_type: "Deployment type", referring_url: "Page" };
   const $ = (id) => document.getElementById(id);
+  /** The elements the panels draw into. */
+  const PANEL_IDS = [
+    "realtime",
+    "cards",
+    "chart",
+    "articles",
+    "sites",
+    "agents",
+    "by-placement",
+    "by-deployment",
+    "by-referrer",
+    "depth",
+    "intents",
+    "logs",
+  ];
   let chart = null;
   let realtimeTimer = null;
   // Each load() bumps it; answers of an older load are dropped.
   let generation = 0;
 
   class AuthError extends Error {}
+  /** A refused or failed call: `retryable` when the same view may work later (429, 5xx, network). */
+  class LoadError extends Error {
+    constructor(message, retryable) {
+      super(message);
+      this.retryable = retryable;
+    }
+  }
+
+  /** What a failed answer means to the reader, from its status, body and Retry-After. */
+  async function loadError(res) {
+    const body = await res.json().catch(() => ({}));
+    const said = typeof body.message === "string" ? body.message : "";
+    if (res.status === 429) {
+      const wait = Number(res.headers.get("retry-after"));
+      const when = Number.isFinite(wait) && wait > 0 ? `in ${Math.ceil(wait)} s` : "in a minute";
+      return new LoadError(`too many requests with this key; try again ${when}`, true);
+    }
+    if (res.status >= 500) return new LoadError(`the server failed (HTTP ${res.status}); try again`, true);
+    return new LoadError(said || `HTTP ${res.status}`, false);
+  }
+
+  /** fetch, with a network failure told in words (the browser's own says only "Failed to fetch"). */
+  async function request(url, init) {
+    try {
+      return await fetch(url, init);
+    } catch {
+      throw new LoadError("the server could not be reached; check the connection and try again", true);
+    }
+  }
 
   function el(tag, props, children) {
     const e = document.createElement(tag);
@@ -46,16 +90,15 @@
 
   async function api(path, params) {
     const key = sessionStorage.getItem(KEY);
-    const res = await fetch(`/v1/analytics/${path}?${qs(params)}`, {
+    const res = await request(`/v1/analytics/${path}?${qs(params)}`, {
       headers: { authorization: `Bearer ${key}` },
       cache: "no-store",
       credentials: "omit",
       referrerPolicy: "no-referrer",
     });
     if (res.status === 401 || res.status === 403) throw new AuthError("key");
-    const body = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error(typeof body.message === "string" ? body.message : `HTTP ${res.status}`);
-    return body;
+    if (!res.ok) throw await loadError(res);
+    return await res.json();
   }
 
   // Number formats: thousands separators, percentages with at most one decimal, durations in s/min.
@@ -86,7 +129,12 @@
           const v = c.get(r);
           if (v instanceof Node) return el("td", { className: c.className || "" }, [v]);
           const text = c.format ? c.format(v) : c.num ? fmt(v) : String(v ?? "");
-          return el("td", { className: c.num ? "n" : c.className || "", text });
+          // A key cut short with an ellipsis keeps its whole text in the tooltip.
+          return el("td", {
+            className: c.num ? "n" : c.className || "",
+            text,
+            ...(c.className === "key" ? { title: text } : {}),
+          });
         }),
       )
     );
@@ -106,7 +154,7 @@
     const max = Math.max(1, ...rows.map((r) => r.value));
     return el(
       "div",
-      null,
+      { className: "bars" },
       rows.map((r) => {
         const fill = el("div", { className: "fill" });
         fill.style.width = `${(100 * r.value) / max}%`;
@@ -119,9 +167,15 @@
     );
   }
 
+  /** How the comparison is named: "previous year" or "previous period". */
+  const comparedTo = (
+    a,
+  ) => (a.comparison && a.comparison.compare === "previous_year" ? "previous year" : "previous period");
+
   function renderCards(a) {
     const s = a.summary;
     const ch = a.comparison ? a.comparison.change : {};
+    const versus = `vs ${comparedTo(a)}`;
     const items = [
       ["sessions", "Sessions", fmt],
       ["widget_loads", "Widget loads", fmt],
@@ -142,8 +196,8 @@
           const change = c === undefined
             ? ""
             : c === null
-            ? (s[k] ? "new (none earlier)" : "")
-            : `${c > 0 ? "+" : c < 0 ? "\u2212" : "±"}${pctFormat.format(Math.abs(c))}% vs earlier`;
+            ? (s[k] ? "new (none before)" : "")
+            : `${c > 0 ? "+" : c < 0 ? "\u2212" : "±"}${pctFormat.format(Math.abs(c))}% ${versus}`;
           return el("div", { className: "card" }, [
             el("div", { className: "v", text: format(s[k]) }),
             el("div", { className: "l", text: label }),
@@ -172,7 +226,7 @@
       const prev = a.comparison.daily_breakdown;
       data.push(days.map((_, i) => (prev[i] ? prev[i].sessions : null)));
       series.push({
-        label: "Sessions (earlier period)",
+        label: `Sessions, ${comparedTo(a)}`,
         stroke: "#98a2b3",
         dash: [6, 4],
         width: 1.5,
@@ -180,8 +234,25 @@
       });
     }
     const target = $("chart");
-    const size = chartSize(target);
     if (chart) chart.destroy();
+    chart = null;
+    const total = (k) => days.reduce((n, d) => n + (d[k] || 0), 0);
+    const earlier = a.comparison ? a.comparison.daily_breakdown.reduce((n, d) => n + (d.sessions || 0), 0) : 0;
+    if (!total("sessions") && !total("engagement_queries") && !earlier) {
+      target.removeAttribute("role");
+      target.removeAttribute("aria-label");
+      put("chart", el("p", { className: "muted empty", text: "No sessions or queries in this range." }));
+      return;
+    }
+    // The canvas says nothing to a screen reader: the container carries what it shows.
+    target.setAttribute("role", "img");
+    target.setAttribute(
+      "aria-label",
+      `Daily sessions and queries, ${days[0].date} to ${days[days.length - 1].date}: ` +
+        `${fmt(total("sessions"))} sessions, ${fmt(total("engagement_queries"))} queries` +
+        (a.comparison ? `; ${fmt(earlier)} sessions in the ${comparedTo(a)}` : ""),
+    );
+    const size = chartSize(target);
     target.replaceChildren();
     // One tick per day, thinned so labels never overlap.
     const daySplits = (u) => {
@@ -219,7 +290,13 @@
       { label: "Sessions", num: true, get: (r) => r.sessions },
       { label: "Queries", num: true, get: (r) => r.engagement_queries },
       { label: "Clicks", num: true, get: (r) => r.total_clicks },
-      { label: "Queries / 100 loads", num: true, get: (r) => r.engagement_rate, format: (n) => pctFormat.format(n) },
+      // A row with no widget load (API traffic) has no rate per load: a dash, not a 0.
+      {
+        label: "Queries / 100 loads",
+        num: true,
+        get: (r) => (r.widget_loads ? r.engagement_rate : null),
+        format: (n) => (typeof n === "number" ? pctFormat.format(n) : "\u2013"),
+      },
     ], b.rows);
   }
 
@@ -233,7 +310,7 @@
             get: (r) =>
               el("div", null, [
                 el("div", { className: "title", text: r.title || withoutScheme(r.url) }),
-                el("div", { className: "muted small", text: withoutScheme(r.url) }),
+                el("div", { className: "muted small", text: withoutScheme(r.url), title: r.url }),
               ]),
           },
           { label: "Clicks", num: true, get: (r) => r.clicks },
@@ -254,7 +331,7 @@
           { label: "CTR", num: true, get: (r) => r.ctr, format: pct },
         ],
         arts.sites,
-        "No sites yet.",
+        "No site was shown or clicked in this range.",
       ),
     );
   }
@@ -294,12 +371,41 @@
     );
   }
 
+  /** `YYYY-MM-DD HH:MM` formatters by zone (the browser knows every zone the API accepts). */
+  const minuteFormats = new Map();
+  function minuteIn(zone, iso) {
+    if (!minuteFormats.has(zone)) {
+      minuteFormats.set(
+        zone,
+        new Intl.DateTimeFormat("en-CA", {
+          timeZone: zone,
+          year: "numeric",
+          month: "2-digit",
+          day: "2-digit",
+          hour: "2-digit",
+          minute: "2-digit",
+          hourCycle: "h23",
+        }),
+      );
+    }
+    const p = {};
+    for (const part of minuteFormats.get(zone).formatToParts(new Date(iso))) p[part.type] = part.value;
+    return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}`;
+  }
+
   function renderLogs(logs) {
+    // Times in the view's zone, like the days of every other panel; UTC if the browser lacks it.
+    let zone = logs.meta && logs.meta.timezone ? logs.meta.timezone : "UTC";
+    try {
+      minuteIn(zone, new Date().toISOString());
+    } catch {
+      zone = "UTC";
+    }
     put(
       "logs",
       table(
         [
-          { label: "Time (UTC)", get: (r) => r.timestamp.replace("T", " ").slice(0, 16), className: "nowrap" },
+          { label: `Time (${zone})`, get: (r) => minuteIn(zone, r.timestamp), className: "nowrap" },
           { label: "Question", get: (r) => r.prompt },
           { label: "Answer", get: (r) => (r.response.length > 160 ? `${r.response.slice(0, 160)}…` : r.response) },
           { label: "Type", get: (r) => r.interaction_type.replace(/_/g, " "), className: "nowrap" },
@@ -335,21 +441,24 @@
    */
   async function streamPanels(params, onPanel) {
     const key = sessionStorage.getItem(KEY);
-    const res = await fetch(`/v1/analytics/dashboard?${qs(params)}`, {
+    const res = await request(`/v1/analytics/dashboard?${qs(params)}`, {
       headers: { authorization: `Bearer ${key}` },
       cache: "no-store",
       credentials: "omit",
       referrerPolicy: "no-referrer",
     });
     if (res.status === 401 || res.status === 403) throw new AuthError("key");
-    if (!res.ok) {
-      const body = await res.json().catch(() => ({}));
-      throw new Error(typeof body.message === "string" ? body.message : `HTTP ${res.status}`);
-    }
+    if (!res.ok) throw await loadError(res);
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = "";
     for (;;) {
-      const { value, done } = await reader.read();
+      let chunk;
+      try {
+        chunk = await reader.read();
+      } catch {
+        throw new LoadError("the connection broke while loading; try again", true);
+      }
+      const { value, done } = chunk;
       if (done) break;
       buffer += value;
       let nl;
@@ -392,14 +501,47 @@
     return p;
   }
 
+  /**
+   * Says what went wrong in a banner above the panels (the status line says only that it failed);
+   * a failure that may pass (rate limit, server error, network) gets a Retry button, a refused view
+   * does not.
+   */
+  function showProblem(headline, detail, retryable) {
+    $("status").textContent = headline;
+    $("status").classList.add("error");
+    $("problem-text").textContent = detail ? `${headline}: ${detail}` : headline;
+    $("retry").classList.toggle("hidden", !retryable);
+    $("problem").classList.remove("hidden");
+    document.body.dataset.loaded = "error";
+  }
+
+  function clearProblem() {
+    $("status").classList.remove("error");
+    $("problem").classList.add("hidden");
+  }
+
+  /** The view filters a panel does not apply, named for a note under its heading. */
+  const SCOPE_FILTERS = { widget_id: "widget", placement_id: "placement", deployment_type: "deployment type" };
+  function scopeNote(id, v, applies) {
+    const ignored = Object.keys(SCOPE_FILTERS).filter((k) => v[k] && !applies.includes(k));
+    const note = $(`${id}-scope`);
+    note.textContent = ignored.length
+      ? `Not filtered by ${ignored.map((k) => SCOPE_FILTERS[k]).join(" or ")}: these figures include every one.`
+      : "";
+    note.classList.toggle("hidden", !ignored.length);
+  }
+
   async function load() {
     const gen = ++generation;
     const v = view();
     const params = {};
     for (const k of VIEW) if (v[k]) params[k] = v[k];
     delete document.body.dataset.loaded;
+    clearProblem();
     $("status").textContent = "Loading…";
-    $("status").classList.remove("error");
+    scopeNote("realtime", v, ["widget_id"]);
+    scopeNote("articles", v, []);
+    scopeNote("agents", v, []);
     // How each panel of the combined answer is drawn, and the page parts it fills.
     const panels = {
       "ask-ai": [(a) => {
@@ -448,11 +590,9 @@
     } catch (err) {
       if (gen !== generation || err instanceof AuthError) throw err;
       if (drawn.size === 0) {
-        // The view itself was refused (a bad date or zone): one message, not one per panel.
+        // The view itself was refused (a bad date or zone) or the call failed: one message, not one per panel.
         for (const entry of Object.values(panels)) notLoaded(entry[1]);
-        $("status").textContent = `Could not load: ${err.message}`;
-        $("status").classList.add("error");
-        document.body.dataset.loaded = "error";
+        showProblem("Could not load", err.message, err instanceof LoadError && err.retryable);
         return;
       }
       failures.push(err);
@@ -462,20 +602,33 @@
       if (!drawn.has(name)) failed(entry[1], failures[0] ? failures[0].message : "no answer");
     }
     if (failures.length || drawn.size < Object.keys(panels).length) {
-      $("status").textContent = `Some panels could not load${failures[0] ? `: ${failures[0].message}` : ""}`;
-      $("status").classList.add("error");
-      document.body.dataset.loaded = "error";
+      showProblem("Some panels could not load", failures[0] && failures[0].message, true);
     } else {
       document.body.dataset.loaded = "true";
     }
   }
 
-  function showSignIn(message) {
+  /** Every panel back to its placeholder: a signed-out tab keeps none of the tenant's figures. */
+  function clearPanels() {
+    if (chart) chart.destroy();
+    chart = null;
+    for (const id of PANEL_IDS) put(id, el("p", { className: "muted placeholder", text: "Loading…" }));
+    $("chart").removeAttribute("role");
+    $("chart").removeAttribute("aria-label");
+    $("status").textContent = "";
+    clearProblem();
+    delete document.body.dataset.loaded;
+  }
+
+  /** The sign-in form, with `message` as an error (`kind` "error") or a plain notice ("info"). */
+  function showSignIn(message, kind) {
     clearInterval(realtimeTimer);
     generation++;
+    clearPanels();
     $("app").classList.add("hidden");
     $("signin").classList.remove("hidden");
     $("message").textContent = message || "";
+    $("message").classList.toggle("info", kind === "info");
     $("key").focus();
   }
 
@@ -486,11 +639,13 @@
     list.replaceChildren(...Intl.supportedValuesOf("timeZone").map((z) => el("option", { value: z })));
   }
 
-  async function start() {
+  async function start(fromSignIn) {
     if (!sessionStorage.getItem(KEY)) return showSignIn("");
     fillZones();
     $("signin").classList.add("hidden");
     $("app").classList.remove("hidden");
+    // The focused Sign in button is gone: keyboard and screen-reader users start at the page's heading.
+    if (fromSignIn) $("title").focus();
     const v = view();
     const form = $("filters");
     for (const k of VIEW) {
@@ -507,8 +662,7 @@
         sessionStorage.removeItem(KEY);
         showSignIn("That API key was not accepted. Check it and sign in again.");
       } else {
-        $("status").textContent = `Could not load: ${err.message}`;
-        document.body.dataset.loaded = "error";
+        showProblem("Could not load", err.message, err instanceof LoadError && err.retryable);
       }
     }
   }
@@ -528,12 +682,13 @@
       $("key").value = "";
       if (!/^ak_[A-Za-z0-9_-]+$/.test(key)) return showSignIn("An API key starts with ak_.");
       sessionStorage.setItem(KEY, key);
-      start();
+      start(true);
     });
     $("signout").addEventListener("click", () => {
       sessionStorage.removeItem(KEY);
-      showSignIn("Signed out.");
+      showSignIn("Signed out.", "info");
     });
+    $("retry").addEventListener("click", () => start());
     $("filters").addEventListener("submit", (e) => {
       e.preventDefault();
       history.replaceState(null, "", `${location.pathname}?${submittedView(e.target)}`);

@@ -37,7 +37,7 @@ export function dashboardPage(assets: AssetUrls) {
         </form>
         <div id="app" class="hidden">
           <header>
-            <h1>Publisher analytics</h1>
+            <h1 id="title" tabindex="-1">Publisher analytics</h1>
             <span id="status" class="muted" role="status"></span>
             <button id="signout" class="plain" type="button">Sign out</button>
           </header>
@@ -56,9 +56,14 @@ export function dashboardPage(assets: AssetUrls) {
             <button type="submit">Apply</button>
             <datalist id="zones"></datalist>
           </form>
+          <div id="problem" class="problem hidden" role="alert">
+            <span id="problem-text"></span>
+            <button id="retry" type="button">Retry</button>
+          </div>
           <main>
             <section class="wide">
               <h2>Right now</h2>
+              <p id="realtime-scope" class="muted note hidden"></p>
               <div id="realtime" class="realtime">${loading}</div>
             </section>
             <section class="wide">
@@ -73,6 +78,7 @@ export function dashboardPage(assets: AssetUrls) {
               <h2>Top articles</h2>
               <p class="muted note">Clicks on our tracking links; impressions are the times an article was shown in
                 search results or cited in an answer.</p>
+              <p id="articles-scope" class="muted note hidden"></p>
               <div class="split">
                 <div id="articles">${loading}</div>
                 <div id="sites">${loading}</div>
@@ -82,6 +88,7 @@ export function dashboardPage(assets: AssetUrls) {
               <h2>Agent readership</h2>
               <p class="muted note">AI agents calling the API (payproxy, paid proxy, MCP): what they asked, the articles
                 they were shown, and their users' clicks.</p>
+              <p id="agents-scope" class="muted note hidden"></p>
               <div id="agents">${loading}</div>
             </section>
             <section>

@@ -38,6 +38,32 @@ const urlView = (page: Page) => Object.fromEntries(new URL(page.url()).searchPar
 
 const XSS_PROMPT = `<img src=x onerror="window.__xss='prompt'">`;
 const XSS_RESPONSE = `<script>window.__xss='response'</script><b>bold</b>`;
+/** User text with no place to break: it must wrap inside its cell, not widen the table. */
+const LONG_PROMPT = `tell me ${"a".repeat(180)}`;
+const LONG_PAGE = `https://dailyledger.example/${"very-long-path-segment/".repeat(8)}end`;
+
+/** Tables and bar labels wider than their box, by panel (what a reader would have to scroll or could not see). */
+function overflowing(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    type Box = { scrollWidth: number; clientWidth: number; closest(s: string): { id: string } | null };
+    const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): ArrayLike<Box> } }).document;
+    const out: string[] = [];
+    for (const box of Array.from(doc.querySelectorAll(".scroll, .bar > span:first-child"))) {
+      if (box.scrollWidth > box.clientWidth + 1) {
+        out.push(`${box.closest("[id]")?.id}: ${box.scrollWidth} > ${box.clientWidth}`);
+      }
+    }
+    return out;
+  });
+}
+
+/** The computed text colour of an element. */
+const colourOf = (page: Page, selector: string) =>
+  page.$eval(selector, (e) =>
+    (globalThis as unknown as { getComputedStyle(e: unknown): { color: string } })
+      .getComputedStyle(e).color);
+/** --bad in dashboard.css. */
+const BAD_RED = "rgb(180, 35, 24)";
 
 async function dashboardWorld() {
   const w = await createTestWorld();
@@ -52,6 +78,15 @@ async function dashboardWorld() {
     interaction_type: "free_form",
     prompt: XSS_PROMPT,
     response: XSS_RESPONSE,
+  }, {
+    event_type: "query",
+    ts: new Date(w.clock.now().getTime() - 120_000).toISOString(),
+    ai_agent: agent.id,
+    session_id: "long-text",
+    interaction_type: "free_form",
+    prompt: LONG_PROMPT,
+    response: "A short answer.",
+    referring_url: LONG_PAGE,
   }]);
   await w.deps.events.flush();
   return { w, key };
@@ -105,6 +140,12 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
           return false;
         });
         assert.ok(inked, "chart drawn");
+        // The canvas is silent to a screen reader: its box says what it shows.
+        assert.equal(await page.$eval("#chart", (e) => e.getAttribute("role")), "img");
+        assert.match(
+          await page.$eval("#chart", (e) => e.getAttribute("aria-label") ?? ""),
+          /^Daily sessions and queries, \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d: [\d,]+ sessions, [\d,]+ queries; [\d,]+ sessions in the previous period$/,
+        );
         for (const id of ["by-placement", "by-deployment", "by-referrer", "articles", "agents", "logs"]) {
           const rows = await page.$$eval(`#${id} tbody tr`, (r) => r.length);
           assert.ok(rows > 0, id);
@@ -120,6 +161,17 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.deepEqual(missing, [], "every request the page makes is answered (no favicon 404)");
       });
 
+      await t.step("a prompt or page URL with no space wraps in its cell: every table fits its panel", async () => {
+        assert.ok(
+          (await page.$$eval("#logs td", (tds) => tds.map((td) => td.textContent))).includes(LONG_PROMPT),
+          "long prompt shown",
+        );
+        assert.deepEqual(await overflowing(page), []);
+        // The answers keep a readable column beside the long question.
+        const answerWidth = await page.$eval("#logs th:nth-child(3)", (th) => th.getBoundingClientRect().width);
+        assert.ok(answerWidth >= 200, `answer column ${answerWidth} px`);
+      });
+
       await t.step("a 390 px wide phone: every panel fits the width, nothing scrolls sideways", async () => {
         await page.setViewport({ width: 390, height: 844 });
         await page.goto(`${origin}/dashboard?timezone=UTC&compare=previous_period`, { waitUntil: "domcontentloaded" });
@@ -129,6 +181,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
           return d.documentElement.scrollWidth;
         });
         assert.ok(overflow <= 390, `page is ${overflow} px wide`);
+        assert.deepEqual(await overflowing(page), [], "no table scrolls sideways, no bar label is cut");
         console.log(`screenshot: ${await session.shot("dashboard narrow")}`);
         await page.setViewport({ width: 1280, height: 1800 });
       });
@@ -218,6 +271,12 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
           "None",
         );
         assert.deepEqual(urlView(page), { timezone: zone, compare: "" });
+        // The latest questions are timed in the view's zone too, and say which.
+        assert.equal(await page.$eval("#logs th", (th) => th.textContent), `Time (${zone})`);
+        const newest = new Date(w.clock.now().getTime() - 60_000);
+        const hhmm = new Intl.DateTimeFormat("en-GB", { timeZone: zone, hour: "2-digit", minute: "2-digit" })
+          .format(newest);
+        assert.equal(await page.$eval("#logs td", (td) => td.textContent), `${dayIn(zone, newest)} ${hhmm}`);
       });
 
       await t.step("the view (dates, zone, filters) is in the URL and survives a reload", async () => {
@@ -235,11 +294,61 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
       await t.step("a view the API refuses (unknown zone) says why once, in the status line", async () => {
         await page.goto(`${origin}/dashboard?timezone=Nowhere/Land`, { waitUntil: "domcontentloaded" });
         await page.waitForSelector("body[data-loaded=error]", { timeout: 30_000 });
+        assert.equal(await page.$eval("#status", (e) => e.textContent), "Could not load");
+        assert.equal(await colourOf(page, "#status"), BAD_RED, "the failure reads as one");
         assert.equal(
-          await page.$eval("#status", (e) => e.textContent),
+          await page.$eval("#problem-text", (e) => e.textContent),
           "Could not load: timezone must be a valid IANA time zone name",
         );
+        // Retrying the same view cannot help: no Retry button, the fields are the way out.
+        assert.equal(await page.$("#retry:not(.hidden)"), null);
         assert.equal(await page.$eval("#cards", (e) => e.textContent), "Not loaded.");
+      });
+
+      await t.step("a panel that does not apply a filter says so under its heading", async () => {
+        await page.goto(`${origin}/dashboard?placement_id=pl_top`, { waitUntil: "domcontentloaded" });
+        await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+        assert.equal(await page.$("#problem:not(.hidden)"), null);
+        for (const id of ["realtime", "articles", "agents"]) {
+          assert.equal(
+            await page.$eval(`#${id}-scope`, (e) => e.textContent),
+            "Not filtered by placement: these figures include every one.",
+            id,
+          );
+        }
+        await page.goto(`${origin}/dashboard`, { waitUntil: "domcontentloaded" });
+        await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+        assert.equal(await page.$("#articles-scope:not(.hidden)"), null);
+      });
+
+      await t.step("a range with no events says so instead of drawing an empty chart", async () => {
+        await page.goto(`${origin}/dashboard?start_date=2025-01-01&end_date=2025-01-07`, {
+          waitUntil: "domcontentloaded",
+        });
+        await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+        assert.equal(await page.$eval("#chart", (e) => e.textContent), "No sessions or queries in this range.");
+        assert.equal(await page.$$eval("#chart canvas", (c) => c.length), 0);
+        assert.equal(await page.$eval("#logs", (e) => e.textContent), "No questions in this range.");
+        console.log(`screenshot: ${await session.shot("dashboard empty range")}`);
+      });
+
+      await t.step("Sign out keeps no figure in the page; signing in again puts focus on the page", async () => {
+        await page.click("#signout");
+        await page.waitForSelector("#signin:not(.hidden)");
+        assert.equal(await page.$eval("#message", (e) => e.textContent), "Signed out.");
+        assert.notEqual(await colourOf(page, "#message"), BAD_RED, "a notice, not an error");
+        const left = await page.$eval("#app", (e) => e.textContent ?? "");
+        for (const data of ["payproxy:", "Sessions", XSS_PROMPT, "No questions"]) {
+          assert.ok(!left.includes(data), `${data} still in the page`);
+        }
+        assert.equal(await page.evaluate(() => sessionStorage.getItem("analytics_api_key")), null);
+        await page.type("#key", key);
+        await page.keyboard.press("Enter");
+        await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+        const focused = await page.evaluate(() =>
+          (globalThis as unknown as { document: { activeElement: { id: string } | null } }).document.activeElement?.id
+        );
+        assert.equal(focused, "title");
       });
 
       await t.step("a wrong key shows a clear message", async () => {
@@ -257,6 +366,70 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         });
         assert.equal(await p2.evaluate(() => sessionStorage.getItem("analytics_api_key")), null);
         await fresh.close();
+      });
+
+      await t.step("a failure that may pass (429, 500, no network) says what happened and Retry recovers", async () => {
+        // A tenant of its own with one analytics request a minute: the real limiter answers 429.
+        await using w2 = await createTestWorld({ env: { ANALYTICS_RATE_LIMIT_PER_MIN: "1" } });
+        const { key: key2 } = await w2.tenantWithKey("Quiet Media");
+        await using server2 = serveLocal();
+        // A server that fails once, as a crashed upstream would, when the test asks.
+        let failNext = false;
+        server2.setHandler((req) => {
+          if (failNext && new URL(req.url).pathname === "/v1/analytics/dashboard") {
+            failNext = false;
+            return Response.json({ message: "Internal server error" }, { status: 500 });
+          }
+          return w2.app.fetch(req);
+        });
+        const ctx = await browser.createBrowserContext();
+        const p3 = await ctx.newPage();
+        await p3.setViewport({ width: 1280, height: 900 });
+        const loadedAs = async (state: string) => {
+          await p3.waitForSelector(`body[data-loaded=${state}]`, { timeout: 30_000 });
+        };
+        const banner = () => p3.$eval("#problem-text", (e) => e.textContent ?? "");
+        const retry = async () => {
+          w2.clock.advance(61_000);
+          await p3.click("#retry");
+          await loadedAs("true");
+          assert.equal(await p3.$("#problem:not(.hidden)"), null);
+          assert.equal(await p3.$eval("#status", (e) => e.textContent), "Last 7 days: 2026-11-16 to 2026-11-22 · UTC");
+        };
+        await p3.goto(`${server2.url}/dashboard`, { waitUntil: "domcontentloaded" });
+        await p3.waitForSelector("#signin:not(.hidden)");
+        await p3.type("#key", key2);
+        await p3.keyboard.press("Enter");
+        await loadedAs("true");
+        // An account with no events says so in every panel.
+        assert.equal(await p3.$eval("#chart", (e) => e.textContent), "No sessions or queries in this range.");
+
+        await p3.click("#filters button[type=submit]");
+        await loadedAs("error");
+        assert.match(await banner(), /^Could not load: too many requests with this key; try again in \d+ s$/);
+        assert.equal(await colourOf(p3, "#status"), BAD_RED);
+        const shot = `${session.shotsDir}/rate-limited.png` as const;
+        await p3.screenshot({ path: shot as `${string}.png` });
+        console.log(`screenshot: ${shot}`);
+        await retry();
+
+        failNext = true;
+        w2.clock.advance(61_000);
+        await p3.click("#filters button[type=submit]");
+        await loadedAs("error");
+        assert.equal(await banner(), "Could not load: the server failed (HTTP 500); try again");
+        await retry();
+
+        await p3.setOfflineMode(true);
+        await p3.click("#filters button[type=submit]");
+        await loadedAs("error");
+        assert.equal(
+          await banner(),
+          "Could not load: the server could not be reached; check the connection and try again",
+        );
+        await p3.setOfflineMode(false);
+        await retry();
+        await ctx.close();
       });
     }
   } finally {
