@@ -6,6 +6,7 @@
 import { INTENT_LABELS } from "./classifier.ts";
 import { changes, earlierWindow, parseCompare } from "./compare.ts";
 import { comparedCounts } from "./compare_counts.ts";
+import type { ExportColumn } from "./export.ts";
 import { analyticsBadRequest, supplied } from "./filters.ts";
 import {
   addCounts,
@@ -50,6 +51,22 @@ export const SORT_FIELDS = [
   "query_to_click_rate",
 ] as const;
 export type SortField = (typeof SORT_FIELDS)[number];
+/** The metrics that are percentages (DOUBLE in a Parquet export); the others are whole numbers. */
+const RATE_FIELDS: readonly SortField[] = [
+  "viewability_rate",
+  "engagement_rate",
+  "engagement_session_rate",
+  "query_to_click_rate",
+];
+
+/** The columns of a breakdown export, in order, with their types: `key` (and `label` for intents), then every metric. */
+export function breakdownExportColumns(dimension: string | undefined): ExportColumn[] {
+  return [
+    ["key", "VARCHAR"],
+    ...(dimension === "intent" ? [["label", "VARCHAR"] as const] : []),
+    ...SORT_FIELDS.filter((f) => f !== "key").map((f) => [f, RATE_FIELDS.includes(f) ? "DOUBLE" : "BIGINT"] as const),
+  ];
+}
 /** Query parameters of the breakdown besides the ask-ai filters (cache key, not echoed). */
 export const BREAKDOWN_PARAMS = ["dimension", "interval", "sort", "order", "limit", "compare"] as const;
 /** Default and largest number of rows. */

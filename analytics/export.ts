@@ -241,36 +241,33 @@ export function toCsv(columns: readonly string[], rows: Record<string, unknown>[
   return out.join("\n") + "\n";
 }
 
-/** Rows of plain objects as a Parquet file (DuckDB reads a temp CSV and writes zstd Parquet). */
+/** A column of an exported table: its name and the DuckDB type its Parquet column gets. */
+export type ExportColumn = readonly [name: string, type: "VARCHAR" | "BIGINT" | "DOUBLE"];
+
+/**
+ * Rows of plain objects as a Parquet file (zstd), each column of the type given: DuckDB reads the
+ * rows as NDJSON with those types, so text that looks like a date or a number stays text, an
+ * empty string stays empty (not null), and a rate stays a DOUBLE whatever this answer holds.
+ */
 export async function toParquet(
   db: AnalyticsDb,
-  columns: readonly string[],
+  columns: readonly ExportColumn[],
   rows: Record<string, unknown>[],
 ): Promise<Uint8Array<ArrayBuffer>> {
   const dir = await Deno.makeTempDir({ prefix: "an-export-" });
   try {
-    const csv = `${dir}/rows.csv`;
+    const ndjson = `${dir}/rows.ndjson`;
     const out = `${dir}/rows.parquet`;
     // Raw values (no formula guard): Parquet readers do not evaluate cells.
-    const plain = [columns.join(",")];
-    for (const r of rows) {
-      plain.push(
-        columns.map((c) => {
-          const v = r[c];
-          return v === null || v === undefined
-            ? ""
-            : typeof v === "number"
-            ? String(v)
-            : `"${String(v).replaceAll('"', '""')}"`;
-        }).join(","),
-      );
-    }
-    await Deno.writeTextFile(csv, plain.join("\n") + "\n");
+    const lines = rows.map((r) => JSON.stringify(Object.fromEntries(columns.map(([c]) => [c, r[c] ?? null]))));
+    await Deno.writeTextFile(ndjson, lines.join("\n") + "\n");
+    const types = `{${columns.map(([c, t]) => `${sqlString(c)}: ${sqlString(t)}`).join(", ")}}`;
+    const names = columns.map(([c]) => `"${c.replaceAll('"', '""')}"`).join(", ");
     await db.withConnection((c) =>
       c.run(
-        `COPY (SELECT * FROM read_csv(${sqlString(csv)}, header = true, quote = '"', escape = '"')) TO ${
-          sqlString(out)
-        } (FORMAT parquet, COMPRESSION zstd)`,
+        `COPY (SELECT ${names} FROM read_json(${
+          sqlString(ndjson)
+        }, format = 'newline_delimited', columns = ${types})) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
       )
     );
     return await Deno.readFile(out);

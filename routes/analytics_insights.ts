@@ -1,6 +1,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { askAiBreakdown, BREAKDOWN_PARAMS, DIMENSIONS, SORT_FIELDS } from "../analytics/breakdown.ts";
+import {
+  askAiBreakdown,
+  BREAKDOWN_PARAMS,
+  breakdownExportColumns,
+  DIMENSIONS,
+  SORT_FIELDS,
+} from "../analytics/breakdown.ts";
 import { FORMATS, PARQUET_TYPE, requestedFormat, toCsv, toParquet } from "../analytics/export.ts";
 import { COMPARE_MODES } from "../analytics/compare.ts";
 import { INTERVALS } from "../analytics/metrics.ts";
@@ -65,7 +71,6 @@ const headers = z.object({
   "cache-control": z.string().optional().openapi({ description: "`no-cache` skips the cache read." }),
 });
 const bearer = [{ bearerAuth: [] }];
-const METRIC_COLUMNS = SORT_FIELDS.filter((f) => f !== "key");
 
 const breakdownRoute = createRoute({
   method: "get",
@@ -209,9 +214,9 @@ export function createAnalyticsInsightRoutes(deps: InsightDeps, answer: ReturnTy
       const format = requestedFormat(c.req.query("format"), c.req.header("accept"));
       if (format === "json") return jsonAnswer(c, a);
       const rows = a.body.rows as Record<string, unknown>[];
-      const columns = ["key", ...(c.req.query("dimension") === "intent" ? ["label"] : []), ...METRIC_COLUMNS];
+      const columns = breakdownExportColumns(c.req.query("dimension"));
       const headers = { ...exportHeaders(format, "ask-ai-breakdown"), "X-Cache": a.status };
-      if (format === "csv") return c.body(toCsv(columns, rows), 200, headers);
+      if (format === "csv") return c.body(toCsv(columns.map(([name]) => name), rows), 200, headers);
       return c.body(await toParquet(deps.duckdb, columns, rows), 200, headers);
     }),
   );
