@@ -140,7 +140,10 @@ export async function prepareEvents(
     if (!row.tenant_id) throw invalid(i, "widget_id", "an event needs a widget_id, ai_agent or tenant_id");
 
     if (row.event_type === "sponsored_impression" || row.event_type === "prompt_impression") {
-      if (!(await deps.repos.campaigns.get(row.campaign_id!))) throw invalid(i, "campaign_id", "campaign not found");
+      // Only the event's own tenant's campaigns: another tenant's id would count in that tenant's figures.
+      if (!(await deps.repos.campaigns.getForTenant(row.tenant_id, row.campaign_id!))) {
+        throw invalid(i, "campaign_id", "campaign not found");
+      }
     }
     if (row.event_type === "query") {
       const c = classify(row.prompt ?? row.prompt_text ?? "");

@@ -242,6 +242,7 @@ export async function sponsoredRollup(deps: RollupDeps, tenantId: string, q: Ana
   const campaignIds = campaignFilter === null ? [...byId.keys()] : byId.has(campaignFilter) ? [campaignFilter] : [];
   const params = {
     ...windowParams(w),
+    tenant_id: tenantId,
     campaign_ids: campaignIds,
     ai_agent: agentId,
     placement_id: opt(q, "placement_id"),

@@ -8,6 +8,7 @@ FROM events
   WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
   AND ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
   AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
+    AND tenant_id = $tenant_id
     AND list_contains($campaign_ids, campaign_id)
     AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
     AND ($placement_id IS NULL OR placement_id = $placement_id)
