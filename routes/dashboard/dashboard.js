@@ -220,14 +220,16 @@
     const series = [
       { label: "Day", value: (_u, v) => (v == null ? "–" : dayLabel(v)) },
       { label: "Sessions", stroke: "#2f6fed", width: 2, value: (_u, v) => fmt(v) },
-      { label: "Queries", stroke: "#7a5af8", width: 2, value: (_u, v) => fmt(v) },
+      // Blue and orange stay apart for colour-blind readers; the earlier period is a dashed grey.
+      // Every line has at least 3:1 contrast on white.
+      { label: "Queries", stroke: "#c4320a", width: 2, value: (_u, v) => fmt(v) },
     ];
     if (a.comparison) {
       const prev = a.comparison.daily_breakdown;
       data.push(days.map((_, i) => (prev[i] ? prev[i].sessions : null)));
       series.push({
         label: `Sessions, ${comparedTo(a)}`,
-        stroke: "#98a2b3",
+        stroke: "#667085",
         dash: [6, 4],
         width: 1.5,
         value: (_u, v) => fmt(v),
@@ -272,6 +274,8 @@
           { values: (_u, splits) => splits.map(fmt), size: 56, incrs: COUNT_STEPS },
         ],
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"),
+        // The legend's marker is drawn like its line: the earlier period's is dashed there too.
+        legend: { markers: { dash: (u, i) => (u.series[i].dash ? "dashed" : "solid") } },
       },
       data,
       target,

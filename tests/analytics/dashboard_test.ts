@@ -140,6 +140,18 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
           return false;
         });
         assert.ok(inked, "chart drawn");
+        // The legend tells the lines apart as the chart does: the earlier period's marker is dashed.
+        const markers = await page.$$eval("#chart .u-legend .u-marker", (ms) =>
+          ms.map((m) => {
+            const style = (m as unknown as { style: { borderStyle: string; borderColor: string } }).style;
+            return `${style.borderStyle} ${style.borderColor}`;
+          }));
+        // (The first row is the day, which has no line.)
+        assert.deepEqual(markers.slice(1), [
+          "solid rgb(47, 111, 237)",
+          "solid rgb(196, 50, 10)",
+          "dashed rgb(102, 112, 133)",
+        ]);
         // The canvas is silent to a screen reader: its box says what it shows.
         assert.equal(await page.$eval("#chart", (e) => e.getAttribute("role")), "img");
         assert.match(
