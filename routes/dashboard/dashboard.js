@@ -175,7 +175,10 @@
   function renderCards(a) {
     const s = a.summary;
     const ch = a.comparison ? a.comparison.change : {};
-    const versus = `vs ${comparedTo(a)}`;
+    // One line names the period compared with, so each card's change stays short.
+    const against = a.comparison
+      ? `Change against the ${comparedTo(a)}, ${a.comparison.start_date} to ${a.comparison.end_date}.`
+      : "";
     const items = [
       ["sessions", "Sessions", fmt],
       ["widget_loads", "Widget loads", fmt],
@@ -186,26 +189,24 @@
       ["query_to_click_rate", "Query to click", pct],
       ["avg_session_duration_seconds", "Avg engaged time", duration],
     ];
-    put(
-      "cards",
-      el(
-        "div",
-        { className: "cards" },
-        items.map(([k, label, format]) => {
-          const c = ch[k];
-          const change = c === undefined
-            ? ""
-            : c === null
-            ? (s[k] ? "new (none before)" : "")
-            : `${c > 0 ? "+" : c < 0 ? "\u2212" : "±"}${pctFormat.format(Math.abs(c))}% ${versus}`;
-          return el("div", { className: "card" }, [
-            el("div", { className: "v", text: format(s[k]) }),
-            el("div", { className: "l", text: label }),
-            el("div", { className: `c ${c > 0 ? "up" : c < 0 ? "down" : ""}`, text: change }),
-          ]);
-        }),
-      ),
+    const cards = el(
+      "div",
+      { className: "cards" },
+      items.map(([k, label, format]) => {
+        const c = ch[k];
+        const change = c === undefined
+          ? ""
+          : c === null
+          ? (s[k] ? "new (none before)" : "")
+          : `${c > 0 ? "+" : c < 0 ? "\u2212" : "±"}${pctFormat.format(Math.abs(c))}%`;
+        return el("div", { className: "card" }, [
+          el("div", { className: "v", text: format(s[k]) }),
+          el("div", { className: "l", text: label }),
+          el("div", { className: `c ${c > 0 ? "up" : c < 0 ? "down" : ""}`, text: change }),
+        ]);
+      }),
     );
+    put("cards", against ? el("div", null, [el("p", { className: "muted note", text: against }), cards]) : cards);
   }
 
   function chartSize(target) {

@@ -140,6 +140,11 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
           return false;
         });
         assert.ok(inked, "chart drawn");
+        // The cards name the period they are compared with once, above them.
+        assert.match(
+          await page.$eval("#cards .note", (e) => e.textContent ?? ""),
+          /^Change against the previous period, \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d\.$/,
+        );
         // The legend tells the lines apart as the chart does: the earlier period's marker is dashed.
         const markers = await page.$$eval("#chart .u-legend .u-marker", (ms) =>
           ms.map((m) => {
