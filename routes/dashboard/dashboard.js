@@ -597,6 +597,7 @@
       if (drawn.size === 0) {
         // The view itself was refused (a bad date or zone) or the call failed: one message, not one per panel.
         for (const entry of Object.values(panels)) notLoaded(entry[1]);
+        for (const id of ["realtime", "articles", "agents"]) scopeNote(id, {}, []);
         showProblem("Could not load", err.message, err instanceof LoadError && err.retryable);
         return;
       }

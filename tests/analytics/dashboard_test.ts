@@ -309,7 +309,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
       });
 
       await t.step("a view the API refuses (unknown zone) says why once, in the status line", async () => {
-        await page.goto(`${origin}/dashboard?timezone=Nowhere/Land`, { waitUntil: "domcontentloaded" });
+        await page.goto(`${origin}/dashboard?timezone=Nowhere/Land&widget_id=wd_x`, { waitUntil: "domcontentloaded" });
         await page.waitForSelector("body[data-loaded=error]", { timeout: 30_000 });
         assert.equal(await page.$eval("#status", (e) => e.textContent), "Could not load");
         assert.equal(await colourOf(page, "#status"), BAD_RED, "the failure reads as one");
@@ -317,6 +317,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
           await page.$eval("#problem-text", (e) => e.textContent),
           "Could not load: timezone must be a valid IANA time zone name",
         );
+        assert.equal(await page.$("[id$=-scope]:not(.hidden)"), null, "no note on a panel that shows nothing");
         // Retrying the same view cannot help: no Retry button, the fields are the way out.
         assert.equal(await page.$("#retry:not(.hidden)"), null);
         assert.equal(await page.$eval("#cards", (e) => e.textContent), "Not loaded.");
