@@ -12,6 +12,7 @@ import type { AnalyticsDb } from "./duckdb.ts";
 import { sqlString } from "./sql_util.ts";
 import { FLUSH_SCRATCH } from "./events.ts";
 import { markOwnedChunks } from "../core/owned_chunks.ts";
+import { parseAccept } from "hono/utils/accept";
 
 /** Answer formats. */
 export const FORMATS = ["json", "csv", "parquet"] as const;
@@ -19,9 +20,21 @@ export type ExportFormat = (typeof FORMATS)[number];
 /** Media type of Parquet files. */
 export const PARQUET_TYPE = "application/vnd.apache.parquet";
 
+/** Media types a client may ask for in `Accept`, and the format each means. */
+const MEDIA_FORMATS: Record<string, ExportFormat> = {
+  "application/json": "json",
+  "text/csv": "csv",
+  [PARQUET_TYPE]: "parquet",
+  // A client that takes anything gets the default.
+  "*/*": "json",
+  "application/*": "json",
+  "text/*": "csv",
+};
+
 /**
- * The format a request asks for: `format` wins, else `Accept` (text/csv or the Parquet type),
- * else JSON. @throws 400 for an unknown `format`.
+ * The format a request asks for: `format` wins, else the `Accept` media type with the highest
+ * quality (`q`; `q=0` means "not this", equal weights keep the header's order), else JSON.
+ * @throws 400 for an unknown `format`.
  */
 export function requestedFormat(format: string | undefined, accept: string | undefined): ExportFormat {
   if (format !== undefined && format !== "") {
@@ -30,9 +43,11 @@ export function requestedFormat(format: string | undefined, accept: string | und
     }
     return format as ExportFormat;
   }
-  const a = (accept ?? "").toLowerCase();
-  if (/(^|,)\s*text\/csv\b/.test(a)) return "csv";
-  if (a.includes(PARQUET_TYPE)) return "parquet";
+  const ranked = parseAccept(accept ?? "").filter((a) => a.q > 0).sort((a, b) => b.q - a.q);
+  for (const a of ranked) {
+    const f = MEDIA_FORMATS[a.type.toLowerCase()];
+    if (f) return f;
+  }
   return "json";
 }
 

@@ -1,22 +1,27 @@
 -- Ask AI log rows of a few UTC day folders for the CSV export, newest first: DuckDB's CSV writer copies
 -- them to a scratch file that is streamed and removed, a few days at a time (measured 3.5x faster than
 -- building the lines in SQL and handing them over chunk by chunk). $files lists the folders' Parquet
--- files (read directly: about 20 % less CPU than the view, which globs every day folder per query). Text a reader typed or a model wrote
--- gets a leading apostrophe when it starts with = + - @ tab or CR, so spreadsheets do not run it as a
--- formula (CSV injection).
+-- files (read directly: about 20 % less CPU than the view, which globs every day folder per query). Every text
+-- cell (ids and placements come from the page or a producer too, not only prompts and answers) gets a leading
+-- apostrophe when it starts with = + - @ tab or CR, so spreadsheets do not run it as a formula (CSV injection).
 SELECT
   strftime(ts, '%Y-%m-%dT%H:%M:%S.%g') || 'Z' AS timestamp,
-  coalesce(widget_id, '') AS widget_id,
-  coalesce(placement_id, '') AS placement_id,
-  coalesce(deployment_type, '') AS deployment_type,
-  coalesce(ai_agent, '') AS ai_agent,
+  CASE WHEN left(coalesce(widget_id, ''), 1) IN ('=', '+', '-', '@', chr(9), chr(13))
+    THEN '''' || coalesce(widget_id, '') ELSE coalesce(widget_id, '') END AS widget_id,
+  CASE WHEN left(coalesce(placement_id, ''), 1) IN ('=', '+', '-', '@', chr(9), chr(13))
+    THEN '''' || coalesce(placement_id, '') ELSE coalesce(placement_id, '') END AS placement_id,
+  CASE WHEN left(coalesce(deployment_type, ''), 1) IN ('=', '+', '-', '@', chr(9), chr(13))
+    THEN '''' || coalesce(deployment_type, '') ELSE coalesce(deployment_type, '') END AS deployment_type,
+  CASE WHEN left(coalesce(ai_agent, ''), 1) IN ('=', '+', '-', '@', chr(9), chr(13))
+    THEN '''' || coalesce(ai_agent, '') ELSE coalesce(ai_agent, '') END AS ai_agent,
   CASE WHEN left(coalesce(referring_url, ''), 1) IN ('=', '+', '-', '@', chr(9), chr(13))
-    THEN '''' || referring_url ELSE coalesce(referring_url, '') END AS referring_url,
-  coalesce(interaction_type, '') AS interaction_type,
+    THEN '''' || coalesce(referring_url, '') ELSE coalesce(referring_url, '') END AS referring_url,
+  CASE WHEN left(coalesce(interaction_type, ''), 1) IN ('=', '+', '-', '@', chr(9), chr(13))
+    THEN '''' || coalesce(interaction_type, '') ELSE coalesce(interaction_type, '') END AS interaction_type,
   CASE WHEN left(coalesce(prompt, prompt_text, ''), 1) IN ('=', '+', '-', '@', chr(9), chr(13))
-    THEN '''' || coalesce(prompt, prompt_text) ELSE coalesce(prompt, prompt_text, '') END AS prompt,
+    THEN '''' || coalesce(prompt, prompt_text, '') ELSE coalesce(prompt, prompt_text, '') END AS prompt,
   CASE WHEN left(coalesce(response, ''), 1) IN ('=', '+', '-', '@', chr(9), chr(13))
-    THEN '''' || response ELSE coalesce(response, '') END AS response
+    THEN '''' || coalesce(response, '') ELSE coalesce(response, '') END AS response
 FROM read_parquet($files, union_by_name = true)
 WHERE ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
   AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
