@@ -7,7 +7,7 @@ import { INTENT_LABELS } from "./classifier.ts";
 import { changes, earlierWindow, parseCompare } from "./compare.ts";
 import { comparedCounts } from "./compare_counts.ts";
 import type { ExportColumn } from "./export.ts";
-import { analyticsBadRequest, supplied } from "./filters.ts";
+import { analyticsBadRequest, clampedCount, supplied } from "./filters.ts";
 import {
   addCounts,
   BLOCK_TOTAL,
@@ -94,12 +94,7 @@ export function breakdownOptions(q: AnalyticsQuery) {
   const interval: Interval = oneOf(q, "interval", INTERVALS, "day");
   const sort: SortField = oneOf(q, "sort", SORT_FIELDS, dimension === "date" ? "key" : "sessions");
   const order = oneOf(q, "order", ["asc", "desc"] as const, sort === "key" ? "asc" : "desc");
-  const raw = q.limit;
-  let limit = DEFAULT_BREAKDOWN_LIMIT;
-  if (raw !== undefined && raw !== "") {
-    if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) throw analyticsBadRequest("limit must be an integer >= 1");
-    limit = Math.min(Number(raw), MAX_BREAKDOWN_LIMIT);
-  }
+  const limit = clampedCount(q.limit, "limit", DEFAULT_BREAKDOWN_LIMIT, MAX_BREAKDOWN_LIMIT);
   return { dimension, interval, sort, order, limit, compare: parseCompare(q.compare) };
 }
 

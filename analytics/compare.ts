@@ -2,7 +2,7 @@
  * `compare=previous_period|previous_year`: the earlier window a request is compared with, and the
  * change of each metric.
  */
-import { analyticsBadRequest, type DateWindow, formatDay, parseDay } from "./filters.ts";
+import { analyticsBadRequest, type DateWindow, formatDay, parseDay, utcDay } from "./filters.ts";
 
 /** Comparison modes. */
 export const COMPARE_MODES = ["previous_period", "previous_year"] as const;
@@ -22,8 +22,8 @@ export function parseCompare(value: string | undefined): CompareMode | null {
 /** The same calendar date a year earlier (29 February becomes 28 February). */
 function yearEarlier(day: string): string {
   const [y, m, d] = day.split("-").map(Number) as [number, number, number];
-  const last = new Date(Date.UTC(y - 1, m, 0)).getUTCDate();
-  return formatDay(Date.UTC(y - 1, m - 1, Math.min(d, last)));
+  const last = new Date(utcDay(y - 1, m, 0)).getUTCDate();
+  return formatDay(utcDay(y - 1, m - 1, Math.min(d, last)));
 }
 
 /**

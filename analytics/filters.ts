@@ -15,13 +15,35 @@ const DAY_MS = 86_400_000;
 /** A 400 with the analytics `{message}` body. */
 export const analyticsBadRequest = (message: string) => new AppError(400, "invalid_query", message);
 
-/** Parses a strict `YYYY-MM-DD` calendar date to UTC midnight ms, or null. */
+/**
+ * UTC midnight ms of a calendar date, for any year 0 to 9999 (`Date.UTC` reads the years 0 to 99
+ * as 1900 to 1999). Month and day may overflow, as with `Date.UTC`.
+ */
+export function utcDay(year: number, monthIndex: number, day: number): number {
+  const d = new Date(0);
+  d.setUTCFullYear(year, monthIndex, day);
+  return d.getTime();
+}
+
+/** Parses a strict `YYYY-MM-DD` calendar date (years 0000 to 9999) to UTC midnight ms, or null. */
 export function parseDay(value: string): number | null {
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
   if (!m) return null;
-  const ms = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
+  const ms = utcDay(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
   return formatDay(ms) === value ? ms : null;
 }
+
+/**
+ * The first date a request may name: the calendar has no year 0, and with it every earlier window
+ * a comparison reads (at most 366 days, or a year, before) still has a four-digit year.
+ */
+const FIRST_DAY_MS = utcDay(1, 0, 1);
+
+/** A request's date parameter, or null when malformed, impossible or before 0001-01-01. */
+const requestDay = (value: string): number | null => {
+  const ms = parseDay(value);
+  return ms === null || ms < FIRST_DAY_MS ? null : ms;
+};
 
 /** UTC midnight ms to `YYYY-MM-DD`. */
 export const formatDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
@@ -49,11 +71,11 @@ export function resolveWindow(
   let startMs: number | null = null;
   let endMs: number | null = null;
   if (q.start_date !== undefined) {
-    startMs = parseDay(q.start_date);
+    startMs = requestDay(q.start_date);
     if (startMs === null) throw analyticsBadRequest("start_date must be a valid date in YYYY-MM-DD format");
   }
   if (q.end_date !== undefined) {
-    endMs = parseDay(q.end_date);
+    endMs = requestDay(q.end_date);
     if (endMs === null) throw analyticsBadRequest("end_date must be a valid date in YYYY-MM-DD format");
   }
   endMs ??= todayMs;
@@ -78,6 +100,17 @@ export function supplied(query: Record<string, string | undefined>, names: reado
     if (v !== undefined && v !== "") out[n] = v;
   }
   return out;
+}
+
+/**
+ * A row-count parameter (`limit`): `fallback` when absent or empty, a whole number >= 1 otherwise,
+ * silently reduced to `max` however many digits it has (as the logs page size, spec section 8).
+ * @throws 400 `<name> must be an integer >= 1`
+ */
+export function clampedCount(value: string | undefined, name: string, fallback: number, max: number): number {
+  if (value === undefined || value === "") return fallback;
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw analyticsBadRequest(`${name} must be an integer >= 1`);
+  return Math.min(Number(value), max);
 }
 
 /** A percentage of `n` over `d`, rounded half up to 2 decimals; 0 when `d` is 0. */

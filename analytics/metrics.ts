@@ -4,7 +4,7 @@
  * figure means the same everywhere; ratios are computed here from the integer counts beside them.
  */
 import type { AnalyticsEngine } from "./engine.ts";
-import { avgInt, type DateWindow, formatDay, parseDay, pct } from "./filters.ts";
+import { avgInt, type DateWindow, formatDay, parseDay, pct, utcDay } from "./filters.ts";
 import { HEARTBEAT_SECONDS } from "./schema.ts";
 import { num } from "./sql_util.ts";
 import { localMidnightMs } from "./timezone.ts";
@@ -168,8 +168,8 @@ export function bucketLabels(w: DateWindow, interval: Interval): string[] {
     return out;
   }
   const s = new Date(start);
-  for (let y = s.getUTCFullYear(), m = s.getUTCMonth(); Date.UTC(y, m, 1) <= end; m === 11 ? (y++, m = 0) : m++) {
-    out.push(`${y}-${String(m + 1).padStart(2, "0")}`);
+  for (let y = s.getUTCFullYear(), m = s.getUTCMonth(); utcDay(y, m, 1) <= end; m === 11 ? (y++, m = 0) : m++) {
+    out.push(`${String(y).padStart(4, "0")}-${String(m + 1).padStart(2, "0")}`);
   }
   return out;
 }

@@ -4,7 +4,7 @@
  * them and whether their users click through.
  */
 import { ArticleRepo } from "../core/search/articles.ts";
-import { analyticsBadRequest, pct, supplied } from "./filters.ts";
+import { analyticsBadRequest, clampedCount, pct, supplied } from "./filters.ts";
 import { windowParams } from "./metrics.ts";
 import { type AnalyticsQuery, meta, opt, requestWindow, type RollupDeps } from "./rollups.ts";
 import { num } from "./sql_util.ts";
@@ -14,12 +14,7 @@ export const READERSHIP_FILTERS = ["start_date", "end_date", "data_model_id"] as
 const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 500;
 
-function limitOf(q: AnalyticsQuery): number {
-  const v = q.limit;
-  if (v === undefined || v === "") return DEFAULT_LIMIT;
-  if (!/^\d{1,9}$/.test(v) || Number(v) < 1) throw analyticsBadRequest("limit must be an integer >= 1");
-  return Math.min(Number(v), MAX_LIMIT);
-}
+const limitOf = (q: AnalyticsQuery): number => clampedCount(q.limit, "limit", DEFAULT_LIMIT, MAX_LIMIT);
 
 /** The tenant's data model named by `data_model_id`, or null for all. @throws 400 when not the tenant's. */
 async function dataModelOf(deps: RollupDeps, tenantId: string, q: AnalyticsQuery): Promise<string | null> {

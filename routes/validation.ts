@@ -23,13 +23,18 @@ export type ValidationHook = (result: ValidationResult, c: Context<AppEnv>) => v
 /**
  * The validation hook of a route family:
  * - `message` and `payproxy`: query-string problems are 400 (text/plain on payproxy), body, path
- *   and header problems 422, each with a message naming the field;
+ *   and header problems 422, each with a message naming the field (`<name> must be given once` for a
+ *   query parameter repeated where one value is expected);
  * - `storefront` and `oauth`: every problem is 400 `invalid_request` (spec 7.3).
  */
 export function validationHookFor(family: ErrorFamily): ValidationHook {
-  return (result) => {
+  return (result, c) => {
     if (result.success) return;
-    const message = describeIssue(result.error.issues[0]!);
+    const issue = result.error.issues[0]!;
+    // A query parameter given twice reaches the schema as an array: say so, not "expected string".
+    const name = String(issue.path[0] ?? "");
+    const repeated = result.target === "query" && name !== "" && (c.req.queries(name)?.length ?? 0) > 1;
+    const message = repeated ? `${name} must be given once` : describeIssue(issue);
     if (family === "storefront" || family === "oauth") throw sfError(400, "invalid_request", message);
     if (result.target === "query") {
       throw new AppError(400, "invalid_query", message, { plain: family === "payproxy" || family === "zeroclick" });
