@@ -69,7 +69,7 @@ export function breakdownExportColumns(dimension: string | undefined): ExportCol
 }
 /** Query parameters of the breakdown besides the ask-ai filters (cache key, not echoed). */
 export const BREAKDOWN_PARAMS = ["dimension", "interval", "sort", "order", "limit", "compare"] as const;
-/** Default and largest number of rows. */
+/** Default number of rows of a column dimension (a date series is whole by default), and the largest. */
 export const DEFAULT_BREAKDOWN_LIMIT = 100;
 export const MAX_BREAKDOWN_LIMIT = 10_000;
 
@@ -94,7 +94,10 @@ export function breakdownOptions(q: AnalyticsQuery) {
   const interval: Interval = oneOf(q, "interval", INTERVALS, "day");
   const sort: SortField = oneOf(q, "sort", SORT_FIELDS, dimension === "date" ? "key" : "sessions");
   const order = oneOf(q, "order", ["asc", "desc"] as const, sort === "key" ? "asc" : "desc");
-  const limit = clampedCount(q.limit, "limit", DEFAULT_BREAKDOWN_LIMIT, MAX_BREAKDOWN_LIMIT);
+  // A time series is whole unless a limit is asked for (366 days of hours fit), so its rows add up
+  // to the summary; 100 is the default of the top-N lists of a column.
+  const fallback = dimension === "date" ? MAX_BREAKDOWN_LIMIT : DEFAULT_BREAKDOWN_LIMIT;
+  const limit = clampedCount(q.limit, "limit", fallback, MAX_BREAKDOWN_LIMIT);
   return { dimension, interval, sort, order, limit, compare: parseCompare(q.compare) };
 }
 

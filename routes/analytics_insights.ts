@@ -90,7 +90,7 @@ const breakdownRoute = createRoute({
         description: "Default `key` for dates, `sessions` otherwise.",
       }),
       order: z.enum(["asc", "desc"]).optional().openapi({ description: "Default asc for key, desc otherwise." }),
-      limit: str("Rows: default 100, values over 10000 become 10000."),
+      limit: str("Rows: default 100 (dimension=date: every bucket), values over 10000 become 10000."),
       format: exportFormatParam,
       ...askAiQuery,
     }),

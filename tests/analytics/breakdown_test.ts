@@ -19,7 +19,7 @@ Deno.test("GET /v1/analytics/ask-ai/breakdown: rows carry the summary metrics pe
     const a = await get(world, "ask-ai?widget_id=wd_main");
     assert.deepEqual(b.summary, a.summary);
     assert.deepEqual(b.filters, { widget_id: "wd_main" });
-    assert.deepEqual(b.breakdown, { dimension: "date", interval: "day", sort: "key", order: "asc", limit: 100 });
+    assert.deepEqual(b.breakdown, { dimension: "date", interval: "day", sort: "key", order: "asc", limit: 10000 });
     assert.deepEqual(b.rows.map((r: { key: string }) => r.key), a.daily_breakdown.map((d: { date: string }) => d.date));
     for (const [i, d] of a.daily_breakdown.entries()) {
       for (const k of ["widget_loads", "viewable_sessions", "engagement_queries", "total_clicks", "sessions"]) {
