@@ -53,6 +53,15 @@ function bindValue(v: SqlParam): { value: Bound; type: DuckDBType } {
   return { value: v, type: VARCHAR };
 }
 
+/**
+ * The parameters a statement names (comments aside): DuckDB refuses to bind one it does not, and
+ * callers pass whole parameter sets (a window's edges and zone) that some rollups use only in part.
+ */
+function namedIn(sql: string, params: Record<string, SqlParam>): Record<string, SqlParam> {
+  const code = sql.replace(/--[^\n]*/g, "");
+  return Object.fromEntries(Object.entries(params).filter(([k]) => new RegExp(`\\$${k}\\b`).test(code)));
+}
+
 /** Runs rollups; keeps the `events` view pointing at the files (or at an empty table before any exist). */
 export class AnalyticsEngine {
   #view: "none" | "empty" | "files" = "none";
@@ -136,7 +145,7 @@ export class AnalyticsEngine {
     return await this.db.withConnection(async (conn) => {
       const stmt = await conn.prepare(sql);
       try {
-        this.#bind(stmt, params);
+        this.#bind(stmt, namedIn(sql, params));
         const r = await stmt.run();
         return Number(r.rowsChanged);
       } finally {
@@ -166,7 +175,7 @@ export class AnalyticsEngine {
       this.db.withConnection(async (conn) => {
         const stmt = await conn.prepare(sql);
         try {
-          this.#bind(stmt, params);
+          this.#bind(stmt, namedIn(sql, params));
           return (await stmt.runAndReadAll()).getRowObjectsJS() as Record<string, unknown>[];
         } finally {
           stmt.destroySync();

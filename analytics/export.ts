@@ -76,9 +76,8 @@ async function logParams(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) 
     wp,
     params: {
       tenant_id: tenantId,
-      start_local: wp.start_local,
-      end_local: wp.end_local,
-      tz: wp.tz,
+      start_ts: wp.start_ts,
+      end_ts: wp.end_ts,
       ai_agent: agent,
       placement_id: opt(q, "placement_id"),
       deployment_type: opt(q, "deployment_type"),

@@ -7,7 +7,7 @@ import type { AnalyticsEngine } from "./engine.ts";
 import { avgInt, type DateWindow, formatDay, parseDay, pct, utcDay } from "./filters.ts";
 import { HEARTBEAT_SECONDS } from "./schema.ts";
 import { num } from "./sql_util.ts";
-import { localMidnightMs } from "./timezone.ts";
+import { dayStartMs } from "./timezone.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -17,22 +17,23 @@ export interface ZonedWindow extends DateWindow {
   tz: string;
 }
 
-const HOUR_MS = 3600_000;
+/** An instant as a DuckDB TIMESTAMP literal (UTC, like the `ts` column). */
+const sqlTimestamp = (ms: number) => new Date(ms).toISOString().replace("T", " ").replace("Z", "");
 
 /**
- * Bound parameters naming a zoned window. The SQL cuts the window at local midnights (DuckDB's
- * time zone functions); `from_date`/`to_date` are the UTC day folders those instants fall in, with
- * an hour of slack for zones that change offset at midnight, so only those folders are read.
+ * Bound parameters naming a zoned window: `start_ts` .. `end_ts` (exclusive) are the UTC instants of
+ * the zone's first local midnight and of the one after the last day (computed here: see
+ * {@link dayStartMs}); `from_date`/`to_date` the UTC day folders they fall in, so only those
+ * folders are read; `tz` the zone buckets are labelled in.
  */
 export function windowParams(w: ZonedWindow) {
-  const first = localMidnightMs(parseDay(w.start)!, w.tz);
-  const after = localMidnightMs(parseDay(w.end)! + DAY_MS, w.tz);
-  const slack = w.tz === "UTC" ? 0 : HOUR_MS;
+  const first = dayStartMs(parseDay(w.start)!, w.tz);
+  const after = dayStartMs(parseDay(w.end)! + DAY_MS, w.tz);
   return {
-    from_date: formatDay(Math.floor((first - slack) / DAY_MS) * DAY_MS),
-    to_date: formatDay(Math.floor((after - 1 + slack) / DAY_MS) * DAY_MS),
-    start_local: w.start,
-    end_local: w.end,
+    from_date: formatDay(Math.floor(first / DAY_MS) * DAY_MS),
+    to_date: formatDay(Math.floor((after - 1) / DAY_MS) * DAY_MS),
+    start_ts: sqlTimestamp(first),
+    end_ts: sqlTimestamp(after),
     tz: w.tz,
   };
 }

@@ -3,7 +3,7 @@
  * read and days, hours, weeks and months are bucketed. DuckDB does the bucketing (ICU); this module
  * only checks names and finds "today" in a zone.
  */
-import { analyticsBadRequest } from "./filters.ts";
+import { analyticsBadRequest, formatDay } from "./filters.ts";
 
 /** The zone used when none is given. */
 export const DEFAULT_TIMEZONE = "UTC";
@@ -55,12 +55,23 @@ export function offsetMs(instantMs: number, zone: string): number {
     offsetFormats.set(zone, f);
   }
   const name = f.formatToParts(instantMs).find((p) => p.type === "timeZoneName")?.value ?? "GMT";
-  const m = /GMT([+-])(\d{2}):(\d{2})/.exec(name);
-  return m ? (m[1] === "-" ? -1 : 1) * (Number(m[2]) * 3600_000 + Number(m[3]) * 60_000) : 0;
+  const m = /GMT([+-])(\d{2}):(\d{2})(?::(\d{2}))?/.exec(name);
+  return m ? (m[1] === "-" ? -1 : 1) * (Number(m[2]) * 3600_000 + Number(m[3]) * 60_000 + Number(m[4] ?? 0) * 1000) : 0;
 }
 
-/** The UTC instant (ms) at which a local calendar day (`YYYY-MM-DD` as UTC-midnight ms) starts in a zone. */
-export function localMidnightMs(dayMs: number, zone: string): number {
-  const guess = dayMs - offsetMs(dayMs, zone);
-  return dayMs - offsetMs(guess, zone);
+const HOUR_MS = 3600_000;
+
+/**
+ * The first instant (UTC ms) of a local calendar day (`YYYY-MM-DD` as UTC-midnight ms) in a zone.
+ * Where local midnight comes twice (a fall-back at midnight, e.g. America/Havana) it is the first
+ * one; where midnight is skipped (a spring-forward at midnight, e.g. America/Santiago) it is the
+ * instant the day begins. ICU's local-to-UTC conversion picks the later midnight in the first case,
+ * so the window's edges are computed here and bound as instants.
+ */
+export function dayStartMs(dayMs: number, zone: string): number {
+  const day = formatDay(dayMs);
+  // Every offset in force around that midnight gives a candidate; the earliest on the day is its start.
+  const candidates = [dayMs - 18 * HOUR_MS, dayMs, dayMs + 18 * HOUR_MS].map((t) => dayMs - offsetMs(t, zone));
+  const onDay = candidates.filter((t) => dayInZone(new Date(t), zone) === day);
+  return onDay.length ? Math.min(...onDay) : candidates[1]!;
 }

@@ -10,8 +10,8 @@ SELECT
   count(*) FILTER (WHERE event_type = 'click' AND click_type = 'article')::BIGINT AS clicks
 FROM events
 WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
-  AND ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
-  AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
+  AND ts >= CAST($start_ts AS TIMESTAMP)
+  AND ts < CAST($end_ts AS TIMESTAMP)
   AND tenant_id = $tenant_id
   AND agent_identity IS NOT NULL
   AND event_type IN ('api_call', 'query', 'result_impression', 'click')

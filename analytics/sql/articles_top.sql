@@ -10,8 +10,8 @@ WITH e AS (
     event_type
   FROM events
   WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
-    AND ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
-    AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
+    AND ts >= CAST($start_ts AS TIMESTAMP)
+    AND ts < CAST($end_ts AS TIMESTAMP)
     AND tenant_id = $tenant_id
     AND (event_type = 'result_impression' OR (event_type = 'click' AND click_type = 'article'))
     AND article_url IS NOT NULL

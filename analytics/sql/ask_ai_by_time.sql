@@ -1,6 +1,6 @@
 -- Ask AI metrics of a filtered block of events per local time bucket ($interval = hour, day, week
 -- or month in zone $tz); a session counts in the bucket of its first event in the block.
--- The block is every event in the local window ($start_local .. $end_local in zone $tz) that
+-- The block is every event in the local window ($start_ts .. $end_ts, the UTC instants of its local midnights) that
 -- matches the filters. Event counts (queries, clicks, heartbeats) are the block's events. Session
 -- figures count the sessions (visit_id, assigned at ingestion) the block's events belong to, once per
 -- group: a session's widget loads and viewability come from the whole session, so a block that holds
@@ -38,8 +38,8 @@ WITH g AS (
         AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS blk
     FROM events
     WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
-      AND ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
-      AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
+      AND ts >= CAST($start_ts AS TIMESTAMP)
+      AND ts < CAST($end_ts AS TIMESTAMP)
       AND tenant_id = $tenant_id
   )
   GROUP BY gk

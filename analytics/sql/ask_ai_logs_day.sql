@@ -23,8 +23,8 @@ SELECT
   CASE WHEN left(coalesce(response, ''), 1) IN ('=', '+', '-', '@', chr(9), chr(13))
     THEN '''' || coalesce(response, '') ELSE coalesce(response, '') END AS response
 FROM read_parquet($files, union_by_name = true)
-WHERE ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
-  AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
+WHERE ts >= CAST($start_ts AS TIMESTAMP)
+  AND ts < CAST($end_ts AS TIMESTAMP)
   AND tenant_id = $tenant_id
   AND event_type = 'query'
   AND list_contains($interaction_types, interaction_type)

@@ -6,8 +6,8 @@ WITH scoped AS MATERIALIZED (
   SELECT visit_id, ts, event_type, intent_type, category, topic
   FROM events
   WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
-  AND ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
-  AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
+  AND ts >= CAST($start_ts AS TIMESTAMP)
+  AND ts < CAST($end_ts AS TIMESTAMP)
     AND tenant_id = $tenant_id
     AND visit_id IS NOT NULL
     AND event_type IN ('query', 'heartbeat')

@@ -6,8 +6,8 @@ SELECT
   count(*) FILTER (WHERE event_type = 'click')::BIGINT AS total_clicks
 FROM events
   WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
-  AND ts >= timezone('UTC', timezone($tz, CAST($start_local AS TIMESTAMP)))
-  AND ts < timezone('UTC', timezone($tz, CAST($end_local AS TIMESTAMP) + INTERVAL 1 DAY))
+  AND ts >= CAST($start_ts AS TIMESTAMP)
+  AND ts < CAST($end_ts AS TIMESTAMP)
     AND tenant_id = $tenant_id
     AND list_contains($campaign_ids, campaign_id)
     AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
