@@ -145,6 +145,24 @@
 
   function put(id, node) {
     $(id).replaceChildren(node);
+    current(id);
+  }
+
+  /** Marks a panel's content as belonging to the view being loaded (see `staleAll`). */
+  function current(id) {
+    $(id).classList.remove("stale");
+    $(id).removeAttribute("aria-busy");
+  }
+
+  /**
+   * While a new view loads, every panel still shows the previous view's figures: they are dimmed and
+   * marked busy until their own line arrives, so no old number passes for the new filters.
+   */
+  function staleAll() {
+    for (const id of PANEL_IDS) {
+      $(id).classList.add("stale");
+      $(id).setAttribute("aria-busy", "true");
+    }
   }
 
   function bars(rows) {
@@ -257,6 +275,7 @@
     );
     const size = chartSize(target);
     target.replaceChildren();
+    current("chart");
     // One tick per day, thinned so labels never overlap.
     const daySplits = (u) => {
       const room = Math.max(2, Math.floor(u.width / 64));
@@ -433,6 +452,7 @@
       tile("Queries", r.last_5_minutes.queries, r.last_30_minutes.queries),
       tile("Clicks", r.last_5_minutes.clicks, r.last_30_minutes.clicks),
     );
+    current("realtime");
   }
 
   const realtimeCall = () => {
@@ -543,6 +563,7 @@
     for (const k of VIEW) if (v[k]) params[k] = v[k];
     delete document.body.dataset.loaded;
     clearProblem();
+    staleAll();
     $("status").textContent = "Loading…";
     scopeNote("realtime", v, ["widget_id"]);
     scopeNote("articles", v, []);
@@ -697,9 +718,12 @@
     $("retry").addEventListener("click", () => start());
     $("filters").addEventListener("submit", (e) => {
       e.preventDefault();
-      history.replaceState(null, "", `${location.pathname}?${submittedView(e.target)}`);
+      // Each new view is a history entry (Back returns to the previous one); the key never is.
+      const next = `?${submittedView(e.target)}`;
+      if (next !== location.search) history.pushState(null, "", `${location.pathname}${next}`);
       start();
     });
+    globalThis.addEventListener("popstate", () => start());
     start();
   });
 })();

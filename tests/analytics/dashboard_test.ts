@@ -334,6 +334,18 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
             id,
           );
         }
+        // Apply makes a new history entry: Back returns to the previous view, not to another page.
+        await page.$eval("input[name=placement_id]", (i) => {
+          const field = i as unknown as Field;
+          field.value = "pl_sidebar";
+        });
+        await page.click("#filters button[type=submit]");
+        await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+        assert.equal(urlView(page).placement_id, "pl_sidebar");
+        await page.goBack();
+        await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+        assert.equal(urlView(page).placement_id, "pl_top");
+        assert.equal((await viewFields(page)).placement_id, "pl_top");
         await page.goto(`${origin}/dashboard`, { waitUntil: "domcontentloaded" });
         await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
         assert.equal(await page.$("#articles-scope:not(.hidden)"), null);
@@ -391,12 +403,17 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         await using w2 = await createTestWorld({ env: { ANALYTICS_RATE_LIMIT_PER_MIN: "1" } });
         const { key: key2 } = await w2.tenantWithKey("Quiet Media");
         await using server2 = serveLocal();
-        // A server that fails once, as a crashed upstream would, when the test asks.
+        // A server that fails once, as a crashed upstream would, or holds the answer, as a slow one
+        // would, when the test asks.
         let failNext = false;
-        server2.setHandler((req) => {
-          if (failNext && new URL(req.url).pathname === "/v1/analytics/dashboard") {
-            failNext = false;
-            return Response.json({ message: "Internal server error" }, { status: 500 });
+        let held: Promise<void> | undefined;
+        server2.setHandler(async (req) => {
+          if (new URL(req.url).pathname === "/v1/analytics/dashboard") {
+            if (failNext) {
+              failNext = false;
+              return Response.json({ message: "Internal server error" }, { status: 500 });
+            }
+            if (held) await held;
           }
           return w2.app.fetch(req);
         });
@@ -447,6 +464,25 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         );
         await p3.setOfflineMode(false);
         await retry();
+
+        // While the next view loads, the figures still shown are the previous view's: dimmed and busy.
+        let release = () => {};
+        held = new Promise<void>((r) => release = r);
+        try {
+          w2.clock.advance(61_000);
+          await p3.click("#filters button[type=submit]");
+          await p3.waitForFunction(() =>
+            (globalThis as unknown as { document: DocLike }).document.getElementById("status")?.textContent ===
+              "Loading…"
+          );
+          assert.equal(await p3.$$eval("main [aria-busy=true].stale", (e) => e.length), 12);
+        } finally {
+          // A held answer would keep the server from shutting down.
+          release();
+          held = undefined;
+        }
+        await loadedAs("true");
+        assert.equal(await p3.$$eval(".stale, [aria-busy]", (e) => e.length), 0);
         await ctx.close();
       });
     }
