@@ -643,6 +643,7 @@
     $("chart").removeAttribute("role");
     $("chart").removeAttribute("aria-label");
     $("status").textContent = "";
+    $("widgets").replaceChildren();
     clearProblem();
     delete document.body.dataset.loaded;
   }
@@ -666,9 +667,33 @@
     list.replaceChildren(...Intl.supportedValuesOf("timeZone").map((z) => el("option", { value: z })));
   }
 
+  /**
+   * The tenant's widgets, offered by name in the widget field: their ids appear nowhere else on the
+   * page. Once per sign-in; without them the field still takes an id.
+   */
+  async function fillWidgets() {
+    const list = $("widgets");
+    if (list.children.length) return;
+    try {
+      const res = await request("/v1/widgets", {
+        headers: { authorization: `Bearer ${sessionStorage.getItem(KEY)}` },
+        cache: "no-store",
+        credentials: "omit",
+        referrerPolicy: "no-referrer",
+      });
+      if (!res.ok) return;
+      const body = await res.json();
+      const widgets = Array.isArray(body.data) ? body.data : [];
+      list.replaceChildren(...widgets.map((w) => el("option", { value: String(w.id), label: String(w.name || w.id) })));
+    } catch {
+      // The field still takes an id typed in.
+    }
+  }
+
   async function start(fromSignIn) {
     if (!sessionStorage.getItem(KEY)) return showSignIn("");
     fillZones();
+    fillWidgets();
     $("signin").classList.add("hidden");
     $("app").classList.remove("hidden");
     // The focused Sign in button is gone: keyboard and screen-reader users start at the page's heading.

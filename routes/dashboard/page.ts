@@ -50,11 +50,17 @@ export function dashboardPage(assets: AssetUrls) {
               <option value="previous_year">Previous year</option>
               <option value="">None</option>
             </select></label>
-            <label>Widget <input name="widget_id" placeholder="wd_..."></label>
+            <label>Widget <input name="widget_id" list="widgets" placeholder="any"></label>
             <label>Placement <input name="placement_id" placeholder="any"></label>
-            <label>Deployment <input name="deployment_type" placeholder="any"></label>
+            <label>Deployment <input name="deployment_type" list="deployments" placeholder="any"></label>
             <button type="submit">Apply</button>
             <datalist id="zones"></datalist>
+            <datalist id="widgets"></datalist>
+            <datalist id="deployments">
+              <option value="embed"></option>
+              <option value="brand_agent"></option>
+              <option value="sponsored_conversation"></option>
+            </datalist>
           </form>
           <div id="problem" class="problem hidden" role="alert">
             <span id="problem-text"></span>

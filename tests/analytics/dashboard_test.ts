@@ -89,11 +89,11 @@ async function dashboardWorld() {
     referring_url: LONG_PAGE,
   }]);
   await w.deps.events.flush();
-  return { w, key };
+  return { w, key, widgetId: seeded.ids.widgetId };
 }
 
 Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, shows user text as text", async (t) => {
-  const { w, key } = await dashboardWorld();
+  const { w, key, widgetId } = await dashboardWorld();
   await using server = serveLocal();
   server.setHandler(w.app.fetch);
   const origin = server.url;
@@ -140,6 +140,15 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
           return false;
         });
         assert.ok(inked, "chart drawn");
+        // The widget field offers the tenant's widgets by name: their ids are shown nowhere else.
+        await page.waitForSelector("#widgets option");
+        assert.deepEqual(
+          await page.$$eval(
+            "#widgets option",
+            (os) => os.map((o) => [o.getAttribute("value"), o.getAttribute("label")]),
+          ),
+          [[widgetId, "Daily Ledger Ask AI"]],
+        );
         // The cards name the period they are compared with once, above them.
         assert.match(
           await page.$eval("#cards .note", (e) => e.textContent ?? ""),
@@ -372,6 +381,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
           assert.ok(!left.includes(data), `${data} still in the page`);
         }
         assert.equal(await page.evaluate(() => sessionStorage.getItem("analytics_api_key")), null);
+        assert.equal(await page.$$eval("#widgets option", (o) => o.length), 0, "the widget names are gone too");
         await page.type("#key", key);
         await page.keyboard.press("Enter");
         await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
