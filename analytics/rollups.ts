@@ -73,7 +73,9 @@ export const DEFAULT_LOG_LIMIT = 50;
 export const meta = (clock: Clock, w: ZonedWindow) => ({ timezone: w.tz, generated_at: clock.now().toISOString() });
 
 /** Parameters every analytics endpoint reads beside its filters (part of the cache key, not echoed). */
-export const ZONE_PARAMS = ["timezone", "compare"] as const;
+export const ZONE_PARAMS = ["timezone"] as const;
+/** What GET /v1/analytics/ask-ai reads beside its filters (cache key, not echoed). */
+export const ASK_AI_PARAMS = [...ZONE_PARAMS, "compare"] as const;
 
 /** Dependencies of the rollups. */
 export interface RollupDeps {

@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import {
   type AnalyticsQuery,
   ASK_AI_FILTERS,
+  ASK_AI_PARAMS,
   askAiLogs,
   askAiRollup,
   LOGS_FILTERS,
@@ -27,6 +28,7 @@ import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { rateLimit } from "./middleware/rate_limit.ts";
+import { analyticsErrors, ANSWER_HEADERS } from "./analytics_responses.ts";
 
 const str = (description: string) => z.string().optional().openapi({ description });
 const dates = {
@@ -52,18 +54,11 @@ const macros = {
 const headers = z.object({
   "cache-control": z.string().optional().openapi({ description: "`no-cache` skips the cache read and refreshes it." }),
 });
-const common = {
-  400: {
-    description: "Bad date, end before start, window over 365 days, unknown widget_id / agent_id",
-    content: { "application/json": { schema: z.object({ message: z.string() }) } },
-  },
-  401: { description: "Missing or non-`ak_` API key" },
-  403: { description: "Unknown or revoked API key" },
-  429: { description: '`{message: "rate limit exceeded"}` with Retry-After' },
-};
+const DATES = "a malformed date, end_date before start_date, a window over 365 days, an unknown timezone";
+const common = analyticsErrors(`400 for ${DATES}, or a widget_id not of the key's tenant`);
 const ok = (description: string) => ({
-  description:
-    `${description}. Headers: X-Cache (HIT, MISS, BYPASS, DISABLED), X-RateLimit-*, RateLimit, RateLimit-Policy.`,
+  description,
+  headers: ANSWER_HEADERS,
   content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
 });
 const bearer = [{ bearerAuth: [] }];
@@ -109,7 +104,10 @@ const routes = {
           [PARQUET_TYPE]: { schema: z.string().openapi({ format: "binary" }) },
         },
       },
-      ...common,
+      ...analyticsErrors(
+        `400 for ${DATES}, a widget_id not of the key's tenant, a page or limit that is not a whole number >= 1, ` +
+          "or an unknown format",
+      ),
     },
   }),
   sponsored: createRoute({
@@ -129,7 +127,10 @@ const routes = {
       }),
       headers,
     },
-    responses: { 200: ok("Summary, daily, campaign, prompt and click-type breakdowns, meta"), ...common },
+    responses: {
+      200: ok("Summary, daily, campaign, prompt and click-type breakdowns, meta"),
+      ...analyticsErrors(`400 for ${DATES}, or an agent_id not of the key's tenant`),
+    },
   }),
   session: createRoute({
     method: "get",
@@ -166,7 +167,8 @@ export function createAnalyticsRoutes(
     endpoint: string,
     echo: readonly string[],
     compute: (tenantId: string, q: AnalyticsQuery) => Promise<Record<string, unknown>>,
-  ) => jsonAnswer(c, await answerer(c, { endpoint, echo, keyParams: ZONE_PARAMS, compute }));
+    keyParams: readonly string[] = ZONE_PARAMS,
+  ) => jsonAnswer(c, await answerer(c, { endpoint, echo, keyParams, compute }));
 
   app.route("/", createAnalyticsInsightRoutes(deps, answerer));
 
@@ -174,7 +176,7 @@ export function createAnalyticsRoutes(
   const h = (fn: (c: Context<AppEnv>) => Promise<Response>) => fn as any;
   app.openapi(
     routes.askAi,
-    h((c) => answer(c, "ask-ai", ASK_AI_FILTERS, (t, q) => askAiRollup(rollupDeps, t, q))),
+    h((c) => answer(c, "ask-ai", ASK_AI_FILTERS, (t, q) => askAiRollup(rollupDeps, t, q), ASK_AI_PARAMS)),
   );
   app.openapi(
     routes.logs,

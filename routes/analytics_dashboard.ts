@@ -13,6 +13,7 @@ import { agentReadership, READERSHIP_FILTERS, topArticles } from "../analytics/r
 import {
   type AnalyticsQuery,
   ASK_AI_FILTERS,
+  ASK_AI_PARAMS,
   askAiLogs,
   askAiRollup,
   LOGS_FILTERS,
@@ -29,6 +30,7 @@ import type { analyticsAnswerer, AnswerSpec } from "./analytics_answer.ts";
 import type { Deps } from "../composition.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
+import { analyticsErrors, RATE_LIMIT_HEADERS } from "./analytics_responses.ts";
 
 /** The view parameters the page passes on. */
 const VIEW_PARAMS = [
@@ -78,7 +80,7 @@ function panelsOf(v: AnalyticsQuery, rollupDeps: RollupDeps, kv: Deno.Kv): Panel
       answer: {
         endpoint: "ask-ai",
         echo: ASK_AI_FILTERS,
-        keyParams: ZONE_PARAMS,
+        keyParams: ASK_AI_PARAMS,
         compute: (t, q) => askAiRollup(rollupDeps, t, q),
       },
     },
@@ -173,19 +175,17 @@ const dashboardRoute = createRoute({
   responses: {
     200: {
       description: "NDJSON: one `{panel, status, body}` line per panel",
+      headers: RATE_LIMIT_HEADERS,
       content: {
         "application/x-ndjson": {
           schema: z.string().openapi({ description: '`{"panel":"ask-ai","status":200,"body":{...}}` lines' }),
         },
       },
     },
-    400: {
-      description: "Bad date, window, timezone, compare or unknown widget_id",
-      content: { "application/json": { schema: z.object({ message: z.string() }) } },
-    },
-    401: { description: "Missing or non-`ak_` API key" },
-    403: { description: "Unknown or revoked API key" },
-    429: { description: '`{message: "rate limit exceeded"}` with Retry-After' },
+    ...analyticsErrors(
+      "400 for a malformed date, end_date before start_date, a window over 365 days, an unknown timezone or " +
+        "compare, or a widget_id not of the key's tenant",
+    ),
   },
 });
 

@@ -18,6 +18,7 @@ import type { AppEnv } from "./env.ts";
 import { type analyticsAnswerer, jsonAnswer } from "./analytics_answer.ts";
 import { createDashboardDataRoute } from "./analytics_dashboard.ts";
 import { familyApp } from "./family.ts";
+import { analyticsErrors, ANSWER_HEADERS } from "./analytics_responses.ts";
 
 /** What the analytics routes read. */
 export type InsightDeps = Pick<
@@ -58,15 +59,8 @@ export function exportHeaders(format: "csv" | "parquet", name: string): Record<s
   };
 }
 
-const errors = {
-  400: {
-    description: "Bad date, window, timezone, dimension, sort, limit or unknown widget_id",
-    content: { "application/json": { schema: z.object({ message: z.string() }) } },
-  },
-  401: { description: "Missing or non-`ak_` API key" },
-  403: { description: "Unknown or revoked API key" },
-  429: { description: '`{message: "rate limit exceeded"}` with Retry-After' },
-};
+const DATES = "a malformed date, end_date before start_date, a window over 365 days, an unknown timezone";
+const LIMIT = "a limit that is not a whole number >= 1";
 const headers = z.object({
   "cache-control": z.string().optional().openapi({ description: "`no-cache` skips the cache read." }),
 });
@@ -98,15 +92,19 @@ const breakdownRoute = createRoute({
   },
   responses: {
     200: {
-      description: "success, filters, breakdown, summary, comparison (with compare), rows, meta. Headers: X-Cache, " +
-        "X-RateLimit-*. CSV / Parquet: the rows (key, label for intents, the 13 metrics).",
+      description: "success, filters, breakdown, summary, comparison (with compare), rows, meta. " +
+        "CSV / Parquet: the rows (key, label for intents, the 13 metrics).",
+      headers: ANSWER_HEADERS,
       content: {
         "application/json": { schema: z.record(z.string(), z.unknown()) },
         "text/csv": { schema: z.string() },
         [PARQUET_TYPE]: { schema: z.string().openapi({ format: "binary" }) },
       },
     },
-    ...errors,
+    ...analyticsErrors(
+      `400 for ${DATES}, a widget_id not of the key's tenant, an unknown dimension, interval (or one off ` +
+        `dimension=date), sort, order, compare or format, or ${LIMIT}`,
+    ),
   },
 });
 
@@ -128,9 +126,10 @@ const realtimeRoute = createRoute({
     200: {
       description: "success, filters, last_5_minutes, last_30_minutes ({active_sessions, queries, clicks}), " +
         "unflushed_events, meta",
+      headers: ANSWER_HEADERS,
       content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
     },
-    ...errors,
+    ...analyticsErrors("400 for an unknown timezone or a widget_id not of the key's tenant"),
   },
 });
 
@@ -142,6 +141,7 @@ const windowQuery = {
 };
 const json = (description: string) => ({
   description,
+  headers: ANSWER_HEADERS,
   content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
 });
 
@@ -165,7 +165,7 @@ const articlesRoute = createRoute({
       "success, filters, articles[] (data_model_id, article_id, title, url, site, clicks, impressions, ctr), " +
         "sites[] (site, clicks, impressions, ctr), meta",
     ),
-    ...errors,
+    ...analyticsErrors(`400 for ${DATES}, ${LIMIT}, or a data_model_id not of the key's tenant`),
   },
 });
 
@@ -182,7 +182,7 @@ const agentsRoute = createRoute({
       "success, filters, agents[] (agent_identity, channel, searches, answers, queries, results_surfaced, " +
         "articles_surfaced, clicks, click_through_rate), meta",
     ),
-    ...errors,
+    ...analyticsErrors(`400 for ${DATES} or ${LIMIT}`),
   },
 });
 
