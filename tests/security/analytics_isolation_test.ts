@@ -1,0 +1,99 @@
+import assert from "node:assert/strict";
+import { bearer, within } from "../_helpers.ts";
+import { startServer } from "../../routes/server.ts";
+import { analyticsWorld, loadFixture, loadGeneratedDays, parseCsv } from "../analytics/_fixture.ts";
+
+/** Queries that differ only in tenant, filters, zone or comparison (and so must never share an answer). */
+const VARIANTS = [
+  "ask-ai?start_date=2026-11-16&end_date=2026-11-22",
+  "ask-ai?start_date=2026-11-16&end_date=2026-11-22&compare=previous_period",
+  "ask-ai?start_date=2026-11-16&end_date=2026-11-22&compare=previous_year",
+  "ask-ai?start_date=2026-11-16&end_date=2026-11-22&compare=previous_period&timezone=Pacific/Kiritimati",
+  "ask-ai?start_date=2026-11-16&end_date=2026-11-22&compare=previous_period&placement_id=pl_1",
+  "ask-ai?start_date=2026-11-23&end_date=2026-11-29&compare=previous_period",
+  "ask-ai/breakdown?dimension=placement_id&start_date=2026-11-16&end_date=2026-11-22",
+  "ask-ai/breakdown?dimension=placement_id&start_date=2026-11-16&end_date=2026-11-22&compare=previous_period",
+  "ask-ai/breakdown?dimension=date&interval=hour&start_date=2026-11-20&end_date=2026-11-21&timezone=America/New_York",
+  "ask-ai/breakdown?dimension=date&interval=hour&start_date=2026-11-20&end_date=2026-11-21&timezone=Asia/Tokyo",
+  "ask-ai/logs?start_date=2026-11-16&end_date=2026-11-22",
+  "ask-ai/logs?start_date=2026-11-16&end_date=2026-11-22&timezone=Pacific/Kiritimati",
+  "session-intelligence?start_date=2026-11-16&end_date=2026-11-22",
+  "sponsored-conversations?start_date=2026-11-16&end_date=2026-11-22",
+  "articles?start_date=2026-11-16&end_date=2026-11-22",
+  "agents?start_date=2026-11-16&end_date=2026-11-22",
+];
+
+Deno.test("analytics cache and compare memo: no tenant, filter, zone or comparison ever gets another's answer", async () => {
+  // The same requests against a world without cache or memo give the reference answers.
+  await using plain = await analyticsWorld({ ANALYTICS_CACHE_TTL_S: "0", ANALYTICS_RATE_LIMIT_PER_MIN: "1000" });
+  await loadFixture(plain);
+  await using cached = await analyticsWorld({ ANALYTICS_RATE_LIMIT_PER_MIN: "1000" });
+  await loadFixture(cached);
+  const ask = async (world: typeof plain, key: string, path: string) => {
+    const res = await world.w.app.request(`/v1/analytics/${path}`, { headers: bearer(key) });
+    assert.equal(res.status, 200, path);
+    return { status: res.headers.get("x-cache"), body: await res.json() };
+  };
+  // Each variant twice per tenant, tenants interleaved, so every entry one request filled is
+  // offered to the others.
+  for (let round = 0; round < 2; round++) {
+    for (const path of VARIANTS) {
+      for (const who of ["key", "other"] as const) {
+        const key = who === "key" ? cached.key : cached.other.key;
+        const got = await ask(cached, key, path);
+        const want = await ask(plain, who === "key" ? plain.key : plain.other.key, path);
+        assert.equal(got.status, round === 0 ? "MISS" : "HIT", `${who} ${path} round ${round}`);
+        assert.deepEqual(got.body, want.body, `${who} ${path} round ${round}`);
+      }
+    }
+  }
+});
+
+Deno.test("logs export: a client that leaves mid-download leaves no scratch file, no error, and the next export is whole", async () => {
+  await using world = await analyticsWorld({ ANALYTICS_RATE_LIMIT_PER_MIN: "1000" });
+  await loadGeneratedDays(world, { from: "2026-11-01", to: "2026-11-12", events: 12_000, seed: 5 });
+  const server = startServer(world.w.app.fetch, { log: world.w.log });
+  const scratch = `${world.w.deps.analytics.eventsDir}/.tmp`;
+  const exports = async () => {
+    const names: string[] = [];
+    try {
+      for await (const e of Deno.readDir(scratch)) if (e.name.startsWith("export-")) names.push(e.name);
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) throw err;
+    }
+    return names;
+  };
+  const drained = async () => {
+    while ((await exports()).length > 0 || server.inFlight > 0) await new Promise((r) => setTimeout(r, 50));
+  };
+  try {
+    const url = (format: string) =>
+      `${server.url}/v1/analytics/ask-ai/logs?start_date=2026-11-01&end_date=2026-11-12&format=${format}`;
+    const whole = await fetch(url("csv"), { headers: bearer(world.key) });
+    const rows = parseCsv(await whole.text()).length;
+    assert.ok(rows > 10_000, `${rows} rows`);
+    for (const format of ["csv", "parquet"]) {
+      // Leave after the first piece, and before reading anything.
+      for (const read of [1, 0]) {
+        const ac = new AbortController();
+        const res = await fetch(url(format), { headers: bearer(world.key), signal: ac.signal });
+        assert.equal(res.status, 200);
+        if (read) await res.body!.getReader().read();
+        ac.abort();
+        await within(drained(), 30_000, () => `scratch left after a ${format} download was abandoned`);
+      }
+      // The client leaves before the answer starts.
+      const early = new AbortController();
+      const pending = fetch(url(format), { headers: bearer(world.key), signal: early.signal }).catch(() => null);
+      early.abort();
+      await pending;
+      await within(drained(), 30_000, () => `scratch left after a ${format} request was abandoned`);
+    }
+    const again = await fetch(url("csv"), { headers: bearer(world.key) });
+    assert.equal(parseCsv(await again.text()).length, rows);
+    const errors = world.w.log.lines.filter((l) => l.level === "error");
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.shutdown();
+  }
+});
