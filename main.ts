@@ -50,7 +50,7 @@ export function closeDeps(deps: Deps): void {
   void deps.search.close();
   deps.mailer.close?.();
   stopDeps(deps);
-  deps.duckdb.close();
+  void deps.duckdb.close(); // once the queries still under way have finished (serve() waits)
   deps.kv.close();
 }
 
@@ -117,6 +117,8 @@ async function serve(parsed: Config, env: Record<string, string>): Promise<void>
         return;
       }
       closeDeps(deps);
+      // DuckDB closes once the queries still under way (e.g. of a client that left) have finished.
+      await deps.duckdb.close();
       deps.log.info("stopped", { requests: ended.outcome === "finished" ? "finished" : "finished after the timeout" });
     })();
   Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));

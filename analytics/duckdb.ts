@@ -25,6 +25,12 @@ export interface DuckDbOptions {
  * resource sanitizer cannot see them.
  */
 export class AnalyticsDb {
+  /** Units of work under way (connections open through this class). */
+  #active = 0;
+  #closing = false;
+  #closed = false;
+  readonly #whenClosed = Promise.withResolvers<void>();
+
   private constructor(private readonly instance: DuckDBInstance) {}
 
   static async open(
@@ -40,19 +46,61 @@ export class AnalyticsDb {
     return new AnalyticsDb(await DuckDBInstance.create(path, options));
   }
 
-  /** Runs `fn` with a fresh connection, closing it afterwards whatever happens. */
+  /**
+   * Runs `fn` with a fresh connection, closing it afterwards whatever happens.
+   * @throws once {@link close} was called
+   */
   async withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
-    const conn = await this.instance.connect();
+    const conn = await this.connect();
     try {
       return await fn(conn);
     } finally {
-      conn.closeSync();
+      this.#release(conn);
     }
   }
 
-  /** A connection the caller must close (`closeSync`); for work that outlives one call, e.g. a stream. */
-  connect(): Promise<DuckDBConnection> {
-    return this.instance.connect();
+  /**
+   * A connection for work that outlives one call (e.g. a stream); hand it back with
+   * {@link release}, never with its own `closeSync`, so {@link close} knows when it is idle.
+   * @throws once {@link close} was called
+   */
+  async connect(): Promise<DuckDBConnection> {
+    if (this.#closing) throw new Error("The analytics database is closed");
+    this.#active++;
+    try {
+      return await this.instance.connect();
+    } catch (err) {
+      this.#idle();
+      throw err;
+    }
+  }
+
+  /** Closes a connection from {@link connect}. */
+  release(conn: DuckDBConnection): void {
+    this.#release(conn);
+  }
+
+  #release(conn: DuckDBConnection): void {
+    try {
+      conn.closeSync();
+    } finally {
+      this.#idle();
+    }
+  }
+
+  #idle(): void {
+    this.#active--;
+    if (this.#closing && this.#active === 0) this.#closeNow();
+  }
+
+  #closeNow(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      this.instance.closeSync();
+    } finally {
+      this.#whenClosed.resolve();
+    }
   }
 
   /** True when the engine answers a trivial query. */
@@ -67,7 +115,16 @@ export class AnalyticsDb {
     }
   }
 
-  close(): void {
-    this.instance.closeSync();
+  /**
+   * Refuses new work and closes the instance once the work under way has finished. Work outlives
+   * its request: a dashboard stream whose client left still runs its panels' queries, an
+   * abandoned export finishes the batch it is writing. Closing the instance under them, or ending
+   * the process (or a test) while they ran, crashed it in the native addon (SIGSEGV).
+   * @returns when the instance is closed
+   */
+  close(): Promise<void> {
+    this.#closing = true;
+    if (this.#active === 0) this.#closeNow();
+    return this.#whenClosed.promise;
   }
 }

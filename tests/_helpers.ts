@@ -54,7 +54,7 @@ export async function createTestWorld(
   const close = async () => {
     deps.mailer.close?.();
     stopDeps(deps);
-    duckdb.close();
+    await duckdb.close();
     try {
       kv.close();
     } catch (err) {
