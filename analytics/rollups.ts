@@ -370,5 +370,7 @@ export async function sessionIntelligence(deps: RollupDeps, tenantId: string, q:
         percentage: pct(depth.get(b) ?? 0, engaged),
       })),
     },
+    // Beside the spec's root object, as on the other endpoints: the zone the window was read in.
+    meta: meta(deps.clock, w),
   };
 }
