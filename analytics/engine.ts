@@ -100,9 +100,11 @@ export class AnalyticsEngine {
     this.#viewing = (async () => {
       const files = await this.#hasFiles();
       if (!force && this.#view === "empty" && !files) return;
+      // Only the day folders: scratch under `.tmp/` (a Parquet export being downloaded) is not an
+      // event file, and reading it broke every rollup of every tenant while it existed.
       const sql = files
         ? `CREATE OR REPLACE VIEW events AS SELECT * FROM read_parquet(${
-          sqlString(`${this.eventsDir}/*/*.parquet`)
+          sqlString(`${this.eventsDir}/date=*/*.parquet`)
         }, hive_partitioning = true, hive_types = {'date': DATE}, union_by_name = true)`
         // No files yet: an empty view with the same columns, so rollups answer zeros.
         : `CREATE OR REPLACE VIEW events AS SELECT ${

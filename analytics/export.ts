@@ -67,6 +67,14 @@ export const LOG_COLUMNS = [
 const DAY_MS = 86_400_000;
 const enc = new TextEncoder();
 
+/**
+ * Validates a logs export request (dates, zone, widget) as the export would, without running it:
+ * what a `HEAD` of an export needs. @throws the export's 400s
+ */
+export async function checkLogsExport(deps: RollupDeps, tenantId: string, q: AnalyticsQuery): Promise<void> {
+  await logParams(deps, tenantId, q);
+}
+
 async function logParams(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
   const w = await requestWindow(deps, q);
   const agent = await widgetAgent(deps, tenantId, q);

@@ -22,7 +22,7 @@ import {
   exportHeaders,
   type InsightDeps,
 } from "./analytics_insights.ts";
-import { logsCsvStream, logsParquet, PARQUET_TYPE, requestedFormat } from "../analytics/export.ts";
+import { checkLogsExport, logsCsvStream, logsParquet, PARQUET_TYPE, requestedFormat } from "../analytics/export.ts";
 import type { Deps } from "../composition.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
@@ -186,6 +186,12 @@ export function createAnalyticsRoutes(
       // Exports stream every row of the window (not a page) and are never cached.
       const q = c.req.query() as AnalyticsQuery;
       const tenantId = c.get("tenantId")!;
+      // HEAD: the headers only. Hono drops a GET answer's body without cancelling it, which would
+      // leave the export's scratch files behind.
+      if (c.req.method === "HEAD") {
+        await checkLogsExport(rollupDeps, tenantId, q);
+        return c.body(null, 200, exportHeaders(format, "ask-ai-logs"));
+      }
       const stream = format === "csv"
         ? await logsCsvStream(rollupDeps, tenantId, q)
         : await logsParquet(rollupDeps, tenantId, q);

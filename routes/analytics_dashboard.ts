@@ -229,6 +229,9 @@ export function createDashboardDataRoute(deps: DashboardDataDeps, answer: Return
       parseCompare(view.compare);
       await requestWindow(rollupDeps, view);
       await widgetAgent(rollupDeps, tenantId, view);
+      const headers = { "content-type": "application/x-ndjson; charset=UTF-8", "cache-control": "no-store" };
+      // HEAD: no panel runs (Hono would drop the stream without cancelling it).
+      if (c.req.method === "HEAD") return c.body(null, 200, headers);
       const panels = panelsOf(view, rollupDeps, deps.kv);
       const stream = new ReadableStream<Uint8Array>({
         async start(controller) {
@@ -239,10 +242,7 @@ export function createDashboardDataRoute(deps: DashboardDataDeps, answer: Return
           controller.close();
         },
       });
-      return c.body(stream, 200, {
-        "content-type": "application/x-ndjson; charset=UTF-8",
-        "cache-control": "no-store",
-      });
+      return c.body(stream, 200, headers);
       // deno-lint-ignore no-explicit-any
     }) as any,
   );

@@ -97,3 +97,60 @@ Deno.test("logs export: a client that leaves mid-download leaves no scratch file
     await server.shutdown();
   }
 });
+
+Deno.test("a Parquet logs export under way, or a HEAD of any export, never breaks other analytics queries nor leaves scratch", async () => {
+  await using world = await analyticsWorld({ ANALYTICS_RATE_LIMIT_PER_MIN: "1000" });
+  await loadFixture(world);
+  const app = world.w.app;
+  const scratch = `${world.w.deps.analytics.eventsDir}/.tmp`;
+  const leftovers = async () => {
+    const names: string[] = [];
+    try {
+      for await (const e of Deno.readDir(scratch)) if (e.name.startsWith("export-")) names.push(e.name);
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) throw err;
+    }
+    return names;
+  };
+  const rollups = async () => {
+    // Every rollup reads the events view; `no-cache` makes each one run its SQL now.
+    for (const path of ["ask-ai", "ask-ai/breakdown?dimension=date", "articles", "agents", "realtime"]) {
+      const res = await app.request(`/v1/analytics/${path}`, {
+        headers: { ...bearer(world.key), "cache-control": "no-cache" },
+      });
+      const text = await res.text();
+      assert.equal(res.status, 200, `${path}: ${text}`);
+    }
+    // Another tenant too: the events view is shared by every tenant.
+    const other = await app.request("/v1/analytics/ask-ai", {
+      headers: { ...bearer(world.other.key), "cache-control": "no-cache" },
+    });
+    assert.equal(other.status, 200);
+    await other.body?.cancel();
+  };
+  // A download in progress: its file exists until the client has read it.
+  const slow = await app.request("/v1/analytics/ask-ai/logs?format=parquet", { headers: bearer(world.key) });
+  assert.equal(slow.status, 200);
+  await rollups();
+  await slow.body!.cancel();
+  // HEAD answers the export's headers and starts no export.
+  for (const format of ["parquet", "csv"]) {
+    const head = await app.request(`/v1/analytics/ask-ai/logs?format=${format}`, {
+      method: "HEAD",
+      headers: bearer(world.key),
+    });
+    assert.equal(head.status, 200);
+    assert.equal(head.headers.get("content-disposition"), `attachment; filename="ask-ai-logs.${format}"`);
+    assert.equal(head.body, null);
+    const bad = await app.request(`/v1/analytics/ask-ai/logs?format=${format}&timezone=Nowhere/Else`, {
+      method: "HEAD",
+      headers: bearer(world.key),
+    });
+    assert.equal(bad.status, 400);
+  }
+  const dashboard = await app.request("/v1/analytics/dashboard", { method: "HEAD", headers: bearer(world.key) });
+  assert.equal(dashboard.status, 200);
+  assert.equal(dashboard.body, null);
+  assert.deepEqual(await leftovers(), []);
+  await rollups();
+});
