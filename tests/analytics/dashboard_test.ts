@@ -103,7 +103,20 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
     {
       await page.setViewport({ width: 1280, height: 1800 });
       const urls: string[] = [];
-      page.on("request", (r) => urls.push(r.url()));
+      // Where the key went other than the Authorization header (a URL or any other header).
+      const keyElsewhere: string[] = [];
+      page.on("request", (r) => {
+        urls.push(r.url());
+        for (const [name, value] of Object.entries(r.headers())) {
+          if (name !== "authorization" && value.includes(key)) keyElsewhere.push(`${name} of ${r.url()}`);
+        }
+      });
+      // Script errors, and console errors other than the browser's own line for an HTTP error status.
+      const scriptErrors: string[] = [];
+      page.on("pageerror", (e) => scriptErrors.push(String(e)));
+      page.on("console", (m) => {
+        if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) scriptErrors.push(m.text());
+      });
       const dialogs: string[] = [];
       page.on("dialog", async (d) => (dialogs.push(d.message()), await d.dismiss()));
 
@@ -390,6 +403,20 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         );
         assert.equal(focused, "title");
       });
+
+      await t.step(
+        "the whole session: no script error, every request to this origin, the key only in its header",
+        () => {
+          assert.deepEqual(scriptErrors, []);
+          assert.deepEqual(
+            urls.filter((u) => !u.startsWith(`${origin}/`) && !u.startsWith("data:")),
+            [],
+            "works offline",
+          );
+          assert.ok(urls.every((u) => !u.includes(key)), "key in a URL");
+          assert.deepEqual(keyElsewhere, []);
+        },
+      );
 
       await t.step("a wrong key shows a clear message", async () => {
         const fresh = await browser.createBrowserContext();
