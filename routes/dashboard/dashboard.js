@@ -232,6 +232,30 @@
     return { width, height: width < 500 ? 200 : 260 };
   }
 
+  /** The calendar day (`YYYY-MM-DD`) of an instant in a zone. */
+  function dayIn(zone, iso) {
+    try {
+      return new Intl.DateTimeFormat("en-CA", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit" })
+        .format(new Date(iso));
+    } catch {
+      return "";
+    }
+  }
+
+  /**
+   * A range that ends today ends on a day still under way: its drop is not a fall in traffic. The
+   * server's clock and the view's zone say which day that is.
+   */
+  function noteToday(a) {
+    const days = a.daily_breakdown;
+    const last = days.length ? days[days.length - 1].date : "";
+    const today = a.meta && a.meta.generated_at ? dayIn(a.meta.timezone || "UTC", a.meta.generated_at) : "";
+    const note = $("chart-note");
+    const shown = Boolean(last) && last === today && Boolean($("chart").querySelector("canvas"));
+    note.textContent = shown ? `${dayLabel(Date.parse(`${last}T00:00:00Z`) / 1000)} is today: counted up to now.` : "";
+    note.classList.toggle("hidden", !shown);
+  }
+
   function renderChart(a) {
     const days = a.daily_breakdown;
     const xs = days.map((d) => Date.parse(`${d.date}T00:00:00Z`) / 1000);
@@ -564,6 +588,7 @@
     delete document.body.dataset.loaded;
     clearProblem();
     staleAll();
+    $("chart-note").classList.add("hidden");
     $("status").textContent = "Loading…";
     scopeNote("realtime", v, ["widget_id"]);
     scopeNote("articles", v, []);
@@ -573,6 +598,7 @@
       "ask-ai": [(a) => {
         renderCards(a);
         renderChart(a);
+        noteToday(a);
         const days = a.daily_breakdown;
         const start = days.length ? days[0].date : a.filters.start_date;
         const end = days.length ? days[days.length - 1].date : a.filters.end_date;
@@ -644,6 +670,7 @@
     $("chart").removeAttribute("aria-label");
     $("status").textContent = "";
     $("widgets").replaceChildren();
+    $("chart-note").classList.add("hidden");
     clearProblem();
     delete document.body.dataset.loaded;
   }

@@ -79,6 +79,7 @@ export function dashboardPage(assets: AssetUrls) {
             <section class="wide">
               <h2>Daily sessions and queries</h2>
               <div id="chart">${loading}</div>
+              <p id="chart-note" class="muted note hidden"></p>
             </section>
             <section class="wide">
               <h2>Top articles</h2>

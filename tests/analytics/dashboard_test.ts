@@ -179,6 +179,8 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
           "solid rgb(196, 50, 10)",
           "dashed rgb(102, 112, 133)",
         ]);
+        // The fixed clock's day ends the range: its low count is a day under way, and the page says so.
+        assert.equal(await page.$eval("#chart-note", (e) => e.textContent), "22 Nov is today: counted up to now.");
         // The canvas is silent to a screen reader: its box says what it shows.
         assert.equal(await page.$eval("#chart", (e) => e.getAttribute("role")), "img");
         assert.match(
@@ -380,6 +382,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
         assert.equal(await page.$eval("#chart", (e) => e.textContent), "No sessions or queries in this range.");
         assert.equal(await page.$$eval("#chart canvas", (c) => c.length), 0);
+        assert.equal(await page.$("#chart-note:not(.hidden)"), null);
         assert.equal(await page.$eval("#logs", (e) => e.textContent), "No questions in this range.");
         console.log(`screenshot: ${await session.shot("dashboard empty range")}`);
       });
