@@ -158,6 +158,11 @@ export function createAnalyticsRoutes(
     clock: deps.clock,
     memo: deps.analyticsMemo,
   };
+  // Tenant data and user text (prompts, answers) in JSON, CSV and Parquet: never sniffed as a page.
+  app.use("*", async function noSniff(c, next) {
+    await next();
+    c.res.headers.set("x-content-type-options", "nosniff");
+  });
   app.use("*", apiKeyAuth(deps.apiKeys));
   app.use("*", rateLimit({ limiter: deps.analyticsLimiter, key: (c) => c.get("apiKey")?.id }));
 

@@ -154,3 +154,25 @@ Deno.test("a Parquet logs export under way, or a HEAD of any export, never break
   assert.deepEqual(await leftovers(), []);
   await rollups();
 });
+
+Deno.test("every analytics answer, export and error is served with X-Content-Type-Options: nosniff", async () => {
+  await using world = await analyticsWorld({ ANALYTICS_RATE_LIMIT_PER_MIN: "1000" });
+  await loadFixture(world);
+  for (
+    const [path, key] of [
+      ["ask-ai", world.key],
+      ["ask-ai/logs?format=csv", world.key],
+      ["ask-ai/logs?format=parquet", world.key],
+      ["ask-ai/breakdown?dimension=placement_id&format=csv", world.key],
+      ["dashboard", world.key],
+      ["realtime?timezone=Nowhere/Else", world.key],
+      ["no-such-route", world.key],
+      ["ask-ai", `ak_${"x".repeat(43)}`],
+      ["ask-ai", ""],
+    ] as const
+  ) {
+    const res = await world.w.app.request(`/v1/analytics/${path}`, { headers: key ? bearer(key) : {} });
+    assert.equal(res.headers.get("x-content-type-options"), "nosniff", `${path} ${res.status}`);
+    await res.body?.cancel();
+  }
+});
