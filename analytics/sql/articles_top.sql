@@ -15,6 +15,8 @@ WITH e AS (
     AND tenant_id = $tenant_id
     AND (event_type = 'result_impression' OR (event_type = 'click' AND click_type = 'article'))
     AND article_url IS NOT NULL
+    -- An article row needs the article's ids; a click known only by its URL still counts for its site.
+    AND ($level = 'site' OR (data_model_id IS NOT NULL AND article_id IS NOT NULL))
     AND ($data_model_id IS NULL OR data_model_id = $data_model_id)
 )
 SELECT

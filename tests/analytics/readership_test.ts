@@ -40,6 +40,13 @@ Deno.test("search results are recorded as impressions; /v1/analytics/articles ra
   const agentStorm = agent.response.results.find((r) => r.url?.includes("storm"))!;
   await follow(w, agentStorm.source_url!);
   await follow(w, agentStorm.source_url!);
+  // A click known only by its URL (no data model or article): its site's, never an article row of its own.
+  await w.deps.events.record([{
+    event_type: "article_click",
+    ts: w.deps.clock.now().toISOString(),
+    tenant_id: w.dm.tenantId,
+    url: "https://beta.example/elsewhere",
+  }]);
   await w.deps.events.stop(); // hands in the buffered impressions, flushes the log
 
   const res = await w.app.request("/v1/analytics/articles", { headers: bearer(w.key) });
@@ -60,7 +67,12 @@ Deno.test("search results are recorded as impressions; /v1/analytics/articles ra
   assert.equal(rates.title, "Central bank holds <b>interest</b> rates steady"); // data, not markup
   assert.equal(rates.clicks, 0);
   assert.ok(rates.impressions >= 1);
+  assert.deepEqual(body.articles.map((a: { url: string }) => a.url).sort(), [
+    "https://alpha.example/rates",
+    "https://beta.example/storm",
+  ]);
   assert.deepEqual(body.sites.map((s: { site: string }) => s.site), ["beta.example", "alpha.example"]);
+  assert.equal(body.sites[0].clicks, 4);
 
   const agents = await (await w.app.request("/v1/analytics/agents", { headers: bearer(w.key) })).json();
   assert.deepEqual(agents.agents.map((a: { agent_identity: string }) => a.agent_identity), ["payproxy:bot-7"]);
