@@ -114,6 +114,13 @@
     return s % 60 ? `${m} min ${s % 60} s` : `${m} min`;
   };
   const dayLabel = (unixS) => dayFormat.format(new Date(unixS * 1000));
+  const dayYearFormat = new Intl.DateTimeFormat("en-GB", {
+    day: "numeric",
+    month: "short",
+    year: "numeric",
+    timeZone: "UTC",
+  });
+  const dayYearLabel = (unixS) => dayYearFormat.format(new Date(unixS * 1000));
   const COUNT_STEPS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6];
   const withoutScheme = (url) => String(url).replace(/^https?:\/\//, "");
 
@@ -258,10 +265,13 @@
 
   function renderChart(a) {
     const days = a.daily_breakdown;
+    // A range across New Year names the year with each day: "25 Nov" alone would be either year.
+    const spansYears = days.length > 0 && days[0].date.slice(0, 4) !== days[days.length - 1].date.slice(0, 4);
+    const label = spansYears ? dayYearLabel : dayLabel;
     const xs = days.map((d) => Date.parse(`${d.date}T00:00:00Z`) / 1000);
     const data = [xs, days.map((d) => d.sessions), days.map((d) => d.engagement_queries)];
     const series = [
-      { label: "Day", value: (_u, v) => (v == null ? "–" : dayLabel(v)) },
+      { label: "Day", value: (_u, v) => (v == null ? "–" : label(v)) },
       { label: "Sessions", stroke: "#2f6fed", width: 2, value: (_u, v) => fmt(v) },
       // Blue and orange stay apart for colour-blind readers; the earlier period is a dashed grey.
       // Every line has at least 3:1 contrast on white.
@@ -302,7 +312,7 @@
     current("chart");
     // One tick per day, thinned so labels never overlap.
     const daySplits = (u) => {
-      const room = Math.max(2, Math.floor(u.width / 64));
+      const room = Math.max(2, Math.floor(u.width / (spansYears ? 96 : 64)));
       const step = Math.max(1, Math.ceil(xs.length / room));
       return xs.filter((_, i) => i % step === 0);
     };
@@ -311,9 +321,13 @@
         ...size,
         series,
         // Counts start at zero, so a quiet day reads as quiet.
-        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] } },
+        scales: {
+          // A single day sits in the middle, not on the left edge of an empty axis.
+          x: { time: true, range: (_u, min, max) => (xs.length === 1 ? [xs[0] - 43200, xs[0] + 43200] : [min, max]) },
+          y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] },
+        },
         axes: [
-          { splits: daySplits, values: (_u, splits) => splits.map(dayLabel), space: 40 },
+          { splits: daySplits, values: (_u, splits) => splits.map(label), space: 40 },
           // Whole numbers only: these are counts.
           { values: (_u, splits) => splits.map(fmt), size: 56, incrs: COUNT_STEPS },
         ],

@@ -387,6 +387,38 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         console.log(`screenshot: ${await session.shot("dashboard empty range")}`);
       });
 
+      await t.step("the chart's days carry their year across New Year; a single day sits mid-chart", async () => {
+        await page.goto(`${origin}/dashboard?start_date=2025-11-23&end_date=2026-11-22`, {
+          waitUntil: "domcontentloaded",
+        });
+        await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+        const over = await page.$eval("#chart .u-over", (e) => {
+          const r = e.getBoundingClientRect();
+          return { x: r.x, y: r.y, w: r.width, h: r.height };
+        });
+        await page.mouse.move(over.x + 2, over.y + over.h / 2);
+        const legendDay = () => page.$eval("#chart .u-legend .u-value", (e) => e.textContent);
+        assert.match(await legendDay() ?? "", /^2[34] Nov 2025$/);
+        await page.mouse.move(over.x + over.w - 2, over.y + over.h / 2);
+        assert.match(await legendDay() ?? "", /^2[12] Nov 2026$/);
+
+        await page.goto(`${origin}/dashboard?start_date=2026-11-20&end_date=2026-11-20`, {
+          waitUntil: "domcontentloaded",
+        });
+        await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+        // Where the sessions line's blue is drawn, as a share of the canvas width.
+        const blueAt = await page.$eval("#chart canvas", (el) => {
+          const c = el as unknown as Canvas;
+          const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+          const xs: number[] = [];
+          for (let i = 0; i < d.length; i += 4) {
+            if (d[i] === 47 && d[i + 1] === 111 && d[i + 2] === 237) xs.push((i / 4) % c.width);
+          }
+          return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length / c.width : -1;
+        });
+        assert.ok(blueAt > 0.4 && blueAt < 0.6, `the day is drawn at ${(100 * blueAt).toFixed(0)}% of the width`);
+      });
+
       await t.step("Sign out keeps no figure in the page; signing in again puts focus on the page", async () => {
         await page.click("#signout");
         await page.waitForSelector("#signin:not(.hidden)");
