@@ -5,7 +5,7 @@
  */
 import type { Repos } from "../core/store/repos.ts";
 import { INTENT_LABELS } from "./classifier.ts";
-import type { AnalyticsEngine } from "./engine.ts";
+import type { AnalyticsEngine, RollupName } from "./engine.ts";
 import { changes, earlierWindow, parseCompare } from "./compare.ts";
 import { analyticsBadRequest, avgInt, type DateWindow, pct, ratio2, resolveWindow, supplied } from "./filters.ts";
 import type { Clock } from "../core/clock.ts";
@@ -231,6 +231,43 @@ export async function askAiLogs(deps: RollupDeps, tenantId: string, q: Analytics
   return { data, total_pages: Math.ceil(count / limit), count, meta: meta(deps.clock, w) };
 }
 
+/** Sponsored daily rows (zero-filled) and the summary they add up to. */
+function sponsoredDaily(w: DateWindow, dailyRows: Record<string, unknown>[]) {
+  const byDay = new Map(dailyRows.map((r) => [String(r.date), r]));
+  const t = {
+    impressions: 0,
+    queries: 0,
+    total_clicks: 0,
+    article_clicks: 0,
+    cta_clicks: 0,
+    sessions: 0,
+    heartbeats: 0,
+  };
+  const daily = w.days.map((date) => {
+    const r = byDay.get(date) ?? {};
+    for (const k of Object.keys(t) as (keyof typeof t)[]) t[k] += num(r[k]);
+    return {
+      date,
+      queries: num(r.queries),
+      engagement_rate: pct(num(r.queries), num(r.impressions)),
+      total_clicks: num(r.total_clicks),
+    };
+  });
+  const summary = {
+    impressions: t.impressions,
+    queries: t.queries,
+    sessions: t.sessions,
+    avg_session_duration_seconds: avgInt(t.heartbeats * HEARTBEAT_SECONDS, t.sessions),
+    total_clicks: t.total_clicks,
+    article_clicks: t.article_clicks,
+    cta_clicks: t.cta_clicks,
+    engagement_rate: pct(t.queries, t.impressions),
+    conversion_rate: pct(t.total_clicks, t.impressions),
+    avg_queries_per_session: ratio2(t.queries, t.sessions),
+  };
+  return { daily, summary };
+}
+
 /** GET /v1/analytics/sponsored-conversations (spec 2.7). */
 export async function sponsoredRollup(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
   const w = await requestWindow(deps, q);
@@ -253,50 +290,37 @@ export async function sponsoredRollup(deps: RollupDeps, tenantId: string, q: Ana
     line_item_id: opt(q, "line_item_id"),
     publisher_id: opt(q, "publisher_id"),
   };
-  const [dailyRows, campaignRows, promptRows, clickRows] = campaignIds.length
-    ? await Promise.all([
-      deps.engine.query("sponsored_daily", params),
-      deps.engine.query("sponsored_campaigns", params),
-      deps.engine.query("sponsored_prompts", params),
-      deps.engine.query("sponsored_click_types", params),
-    ])
-    : [[], [], [], []];
-  const byDay = new Map(dailyRows.map((r) => [String(r.date), r]));
-  const t = {
-    impressions: 0,
-    queries: 0,
-    total_clicks: 0,
-    article_clicks: 0,
-    cta_clicks: 0,
-    sessions: 0,
-    heartbeats: 0,
-  };
-  const daily = w.days.map((date) => {
-    const r = byDay.get(date) ?? {};
-    for (const k of Object.keys(t) as (keyof typeof t)[]) t[k] += num(r[k]);
-    return {
-      date,
-      queries: num(r.queries),
-      engagement_rate: pct(num(r.queries), num(r.impressions)),
-      total_clicks: num(r.total_clicks),
-    };
-  });
+  const mode = parseCompare(q.compare);
+  const earlier = mode ? { ...earlierWindow(w, mode), tz: w.tz } : null;
+  const run = (name: RollupName) => campaignIds.length ? deps.engine.query(name, params) : Promise.resolve([]);
+  const [dailyRows, campaignRows, promptRows, clickRows, earlierRows] = await Promise.all([
+    run("sponsored_daily"),
+    run("sponsored_campaigns"),
+    run("sponsored_prompts"),
+    run("sponsored_click_types"),
+    earlier && campaignIds.length
+      ? deps.engine.query("sponsored_daily", { ...params, ...windowParams(earlier) })
+      : Promise.resolve([]),
+  ]);
+  const cur = sponsoredDaily(w, dailyRows);
+  const prev = earlier ? sponsoredDaily(earlier, earlierRows) : null;
   return {
     success: true,
     filters: supplied(q, SPONSORED_FILTERS),
-    summary: {
-      impressions: t.impressions,
-      queries: t.queries,
-      sessions: t.sessions,
-      avg_session_duration_seconds: avgInt(t.heartbeats * HEARTBEAT_SECONDS, t.sessions),
-      total_clicks: t.total_clicks,
-      article_clicks: t.article_clicks,
-      cta_clicks: t.cta_clicks,
-      engagement_rate: pct(t.queries, t.impressions),
-      conversion_rate: pct(t.total_clicks, t.impressions),
-      avg_queries_per_session: ratio2(t.queries, t.sessions),
-    },
-    daily_breakdown: daily,
+    summary: cur.summary,
+    ...(prev && earlier
+      ? {
+        comparison: {
+          compare: mode,
+          start_date: earlier.start,
+          end_date: earlier.end,
+          summary: prev.summary,
+          change: changes(cur.summary, prev.summary),
+          daily_breakdown: prev.daily,
+        },
+      }
+      : {}),
+    daily_breakdown: cur.daily,
     campaign_breakdown: campaignRows.map((r) => {
       const c = byId.get(String(r.campaign_id));
       return {
@@ -321,41 +345,72 @@ export async function sponsoredRollup(deps: RollupDeps, tenantId: string, q: Ana
   };
 }
 
-/** GET /v1/analytics/session-intelligence (spec 2.8). */
-export async function sessionIntelligence(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
-  const w = await requestWindow(deps, q);
-  const agent = await widgetAgent(deps, tenantId, q);
-  const rows = await deps.engine.query("session_intelligence", {
-    ...windowParams(w),
-    ...blockFilters(tenantId, agent, q),
-  });
+/** The summary and engagement-time blocks of session intelligence from its query's rows. */
+function sessionFigures(rows: Record<string, unknown>[]) {
   const s = rows.find((r) => r.kind === "summary") ?? {};
   const engaged = num(s.n1);
   const totalQueries = num(s.n2);
   const twoPlus = num(s.n3);
   const single = num(s.n4);
   const seconds = num(s.n6);
+  return {
+    engaged,
+    totalQueries,
+    summary: {
+      total_engaged_sessions: engaged,
+      total_queries: totalQueries,
+      average_queries_per_session: ratio2(totalQueries, engaged),
+      sessions_with_2_plus_queries: twoPlus,
+      sessions_with_2_plus_queries_percentage: pct(twoPlus, engaged),
+      single_query_sessions: single,
+      single_query_sessions_percentage: pct(single, engaged),
+      max_queries_in_session: num(s.n5),
+    },
+    engagement_time: {
+      total_session_time_seconds: seconds,
+      average_engagement_time_per_session_seconds: avgInt(seconds, engaged),
+      median_engagement_time_per_session_seconds: num(s.n7),
+    },
+  };
+}
+
+/** GET /v1/analytics/session-intelligence (spec 2.8). */
+export async function sessionIntelligence(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
+  const w = await requestWindow(deps, q);
+  const mode = parseCompare(q.compare);
+  const earlier = mode ? { ...earlierWindow(w, mode), tz: w.tz } : null;
+  const agent = await widgetAgent(deps, tenantId, q);
+  const filters = blockFilters(tenantId, agent, q);
+  const [rows, earlierRows] = await Promise.all([
+    deps.engine.query("session_intelligence", { ...windowParams(w), ...filters }),
+    earlier ? deps.engine.query("session_intelligence", { ...windowParams(earlier), ...filters }) : null,
+  ]);
+  const cur = sessionFigures(rows);
+  const prev = earlierRows ? sessionFigures(earlierRows) : null;
+  const { engaged, totalQueries } = cur;
   const of = (kind: string) => rows.filter((r) => r.kind === kind);
   const depth = new Map(of("depth").map((r) => [String(r.k1), num(r.n1)]));
   const byCountThenName = <T extends { n: number; k: string }>(a: T, b: T) =>
     b.n - a.n || (a.k < b.k ? -1 : a.k > b.k ? 1 : 0);
   return {
     session_intelligence: {
-      summary: {
-        total_engaged_sessions: engaged,
-        total_queries: totalQueries,
-        average_queries_per_session: ratio2(totalQueries, engaged),
-        sessions_with_2_plus_queries: twoPlus,
-        sessions_with_2_plus_queries_percentage: pct(twoPlus, engaged),
-        single_query_sessions: single,
-        single_query_sessions_percentage: pct(single, engaged),
-        max_queries_in_session: num(s.n5),
-      },
-      engagement_time: {
-        total_session_time_seconds: seconds,
-        average_engagement_time_per_session_seconds: avgInt(seconds, engaged),
-        median_engagement_time_per_session_seconds: num(s.n7),
-      },
+      summary: cur.summary,
+      ...(prev && earlier
+        ? {
+          comparison: {
+            compare: mode,
+            start_date: earlier.start,
+            end_date: earlier.end,
+            summary: prev.summary,
+            engagement_time: prev.engagement_time,
+            change: {
+              ...changes(cur.summary, prev.summary),
+              ...changes(cur.engagement_time, prev.engagement_time),
+            },
+          },
+        }
+        : {}),
+      engagement_time: cur.engagement_time,
       intent_breakdown: of("intent").map((r) => ({ k: String(r.k1), n: num(r.n1) })).sort(byCountThenName).map((
         { k, n },
       ) => ({ intent_type: k, label: INTENT_LABELS[k] ?? k, sessions: n, percentage: pct(n, engaged) })),

@@ -124,12 +124,16 @@ const routes = {
         placement_id: str("Exact placement id."),
         prompt_id: str("`pm_...`"),
         ...macros,
+        compare: askAiQuery.compare,
       }),
       headers,
     },
     responses: {
-      200: ok("Summary, daily, campaign, prompt and click-type breakdowns, meta"),
-      ...analyticsErrors(`400 for ${DATES}, or an agent_id not of the key's tenant`),
+      200: ok(
+        "Summary, comparison (with `compare`: the earlier window's summary and daily rows, the change per " +
+          "metric), daily, campaign, prompt and click-type breakdowns, meta",
+      ),
+      ...analyticsErrors(`400 for ${DATES}, an agent_id not of the key's tenant, or an unknown compare`),
     },
   }),
   session: createRoute({
@@ -138,8 +142,14 @@ const routes = {
     tags: ["analytics"],
     summary: "Session intelligence (six dashboard reports in one)",
     security: bearer,
-    request: { query: z.object({ ...dates, ...scope, ...macros }), headers },
-    responses: { 200: ok("session_intelligence"), ...common },
+    request: { query: z.object({ ...dates, ...scope, ...macros, compare: askAiQuery.compare }), headers },
+    responses: {
+      200: ok(
+        "session_intelligence (with `compare`, its `comparison`: the earlier window's summary and " +
+          "engagement_time and the change per metric), meta",
+      ),
+      ...common,
+    },
   }),
 };
 
@@ -205,11 +215,21 @@ export function createAnalyticsRoutes(
   );
   app.openapi(
     routes.sponsored,
-    h((c) => answer(c, "sponsored-conversations", SPONSORED_FILTERS, (t, q) => sponsoredRollup(rollupDeps, t, q))),
+    h((c) =>
+      answer(
+        c,
+        "sponsored-conversations",
+        SPONSORED_FILTERS,
+        (t, q) => sponsoredRollup(rollupDeps, t, q),
+        ASK_AI_PARAMS,
+      )
+    ),
   );
   app.openapi(
     routes.session,
-    h((c) => answer(c, "session-intelligence", SESSION_FILTERS, (t, q) => sessionIntelligence(rollupDeps, t, q))),
+    h((c) =>
+      answer(c, "session-intelligence", SESSION_FILTERS, (t, q) => sessionIntelligence(rollupDeps, t, q), ASK_AI_PARAMS)
+    ),
   );
   return app;
 }

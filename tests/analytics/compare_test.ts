@@ -116,3 +116,70 @@ Deno.test("compare: windows that share a day (366 days against the year before) 
   const now = await get(world, "ask-ai?start_date=2025-11-22&end_date=2026-11-22");
   assert.deepEqual(a.summary, now.summary);
 });
+
+Deno.test("compare on sponsored-conversations and session-intelligence: the comparison is the earlier window's own answer, with the change per metric", async () => {
+  await using world = await analyticsWorld();
+  await loadDays(world);
+  for (const tz of ["UTC", "America/New_York"]) {
+    const now = `start_date=2026-11-15&end_date=2026-11-22&timezone=${tz}`;
+    const before = `start_date=2026-11-07&end_date=2026-11-14&timezone=${tz}`;
+
+    const sp = await get(world, `sponsored-conversations?${now}&compare=previous_period`);
+    const spNow = await get(world, `sponsored-conversations?${now}`);
+    const spBefore = await get(world, `sponsored-conversations?${before}`);
+    assert.ok(spBefore.summary.impressions > 0 && spBefore.summary.queries > 0);
+    assert.deepEqual(sp.summary, spNow.summary);
+    assert.deepEqual(sp.daily_breakdown, spNow.daily_breakdown);
+    assert.deepEqual(sp.campaign_breakdown, spNow.campaign_breakdown);
+    assert.deepEqual(sp.comparison.summary, spBefore.summary);
+    assert.deepEqual(sp.comparison.daily_breakdown, spBefore.daily_breakdown);
+    assert.equal(sp.comparison.compare, "previous_period");
+    assert.deepEqual([sp.comparison.start_date, sp.comparison.end_date], ["2026-11-07", "2026-11-14"]);
+    const q0 = spBefore.summary.queries;
+    assert.equal(sp.comparison.change.queries, Math.round(((spNow.summary.queries - q0) * 10_000) / q0) / 100);
+    assert.equal(spNow.comparison, undefined);
+
+    const si = await get(world, `session-intelligence?${now}&compare=previous_period`);
+    const siNow = await get(world, `session-intelligence?${now}`);
+    const siBefore = await get(world, `session-intelligence?${before}`);
+    assert.ok(siBefore.session_intelligence.summary.total_engaged_sessions > 0);
+    const { comparison, ...rest } = si.session_intelligence;
+    assert.deepEqual(rest, siNow.session_intelligence);
+    assert.deepEqual(comparison.summary, siBefore.session_intelligence.summary);
+    assert.deepEqual(comparison.engagement_time, siBefore.session_intelligence.engagement_time);
+    const e0 = siBefore.session_intelligence.summary.total_engaged_sessions;
+    const e1 = siNow.session_intelligence.summary.total_engaged_sessions;
+    assert.equal(comparison.change.total_engaged_sessions, Math.round(((e1 - e0) * 10_000) / e0) / 100);
+    assert.ok("median_engagement_time_per_session_seconds" in comparison.change);
+  }
+  // previous_year: a window with no events a year earlier compares with zeros (changes null).
+  const py = await get(world, "session-intelligence?start_date=2026-11-15&end_date=2026-11-22&compare=previous_year");
+  assert.equal(py.session_intelligence.comparison.start_date, "2025-11-15");
+  assert.equal(py.session_intelligence.comparison.summary.total_engaged_sessions, 0);
+  assert.equal(py.session_intelligence.comparison.change.total_engaged_sessions, null);
+  // An unknown mode is refused as on ask-ai, without echoing it; the answer cache keeps compare and plain apart.
+  const refusal = async (path: string) => {
+    const res = await world.w.app.request(`/v1/analytics/${path}?compare=last_week<script>`, {
+      headers: bearer(world.key),
+    });
+    assert.equal(res.status, 400);
+    const body = await res.json();
+    assert.ok(!JSON.stringify(body).includes("last_week"));
+    return body;
+  };
+  const askAiRefusal = await refusal("ask-ai");
+  for (const path of ["sponsored-conversations", "session-intelligence"]) {
+    assert.deepEqual(await refusal(path), askAiRefusal);
+    const plain = await world.w.app.request(`/v1/analytics/${path}?start_date=2026-11-16&end_date=2026-11-22`, {
+      headers: bearer(world.key),
+    });
+    await plain.body?.cancel();
+    const compared = await world.w.app.request(
+      `/v1/analytics/${path}?start_date=2026-11-16&end_date=2026-11-22&compare=previous_period`,
+      { headers: bearer(world.key) },
+    );
+    assert.equal(compared.headers.get("x-cache"), "MISS");
+    const body = await compared.json();
+    assert.ok((body.comparison ?? body.session_intelligence.comparison) !== undefined);
+  }
+});
