@@ -30,7 +30,7 @@ import type { analyticsAnswerer, AnswerSpec } from "./analytics_answer.ts";
 import type { Deps } from "../composition.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
-import { analyticsErrors, RATE_LIMIT_HEADERS } from "./analytics_responses.ts";
+import { analyticsErrors, header, RATE_LIMIT_HEADERS } from "./analytics_responses.ts";
 
 /** The view parameters the page passes on. */
 const VIEW_PARAMS = [
@@ -154,8 +154,9 @@ const dashboardRoute = createRoute({
   description: "The panels of `GET /dashboard` for one view: `ask-ai` (with `compare`), `realtime`, `articles` and " +
     "`agents` (10 rows), breakdowns `by-placement`, `by-deployment`, `by-referrer` (10 rows), " +
     "`session-intelligence`, and `logs` (20 rows). Each line is `{panel, status, body}`: `body` is what the " +
-    "panel's own endpoint answers for the same parameters (from the same cache), or `{message}` with the status " +
-    "that endpoint would have given. Lines come in the order the panels finish. Counts as one request against " +
+    "panel's own endpoint answers for the same parameters (from the same cache, and a 200 line's `cache` is the " +
+    "`X-Cache` that endpoint would have sent), or `{message}` with the status that endpoint would have given. " +
+    "The stream itself is never cached: its `X-Cache` is `BYPASS`. Lines come in the order the panels finish. Counts as one request against " +
     "the rate limit. The view is checked before streaming: a bad date, zone or widget is a 400.",
   security: [{ bearerAuth: [] }],
   request: {
@@ -174,11 +175,18 @@ const dashboardRoute = createRoute({
   },
   responses: {
     200: {
-      description: "NDJSON: one `{panel, status, body}` line per panel",
-      headers: RATE_LIMIT_HEADERS,
+      description: "NDJSON: one `{panel, status, body}` line per panel (200 lines add `cache`)",
+      headers: {
+        "X-Cache": header(
+          "Always `BYPASS`: the stream is never cached (each 200 line's `cache` says how its panel was).",
+        ),
+        ...RATE_LIMIT_HEADERS,
+      },
       content: {
         "application/x-ndjson": {
-          schema: z.string().openapi({ description: '`{"panel":"ask-ai","status":200,"body":{...}}` lines' }),
+          schema: z.string().openapi({
+            description: '`{"panel":"ask-ai","status":200,"cache":"MISS","body":{...}}` lines',
+          }),
         },
       },
     },
@@ -201,10 +209,12 @@ export function createDashboardDataRoute(deps: DashboardDataDeps, answer: Return
   /** One panel's line: its answer, or the error its own endpoint would have answered. */
   const run = async (c: Context<AppEnv>, tenantId: string, p: Panel) => {
     try {
-      const body = p.answer === "realtime"
-        ? await realtimeCounters({ ...rollupDeps, wal: deps.events.wal }, tenantId, p.query)
-        : (await answer(c, p.answer, p.query)).body;
-      return { panel: p.panel, status: 200, body };
+      if (p.answer === "realtime") {
+        const body = await realtimeCounters({ ...rollupDeps, wal: deps.events.wal }, tenantId, p.query);
+        return { panel: p.panel, status: 200, cache: "BYPASS", body }; // realtime is never cached
+      }
+      const { body, status: cache } = await answer(c, p.answer, p.query);
+      return { panel: p.panel, status: 200, cache, body };
     } catch (err) {
       if (err instanceof AppError && err.status < 500) {
         return { panel: p.panel, status: err.status, body: { message: err.message } };
@@ -229,7 +239,12 @@ export function createDashboardDataRoute(deps: DashboardDataDeps, answer: Return
       parseCompare(view.compare);
       await requestWindow(rollupDeps, view);
       await widgetAgent(rollupDeps, tenantId, view);
-      const headers = { "content-type": "application/x-ndjson; charset=UTF-8", "cache-control": "no-store" };
+      // The stream itself is never cached (each panel's line says how its answer was found).
+      const headers = {
+        "content-type": "application/x-ndjson; charset=UTF-8",
+        "cache-control": "no-store",
+        "x-cache": "BYPASS",
+      };
       // HEAD: no panel runs (Hono would drop the stream without cancelling it).
       if (c.req.method === "HEAD") return c.body(null, 200, headers);
       const panels = panelsOf(view, rollupDeps, deps.kv);

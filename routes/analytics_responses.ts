@@ -10,7 +10,8 @@ const errorBody = (description: string) => ({
   content: { "application/json": { schema: message } },
 });
 
-const header = (description: string) => ({ description, schema: { type: "string" as const } });
+/** An OpenAPI response header described in words. */
+export const header = (description: string) => ({ description, schema: { type: "string" as const } });
 
 /** The rate-limit headers every analytics answer carries (429s included). */
 export const RATE_LIMIT_HEADERS = {

@@ -4,7 +4,7 @@ import { demoEventsStep } from "../../fixtures/demo_events.ts";
 import { DASHBOARD_PANELS } from "../../routes/analytics_dashboard.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
 
-type Line = { panel: string; status: number; body: Record<string, unknown> };
+type Line = { panel: string; status: number; cache?: string; body: Record<string, unknown> };
 
 async function demoWorld(env: Record<string, string> = {}) {
   const w = await createTestWorld({ env });
@@ -22,7 +22,10 @@ Deno.test("GET /v1/analytics/dashboard streams every panel, each the same answer
   });
   assert.equal(res.status, 200);
   assert.match(res.headers.get("content-type")!, /^application\/x-ndjson/);
+  assert.equal(res.headers.get("x-cache"), "BYPASS"); // the stream itself is never cached
   const got = lines(await res.text());
+  // Each line says how its panel's answer was found: computed now, realtime never cached.
+  for (const l of got) assert.equal(l.cache, l.panel === "realtime" ? "BYPASS" : "MISS", l.panel);
   assert.deepEqual(got.map((l) => l.panel).sort(), [...DASHBOARD_PANELS].sort());
   assert.ok(got.every((l) => l.status === 200), JSON.stringify(got.filter((l) => l.status !== 200)));
   const own: Record<string, string> = {
@@ -39,7 +42,15 @@ Deno.test("GET /v1/analytics/dashboard streams every panel, each the same answer
   for (const line of got) {
     const single = await w.app.request(`/v1/analytics/${own[line.panel]}`, { headers: bearer(w.key) });
     assert.equal(single.status, 200, line.panel);
+    // The same cache entry as the panel's own endpoint.
+    if (line.panel !== "realtime") assert.equal(single.headers.get("x-cache"), "HIT", line.panel);
     assert.deepEqual(line.body, await single.json(), line.panel);
+  }
+  const again = await w.app.request(`/v1/analytics/dashboard?${view}&compare=previous_period`, {
+    headers: bearer(w.key),
+  });
+  for (const l of lines(await again.text())) {
+    assert.equal(l.cache, l.panel === "realtime" ? "BYPASS" : "HIT", l.panel);
   }
   const summary = got.find((l) => l.panel === "ask-ai")!.body;
   assert.ok("comparison" in summary);
