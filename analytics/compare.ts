@@ -58,3 +58,32 @@ export function changes<T extends Record<string, number>>(current: T, earlier: T
   }
   return out;
 }
+
+/** A window's summary and daily rows. */
+export interface SummaryAndDaily<S extends Record<string, number>, D> {
+  summary: S;
+  daily: D[];
+}
+
+/**
+ * The `comparison` entry of an answer that has `summary` and `daily_breakdown`: the earlier
+ * window's dates, summary, daily rows and the change per metric; nothing without `compare`.
+ */
+export function comparisonEntry<S extends Record<string, number>, D>(
+  mode: CompareMode | null,
+  earlier: DateWindow | null,
+  cur: SummaryAndDaily<S, D>,
+  prev: SummaryAndDaily<S, D> | null,
+) {
+  if (!mode || !earlier || !prev) return {};
+  return {
+    comparison: {
+      compare: mode,
+      start_date: earlier.start,
+      end_date: earlier.end,
+      summary: prev.summary,
+      change: changes(cur.summary, prev.summary),
+      daily_breakdown: prev.daily,
+    },
+  };
+}

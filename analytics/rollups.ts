@@ -6,7 +6,7 @@
 import type { Repos } from "../core/store/repos.ts";
 import { INTENT_LABELS } from "./classifier.ts";
 import type { AnalyticsEngine, RollupName } from "./engine.ts";
-import { changes, earlierWindow, parseCompare } from "./compare.ts";
+import { changes, comparisonEntry, earlierWindow, parseCompare } from "./compare.ts";
 import { analyticsBadRequest, avgInt, type DateWindow, pct, ratio2, resolveWindow, supplied } from "./filters.ts";
 import type { Clock } from "../core/clock.ts";
 import {
@@ -173,18 +173,7 @@ export async function askAiRollup(deps: RollupDeps, tenantId: string, q: Analyti
     success: true,
     filters: supplied(q, ASK_AI_FILTERS),
     summary: cur.summary,
-    ...(prev && earlier
-      ? {
-        comparison: {
-          compare: mode,
-          start_date: earlier.start,
-          end_date: earlier.end,
-          summary: prev.summary,
-          change: changes(cur.summary, prev.summary),
-          daily_breakdown: prev.daily,
-        },
-      }
-      : {}),
+    ...comparisonEntry(mode, earlier, cur, prev),
     daily_breakdown: cur.daily,
     meta: meta(deps.clock, w),
   };
@@ -308,18 +297,7 @@ export async function sponsoredRollup(deps: RollupDeps, tenantId: string, q: Ana
     success: true,
     filters: supplied(q, SPONSORED_FILTERS),
     summary: cur.summary,
-    ...(prev && earlier
-      ? {
-        comparison: {
-          compare: mode,
-          start_date: earlier.start,
-          end_date: earlier.end,
-          summary: prev.summary,
-          change: changes(cur.summary, prev.summary),
-          daily_breakdown: prev.daily,
-        },
-      }
-      : {}),
+    ...comparisonEntry(mode, earlier, cur, prev),
     daily_breakdown: cur.daily,
     campaign_breakdown: campaignRows.map((r) => {
       const c = byId.get(String(r.campaign_id));
