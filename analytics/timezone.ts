@@ -1,7 +1,7 @@
 /**
  * The `timezone` query parameter of the analytics endpoints: an IANA zone name in which dates are
  * read and days, hours, weeks and months are bucketed. DuckDB does the bucketing (ICU); this module
- * only checks names and finds "today" in a zone.
+ * checks names, finds "today" in a zone and the instant a local day starts (a window's edges).
  */
 import { analyticsBadRequest, formatDay } from "./filters.ts";
 

@@ -49,20 +49,23 @@ Deno.test("analytics cache and compare memo: no tenant, filter, zone or comparis
   }
 });
 
+/** The export scratch files (`export-*`) left in a scratch folder. */
+async function exportScratch(scratch: string): Promise<string[]> {
+  const names: string[] = [];
+  try {
+    for await (const e of Deno.readDir(scratch)) if (e.name.startsWith("export-")) names.push(e.name);
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  }
+  return names;
+}
+
 Deno.test("logs export: a client that leaves mid-download leaves no scratch file, no error, and the next export is whole", async () => {
   await using world = await analyticsWorld({ ANALYTICS_RATE_LIMIT_PER_MIN: "1000" });
   await loadGeneratedDays(world, { from: "2026-11-01", to: "2026-11-12", events: 12_000, seed: 5 });
   const server = startServer(world.w.app.fetch, { log: world.w.log });
   const scratch = `${world.w.deps.analytics.eventsDir}/.tmp`;
-  const exports = async () => {
-    const names: string[] = [];
-    try {
-      for await (const e of Deno.readDir(scratch)) if (e.name.startsWith("export-")) names.push(e.name);
-    } catch (err) {
-      if (!(err instanceof Deno.errors.NotFound)) throw err;
-    }
-    return names;
-  };
+  const exports = () => exportScratch(scratch);
   const drained = async () => {
     while ((await exports()).length > 0 || server.inFlight > 0) await new Promise((r) => setTimeout(r, 50));
   };
@@ -103,15 +106,7 @@ Deno.test("a Parquet logs export under way, or a HEAD of any export, never break
   await loadFixture(world);
   const app = world.w.app;
   const scratch = `${world.w.deps.analytics.eventsDir}/.tmp`;
-  const leftovers = async () => {
-    const names: string[] = [];
-    try {
-      for await (const e of Deno.readDir(scratch)) if (e.name.startsWith("export-")) names.push(e.name);
-    } catch (err) {
-      if (!(err instanceof Deno.errors.NotFound)) throw err;
-    }
-    return names;
-  };
+  const leftovers = () => exportScratch(scratch);
   const rollups = async () => {
     // Every rollup reads the events view; `no-cache` makes each one run its SQL now.
     for (const path of ["ask-ai", "ask-ai/breakdown?dimension=date", "articles", "agents", "realtime"]) {
