@@ -49,8 +49,20 @@ const SESSION_STATE_TTL_MS = 24 * 3600_000;
 const FUTURE_SKEW_MS = 5 * 60_000;
 const MAX_AGE_MS = 30 * 24 * 3600_000;
 
-/** KV key of a session's state (visit id, counters, sponsored-conversation freeze). */
-export const sessionKey = (tenantId: string, sessionId: string): Deno.KvKey => ["ev_session", tenantId, sessionId];
+/**
+ * KV key of a session's state (visit id, counters, sponsored-conversation freeze) on one UTC day.
+ * Visits never span two UTC days (each day's events continue that day's visit), so every visit
+ * lies in one day folder and a closed day's visit figures can be derived from that folder alone
+ * (analytics/visit_cube.ts).
+ */
+export const sessionKey = (tenantId: string, sessionId: string, day: string): Deno.KvKey => [
+  "ev_session",
+  tenantId,
+  sessionId,
+  day,
+];
+
+const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 const invalid = (i: number, field: string, message: string) =>
   new AppError(422, "invalid_event", `events.${i}${field ? "." + field : ""}: ${message}`);
@@ -175,7 +187,8 @@ function newVisitId(): number {
 /**
  * Sessionisation and the sponsored-conversation freeze, at ingestion, in time order per batch:
  * - an event more than 30 min after its session's last event starts a new session (new
- *   `visit_id`, `visit_start`); the first MRC-viewable event is flagged `visit_viewable`; queries
+ *   `visit_id`, `visit_start`), and so does a session's first event of each UTC day (a late event
+ *   continues its own day's visit); the first MRC-viewable event is flagged `visit_viewable`; queries
  *   are numbered (`visit_query_no`). The rollups then count flags instead of re-deriving sessions.
  * - the first `sponsored_impression` of a session fixes campaign_id, creative_id, line_item_id,
  *   publisher_id and ad_partner (`sponsored_start`); every later event of that session carries those
@@ -184,26 +197,41 @@ function newVisitId(): number {
  */
 async function sessionize(kv: Deno.Kv, rows: EventRow[]): Promise<WalExtraSet[]> {
   const keys = new Map<string, Deno.KvKey>();
+  const dayOf = new Map<EventRow, string>();
   for (const r of rows) {
-    if (r.session_id && r.tenant_id) {
-      keys.set(`${r.tenant_id}\u0000${r.session_id}`, sessionKey(r.tenant_id, r.session_id));
-    }
+    if (!r.session_id || !r.tenant_id) continue;
+    const day = utcDay(r.ts_ms);
+    dayOf.set(r, day);
+    keys.set(`${r.tenant_id}\u0000${r.session_id}\u0000${day}`, sessionKey(r.tenant_id, r.session_id, day));
   }
   if (!keys.size) return [];
+  // The day before each day, read only to carry a sponsored conversation across midnight.
+  const previous = new Map<string, Deno.KvKey>();
+  for (const [id, key] of keys) {
+    const day = key[3] as string;
+    const before = utcDay(Date.parse(`${day}T00:00:00Z`) - 1);
+    const prevId = `${id.slice(0, id.lastIndexOf("\u0000"))}\u0000${before}`;
+    if (!keys.has(prevId)) previous.set(prevId, sessionKey(key[1] as string, key[2] as string, before));
+  }
   const states = new Map<string, SessionState | null>();
-  const list = [...keys];
+  const list = [...keys, ...previous];
   for (let i = 0; i < list.length; i += 10) {
     const got = await kv.getMany<SessionState[]>(list.slice(i, i + 10).map(([, k]) => k));
     got.forEach((g, j) => states.set(list[i + j]![0], g.value));
   }
   const ordered = rows.map((r, i) => [r, i] as const).sort((a, b) => a[0].ts_ms - b[0].ts_ms || a[1] - b[1]);
   for (const [r] of ordered) {
-    if (!r.session_id || !r.tenant_id) continue;
-    const id = `${r.tenant_id}\u0000${r.session_id}`;
+    const day = dayOf.get(r);
+    if (!day) continue;
+    const session = `${r.tenant_id}\u0000${r.session_id}`;
+    const id = `${session}\u0000${day}`;
     let st = states.get(id) ?? null;
     if (!st || r.ts_ms - st.last_ms > IDLE_MS) {
       st = { visit_id: newVisitId(), last_ms: r.ts_ms, viewable: false, queries: 0, sponsor: null };
       r.visit_start = true;
+      // A conversation going on at midnight keeps its campaign in the new day's visit.
+      const before = states.get(`${session}\u0000${utcDay(Date.parse(`${day}T00:00:00Z`) - 1)}`);
+      if (before?.sponsor && r.ts_ms - before.last_ms <= IDLE_MS) st.sponsor = { ...before.sponsor };
       states.set(id, st);
     }
     r.visit_id = st.visit_id;

@@ -225,7 +225,7 @@ Deno.test("sponsored freeze: ad-render ids are fixed per session in KV until 30 
     line_item_id: "li_1",
     ad_partner: "adserver_b",
   }]);
-  const state = await world.w.deps.kv.get<SessionState>(sessionKey(world.tenantId, "s_z"));
+  const state = await world.w.deps.kv.get<SessionState>(sessionKey(world.tenantId, "s_z", "2026-11-22"));
   assert.equal(state.value?.sponsor?.creative_id, "cr_1002");
   // A later batch of the same session (macros sent by the page) and a second impression: frozen.
   await ingest([
@@ -340,4 +340,34 @@ Deno.test("EventSink.record(): the tracking redirect's article_click becomes an 
   }]);
   const ask = await world.w.app.request("/v1/analytics/ask-ai", { headers: bearer(world.key) });
   assert.equal((await ask.json()).summary.article_clicks, 1);
+});
+
+Deno.test("sessionisation: a visit never spans two UTC days; a conversation keeps its campaign past midnight", async () => {
+  await using world = await analyticsWorld();
+  const widget = (await world.w.deps.repos.widgets.get("wd_main"))!;
+  const ingest = (events: Record<string, unknown>[]) =>
+    world.w.deps.events.ingest(events.map((e) => ({ session_id: "s_mid", ...e })), { source: "widget", widget });
+  await ingest([
+    { event_type: "sponsored_impression", ts: "2026-11-21T23:50:00Z", campaign_id: "cp_spring", creative_id: "cr_1" },
+    { event_type: "query", ts: "2026-11-21T23:58:00Z", prompt: "before midnight" },
+    { event_type: "query", ts: "2026-11-22T00:05:00Z", prompt: "after midnight", creative_id: "macro" },
+  ]);
+  // Late: stamped yesterday, sent after today's events. It continues yesterday's visit.
+  await ingest([{ event_type: "heartbeat", ts: "2026-11-21T23:59:00Z" }]);
+  await world.w.deps.events.flush();
+  const rows = await world.w.deps.duckdb.withConnection(async (c) =>
+    (await c.runAndReadAll(
+      `SELECT strftime(ts, '%d %H:%M') AS t, visit_id, visit_start, campaign_id, creative_id
+       FROM read_parquet('${world.w.deps.analytics.eventsDir}/*/*.parquet') ORDER BY ts`,
+    )).getRowObjectsJS()
+  );
+  assert.deepEqual(rows.map((r) => [r.t, r.visit_start, r.campaign_id, r.creative_id]), [
+    ["21 23:50", true, "cp_spring", "cr_1"],
+    ["21 23:58", false, "cp_spring", "cr_1"],
+    ["21 23:59", false, "cp_spring", "cr_1"],
+    ["22 00:05", true, "cp_spring", "cr_1"],
+  ]);
+  const visits = rows.map((r) => r.visit_id);
+  assert.equal(new Set(visits.slice(0, 3)).size, 1);
+  assert.notEqual(visits[3], visits[0]);
 });
