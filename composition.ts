@@ -10,6 +10,7 @@ import { AnalyticsEngine } from "./analytics/engine.ts";
 import { EventPipeline } from "./analytics/events.ts";
 import { ImpressionRecorder } from "./analytics/impressions.ts";
 import { AnalyticsQuerySource } from "./analytics/query_source.ts";
+import { VisitCube } from "./analytics/visit_cube.ts";
 import { WINDOW_MEMO_TTL_S, WindowMemo } from "./analytics/window_memo.ts";
 import { ExtractiveProvider } from "./core/answer/extractive.ts";
 import { OpenAiProvider } from "./core/answer/openai.ts";
@@ -88,6 +89,8 @@ export interface Deps {
   readonly analyticsCache: AnalyticsCache;
   /** Earlier windows' counts for `compare`, keyed by the Parquet files they were read from. */
   readonly analyticsMemo: WindowMemo;
+  /** Derived visit figures of closed day folders, read by the Ask AI time rollup. */
+  readonly analyticsVisits: VisitCube;
   /** Requests per API key per minute on the analytics rollups. */
   readonly analyticsLimiter: FixedWindowLimiter;
   /** Payproxy signing secrets, signature verifier, allowance client and counters. */
@@ -306,6 +309,12 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
       new AnalyticsCache(kv, clock, config.analyticsCacheTtlS > 0 ? WINDOW_MEMO_TTL_S : 0),
       eventsDir,
     ),
+    analyticsVisits: new VisitCube({
+      engine: analytics,
+      clock,
+      log,
+      dir: `${config.dataDir.replace(/\/+$/, "")}/derived/visits`,
+    }),
     analyticsLimiter: new FixedWindowLimiter(kv, clock, {
       scope: "rate_limit_analytics",
       limit: config.analyticsRateLimitPerMin,

@@ -105,6 +105,7 @@ async function serve(parsed: Config, env: Record<string, string>): Promise<void>
       const ended = await server.shutdown(config.shutdownTimeoutS * 1000);
       await deps.poller.stop();
       await deps.retention.stop();
+      await deps.analyticsVisits.stop();
       // Every acknowledged event is already in the KV log; this moves it to Parquet before exit.
       if (config.eventsFlusher) {
         await deps.events.stop().catch((err) =>
@@ -170,9 +171,16 @@ async function startService(config: Config, log: Logger): Promise<Deps> {
   if (config.sources.poller) deps.poller.start();
   deps.retention.start();
   // Replays the event write-ahead log into Parquet before serving, then flushes on a timer.
-  if (config.eventsFlusher) await deps.events.start();
+  if (config.eventsFlusher) {
+    await deps.events.start();
+    // Closed days' visit figures, built by the process that writes the event files.
+    deps.analyticsVisits.start(VISIT_FIGURES_INTERVAL_MS);
+  }
   return deps;
 }
+
+/** How often closed day folders are checked for visit figures to build (a pass over built days is cheap). */
+const VISIT_FIGURES_INTERVAL_MS = 10 * 60_000;
 
 async function admin(config: Config, argv: string[]): Promise<void> {
   const deps = await openDeps(config);

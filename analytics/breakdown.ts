@@ -133,7 +133,7 @@ export async function askAiBreakdown(deps: RollupDeps, tenantId: string, q: Anal
   // series adds up to it.
   const [counts, earlierCounts] = earlier
     ? await comparedCounts(deps, w, earlier, filters, grouping)
-    : [await blockCounts(deps.engine, w, filters, grouping), null];
+    : [await blockCounts(deps, w, filters, grouping), null];
   const totalOf = (m: Map<string, Counts>) => {
     if (opts.dimension === "date") return [...m.values()].reduce(addCounts, zeroCounts());
     const t = m.get(BLOCK_TOTAL) ?? zeroCounts();

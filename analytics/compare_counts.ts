@@ -9,13 +9,18 @@
  * read, so one scan of both windows took as much CPU as the two queries (1.5 to 2.2 s against 1.5 to
  * 1.7 s, the plain rollup 0.8 s) and needed a second copy of the rollup's SQL.
  */
-import type { AnalyticsEngine } from "./engine.ts";
-import { blockCounts, type BlockFilters, type Counts, type Grouping, type ZonedWindow } from "./metrics.ts";
+import {
+  blockCounts,
+  type BlockFilters,
+  type BlockSource,
+  type Counts,
+  type Grouping,
+  type ZonedWindow,
+} from "./metrics.ts";
 import type { WindowMemo } from "./window_memo.ts";
 
 /** What {@link comparedCounts} reads. */
-export interface CompareDeps {
-  engine: AnalyticsEngine;
+export interface CompareDeps extends BlockSource {
   /** Keeps earlier windows' counts across requests (absent: always computed). */
   memo?: WindowMemo;
 }
@@ -32,10 +37,10 @@ export async function comparedCounts(
   const rollups = "interval" in grouping ? ["ask_ai_by_time"] as const : ["ask_ai_by_column"] as const;
   const key = memo ? await memo.key(filters.tenant_id, rollups, { filters, grouping }, earlier) : null;
   const kept = key ? await memo!.get(key) : null;
-  if (kept) return [await blockCounts(deps.engine, w, filters, grouping), kept];
+  if (kept) return [await blockCounts(deps, w, filters, grouping), kept];
   const both = await Promise.all([
-    blockCounts(deps.engine, w, filters, grouping),
-    blockCounts(deps.engine, earlier, filters, grouping),
+    blockCounts(deps, w, filters, grouping),
+    blockCounts(deps, earlier, filters, grouping),
   ]);
   if (key) await memo!.set(key, both[1]);
   return both;

@@ -13,6 +13,8 @@ import { sqlString } from "./sql_util.ts";
 /** Names of the rollup SQL files (analytics/sql/<name>.sql). */
 export const ROLLUPS = [
   "ask_ai_by_time",
+  "ask_ai_by_time_derived",
+  "visit_cube_build",
   "ask_ai_by_column",
   "ask_ai_logs",
   "ask_ai_logs_count",

@@ -4,6 +4,7 @@
  * figure means the same everywhere; ratios are computed here from the integer counts beside them.
  */
 import type { AnalyticsEngine } from "./engine.ts";
+import { VisitCube } from "./visit_cube.ts";
 import { avgInt, type DateWindow, formatDay, parseDay, pct, utcDay } from "./filters.ts";
 import { HEARTBEAT_SECONDS } from "./schema.ts";
 import { num } from "./sql_util.ts";
@@ -27,8 +28,7 @@ const sqlTimestamp = (ms: number) => new Date(ms).toISOString().replace("T", " "
  * folders are read; `tz` the zone buckets are labelled in.
  */
 export function windowParams(w: ZonedWindow) {
-  const first = dayStartMs(parseDay(w.start)!, w.tz);
-  const after = dayStartMs(parseDay(w.end)! + DAY_MS, w.tz);
+  const { start: first, end: after } = windowEdgesMs(w);
   return {
     from_date: formatDay(Math.floor(first / DAY_MS) * DAY_MS),
     to_date: formatDay(Math.floor((after - 1) / DAY_MS) * DAY_MS),
@@ -36,6 +36,11 @@ export function windowParams(w: ZonedWindow) {
     end_ts: sqlTimestamp(after),
     tz: w.tz,
   };
+}
+
+/** The UTC instants of a zoned window's first local midnight and of the one after its last day. */
+export function windowEdgesMs(w: ZonedWindow): { start: number; end: number } {
+  return { start: dayStartMs(parseDay(w.start)!, w.tz), end: dayStartMs(parseDay(w.end)! + DAY_MS, w.tz) };
 }
 
 /** Filters of the Ask AI block (null = not filtered). */
@@ -128,15 +133,40 @@ export type Summary = ReturnType<typeof summaryOf>;
  * bucket labels: `YYYY-MM-DDTHH:00` (hour), `YYYY-MM-DD` (day, and the Monday of a week), `YYYY-MM`.
  */
 export async function blockCounts(
-  engine: AnalyticsEngine,
+  source: BlockSource,
   w: ZonedWindow,
   filters: BlockFilters,
   grouping: Grouping,
 ): Promise<Map<string, Counts>> {
-  const rows = "interval" in grouping
-    ? await engine.query("ask_ai_by_time", { ...windowParams(w), ...filters, interval: grouping.interval })
-    : await engine.query("ask_ai_by_column", { ...windowParams(w), ...filters, dimension: grouping.dimension });
-  return countsOf(rows);
+  const { engine } = source;
+  if (!("interval" in grouping)) {
+    return countsOf(
+      await engine.query("ask_ai_by_column", { ...windowParams(w), ...filters, dimension: grouping.dimension }),
+    );
+  }
+  const params = { ...windowParams(w), ...filters, interval: grouping.interval };
+  const edges = windowEdgesMs(w);
+  const plan = source.visits && VisitCube.fits(edges.start, edges.end)
+    ? await source.visits.plan(params.from_date, params.to_date)
+    : null;
+  if (!plan?.files.length) return countsOf(await engine.query("ask_ai_by_time", params));
+  const raw = plan.rawDays;
+  return countsOf(
+    await engine.query("ask_ai_by_time_derived", {
+      ...params,
+      derived_files: plan.files,
+      raw_days: raw,
+      raw_from: raw[0] ?? null,
+      raw_to: raw.at(-1) ?? null,
+    }),
+  );
+}
+
+/** Where {@link blockCounts} reads: the engine, and derived visit figures where they exist. */
+export interface BlockSource {
+  engine: AnalyticsEngine;
+  /** Derived figures of closed days (absent: every day's events are read). */
+  visits?: VisitCube;
 }
 
 function countsOf(rows: Record<string, unknown>[]): Map<string, Counts> {

@@ -23,6 +23,7 @@ import { DEFAULT_LOG_INTERACTION_TYPES, HEARTBEAT_SECONDS } from "./schema.ts";
 import { num } from "./sql_util.ts";
 import { dayInZone, parseTimezone } from "./timezone.ts";
 import { comparedCounts } from "./compare_counts.ts";
+import type { VisitCube } from "./visit_cube.ts";
 import type { WindowMemo } from "./window_memo.ts";
 
 /** Query string of an analytics request (only string values are read). */
@@ -84,6 +85,8 @@ export interface RollupDeps {
   clock: Clock;
   /** Earlier windows' counts for `compare` (absent: always computed). */
   memo?: WindowMemo;
+  /** Derived visit figures of closed days (absent: the events are read). */
+  visits?: VisitCube;
 }
 
 export const opt = (q: AnalyticsQuery, name: string): string | null => {
@@ -166,7 +169,7 @@ export async function askAiRollup(deps: RollupDeps, tenantId: string, q: Analyti
   const earlier = mode ? { ...earlierWindow(w, mode), tz: w.tz } : null;
   const [now, before] = earlier
     ? await comparedCounts(deps, w, earlier, filters, { interval: "day" })
-    : [await blockCounts(deps.engine, w, filters, { interval: "day" }), null];
+    : [await blockCounts(deps, w, filters, { interval: "day" }), null];
   const cur = dailyOf(w, now);
   const prev = earlier && before ? dailyOf(earlier, before) : null;
   return {

@@ -1,9 +1,8 @@
 /**
  * Block counts of a window kept across requests (the earlier window of `compare`), keyed by the
  * Parquet files they were computed from. A window's figures are a function of the files in its UTC
- * day folders (the rollups read nothing else), and every write to a folder changes its listing: a
- * flush adds a file with a new id, compaction replaces files by one with a new id, a redone flush
- * rewrites its file (new size or time). So an entry whose key holds the folders' listing (name,
+ * day folders (the rollups read nothing else), and every write to a folder changes its listing
+ * (analytics/day_listing.ts). So an entry whose key holds the folders' listing (name,
  * size, modification time) answers exactly what the SQL would answer now, and a late event for an
  * old day simply leads to a new key. That check runs on every read, which is why the memo is read
  * even when a request asks the answer cache to step aside (`Cache-Control: no-cache`).
@@ -11,6 +10,7 @@
 import { sha256Hex } from "../core/crypto.ts";
 import type { AnalyticsCache } from "./cache.ts";
 import { loadSql, type RollupName } from "./engine.ts";
+import { dayListing } from "./day_listing.ts";
 import { formatDay, parseDay } from "./filters.ts";
 import { type Counts, windowParams, type ZonedWindow } from "./metrics.ts";
 
@@ -62,17 +62,7 @@ export class WindowMemo {
   async #listing(from: string, to: string): Promise<string> {
     const lines: string[] = [];
     for (let d = parseDay(from)!; d <= parseDay(to)!; d += DAY_MS) {
-      const dir = `${this.eventsDir}/date=${formatDay(d)}`;
-      const names: string[] = [];
-      try {
-        for await (const e of Deno.readDir(dir)) if (e.isFile && e.name.endsWith(".parquet")) names.push(e.name);
-      } catch (err) {
-        if (!(err instanceof Deno.errors.NotFound)) throw err;
-      }
-      for (const name of names.sort()) {
-        const st = await Deno.stat(`${dir}/${name}`).catch(() => null);
-        lines.push(`${formatDay(d)}/${name} ${st?.size ?? -1} ${st?.mtime?.getTime() ?? -1}`);
-      }
+      for (const f of await dayListing(this.eventsDir, formatDay(d))) lines.push(f.line);
     }
     return await sha256Hex(lines.join("\n"));
   }

@@ -167,6 +167,7 @@ export function createAnalyticsRoutes(
     repos: deps.repos,
     clock: deps.clock,
     memo: deps.analyticsMemo,
+    visits: deps.analyticsVisits,
   };
   // Tenant data and user text (prompts, answers) in JSON, CSV and Parquet: never sniffed as a page.
   app.use("*", async function noSniff(c, next) {

@@ -23,7 +23,7 @@ import { analyticsErrors, ANSWER_HEADERS } from "./analytics_responses.ts";
 /** What the analytics routes read. */
 export type InsightDeps = Pick<
   Deps,
-  "analytics" | "analyticsMemo" | "duckdb" | "events" | "repos" | "clock" | "log" | "kv"
+  "analytics" | "analyticsMemo" | "analyticsVisits" | "duckdb" | "events" | "repos" | "clock" | "log" | "kv"
 >;
 
 const str = (description: string) => z.string().optional().openapi({ description });
@@ -197,6 +197,7 @@ export function createAnalyticsInsightRoutes(deps: InsightDeps, answer: ReturnTy
     repos: deps.repos,
     clock: deps.clock,
     memo: deps.analyticsMemo,
+    visits: deps.analyticsVisits,
   };
   // deno-lint-ignore no-explicit-any
   const h = (fn: (c: Context<AppEnv>) => Promise<Response>) => fn as any;

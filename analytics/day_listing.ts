@@ -1,0 +1,31 @@
+/**
+ * The listing of one UTC day folder of events: every `*.parquet` file with its size and
+ * modification time. Every write to a folder changes it (a flush adds a file with a new id,
+ * compaction replaces files by one with a new id, a redone flush rewrites its file), so figures
+ * computed from a folder stay valid exactly as long as its listing is unchanged.
+ */
+
+/** One event file of a day folder. */
+export interface ListedFile {
+  /** Path of the file. */
+  path: string;
+  /** `date/name size mtime`, the line the listing is hashed from. */
+  line: string;
+}
+
+/** The `*.parquet` files of `<eventsDir>/date=<day>`, sorted by name (none when the folder is missing). */
+export async function dayListing(eventsDir: string, day: string): Promise<ListedFile[]> {
+  const dir = `${eventsDir}/date=${day}`;
+  const names: string[] = [];
+  try {
+    for await (const e of Deno.readDir(dir)) if (e.isFile && e.name.endsWith(".parquet")) names.push(e.name);
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  }
+  const out: ListedFile[] = [];
+  for (const name of names.sort()) {
+    const st = await Deno.stat(`${dir}/${name}`).catch(() => null);
+    out.push({ path: `${dir}/${name}`, line: `${day}/${name} ${st?.size ?? -1} ${st?.mtime?.getTime() ?? -1}` });
+  }
+  return out;
+}

@@ -1,0 +1,114 @@
+-- ask_ai_by_time over derived visit figures ($derived_files, one per closed UTC day folder; see
+-- visit_cube_build.sql) and the events of the remaining day folders ($raw_days, between $raw_from
+-- and $raw_to). Same figures as ask_ai_by_time, row for row: a window's edges are 15-minute UTC
+-- instants (the caller checks), so a derived row's step is in the window exactly when its events
+-- are; single-step visits are summed as stored; every other visit is regrouped from its per-step
+-- rows together with the raw events, as ask_ai_by_time groups events (session-scoped, counted in
+-- the bucket of its first block event).
+WITH d AS (
+  SELECT
+    kind, visit_id, step,
+    sessions, viewable_sessions, engaged_sessions,
+    loads, queries, clicks, article_clicks, cta_clicks, heartbeats, viewable,
+    ($ai_agent IS NULL OR ai_agent = $ai_agent)
+      AND ($placement_id IS NULL OR placement_id = $placement_id)
+      AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
+      AND ($creative_id IS NULL OR creative_id = $creative_id)
+      AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
+      AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS blk
+  FROM read_parquet($derived_files)
+  WHERE tenant_id = $tenant_id
+    AND step >= CAST($start_ts AS TIMESTAMP)
+    AND step < CAST($end_ts AS TIMESTAMP)
+),
+rows AS (
+  SELECT visit_id AS gk, step, blk, loads, queries, clicks, article_clicks, cta_clicks, heartbeats, viewable
+  FROM d
+  WHERE kind = 'f'
+  UNION ALL
+  SELECT
+    coalesce(visit_id, -(epoch_us(ts) // 900000000)) AS gk,
+    time_bucket(INTERVAL 15 MINUTE, ts) AS step,
+    ($ai_agent IS NULL OR ai_agent = $ai_agent)
+      AND ($placement_id IS NULL OR placement_id = $placement_id)
+      AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
+      AND ($creative_id IS NULL OR creative_id = $creative_id)
+      AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
+      AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS blk,
+    (event_type = 'widget_load')::BIGINT,
+    (event_type = 'query')::BIGINT,
+    (event_type = 'click')::BIGINT,
+    (event_type = 'click' AND click_type = 'article')::BIGINT,
+    (event_type = 'click' AND click_type = 'cta')::BIGINT,
+    (event_type = 'heartbeat')::BIGINT,
+    visit_viewable
+  FROM events
+  WHERE date BETWEEN CAST($raw_from AS DATE) AND CAST($raw_to AS DATE)
+    AND list_contains($raw_days, strftime(date, '%Y-%m-%d'))
+    AND ts >= CAST($start_ts AS TIMESTAMP)
+    AND ts < CAST($end_ts AS TIMESTAMP)
+    AND tenant_id = $tenant_id
+),
+g AS (
+  SELECT
+    gk,
+    min(step) FILTER (WHERE blk) AS first_step,
+    sum(loads) FILTER (WHERE blk) AS block_loads,
+    sum(queries) FILTER (WHERE blk) AS queries,
+    sum(clicks) FILTER (WHERE blk) AS clicks,
+    sum(article_clicks) FILTER (WHERE blk) AS article_clicks,
+    sum(cta_clicks) FILTER (WHERE blk) AS cta_clicks,
+    sum(heartbeats) FILTER (WHERE blk) AS heartbeats,
+    sum(loads) AS loads,
+    bool_or(viewable) AS viewable
+  FROM rows
+  GROUP BY gk
+),
+per_q AS (
+  SELECT
+    first_step AS q,
+    sum(CASE WHEN gk > 0 THEN loads ELSE block_loads END) AS widget_loads,
+    count(*) FILTER (WHERE gk > 0 AND viewable) AS viewable_sessions,
+    sum(queries) AS engagement_queries,
+    sum(clicks) AS total_clicks,
+    sum(article_clicks) AS article_clicks,
+    sum(cta_clicks) AS cta_clicks,
+    count(*) FILTER (WHERE gk > 0) AS sessions,
+    count(*) FILTER (WHERE gk > 0 AND queries > 0) AS engaged_sessions,
+    sum(heartbeats) FILTER (WHERE gk > 0) AS heartbeats
+  FROM g
+  WHERE first_step IS NOT NULL
+  GROUP BY 1
+  UNION ALL
+  SELECT
+    step AS q,
+    sum(loads),
+    sum(viewable_sessions),
+    sum(queries),
+    sum(clicks),
+    sum(article_clicks),
+    sum(cta_clicks),
+    sum(sessions),
+    sum(engaged_sessions),
+    sum(heartbeats) FILTER (WHERE kind = 'c')
+  FROM d
+  WHERE kind <> 'f' AND blk
+  GROUP BY 1
+)
+SELECT
+  strftime(
+    date_trunc($interval, timezone($tz, timezone('UTC', q))),
+    CASE $interval WHEN 'hour' THEN '%Y-%m-%dT%H:00' WHEN 'month' THEN '%Y-%m' ELSE '%Y-%m-%d' END
+  ) AS key,
+  sum(widget_loads)::BIGINT AS widget_loads,
+  sum(viewable_sessions)::BIGINT AS viewable_sessions,
+  sum(engagement_queries)::BIGINT AS engagement_queries,
+  sum(total_clicks)::BIGINT AS total_clicks,
+  sum(article_clicks)::BIGINT AS article_clicks,
+  sum(cta_clicks)::BIGINT AS cta_clicks,
+  sum(sessions)::BIGINT AS sessions,
+  sum(engaged_sessions)::BIGINT AS engaged_sessions,
+  coalesce(sum(heartbeats), 0)::BIGINT AS heartbeats
+FROM per_q
+GROUP BY 1
+ORDER BY 1
