@@ -87,7 +87,13 @@ export class VisitCube {
     await Deno.mkdir(dir, { recursive: true });
     const tmp = `${this.deps.dir}/.tmp/${crypto.randomUUID()}.parquet`;
     try {
-      await this.deps.engine.copyToParquet("visit_cube_build", { files: version.files }, tmp);
+      // The neighbouring days' files, read for visits older data has crossing midnight.
+      const neighbours = [];
+      for (const d of [parseDay(day)! - DAY_MS, parseDay(day)! + DAY_MS]) {
+        neighbours.push(...(await dayListing(this.deps.engine.eventsDir, formatDay(d))).map((f) => f.path));
+      }
+      const scan = [...version.files, ...neighbours];
+      await this.deps.engine.copyToParquet("visit_cube_build", { files: version.files, scan_files: scan, day }, tmp);
       await Deno.rename(tmp, path);
     } finally {
       await Deno.remove(tmp).catch(() => {});

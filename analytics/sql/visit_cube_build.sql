@@ -1,7 +1,9 @@
 -- Derived visit figures of one UTC day folder ($files: the folder's event files), written once per
 -- version of the folder (analytics/visit_cube.ts) and read by ask_ai_by_time_derived instead of
 -- the folder's events. A visit lies in one day folder (sessions end at UTC midnight), so each
--- visit's figures are complete here. Rows, by `kind`:
+-- visit's figures are complete here; a visit that older data has crossing midnight ($scan_files:
+-- this folder's files and the neighbouring days', hive `date` from their paths) is kept per step
+-- ('f'), so it is regrouped with its other day at query time. Rows, by `kind`:
 -- - 'c': visits whose events all fall in one 15-minute UTC step with one set of filter values,
 --   summed per tenant, step and filter values. Such a visit is in a block (and a window, whose
 --   edges are 15-minute instants) wholly or not at all, so its sums answer exactly.
@@ -37,8 +39,17 @@ facts AS (
   FROM ev
   GROUP BY ALL
 ),
+crossing AS (
+  SELECT DISTINCT visit_id
+  FROM read_parquet($scan_files, hive_partitioning = true, union_by_name = true)
+  WHERE date <> CAST($day AS DATE) AND visit_id IS NOT NULL
+),
 counted AS (
-  SELECT *, count(*) OVER (PARTITION BY tenant_id, visit_id) AS visit_rows FROM facts
+  SELECT
+    *,
+    count(*) OVER (PARTITION BY tenant_id, visit_id)
+      + CASE WHEN visit_id IN (SELECT visit_id FROM crossing) THEN 1 ELSE 0 END AS visit_rows
+  FROM facts
 )
 SELECT
   CASE WHEN visit_id IS NULL THEN 'n' ELSE 'c' END AS kind,

@@ -64,7 +64,9 @@ Deno.test("every rollup is a .sql file that prepares against the empty view", as
     offset: 0,
   };
   // The export reads a batch's files by name: one file of the event schema with no rows.
-  const empty = `${w.dataDir}/empty.parquet`;
+  // (In a day folder: the visit figures' build reads the hive `date` from the path.)
+  await Deno.mkdir(`${w.dataDir}/probe/date=2026-11-01`, { recursive: true });
+  const empty = `${w.dataDir}/probe/date=2026-11-01/empty.parquet`;
   await w.deps.duckdb.withConnection((c) =>
     c.run(
       `COPY (SELECT ${
@@ -72,10 +74,10 @@ Deno.test("every rollup is a .sql file that prepares against the empty view", as
       } WHERE false) TO '${empty}' (FORMAT parquet)`,
     )
   );
-  Object.assign(p, { files: [empty] });
+  Object.assign(p, { files: [empty], scan_files: [empty], day: "2026-11-01" });
   // The derived time rollup reads visit figure files: one built from that empty file.
   const figures = `${w.dataDir}/figures.parquet`;
-  await engine.copyToParquet("visit_cube_build", { files: [empty] }, figures);
+  await engine.copyToParquet("visit_cube_build", { files: [empty], scan_files: [empty], day: "2026-11-01" }, figures);
   Object.assign(p, { derived_files: [figures], raw_days: [], raw_from: null, raw_to: null });
   for (const name of ROLLUPS) {
     const sql = await Deno.readTextFile(new URL(`../../analytics/sql/${name}.sql`, import.meta.url));
