@@ -2,7 +2,7 @@
 -- visit_cube_build.sql) and the events of the remaining day folders ($raw_days, between $raw_from
 -- and $raw_to). Same figures as ask_ai_by_time, row for row: a window's edges are 15-minute UTC
 -- instants (the caller checks), so a derived row's step is in the window exactly when its events
--- are; single-step visits are summed as stored; every other visit is regrouped from its per-step
+-- are; single-step visits are summed as stored (signed rows, see visit_cube_build.sql); every other visit is regrouped from its per-step
 -- rows together with the raw events, as ask_ai_by_time groups events (session-scoped, counted in
 -- the bucket of its first block event).
 WITH d AS (
@@ -10,12 +10,13 @@ WITH d AS (
     kind, visit_id, step,
     sessions, viewable_sessions, engaged_sessions,
     loads, queries, clicks, article_clicks, cta_clicks, heartbeats, viewable,
-    ($ai_agent IS NULL OR ai_agent = $ai_agent)
-      AND ($placement_id IS NULL OR placement_id = $placement_id)
-      AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
-      AND ($creative_id IS NULL OR creative_id = $creative_id)
-      AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-      AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS blk
+    -- A column flagged in `conflicts` matches only a filter that leaves it out.
+    ($ai_agent IS NULL OR (conflicts & 1 = 0 AND ai_agent = $ai_agent))
+      AND ($placement_id IS NULL OR (conflicts & 2 = 0 AND placement_id = $placement_id))
+      AND ($deployment_type IS NULL OR (conflicts & 4 = 0 AND deployment_type = $deployment_type))
+      AND ($creative_id IS NULL OR (conflicts & 8 = 0 AND creative_id = $creative_id))
+      AND ($line_item_id IS NULL OR (conflicts & 16 = 0 AND line_item_id = $line_item_id))
+      AND ($publisher_id IS NULL OR (conflicts & 32 = 0 AND publisher_id = $publisher_id)) AS blk
   FROM read_parquet($derived_files)
   WHERE tenant_id = $tenant_id
     AND step >= CAST($start_ts AS TIMESTAMP)

@@ -4,12 +4,19 @@
 -- visit's figures are complete here; a visit that older data has crossing midnight ($scan_files:
 -- this folder's files and the neighbouring days', hive `date` from their paths) is kept per step
 -- ('f'), so it is regrouped with its other day at query time. Rows, by `kind`:
--- - 'c': visits whose events all fall in one 15-minute UTC step with one set of filter values,
---   summed per tenant, step and filter values. Such a visit is in a block (and a window, whose
---   edges are 15-minute instants) wholly or not at all, so its sums answer exactly.
+-- - 'c': visits whose events all fall in one 15-minute UTC step, with at most three sets of filter
+--   values, summed per tenant, step and filter values. Such a visit is in a window (whose edges are
+--   15-minute instants) wholly or not at all, and a filter takes the events of the value sets it
+--   matches. A visit counts (session, its loads, viewability) when it matches any of its sets,
+--   which inclusion-exclusion turns into sums: one row per non-empty subset of its sets, signed
+--   +1 for odd and -1 for even subsets, holding what the subset's sets share (a column on which
+--   they differ is flagged in `conflicts`: only a filter that leaves it out matches). Event counts
+--   sit on the single-set rows; an engaged session is inclusion-exclusion over the sets with a query.
 -- - 'f': every other visit, one row per visit, step and filter values, regrouped per visit at
 --   query time as ask_ai_by_time groups events.
 -- - 'n': events without a visit, per tenant, step and filter values.
+-- `conflicts` bits: 1 ai_agent, 2 placement_id, 4 deployment_type, 8 creative_id, 16 line_item_id,
+-- 32 publisher_id.
 WITH ev AS (
   SELECT
     tenant_id,
@@ -44,37 +51,102 @@ crossing AS (
   FROM read_parquet($scan_files, hive_partitioning = true, union_by_name = true)
   WHERE date <> CAST($day AS DATE) AND visit_id IS NOT NULL
 ),
-counted AS (
+shaped AS (
   SELECT
     *,
-    count(*) OVER (PARTITION BY tenant_id, visit_id)
-      + CASE WHEN visit_id IN (SELECT visit_id FROM crossing) THEN 1 ELSE 0 END AS visit_rows
+    count(*) OVER v AS visit_rows,
+    min(step) OVER v = max(step) OVER v AS one_step,
+    row_number() OVER (
+      PARTITION BY tenant_id, visit_id
+      ORDER BY ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id
+    ) AS rn,
+    sum(loads) OVER v AS visit_loads,
+    bool_or(viewable) OVER v AS visit_viewable,
+    visit_id IN (SELECT visit_id FROM crossing) AS crosses
   FROM facts
+  WHERE visit_id IS NOT NULL
+  WINDOW v AS (PARTITION BY tenant_id, visit_id)
+),
+small AS (
+  SELECT * FROM shaped WHERE one_step AND visit_rows <= 3 AND NOT crosses
+),
+-- One row per visit and non-empty subset (bit rn - 1 of `mask`) of its value sets.
+subsets AS (
+  SELECT
+    tenant_id, visit_id, any_value(step) AS step, mask,
+    count(*) AS members,
+    any_value(visit_loads) AS visit_loads,
+    any_value(visit_viewable) AS visit_viewable,
+    bool_and(queries > 0) AS all_engaged,
+    -- The values the subset shares (null where they differ) and the flags of those that differ.
+    CASE WHEN count(DISTINCT ai_agent) + (count(*) > count(ai_agent))::INT > 1 THEN NULL ELSE any_value(ai_agent) END
+      AS ai_agent,
+    CASE WHEN count(DISTINCT placement_id) + (count(*) > count(placement_id))::INT > 1 THEN NULL ELSE any_value(placement_id) END
+      AS placement_id,
+    CASE WHEN count(DISTINCT deployment_type) + (count(*) > count(deployment_type))::INT > 1 THEN NULL ELSE any_value(deployment_type) END
+      AS deployment_type,
+    CASE WHEN count(DISTINCT creative_id) + (count(*) > count(creative_id))::INT > 1 THEN NULL ELSE any_value(creative_id) END
+      AS creative_id,
+    CASE WHEN count(DISTINCT line_item_id) + (count(*) > count(line_item_id))::INT > 1 THEN NULL ELSE any_value(line_item_id) END
+      AS line_item_id,
+    CASE WHEN count(DISTINCT publisher_id) + (count(*) > count(publisher_id))::INT > 1 THEN NULL ELSE any_value(publisher_id) END
+      AS publisher_id,
+    (count(DISTINCT ai_agent) + (count(*) > count(ai_agent))::INT > 1)::INT
+      + 2 * (count(DISTINCT placement_id) + (count(*) > count(placement_id))::INT > 1)::INT
+      + 4 * (count(DISTINCT deployment_type) + (count(*) > count(deployment_type))::INT > 1)::INT
+      + 8 * (count(DISTINCT creative_id) + (count(*) > count(creative_id))::INT > 1)::INT
+      + 16 * (count(DISTINCT line_item_id) + (count(*) > count(line_item_id))::INT > 1)::INT
+      + 32 * (count(DISTINCT publisher_id) + (count(*) > count(publisher_id))::INT > 1)::INT AS conflicts,
+    sum(queries) AS queries,
+    sum(clicks) AS clicks,
+    sum(article_clicks) AS article_clicks,
+    sum(cta_clicks) AS cta_clicks,
+    sum(heartbeats) AS heartbeats
+  FROM small
+  JOIN range(1, 8) AS m(mask) ON mask < (1 << visit_rows) AND (mask >> (rn - 1)) & 1 = 1
+  GROUP BY tenant_id, visit_id, mask
+),
+signed AS (
+  SELECT
+    *,
+    CASE WHEN members % 2 = 1 THEN 1 ELSE -1 END AS sign,
+    members = 1 AS single
+  FROM subsets
 )
 SELECT
-  CASE WHEN visit_id IS NULL THEN 'n' ELSE 'c' END AS kind,
+  'c' AS kind,
   tenant_id,
   CAST(NULL AS BIGINT) AS visit_id,
-  step, ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id,
-  count(*) FILTER (WHERE visit_id IS NOT NULL)::BIGINT AS sessions,
-  count(*) FILTER (WHERE visit_id IS NOT NULL AND viewable)::BIGINT AS viewable_sessions,
-  count(*) FILTER (WHERE visit_id IS NOT NULL AND queries > 0)::BIGINT AS engaged_sessions,
-  sum(loads)::BIGINT AS loads,
-  sum(queries)::BIGINT AS queries,
-  sum(clicks)::BIGINT AS clicks,
-  sum(article_clicks)::BIGINT AS article_clicks,
-  sum(cta_clicks)::BIGINT AS cta_clicks,
-  sum(heartbeats)::BIGINT AS heartbeats,
+  step, ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id, conflicts,
+  sum(sign)::BIGINT AS sessions,
+  sum(sign * visit_viewable::INT)::BIGINT AS viewable_sessions,
+  sum(sign * all_engaged::INT)::BIGINT AS engaged_sessions,
+  sum(sign * visit_loads)::BIGINT AS loads,
+  sum(queries) FILTER (WHERE single)::BIGINT AS queries,
+  sum(clicks) FILTER (WHERE single)::BIGINT AS clicks,
+  sum(article_clicks) FILTER (WHERE single)::BIGINT AS article_clicks,
+  sum(cta_clicks) FILTER (WHERE single)::BIGINT AS cta_clicks,
+  sum(heartbeats) FILTER (WHERE single)::BIGINT AS heartbeats,
   false AS viewable
-FROM counted
-WHERE visit_id IS NULL OR visit_rows = 1
-GROUP BY ALL
+FROM signed
+GROUP BY tenant_id, step, ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id, conflicts
+UNION ALL
+SELECT
+  'n' AS kind,
+  tenant_id,
+  CAST(NULL AS BIGINT) AS visit_id,
+  step, ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id, 0 AS conflicts,
+  0::BIGINT, 0::BIGINT, 0::BIGINT,
+  loads, queries, clicks, article_clicks, cta_clicks, heartbeats, false
+FROM facts
+WHERE visit_id IS NULL
 UNION ALL
 SELECT
   'f' AS kind,
   tenant_id, visit_id, step, ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id,
-  0::BIGINT AS sessions, 0::BIGINT AS viewable_sessions, 0::BIGINT AS engaged_sessions,
+  0 AS conflicts,
+  0::BIGINT, 0::BIGINT, 0::BIGINT,
   loads, queries, clicks, article_clicks, cta_clicks, heartbeats, viewable
-FROM counted
-WHERE visit_id IS NOT NULL AND visit_rows > 1
+FROM shaped
+WHERE NOT (one_step AND visit_rows <= 3 AND NOT crosses)
 ORDER BY tenant_id, kind, step

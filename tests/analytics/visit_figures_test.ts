@@ -53,6 +53,16 @@ Deno.test("visit figures: the time rollup gives the same figures from closed day
   const plan = await visits.plan("2026-10-20", "2026-11-22");
   assert.equal(plan.files.length, 33);
   assert.deepEqual(plan.rawDays, ["2026-11-22"]);
+  // The data holds each kind of row: single-step visits with one and with several value sets
+  // (sponsored conversations change deployment type and creative), and visits kept per step.
+  const kinds = await deps.duckdb.withConnection(async (c) =>
+    (await c.runAndReadAll(
+      `SELECT kind, conflicts > 0 AS shared, count(*)::INT AS n FROM read_parquet([${
+        plan.files.map((f) => `'${f}'`).join(", ")
+      }]) GROUP BY ALL ORDER BY ALL`,
+    )).getRowObjectsJS()
+  );
+  assert.deepEqual(kinds.map((k) => `${k.kind}${k.shared ? "+" : ""}`), ["c", "c+", "f", "n"]);
 
   const cases: [string, string, string, Interval, Partial<BlockFilters>][] = [
     ["2026-10-24", "2026-11-22", "UTC", "day", {}],
