@@ -22,10 +22,19 @@ export async function dayListing(eventsDir: string, day: string): Promise<Listed
   } catch (err) {
     if (!(err instanceof Deno.errors.NotFound)) throw err;
   }
-  const out: ListedFile[] = [];
-  for (const name of names.sort()) {
-    const st = await Deno.stat(`${dir}/${name}`).catch(() => null);
-    out.push({ path: `${dir}/${name}`, line: `${day}/${name} ${st?.size ?? -1} ${st?.mtime?.getTime() ?? -1}` });
+  return await Promise.all(
+    names.sort().map(async (name) => {
+      const st = await Deno.stat(`${dir}/${name}`).catch(() => null);
+      return { path: `${dir}/${name}`, line: `${day}/${name} ${st?.size ?? -1} ${st?.mtime?.getTime() ?? -1}` };
+    }),
+  );
+}
+
+/** The listings of the day folders from..to (UTC days, inclusive), read side by side. */
+export function daysListing(eventsDir: string, from: string, to: string): Promise<[string, ListedFile[]][]> {
+  const days: string[] = [];
+  for (let d = Date.parse(`${from}T00:00:00Z`); d <= Date.parse(`${to}T00:00:00Z`); d += 86_400_000) {
+    days.push(new Date(d).toISOString().slice(0, 10));
   }
-  return out;
+  return Promise.all(days.map(async (day) => [day, await dayListing(eventsDir, day)] as [string, ListedFile[]]));
 }

@@ -13,7 +13,7 @@ import type { Clock } from "../core/clock.ts";
 import { sha256Hex } from "../core/crypto.ts";
 import { describeError, type Logger } from "../core/log.ts";
 import { listEventDates } from "./compaction.ts";
-import { dayListing } from "./day_listing.ts";
+import { dayListing, daysListing, type ListedFile } from "./day_listing.ts";
 import { type AnalyticsEngine, loadSql } from "./engine.ts";
 import { formatDay, parseDay } from "./filters.ts";
 
@@ -55,14 +55,16 @@ export class VisitCube {
    * events are read. Days without event files are in neither.
    */
   async plan(from: string, to: string): Promise<VisitPlan> {
+    const days = await daysListing(this.deps.engine.eventsDir, from, to);
+    const found = await Promise.all(days.map(async ([day, listing]) => {
+      if (!listing.length) return null;
+      const path = this.#path(day, await this.#hash(listing));
+      return { day, path, built: await exists(path) };
+    }));
     const plan: VisitPlan = { files: [], rawDays: [] };
-    for (let d = parseDay(from)!; d <= parseDay(to)!; d += DAY_MS) {
-      const day = formatDay(d);
-      const version = await this.#version(day);
-      if (!version) continue;
-      const path = this.#path(day, version.hash);
-      if (await exists(path)) plan.files.push(path);
-      else plan.rawDays.push(day);
+    for (const f of found) {
+      if (f?.built) plan.files.push(f.path);
+      else if (f) plan.rawDays.push(f.day);
     }
     return plan;
   }
@@ -151,10 +153,16 @@ export class VisitCube {
   async #version(day: string): Promise<{ hash: string; files: string[] } | null> {
     const listing = await dayListing(this.deps.engine.eventsDir, day);
     if (!listing.length) return null;
-    const sql = await loadSql("visit_cube_build");
-    const hash = (await sha256Hex(`${sql}\n${listing.map((f) => f.line).join("\n")}`)).slice(0, 32);
-    return { hash, files: listing.map((f) => f.path) };
+    return { hash: await this.#hash(listing), files: listing.map((f) => f.path) };
   }
+
+  /** The name of a folder's figures: its listing and the SQL that builds them. */
+  async #hash(listing: ListedFile[]): Promise<string> {
+    this.#sqlHash ??= loadSql("visit_cube_build").then(sha256Hex);
+    return (await sha256Hex(`${await this.#sqlHash}\n${listing.map((f) => f.line).join("\n")}`)).slice(0, 32);
+  }
+
+  #sqlHash: Promise<string> | null = null;
 
   #path(day: string, hash: string): string {
     return `${this.deps.dir}/date=${day}/visits-${hash}.parquet`;

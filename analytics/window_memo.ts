@@ -10,11 +10,9 @@
 import { sha256Hex } from "../core/crypto.ts";
 import type { AnalyticsCache } from "./cache.ts";
 import { loadSql, type RollupName } from "./engine.ts";
-import { dayListing } from "./day_listing.ts";
-import { formatDay, parseDay } from "./filters.ts";
+import { daysListing } from "./day_listing.ts";
 import { type Counts, windowParams, type ZonedWindow } from "./metrics.ts";
 
-const DAY_MS = 86_400_000;
 /** How long a memo entry lives: a week (an entry whose files changed is never read again). */
 export const WINDOW_MEMO_TTL_S = 7 * 86_400;
 
@@ -60,10 +58,7 @@ export class WindowMemo {
 
   /** Hash of the `*.parquet` entries (name, size, mtime) of the day folders from..to. */
   async #listing(from: string, to: string): Promise<string> {
-    const lines: string[] = [];
-    for (let d = parseDay(from)!; d <= parseDay(to)!; d += DAY_MS) {
-      for (const f of await dayListing(this.eventsDir, formatDay(d))) lines.push(f.line);
-    }
-    return await sha256Hex(lines.join("\n"));
+    const listings = await daysListing(this.eventsDir, from, to);
+    return await sha256Hex(listings.flatMap(([, files]) => files.map((f) => f.line)).join("\n"));
   }
 }

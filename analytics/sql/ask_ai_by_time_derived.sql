@@ -2,12 +2,13 @@
 -- visit_cube_build.sql) and the events of the remaining day folders ($raw_days, between $raw_from
 -- and $raw_to). Same figures as ask_ai_by_time, row for row: a window's edges are 15-minute UTC
 -- instants (the caller checks), so a derived row's step is in the window exactly when its events
--- are; single-step visits are summed as stored (signed rows, see visit_cube_build.sql); every other visit is regrouped from its per-step
+-- are; single-step visits and whole visits of one value set are summed as stored (see
+-- visit_cube_build.sql); every other visit is regrouped from its per-step
 -- rows together with the raw events, as ask_ai_by_time groups events (session-scoped, counted in
 -- the bucket of its first block event).
 WITH d AS (
   SELECT
-    kind, visit_id, step,
+    kind, visit_id, step, cut_only,
     sessions, viewable_sessions, engaged_sessions,
     loads, queries, clicks, article_clicks, cta_clicks, heartbeats, viewable,
     -- A column flagged in `conflicts` matches only a filter that leaves it out.
@@ -21,6 +22,10 @@ WITH d AS (
   WHERE tenant_id = $tenant_id
     AND step >= CAST($start_ts AS TIMESTAMP)
     AND step < CAST($end_ts AS TIMESTAMP)
+    -- A visit summed over several steps ('u') only when the window holds all of it; a window edge
+    -- that cuts it takes its per-step rows ('f' with cut_only) instead.
+    AND (kind <> 'u' OR last_step < CAST($end_ts AS TIMESTAMP))
+    AND (NOT cut_only OR first_step < CAST($start_ts AS TIMESTAMP) OR last_step >= CAST($end_ts AS TIMESTAMP))
 ),
 rows AS (
   SELECT visit_id AS gk, step, blk, loads, queries, clicks, article_clicks, cta_clicks, heartbeats, viewable
@@ -91,7 +96,7 @@ per_q AS (
     sum(cta_clicks),
     sum(sessions),
     sum(engaged_sessions),
-    sum(heartbeats) FILTER (WHERE kind = 'c')
+    sum(heartbeats) FILTER (WHERE kind <> 'n')
   FROM d
   WHERE kind <> 'f' AND blk
   GROUP BY 1

@@ -12,6 +12,9 @@
 --   +1 for odd and -1 for even subsets, holding what the subset's sets share (a column on which
 --   they differ is flagged in `conflicts`: only a filter that leaves it out matches). Event counts
 --   sit on the single-set rows; an engaged session is inclusion-exclusion over the sets with a query.
+-- - 'u': visits over several steps with one set of filter values, summed per tenant, first step,
+--   last step and filter values: used for a window that holds the whole visit. Their per-step rows
+--   are kept too ('f' with `cut_only`) for a window whose edge cuts the visit.
 -- - 'f': every other visit, one row per visit, step and filter values, regrouped per visit at
 --   query time as ask_ai_by_time groups events.
 -- - 'n': events without a visit, per tenant, step and filter values.
@@ -60,6 +63,12 @@ shaped AS (
       PARTITION BY tenant_id, visit_id
       ORDER BY ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id
     ) AS rn,
+    min(step) OVER v AS first_step,
+    max(step) OVER v AS last_step,
+    min(struct_pack(ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id)) OVER v
+      IS NOT DISTINCT FROM
+      max(struct_pack(ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id)) OVER v
+      AS one_set,
     sum(loads) OVER v AS visit_loads,
     bool_or(viewable) OVER v AS visit_viewable,
     visit_id IN (SELECT visit_id FROM crossing) AS crosses
@@ -69,6 +78,22 @@ shaped AS (
 ),
 small AS (
   SELECT * FROM shaped WHERE one_step AND visit_rows <= 3 AND NOT crosses
+),
+-- Visits over several steps with one set of values: one row per visit.
+long_visits AS (
+  SELECT
+    tenant_id, visit_id, first_step, last_step,
+    ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id,
+    sum(loads) AS loads,
+    bool_or(viewable) AS viewable,
+    sum(queries) AS queries,
+    sum(clicks) AS clicks,
+    sum(article_clicks) AS article_clicks,
+    sum(cta_clicks) AS cta_clicks,
+    sum(heartbeats) AS heartbeats
+  FROM shaped
+  WHERE NOT one_step AND one_set AND NOT crosses
+  GROUP BY ALL
 ),
 -- One row per visit and non-empty subset (bit rn - 1 of `mask`) of its value sets.
 subsets AS (
@@ -127,9 +152,29 @@ SELECT
   sum(article_clicks) FILTER (WHERE single)::BIGINT AS article_clicks,
   sum(cta_clicks) FILTER (WHERE single)::BIGINT AS cta_clicks,
   sum(heartbeats) FILTER (WHERE single)::BIGINT AS heartbeats,
-  false AS viewable
+  false AS viewable,
+  CAST(NULL AS TIMESTAMP) AS first_step,
+  CAST(NULL AS TIMESTAMP) AS last_step,
+  false AS cut_only
 FROM signed
 GROUP BY tenant_id, step, ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id, conflicts
+UNION ALL
+SELECT
+  'u' AS kind,
+  tenant_id,
+  CAST(NULL AS BIGINT) AS visit_id,
+  first_step AS step, ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id, 0 AS conflicts,
+  count(*)::BIGINT AS sessions,
+  count(*) FILTER (WHERE viewable)::BIGINT AS viewable_sessions,
+  count(*) FILTER (WHERE queries > 0)::BIGINT AS engaged_sessions,
+  sum(loads)::BIGINT, sum(queries)::BIGINT, sum(clicks)::BIGINT, sum(article_clicks)::BIGINT,
+  sum(cta_clicks)::BIGINT, sum(heartbeats)::BIGINT,
+  false,
+  first_step,
+  last_step,
+  false
+FROM long_visits
+GROUP BY tenant_id, first_step, last_step, ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id
 UNION ALL
 SELECT
   'n' AS kind,
@@ -137,7 +182,8 @@ SELECT
   CAST(NULL AS BIGINT) AS visit_id,
   step, ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id, 0 AS conflicts,
   0::BIGINT, 0::BIGINT, 0::BIGINT,
-  loads, queries, clicks, article_clicks, cta_clicks, heartbeats, false
+  loads, queries, clicks, article_clicks, cta_clicks, heartbeats, false,
+  CAST(NULL AS TIMESTAMP), CAST(NULL AS TIMESTAMP), false
 FROM facts
 WHERE visit_id IS NULL
 UNION ALL
@@ -146,7 +192,9 @@ SELECT
   tenant_id, visit_id, step, ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id,
   0 AS conflicts,
   0::BIGINT, 0::BIGINT, 0::BIGINT,
-  loads, queries, clicks, article_clicks, cta_clicks, heartbeats, viewable
+  loads, queries, clicks, article_clicks, cta_clicks, heartbeats, viewable,
+  first_step, last_step,
+  NOT one_step AND one_set AND NOT crosses AS cut_only
 FROM shaped
 WHERE NOT (one_step AND visit_rows <= 3 AND NOT crosses)
 ORDER BY tenant_id, kind, step

@@ -17,6 +17,17 @@ type World = Awaited<ReturnType<typeof analyticsWorld>>;
 async function loadDays(world: World) {
   await loadGeneratedDays(world, { from: "2026-10-20", to: "2026-11-21", events: 250, seed: 70 });
   await loadFixture(world);
+  // A visit over several steps that New York's midnight (05:00 UTC) cuts in two.
+  const widget = (await world.w.deps.repos.widgets.get("wd_main"))!;
+  await world.w.deps.events.ingest(
+    [
+      { event_type: "widget_load", ts: "2026-11-14T04:40:00Z" },
+      { event_type: "query", ts: "2026-11-14T04:50:00Z", prompt: "Before midnight in New York" },
+      { event_type: "query", ts: "2026-11-14T05:10:00Z", prompt: "After midnight in New York" },
+      { event_type: "widget_load", ts: "2026-11-14T05:20:00Z" },
+    ].map((e) => ({ ...e, session_id: "s_cut" })),
+    { source: "widget", widget },
+  );
   await world.w.deps.events.record(
     ["2026-11-14T18:20:00Z", "2026-11-14T23:59:00Z", "2026-11-15T04:50:00Z"].map((ts) => ({
       event_type: "query",
@@ -54,7 +65,8 @@ Deno.test("visit figures: the time rollup gives the same figures from closed day
   assert.equal(plan.files.length, 33);
   assert.deepEqual(plan.rawDays, ["2026-11-22"]);
   // The data holds each kind of row: single-step visits with one and with several value sets
-  // (sponsored conversations change deployment type and creative), and visits kept per step.
+  // (sponsored conversations change deployment type and creative), visits kept per step, and
+  // whole visits over several steps with one value set.
   const kinds = await deps.duckdb.withConnection(async (c) =>
     (await c.runAndReadAll(
       `SELECT kind, conflicts > 0 AS shared, count(*)::INT AS n FROM read_parquet([${
@@ -62,12 +74,14 @@ Deno.test("visit figures: the time rollup gives the same figures from closed day
       }]) GROUP BY ALL ORDER BY ALL`,
     )).getRowObjectsJS()
   );
-  assert.deepEqual(kinds.map((k) => `${k.kind}${k.shared ? "+" : ""}`), ["c", "c+", "f", "n"]);
+  assert.deepEqual(kinds.map((k) => `${k.kind}${k.shared ? "+" : ""}`), ["c", "c+", "f", "n", "u"]);
 
   const cases: [string, string, string, Interval, Partial<BlockFilters>][] = [
     ["2026-10-24", "2026-11-22", "UTC", "day", {}],
     ["2026-10-20", "2026-11-21", "UTC", "hour", {}],
     ["2026-11-01", "2026-11-22", "America/New_York", "hour", {}],
+    ["2026-11-14", "2026-11-20", "America/New_York", "day", {}], // starts inside the visit s_cut
+    ["2026-11-07", "2026-11-13", "America/New_York", "day", {}], // ends inside it
     ["2026-11-01", "2026-11-21", "America/Havana", "day", {}], // two local midnights on 2026-11-01
     ["2026-10-25", "2026-11-22", "Asia/Kathmandu", "day", { ai_agent: "am_main" }], // +05:45
     ["2026-10-25", "2026-11-22", "Australia/Adelaide", "week", { deployment_type: "sponsored_conversation" }],
