@@ -109,7 +109,13 @@ export class VisitCube {
     this.#running ??= (async () => {
       let built = 0;
       const closedBefore = this.deps.clock.now().getTime() - CLOSED_AFTER_MS;
-      for (const day of await listEventDates(this.deps.engine.eventsDir)) {
+      const days = await listEventDates(this.deps.engine.eventsDir);
+      // Figures of days whose events are gone (retention) go too.
+      const kept = new Set(days);
+      for (const day of await listEventDates(this.deps.dir)) {
+        if (!kept.has(day)) await Deno.remove(`${this.deps.dir}/date=${day}`, { recursive: true }).catch(() => {});
+      }
+      for (const day of days) {
         if (parseDay(day)! + DAY_MS > closedBefore) continue;
         try {
           if (await this.build(day)) built++;

@@ -168,7 +168,7 @@ Deno.test("visit figures: a visit written across UTC midnight (older data) count
   assert.deepEqual([...mixed], [...fromEvents]);
 });
 
-Deno.test("visit figures: only days closed for two hours are built, and a window off 15-minute edges reads events", async () => {
+Deno.test("visit figures: only days closed for two hours are built, figures of removed days go, and a window off 15-minute edges reads events", async () => {
   await using world = await analyticsWorld();
   await loadGeneratedDays(world, { from: "2026-11-20", to: "2026-11-22", events: 40, seed: 9 });
   world.w.deps.analytics.refresh();
@@ -179,6 +179,13 @@ Deno.test("visit figures: only days closed for two hours are built, and a window
   assert.equal(await visits.buildClosedDays(), 1);
   assert.equal(await visits.buildClosedDays(), 0);
   assert.deepEqual((await visits.plan("2026-11-19", "2026-11-22")).rawDays, ["2026-11-22"]);
+  // Retention removed a day's events: its figures go on the next pass.
+  const figuresOf = (day: string) => `${world.w.dataDir}/derived/visits/date=${day}`;
+  assert.ok((await Deno.stat(figuresOf("2026-11-20"))).isDirectory);
+  await Deno.remove(`${world.w.deps.analytics.eventsDir}/date=2026-11-20`, { recursive: true });
+  assert.equal(await visits.buildClosedDays(), 0);
+  await assert.rejects(() => Deno.stat(figuresOf("2026-11-20")), Deno.errors.NotFound);
+  assert.ok((await Deno.stat(figuresOf("2026-11-21"))).isDirectory);
   // Local mean time offsets (seconds) put a window's edges off the 15-minute steps.
   assert.equal(VisitCube.fits(Date.parse("2026-11-20T00:00:00Z"), Date.parse("2026-11-21T05:45:00Z")), true);
   assert.equal(VisitCube.fits(Date.parse("1880-01-01T04:56:02Z"), Date.parse("1880-01-02T04:56:02Z")), false);
