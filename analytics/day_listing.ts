@@ -4,6 +4,7 @@
  * compaction replaces files by one with a new id, a redone flush rewrites its file), so figures
  * computed from a folder stay valid exactly as long as its listing is unchanged.
  */
+import { formatDay, parseDay } from "./filters.ts";
 
 /** One event file of a day folder. */
 export interface ListedFile {
@@ -33,8 +34,6 @@ export async function dayListing(eventsDir: string, day: string): Promise<Listed
 /** The listings of the day folders from..to (UTC days, inclusive), read side by side. */
 export function daysListing(eventsDir: string, from: string, to: string): Promise<[string, ListedFile[]][]> {
   const days: string[] = [];
-  for (let d = Date.parse(`${from}T00:00:00Z`); d <= Date.parse(`${to}T00:00:00Z`); d += 86_400_000) {
-    days.push(new Date(d).toISOString().slice(0, 10));
-  }
+  for (let d = parseDay(from)!; d <= parseDay(to)!; d += 86_400_000) days.push(formatDay(d));
   return Promise.all(days.map(async (day) => [day, await dayListing(eventsDir, day)] as [string, ListedFile[]]));
 }

@@ -7,6 +7,7 @@ import { AppError } from "../core/errors.ts";
 import type { Repos } from "../core/store/repos.ts";
 import type { AiModel, Widget } from "../core/store/models.ts";
 import { classify } from "./classifier.ts";
+import { formatDay, parseDay } from "./filters.ts";
 import {
   eventInputSchema,
   type EventRow,
@@ -62,7 +63,7 @@ export const sessionKey = (tenantId: string, sessionId: string, day: string): De
   day,
 ];
 
-const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+const dayBefore = (day: string) => formatDay(parseDay(day)! - 86_400_000);
 
 const invalid = (i: number, field: string, message: string) =>
   new AppError(422, "invalid_event", `events.${i}${field ? "." + field : ""}: ${message}`);
@@ -196,42 +197,36 @@ function newVisitId(): number {
  * Returns the state writes to commit with the batch.
  */
 async function sessionize(kv: Deno.Kv, rows: EventRow[]): Promise<WalExtraSet[]> {
-  const keys = new Map<string, Deno.KvKey>();
-  const dayOf = new Map<EventRow, string>();
+  const stateId = (r: EventRow, day: string) => `${r.tenant_id}\u0000${r.session_id}\u0000${day}`;
+  // The events' days (written back) and the day before each (read only, to carry a sponsored
+  // conversation across midnight).
+  const days = new Map<string, Deno.KvKey>();
+  const before = new Map<string, Deno.KvKey>();
   for (const r of rows) {
     if (!r.session_id || !r.tenant_id) continue;
-    const day = utcDay(r.ts_ms);
-    dayOf.set(r, day);
-    keys.set(`${r.tenant_id}\u0000${r.session_id}\u0000${day}`, sessionKey(r.tenant_id, r.session_id, day));
+    const day = formatDay(r.ts_ms);
+    days.set(stateId(r, day), sessionKey(r.tenant_id, r.session_id, day));
+    before.set(stateId(r, dayBefore(day)), sessionKey(r.tenant_id, r.session_id, dayBefore(day)));
   }
-  if (!keys.size) return [];
-  // The day before each day, read only to carry a sponsored conversation across midnight.
-  const previous = new Map<string, Deno.KvKey>();
-  for (const [id, key] of keys) {
-    const day = key[3] as string;
-    const before = utcDay(Date.parse(`${day}T00:00:00Z`) - 1);
-    const prevId = `${id.slice(0, id.lastIndexOf("\u0000"))}\u0000${before}`;
-    if (!keys.has(prevId)) previous.set(prevId, sessionKey(key[1] as string, key[2] as string, before));
-  }
+  if (!days.size) return [];
   const states = new Map<string, SessionState | null>();
-  const list = [...keys, ...previous];
+  const list = [...new Map([...before, ...days])];
   for (let i = 0; i < list.length; i += 10) {
     const got = await kv.getMany<SessionState[]>(list.slice(i, i + 10).map(([, k]) => k));
     got.forEach((g, j) => states.set(list[i + j]![0], g.value));
   }
   const ordered = rows.map((r, i) => [r, i] as const).sort((a, b) => a[0].ts_ms - b[0].ts_ms || a[1] - b[1]);
   for (const [r] of ordered) {
-    const day = dayOf.get(r);
-    if (!day) continue;
-    const session = `${r.tenant_id}\u0000${r.session_id}`;
-    const id = `${session}\u0000${day}`;
+    if (!r.session_id || !r.tenant_id) continue;
+    const day = formatDay(r.ts_ms);
+    const id = stateId(r, day);
     let st = states.get(id) ?? null;
     if (!st || r.ts_ms - st.last_ms > IDLE_MS) {
       st = { visit_id: newVisitId(), last_ms: r.ts_ms, viewable: false, queries: 0, sponsor: null };
       r.visit_start = true;
       // A conversation going on at midnight keeps its campaign in the new day's visit.
-      const before = states.get(`${session}\u0000${utcDay(Date.parse(`${day}T00:00:00Z`) - 1)}`);
-      if (before?.sponsor && r.ts_ms - before.last_ms <= IDLE_MS) st.sponsor = { ...before.sponsor };
+      const yesterday = states.get(stateId(r, dayBefore(day)));
+      if (yesterday?.sponsor && r.ts_ms - yesterday.last_ms <= IDLE_MS) st.sponsor = { ...yesterday.sponsor };
       states.set(id, st);
     }
     r.visit_id = st.visit_id;
@@ -263,7 +258,7 @@ async function sessionize(kv: Deno.Kv, rows: EventRow[]): Promise<WalExtraSet[]>
     }
     if (r.ts_ms > st.last_ms) st.last_ms = r.ts_ms;
   }
-  return [...keys].filter(([id]) => states.get(id)).map(([id, key]) => ({
+  return [...days].filter(([id]) => states.get(id)).map(([id, key]) => ({
     key,
     value: states.get(id)!,
     expireIn: SESSION_STATE_TTL_MS,

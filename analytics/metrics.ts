@@ -27,8 +27,8 @@ const sqlTimestamp = (ms: number) => new Date(ms).toISOString().replace("T", " "
  * {@link dayStartMs}); `from_date`/`to_date` the UTC day folders they fall in, so only those
  * folders are read; `tz` the zone buckets are labelled in.
  */
-export function windowParams(w: ZonedWindow) {
-  const { start: first, end: after } = windowEdgesMs(w);
+export function windowParams(w: ZonedWindow, edges = windowEdgesMs(w)) {
+  const { start: first, end: after } = edges;
   return {
     from_date: formatDay(Math.floor(first / DAY_MS) * DAY_MS),
     to_date: formatDay(Math.floor((after - 1) / DAY_MS) * DAY_MS),
@@ -144,8 +144,8 @@ export async function blockCounts(
       await engine.query("ask_ai_by_column", { ...windowParams(w), ...filters, dimension: grouping.dimension }),
     );
   }
-  const params = { ...windowParams(w), ...filters, interval: grouping.interval };
   const edges = windowEdgesMs(w);
+  const params = { ...windowParams(w, edges), ...filters, interval: grouping.interval };
   const plan = source.visits && VisitCube.fits(edges.start, edges.end)
     ? await source.visits.plan(params.from_date, params.to_date)
     : null;

@@ -7,7 +7,16 @@ import type { Repos } from "../core/store/repos.ts";
 import { INTENT_LABELS } from "./classifier.ts";
 import type { AnalyticsEngine, RollupName } from "./engine.ts";
 import { changes, comparisonEntry, earlierWindow, parseCompare } from "./compare.ts";
-import { analyticsBadRequest, avgInt, type DateWindow, pct, ratio2, resolveWindow, supplied } from "./filters.ts";
+import {
+  analyticsBadRequest,
+  avgInt,
+  clampedCount,
+  type DateWindow,
+  pct,
+  ratio2,
+  resolveWindow,
+  supplied,
+} from "./filters.ts";
 import type { Clock } from "../core/clock.ts";
 import {
   addCounts,
@@ -182,19 +191,11 @@ export async function askAiRollup(deps: RollupDeps, tenantId: string, q: Analyti
   };
 }
 
-/** Parses a positive whole number query value; 400 otherwise. */
-function positiveInt(q: AnalyticsQuery, name: string, fallback: number): number {
-  const v = q[name];
-  if (v === undefined || v === "") return fallback;
-  if (!/^\d+$/.test(v) || Number(v) < 1) throw analyticsBadRequest(`${name} must be an integer >= 1`);
-  return Number(v);
-}
-
 /** GET /v1/analytics/ask-ai/logs (spec 2.6). */
 export async function askAiLogs(deps: RollupDeps, tenantId: string, q: AnalyticsQuery) {
   const w = await requestWindow(deps, q);
-  const page = positiveInt(q, "page", 1);
-  const limit = Math.min(positiveInt(q, "limit", DEFAULT_LOG_LIMIT), MAX_LOG_LIMIT);
+  const page = clampedCount(q.page, "page", 1, Infinity);
+  const limit = clampedCount(q.limit, "limit", DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT);
   const agent = await widgetAgent(deps, tenantId, q);
   const interaction = opt(q, "interaction_type");
   const params = {

@@ -47,6 +47,8 @@ export class VisitCube {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #running: Promise<number> | null = null;
   #started = false;
+  #stopping = false;
+  #sqlHash: Promise<string> | null = null;
 
   constructor(private readonly deps: VisitCubeDeps) {}
 
@@ -130,8 +132,6 @@ export class VisitCube {
     return this.#running;
   }
 
-  #stopping = false;
-
   /** Builds closed days now and then every `intervalMs`, until {@link stop}. */
   start(intervalMs: number): void {
     if (this.#started) return;
@@ -168,14 +168,14 @@ export class VisitCube {
     return (await sha256Hex(`${await this.#sqlHash}\n${listing.map((f) => f.line).join("\n")}`)).slice(0, 32);
   }
 
-  #sqlHash: Promise<string> | null = null;
-
   #path(day: string, hash: string): string {
     return `${this.deps.dir}/date=${day}/visits-${hash}.parquet`;
   }
 
+  /** Removes the folder's other figure files once they are {@link STALE_GRACE_MS} older than `current`. */
   async #removeStale(dir: string, current: string): Promise<void> {
-    const now = this.deps.clock.now().getTime();
+    // File times against file times: the grace is real time, whatever clock the service runs on.
+    const now = (await Deno.stat(current)).mtime?.getTime() ?? 0;
     for await (const e of Deno.readDir(dir)) {
       const path = `${dir}/${e.name}`;
       if (!e.isFile || !FILE.test(e.name) || path === current) continue;

@@ -95,7 +95,8 @@ long_visits AS (
   WHERE NOT one_step AND one_set AND NOT crosses
   GROUP BY ALL
 ),
--- One row per visit and non-empty subset (bit rn - 1 of `mask`) of its value sets.
+-- One row per visit and non-empty subset (bit rn - 1 of `mask`) of its value sets, with the number
+-- of values (null counted as one) each column takes in the subset.
 subsets AS (
   SELECT
     tenant_id, visit_id, any_value(step) AS step, mask,
@@ -103,25 +104,18 @@ subsets AS (
     any_value(visit_loads) AS visit_loads,
     any_value(visit_viewable) AS visit_viewable,
     bool_and(queries > 0) AS all_engaged,
-    -- The values the subset shares (null where they differ) and the flags of those that differ.
-    CASE WHEN count(DISTINCT ai_agent) + (count(*) > count(ai_agent))::INT > 1 THEN NULL ELSE any_value(ai_agent) END
-      AS ai_agent,
-    CASE WHEN count(DISTINCT placement_id) + (count(*) > count(placement_id))::INT > 1 THEN NULL ELSE any_value(placement_id) END
-      AS placement_id,
-    CASE WHEN count(DISTINCT deployment_type) + (count(*) > count(deployment_type))::INT > 1 THEN NULL ELSE any_value(deployment_type) END
-      AS deployment_type,
-    CASE WHEN count(DISTINCT creative_id) + (count(*) > count(creative_id))::INT > 1 THEN NULL ELSE any_value(creative_id) END
-      AS creative_id,
-    CASE WHEN count(DISTINCT line_item_id) + (count(*) > count(line_item_id))::INT > 1 THEN NULL ELSE any_value(line_item_id) END
-      AS line_item_id,
-    CASE WHEN count(DISTINCT publisher_id) + (count(*) > count(publisher_id))::INT > 1 THEN NULL ELSE any_value(publisher_id) END
-      AS publisher_id,
-    (count(DISTINCT ai_agent) + (count(*) > count(ai_agent))::INT > 1)::INT
-      + 2 * (count(DISTINCT placement_id) + (count(*) > count(placement_id))::INT > 1)::INT
-      + 4 * (count(DISTINCT deployment_type) + (count(*) > count(deployment_type))::INT > 1)::INT
-      + 8 * (count(DISTINCT creative_id) + (count(*) > count(creative_id))::INT > 1)::INT
-      + 16 * (count(DISTINCT line_item_id) + (count(*) > count(line_item_id))::INT > 1)::INT
-      + 32 * (count(DISTINCT publisher_id) + (count(*) > count(publisher_id))::INT > 1)::INT AS conflicts,
+    any_value(ai_agent) AS ai_agent,
+    any_value(placement_id) AS placement_id,
+    any_value(deployment_type) AS deployment_type,
+    any_value(creative_id) AS creative_id,
+    any_value(line_item_id) AS line_item_id,
+    any_value(publisher_id) AS publisher_id,
+    count(DISTINCT ai_agent) + (count(*) > count(ai_agent))::INT AS n_ai_agent,
+    count(DISTINCT placement_id) + (count(*) > count(placement_id))::INT AS n_placement_id,
+    count(DISTINCT deployment_type) + (count(*) > count(deployment_type))::INT AS n_deployment_type,
+    count(DISTINCT creative_id) + (count(*) > count(creative_id))::INT AS n_creative_id,
+    count(DISTINCT line_item_id) + (count(*) > count(line_item_id))::INT AS n_line_item_id,
+    count(DISTINCT publisher_id) + (count(*) > count(publisher_id))::INT AS n_publisher_id,
     sum(queries) AS queries,
     sum(clicks) AS clicks,
     sum(article_clicks) AS article_clicks,
@@ -131,9 +125,20 @@ subsets AS (
   JOIN range(1, 8) AS m(mask) ON mask < (1 << visit_rows) AND (mask >> (rn - 1)) & 1 = 1
   GROUP BY tenant_id, visit_id, mask
 ),
+-- The values the subset shares (null where its sets differ, flagged in `conflicts`) and its sign.
 signed AS (
   SELECT
-    *,
+    tenant_id, step, members, visit_loads, visit_viewable, all_engaged,
+    queries, clicks, article_clicks, cta_clicks, heartbeats,
+    CASE WHEN n_ai_agent = 1 THEN ai_agent END AS ai_agent,
+    CASE WHEN n_placement_id = 1 THEN placement_id END AS placement_id,
+    CASE WHEN n_deployment_type = 1 THEN deployment_type END AS deployment_type,
+    CASE WHEN n_creative_id = 1 THEN creative_id END AS creative_id,
+    CASE WHEN n_line_item_id = 1 THEN line_item_id END AS line_item_id,
+    CASE WHEN n_publisher_id = 1 THEN publisher_id END AS publisher_id,
+    (n_ai_agent > 1)::INT + 2 * (n_placement_id > 1)::INT + 4 * (n_deployment_type > 1)::INT
+      + 8 * (n_creative_id > 1)::INT + 16 * (n_line_item_id > 1)::INT + 32 * (n_publisher_id > 1)::INT
+      AS conflicts,
     CASE WHEN members % 2 = 1 THEN 1 ELSE -1 END AS sign,
     members = 1 AS single
   FROM subsets
