@@ -5,6 +5,7 @@
  *
  * Where each URL is served:
  *
+ *   /                                     routes/front_page.ts (HTML, or JSON by Accept)
  *   /healthz, /readyz, /docs              routes/system.ts (`/openapi.json`: here)
  *   /app/v2/search                        routes/search.ts
  *   /app/aimodel/{id}                     routes/aimodel.ts
@@ -57,7 +58,8 @@ import { createRedirectRoutes } from "./redirect.ts";
 import { createResourceRoutes } from "./resources.ts";
 import { createSearchRoutes } from "./search.ts";
 import { mountStorefront } from "./storefront/mod.ts";
-import { createSystemRoutes } from "./system.ts";
+import { createSystemRoutes, probeStores } from "./system.ts";
+import { createFrontPageRoutes } from "./front_page.ts";
 
 import { API_VERSION } from "./version.ts";
 
@@ -87,6 +89,7 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
 
   // System routes have no common prefix; they sit at the root, in the root's own family.
   app.route("/", createSystemRoutes(deps, { openapi: () => app.getOpenAPI31Document(openApiConfig) }));
+  app.route("/", createFrontPageRoutes(deps, { probe: () => probeStores(deps), title: openApiConfig.info.title }));
   // MCP (Streamable HTTP) and its server card, before the storefront's `/.well-known` family.
   app.route("/.well-known", createMcpCardRoutes(deps));
   mount(app, "/mcp", createMcpRoutes(deps));

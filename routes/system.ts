@@ -31,6 +31,15 @@ const readyRoute = createRoute({
   },
 });
 
+/** Whether Deno KV and DuckDB answer (a KV read and a DuckDB ping, side by side). */
+export async function probeStores(deps: Pick<Deps, "kv" | "duckdb">): Promise<{ kv: boolean; duckdb: boolean }> {
+  const [kv, duckdb] = await Promise.all([
+    deps.kv.get(["meta", "ready_probe"]).then(() => true, () => false),
+    deps.duckdb.ping(),
+  ]);
+  return { kv, duckdb };
+}
+
 /**
  * `/healthz`, `/readyz` and `/docs`, mounted at `/`. `/openapi.json` is mounted by createApp on the
  * root router, which hands its document to `/docs` through `openapi`.
@@ -42,10 +51,7 @@ export function createSystemRoutes(
   const app = familyApp("message", deps.log);
   app.openapi(healthRoute, (c) => c.json({ status: "ok" as const }, 200));
   app.openapi(readyRoute, async (c) => {
-    const [kv, duckdb] = await Promise.all([
-      deps.kv.get(["meta", "ready_probe"]).then(() => true, () => false),
-      deps.duckdb.ping(),
-    ]);
+    const { kv, duckdb } = await probeStores(deps);
     const ok = kv && duckdb;
     return c.json({ status: ok ? "ok" as const : "unavailable" as const, checks: { kv, duckdb } }, ok ? 200 : 503);
   });
