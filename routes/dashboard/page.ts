@@ -39,6 +39,9 @@ export function dashboardPage(assets: AssetUrls) {
           <header>
             <h1 id="title" tabindex="-1">Publisher analytics</h1>
             <span id="status" class="muted" role="status"></span>
+            <button id="refresh" class="plain" type="button" title="Compute every figure now, past the 30-minute cache">
+              Refresh
+            </button>
             <button id="signout" class="plain" type="button">Sign out</button>
           </header>
           <form id="filters" class="filters">

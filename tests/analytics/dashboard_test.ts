@@ -202,6 +202,45 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.deepEqual(missing, [], "every request the page makes is answered (no favicon 404)");
       });
 
+      await t.step("a normal load is answered from the server cache; Refresh computes every panel anew", async () => {
+        // Each dashboard call as the server saw it: the request's Cache-Control and each panel's cache verdict.
+        const loads: { cacheControl: string | null; verdicts: Promise<string[]> }[] = [];
+        server.setHandler(async (req) => {
+          const res = await w.app.fetch(req);
+          if (new URL(req.url).pathname === "/v1/analytics/dashboard") {
+            loads.push({
+              cacheControl: req.headers.get("cache-control"),
+              verdicts: res.clone().text().then((body) =>
+                body.split("\n").filter(Boolean).map((l) => JSON.parse(l))
+                  .filter((l) => l.status === 200 && l.panel !== "realtime").map((l) => String(l.cache))
+              ),
+            });
+          }
+          return res;
+        });
+        try {
+          await page.goto(`${origin}/dashboard?timezone=UTC&compare=previous_period`, {
+            waitUntil: "domcontentloaded",
+          });
+          await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+          await page.click("#refresh");
+          while (loads.length < 2) await new Promise((r) => setTimeout(r, 20));
+          await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+          const [normal, refreshed] = loads;
+          assert.equal(normal.cacheControl, null, "a normal load sends no Cache-Control");
+          const normalVerdicts = await normal.verdicts;
+          assert.ok(normalVerdicts.length > 0 && normalVerdicts.every((v) => v === "HIT"), normalVerdicts.join());
+          assert.equal(refreshed.cacheControl, "no-cache");
+          const refreshedVerdicts = await refreshed.verdicts;
+          assert.ok(
+            refreshedVerdicts.length > 0 && refreshedVerdicts.every((v) => v === "BYPASS"),
+            refreshedVerdicts.join(),
+          );
+        } finally {
+          server.setHandler(w.app.fetch);
+        }
+      });
+
       await t.step("a prompt or page URL with no space wraps in its cell: every table fits its panel", async () => {
         assert.ok(
           (await page.$$eval("#logs td", (tds) => tds.map((td) => td.textContent))).includes(LONG_PROMPT),
