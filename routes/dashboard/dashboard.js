@@ -13,6 +13,7 @@
   /** The elements the panels draw into. */
   const PANEL_IDS = [
     "realtime",
+    "today",
     "cards",
     "chart",
     "articles",
@@ -502,6 +503,20 @@
     current("realtime");
   }
 
+  /** Today so far in the view's zone: apart from the whole days above, and compared with nothing. */
+  function renderToday(a) {
+    const s = a.summary;
+    put(
+      "today",
+      el("p", {
+        className: "muted note",
+        text: `Today so far (${a.filters.start_date}, ${a.meta.timezone}): ${fmt(s.sessions)} sessions, ` +
+          `${fmt(s.engagement_queries)} queries, ${fmt(s.total_clicks)} clicks. ` +
+          "Not in the summary below unless the range ends today.",
+      }),
+    );
+  }
+
   const realtimeCall = () => {
     const v = view();
     return api("realtime", { widget_id: v.widget_id, timezone: v.timezone });
@@ -631,9 +646,11 @@
         showInEffect("timezone", a.meta.timezone);
         // A view without dates follows the calendar; the status line says so.
         const range = `${start} to ${end} · ${a.meta.timezone}`;
-        $("status").textContent = !v.start_date && !v.end_date ? `Last ${days.length} days: ${range}` : range;
+        // Without dates the view is the last whole days (the server's default), so changes compare like with like.
+        $("status").textContent = !v.start_date && !v.end_date ? `Last ${days.length} whole days: ${range}` : range;
       }, ["cards", "chart"]],
       "realtime": [renderRealtime, ["realtime"]],
+      "today": [renderToday, ["today"]],
       "articles": [renderArticles, ["articles", "sites"]],
       "agents": [renderAgents, ["agents"]],
       "by-placement": [(b) => put("by-placement", breakdownTable(b)), ["by-placement"]],

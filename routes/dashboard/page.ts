@@ -74,6 +74,7 @@ export function dashboardPage(assets: AssetUrls) {
               <h2>Right now</h2>
               <p id="realtime-scope" class="muted note hidden"></p>
               <div id="realtime" class="realtime">${loading}</div>
+              <div id="today" class="today">${loading}</div>
             </section>
             <section class="wide">
               <h2>Summary</h2>

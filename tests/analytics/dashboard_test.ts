@@ -65,6 +65,8 @@ const colourOf = (page: Page, selector: string) =>
 /** --bad in dashboard.css. */
 const BAD_RED = "rgb(180, 35, 24)";
 
+const DAY_MS = 86_400_000;
+
 async function dashboardWorld() {
   const w = await createTestWorld();
   const seeded = await seedDemo(w.deps, [seedDemoArticles, demoEventsStep]);
@@ -73,14 +75,15 @@ async function dashboardWorld() {
   const agent = (await w.deps.repos.aiModels.listByTenant(tenantId))[0]!;
   await w.deps.events.record([{
     event_type: "query",
-    ts: new Date(w.clock.now().getTime() - 60_000).toISOString(),
+    // The last seconds of yesterday: the newest of the default view, which is of whole days.
+    ts: new Date(Math.floor(w.clock.now().getTime() / DAY_MS) * DAY_MS - 1_000).toISOString(),
     ai_agent: agent.id,
     interaction_type: "free_form",
     prompt: XSS_PROMPT,
     response: XSS_RESPONSE,
   }, {
     event_type: "query",
-    ts: new Date(w.clock.now().getTime() - 120_000).toISOString(),
+    ts: new Date(Math.floor(w.clock.now().getTime() / DAY_MS) * DAY_MS - 2_000).toISOString(),
     ai_agent: agent.id,
     session_id: "long-text",
     interaction_type: "free_form",
@@ -179,8 +182,13 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
           "solid rgb(196, 50, 10)",
           "dashed rgb(102, 112, 133)",
         ]);
-        // The fixed clock's day ends the range: its low count is a day under way, and the page says so.
-        assert.equal(await page.$eval("#chart-note", (e) => e.textContent), "22 Nov is today: counted up to now.");
+        // A view without dates is of whole days (it ends yesterday), so no day under way is drawn;
+        // today so far is shown apart, under "Right now".
+        assert.equal(await page.$eval("#chart-note", (e) => e.textContent), "");
+        assert.match(
+          await page.$eval("#today", (e) => e.textContent ?? ""),
+          /^Today so far \(2026-11-22, UTC\): [\d,]+ sessions, [\d,]+ queries, [\d,]+ clicks\./,
+        );
         // The canvas is silent to a screen reader: its box says what it shows.
         assert.equal(await page.$eval("#chart", (e) => e.getAttribute("role")), "img");
         assert.match(
@@ -276,8 +284,8 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.ok(cells.some((c) => c?.startsWith("<script>")), "response shown literally");
       });
 
-      await t.step("the default view shows its rolling 7 days and zone in the fields, not in the URL", async () => {
-        const end = dayIn("UTC", w.clock.now());
+      await t.step("the default view shows its last 7 whole days and zone in the fields, not in the URL", async () => {
+        const end = addDays(dayIn("UTC", w.clock.now()), -1);
         await page.goto(`${origin}/dashboard`, { waitUntil: "domcontentloaded" });
         await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
         assert.deepEqual(await viewFields(page), {
@@ -291,7 +299,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         });
         assert.equal(
           await page.$eval("#status", (e) => e.textContent),
-          `Last 7 days: ${addDays(end, -6)} to ${end} · UTC`,
+          `Last 7 whole days: ${addDays(end, -6)} to ${end} · UTC`,
         );
         assert.deepEqual(urlView(page), {});
         console.log(`screenshot: ${await session.shot("dashboard default range")}`);
@@ -303,12 +311,13 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.deepEqual(urlView(page), { compare: "previous_period" });
         assert.equal(
           await page.$eval("input[name=end_date]", (i) => (i as unknown as Field).value),
-          dayIn("UTC", w.clock.now()),
+          addDays(dayIn("UTC", w.clock.now()), -1),
         );
       });
 
       await t.step("editing one date fixes the range: both dates go in the URL", async () => {
-        const end = dayIn("UTC", w.clock.now());
+        // The end field showed the default view's last whole day.
+        const end = addDays(dayIn("UTC", w.clock.now()), -1);
         await page.$eval("input[name=start_date]", (i, day) => {
           const field = i as unknown as Field;
           field.value = day;
@@ -340,8 +349,8 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
       await t.step("a zone ahead of UTC: the fields show that zone's days, the compare field shows None", async () => {
         // UTC+14: the fixed clock's noon UTC is already the next day there.
         const zone = "Pacific/Kiritimati";
-        const end = dayIn(zone, w.clock.now());
-        assert.notEqual(end, dayIn("UTC", w.clock.now()));
+        const end = addDays(dayIn(zone, w.clock.now()), -1);
+        assert.notEqual(end, addDays(dayIn("UTC", w.clock.now()), -1));
         await page.goto(`${origin}/dashboard?timezone=${zone}&compare=`, { waitUntil: "domcontentloaded" });
         await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
         const fields = await viewFields(page);
@@ -353,7 +362,11 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.deepEqual(urlView(page), { timezone: zone, compare: "" });
         // The latest questions are timed in the view's zone too, and say which.
         assert.equal(await page.$eval("#logs th", (th) => th.textContent), `Time (${zone})`);
-        const newest = new Date(w.clock.now().getTime() - 60_000);
+        const logs = await (await w.app.request(
+          `/v1/analytics/ask-ai/logs?timezone=${zone}&start_date=${addDays(end, -6)}&end_date=${end}&limit=1`,
+          { headers: { authorization: `Bearer ${key}` } },
+        )).json();
+        const newest = new Date(logs.data[0].timestamp);
         const hhmm = new Intl.DateTimeFormat("en-GB", { timeZone: zone, hour: "2-digit", minute: "2-digit" })
           .format(newest);
         assert.equal(await page.$eval("#logs td", (td) => td.textContent), `${dayIn(zone, newest)} ${hhmm}`);
@@ -540,7 +553,10 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
           await p3.click("#retry");
           await loadedAs("true");
           assert.equal(await p3.$("#problem:not(.hidden)"), null);
-          assert.equal(await p3.$eval("#status", (e) => e.textContent), "Last 7 days: 2026-11-16 to 2026-11-22 · UTC");
+          assert.equal(
+            await p3.$eval("#status", (e) => e.textContent),
+            "Last 7 whole days: 2026-11-15 to 2026-11-21 · UTC",
+          );
         };
         await p3.goto(`${server2.url}/dashboard`, { waitUntil: "domcontentloaded" });
         await p3.waitForSelector("#signin:not(.hidden)");
@@ -586,7 +602,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
             (globalThis as unknown as { document: DocLike }).document.getElementById("status")?.textContent ===
               "Loading…"
           );
-          assert.equal(await p3.$$eval("main [aria-busy=true].stale", (e) => e.length), 12);
+          assert.equal(await p3.$$eval("main [aria-busy=true].stale", (e) => e.length), 13); // every panel, today included
         } finally {
           // A held answer would keep the server from shutting down.
           release();
