@@ -1,0 +1,37 @@
+// Starts Swagger UI on /docs from this server's own OpenAPI document. A separate file, not an
+// inline script, so the page's CSP allows scripts from this origin only.
+(() => {
+  "use strict";
+  globalThis.addEventListener("DOMContentLoaded", async () => {
+    const root = document.getElementById("swagger-ui");
+    let spec;
+    try {
+      const res = await fetch("/openapi.json", { credentials: "omit" });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      spec = await res.json();
+    } catch {
+      root.textContent = "The API description could not be loaded; reload the page to try again.";
+      return;
+    }
+    // "Try it out" calls the server this page came from (the document names the configured base URL,
+    // which behind a proxy or in a test may be another origin that the CSP does not allow).
+    spec.servers = [{ url: location.origin, description: "This server" }];
+    globalThis.SwaggerUIBundle({
+      spec,
+      domNode: root,
+      // Deep links put an <a> inside each operation's toggle button (nested interactive controls).
+      deepLinking: false,
+      docExpansion: "list",
+      defaultModelsExpandDepth: 1,
+      defaultModelExpandDepth: 3,
+      displayRequestDuration: true,
+      filter: true,
+      // The key typed into Authorize lives in this tab's memory only: never stored, never in a URL.
+      persistAuthorization: false,
+      // No third-party request: the public validator badge is off.
+      validatorUrl: null,
+      tryItOutEnabled: false,
+    });
+    document.body.dataset.ready = "true";
+  });
+})();
