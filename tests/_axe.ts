@@ -41,3 +41,16 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
 export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   return (await axeViolations(page)).filter((v) => v.impact === "serious" || v.impact === "critical");
 }
+
+/** Landmark rules: the page's parts are all inside landmarks, with one main at the top level. */
+const LANDMARK_RULES = /^(region|landmark-)/;
+
+/**
+ * What must be 0 on every page we serve: serious and critical violations, and any landmark fault
+ * (content outside a landmark, a missing, nested or duplicated main).
+ */
+export async function pageFaults(page: Page): Promise<AxeViolation[]> {
+  return (await axeViolations(page)).filter((v) =>
+    v.impact === "serious" || v.impact === "critical" || LANDMARK_RULES.test(v.id)
+  );
+}

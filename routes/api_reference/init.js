@@ -32,6 +32,31 @@
       validatorUrl: null,
       tryItOutEnabled: false,
     });
+    // Swagger UI puts its title block, filter and Authorize bar outside its <main>: they are named
+    // as regions, so every part of the page is inside a landmark (again whenever React redraws them).
+    const regions = [
+      [".information-container", "About this API"],
+      [".filter-container", "Filter"],
+      [".scheme-container", "Authorization"],
+    ];
+    const label = () => {
+      // Each operation's responses table is a region: named after its operation, so each name is unique.
+      for (const table of root.querySelectorAll("table[role=region]:not([aria-label])")) {
+        const summary = table.closest(".opblock")?.querySelector(".opblock-summary-control");
+        const method = summary?.querySelector(".opblock-summary-method")?.textContent ?? "";
+        const path = summary?.querySelector(".opblock-summary-path")?.getAttribute("data-path") ?? "";
+        table.setAttribute("aria-label", `Responses of ${method} ${path}`.trim());
+      }
+      for (const [selector, name] of regions) {
+        const node = root.querySelector(selector);
+        if (node && !node.closest("main") && node.getAttribute("role") !== "region") {
+          node.setAttribute("role", "region");
+          node.setAttribute("aria-label", name);
+        }
+      }
+    };
+    new MutationObserver(label).observe(root, { childList: true, subtree: true });
+    label();
     document.body.dataset.ready = "true";
   });
 })();

@@ -27,14 +27,17 @@ export function dashboardPage(assets: AssetUrls) {
         <script src="${assets["dashboard.js"]}" defer></script>
       </head>
       <body>
-        <form id="signin" class="hidden" autocomplete="off">
-          <h1>Publisher analytics</h1>
-          <label for="key">API key</label>
-          <input id="key" type="password" placeholder="ak_..." autocomplete="off" required>
-          <button type="submit">Sign in</button>
-          <p id="message" role="alert"></p>
-          <p class="muted">The key stays in this tab (sessionStorage) and is sent only in the Authorization header.</p>
-        </form>
+        <!-- The sign-in view is its page's main landmark; it goes with the form it holds. -->
+        <main class="signin-main">
+          <form id="signin" class="hidden" autocomplete="off">
+            <h1>Publisher analytics</h1>
+            <label for="key">API key</label>
+            <input id="key" type="password" placeholder="ak_..." autocomplete="off" required>
+            <button type="submit">Sign in</button>
+            <p id="message" role="alert"></p>
+            <p class="muted">The key stays in this tab (sessionStorage) and is sent only in the Authorization header.</p>
+          </form>
+        </main>
         <div id="app" class="hidden">
           <header>
             <h1 id="title" tabindex="-1">Publisher analytics</h1>
@@ -44,7 +47,7 @@ export function dashboardPage(assets: AssetUrls) {
             </button>
             <button id="signout" class="plain" type="button">Sign out</button>
           </header>
-          <form id="filters" class="filters">
+          <form id="filters" class="filters" aria-label="View">
             <label>From <input name="start_date" type="date"></label>
             <label>To <input name="end_date" type="date"></label>
             <label>Time zone <input name="timezone" list="zones" placeholder="UTC"></label>

@@ -4,6 +4,7 @@ import { demoEventsStep } from "../../fixtures/demo_events.ts";
 import { seedDemoArticles } from "../../fixtures/demo_articles.ts";
 import type { Page } from "puppeteer-core";
 import { openBrowser, serveLocal } from "../_browser.ts";
+import { pageFaults } from "../_axe.ts";
 import { createTestWorld } from "../_helpers.ts";
 
 /** The bits of the browser's DOM types these page functions use (the test is type-checked without lib.dom). */
@@ -130,6 +131,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
       await t.step("sign-in with the key; the key never enters a URL", async () => {
         await page.goto(`${origin}/dashboard?compare=previous_period`, { waitUntil: "domcontentloaded" });
         await page.waitForSelector("#signin:not(.hidden)");
+        assert.deepEqual(await pageFaults(page), [], "signed out");
         await page.type("#key", key);
         await page.click("#signin button[type=submit]");
         await page.waitForSelector("body[data-loaded]", { timeout: 30_000 });
@@ -148,6 +150,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         console.log(`dashboard first load (signed-in tab, demo data): ${ms.toFixed(0)} ms`);
         const canvases = await page.$$eval("#chart canvas", (cs) => cs.length);
         assert.ok(canvases >= 1, "uPlot canvas");
+        assert.deepEqual(await pageFaults(page), [], "signed in, comparing");
         // The chart has ink: some pixel of the canvas is not transparent.
         const inked = await page.$eval("#chart canvas", (el) => {
           const c = el as unknown as Canvas;
@@ -271,6 +274,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.ok(overflow <= 390, `page is ${overflow} px wide`);
         assert.deepEqual(await overflowing(page), [], "no table scrolls sideways, no bar label is cut");
         console.log(`screenshot: ${await session.shot("dashboard narrow")}`);
+        assert.deepEqual(await pageFaults(page), [], "phone");
         await page.setViewport({ width: 1280, height: 1800 });
       });
 
@@ -437,6 +441,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.equal(await page.$("#chart-note:not(.hidden)"), null);
         assert.equal(await page.$eval("#logs", (e) => e.textContent), "No questions in this range.");
         console.log(`screenshot: ${await session.shot("dashboard empty range")}`);
+        assert.deepEqual(await pageFaults(page), [], "empty range");
       });
 
       await t.step("the chart's days carry their year across New Year; a single day sits mid-chart", async () => {
@@ -570,6 +575,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         await loadedAs("error");
         assert.match(await banner(), /^Could not load: too many requests with this key; try again in \d+ s$/);
         assert.equal(await colourOf(p3, "#status"), BAD_RED);
+        assert.deepEqual(await pageFaults(p3), [], "an error banner");
         const shot = `${session.shotsDir}/rate-limited.png` as const;
         await p3.screenshot({ path: shot as `${string}.png` });
         console.log(`screenshot: ${shot}`);
