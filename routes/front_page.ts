@@ -152,6 +152,7 @@ function renderPage(title: string, links: FrontLink[], health: StoreHealth) {
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width,initial-scale=1">
         <title>${title}</title>
+        <link rel="icon" href="data:,">
         <style>${raw(STYLE)}</style>
       </head>
       <body>
@@ -194,7 +195,7 @@ export function createFrontPageRoutes(
     [
       "default-src 'none'",
       `style-src 'sha256-${hash}'`,
-      "img-src 'self'",
+      "img-src 'self' data:",
       "base-uri 'none'",
       "form-action 'none'",
       "frame-ancestors 'none'",
