@@ -5,7 +5,7 @@ import { INTERACTION_TYPES, MAX_PROMPT_CHARS } from "../analytics/schema.ts";
 import { askingWidget, isHttpUrl } from "../core/answer/asker.ts";
 import type { AnswerContext } from "../core/answer/types.ts";
 import type { Deps } from "../composition.ts";
-import { notFound, unprocessable } from "../core/errors.ts";
+import { aiModelNotFound, unprocessable } from "../core/errors.ts";
 import { describeError } from "../core/log.ts";
 import type { AppEnv } from "./env.ts";
 import { toAppError } from "./errors.ts";
@@ -162,7 +162,7 @@ export function createAiModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "answ
       throw unprocessable(`query is too long: the limit is ${MAX_QUERY_CHARS} characters`);
     }
     const model = await deps.repos.aiModels.getForTenant(c.get("tenantId")!, id);
-    if (!model) throw notFound(`AI model not found: ${id}`);
+    if (!model) throw aiModelNotFound();
     const context = await answerContext(c, deps, body);
     const answer = deps.answer;
 

@@ -5,7 +5,7 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
-import { notFound } from "../core/errors.ts";
+import { dataModelNotFound } from "../core/errors.ts";
 import { searchRequestSchema } from "../core/search/types.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
@@ -57,7 +57,7 @@ export function createDatamodelLegacyRoutes(
   app.openapi(route, async (c) => {
     const { dm_id: dmId } = c.req.valid("param");
     const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
-    if (!dm) throw notFound(`data model not found: ${dmId}`, "data_model_not_found");
+    if (!dm) throw dataModelNotFound();
     const out = await deps.search.recommend(dm, c.req.valid("json"), {
       tenantId: c.get("tenantId"),
       requestId: c.get("requestId"),

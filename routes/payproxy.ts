@@ -216,7 +216,11 @@ const metricsDoc = createRoute({
   tags: ["payproxy"],
   summary: "Payproxy counters of this process (allowance outcomes, fail-opens, 401s, 402s); operator key required",
   responses: {
-    401: { description: "No operator key (`Authorization: Bearer op_...`)" },
+    401: {
+      description:
+        "No operator key (`Authorization: Bearer op_...`): the operator's `{message}` body, not a signature error",
+      content: { "application/json": { schema: z.object({ message: z.string() }) } },
+    },
     200: {
       description: "Counters since start",
       content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
@@ -363,7 +367,12 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
 
   // Counters reveal traffic and allowance outcomes: operators only.
   if (paths.metrics) {
-    documented(app, metricsDoc, requireOperator(deps.operatorKeys), (c) => c.json(metrics.snapshot(), 200));
+    documented(
+      app,
+      metricsDoc,
+      requireOperator(deps.operatorKeys, { family: "message" }),
+      (c) => c.json(metrics.snapshot(), 200),
+    );
   }
   return app;
 }

@@ -2,6 +2,7 @@ import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
 import { z } from "zod";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
+import { hasIdFormat, idFormatMessage } from "../../core/ids.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { readBodyCapped } from "../middleware/body.ts";
@@ -64,6 +65,7 @@ export function createPaidProxyRoutes(
     const url = new URL(c.req.url);
     const dm = url.searchParams.get("data_model_id");
     if (!dm) throw new AppError(400, "invalid_request", "data_model_id is required");
+    if (!hasIdFormat("dm", dm)) throw new AppError(400, "invalid_request", idFormatMessage("data_model_id", "dm"));
     return await proxy.call({
       seller: s,
       agent: a,
@@ -81,6 +83,9 @@ export function createPaidProxyRoutes(
     const a = await agent(c);
     const url = new URL(c.req.url);
     const rawId = url.pathname.slice(url.pathname.lastIndexOf("/") + 1);
+    if (!hasIdFormat("am", c.req.param("id"))) {
+      throw new AppError(400, "invalid_request", idFormatMessage("ai_model_id", "am"));
+    }
     return await proxy.call({
       seller: s,
       agent: a,
