@@ -130,9 +130,17 @@ Deno.test("security: malformed or unknown ids are refused before any lookup and 
     ["GET", `/v1/data-models/${id}/retention`],
     ["PUT", `/v1/data-models/${id}/retention`, { max_age_days: 30 }],
     ["GET", `/v1/analytics/articles?data_model_id=${id}`],
+    ["GET", `/v1/analytics/ask-ai?widget_id=${id.replace("dm_", "wd_")}`],
+    ["GET", `/v1/analytics/sponsored-conversations?agent_id=${id.replace("dm_", "am_")}`],
+    ["POST", "/v1/events", { events: [{ event_type: "widget_load", widget_id: id.replace("dm_", "wd_") }] }],
+    ["POST", "/v1/events", { events: [{ event_type: "query", prompt: "q", ai_agent: id.replace("dm_", "am_") }] }],
   ];
   const seen: string[] = [];
-  for (const [method, path, body] of [...probes(huge), ...probes(unknown)]) {
+  // A well-formed unknown campaign_id is an empty answer whose `filters` echo it (spec 2.7); a malformed one is a 400.
+  const malformedOnly: [string, string][] = [
+    ["GET", `/v1/analytics/sponsored-conversations?campaign_id=${huge.replace("dm_", "cp_")}`],
+  ];
+  for (const [method, path, body] of [...probes(huge), ...malformedOnly, ...probes(unknown)]) {
     const res = await send(method, path, body);
     const text = await res.text();
     seen.push(`${res.status} ${method} ${path.slice(0, 60)}: ${text.slice(0, 120)}`);
