@@ -318,7 +318,7 @@ Deno.test("security: a widget event carrying tenant_id or agent_identity is refu
   await server.body?.cancel();
 });
 
-Deno.test("security: `deno task fixtures --help` prints the usage and exits 0", async () => {
+Deno.test("security: deno task fixtures --help prints the usage and exits 0", async () => {
   const printed: string[] = [];
   const log = console.log;
   console.log = (...a: unknown[]) => void printed.push(a.join(" "));
