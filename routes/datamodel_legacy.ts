@@ -6,13 +6,14 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
 import { dataModelNotFound } from "../core/errors.ts";
+import { idPattern } from "../core/ids.ts";
 import { searchRequestSchema } from "../core/search/types.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
 import { searchResponseSchema } from "./search.ts";
 
-const DM_ID_RE = /^dm_[A-Za-z0-9]{1,64}$/;
+const DM_ID_RE = idPattern("dm");
 
 const route = createRoute({
   method: "post",
