@@ -6,7 +6,7 @@ import { newId } from "../ids.ts";
 import type { Logger } from "../log.ts";
 import type { FixedWindowLimiter } from "../rate_limit.ts";
 import type { AccountStore } from "./accounts.ts";
-import { isEmail, isPlusAliased, normalizeEmail } from "./emails.ts";
+import { isEmail, isPlusAliased, mailboxKey, normalizeEmail } from "./emails.ts";
 import type { IssuedClaim, IssuedIdentity } from "./identity_body.ts";
 import type { Mailer, MailMessage } from "./mailer.ts";
 import type { RefreshTokens } from "./refresh_tokens.ts";
@@ -191,8 +191,8 @@ export class ClaimService {
   async #countMail(email: string, sellerId: string): Promise<void> {
     const limits = this.opts.mailLimits;
     if (!limits) return;
-    // The address is kept hashed: the limiter's keys are no list of who was mailed.
-    const to = await limits.perAddress.hit(await sha256Hex(email));
+    // Counted per mailbox (dotted Gmail spellings are one), kept hashed: the limiter's keys are no list of who was mailed.
+    const to = await limits.perAddress.hit(await sha256Hex(mailboxKey(email)));
     if (!to.allowed) throw claimMailLimited("Too many verification e-mails to this address", to.retryAfterS);
     const from = await limits.perSeller.hit(sellerId);
     if (!from.allowed) throw claimMailLimited("Too many verification e-mails from this storefront", from.retryAfterS);
