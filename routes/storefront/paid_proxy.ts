@@ -12,6 +12,7 @@ import { agentToken, errorResponse, paid402 } from "./schemas.ts";
 
 const paidResponses = {
   200: { description: "The upstream payproxy answer, unchanged" },
+  400: errorResponse("invalid_request: data_model_id missing, or a malformed model id (not echoed)"),
   401: errorResponse("bearer_required or invalid_token"),
   402: paid402,
   403: errorResponse("plan_required (reason not_included_in_plan with meters, or access_not_found, with plans)"),
