@@ -5,7 +5,8 @@ import { INTERACTION_TYPES, MAX_PROMPT_CHARS } from "../analytics/schema.ts";
 import { askingWidget, isHttpUrl } from "../core/answer/asker.ts";
 import type { AnswerContext } from "../core/answer/types.ts";
 import type { Deps } from "../composition.ts";
-import { notFound, unprocessable } from "../core/errors.ts";
+import { aiModelNotFound, unprocessable } from "../core/errors.ts";
+import { idPattern } from "../core/ids.ts";
 import { describeError } from "../core/log.ts";
 import type { AppEnv } from "./env.ts";
 import { toAppError } from "./errors.ts";
@@ -19,7 +20,7 @@ import { bodyReader } from "./middleware/body.ts";
  */
 export const MAX_QUERY_CHARS = MAX_PROMPT_CHARS;
 
-const AI_MODEL_ID = /^am_[A-Za-z0-9]{1,64}$/;
+const AI_MODEL_ID = idPattern("am");
 const WIDGET_ID = /^wd_[A-Za-z0-9]{1,64}$/;
 const OPAQUE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const INTERACTION_TYPE = new RegExp(`^(?:${INTERACTION_TYPES.join("|")})$`);
@@ -162,7 +163,7 @@ export function createAiModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "answ
       throw unprocessable(`query is too long: the limit is ${MAX_QUERY_CHARS} characters`);
     }
     const model = await deps.repos.aiModels.getForTenant(c.get("tenantId")!, id);
-    if (!model) throw notFound(`AI model not found: ${id}`);
+    if (!model) throw aiModelNotFound();
     const context = await answerContext(c, deps, body);
     const answer = deps.answer;
 
