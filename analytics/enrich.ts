@@ -23,7 +23,7 @@ import type { WalExtraSet } from "./wal.ts";
 /** Who is sending a batch. */
 export type IngestContext =
   /** The Ask AI widget in a browser, authorised by widget id + allowed origin. */
-  | { source: "widget"; widget: Widget }
+  | { source: "widget"; widget: Widget; clientKey?: string }
   /** A server holding the tenant's API key. */
   | { source: "server"; tenantId: string }
   /** Another room of this service (trusted; tenant derived from widget or AI agent). */
@@ -125,6 +125,7 @@ export async function prepareEvents(
       }
       row.widget_id = ctx.widget.id;
       row.agent_identity = null;
+      row.client_key = ctx.clientKey ?? null;
     }
     let widget: Widget | null = null;
     if (row.widget_id) {

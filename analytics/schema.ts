@@ -198,6 +198,11 @@ export interface EventRow {
   visit_query_no: number | null;
   /** The sponsored_impression that started its session's sponsored conversation. */
   sponsored_start: boolean;
+  /**
+   * Widget events: a pseudonymous key of the sending client's address (IPv4 address, IPv6 /64),
+   * so trending can count distinct senders without storing addresses. Null on other events.
+   */
+  client_key: string | null;
 }
 
 /**
@@ -242,6 +247,7 @@ export const EVENT_COLUMNS: ReadonlyArray<readonly [name: string, type: string]>
   ["visit_viewable", "BOOLEAN"],
   ["visit_query_no", "INTEGER"],
   ["sponsored_start", "BOOLEAN"],
+  ["client_key", "VARCHAR"],
 ];
 
 /** Turns a parsed input plus server-owned values into a full row (absent fields become null). */
@@ -288,6 +294,7 @@ export function toRow(
     visit_viewable: false,
     visit_query_no: null,
     sponsored_start: false,
+    client_key: null,
   };
 }
 

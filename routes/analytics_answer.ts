@@ -16,27 +16,25 @@ export interface AnswerSpec {
 }
 
 /**
- * Answers an analytics request from the KV cache or by computing it (section 8: `Cache-Control:
- * no-cache` skips the read, `X-Cache` says what happened). The cache is keyed on the normalised
- * query (resolved dates and zone), so requests that spell the same window differently share an
- * entry, and the `filters` echo is always rendered from the caller's own query. `query` replaces
- * the request's own query string (the dashboard's combined call answers several panels).
+ * Answers an analytics query from the KV cache or by computing it, outside HTTP: the REST routes
+ * (through {@link analyticsAnswerer}) and the MCP tools share it, so one query is one cache entry
+ * whichever way it came in. The key is the normalised query (resolved dates and zone), so queries
+ * that spell the same window differently share an entry; the `filters` echo is rendered from the
+ * caller's own query. `bypass` skips the read and refreshes the entry.
  */
-export function analyticsAnswerer(cache: AnalyticsCache, deps: RollupDeps) {
-  return async function answer(
-    c: Context<AppEnv>,
+export function cachedAnswerer(cache: AnalyticsCache, deps: RollupDeps) {
+  return async function cachedAnswer(
+    tenantId: string,
     spec: AnswerSpec,
-    query?: AnalyticsQuery,
+    q: AnalyticsQuery,
+    { bypass = false }: { bypass?: boolean } = {},
   ): Promise<{ body: Record<string, unknown>; status: CacheStatus }> {
-    const tenantId = c.get("tenantId")!;
-    const q = query ?? c.req.query() as AnalyticsQuery;
     const key = await normaliseQuery(deps, q, [...spec.echo, ...(spec.keyParams ?? [])]);
     let status: CacheStatus;
     let body: Record<string, unknown> | null = null;
     if (!cache.enabled) status = "DISABLED";
     else {
       const k = await cache.key(tenantId, spec.endpoint, key);
-      const bypass = /(^|,)\s*no-cache\s*(,|$)/i.test(c.req.header("cache-control") ?? "");
       const cached = bypass ? null : await cache.get(k);
       if (cached !== null) body = JSON.parse(cached);
       status = body !== null ? "HIT" : bypass ? "BYPASS" : "MISS";
@@ -48,6 +46,23 @@ export function analyticsAnswerer(cache: AnalyticsCache, deps: RollupDeps) {
     body ??= await spec.compute(tenantId, q);
     if ("filters" in body) body.filters = supplied(q, spec.echo);
     return { body, status };
+  };
+}
+
+/**
+ * Answers an analytics request from the KV cache or by computing it (section 8: `Cache-Control:
+ * no-cache` skips the read, `X-Cache` says what happened), through {@link cachedAnswerer}. `query`
+ * replaces the request's own query string (the dashboard's combined call answers several panels).
+ */
+export function analyticsAnswerer(cache: AnalyticsCache, deps: RollupDeps) {
+  const cachedAnswer = cachedAnswerer(cache, deps);
+  return function answer(
+    c: Context<AppEnv>,
+    spec: AnswerSpec,
+    query?: AnalyticsQuery,
+  ): Promise<{ body: Record<string, unknown>; status: CacheStatus }> {
+    const bypass = /(^|,)\s*no-cache\s*(,|$)/i.test(c.req.header("cache-control") ?? "");
+    return cachedAnswer(c.get("tenantId")!, spec, query ?? c.req.query() as AnalyticsQuery, { bypass });
   };
 }
 

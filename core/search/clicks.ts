@@ -19,6 +19,3 @@ export function clickEvent(click: ClickPayload, at: Date, referringUrl: string |
     referring_url: referringUrl,
   };
 }
-
-/** Whether following a link counts as a click: HEAD comes from link unfurlers and prefetchers, not readers. */
-export const countsAsClick = (method: string): boolean => method === "GET";
