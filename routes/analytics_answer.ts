@@ -15,6 +15,9 @@ export interface AnswerSpec {
   compute: (tenantId: string, q: AnalyticsQuery) => Promise<Record<string, unknown>>;
 }
 
+// The misses being computed, per cache (a process has one cache; tests build several).
+const inflight = new WeakMap<AnalyticsCache, Map<string, Promise<string>>>();
+
 /**
  * Answers an analytics query from the KV cache or by computing it, outside HTTP: the REST routes
  * (through {@link analyticsAnswerer}) and the MCP tools share it, so one query is one cache entry
@@ -23,6 +26,23 @@ export interface AnswerSpec {
  * caller's own query. `bypass` skips the read and refreshes the entry.
  */
 export function cachedAnswerer(cache: AnalyticsCache, deps: RollupDeps) {
+  let running = inflight.get(cache);
+  if (!running) inflight.set(cache, running = new Map());
+  const computing = running;
+  /** Computes and stores the entry `k`; concurrent misses of one key (a JSON-RPC batch) share one run. */
+  const fill = (k: Deno.KvKey, compute: () => Promise<Record<string, unknown>>) => {
+    const id = JSON.stringify(k);
+    let run = computing.get(id);
+    if (!run) {
+      run = (async () => {
+        const body = await compute();
+        await cache.set(k, JSON.stringify(body));
+        return JSON.stringify(body);
+      })().finally(() => computing.delete(id));
+      computing.set(id, run);
+    }
+    return run;
+  };
   return async function cachedAnswer(
     tenantId: string,
     spec: AnswerSpec,
@@ -38,10 +58,8 @@ export function cachedAnswerer(cache: AnalyticsCache, deps: RollupDeps) {
       const cached = bypass ? null : await cache.get(k);
       if (cached !== null) body = JSON.parse(cached);
       status = body !== null ? "HIT" : bypass ? "BYPASS" : "MISS";
-      if (body === null) {
-        body = await spec.compute(tenantId, q);
-        await cache.set(k, JSON.stringify(body));
-      }
+      // Each waiter gets its own copy: the `filters` echo below is per caller.
+      if (body === null) body = JSON.parse(await fill(k, () => spec.compute(tenantId, q)));
     }
     body ??= await spec.compute(tenantId, q);
     if ("filters" in body) body.filters = supplied(q, spec.echo);
