@@ -81,6 +81,8 @@ export function createEventRoutes(
       origin: async (origin) => (await widgetOrigins.allows(origin)) ? origin : null,
       allowMethods: ["POST", "OPTIONS"],
       allowHeaders: ["content-type"],
+      // A widget backing off after a 429 needs to read when to retry.
+      exposeHeaders: ["Retry-After"],
       maxAge: 600,
     }),
   );

@@ -62,6 +62,9 @@ Deno.test("POST /v1/events: 12,000 forged events from one address are refused af
     const res = await post(w, forged(b));
     assert.equal(res.status, 429);
     assert.ok(Number(res.headers.get("retry-after")) >= 1);
+    // The widget (another origin) may read when to retry.
+    assert.equal(res.headers.get("access-control-allow-origin"), ORIGIN);
+    assert.equal(res.headers.get("access-control-expose-headers"), "Retry-After");
     assert.deepEqual(await res.json(), { message: "rate limit exceeded: too many requests from this address" });
   }
   assert.equal(await kvEntries(w), before, "refused batches leave no trace in KV");
