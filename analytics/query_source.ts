@@ -18,8 +18,8 @@ const CHANNELS = new Set<TrendChannel>(["widget", "server", "click"]);
 
 /**
  * Recent trending signals from analytics: the Ask AI queries (event `query`) of the data model's
- * tenant asked of the AI models grounded in that data model, and the clicks on its articles, in
- * the window. Read through the `trending_signals` rollup (bound parameters), one row per distinct
+ * tenant asked of the AI models grounded in that data model, the searches served in it (`api_call`)
+ * and the clicks on its articles, in the window. Read through the `trending_signals` rollup (bound parameters), one row per distinct
  * sender, session and text, at most {@link PER_SENDER} per sender, so flooding one prompt (or
  * many) from one sender, session or batch does not multiply it. Only flushed events count.
  */

@@ -1,5 +1,6 @@
--- Trending signals of a data model in a window: what was asked of its AI models (query events)
--- and which of its articles were clicked, one row per distinct (channel, sender, session, text).
+-- Trending signals of a data model in a window: what was asked of its AI models (query events),
+-- what was searched in it (the api_call of each served result page) and which of its articles
+-- were clicked, one row per distinct (channel, sender, session, text).
 -- A sender (client network key, agent identity, else session, else the event itself) keeps at
 -- most $per_sender rows per channel, its newest, so no sender or batch fills the signal.
 WITH signals AS (
@@ -20,6 +21,7 @@ WITH signals AS (
     AND (
       (event_type = 'query' AND list_contains($ai_agents, ai_agent)
         AND list_contains($interaction_types, interaction_type))
+      OR (event_type = 'api_call' AND interaction_type = 'search' AND data_model_id = $data_model_id)
       OR (event_type = 'click' AND click_type = 'article' AND data_model_id = $data_model_id)
     )
   GROUP BY ALL
