@@ -10,7 +10,7 @@ import { cors } from "hono/cors";
 import { WidgetOrigins } from "../core/widget_origins.ts";
 import { enforcePublicLimit } from "./middleware/public_limits.ts";
 import { clientAddress } from "./storefront/client_address.ts";
-import { clientKey } from "../core/client_key.ts";
+import { clientKey, senderNetwork } from "../core/client_key.ts";
 
 /** Most events one `POST /v1/events` may carry. */
 export const MAX_EVENTS_PER_BATCH = 500;
@@ -107,7 +107,7 @@ export function createEventRoutes(
       // Anyone can name a public widget id and set an Origin header: the widget path is bounded
       // per address and per widget, counted in events, before anything is looked up or stored.
       const address = clientAddress(c, deps.config.trustProxy);
-      await enforcePublicLimit(limits.perAddress, "address", address, events.length);
+      await enforcePublicLimit(limits.perAddress, "address", senderNetwork(address) ?? address, events.length);
       const widget = await deps.repos.widgets.get(widget_id);
       if (!widget || !widget.allowedOrigins.includes(origin)) throw originDenied();
       await enforcePublicLimit(limits.perWidget, "widget", widget.id, events.length);

@@ -4,7 +4,7 @@ import { notFound } from "../core/errors.ts";
 import { describeError } from "../core/log.ts";
 import { clickEvent } from "../core/search/clicks.ts";
 import { familyApp } from "./family.ts";
-import { clientAddress } from "./storefront/client_address.ts";
+import { limitAddress } from "./middleware/public_limits.ts";
 
 const clickRoute = createRoute({
   method: "get",
@@ -38,7 +38,7 @@ export function createRedirectRoutes(deps: Pick<Deps, "links" | "events" | "log"
         const verdict = await deps.clickGate.verdict(click, {
           method: c.req.method,
           userAgent: c.req.header("user-agent"),
-          address: clientAddress(c, deps.config.trustProxy),
+          address: limitAddress(c, deps.config.trustProxy),
           token,
         });
         if (verdict === "counted") {

@@ -6,6 +6,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { AppError } from "../../core/errors.ts";
 import type { FixedWindowLimiter } from "../../core/rate_limit.ts";
+import { senderNetwork } from "../../core/client_key.ts";
 import { clientAddress } from "../storefront/client_address.ts";
 import type { AppEnv } from "../env.ts";
 
@@ -67,5 +68,14 @@ export function publicRateLimit({ limiter, scope, key }: PublicRateLimitOptions)
   };
 }
 
-/** The key function of a per-address limit (the socket peer, or the trusted proxy's `X-Forwarded-For` hop). */
-export const byClientAddress = (trustProxy: number) => (c: Context<AppEnv>): string => clientAddress(c, trustProxy);
+/**
+ * The bucket of a per-address limit: the client address (the socket peer, or the trusted proxy's
+ * `X-Forwarded-For` hop), an IPv6 address as its /64, since one subscriber holds a whole /64.
+ */
+export function limitAddress(c: Context<AppEnv>, trustProxy: number): string {
+  const address = clientAddress(c, trustProxy);
+  return senderNetwork(address) ?? address;
+}
+
+/** The key function of a per-address limit ({@link limitAddress}). */
+export const byClientAddress = (trustProxy: number) => (c: Context<AppEnv>): string => limitAddress(c, trustProxy);

@@ -51,3 +51,21 @@ Deno.test("publicRateLimit() answers 429 {message} with Retry-After per key, bef
     kv.close();
   }
 });
+
+Deno.test("publicRateLimit() by address counts an IPv6 /64 as one client", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const clock = new FixedClock("2026-11-22T12:00:00Z");
+    const limiter = new FixedWindowLimiter(kv, clock, { scope: "v6", limit: 3, windowS: 60 });
+    const app = familyApp("message", memoryLogger());
+    app.use("*", publicRateLimit({ limiter, scope: "address", key: byClientAddress(1) }));
+    app.get("/", (c) => c.text("ok"));
+    const from = (address: string) => app.request("/", { headers: { "x-forwarded-for": address } });
+    const statuses = [];
+    for (let i = 1; i <= 5; i++) statuses.push((await from(`2001:db8:7:9::${i.toString(16)}`)).status);
+    assert.deepEqual(statuses, [200, 200, 200, 429, 429]);
+    assert.equal((await from("2001:db8:7:a::1")).status, 200, "the next /64 is another client");
+  } finally {
+    kv.close();
+  }
+});
