@@ -127,6 +127,10 @@ export async function prepareEvents(
       row.agent_identity = null;
       row.client_key = ctx.clientKey ?? null;
     }
+    // Only this service measures where a reader came from: a sent client_key is refused, not rewritten.
+    if (ctx.source !== "internal" && e.client_key !== undefined) {
+      throw invalid(i, "client_key", "is recorded by the service itself, not sent");
+    }
     let widget: Widget | null = null;
     if (row.widget_id) {
       widget = await widgetOf(row.widget_id);

@@ -94,6 +94,7 @@ export const eventInputSchema = z.object({
   publisher_id: token().optional(),
   ad_partner: token(64).optional(),
   agent_identity: z.string().min(1).max(200).optional(),
+  client_key: z.string().regex(/^[0-9a-f]{16}$/, { error: "must be 16 hex digits" }).optional(),
   in_view_pct: z.number().min(0).max(100).optional(),
   in_view_ms: z.number().int().min(0).max(86_400_000).optional(),
 }).superRefine((e, ctx) => {
@@ -294,7 +295,7 @@ export function toRow(
     visit_viewable: false,
     visit_query_no: null,
     sponsored_start: false,
-    client_key: null,
+    client_key: n(e.client_key),
   };
 }
 

@@ -5,6 +5,8 @@ import { describeError } from "../core/log.ts";
 import { clickEvent } from "../core/search/clicks.ts";
 import { familyApp } from "./family.ts";
 import { limitAddress } from "./middleware/public_limits.ts";
+import { clientAddress } from "./storefront/client_address.ts";
+import { clientKey } from "../core/client_key.ts";
 
 const clickRoute = createRoute({
   method: "get",
@@ -42,7 +44,9 @@ export function createRedirectRoutes(deps: Pick<Deps, "links" | "events" | "log"
           token,
         });
         if (verdict === "counted") {
-          await deps.events.record([clickEvent(click, deps.clock.now(), c.req.header("referer"))]);
+          // The clicker's network key: trending counts one sender per network (docs/events-and-metrics.md).
+          const sender = await clientKey(clientAddress(c, deps.config.trustProxy));
+          await deps.events.record([clickEvent(click, deps.clock.now(), c.req.header("referer"), sender)]);
         }
       } catch (err) {
         // A lost click must not cost the reader the article.

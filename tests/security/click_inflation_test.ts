@@ -55,7 +55,12 @@ Deno.test("GET /r/{token}: another address counts on its own; one address is lim
   const path = new URL(w.deps.links.trackingUrl(article, CTX)).pathname;
   await follow(w, path, { "x-forwarded-for": "203.0.113.1" });
   await follow(w, path, { "x-forwarded-for": "203.0.113.2" });
-  assert.equal((await clicks(w)).length, 2);
+  const two = await clicks(w);
+  assert.equal(two.length, 2);
+  // Each click carries its reader's network key (for trending), never the address itself.
+  assert.match(String(two[0]!.client_key), /^[0-9a-f]{16}$/);
+  assert.notEqual(two[0]!.client_key, two[1]!.client_key);
+  assert.ok(!JSON.stringify(two).includes("203.0.113."));
   // One address following many different links: only CLICKS_PER_MIN_PER_ADDRESS count per minute.
   for (let i = 0; i < 20; i++) {
     const link = new URL(w.deps.links.trackingUrl({ ...article, id: `ar_01JX00000000000000000001${i}` }, CTX));

@@ -80,7 +80,7 @@ async function world() {
     const words = /trending keywords: ([^;]*)/.exec(res.json.response.message)?.[1]?.split(", ") ?? [];
     return { words, urls: res.json.response.results.map((x: { url: string }) => x.url) as string[] };
   };
-  return Object.assign(w, { send, ask, trending });
+  return Object.assign(w, { send, ask, trending, widget: () => Promise.resolve(wd) });
 }
 
 Deno.test("trending: one forged batch of 500 identical prompts from one session does not change the top keywords", async () => {
@@ -116,4 +116,23 @@ Deno.test("trending: distinct readers still make a trend (the signal is filtered
   assert.ok(words.slice(0, 2).includes("watches"), words.join());
   assert.ok(words.includes("cup"), words.join());
   assert.ok(urls.includes("https://gamma.example/watches"), urls.join());
+});
+
+Deno.test("trending: a widget or server batch cannot choose its sender key (client_key is refused)", async () => {
+  await using w = await world();
+  const forged = { ...w.ask("s-1", "replica watches"), client_key: "0123456789abcdef" };
+  const widgetId = (await w.widget()).id;
+  const senders: [Record<string, string>, Record<string, unknown>][] = [
+    [{ origin: ORIGIN }, { widget_id: widgetId }],
+    [{ authorization: `Bearer ${w.key}` }, {}],
+  ];
+  for (const [headers, extra] of senders) {
+    const res = await w.app.request("/v1/events", {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json" },
+      body: JSON.stringify({ ...extra, events: [forged] }),
+    });
+    assert.equal(res.status, 422);
+    assert.deepEqual(await res.json(), { message: "events.0.client_key: is recorded by the service itself, not sent" });
+  }
 });
