@@ -109,7 +109,7 @@ export class ClickGate {
 
   /**
    * @param token the link's token as followed (the dedupe key is its hash)
-   * @param address the client address (routes/storefront/client_address.ts)
+   * @param address the client address, an IPv6 one as its /64 (routes/middleware/public_limits.ts `limitAddress`)
    */
   async verdict(
     click: ClickPayload,

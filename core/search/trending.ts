@@ -141,11 +141,6 @@ export function signalKeywords(
   return normalizeTop(combined);
 }
 
-/** Keywords of recent queries (one channel, no senders): each query's terms weighted by how often it was asked. */
-export function queryKeywords(queries: QueryCount[], surface?: Map<string, string>): Map<string, number> {
-  return signalKeywords(queries.map(({ query, count }) => ({ query, count })), surface);
-}
-
 /** Merges both sources (each normalised to 1) into the final keyword list, strongest first. */
 export function mergeTrends(
   fromQueries: Map<string, number>,

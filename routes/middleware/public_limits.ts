@@ -18,7 +18,7 @@ export type PublicLimitScope = "address" | "widget" | "widget_daily";
 const LIMITED_MESSAGES: Record<PublicLimitScope, string> = {
   address: "rate limit exceeded: too many requests from this address",
   widget: "rate limit exceeded: too many requests for this widget",
-  widget_daily: "rate limit exceeded: this widget's daily event quota is used up",
+  widget_daily: "rate limit exceeded: this widget's daily quota is used up",
 };
 
 /** The 429 of a public limit, with `Retry-After` (seconds). */

@@ -100,7 +100,7 @@ Deno.test("POST /v1/events: four senders are bounded by the per-widget limit, an
   w.clock.advance(60_000);
   const daily = await post(w, forged(202), "203.0.113.3");
   assert.equal(daily.status, 429);
-  assert.deepEqual(await daily.json(), { message: "rate limit exceeded: this widget's daily event quota is used up" });
+  assert.deepEqual(await daily.json(), { message: "rate limit exceeded: this widget's daily quota is used up" });
   // Retry-After points at the next UTC midnight.
   const retry = Number(daily.headers.get("retry-after"));
   const untilMidnight = 86_400 - (w.clock.now().getTime() / 1000) % 86_400;
