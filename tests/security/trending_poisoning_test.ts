@@ -5,6 +5,7 @@
  * senders and sessions per channel: one sender, session or batch adds at most 1 to it.
  */
 import assert from "node:assert/strict";
+import { impressionEvents } from "../../analytics/impressions.ts";
 import { newId } from "../../core/ids.ts";
 import { hoursAgo, search, searchWorld } from "../search/_world.ts";
 
@@ -135,4 +136,17 @@ Deno.test("trending: a widget or server batch cannot choose its sender key (clie
     assert.equal(res.status, 422);
     assert.deepEqual(await res.json(), { message: "events.0.client_key: is recorded by the service itself, not sent" });
   }
+});
+
+Deno.test("trending: searches count per caller (one paying agent repeating a search is one voice)", async () => {
+  await using w = await world();
+  const searched = (caller: string, query: string) =>
+    impressionEvents({ tenantId: w.tenantId, dataModelId: w.dm.id, query, caller, at: w.clock.now(), results: [] });
+  // The events a page of results records (what the search engine hands to analytics).
+  await w.deps.events.record(Array.from({ length: 50 }, () => searched("payproxy:agent-1", "replica watches")).flat());
+  const alone = await w.trending();
+  assert.ok(!alone.words.includes("watches"), alone.words.join());
+  await w.deps.events.record(["payproxy:agent-2", "payproxy:agent-3"].flatMap((a) => searched(a, "replica watches")));
+  const several = await w.trending();
+  assert.ok(several.words.includes("watches"), several.words.join());
 });
