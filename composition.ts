@@ -30,6 +30,8 @@ import { Loopback } from "./core/net/loopback.ts";
 import { SafeFetcher } from "./core/net/safe_fetch.ts";
 import { createPayproxyServices, type PayproxyServices } from "./core/payproxy/mod.ts";
 import { FixedWindowLimiter } from "./core/rate_limit.ts";
+import { type EventLimiters, eventLimiters } from "./core/public_limits.ts";
+import { ClickGate } from "./core/search/click_gate.ts";
 import { OpenAiEmbeddings } from "./core/search/embeddings/openai.ts";
 import type { EmbeddingProvider } from "./core/search/embeddings/provider.ts";
 import { defaultCacheName, LocalEmbeddings } from "./core/search/embeddings/wink.ts";
@@ -93,6 +95,10 @@ export interface Deps {
   readonly analyticsVisits: VisitCube;
   /** Requests per API key per minute on the analytics rollups. */
   readonly analyticsLimiter: FixedWindowLimiter;
+  /** Widget events on `/v1/events`: per address, per widget, daily per widget. */
+  readonly eventLimiters: EventLimiters;
+  /** Which follows of a tracking link count as clicks (bots, repeats, floods and expired links do not). */
+  readonly clickGate: ClickGate;
   /** Payproxy signing secrets, signature verifier, allowance client and counters. */
   readonly payproxy: PayproxyServices;
   /** Plans, payments, entitlements and the paid proxy. */
@@ -183,7 +189,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
   events.beforeStop(() => impressions.flush());
 
   const urlAnalyzer = overrides.urlAnalyzer ?? new WebPageAnalyzer({ fetcher: safeFetch, clock });
-  const links = new SignedLinks({ kv, clock, baseUrl: config.baseUrl });
+  const links = new SignedLinks({ kv, clock, baseUrl: config.baseUrl, clickTtlS: config.clicks.linkTtlS });
   const search = overrides.search ?? new SearchEngine({
     kv,
     clock,
@@ -319,6 +325,18 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
       scope: "rate_limit_analytics",
       limit: config.analyticsRateLimitPerMin,
       windowS: 60,
+    }),
+    eventLimiters: eventLimiters(kv, clock, config.eventLimits),
+    clickGate: new ClickGate({
+      kv,
+      clock,
+      perAddress: new FixedWindowLimiter(kv, clock, {
+        scope: "clicks_address",
+        limit: config.clicks.perAddressPerMin,
+        windowS: 60,
+      }),
+      dedupeWindowS: config.clicks.dedupeWindowS,
+      linkTtlS: config.clicks.linkTtlS,
     }),
     payproxy,
     commerce,

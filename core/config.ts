@@ -97,6 +97,12 @@ const envSchema = z.object({
   EVENTS_COMPACT_MIN_FILES: int("EVENTS_COMPACT_MIN_FILES", 2, 100_000).default(24),
   EVENTS_FLUSH_LEASE_S: int("EVENTS_FLUSH_LEASE_S", 1, 3600).default(15),
   EVENTS_MAX_BODY_BYTES: int("EVENTS_MAX_BODY_BYTES", 1024, 256 * 1024 * 1024).default(8 * 1024 * 1024),
+  EVENTS_PER_MIN_PER_ADDRESS: int("EVENTS_PER_MIN_PER_ADDRESS", 1, 100_000_000).default(1200),
+  EVENTS_PER_MIN_PER_WIDGET: int("EVENTS_PER_MIN_PER_WIDGET", 1, 100_000_000).default(60_000),
+  EVENTS_PER_DAY_PER_WIDGET: int("EVENTS_PER_DAY_PER_WIDGET", 1, 1_000_000_000).default(5_000_000),
+  CLICKS_PER_MIN_PER_ADDRESS: int("CLICKS_PER_MIN_PER_ADDRESS", 1, 1_000_000).default(30),
+  CLICK_DEDUPE_WINDOW_S: int("CLICK_DEDUPE_WINDOW_S", 1, 86_400).default(1800),
+  CLICK_LINK_TTL_S: int("CLICK_LINK_TTL_S", 60, 365 * 86_400).default(7 * 86_400),
   EMBEDDINGS_PROVIDER: z.enum(["local", "openai"], { error: "EMBEDDINGS_PROVIDER must be local or openai" })
     .default("local"),
   EMBEDDINGS_BASE_URL: url("EMBEDDINGS_BASE_URL").optional(),
@@ -211,6 +217,10 @@ export interface Config {
   eventsFlushLeaseS: number;
   /** Largest `POST /v1/events` body. */
   eventsMaxBodyBytes: number;
+  /** Limits of widget events on `POST /v1/events` (per address, per widget, daily per widget). */
+  eventLimits: { perAddressPerMin: number; perWidgetPerMin: number; perWidgetPerDay: number };
+  /** Counting of tracking-link clicks (`/r/{token}`): per-address limit, dedupe window, link lifetime. */
+  clicks: { perAddressPerMin: number; dedupeWindowS: number; linkTtlS: number };
   /** Article embeddings: local word vectors, or an OpenAI-compatible `/v1/embeddings` server. */
   embeddings: {
     provider: "local" | "openai";
@@ -359,6 +369,16 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     eventsCompactMinFiles: e.EVENTS_COMPACT_MIN_FILES,
     eventsFlushLeaseS: e.EVENTS_FLUSH_LEASE_S,
     eventsMaxBodyBytes: e.EVENTS_MAX_BODY_BYTES,
+    eventLimits: {
+      perAddressPerMin: e.EVENTS_PER_MIN_PER_ADDRESS,
+      perWidgetPerMin: e.EVENTS_PER_MIN_PER_WIDGET,
+      perWidgetPerDay: e.EVENTS_PER_DAY_PER_WIDGET,
+    },
+    clicks: {
+      perAddressPerMin: e.CLICKS_PER_MIN_PER_ADDRESS,
+      dedupeWindowS: e.CLICK_DEDUPE_WINDOW_S,
+      linkTtlS: e.CLICK_LINK_TTL_S,
+    },
     embeddings: {
       provider: e.EMBEDDINGS_PROVIDER,
       baseUrl: e.EMBEDDINGS_BASE_URL,

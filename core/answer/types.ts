@@ -16,6 +16,11 @@ export interface AnswerContext {
   deploymentType?: string;
   /** The page the question was asked from. */
   referringUrl?: string;
+  /**
+   * Key of the reader's network (core/client_key.ts) on answers public routes serve (the widget's):
+   * trending counts all of a network's questions as one sender, whatever session ids they carry.
+   */
+  clientKey?: string;
 }
 
 /** An article a text answer cites. */

@@ -25,7 +25,7 @@ import type { EmbeddingProvider } from "./embeddings/provider.ts";
 import { articleBag, bagOf, DataModelIndex, type QueryRep, storableTerms } from "./index.ts";
 import { DEFAULT_VECTOR_WEIGHT, type Fusion, FUSION_V2, retrievalFusion } from "./retrieval_mode.ts";
 import { directLinks, type LinkBuilder, type QuerySource, RecentQueryLog, type UrlAnalyzer } from "./ports.ts";
-import { mergeTrends, queryKeywords, titleBursts, type TrendingKeyword } from "./trending.ts";
+import { mergeTrends, signalKeywords, titleBursts, type TrendingKeyword } from "./trending.ts";
 import { terms } from "./tokenizer.ts";
 import type {
   RetrievedArticle,
@@ -658,7 +658,8 @@ export class SearchEngine implements Search {
         } catch { /* not a URL we could canonicalise */ }
       }
     } else {
-      this.queryLog.record(dataModel.id, query, now);
+      // A named caller (a paying agent, an MCP client) is one sender however often it searches.
+      this.queryLog.record(dataModel.id, query, now, context.caller);
     }
 
     // Payproxy's search_type and search_version (also a bearer query parameter) pick the fusion.
@@ -790,9 +791,20 @@ export class SearchEngine implements Search {
       this.options.log.warn("query events unavailable for trending", { error: describeError(err) });
     }
     // Analytics has no query events yet (or failed): the queries this process served stand in.
-    if (queries.length === 0) queries = await this.queryLog.recentQueries(dataModelId, since, now);
+    if (!queries.some((q) => q.channel !== "click")) {
+      queries = [...queries, ...await this.queryLog.recentQueries(dataModelId, since, now)];
+    }
     const surface = new Map<string, string>();
-    const trends = mergeTrends(queryKeywords(queries, surface), titleBursts(index, nowUnix, surface), surface);
+    const titleOf = (url: string) => {
+      try {
+        const slot = index.slotOf(canonicalUrl(url));
+        return slot === undefined ? undefined : index.cards[slot]!.title;
+      } catch {
+        return undefined; // not a URL we can canonicalise
+      }
+    };
+    const fromSignals = signalKeywords(queries, surface, titleOf);
+    const trends = mergeTrends(fromSignals, titleBursts(index, nowUnix, surface), surface);
     this.trendCache.set(dataModelId, { key, trends });
     return trends;
   }

@@ -9,8 +9,9 @@
  *   before any search runs.
  */
 import { Challenge, Credential, Errors, Receipt } from "mppx";
-import { ASK_AI_FILTERS, askAiRollup, normaliseQuery } from "../../analytics/rollups.ts";
-import type { AnalyticsQuery } from "../../analytics/rollups.ts";
+import { ASK_AI_FILTERS, ASK_AI_PARAMS, askAiRollup } from "../../analytics/rollups.ts";
+import type { AnalyticsQuery, RollupDeps } from "../../analytics/rollups.ts";
+import { cachedAnswerer } from "../analytics_answer.ts";
 import { planCovers } from "../../core/commerce/catalog.ts";
 import { formatUsd } from "../../core/commerce/money.ts";
 import type { PaidProxy } from "../../core/commerce/proxy.ts";
@@ -73,7 +74,10 @@ export interface McpAccess {
   analyticsSummary(args: Record<string, string | undefined>): Promise<Record<string, unknown>>;
 }
 
-type TenantDeps = Pick<Deps, "repos" | "search" | "answer" | "analytics" | "clock">;
+type TenantDeps = Pick<
+  Deps,
+  "repos" | "search" | "answer" | "analytics" | "clock" | "analyticsCache" | "analyticsMemo" | "analyticsVisits"
+>;
 
 /**
  * Caller identity of MCP calls made with a tenant API key (agent readership, tracking links): the
@@ -125,12 +129,25 @@ export class TenantAccess implements McpAccess {
     return (await this.deps.repos.aiModels.listByTenant(this.tenantId)).map((m) => ({ id: m.id, name: m.name }));
   }
 
+  /** The `/v1/analytics/ask-ai` answer for these filters, from the same KV answer cache as REST. */
   async analyticsSummary(args: Record<string, string | undefined>): Promise<Record<string, unknown>> {
     const q: AnalyticsQuery = {};
     for (const [k, v] of Object.entries(args)) if (v !== undefined) q[k] = v;
-    const rollupDeps = { engine: this.deps.analytics, repos: this.deps.repos, clock: this.deps.clock };
-    await normaliseQuery(rollupDeps, q, ASK_AI_FILTERS);
-    return await askAiRollup(rollupDeps, this.tenantId, q) as Record<string, unknown>;
+    const rollupDeps: RollupDeps = {
+      engine: this.deps.analytics,
+      repos: this.deps.repos,
+      clock: this.deps.clock,
+      memo: this.deps.analyticsMemo,
+      visits: this.deps.analyticsVisits,
+    };
+    const answer = cachedAnswerer(this.deps.analyticsCache, rollupDeps);
+    const { body } = await answer(this.tenantId, {
+      endpoint: "ask-ai",
+      echo: ASK_AI_FILTERS,
+      keyParams: ASK_AI_PARAMS,
+      compute: (tenantId, query) => askAiRollup(rollupDeps, tenantId, query) as Promise<Record<string, unknown>>,
+    }, q);
+    return body;
   }
 }
 

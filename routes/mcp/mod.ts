@@ -74,8 +74,17 @@ async function runTool(access: McpAccess, name: string, args: unknown, payment: 
   }
 }
 
-/** A fresh low-level MCP server for one request, bound to the caller's access. */
-function mcpServer(access: McpAccess, deps: Pick<Deps, "log">, requestId: string): Server {
+/**
+ * A fresh low-level MCP server for one request, bound to the caller's access. Every tool call is
+ * one hit on the analytics limiter under `limitKey` (the REST bucket of the same API key), so a
+ * JSON-RPC batch of 100 calls is 100 hits; over the limit a call answers a tool error.
+ */
+function mcpServer(
+  access: McpAccess,
+  deps: Pick<Deps, "log" | "analyticsLimiter">,
+  requestId: string,
+  limitKey: string,
+): Server {
   const server = new Server(
     { name: MCP_SERVER_NAME, version: API_VERSION },
     {
@@ -88,6 +97,13 @@ function mcpServer(access: McpAccess, deps: Pick<Deps, "log">, requestId: string
   server.setRequestHandler(CallToolRequestSchema, async (request: CallToolRequest) => {
     const { name, arguments: args, _meta } = request.params;
     const payment: CallPayment = { meta: (_meta ?? {}) as Record<string, unknown> };
+    const limited = await deps.analyticsLimiter.hit(limitKey);
+    if (!limited.allowed) {
+      return {
+        content: [{ type: "text", text: `Rate limit exceeded: try again in ${limited.retryAfterS} s` }],
+        isError: true,
+      } as never;
+    }
     try {
       return withReceipt(await runTool(access, name, args, payment), payment);
     } catch (err) {
@@ -136,6 +152,7 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
         throw err;
       }
       c.set("tenantId", record.tenantId);
+      c.set("apiKey", record);
       return new TenantAccess(deps, record.tenantId, requestId);
     }
     let principal;
@@ -160,7 +177,9 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
 
   documented(app, mcpPostDoc, async (c) => {
     const access = await authenticate(c);
-    const server = mcpServer(access, deps, c.get("requestId"));
+    // Tool calls share the REST analytics bucket of the same API key; agents get one per credential.
+    const limitKey = c.get("apiKey")?.id ?? c.get("caller")!;
+    const server = mcpServer(access, deps, c.get("requestId"), limitKey);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
