@@ -22,6 +22,8 @@
  *     prompts
  *   /r/{token}                            routes/redirect.ts
  *   /img                                  routes/images.ts
+ *   /widget/v1/{wd}/config, ask,          routes/widget/api.ts (public, origin-checked)
+ *     recommend
  *   storefront (AGENT_AUTH_URL)           routes/storefront/mod.ts mounts:
  *     /agent/identity/...                   identity.ts
  *     /agent/entitlements, /network/...     entitlements.ts
@@ -58,6 +60,7 @@ import { createResourceRoutes } from "./resources.ts";
 import { createSearchRoutes } from "./search.ts";
 import { mountStorefront } from "./storefront/mod.ts";
 import { createSystemRoutes } from "./system.ts";
+import { createWidgetApiRoutes } from "./widget/api.ts";
 
 import { API_VERSION } from "./version.ts";
 
@@ -110,6 +113,8 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
 
   mount(app, "/r", createRedirectRoutes(deps));
   mount(app, "/img", createImageRoutes(deps));
+  // The public widget API (after the widget's asset routes, which share the prefix).
+  mount(app, "/widget/v1", createWidgetApiRoutes(deps));
   mountStorefront(app, deps);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
