@@ -25,7 +25,8 @@ const widgetRecord = z.record(z.string(), z.unknown()).openapi("WidgetRecord", {
     "configuration fields (title, placeholder, mode, position, theme, colors, promptIds, campaignIds, " +
     "recommendations, attribution, dailyAnswerCap); absent fields take their defaults",
 });
-const settingsBody = widgetSettingsSchema.openapi("WidgetSettings", {
+// A derived schema: the core one may be built before zod-openapi extended zod.
+const settingsBody = widgetSettingsSchema.extend({}).openapi("WidgetSettings", {
   description: "Only the fields given change. `prompts`: configured prompt ids (`pm_...`) or texts (a text " +
     "becomes a configured prompt of the tenant). `attribution.show_powered_by: false` needs a white-label plan.",
 });
