@@ -299,11 +299,21 @@ export function createWidgetApiRoutes(deps: Deps_) {
     app.use(path, ...widgetRateLimits(deps, { perWidget: true }), body);
   }
 
+  // Building a configuration reads the tenant's prompts and campaigns: kept as briefly as widgets.
+  const configs = boundedCache<string, { text: string; etag: string }>({
+    max: 10_000,
+    ttlMs: WIDGET_CACHE_MS,
+    now: () => deps.clock.now().getTime(),
+  });
   app.openapi(configRoute, async (c) => {
     const widget = c.get("widget")!;
-    const config = await publicWidgetConfig(deps.repos, widget, attributionUrl);
-    const text = JSON.stringify(config);
-    const etag = `"${(await sha256Hex(text)).slice(0, 32)}"`;
+    let built = configs.get(widget.id);
+    if (!built) {
+      const text = JSON.stringify(await publicWidgetConfig(deps.repos, widget, attributionUrl));
+      built = { text, etag: `"${(await sha256Hex(text)).slice(0, 32)}"` };
+      configs.set(widget.id, built);
+    }
+    const { text, etag } = built;
     const headers = { "ETag": etag, "Cache-Control": `public, max-age=${CONFIG_MAX_AGE_S}` };
     const ifNoneMatch = c.req.header("if-none-match") ?? "";
     if (ifNoneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag)) {

@@ -250,3 +250,17 @@ Deno.test("POST /widget/v1/{wd}/recommend answers 404 recommendations_disabled w
     code: "recommendations_disabled",
   });
 });
+
+Deno.test("the widget routes and widget configuration routes are in the OpenAPI document", async () => {
+  await using w = await widgetWorld();
+  const doc = await (await w.app.request("/openapi.json")).json();
+  assert.ok(doc.paths["/widget/v1/{wd}/config"].get);
+  assert.ok(doc.paths["/widget/v1/{wd}/ask"].post.responses["200"].content["text/event-stream"]);
+  assert.ok(doc.paths["/widget/v1/{wd}/recommend"].post);
+  assert.ok(doc.paths["/v1/widgets/{id}"].patch);
+  assert.ok(doc.paths["/v1/widgets/{id}"].get);
+  assert.ok(doc.paths["/v1/widgets"].post);
+  for (const name of ["WidgetConfig", "WidgetAskRequest", "WidgetAnswer", "WidgetError", "WidgetSettings"]) {
+    assert.ok(doc.components.schemas[name], name);
+  }
+});
