@@ -110,6 +110,10 @@ const configRoute = createRoute({
   },
 });
 
+const eventToken = (max: number) =>
+  z.string().max(max, { error: `must be at most ${max} characters` }).regex(SESSION_ID, {
+    error: "must be letters, digits and . _ : @ / + -",
+  });
 const interactionTypes = ["free_form", "suggested_prompt", "sponsored_prompt", "automated_followup"] as const;
 const askSchema = z.object({
   query: z.string().trim().min(1, { error: "must not be empty" }).max(MAX_WIDGET_QUERY_CHARS, {
@@ -122,6 +126,14 @@ const askSchema = z.object({
     content: z.string().max(MAX_HISTORY_CHARS, { error: `must be at most ${MAX_HISTORY_CHARS} characters` }),
   })).max(MAX_HISTORY_TURNS, { error: `must hold at most ${MAX_HISTORY_TURNS} turns` }).optional(),
   page_url: httpUrl.optional(),
+  // The embed's attributes: the clicks of this answer's citations carry them like the widget's own events.
+  placement_id: eventToken(128).optional().openapi({ description: "The embed's `placement-id`" }),
+  deployment_type: eventToken(64).optional().openapi({
+    description: "The embed's `deployment-type` (default: the widget's)",
+  }),
+  creative_id: eventToken(128).optional().openapi({ description: "Ad macro `creative-id`" }),
+  line_item_id: eventToken(128).optional().openapi({ description: "Ad macro `line-item-id`" }),
+  publisher_id: eventToken(128).optional().openapi({ description: "Ad macro `publisher-id`" }),
 }).openapi("WidgetAskRequest");
 
 const citationSchema = z.object({
@@ -334,7 +346,9 @@ export function createWidgetApiRoutes(deps: Deps_) {
       widgetId: widget.id,
       sessionId: input.session_id,
       interactionType: input.interaction_type,
-      deploymentType: widget.deploymentType,
+      deploymentType: input.deployment_type ?? widget.deploymentType,
+      ...(input.placement_id ? { placementId: input.placement_id } : {}),
+      adMacros: { creative_id: input.creative_id, line_item_id: input.line_item_id, publisher_id: input.publisher_id },
       ...(input.page_url ? { referringUrl: input.page_url } : {}),
       // The widget sends its own `query` event with prompt and response.
       recordQuery: false,

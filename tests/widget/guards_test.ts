@@ -163,6 +163,7 @@ Deno.test("widget routes refuse bodies over the limit with 413 and bad fields wi
     [{ ...ASK, history: Array(7).fill({ role: "user", content: "hi" }) }, "history: must hold at most 6 turns"],
     [{ ...ASK, history: [{ role: marker, content: "hi" }] }, "history.0.role"],
     [{ ...ASK, page_url: `javascript:${marker}` }, "page_url: must be an absolute http(s) URL"],
+    [{ ...ASK, placement_id: marker }, "placement_id: must be letters, digits and . _ : @ / + -"],
   ];
   for (const [body, message] of cases) {
     const res = await w.call(`/${a.widget.id}/ask`, { body });

@@ -165,7 +165,15 @@ Deno.test("POST /widget/v1/{wd}/ask streams token events, then citations, relate
 Deno.test("POST /widget/v1/{wd}/ask citations are tracking links whose click counts for the widget's session", async () => {
   await using w = await widgetWorld();
   const a = await w.tenant("Acme");
-  const res = await w.call(`/${a.widget.id}/ask`, { body: { ...ASK, interaction_type: "suggested_prompt" } });
+  const res = await w.call(`/${a.widget.id}/ask`, {
+    body: {
+      ...ASK,
+      interaction_type: "suggested_prompt",
+      placement_id: "article-footer",
+      creative_id: "cr_77",
+      line_item_id: "li_5",
+    },
+  });
   assert.equal(res.status, 200);
   const body = await res.json();
   assert.deepEqual(Object.keys(body).sort(), ["answer", "citations", "related_questions", "request_id"]);
@@ -183,6 +191,12 @@ Deno.test("POST /widget/v1/{wd}/ask citations are tracking links whose click cou
   assert.equal(clicks[0]!.session_id, "sess-1");
   assert.equal(clicks[0]!.ai_agent, a.model.id);
   assert.equal(clicks[0]!.tenant_id, a.tenantId);
+  // The embed's placement and macros, as on the widget's own events (spec 4.5 filters).
+  assert.equal(clicks[0]!.placement_id, "article-footer");
+  assert.equal(clicks[0]!.deployment_type, "embed");
+  assert.equal(clicks[0]!.creative_id, "cr_77");
+  assert.equal(clicks[0]!.line_item_id, "li_5");
+  assert.equal(clicks[0]!.publisher_id, null);
 });
 
 Deno.test("POST /widget/v1/{wd}/ask makes a short follow-up standalone from history", async () => {
