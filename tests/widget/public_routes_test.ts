@@ -236,10 +236,19 @@ Deno.test("POST /widget/v1/{wd}/recommend finds articles like the page without f
     assert.ok(r.image_url === null || r.image_url.startsWith("http://svc.test/img?src="));
   }
 
-  res = await w.call(`/${a.widget.id}/recommend`, { body: { query: "bus fares" } });
+  res = await w.call(`/${a.widget.id}/recommend`, {
+    body: { query: "bus fares", session_id: "sess-9", placement_id: "sidebar" },
+  });
   body = await res.json();
   assert.equal(body.results.length, 3, "limit defaults to 3");
   assert.equal(body.results[0].title, "Bus fares to rise in January");
+  // A followed result counts as the widget's click, in the reader's session.
+  await w.deps.events.wal.take(1000); // the impressions so far
+  assert.equal((await w.app.request(new URL(body.results[0].url).pathname)).status, 302);
+  const [click] = (await recorded(w)).filter((e) => e.event_type === "click");
+  assert.equal(click!.widget_id, a.widget.id);
+  assert.equal(click!.session_id, "sess-9");
+  assert.equal(click!.placement_id, "sidebar");
 
   // A page the data model does not hold: the words of its address, not a fetch.
   res = await w.call(`/${a.widget.id}/recommend`, {
