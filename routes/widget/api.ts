@@ -318,7 +318,11 @@ function placementOf(
 
 /** Words of a page address's path, as a query: `/2026/11/storm-floods-roads` -> `storm floods roads`. */
 function addressWords(pageUrl: string): string {
-  const path = decodeURIComponent(new URL(pageUrl).pathname).replace(/\.[a-z0-9]{2,5}$/i, "");
+  let path = new URL(pageUrl).pathname;
+  try {
+    path = decodeURIComponent(path);
+  } catch { /* a malformed escape: its letters still split into words */ }
+  path = path.replace(/\.[a-z0-9]{2,5}$/i, "");
   return path.split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 1 && !/^\d+$/.test(w)).slice(0, 12).join(" ");
 }
 
