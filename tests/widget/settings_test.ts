@@ -199,3 +199,29 @@ Deno.test("admin widget configure sets the same fields through the same checks",
     (e) => e instanceof AdminUsageError && /widget not found/.test(e.message),
   );
 });
+
+Deno.test("admin campaign active: a paused campaign's prompts leave the widget's config", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  const now = w.clock.now().toISOString();
+  const campaign = await w.deps.repos.campaigns.create({
+    id: newId("cp", w.clock),
+    tenantId: a.tenantId,
+    name: "Spring",
+    creativeIds: [],
+    createdAt: now,
+  });
+  await w.deps.repos.prompts.create({
+    id: newId("pm", w.clock),
+    tenantId: a.tenantId,
+    campaignId: campaign.id,
+    text: "Where to go?",
+    createdAt: now,
+  });
+  await runAdmin(w.deps, ["widget", "configure", "--id", a.widget.id, "--campaign", campaign.id]);
+  assert.equal((await (await w.call(`/${a.widget.id}/config`)).json()).sponsored.length, 1);
+  await runAdmin(w.deps, ["campaign", "active", "--id", campaign.id, "--off"]);
+  w.clock.advance(6_000);
+  assert.deepEqual((await (await w.call(`/${a.widget.id}/config`)).json()).sponsored, []);
+  await assert.rejects(runAdmin(w.deps, ["campaign", "active", "--id", campaign.id]), AdminUsageError);
+});
