@@ -112,6 +112,8 @@ export async function applyWidgetSettings(
   if (input.allowed_origins !== undefined) next.allowedOrigins = [...new Set(input.allowed_origins)];
   if (input.daily_answer_cap !== undefined) next.dailyAnswerCap = input.daily_answer_cap;
 
+  // Prompt texts become records only once every check has passed (below): a refused change leaves nothing behind.
+  const newPrompts: Prompt[] = [];
   if (input.prompts !== undefined) {
     const owned = await repos.prompts.listByTenant(tenantId);
     const ids: string[] = [];
@@ -124,7 +126,7 @@ export async function applyWidgetSettings(
         prompt = owned.find((p) => !p.campaignId && p.text === item);
         if (!prompt) {
           prompt = { id: newId("pm", clock), tenantId, text: item, createdAt: clock.now().toISOString() };
-          await repos.prompts.create(prompt);
+          newPrompts.push(prompt);
           owned.push(prompt);
         }
       }
@@ -160,6 +162,7 @@ export async function applyWidgetSettings(
     }
     next.attribution = { showPoweredBy: input.attribution.show_powered_by };
   }
+  for (const prompt of newPrompts) await repos.prompts.create(prompt);
   return next;
 }
 

@@ -104,6 +104,10 @@ Deno.test("PATCH /v1/widgets/{id} refuses another tenant's widget, prompts, camp
     const got = (await res.json()).message as string;
     assert.ok(got.startsWith(message) || got.includes(message), `${got} / ${message}`);
   }
+  // A refused change leaves nothing behind, not even the prompt texts it named.
+  res = await patch(w, a.key, a.widget.id, { prompts: ["A new text"], campaign_ids: [bCampaign.id] });
+  assert.equal(res.status, 422);
+  assert.deepEqual(await w.deps.repos.prompts.listByTenant(a.tenantId), []);
   assert.deepEqual(await w.deps.repos.widgets.get(a.widget.id), a.widget, "nothing changed");
 });
 
