@@ -11,7 +11,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { streamSSE } from "hono/streaming";
 import type { Deps } from "../../composition.ts";
 import { standaloneQuery } from "../../core/answer/followup.ts";
-import { relatedQuestions } from "../../core/answer/related.ts";
+import { followUpQuestions } from "../../core/answer/related.ts";
 import type { AnswerContext, Citation } from "../../core/answer/types.ts";
 import { boundedCache } from "../../core/bounded_cache.ts";
 import { sha256Hex } from "../../core/crypto.ts";
@@ -51,8 +51,6 @@ const SESSION_ID = /^[A-Za-z0-9._:@\/+-]{1,128}$/;
 // Widgets are read on every request: kept briefly (a configuration change shows within this long).
 const WIDGET_CACHE_MS = 5_000;
 const CONFIG_MAX_AGE_S = 60;
-// Articles considered for follow-up questions beyond the cited ones.
-const RELATED_POOL = 6;
 const PREFLIGHT_MAX_AGE_S = 600;
 const EXPOSED_HEADERS = "Retry-After, ETag, X-Request-Id, RateLimit, RateLimit-Policy";
 
@@ -387,11 +385,13 @@ export function createWidgetApiRoutes(deps: Deps_) {
     };
     const requestId = c.get("requestId");
     // Follow-ups come from the cited articles first, then the others the question retrieves.
-    const related = async (citations: WidgetCitation[]) => {
-      const others = await deps.search.retrieve(model.groundingDataModelIds, query, { k: RELATED_POOL })
-        .catch(() => []);
-      return relatedQuestions(input.query, citations, others);
-    };
+    const related = (citations: WidgetCitation[]) =>
+      followUpQuestions(
+        (ids, q, o) => deps.search.retrieve(ids, q, o),
+        model.groundingDataModelIds,
+        query,
+        citations,
+      );
 
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
       const result = await deps.answer.answer(model, query, context);
