@@ -6,7 +6,8 @@ import { askingWidget, isHttpUrl } from "../core/answer/asker.ts";
 import { followUpQuestions } from "../core/answer/related.ts";
 import type { AnswerContext, Citation } from "../core/answer/types.ts";
 import type { Deps } from "../composition.ts";
-import { notFound, unprocessable } from "../core/errors.ts";
+import { aiModelNotFound, unprocessable } from "../core/errors.ts";
+import { idPattern } from "../core/ids.ts";
 import { describeError } from "../core/log.ts";
 import type { AppEnv } from "./env.ts";
 import { toAppError } from "./errors.ts";
@@ -20,7 +21,7 @@ import { bodyReader } from "./middleware/body.ts";
  */
 export const MAX_QUERY_CHARS = MAX_PROMPT_CHARS;
 
-const AI_MODEL_ID = /^am_[A-Za-z0-9]{1,64}$/;
+const AI_MODEL_ID = idPattern("am");
 const WIDGET_ID = /^wd_[A-Za-z0-9]{1,64}$/;
 const OPAQUE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const INTERACTION_TYPE = new RegExp(`^(?:${INTERACTION_TYPES.join("|")})$`);
@@ -173,7 +174,7 @@ export function createAiModelRoutes(
       throw unprocessable(`query is too long: the limit is ${MAX_QUERY_CHARS} characters`);
     }
     const model = await deps.repos.aiModels.getForTenant(c.get("tenantId")!, id);
-    if (!model) throw notFound(`AI model not found: ${id}`);
+    if (!model) throw aiModelNotFound();
     const context = await answerContext(c, deps, body);
     const answer = deps.answer;
     // Follow-ups of a text answer, when asked (`related_questions: true`).

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import type { Clock } from "../clock.ts";
-import { newId } from "../ids.ts";
+import { hasIdFormat, idPattern, type IdPrefix, newId } from "../ids.ts";
 import type { Campaign, Prompt, Widget } from "../store/models.ts";
 import type { Repos } from "../store/repos.ts";
 import { invalidWidgetSettings } from "./errors.ts";
@@ -47,8 +47,7 @@ const origin = z.string().max(2048).transform((v, ctx) => {
   ctx.addIssue({ code: "custom", message: "must be an http(s) origin such as https://news.example.com" });
   return z.NEVER;
 });
-const idOf = (prefix: string) =>
-  z.string().regex(new RegExp(`^${prefix}_[A-Za-z0-9]{1,64}$`), { error: `must be a ${prefix}_ id` });
+const idOf = (prefix: IdPrefix) => z.string().regex(idPattern(prefix), { error: `must be a ${prefix}_ id` });
 
 /**
  * A change of a widget's configuration (snake_case, like every request body): only the fields
@@ -119,7 +118,7 @@ export async function applyWidgetSettings(
     const ids: string[] = [];
     for (const [i, item] of input.prompts.entries()) {
       let prompt: Prompt | undefined;
-      if (/^pm_[A-Za-z0-9]{1,64}$/.test(item)) {
+      if (hasIdFormat("pm", item)) {
         prompt = owned.find((p) => p.id === item);
         if (!prompt) throw invalidWidgetSettings(`prompts.${i}: prompt not found`);
       } else {

@@ -15,6 +15,7 @@ import { followUpQuestions } from "../../core/answer/related.ts";
 import type { AnswerContext, Citation } from "../../core/answer/types.ts";
 import { boundedCache } from "../../core/bounded_cache.ts";
 import { sha256Hex } from "../../core/crypto.ts";
+import { hasIdFormat } from "../../core/ids.ts";
 import { describeError } from "../../core/log.ts";
 import { isUrlQuery } from "../../core/search/engine.ts";
 import type { LinkPlacement } from "../../core/search/links.ts";
@@ -45,7 +46,6 @@ export const MAX_WIDGET_QUERY_CHARS = 500;
 /** Most earlier turns a question may carry. */
 export const MAX_HISTORY_TURNS = 6;
 const MAX_HISTORY_CHARS = 2000;
-const WIDGET_ID = /^wd_[A-Za-z0-9]{1,64}$/;
 // The analytics event token: a session id must be storable on the reader's click.
 const SESSION_ID = /^[A-Za-z0-9._:@\/+-]{1,128}$/;
 // Widgets are read on every request: kept briefly (a configuration change shows within this long).
@@ -247,7 +247,7 @@ function widgetLookup(deps: Deps_) {
     now: () => deps.clock.now().getTime(),
   });
   return async (id: string): Promise<Widget | null> => {
-    if (!WIDGET_ID.test(id)) return null;
+    if (!hasIdFormat("wd", id)) return null;
     const hit = cache.get(id);
     if (hit) return hit.widget;
     const widget = await deps.repos.widgets.get(id);
