@@ -46,6 +46,7 @@ import { SourceRepo } from "./core/sources/source.ts";
 import { createRepos, type Repos } from "./core/store/repos.ts";
 import type { Mailer } from "./core/storefront/mailer.ts";
 import { createMailer, createStorefront, type Storefront } from "./core/storefront/service.ts";
+import { createWidgetLimits, type WidgetLimits } from "./core/widget/limits.ts";
 
 /** Everything the app is built from. Every field is set by {@link buildDeps}; none changes after. */
 export interface Deps {
@@ -99,6 +100,9 @@ export interface Deps {
   readonly eventLimiters: EventLimiters;
   /** Which follows of a tracking link count as clicks (bots, repeats, floods and expired links do not). */
   readonly clickGate: ClickGate;
+
+  /** Rate limits and the daily answer cap of the public widget routes. */
+  readonly widgetLimits: WidgetLimits;
   /** Payproxy signing secrets, signature verifier, allowance client and counters. */
   readonly payproxy: PayproxyServices;
   /** Plans, payments, entitlements and the paid proxy. */
@@ -338,6 +342,8 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
       dedupeWindowS: config.clicks.dedupeWindowS,
       linkTtlS: config.clicks.linkTtlS,
     }),
+
+    widgetLimits: createWidgetLimits(kv, clock, config.widget),
     payproxy,
     commerce,
     loopback,

@@ -23,5 +23,9 @@ export function clickEvent(
     position: click.position,
     referring_url: referringUrl,
     ...(clientKey ? { client_key: clientKey } : {}),
+    // A widget's citation: the click counts in that widget's figures and its reader's session.
+    ...(click.widgetId ? { widget_id: click.widgetId } : {}),
+    ...(click.sessionId ? { session_id: click.sessionId } : {}),
+    ...click.placement,
   };
 }
