@@ -8,6 +8,8 @@ import { IdJagVerifier } from "./id_jag.ts";
 import { IdentityService } from "./identity.ts";
 import { SigningKeyStore } from "./keys.ts";
 import { type Mailer, NoMailer, OutboxMailer, SmtpMailer } from "./mailer.ts";
+import { OAuthService } from "./oauth.ts";
+import { OAuthClients } from "./oauth_clients.ts";
 import { RefreshTokens } from "./refresh_tokens.ts";
 import { SellerRegistry } from "./sellers.ts";
 import { TokenService } from "./tokens.ts";
@@ -21,6 +23,8 @@ export interface Storefront {
   claims: ClaimService;
   identity: IdentityService;
   idJag: IdJagVerifier;
+  /** OAuth 2.1 authorization code flow for MCP clients (registration, codes, refresh). */
+  oauth: OAuthService;
   /** Per-client-address limiter of the identity and claim routes. */
   limiter: FixedWindowLimiter;
 }
@@ -72,5 +76,14 @@ export function createStorefront(
     limit: s.rateLimit,
     windowS: s.rateWindowS,
   });
-  return { sellers: new SellerRegistry(kv, clock), keys, tokens, accounts, claims, identity, idJag, limiter };
+  const oauth = new OAuthService(kv, clock, new OAuthClients(kv, clock), accounts, refresh, tokens, {
+    resources: [mcpResource(config), config.agentAuthUrl],
+    defaultResource: mcpResource(config),
+  });
+  return { sellers: new SellerRegistry(kv, clock), keys, tokens, accounts, claims, identity, idJag, oauth, limiter };
+}
+
+/** The MCP endpoint as an OAuth protected resource (RFC 8707 / RFC 9728 identifier). */
+export function mcpResource(config: Config): string {
+  return `${config.baseUrl.replace(/\/+$/, "")}/mcp`;
 }

@@ -13,6 +13,7 @@ import {
   type CallToolRequest,
   CallToolRequestSchema,
   ListToolsRequestSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
@@ -24,6 +25,9 @@ import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { documented } from "../openapi.ts";
 import { sellerOf } from "../storefront/seller.ts";
+import { mcpChallenge } from "../storefront/discovery.ts";
+import { agentCors } from "../middleware/cors.ts";
+import { mcpResource } from "../../core/storefront/service.ts";
 import { API_VERSION } from "../version.ts";
 import {
   AgentAccess,
@@ -36,6 +40,9 @@ import {
 } from "./access.ts";
 import { renderAnswer, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
+
+/** The protocol versions the SDK's server negotiates (its SUPPORTED_PROTOCOL_VERSIONS), newest first. */
+export const MCP_PROTOCOL_VERSIONS: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
 
 /** The MCP server's name in `initialize` and the server card. */
 export const MCP_SERVER_NAME = "article-search";
@@ -113,10 +120,14 @@ function withReceipt<T extends Record<string, unknown>>(result: T, payment: Call
 /** The MCP sub-app, mounted at `/mcp`. */
 export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
   const app = familyApp("oauth", deps.log);
+  app.use("*", agentCors());
   const proxy = deps.commerce.proxy;
-  const challenge = `Bearer resource_metadata="${deps.config.agentAuthUrl}/.well-known/oauth-protected-resource"`;
+  // Storefront access tokens (jwt-bearer) and tokens an OAuth client got for this endpoint (RFC 8707).
+  const audiences = [deps.config.agentAuthUrl, mcpResource(deps.config)];
   const unauthorized = (code: string, message: string) =>
-    new AppError(401, code, message, { headers: { "www-authenticate": challenge } });
+    new AppError(401, code, message, {
+      headers: { "www-authenticate": mcpChallenge(deps.config, code === "invalid_token" ? code : undefined) },
+    });
 
   /** The caller's access from its bearer credential. */
   async function authenticate(c: Context<AppEnv>): Promise<McpAccess> {
@@ -140,7 +151,7 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
     }
     let principal;
     try {
-      principal = await deps.storefront.tokens.verifyAccessToken(token);
+      principal = await deps.storefront.tokens.verifyAccessToken(token, audiences);
     } catch (err) {
       if (err instanceof AppError) throw unauthorized("invalid_token", "The access token did not verify");
       throw err;
@@ -191,6 +202,7 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
 /** `GET /.well-known/mcp.json`: the server card (name, endpoint, transport, auth, tools). */
 export function createMcpCardRoutes(deps: Pick<Deps, "config" | "log">): OpenAPIHono<AppEnv> {
   const app = familyApp("message", deps.log);
+  app.use("*", agentCors());
   documented(app, cardDoc, (c) => {
     c.header("cache-control", "public, max-age=300");
     return c.json({
@@ -202,13 +214,15 @@ export function createMcpCardRoutes(deps: Pick<Deps, "config" | "log">): OpenAPI
         "storefront access token and pay per call.",
       endpoint: `${deps.config.baseUrl}/mcp`,
       transport: { type: "streamable-http", stateless: true },
-      protocolVersions: ["2025-06-18", "2025-03-26"],
+      protocolVersions: MCP_PROTOCOL_VERSIONS,
       authentication: {
         schemes: ["bearer"],
         apiKey: "Authorization: Bearer ak_... (tenant scope)",
         agentToken: `Authorization: Bearer <access token from ${deps.config.agentAuthUrl}/oauth2/token>`,
         protectedResourceMetadata: `${deps.config.agentAuthUrl}/.well-known/oauth-protected-resource`,
+        mcpResourceMetadata: mcpChallenge(deps.config).replace(/^Bearer resource_metadata="(.*)"$/, "$1"),
         authorizationServer: deps.config.networkApiUrl,
+        oauth: "authorization code + PKCE (S256) with dynamic client registration; see docs/agents.md",
       },
       payment: {
         scheme: "Payment",

@@ -9,10 +9,10 @@ import { createClaimPageRoutes } from "./claim_page.ts";
 import { createDiscoveryRoutes } from "./discovery.ts";
 import { createEntitlementRoutes } from "./entitlements.ts";
 import { createIdentityRoutes } from "./identity.ts";
+import { createOAuthRoutes } from "./oauth2.ts";
 import { createOutboxRoutes } from "./outbox.ts";
 import { createPaidProxyRoutes } from "./paid_proxy.ts";
 import { createPurchaseRoutes } from "./purchase.ts";
-import { createTokenRoutes } from "./token.ts";
 
 /**
  * The storefront group, served at AGENT_AUTH_URL beside the base routes (the paths do not
@@ -26,7 +26,7 @@ export function mountStorefront(app: OpenAPIHono<AppEnv>, deps: Deps): void {
   const mounts: Record<string, OpenAPIHono<AppEnv>> = {
     "/agent/identity": createIdentityRoutes(deps),
     ...createEntitlementRoutes(deps),
-    "/oauth2": createTokenRoutes(deps),
+    "/oauth2": createOAuthRoutes(deps),
     "/.well-known": createDiscoveryRoutes(deps),
     "/claim": createClaimPageRoutes(deps),
     "/dev/outbox": createOutboxRoutes(deps),

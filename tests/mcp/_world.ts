@@ -15,8 +15,8 @@ import { startServer } from "../../routes/server.ts";
 import { createTestWorld } from "../_helpers.ts";
 import { challengesOf, paymentAuthorization, postJson, TestAgents } from "../commerce/_helpers.ts";
 
-/** Builds the world; `await using` it. */
-export async function mcpWorld() {
+/** Builds the world; `await using` it. `env` adds settings (e.g. MAIL_OUTBOX for claim tests). */
+export async function mcpWorld({ env = {} }: { env?: Record<string, string> } = {}) {
   const self: { fetch?: (req: Request) => Response | Promise<Response> } = {};
   // Outbound calls to this service's own address (the payproxy allowance check) land in-process.
   const fetch: typeof globalThis.fetch = (input, init) => {
@@ -24,7 +24,7 @@ export async function mcpWorld() {
     if (new URL(req.url).origin === "http://svc.test") return Promise.resolve(self.fetch!(req));
     return Promise.reject(new Error(`unexpected outbound call to ${req.url}`));
   };
-  const w = await createTestWorld({ fetch });
+  const w = await createTestWorld({ fetch, env });
   self.fetch = (req) => w.app.fetch(req);
   const seeded = await seedDemo(w.deps, [seedStorefront, seedPayproxySecret, seedCommerceDemo]);
   const ids = seeded.ids;
