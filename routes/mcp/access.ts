@@ -14,7 +14,7 @@ import type { AnalyticsQuery } from "../../analytics/rollups.ts";
 import { planCovers } from "../../core/commerce/catalog.ts";
 import { formatUsd } from "../../core/commerce/money.ts";
 import type { PaidProxy } from "../../core/commerce/proxy.ts";
-import type { AuthenticatedAgent, Seller, Service } from "../../core/commerce/types.ts";
+import type { AuthenticatedAgent, PaygPlan, Plan, Seller, Service } from "../../core/commerce/types.ts";
 import type { Deps } from "../../composition.ts";
 import { AppError, notFound } from "../../core/errors.ts";
 import type { SearchRequest, SearchResponse } from "../../core/search/types.ts";
@@ -58,8 +58,10 @@ export interface AskOutcome {
 export interface ModelListing {
   id: string;
   name: string;
-  /** Agents: the price of one call. */
+  /** Agents: the price of one call without credit (what the pay-per-call challenge asks). */
   price_usd?: string;
+  /** Agents: what one call draws from plan credit. */
+  credit_price_usd?: string;
   service_slug?: string;
 }
 
@@ -168,12 +170,21 @@ export class AgentAccess implements McpAccess {
     return { message: JSON.stringify(body), payload: body };
   }
 
-  async listDataModels(): Promise<ModelListing[]> {
-    return (await this.services()).filter((s) => s.kind === "search").map(listing);
+  listDataModels(): Promise<ModelListing[]> {
+    return this.listings("search");
   }
 
-  async listAiModels(): Promise<ModelListing[]> {
-    return (await this.services()).filter((s) => s.kind === "aimodel").map(listing);
+  listAiModels(): Promise<ModelListing[]> {
+    return this.listings("aimodel");
+  }
+
+  /** The seller's services of a kind, priced as a call without credit is charged (the pay-per-call challenge). */
+  private async listings(kind: Service["kind"]): Promise<ModelListing[]> {
+    const [services, plans] = await Promise.all([
+      this.services(),
+      this.deps.commerce.service.sellingPlans(this.seller),
+    ]);
+    return services.filter((s) => s.kind === kind).map((s) => listing(s, plans));
   }
 
   analyticsSummary(): Promise<Record<string, unknown>> {
@@ -312,12 +323,21 @@ export class AgentAccess implements McpAccess {
   }
 }
 
-const listing = (s: Service): ModelListing => ({
-  id: s.modelId,
-  name: s.name,
-  price_usd: formatUsd(s.meters.query),
-  service_slug: s.slug,
-});
+/**
+ * A model as agents see it. `price_usd` is what one call costs without credit: the price the
+ * pay-per-call challenge asks (the covering pay-as-you-go plan's), else the metered price;
+ * `credit_price_usd` is what a call draws from plan credit.
+ */
+function listing(s: Service, plans: Plan[]): ModelListing {
+  const payg = plans.find((p): p is PaygPlan => p.kind === "payg" && planCovers(p, s.slug));
+  return {
+    id: s.modelId,
+    name: s.name,
+    price_usd: formatUsd(payg ? payg.pricePerRequestMicros : s.meters.query),
+    credit_price_usd: formatUsd(s.meters.query),
+    service_slug: s.slug,
+  };
+}
 
 /** A `Payment-Receipt` header value as the MCP binding's receipt; undefined when there is none. */
 function mcpReceipt(header: string | null, challengeId: string): McpReceipt | undefined {

@@ -171,7 +171,8 @@ export const toolListings = (() => {
  * @throws {AppError} 422 with the REST route's message for the first problem.
  */
 export function parseArguments<T>(tool: ToolDefinition, args: unknown): T {
-  const parsed = tool.schema.safeParse(args ?? {});
+  // With the input on each issue, an absent argument reads "<name> is required", whatever the type message.
+  const parsed = tool.schema.safeParse(args ?? {}, { reportInput: true });
   if (parsed.success) return parsed.data as T;
   const issue = parsed.error.issues[0]!;
   const field = issue.path.map(String).join(".");

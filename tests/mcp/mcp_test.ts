@@ -174,7 +174,9 @@ Deno.test("MCP with an agent token: a paid search debits the credit exactly once
   const dm = (listed.structuredContent as Structured).data_models.find((m: { id: string }) =>
     m.id === w.ids.dataModelId
   );
-  assert.equal(dm.price_usd, "0.010000");
+  // What a call draws from credit, and what it costs without credit (the pay-per-call challenge).
+  assert.equal(dm.credit_price_usd, "0.010000");
+  assert.equal(dm.price_usd, "0.020000");
 
   const r = await client.callTool({
     name: "search_articles",
@@ -199,7 +201,7 @@ Deno.test("MCP with an agent token: a paid search debits the credit exactly once
   });
   assert.equal(asked.isError, undefined, JSON.stringify(asked.content));
   assert.equal(typeof (asked.structuredContent as Structured).message, "string");
-  const left = Math.round((0.09 - Number(am.price_usd)) * 1e6) / 1e6;
+  const left = Math.round((0.09 - Number(am.credit_price_usd)) * 1e6) / 1e6;
   assert.equal(await w.remainingUsd(token), left.toFixed(6));
   // The analytics tool is the tenant's: an agent cannot call it.
   const denied = await client.callTool({ name: "analytics_summary", arguments: {} });
