@@ -14,6 +14,7 @@ import type { AnalyticsQuery } from "../../analytics/rollups.ts";
 import { planCovers } from "../../core/commerce/catalog.ts";
 import { formatUsd } from "../../core/commerce/money.ts";
 import type { PaidProxy } from "../../core/commerce/proxy.ts";
+import { type Balance, type UsageReceipt, UsageReceipts } from "../../core/commerce/usage_receipt.ts";
 import type { AuthenticatedAgent, PaygPlan, Plan, Seller, Service } from "../../core/commerce/types.ts";
 import type { Deps } from "../../composition.ts";
 import { AppError, notFound } from "../../core/errors.ts";
@@ -36,6 +37,8 @@ export type McpReceipt = Receipt.Receipt & { challengeId: string };
 export interface CallPayment {
   meta: Record<string, unknown>;
   receipt?: McpReceipt;
+  /** The figures of a paid call (cost, balance, plan, request id), for the result's `_meta.usage`. */
+  usage?: UsageReceipt;
 }
 
 /** A JSON-RPC error the MCP server answers as is (code, message, data). */
@@ -73,6 +76,8 @@ export interface McpAccess {
   listDataModels(): Promise<ModelListing[]>;
   listAiModels(): Promise<ModelListing[]>;
   analyticsSummary(args: Record<string, string | undefined>): Promise<Record<string, unknown>>;
+  /** Agents: credit left at this seller (free). */
+  balance(): Promise<Balance>;
 }
 
 type TenantDeps = Pick<Deps, "repos" | "search" | "answer" | "analytics" | "clock">;
@@ -134,6 +139,10 @@ export class TenantAccess implements McpAccess {
     await normaliseQuery(rollupDeps, q, ASK_AI_FILTERS);
     return await askAiRollup(rollupDeps, this.tenantId, q) as Record<string, unknown>;
   }
+
+  balance(): Promise<Balance> {
+    return Promise.reject(new AppError(403, "agent_token_required", "balance needs a storefront agent token"));
+  }
 }
 
 /** Citations, when the answer engine gives them. */
@@ -152,7 +161,11 @@ export class AgentAccess implements McpAccess {
     private readonly proxy: PaidProxy,
     private readonly seller: Seller,
     private readonly agent: AuthenticatedAgent,
-  ) {}
+  ) {
+    this.receipts = new UsageReceipts(deps.commerce.service);
+  }
+
+  private readonly receipts: UsageReceipts;
 
   async searchArticles(args: SearchArgs, payment: CallPayment): Promise<SearchResponse> {
     const { data_model_id: dm, ...request } = args;
@@ -189,6 +202,10 @@ export class AgentAccess implements McpAccess {
 
   analyticsSummary(): Promise<Record<string, unknown>> {
     return Promise.reject(new AppError(403, "tenant_key_required", "analytics_summary needs a tenant API key"));
+  }
+
+  balance(): Promise<Balance> {
+    return this.receipts.balance(this.seller, this.agent);
   }
 
   private services(): Promise<Service[]> {
@@ -238,6 +255,7 @@ export class AgentAccess implements McpAccess {
       if (credential && !payment.receipt) {
         payment.receipt = mcpReceipt(res.headers.get("payment-receipt"), credential.value.challenge.id);
       }
+      payment.usage = await this.receipts.forResponse(this.seller, this.agent, res) ?? undefined;
       return body;
     }
     if (res.status === 404) {

@@ -38,7 +38,7 @@ import {
   type SearchArgs,
   TenantAccess,
 } from "./access.ts";
-import { renderAnswer, renderModels, renderSearch, toolResult } from "./render.ts";
+import { renderAnswer, renderBalance, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
 
 /** The protocol versions the SDK's server negotiates (its SUPPORTED_PROTOCOL_VERSIONS), newest first. */
@@ -52,7 +52,7 @@ const BEARER_RE = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 /** Runs one tool with validated arguments. */
 async function runTool(access: McpAccess, name: string, args: unknown, payment: CallPayment) {
   const tool = toolNamed(name);
-  if (!tool || (access.kind === "agent" && !tool.forAgents)) {
+  if (!tool || (access.kind === "agent" ? !tool.forAgents : tool.forTenants === false)) {
     throw new AppError(404, "unknown_tool", "Unknown tool: tools/list names the tools you can call");
   }
   switch (tool.name) {
@@ -77,6 +77,11 @@ async function runTool(access: McpAccess, name: string, args: unknown, payment: 
     case "analytics_summary": {
       const out = await access.analyticsSummary(parseArguments(tool, args));
       return toolResult(out, JSON.stringify((out as { summary?: unknown }).summary ?? out, null, 2));
+    }
+    case "balance": {
+      parseArguments(tool, args);
+      const out = await access.balance();
+      return toolResult(out as unknown as Record<string, unknown>, renderBalance(out));
     }
   }
 }
@@ -112,9 +117,16 @@ function mcpServer(access: McpAccess, deps: Pick<Deps, "log">, requestId: string
   return server;
 }
 
-/** The result with the receipt of the payment that paid for it in `_meta` (mppx's MCP binding). */
+/**
+ * The result with the receipt of the payment that paid for it in `_meta` (mppx's MCP binding) and
+ * the call's figures in `_meta.usage` (the REST answers' `usage` block).
+ */
 function withReceipt<T extends Record<string, unknown>>(result: T, payment: CallPayment): T {
-  return payment.receipt ? { ...result, _meta: { [RECEIPT_META_KEY]: payment.receipt } } : result;
+  const meta = {
+    ...(payment.receipt ? { [RECEIPT_META_KEY]: payment.receipt } : {}),
+    ...(payment.usage ? { usage: payment.usage } : {}),
+  };
+  return Object.keys(meta).length ? { ...result, _meta: meta } : result;
 }
 
 /** The MCP sub-app, mounted at `/mcp`. */

@@ -3,6 +3,7 @@ import type { Deps } from "../../composition.ts";
 import type { AppEnv } from "../env.ts";
 import { mount } from "../family.ts";
 import { createAllowanceRoutes } from "./allowance.ts";
+import { createBalanceRoutes } from "./balance.ts";
 import { createCatalogRoutes } from "./catalog.ts";
 import { createCheckoutRoutes } from "./checkout.ts";
 import { createClaimPageRoutes } from "./claim_page.ts";
@@ -26,6 +27,7 @@ export function mountStorefront(app: OpenAPIHono<AppEnv>, deps: Deps): void {
   const mounts: Record<string, OpenAPIHono<AppEnv>> = {
     "/agent/identity": createIdentityRoutes(deps),
     ...createEntitlementRoutes(deps),
+    "/agent/balance": createBalanceRoutes(deps),
     "/oauth2": createOAuthRoutes(deps),
     "/.well-known": createDiscoveryRoutes(deps),
     "/claim": createClaimPageRoutes(deps),

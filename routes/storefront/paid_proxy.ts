@@ -2,6 +2,7 @@ import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
 import { z } from "zod";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
+import { UsageReceipts, withUsageBlock } from "../../core/commerce/usage_receipt.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { readBodyCapped } from "../middleware/body.ts";
@@ -10,7 +11,10 @@ import { commerceParties } from "./commerce_agent.ts";
 import { agentToken, errorResponse, paid402 } from "./schemas.ts";
 
 const paidResponses = {
-  200: { description: "The upstream payproxy answer, unchanged" },
+  200: {
+    description: "The upstream payproxy answer; a JSON object answer gains a `usage` block " +
+      "`{cost_usd, balance_usd, plan_id, request_id, payment_reference?}` (the receipt of this call)",
+  },
   401: errorResponse("bearer_required or invalid_token"),
   402: paid402,
   403: errorResponse("plan_required (reason not_included_in_plan with meters, or access_not_found, with plans)"),
@@ -48,13 +52,15 @@ const answerRoute: RouteConfig = {
 /**
  * The paid proxy: `POST /v2/search` (mounted at `/v2/search`) and `POST /aimodel/{id}` (mounted at
  * `/aimodel`) forward to the seller's payproxy routes and bill the usage they report. The bodies go
- * through unread beyond the size cap: the payproxy route checks them.
+ * through unread beyond the size cap: the payproxy route checks them. A JSON object answer gets the
+ * call's receipt as a `usage` block.
  */
 export function createPaidProxyRoutes(
   deps: Pick<Deps, "config" | "storefront" | "commerce" | "log">,
 ): { search: OpenAPIHono<AppEnv>; aimodel: OpenAPIHono<AppEnv> } {
   const { seller, agent } = commerceParties(deps);
   const proxy = deps.commerce.proxy;
+  const receipts = new UsageReceipts(deps.commerce.service);
   const limit = deps.config.maxBodyBytes;
 
   const search = familyApp("storefront", deps.log);
@@ -64,7 +70,7 @@ export function createPaidProxyRoutes(
     const url = new URL(c.req.url);
     const dm = url.searchParams.get("data_model_id");
     if (!dm) throw new AppError(400, "invalid_request", "data_model_id is required");
-    return await proxy.call({
+    const res = await proxy.call({
       seller: s,
       agent: a,
       kind: "search",
@@ -73,6 +79,7 @@ export function createPaidProxyRoutes(
       body: await readBodyCapped(c.req.raw, limit),
       headers: c.req.raw.headers,
     });
+    return await withUsageBlock(res, await receipts.forResponse(s, a, res));
   });
 
   const aimodel = familyApp("storefront", deps.log);
@@ -81,7 +88,7 @@ export function createPaidProxyRoutes(
     const a = await agent(c);
     const url = new URL(c.req.url);
     const rawId = url.pathname.slice(url.pathname.lastIndexOf("/") + 1);
-    return await proxy.call({
+    const res = await proxy.call({
       seller: s,
       agent: a,
       kind: "aimodel",
@@ -90,6 +97,7 @@ export function createPaidProxyRoutes(
       body: await readBodyCapped(c.req.raw, limit),
       headers: c.req.raw.headers,
     });
+    return await withUsageBlock(res, await receipts.forResponse(s, a, res));
   });
   return { search, aimodel };
 }

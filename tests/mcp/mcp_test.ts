@@ -169,7 +169,13 @@ Deno.test("MCP with an agent token: a paid search debits the credit exactly once
   await w.buyCredit(token, "0.100000");
   const client = await w.connect(`Bearer ${token}`);
   const tools = await toolsOf(client);
-  assert.deepEqual(tools.map((t) => t.name), ["search_articles", "ask", "list_data_models", "list_ai_models"]);
+  assert.deepEqual(tools.map((t) => t.name), [
+    "search_articles",
+    "ask",
+    "list_data_models",
+    "list_ai_models",
+    "balance",
+  ]);
   const listed = await client.callTool({ name: "list_data_models", arguments: {} });
   const dm = (listed.structuredContent as Structured).data_models.find((m: { id: string }) =>
     m.id === w.ids.dataModelId

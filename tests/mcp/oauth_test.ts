@@ -127,7 +127,7 @@ Deno.test("oauth4webapi: discovery, registration, consent (anonymous), code + PK
   await t.step("the /mcp token lists tools and, with credit bought for that agent, pays a call", async () => {
     const client = await w.connect(`Bearer ${tokens.access_token}`);
     const tools = (await client.listTools()).tools.map((x: { name: string }) => x.name);
-    assert.deepEqual(tools, ["search_articles", "ask", "list_data_models", "list_ai_models"]);
+    assert.deepEqual(tools, ["search_articles", "ask", "list_data_models", "list_ai_models", "balance"]);
     // The credit is bought for the same agent identity with a storefront token, as the other MCP tests do.
     const cred = (await w.deps.storefront.accounts.credential(String(claims.sub)))!;
     const storefrontToken = (await w.deps.storefront.tokens.mintAccessToken(cred)).accessToken;
