@@ -44,6 +44,7 @@ import { SourceRepo } from "./core/sources/source.ts";
 import { createRepos, type Repos } from "./core/store/repos.ts";
 import type { Mailer } from "./core/storefront/mailer.ts";
 import { createMailer, createStorefront, type Storefront } from "./core/storefront/service.ts";
+import { WebBotAuth } from "./core/web_bot_auth/verifier.ts";
 
 /** Everything the app is built from. Every field is set by {@link buildDeps}; none changes after. */
 export interface Deps {
@@ -105,6 +106,8 @@ export interface Deps {
   readonly poller: SourcePoller;
   /** Retention of articles past a data model's max age; started and stopped by main.ts. */
   readonly retention: RetentionSweeper;
+  /** Agent identity from Web Bot Auth signatures (directory keys fetched through `safeFetch`). */
+  readonly webBotAuth: WebBotAuth;
 }
 
 /** What the caller opens (stores) or chooses (clock, log) before the services are built. */
@@ -326,6 +329,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     sources,
     poller,
     retention,
+    webBotAuth: new WebBotAuth({ kv, fetcher: safeFetch, log }),
   });
 }
 

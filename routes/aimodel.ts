@@ -139,6 +139,8 @@ async function answerContext(
     placementId: optionalField(c, body, "placement_id", "x-placement-id", OPAQUE_ID),
     deploymentType,
     referringUrl,
+    // A Web Bot Auth agent (routes/middleware/web_bot_auth.ts) is named in agent readership.
+    ...(c.get("caller") ? { caller: c.get("caller") } : {}),
   };
 }
 

@@ -110,6 +110,8 @@ export function createSearchRoutes(
     const out = await deps.search.recommend(dm, body, {
       tenantId: c.get("tenantId"),
       requestId: c.get("requestId"),
+      // A Web Bot Auth agent (routes/middleware/web_bot_auth.ts) is named in agent readership.
+      caller: c.get("caller"),
       searchVersion,
     });
     return c.json(out, 200);

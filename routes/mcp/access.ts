@@ -96,6 +96,8 @@ export class TenantAccess implements McpAccess {
     private readonly deps: TenantDeps,
     private readonly tenantId: string,
     private readonly requestId: string,
+    /** The caller's identity in analytics: a verified Web Bot Auth agent, else {@link MCP_CALLER}. */
+    private readonly caller: string = MCP_CALLER,
   ) {}
 
   async searchArticles(args: SearchArgs): Promise<SearchResponse> {
@@ -104,7 +106,7 @@ export class TenantAccess implements McpAccess {
     const { data_model_id: _, ...request } = args;
     return await this.deps.search.recommend(dm, request, {
       tenantId: this.tenantId,
-      caller: MCP_CALLER,
+      caller: this.caller,
       requestId: this.requestId,
     });
   }
@@ -114,7 +116,7 @@ export class TenantAccess implements McpAccess {
     if (!model) throw notFound(`AI model not found: ${args.ai_model_id}`);
     const answer = await this.deps.answer.answer(model, args.query, {
       tenantId: this.tenantId,
-      caller: MCP_CALLER,
+      caller: this.caller,
       requestId: this.requestId,
     });
     return {

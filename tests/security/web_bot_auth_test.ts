@@ -1,0 +1,166 @@
+/**
+ * Agent identity from Web Bot Auth: requests signed by mppx's Web Bot Auth signer, with the key
+ * directory served over TLS on 127.0.0.1 (a self-signed certificate the test trusts; the directory
+ * is fetched through the SSRF-guarded fetcher, which allows loopback only in tests). A verified
+ * agent is named by its directory host in agent readership; replays, foreign keys and a forged
+ * Signature-Agent are counted as unverified, never under the claimed name.
+ */
+import assert from "node:assert/strict";
+import { calculateJwkThumbprint, type JWK } from "jose";
+import { Client } from "mppx/attestation/web-bot-auth";
+import { memoryLogger } from "../../core/log.ts";
+import { SafeFetcher } from "../../core/net/safe_fetch.ts";
+import { DIRECTORY_PATH, DIRECTORY_TYPE, KeyDirectories } from "../../core/web_bot_auth/directory.ts";
+import { bearer } from "../_helpers.ts";
+import { hoursAgo, searchWorld } from "../search/_world.ts";
+
+const BOT_HOST = "bots.example.test";
+
+/** A self-signed certificate for BOT_HOST (openssl, as the SafeFetcher TLS test makes one). */
+async function certificate(): Promise<{ cert: string; key: string }> {
+  const dir = await Deno.makeTempDir();
+  try {
+    const made = await new Deno.Command("openssl", {
+      args: [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        `/CN=${BOT_HOST}`,
+        "-addext",
+        `subjectAltName=DNS:${BOT_HOST}`,
+        "-addext",
+        "basicConstraints=critical,CA:FALSE",
+        "-keyout",
+        `${dir}/key.pem`,
+        "-out",
+        `${dir}/cert.pem`,
+      ],
+      stdout: "null",
+      stderr: "null",
+    }).output().catch(() => null);
+    assert.ok(made?.success, "openssl could not make the test certificate: install openssl");
+    return { cert: await Deno.readTextFile(`${dir}/cert.pem`), key: await Deno.readTextFile(`${dir}/key.pem`) };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** An Ed25519 bot key: the private half signs, the public JWK goes in the directory. */
+async function botKey() {
+  const pair = await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"]) as CryptoKeyPair;
+  const jwk = await crypto.subtle.exportKey("jwk", pair.publicKey) as JWK;
+  return { privateKey: pair.privateKey, jwk, keyId: await calculateJwkThumbprint(jwk, "sha256") };
+}
+
+/** The bot's key directory over TLS on 127.0.0.1; counts its fetches. */
+async function startDirectory(keys: JWK[]) {
+  const { cert, key } = await certificate();
+  const seen = { fetches: 0 };
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, cert, key, onListen() {} }, (req) => {
+    if (new URL(req.url).pathname !== DIRECTORY_PATH) return new Response("not found", { status: 404 });
+    seen.fetches++;
+    return new Response(JSON.stringify({ keys }), { headers: { "content-type": DIRECTORY_TYPE } });
+  });
+  const origin = `https://${BOT_HOST}:${server.addr.port}`;
+  return { cert, origin, seen, close: () => server.shutdown() };
+}
+
+/** The test's fetcher: loopback allowed (the test allowance), BOT_HOST resolved to it, the test CA trusted. */
+const loopbackFetcher = (cert: string, allowPrivate = true) =>
+  new SafeFetcher({ allowPrivate, resolver: () => Promise.resolve(["127.0.0.1"]), caCerts: [cert] });
+
+Deno.test("Web Bot Auth: a verified agent is named by its directory host; replayed, foreign-key and forged signatures count as unverified", async () => {
+  const bot = await botKey();
+  const impostor = await botKey();
+  const directory = await startDirectory([bot.jwk]);
+  try {
+    await using w = await searchWorld({ overrides: { safeFetch: loopbackFetcher(directory.cert) } });
+    await w.deps.search.ingest(w.dm, [{
+      url: "https://alpha.example/rates",
+      title: "Central bank holds rates",
+      body: "The central bank kept interest rates unchanged as inflation cooled.",
+      pubdate: hoursAgo(w, 3),
+    }]);
+    const request = () =>
+      new Request(`http://svc.test/app/v2/search?data_model_id=${w.dm.id}`, {
+        method: "POST",
+        headers: { ...bearer(w.key), "content-type": "application/json" },
+        body: JSON.stringify({ query: "interest rates" }),
+      });
+    const signer = Client.signer({ key: bot.privateKey, keyId: bot.keyId, signatureAgent: directory.origin });
+    const send = async (req: Request) => {
+      const res = await w.app.request(req);
+      assert.equal(res.status, 200, await res.clone().text());
+      await res.body?.cancel();
+    };
+
+    // Verified: twice, with fresh signatures (one directory fetch, cached).
+    await send(await signer.sign(request()));
+    const signed = await signer.sign(request());
+    const replay = signed.clone();
+    await send(signed);
+    assert.equal(directory.seen.fetches, 1);
+    // Replayed: the same nonce again.
+    await send(replay);
+    // A key not in the directory, claiming the same directory.
+    await send(
+      await Client.signer({ key: impostor.privateKey, keyId: impostor.keyId, signatureAgent: directory.origin })
+        .sign(request()),
+    );
+    // A valid signature whose Signature-Agent was swapped for another name afterwards.
+    const forged = await signer.sign(request());
+    const headers = new Headers(forged.headers);
+    headers.set("signature-agent", `webbot="https://famous-ai.example"`);
+    await send(new Request(forged, { headers }));
+    // An unsigned request that only claims a directory.
+    const claimOnly = request();
+    claimOnly.headers.set("signature-agent", `webbot="https://famous-ai.example"`);
+    await send(claimOnly);
+    // Unsigned: no agent identity (the tenant's own traffic).
+    await send(request());
+
+    await w.deps.events.stop();
+    const res = await w.app.request("/v1/analytics/agents", { headers: bearer(w.key) });
+    assert.equal(res.status, 200);
+    const agents = (await res.json()).agents as Record<string, unknown>[];
+    const byName = new Map(agents.map((a) => [a.agent_identity, a]));
+    const host = new URL(directory.origin).host;
+    assert.deepEqual([...byName.keys()].sort(), ["webbot-unverified", `webbot:${host}`]);
+    const verified = byName.get(`webbot:${host}`)!;
+    assert.equal(verified.verified, true);
+    assert.equal(verified.directory_host, host);
+    assert.equal(verified.channel, "webbot");
+    assert.equal(verified.searches, 2);
+    const unverified = byName.get("webbot-unverified")!;
+    assert.equal(unverified.verified, false);
+    assert.equal(unverified.directory_host, null);
+    assert.equal(unverified.searches, 4);
+    assert.ok(!JSON.stringify(agents).includes("famous-ai"), "a claimed name is never recorded");
+  } finally {
+    await directory.close();
+  }
+});
+
+Deno.test("KeyDirectories: a directory on a private address is not fetched without the allowance", async () => {
+  const bot = await botKey();
+  const directory = await startDirectory([bot.jwk]);
+  try {
+    const dirs = new KeyDirectories({ fetcher: loopbackFetcher(directory.cert, false), log: memoryLogger() });
+    assert.equal(await dirs.resolve(directory.origin, bot.keyId, "ed25519"), undefined);
+    assert.equal(directory.seen.fetches, 0);
+    const allowed = new KeyDirectories({ fetcher: loopbackFetcher(directory.cert), log: memoryLogger() });
+    const key = await allowed.resolve(directory.origin, bot.keyId, "ed25519");
+    assert.ok(key);
+    assert.equal(key.extractable, true);
+    // An unknown key id, or an algorithm the key is not for: nothing.
+    assert.equal(await allowed.resolve(directory.origin, "A".repeat(43), "ed25519"), undefined);
+    assert.equal(await allowed.resolve(directory.origin, bot.keyId, "rsa-pss-sha512"), undefined);
+  } finally {
+    await directory.close();
+  }
+});
