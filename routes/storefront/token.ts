@@ -2,6 +2,7 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
 import type { AppEnv } from "../env.ts";
+import { clientAddress } from "./client_address.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { documented } from "../openapi.ts";
 
@@ -57,6 +58,7 @@ const tokenRoute = createRoute({
         },
       },
     },
+    429: { description: "rate_limit_exceeded (authorization_code and refresh_token grants, per client address)" },
     400: {
       description: "invalid_request, invalid_grant, invalid_target, unsupported_grant_type",
       content: { "application/json": { schema: oauthError } },
@@ -72,7 +74,7 @@ const invalidRequest = (message: string) => new AppError(400, "invalid_request",
  * its RFC 6749 code: a missing or repeated parameter is `invalid_request`, another grant type
  * `unsupported_grant_type`, an assertion that does not verify `invalid_grant`.
  */
-export function addTokenRoute(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "storefront" | "log">): void {
+export function addTokenRoute(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "storefront" | "config" | "log">): void {
   documented(app, tokenRoute, async (c) => {
     c.header("Cache-Control", "no-store");
     c.header("Pragma", "no-cache");
@@ -87,6 +89,16 @@ export function addTokenRoute(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "storef
     };
     const grantType = one("grant_type");
     if (!grantType) throw invalidRequest("grant_type is required");
+    if (grantType === "authorization_code" || grantType === "refresh_token") {
+      // The MCP clients' grants count per client address like registration and consent (jwt-bearer stays as it was).
+      const hit = await deps.storefront.limiter.hit(`oauth:${clientAddress(c, deps.config.trustProxy)}`);
+      if (!hit.allowed) {
+        throw new AppError(429, "rate_limit_exceeded", "Too many requests: retry later", {
+          extra: { retry_after: hit.retryAfterS },
+          headers: { "retry-after": String(hit.retryAfterS) },
+        });
+      }
+    }
     if (grantType === "authorization_code") {
       const tokens = await deps.storefront.oauth.exchangeCode({
         code: one("code"),

@@ -199,7 +199,8 @@ Deno.test("oauth4webapi: a claimed identity proven by the e-mailed code; the hum
 });
 
 Deno.test("OAuth attacks: code reuse, wrong verifier, wrong redirect_uri, wrong resource, expired code", async (t) => {
-  await using w = await mcpWorld();
+  // Many flows from one address: the per-address limit has its own test below.
+  await using w = await mcpWorld({ env: { STOREFRONT_RATE_LIMIT: "100000" } });
   const { as, opts } = await discover(w);
 
   await t.step("a code used twice fails and revokes the tokens of its first use", async () => {
@@ -387,4 +388,27 @@ Deno.test("OAuth attacks: code reuse, wrong verifier, wrong redirect_uri, wrong 
       assert.ok(!body.error_description.includes(uri), "the URI is not echoed");
     }
   });
+});
+
+Deno.test("registration, the consent page and the code grants are rate-limited per client address", async () => {
+  await using w = await mcpWorld({ env: { STOREFRONT_RATE_LIMIT: "3" } });
+  const register = () =>
+    w.app.request(`${SF}/oauth2/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ redirect_uris: [REDIRECT] }),
+    });
+  for (let i = 0; i < 3; i++) assert.equal((await register()).status, 201);
+  const limited = await register();
+  assert.equal(limited.status, 429);
+  assert.ok(Number(limited.headers.get("retry-after")) > 0);
+  assert.equal((await limited.json()).error, "rate_limit_exceeded");
+  const grant = () =>
+    w.app.request(`${SF}/oauth2/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "grant_type=refresh_token&client_id=x&refresh_token=y",
+    });
+  for (let i = 0; i < 3; i++) assert.equal((await grant()).status, 401);
+  assert.equal((await grant()).status, 429);
 });
