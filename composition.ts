@@ -329,7 +329,8 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     sources,
     poller,
     retention,
-    webBotAuth: new WebBotAuth({ kv, fetcher: safeFetch, log }),
+    // mppx's Web Bot Auth verifier judges signature lifetimes on the wall clock; its nonce store must too.
+    webBotAuth: new WebBotAuth({ kv, fetcher: safeFetch, log, signatureClockMs: () => Date.now() }),
   });
 }
 

@@ -9,10 +9,11 @@ const PREFIX = "web_bot_auth_nonce";
 type Marker = { expires: number };
 
 /**
- * The store. Expiry times come from the signatures (`expires`, wall-clock ms, as mppx's verifier
- * computes them from `Date.now()`), so they are compared with the same clock here.
+ * The store.
+ * @param now milliseconds on the clock the signatures' `expires` is measured on: mppx's verifier
+ * checks `created`/`expires` against the wall clock, so the caller passes that clock here.
  */
-export function kvNonceStore(kv: Deno.Kv, now: () => number = Date.now): Store.AtomicStore {
+export function kvNonceStore(kv: Deno.Kv, now: () => number): Store.AtomicStore {
   const key = (k: string): Deno.KvKey => [PREFIX, k];
   const keep = (expires: number) => ({ expireIn: Math.max(expires - now(), 0) + 60_000 });
   return {

@@ -27,11 +27,15 @@ export type BotIdentity =
 export class WebBotAuth {
   readonly #verifier: ReturnType<typeof Server.verifier>;
 
-  constructor(o: { kv: Deno.Kv; fetcher: SafeFetcher; log: Logger }) {
+  /**
+   * @param o.signatureClockMs the clock signature lifetimes are judged on. mppx's verifier reads the
+   * wall clock itself (`Date.now()`), so the nonce store must be given the same one.
+   */
+  constructor(o: { kv: Deno.Kv; fetcher: SafeFetcher; log: Logger; signatureClockMs: () => number }) {
     const directories = new KeyDirectories({ fetcher: o.fetcher, log: o.log });
     this.#verifier = Server.verifier({
       keyResolver: ({ signatureAgent, keyId, algorithm }) => directories.resolve(signatureAgent, keyId, algorithm),
-      nonceStore: kvNonceStore(o.kv),
+      nonceStore: kvNonceStore(o.kv, o.signatureClockMs),
       maxAge: MAX_SIGNATURE_LIFETIME_S,
     });
   }

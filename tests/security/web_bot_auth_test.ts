@@ -11,6 +11,7 @@ import { Client } from "mppx/attestation/web-bot-auth";
 import { memoryLogger } from "../../core/log.ts";
 import { SafeFetcher } from "../../core/net/safe_fetch.ts";
 import { DIRECTORY_PATH, DIRECTORY_TYPE, KeyDirectories } from "../../core/web_bot_auth/directory.ts";
+import { kvNonceStore } from "../../core/web_bot_auth/nonce_store.ts";
 import { bearer } from "../_helpers.ts";
 import { hoursAgo, searchWorld } from "../search/_world.ts";
 
@@ -162,5 +163,23 @@ Deno.test("KeyDirectories: a directory on a private address is not fetched witho
     assert.equal(await allowed.resolve(directory.origin, bot.keyId, "rsa-pss-sha512"), undefined);
   } finally {
     await directory.close();
+  }
+});
+
+Deno.test("kvNonceStore().tryClaim() takes a nonce once until it expires, then it may be claimed again", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    let now = 1_000_000;
+    const store = kvNonceStore(kv, () => now);
+    assert.equal(await store.tryClaim!("web-bot-auth:k:n1", now + 60_000), true);
+    assert.equal(await store.tryClaim!("web-bot-auth:k:n1", now + 60_000), false);
+    assert.equal(await store.tryClaim!("web-bot-auth:k:n2", now + 60_000), true);
+    now += 60_001;
+    assert.equal(await store.tryClaim!("web-bot-auth:k:n1", now + 60_000), true);
+    // Concurrent claims of one nonce: exactly one wins.
+    const wins = await Promise.all(Array.from({ length: 20 }, () => store.tryClaim!("web-bot-auth:k:n3", now + 1000)));
+    assert.equal(wins.filter(Boolean).length, 1);
+  } finally {
+    kv.close();
   }
 });
