@@ -198,6 +198,29 @@ Deno.test("oauth4webapi: a claimed identity proven by the e-mailed code; the hum
   assert.equal(await w.remainingUsd(storefrontToken), "0.090000");
 });
 
+Deno.test("oauth4webapi: a grant for resource=storefront gives a token the purchase and entitlement routes accept", async () => {
+  await using w = await mcpWorld();
+  const { as, opts } = await discover(w);
+  const a = await authorize(w, as, opts, "anonymous", { resource: SF });
+  const tokens = await oauth.processAuthorizationCodeResponse(
+    as,
+    a.client,
+    await codeGrant(as, opts, a, { resource: SF }),
+  );
+  assert.equal(decodeJwt(tokens.access_token).aud, SF);
+  // The same agent identity buys credit with this token ...
+  await w.buyCredit(tokens.access_token, "0.100000");
+  assert.equal(await w.remainingUsd(tokens.access_token), "0.100000");
+  // ... and /mcp accepts it too (storefront tokens always worked there).
+  const client = await w.connect(`Bearer ${tokens.access_token}`);
+  const r = await client.callTool({
+    name: "search_articles",
+    arguments: { data_model_id: w.ids.dataModelId, query: "council budget" },
+  });
+  assert.equal(r.isError, undefined, JSON.stringify(r.content));
+  assert.equal(await w.remainingUsd(tokens.access_token), "0.090000");
+});
+
 Deno.test("OAuth attacks: code reuse, wrong verifier, wrong redirect_uri, wrong resource, expired code", async (t) => {
   // Many flows from one address: the per-address limit has its own test below.
   await using w = await mcpWorld({ env: { STOREFRONT_RATE_LIMIT: "100000" } });
