@@ -11,6 +11,7 @@ import type { AppEnv } from "./env.ts";
 import { toAppError } from "./errors.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
+import { webBotIdentity } from "./middleware/web_bot_auth.ts";
 import { bodyReader } from "./middleware/body.ts";
 
 /**
@@ -149,9 +150,13 @@ async function answerContext(
  * `{message}` out (structured models: the JSON payload as text), or a server-sent event stream
  * when the caller accepts `text/event-stream`.
  */
-export function createAiModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "answer" | "config" | "log">) {
+export function createAiModelRoutes(
+  deps: Pick<Deps, "apiKeys" | "repos" | "answer" | "config" | "log" | "webBotAuth">,
+) {
   const app = familyApp("message", deps.log);
   app.use("*", apiKeyAuth(deps.apiKeys));
+  // Web Bot Auth after the key: an unauthenticated request makes us fetch no key directory.
+  app.use("*", webBotIdentity(deps.webBotAuth));
   app.use("/:ai_model_id", checkModelId());
   app.use("*", bodyReader({ limit: deps.config.maxBodyBytes }));
 

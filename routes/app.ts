@@ -49,7 +49,6 @@ import { familyApp, mount } from "./family.ts";
 import { createImageRoutes } from "./images.ts";
 import { accessLog } from "./middleware/access_log.ts";
 import { requestId } from "./middleware/request_id.ts";
-import { webBotIdentity } from "./middleware/web_bot_auth.ts";
 import { createDatamodelLegacyRoutes } from "./datamodel_legacy.ts";
 import { createMcpCardRoutes, createMcpRoutes } from "./mcp/mod.ts";
 import { createPayproxyRoutes } from "./payproxy.ts";
@@ -93,7 +92,6 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   mount(app, "/mcp", createMcpRoutes(deps));
 
   const bearerApi = familyApp("message", deps.log);
-  bearerApi.use("*", webBotIdentity(deps.webBotAuth));
   bearerApi.route("/v2/search", createSearchRoutes(deps));
   bearerApi.route("/aimodel", createAiModelRoutes(deps));
   // The old docs' and the Go SDK's path for the same search.

@@ -27,7 +27,7 @@ import { documented } from "../openapi.ts";
 import { sellerOf } from "../storefront/seller.ts";
 import { mcpChallenge } from "../storefront/discovery.ts";
 import { agentCors } from "../middleware/cors.ts";
-import { webBotIdentity } from "../middleware/web_bot_auth.ts";
+import { botCaller, WebBotAuth } from "../../core/web_bot_auth/verifier.ts";
 import { mcpResource } from "../../core/storefront/service.ts";
 import { API_VERSION } from "../version.ts";
 import {
@@ -133,7 +133,7 @@ function withReceipt<T extends Record<string, unknown>>(result: T, payment: Call
 /** The MCP sub-app, mounted at `/mcp`. */
 export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
   const app = familyApp("oauth", deps.log);
-  app.use("*", agentCors(), webBotIdentity(deps.webBotAuth));
+  app.use("*", agentCors());
   const proxy = deps.commerce.proxy;
   // Storefront access tokens (jwt-bearer) and tokens an OAuth client got for this endpoint (RFC 8707).
   const audiences = [deps.config.agentAuthUrl, mcpResource(deps.config)];
@@ -160,7 +160,11 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
         throw err;
       }
       c.set("tenantId", record.tenantId);
-      return new TenantAccess(deps, record.tenantId, requestId, c.get("caller"));
+      // A Web Bot Auth agent is named in readership; verified only once the key is known good.
+      const bot = WebBotAuth.present(c.req.raw.headers)
+        ? botCaller(await deps.webBotAuth.identify(c.req.raw))
+        : undefined;
+      return new TenantAccess(deps, record.tenantId, requestId, bot);
     }
     let principal;
     try {

@@ -100,6 +100,15 @@ Deno.test("Web Bot Auth: a verified agent is named by its directory host; replay
       await res.body?.cancel();
     };
 
+    // Without a good API key the signature is not even looked at: no directory fetch.
+    const anonymous = await signer.sign(
+      new Request(request(), { headers: { "content-type": "application/json", authorization: "Bearer ak_nope" } }),
+    );
+    const refused = await w.app.request(anonymous);
+    assert.ok(refused.status === 401 || refused.status === 403, String(refused.status));
+    await refused.body?.cancel();
+    assert.equal(directory.seen.fetches, 0);
+
     // Verified: twice, with fresh signatures (one directory fetch, cached).
     await send(await signer.sign(request()));
     const signed = await signer.sign(request());
@@ -125,6 +134,29 @@ Deno.test("Web Bot Auth: a verified agent is named by its directory host; replay
     // Unsigned: no agent identity (the tenant's own traffic).
     await send(request());
 
+    // MCP with the tenant key: a signed tools/call is the same verified agent.
+    const mcp = await w.app.request(
+      await signer.sign(
+        new Request("http://svc.test/mcp", {
+          method: "POST",
+          headers: {
+            ...bearer(w.key),
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            "mcp-protocol-version": "2025-11-25",
+          },
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "tools/call",
+            params: { name: "search_articles", arguments: { data_model_id: w.dm.id, query: "interest rates" } },
+          }),
+        }),
+      ),
+    );
+    assert.equal(mcp.status, 200, await mcp.clone().text());
+    assert.equal((await mcp.json()).result?.isError, undefined);
+
     await w.deps.events.stop();
     const res = await w.app.request("/v1/analytics/agents", { headers: bearer(w.key) });
     assert.equal(res.status, 200);
@@ -136,7 +168,7 @@ Deno.test("Web Bot Auth: a verified agent is named by its directory host; replay
     assert.equal(verified.verified, true);
     assert.equal(verified.directory_host, host);
     assert.equal(verified.channel, "webbot");
-    assert.equal(verified.searches, 2);
+    assert.equal(verified.searches, 3);
     const unverified = byName.get("webbot-unverified")!;
     assert.equal(unverified.verified, false);
     assert.equal(unverified.directory_host, null);
