@@ -214,7 +214,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     onCited: (cited) => impressions.addCited(cited),
   });
 
-  const storefront = createStorefront({ config, kv, clock, log, fetch, mailer });
+  const storefront = createStorefront({ config, kv, clock, log, fetch, mailer, safeFetch });
   const payproxy = createPayproxyServices({ config, kv, clock, log, fetch });
   const loopback = new Loopback();
   const baseOrigin = new URL(config.baseUrl).origin;

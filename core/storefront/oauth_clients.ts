@@ -1,5 +1,8 @@
+import { boundedCache } from "../bounded_cache.ts";
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes } from "../crypto.ts";
+import type { Logger } from "../log.ts";
+import type { SafeFetcher } from "../net/safe_fetch.ts";
 import { oauthErrors } from "./oauth_errors.ts";
 import type { OAuthClient } from "./types.ts";
 
@@ -36,16 +39,45 @@ export function redirectUriProblem(uri: unknown): string | null {
   return PRIVATE_SCHEME_RE.test(url.protocol) ? null : "a redirect URI must use https, loopback http or app scheme";
 }
 
+/** Whether a client_id is a client ID metadata document URL (https, with a path). */
+export function isMetadataDocumentUrl(clientId: string): boolean {
+  if (!clientId.startsWith("https://") || clientId.length > MAX_URI_CHARS) return false;
+  try {
+    const url = new URL(clientId);
+    return url.pathname !== "/" && !url.hash && !url.username && !url.password;
+  } catch {
+    return false;
+  }
+}
+
+const DOCUMENT_MAX_BYTES = 16 * 1024;
+const DOCUMENT_FRESH_MS = 5 * 60_000;
+const DOCUMENT_FAILED_MS = 60_000;
+
 /**
- * RFC 7591 dynamic client registration of public clients (`token_endpoint_auth_method` none;
- * PKCE proves possession). Records live `CLIENT_TTL_S` in KV; a client that is gone registers
- * again (the MCP SDK does so on `invalid_client`).
+ * The clients of the authorization code flow, public only (`token_endpoint_auth_method` none;
+ * PKCE proves possession), known two ways:
+ * - RFC 7591 dynamic registration: records live `CLIENT_TTL_S` in KV; a client that is gone
+ *   registers again (the MCP SDK does so on `invalid_client`);
+ * - client ID metadata documents (the MCP authorization spec): the client_id is an https URL whose
+ *   JSON names the client and its redirect URIs. Fetched through the SSRF guard (public addresses,
+ *   16 KiB, no redirects), cached a few minutes (a failure one minute).
  */
 export class OAuthClients {
   /** How long a registration lives. */
   static readonly CLIENT_TTL_S = 30 * 86_400;
+  readonly #documents = boundedCache<string, { client: OAuthClient } | { failed: true }>({ max: 1000 });
 
-  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
+  constructor(
+    private readonly kv: Deno.Kv,
+    private readonly clock: Clock,
+    private readonly documents?: { fetcher: SafeFetcher; log: Logger },
+  ) {}
+
+  /** Whether client ID metadata documents are accepted (a fetcher was given). */
+  get documentsSupported(): boolean {
+    return this.documents !== undefined;
+  }
 
   /**
    * Registers a client from its metadata document.
@@ -85,13 +117,52 @@ export class OAuthClients {
     return client;
   }
 
-  /** A registered client, or null (unknown, malformed or expired). */
+  /** A registered client or a client ID metadata document's, or null (unknown, malformed, expired, unreadable). */
   async get(clientId: string | null | undefined): Promise<OAuthClient | null> {
+    if (clientId && this.documents && isMetadataDocumentUrl(clientId)) return await this.#document(clientId);
     if (!clientId || !CLIENT_ID_RE.test(clientId)) return null;
     const client = (await this.kv.get<OAuthClient>(["oauth_client", clientId])).value;
     if (!client) return null;
     const ageMs = this.clock.now().getTime() - Date.parse(client.createdAt);
     return ageMs < OAuthClients.CLIENT_TTL_S * 1000 ? client : null;
+  }
+
+  async #document(url: string): Promise<OAuthClient | null> {
+    const cached = this.#documents.get(url);
+    if (cached) return "client" in cached ? cached.client : null;
+    let client: OAuthClient | null = null;
+    try {
+      const res = await this.documents!.fetcher.fetch(url, {
+        accept: ["application/json"],
+        maxBytes: DOCUMENT_MAX_BYTES,
+        maxRedirects: 0,
+        timeoutMs: 3000,
+      });
+      const doc = res.status === 200 ? JSON.parse(new TextDecoder().decode(res.body)) : null;
+      // The document must name itself: a copy served elsewhere is not that client.
+      if (doc && typeof doc === "object" && doc.client_id === url) {
+        const uris = doc.redirect_uris;
+        const name = doc.client_name;
+        if (
+          Array.isArray(uris) && uris.length > 0 && uris.length <= MAX_REDIRECT_URIS &&
+          uris.every((u) => redirectUriProblem(u) === null) &&
+          (name === undefined || (typeof name === "string" && name.length <= MAX_NAME_CHARS))
+        ) {
+          client = {
+            clientId: url,
+            ...(typeof name === "string" && name.trim() ? { clientName: name.trim() } : {}),
+            redirectUris: [...new Set(uris as string[])],
+            createdAt: this.clock.now().toISOString(),
+          };
+        }
+      }
+    } catch (err) {
+      this.documents!.log.warn("client metadata document not read", { error: String((err as Error).message ?? err) });
+    }
+    this.#documents.set(url, client ? { client } : { failed: true }, {
+      ttl: client ? DOCUMENT_FRESH_MS : DOCUMENT_FAILED_MS,
+    });
+    return client;
   }
 }
 

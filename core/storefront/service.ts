@@ -1,6 +1,7 @@
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
+import type { SafeFetcher } from "../net/safe_fetch.ts";
 import { FixedWindowLimiter } from "../rate_limit.ts";
 import { AccountStore } from "./accounts.ts";
 import { ClaimService } from "./claims.ts";
@@ -41,13 +42,15 @@ export function createMailer(config: Config, kv: Deno.Kv, clock: Clock): Mailer 
 
 /** Wires the storefront over open stores. Pure: no I/O until a method is called. */
 export function createStorefront(
-  { config, kv, clock, log, fetch, mailer }: {
+  { config, kv, clock, log, fetch, mailer, safeFetch }: {
     config: Config;
     kv: Deno.Kv;
     clock: Clock;
     log: Logger;
     fetch: typeof globalThis.fetch;
     mailer: Mailer;
+    /** SSRF-guarded fetching of OAuth client ID metadata documents; without it only registered clients exist. */
+    safeFetch?: SafeFetcher;
   },
 ): Storefront {
   const s = config.storefront;
@@ -76,7 +79,8 @@ export function createStorefront(
     limit: s.rateLimit,
     windowS: s.rateWindowS,
   });
-  const oauth = new OAuthService(kv, clock, new OAuthClients(kv, clock), accounts, refresh, tokens, {
+  const clients = new OAuthClients(kv, clock, safeFetch ? { fetcher: safeFetch, log } : undefined);
+  const oauth = new OAuthService(kv, clock, clients, accounts, refresh, tokens, {
     resources: [mcpResource(config), config.agentAuthUrl],
     defaultResource: mcpResource(config),
   });

@@ -169,8 +169,11 @@ export function addAuthorizePage(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "con
   const asking = async (request: AuthorizationRequest | Omit<AuthorizationRequest, "expiresAt">, seller: Seller) => {
     const client = await oauth.clients.get(request.clientId);
     const redirect = new URL(request.redirectUri);
+    // A metadata document's name is the client's own claim: the host it is served from goes beside it.
+    const documentHost = request.clientId.startsWith("https://") ? new URL(request.clientId).host : null;
+    const name = client?.clientName ?? "An application";
     return {
-      clientName: client?.clientName ?? "An application",
+      clientName: documentHost ? `${name} (${documentHost})` : name,
       redirectHost: redirect.host || redirect.protocol,
       sellerName: seller.name,
     };

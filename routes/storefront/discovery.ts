@@ -18,7 +18,10 @@ export const ID_JAG_PROFILE = "urn:ietf:params:oauth:grant-profile:id-jag";
  * @param issuer the issuer identifier the document is served for (RFC 8414 section 3.3: it must be
  * the one its well-known URL was built from); default the network issuer.
  */
-export function authorizationServerMetadata(deps: Pick<Deps, "config">, issuer?: string): Record<string, unknown> {
+export function authorizationServerMetadata(
+  deps: Pick<Deps, "config" | "storefront">,
+  issuer?: string,
+): Record<string, unknown> {
   const { agentAuthUrl: sf, networkApiUrl: as, storefront: s } = deps.config;
   const registrationTypes = [
     ...(s.anonymousRegistration ? ["anonymous"] : []),
@@ -38,6 +41,7 @@ export function authorizationServerMetadata(deps: Pick<Deps, "config">, issuer?:
     response_types_supported: ["code"],
     response_modes_supported: ["query"],
     code_challenge_methods_supported: ["S256"],
+    client_id_metadata_document_supported: deps.storefront.oauth.clients.documentsSupported,
     token_endpoint_auth_methods_supported: ["none"],
     token_endpoint_auth_signing_alg_values_supported: [SIGNING_ALG],
     agent_auth: {

@@ -13,6 +13,7 @@ import { seedPayproxySecret } from "../../fixtures/payproxy_demo.ts";
 import { seedStorefront } from "../../fixtures/storefront.ts";
 import { startServer } from "../../routes/server.ts";
 import { createTestWorld } from "../_helpers.ts";
+import type { DepsOverrides } from "../../composition.ts";
 import { challengesOf, paymentAuthorization, postJson, TestAgents } from "../commerce/_helpers.ts";
 
 /**
@@ -21,7 +22,12 @@ import { challengesOf, paymentAuthorization, postJson, TestAgents } from "../com
  * reach the URLs the service names), instead of `http://svc.test`.
  */
 export async function mcpWorld(
-  { env = {}, realBase = false }: { env?: Record<string, string>; realBase?: boolean } = {},
+  { env = {}, realBase = false, overrides = {} }: {
+    env?: Record<string, string>;
+    realBase?: boolean;
+    /** Parts the builder should not make (e.g. a safeFetch that reaches local TLS peers). */
+    overrides?: DepsOverrides;
+  } = {},
 ) {
   const self: { fetch?: (req: Request) => Response | Promise<Response> } = {};
   const server = startServer((req) => self.fetch!(req));
@@ -33,7 +39,7 @@ export async function mcpWorld(
     if (new URL(req.url).origin === base) return Promise.resolve(self.fetch!(req));
     return Promise.reject(new Error(`unexpected outbound call to ${req.url}`));
   };
-  const w = await createTestWorld({ fetch, env: { ...(realBase ? { BASE_URL: base } : {}), ...env } });
+  const w = await createTestWorld({ fetch, overrides, env: { ...(realBase ? { BASE_URL: base } : {}), ...env } });
   self.fetch = (req) => w.app.fetch(req);
   const seeded = await seedDemo(w.deps, [seedStorefront, seedPayproxySecret, seedCommerceDemo]);
   const ids = seeded.ids;

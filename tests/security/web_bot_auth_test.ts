@@ -9,47 +9,13 @@ import assert from "node:assert/strict";
 import { calculateJwkThumbprint, type JWK } from "jose";
 import { Client } from "mppx/attestation/web-bot-auth";
 import { memoryLogger } from "../../core/log.ts";
-import { SafeFetcher } from "../../core/net/safe_fetch.ts";
 import { DIRECTORY_PATH, DIRECTORY_TYPE, KeyDirectories } from "../../core/web_bot_auth/directory.ts";
 import { kvNonceStore } from "../../core/web_bot_auth/nonce_store.ts";
 import { bearer } from "../_helpers.ts";
+import { loopbackFetcher, serveTls } from "../_tls.ts";
 import { hoursAgo, searchWorld } from "../search/_world.ts";
 
 const BOT_HOST = "bots.example.test";
-
-/** A self-signed certificate for BOT_HOST (openssl, as the SafeFetcher TLS test makes one). */
-async function certificate(): Promise<{ cert: string; key: string }> {
-  const dir = await Deno.makeTempDir();
-  try {
-    const made = await new Deno.Command("openssl", {
-      args: [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        `/CN=${BOT_HOST}`,
-        "-addext",
-        `subjectAltName=DNS:${BOT_HOST}`,
-        "-addext",
-        "basicConstraints=critical,CA:FALSE",
-        "-keyout",
-        `${dir}/key.pem`,
-        "-out",
-        `${dir}/cert.pem`,
-      ],
-      stdout: "null",
-      stderr: "null",
-    }).output().catch(() => null);
-    assert.ok(made?.success, "openssl could not make the test certificate: install openssl");
-    return { cert: await Deno.readTextFile(`${dir}/cert.pem`), key: await Deno.readTextFile(`${dir}/key.pem`) };
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 /** An Ed25519 bot key: the private half signs, the public JWK goes in the directory. */
 async function botKey() {
@@ -60,20 +26,14 @@ async function botKey() {
 
 /** The bot's key directory over TLS on 127.0.0.1; counts its fetches. */
 async function startDirectory(keys: JWK[]) {
-  const { cert, key } = await certificate();
   const seen = { fetches: 0 };
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, cert, key, onListen() {} }, (req) => {
+  const server = await serveTls(BOT_HOST, (req) => {
     if (new URL(req.url).pathname !== DIRECTORY_PATH) return new Response("not found", { status: 404 });
     seen.fetches++;
     return new Response(JSON.stringify({ keys }), { headers: { "content-type": DIRECTORY_TYPE } });
   });
-  const origin = `https://${BOT_HOST}:${server.addr.port}`;
-  return { cert, origin, seen, close: () => server.shutdown() };
+  return { ...server, seen };
 }
-
-/** The test's fetcher: loopback allowed (the test allowance), BOT_HOST resolved to it, the test CA trusted. */
-const loopbackFetcher = (cert: string, allowPrivate = true) =>
-  new SafeFetcher({ allowPrivate, resolver: () => Promise.resolve(["127.0.0.1"]), caCerts: [cert] });
 
 Deno.test("Web Bot Auth: a verified agent is named by its directory host; replayed, foreign-key and forged signatures count as unverified", async () => {
   const bot = await botKey();
