@@ -25,7 +25,7 @@ import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { documented } from "../openapi.ts";
 import { sellerOf } from "../storefront/seller.ts";
-import { mcpChallenge } from "../storefront/discovery.ts";
+import { mcpChallenge, mcpResourceMetadataUrl } from "../storefront/discovery.ts";
 import { agentCors } from "../middleware/cors.ts";
 import { botCaller, WebBotAuth } from "../../core/web_bot_auth/verifier.ts";
 import { mcpResource } from "../../core/storefront/service.ts";
@@ -237,9 +237,10 @@ export function createMcpCardRoutes(deps: Pick<Deps, "config" | "log">): OpenAPI
         apiKey: "Authorization: Bearer ak_... (tenant scope)",
         agentToken: `Authorization: Bearer <access token from ${deps.config.agentAuthUrl}/oauth2/token>`,
         protectedResourceMetadata: `${deps.config.agentAuthUrl}/.well-known/oauth-protected-resource`,
-        mcpResourceMetadata: mcpChallenge(deps.config).replace(/^Bearer resource_metadata="(.*)"$/, "$1"),
+        mcpResourceMetadata: mcpResourceMetadataUrl(deps.config),
         authorizationServer: deps.config.networkApiUrl,
-        oauth: "authorization code + PKCE (S256) with dynamic client registration; see docs/agents.md",
+        oauth: "authorization code + PKCE (S256); dynamic client registration or a client ID metadata document; " +
+          "see docs/agents.md",
       },
       payment: {
         scheme: "Payment",

@@ -71,9 +71,14 @@ export function mcpResourceMetadata(deps: Pick<Deps, "config">): Record<string, 
   };
 }
 
+/** Where the protected-resource metadata of `/mcp` is (RFC 9728 section 3.1, path-inserted). */
+export function mcpResourceMetadataUrl(config: Deps["config"]): string {
+  return wellKnownUrl(mcpResource(config), "oauth-protected-resource");
+}
+
 /** The `/mcp` 401 challenge (RFC 9728 section 5.1), with `error` when a token was presented and failed. */
 export function mcpChallenge(config: Deps["config"], error?: string): string {
-  const meta = `Bearer resource_metadata="${wellKnownUrl(mcpResource(config), "oauth-protected-resource")}"`;
+  const meta = `Bearer resource_metadata="${mcpResourceMetadataUrl(config)}"`;
   return error ? `${meta}, error="${error}"` : meta;
 }
 
