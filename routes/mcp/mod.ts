@@ -258,9 +258,11 @@ const mcpPostDoc = createRoute({
   path: "/",
   tags: ["mcp"],
   summary: "Model Context Protocol over Streamable HTTP (stateless): tools search_articles, ask, list_data_models, " +
-    "list_ai_models, analytics_summary",
+    "list_ai_models, analytics_summary (tenants), balance (agents)",
   description: "JSON-RPC 2.0 messages in, JSON out. `Authorization: Bearer ak_...` (tenant) or a storefront agent " +
-    "access token (paid per call; -32042 with `data.challenges` without an entitlement). See docs/agents.md.",
+    "access token (jwt-bearer, or OAuth 2.1 authorization code with `resource` = this endpoint; paid per call; " +
+    "-32042 with `data.challenges` without an entitlement; paid results carry `_meta.usage`). CORS for any origin, " +
+    "no credentials. See docs/agents.md.",
   security: [{ bearerAuth: [] }, { agentToken: [] }],
   request: {
     body: { required: true, content: { "application/json": { schema: z.record(z.string(), z.unknown()) } } },
@@ -270,7 +272,10 @@ const mcpPostDoc = createRoute({
       description: "JSON-RPC response(s)",
       content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
     },
-    401: { description: "Missing, malformed or unknown credential (`WWW-Authenticate: Bearer resource_metadata=...`)" },
+    401: {
+      description: "Missing, malformed or unknown credential (`WWW-Authenticate: Bearer resource_metadata=" +
+        '"{base_url}/.well-known/oauth-protected-resource/mcp"`)',
+    },
     405: { description: "GET and DELETE: this server keeps no sessions" },
   },
 });
