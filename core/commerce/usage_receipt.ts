@@ -1,7 +1,8 @@
 import { Receipt } from "mppx";
 import { formatUsd } from "./money.ts";
 import type { CommerceService } from "./service.ts";
-import type { AuthenticatedAgent, Seller } from "./types.ts";
+import { planCovers } from "./catalog.ts";
+import type { AuthenticatedAgent, PaygPlan, Seller } from "./types.ts";
 
 /** What one paid answer cost and what is left: the `usage` block of REST answers and of MCP `_meta`. */
 export interface UsageReceipt {
@@ -50,6 +51,14 @@ export class UsageReceipts {
     };
   }
 
+  /** The pay-as-you-go plan that covers the service a `zc-usage` header names, or null. */
+  async #paygPlanOf(seller: Seller, usage: string | null): Promise<PaygPlan | null> {
+    const slug = usageSlug(usage);
+    if (!slug) return null;
+    const plans = await this.commerce.sellingPlans(seller);
+    return plans.find((p): p is PaygPlan => p.kind === "payg" && planCovers(p, slug)) ?? null;
+  }
+
   /**
    * The receipt of a paid proxy response (its `zc-request-id`, and `Payment-Receipt` when the call
    * was paid per call); null when the response names no request.
@@ -69,6 +78,14 @@ export class UsageReceipts {
       if (record) {
         costMicros = record.amountMicros;
         planId = typeof record.terms?.planId === "string" ? record.terms.planId : null;
+      } else {
+        // A method whose receipt names no record of ours: the call was paid at the pay-as-you-go
+        // price of the plan covering the service the upstream reported.
+        const plan = await this.#paygPlanOf(seller, res.headers.get("zc-usage"));
+        if (plan) {
+          costMicros = plan.pricePerRequestMicros;
+          planId = plan.id;
+        }
       }
     } else {
       const debit = await this.commerce.ledger.debit(seller.sellerId, requestId);
@@ -89,6 +106,16 @@ export class UsageReceipts {
       request_id: requestId,
       ...(reference ? { payment_reference: reference } : {}),
     };
+  }
+}
+
+/** The first service slug of a `zc-usage` header, or null. */
+function usageSlug(header: string | null): string | null {
+  try {
+    const first = JSON.parse(header ?? "")?.[0]?.serviceSlug;
+    return typeof first === "string" ? first : null;
+  } catch {
+    return null;
   }
 }
 

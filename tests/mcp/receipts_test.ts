@@ -5,7 +5,8 @@
  * tool and `GET /agent/balance` report the same balance.
  */
 import assert from "node:assert/strict";
-import { Challenge, Credential } from "mppx";
+import { Challenge, Credential, Receipt } from "mppx";
+import { UsageReceipts } from "../../core/commerce/usage_receipt.ts";
 import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
 import { challengesOf, paymentAuthorization } from "../commerce/_helpers.ts";
 import { mcpWorld } from "./_world.ts";
@@ -119,4 +120,39 @@ Deno.test("MCP paid results carry _meta.usage (and the payment receipt); the bal
   const names = (await tenant.listTools()).tools.map((t: { name: string }) => t.name);
   assert.ok(!names.includes("balance"));
   assert.equal((await tenant.callTool({ name: "balance", arguments: {} })).isError, true);
+});
+
+Deno.test("UsageReceipts.forResponse(): a payment receipt naming no record of ours is priced at the covering pay-as-you-go plan", async () => {
+  await using w = await mcpWorld();
+  const { agent } = await w.agents.issue();
+  const seller = (await w.deps.storefront.sellers.get("demo"))!;
+  const payg = (await w.deps.commerce.catalog.listPlans("demo")).find((p) => p.kind === "payg")!;
+  const service = (await w.deps.commerce.catalog.services(seller)).find((s) => s.kind === "search")!;
+  const receipt = Receipt.serialize(
+    Receipt.from({
+      method: "evm",
+      reference: "0xabc:1",
+      externalId: "0xtx",
+      status: "success",
+      timestamp: w.clock.now().toISOString(),
+    }),
+  );
+  const res = new Response("{}", {
+    headers: {
+      "content-type": "application/json",
+      "zc-request-id": "req-12345678",
+      "payment-receipt": receipt,
+      "zc-usage": JSON.stringify([{ serviceSlug: service.slug, meterSlug: "query", quantity: 1 }]),
+    },
+  });
+  const usage = await new UsageReceipts(w.deps.commerce.service).forResponse(seller, agent, res);
+  assert.deepEqual(usage, {
+    cost_usd: "0.020000",
+    balance_usd: "0.000000",
+    plan_id: payg.id,
+    request_id: "req-12345678",
+    payment_reference: "0xabc:1",
+  });
+  // No request id: no receipt.
+  assert.equal(await new UsageReceipts(w.deps.commerce.service).forResponse(seller, agent, new Response("{}")), null);
 });
