@@ -47,6 +47,7 @@ import { createRepos, type Repos } from "./core/store/repos.ts";
 import type { Mailer } from "./core/storefront/mailer.ts";
 import { createMailer, createStorefront, type Storefront } from "./core/storefront/service.ts";
 import { createWidgetLimits, type WidgetLimits } from "./core/widget/limits.ts";
+import { WebBotAuth } from "./core/web_bot_auth/verifier.ts";
 
 /** Everything the app is built from. Every field is set by {@link buildDeps}; none changes after. */
 export interface Deps {
@@ -115,6 +116,8 @@ export interface Deps {
   readonly poller: SourcePoller;
   /** Retention of articles past a data model's max age; started and stopped by main.ts. */
   readonly retention: RetentionSweeper;
+  /** Agent identity from Web Bot Auth signatures (directory keys fetched through `safeFetch`). */
+  readonly webBotAuth: WebBotAuth;
 }
 
 /** What the caller opens (stores) or chooses (clock, log) before the services are built. */
@@ -221,7 +224,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     onCited: (cited) => impressions.addCited(cited),
   });
 
-  const storefront = createStorefront({ config, kv, clock, log, fetch, mailer });
+  const storefront = createStorefront({ config, kv, clock, log, fetch, mailer, safeFetch });
   const payproxy = createPayproxyServices({ config, kv, clock, log, fetch });
   const loopback = new Loopback();
   const baseOrigin = new URL(config.baseUrl).origin;
@@ -350,6 +353,8 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     sources,
     poller,
     retention,
+    // mppx's Web Bot Auth verifier judges signature lifetimes on the wall clock; its nonce store must too.
+    webBotAuth: new WebBotAuth({ kv, fetcher: safeFetch, log, signatureClockMs: () => Date.now() }),
   });
 }
 

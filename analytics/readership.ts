@@ -81,9 +81,14 @@ export async function agentReadership(deps: RollupDeps, tenantId: string, q: Ana
     const identity = String(r.agent_identity);
     const surfaced = num(r.results_surfaced);
     const clicks = num(r.clicks);
+    const bot = webBotOf(identity);
     return {
       agent_identity: identity,
       channel: identity.includes(":") ? identity.slice(0, identity.indexOf(":")) : identity,
+      // Web Bot Auth: verified agents by their key directory's host; a failed signature is counted
+      // under `webbot-unverified`, never under the name it claimed.
+      verified: bot.verified,
+      directory_host: bot.directoryHost,
       searches: num(r.searches),
       answers: num(r.answers),
       queries: num(r.searches) + num(r.answers),
@@ -94,4 +99,11 @@ export async function agentReadership(deps: RollupDeps, tenantId: string, q: Ana
     };
   });
   return { success: true, filters: supplied(q, ["start_date", "end_date"]), agents, meta: meta(deps.clock, w) };
+}
+
+/** What an agent identity says about Web Bot Auth (see core/web_bot_auth/verifier.ts). */
+function webBotOf(identity: string): { verified: boolean; directoryHost: string | null } {
+  return identity.startsWith("webbot:")
+    ? { verified: true, directoryHost: identity.slice("webbot:".length) }
+    : { verified: false, directoryHost: null };
 }

@@ -15,7 +15,8 @@ import { cachedAnswerer } from "../analytics_answer.ts";
 import { planCovers } from "../../core/commerce/catalog.ts";
 import { formatUsd } from "../../core/commerce/money.ts";
 import type { PaidProxy } from "../../core/commerce/proxy.ts";
-import type { AuthenticatedAgent, Seller, Service } from "../../core/commerce/types.ts";
+import { type Balance, type UsageReceipt, UsageReceipts } from "../../core/commerce/usage_receipt.ts";
+import type { AuthenticatedAgent, PaygPlan, Plan, Seller, Service } from "../../core/commerce/types.ts";
 import type { Deps } from "../../composition.ts";
 import { aiModelNotFound, AppError, dataModelNotFound } from "../../core/errors.ts";
 import type { SearchRequest, SearchResponse } from "../../core/search/types.ts";
@@ -37,6 +38,8 @@ export type McpReceipt = Receipt.Receipt & { challengeId: string };
 export interface CallPayment {
   meta: Record<string, unknown>;
   receipt?: McpReceipt;
+  /** The figures of a paid call (cost, balance, plan, request id), for the result's `_meta.usage`. */
+  usage?: UsageReceipt;
 }
 
 /** A JSON-RPC error the MCP server answers as is (code, message, data). */
@@ -59,8 +62,10 @@ export interface AskOutcome {
 export interface ModelListing {
   id: string;
   name: string;
-  /** Agents: the price of one call. */
+  /** Agents: the price of one call without credit (what the pay-per-call challenge asks). */
   price_usd?: string;
+  /** Agents: what one call draws from plan credit. */
+  credit_price_usd?: string;
   service_slug?: string;
 }
 
@@ -72,6 +77,8 @@ export interface McpAccess {
   listDataModels(): Promise<ModelListing[]>;
   listAiModels(): Promise<ModelListing[]>;
   analyticsSummary(args: Record<string, string | undefined>): Promise<Record<string, unknown>>;
+  /** Agents: credit left at this seller (free). */
+  balance(): Promise<Balance>;
 }
 
 type TenantDeps = Pick<
@@ -93,6 +100,8 @@ export class TenantAccess implements McpAccess {
     private readonly deps: TenantDeps,
     private readonly tenantId: string,
     private readonly requestId: string,
+    /** The caller's identity in analytics: a verified Web Bot Auth agent, else {@link MCP_CALLER}. */
+    private readonly caller: string = MCP_CALLER,
   ) {}
 
   async searchArticles(args: SearchArgs): Promise<SearchResponse> {
@@ -101,7 +110,7 @@ export class TenantAccess implements McpAccess {
     const { data_model_id: _, ...request } = args;
     return await this.deps.search.recommend(dm, request, {
       tenantId: this.tenantId,
-      caller: MCP_CALLER,
+      caller: this.caller,
       requestId: this.requestId,
     });
   }
@@ -111,7 +120,7 @@ export class TenantAccess implements McpAccess {
     if (!model) throw aiModelNotFound();
     const answer = await this.deps.answer.answer(model, args.query, {
       tenantId: this.tenantId,
-      caller: MCP_CALLER,
+      caller: this.caller,
       requestId: this.requestId,
     });
     return {
@@ -149,6 +158,10 @@ export class TenantAccess implements McpAccess {
     }, q);
     return body;
   }
+
+  balance(): Promise<Balance> {
+    return Promise.reject(new AppError(403, "agent_token_required", "balance needs a storefront agent token"));
+  }
 }
 
 /** Citations, when the answer engine gives them. */
@@ -167,7 +180,11 @@ export class AgentAccess implements McpAccess {
     private readonly proxy: PaidProxy,
     private readonly seller: Seller,
     private readonly agent: AuthenticatedAgent,
-  ) {}
+  ) {
+    this.receipts = new UsageReceipts(deps.commerce.service);
+  }
+
+  private readonly receipts: UsageReceipts;
 
   async searchArticles(args: SearchArgs, payment: CallPayment): Promise<SearchResponse> {
     const { data_model_id: dm, ...request } = args;
@@ -185,16 +202,29 @@ export class AgentAccess implements McpAccess {
     return { message: JSON.stringify(body), payload: body };
   }
 
-  async listDataModels(): Promise<ModelListing[]> {
-    return (await this.services()).filter((s) => s.kind === "search").map(listing);
+  listDataModels(): Promise<ModelListing[]> {
+    return this.listings("search");
   }
 
-  async listAiModels(): Promise<ModelListing[]> {
-    return (await this.services()).filter((s) => s.kind === "aimodel").map(listing);
+  listAiModels(): Promise<ModelListing[]> {
+    return this.listings("aimodel");
+  }
+
+  /** The seller's services of a kind, priced as a call without credit is charged (the pay-per-call challenge). */
+  private async listings(kind: Service["kind"]): Promise<ModelListing[]> {
+    const [services, plans] = await Promise.all([
+      this.services(),
+      this.deps.commerce.service.sellingPlans(this.seller),
+    ]);
+    return services.filter((s) => s.kind === kind).map((s) => listing(s, plans));
   }
 
   analyticsSummary(): Promise<Record<string, unknown>> {
     return Promise.reject(new AppError(403, "tenant_key_required", "analytics_summary needs a tenant API key"));
+  }
+
+  balance(): Promise<Balance> {
+    return this.receipts.balance(this.seller, this.agent);
   }
 
   private services(): Promise<Service[]> {
@@ -255,7 +285,10 @@ export class AgentAccess implements McpAccess {
     if (credential && !payment.receipt) {
       payment.receipt = mcpReceipt(res.headers.get("payment-receipt"), credential.value.challenge.id);
     }
-    if (res.ok && body && typeof body === "object") return body;
+    if (res.ok && body && typeof body === "object") {
+      payment.usage = await this.receipts.forResponse(this.seller, this.agent, res) ?? undefined;
+      return body;
+    }
     if (res.status === 404) {
       throw kind === "search" ? dataModelNotFound() : aiModelNotFound();
     }
@@ -344,12 +377,21 @@ export class AgentAccess implements McpAccess {
   }
 }
 
-const listing = (s: Service): ModelListing => ({
-  id: s.modelId,
-  name: s.name,
-  price_usd: formatUsd(s.meters.query),
-  service_slug: s.slug,
-});
+/**
+ * A model as agents see it. `price_usd` is what one call costs without credit: the price the
+ * pay-per-call challenge asks (the covering pay-as-you-go plan's), else the metered price;
+ * `credit_price_usd` is what a call draws from plan credit.
+ */
+function listing(s: Service, plans: Plan[]): ModelListing {
+  const payg = plans.find((p): p is PaygPlan => p.kind === "payg" && planCovers(p, s.slug));
+  return {
+    id: s.modelId,
+    name: s.name,
+    price_usd: formatUsd(payg ? payg.pricePerRequestMicros : s.meters.query),
+    credit_price_usd: formatUsd(s.meters.query),
+    service_slug: s.slug,
+  };
+}
 
 /** Storefront codes of a credential that was presented and refused (spec 7.3): the agent must read which. */
 const PAYMENT_REFUSALS = /^(payment_(?!required$)[a-z_]+|settlement_failed)$/;

@@ -13,6 +13,7 @@ const UNDOCUMENTED: Record<string, string> = {
   "GET /claim/{link}": "HTML page a human opens from the claim e-mail",
   "POST /claim/{link}": "the claim page's HTML form",
   "POST /checkout/{reference}": "the hosted checkout page's HTML form",
+  "POST /oauth2/authorize": "the OAuth consent page's HTML form",
   "GET /dev/outbox": "HTML page: the demo's outbox (MAIL_OUTBOX=true, operator key)",
   "GET /dashboard/assets/{name}": "the dashboard page's own script and style, and uPlot from the installed package",
   "GET /.well-known/oauth-authorization-server/network":
