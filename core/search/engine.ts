@@ -643,7 +643,9 @@ export class SearchEngine implements Search {
       }
       let pageInfo;
       try {
-        pageInfo = await this.urlAnalyzer.analyze(query);
+        // Callers take turns at page analysis: a tenant (bearer, MCP) or a payproxy agent.
+        const caller = context.tenantId ? `tenant:${context.tenantId}` : context.caller ?? "anonymous";
+        pageInfo = await this.urlAnalyzer.analyze(query, caller);
       } catch (err) {
         if (err instanceof AppError) throw err;
         throw new AppError(422, "url_unreadable", "query: the URL could not be analysed", { cause: err });

@@ -19,13 +19,10 @@ export interface FeedItem {
   site?: string;
 }
 
-/** A document that is not what its source type promises. */
-export class SourceFormatError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "SourceFormatError";
-  }
-}
+import { SourceFormatError } from "./errors.ts";
+import { guardMarkup, MAX_DOCUMENT_ENTRIES } from "./markup_guard.ts";
+
+export { SourceFormatError };
 
 /** Media types a source of each kind may be served as. */
 export const SOURCE_MEDIA_TYPES: Record<SourceKind, readonly string[]> = {
@@ -65,6 +62,9 @@ export function parseJsonFeed(text: string): FeedItem[] {
     throw new SourceFormatError("the document is not a JSON Feed");
   }
   if (!Array.isArray(d.items)) throw new SourceFormatError("the JSON Feed has no items list");
+  if (d.items.length > MAX_DOCUMENT_ENTRIES) {
+    throw new SourceFormatError(`the document has more than ${MAX_DOCUMENT_ENTRIES} entries`);
+  }
   const out: FeedItem[] = [];
   for (const raw of d.items) {
     if (!raw || typeof raw !== "object") continue;
@@ -104,6 +104,7 @@ export function parseSitemap(xml: string): FeedItem[] {
   const head = xml.slice(0, 4000);
   if (/<sitemapindex[\s>]/i.test(head)) throw new SourceFormatError("the document is a sitemap index");
   if (!/<urlset[\s>]/i.test(head)) throw new SourceFormatError("the document is not an XML sitemap");
+  guardMarkup(xml);
   const doc = new DOMParser().parseFromString(xml, "text/xml");
   const out: FeedItem[] = [];
   for (const el of [...doc.getElementsByTagName("url")] as El[]) {

@@ -10,6 +10,7 @@
 import { DOMParser } from "linkedom";
 import { readStreamCapped } from "../bytes.ts";
 import { decodeSource, SourceFormatError } from "./parse.ts";
+import { guardMarkup } from "./markup_guard.ts";
 
 /** A sitemap an index lists. */
 export interface ChildSitemap {
@@ -38,6 +39,7 @@ const siteOf = (u: URL) => u.hostname.toLowerCase().replace(/^www\./, "");
 export function parseSitemapIndex(xml: string, indexUrl: string): ChildSitemap[] {
   if (!isSitemapIndex(xml)) throw new SourceFormatError("the document is not a sitemap index");
   const site = siteOf(new URL(indexUrl));
+  guardMarkup(xml);
   const doc = new DOMParser().parseFromString(xml, "text/xml");
   const seen = new Set<string>();
   const out: (ChildSitemap & { order: number })[] = [];
