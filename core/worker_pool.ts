@@ -101,7 +101,7 @@ export interface PoolStats {
   replaced: number;
 }
 
-/** See the module comment. Workers start on the first job; {@link close} stops them. */
+/** See the module comment. All workers start with the first job; {@link close} stops them. */
 export class WorkerPool<I, O> {
   readonly #o: Required<WorkerPoolOptions>;
   readonly #slots: Slot[] = [];
@@ -220,8 +220,8 @@ export class WorkerPool<I, O> {
     while (!this.#closed && this.#queued > 0) {
       const idle = this.#slots.find((s) => s.ready && !s.job);
       if (!idle) {
-        const starting = this.#slots.filter((s) => !s.ready).length;
-        if (this.#slots.length < this.#o.size && this.#queued > starting) {
+        // The first job starts every worker: start-up is slow, and a second caller should find one ready.
+        if (this.#slots.length < this.#o.size) {
           this.#spawn();
           continue;
         }

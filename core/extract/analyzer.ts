@@ -121,11 +121,12 @@ export class WebPageAnalyzer implements UrlAnalyzer {
     if (!article.text) {
       throw new UrlAnalysisError("no_content", "query: the URL could not be analysed: the page has no readable text");
     }
+    const text = clipText(article.text, MAX_TEXT_CHARS);
     return {
       url: fetched.url,
       title: article.title,
-      text: clipText(article.text, MAX_TEXT_CHARS),
-      summary: summarize(article.text, { maxSentences: this.#sentences }),
+      text,
+      summary: summarize(text, { maxSentences: this.#sentences }),
       siteName: article.siteName,
       byline: article.byline,
       publishedTime: article.publishedTime,
