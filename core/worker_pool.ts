@@ -8,8 +8,8 @@
  *   only way to stop synchronous work), and a fresh worker takes the slot;
  * - a bounded queue, in total and per caller, that refuses new jobs when full
  *   ({@link PoolBusyError});
- * - round-robin between callers' queues, so one caller's many slow jobs do not hold up another
- *   caller's one;
+ * - turns between callers (the caller served longest ago goes next), so one caller's many slow
+ *   jobs do not hold up another caller's one;
  * - at most `perCallerRunning` running jobs per caller (default: all workers but one), so a
  *   worker stays free for the next caller when one caller keeps the pool busy.
  *
@@ -77,7 +77,7 @@ interface Job<I, O> {
   reject(err: Error): void;
   timer?: ReturnType<typeof setTimeout>;
   slot?: Slot;
-  /** Set while the pool is still cold: the deadline starts once a worker is up. */
+  /** Set while no worker is up (all starting): the deadline starts once one is. */
   unarmed?: boolean;
 }
 
@@ -105,13 +105,14 @@ export interface PoolStats {
 export class WorkerPool<I, O> {
   readonly #o: Required<WorkerPoolOptions>;
   readonly #slots: Slot[] = [];
-  /** Waiting jobs per caller, callers in round-robin order (a Map keeps insertion order). */
+  /** Waiting jobs per caller, callers in order of arrival. */
   readonly #queues = new Map<string, Job<I, O>[]>();
+  /** When each caller with work was last served (a counter): the longest-waiting caller goes next. */
+  readonly #served = new Map<string, number>();
+  #turn = 0;
   readonly #running = new Map<string, number>();
   #queued = 0;
   #nextJobId = 1;
-  /** Whether any worker has come up yet: until then, waiting jobs' deadlines are not running. */
-  #warm = false;
   #closed = false;
   readonly #stats = { timedOut: 0, refused: 0, replaced: 0 };
 
@@ -144,7 +145,8 @@ export class WorkerPool<I, O> {
       queue.push(job);
       this.#queues.set(caller, queue);
       this.#queued++;
-      if (this.#warm) this.#arm(job);
+      // Starting a worker (loading its modules) is not the job's time: a replaced worker costs no deadline.
+      if (this.#slots.some((s) => s.ready)) this.#arm(job);
       else job.unarmed = true;
       this.#pump();
     });
@@ -165,6 +167,7 @@ export class WorkerPool<I, O> {
       if (slot.job) this.#settle(slot.job as Job<I, O>, closed);
     }
     this.#running.clear();
+    this.#served.clear();
   }
 
   stats(): PoolStats {
@@ -201,6 +204,7 @@ export class WorkerPool<I, O> {
       const n = (this.#running.get(job.caller) ?? 1) - 1;
       if (n > 0) this.#running.set(job.caller, n);
       else this.#running.delete(job.caller);
+      this.#forgetIdle(job.caller);
     }
     if (result instanceof Error) job.reject(result);
     else job.resolve(result.out);
@@ -213,6 +217,7 @@ export class WorkerPool<I, O> {
     queue.splice(at, 1);
     this.#queued--;
     if (!queue.length) this.#queues.delete(job.caller);
+    this.#forgetIdle(job.caller);
   }
 
   /** Starts jobs on idle workers, callers in turn; starts workers up to `size` while jobs wait. */
@@ -233,17 +238,29 @@ export class WorkerPool<I, O> {
     }
   }
 
-  /** Takes the head of the first caller's queue (in turn) that may run another job; that caller goes to the back. */
+  /**
+   * Takes the next job: from the caller served longest ago (callers never served first, in order
+   * of arrival) among those that may run another job.
+   */
   #nextJob(): Job<I, O> | undefined {
-    for (const [caller, queue] of this.#queues) {
+    let best: string | undefined, bestTurn = Infinity;
+    for (const caller of this.#queues.keys()) {
       if ((this.#running.get(caller) ?? 0) >= this.#o.perCallerRunning) continue;
-      this.#queues.delete(caller);
-      const job = queue.shift()!;
-      if (queue.length) this.#queues.set(caller, queue);
-      this.#queued--;
-      return job;
+      const turn = this.#served.get(caller) ?? -1;
+      if (turn < bestTurn) [best, bestTurn] = [caller, turn];
     }
-    return undefined;
+    if (best === undefined) return undefined;
+    const queue = this.#queues.get(best)!;
+    const job = queue.shift()!;
+    if (!queue.length) this.#queues.delete(best);
+    this.#queued--;
+    this.#served.set(best, ++this.#turn);
+    return job;
+  }
+
+  /** Forgets a caller's turn once it has nothing waiting or running (bounds the map). */
+  #forgetIdle(caller: string): void {
+    if (!this.#queues.has(caller) && !this.#running.has(caller)) this.#served.delete(caller);
   }
 
   #start(slot: Slot, job: Job<I, O>): void {
@@ -275,10 +292,7 @@ export class WorkerPool<I, O> {
     if (reply?.ready) {
       clearTimeout(slot.startTimer);
       slot.ready = true;
-      if (!this.#warm) {
-        this.#warm = true;
-        for (const queue of this.#queues.values()) for (const job of queue) if (job.unarmed) this.#arm(job);
-      }
+      for (const queue of this.#queues.values()) for (const job of queue) if (job.unarmed) this.#arm(job);
       this.#pump();
       return;
     }
