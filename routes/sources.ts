@@ -87,6 +87,7 @@ export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sourc
         ...errors,
         409: { description: `At the cap of ${limits.maxPerDataModel} sources, or the URL is already a source` },
         422: { description: "Unknown type, interval out of range, blocked, unreachable or unreadable URL" },
+        503: { description: "The document could not be checked now (its parser's queue is full); see `Retry-After`" },
       },
     }),
     async (c) => {

@@ -39,7 +39,7 @@ import type {
 import { dequantize, quantize } from "./vector_index.ts";
 
 // Texts embedded per call during an ingest: small enough to yield between batches.
-const INGEST_EMBED_BATCH = 32;
+const INGEST_EMBED_BATCH = 64;
 /** Most items one ingest call takes. */
 export const MAX_INGEST_ITEMS = 1000;
 const DEFAULT_TOP_K = 9;
