@@ -22,9 +22,10 @@ const rssDoc = (inner: string) =>
 const atomDoc = (inner: string) =>
   `<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>Alpha</title>` +
   `<entry><title>Deep</title><link href="http://alpha.example/deep"/>${inner}</entry></feed>`;
-const urlsetDoc = (inner: string) =>
+// Item URLs point at the feed server itself: the benign sitemap's page fetch must not leave 127.0.0.1.
+const urlsetDoc = (inner: string, loc = "http://127.0.0.1:9/a") =>
   `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">` +
-  `<url><loc>http://alpha.example/a</loc>${inner}</url></urlset>`;
+  `<url><loc>${loc}</loc>${inner}</url></urlset>`;
 const indexDoc = (origin: string, inner: string) =>
   `<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">` +
   `<sitemap><loc>${origin}/child.xml</loc>${inner}</sitemap></sitemapindex>`;
@@ -143,7 +144,7 @@ function benign(kind: Kind, origin: string): Response {
       "application/feed+json",
     );
   }
-  if (kind === "sitemap") return xmlRes(urlsetDoc(""));
+  if (kind === "sitemap") return xmlRes(urlsetDoc("", `${origin}/a/1`));
   if (kind === "atom") return xmlRes(atomDoc(""), "application/atom+xml");
   return xmlRes(rss(items), "application/rss+xml");
 }
