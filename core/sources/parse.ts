@@ -91,13 +91,24 @@ export function parseJsonFeed(text: string): FeedItem[] {
 
 // deno-lint-ignore no-explicit-any
 type El = any;
-const firstText = (el: El, ...names: string[]): string | undefined => {
-  for (const n of names) {
-    const t = el.getElementsByTagName(n)[0]?.textContent?.trim();
-    if (t) return t;
+
+const SITEMAP_FIELDS = ["loc", "news:title", "news:publication_date", "lastmod", "image:loc"];
+
+/**
+ * The trimmed text of the first descendant of each name, in one pre-order walk of a (small) entry.
+ * One `getElementsByTagName` per field costs a scan per miss: 50,000 entries x 4 fields took seconds.
+ */
+function firstTexts(el: El, names: readonly string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  const stack: El[] = [...el.children].reverse();
+  while (stack.length && out.size < names.length) {
+    const node = stack.pop();
+    const name = node.tagName;
+    if (!out.has(name) && names.includes(name)) out.set(name, node.textContent?.trim() ?? "");
+    for (let i = node.children.length - 1; i >= 0; i--) stack.push(node.children[i]);
   }
-  return undefined;
-};
+  return out;
+}
 
 /** Entries of an XML sitemap `urlset` (an index is read by sitemap_index.ts, not here). */
 export function parseSitemap(xml: string): FeedItem[] {
@@ -108,13 +119,14 @@ export function parseSitemap(xml: string): FeedItem[] {
   const doc = new DOMParser().parseFromString(xml, "text/xml");
   const out: FeedItem[] = [];
   for (const el of [...doc.getElementsByTagName("url")] as El[]) {
-    const url = firstText(el, "loc");
+    const t = firstTexts(el, SITEMAP_FIELDS);
+    const url = t.get("loc") || undefined;
     if (!url) continue;
     out.push({
       url,
-      title: firstText(el, "news:title"),
-      pubdate: firstText(el, "news:publication_date", "lastmod"),
-      image: firstText(el, "image:loc"),
+      title: t.get("news:title") || undefined,
+      pubdate: t.get("news:publication_date") || t.get("lastmod") || undefined,
+      image: t.get("image:loc") || undefined,
     });
   }
   return out;
