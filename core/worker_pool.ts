@@ -170,6 +170,7 @@ export class WorkerPool<I, O> {
     this.#served.clear();
   }
 
+  /** Workers, running and waiting jobs, and counts of deadlines passed, refusals and replaced workers. */
   stats(): PoolStats {
     let running = 0;
     for (const s of this.#slots) if (s.job) running++;

@@ -59,11 +59,10 @@ Deno.test("WorkerPool refuses past its queue bounds, and its deadline covers the
       assert.equal(err.retryAfterS, 1);
       return true;
     });
-    // a0 runs past the deadline: its worker is stopped; those waiting behind it end at their own deadlines.
+    // a0 runs past the deadline: its worker is stopped; those waiting behind it end at their own deadlines
+    // (still waiting, or just started on the fresh worker when this machine is slow), never after a0's 2 s.
     await assert.rejects(running, (err: unknown) => err instanceof PoolTimeoutError && err.started);
-    for (const job of [...waiting, b]) {
-      await assert.rejects(job, (err: unknown) => err instanceof PoolTimeoutError && !err.started);
-    }
+    for (const job of [...waiting, b]) await assert.rejects(job, PoolTimeoutError);
     assert.ok(performance.now() - started < 1000, "nothing waited for the 2 s job");
     assert.equal(await p.run("a", { tag: "again", ms: 0 }), "again", "a fresh worker took the slot");
     assert.equal(p.stats().replaced, 1);
