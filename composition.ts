@@ -24,6 +24,7 @@ import type { PaymentProcessor } from "./core/commerce/processor.ts";
 import type { Config } from "./core/config.ts";
 import { WebPageAnalyzer } from "./core/extract/analyzer.ts";
 import { WorkerExtractor } from "./core/extract/extractor.ts";
+import { WorkerSourceParser } from "./core/sources/parser.ts";
 import { ImageService } from "./core/images/image_service.ts";
 import type { Logger } from "./core/log.ts";
 import { Loopback } from "./core/net/loopback.ts";
@@ -195,7 +196,9 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
   const impressions = new ImpressionRecorder(events, clock, log);
   events.beforeStop(() => impressions.flush());
 
-  const urlAnalyzer = overrides.urlAnalyzer ?? new WebPageAnalyzer({ fetcher: safeFetch, clock });
+  // One page-analysis pool for URL queries and the poller's article pages: callers take turns.
+  const extractor = new WorkerExtractor(config.pageAnalysis);
+  const urlAnalyzer = overrides.urlAnalyzer ?? new WebPageAnalyzer({ fetcher: safeFetch, clock, extractor });
   const links = new SignedLinks({ kv, clock, baseUrl: config.baseUrl, clickTtlS: config.clicks.linkTtlS });
   const search = overrides.search ?? new SearchEngine({
     kv,
@@ -247,6 +250,10 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
 
   const sourceSettings = config.sources;
   const sourceRepo = new SourceRepo(kv, clock);
+  const sourceParser = new WorkerSourceParser({
+    timeoutMs: sourceSettings.parseTimeoutMs,
+    workers: sourceSettings.parseWorkers,
+  });
   const sources = new SourceService({
     sources: sourceRepo,
     dataModels: repos.dataModels,
@@ -257,6 +264,8 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
       maxPerDataModel: sourceSettings.maxPerDataModel,
     },
     probeMaxBytes: sourceSettings.maxBytes,
+    probeTimeoutMs: sourceSettings.fetchTimeoutMs,
+    parser: sourceParser,
   });
   const poller = new SourcePoller({
     kv,
@@ -267,14 +276,15 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     articleByUrl: (dmId, url) => search.articleByUrl(dmId, url),
     ingest: (dm, items) => search.ingest(dm, items),
     fetcher: safeFetch,
-    extractor: new WorkerExtractor(),
+    extractor,
+    parser: sourceParser,
   }, {
     tickMs: sourceSettings.tickS * 1000,
     leaseMs: sourceSettings.leaseS * 1000,
     maxItems: sourceSettings.maxItems,
     maxBytes: sourceSettings.maxBytes,
     maxPageBytes: config.fetchMaxBytes,
-    timeoutMs: Math.max(config.fetchTimeoutMs, 10_000),
+    timeoutMs: sourceSettings.fetchTimeoutMs,
     maxPageFetches: sourceSettings.pageFetches,
     maxBackoffS: sourceSettings.maxBackoffS,
     maxChildSitemaps: sourceSettings.childSitemaps,

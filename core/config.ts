@@ -85,6 +85,10 @@ const envSchema = z.object({
   ALLOW_PRIVATE_URLS: bool("ALLOW_PRIVATE_URLS").default(false),
   FETCH_TIMEOUT_MS: int("FETCH_TIMEOUT_MS", 100, 60_000).default(5000),
   FETCH_MAX_BYTES: int("FETCH_MAX_BYTES", 1024, 64 * 1024 * 1024).default(2 * 1024 * 1024),
+  PAGE_ANALYSIS_WORKERS: int("PAGE_ANALYSIS_WORKERS", 1, 64).default(2),
+  PAGE_ANALYSIS_TIMEOUT_MS: int("PAGE_ANALYSIS_TIMEOUT_MS", 100, 60_000).default(5000),
+  PAGE_ANALYSIS_QUEUE: int("PAGE_ANALYSIS_QUEUE", 1, 10_000).default(32),
+  PAGE_ANALYSIS_QUEUE_PER_CALLER: int("PAGE_ANALYSIS_QUEUE_PER_CALLER", 1, 10_000).default(8),
   IMAGE_MAX_BYTES: int("IMAGE_MAX_BYTES", 1024, 64 * 1024 * 1024).default(10 * 1024 * 1024),
   IMAGE_MAX_DIMENSION: int("IMAGE_MAX_DIMENSION", 16, 8192).default(2048),
   WIDGET_RATE_LIMIT_PER_ADDRESS: int("WIDGET_RATE_LIMIT_PER_ADDRESS", 1, 1_000_000).default(30),
@@ -135,6 +139,9 @@ const envSchema = z.object({
   SOURCE_PAGE_FETCHES: int("SOURCE_PAGE_FETCHES", 0, 1000).default(20),
   SOURCE_CHILD_SITEMAPS: int("SOURCE_CHILD_SITEMAPS", 1, 50).default(3),
   SOURCE_MAX_BACKOFF_S: int("SOURCE_MAX_BACKOFF_S", 60, 7 * 86_400).default(6 * 3600),
+  SOURCE_PARSE_WORKERS: int("SOURCE_PARSE_WORKERS", 1, 64).default(1),
+  SOURCE_PARSE_TIMEOUT_MS: int("SOURCE_PARSE_TIMEOUT_MS", 100, 120_000).default(10_000),
+  SOURCE_FETCH_TIMEOUT_MS: int("SOURCE_FETCH_TIMEOUT_MS", 100, 600_000).default(10_000),
   POLLER_TICK_S: int("POLLER_TICK_S", 1, 3600).default(5),
   RETENTION_SWEEP_S: int("RETENTION_SWEEP_S", 10, 7 * 86_400).default(3600),
   PAID_PROXY_UPSTREAM: z.enum(["inprocess", "http"], { error: "PAID_PROXY_UPSTREAM must be inprocess or http" })
@@ -198,6 +205,16 @@ export interface Config {
   fetchTimeoutMs: number;
   /** Largest page body read for a URL query. */
   fetchMaxBytes: number;
+  /** Page analysis pool (URL queries and the poller's article pages); see docs/security.md. */
+  pageAnalysis: {
+    workers: number;
+    /** Deadline of one page: its wait in the queue and its run. */
+    timeoutMs: number;
+    /** Most pages waiting, all callers together; past it, 503 with Retry-After. */
+    maxQueued: number;
+    /** Most pages one caller may have waiting. */
+    maxQueuedPerCaller: number;
+  };
   /** Largest origin image read by the image endpoint. */
   imageMaxBytes: number;
   /** Largest `w` or `h` the image endpoint accepts (the smallest is 16). */
@@ -279,6 +296,12 @@ export interface Config {
     /** Most child sitemaps read per poll of a sitemap index. */
     childSitemaps: number;
     maxBackoffS: number;
+    /** Workers parsing source documents off the main thread. */
+    parseWorkers: number;
+    /** Deadline of parsing one source document, its wait included. */
+    parseTimeoutMs: number;
+    /** Deadline of fetching one source document, its body included. */
+    fetchTimeoutMs: number;
     tickS: number;
     retentionSweepS: number;
   };
@@ -374,6 +397,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     allowPrivateUrls: e.ALLOW_PRIVATE_URLS,
     fetchTimeoutMs: e.FETCH_TIMEOUT_MS,
     fetchMaxBytes: e.FETCH_MAX_BYTES,
+    pageAnalysis: {
+      workers: e.PAGE_ANALYSIS_WORKERS,
+      timeoutMs: e.PAGE_ANALYSIS_TIMEOUT_MS,
+      maxQueued: e.PAGE_ANALYSIS_QUEUE,
+      maxQueuedPerCaller: e.PAGE_ANALYSIS_QUEUE_PER_CALLER,
+    },
     imageMaxBytes: e.IMAGE_MAX_BYTES,
     imageMaxDimension: e.IMAGE_MAX_DIMENSION,
     widget: {
@@ -433,6 +462,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       pageFetches: e.SOURCE_PAGE_FETCHES,
       childSitemaps: e.SOURCE_CHILD_SITEMAPS,
       maxBackoffS: e.SOURCE_MAX_BACKOFF_S,
+      parseWorkers: e.SOURCE_PARSE_WORKERS,
+      parseTimeoutMs: e.SOURCE_PARSE_TIMEOUT_MS,
+      fetchTimeoutMs: e.SOURCE_FETCH_TIMEOUT_MS,
       tickS: e.POLLER_TICK_S,
       retentionSweepS: e.RETENTION_SWEEP_S,
     },

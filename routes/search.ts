@@ -80,6 +80,10 @@ const searchRoute = createRoute({
       description: "A field is empty, of the wrong type or out of range; the message names it",
       content: messageBody,
     },
+    503: {
+      description: "A URL query found page analysis busy (its queue is full); `Retry-After` says when to try again",
+      content: messageBody,
+    },
   },
 });
 
