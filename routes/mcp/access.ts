@@ -199,7 +199,8 @@ export class AgentAccess implements McpAccess {
     const headers = new Headers({ "content-type": "application/json" });
     const credential = credentialHeader(payment.meta[CREDENTIAL_META_KEY]);
     if (credential) {
-      const action = credential.value.challenge.request?.action;
+      // Own rails carry the terms in `request`; mppx's methods in `opaque` (meta).
+      const action = termsOf(credential.value).action;
       if (action === "purchase" || action === "extend") {
         payment.receipt = mcpReceipt(await this.buy(credential, action), credential.value.challenge.id);
       } else headers.set("authorization", credential.header);
@@ -212,6 +213,7 @@ export class AgentAccess implements McpAccess {
         kind,
         modelId,
         pathAndQuery,
+        publicPath: pathAndQuery.replace(/^\/payproxy/, ""),
         body: new TextEncoder().encode(JSON.stringify(request)),
         headers,
       });
@@ -247,7 +249,7 @@ export class AgentAccess implements McpAccess {
     credential: { header: string; value: Credential.Credential },
     action: "purchase" | "extend",
   ): Promise<string | null> {
-    const request = credential.value.challenge.request as Record<string, unknown>;
+    const request = termsOf(credential.value);
     const res = await this.deps.commerce.service.purchase({
       seller: this.seller,
       agent: this.agent,
@@ -318,6 +320,12 @@ const listing = (s: Service): ModelListing => ({
   price_usd: formatUsd(s.meters.query),
   service_slug: s.slug,
 });
+
+/** The storefront's terms a challenge carries: in `request` (own rails) or `opaque` (mppx's methods). */
+function termsOf(credential: Credential.Credential): Record<string, unknown> {
+  const c = credential.challenge as Challenge.Challenge & { meta?: Record<string, string> };
+  return typeof c.meta?.action === "string" ? c.meta : (c.request as Record<string, unknown>);
+}
 
 /** A `Payment-Receipt` header value as the MCP binding's receipt; undefined when there is none. */
 function mcpReceipt(header: string | null, challengeId: string): McpReceipt | undefined {

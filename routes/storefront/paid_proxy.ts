@@ -72,6 +72,7 @@ export function createPaidProxyRoutes(
       pathAndQuery: `/payproxy/v2/search${url.search}`,
       body: await readBodyCapped(c.req.raw, limit),
       headers: c.req.raw.headers,
+      request: c.req.raw,
     });
   });
 
@@ -89,6 +90,7 @@ export function createPaidProxyRoutes(
       pathAndQuery: `/payproxy/aimodel/${rawId}${url.search}`,
       body: await readBodyCapped(c.req.raw, limit),
       headers: c.req.raw.headers,
+      request: c.req.raw,
     });
   });
   return { search, aimodel };
