@@ -282,6 +282,12 @@ export class CommerceService {
     beforeSettle?: () => Promise<void>,
   ): Promise<{ status: 402; response: Response } | StandardSettled> {
     const standard = this.o.standard!;
+    // A credential already spent (or in flight) is named as such before mppx looks at it again.
+    const known = await standard.referenceOf(request.headers);
+    if (known) {
+      const seen = (await this.payments.get(seller.sellerId, known)).value;
+      if (seen) throw this.stateError(seen);
+    }
     let claimed: Deno.KvEntry<PaymentRecord> | null = null;
     const out = await standard.handle(request, realmOf(seller), terms, micros, async (pending) => {
       const key = paymentKey(seller.sellerId, pending.reference);

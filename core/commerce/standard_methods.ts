@@ -116,6 +116,36 @@ export class StandardMethods {
     return this.config.evm !== null || this.config.stripe !== null;
   }
 
+  /**
+   * The reference a presented credential would settle under (as {@link PendingSettlement}), read
+   * before anything is verified, so a spent credential is named as spent; null when there is none.
+   */
+  async referenceOf(headers: Headers): Promise<string | null> {
+    const evm = this.config.evm;
+    const x402 = headers.get("payment-signature");
+    if (x402 && evm) {
+      try {
+        const payload = JSON.parse(new TextDecoder().decode(base64Bytes(x402)));
+        const auth = payload?.payload?.authorization;
+        return evmReference(evm.chainId, auth?.from, auth?.nonce);
+      } catch {
+        return null;
+      }
+    }
+    const header = headers.get("authorization");
+    if (!header) return null;
+    const { Credential } = await import("mppx");
+    try {
+      const cred = Credential.deserialize(header.trim());
+      const payload = cred.payload as Record<string, unknown>;
+      if (cred.challenge.method === "evm" && evm) return evmReference(evm.chainId, payload.from, payload.nonce);
+      if (cred.challenge.method === "stripe" && typeof payload.spt === "string") {
+        return `stripe:${await sha256Short(`mpp_${cred.challenge.id}_${payload.spt}`)}`;
+      }
+    } catch { /* not a credential: mppx answers it */ }
+    return null;
+  }
+
   /** Whether the `stripe` method can take this amount (Stripe's card minimum). */
   stripeOffered(micros: number): boolean {
     return this.config.stripe !== null && micros >= CARD_MINIMUM_MICROS;
@@ -225,7 +255,7 @@ export class StandardMethods {
       }
       const pending: PendingSettlement = {
         method: "evm",
-        reference: `evm:${evm.chainId}:${auth.from.toLowerCase()}:${auth.nonce.toLowerCase()}`,
+        reference: evmReference(evm.chainId, auth.from, auth.nonce)!,
       };
       await this.#pass(pending);
       const res = await fetch(input, { ...init, signal });
@@ -279,6 +309,20 @@ export class StandardMethods {
       throw err;
     }
   }
+}
+
+/** The reference of an EIP-3009 authorization: chain, payer and nonce (unique on chain). */
+function evmReference(chainId: number, from: unknown, nonce: unknown): string | null {
+  if (typeof from !== "string" || typeof nonce !== "string") return null;
+  if (!/^0x[0-9a-fA-F]{40}$/.test(from) || !/^0x[0-9a-fA-F]{64}$/.test(nonce)) return null;
+  return `evm:${chainId}:${from.toLowerCase()}:${nonce.toLowerCase()}`;
+}
+
+/** Standard or URL-safe base64, padded or not. */
+function base64Bytes(s: string): Uint8Array {
+  const std = s.trim().replace(/-/g, "+").replace(/_/g, "/");
+  const bin = atob(std + "=".repeat((4 - (std.length % 4)) % 4));
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
 }
 
 /** Form-encodes Stripe parameters, nested objects as `a[b]`. */
