@@ -262,7 +262,12 @@ export class StandardMethods {
       if (evm.rpcUrl && res.ok) {
         const settled = await res.clone().json().catch(() => null);
         if (settled?.success === true) {
-          await confirmTransfer(evm, settled.transaction, auth.from, BigInt(auth.value));
+          try {
+            await confirmTransfer(evm, settled.transaction, auth.from, BigInt(auth.value));
+          } catch {
+            const { Errors } = await import("mppx");
+            throw new Errors.VerificationFailedError({ reason: "settlement transaction not confirmed on chain" });
+          }
         }
       }
       return res;
@@ -306,7 +311,9 @@ export class StandardMethods {
       await ctx.gate(pending);
     } catch (err) {
       ctx.refused = err;
-      throw err;
+      // A payment error to mppx (it logs anything else as an internal failure); the caller rethrows ours.
+      const { Errors } = await import("mppx");
+      throw new Errors.VerificationFailedError({ reason: "refused by the storefront" });
     }
   }
 }
@@ -351,10 +358,7 @@ async function confirmTransfer(
   value: bigint,
 ): Promise<void> {
   const { createPublicClient, http, parseEventLogs, isAddressEqual } = await import("viem");
-  const { VerificationFailedError } = (await import("mppx")).Errors;
-  if (typeof tx !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(tx)) {
-    throw new VerificationFailedError({ reason: "facilitator returned no transaction hash" });
-  }
+  if (typeof tx !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(tx)) throw new Error("no transaction hash");
   const client = createPublicClient({ transport: http(evm.rpcUrl!, { timeout: FACILITATOR_TIMEOUT_MS }) });
   const receipt = await client.getTransactionReceipt({ hash: tx as `0x${string}` });
   const transferAbi = [{
@@ -375,5 +379,5 @@ async function confirmTransfer(
       isAddressEqual(l.args.from, from as `0x${string}`) && isAddressEqual(l.args.to, evm.recipient) &&
       l.args.value === value
     );
-  if (!ok) throw new VerificationFailedError({ reason: "settlement transaction not confirmed on chain" });
+  if (!ok) throw new Error("no matching Transfer");
 }

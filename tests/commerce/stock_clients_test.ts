@@ -154,51 +154,77 @@ Deno.test("stock clients (mppx evm, x402 fetch, mppx MCP wrapper, mppx validate)
       },
     );
 
-    await t.step("@x402/fetch with a viem account: purchase, extend, pay-per-call", async () => {
-      const { token } = await w.agents.issue();
-      const network = `eip155:${chain.chainId}` as const;
-      // TestUsd is no default asset of the x402 client: the wallet allows it by configuration.
-      const x402 = x402Client.fromConfig({
-        schemes: [{ network, client: new ExactEvmScheme(buyer2) }],
-        spendControls: { allowedAssets: [{ network, asset: chain.token }] },
-      });
-      const pay = wrapFetchWithPayment(withAgent(token), x402);
-      const bought = await pay(`${http.url}/plans/${w.plan.id}/purchase`, postJson({ amountUsd: "2.000000" }));
-      assert.equal(bought.status, 200, await bought.clone().text());
-      assert.ok(bought.headers.get("payment-response"));
-      assert.equal((await bought.json()).entitlement.remainingUsd, "2.000000");
-      const topped = await pay(`${http.url}/extend`, postJson({ amountUsd: "1.000000" }));
-      assert.equal(topped.status, 200, await topped.clone().text());
-      assert.equal((await topped.json()).entitlement.remainingUsd, "3.000000");
+    await t.step(
+      "@x402/fetch with a viem account: purchase, extend, pay-per-call, no charge on an upstream error",
+      async () => {
+        const { token } = await w.agents.issue();
+        const network = `eip155:${chain.chainId}` as const;
+        // TestUsd is no default asset of the x402 client: the wallet allows it by configuration.
+        const x402 = x402Client.fromConfig({
+          schemes: [{ network, client: new ExactEvmScheme(buyer2) }],
+          spendControls: { allowedAssets: [{ network, asset: chain.token }] },
+        });
+        const pay = wrapFetchWithPayment(withAgent(token), x402);
+        const bought = await pay(`${http.url}/plans/${w.plan.id}/purchase`, postJson({ amountUsd: "2.000000" }));
+        assert.equal(bought.status, 200, await bought.clone().text());
+        assert.ok(bought.headers.get("payment-response"));
+        assert.equal((await bought.json()).entitlement.remainingUsd, "2.000000");
+        const topped = await pay(`${http.url}/extend`, postJson({ amountUsd: "1.000000" }));
+        assert.equal(topped.status, 200, await topped.clone().text());
+        assert.equal((await topped.json()).entitlement.remainingUsd, "3.000000");
 
-      const other = await w.agents.issue();
-      const perCall = wrapFetchWithPayment(withAgent(other.token), x402);
-      const called = await perCall(searchUrl, postJson({ query: "budget" }));
-      assert.equal(called.status, 200, await called.clone().text());
-      await called.body?.cancel();
-      assert.equal(await chain.balanceOf(chain.addresses.buyer2), buyer2_0 - 3_020_000n);
-    });
+        const other = await w.agents.issue();
+        const perCall = wrapFetchWithPayment(withAgent(other.token), x402);
+        const called = await perCall(searchUrl, postJson({ query: "budget" }));
+        assert.equal(called.status, 200, await called.clone().text());
+        await called.body?.cancel();
+        assert.equal(await chain.balanceOf(chain.addresses.buyer2), buyer2_0 - 3_020_000n);
 
-    await t.step("mppx's MCP client wrapper pays a paid tool call with evm", async () => {
-      const { token } = await w.agents.issue();
-      const transport = new StreamableHTTPClientTransport(new URL(`${http.url}/mcp`), {
-        requestInit: { headers: { authorization: `Bearer ${token}` } },
-      });
-      const mcp = new Client({ name: "stock-mcp", version: "1.0.0" });
-      await mcp.connect(transport);
-      const paying = McpClient.wrap(mcp, { methods: [evm({ account: buyer, authorization: TOKEN_DOMAIN })] });
-      const before = await chain.balanceOf(chain.addresses.buyer);
-      const result = await paying.callTool({
-        name: "ask",
-        arguments: { ai_model_id: w.aiModelId, query: "budget" },
-      });
-      assert.notEqual(result.isError, true, JSON.stringify(result));
-      assert.ok(result.receipt, "the paid result carries its receipt");
-      // A pay-as-you-go plan covers the model: the wrapper paid this one call (0.02 USD) on chain.
-      assert.equal(await chain.balanceOf(chain.addresses.buyer), before - 20_000n);
-      assert.equal(w.upstream.mode, "ok");
-      await mcp.close();
-    });
+        w.upstream.mode = "error";
+        const broken = await perCall(searchUrl, postJson({ query: "budget" }));
+        w.upstream.mode = "ok";
+        assert.equal(broken.status, 500);
+        await broken.body?.cancel();
+        assert.equal(
+          await chain.balanceOf(chain.addresses.buyer2),
+          buyer2_0 - 3_020_000n,
+          "an upstream error is not charged",
+        );
+      },
+    );
+
+    await t.step(
+      "mppx's MCP client wrapper pays a paid tool call with evm, and nothing when the upstream fails",
+      async () => {
+        const { token } = await w.agents.issue();
+        const transport = new StreamableHTTPClientTransport(new URL(`${http.url}/mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        });
+        const mcp = new Client({ name: "stock-mcp", version: "1.0.0" });
+        await mcp.connect(transport);
+        const paying = McpClient.wrap(mcp, { methods: [evm({ account: buyer, authorization: TOKEN_DOMAIN })] });
+        const before = await chain.balanceOf(chain.addresses.buyer);
+        const result = await paying.callTool({
+          name: "ask",
+          arguments: { ai_model_id: w.aiModelId, query: "budget" },
+        });
+        assert.notEqual(result.isError, true, JSON.stringify(result));
+        assert.ok(result.receipt, "the paid result carries its receipt");
+        // A pay-as-you-go plan covers the model: the wrapper paid this one call (0.02 USD) on chain.
+        assert.equal(await chain.balanceOf(chain.addresses.buyer), before - 20_000n);
+
+        w.upstream.mode = "error";
+        const failed = await paying.callTool({ name: "ask", arguments: { ai_model_id: w.aiModelId, query: "budget" } });
+        w.upstream.mode = "ok";
+        assert.equal(failed.isError, true);
+        assert.equal(
+          await chain.balanceOf(chain.addresses.buyer),
+          before - 20_000n,
+          "an upstream error is not charged",
+        );
+        await mcp.close();
+      },
+    );
 
     await t.step("`mppx validate` checks the paid purchase route and pays it with its evm method", async () => {
       const { token } = await w.agents.issue();
