@@ -127,7 +127,7 @@ export class StandardMethods {
       try {
         const payload = JSON.parse(new TextDecoder().decode(base64Bytes(x402)));
         const auth = payload?.payload?.authorization;
-        return evmReference(evm.chainId, auth?.from, auth?.nonce);
+        return await evmReference(evm.chainId, auth?.from, auth?.nonce);
       } catch {
         return null;
       }
@@ -138,9 +138,9 @@ export class StandardMethods {
     try {
       const cred = Credential.deserialize(header.trim());
       const payload = cred.payload as Record<string, unknown>;
-      if (cred.challenge.method === "evm" && evm) return evmReference(evm.chainId, payload.from, payload.nonce);
+      if (cred.challenge.method === "evm" && evm) return await evmReference(evm.chainId, payload.from, payload.nonce);
       if (cred.challenge.method === "stripe" && typeof payload.spt === "string") {
-        return `stripe:${await sha256Short(`mpp_${cred.challenge.id}_${payload.spt}`)}`;
+        return `stripe_${await sha256Short(`mpp_${cred.challenge.id}_${payload.spt}`)}`;
       }
     } catch { /* not a credential: mppx answers it */ }
     return null;
@@ -255,7 +255,7 @@ export class StandardMethods {
       }
       const pending: PendingSettlement = {
         method: "evm",
-        reference: evmReference(evm.chainId, auth.from, auth.nonce)!,
+        reference: (await evmReference(evm.chainId, auth.from, auth.nonce))!,
       };
       await this.#pass(pending);
       const res = await fetch(input, { ...init, signal });
@@ -281,7 +281,7 @@ export class StandardMethods {
         create: async (params: Record<string, unknown>, options: { idempotencyKey?: string; apiVersion?: string }) => {
           const key = options?.idempotencyKey;
           if (!key) throw new Error("stripe charge without an idempotency key");
-          await this.#pass({ method: "stripe", reference: `stripe:${await sha256Short(key)}` });
+          await this.#pass({ method: "stripe", reference: `stripe_${await sha256Short(key)}` });
           const form = new URLSearchParams();
           for (const [k, v] of Object.entries(params)) appendForm(form, k, v);
           const res = await fetch(`${stripe.apiUrl}/v1/payment_intents`, {
@@ -318,11 +318,14 @@ export class StandardMethods {
   }
 }
 
-/** The reference of an EIP-3009 authorization: chain, payer and nonce (unique on chain). */
-function evmReference(chainId: number, from: unknown, nonce: unknown): string | null {
+/**
+ * The reference of an EIP-3009 authorization: a digest of chain, payer and nonce (unique on chain),
+ * in the storefront's reference alphabet so `GET /payments/{reference}` finds it.
+ */
+async function evmReference(chainId: number, from: unknown, nonce: unknown): Promise<string | null> {
   if (typeof from !== "string" || typeof nonce !== "string") return null;
   if (!/^0x[0-9a-fA-F]{40}$/.test(from) || !/^0x[0-9a-fA-F]{64}$/.test(nonce)) return null;
-  return `evm:${chainId}:${from.toLowerCase()}:${nonce.toLowerCase()}`;
+  return `evm_${await sha256Short(`${chainId}:${from.toLowerCase()}:${nonce.toLowerCase()}`)}`;
 }
 
 /** Standard or URL-safe base64, padded or not. */

@@ -108,6 +108,14 @@ Deno.test("evm payments at the storefront: once only, bound to their terms, conf
       assert.equal(consumed.length, 2);
       assert.ok(consumed.every((r) => chain.settlements.includes(r.processorRef!)));
       assert.equal(new Set(consumed.map((r) => r.reference)).size, 2);
+      // An agent polls a standard payment like any other.
+      const polled = await w.app.fetch(
+        new Request(`http://store.test/payments/${consumed[0]!.reference}`, { headers: { host: "store.test" } }),
+      );
+      assert.equal(polled.status, 200, await polled.clone().text());
+      const status = await polled.json();
+      assert.equal(status.status, "consumed");
+      assert.equal(status.rail, "evm");
     });
 
     await t.step("a facilitator claiming a settlement the chain never saw grants nothing", async () => {
