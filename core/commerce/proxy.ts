@@ -315,7 +315,10 @@ export class PaidProxy {
           const hold = holdKey(c.seller.sellerId, c.agent.credentialId, requestId);
           await kv.set(hold, plan.pricePerRequestMicros, { expireIn: 10 * 60_000 });
           try {
-            const res = await this.#forward(c, requestId);
+            const res = await this.#forward(c, requestId).catch((err) => {
+              if (err instanceof AppError) throw err;
+              throw new AppError(502, "upstream_unavailable", "The seller's service did not answer", { cause: err });
+            });
             // Buffered: the answer must be complete before the payment for it settles.
             upstream = new Response(await res.arrayBuffer(), {
               status: res.status,

@@ -226,7 +226,7 @@ export class CommerceService {
   /** Whether the request answers a standard method (mppx `evm`/`stripe` credential, or x402). */
   standardCredential(headers: Headers): boolean {
     if (!this.o.standard?.enabled) return false;
-    return carriesStandardCredential(headers, (auth) => {
+    return carriesStandardCredential(headers, this.o.standard.evmEnabled, (auth) => {
       try {
         return Credential.deserialize(auth.trim()).challenge.method;
       } catch {

@@ -12,9 +12,8 @@
  * mppx, viem and the x402 helpers are loaded on first use only.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { formatUsd } from "./money.ts";
 import type { PaymentTerms } from "./challenges.ts";
-import { CARD_MINIMUM_MICROS } from "./money.ts";
+import { CARD_MINIMUM_MICROS, formatUsd } from "./money.ts";
 
 /** Settings of the standard methods (core/config.ts `payments`). */
 export interface StandardMethodsConfig {
@@ -96,9 +95,16 @@ export function termsMeta(terms: PaymentTerms): Record<string, string> {
   return meta;
 }
 
-/** True when the request carries a credential for a standard method (MPP `evm`/`stripe`, or x402). */
-export function carriesStandardCredential(headers: Headers, methodOf: (auth: string) => string | null): boolean {
-  if (headers.has("payment-signature")) return true;
+/**
+ * True when the request carries a credential for a standard method: MPP `evm`/`stripe`, or (when
+ * `x402` is offered) an x402 `PAYMENT-SIGNATURE`.
+ */
+export function carriesStandardCredential(
+  headers: Headers,
+  x402: boolean,
+  methodOf: (auth: string) => string | null,
+): boolean {
+  if (x402 && headers.has("payment-signature")) return true;
   const auth = headers.get("authorization");
   if (!auth || !/^payment\s/i.test(auth.trim())) return false;
   const m = methodOf(auth);
@@ -146,9 +152,14 @@ export class StandardMethods {
     return null;
   }
 
-  /** Whether the `stripe` method can take this amount (Stripe's card minimum). */
+  /** Whether the `evm` method, and with it x402, is offered. */
+  get evmEnabled(): boolean {
+    return this.config.evm !== null;
+  }
+
+  /** Whether the `stripe` method can take this amount: Stripe's card minimum, and whole cents. */
   stripeOffered(micros: number): boolean {
-    return this.config.stripe !== null && micros >= CARD_MINIMUM_MICROS;
+    return this.config.stripe !== null && micros >= CARD_MINIMUM_MICROS && micros % 10_000 === 0;
   }
 
   /**
@@ -171,6 +182,8 @@ export class StandardMethods {
     if (this.stripeOffered(micros)) {
       entries.push(["stripe/charge", { amount: (micros / 1_000_000).toFixed(2), description, meta }]);
     }
+    // No method takes this payment (a card-only setup under the card minimum): nothing to offer.
+    if (entries.length === 0) return { status: 402, response: new Response(null, { status: 402 }) };
     const ctx: GateContext = { gate };
     const result = await this.#als.run(ctx, () => mppx.compose(...entries)(input));
     if (ctx.refused !== undefined) throw ctx.refused;
