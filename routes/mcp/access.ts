@@ -8,7 +8,7 @@
  *   of the `Payment` scheme (JSON-RPC -32042, the storefront's challenges in `data.challenges`)
  *   before any search runs.
  */
-import { Challenge, Credential, Errors, Receipt } from "mppx";
+import { Challenge, Credential, Errors, PaymentRequest, Receipt } from "mppx";
 import { ASK_AI_FILTERS, askAiRollup, normaliseQuery } from "../../analytics/rollups.ts";
 import type { AnalyticsQuery } from "../../analytics/rollups.ts";
 import { planCovers } from "../../core/commerce/catalog.ts";
@@ -307,10 +307,13 @@ export class AgentAccess implements McpAccess {
       body: { amountUsd },
       headers: new Headers(),
     });
-    return r.headers.filter(([k]) => k.toLowerCase() === "www-authenticate").map(([, v]) => ({
-      challenge: Challenge.deserialize(v),
-      purchase: { planId: plan.id, amountUsd, pricePerCallUsd: formatUsd(service.meters.query) },
-    }));
+    // A header may hold several challenges (mppx's methods come as one list).
+    return r.headers.filter(([k]) => k.toLowerCase() === "www-authenticate").flatMap(([, v]) =>
+      Challenge.deserializeList(v).map((challenge) => ({
+        challenge,
+        purchase: { planId: plan.id, amountUsd, pricePerCallUsd: formatUsd(service.meters.query) },
+      }))
+    );
   }
 }
 
@@ -323,8 +326,14 @@ const listing = (s: Service): ModelListing => ({
 
 /** The storefront's terms a challenge carries: in `request` (own rails) or `opaque` (mppx's methods). */
 function termsOf(credential: Credential.Credential): Record<string, unknown> {
-  const c = credential.challenge as Challenge.Challenge & { meta?: Record<string, string> };
-  return typeof c.meta?.action === "string" ? c.meta : (c.request as Record<string, unknown>);
+  const c = credential.challenge as Challenge.Challenge & { meta?: Record<string, string>; opaque?: string };
+  let meta: Record<string, unknown> | undefined = c.meta;
+  if (!meta && typeof c.opaque === "string") {
+    try {
+      meta = PaymentRequest.deserialize(c.opaque) as Record<string, unknown>;
+    } catch { /* not ours: the terms check refuses it */ }
+  }
+  return typeof meta?.action === "string" ? meta : (c.request as Record<string, unknown>);
 }
 
 /** A `Payment-Receipt` header value as the MCP binding's receipt; undefined when there is none. */

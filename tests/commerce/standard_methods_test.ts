@@ -4,8 +4,11 @@
  * claims a settlement the chain never saw. One local chain for the file.
  */
 import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Mppx } from "mppx/client";
 import { evm } from "mppx/evm/client";
+import { McpClient } from "mppx/mcp-sdk/client";
 import { privateKeyToAccount } from "viem/accounts";
 import { FixedClock } from "../../core/clock.ts";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
@@ -116,6 +119,67 @@ Deno.test("evm payments at the storefront: once only, bound to their terms, conf
       const status = await polled.json();
       assert.equal(status.status, "consumed");
       assert.equal(status.rail, "evm");
+    });
+
+    await t.step("the same Idempotency-Key and credential sent again replay the first answer", async () => {
+      const { token } = await w.agents.issue();
+      const before = await chain.balanceOf(chain.addresses.buyer);
+      const cred = await credentialFor(w, token, purchase, { amountUsd: "1.000000" });
+      const once = async () =>
+        await w.app.fetch(
+          new Request(`http://store.test${purchase}`, {
+            ...postJson({ amountUsd: "1.000000" }),
+            headers: {
+              host: "store.test",
+              "content-type": "application/json",
+              "zc-agent-authorization": `Bearer ${token}`,
+              authorization: cred,
+              "idempotency-key": "buy-once-1",
+            },
+          }),
+        );
+      const first = await once();
+      assert.equal(first.status, 200, await first.clone().text());
+      const second = await once();
+      assert.equal(second.status, 200);
+      assert.equal(second.headers.get("idempotent-replayed"), "true");
+      assert.equal((await second.json()).reference, (await first.json()).reference);
+      assert.equal(await chain.balanceOf(chain.addresses.buyer), before - 1_000_000n);
+    });
+
+    await t.step("mppx's MCP wrapper buys credit with evm when no pay-per-call plan covers the tool", async () => {
+      await using shop = await createCommerceWorld({ upstream: true, clock, env: envFor(chain) });
+      const { token } = await shop.agents.issue();
+      const before = await chain.balanceOf(chain.addresses.buyer);
+      const mcp = new Client({ name: "stock-mcp", version: "1.0.0" });
+      await mcp.connect(
+        new StreamableHTTPClientTransport(new URL("http://store.test/mcp"), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+          fetch: (input: string | URL, init?: RequestInit) => {
+            const req = new Request(input, init);
+            req.headers.set("host", "store.test");
+            return Promise.resolve(shop.app.fetch(req));
+          },
+        }),
+      );
+      const paying = McpClient.wrap(mcp, {
+        methods: [evm({ account: privateKeyToAccount(LOCAL_KEYS.buyer), authorization: TOKEN_DOMAIN })],
+      });
+      const result = await paying.callTool({
+        name: "ask",
+        arguments: { ai_model_id: shop.aiModelId, query: "budget" },
+      });
+      assert.notEqual(result.isError, true, JSON.stringify(result));
+      assert.ok(result.receipt, "the purchase's receipt");
+      // The cheapest covering credit plan at its minimum (0.10 USD), then the call spent 0.02 of it.
+      assert.equal(await chain.balanceOf(chain.addresses.buyer), before - 100_000n);
+      const ent = await (await shop.app.fetch(
+        new Request("http://store.test/agent/entitlements", {
+          headers: { host: "store.test", authorization: `Bearer ${token}` },
+        }),
+      )).json();
+      assert.equal(ent.entitlements[0].remainingUsd, "0.080000");
+      await mcp.close();
     });
 
     await t.step("a facilitator claiming a settlement the chain never saw grants nothing", async () => {
