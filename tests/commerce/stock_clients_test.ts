@@ -174,7 +174,13 @@ Deno.test("stock clients (mppx evm, x402 fetch, mppx MCP wrapper, mppx validate)
         assert.equal((await topped.json()).entitlement.remainingUsd, "3.000000");
 
         const other = await w.agents.issue();
-        const perCall = wrapFetchWithPayment(withAgent(other.token), x402);
+        // x402 leaves Authorization free: the agent token may ride there as a plain Bearer.
+        const bearer: typeof fetch = (input, init) => {
+          const req = new Request(input, init);
+          req.headers.set("authorization", `Bearer ${other.token}`);
+          return fetch(req);
+        };
+        const perCall = wrapFetchWithPayment(bearer, x402);
         const called = await perCall(searchUrl, postJson({ query: "budget" }));
         assert.equal(called.status, 200, await called.clone().text());
         await called.body?.cancel();
