@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { LOG_LEVELS } from "./log.ts";
+import { paymentEnv, paymentsConfig } from "./commerce/payment_config.ts";
+import type { StandardMethodsConfig } from "./commerce/standard_methods.ts";
 
 const bool = (name: string) =>
   z.enum(["true", "false", "1", "0", "yes", "no"], { error: `${name} must be true or false` })
@@ -146,6 +148,7 @@ const envSchema = z.object({
   RETENTION_SWEEP_S: int("RETENTION_SWEEP_S", 10, 7 * 86_400).default(3600),
   PAID_PROXY_UPSTREAM: z.enum(["inprocess", "http"], { error: "PAID_PROXY_UPSTREAM must be inprocess or http" })
     .default("inprocess"),
+  ...paymentEnv,
 });
 
 /** A trusted identity provider: ID-JAGs whose `iss` equals `issuer` are verified against `jwksUrl`. */
@@ -153,6 +156,9 @@ export interface TrustedIssuer {
   issuer: string;
   jwksUrl: string;
 }
+
+/** Settings of mppx's standard payment methods (`evm` with x402, `stripe`); each is off until configured. */
+export type PaymentsConfig = StandardMethodsConfig;
 
 /** The parsed configuration the app is built from. */
 export interface Config {
@@ -283,6 +289,8 @@ export interface Config {
    * `inprocess` (no network hop) or `http` (always through `fetch`).
    */
   paidProxyUpstream: "inprocess" | "http";
+  /** mppx's standard payment methods (docs/storefront.md, "Stock clients"). */
+  payments: PaymentsConfig;
   /** Content sources (docs/sources.md): registration limits, poller and retention schedule. */
   sources: {
     /** Whether this process polls sources (every process may: leases share the work). */
@@ -449,6 +457,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       maxRetries: e.OPENAI_MAX_RETRIES,
     },
     payproxySkewS: e.PAYPROXY_SKEW_S,
+    payments: paymentsConfig(e),
     allowanceTimeoutMs: e.ALLOWANCE_TIMEOUT_MS,
     allowanceCacheMs: e.ALLOWANCE_CACHE_MS,
     paidProxyUpstream: e.PAID_PROXY_UPSTREAM,

@@ -14,14 +14,14 @@
 import type { Clock } from "../clock.ts";
 import { AppError } from "../errors.ts";
 import type { PaymentTerms } from "./challenges.ts";
-import type { Rail } from "./types.ts";
+import type { PaymentMethodName } from "./types.ts";
 
 export type PaymentState = "open" | "processing" | "paid" | "consumed" | "failed" | "refunded" | "released";
 
 export interface PaymentRecord {
   reference: string;
   sellerId: string;
-  rail: Rail;
+  rail: PaymentMethodName;
   state: PaymentState;
   terms: PaymentTerms;
   amountMicros: number;

@@ -8,7 +8,7 @@
  *   of the `Payment` scheme (JSON-RPC -32042, the storefront's challenges in `data.challenges`)
  *   before any search runs.
  */
-import { Challenge, Credential, Errors, Receipt } from "mppx";
+import { Challenge, Credential, Errors, PaymentRequest, Receipt } from "mppx";
 import { ASK_AI_FILTERS, ASK_AI_PARAMS, askAiRollup } from "../../analytics/rollups.ts";
 import type { AnalyticsQuery, RollupDeps } from "../../analytics/rollups.ts";
 import { cachedAnswerer } from "../analytics_answer.ts";
@@ -246,7 +246,8 @@ export class AgentAccess implements McpAccess {
     const headers = new Headers({ "content-type": "application/json" });
     const credential = credentialHeader(payment.meta[CREDENTIAL_META_KEY]);
     if (credential) {
-      const action = credential.value.challenge.request?.action;
+      // Own rails carry the terms in `request`; mppx's methods in `opaque` (meta).
+      const action = termsOf(credential.value).action;
       if (action === "purchase" || action === "extend") {
         let receipt: string | null;
         try {
@@ -265,6 +266,7 @@ export class AgentAccess implements McpAccess {
         kind,
         modelId,
         pathAndQuery,
+        publicPath: pathAndQuery.replace(/^\/payproxy/, ""),
         body: new TextEncoder().encode(JSON.stringify(request)),
         headers,
       });
@@ -307,7 +309,7 @@ export class AgentAccess implements McpAccess {
     credential: { header: string; value: Credential.Credential },
     action: "purchase" | "extend",
   ): Promise<string | null> {
-    const request = credential.value.challenge.request as Record<string, unknown>;
+    const request = termsOf(credential.value);
     const res = await this.deps.commerce.service.purchase({
       seller: this.seller,
       agent: this.agent,
@@ -370,10 +372,13 @@ export class AgentAccess implements McpAccess {
       body: { amountUsd },
       headers: new Headers(),
     });
-    return r.headers.filter(([k]) => k.toLowerCase() === "www-authenticate").map(([, v]) => ({
-      challenge: Challenge.deserialize(v),
-      purchase: { planId: plan.id, amountUsd, pricePerCallUsd: formatUsd(service.meters.query) },
-    }));
+    // A header may hold several challenges (mppx's methods come as one list).
+    return r.headers.filter(([k]) => k.toLowerCase() === "www-authenticate").flatMap(([, v]) =>
+      Challenge.deserializeList(v).map((challenge) => ({
+        challenge,
+        purchase: { planId: plan.id, amountUsd, pricePerCallUsd: formatUsd(service.meters.query) },
+      }))
+    );
   }
 }
 
@@ -408,6 +413,18 @@ function namedPaymentError(err: unknown): unknown {
     extra: err.extra,
     headers: err.headers,
   });
+}
+
+/** The storefront's terms a challenge carries: in `request` (own rails) or `opaque` (mppx's methods). */
+function termsOf(credential: Credential.Credential): Record<string, unknown> {
+  const c = credential.challenge as Challenge.Challenge & { meta?: Record<string, string>; opaque?: string };
+  let meta: Record<string, unknown> | undefined = c.meta;
+  if (!meta && typeof c.opaque === "string") {
+    try {
+      meta = PaymentRequest.deserialize(c.opaque) as Record<string, unknown>;
+    } catch { /* not ours: the terms check refuses it */ }
+  }
+  return typeof meta?.action === "string" ? meta : (c.request as Record<string, unknown>);
 }
 
 /** A `Payment-Receipt` header value as the MCP binding's receipt; undefined when there is none. */

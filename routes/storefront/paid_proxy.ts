@@ -81,6 +81,7 @@ export function createPaidProxyRoutes(
       pathAndQuery: `/payproxy/v2/search${url.search}`,
       body: await readBodyCapped(c.req.raw, limit),
       headers: c.req.raw.headers,
+      request: c.req.raw,
     });
     return await withUsageBlock(res, await receipts.forResponse(s, a, res));
   });
@@ -102,6 +103,7 @@ export function createPaidProxyRoutes(
       pathAndQuery: `/payproxy/aimodel/${rawId}${url.search}`,
       body: await readBodyCapped(c.req.raw, limit),
       headers: c.req.raw.headers,
+      request: c.req.raw,
     });
     return await withUsageBlock(res, await receipts.forResponse(s, a, res));
   });
