@@ -34,6 +34,8 @@ export interface PaymentRecord {
   /** Refunded: why (`upstream_error`), and the processor's id of the refund when it made one. */
   refundReason?: string;
   refundRef?: string;
+  /** Checkout lane: cards declined so far on this checkout (the human may try another card). */
+  declines?: number;
   /** The response of the request that consumed it, replayed for the same Idempotency-Key. */
   idempotencyKey?: string;
 }

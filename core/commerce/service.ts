@@ -79,6 +79,8 @@ export type StandardSettled = {
 export const CHECKOUT_TTL_MS = 30 * 60_000;
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 /** A charge `processing` for longer than this is taken to have been abandoned by a dead process. */
+/** Cards a human may have declined on one hosted checkout before it ends as `failed`. */
+export const MAX_CHECKOUT_DECLINES = 5;
 const STALE_PROCESSING_MS = 30_000;
 const IDEMPOTENCY_RE = /^[\x21-\x7e]{1,255}$/;
 const NO_STORE: [string, string] = ["cache-control", "no-store"];
@@ -741,7 +743,7 @@ export class CommerceService {
     reference: string,
     action: "pay" | "cancel",
     cardToken: string,
-  ): Promise<{ state: PaymentState; settlementReason?: string; retry?: boolean }> {
+  ): Promise<{ state: PaymentState; settlementReason?: string; retry?: boolean; triesLeft?: number }> {
     const e = await this.payments.get(seller.sellerId, reference);
     if (!e.value || e.value.terms.checkout !== true) throw new AppError(404, "payment_unknown", "Unknown checkout");
     const entry = e as Deno.KvEntry<PaymentRecord>;
@@ -768,12 +770,26 @@ export class CommerceService {
         description: `checkout ${entry.value.terms.planId}`,
       });
       if (outcome.status === "succeeded") {
-        await this.payments.move(processing, { state: "paid", processorRef: outcome.processorRef });
+        // An earlier decline on this checkout is history once a card paid.
+        await this.payments.move(processing, {
+          state: "paid",
+          processorRef: outcome.processorRef,
+          settlementReason: undefined,
+        });
         return { state: "paid" };
       }
       if (outcome.status === "failed") {
-        await this.payments.move(processing, { state: "failed", settlementReason: outcome.settlementReason });
-        return { state: "failed", settlementReason: outcome.settlementReason };
+        // A decline leaves the checkout open for another card until it expires, up to a few tries
+        // (more would let the page test stolen cards); the last decline ends it.
+        const declines = (processing.value.declines ?? 0) + 1;
+        const triesLeft = MAX_CHECKOUT_DECLINES - declines;
+        const settlementReason = outcome.settlementReason;
+        if (triesLeft <= 0) {
+          await this.payments.move(processing, { state: "failed", settlementReason, declines });
+          return { state: "failed", settlementReason };
+        }
+        await this.payments.move(processing, { state: "open", settlementReason, declines });
+        return { state: "open", settlementReason, triesLeft };
       }
       await this.payments.move(processing, { state: "open" });
       return { state: "open", retry: true };
