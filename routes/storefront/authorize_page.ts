@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { html } from "hono/html";
+import { html, raw } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Deps } from "../../composition.ts";
@@ -8,6 +8,7 @@ import type { AuthorizationRequest, Seller } from "../../core/storefront/types.t
 import type { AppEnv } from "../env.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { FormCsrf } from "../middleware/form_csrf.ts";
+import { styleHashSource } from "../inline_style.ts";
 import { sellerOf } from "./seller.ts";
 import { documented } from "../openapi.ts";
 
@@ -29,6 +30,13 @@ const authorizeRoute = createRoute({
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 
+const STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1b1b1b}
+h1{font-size:1.4rem}fieldset{border:1px solid #bbb;border-radius:.5rem;margin:1rem 0;padding:.8rem 1rem}
+input{font:inherit;padding:.4rem .6rem;width:16rem}input.code{font:700 1.3rem ui-monospace,monospace;
+letter-spacing:.1em;width:11rem;text-transform:uppercase}button{font:inherit;padding:.5rem 1.2rem;
+margin:.3rem .5rem .3rem 0;border-radius:.4rem;border:1px solid #555;cursor:pointer}
+button.primary{background:#1b1b1b;color:#fff}.muted{color:#555}.error{color:#a00000}`;
+
 function page(title: string, body: Html): Html {
   return html`
     <!doctype html>
@@ -38,16 +46,11 @@ function page(title: string, body: Html): Html {
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <meta name="referrer" content="same-origin">
         <title>${title}</title>
-        <style>
-    body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1b1b1b}
-    h1{font-size:1.4rem}fieldset{border:1px solid #bbb;border-radius:.5rem;margin:1rem 0;padding:.8rem 1rem}
-    input{font:inherit;padding:.4rem .6rem;width:16rem}input.code{font:700 1.3rem ui-monospace,monospace;
-    letter-spacing:.1em;width:11rem;text-transform:uppercase}button{font:inherit;padding:.5rem 1.2rem;
-    margin:.3rem .5rem .3rem 0;border-radius:.4rem;border:1px solid #555;cursor:pointer}
-    button.primary{background:#1b1b1b;color:#fff}.muted{color:#555}.error{color:#a00000}
-    </style>
+        <style>${raw(STYLE)}</style>
       </head>
-      <body>${body}</body>
+      <body>
+        <main>${body}</main>
+      </body>
     </html>
   `;
 }
@@ -158,7 +161,7 @@ export function addAuthorizePage(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "con
     const target = redirectUri ? ` ${formTarget(redirectUri)}` : "";
     c.header(
       "Content-Security-Policy",
-      `default-src 'none'; style-src 'unsafe-inline'; form-action 'self'${target}; frame-ancestors 'none'`,
+      `default-src 'none'; style-src ${styleHashSource(STYLE)}; form-action 'self'${target}; frame-ancestors 'none'`,
     );
     return c.html(body, status as 200);
   };

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { html } from "hono/html";
+import { html, raw } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import type { Deps } from "../../composition.ts";
 import type { ClaimPageState } from "../../core/storefront/claims.ts";
@@ -7,8 +7,19 @@ import type { AppEnv } from "../env.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { familyApp } from "../family.ts";
 import { FormCsrf } from "../middleware/form_csrf.ts";
+import { styleHashSource } from "../inline_style.ts";
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
+
+const STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1b1b1b}
+h1{font-size:1.4rem}.code{font:700 2.2rem/1.2 ui-monospace,monospace;letter-spacing:.15em;padding:.6rem 1rem;
+border:2px solid #1b1b1b;border-radius:.5rem;display:inline-block}form{display:inline}
+input{font:700 1.3rem ui-monospace,monospace;letter-spacing:.1em;padding:.4rem .6rem;width:11rem;text-transform:uppercase}
+button{font:inherit;padding:.5rem 1.2rem;margin:.3rem .5rem .3rem 0;border-radius:.4rem;border:1px solid #555;cursor:pointer}
+button.primary{background:#1b1b1b;color:#fff}.muted{color:#555}.error{color:#a00000}`;
+
+/** CSP of every claim page: only its own style (by hash), no script, no framing, forms to this origin. */
+const CSP = `default-src 'none'; style-src ${styleHashSource(STYLE)}; form-action 'self'; frame-ancestors 'none'`;
 
 function page(title: string, body: Html): Html {
   return html`
@@ -19,16 +30,11 @@ function page(title: string, body: Html): Html {
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <meta name="referrer" content="same-origin">
         <title>${title}</title>
-        <style>
-    body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1b1b1b}
-    h1{font-size:1.4rem}.code{font:700 2.2rem/1.2 ui-monospace,monospace;letter-spacing:.15em;padding:.6rem 1rem;
-    border:2px solid #1b1b1b;border-radius:.5rem;display:inline-block}form{display:inline}
-    input{font:700 1.3rem ui-monospace,monospace;letter-spacing:.1em;padding:.4rem .6rem;width:11rem;text-transform:uppercase}
-    button{font:inherit;padding:.5rem 1.2rem;margin:.3rem .5rem .3rem 0;border-radius:.4rem;border:1px solid #555;cursor:pointer}
-    button.primary{background:#1b1b1b;color:#fff}.muted{color:#555}.error{color:#a00000}
-    </style>
+        <style>${raw(STYLE)}</style>
       </head>
-      <body>${body}</body>
+      <body>
+        <main>${body}</main>
+      </body>
     </html>
   `;
 }
@@ -145,10 +151,7 @@ export function createClaimPageRoutes(deps: Pick<Deps, "config" | "storefront" |
     // same-origin, not no-referrer: with no-referrer Chromium sends `Origin: null` on the form POST.
     c.header("Referrer-Policy", "same-origin");
     c.header("X-Frame-Options", "DENY");
-    c.header(
-      "Content-Security-Policy",
-      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
-    );
+    c.header("Content-Security-Policy", CSP);
     return c.html(body, status as 200);
   };
   const minutesLeft = (expiresAt: string) =>

@@ -6,6 +6,7 @@
  * URI, then tools/list and a paid tools/call. The page also calls /mcp from another origin, as a
  * browser-hosted client would (CORS).
  */
+import { pageFaults } from "../_axe.ts";
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
@@ -99,10 +100,12 @@ Deno.test({
       const res = await b.page.goto(provider.authorizationUrl!.href);
       assert.equal(res?.status(), 200);
       await b.shot("consent");
+      assert.deepEqual(await pageFaults(b.page), [], "consent");
       assert.match(await b.page.$eval("h1", (e) => e.textContent ?? ""), /SDK test host wants to act as your agent/);
       await b.page.type("#email", "lin@example.com");
       await Promise.all([b.page.waitForNavigation(), b.page.click("#claim button")]);
       await b.shot("code form");
+      assert.deepEqual(await pageFaults(b.page), [], "code form");
       await b.page.type("#mail-code", await latestMailCode(w, "lin@example.com"));
       await Promise.all([b.page.waitForNavigation(), b.page.click("#verify button")]);
       await b.shot("back at the host");

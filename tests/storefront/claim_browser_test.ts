@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { pageFaults } from "../_axe.ts";
 import { openBrowser, serveLocal } from "../_browser.ts";
 import { startLocalSmtp } from "./_smtp.ts";
 import { mailCodeIn, storefrontWorld } from "./_world.ts";
@@ -47,6 +48,7 @@ Deno.test({
       const res = await b.page.goto(verificationUri);
       assert.equal(res?.status(), 200);
       await b.shot("code form");
+      assert.deepEqual(await pageFaults(b.page), [], "code form");
       assert.equal(await b.page.$("button[name=decision], input[name=decision]"), null);
       assert.match(await b.page.$eval("h1", (e) => e.textContent ?? ""), /maria@example\.com/);
     });
@@ -54,18 +56,21 @@ Deno.test({
       await b.page.type("#mail-code", "BBBB-BBBB");
       await Promise.all([b.page.waitForNavigation(), b.page.click("#verify button")]);
       await b.shot("wrong code");
+      assert.deepEqual(await pageFaults(b.page), [], "wrong code");
       assert.match(await b.page.$eval("#error", (e) => e.textContent ?? ""), /4 tries left/);
     });
     await t.step("the right code shows Confirm and Deny", async () => {
       await b.page.type("#mail-code", mailCode.toLowerCase());
       await Promise.all([b.page.waitForNavigation(), b.page.click("#verify button")]);
       await b.shot("confirm or deny");
+      assert.deepEqual(await pageFaults(b.page), [], "confirm or deny");
       assert.ok(await b.page.$("#confirm button"));
       assert.ok(await b.page.$("#deny button"));
     });
     await t.step("Confirm shows the user code", async () => {
       await Promise.all([b.page.waitForNavigation(), b.page.click("#confirm button")]);
       await b.shot("user code");
+      assert.deepEqual(await pageFaults(b.page), [], "user code");
       userCode = await b.page.$eval("#user-code", (e) => e.textContent ?? "");
       assert.match(userCode, /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
       assert.notEqual(userCode, mailCode);
@@ -79,6 +84,7 @@ Deno.test({
     await t.step("reloading the page says it is done", async () => {
       await b.page.goto(verificationUri);
       await b.shot("done");
+      assert.deepEqual(await pageFaults(b.page), [], "done");
       assert.match(await b.page.$eval("h1", (e) => e.textContent ?? ""), /All done/);
     });
     assert.equal(b.shots.length, 5);
