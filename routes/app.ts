@@ -64,6 +64,7 @@ import { mountStorefront } from "./storefront/mod.ts";
 import { createSystemRoutes, probeStores } from "./system.ts";
 import { createFrontPageRoutes } from "./front_page.ts";
 import { createApiReferenceRoutes } from "./api_reference.ts";
+import { withExamples } from "./openapi_examples.ts";
 import { createWidgetApiRoutes } from "./widget/api.ts";
 
 import { API_VERSION } from "./version.ts";
@@ -134,7 +135,10 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
     description:
       "Agent access token from POST /oauth2/token; in `ZC-Agent-Authorization` when `Authorization` carries `Payment ...`",
   });
-  app.doc31("/openapi.json", openApiConfig);
+  // The document is built once, at the first request (every route is registered by then), with the
+  // demo-shaped examples merged in.
+  let document: ReturnType<typeof app.getOpenAPI31Document> | undefined;
+  app.get("/openapi.json", (c) => c.json(document ??= withExamples(app.getOpenAPI31Document(openApiConfig))));
   deps.loopback.bind(app.fetch);
   return app;
 }
