@@ -20,6 +20,7 @@
  *     /retention
  *   /v1/ai-models, widgets, campaigns,    routes/resources.ts (and every other `/v1` path)
  *     prompts
+ *   /widget/v1/loader.js, /assets/...     routes/widget/assets.ts
  *   /r/{token}                            routes/redirect.ts
  *   /img                                  routes/images.ts
  *   storefront (AGENT_AUTH_URL)           routes/storefront/mod.ts mounts:
@@ -58,6 +59,7 @@ import { createResourceRoutes } from "./resources.ts";
 import { createSearchRoutes } from "./search.ts";
 import { mountStorefront } from "./storefront/mod.ts";
 import { createSystemRoutes } from "./system.ts";
+import { createWidgetAssetRoutes } from "./widget/assets.ts";
 
 import { API_VERSION } from "./version.ts";
 
@@ -102,6 +104,8 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
 
   // The `/v1` families with files of their own first: the `/v1` resource app owns every other
   // `/v1` path (and asks for an API key before its 404).
+  // The widget's scripts, before the widget API family (which owns the rest of `/widget/v1`).
+  app.route("/widget/v1", createWidgetAssetRoutes(deps));
   mount(app, "/v1/analytics", createAnalyticsRoutes(deps));
   mount(app, "/dashboard", createDashboardRoutes(deps));
   mount(app, "/v1/events", createEventRoutes(deps));
