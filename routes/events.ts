@@ -68,6 +68,9 @@ export function createEventRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "events
       origin: async (origin) => (await widgetOrigins.allows(origin)) ? origin : null,
       allowMethods: ["POST", "OPTIONS"],
       allowHeaders: ["content-type"],
+      // navigator.sendBeacon sends a JSON batch with credentials, so its preflight must allow them;
+      // the route reads no cookie (widget batches are authorised by widget id + origin only).
+      credentials: true,
       maxAge: 600,
     }),
   );

@@ -44,6 +44,8 @@ export class AskAiWidget extends HTMLElement {
   #history: { role: "user" | "assistant"; content: string }[] = [];
   #busy = false;
   #stop: (() => void) | undefined;
+  /** `prompt_impression`s of the campaign prompts drawn, sent right after `widget_load`. */
+  #impressions: EventFields[] = [];
   #ui!: {
     panel: HTMLElement;
     launcher?: HTMLButtonElement;
@@ -114,6 +116,7 @@ export class AskAiWidget extends HTMLElement {
     this.#draw();
     this.setAttribute("data-state", "ready");
     this.#tracker.send("widget_load");
+    for (const fields of this.#impressions.splice(0)) this.#tracker.send("prompt_impression", fields);
     const watched = this.#ui.launcher ?? this.#ui.panel;
     this.#stop = watchAttention(watched, {
       viewable: (pct, ms) => this.#tracker.send("widget_viewable", { in_view_pct: pct, in_view_ms: ms }),
@@ -273,7 +276,7 @@ export class AskAiWidget extends HTMLElement {
         void this.#ask(s.text, { interaction: "sponsored_prompt", sponsored: s });
       });
       list.append(el("li", {}, [b]));
-      this.#tracker.send("prompt_impression", {
+      this.#impressions.push({
         campaign_id: s.campaign_id,
         prompt_id: s.prompt_id,
         prompt_text: s.text,
@@ -318,6 +321,8 @@ export class AskAiWidget extends HTMLElement {
     if (this.#busy) return;
     query = query.slice(0, MAX_QUERY);
     this.#busy = true;
+    // Pages and tests can wait for the answer on the host: `ask-ai-widget:not([data-busy])`.
+    this.toggleAttribute("data-busy", true);
     const ui = this.#ui;
     ui.send.disabled = true;
     ui.input.value = "";
@@ -367,6 +372,7 @@ export class AskAiWidget extends HTMLElement {
       this.#setStatus(err instanceof WidgetApiError ? err.message : "The answer service is unavailable", true);
     } finally {
       this.#busy = false;
+      this.toggleAttribute("data-busy", false);
       ui.send.disabled = false;
     }
   }
