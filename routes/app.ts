@@ -23,6 +23,8 @@
  *   /widget/v1/loader.js, /assets/...     routes/widget/assets.ts
  *   /r/{token}                            routes/redirect.ts
  *   /img                                  routes/images.ts
+ *   /widget/v1/{wd}/config, ask,          routes/widget/api.ts (public, origin-checked)
+ *     recommend
  *   storefront (AGENT_AUTH_URL)           routes/storefront/mod.ts mounts:
  *     /agent/identity/...                   identity.ts
  *     /agent/entitlements, /network/...     entitlements.ts
@@ -59,6 +61,7 @@ import { createResourceRoutes } from "./resources.ts";
 import { createSearchRoutes } from "./search.ts";
 import { mountStorefront } from "./storefront/mod.ts";
 import { createSystemRoutes } from "./system.ts";
+import { createWidgetApiRoutes } from "./widget/api.ts";
 import { createWidgetAssetRoutes } from "./widget/assets.ts";
 
 import { API_VERSION } from "./version.ts";
@@ -104,8 +107,6 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
 
   // The `/v1` families with files of their own first: the `/v1` resource app owns every other
   // `/v1` path (and asks for an API key before its 404).
-  // The widget's scripts, before the widget API family (which owns the rest of `/widget/v1`).
-  app.route("/widget/v1", createWidgetAssetRoutes(deps));
   mount(app, "/v1/analytics", createAnalyticsRoutes(deps));
   mount(app, "/dashboard", createDashboardRoutes(deps));
   mount(app, "/v1/events", createEventRoutes(deps));
@@ -114,6 +115,10 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
 
   mount(app, "/r", createRedirectRoutes(deps));
   mount(app, "/img", createImageRoutes(deps));
+  // The widget's scripts, before the widget API family (which owns the rest of `/widget/v1`).
+  app.route("/widget/v1", createWidgetAssetRoutes(deps));
+  // The public widget API (after the widget's asset routes, which share the prefix).
+  mount(app, "/widget/v1", createWidgetApiRoutes(deps));
   mountStorefront(app, deps);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {

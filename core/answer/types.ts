@@ -16,6 +16,11 @@ export interface AnswerContext {
   deploymentType?: string;
   /** The page the question was asked from. */
   referringUrl?: string;
+  /**
+   * Whether the engine records the exchange as a `query` event (default true). The Ask AI widget
+   * sends its own `query` events, so its answers are not recorded twice.
+   */
+  recordQuery?: boolean;
 }
 
 /** An article a text answer cites. */

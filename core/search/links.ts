@@ -23,6 +23,10 @@ export interface LinkContext {
   query?: string;
   /** 1-based rank of the article in the response. */
   position?: number;
+  /** The Ask AI widget that showed the link: its click counts in that widget's figures. */
+  widgetId?: string;
+  /** The reader's widget session: the click joins that session. */
+  sessionId?: string;
 }
 
 /** Builds the signed links of search results. Synchronous: it runs once per result. */

@@ -40,6 +40,10 @@ export interface ClickPayload {
   caller?: string;
   requestId?: string;
   position?: number;
+  /** The widget that showed the link. */
+  widgetId?: string;
+  /** The reader's widget session. */
+  sessionId?: string;
   /** Unix seconds the link was made. */
   issuedAt: number;
 }
@@ -67,6 +71,8 @@ const clickWire = z.object({
   c: z.string().max(256).optional(),
   r: z.string().max(128).optional(),
   p: z.number().int().min(0).max(100_000).optional(),
+  w: z.string().max(128).optional(),
+  s: z.string().max(128).optional(),
   i: z.number().int().min(0),
 });
 const imageWire = z.object({ s: httpUrl });
@@ -205,6 +211,8 @@ export class SignedLinks implements LinkBuilder {
     if (ctx.caller) wire.c = ctx.caller.slice(0, 256);
     if (ctx.requestId) wire.r = ctx.requestId.slice(0, 128);
     if (ctx.position !== undefined) wire.p = Math.min(100_000, Math.max(0, Math.trunc(ctx.position)));
+    if (ctx.widgetId) wire.w = ctx.widgetId.slice(0, 128);
+    if (ctx.sessionId) wire.s = ctx.sessionId.slice(0, 128);
     return `${this.#baseUrl}/r/${this.#sign("r", wire)}`;
   }
 
@@ -241,6 +249,8 @@ export class SignedLinks implements LinkBuilder {
       caller: w.c,
       requestId: w.r,
       position: w.p,
+      widgetId: w.w,
+      sessionId: w.s,
       issuedAt: w.i,
     };
   }
