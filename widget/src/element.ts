@@ -341,7 +341,8 @@ export class AskAiWidget extends HTMLElement {
         query,
         session_id: this.#sessionId,
         interaction_type: src.interaction,
-        history: this.#history.slice(-MAX_HISTORY),
+        // A sponsored prompt starts a new (sponsored) conversation: earlier turns are not its context.
+        history: src.sponsored ? [] : this.#history.slice(-MAX_HISTORY),
         page_url: this.#pageUrl(),
       }, {
         token: (t) => answer.append(t),
@@ -350,6 +351,7 @@ export class AskAiWidget extends HTMLElement {
       });
       answer.textContent = full;
       this.#setStatus("");
+      if (src.sponsored) this.#history = [];
       this.#history.push({ role: "user", content: query }, { role: "assistant", content: full.slice(0, 4000) });
       const configured = src.sponsored
         ? {

@@ -10,7 +10,7 @@ export const WIDGET_CSS = `
 :host{all:initial;display:block;contain:layout style;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
 --bg:var(--ask-bg,#fff);--fg:var(--ask-fg,#1b1f24);--muted:#4f5762;--line:#d5d9de;--soft:#f3f5f7;--accent:#1f5fbf;--on-accent:#fff}
 :host([data-dark]){--bg:var(--ask-bg,#16181d);--fg:var(--ask-fg,#f1f3f5);--muted:#b9c0ca;--line:#3a3f47;--soft:#22262d}
-:host([data-mode=inline]){height:var(--ask-height,460px)}
+:host([data-mode=inline]){height:var(--ask-height,480px)}
 :host([data-mode=docked]){position:fixed;bottom:20px;right:20px;z-index:2147483000;height:auto}
 :host([data-mode=docked][data-position=bottom-left]){right:auto;left:20px}
 *{box-sizing:border-box}
@@ -34,7 +34,8 @@ button:focus-visible,a:focus-visible,input:focus-visible{outline:2px solid var(-
 a{color:var(--fg);text-decoration:underline}
 .site{color:var(--muted)}
 .chips,.follow{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;gap:6px}
-.chips{padding:8px 14px 0;max-height:84px;overflow-y:auto}
+.chips{padding:8px 14px 2px;flex-wrap:nowrap;overflow-x:auto;scrollbar-width:thin}
+.chips .chip{white-space:nowrap}
 .chip{background:var(--soft);border:1px solid var(--line);border-radius:16px;padding:4px 10px;font-size:13px;text-align:left}
 .badge{display:inline-block;margin-right:6px;padding:0 6px;border-radius:8px;font-size:11px;font-weight:600;background:var(--fg);color:var(--bg)}
 .recs{list-style:none;margin:0;padding:0}
