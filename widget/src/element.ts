@@ -122,7 +122,11 @@ export class AskAiWidget extends HTMLElement {
       viewable: (pct, ms) => this.#tracker.send("widget_viewable", { in_view_pct: pct, in_view_ms: ms }),
       heartbeat: () => this.#tracker.send("heartbeat"),
     });
-    if (this.#recommendationsOn()) void this.#loadRecommendations({ page_url: this.#pageUrl() });
+    // The page's title stands in when the page is not an article of the widget's data model.
+    const title = document.title.trim().slice(0, 200);
+    if (this.#recommendationsOn()) {
+      void this.#loadRecommendations({ page_url: this.#pageUrl(), ...(title ? { query: title } : {}) });
+    }
   }
 
   #pageUrl(): string | undefined {
@@ -321,6 +325,8 @@ export class AskAiWidget extends HTMLElement {
     if (this.#busy) return;
     query = query.slice(0, MAX_QUERY);
     this.#busy = true;
+    // A chip that started this is removed by the redraw; focus then goes back to the question box.
+    const hadFocus = this.#root.activeElement !== null;
     // Pages and tests can wait for the answer on the host: `ask-ai-widget:not([data-busy])`.
     this.toggleAttribute("data-busy", true);
     const ui = this.#ui;
@@ -376,6 +382,7 @@ export class AskAiWidget extends HTMLElement {
       this.#busy = false;
       this.toggleAttribute("data-busy", false);
       ui.send.disabled = false;
+      if (hadFocus && !this.#root.activeElement) ui.input.focus();
     }
   }
 
