@@ -102,6 +102,15 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
           position: i + 1,
           widgetId: context.widgetId,
           sessionId: context.sessionId,
+          ...(context.widgetId
+            ? {
+              placement: {
+                placement_id: context.placementId,
+                deployment_type: context.deploymentType,
+                ...context.adMacros,
+              },
+            }
+            : {}),
         })
         : a.url,
       site: a.site || a.siteDomain,

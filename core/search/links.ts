@@ -27,6 +27,17 @@ export interface LinkContext {
   widgetId?: string;
   /** The reader's widget session: the click joins that session. */
   sessionId?: string;
+  /** Where on the page the widget showed it: the click event carries these fields too. */
+  placement?: LinkPlacement;
+}
+
+/** The placement fields of a widget's click event (the analytics filters of spec 4.5). */
+export interface LinkPlacement {
+  placement_id?: string;
+  deployment_type?: string;
+  creative_id?: string;
+  line_item_id?: string;
+  publisher_id?: string;
 }
 
 /** Builds the signed links of search results. Synchronous: it runs once per result. */

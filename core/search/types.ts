@@ -5,6 +5,7 @@
 import { z } from "zod";
 import type { DataModel } from "../store/models.ts";
 import { searchFilterFields } from "./filters.ts";
+import type { LinkPlacement } from "./links.ts";
 
 export const SEARCH_ALGORITHMS = ["semantic", "most_recent", "most_recent_semantic", "trending"] as const;
 export type SearchAlgorithm = (typeof SEARCH_ALGORITHMS)[number];
@@ -72,6 +73,10 @@ export interface SearchContext {
   /** Payproxy `search_version` query parameter. */
   searchVersion?: string;
   requestId?: string;
+  /** The Ask AI widget showing the results, its reader's session and placement: carried into the clicks. */
+  widgetId?: string;
+  sessionId?: string;
+  placement?: LinkPlacement;
 }
 
 /** A stored article as retrieval returns it, for grounding answers. */

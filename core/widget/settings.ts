@@ -105,7 +105,10 @@ export async function applyWidgetSettings(
   if (input.mode !== undefined) next.mode = input.mode;
   if (input.position !== undefined) next.position = input.position;
   if (input.theme !== undefined) next.theme = input.theme;
-  if (input.colors !== undefined) next.colors = input.colors;
+  if (input.colors !== undefined) {
+    const { accent, background, text } = input.colors;
+    next.colors = { accent, ...(background ? { background } : {}), ...(text ? { text } : {}) };
+  }
   if (input.allowed_origins !== undefined) next.allowedOrigins = [...new Set(input.allowed_origins)];
   if (input.daily_answer_cap !== undefined) next.dailyAnswerCap = input.daily_answer_cap;
 

@@ -17,6 +17,7 @@ import { boundedCache } from "../../core/bounded_cache.ts";
 import { sha256Hex } from "../../core/crypto.ts";
 import { describeError } from "../../core/log.ts";
 import { isUrlQuery } from "../../core/search/engine.ts";
+import type { LinkPlacement } from "../../core/search/links.ts";
 import type { Widget } from "../../core/store/models.ts";
 import {
   scopedModel,
@@ -110,6 +111,21 @@ const configRoute = createRoute({
   },
 });
 
+const eventToken = (max: number) =>
+  z.string().max(max, { error: `must be at most ${max} characters` }).regex(SESSION_ID, {
+    error: "must be letters, digits and . _ : @ / + -",
+  });
+// The embed's attributes: the clicks of the links an answer or a recommendation shows carry them,
+// like the widget's own events, so they count under the same analytics filters.
+const placementFields = {
+  placement_id: eventToken(128).optional().openapi({ description: "The embed's `placement-id`" }),
+  deployment_type: eventToken(64).optional().openapi({
+    description: "The embed's `deployment-type` (default: the widget's)",
+  }),
+  creative_id: eventToken(128).optional().openapi({ description: "Ad macro `creative-id`" }),
+  line_item_id: eventToken(128).optional().openapi({ description: "Ad macro `line-item-id`" }),
+  publisher_id: eventToken(128).optional().openapi({ description: "Ad macro `publisher-id`" }),
+};
 const interactionTypes = ["free_form", "suggested_prompt", "sponsored_prompt", "automated_followup"] as const;
 const askSchema = z.object({
   query: z.string().trim().min(1, { error: "must not be empty" }).max(MAX_WIDGET_QUERY_CHARS, {
@@ -122,6 +138,7 @@ const askSchema = z.object({
     content: z.string().max(MAX_HISTORY_CHARS, { error: `must be at most ${MAX_HISTORY_CHARS} characters` }),
   })).max(MAX_HISTORY_TURNS, { error: `must hold at most ${MAX_HISTORY_TURNS} turns` }).optional(),
   page_url: httpUrl.optional(),
+  ...placementFields,
 }).openapi("WidgetAskRequest");
 
 const citationSchema = z.object({
@@ -174,6 +191,9 @@ const recommendSchema = z.object({
     error: `must be at most ${MAX_WIDGET_QUERY_CHARS} characters`,
   }).optional(),
   limit: z.number().int().min(1).max(10).default(3),
+  session_id: z.string().regex(SESSION_ID, { error: "must be 1 to 128 characters of A-Z a-z 0-9 . _ : @ / + -" })
+    .optional().openapi({ description: "The reader's session: clicks on the results join it" }),
+  ...placementFields,
 }).openapi("WidgetRecommendRequest");
 const recommendResponse = z.object({
   results: z.array(z.object({
@@ -276,6 +296,26 @@ async function takeDailyAnswer(deps: Deps_, widget: Widget): Promise<void> {
   if (!r.allowed) throw dailyCapReached(r.retryAfterS);
 }
 
+/** The placement fields of a request, with the widget's deployment type by default. */
+function placementOf(
+  input: {
+    placement_id?: string;
+    deployment_type?: string;
+    creative_id?: string;
+    line_item_id?: string;
+    publisher_id?: string;
+  },
+  widget: Widget,
+): LinkPlacement {
+  return {
+    placement_id: input.placement_id,
+    deployment_type: input.deployment_type ?? widget.deploymentType,
+    creative_id: input.creative_id,
+    line_item_id: input.line_item_id,
+    publisher_id: input.publisher_id,
+  };
+}
+
 /** Words of a page address's path, as a query: `/2026/11/storm-floods-roads` -> `storm floods roads`. */
 function addressWords(pageUrl: string): string {
   const path = decodeURIComponent(new URL(pageUrl).pathname).replace(/\.[a-z0-9]{2,5}$/i, "");
@@ -299,11 +339,21 @@ export function createWidgetApiRoutes(deps: Deps_) {
     app.use(path, ...widgetRateLimits(deps, { perWidget: true }), body);
   }
 
+  // Building a configuration reads the tenant's prompts and campaigns: kept as briefly as widgets.
+  const configs = boundedCache<string, { text: string; etag: string }>({
+    max: 10_000,
+    ttlMs: WIDGET_CACHE_MS,
+    now: () => deps.clock.now().getTime(),
+  });
   app.openapi(configRoute, async (c) => {
     const widget = c.get("widget")!;
-    const config = await publicWidgetConfig(deps.repos, widget, attributionUrl);
-    const text = JSON.stringify(config);
-    const etag = `"${(await sha256Hex(text)).slice(0, 32)}"`;
+    let built = configs.get(widget.id);
+    if (!built) {
+      const text = JSON.stringify(await publicWidgetConfig(deps.repos, widget, attributionUrl));
+      built = { text, etag: `"${(await sha256Hex(text)).slice(0, 32)}"` };
+      configs.set(widget.id, built);
+    }
+    const { text, etag } = built;
     const headers = { "ETag": etag, "Cache-Control": `public, max-age=${CONFIG_MAX_AGE_S}` };
     const ifNoneMatch = c.req.header("if-none-match") ?? "";
     if (ifNoneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag)) {
@@ -324,7 +374,9 @@ export function createWidgetApiRoutes(deps: Deps_) {
       widgetId: widget.id,
       sessionId: input.session_id,
       interactionType: input.interaction_type,
-      deploymentType: widget.deploymentType,
+      deploymentType: input.deployment_type ?? widget.deploymentType,
+      ...(input.placement_id ? { placementId: input.placement_id } : {}),
+      adMacros: { creative_id: input.creative_id, line_item_id: input.line_item_id, publisher_id: input.publisher_id },
       ...(input.page_url ? { referringUrl: input.page_url } : {}),
       // The widget sends its own `query` event with prompt and response.
       recordQuery: false,
@@ -381,7 +433,13 @@ export function createWidgetApiRoutes(deps: Deps_) {
       similarity_top_k: input.limit + 1,
       num_results: input.limit + 1,
       search_algorithm: page || input.query ? "semantic" : "most_recent",
-    }, { tenantId: widget.tenantId, requestId: c.get("requestId") });
+    }, {
+      tenantId: widget.tenantId,
+      requestId: c.get("requestId"),
+      widgetId: widget.id,
+      ...(input.session_id ? { sessionId: input.session_id } : {}),
+      placement: placementOf(input, widget),
+    });
     const results = response.response.results
       .filter((r) => !page || r.url !== page.url)
       .slice(0, input.limit)
