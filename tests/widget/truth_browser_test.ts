@@ -32,14 +32,15 @@ const num = (o: Figures, k: string) => Number((o.summary as Figures | undefined)
 
 /** The figures this test compares, before and after. */
 async function snapshot(world: Awaited<ReturnType<typeof widgetWorld>>) {
-  const [askAi, logs, sponsoredLogs, sponsored, intel] = await Promise.all([
+  const [askAi, placed, logs, sponsoredLogs, sponsored, intel] = await Promise.all([
     world.analytics("ask-ai"),
+    world.analytics("ask-ai", { placement_id: "demo-article-inline" }),
     world.analytics("ask-ai/logs", { limit: "100" }),
     world.analytics("ask-ai/logs", { limit: "100", interaction_type: "sponsored_prompt" }),
     world.analytics("sponsored-conversations"),
     world.analytics("session-intelligence"),
   ]);
-  return { askAi, logs, sponsoredLogs, sponsored, intel: intel.session_intelligence as Figures };
+  return { askAi, placed, logs, sponsoredLogs, sponsored, intel: intel.session_intelligence as Figures };
 }
 
 Deno.test({
@@ -151,6 +152,12 @@ Deno.test({
       assert.equal(d("article_clicks"), 1);
       assert.equal(d("cta_clicks"), 0);
       assert.equal(d("total_session_time_seconds"), 5 * heartbeats);
+      // The embed's placement-id is on every event, the click included (the tracking link carries it).
+      const p = (k: string) => num(after.placed, k) - num(before.placed, k);
+      assert.deepEqual(
+        ["widget_loads", "sessions", "engagement_queries", "total_clicks"].map(p),
+        [1, 1, 4, 1],
+      );
 
       // The logs list free-form, follow-up and search queries unless asked for another type (spec 2.6).
       const logs = after.logs.data as Record<string, unknown>[];

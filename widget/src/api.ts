@@ -25,6 +25,8 @@ export interface AskBody {
   interaction_type: InteractionType;
   history?: { role: "user" | "assistant"; content: string }[];
   page_url?: string;
+  /** The embed's placement fields (`placement_id`, `deployment_type`, ad macros). */
+  [placement: string]: unknown;
 }
 
 async function failure(res: Response): Promise<WidgetApiError> {
@@ -47,7 +49,7 @@ export class WidgetApi {
     return await res.json() as WidgetConfig;
   }
 
-  async recommend(body: { page_url?: string; query?: string; limit?: number }): Promise<Recommendation[]> {
+  async recommend(body: Record<string, string | number | undefined>): Promise<Recommendation[]> {
     const res = await fetch(this.#url("recommend"), {
       method: "POST",
       credentials: "omit",

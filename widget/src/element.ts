@@ -20,7 +20,7 @@ const SCRIPT_ORIGIN = (() => {
 })();
 
 /** Event fields must be tokens (analytics/schema.ts); a bad attribute is left out, not sent to be refused. */
-const TOKEN = /^[A-Za-z0-9._:@/+-]{1,200}$/;
+const TOKEN = /^[A-Za-z0-9._:@/+-]{1,128}$/;
 const MAX_QUERY = 500;
 const MAX_HISTORY = 6;
 const MAX_RESPONSE = 10_000;
@@ -41,6 +41,8 @@ export class AskAiWidget extends HTMLElement {
   #tracker!: Tracker;
   #config!: WidgetConfig;
   #sessionId = "";
+  /** The embed's placement fields (valid tokens only), sent with its events, questions and recommendations. */
+  #placement: Record<string, string> = {};
   #history: { role: "user" | "assistant"; content: string }[] = [];
   #busy = false;
   #stop: (() => void) | undefined;
@@ -105,7 +107,7 @@ export class AskAiWidget extends HTMLElement {
       ]
     ) {
       const v = this.#attr(attr!);
-      if (v && TOKEN.test(v)) common[field!] = v;
+      if (v && TOKEN.test(v)) common[field!] = this.#placement[field!] = v;
     }
     if (/^https?:$/.test(location.protocol)) {
       common.referring_url = (location.origin + location.pathname).slice(0, 2048);
@@ -350,6 +352,7 @@ export class AskAiWidget extends HTMLElement {
         // A sponsored prompt starts a new (sponsored) conversation: earlier turns are not its context.
         history: src.sponsored ? [] : this.#history.slice(-MAX_HISTORY),
         page_url: this.#pageUrl(),
+        ...this.#placement,
       }, {
         token: (t) => answer.append(t),
         citations: (list) => this.#drawCitations(cites, list),
@@ -414,7 +417,7 @@ export class AskAiWidget extends HTMLElement {
   async #loadRecommendations(body: { page_url?: string; query?: string }): Promise<void> {
     let results: Recommendation[];
     try {
-      results = await this.#api.recommend({ ...body, limit: 3 });
+      results = await this.#api.recommend({ ...body, limit: 3, session_id: this.#sessionId, ...this.#placement });
     } catch {
       return; // Related articles are extra: the widget works without them.
     }
