@@ -429,7 +429,8 @@ export class AskAiWidget extends HTMLElement {
       const li = el("li");
       if (img) {
         const image = el("img", { attrs: { src: img, alt: "", loading: "lazy", width: "64", height: "48" } });
-        image.addEventListener("error", () => image.remove());
+        // Hidden, not removed: the row keeps its size, so nothing shifts (CLS).
+        image.addEventListener("error", () => image.classList.add("broken"));
         li.append(image);
       }
       li.append(el("div", {}, [

@@ -41,6 +41,7 @@ a{color:var(--fg);text-decoration:underline}
 .recs{list-style:none;margin:0;padding:0}
 .recs li{display:flex;gap:10px;align-items:flex-start;margin:8px 0}
 .recs img{width:64px;height:48px;object-fit:cover;border-radius:6px;flex:none;background:var(--soft)}
+.recs img.broken{visibility:hidden}
 .recs a{font-weight:600}
 .recs .site{display:block;font-size:12px}
 .status{margin:8px 0;font-size:13px;color:var(--muted)}
