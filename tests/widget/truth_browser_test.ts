@@ -188,6 +188,9 @@ Deno.test({
       const chosen = prompts.find((p) => p.prompt_text === sponsoredText);
       assert.ok(chosen, `the sponsored prompt is in the prompt breakdown: ${JSON.stringify(prompts)}`);
       assert.equal(Number(chosen.queries), 1);
+      const shown = ev.filter((e) => e.event_type === "prompt_impression" && e.prompt_text === sponsoredText).length;
+      assert.equal(shown, 1, "the chosen prompt was shown once");
+      assert.equal(Number(chosen.impressions), 1);
 
       const i = (k: string) => num(after.intel, k) - num(before.intel, k);
       assert.equal(i("total_engaged_sessions"), 1);

@@ -46,8 +46,8 @@ export class AskAiWidget extends HTMLElement {
   #history: { role: "user" | "assistant"; content: string }[] = [];
   #busy = false;
   #stop: (() => void) | undefined;
-  /** `prompt_impression`s of the campaign prompts drawn, sent right after `widget_load`. */
-  #impressions: EventFields[] = [];
+  /** The campaign prompts drawn, each with its `prompt_impression` (sent once it is at least half in view). */
+  #impressions = new Map<Element, EventFields>();
   #ui!: {
     panel: HTMLElement;
     launcher?: HTMLButtonElement;
@@ -118,12 +118,12 @@ export class AskAiWidget extends HTMLElement {
     this.#draw();
     this.setAttribute("data-state", "ready");
     this.#tracker.send("widget_load");
-    for (const fields of this.#impressions.splice(0)) this.#tracker.send("prompt_impression", fields);
     const watched = this.#ui.launcher ?? this.#ui.panel;
     this.#stop = watchAttention(watched, {
       viewable: (pct, ms) => this.#tracker.send("widget_viewable", { in_view_pct: pct, in_view_ms: ms }),
       heartbeat: () => this.#tracker.send("heartbeat"),
     });
+    this.#watchImpressions();
     // The page's title stands in when the page is not an article of the widget's data model.
     const title = document.title.trim().slice(0, 200);
     if (this.#recommendationsOn()) {
@@ -152,8 +152,12 @@ export class AskAiWidget extends HTMLElement {
     this.setAttribute("data-mode", mode);
     this.setAttribute("data-position", c.position === "bottom-left" ? "bottom-left" : "bottom-right");
     const theme = this.#attr("theme") ?? c.theme;
-    const dark = theme === "dark" || (theme === "auto" && matchMedia("(prefers-color-scheme: dark)").matches);
-    this.toggleAttribute("data-dark", dark);
+    if (theme === "auto") {
+      const query = matchMedia("(prefers-color-scheme: dark)");
+      this.toggleAttribute("data-dark", query.matches);
+      // Follows the reader's system setting while the page is open.
+      query.addEventListener("change", (e) => this.toggleAttribute("data-dark", e.matches));
+    } else this.toggleAttribute("data-dark", theme === "dark");
     const accent = hexColor(c.colors?.accent);
     if (accent) {
       this.style.setProperty("--accent", accent);
@@ -271,6 +275,12 @@ export class AskAiWidget extends HTMLElement {
         document.createTextNode(s.text),
       ]);
       b.addEventListener("click", () => {
+        // A chip chosen was seen: its impression goes first if the observer has not sent it yet.
+        const unseen = this.#impressions.get(b);
+        if (unseen) {
+          this.#impressions.delete(b);
+          this.#tracker.send("prompt_impression", unseen);
+        }
         // Choosing it starts the sponsored conversation: the session is frozen to this campaign.
         this.#tracker.send("sponsored_impression", {
           campaign_id: s.campaign_id,
@@ -282,7 +292,7 @@ export class AskAiWidget extends HTMLElement {
         void this.#ask(s.text, { interaction: "sponsored_prompt", sponsored: s });
       });
       list.append(el("li", {}, [b]));
-      this.#impressions.push({
+      this.#impressions.set(b, {
         campaign_id: s.campaign_id,
         prompt_id: s.prompt_id,
         prompt_text: s.text,
@@ -291,6 +301,29 @@ export class AskAiWidget extends HTMLElement {
       });
     }
     return list;
+  }
+
+  /**
+   * A campaign prompt counts as shown once at least half of its chip is in view (the chips row
+   * scrolls sideways, and the widget may be below the fold or a closed docked panel).
+   */
+  #watchImpressions(): void {
+    if (!this.#impressions.size) return;
+    const io = new IntersectionObserver((entries) => {
+      for (const e of entries) {
+        const fields = this.#impressions.get(e.target);
+        if (!e.isIntersecting || e.intersectionRatio < 0.5 || !fields) continue;
+        this.#impressions.delete(e.target);
+        io.unobserve(e.target);
+        this.#tracker.send("prompt_impression", fields);
+      }
+    }, { threshold: [0.5, 1] });
+    for (const chip of this.#impressions.keys()) io.observe(chip);
+    const stop = this.#stop;
+    this.#stop = () => {
+      io.disconnect();
+      stop?.();
+    };
   }
 
   #setOpen(open: boolean): void {
