@@ -106,21 +106,31 @@ export async function* sseEvents(body: ReadableStream<BufferSource>): AsyncGener
   let buf = "";
   let event = "message";
   let data: string[] = [];
+  // One line; returns the event it completes, if any.
+  const line = (text: string): { event: string; data: string } | null => {
+    if (text === "") {
+      const done = data.length ? { event, data: data.join("\n") } : null;
+      event = "message";
+      data = [];
+      return done;
+    }
+    if (text.startsWith("event:")) event = text.slice(6).trim();
+    else if (text.startsWith("data:")) data.push(text.slice(5).replace(/^ /, ""));
+    return null;
+  };
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
     buf += value;
     let nl: number;
     while ((nl = buf.search(/\r?\n/)) >= 0) {
-      const line = buf.slice(0, nl);
+      const ev = line(buf.slice(0, nl));
       buf = buf.slice(nl + (buf[nl] === "\r" ? 2 : 1));
-      if (line === "") {
-        if (data.length) yield { event, data: data.join("\n") };
-        event = "message";
-        data = [];
-      } else if (line.startsWith("event:")) event = line.slice(6).trim();
-      else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      if (ev) yield ev;
     }
   }
-  if (data.length) yield { event, data: data.join("\n") };
+  // A last event without its blank line is still taken (lenient: it is our own server).
+  if (buf) line(buf);
+  const last = line("");
+  if (last) yield last;
 }
