@@ -16,6 +16,7 @@ import {
   normaliseInput,
   SESSION_IDLE_MINUTES,
   toRow,
+  widgetForbiddenField,
 } from "./schema.ts";
 import { uuidv7 } from "./uuid7.ts";
 import type { WalExtraSet } from "./wal.ts";
@@ -120,6 +121,8 @@ export async function prepareEvents(
       if ((SERVICE_EVENT_TYPES as readonly string[]).includes(e.event_type)) {
         throw invalid(i, "event_type", "is recorded by the service itself, not sent by a widget");
       }
+      const forbidden = widgetForbiddenField(e);
+      if (forbidden) throw invalid(i, forbidden, "is set by the service, not sent by a widget");
       if (e.widget_id !== undefined && e.widget_id !== ctx.widget.id) {
         throw invalid(i, "widget_id", "must match the batch's widget_id");
       }

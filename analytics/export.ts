@@ -247,12 +247,19 @@ export async function logsParquet(deps: RollupDeps, tenantId: string, q: Analyti
   }
 }
 
+/**
+ * A cell a spreadsheet could run as a formula: it starts with tab, CR or LF, or with = + - @ after
+ * any run of blanks, byte-order marks or zero-width characters (spreadsheets skip those before
+ * reading a formula). analytics/sql/ask_ai_logs_day.sql holds the same pattern in RE2 syntax.
+ */
+export const FORMULA_START = /^(?:[\t\r\n]|[\s\u200B-\u200D\u2060]*[=+\-@])/;
+
 /** One CSV field: quoted, quotes doubled, a formula-looking start defused with an apostrophe. */
 export function csvCell(v: unknown): string {
   if (v === null || v === undefined) return "";
   if (typeof v === "number") return String(v);
   let s = String(v);
-  if (/^[=+\-@\t\r]/.test(s)) s = "'" + s;
+  if (FORMULA_START.test(s)) s = "'" + s;
   return `"${s.replaceAll('"', '""')}"`;
 }
 

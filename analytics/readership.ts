@@ -36,10 +36,13 @@ export async function topArticles(deps: RollupDeps & { kv: Deno.Kv }, tenantId: 
     deps.engine.query("articles_top", { ...params, level: "article" }),
     deps.engine.query("articles_top", { ...params, level: "site" }),
   ]);
+  // Events are the tenant's own words: a click naming another tenant's article ids must not read
+  // that tenant's titles, so only articles of the tenant's own data models are looked up.
+  const own = new Set((await deps.repos.dataModels.listByTenant(tenantId)).map((m) => m.id));
   const articles = await Promise.all(articleRows.map(async (r) => {
     const dm = String(r.data_model_id);
     const id = String(r.article_id);
-    const stored = dm && id ? await store.get(dm, id).catch(() => null) : null;
+    const stored = own.has(dm) && id ? await store.get(dm, id).catch(() => null) : null;
     const clicks = num(r.clicks);
     const impressions = num(r.impressions);
     return {

@@ -4,6 +4,7 @@
  * the README section "Analytics events and metrics" gives each formula.
  */
 import type { Repos } from "../core/store/repos.ts";
+import { hasIdFormat, idFormatMessage } from "../core/ids.ts";
 import { INTENT_LABELS } from "./classifier.ts";
 import type { AnalyticsEngine, RollupName } from "./engine.ts";
 import { changes, comparisonEntry, earlierWindow, parseCompare } from "./compare.ts";
@@ -271,6 +272,9 @@ export async function sponsoredRollup(deps: RollupDeps, tenantId: string, q: Ana
   const campaigns = await deps.repos.campaigns.listByTenant(tenantId);
   const byId = new Map(campaigns.map((c) => [c.id, c]));
   const campaignFilter = opt(q, "campaign_id");
+  if (campaignFilter !== null && !hasIdFormat("cp", campaignFilter)) {
+    throw analyticsBadRequest(idFormatMessage("campaign_id", "cp"));
+  }
   const campaignIds = campaignFilter === null ? [...byId.keys()] : byId.has(campaignFilter) ? [campaignFilter] : [];
   const params = {
     ...windowParams(w),

@@ -64,7 +64,8 @@ const httpUrl = z.string().max(2048).refine((v) => {
 
 /**
  * One event as a producer sends it. Server-owned fields (tenant_id, intent_type, category, topic,
- * source, and agent_identity for widget traffic) are filled or overwritten by the pipeline.
+ * source, and agent_identity for widget traffic) are filled or overwritten by the pipeline; a widget
+ * may not send tenant_id or agent_identity at all ({@link widgetForbiddenField}).
  */
 export const eventInputSchema = z.object({
   event_id: z.string().regex(/^[A-Za-z0-9._:-]{8,64}$/, { error: "must be 8 to 64 characters of A-Z a-z 0-9 . _ : -" })
@@ -111,6 +112,14 @@ export const eventInputSchema = z.object({
   }
 });
 export type EventInputParsed = z.infer<typeof eventInputSchema>;
+
+/** Fields only the service sets on widget traffic: a widget event carrying one is refused, not rewritten. */
+export const WIDGET_FORBIDDEN_FIELDS = ["tenant_id", "agent_identity"] as const;
+
+/** The first field of a widget event that only the service may set, or null. */
+export function widgetForbiddenField(e: EventInputParsed): (typeof WIDGET_FORBIDDEN_FIELDS)[number] | null {
+  return WIDGET_FORBIDDEN_FIELDS.find((f) => e[f] !== undefined) ?? null;
+}
 
 /** Whether `v` is an absolute http(s) URL. */
 export function isHttpUrl(v: string): boolean {

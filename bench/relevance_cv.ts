@@ -4,7 +4,7 @@
  * queries (pick on four folds, score on the fifth), so the shipped fixed defaults are judged on
  * queries they were not tuned on. Prints one table per stage; docs/relevance.md records a run.
  *
- *   deno run -A bench/relevance_cv.ts ../shared/beir/cisi fixtures/beir-tiny
+ *   deno run -A bench/relevance_cv.ts fixtures/beir/cisi fixtures/beir-tiny
  *
  * The first folder is the development set the folds are drawn from; the others are scored with
  * the settings chosen on it (a check that the choice travels).
@@ -18,7 +18,7 @@ import { stem as light } from "./_light_stemmer.ts";
 
 const FOLDS = 5;
 const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
-const dirs = Deno.args.length ? Deno.args : ["../shared/beir/cisi", "fixtures/beir-tiny"];
+const dirs = Deno.args.length ? Deno.args : ["fixtures/beir/cisi", "fixtures/beir-tiny"];
 
 interface Lexical {
   stemmer: "light" | "porter2";

@@ -73,6 +73,9 @@ const envSchema = z.object({
   ASSERTION_TTL_S: int("ASSERTION_TTL_S", 60, 365 * 86400).default(7 * 86400),
   REFRESH_TOKEN_TTL_S: int("REFRESH_TOKEN_TTL_S", 3600, 3650 * 86400).default(90 * 86400),
   CLAIM_TTL_S: int("CLAIM_TTL_S", 60, 86400).default(600),
+  CLAIM_MAIL_PER_ADDRESS: int("CLAIM_MAIL_PER_ADDRESS", 1, 1_000_000).default(10),
+  CLAIM_MAIL_PER_SELLER: int("CLAIM_MAIL_PER_SELLER", 1, 1_000_000).default(500),
+  CLAIM_MAIL_WINDOW_S: int("CLAIM_MAIL_WINDOW_S", 1, 7 * 86400).default(3600),
   SMTP_URL: z.string().regex(/^smtps?:\/\/\S+$/, { error: "SMTP_URL must be an smtp:// or smtps:// URL" }).optional(),
   MAIL_FROM: z.string().regex(/^[^\s@<>]+@[^\s@<>]+$|^[^<>]*<[^\s@<>]+@[^\s@<>]+>$/, {
     error: "MAIL_FROM must be an e-mail address, optionally as Name <address>",
@@ -175,6 +178,8 @@ export interface Config {
     assertionTtlS: number;
     refreshTokenTtlS: number;
     claimTtlS: number;
+    /** Claim e-mails per window to one address, and from one seller (whatever the claim or client address). */
+    claimMail: { perAddress: number; perSeller: number; windowS: number };
     rateLimit: number;
     rateWindowS: number;
   };
@@ -347,6 +352,11 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       assertionTtlS: e.ASSERTION_TTL_S,
       refreshTokenTtlS: e.REFRESH_TOKEN_TTL_S,
       claimTtlS: e.CLAIM_TTL_S,
+      claimMail: {
+        perAddress: e.CLAIM_MAIL_PER_ADDRESS,
+        perSeller: e.CLAIM_MAIL_PER_SELLER,
+        windowS: e.CLAIM_MAIL_WINDOW_S,
+      },
       rateLimit: e.STOREFRONT_RATE_LIMIT,
       rateWindowS: e.STOREFRONT_RATE_WINDOW_S,
     },

@@ -62,3 +62,9 @@ export const unprocessable = (message: string, code = "unprocessable") => new Ap
 
 /** Codes of errors raised while reading a request body, before any field is looked at. */
 export const BODY_ERROR_CODES = new Set(["body_too_large", "unsupported_media_type", "malformed_json"]);
+
+/** 404 for a data model that is unknown, another tenant's, or named by a malformed id: never names the id. */
+export const dataModelNotFound = () => notFound("Data model not found", "data_model_not_found");
+
+/** 404 for an AI model that is unknown, another tenant's, or named by a malformed id: never names the id. */
+export const aiModelNotFound = () => notFound("AI model not found");

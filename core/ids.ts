@@ -59,3 +59,29 @@ export function idTime(id: string): Date {
   for (const ch of body) ms = ms * 32 + ALPHABET.indexOf(ch);
   return new Date(ms);
 }
+
+/** Most characters an id may have after its prefix: newId() makes 26; hand-made fixture ids are shorter. */
+export const MAX_ID_BODY_CHARS = 64;
+const FORMAT_BODY_RE = new RegExp(`^[A-Za-z0-9]{1,${MAX_ID_BODY_CHARS}}$`);
+
+/**
+ * Whether `value` has the format every public id of this kind has: the prefix, `_`, then 1 to
+ * {@link MAX_ID_BODY_CHARS} letters or digits. Checked at the edge before any lookup, so a malformed
+ * or huge id never reaches a store (a 60,000-character one made KV fail "Key too large").
+ * Looser than {@link isId}: fixture and demo ids (`dm_news`) are not newId() ids.
+ * @example hasIdFormat("dm", "dm_news") // true
+ */
+export function hasIdFormat(prefix: IdPrefix, value: unknown): value is string {
+  return typeof value === "string" && value.startsWith(`${prefix}_`) &&
+    FORMAT_BODY_RE.test(value.slice(prefix.length + 1));
+}
+
+/** The message a malformed id gets at the edge: it names the field and the format, never the value. */
+export function idFormatMessage(field: string, prefix: IdPrefix): string {
+  return `${field} must be ${prefix}_ followed by 1 to ${MAX_ID_BODY_CHARS} letters and digits`;
+}
+
+/** {@link hasIdFormat} as a pattern, for zod schemas (it shows in the OpenAPI document). */
+export function idPattern(prefix: IdPrefix): RegExp {
+  return new RegExp(`^${prefix}_[A-Za-z0-9]{1,${MAX_ID_BODY_CHARS}}$`);
+}

@@ -8,6 +8,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { askAiBreakdown, BREAKDOWN_PARAMS } from "../analytics/breakdown.ts";
 import { COMPARE_MODES, parseCompare } from "../analytics/compare.ts";
+import { dayInZone } from "../analytics/timezone.ts";
 import { realtimeCounters } from "../analytics/realtime.ts";
 import { agentReadership, READERSHIP_FILTERS, topArticles } from "../analytics/readership.ts";
 import {
@@ -54,8 +55,21 @@ interface Panel {
   answer: AnswerSpec | "realtime";
 }
 
+/** Whole days in a view without dates: a day still under way would be compared with whole ones. */
+const WHOLE_DAYS = 7;
+
+/**
+ * The dates of a view that names none: the last {@link WHOLE_DAYS} whole days, ending yesterday in
+ * the view's zone, so every figure and its comparison cover whole days (today is its own panel).
+ */
+export function lastWholeDays(today: string): { start_date: string; end_date: string } {
+  const day = (offset: number) =>
+    new Date(Date.parse(`${today}T00:00:00Z`) + offset * 86_400_000).toISOString().slice(0, 10);
+  return { start_date: day(-WHOLE_DAYS), end_date: day(-1) };
+}
+
 /** The panels of a view, each with the parameters its own endpoint would get from the page. */
-function panelsOf(v: AnalyticsQuery, rollupDeps: RollupDeps, kv: Deno.Kv): Panel[] {
+function panelsOf(v: AnalyticsQuery, rollupDeps: RollupDeps, kv: Deno.Kv, today: string): Panel[] {
   const pick = (names: readonly string[], extra: AnalyticsQuery = {}) => {
     const q: AnalyticsQuery = {};
     for (const n of names) if (v[n] !== undefined && v[n] !== "") q[n] = v[n];
@@ -85,6 +99,17 @@ function panelsOf(v: AnalyticsQuery, rollupDeps: RollupDeps, kv: Deno.Kv): Panel
       },
     },
     { panel: "realtime", query: pick(["widget_id", "timezone"]), answer: "realtime" },
+    {
+      // Today so far, apart from the whole days of the view (and never compared with them).
+      panel: "today",
+      query: pick(["timezone", "widget_id", "placement_id", "deployment_type"], { start_date: today, end_date: today }),
+      answer: {
+        endpoint: "ask-ai",
+        echo: ASK_AI_FILTERS,
+        keyParams: ASK_AI_PARAMS,
+        compute: (t, q) => askAiRollup(rollupDeps, t, q),
+      },
+    },
     {
       panel: "articles",
       query: pick(window, { limit: TABLE_ROWS }),
@@ -135,6 +160,7 @@ function panelsOf(v: AnalyticsQuery, rollupDeps: RollupDeps, kv: Deno.Kv): Panel
 export const DASHBOARD_PANELS = [
   "ask-ai",
   "realtime",
+  "today",
   "articles",
   "agents",
   "by-placement",
@@ -151,7 +177,8 @@ const dashboardRoute = createRoute({
   path: "/dashboard",
   tags: ["analytics"],
   summary: "Every dashboard panel in one call (NDJSON, one line per panel as it is ready)",
-  description: "The panels of `GET /dashboard` for one view: `ask-ai` (with `compare`), `realtime`, `articles` and " +
+  description: "The panels of `GET /dashboard` for one view: `ask-ai` (with `compare`), `realtime`, `today` (the " +
+    "`ask-ai` rollup of today so far in the view's zone, with its filters and no comparison), `articles` and " +
     "`agents` (10 rows), breakdowns `by-placement`, `by-deployment`, `by-referrer` (10 rows), " +
     "`session-intelligence`, and `logs` (20 rows). Each line is `{panel, status, body}`: `body` is what the " +
     "panel's own endpoint answers for the same parameters (from the same cache, and a 200 line's `cache` is the " +
@@ -161,8 +188,13 @@ const dashboardRoute = createRoute({
   security: [{ bearerAuth: [] }],
   request: {
     query: z.object({
-      start_date: str("YYYY-MM-DD in `timezone`, inclusive. Default: end_date minus 6 days."),
-      end_date: str("YYYY-MM-DD in `timezone`, inclusive. Default: today there."),
+      start_date: str(
+        "YYYY-MM-DD in `timezone`, inclusive. Default: end_date minus 6 days; with no end_date either, the last 7 " +
+          "whole days (yesterday back), so a comparison is of whole days with whole days.",
+      ),
+      end_date: str(
+        "YYYY-MM-DD in `timezone`, inclusive. Default: today there (yesterday when start_date is absent too).",
+      ),
       timezone: str("IANA zone (default `UTC`)."),
       compare: z.enum(COMPARE_MODES).optional().openapi({ description: "Comparison for the `ask-ai` panel." }),
       widget_id: str("`wd_...` of the key's tenant."),
@@ -237,8 +269,10 @@ export function createDashboardDataRoute(deps: DashboardDataDeps, answer: Return
       for (const n of VIEW_PARAMS) if (raw[n] !== undefined) view[n] = raw[n];
       // The view is checked once, before the stream starts: its errors are a plain 400.
       parseCompare(view.compare);
-      await requestWindow(rollupDeps, view);
+      const { tz } = await requestWindow(rollupDeps, view);
       await widgetAgent(rollupDeps, tenantId, view);
+      const today = dayInZone(deps.clock.now(), tz);
+      if (view.start_date === undefined && view.end_date === undefined) Object.assign(view, lastWholeDays(today));
       // The stream itself is never cached (each panel's line says how its answer was found).
       const headers = {
         "content-type": "application/x-ndjson; charset=UTF-8",
@@ -247,7 +281,7 @@ export function createDashboardDataRoute(deps: DashboardDataDeps, answer: Return
       };
       // HEAD: no panel runs (Hono would drop the stream without cancelling it).
       if (c.req.method === "HEAD") return c.body(null, 200, headers);
-      const panels = panelsOf(view, rollupDeps, deps.kv);
+      const panels = panelsOf(view, rollupDeps, deps.kv, today);
       const stream = new ReadableStream<Uint8Array>({
         async start(controller) {
           await Promise.all(panels.map(async (p) => {

@@ -5,7 +5,9 @@
  *
  * Where each URL is served:
  *
- *   /healthz, /readyz, /docs              routes/system.ts (`/openapi.json`: here)
+ *   /                                     routes/front_page.ts (HTML, or JSON by Accept)
+ *   /healthz, /readyz                     routes/system.ts (`/openapi.json`: here)
+ *   /docs                                 routes/api_reference.ts (Swagger UI over /openapi.json)
  *   /app/v2/search                        routes/search.ts
  *   /app/aimodel/{id}                     routes/aimodel.ts
  *   /app/datamodel/{id} (legacy search)   routes/datamodel_legacy.ts
@@ -60,7 +62,9 @@ import { createRedirectRoutes } from "./redirect.ts";
 import { createResourceRoutes } from "./resources.ts";
 import { createSearchRoutes } from "./search.ts";
 import { mountStorefront } from "./storefront/mod.ts";
-import { createSystemRoutes } from "./system.ts";
+import { createSystemRoutes, probeStores } from "./system.ts";
+import { createFrontPageRoutes } from "./front_page.ts";
+import { createApiReferenceRoutes } from "./api_reference.ts";
 import { createWidgetApiRoutes } from "./widget/api.ts";
 import { createWidgetAssetRoutes } from "./widget/assets.ts";
 
@@ -91,7 +95,9 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   });
 
   // System routes have no common prefix; they sit at the root, in the root's own family.
-  app.route("/", createSystemRoutes(deps, { openapi: () => app.getOpenAPI31Document(openApiConfig) }));
+  app.route("/", createSystemRoutes(deps));
+  app.route("/", createApiReferenceRoutes(deps, { title: openApiConfig.info.title }));
+  app.route("/", createFrontPageRoutes(deps, { probe: () => probeStores(deps), title: openApiConfig.info.title }));
   // MCP (Streamable HTTP) and its server card, before the storefront's `/.well-known` family.
   app.route("/.well-known", createMcpCardRoutes(deps));
   mount(app, "/mcp", createMcpRoutes(deps));

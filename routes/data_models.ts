@@ -1,11 +1,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
-import { notFound } from "../core/errors.ts";
+import { dataModelNotFound } from "../core/errors.ts";
 import { MAX_INGEST_ITEMS } from "../core/search/engine.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
 import { serveTenantList } from "./resources.ts";
+import { idSchema } from "./validation.ts";
 import { createSourceRoutes } from "./sources.ts";
 
 const items = z.array(z.unknown(), { error: "body must be an array of articles or {articles: [...]}" })
@@ -43,7 +44,7 @@ const upsertRoute = createRoute({
   summary: "Bulk upsert articles into one of the tenant's data models (idempotent on url)",
   security: [{ bearerAuth: [] }],
   request: {
-    params: z.object({ data_model_id: z.string() }),
+    params: z.object({ data_model_id: idSchema("dm") }),
     body: { required: true, content: { "application/json": { schema: bodySchema } } },
   },
   responses: {
@@ -53,8 +54,8 @@ const upsertRoute = createRoute({
     },
     401: { description: "Missing or malformed API key" },
     403: { description: "Unknown or revoked API key" },
-    404: { description: "Unknown data model, or one of another tenant" },
-    422: { description: "Body is not a list of at most 1,000 items" },
+    404: { description: "Unknown data model, or one of another tenant (the id is not echoed)" },
+    422: { description: "Malformed data_model_id, or the body is not a list of at most 1,000 items" },
   },
 });
 
@@ -72,7 +73,7 @@ export function createDataModelRoutes(
   app.openapi(upsertRoute, async (c) => {
     const { data_model_id: dmId } = c.req.valid("param");
     const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
-    if (!dm) throw notFound(`data model not found: ${dmId}`, "data_model_not_found");
+    if (!dm) throw dataModelNotFound();
     const body = c.req.valid("json");
     return c.json(await deps.search.ingest(dm, body), 200);
   });

@@ -5,14 +5,15 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
-import { notFound } from "../core/errors.ts";
+import { dataModelNotFound } from "../core/errors.ts";
+import { idPattern } from "../core/ids.ts";
 import { searchRequestSchema } from "../core/search/types.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
 import { searchResponseSchema } from "./search.ts";
 
-const DM_ID_RE = /^dm_[A-Za-z0-9]{1,64}$/;
+const DM_ID_RE = idPattern("dm");
 
 const route = createRoute({
   method: "post",
@@ -57,7 +58,7 @@ export function createDatamodelLegacyRoutes(
   app.openapi(route, async (c) => {
     const { dm_id: dmId } = c.req.valid("param");
     const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
-    if (!dm) throw notFound(`data model not found: ${dmId}`, "data_model_not_found");
+    if (!dm) throw dataModelNotFound();
     const out = await deps.search.recommend(dm, c.req.valid("json"), {
       tenantId: c.get("tenantId"),
       requestId: c.get("requestId"),

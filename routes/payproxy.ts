@@ -36,6 +36,7 @@ import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../composition.ts";
 import { AppError } from "../core/errors.ts";
+import { idPattern } from "../core/ids.ts";
 import { serviceSlug, type UsageItem } from "../core/payproxy/allowance.ts";
 import {
   AGENT_ID_HEADER,
@@ -66,8 +67,9 @@ import { describeIssue } from "./validation.ts";
 
 /** Every payproxy call is metered as one `query`. */
 const USAGE: UsageItem[] = [{ meterSlug: "query", quantity: 1 }];
-const DM_ID_RE = /^dm_[A-Za-z0-9]{1,64}$/;
-const AM_ID_RE = /^am_[A-Za-z0-9]{1,64}$/;
+// The shared id format (core/ids.ts), checked before any lookup.
+const DM_ID_RE = idPattern("dm");
+const AM_ID_RE = idPattern("am");
 const realtimeBodySchema = z.object({
   query: z.string({ error: "must be a string" }).trim().min(1, { error: "query cannot be empty" }),
 }).loose();
@@ -216,7 +218,11 @@ const metricsDoc = createRoute({
   tags: ["payproxy"],
   summary: "Payproxy counters of this process (allowance outcomes, fail-opens, 401s, 402s); operator key required",
   responses: {
-    401: { description: "No operator key (`Authorization: Bearer op_...`)" },
+    401: {
+      description:
+        "No operator key (`Authorization: Bearer op_...`): the operator's `{message}` body, not a signature error",
+      content: { "application/json": { schema: z.object({ message: z.string() }) } },
+    },
     200: {
       description: "Counters since start",
       content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
@@ -363,7 +369,12 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
 
   // Counters reveal traffic and allowance outcomes: operators only.
   if (paths.metrics) {
-    documented(app, metricsDoc, requireOperator(deps.operatorKeys), (c) => c.json(metrics.snapshot(), 200));
+    documented(
+      app,
+      metricsDoc,
+      requireOperator(deps.operatorKeys, { family: "message" }),
+      (c) => c.json(metrics.snapshot(), 200),
+    );
   }
   return app;
 }

@@ -1,7 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../composition.ts";
-import { AppError, notFound } from "../core/errors.ts";
+import { AppError, dataModelNotFound } from "../core/errors.ts";
+import { idFormatMessage, idPattern } from "../core/ids.ts";
 import { SEARCH_VERSION_DOC, SEARCH_VERSIONS } from "../core/search/retrieval_mode.ts";
 import { SEARCH_ALGORITHMS, searchRequestSchema } from "../core/search/types.ts";
 import type { AppEnv } from "./env.ts";
@@ -55,7 +56,9 @@ const searchRoute = createRoute({
   security: [{ bearerAuth: [] }],
   request: {
     query: z.object({
-      data_model_id: z.string({ error: "data_model_id is required" }).openapi({
+      data_model_id: z.string({ error: "data_model_id is required" }).regex(idPattern("dm"), {
+        error: idFormatMessage("data_model_id", "dm"),
+      }).openapi({
         example: "dm_01jd3k6q8s4m0v2x9c7b5n1r3t",
       }),
       search_version: z.enum(Object.keys(SEARCH_VERSIONS) as [string, ...string[]], {
@@ -66,7 +69,9 @@ const searchRoute = createRoute({
   },
   responses: {
     200: { description: "Recommended articles", content: { "application/json": { schema: searchResponseSchema } } },
-    400: { description: "data_model_id missing or search_version unknown (text/plain), or malformed JSON" },
+    400: {
+      description: "data_model_id missing or malformed, or search_version unknown (text/plain), or malformed JSON",
+    },
     401: { description: "Missing or malformed API key" },
     403: { description: "Unknown or revoked API key" },
     404: { description: "Unknown data model, or one of another tenant", content: messageBody },
@@ -105,7 +110,7 @@ export function createSearchRoutes(
   app.openapi(searchRoute, async (c) => {
     const { data_model_id: dmId, search_version: searchVersion } = c.req.valid("query");
     const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
-    if (!dm) throw notFound(`data model not found: ${dmId}`, "data_model_not_found");
+    if (!dm) throw dataModelNotFound();
     const body = c.req.valid("json");
     const out = await deps.search.recommend(dm, body, {
       tenantId: c.get("tenantId"),

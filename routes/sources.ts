@@ -11,21 +11,23 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../composition.ts";
-import { notFound } from "../core/errors.ts";
+import { dataModelNotFound, notFound } from "../core/errors.ts";
 import { MAX_RETENTION_DAYS } from "../core/sources/service.ts";
 import { SOURCE_KINDS, sourceInputSchema } from "../core/sources/source.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
+import { idSchema } from "./validation.ts";
 
 const bearer = [{ bearerAuth: [] }];
-const dmParam = z.object({ data_model_id: z.string().max(100) });
+const dmParam = z.object({ data_model_id: idSchema("dm") });
 const sourceParams = dmParam.extend({ source_id: z.string().max(100) });
 const errors = {
   401: { description: "Missing or malformed API key" },
   403: { description: "Unknown or revoked API key" },
-  404: { description: "Unknown data model (or source), or one of another tenant" },
+  404: { description: "Unknown data model (or source), or one of another tenant (the id is not echoed)" },
+  422: { description: "Malformed data_model_id: the message names the field and its format" },
 };
 
 const sourceSchema = z.object({
@@ -62,7 +64,7 @@ export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sourc
 
   const dataModel = async (c: Context<AppEnv>, id: string) => {
     const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, id);
-    if (!dm) throw notFound(`data model not found: ${id}`, "data_model_not_found");
+    if (!dm) throw dataModelNotFound();
     return dm;
   };
   const limits = deps.sources.limits;
@@ -86,7 +88,10 @@ export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sourc
         },
         ...errors,
         409: { description: `At the cap of ${limits.maxPerDataModel} sources, or the URL is already a source` },
-        422: { description: "Unknown type, interval out of range, blocked, unreachable or unreadable URL" },
+        422: {
+          description: "Malformed data_model_id, unknown type, interval out of range, blocked, unreachable or " +
+            "unreadable URL",
+        },
       },
     }),
     async (c) => {
@@ -134,7 +139,7 @@ export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sourc
       const { data_model_id, source_id } = c.req.valid("param");
       const dm = await dataModel(c, data_model_id);
       const found = (await deps.sources.list(dm)).find((s) => s.id === source_id);
-      if (!found) throw notFound("source not found", "source_not_found");
+      if (!found) throw notFound("Source not found", "source_not_found");
       return c.json(found, 200);
     },
   );
@@ -202,7 +207,7 @@ export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sourc
       responses: {
         200: { description: "Retention set", content: { "application/json": { schema: retentionSchema } } },
         ...errors,
-        422: { description: "max_age_days out of range" },
+        422: { description: "Malformed data_model_id, or max_age_days out of range" },
       },
     }),
     async (c) => {

@@ -1,6 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
-import { type OpenApiDocument, renderDocsPage } from "./docs_page.ts";
 import { familyApp } from "./family.ts";
 
 const healthRoute = createRoute({
@@ -31,26 +30,26 @@ const readyRoute = createRoute({
   },
 });
 
+/** Whether Deno KV and DuckDB answer (a KV read and a DuckDB ping, side by side). */
+export async function probeStores(deps: Pick<Deps, "kv" | "duckdb">): Promise<{ kv: boolean; duckdb: boolean }> {
+  const [kv, duckdb] = await Promise.all([
+    deps.kv.get(["meta", "ready_probe"]).then(() => true, () => false),
+    deps.duckdb.ping(),
+  ]);
+  return { kv, duckdb };
+}
+
 /**
- * `/healthz`, `/readyz` and `/docs`, mounted at `/`. `/openapi.json` is mounted by createApp on the
- * root router, which hands its document to `/docs` through `openapi`.
+ * `/healthz` and `/readyz`, mounted at `/` (`/openapi.json` is mounted by createApp on the root
+ * router; `/docs` is routes/api_reference.ts).
  */
-export function createSystemRoutes(
-  deps: Pick<Deps, "kv" | "duckdb" | "log">,
-  { openapi }: { openapi: () => OpenApiDocument },
-) {
+export function createSystemRoutes(deps: Pick<Deps, "kv" | "duckdb" | "log">) {
   const app = familyApp("message", deps.log);
   app.openapi(healthRoute, (c) => c.json({ status: "ok" as const }, 200));
   app.openapi(readyRoute, async (c) => {
-    const [kv, duckdb] = await Promise.all([
-      deps.kv.get(["meta", "ready_probe"]).then(() => true, () => false),
-      deps.duckdb.ping(),
-    ]);
+    const { kv, duckdb } = await probeStores(deps);
     const ok = kv && duckdb;
     return c.json({ status: ok ? "ok" as const : "unavailable" as const, checks: { kv, duckdb } }, ok ? 200 : 503);
   });
-  // The document is complete once the app is built; the page is rendered at the first request, once.
-  let page: Promise<string> | undefined;
-  app.get("/docs", async (c) => c.html(await (page ??= Promise.resolve(renderDocsPage(openapi())).then(String))));
   return app;
 }

@@ -1,6 +1,8 @@
+import { z as zo } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { z } from "zod";
 import { AppError } from "../core/errors.ts";
+import { idPattern, type IdPrefix, MAX_ID_BODY_CHARS } from "../core/ids.ts";
 import { sfError } from "../core/storefront/errors.ts";
 import type { AppEnv, ErrorFamily } from "./env.ts";
 
@@ -41,4 +43,14 @@ export function validationHookFor(family: ErrorFamily): ValidationHook {
     }
     throw new AppError(422, "invalid_request", message);
   };
+}
+
+/**
+ * A schema for an id in a path or query: its format is checked before any lookup, and a wrong one
+ * is refused naming the field and the format, never the value (core/ids.ts `hasIdFormat`).
+ */
+export function idSchema(prefix: IdPrefix) {
+  return zo.string().regex(idPattern(prefix), {
+    error: `must be ${prefix}_ followed by 1 to ${MAX_ID_BODY_CHARS} letters and digits`,
+  });
 }

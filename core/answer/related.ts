@@ -77,3 +77,23 @@ export function relatedQuestions(
   for (const q of FALLBACK) if (out.length < count && !out.includes(q)) out.push(q);
   return out.slice(0, count);
 }
+
+/** Number of further articles retrieved for follow-up questions beyond the cited ones. */
+export const RELATED_POOL = 6;
+
+/**
+ * {@link relatedQuestions} for an answer: from its cited articles, then the other articles the
+ * question retrieves from `dataModelIds` (the answer's own grounding). A failed retrieval only
+ * narrows the choice: the questions never fail an answer that is already given.
+ */
+export async function followUpQuestions(
+  retrieve: (dataModelIds: string[], query: string, options?: { k?: number }) => Promise<TitledArticle[]>,
+  dataModelIds: string[],
+  query: string,
+  cited: TitledArticle[],
+): Promise<string[]> {
+  const others = dataModelIds.length === 0
+    ? []
+    : await retrieve(dataModelIds, query, { k: RELATED_POOL }).catch(() => [] as TitledArticle[]);
+  return relatedQuestions(query, cited, others);
+}

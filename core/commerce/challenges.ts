@@ -109,10 +109,31 @@ export class Challenges {
 }
 
 /** The `Payment-Receipt` header value for a settled payment. */
-export function receiptHeader(method: string, reference: string, externalId: string, at: Date): string {
+export function receiptHeader(
+  method: string,
+  reference: string,
+  externalId: string,
+  at: Date,
+  refund?: RefundNote,
+): string {
   return Receipt.serialize(
-    Receipt.from({ method, reference, externalId, status: "success", timestamp: at.toISOString() }),
+    Receipt.from({
+      method,
+      reference,
+      externalId,
+      status: "success",
+      timestamp: at.toISOString(),
+      // A method-specific extension field (receipts keep unknown fields): the charge was given back.
+      ...(refund ? { refund } : {}),
+    } as Receipt.Receipt),
   );
+}
+
+/** What a receipt says about a charge given back: `refunded`, or `pending` when the operator must finish it. */
+export interface RefundNote {
+  status: "refunded" | "pending";
+  reason: string;
+  refundRef?: string;
 }
 
 /**

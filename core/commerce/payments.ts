@@ -6,6 +6,7 @@
  *   open (checkout page waiting for a human) -> paid -> consumed
  *   processing (a charge in flight)          -> consumed | failed | (deleted: provider outage)
  *   open -> released (cancelled on the page, or expired)      paid/consumed -> refunded (operator)
+ *   consumed -> refunded (a pay-as-you-go call whose upstream answered an error; automatic)
  *
  * `consumed`, `failed`, `refunded`, `released` are terminal: the reference cannot be spent again.
  * Key: `["commerce_payment", sellerId, reference]`.
@@ -30,6 +31,9 @@ export interface PaymentRecord {
   expiresAt?: string;
   processorRef?: string;
   settlementReason?: string;
+  /** Refunded: why (`upstream_error`), and the processor's id of the refund when it made one. */
+  refundReason?: string;
+  refundRef?: string;
   /** The response of the request that consumed it, replayed for the same Idempotency-Key. */
   idempotencyKey?: string;
 }

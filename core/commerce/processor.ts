@@ -26,6 +26,18 @@ export interface ChargeInput {
   description: string;
 }
 
+/** Giving back a succeeded charge in full. */
+export interface RefundInput {
+  rail: Rail;
+  /** The reference the charge was made with. */
+  reference: string;
+  /** The processor's id of the charge. */
+  processorRef: string;
+  amountMicros: number;
+  /** Why, for the processor's records (e.g. `upstream_error`). */
+  reason: string;
+}
+
 /**
  * A payment processor behind the storefront's rails. The embedded default is
  * {@link SandboxProcessor}; a real card processor implements the same interface.
@@ -34,6 +46,13 @@ export interface PaymentProcessor {
   readonly name: string;
   /** @throws {PaymentProviderUnavailable} on a transient outage. */
   charge(input: ChargeInput): Promise<ChargeOutcome>;
+  /**
+   * Refunds a succeeded charge (a pay-as-you-go call whose upstream failed). Idempotent per
+   * reference. Without it such calls are left for the operator's `payment refund`.
+   * @returns the processor's id of the refund
+   * @throws {PaymentProviderUnavailable} on a transient outage.
+   */
+  refund?(input: RefundInput): Promise<{ refundRef: string }>;
 }
 
 /**
@@ -64,6 +83,24 @@ export class SandboxProcessor implements PaymentProcessor {
   readonly #charges = new Map<string, ChargeOutcome>();
   /** Charges that actually moved money, for tests and the operator. */
   readonly ledger: { reference: string; rail: Rail; amountMicros: number }[] = [];
+  /** Refunds given back, one per refunded reference. */
+  readonly refunds: { reference: string; rail: Rail; amountMicros: number; reason: string }[] = [];
+
+  refund(input: RefundInput): Promise<{ refundRef: string }> {
+    const refundRef = `sbx_re_${input.reference.slice(0, 21)}`;
+    if (this.#charges.get(input.reference)?.status !== "succeeded") {
+      return Promise.reject(new Error("sandbox refund of a charge that did not succeed"));
+    }
+    if (!this.refunds.some((r) => r.reference === input.reference)) {
+      this.refunds.push({
+        reference: input.reference,
+        rail: input.rail,
+        amountMicros: input.amountMicros,
+        reason: input.reason,
+      });
+    }
+    return Promise.resolve({ refundRef });
+  }
 
   charge(input: ChargeInput): Promise<ChargeOutcome> {
     const seen = this.#charges.get(input.reference);

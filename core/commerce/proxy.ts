@@ -9,7 +9,7 @@ import type { Clock } from "../clock.ts";
 import { AppError } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
 import { planCovers, planView } from "./catalog.ts";
-import { matchTerms, type PaymentTerms, receiptHeader } from "./challenges.ts";
+import { matchTerms, type PaymentTerms, receiptHeader, type RefundNote } from "./challenges.ts";
 import { CARD_MINIMUM_MICROS, formatUsd } from "./money.ts";
 import { holdKey } from "./entitlements.ts";
 import { paymentKey, type PaymentRecord } from "./payments.ts";
@@ -248,15 +248,74 @@ export class PaidProxy {
     // The paid call is in flight: the allowance check the upstream makes sees it through this hold.
     const hold = holdKey(c.seller.sellerId, c.agent.credentialId, requestId);
     await kv.set(hold, plan.pricePerRequestMicros, { expireIn: 10 * 60_000 });
-    let res: Response;
+    let res: Response | null = null;
+    let failure: unknown = null;
     try {
       res = await this.#forward(c, requestId);
+    } catch (err) {
+      failure = err;
     } finally {
       await kv.delete(hold);
     }
+    const charged = { rail: rail as Rail, reference: challenge.id, processorRef: outcome.processorRef };
+    if (res?.ok) {
+      const headers = relayHeaders(res, requestId);
+      headers.set("payment-receipt", receiptHeader(rail, challenge.id, outcome.processorRef, this.o.clock.now()));
+      return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+    }
+    // Errors are not charged, as on credit (whose reservation goes back): the charge is refunded
+    // and the receipt says so.
+    const refund = await this.#refund(c.seller.sellerId, charged, plan.pricePerRequestMicros, requestId);
+    const receipt = receiptHeader(rail, challenge.id, outcome.processorRef, this.o.clock.now(), refund);
+    if (!res) {
+      const err = failure instanceof AppError
+        ? failure
+        : new AppError(502, "upstream_unavailable", "The seller's service did not answer", { cause: failure });
+      throw new AppError(err.status, err.code, err.message, {
+        reason: err.reason,
+        detail: err.detail,
+        extra: err.extra,
+        headers: { ...err.headers, "payment-receipt": receipt },
+        cause: err.cause,
+      });
+    }
     const headers = relayHeaders(res, requestId);
-    headers.set("payment-receipt", receiptHeader(rail, challenge.id, outcome.processorRef, this.o.clock.now()));
+    headers.set("payment-receipt", receipt);
     return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+  }
+
+  /**
+   * Gives back a pay-as-you-go charge whose call failed upstream and marks its reference
+   * `refunded`. A processor that cannot refund, or fails to, leaves it `pending` for the operator
+   * (`payment refund`), logged with the reference.
+   */
+  async #refund(
+    sellerId: string,
+    charged: { rail: Rail; reference: string; processorRef: string },
+    amountMicros: number,
+    requestId: string,
+  ): Promise<RefundNote> {
+    const { commerce } = this.o;
+    const reason = "upstream_error";
+    try {
+      const processor = commerce.processor;
+      if (!processor.refund) throw new Error(`processor ${processor.name} cannot refund`);
+      const { refundRef } = await processor.refund({ ...charged, amountMicros, reason });
+      const entry = await commerce.payments.get(sellerId, charged.reference);
+      const patch = { state: "refunded" as const, refundReason: reason, refundRef };
+      if (!entry.value || !(await commerce.payments.move(entry as Deno.KvEntry<PaymentRecord>, patch))) {
+        throw new Error("payment record changed during the refund");
+      }
+      return { status: "refunded", reason, refundRef };
+    } catch (err) {
+      this.o.log.error("pay-as-you-go refund not made", {
+        request_id: requestId,
+        seller: sellerId,
+        reference: charged.reference,
+        error: describeError(err),
+      });
+      return { status: "pending", reason };
+    }
   }
 
   async #forward(c: ProxyCall, requestId: string): Promise<Response> {

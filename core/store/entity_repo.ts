@@ -1,3 +1,5 @@
+import { hasIdFormat, type IdPrefix } from "../ids.ts";
+
 /** A record owned by one tenant. */
 export interface TenantOwned {
   id: string;
@@ -9,10 +11,15 @@ export interface TenantOwned {
  * at `[kind + "_by_tenant", tenantId, id]`, written together atomically.
  */
 export class EntityRepo<T extends TenantOwned> {
-  constructor(private readonly kv: Deno.Kv, readonly kind: string) {}
+  /**
+   * @param prefix the id prefix of the kind: an id without its format is not looked up (null), so
+   *   an id from a request or an event never reaches KV malformed or huge ("Key too large").
+   */
+  constructor(private readonly kv: Deno.Kv, readonly kind: string, readonly prefix?: IdPrefix) {}
 
-  /** The record with this id, whatever its tenant, or null. */
+  /** The record with this id, whatever its tenant, or null (also for an id without the kind's format). */
   async get(id: string): Promise<T | null> {
+    if (this.prefix && !hasIdFormat(this.prefix, id)) return null;
     return (await this.kv.get<T>([this.kind, id])).value;
   }
 

@@ -46,10 +46,11 @@ export interface Repos {
 export function createRepos(kv: Deno.Kv): Repos {
   return {
     tenants: new TenantRepo(kv),
-    dataModels: new EntityRepo<DataModel>(kv, "data_model"),
-    aiModels: new EntityRepo<AiModel>(kv, "ai_model"),
-    widgets: new EntityRepo<Widget>(kv, "widget"),
-    campaigns: new EntityRepo<Campaign>(kv, "campaign"),
+    dataModels: new EntityRepo<DataModel>(kv, "data_model", "dm"),
+    aiModels: new EntityRepo<AiModel>(kv, "ai_model", "am"),
+    widgets: new EntityRepo<Widget>(kv, "widget", "wd"),
+    campaigns: new EntityRepo<Campaign>(kv, "campaign", "cp"),
+    // Prompt ids are hand-made in fixtures (`pm_fixture_1`): no format check.
     prompts: new EntityRepo<Prompt>(kv, "prompt"),
   };
 }

@@ -4,8 +4,9 @@ import { base64url, randomBytes, sha256Hex, timingSafeEqual } from "../crypto.ts
 import { sfError } from "./errors.ts";
 import { newId } from "../ids.ts";
 import type { Logger } from "../log.ts";
+import type { FixedWindowLimiter } from "../rate_limit.ts";
 import type { AccountStore } from "./accounts.ts";
-import { isEmail, isPlusAliased, normalizeEmail } from "./emails.ts";
+import { isEmail, isPlusAliased, mailboxKey, normalizeEmail } from "./emails.ts";
 import type { IssuedClaim, IssuedIdentity } from "./identity_body.ts";
 import type { Mailer, MailMessage } from "./mailer.ts";
 import type { RefreshTokens } from "./refresh_tokens.ts";
@@ -29,6 +30,12 @@ const LINK_RE = /^[A-Za-z0-9_-]{43}$/;
 const PROOF_RE = /^[A-Za-z0-9_-]{43}$/;
 
 const err = (status: number, code: string, message: string) => sfError(status, code, message);
+/** 429 for a claim e-mail over its per-address or per-seller limit, in the storefront's rate-limit shape. */
+const claimMailLimited = (what: string, retryAfterS: number) =>
+  sfError(429, "rate_limit_exceeded", `${what}: retry later`, {
+    extra: { retry_after: retryAfterS },
+    headers: { "Retry-After": String(retryAfterS) },
+  });
 
 /** What the claim page shows for a link. */
 export type ClaimPageState =
@@ -68,7 +75,15 @@ export class ClaimService {
     private readonly tokens: TokenService,
     private readonly mailer: Mailer,
     private readonly log: Logger,
-    private readonly opts: { claimTtlS: number; claimPageUrl: (link: string) => string },
+    private readonly opts: {
+      claimTtlS: number;
+      claimPageUrl: (link: string) => string;
+      /**
+       * Claim e-mails per recipient address and per seller, counted before a mail goes out: the
+       * per-claim cap and the per-client-address limit alone let anyone mail a victim from many claims.
+       */
+      mailLimits?: { perAddress: FixedWindowLimiter; perSeller: FixedWindowLimiter };
+    },
   ) {}
 
   /**
@@ -114,6 +129,7 @@ export class ClaimService {
     loginHint: string,
     sellerName: string,
   ): Promise<{ verificationUri: string; expiresIn: number }> {
+    let counted = false;
     for (let i = 0; i < 8; i++) {
       const { entry, claim, hash } = await this.#load(claimToken);
       const now = this.clock.now();
@@ -128,6 +144,10 @@ export class ClaimService {
       const sent = claim.emailsSent ?? 0;
       if (sent >= MAX_CLAIM_EMAILS) {
         throw err(403, "too_many_attempts", "Too many verification e-mails for this claim: register again");
+      }
+      if (!counted) {
+        await this.#countMail(email, claim.sellerId);
+        counted = true;
       }
       const link = base64url(randomBytes(32));
       const linkHash = await sha256Hex(link);
@@ -162,6 +182,20 @@ export class ClaimService {
       return { verificationUri: uri, expiresIn: ttl };
     }
     throw new Error("claim update kept conflicting");
+  }
+
+  /**
+   * Counts one claim e-mail to `email` and from `sellerId`.
+   * @throws 429 `rate_limit_exceeded` (with `retry_after`) when either is over its limit.
+   */
+  async #countMail(email: string, sellerId: string): Promise<void> {
+    const limits = this.opts.mailLimits;
+    if (!limits) return;
+    // Counted per mailbox (dotted Gmail spellings are one), kept hashed: the limiter's keys are no list of who was mailed.
+    const to = await limits.perAddress.hit(await sha256Hex(mailboxKey(email)));
+    if (!to.allowed) throw claimMailLimited("Too many verification e-mails to this address", to.retryAfterS);
+    const from = await limits.perSeller.hit(sellerId);
+    if (!from.allowed) throw claimMailLimited("Too many verification e-mails from this storefront", from.retryAfterS);
   }
 
   /** The service's clock reading (the claim page shows minutes left). */

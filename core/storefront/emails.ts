@@ -17,3 +17,18 @@ export function normalizeEmail(email: string): string {
 export function isPlusAliased(email: string): boolean {
   return email.slice(0, email.lastIndexOf("@")).includes("+");
 }
+
+// Providers that deliver every dotted spelling of a local part to one mailbox.
+const DOTLESS_DOMAINS = new Map([["gmail.com", "gmail.com"], ["googlemail.com", "gmail.com"]]);
+
+/**
+ * The mailbox an address delivers to, for limits per recipient: lowercased, and for providers that
+ * ignore dots in the local part (Gmail) without them, so `v.ictim@gmail.com` counts as `victim@gmail.com`.
+ * @example mailboxKey("V.Ictim@GoogleMail.com") // "victim@gmail.com"
+ */
+export function mailboxKey(email: string): string {
+  const normal = normalizeEmail(email);
+  const at = normal.lastIndexOf("@");
+  const domain = DOTLESS_DOMAINS.get(normal.slice(at + 1));
+  return domain ? `${normal.slice(0, at).replaceAll(".", "")}@${domain}` : normal;
+}

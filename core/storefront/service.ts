@@ -60,6 +60,18 @@ export function createStorefront(
   const claims = new ClaimService(kv, clock, accounts, refresh, tokens, mailer, log, {
     claimTtlS: s.claimTtlS,
     claimPageUrl: (link) => `${config.agentAuthUrl}/claim/${link}`,
+    mailLimits: {
+      perAddress: new FixedWindowLimiter(kv, clock, {
+        scope: "claim_mail_to",
+        limit: s.claimMail.perAddress,
+        windowS: s.claimMail.windowS,
+      }),
+      perSeller: new FixedWindowLimiter(kv, clock, {
+        scope: "claim_mail_seller",
+        limit: s.claimMail.perSeller,
+        windowS: s.claimMail.windowS,
+      }),
+    },
   });
   const idJag = new IdJagVerifier(kv, clock, {
     trustedIssuers: s.trustedIssuers,

@@ -1,5 +1,6 @@
 /**
- * Widget admin commands (`deno task admin widget configure|show`, `tenant white-label`): the CLI
+ * Widget admin commands (`deno task admin widget configure|show`, `tenant white-label`,
+ * `campaign active`): the CLI
  * twin of `PATCH /v1/widgets/{id}`, through the same checks (core/widget/settings.ts). Merged
  * into `adminCommands`.
  */
@@ -103,6 +104,17 @@ export const widgetAdminCommands: Record<string, AdminCommand> = {
       const widget = await deps.repos.widgets.get(id);
       if (!widget) throw new AdminUsageError(`widget not found: ${id}`);
       return widget;
+    },
+  },
+  "campaign active": {
+    usage: "campaign active --id <cp_...> --on|--off   (whether widgets show the campaign's prompts)",
+    options: { id: { type: "string" }, on: { type: "boolean" }, off: { type: "boolean" } },
+    async run(deps, v) {
+      const id = need(v, "id");
+      if ((v.on === true) === (v.off === true)) throw new AdminUsageError("give exactly one of --on or --off");
+      const campaign = await deps.repos.campaigns.get(id);
+      if (!campaign) throw new AdminUsageError(`campaign not found: ${id}`);
+      return await deps.repos.campaigns.update({ ...campaign, active: v.on === true });
     },
   },
   "tenant white-label": {

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import type { Clock } from "../clock.ts";
-import { newId } from "../ids.ts";
+import { hasIdFormat, idPattern, type IdPrefix, newId } from "../ids.ts";
 import type { Campaign, Prompt, Widget } from "../store/models.ts";
 import type { Repos } from "../store/repos.ts";
 import { invalidWidgetSettings } from "./errors.ts";
@@ -47,8 +47,7 @@ const origin = z.string().max(2048).transform((v, ctx) => {
   ctx.addIssue({ code: "custom", message: "must be an http(s) origin such as https://news.example.com" });
   return z.NEVER;
 });
-const idOf = (prefix: string) =>
-  z.string().regex(new RegExp(`^${prefix}_[A-Za-z0-9]{1,64}$`), { error: `must be a ${prefix}_ id` });
+const idOf = (prefix: IdPrefix) => z.string().regex(idPattern(prefix), { error: `must be a ${prefix}_ id` });
 
 /**
  * A change of a widget's configuration (snake_case, like every request body): only the fields
@@ -112,19 +111,21 @@ export async function applyWidgetSettings(
   if (input.allowed_origins !== undefined) next.allowedOrigins = [...new Set(input.allowed_origins)];
   if (input.daily_answer_cap !== undefined) next.dailyAnswerCap = input.daily_answer_cap;
 
+  // Prompt texts become records only once every check has passed (below): a refused change leaves nothing behind.
+  const newPrompts: Prompt[] = [];
   if (input.prompts !== undefined) {
     const owned = await repos.prompts.listByTenant(tenantId);
     const ids: string[] = [];
     for (const [i, item] of input.prompts.entries()) {
       let prompt: Prompt | undefined;
-      if (/^pm_[A-Za-z0-9]{1,64}$/.test(item)) {
+      if (hasIdFormat("pm", item)) {
         prompt = owned.find((p) => p.id === item);
         if (!prompt) throw invalidWidgetSettings(`prompts.${i}: prompt not found`);
       } else {
         prompt = owned.find((p) => !p.campaignId && p.text === item);
         if (!prompt) {
           prompt = { id: newId("pm", clock), tenantId, text: item, createdAt: clock.now().toISOString() };
-          await repos.prompts.create(prompt);
+          newPrompts.push(prompt);
           owned.push(prompt);
         }
       }
@@ -160,6 +161,7 @@ export async function applyWidgetSettings(
     }
     next.attribution = { showPoweredBy: input.attribution.show_powered_by };
   }
+  for (const prompt of newPrompts) await repos.prompts.create(prompt);
   return next;
 }
 

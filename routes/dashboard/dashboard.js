@@ -13,6 +13,7 @@
   /** The elements the panels draw into. */
   const PANEL_IDS = [
     "realtime",
+    "today",
     "cards",
     "chart",
     "articles",
@@ -88,11 +89,20 @@
     return p.toString();
   }
 
-  async function api(path, params) {
+  /**
+   * How a call treats the server's 30-minute analytics cache: a normal load lets it answer (the
+   * browser adds no Cache-Control: its own cache is bypassed by the answers' `no-store`); Refresh asks
+   * for figures computed now with `Cache-Control: no-cache`.
+   */
+  const cacheMode = (fresh) =>
+    fresh ? { headers: { "cache-control": "no-cache" }, cache: "no-store" } : { headers: {}, cache: "default" };
+
+  async function api(path, params, fresh) {
     const key = sessionStorage.getItem(KEY);
+    const mode = cacheMode(fresh);
     const res = await request(`/v1/analytics/${path}?${qs(params)}`, {
-      headers: { authorization: `Bearer ${key}` },
-      cache: "no-store",
+      headers: { ...mode.headers, authorization: `Bearer ${key}` },
+      cache: mode.cache,
       credentials: "omit",
       referrerPolicy: "no-referrer",
     });
@@ -493,6 +503,20 @@
     current("realtime");
   }
 
+  /** Today so far in the view's zone: apart from the whole days above, and compared with nothing. */
+  function renderToday(a) {
+    const s = a.summary;
+    put(
+      "today",
+      el("p", {
+        className: "muted note",
+        text: `Today so far (${a.filters.start_date}, ${a.meta.timezone}): ${fmt(s.sessions)} sessions, ` +
+          `${fmt(s.engagement_queries)} queries, ${fmt(s.total_clicks)} clicks. ` +
+          "Not in the summary below unless the range ends today.",
+      }),
+    );
+  }
+
   const realtimeCall = () => {
     const v = view();
     return api("realtime", { widget_id: v.widget_id, timezone: v.timezone });
@@ -502,11 +526,12 @@
    * Every panel of the view in one call (GET /v1/analytics/dashboard): NDJSON lines
    * `{panel, status, body}` in the order the panels finish, each handed to `onPanel` as it arrives.
    */
-  async function streamPanels(params, onPanel) {
+  async function streamPanels(params, onPanel, fresh) {
     const key = sessionStorage.getItem(KEY);
+    const mode = cacheMode(fresh);
     const res = await request(`/v1/analytics/dashboard?${qs(params)}`, {
-      headers: { authorization: `Bearer ${key}` },
-      cache: "no-store",
+      headers: { ...mode.headers, authorization: `Bearer ${key}` },
+      cache: mode.cache,
       credentials: "omit",
       referrerPolicy: "no-referrer",
     });
@@ -594,7 +619,7 @@
     note.classList.toggle("hidden", !ignored.length);
   }
 
-  async function load() {
+  async function load(fresh) {
     const gen = ++generation;
     const v = view();
     const params = {};
@@ -621,9 +646,11 @@
         showInEffect("timezone", a.meta.timezone);
         // A view without dates follows the calendar; the status line says so.
         const range = `${start} to ${end} · ${a.meta.timezone}`;
-        $("status").textContent = !v.start_date && !v.end_date ? `Last ${days.length} days: ${range}` : range;
+        // Without dates the view is the last whole days (the server's default), so changes compare like with like.
+        $("status").textContent = !v.start_date && !v.end_date ? `Last ${days.length} whole days: ${range}` : range;
       }, ["cards", "chart"]],
       "realtime": [renderRealtime, ["realtime"]],
+      "today": [renderToday, ["today"]],
       "articles": [renderArticles, ["articles", "sites"]],
       "agents": [renderAgents, ["agents"]],
       "by-placement": [(b) => put("by-placement", breakdownTable(b)), ["by-placement"]],
@@ -652,7 +679,7 @@
           failures.push(err);
           failed(entry[1], err.message);
         }
-      });
+      }, fresh);
     } catch (err) {
       if (gen !== generation || err instanceof AuthError) throw err;
       if (drawn.size === 0) {
@@ -731,7 +758,8 @@
     }
   }
 
-  async function start(fromSignIn) {
+  /** @param fresh true from the Refresh button: every panel computed now, past the server cache. */
+  async function start(fromSignIn, fresh) {
     if (!sessionStorage.getItem(KEY)) return showSignIn("");
     fillZones();
     fillWidgets();
@@ -747,7 +775,7 @@
       delete form.elements[k].dataset.inEffect;
     }
     try {
-      await load();
+      await load(fresh);
       clearInterval(realtimeTimer);
       realtimeTimer = setInterval(() => realtimeCall().then(renderRealtime).catch(() => {}), 30000);
     } catch (err) {
@@ -782,6 +810,7 @@
       showSignIn("Signed out.", "info");
     });
     $("retry").addEventListener("click", () => start());
+    $("refresh").addEventListener("click", () => start(false, true));
     $("filters").addEventListener("submit", (e) => {
       e.preventDefault();
       // Each new view is a history entry (Back returns to the previous one); the key never is.

@@ -27,21 +27,27 @@ export function dashboardPage(assets: AssetUrls) {
         <script src="${assets["dashboard.js"]}" defer></script>
       </head>
       <body>
-        <form id="signin" class="hidden" autocomplete="off">
-          <h1>Publisher analytics</h1>
-          <label for="key">API key</label>
-          <input id="key" type="password" placeholder="ak_..." autocomplete="off" required>
-          <button type="submit">Sign in</button>
-          <p id="message" role="alert"></p>
-          <p class="muted">The key stays in this tab (sessionStorage) and is sent only in the Authorization header.</p>
-        </form>
+        <!-- The sign-in view is its page's main landmark; it goes with the form it holds. -->
+        <main class="signin-main">
+          <form id="signin" class="hidden" autocomplete="off">
+            <h1>Publisher analytics</h1>
+            <label for="key">API key</label>
+            <input id="key" type="password" placeholder="ak_..." autocomplete="off" required>
+            <button type="submit">Sign in</button>
+            <p id="message" role="alert"></p>
+            <p class="muted">The key stays in this tab (sessionStorage) and is sent only in the Authorization header.</p>
+          </form>
+        </main>
         <div id="app" class="hidden">
           <header>
             <h1 id="title" tabindex="-1">Publisher analytics</h1>
             <span id="status" class="muted" role="status"></span>
+            <button id="refresh" class="plain" type="button" title="Compute every figure now, past the 30-minute cache">
+              Refresh
+            </button>
             <button id="signout" class="plain" type="button">Sign out</button>
           </header>
-          <form id="filters" class="filters">
+          <form id="filters" class="filters" aria-label="View">
             <label>From <input name="start_date" type="date"></label>
             <label>To <input name="end_date" type="date"></label>
             <label>Time zone <input name="timezone" list="zones" placeholder="UTC"></label>
@@ -71,6 +77,7 @@ export function dashboardPage(assets: AssetUrls) {
               <h2>Right now</h2>
               <p id="realtime-scope" class="muted note hidden"></p>
               <div id="realtime" class="realtime">${loading}</div>
+              <div id="today" class="today">${loading}</div>
             </section>
             <section class="wide">
               <h2>Summary</h2>

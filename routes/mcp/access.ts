@@ -16,7 +16,7 @@ import { formatUsd } from "../../core/commerce/money.ts";
 import type { PaidProxy } from "../../core/commerce/proxy.ts";
 import type { AuthenticatedAgent, Seller, Service } from "../../core/commerce/types.ts";
 import type { Deps } from "../../composition.ts";
-import { AppError, notFound } from "../../core/errors.ts";
+import { aiModelNotFound, AppError, dataModelNotFound } from "../../core/errors.ts";
 import type { SearchRequest, SearchResponse } from "../../core/search/types.ts";
 
 /** JSON-RPC code of the MCP binding of the `Payment` scheme: payment required. */
@@ -93,7 +93,7 @@ export class TenantAccess implements McpAccess {
 
   async searchArticles(args: SearchArgs): Promise<SearchResponse> {
     const dm = await this.deps.repos.dataModels.getForTenant(this.tenantId, args.data_model_id);
-    if (!dm) throw notFound(`data model not found: ${args.data_model_id}`, "data_model_not_found");
+    if (!dm) throw dataModelNotFound();
     const { data_model_id: _, ...request } = args;
     return await this.deps.search.recommend(dm, request, {
       tenantId: this.tenantId,
@@ -104,7 +104,7 @@ export class TenantAccess implements McpAccess {
 
   async ask(args: { ai_model_id: string; query: string }): Promise<AskOutcome> {
     const model = await this.deps.repos.aiModels.getForTenant(this.tenantId, args.ai_model_id);
-    if (!model) throw notFound(`AI model not found: ${args.ai_model_id}`);
+    if (!model) throw aiModelNotFound();
     const answer = await this.deps.answer.answer(model, args.query, {
       tenantId: this.tenantId,
       caller: MCP_CALLER,
@@ -201,7 +201,13 @@ export class AgentAccess implements McpAccess {
     if (credential) {
       const action = credential.value.challenge.request?.action;
       if (action === "purchase" || action === "extend") {
-        payment.receipt = mcpReceipt(await this.buy(credential, action), credential.value.challenge.id);
+        let receipt: string | null;
+        try {
+          receipt = await this.buy(credential, action);
+        } catch (err) {
+          throw namedPaymentError(err);
+        }
+        payment.receipt = mcpReceipt(receipt, credential.value.challenge.id);
       } else headers.set("authorization", credential.header);
     }
     let res: Response;
@@ -216,6 +222,11 @@ export class AgentAccess implements McpAccess {
         headers,
       });
     } catch (err) {
+      // A pay-per-call charge refunded because the upstream did not answer: its receipt says so.
+      const receipt = err instanceof AppError ? err.headers?.["payment-receipt"] : undefined;
+      if (credential && !payment.receipt && receipt) {
+        payment.receipt = mcpReceipt(receipt, credential.value.challenge.id);
+      }
       throw await this.paymentError(err, kind, modelId);
     }
     const text = await res.text();
@@ -223,14 +234,13 @@ export class AgentAccess implements McpAccess {
     try {
       body = JSON.parse(text);
     } catch { /* empty or non-JSON error body */ }
-    if (res.ok && body && typeof body === "object") {
-      if (credential && !payment.receipt) {
-        payment.receipt = mcpReceipt(res.headers.get("payment-receipt"), credential.value.challenge.id);
-      }
-      return body;
+    // This call's receipt, also when the upstream erred (the charge was refunded; the receipt says so).
+    if (credential && !payment.receipt) {
+      payment.receipt = mcpReceipt(res.headers.get("payment-receipt"), credential.value.challenge.id);
     }
+    if (res.ok && body && typeof body === "object") return body;
     if (res.status === 404) {
-      throw notFound(`${kind === "search" ? "data model" : "AI model"} not found: ${modelId}`);
+      throw kind === "search" ? dataModelNotFound() : aiModelNotFound();
     }
     if (res.status === 422 && typeof body?.message === "string") {
       throw new AppError(422, "invalid_request", body.message);
@@ -256,7 +266,11 @@ export class AgentAccess implements McpAccess {
       body: { amountUsd: request.amountUsd, ...(action === "extend" ? { planId: request.planId } : {}) },
       headers: new Headers({ authorization: credential.header }),
     });
-    if (res.status !== 200) throw new AppError(402, "payment_incomplete", "The payment did not complete");
+    if (res.status !== 200) {
+      // The purchase's own refusal (spec 7.3 code), never a made-up "unfinished".
+      const code = typeof res.body.error === "string" ? res.body.error : "payment_required";
+      throw new AppError(res.status, code, "The purchase did not go through");
+    }
     return res.headers.find(([k]) => k.toLowerCase() === "payment-receipt")?.[1] ?? null;
   }
 
@@ -266,6 +280,7 @@ export class AgentAccess implements McpAccess {
    */
   private async paymentError(err: unknown, kind: Service["kind"], modelId: string): Promise<unknown> {
     if (!(err instanceof AppError)) return err;
+    if (PAYMENT_REFUSALS.test(err.code)) return namedPaymentError(err);
     if (err.status === 402 && err.code === "payment_required") {
       const header = err.headers?.["www-authenticate"];
       const challenges = header ? Challenge.deserializeList(header) : [];
@@ -318,6 +333,23 @@ const listing = (s: Service): ModelListing => ({
   price_usd: formatUsd(s.meters.query),
   service_slug: s.slug,
 });
+
+/** Storefront codes of a credential that was presented and refused (spec 7.3): the agent must read which. */
+const PAYMENT_REFUSALS = /^(payment_(?!required$)[a-z_]+|settlement_failed)$/;
+
+/**
+ * A refused `Payment` credential as a tool error that names its spec 7.3 code
+ * (`payment_consumed: Payment already settled; ...`): a tool error carries only text, and
+ * "spent", "unfinished" and "failed" call for different next steps.
+ */
+function namedPaymentError(err: unknown): unknown {
+  if (!(err instanceof AppError) || !PAYMENT_REFUSALS.test(err.code)) return err;
+  return new AppError(err.status, err.code, `${err.code}: ${err.message}`, {
+    detail: err.detail,
+    extra: err.extra,
+    headers: err.headers,
+  });
+}
 
 /** A `Payment-Receipt` header value as the MCP binding's receipt; undefined when there is none. */
 function mcpReceipt(header: string | null, challengeId: string): McpReceipt | undefined {

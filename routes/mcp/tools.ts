@@ -6,11 +6,12 @@
 import { z } from "zod";
 import { MAX_PROMPT_CHARS } from "../../analytics/schema.ts";
 import { AppError } from "../../core/errors.ts";
+import { idPattern } from "../../core/ids.ts";
 import { searchRequestSchema } from "../../core/search/types.ts";
 import { describeIssue } from "../validation.ts";
 
-const DM_ID_RE = /^dm_[A-Za-z0-9]{1,64}$/;
-const AM_ID_RE = /^am_[A-Za-z0-9]{1,64}$/;
+const DM_ID_RE = idPattern("dm");
+const AM_ID_RE = idPattern("am");
 const s = searchRequestSchema.shape;
 
 /** `search_articles`: a SearchRequest plus the data model it searches. */

@@ -1,22 +1,31 @@
 import type { MiddlewareHandler } from "hono";
 import type { OperatorKeys } from "../../core/auth/operator_keys.ts";
 import { AppError } from "../../core/errors.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv, ErrorFamily } from "../env.ts";
+import { errorResponse } from "../errors.ts";
 
 /**
- * Lets only an operator key (`Authorization: Bearer op_...`) through: 401 otherwise, in the body
- * family of the routes it guards, with `WWW-Authenticate` so a browser or curl knows what to send.
+ * Lets only an operator key (`Authorization: Bearer op_...`) through: 401 otherwise, with
+ * `WWW-Authenticate` so a browser or curl knows what to send. The 401 is in the body family of the
+ * routes it guards, unless `family` names another: an operator route inside a family whose 401
+ * means something else (the payproxy's means "bad signature") answers in the operator's own words.
  */
-export function requireOperator(operatorKeys: OperatorKeys): MiddlewareHandler<AppEnv> {
+export function requireOperator(
+  operatorKeys: OperatorKeys,
+  { family }: { family?: ErrorFamily } = {},
+): MiddlewareHandler<AppEnv> {
   return async function operatorAuth(c, next) {
     const record = await operatorKeys.authenticate(c.req.header("authorization"));
     if (!record) {
-      throw new AppError(401, "unauthorized", "An operator key is required: Authorization: Bearer op_...", {
+      const err = new AppError(401, "unauthorized", "An operator key is required: Authorization: Bearer op_...", {
         headers: { "www-authenticate": 'Bearer realm="operator"' },
         detail: "An operator key is required: Authorization: Bearer op_...",
       });
+      if (family) return errorResponse(err, family);
+      throw err;
     }
     c.set("caller", `operator:${record.id}`);
     await next();
+    return undefined;
   };
 }

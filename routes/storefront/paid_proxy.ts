@@ -2,6 +2,7 @@ import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
 import { z } from "zod";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
+import { hasIdFormat, idFormatMessage } from "../../core/ids.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { readBodyCapped } from "../middleware/body.ts";
@@ -11,6 +12,7 @@ import { agentToken, errorResponse, paid402 } from "./schemas.ts";
 
 const paidResponses = {
   200: { description: "The upstream payproxy answer, unchanged" },
+  400: errorResponse("invalid_request: data_model_id missing, or a malformed model id (not echoed)"),
   401: errorResponse("bearer_required or invalid_token"),
   402: paid402,
   403: errorResponse("plan_required (reason not_included_in_plan with meters, or access_not_found, with plans)"),
@@ -64,6 +66,7 @@ export function createPaidProxyRoutes(
     const url = new URL(c.req.url);
     const dm = url.searchParams.get("data_model_id");
     if (!dm) throw new AppError(400, "invalid_request", "data_model_id is required");
+    if (!hasIdFormat("dm", dm)) throw new AppError(400, "invalid_request", idFormatMessage("data_model_id", "dm"));
     return await proxy.call({
       seller: s,
       agent: a,
@@ -81,6 +84,9 @@ export function createPaidProxyRoutes(
     const a = await agent(c);
     const url = new URL(c.req.url);
     const rawId = url.pathname.slice(url.pathname.lastIndexOf("/") + 1);
+    if (!hasIdFormat("am", c.req.param("id"))) {
+      throw new AppError(400, "invalid_request", idFormatMessage("ai_model_id", "am"));
+    }
     return await proxy.call({
       seller: s,
       agent: a,

@@ -11,10 +11,11 @@ import type { Context, MiddlewareHandler } from "hono";
 import { streamSSE } from "hono/streaming";
 import type { Deps } from "../../composition.ts";
 import { standaloneQuery } from "../../core/answer/followup.ts";
-import { relatedQuestions } from "../../core/answer/related.ts";
+import { followUpQuestions } from "../../core/answer/related.ts";
 import type { AnswerContext, Citation } from "../../core/answer/types.ts";
 import { boundedCache } from "../../core/bounded_cache.ts";
 import { sha256Hex } from "../../core/crypto.ts";
+import { hasIdFormat } from "../../core/ids.ts";
 import { describeError } from "../../core/log.ts";
 import { isUrlQuery } from "../../core/search/engine.ts";
 import type { LinkPlacement } from "../../core/search/links.ts";
@@ -45,14 +46,11 @@ export const MAX_WIDGET_QUERY_CHARS = 500;
 /** Most earlier turns a question may carry. */
 export const MAX_HISTORY_TURNS = 6;
 const MAX_HISTORY_CHARS = 2000;
-const WIDGET_ID = /^wd_[A-Za-z0-9]{1,64}$/;
 // The analytics event token: a session id must be storable on the reader's click.
 const SESSION_ID = /^[A-Za-z0-9._:@\/+-]{1,128}$/;
 // Widgets are read on every request: kept briefly (a configuration change shows within this long).
 const WIDGET_CACHE_MS = 5_000;
 const CONFIG_MAX_AGE_S = 60;
-// Articles considered for follow-up questions beyond the cited ones.
-const RELATED_POOL = 6;
 const PREFLIGHT_MAX_AGE_S = 600;
 const EXPOSED_HEADERS = "Retry-After, ETag, X-Request-Id, RateLimit, RateLimit-Policy";
 
@@ -249,7 +247,7 @@ function widgetLookup(deps: Deps_) {
     now: () => deps.clock.now().getTime(),
   });
   return async (id: string): Promise<Widget | null> => {
-    if (!WIDGET_ID.test(id)) return null;
+    if (!hasIdFormat("wd", id)) return null;
     const hit = cache.get(id);
     if (hit) return hit.widget;
     const widget = await deps.repos.widgets.get(id);
@@ -318,7 +316,11 @@ function placementOf(
 
 /** Words of a page address's path, as a query: `/2026/11/storm-floods-roads` -> `storm floods roads`. */
 function addressWords(pageUrl: string): string {
-  const path = decodeURIComponent(new URL(pageUrl).pathname).replace(/\.[a-z0-9]{2,5}$/i, "");
+  let path = new URL(pageUrl).pathname;
+  try {
+    path = decodeURIComponent(path);
+  } catch { /* a malformed escape: its letters still split into words */ }
+  path = path.replace(/\.[a-z0-9]{2,5}$/i, "");
   return path.split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 1 && !/^\d+$/.test(w)).slice(0, 12).join(" ");
 }
 
@@ -383,11 +385,13 @@ export function createWidgetApiRoutes(deps: Deps_) {
     };
     const requestId = c.get("requestId");
     // Follow-ups come from the cited articles first, then the others the question retrieves.
-    const related = async (citations: WidgetCitation[]) => {
-      const others = await deps.search.retrieve(model.groundingDataModelIds, query, { k: RELATED_POOL })
-        .catch(() => []);
-      return relatedQuestions(input.query, citations, others);
-    };
+    const related = (citations: WidgetCitation[]) =>
+      followUpQuestions(
+        (ids, q, o) => deps.search.retrieve(ids, q, o),
+        model.groundingDataModelIds,
+        query,
+        citations,
+      );
 
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
       const result = await deps.answer.answer(model, query, context);

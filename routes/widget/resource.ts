@@ -6,7 +6,7 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Deps } from "../../composition.ts";
 import { notFound } from "../../core/errors.ts";
-import { newId } from "../../core/ids.ts";
+import { hasIdFormat, idPattern, newId } from "../../core/ids.ts";
 import type { Widget } from "../../core/store/models.ts";
 import { invalidWidgetSettings } from "../../core/widget/errors.ts";
 import { applyWidgetSettings, widgetSettingsSchema } from "../../core/widget/settings.ts";
@@ -14,7 +14,6 @@ import type { AppEnv } from "../env.ts";
 import { bodyReader } from "../middleware/body.ts";
 
 const bearer = [{ bearerAuth: [] }];
-const WIDGET_ID = /^wd_[A-Za-z0-9]{1,64}$/;
 const messageError = z.object({ message: z.string() });
 const errorBody = (description: string) => ({
   description,
@@ -32,7 +31,7 @@ const settingsBody = widgetSettingsSchema.extend({}).openapi("WidgetSettings", {
 });
 const createBody = widgetSettingsSchema.extend({
   name: z.string().trim().min(1).max(120),
-  ai_model_id: z.string().regex(/^am_[A-Za-z0-9]{1,64}$/, { error: "must be an am_ id" }),
+  ai_model_id: z.string().regex(idPattern("am"), { error: "must be an am_ id" }),
   deployment_type: z.string().regex(/^[a-z0-9]+(?:[-_][a-z0-9]+)*$/, { error: "must be a lowercase slug" }).max(64)
     .optional(),
 }).openapi("WidgetCreate");
@@ -97,7 +96,7 @@ export function serveWidgetResource(
   app.use("/widgets", bodyReader({ limit: deps.config.maxBodyBytes, object: true }));
   app.use("/widgets/:id", bodyReader({ limit: deps.config.maxBodyBytes, object: true }));
   const ownWidget = async (tenantId: string, id: string): Promise<Widget> => {
-    const widget = WIDGET_ID.test(id) ? await deps.repos.widgets.getForTenant(tenantId, id) : null;
+    const widget = hasIdFormat("wd", id) ? await deps.repos.widgets.getForTenant(tenantId, id) : null;
     if (!widget) throw notFound("Widget not found", "widget_not_found");
     return widget;
   };

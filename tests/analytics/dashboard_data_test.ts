@@ -1,3 +1,4 @@
+import { dayInZone } from "../../analytics/timezone.ts";
 import assert from "node:assert/strict";
 import { seedDemo } from "../../fixtures/demo.ts";
 import { demoEventsStep } from "../../fixtures/demo_events.ts";
@@ -28,9 +29,11 @@ Deno.test("GET /v1/analytics/dashboard streams every panel, each the same answer
   for (const l of got) assert.equal(l.cache, l.panel === "realtime" ? "BYPASS" : "MISS", l.panel);
   assert.deepEqual(got.map((l) => l.panel).sort(), [...DASHBOARD_PANELS].sort());
   assert.ok(got.every((l) => l.status === 200), JSON.stringify(got.filter((l) => l.status !== 200)));
+  const parisToday = dayInZone(w.clock.now(), "Europe/Paris");
   const own: Record<string, string> = {
     "ask-ai": `ask-ai?${view}&compare=previous_period`,
     "realtime": "realtime?timezone=Europe/Paris",
+    "today": `ask-ai?start_date=${parisToday}&end_date=${parisToday}&timezone=Europe/Paris&placement_id=pl_top`,
     "articles": "articles?start_date=2026-11-10&end_date=2026-11-22&timezone=Europe/Paris&limit=10",
     "agents": "agents?start_date=2026-11-10&end_date=2026-11-22&timezone=Europe/Paris&limit=10",
     "by-placement": `ask-ai/breakdown?${view}&dimension=placement_id&limit=10`,
@@ -55,6 +58,36 @@ Deno.test("GET /v1/analytics/dashboard streams every panel, each the same answer
   const summary = got.find((l) => l.panel === "ask-ai")!.body;
   assert.ok("comparison" in summary);
   assert.ok((summary.summary as { sessions: number }).sessions > 0);
+});
+
+Deno.test("GET /v1/analytics/dashboard without dates is the last 7 whole days; today so far is its own panel", async () => {
+  await using w = await demoWorld();
+  const zone = "America/New_York";
+  const today = dayInZone(w.clock.now(), zone);
+  const day = (n: number) => new Date(Date.parse(`${today}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
+  const res = await w.app.request(`/v1/analytics/dashboard?timezone=${zone}&compare=previous_period`, {
+    headers: bearer(w.key),
+  });
+  const got = lines(await res.text());
+  const askAi = got.find((l) => l.panel === "ask-ai")!.body as {
+    filters: Record<string, string>;
+    daily_breakdown: { date: string }[];
+    comparison: { start_date: string; end_date: string };
+  };
+  // Whole days only, compared with as many whole days just before: like for like.
+  assert.deepEqual([askAi.filters.start_date, askAi.filters.end_date], [day(-7), day(-1)]);
+  assert.equal(askAi.daily_breakdown.at(-1)!.date, day(-1));
+  assert.deepEqual([askAi.comparison.start_date, askAi.comparison.end_date], [day(-14), day(-8)]);
+  const todayPanel = got.find((l) => l.panel === "today")!.body as {
+    filters: Record<string, string>;
+    comparison?: unknown;
+  };
+  assert.deepEqual([todayPanel.filters.start_date, todayPanel.filters.end_date], [today, today]);
+  assert.equal(todayPanel.comparison, undefined);
+  const own = await w.app.request(`/v1/analytics/ask-ai?start_date=${today}&end_date=${today}&timezone=${zone}`, {
+    headers: bearer(w.key),
+  });
+  assert.deepEqual(todayPanel, await own.json());
 });
 
 Deno.test("GET /v1/analytics/dashboard counts once against the rate limit and checks the view before streaming", async () => {

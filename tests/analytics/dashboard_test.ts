@@ -4,6 +4,7 @@ import { demoEventsStep } from "../../fixtures/demo_events.ts";
 import { seedDemoArticles } from "../../fixtures/demo_articles.ts";
 import type { Page } from "puppeteer-core";
 import { openBrowser, serveLocal } from "../_browser.ts";
+import { pageFaults } from "../_axe.ts";
 import { createTestWorld } from "../_helpers.ts";
 
 /** The bits of the browser's DOM types these page functions use (the test is type-checked without lib.dom). */
@@ -65,6 +66,8 @@ const colourOf = (page: Page, selector: string) =>
 /** --bad in dashboard.css. */
 const BAD_RED = "rgb(180, 35, 24)";
 
+const DAY_MS = 86_400_000;
+
 async function dashboardWorld() {
   const w = await createTestWorld();
   const seeded = await seedDemo(w.deps, [seedDemoArticles, demoEventsStep]);
@@ -73,14 +76,15 @@ async function dashboardWorld() {
   const agent = (await w.deps.repos.aiModels.listByTenant(tenantId))[0]!;
   await w.deps.events.record([{
     event_type: "query",
-    ts: new Date(w.clock.now().getTime() - 60_000).toISOString(),
+    // The last seconds of yesterday: the newest of the default view, which is of whole days.
+    ts: new Date(Math.floor(w.clock.now().getTime() / DAY_MS) * DAY_MS - 1_000).toISOString(),
     ai_agent: agent.id,
     interaction_type: "free_form",
     prompt: XSS_PROMPT,
     response: XSS_RESPONSE,
   }, {
     event_type: "query",
-    ts: new Date(w.clock.now().getTime() - 120_000).toISOString(),
+    ts: new Date(Math.floor(w.clock.now().getTime() / DAY_MS) * DAY_MS - 2_000).toISOString(),
     ai_agent: agent.id,
     session_id: "long-text",
     interaction_type: "free_form",
@@ -127,6 +131,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
       await t.step("sign-in with the key; the key never enters a URL", async () => {
         await page.goto(`${origin}/dashboard?compare=previous_period`, { waitUntil: "domcontentloaded" });
         await page.waitForSelector("#signin:not(.hidden)");
+        assert.deepEqual(await pageFaults(page), [], "signed out");
         await page.type("#key", key);
         await page.click("#signin button[type=submit]");
         await page.waitForSelector("body[data-loaded]", { timeout: 30_000 });
@@ -145,6 +150,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         console.log(`dashboard first load (signed-in tab, demo data): ${ms.toFixed(0)} ms`);
         const canvases = await page.$$eval("#chart canvas", (cs) => cs.length);
         assert.ok(canvases >= 1, "uPlot canvas");
+        assert.deepEqual(await pageFaults(page), [], "signed in, comparing");
         // The chart has ink: some pixel of the canvas is not transparent.
         const inked = await page.$eval("#chart canvas", (el) => {
           const c = el as unknown as Canvas;
@@ -179,8 +185,13 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
           "solid rgb(196, 50, 10)",
           "dashed rgb(102, 112, 133)",
         ]);
-        // The fixed clock's day ends the range: its low count is a day under way, and the page says so.
-        assert.equal(await page.$eval("#chart-note", (e) => e.textContent), "22 Nov is today: counted up to now.");
+        // A view without dates is of whole days (it ends yesterday), so no day under way is drawn;
+        // today so far is shown apart, under "Right now".
+        assert.equal(await page.$eval("#chart-note", (e) => e.textContent), "");
+        assert.match(
+          await page.$eval("#today", (e) => e.textContent ?? ""),
+          /^Today so far \(2026-11-22, UTC\): [\d,]+ sessions, [\d,]+ queries, [\d,]+ clicks\./,
+        );
         // The canvas is silent to a screen reader: its box says what it shows.
         assert.equal(await page.$eval("#chart", (e) => e.getAttribute("role")), "img");
         assert.match(
@@ -200,6 +211,45 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.match(await page.$eval("#articles", (e) => e.textContent ?? ""), /%/);
         console.log(`screenshot: ${await session.shot("dashboard demo data")}`);
         assert.deepEqual(missing, [], "every request the page makes is answered (no favicon 404)");
+      });
+
+      await t.step("a normal load is answered from the server cache; Refresh computes every panel anew", async () => {
+        // Each dashboard call as the server saw it: the request's Cache-Control and each panel's cache verdict.
+        const loads: { cacheControl: string | null; verdicts: Promise<string[]> }[] = [];
+        server.setHandler(async (req) => {
+          const res = await w.app.fetch(req);
+          if (new URL(req.url).pathname === "/v1/analytics/dashboard") {
+            loads.push({
+              cacheControl: req.headers.get("cache-control"),
+              verdicts: res.clone().text().then((body) =>
+                body.split("\n").filter(Boolean).map((l) => JSON.parse(l))
+                  .filter((l) => l.status === 200 && l.panel !== "realtime").map((l) => String(l.cache))
+              ),
+            });
+          }
+          return res;
+        });
+        try {
+          await page.goto(`${origin}/dashboard?timezone=UTC&compare=previous_period`, {
+            waitUntil: "domcontentloaded",
+          });
+          await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+          await page.click("#refresh");
+          while (loads.length < 2) await new Promise((r) => setTimeout(r, 20));
+          await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+          const [normal, refreshed] = loads;
+          assert.equal(normal.cacheControl, null, "a normal load sends no Cache-Control");
+          const normalVerdicts = await normal.verdicts;
+          assert.ok(normalVerdicts.length > 0 && normalVerdicts.every((v) => v === "HIT"), normalVerdicts.join());
+          assert.equal(refreshed.cacheControl, "no-cache");
+          const refreshedVerdicts = await refreshed.verdicts;
+          assert.ok(
+            refreshedVerdicts.length > 0 && refreshedVerdicts.every((v) => v === "BYPASS"),
+            refreshedVerdicts.join(),
+          );
+        } finally {
+          server.setHandler(w.app.fetch);
+        }
       });
 
       await t.step("a prompt or page URL with no space wraps in its cell: every table fits its panel", async () => {
@@ -224,6 +274,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.ok(overflow <= 390, `page is ${overflow} px wide`);
         assert.deepEqual(await overflowing(page), [], "no table scrolls sideways, no bar label is cut");
         console.log(`screenshot: ${await session.shot("dashboard narrow")}`);
+        assert.deepEqual(await pageFaults(page), [], "phone");
         await page.setViewport({ width: 1280, height: 1800 });
       });
 
@@ -237,8 +288,8 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.ok(cells.some((c) => c?.startsWith("<script>")), "response shown literally");
       });
 
-      await t.step("the default view shows its rolling 7 days and zone in the fields, not in the URL", async () => {
-        const end = dayIn("UTC", w.clock.now());
+      await t.step("the default view shows its last 7 whole days and zone in the fields, not in the URL", async () => {
+        const end = addDays(dayIn("UTC", w.clock.now()), -1);
         await page.goto(`${origin}/dashboard`, { waitUntil: "domcontentloaded" });
         await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
         assert.deepEqual(await viewFields(page), {
@@ -252,7 +303,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         });
         assert.equal(
           await page.$eval("#status", (e) => e.textContent),
-          `Last 7 days: ${addDays(end, -6)} to ${end} · UTC`,
+          `Last 7 whole days: ${addDays(end, -6)} to ${end} · UTC`,
         );
         assert.deepEqual(urlView(page), {});
         console.log(`screenshot: ${await session.shot("dashboard default range")}`);
@@ -264,12 +315,13 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.deepEqual(urlView(page), { compare: "previous_period" });
         assert.equal(
           await page.$eval("input[name=end_date]", (i) => (i as unknown as Field).value),
-          dayIn("UTC", w.clock.now()),
+          addDays(dayIn("UTC", w.clock.now()), -1),
         );
       });
 
       await t.step("editing one date fixes the range: both dates go in the URL", async () => {
-        const end = dayIn("UTC", w.clock.now());
+        // The end field showed the default view's last whole day.
+        const end = addDays(dayIn("UTC", w.clock.now()), -1);
         await page.$eval("input[name=start_date]", (i, day) => {
           const field = i as unknown as Field;
           field.value = day;
@@ -301,8 +353,8 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
       await t.step("a zone ahead of UTC: the fields show that zone's days, the compare field shows None", async () => {
         // UTC+14: the fixed clock's noon UTC is already the next day there.
         const zone = "Pacific/Kiritimati";
-        const end = dayIn(zone, w.clock.now());
-        assert.notEqual(end, dayIn("UTC", w.clock.now()));
+        const end = addDays(dayIn(zone, w.clock.now()), -1);
+        assert.notEqual(end, addDays(dayIn("UTC", w.clock.now()), -1));
         await page.goto(`${origin}/dashboard?timezone=${zone}&compare=`, { waitUntil: "domcontentloaded" });
         await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
         const fields = await viewFields(page);
@@ -314,7 +366,11 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.deepEqual(urlView(page), { timezone: zone, compare: "" });
         // The latest questions are timed in the view's zone too, and say which.
         assert.equal(await page.$eval("#logs th", (th) => th.textContent), `Time (${zone})`);
-        const newest = new Date(w.clock.now().getTime() - 60_000);
+        const logs = await (await w.app.request(
+          `/v1/analytics/ask-ai/logs?timezone=${zone}&start_date=${addDays(end, -6)}&end_date=${end}&limit=1`,
+          { headers: { authorization: `Bearer ${key}` } },
+        )).json();
+        const newest = new Date(logs.data[0].timestamp);
         const hhmm = new Intl.DateTimeFormat("en-GB", { timeZone: zone, hour: "2-digit", minute: "2-digit" })
           .format(newest);
         assert.equal(await page.$eval("#logs td", (td) => td.textContent), `${dayIn(zone, newest)} ${hhmm}`);
@@ -385,6 +441,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.equal(await page.$("#chart-note:not(.hidden)"), null);
         assert.equal(await page.$eval("#logs", (e) => e.textContent), "No questions in this range.");
         console.log(`screenshot: ${await session.shot("dashboard empty range")}`);
+        assert.deepEqual(await pageFaults(page), [], "empty range");
       });
 
       await t.step("the chart's days carry their year across New Year; a single day sits mid-chart", async () => {
@@ -501,7 +558,10 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
           await p3.click("#retry");
           await loadedAs("true");
           assert.equal(await p3.$("#problem:not(.hidden)"), null);
-          assert.equal(await p3.$eval("#status", (e) => e.textContent), "Last 7 days: 2026-11-16 to 2026-11-22 · UTC");
+          assert.equal(
+            await p3.$eval("#status", (e) => e.textContent),
+            "Last 7 whole days: 2026-11-15 to 2026-11-21 · UTC",
+          );
         };
         await p3.goto(`${server2.url}/dashboard`, { waitUntil: "domcontentloaded" });
         await p3.waitForSelector("#signin:not(.hidden)");
@@ -515,6 +575,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         await loadedAs("error");
         assert.match(await banner(), /^Could not load: too many requests with this key; try again in \d+ s$/);
         assert.equal(await colourOf(p3, "#status"), BAD_RED);
+        assert.deepEqual(await pageFaults(p3), [], "an error banner");
         const shot = `${session.shotsDir}/rate-limited.png` as const;
         await p3.screenshot({ path: shot as `${string}.png` });
         console.log(`screenshot: ${shot}`);
@@ -547,7 +608,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
             (globalThis as unknown as { document: DocLike }).document.getElementById("status")?.textContent ===
               "Loading…"
           );
-          assert.equal(await p3.$$eval("main [aria-busy=true].stale", (e) => e.length), 12);
+          assert.equal(await p3.$$eval("main [aria-busy=true].stale", (e) => e.length), 13); // every panel, today included
         } finally {
           // A held answer would keep the server from shutting down.
           release();

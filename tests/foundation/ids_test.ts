@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { FixedClock } from "../../core/clock.ts";
-import { idTime, isId, newId } from "../../core/ids.ts";
+import { hasIdFormat, idPattern, idTime, isId, newId } from "../../core/ids.ts";
 
 Deno.test("newId() makes <prefix>_ plus 26 lowercase base32 characters", () => {
   const clock = new FixedClock();
@@ -35,4 +35,23 @@ Deno.test("isId() rejects wrong prefixes, lengths and characters", () => {
   assert.equal(isId("dm", id + "0"), false);
   assert.equal(isId("dm", id.replace(/.$/, "U")), false);
   assert.equal(isId("dm", "dm_"), false);
+});
+
+Deno.test("hasIdFormat() takes newId() and hand-made ids, refuses other prefixes, symbols, empty and huge bodies", () => {
+  const clock = new FixedClock();
+  const good = [newId("dm", clock), "dm_news", "dm_A1", "dm_" + "a".repeat(64)];
+  const bad = [
+    "dm_",
+    "am_news",
+    "dm_has-dash",
+    "dm_a b",
+    "dm_x\n",
+    " dm_news",
+    "dm_" + "a".repeat(65),
+    "dm_é",
+    "DM_news",
+  ];
+  for (const id of good) assert.ok(hasIdFormat("dm", id) && idPattern("dm").test(id), id);
+  for (const id of bad) assert.ok(!hasIdFormat("dm", id) && !idPattern("dm").test(id), id);
+  assert.equal(hasIdFormat("dm", 42), false);
 });

@@ -135,7 +135,7 @@ Deno.test("MCP tool errors carry the REST 422 messages; another tenant's model i
     arguments: { data_model_id: dm, query: "budget" },
   });
   assert.equal(crossed.isError, true);
-  assert.equal((crossed.content as { text: string }[])[0]!.text, `data model not found: ${dm}`);
+  assert.equal((crossed.content as { text: string }[])[0]!.text, "Data model not found");
   const listed = await stranger.callTool({ name: "list_data_models", arguments: {} });
   assert.deepEqual((listed.structuredContent as Structured).data_models, []);
 });

@@ -123,7 +123,7 @@ Deno.test("legacy route: same auth and errors as /app/v2/search, and no other te
   const other = await w.tenantWithKey("Other");
   const crossed = await post(`/app/datamodel/${w.dm.id}`, { query: "x" }, other.key);
   assert.equal(crossed.status, 404);
-  assert.deepEqual(await crossed.json(), { message: `data model not found: ${w.dm.id}` });
+  assert.deepEqual(await crossed.json(), { message: "Data model not found" });
 });
 
 Deno.test("result images resize with ?width=&height= as well as &w=&h=", async () => {

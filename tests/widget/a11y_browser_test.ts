@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
-import axeSource from "axe-core/axe.min.js" with { type: "text" };
+import { seriousViolations } from "../_axe.ts";
 import { openBrowser, widgetWorld } from "./_browser_world.ts";
 
 const W = "ask-ai-widget";
@@ -34,16 +34,6 @@ async function answered(page: Page): Promise<void> {
   await page.waitForSelector(`${W}:not([data-busy])`);
 }
 
-interface AxeResult {
-  violations: { id: string; impact: string | null; help: string; nodes: { target: unknown }[] }[];
-}
-
-async function axeViolations(page: Page): Promise<AxeResult["violations"]> {
-  await page.evaluate(axeSource);
-  const result = await page.evaluate(`axe.run(document, { resultTypes: ["violations"] })`) as AxeResult;
-  return result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-}
-
 Deno.test({
   name: "widget a11y: axe-core reports no serious or critical violation with the docked panel open and answered",
   sanitizeOps: false,
@@ -60,14 +50,13 @@ Deno.test({
     await answered(b.page);
     await b.page.waitForSelector(inWidget(".follow button"));
     await b.shot("docked open answered");
-    const serious = await axeViolations(b.page);
-    assert.deepEqual(serious.map((v) => `${v.id}: ${v.help} ${JSON.stringify(v.nodes.map((n) => n.target))}`), []);
+    assert.deepEqual(await seriousViolations(b.page), []);
 
     // The inline widget on the article page too.
     await b.page.goto(world.siteUrl, { waitUntil: "load" });
     await b.page.waitForSelector(`${W}[data-state=ready]`);
     await b.shot("inline");
-    assert.deepEqual((await axeViolations(b.page)).map((v) => v.id), []);
+    assert.deepEqual(await seriousViolations(b.page), []);
     assert.deepEqual(await csp(), []);
   },
 });

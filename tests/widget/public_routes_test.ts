@@ -258,6 +258,10 @@ Deno.test("POST /widget/v1/{wd}/recommend finds articles like the page without f
   assert.equal(res.status, 200);
   assert.equal(body.results[0].title, "Snow expected this weekend");
 
+  // A malformed escape in the address is just more letters.
+  res = await w.call(`/${a.widget.id}/recommend`, { body: { page_url: "https://dailyledger.example/%E0%A4%A/snow" } });
+  assert.equal(res.status, 200);
+
   res = await w.call(`/${a.widget.id}/recommend`, { body: { query: "https://169.254.169.254/latest" } });
   assert.equal(res.status, 422);
   assert.deepEqual(await res.json(), { message: "query: must be words, not a URL", code: "invalid_request" });

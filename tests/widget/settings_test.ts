@@ -104,6 +104,10 @@ Deno.test("PATCH /v1/widgets/{id} refuses another tenant's widget, prompts, camp
     const got = (await res.json()).message as string;
     assert.ok(got.startsWith(message) || got.includes(message), `${got} / ${message}`);
   }
+  // A refused change leaves nothing behind, not even the prompt texts it named.
+  res = await patch(w, a.key, a.widget.id, { prompts: ["A new text"], campaign_ids: [bCampaign.id] });
+  assert.equal(res.status, 422);
+  assert.deepEqual(await w.deps.repos.prompts.listByTenant(a.tenantId), []);
   assert.deepEqual(await w.deps.repos.widgets.get(a.widget.id), a.widget, "nothing changed");
 });
 
@@ -198,4 +202,30 @@ Deno.test("admin widget configure sets the same fields through the same checks",
     runAdmin(w.deps, ["widget", "configure", "--id", "wd_nope"]),
     (e) => e instanceof AdminUsageError && /widget not found/.test(e.message),
   );
+});
+
+Deno.test("admin campaign active: a paused campaign's prompts leave the widget's config", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  const now = w.clock.now().toISOString();
+  const campaign = await w.deps.repos.campaigns.create({
+    id: newId("cp", w.clock),
+    tenantId: a.tenantId,
+    name: "Spring",
+    creativeIds: [],
+    createdAt: now,
+  });
+  await w.deps.repos.prompts.create({
+    id: newId("pm", w.clock),
+    tenantId: a.tenantId,
+    campaignId: campaign.id,
+    text: "Where to go?",
+    createdAt: now,
+  });
+  await runAdmin(w.deps, ["widget", "configure", "--id", a.widget.id, "--campaign", campaign.id]);
+  assert.equal((await (await w.call(`/${a.widget.id}/config`)).json()).sponsored.length, 1);
+  await runAdmin(w.deps, ["campaign", "active", "--id", campaign.id, "--off"]);
+  w.clock.advance(6_000);
+  assert.deepEqual((await (await w.call(`/${a.widget.id}/config`)).json()).sponsored, []);
+  await assert.rejects(runAdmin(w.deps, ["campaign", "active", "--id", campaign.id]), AdminUsageError);
 });
