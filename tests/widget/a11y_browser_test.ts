@@ -159,3 +159,54 @@ Deno.test({
     assert.equal(world.seen.filter((s) => s.path === "/v1/events").length, 0, "no event under data-no-track");
   },
 });
+
+Deno.test({
+  name: "widget isolation: the page's CSS does not reach into the widget, and the widget's does not reach the page",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    await using world = await widgetWorld();
+    await using b = await openBrowser("widget isolation");
+    const page = b.page;
+    await page.goto(world.siteUrl, { waitUntil: "domcontentloaded" });
+    const paragraph = () =>
+      page.evaluate(`(() => {
+        const s = getComputedStyle(document.querySelector("article p"));
+        return [s.fontFamily, s.fontSize, s.color, s.lineHeight].join("|");
+      })()`) as Promise<string>;
+    const before = await paragraph();
+    // A hostile page stylesheet (a constructed sheet: the page's CSP allows no inline style).
+    await page.evaluate(`(() => {
+      const s = new CSSStyleSheet();
+      s.replaceSync("* { color: rgb(255, 0, 0) !important; font-family: serif !important }" +
+        " button, input { background: rgb(255, 0, 0) !important; border: 9px solid red !important }" +
+        " ask-ai-widget { --bg: rgb(255, 0, 0); --fg: rgb(255, 0, 0); --accent: rgb(255, 0, 0); color: rgb(255, 0, 0) !important }" +
+        " .panel, .send, h2 { background: rgb(255, 0, 0) !important; display: none !important }");
+      document.adoptedStyleSheets = [...document.adoptedStyleSheets, s];
+    })()`);
+    await page.waitForSelector(`${W}[data-state=ready]`);
+    await page.$eval(W, (e) => e.scrollIntoView({ block: "center" }));
+    await b.shot("hostile page css");
+    const inside = await page.evaluate(`(() => {
+      const root = document.querySelector("ask-ai-widget").shadowRoot;
+      const css = (sel, prop) => getComputedStyle(root.querySelector(sel))[prop];
+      return {
+        panelBg: css(".panel", "backgroundColor"),
+        panelDisplay: css(".panel", "display"),
+        titleColor: css("h2", "color"),
+        titleFont: css("h2", "fontFamily"),
+        sendBg: css(".send", "backgroundColor"),
+        inputBorder: css("input", "borderTopWidth"),
+      };
+    })()`) as Record<string, string>;
+    assert.equal(inside.panelBg, "rgb(255, 255, 255)");
+    assert.equal(inside.panelDisplay, "flex");
+    assert.notEqual(inside.titleColor, "rgb(255, 0, 0)");
+    assert.doesNotMatch(inside.titleFont, /^serif$/);
+    assert.equal(inside.sendBg, "rgb(11, 92, 173)", "the configured accent");
+    assert.equal(inside.inputBorder, "1px");
+    // Out: the page's own text is styled as before, apart from what the page itself just changed.
+    await page.evaluate("document.adoptedStyleSheets = []");
+    assert.equal(await paragraph(), before);
+  },
+});

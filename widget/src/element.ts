@@ -48,6 +48,8 @@ export class AskAiWidget extends HTMLElement {
   #stop: (() => void) | undefined;
   /** The campaign prompts drawn, each with its `prompt_impression` (sent once it is at least half in view). */
   #impressions = new Map<Element, EventFields>();
+  /** Custom properties from the configuration (CSSOM: allowed under a strict CSP). */
+  #colours: [string, string][] = [];
   #ui!: {
     panel: HTMLElement;
     launcher?: HTMLButtonElement;
@@ -159,16 +161,15 @@ export class AskAiWidget extends HTMLElement {
       query.addEventListener("change", (e) => this.toggleAttribute("data-dark", e.matches));
     } else this.toggleAttribute("data-dark", theme === "dark");
     const accent = hexColor(c.colors?.accent);
-    if (accent) {
-      this.style.setProperty("--accent", accent);
-      this.style.setProperty("--on-accent", textOn(accent));
-    }
+    if (accent) this.#colours.push(["--accent", accent], ["--on-accent", textOn(accent)]);
     const bg = hexColor(c.colors?.background);
     const fg = hexColor(c.colors?.text);
-    if (bg && fg) {
-      this.style.setProperty("--ask-bg", bg);
-      this.style.setProperty("--ask-fg", fg);
-    }
+    if (bg && fg) this.#colours.push(["--bg", bg], ["--fg", fg]);
+  }
+
+  /** The configured colours, set on the elements that declare the colour variables. */
+  #paint(...els: HTMLElement[]): void {
+    for (const e of els) for (const [name, value] of this.#colours) e.style.setProperty(name, value);
   }
 
   #draw(): void {
@@ -226,6 +227,7 @@ export class AskAiWidget extends HTMLElement {
     }
 
     this.#ui = { panel, close, body, turns, followHead, follow, status, recsHead, recs, input, send };
+    this.#paint(panel);
     followHead.hidden =
       follow.hidden =
       recsHead.hidden =
@@ -244,6 +246,7 @@ export class AskAiWidget extends HTMLElement {
         if (e.key === "Escape") this.#close();
       });
       this.#ui.launcher = launcher;
+      this.#paint(launcher);
       this.#root.replaceChildren(panel, launcher);
     } else {
       close.hidden = true;
@@ -462,8 +465,8 @@ export class AskAiWidget extends HTMLElement {
       const li = el("li");
       if (img) {
         const image = el("img", { attrs: { src: img, alt: "", loading: "lazy", width: "64", height: "48" } });
-        // Hidden, not removed: the row keeps its size, so nothing shifts (CLS).
-        image.addEventListener("error", () => image.classList.add("broken"));
+        // Replaced by a blank box of the same size, so nothing shifts (CLS) and no broken icon shows.
+        image.addEventListener("error", () => image.replaceWith(el("span", { class: "thumb" })));
         li.append(image);
       }
       li.append(el("div", {}, [

@@ -4,12 +4,14 @@
 /**
  * The widget's stylesheet, adopted by its shadow root (a constructed sheet, so a host page's CSP
  * without `'unsafe-inline'` styles allows it). `:host { all: initial }` stops the page's inherited
- * styles at the boundary; nothing here reaches the page.
+ * styles at the boundary, and the colour variables are declared inside (on the panel and the
+ * button), so custom properties a page sets on the element do not reach in; nothing here reaches
+ * the page.
  */
 export const WIDGET_CSS = `
-:host{all:initial;display:block;contain:layout style;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
---bg:var(--ask-bg,#fff);--fg:var(--ask-fg,#1b1f24);--muted:#4f5762;--line:#d5d9de;--soft:#f3f5f7;--accent:#1f5fbf;--on-accent:#fff}
-:host([data-dark]){--bg:var(--ask-bg,#16181d);--fg:var(--ask-fg,#f1f3f5);--muted:#b9c0ca;--line:#3a3f47;--soft:#22262d}
+:host{all:initial;display:block;contain:layout style}
+.panel,.launcher{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;text-align:left;--bg:#fff;--fg:#1b1f24;--muted:#4f5762;--line:#d5d9de;--soft:#f3f5f7;--accent:#1f5fbf;--on-accent:#fff}
+:host([data-dark]) .panel,:host([data-dark]) .launcher{--bg:#16181d;--fg:#f1f3f5;--muted:#b9c0ca;--line:#3a3f47;--soft:#22262d}
 :host([data-mode=inline]){height:var(--ask-height,480px)}
 :host([data-mode=docked]){position:fixed;bottom:20px;right:20px;z-index:2147483000;height:auto}
 :host([data-mode=docked][data-position=bottom-left]){right:auto;left:20px}
@@ -41,7 +43,7 @@ a{color:var(--fg);text-decoration:underline}
 .recs{list-style:none;margin:0;padding:0}
 .recs li{display:flex;gap:10px;align-items:flex-start;margin:8px 0}
 .recs img{width:64px;height:48px;object-fit:cover;border-radius:6px;flex:none;background:var(--soft)}
-.recs img.broken{visibility:hidden}
+.recs .thumb{display:block;width:64px;height:48px;border-radius:6px;flex:none;background:var(--soft)}
 .recs a{font-weight:600}
 .recs .site{display:block;font-size:12px}
 .status{margin:8px 0;font-size:13px;color:var(--muted)}
