@@ -168,7 +168,7 @@ Deno.test({
     await using world = await widgetWorld();
     await using b = await openBrowser("widget isolation");
     const page = b.page;
-    await page.goto(world.siteUrl, { waitUntil: "domcontentloaded" });
+    await page.goto(world.siteUrl, { waitUntil: "load" });
     const paragraph = () =>
       page.evaluate(`(() => {
         const s = getComputedStyle(document.querySelector("article p"));
