@@ -91,3 +91,11 @@ Deno.test({
     assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
   },
 });
+
+Deno.test("the widget's script routes are in the OpenAPI document under the widget tag", async () => {
+  await using w = await createTestWorld();
+  const doc = await (await w.app.request("/openapi.json")).json();
+  for (const path of ["/widget/v1/loader.js", "/widget/v1/assets/{name}"]) {
+    assert.deepEqual(doc.paths[path]?.get?.tags, ["widget"], path);
+  }
+});
