@@ -52,8 +52,14 @@ Deno.test({
     await b.shot("docked open answered");
     assert.deepEqual(await seriousViolations(b.page), []);
 
+    // The docked button also closes the panel it opened, and that is a widget_close.
+    await b.page.click(inWidget(".launcher"));
+    assert.equal(await b.page.$eval(inWidget(".panel"), (e) => (e as unknown as { hidden: boolean }).hidden), true);
+    assert.equal(await b.page.$eval(inWidget(".launcher"), (e) => e.getAttribute("aria-expanded")), "false");
+
     // The inline widget on the article page too.
     await b.page.goto(world.siteUrl, { waitUntil: "load" });
+    await world.until("widget_close", () => world.events.some((e) => e.event_type === "widget_close"));
     await b.page.waitForSelector(`${W}[data-state=ready]`);
     await b.shot("inline");
     assert.deepEqual(await seriousViolations(b.page), []);

@@ -241,7 +241,8 @@ export class AskAiWidget extends HTMLElement {
       });
       panel.setAttribute("role", "dialog");
       panel.hidden = true;
-      launcher.addEventListener("click", () => this.#setOpen(panel.hidden === true));
+      // The button toggles: closing through it is a close like the panel's own button.
+      launcher.addEventListener("click", () => panel.hidden === true ? this.#setOpen(true) : this.#close());
       panel.addEventListener("keydown", (e) => {
         if (e.key === "Escape") this.#close();
       });
