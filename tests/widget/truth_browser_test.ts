@@ -68,6 +68,8 @@ Deno.test({
       await page.goto(world.siteUrl, { waitUntil: "load" });
       await page.waitForSelector(`${W}[data-state=ready]`);
       await b.shot("loaded");
+      // The loader starts the configuration request and the element takes it over: one request.
+      assert.equal(world.seen.filter((s) => s.path.endsWith("/config") && s.method === "GET").length, 1);
       const chips = await page.$$eval(inWidget(".chips button"), (bs) => bs.map((b) => b.textContent ?? ""));
       assert.ok(chips.some((c) => c.startsWith("Sponsored")), `a sponsored prompt is shown: ${chips}`);
     });

@@ -43,8 +43,9 @@ export class WidgetApi {
     return `${this.base}/widget/v1/${encodeURIComponent(this.widgetId)}/${path}`;
   }
 
-  async config(): Promise<WidgetConfig> {
-    const res = await fetch(this.#url("config"), { credentials: "omit" });
+  /** The public configuration; `started` is the same request already under way (the loader starts it). */
+  async config(started?: Promise<Response>): Promise<WidgetConfig> {
+    const res = await (started ?? fetch(this.#url("config"), { credentials: "omit" }));
     if (!res.ok) throw await failure(res);
     return await res.json() as WidgetConfig;
   }

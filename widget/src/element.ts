@@ -91,7 +91,11 @@ export class AskAiWidget extends HTMLElement {
 
   async #start(widgetId: string): Promise<void> {
     try {
-      this.#config = await this.#api.config();
+      // The loader fetched the configuration while this script loaded (see widget/src/loader.ts).
+      const host = this as unknown as { askAiConfig?: Promise<Response> };
+      const started = host.askAiConfig;
+      delete host.askAiConfig;
+      this.#config = await this.#api.config(started);
     } catch (err) {
       this.setAttribute("data-state", "unavailable");
       console.warn("ask-ai-widget: not available on this page:", (err as Error).message);

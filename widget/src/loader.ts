@@ -50,6 +50,14 @@ const PASSED = [
       if (v !== null && !widget.hasAttribute(name)) widget.setAttribute(name, v);
     }
     if (script.hasAttribute("data-no-track")) widget.setAttribute("data-no-track", "");
+    // The configuration is fetched while the widget script loads (one round trip saved); the
+    // element takes the request over. Only for this tag's widget, not one placed with another id.
+    const el = widget as Element & { askAiConfig?: Promise<Response> };
+    if ((el.getAttribute("widget-id") ?? el.getAttribute("data-widget-id")) === widgetId && !el.askAiConfig) {
+      const url = new URL(`/widget/v1/${encodeURIComponent(widgetId)}/config`, script.src).href;
+      el.askAiConfig = fetch(url, { credentials: "omit" });
+      el.askAiConfig.catch(() => {}); // reported by the element when it reads it
+    }
     if (!customElements.get("ask-ai-widget") && !document.querySelector("script[data-ask-ai-widget]")) {
       const s = document.createElement("script");
       s.src = new URL(WIDGET_PATH, script.src).href;
