@@ -24,12 +24,15 @@ import type { PaymentProcessor } from "./core/commerce/processor.ts";
 import type { Config } from "./core/config.ts";
 import { WebPageAnalyzer } from "./core/extract/analyzer.ts";
 import { WorkerExtractor } from "./core/extract/extractor.ts";
+import { WorkerSourceParser } from "./core/sources/parser.ts";
 import { ImageService } from "./core/images/image_service.ts";
 import type { Logger } from "./core/log.ts";
 import { Loopback } from "./core/net/loopback.ts";
 import { SafeFetcher } from "./core/net/safe_fetch.ts";
 import { createPayproxyServices, type PayproxyServices } from "./core/payproxy/mod.ts";
 import { FixedWindowLimiter } from "./core/rate_limit.ts";
+import { type EventLimiters, eventLimiters } from "./core/public_limits.ts";
+import { ClickGate } from "./core/search/click_gate.ts";
 import { OpenAiEmbeddings } from "./core/search/embeddings/openai.ts";
 import type { EmbeddingProvider } from "./core/search/embeddings/provider.ts";
 import { defaultCacheName, LocalEmbeddings } from "./core/search/embeddings/wink.ts";
@@ -45,6 +48,7 @@ import { createRepos, type Repos } from "./core/store/repos.ts";
 import type { Mailer } from "./core/storefront/mailer.ts";
 import { createMailer, createStorefront, type Storefront } from "./core/storefront/service.ts";
 import { createWidgetLimits, type WidgetLimits } from "./core/widget/limits.ts";
+import { WebBotAuth } from "./core/web_bot_auth/verifier.ts";
 
 /** Everything the app is built from. Every field is set by {@link buildDeps}; none changes after. */
 export interface Deps {
@@ -94,6 +98,11 @@ export interface Deps {
   readonly analyticsVisits: VisitCube;
   /** Requests per API key per minute on the analytics rollups. */
   readonly analyticsLimiter: FixedWindowLimiter;
+  /** Widget events on `/v1/events`: per address, per widget, daily per widget. */
+  readonly eventLimiters: EventLimiters;
+  /** Which follows of a tracking link count as clicks (bots, repeats, floods and expired links do not). */
+  readonly clickGate: ClickGate;
+
   /** Rate limits and the daily answer cap of the public widget routes. */
   readonly widgetLimits: WidgetLimits;
   /** Payproxy signing secrets, signature verifier, allowance client and counters. */
@@ -108,6 +117,8 @@ export interface Deps {
   readonly poller: SourcePoller;
   /** Retention of articles past a data model's max age; started and stopped by main.ts. */
   readonly retention: RetentionSweeper;
+  /** Agent identity from Web Bot Auth signatures (directory keys fetched through `safeFetch`). */
+  readonly webBotAuth: WebBotAuth;
 }
 
 /** What the caller opens (stores) or chooses (clock, log) before the services are built. */
@@ -185,8 +196,10 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
   const impressions = new ImpressionRecorder(events, clock, log);
   events.beforeStop(() => impressions.flush());
 
-  const urlAnalyzer = overrides.urlAnalyzer ?? new WebPageAnalyzer({ fetcher: safeFetch, clock });
-  const links = new SignedLinks({ kv, clock, baseUrl: config.baseUrl });
+  // One page-analysis pool for URL queries and the poller's article pages: callers take turns.
+  const extractor = new WorkerExtractor(config.pageAnalysis);
+  const urlAnalyzer = overrides.urlAnalyzer ?? new WebPageAnalyzer({ fetcher: safeFetch, clock, extractor });
+  const links = new SignedLinks({ kv, clock, baseUrl: config.baseUrl, clickTtlS: config.clicks.linkTtlS });
   const search = overrides.search ?? new SearchEngine({
     kv,
     clock,
@@ -214,7 +227,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     onCited: (cited) => impressions.addCited(cited),
   });
 
-  const storefront = createStorefront({ config, kv, clock, log, fetch, mailer });
+  const storefront = createStorefront({ config, kv, clock, log, fetch, mailer, safeFetch });
   const payproxy = createPayproxyServices({ config, kv, clock, log, fetch });
   const loopback = new Loopback();
   const baseOrigin = new URL(config.baseUrl).origin;
@@ -237,6 +250,10 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
 
   const sourceSettings = config.sources;
   const sourceRepo = new SourceRepo(kv, clock);
+  const sourceParser = new WorkerSourceParser({
+    timeoutMs: sourceSettings.parseTimeoutMs,
+    workers: sourceSettings.parseWorkers,
+  });
   const sources = new SourceService({
     sources: sourceRepo,
     dataModels: repos.dataModels,
@@ -247,6 +264,8 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
       maxPerDataModel: sourceSettings.maxPerDataModel,
     },
     probeMaxBytes: sourceSettings.maxBytes,
+    probeTimeoutMs: sourceSettings.fetchTimeoutMs,
+    parser: sourceParser,
   });
   const poller = new SourcePoller({
     kv,
@@ -257,14 +276,15 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     articleByUrl: (dmId, url) => search.articleByUrl(dmId, url),
     ingest: (dm, items) => search.ingest(dm, items),
     fetcher: safeFetch,
-    extractor: new WorkerExtractor(),
+    extractor,
+    parser: sourceParser,
   }, {
     tickMs: sourceSettings.tickS * 1000,
     leaseMs: sourceSettings.leaseS * 1000,
     maxItems: sourceSettings.maxItems,
     maxBytes: sourceSettings.maxBytes,
     maxPageBytes: config.fetchMaxBytes,
-    timeoutMs: Math.max(config.fetchTimeoutMs, 10_000),
+    timeoutMs: sourceSettings.fetchTimeoutMs,
     maxPageFetches: sourceSettings.pageFetches,
     maxBackoffS: sourceSettings.maxBackoffS,
     maxChildSitemaps: sourceSettings.childSitemaps,
@@ -323,6 +343,19 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
       limit: config.analyticsRateLimitPerMin,
       windowS: 60,
     }),
+    eventLimiters: eventLimiters(kv, clock, config.eventLimits),
+    clickGate: new ClickGate({
+      kv,
+      clock,
+      perAddress: new FixedWindowLimiter(kv, clock, {
+        scope: "clicks_address",
+        limit: config.clicks.perAddressPerMin,
+        windowS: 60,
+      }),
+      dedupeWindowS: config.clicks.dedupeWindowS,
+      linkTtlS: config.clicks.linkTtlS,
+    }),
+
     widgetLimits: createWidgetLimits(kv, clock, config.widget),
     payproxy,
     commerce,
@@ -330,6 +363,8 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     sources,
     poller,
     retention,
+    // mppx's Web Bot Auth verifier judges signature lifetimes on the wall clock; its nonce store must too.
+    webBotAuth: new WebBotAuth({ kv, fetcher: safeFetch, log, signatureClockMs: () => Date.now() }),
   });
 }
 

@@ -28,6 +28,7 @@ export const ROLLUPS = [
   "realtime",
   "articles_top",
   "agents",
+  "trending_signals",
 ] as const;
 export type RollupName = (typeof ROLLUPS)[number];
 
@@ -66,7 +67,8 @@ function namedIn(sql: string, params: Record<string, SqlParam>): Record<string, 
 
 /** Runs rollups; keeps the `events` view pointing at the files (or at an empty table before any exist). */
 export class AnalyticsEngine {
-  #view: "none" | "empty" | "files" = "none";
+  /** `padded`: files exist but some lack a newer column, which the view fills with NULL until they have it. */
+  #view: "none" | "empty" | "files" | "padded" = "none";
   #viewing: Promise<void> | null = null;
 
   constructor(private readonly db: AnalyticsDb, readonly eventsDir: string) {}
@@ -97,23 +99,40 @@ export class AnalyticsEngine {
   }
 
   async #ensureView(force = false): Promise<void> {
-    if (!force && this.#view === "files") return;
+    if (!force && (this.#view === "files" || this.#view === "padded")) return;
     if (this.#viewing) return await this.#viewing;
     this.#viewing = (async () => {
       const files = await this.#hasFiles();
       if (!force && this.#view === "empty" && !files) return;
       // Only the day folders: scratch under `.tmp/` (a Parquet export being downloaded) is not an
       // event file, and reading it broke every rollup of every tenant while it existed.
+      const scan = `read_parquet(${
+        sqlString(`${this.eventsDir}/date=*/*.parquet`)
+      }, hive_partitioning = true, hive_types = {'date': DATE}, union_by_name = true)`;
       const sql = files
-        ? `CREATE OR REPLACE VIEW events AS SELECT * FROM read_parquet(${
-          sqlString(`${this.eventsDir}/date=*/*.parquet`)
-        }, hive_partitioning = true, hive_types = {'date': DATE}, union_by_name = true)`
+        ? `CREATE OR REPLACE VIEW events AS SELECT * FROM ${scan}`
         // No files yet: an empty view with the same columns, so rollups answer zeros.
         : `CREATE OR REPLACE VIEW events AS SELECT ${
           EVENT_COLUMNS.map(([n, t]) => `CAST(NULL AS ${t}) AS ${n}`).join(", ")
         }, CAST(NULL AS DATE) AS date WHERE false`;
-      await this.db.withConnection((c) => c.run(sql));
-      this.#view = files ? "files" : "empty";
+      let padded = false;
+      await this.db.withConnection(async (c) => {
+        await c.run(sql);
+        if (!files) return;
+        // Files written before a column existed: that column reads as NULL (until a file has it).
+        const have = new Set(
+          (await c.runAndReadAll("DESCRIBE events")).getRowObjectsJS().map((r) => String(r.column_name)),
+        );
+        const missing = EVENT_COLUMNS.filter(([n]) => !have.has(n));
+        if (!missing.length) return;
+        padded = true;
+        await c.run(
+          `CREATE OR REPLACE VIEW events AS SELECT *, ${
+            missing.map(([n, t]) => `CAST(NULL AS ${t}) AS ${n}`).join(", ")
+          } FROM ${scan}`,
+        );
+      });
+      this.#view = files ? (padded ? "padded" : "files") : "empty";
     })();
     try {
       await this.#viewing;

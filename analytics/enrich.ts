@@ -24,7 +24,7 @@ import type { WalExtraSet } from "./wal.ts";
 /** Who is sending a batch. */
 export type IngestContext =
   /** The Ask AI widget in a browser, authorised by widget id + allowed origin. */
-  | { source: "widget"; widget: Widget }
+  | { source: "widget"; widget: Widget; clientKey?: string }
   /** A server holding the tenant's API key. */
   | { source: "server"; tenantId: string }
   /** Another room of this service (trusted; tenant derived from widget or AI agent). */
@@ -128,6 +128,11 @@ export async function prepareEvents(
       }
       row.widget_id = ctx.widget.id;
       row.agent_identity = null;
+      row.client_key = ctx.clientKey ?? null;
+    }
+    // Only this service measures where a reader came from: a sent client_key is refused, not rewritten.
+    if (ctx.source !== "internal" && e.client_key !== undefined) {
+      throw invalid(i, "client_key", "is recorded by the service itself, not sent");
     }
     let widget: Widget | null = null;
     if (row.widget_id) {

@@ -16,6 +16,14 @@ const MAX_LIMIT = 500;
 
 const limitOf = (q: AnalyticsQuery): number => clampedCount(q.limit, "limit", DEFAULT_LIMIT, MAX_LIMIT);
 
+/**
+ * Click-through rate in %, impression-based: clicks beyond the impressions cannot be explained by
+ * what was shown (old links, links passed around, forged clicks), so at most one click per
+ * impression counts and the rate never passes 100 %.
+ */
+export const clickThroughRate = (clicks: number, impressions: number): number =>
+  pct(Math.min(clicks, impressions), impressions);
+
 /** The tenant's data model named by `data_model_id`, or null for all. @throws 400 when not the tenant's. */
 async function dataModelOf(deps: RollupDeps, tenantId: string, q: AnalyticsQuery): Promise<string | null> {
   const id = opt(q, "data_model_id");
@@ -53,13 +61,13 @@ export async function topArticles(deps: RollupDeps & { kv: Deno.Kv }, tenantId: 
       site: String(r.site),
       clicks,
       impressions,
-      ctr: pct(clicks, impressions),
+      ctr: clickThroughRate(clicks, impressions),
     };
   }));
   const sites = siteRows.map((r) => {
     const clicks = num(r.clicks);
     const impressions = num(r.impressions);
-    return { site: String(r.site), clicks, impressions, ctr: pct(clicks, impressions) };
+    return { site: String(r.site), clicks, impressions, ctr: clickThroughRate(clicks, impressions) };
   });
   return { success: true, filters: supplied(q, READERSHIP_FILTERS), articles, sites, meta: meta(deps.clock, w) };
 }
@@ -73,17 +81,29 @@ export async function agentReadership(deps: RollupDeps, tenantId: string, q: Ana
     const identity = String(r.agent_identity);
     const surfaced = num(r.results_surfaced);
     const clicks = num(r.clicks);
+    const bot = webBotOf(identity);
     return {
       agent_identity: identity,
       channel: identity.includes(":") ? identity.slice(0, identity.indexOf(":")) : identity,
+      // Web Bot Auth: verified agents by their key directory's host; a failed signature is counted
+      // under `webbot-unverified`, never under the name it claimed.
+      verified: bot.verified,
+      directory_host: bot.directoryHost,
       searches: num(r.searches),
       answers: num(r.answers),
       queries: num(r.searches) + num(r.answers),
       results_surfaced: surfaced,
       articles_surfaced: num(r.articles_surfaced),
       clicks,
-      click_through_rate: pct(clicks, surfaced),
+      click_through_rate: clickThroughRate(clicks, surfaced),
     };
   });
   return { success: true, filters: supplied(q, ["start_date", "end_date"]), agents, meta: meta(deps.clock, w) };
+}
+
+/** What an agent identity says about Web Bot Auth (see core/web_bot_auth/verifier.ts). */
+function webBotOf(identity: string): { verified: boolean; directoryHost: string | null } {
+  return identity.startsWith("webbot:")
+    ? { verified: true, directoryHost: identity.slice("webbot:".length) }
+    : { verified: false, directoryHost: null };
 }

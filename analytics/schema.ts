@@ -95,6 +95,7 @@ export const eventInputSchema = z.object({
   publisher_id: token().optional(),
   ad_partner: token(64).optional(),
   agent_identity: z.string().min(1).max(200).optional(),
+  client_key: z.string().regex(/^[0-9a-f]{16}$/, { error: "must be 16 hex digits" }).optional(),
   in_view_pct: z.number().min(0).max(100).optional(),
   in_view_ms: z.number().int().min(0).max(86_400_000).optional(),
 }).superRefine((e, ctx) => {
@@ -207,6 +208,11 @@ export interface EventRow {
   visit_query_no: number | null;
   /** The sponsored_impression that started its session's sponsored conversation. */
   sponsored_start: boolean;
+  /**
+   * Widget events: a pseudonymous key of the sending client's address (IPv4 address, IPv6 /64),
+   * so trending can count distinct senders without storing addresses. Null on other events.
+   */
+  client_key: string | null;
 }
 
 /**
@@ -251,6 +257,7 @@ export const EVENT_COLUMNS: ReadonlyArray<readonly [name: string, type: string]>
   ["visit_viewable", "BOOLEAN"],
   ["visit_query_no", "INTEGER"],
   ["sponsored_start", "BOOLEAN"],
+  ["client_key", "VARCHAR"],
 ];
 
 /** Turns a parsed input plus server-owned values into a full row (absent fields become null). */
@@ -297,6 +304,7 @@ export function toRow(
     visit_viewable: false,
     visit_query_no: null,
     sponsored_start: false,
+    client_key: n(e.client_key),
   };
 }
 

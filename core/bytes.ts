@@ -28,3 +28,17 @@ export async function readStreamCapped(
   }
   return out;
 }
+
+/**
+ * Splits a byte stream into pieces of at most `maxBytes`. Put it before a `DecompressionStream`:
+ * the inflater turns each input chunk into all of its output in one synchronous step, and a 64 KB
+ * chunk of a gzip bomb inflates to 64 MB (a few hundred ms of the event loop). 4 KB pieces inflate
+ * to at most about 4 MB each, and a capped reader stops after the first pieces past its cap.
+ */
+export function smallChunks(maxBytes = 4096): TransformStream<Uint8Array, Uint8Array> {
+  return new TransformStream({
+    transform(chunk, controller) {
+      for (let at = 0; at < chunk.byteLength; at += maxBytes) controller.enqueue(chunk.subarray(at, at + maxBytes));
+    },
+  });
+}

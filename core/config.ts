@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { LOG_LEVELS } from "./log.ts";
+import { paymentEnv, paymentsConfig } from "./commerce/payment_config.ts";
+import type { StandardMethodsConfig } from "./commerce/standard_methods.ts";
 
 const bool = (name: string) =>
   z.enum(["true", "false", "1", "0", "yes", "no"], { error: `${name} must be true or false` })
@@ -87,6 +89,10 @@ const envSchema = z.object({
   ALLOW_PRIVATE_URLS: bool("ALLOW_PRIVATE_URLS").default(false),
   FETCH_TIMEOUT_MS: int("FETCH_TIMEOUT_MS", 100, 60_000).default(5000),
   FETCH_MAX_BYTES: int("FETCH_MAX_BYTES", 1024, 64 * 1024 * 1024).default(2 * 1024 * 1024),
+  PAGE_ANALYSIS_WORKERS: int("PAGE_ANALYSIS_WORKERS", 1, 64).default(2),
+  PAGE_ANALYSIS_TIMEOUT_MS: int("PAGE_ANALYSIS_TIMEOUT_MS", 100, 60_000).default(5000),
+  PAGE_ANALYSIS_QUEUE: int("PAGE_ANALYSIS_QUEUE", 1, 10_000).default(32),
+  PAGE_ANALYSIS_QUEUE_PER_CALLER: int("PAGE_ANALYSIS_QUEUE_PER_CALLER", 1, 10_000).default(8),
   IMAGE_MAX_BYTES: int("IMAGE_MAX_BYTES", 1024, 64 * 1024 * 1024).default(10 * 1024 * 1024),
   IMAGE_MAX_DIMENSION: int("IMAGE_MAX_DIMENSION", 16, 8192).default(2048),
   WIDGET_RATE_LIMIT_PER_ADDRESS: int("WIDGET_RATE_LIMIT_PER_ADDRESS", 1, 1_000_000).default(30),
@@ -104,6 +110,12 @@ const envSchema = z.object({
   EVENTS_COMPACT_MIN_FILES: int("EVENTS_COMPACT_MIN_FILES", 2, 100_000).default(24),
   EVENTS_FLUSH_LEASE_S: int("EVENTS_FLUSH_LEASE_S", 1, 3600).default(15),
   EVENTS_MAX_BODY_BYTES: int("EVENTS_MAX_BODY_BYTES", 1024, 256 * 1024 * 1024).default(8 * 1024 * 1024),
+  EVENTS_PER_MIN_PER_ADDRESS: int("EVENTS_PER_MIN_PER_ADDRESS", 1, 100_000_000).default(1200),
+  EVENTS_PER_MIN_PER_WIDGET: int("EVENTS_PER_MIN_PER_WIDGET", 1, 100_000_000).default(60_000),
+  EVENTS_PER_DAY_PER_WIDGET: int("EVENTS_PER_DAY_PER_WIDGET", 1, 1_000_000_000).default(5_000_000),
+  CLICKS_PER_MIN_PER_ADDRESS: int("CLICKS_PER_MIN_PER_ADDRESS", 1, 1_000_000).default(30),
+  CLICK_DEDUPE_WINDOW_S: int("CLICK_DEDUPE_WINDOW_S", 1, 86_400).default(1800),
+  CLICK_LINK_TTL_S: int("CLICK_LINK_TTL_S", 60, 365 * 86_400).default(7 * 86_400),
   EMBEDDINGS_PROVIDER: z.enum(["local", "openai"], { error: "EMBEDDINGS_PROVIDER must be local or openai" })
     .default("local"),
   EMBEDDINGS_BASE_URL: url("EMBEDDINGS_BASE_URL").optional(),
@@ -131,10 +143,14 @@ const envSchema = z.object({
   SOURCE_PAGE_FETCHES: int("SOURCE_PAGE_FETCHES", 0, 1000).default(20),
   SOURCE_CHILD_SITEMAPS: int("SOURCE_CHILD_SITEMAPS", 1, 50).default(3),
   SOURCE_MAX_BACKOFF_S: int("SOURCE_MAX_BACKOFF_S", 60, 7 * 86_400).default(6 * 3600),
+  SOURCE_PARSE_WORKERS: int("SOURCE_PARSE_WORKERS", 1, 64).default(1),
+  SOURCE_PARSE_TIMEOUT_MS: int("SOURCE_PARSE_TIMEOUT_MS", 100, 120_000).default(10_000),
+  SOURCE_FETCH_TIMEOUT_MS: int("SOURCE_FETCH_TIMEOUT_MS", 100, 600_000).default(10_000),
   POLLER_TICK_S: int("POLLER_TICK_S", 1, 3600).default(5),
   RETENTION_SWEEP_S: int("RETENTION_SWEEP_S", 10, 7 * 86_400).default(3600),
   PAID_PROXY_UPSTREAM: z.enum(["inprocess", "http"], { error: "PAID_PROXY_UPSTREAM must be inprocess or http" })
     .default("inprocess"),
+  ...paymentEnv,
 });
 
 /** A trusted identity provider: ID-JAGs whose `iss` equals `issuer` are verified against `jwksUrl`. */
@@ -142,6 +158,9 @@ export interface TrustedIssuer {
   issuer: string;
   jwksUrl: string;
 }
+
+/** Settings of mppx's standard payment methods (`evm` with x402, `stripe`); each is off until configured. */
+export type PaymentsConfig = StandardMethodsConfig;
 
 /** The parsed configuration the app is built from. */
 export interface Config {
@@ -196,6 +215,16 @@ export interface Config {
   fetchTimeoutMs: number;
   /** Largest page body read for a URL query. */
   fetchMaxBytes: number;
+  /** Page analysis pool (URL queries and the poller's article pages); see docs/security.md. */
+  pageAnalysis: {
+    workers: number;
+    /** Deadline of one page: its wait in the queue and its run. */
+    timeoutMs: number;
+    /** Most pages waiting, all callers together; past it, 503 with Retry-After. */
+    maxQueued: number;
+    /** Most pages one caller may have waiting. */
+    maxQueuedPerCaller: number;
+  };
   /** Largest origin image read by the image endpoint. */
   imageMaxBytes: number;
   /** Largest `w` or `h` the image endpoint accepts (the smallest is 16). */
@@ -232,6 +261,10 @@ export interface Config {
   eventsFlushLeaseS: number;
   /** Largest `POST /v1/events` body. */
   eventsMaxBodyBytes: number;
+  /** Limits of widget events on `POST /v1/events` (per address, per widget, daily per widget). */
+  eventLimits: { perAddressPerMin: number; perWidgetPerMin: number; perWidgetPerDay: number };
+  /** Counting of tracking-link clicks (`/r/{token}`): per-address limit, dedupe window, link lifetime. */
+  clicks: { perAddressPerMin: number; dedupeWindowS: number; linkTtlS: number };
   /** Article embeddings: local word vectors, or an OpenAI-compatible `/v1/embeddings` server. */
   embeddings: {
     provider: "local" | "openai";
@@ -260,6 +293,8 @@ export interface Config {
    * `inprocess` (no network hop) or `http` (always through `fetch`).
    */
   paidProxyUpstream: "inprocess" | "http";
+  /** mppx's standard payment methods (docs/storefront.md, "Stock clients"). */
+  payments: PaymentsConfig;
   /** Content sources (docs/sources.md): registration limits, poller and retention schedule. */
   sources: {
     /** Whether this process polls sources (every process may: leases share the work). */
@@ -273,6 +308,12 @@ export interface Config {
     /** Most child sitemaps read per poll of a sitemap index. */
     childSitemaps: number;
     maxBackoffS: number;
+    /** Workers parsing source documents off the main thread. */
+    parseWorkers: number;
+    /** Deadline of parsing one source document, its wait included. */
+    parseTimeoutMs: number;
+    /** Deadline of fetching one source document, its body included. */
+    fetchTimeoutMs: number;
     tickS: number;
     retentionSweepS: number;
   };
@@ -369,6 +410,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     allowPrivateUrls: e.ALLOW_PRIVATE_URLS,
     fetchTimeoutMs: e.FETCH_TIMEOUT_MS,
     fetchMaxBytes: e.FETCH_MAX_BYTES,
+    pageAnalysis: {
+      workers: e.PAGE_ANALYSIS_WORKERS,
+      timeoutMs: e.PAGE_ANALYSIS_TIMEOUT_MS,
+      maxQueued: e.PAGE_ANALYSIS_QUEUE,
+      maxQueuedPerCaller: e.PAGE_ANALYSIS_QUEUE_PER_CALLER,
+    },
     imageMaxBytes: e.IMAGE_MAX_BYTES,
     imageMaxDimension: e.IMAGE_MAX_DIMENSION,
     widget: {
@@ -388,6 +435,16 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     eventsCompactMinFiles: e.EVENTS_COMPACT_MIN_FILES,
     eventsFlushLeaseS: e.EVENTS_FLUSH_LEASE_S,
     eventsMaxBodyBytes: e.EVENTS_MAX_BODY_BYTES,
+    eventLimits: {
+      perAddressPerMin: e.EVENTS_PER_MIN_PER_ADDRESS,
+      perWidgetPerMin: e.EVENTS_PER_MIN_PER_WIDGET,
+      perWidgetPerDay: e.EVENTS_PER_DAY_PER_WIDGET,
+    },
+    clicks: {
+      perAddressPerMin: e.CLICKS_PER_MIN_PER_ADDRESS,
+      dedupeWindowS: e.CLICK_DEDUPE_WINDOW_S,
+      linkTtlS: e.CLICK_LINK_TTL_S,
+    },
     embeddings: {
       provider: e.EMBEDDINGS_PROVIDER,
       baseUrl: e.EMBEDDINGS_BASE_URL,
@@ -405,6 +462,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       maxRetries: e.OPENAI_MAX_RETRIES,
     },
     payproxySkewS: e.PAYPROXY_SKEW_S,
+    payments: paymentsConfig(e),
     allowanceTimeoutMs: e.ALLOWANCE_TIMEOUT_MS,
     allowanceCacheMs: e.ALLOWANCE_CACHE_MS,
     paidProxyUpstream: e.PAID_PROXY_UPSTREAM,
@@ -418,6 +476,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       pageFetches: e.SOURCE_PAGE_FETCHES,
       childSitemaps: e.SOURCE_CHILD_SITEMAPS,
       maxBackoffS: e.SOURCE_MAX_BACKOFF_S,
+      parseWorkers: e.SOURCE_PARSE_WORKERS,
+      parseTimeoutMs: e.SOURCE_PARSE_TIMEOUT_MS,
+      fetchTimeoutMs: e.SOURCE_FETCH_TIMEOUT_MS,
       tickS: e.POLLER_TICK_S,
       retentionSweepS: e.RETENTION_SWEEP_S,
     },

@@ -30,6 +30,8 @@ export interface EventInput {
   referring_url?: string;
   /** Caller identity, e.g. `payproxy:<agent-id>`. */
   agent_identity?: string;
+  /** Key of the reader's network (core/client_key.ts): trending counts one sender per key. */
+  client_key?: string;
   [field: string]: unknown;
 }
 

@@ -11,6 +11,8 @@ export interface RateLimitResult {
 
 /** One waiting hit of a key. */
 interface Waiter {
+  /** Units it takes (all or none). */
+  cost: number;
   resolve(result: RateLimitResult): void;
   reject(err: unknown): void;
 }
@@ -45,15 +47,19 @@ export class FixedWindowLimiter {
     return this.opts.windowS;
   }
 
-  /** Counts one request for `key` and says whether it is within the limit. */
-  hit(key: string): Promise<RateLimitResult> {
+  /**
+   * Counts one request (or `cost` units of it, e.g. the events of a batch) for `key` and says
+   * whether it is within the limit. A hit is granted whole or not at all: a refused hit counts nothing.
+   */
+  hit(key: string, cost = 1): Promise<RateLimitResult> {
+    const n = Math.max(1, Math.trunc(cost));
     return new Promise((resolve, reject) => {
       const queue = this.#queues.get(key);
       if (queue) {
-        queue.push({ resolve, reject });
+        queue.push({ cost: n, resolve, reject });
         return;
       }
-      this.#queues.set(key, [{ resolve, reject }]);
+      this.#queues.set(key, [{ cost: n, resolve, reject }]);
       void this.#drain(key);
     });
   }
@@ -65,7 +71,7 @@ export class FixedWindowLimiter {
       while (queue.length > 0) {
         const batch = queue.splice(0);
         try {
-          const results = await this.#count(key, batch.length);
+          const results = await this.#count(key, batch.map((w) => w.cost));
           batch.forEach((w, i) => w.resolve(results[i]!));
         } catch (err) {
           for (const w of batch) w.reject(err);
@@ -76,8 +82,8 @@ export class FixedWindowLimiter {
     }
   }
 
-  /** Counts `n` hits in one commit; the first ones within the limit are allowed, in order. */
-  async #count(key: string, n: number): Promise<RateLimitResult[]> {
+  /** Counts queued hits in one commit; each (in order) is allowed when its whole cost still fits. */
+  async #count(key: string, costs: number[]): Promise<RateLimitResult[]> {
     const { scope, limit, windowS } = this.opts;
     const nowMs = this.clock.now().getTime();
     const windowMs = windowS * 1000;
@@ -88,20 +94,19 @@ export class FixedWindowLimiter {
     for (let i = 0; i < MAX_COMMIT_TRIES; i++) {
       const entry = await this.kv.get<number>(kvKey);
       const count = entry.value ?? 0;
-      const granted = Math.min(n, Math.max(0, limit - count));
-      if (granted === 0) return Array(n).fill(refused);
-      const res = await this.kv.atomic().check(entry).set(kvKey, count + granted, { expireIn: windowMs + 60_000 })
-        .commit();
-      if (res.ok) {
-        return Array.from(
-          { length: n },
-          (_, j) => j < granted ? { allowed: true, limit, remaining: limit - count - j - 1, retryAfterS } : refused,
-        );
-      }
+      let used = count;
+      const results = costs.map((cost): RateLimitResult => {
+        if (used + cost > limit) return { ...refused, remaining: Math.max(0, limit - used) };
+        used += cost;
+        return { allowed: true, limit, remaining: limit - used, retryAfterS };
+      });
+      if (used === count) return results;
+      const res = await this.kv.atomic().check(entry).set(kvKey, used, { expireIn: windowMs + 60_000 }).commit();
+      if (res.ok) return results;
       // Another process counted first: back off a little (jittered) and count again.
       await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** i)));
     }
     // Endless contention across processes on one key is itself a flood: refuse rather than fail open.
-    return Array(n).fill(refused);
+    return costs.map(() => refused);
   }
 }

@@ -12,3 +12,18 @@ export const systemTimers: Timers = {
   setTimeout: (fn, ms) => setTimeout(fn, ms),
   clearTimeout: (id) => clearTimeout(id),
 };
+
+/**
+ * A yield point for long synchronous work on the event loop (a large ingest): each call resolves
+ * at once until `budgetMs` of work has passed since the last yield, then waits one macrotask, so
+ * requests that arrived meanwhile are served before the work goes on.
+ * @example const slice = timeSlicer(); for (const item of items) { work(item); await slice(); }
+ */
+export function timeSlicer(budgetMs = 10): () => Promise<void> {
+  let since = performance.now();
+  return async function slice() {
+    if (performance.now() - since < budgetMs) return;
+    await new Promise<void>((resolve) => setTimeout(resolve, 0));
+    since = performance.now();
+  };
+}

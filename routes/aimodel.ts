@@ -13,6 +13,7 @@ import type { AppEnv } from "./env.ts";
 import { toAppError } from "./errors.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
+import { webBotIdentity } from "./middleware/web_bot_auth.ts";
 import { bodyReader } from "./middleware/body.ts";
 
 /**
@@ -149,6 +150,8 @@ async function answerContext(
     placementId: optionalField(c, body, "placement_id", "x-placement-id", OPAQUE_ID),
     deploymentType,
     referringUrl,
+    // A Web Bot Auth agent (routes/middleware/web_bot_auth.ts) is named in agent readership.
+    ...(c.get("caller") ? { caller: c.get("caller") } : {}),
   };
 }
 
@@ -158,10 +161,12 @@ async function answerContext(
  * when the caller accepts `text/event-stream`.
  */
 export function createAiModelRoutes(
-  deps: Pick<Deps, "apiKeys" | "repos" | "answer" | "search" | "config" | "log">,
+  deps: Pick<Deps, "apiKeys" | "repos" | "answer" | "search" | "config" | "log" | "webBotAuth">,
 ) {
   const app = familyApp("message", deps.log);
   app.use("*", apiKeyAuth(deps.apiKeys));
+  // Web Bot Auth after the key: an unauthenticated request makes us fetch no key directory.
+  app.use("*", webBotIdentity(deps.webBotAuth));
   app.use("/:ai_model_id", checkModelId());
   app.use("*", bodyReader({ limit: deps.config.maxBodyBytes }));
 

@@ -15,39 +15,72 @@ export interface AnswerSpec {
   compute: (tenantId: string, q: AnalyticsQuery) => Promise<Record<string, unknown>>;
 }
 
+// The misses being computed, per cache (a process has one cache; tests build several).
+const inflight = new WeakMap<AnalyticsCache, Map<string, Promise<string>>>();
+
 /**
- * Answers an analytics request from the KV cache or by computing it (section 8: `Cache-Control:
- * no-cache` skips the read, `X-Cache` says what happened). The cache is keyed on the normalised
- * query (resolved dates and zone), so requests that spell the same window differently share an
- * entry, and the `filters` echo is always rendered from the caller's own query. `query` replaces
- * the request's own query string (the dashboard's combined call answers several panels).
+ * Answers an analytics query from the KV cache or by computing it, outside HTTP: the REST routes
+ * (through {@link analyticsAnswerer}) and the MCP tools share it, so one query is one cache entry
+ * whichever way it came in. The key is the normalised query (resolved dates and zone), so queries
+ * that spell the same window differently share an entry; the `filters` echo is rendered from the
+ * caller's own query. `bypass` skips the read and refreshes the entry.
  */
-export function analyticsAnswerer(cache: AnalyticsCache, deps: RollupDeps) {
-  return async function answer(
-    c: Context<AppEnv>,
+export function cachedAnswerer(cache: AnalyticsCache, deps: RollupDeps) {
+  let running = inflight.get(cache);
+  if (!running) inflight.set(cache, running = new Map());
+  const computing = running;
+  /** Computes and stores the entry `k`; concurrent misses of one key (a JSON-RPC batch) share one run. */
+  const fill = (k: Deno.KvKey, compute: () => Promise<Record<string, unknown>>) => {
+    const id = JSON.stringify(k);
+    let run = computing.get(id);
+    if (!run) {
+      run = (async () => {
+        const body = await compute();
+        await cache.set(k, JSON.stringify(body));
+        return JSON.stringify(body);
+      })().finally(() => computing.delete(id));
+      computing.set(id, run);
+    }
+    return run;
+  };
+  return async function cachedAnswer(
+    tenantId: string,
     spec: AnswerSpec,
-    query?: AnalyticsQuery,
+    q: AnalyticsQuery,
+    { bypass = false }: { bypass?: boolean } = {},
   ): Promise<{ body: Record<string, unknown>; status: CacheStatus }> {
-    const tenantId = c.get("tenantId")!;
-    const q = query ?? c.req.query() as AnalyticsQuery;
     const key = await normaliseQuery(deps, q, [...spec.echo, ...(spec.keyParams ?? [])]);
     let status: CacheStatus;
     let body: Record<string, unknown> | null = null;
     if (!cache.enabled) status = "DISABLED";
     else {
       const k = await cache.key(tenantId, spec.endpoint, key);
-      const bypass = /(^|,)\s*no-cache\s*(,|$)/i.test(c.req.header("cache-control") ?? "");
       const cached = bypass ? null : await cache.get(k);
       if (cached !== null) body = JSON.parse(cached);
       status = body !== null ? "HIT" : bypass ? "BYPASS" : "MISS";
-      if (body === null) {
-        body = await spec.compute(tenantId, q);
-        await cache.set(k, JSON.stringify(body));
-      }
+      // Each waiter gets its own copy: the `filters` echo below is per caller.
+      if (body === null) body = JSON.parse(await fill(k, () => spec.compute(tenantId, q)));
     }
     body ??= await spec.compute(tenantId, q);
     if ("filters" in body) body.filters = supplied(q, spec.echo);
     return { body, status };
+  };
+}
+
+/**
+ * Answers an analytics request from the KV cache or by computing it (section 8: `Cache-Control:
+ * no-cache` skips the read, `X-Cache` says what happened), through {@link cachedAnswerer}. `query`
+ * replaces the request's own query string (the dashboard's combined call answers several panels).
+ */
+export function analyticsAnswerer(cache: AnalyticsCache, deps: RollupDeps) {
+  const cachedAnswer = cachedAnswerer(cache, deps);
+  return function answer(
+    c: Context<AppEnv>,
+    spec: AnswerSpec,
+    query?: AnalyticsQuery,
+  ): Promise<{ body: Record<string, unknown>; status: CacheStatus }> {
+    const bypass = /(^|,)\s*no-cache\s*(,|$)/i.test(c.req.header("cache-control") ?? "");
+    return cachedAnswer(c.get("tenantId")!, spec, query ?? c.req.query() as AnalyticsQuery, { bypass });
   };
 }
 

@@ -179,8 +179,9 @@ const agentsRoute = createRoute({
   request: { query: z.object(windowQuery), headers },
   responses: {
     200: json(
-      "success, filters, agents[] (agent_identity, channel, searches, answers, queries, results_surfaced, " +
-        "articles_surfaced, clicks, click_through_rate), meta",
+      "success, filters, agents[] (agent_identity, channel, verified and directory_host (Web Bot Auth: " +
+        "`webbot:<directory host>` when the signature verified, `webbot-unverified` when it did not), searches, " +
+        "answers, queries, results_surfaced, articles_surfaced, clicks, click_through_rate), meta",
     ),
     ...analyticsErrors(`400 for ${DATES} or ${LIMIT}`),
   },

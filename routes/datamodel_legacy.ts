@@ -46,6 +46,7 @@ const route = createRoute({
     403: { description: "Unknown or revoked API key" },
     404: { description: "Unknown data model, or one of another tenant" },
     422: { description: "A field is empty, of the wrong type or out of range; the message names it" },
+    503: { description: "A URL query found page analysis busy; `Retry-After` says when to try again" },
   },
 });
 

@@ -8,6 +8,9 @@ import { familyApp } from "./family.ts";
 import { bodyReader } from "./middleware/body.ts";
 import { cors } from "hono/cors";
 import { WidgetOrigins } from "../core/widget_origins.ts";
+import { enforcePublicLimit } from "./middleware/public_limits.ts";
+import { clientAddress } from "./storefront/client_address.ts";
+import { clientKey, senderNetwork } from "../core/client_key.ts";
 
 /** Most events one `POST /v1/events` may carry. */
 export const MAX_EVENTS_PER_BATCH = 500;
@@ -27,7 +30,9 @@ const route = createRoute({
   description: "From the Ask AI widget: no Authorization header; `widget_id` in the body and an `Origin` header in " +
     "the widget's allowed origins. From a server: `Authorization: Bearer <API_KEY>` of the owning tenant. Up to " +
     `${MAX_EVENTS_PER_BATCH} events; each is validated (422 naming the first bad field, nothing stored) and ` +
-    "enriched, and the batch is in the write-ahead log before the 202 is sent.",
+    "enriched, and the batch is in the write-ahead log before the 202 is sent. Widget batches count their events " +
+    "against limits per client address and per widget (per minute) and a daily quota per widget; over any of " +
+    "them the batch is refused whole with 429 and `Retry-After`, and nothing of it is stored.",
   request: {
     body: {
       required: true,
@@ -50,6 +55,11 @@ const route = createRoute({
     403: { description: "Unknown or revoked API key, unknown widget or origin not allowed" },
     413: { description: "Body too large" },
     422: { description: "A field of an event is invalid" },
+    429: {
+      description: "Widget events over the per-address or per-widget limit or the widget's daily quota " +
+        "(`Retry-After` in seconds); nothing of the batch is stored",
+      content: { "application/json": { schema: z.object({ message: z.string() }) } },
+    },
   },
 });
 
@@ -57,7 +67,10 @@ const route = createRoute({
  * Mounted at `/v1/events`: `POST` (+ its CORS preflight), the ingestion endpoint of the analytics
  * pipeline.
  */
-export function createEventRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "events" | "config" | "log" | "clock">) {
+export function createEventRoutes(
+  deps: Pick<Deps, "apiKeys" | "repos" | "events" | "config" | "log" | "clock" | "eventLimiters">,
+) {
+  const limits = deps.eventLimiters;
   const app = familyApp("message", deps.log);
   // The preflight answers only origins some widget allows (it carries no widget id); the POST
   // then checks the origin against its own widget.
@@ -71,6 +84,8 @@ export function createEventRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "events
       // navigator.sendBeacon sends a JSON batch with credentials, so its preflight must allow them;
       // the route reads no cookie (widget batches are authorised by widget id + origin only).
       credentials: true,
+      // A widget backing off after a 429 needs to read when to retry.
+      exposeHeaders: ["Retry-After"],
       maxAge: 600,
     }),
   );
@@ -92,10 +107,16 @@ export function createEventRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "events
     } else {
       origin = c.req.header("origin");
       if (typeof widget_id !== "string" || !origin) throw originDenied();
+      // Anyone can name a public widget id and set an Origin header: the widget path is bounded
+      // per address and per widget, counted in events, before anything is looked up or stored.
+      const address = clientAddress(c, deps.config.trustProxy);
+      await enforcePublicLimit(limits.perAddress, "address", senderNetwork(address) ?? address, events.length);
       const widget = await deps.repos.widgets.get(widget_id);
       if (!widget || !widget.allowedOrigins.includes(origin)) throw originDenied();
+      await enforcePublicLimit(limits.perWidget, "widget", widget.id, events.length);
+      await enforcePublicLimit(limits.perWidgetDaily, "widget_daily", widget.id, events.length);
       c.set("tenantId", widget.tenantId);
-      ctx = { source: "widget", widget };
+      ctx = { source: "widget", widget, clientKey: await clientKey(address) };
     }
     const accepted = await deps.events.ingest(events, ctx);
     return c.json({ accepted }, 202, origin ? corsHeaders(origin) : {});

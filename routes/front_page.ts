@@ -8,6 +8,7 @@ import { html, raw } from "hono/html";
 import type { Deps } from "../composition.ts";
 import { familyApp } from "./family.ts";
 import { API_VERSION } from "./version.ts";
+import { styleHashSource } from "./inline_style.ts";
 
 /** One place the page points to. */
 interface FrontLink {
@@ -35,12 +36,6 @@ dl.health{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;margin
 dt{font-weight:600}.ok{color:#1a7f37}.down{color:#cf222e}
 @media (prefers-color-scheme:dark){.ok{color:#3fb950}.down{color:#ff7b72}}
 code{font:14px ui-monospace,monospace;overflow-wrap:anywhere}footer{color:var(--muted);font-size:.9rem}`;
-
-/** Base64 SHA-256 of the style sheet, so the CSP allows exactly it and no other inline style. */
-async function styleHash(): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(STYLE));
-  return btoa(String.fromCharCode(...new Uint8Array(digest)));
-}
 
 const route = createRoute({
   method: "get",
@@ -191,16 +186,15 @@ export function createFrontPageRoutes(
 ) {
   const app = familyApp("message", deps.log);
   const links = frontLinks(deps.config);
-  const csp = styleHash().then((hash) =>
-    [
-      "default-src 'none'",
-      `style-src 'sha256-${hash}'`,
-      "img-src 'self' data:",
-      "base-uri 'none'",
-      "form-action 'none'",
-      "frame-ancestors 'none'",
-    ].join("; ")
-  );
+  // The page's own inline style is allowed by its hash: no other inline style, no script.
+  const csp = [
+    "default-src 'none'",
+    `style-src ${styleHashSource(STYLE)}`,
+    "img-src 'self' data:",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join("; ");
   let cached: { at: number; health: Promise<StoreHealth> } | null = null;
   const health = () => {
     const now = deps.clock.now().getTime();
@@ -221,7 +215,7 @@ export function createFrontPageRoutes(
         links,
       }, 200);
     }
-    c.header("Content-Security-Policy", await csp);
+    c.header("Content-Security-Policy", csp);
     c.header("X-Content-Type-Options", "nosniff");
     c.header("Referrer-Policy", "no-referrer");
     return c.html(renderPage(title, links, checks), 200) as never;

@@ -179,6 +179,7 @@ const searchDoc = createRoute({
       content: { "text/plain": { schema: z.string() } },
     },
     ...commonResponses,
+    503: { description: "A URL query found page analysis busy; `Retry-After` says when to try again" },
   },
 });
 

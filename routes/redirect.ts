@@ -2,8 +2,11 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
 import { describeError } from "../core/log.ts";
-import { clickEvent, countsAsClick } from "../core/search/clicks.ts";
+import { clickEvent } from "../core/search/clicks.ts";
 import { familyApp } from "./family.ts";
+import { limitAddress } from "./middleware/public_limits.ts";
+import { clientAddress } from "./storefront/client_address.ts";
+import { clientKey } from "../core/client_key.ts";
 
 const clickRoute = createRoute({
   method: "get",
@@ -11,7 +14,10 @@ const clickRoute = createRoute({
   tags: ["search"],
   summary: "Tracking redirect of a search result (`source_url`)",
   description: "Verifies the signed token, records an `article_click` event and redirects to the article. " +
-    "Only the URL inside the signed token is ever a redirect target.",
+    "Only the URL inside the signed token is ever a redirect target. Every valid token redirects; a follow is " +
+    "counted as a click only once per link and client address within `CLICK_DEDUPE_WINDOW_S`, not from known " +
+    "crawlers, link-preview fetchers or command-line clients, not after the link's counting lifetime, and not " +
+    "over `CLICKS_PER_MIN_PER_ADDRESS` (docs/events-and-metrics.md).",
   request: { params: z.object({ token: z.string() }) },
   responses: {
     302: { description: "Redirect to the article URL" },
@@ -23,14 +29,25 @@ const clickRoute = createRoute({
 });
 
 /** `GET /r/{token}` (mounted at `/r`): the click-tracking redirect behind every `source_url`. */
-export function createRedirectRoutes(deps: Pick<Deps, "links" | "events" | "log" | "clock">) {
+export function createRedirectRoutes(deps: Pick<Deps, "links" | "events" | "log" | "clock" | "clickGate" | "config">) {
   const app = familyApp("message", deps.log);
   app.openapi(clickRoute, async (c) => {
-    const click = await deps.links.verifyClick(c.req.param("token"));
+    const token = c.req.param("token");
+    const click = await deps.links.verifyClick(token);
     if (!click) throw notFound("Link not found");
-    if (countsAsClick(c.req.method) && deps.events) {
+    if (deps.events) {
       try {
-        await deps.events.record([clickEvent(click, deps.clock.now(), c.req.header("referer"))]);
+        const verdict = await deps.clickGate.verdict(click, {
+          method: c.req.method,
+          userAgent: c.req.header("user-agent"),
+          address: limitAddress(c, deps.config.trustProxy),
+          token,
+        });
+        if (verdict === "counted") {
+          // The clicker's network key: trending counts one sender per network (docs/events-and-metrics.md).
+          const sender = await clientKey(clientAddress(c, deps.config.trustProxy));
+          await deps.events.record([clickEvent(click, deps.clock.now(), c.req.header("referer"), sender)]);
+        }
       } catch (err) {
         // A lost click must not cost the reader the article.
         deps.log.warn("article_click not recorded", { request_id: c.get("requestId"), error: describeError(err) });

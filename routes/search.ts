@@ -8,6 +8,7 @@ import { SEARCH_ALGORITHMS, searchRequestSchema } from "../core/search/types.ts"
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
+import { webBotIdentity } from "./middleware/web_bot_auth.ts";
 import { bodyReader } from "./middleware/body.ts";
 import { describeIssue, validationHookFor } from "./validation.ts";
 
@@ -79,6 +80,10 @@ const searchRoute = createRoute({
       description: "A field is empty, of the wrong type or out of range; the message names it",
       content: messageBody,
     },
+    503: {
+      description: "A URL query found page analysis busy (its queue is full); `Retry-After` says when to try again",
+      content: messageBody,
+    },
   },
 });
 
@@ -103,10 +108,16 @@ const messageHook = validationHookFor("message");
 
 /** Mounted at `/app/v2/search`: `POST`, bearer-key article recommendations (spec 4.1). */
 export function createSearchRoutes(
-  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log">,
+  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log" | "webBotAuth">,
 ) {
   const app = familyApp("message", deps.log);
-  app.use("/", apiKeyAuth(deps.apiKeys), bodyReader({ limit: deps.config.maxBodyBytes }));
+  // Web Bot Auth after the key: an unauthenticated request makes us fetch no key directory.
+  app.use(
+    "/",
+    apiKeyAuth(deps.apiKeys),
+    webBotIdentity(deps.webBotAuth),
+    bodyReader({ limit: deps.config.maxBodyBytes }),
+  );
   app.openapi(searchRoute, async (c) => {
     const { data_model_id: dmId, search_version: searchVersion } = c.req.valid("query");
     const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
@@ -115,6 +126,8 @@ export function createSearchRoutes(
     const out = await deps.search.recommend(dm, body, {
       tenantId: c.get("tenantId"),
       requestId: c.get("requestId"),
+      // A Web Bot Auth agent (routes/middleware/web_bot_auth.ts) is named in agent readership.
+      caller: c.get("caller"),
       searchVersion,
     });
     return c.json(out, 200);

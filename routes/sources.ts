@@ -92,6 +92,7 @@ export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sourc
           description: "Malformed data_model_id, unknown type, interval out of range, blocked, unreachable or " +
             "unreadable URL",
         },
+        503: { description: "The document could not be checked now (its parser's queue is full); see `Retry-After`" },
       },
     }),
     async (c) => {

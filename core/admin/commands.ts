@@ -5,6 +5,7 @@ import { type AdminCommand, type AdminDeps, AdminUsageError } from "./command.ts
 import { newId } from "../ids.ts";
 import { SafeFetcher } from "../net/safe_fetch.ts";
 import { parseSource, SOURCE_TYPES } from "../search/feeds.ts";
+import { SourceFormatError } from "../sources/errors.ts";
 import { SecretStoreError } from "../payproxy/secrets.ts";
 import { domainSchema, slugSchema } from "../store/models.ts";
 import type { AiModel, Campaign, DataModel, Prompt, Widget } from "../store/models.ts";
@@ -324,7 +325,14 @@ export const adminCommands: Record<string, AdminCommand> = {
       } catch (err) {
         throw new AdminUsageError(`cannot read ${file ?? url}: ${(err as Error).message}`);
       }
-      const parsed = parseSource(text, format);
+      let parsed;
+      try {
+        parsed = parseSource(text, format);
+      } catch (err) {
+        // The markup guard's refusals (nesting, entities, entry count) are written to be shown.
+        if (err instanceof SourceFormatError) throw new AdminUsageError(`cannot import ${file ?? url}: ${err.message}`);
+        throw err;
+      }
       let created = 0, updated = 0, failed = parsed.errors.length;
       const errors: { at: string; error: string }[] = parsed.errors.map((e) => ({
         at: `entry ${e.at}`,

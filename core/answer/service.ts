@@ -160,6 +160,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       ...(context.deploymentType ? { deployment_type: context.deploymentType } : {}),
       ...(context.referringUrl ? { referring_url: context.referringUrl } : {}),
       ...(context.caller ? { agent_identity: context.caller } : {}),
+      ...(context.clientKey ? { client_key: context.clientKey } : {}),
     };
     try {
       await sink.record([event]);

@@ -19,6 +19,11 @@ export interface AnswerContext {
   /** The page the question was asked from. */
   referringUrl?: string;
   /**
+   * Key of the reader's network (core/client_key.ts) on answers public routes serve (the widget's):
+   * trending counts all of a network's questions as one sender, whatever session ids they carry.
+   */
+  clientKey?: string;
+  /**
    * Whether the engine records the exchange as a `query` event (default true). The Ask AI widget
    * sends its own `query` events, so its answers are not recorded twice.
    */

@@ -245,6 +245,11 @@ export class EntitlementLedger {
     throw new Error("entitlement settle did not commit after many attempts");
   }
 
+  /** The debit of one proxied request, or null. */
+  async debit(sellerId: string, requestId: string): Promise<Debit | null> {
+    return (await this.kv.get<Debit>(debitKey(sellerId, requestId))).value;
+  }
+
   /** Does the credential hold an open reservation at this seller (a proxied call in flight)? */
   async hasHold(sellerId: string, credentialId: string): Promise<boolean> {
     for await (const _ of this.kv.list({ prefix: ["commerce_hold", sellerId, credentialId] }, { limit: 1 })) {

@@ -13,6 +13,8 @@ import { PaidProxy, type Upstream } from "./proxy.ts";
 import type { CredentialsOfHuman } from "./entitlements.ts";
 import { type PaymentProcessor, SandboxProcessor } from "./processor.ts";
 import { CommerceService } from "./service.ts";
+import { loadChallengeKey } from "./challenges.ts";
+import { StandardMethods } from "./standard_methods.ts";
 import type { SigningSecrets } from "./signing.ts";
 import type { SellerDirectory } from "./types.ts";
 
@@ -33,7 +35,7 @@ export interface Commerce {
 /** Builds the commerce services. Pure wiring: no I/O. */
 export function createCommerce(
   o: {
-    config: Pick<Config, "agentAuthUrl" | "baseUrl">;
+    config: Pick<Config, "agentAuthUrl" | "baseUrl"> & Partial<Pick<Config, "payments">>;
     kv: Deno.Kv;
     clock: Clock;
     log: Logger;
@@ -53,6 +55,8 @@ export function createCommerce(
   const secrets = o.secrets;
   const processor = o.processor ?? new SandboxProcessor();
   const catalog = new Catalog(o.kv, o.repos, o.clock, sellers);
+  // mppx's methods share the storefront's challenge key: one HMAC key for every challenge issued here.
+  const standard = o.config.payments ? new StandardMethods(o.config.payments, () => loadChallengeKey(o.kv)) : undefined;
   const service = new CommerceService({
     kv: o.kv,
     clock: o.clock,
@@ -62,6 +66,7 @@ export function createCommerce(
     secrets,
     agentAuthUrl: o.config.agentAuthUrl,
     credentialsOfHuman: o.credentialsOfHuman,
+    standard,
   });
   const proxy = new PaidProxy({
     commerce: service,

@@ -37,6 +37,22 @@ export function formatUsd(micros: number): string {
   return `${Math.floor(micros / MICROS_PER_USD)}.${String(micros % MICROS_PER_USD).padStart(6, "0")}`;
 }
 
+const DISPLAY_USD = new Intl.NumberFormat("en-US", {
+  style: "currency",
+  currency: "USD",
+  minimumFractionDigits: 2,
+  maximumFractionDigits: 6,
+});
+
+/**
+ * An amount as a person reads it: `$2.00`, `$1,250.50`, and sub-cent prices in full (`$0.015`).
+ * @example displayUsd(2_000_000) === "$2.00"
+ */
+export function displayUsd(micros: number): string {
+  if (!Number.isSafeInteger(micros) || micros < 0) throw new RangeError(`not a money amount: ${micros}`);
+  return DISPLAY_USD.format(micros / MICROS_PER_USD);
+}
+
 /** Limits a credit purchase is checked against (micro-USD). */
 export interface PurchaseLimits {
   minimumMicros: number;

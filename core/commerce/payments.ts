@@ -14,14 +14,14 @@
 import type { Clock } from "../clock.ts";
 import { AppError } from "../errors.ts";
 import type { PaymentTerms } from "./challenges.ts";
-import type { Rail } from "./types.ts";
+import type { PaymentMethodName } from "./types.ts";
 
 export type PaymentState = "open" | "processing" | "paid" | "consumed" | "failed" | "refunded" | "released";
 
 export interface PaymentRecord {
   reference: string;
   sellerId: string;
-  rail: Rail;
+  rail: PaymentMethodName;
   state: PaymentState;
   terms: PaymentTerms;
   amountMicros: number;
@@ -34,6 +34,8 @@ export interface PaymentRecord {
   /** Refunded: why (`upstream_error`), and the processor's id of the refund when it made one. */
   refundReason?: string;
   refundRef?: string;
+  /** Checkout lane: cards declined so far on this checkout (the human may try another card). */
+  declines?: number;
   /** The response of the request that consumed it, replayed for the same Idempotency-Key. */
   idempotencyKey?: string;
 }

@@ -14,7 +14,7 @@ import { CARD_MINIMUM_MICROS, formatUsd } from "./money.ts";
 import { holdKey } from "./entitlements.ts";
 import { paymentKey, type PaymentRecord } from "./payments.ts";
 import { PaymentProviderUnavailable } from "./processor.ts";
-import type { CommerceService } from "./service.ts";
+import { type CommerceService, settlementRefused, standardOffers } from "./service.ts";
 import { unixSeconds } from "../clock.ts";
 import { signRequest } from "../payproxy/signature.ts";
 import { type AuthenticatedAgent, type PaygPlan, type Rail, realmOf, type Seller, type Service } from "./types.ts";
@@ -32,6 +32,10 @@ export interface ProxyCall {
   pathAndQuery: string;
   body: Uint8Array;
   headers: Headers;
+  /** The agent's HTTP request (x402 binds a payment to its URL); absent on the MCP path. */
+  request?: Request;
+  /** The public path of the call (for a synthetic request on the MCP path), e.g. `/v2/search?...`. */
+  publicPath?: string;
 }
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{8,128}$/;
@@ -162,8 +166,12 @@ export class PaidProxy {
       agent: c.agent.credentialId,
       service: service.slug,
     };
+    if (commerce.standardCredential(c.headers)) {
+      return await this.#payPerCallStandard(c, service, plan, terms, requestId);
+    }
     const presented = challenges.read(c.headers, realmOf(c.seller));
     if (!presented) {
+      const standard = await this.#standardOffers(c, terms, plan.pricePerRequestMicros);
       const rails: Rail[] = plan.pricePerRequestMicros >= CARD_MINIMUM_MICROS ? ["card", "wallet"] : ["wallet"];
       const issued = rails.map((rail) => ({ rail, ch: challenges.issue(realmOf(c.seller), rail, terms) }));
       throw new AppError(402, "payment_required", "This call is paid per request", {
@@ -185,7 +193,8 @@ export class PaidProxy {
         headers: {
           "cache-control": "no-store",
           // Several challenges in one field, comma-separated (RFC 9110 list syntax).
-          "www-authenticate": issued.map((i) => challenges.header(i.ch)).join(", "),
+          "www-authenticate": [...issued.map((i) => challenges.header(i.ch)), ...standard.www].join(", "),
+          ...(standard.x402 ? { "payment-required": standard.x402 } : {}),
         },
       });
     }
@@ -316,6 +325,90 @@ export class PaidProxy {
       });
       return { status: "pending", reason };
     }
+  }
+
+  /** The standard methods' challenges for a pay-per-call 402 (none when they are not offered). */
+  async #standardOffers(c: ProxyCall, terms: PaymentTerms, micros: number): Promise<{ www: string[]; x402?: string }> {
+    const { commerce } = this.o;
+    if (!commerce.standardEnabled) return { www: [] };
+    const out = await commerce.standardPayment(this.#requestOf(c), c.seller, terms, micros);
+    if (out.status !== 402) return { www: [] };
+    const offered = standardOffers(out.response).headers;
+    return {
+      www: offered.filter(([k]) => k === "www-authenticate").map(([, v]) => v),
+      x402: offered.find(([k]) => k === "payment-required")?.[1],
+    };
+  }
+
+  /** The request mppx binds a payment to: the agent's own (x402 echoes its URL), or a synthetic one. */
+  #requestOf(c: ProxyCall): Request {
+    return c.request ??
+      new Request(`${this.o.agentAuthUrl}${c.publicPath ?? "/"}`, { method: "POST", headers: c.headers });
+  }
+
+  /**
+   * Pay as you go with a standard method: mppx verifies the credential, the reference is claimed,
+   * the call is forwarded, and only an upstream success is settled; an upstream error goes back as
+   * is, uncharged, and the credential stays unspent.
+   */
+  async #payPerCallStandard(
+    c: ProxyCall,
+    service: Service,
+    plan: PaygPlan,
+    terms: PaymentTerms,
+    requestId: string,
+  ): Promise<Response> {
+    const { commerce } = this.o;
+    const kv = commerce.kv;
+    let upstream: Response | null = null;
+    const refused = new Error("upstream answered an error");
+    let out;
+    try {
+      out = await commerce.standardPayment(
+        this.#requestOf(c),
+        c.seller,
+        terms,
+        plan.pricePerRequestMicros,
+        async () => {
+          // The paid call is in flight: the allowance check the upstream makes sees it through this hold.
+          const hold = holdKey(c.seller.sellerId, c.agent.credentialId, requestId);
+          await kv.set(hold, plan.pricePerRequestMicros, { expireIn: 10 * 60_000 });
+          try {
+            const res = await this.#forward(c, requestId).catch((err) => {
+              if (err instanceof AppError) throw err;
+              throw new AppError(502, "upstream_unavailable", "The seller's service did not answer", { cause: err });
+            });
+            // Buffered: the answer must be complete before the payment for it settles.
+            upstream = new Response(await res.arrayBuffer(), {
+              status: res.status,
+              statusText: res.statusText,
+              headers: res.headers,
+            });
+          } finally {
+            await kv.delete(hold);
+          }
+          if (!upstream.ok) throw refused;
+        },
+      );
+    } catch (err) {
+      if (err === refused && upstream) {
+        const res = upstream as Response;
+        return new Response(res.body, {
+          status: res.status,
+          statusText: res.statusText,
+          headers: relayHeaders(res, requestId),
+        });
+      }
+      throw err;
+    }
+    if (out.status === 402) throw await settlementRefused(out.response);
+    await commerce.payments.move(out.entry, { state: "consumed", processorRef: out.externalId });
+    const res = upstream as Response | null;
+    if (!res) throw new Error("standard payment settled without forwarding the call");
+    const headers = relayHeaders(res, requestId);
+    for (const [k, v] of out.receiptHeaders) headers.set(k, v);
+    this.o.log.debug("pay-per-call settled", { service: service.slug, method: out.entry.value.rail });
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
   }
 
   async #forward(c: ProxyCall, requestId: string): Promise<Response> {

@@ -29,6 +29,8 @@ import { type PaymentProcessor, PaymentProviderUnavailable } from "./processor.t
 import type { SigningSecrets } from "./signing.ts";
 import { type AuthenticatedAgent, type CreditPlan, type Plan, type Rail, realmOf, type Seller } from "./types.ts";
 import { boundedCache } from "../bounded_cache.ts";
+import { Challenge, Credential } from "mppx";
+import { carriesStandardCredential, type StandardMethods } from "./standard_methods.ts";
 
 /** A response the route writes as is. */
 export interface CommerceResponse {
@@ -47,6 +49,8 @@ export interface PurchaseInput {
   planId?: string;
   body: unknown;
   headers: Headers;
+  /** The HTTP request itself: x402 binds a payment to its URL. Absent on the MCP path. */
+  request?: Request;
 }
 
 export interface CommerceOptions {
@@ -59,12 +63,24 @@ export interface CommerceOptions {
   agentAuthUrl: string;
   /** Every credential a human claimed (entitlements are shared across them). */
   credentialsOfHuman?: CredentialsOfHuman;
+  /** mppx's own methods (evm with x402, stripe); absent or not enabled: only the card and wallet rails. */
+  standard?: StandardMethods;
 }
+
+/** A standard-method payment that settled, claimed under its reference and not yet consumed. */
+export type StandardSettled = {
+  status: 200;
+  entry: Deno.KvEntry<PaymentRecord>;
+  externalId: string;
+  receiptHeaders: [string, string][];
+};
 
 /** How long a hosted checkout waits for its human. */
 export const CHECKOUT_TTL_MS = 30 * 60_000;
 const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 /** A charge `processing` for longer than this is taken to have been abandoned by a dead process. */
+/** Cards a human may have declined on one hosted checkout before it ends as `failed`. */
+export const MAX_CHECKOUT_DECLINES = 5;
 const STALE_PROCESSING_MS = 30_000;
 const IDEMPOTENCY_RE = /^[\x21-\x7e]{1,255}$/;
 const NO_STORE: [string, string] = ["cache-control", "no-store"];
@@ -170,9 +186,14 @@ export class CommerceService {
     const idem = await this.#idempotency(input, terms);
     if (idem?.stored) return idem.stored as CommerceResponse;
 
+    if (!checkout && this.standardCredential(input.headers)) {
+      return await this.#purchaseStandard(input, plan, terms, micros, idem);
+    }
     const challenges = await this.challenges();
     const presented = challenges.read(input.headers, realmOf(seller));
-    if (!presented) return await this.#paymentRequired(seller, plan, terms, micros, limits.cardMinimumMicros);
+    if (!presented) {
+      return await this.#paymentRequired(seller, plan, terms, micros, limits.cardMinimumMicros, input);
+    }
 
     const { challenge, payload } = presented;
     const rail = challenge.method;
@@ -197,6 +218,111 @@ export class CommerceService {
     }
     if (held) await this.#remember(held.key, held.hash, response);
     return response;
+  }
+
+  /** Whether mppx's standard methods are offered. */
+  get standardEnabled(): boolean {
+    return this.o.standard?.enabled ?? false;
+  }
+
+  /** Whether the request answers a standard method (mppx `evm`/`stripe` credential, or x402). */
+  standardCredential(headers: Headers): boolean {
+    if (!this.o.standard?.enabled) return false;
+    return carriesStandardCredential(headers, this.o.standard.evmEnabled, (auth) => {
+      try {
+        return Credential.deserialize(auth.trim()).challenge.method;
+      } catch {
+        return null;
+      }
+    });
+  }
+
+  /** The request mppx sees: the route's own, or (MCP) one naming the purchase route. */
+  #requestFor(input: PurchaseInput, terms: PaymentTerms): Request {
+    if (input.request) return input.request;
+    const path = terms.action === "purchase" ? `/plans/${encodeURIComponent(terms.planId)}/purchase` : "/extend";
+    return new Request(`${this.o.agentAuthUrl}${path}`, { method: "POST", headers: input.headers });
+  }
+
+  /** Purchase or top-up paid with a standard method: settle once, then consume and grant atomically. */
+  async #purchaseStandard(
+    input: PurchaseInput,
+    plan: CreditPlan,
+    terms: PaymentTerms,
+    micros: number,
+    idem: { key: Deno.KvKey; hash: string } | null,
+  ): Promise<CommerceResponse> {
+    const held = idem ? await this.#holdKey(idem.key, idem.hash) : null;
+    if (held && "stored" in held) return held.stored;
+    let response: CommerceResponse;
+    try {
+      const out = await this.standardPayment(this.#requestFor(input, terms), input.seller, terms, micros);
+      if (out.status === 402) throw await settlementRefused(out.response);
+      const record = await this.#consume(out.entry, input.agent, { processorRef: out.externalId });
+      response = await this.#success(record, plan, input.agent, out.receiptHeaders);
+    } catch (err) {
+      if (held) await this.#releaseKey(held.key, held.versionstamp);
+      throw err;
+    }
+    if (held) await this.#remember(held.key, held.hash, response);
+    return response;
+  }
+
+  /**
+   * One payment through the standard methods: without a credential, their 402; with one, mppx
+   * verifies it and, just before funds move, the reference is claimed (`processing`) atomically and
+   * `beforeSettle` runs (the paid proxy forwards the call there: an upstream error is never settled).
+   * A settlement that fails after the claim leaves the reference `failed`.
+   * @throws {AppError} the claimed reference's state error (already consumed, in flight), or what
+   *   `beforeSettle` threw (the claim is then released)
+   */
+  async standardPayment(
+    request: Request,
+    seller: Seller,
+    terms: PaymentTerms,
+    micros: number,
+    beforeSettle?: () => Promise<void>,
+  ): Promise<{ status: 402; response: Response } | StandardSettled> {
+    const standard = this.o.standard!;
+    // A credential already spent (or in flight) is named as such before mppx looks at it again.
+    const known = await standard.referenceOf(request.headers);
+    if (known) {
+      const seen = (await this.payments.get(seller.sellerId, known)).value;
+      if (seen) throw this.stateError(seen);
+    }
+    let claimed: Deno.KvEntry<PaymentRecord> | null = null;
+    const out = await standard.handle(request, realmOf(seller), terms, micros, async (pending) => {
+      const key = paymentKey(seller.sellerId, pending.reference);
+      const now = this.o.clock.now().toISOString();
+      const record: PaymentRecord = {
+        reference: pending.reference,
+        sellerId: seller.sellerId,
+        rail: pending.method,
+        state: "processing",
+        terms,
+        amountMicros: micros,
+        createdAt: now,
+        updatedAt: now,
+      };
+      const res = await this.o.kv.atomic().check({ key, versionstamp: null }).set(key, record).commit();
+      if (!res.ok) throw this.stateError((await this.payments.get(seller.sellerId, pending.reference)).value!);
+      claimed = (await this.payments.get(seller.sellerId, pending.reference)) as Deno.KvEntry<PaymentRecord>;
+      if (!beforeSettle) return;
+      try {
+        await beforeSettle();
+      } catch (err) {
+        await this.o.kv.atomic().check(claimed).delete(key).commit();
+        claimed = null;
+        throw err;
+      }
+    });
+    if (out.status === 402) {
+      const left = claimed as Deno.KvEntry<PaymentRecord> | null;
+      if (left) await this.payments.move(left, { state: "failed", settlementReason: "settlement_failed" });
+      return out;
+    }
+    if (!claimed) throw new Error("standard payment settled without a claimed reference");
+    return { status: 200, entry: claimed, externalId: out.externalId, receiptHeaders: out.receiptHeaders };
   }
 
   async #planFor(input: PurchaseInput, plans: Plan[], fields: Record<string, unknown>): Promise<CreditPlan> {
@@ -303,6 +429,7 @@ export class CommerceService {
     terms: PaymentTerms,
     micros: number,
     cardMinimum: number,
+    input: PurchaseInput,
   ): Promise<CommerceResponse> {
     const challenges = await this.challenges();
     const cardAllowed = micros >= cardMinimum;
@@ -359,6 +486,14 @@ export class CommerceService {
     };
     const headers: [string, string][] = [NO_STORE];
     for (const i of issued) headers.push(["www-authenticate", challenges.header(i.challenge)]);
+    if (this.o.standard?.enabled && !terms.checkout) {
+      const std = await this.standardPayment(this.#requestFor(input, terms), seller, terms, micros);
+      if (std.status === 402) {
+        const offered = standardOffers(std.response);
+        headers.push(...offered.headers);
+        body.standard = offered.view;
+      }
+    }
     return { status: 402, body, headers };
   }
 
@@ -489,7 +624,12 @@ export class CommerceService {
     throw new Error("payment consumption did not commit after many attempts");
   }
 
-  async #success(p: PaymentRecord, plan: CreditPlan, agent: AuthenticatedAgent): Promise<CommerceResponse> {
+  async #success(
+    p: PaymentRecord,
+    plan: CreditPlan,
+    agent: AuthenticatedAgent,
+    receiptHeaders?: [string, string][],
+  ): Promise<CommerceResponse> {
     const ent = (await this.ledger.entries(agent, p.sellerId)).find((e) => e.value.planId === plan.id)?.value;
     const at = this.o.clock.now();
     return {
@@ -503,7 +643,14 @@ export class CommerceService {
         plan: planView(plan, this.o.agentAuthUrl),
         entitlement: ent ? this.entitlementView(ent, plan) : null,
       },
-      headers: [NO_STORE, ["payment-receipt", receiptHeader(p.rail, p.reference, p.processorRef ?? p.reference, at)]],
+      headers: [
+        NO_STORE,
+        ...(receiptHeaders ??
+          [["payment-receipt", receiptHeader(p.rail, p.reference, p.processorRef ?? p.reference, at)] as [
+            string,
+            string,
+          ]]),
+      ],
     };
   }
 
@@ -596,7 +743,7 @@ export class CommerceService {
     reference: string,
     action: "pay" | "cancel",
     cardToken: string,
-  ): Promise<{ state: PaymentState; settlementReason?: string; retry?: boolean }> {
+  ): Promise<{ state: PaymentState; settlementReason?: string; retry?: boolean; triesLeft?: number }> {
     const e = await this.payments.get(seller.sellerId, reference);
     if (!e.value || e.value.terms.checkout !== true) throw new AppError(404, "payment_unknown", "Unknown checkout");
     const entry = e as Deno.KvEntry<PaymentRecord>;
@@ -623,12 +770,26 @@ export class CommerceService {
         description: `checkout ${entry.value.terms.planId}`,
       });
       if (outcome.status === "succeeded") {
-        await this.payments.move(processing, { state: "paid", processorRef: outcome.processorRef });
+        // An earlier decline on this checkout is history once a card paid.
+        await this.payments.move(processing, {
+          state: "paid",
+          processorRef: outcome.processorRef,
+          settlementReason: undefined,
+        });
         return { state: "paid" };
       }
       if (outcome.status === "failed") {
-        await this.payments.move(processing, { state: "failed", settlementReason: outcome.settlementReason });
-        return { state: "failed", settlementReason: outcome.settlementReason };
+        // A decline leaves the checkout open for another card until it expires, up to a few tries
+        // (more would let the page test stolen cards); the last decline ends it.
+        const declines = (processing.value.declines ?? 0) + 1;
+        const triesLeft = MAX_CHECKOUT_DECLINES - declines;
+        const settlementReason = outcome.settlementReason;
+        if (triesLeft <= 0) {
+          await this.payments.move(processing, { state: "failed", settlementReason, declines });
+          return { state: "failed", settlementReason };
+        }
+        await this.payments.move(processing, { state: "open", settlementReason, declines });
+        return { state: "open", settlementReason, triesLeft };
       }
       await this.payments.move(processing, { state: "open" });
       return { state: "open", retry: true };
@@ -701,4 +862,48 @@ export class AgentIndex {
   async get(credentialId: string): Promise<AuthenticatedAgent | null> {
     return (await this.kv.get<AuthenticatedAgent>(["commerce_agent", credentialId])).value;
   }
+}
+
+/** The challenges a standard-method 402 carries: its headers to pass on and a view for the JSON body. */
+export function standardOffers(res: Response): { headers: [string, string][]; view: Record<string, unknown> } {
+  const headers: [string, string][] = [];
+  const www = res.headers.get("www-authenticate");
+  if (www) headers.push(["www-authenticate", www]);
+  const x402 = res.headers.get("payment-required");
+  if (x402) headers.push(["payment-required", x402]);
+  let methods: Record<string, unknown>[] = [];
+  try {
+    methods = www
+      ? Challenge.deserializeList(www).map((c) => ({
+        method: c.method,
+        intent: c.intent,
+        challengeId: c.id,
+        expires: c.expires,
+      }))
+      : [];
+  } catch { /* a header mppx wrote always parses */ }
+  return {
+    headers,
+    view: {
+      detail: "stock clients: answer an mppx challenge with Authorization: Payment, or x402 with PAYMENT-SIGNATURE",
+      methods,
+      x402: x402 !== null,
+    },
+  };
+}
+
+/**
+ * A standard credential that did not settle, as the storefront's 402 `settlement_failed`, carrying
+ * mppx's fresh challenges so the client can start again.
+ */
+export async function settlementRefused(res: Response): Promise<AppError> {
+  const problem = await res.json().catch(() => null) as { detail?: unknown; title?: unknown } | null;
+  const reason = typeof problem?.detail === "string" ? problem.detail.slice(0, 200) : "payment_not_settled";
+  const headers: Record<string, string> = { "cache-control": "no-store" };
+  for (const [k, v] of standardOffers(res).headers) headers[k] = v;
+  return new AppError(402, "settlement_failed", "Payment did not settle", {
+    detail: "retry from the start for a fresh challenge",
+    extra: { settlementReason: reason },
+    headers,
+  });
 }

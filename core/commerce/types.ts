@@ -84,5 +84,8 @@ export interface AuthenticatedAgent {
   expiresAt?: string;
 }
 
-/** The payment rails offered in a 402. */
+/** The storefront's own payment rails offered in a 402 (the sandbox processor's). */
 export type Rail = "card" | "wallet";
+
+/** Every payment method a payment record can come from: the own rails, and mppx's `evm` and `stripe`. */
+export type PaymentMethodName = Rail | "evm" | "stripe";

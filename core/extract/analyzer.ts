@@ -3,8 +3,8 @@
  */
 import type { Clock } from "../clock.ts";
 import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
-import { type AnalyzedPage, UrlAnalysisError, type UrlAnalyzer } from "../search/url_analyzer.ts";
-import { type ArticleExtractor, ExtractionTimeoutError, WorkerExtractor } from "./extractor.ts";
+import { type AnalyzedPage, pageAnalysisBusy, UrlAnalysisError, type UrlAnalyzer } from "../search/url_analyzer.ts";
+import { type ArticleExtractor, ExtractionBusyError, ExtractionTimeoutError, WorkerExtractor } from "./extractor.ts";
 import { summarize } from "./summarize.ts";
 import { boundedCache, type LRUCache } from "../bounded_cache.ts";
 
@@ -30,7 +30,7 @@ export interface WebPageAnalyzerOptions {
   cacheSize?: number;
   /** Sentences in the summary. Default 3. */
   summarySentences?: number;
-  /** Where extraction runs. Default: a {@link WorkerExtractor} with a 3 s deadline. */
+  /** Where extraction runs. Default: a {@link WorkerExtractor} with its default pool. */
   extractor?: ArticleExtractor;
 }
 
@@ -84,13 +84,13 @@ export class WebPageAnalyzer implements UrlAnalyzer {
   }
 
   /** @inheritdoc */
-  analyze(url: string): Promise<AnalyzedPage> {
+  analyze(url: string, caller = "anonymous"): Promise<AnalyzedPage> {
     const key = url.trim();
     const hit = this.#cache.get(key);
     if (hit) return Promise.resolve(hit);
     const running = this.#inflight.get(key);
     if (running) return running;
-    const work = this.#analyze(key).then((page) => {
+    const work = this.#analyze(key, caller).then((page) => {
       if (this.#ttlMs > 0) this.#cache.set(key, page);
       return page;
     }).finally(() => this.#inflight.delete(key));
@@ -98,7 +98,7 @@ export class WebPageAnalyzer implements UrlAnalyzer {
     return work;
   }
 
-  async #analyze(url: string): Promise<AnalyzedPage> {
+  async #analyze(url: string, caller: string): Promise<AnalyzedPage> {
     let fetched;
     try {
       fetched = await this.#fetcher.fetch(url, { accept: HTML_TYPES });
@@ -110,21 +110,23 @@ export class WebPageAnalyzer implements UrlAnalyzer {
     }
     let article;
     try {
-      article = await this.#extractor.extract(decodeHtml(fetched.body, fetched.charset));
+      article = await this.#extractor.extract(decodeHtml(fetched.body, fetched.charset), caller);
     } catch (err) {
       if (err instanceof ExtractionTimeoutError) {
         throw new UrlAnalysisError("too_complex", `query: the URL could not be analysed: ${err.message}`, err);
       }
+      if (err instanceof ExtractionBusyError) throw pageAnalysisBusy(err.retryAfterS);
       throw err;
     }
     if (!article.text) {
       throw new UrlAnalysisError("no_content", "query: the URL could not be analysed: the page has no readable text");
     }
+    const text = clipText(article.text, MAX_TEXT_CHARS);
     return {
       url: fetched.url,
       title: article.title,
-      text: clipText(article.text, MAX_TEXT_CHARS),
-      summary: summarize(article.text, { maxSentences: this.#sentences }),
+      text,
+      summary: summarize(text, { maxSentences: this.#sentences }),
       siteName: article.siteName,
       byline: article.byline,
       publishedTime: article.publishedTime,

@@ -1,23 +1,40 @@
 /**
  * Where page extraction runs. Extraction is CPU-bound and its cost depends on markup an outsider
- * controls, so the default runs it in a worker with a deadline: a page built to be slow costs us
- * at most the deadline, and never blocks the event loop that serves everyone else.
+ * controls, so the default runs it in a small worker pool (core/worker_pool.ts) with a deadline
+ * that covers the wait and the run, a bounded queue, and turns per caller: a page built to be slow
+ * costs its caller at most the deadline, never blocks the event loop, and never holds up another
+ * caller's page.
  */
 import { extractArticle, type ExtractedArticle } from "./article.ts";
+import { PoolBusyError, PoolTimeoutError, WorkerPool } from "../worker_pool.ts";
 
 /** Turns page HTML into an {@link ExtractedArticle}. */
 export interface ArticleExtractor {
-  /** @throws {ExtractionTimeoutError} when the page takes longer than the extractor's deadline. */
-  extract(html: string): Promise<ExtractedArticle>;
-  /** Releases the worker, if any. */
+  /**
+   * @param caller who asks (`tenant:<id>`, `payproxy:<agent>`, `poller`): callers take turns
+   * @throws {ExtractionTimeoutError} when the page is not done by the extractor's deadline
+   * @throws {ExtractionBusyError} when the extractor's queue is full
+   */
+  extract(html: string, caller?: string): Promise<ExtractedArticle>;
+  /** Releases the workers, if any. */
   close(): void;
 }
 
-/** Extraction ran past its deadline and was stopped. */
+/** Extraction ran past its deadline (waiting or running) and was stopped. */
 export class ExtractionTimeoutError extends Error {
   constructor(timeoutMs: number) {
     super(`page analysis took longer than ${timeoutMs} ms`);
     this.name = "ExtractionTimeoutError";
+  }
+}
+
+/** The extraction queue is full; `retryAfterS` says when to try again. */
+export class ExtractionBusyError extends Error {
+  readonly retryAfterS: number;
+  constructor(retryAfterS: number) {
+    super("page analysis is busy");
+    this.name = "ExtractionBusyError";
+    this.retryAfterS = retryAfterS;
   }
 }
 
@@ -27,103 +44,51 @@ export const inlineExtractor: ArticleExtractor = {
   close: () => {},
 };
 
-type Reply = { id: number; article?: ExtractedArticle; error?: string };
+/** Settings of a {@link WorkerExtractor} (config: `PAGE_ANALYSIS_*`). */
+export interface WorkerExtractorOptions {
+  /** Deadline of one page, its wait in the queue included. Default 5000 ms. */
+  timeoutMs?: number;
+  /** Workers. Default 2. */
+  workers?: number;
+  /** Most pages waiting, all callers together. Default 32. */
+  maxQueued?: number;
+  /** Most pages one caller may have waiting. Default 8. */
+  maxQueuedPerCaller?: number;
+}
 
-// Loading the worker's modules is not page work; this only catches a worker that never comes up.
-const WORKER_START_LIMIT_MS = 60_000;
-
-/**
- * Runs {@link extractArticle} in one long-lived module worker, one page at a time. A page that
- * runs past `timeoutMs` terminates the worker (the only way to stop synchronous work); the next
- * page starts a fresh one.
- */
+/** Runs {@link extractArticle} in a {@link WorkerPool}; see the module comment. */
 export class WorkerExtractor implements ArticleExtractor {
   readonly #timeoutMs: number;
-  #worker?: Worker;
-  #ready?: Promise<Worker>;
-  #cancelStart?: () => void;
-  #nextId = 1;
-  #queue: Promise<unknown> = Promise.resolve();
+  readonly #pool: WorkerPool<string, ExtractedArticle>;
 
-  constructor({ timeoutMs = 3000 }: { timeoutMs?: number } = {}) {
+  constructor({ timeoutMs = 5000, workers = 2, maxQueued = 32, maxQueuedPerCaller = 8 }: WorkerExtractorOptions = {}) {
     this.#timeoutMs = timeoutMs;
+    this.#pool = new WorkerPool({
+      name: "page analysis",
+      module: new URL("./extract_worker.ts", import.meta.url),
+      size: workers,
+      deadlineMs: timeoutMs,
+      maxQueued,
+      maxQueuedPerCaller,
+    });
   }
 
-  extract(html: string): Promise<ExtractedArticle> {
-    const job = this.#queue.then(() => this.#run(html));
-    this.#queue = job.catch(() => {});
-    return job;
+  async extract(html: string, caller = "anonymous"): Promise<ExtractedArticle> {
+    try {
+      return await this.#pool.run(caller, html);
+    } catch (err) {
+      if (err instanceof PoolTimeoutError) throw new ExtractionTimeoutError(this.#timeoutMs);
+      if (err instanceof PoolBusyError) throw new ExtractionBusyError(err.retryAfterS);
+      throw new Error(`page extraction failed: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  /** Queue and worker figures. */
+  stats() {
+    return this.#pool.stats();
   }
 
   close(): void {
-    const cancel = this.#cancelStart;
-    this.#cancelStart = undefined;
-    cancel?.();
-    this.#worker?.terminate();
-    this.#worker = undefined;
-    this.#ready = undefined;
-  }
-
-  /** The worker once it has loaded its modules; the page deadline does not include that start-up. */
-  #start(): Promise<Worker> {
-    return this.#ready ??= new Promise<Worker>((resolve, reject) => {
-      const worker = this.#worker = new Worker(new URL("./extract_worker.ts", import.meta.url), { type: "module" });
-      const timer = setTimeout(() => fail(new Error("page extraction worker did not start")), WORKER_START_LIMIT_MS);
-      const onMessage = (e: MessageEvent<{ ready?: boolean }>) => {
-        if (!e.data?.ready) return;
-        cleanup();
-        resolve(worker);
-      };
-      const onError = (e: ErrorEvent) => {
-        e.preventDefault();
-        fail(new Error(`page extraction worker failed: ${e.message}`));
-      };
-      const fail = (err: Error) => {
-        cleanup();
-        this.close();
-        reject(err);
-      };
-      this.#cancelStart = () => fail(new Error("page extraction worker closed while starting"));
-      const cleanup = () => {
-        this.#cancelStart = undefined;
-        clearTimeout(timer);
-        worker.removeEventListener("message", onMessage as EventListener);
-        worker.removeEventListener("error", onError as EventListener);
-      };
-      worker.addEventListener("message", onMessage as EventListener);
-      worker.addEventListener("error", onError as EventListener);
-    });
-  }
-
-  async #run(html: string): Promise<ExtractedArticle> {
-    const worker = await this.#start();
-    const id = this.#nextId++;
-    return new Promise<ExtractedArticle>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        cleanup();
-        this.close();
-        reject(new ExtractionTimeoutError(this.#timeoutMs));
-      }, this.#timeoutMs);
-      const onMessage = (e: MessageEvent<Reply>) => {
-        if (e.data.id !== id) return;
-        cleanup();
-        if (e.data.article) resolve(e.data.article);
-        else reject(new Error(`page extraction failed: ${e.data.error}`));
-      };
-      const onError = (e: ErrorEvent) => {
-        e.preventDefault();
-        cleanup();
-        this.close();
-        reject(new Error(`page extraction worker failed: ${e.message}`));
-      };
-      const cleanup = () => {
-        clearTimeout(timer);
-        worker.removeEventListener("message", onMessage as EventListener);
-        worker.removeEventListener("error", onError as EventListener);
-      };
-      worker.addEventListener("message", onMessage as EventListener);
-      worker.addEventListener("error", onError as EventListener);
-      worker.postMessage({ id, html });
-    });
+    this.#pool.close();
   }
 }

@@ -12,6 +12,7 @@
 import http from "node:http";
 import https from "node:https";
 import { isIP, type LookupFunction } from "node:net";
+import { smallChunks } from "../bytes.ts";
 
 /** One request over a pinned address. */
 export interface PinnedRequest {
@@ -164,7 +165,10 @@ export const pinnedHttp: PinnedTransport = ({ url, address, method = "GET", head
         const encoding = head.get("content-encoding")?.trim().toLowerCase();
         if (encoding === "gzip" || encoding === "x-gzip" || encoding === "deflate") {
           const inflate = new DecompressionStream(encoding === "deflate" ? "deflate" : "gzip");
-          body = body.pipeThrough(inflate as unknown as TransformStream<Uint8Array, Uint8Array>);
+          // Small pieces in, so no single inflate step can turn into a gzip bomb's whole output.
+          body = body.pipeThrough(smallChunks()).pipeThrough(
+            inflate as unknown as TransformStream<Uint8Array, Uint8Array>,
+          );
           head.delete("content-encoding");
           head.delete("content-length"); // it measured the compressed bytes
         } else if (encoding && encoding !== "identity") {

@@ -5,7 +5,12 @@ import type { ClickPayload } from "./tracking.ts";
  * The `article_click` event of a followed tracking link: who served the result (tenant, caller),
  * which article at which position, and the page the reader came from.
  */
-export function clickEvent(click: ClickPayload, at: Date, referringUrl: string | undefined): EventInput {
+export function clickEvent(
+  click: ClickPayload,
+  at: Date,
+  referringUrl: string | undefined,
+  clientKey?: string,
+): EventInput {
   return {
     event_type: "article_click",
     ts: at.toISOString(),
@@ -17,12 +22,10 @@ export function clickEvent(click: ClickPayload, at: Date, referringUrl: string |
     url: click.url,
     position: click.position,
     referring_url: referringUrl,
+    ...(clientKey ? { client_key: clientKey } : {}),
     // A widget's citation: the click counts in that widget's figures and its reader's session.
     ...(click.widgetId ? { widget_id: click.widgetId } : {}),
     ...(click.sessionId ? { session_id: click.sessionId } : {}),
     ...click.placement,
   };
 }
-
-/** Whether following a link counts as a click: HEAD comes from link unfurlers and prefetchers, not readers. */
-export const countsAsClick = (method: string): boolean => method === "GET";

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { Clock } from "../clock.ts";
+import { timeSlicer } from "../timers.ts";
 import { explainSlots } from "./explain.ts";
 import { filterPredicate, filtersOf } from "./filters.ts";
 import { fuseAcrossIndexes } from "./fusion.ts";
@@ -25,7 +26,7 @@ import type { EmbeddingProvider } from "./embeddings/provider.ts";
 import { articleBag, bagOf, DataModelIndex, type QueryRep, storableTerms } from "./index.ts";
 import { DEFAULT_VECTOR_WEIGHT, type Fusion, FUSION_V2, retrievalFusion } from "./retrieval_mode.ts";
 import { directLinks, type LinkBuilder, type QuerySource, RecentQueryLog, type UrlAnalyzer } from "./ports.ts";
-import { mergeTrends, queryKeywords, titleBursts, type TrendingKeyword } from "./trending.ts";
+import { mergeTrends, signalKeywords, titleBursts, type TrendingKeyword } from "./trending.ts";
 import { terms } from "./tokenizer.ts";
 import type {
   RetrievedArticle,
@@ -37,6 +38,8 @@ import type {
 } from "./types.ts";
 import { dequantize, quantize } from "./vector_index.ts";
 
+// Texts embedded per call during an ingest: small enough to yield between batches.
+const INGEST_EMBED_BATCH = 64;
 /** Most items one ingest call takes. */
 export const MAX_INGEST_ITEMS = 1000;
 const DEFAULT_TOP_K = 9;
@@ -514,7 +517,10 @@ export class SearchEngine implements Search {
     const provider = this.options.embeddings;
     const results: IngestItemResult[] = new Array(items.length);
     const valid: { i: number; fields: ReturnType<typeof normalizeArticle> }[] = [];
-    items.forEach((item, i) => {
+    // A call may carry 30 MB: the work goes in time slices, so other requests interleave.
+    const slice = timeSlicer();
+    for (const [i, item] of items.entries()) {
+      await slice();
       const parsed = articleInputSchema.safeParse(item);
       if (!parsed.success) {
         const url = (item as { url?: unknown } | null)?.url;
@@ -524,22 +530,32 @@ export class SearchEngine implements Search {
           url: typeof url === "string" ? url : undefined,
           error: issueText(parsed.error),
         };
-        return;
+        continue;
       }
       try {
         const fields = normalizeArticle(dm, parsed.data as ArticleInput, this.options.clock);
         if (fields.pubdateUnix < (liveSince(dm, this.options.clock) ?? -Infinity)) {
           results[i] = { index: i, status: "error", url: fields.url, error: "pubdate: older than max_age_days" };
-          return;
+          continue;
         }
         valid.push({ i, fields });
       } catch (err) {
         results[i] = { index: i, status: "error", url: parsed.data.url, error: (err as Error).message };
       }
-    });
-    const vectors = await this.embedSafely(valid.map((v) => embeddingText(v.fields)));
+    }
+    const vectors: (Float32Array | null)[] = [];
+    for (let at = 0; at < valid.length; at += INGEST_EMBED_BATCH) {
+      const batch = valid.slice(at, at + INGEST_EMBED_BATCH);
+      const got = await this.embedSafely(batch.map((v) => embeddingText(v.fields)));
+      vectors.push(...batch.map((_, k) => got?.[k] ?? null));
+      await slice();
+    }
     // The BM25F terms, indexed here and stored with the article so no build tokenises it again.
-    const bags = valid.map((v) => articleBag(v.fields));
+    const bags: ReturnType<typeof articleBag>[] = [];
+    for (const v of valid) {
+      bags.push(articleBag(v.fields));
+      await slice();
+    }
     // The first item of each URL is written in one batched upsert; repeats of a URL within the
     // call follow one by one, in order, so the last one wins as it would in separate calls.
     const firsts: number[] = [], repeats: number[] = [];
@@ -578,7 +594,10 @@ export class SearchEngine implements Search {
     };
     try {
       const outcomes = await this.articles.upsertMany(firsts.map(withVector));
-      firsts.forEach((j, k) => apply(j, outcomes[k]!));
+      for (const [k, j] of firsts.entries()) {
+        apply(j, outcomes[k]!);
+        await slice();
+      }
     } catch (err) {
       for (const j of firsts) failed(j, err);
     }
@@ -643,7 +662,9 @@ export class SearchEngine implements Search {
       }
       let pageInfo;
       try {
-        pageInfo = await this.urlAnalyzer.analyze(query);
+        // Callers take turns at page analysis: a tenant (bearer, MCP) or a payproxy agent.
+        const caller = context.tenantId ? `tenant:${context.tenantId}` : context.caller ?? "anonymous";
+        pageInfo = await this.urlAnalyzer.analyze(query, caller);
       } catch (err) {
         if (err instanceof AppError) throw err;
         throw new AppError(422, "url_unreadable", "query: the URL could not be analysed", { cause: err });
@@ -658,7 +679,8 @@ export class SearchEngine implements Search {
         } catch { /* not a URL we could canonicalise */ }
       }
     } else {
-      this.queryLog.record(dataModel.id, query, now);
+      // A named caller (a paying agent, an MCP client) is one sender however often it searches.
+      this.queryLog.record(dataModel.id, query, now, context.caller);
     }
 
     // Payproxy's search_type and search_version (also a bearer query parameter) pick the fusion.
@@ -793,9 +815,20 @@ export class SearchEngine implements Search {
       this.options.log.warn("query events unavailable for trending", { error: describeError(err) });
     }
     // Analytics has no query events yet (or failed): the queries this process served stand in.
-    if (queries.length === 0) queries = await this.queryLog.recentQueries(dataModelId, since, now);
+    if (!queries.some((q) => q.channel !== "click")) {
+      queries = [...queries, ...await this.queryLog.recentQueries(dataModelId, since, now)];
+    }
     const surface = new Map<string, string>();
-    const trends = mergeTrends(queryKeywords(queries, surface), titleBursts(index, nowUnix, surface), surface);
+    const titleOf = (url: string) => {
+      try {
+        const slot = index.slotOf(canonicalUrl(url));
+        return slot === undefined ? undefined : index.cards[slot]!.title;
+      } catch {
+        return undefined; // not a URL we can canonicalise
+      }
+    };
+    const fromSignals = signalKeywords(queries, surface, titleOf);
+    const trends = mergeTrends(fromSignals, titleBursts(index, nowUnix, surface), surface);
     this.trendCache.set(dataModelId, { key, trends });
     return trends;
   }

@@ -1,4 +1,5 @@
 import { DOMParser } from "linkedom";
+import { guardMarkup } from "../sources/markup_guard.ts";
 
 /**
  * Readers for the article import formats: JSON Lines (one article object per line, the bulk
@@ -43,9 +44,13 @@ export function parseJsonl(text: string): ParsedSource {
 
 const BLOCK_END = /<\/(?:p|div|h[1-6]|li|tr|blockquote|section|article|figure)>|<br\s*\/?>/gi;
 
-/** Plain text of an HTML fragment, keeping paragraph breaks. */
+/**
+ * Plain text of an HTML fragment, keeping paragraph breaks.
+ * @throws {SourceFormatError} when the fragment is nested too deep to parse safely (see markup_guard.ts)
+ */
 export function htmlToText(html: string): string {
   if (!/[<&]/.test(html)) return html.trim();
+  guardMarkup(html, { html: true });
   const doc = new DOMParser().parseFromString(
     `<!doctype html><html><body>${html.replace(BLOCK_END, "$&\n\n")}</body></html>`,
     "text/html",
@@ -75,8 +80,12 @@ export function isFeed(text: string): boolean {
   return /^<\?xml|^<rss[\s>]|^<feed[\s>]|^<rdf:RDF/i.test(head);
 }
 
-/** Reads RSS 2.0 items or Atom entries into article objects (url, title, author, pubdate, image, body). */
+/**
+ * Reads RSS 2.0 items or Atom entries into article objects (url, title, author, pubdate, image, body).
+ * @throws {SourceFormatError} when the guards refuse the document (nesting, entities, entry count)
+ */
 export function parseFeed(xml: string): ParsedSource {
+  guardMarkup(xml);
   const doc = new DOMParser().parseFromString(xml, "text/xml");
   const out: ParsedSource = { items: [], errors: [] };
   const rss = [...doc.getElementsByTagName("item")];

@@ -20,6 +20,8 @@ const CURRENT_KEY = ["link_key_current"] as const;
 const KEY_PREFIX = ["link_key"] as const;
 const MAC_BYTES = 16;
 const IMAGE_LINK_MEMO = 10_000;
+/** How long a click link counts clicks unless told otherwise (CLICK_LINK_TTL_S). */
+export const DEFAULT_CLICK_TTL_S = 7 * 86_400;
 // Verifying a token with an unknown kid reloads keys (another process may have rotated), at most this often.
 const RELOAD_INTERVAL_MS = 10_000;
 
@@ -48,6 +50,11 @@ export interface ClickPayload {
   placement?: LinkPlacement;
   /** Unix seconds the link was made. */
   issuedAt: number;
+  /**
+   * Unix seconds after which a follow still redirects but no longer counts as a click. Absent on
+   * links made before links carried one (core/search/click_gate.ts then uses issue time + ttl).
+   */
+  expiresAt?: number;
 }
 
 /** What an image token names. */
@@ -75,7 +82,7 @@ const clickWire = z.object({
   p: z.number().int().min(0).max(100_000).optional(),
   w: z.string().max(128).optional(),
   s: z.string().max(128).optional(),
-  x: z.object({
+  m: z.object({
     placement_id: z.string().max(128).optional(),
     deployment_type: z.string().max(64).optional(),
     creative_id: z.string().max(128).optional(),
@@ -83,6 +90,7 @@ const clickWire = z.object({
     publisher_id: z.string().max(128).optional(),
   }).optional(),
   i: z.number().int().min(0),
+  x: z.number().int().min(0).optional(),
 });
 const imageWire = z.object({ s: httpUrl });
 
@@ -201,13 +209,23 @@ export class SignedLinks implements LinkBuilder {
   readonly keys: LinkKeys;
   readonly #baseUrl: string;
   readonly #clock: Clock;
+  readonly #clickTtlS: number;
   readonly #imageLinks = boundedCache<string, string>({ max: IMAGE_LINK_MEMO });
   #imageKid?: string;
 
-  constructor({ kv, clock, baseUrl }: { kv: Deno.Kv; clock: Clock; baseUrl: string }) {
+  /** @param clickTtlS how long a click link counts clicks (it keeps redirecting after) */
+  constructor(
+    { kv, clock, baseUrl, clickTtlS = DEFAULT_CLICK_TTL_S }: {
+      kv: Deno.Kv;
+      clock: Clock;
+      baseUrl: string;
+      clickTtlS?: number;
+    },
+  ) {
     this.keys = new LinkKeys(kv, clock);
     this.#baseUrl = baseUrl.replace(/\/+$/, "");
     this.#clock = clock;
+    this.#clickTtlS = clickTtlS;
   }
 
   /** Loads (or creates) the signing keys. */
@@ -219,11 +237,13 @@ export class SignedLinks implements LinkBuilder {
   trackingUrl(article: LinkArticle, ctx: LinkContext): string {
     const dataModelId = article.dataModelId ?? ctx.dataModelId;
     if (!dataModelId) throw new Error("trackingUrl() needs the data model id on the article or in the context");
+    const issuedAt = unixSeconds(this.#clock);
     const wire: z.infer<typeof clickWire> = {
       d: dataModelId,
       a: article.id,
       u: article.url,
-      i: unixSeconds(this.#clock),
+      i: issuedAt,
+      x: issuedAt + this.#clickTtlS,
     };
     // Trimmed to what the verifier accepts, so a link we sign always verifies.
     if (ctx.tenantId) wire.t = ctx.tenantId.slice(0, 64);
@@ -233,7 +253,7 @@ export class SignedLinks implements LinkBuilder {
     if (ctx.widgetId) wire.w = ctx.widgetId.slice(0, 128);
     if (ctx.sessionId) wire.s = ctx.sessionId.slice(0, 128);
     const placement = placementWire(ctx.placement);
-    if (placement) wire.x = placement;
+    if (placement) wire.m = placement;
     return `${this.#baseUrl}/r/${this.#sign("r", wire)}`;
   }
 
@@ -272,8 +292,9 @@ export class SignedLinks implements LinkBuilder {
       position: w.p,
       widgetId: w.w,
       sessionId: w.s,
-      placement: w.x,
+      placement: w.m,
       issuedAt: w.i,
+      ...(w.x !== undefined ? { expiresAt: w.x } : {}),
     };
   }
 

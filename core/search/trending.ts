@@ -1,5 +1,5 @@
 import type { DataModelIndex } from "./index.ts";
-import type { QueryCount } from "./ports.ts";
+import type { QueryCount, TrendChannel } from "./ports.ts";
 import { stem } from "./stemmer.ts";
 import { termsWithWords } from "./tokenizer.ts";
 
@@ -84,22 +84,61 @@ export function titleBursts(
   return normalizeTop(out);
 }
 
-/** Keywords of recent queries: each query's terms weighted by how often it was asked. */
-export function queryKeywords(queries: QueryCount[], surface?: Map<string, string>): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const { query, count } of queries) {
-    if (/^https?:\/\//i.test(query)) continue;
+/**
+ * How much each channel weighs in the query side of trending, once each is normalised to its own
+ * strongest keyword. Queries this service answered (bearer, payproxy, MCP, widget answers) cannot
+ * be sent by an outsider without an answer being produced; widget queries arrive on a public route
+ * (bounded per address and widget, but forgeable); clicks are deduped and bot-filtered but cheap.
+ */
+export const CHANNEL_WEIGHTS: Readonly<Record<TrendChannel, number>> = { server: 0.5, widget: 0.3, click: 0.2 };
+/** A keyword needs this many distinct senders (and sessions) in its channel to count at all. */
+export const MIN_SENDERS = 2;
+
+/**
+ * Keywords of recent signals, per channel, combined by {@link CHANNEL_WEIGHTS}. Within a channel a
+ * keyword's score is the number of distinct senders that used it, capped by the number of distinct
+ * sessions (entries with a `sender`), plus the plain counts of entries without one. So one
+ * sender, session or batch adds at most 1 to any keyword however many events it sends, and a
+ * keyword used by fewer than {@link MIN_SENDERS} is noise, not a trend.
+ * @param titleOf the title of a clicked article (by URL), for the `click` channel
+ */
+export function signalKeywords(
+  signals: QueryCount[],
+  surface?: Map<string, string>,
+  titleOf: (articleUrl: string) => string | undefined = () => undefined,
+): Map<string, number> {
+  const channels = new Map<TrendChannel, Map<string, { senders: Set<string>; sessions: Set<string>; plain: number }>>();
+  for (const signal of signals) {
+    const channel = signal.channel ?? "server";
+    const text = channel === "click" ? (signal.articleUrl ? titleOf(signal.articleUrl) : undefined) : signal.query;
+    if (!text || (channel !== "click" && /^https?:\/\//i.test(text))) continue;
+    let terms = channels.get(channel);
+    if (!terms) channels.set(channel, terms = new Map());
     const seen = new Set<string>();
-    termsWithWords(query, (term, word) => {
+    termsWithWords(text, (term, word) => {
       if (seen.has(term) || QUERY_FILLER.has(term)) return;
       seen.add(term);
-      out.set(term, (out.get(term) ?? 0) + count);
+      let t = terms.get(term);
+      if (!t) terms.set(term, t = { senders: new Set(), sessions: new Set(), plain: 0 });
+      if (signal.sender !== undefined) {
+        t.senders.add(signal.sender);
+        t.sessions.add(signal.session ?? signal.sender);
+      } else t.plain += signal.count;
       if (surface && !surface.has(term)) surface.set(term, word);
     });
   }
-  // A term asked once is noise, not a trend.
-  for (const [t, c] of out) if (c < 2) out.delete(t);
-  return normalizeTop(out);
+  const combined = new Map<string, number>();
+  for (const [channel, terms] of channels) {
+    const scores = new Map<string, number>();
+    for (const [term, t] of terms) {
+      const score = Math.min(t.senders.size, t.sessions.size) + t.plain;
+      if (score >= MIN_SENDERS) scores.set(term, score);
+    }
+    for (const [term, w] of normalizeTop(scores)) {
+      combined.set(term, (combined.get(term) ?? 0) + CHANNEL_WEIGHTS[channel] * w);
+    }
+  }
+  return normalizeTop(combined);
 }
 
 /** Merges both sources (each normalised to 1) into the final keyword list, strongest first. */

@@ -21,9 +21,11 @@ export interface AnalyzedPage {
 /** Fetches and analyses a URL given as a search query. */
 export interface UrlAnalyzer {
   /**
+   * @param caller who asks (`tenant:<id>`, `payproxy:<agent>`, `poller`): callers take turns at page analysis
    * @throws {UrlAnalysisError} when the URL is refused, cannot be fetched, or has no readable text.
+   * @throws {AppError} 503 `page_analysis_busy` (see {@link pageAnalysisBusy}) when page analysis has no room.
    */
-  analyze(url: string): Promise<AnalyzedPage>;
+  analyze(url: string, caller?: string): Promise<AnalyzedPage>;
   /** Releases background resources (the extraction worker). */
   close?(): void;
 }
@@ -54,3 +56,9 @@ export class UrlAnalysisError extends AppError {
     this.code = code;
   }
 }
+
+/** Page analysis has no room in its queue: 503 with `Retry-After`, in the route family's error body. */
+export const pageAnalysisBusy = (retryAfterS: number) =>
+  new AppError(503, "page_analysis_busy", "query: page analysis is busy, try again shortly", {
+    headers: { "Retry-After": String(retryAfterS) },
+  });

@@ -20,15 +20,9 @@ import type { IngestReport } from "../search/engine.ts";
 import type { DataModel } from "../store/models.ts";
 import { backoffSeconds, retryAfterSeconds } from "./backoff.ts";
 import { canonicalLink, withoutTracking } from "./item_url.ts";
-import {
-  type FeedItem,
-  FULL_TEXT_MIN_CHARS,
-  newestFirst,
-  parseSourceDocument,
-  SOURCE_MEDIA_TYPES,
-  SourceFormatError,
-} from "./parse.ts";
-import { isSitemapIndex, parseSitemapIndex, sourceText } from "./sitemap_index.ts";
+import { type FeedItem, FULL_TEXT_MIN_CHARS, newestFirst, SOURCE_MEDIA_TYPES, SourceFormatError } from "./parse.ts";
+import { type SourceParser, SourceParserBusyError } from "./parser.ts";
+import { isSitemapIndex, sourceText } from "./sitemap_index.ts";
 import type { Source, SourceRepo, SourceState } from "./source.ts";
 
 /** Settings of the poller (from config). */
@@ -68,8 +62,8 @@ export interface PollerDeps {
   timers?: Timers;
   /** Jitter source in [0, 1). */
   random?: () => number;
-  /** The source document reader (tests wrap it to count parses). */
-  parse?: typeof parseSourceDocument;
+  /** Where source documents are parsed (a worker pool with a deadline; tests may parse inline). */
+  parser: SourceParser;
   /** This process's lease owner id. */
   owner?: string;
 }
@@ -92,10 +86,14 @@ export interface PollOutcome {
 
 const HTML_TYPES = ["text/html", "application/xhtml+xml"] as const;
 
+// Who the poller is to the worker pools: one caller, taking turns with tenants and agents.
+const POLLER_CALLER = "poller";
+
 /** Our words for a failed fetch (SafeFetchError messages are written to be shown). */
 function publicError(err: unknown): string {
   if (err instanceof SafeFetchError) return err.message;
   if (err instanceof SourceFormatError) return err.message;
+  if (err instanceof SourceParserBusyError) return "source parsing is busy; the next poll tries again";
   return "the source could not be read";
 }
 
@@ -106,7 +104,6 @@ export class SourcePoller {
   readonly #settings: PollerSettings;
   readonly #timers: Timers;
   readonly #random: () => number;
-  readonly #parse: typeof parseSourceDocument;
   #timer: TimerId | undefined;
   #running = false;
   #ticking: Promise<PollOutcome[]> | null = null;
@@ -116,7 +113,6 @@ export class SourcePoller {
     this.#settings = settings;
     this.#timers = deps.timers ?? systemTimers;
     this.#random = deps.random ?? Math.random;
-    this.#parse = deps.parse ?? parseSourceDocument;
     this.owner = deps.owner ?? crypto.randomUUID();
   }
 
@@ -127,9 +123,10 @@ export class SourcePoller {
     this.#schedule();
   }
 
-  /** Releases the page-extraction worker (after {@link stop}). */
+  /** Releases the page-extraction and parsing workers (after {@link stop}). */
   close(): void {
     this.#deps.extractor.close();
+    this.#deps.parser.close();
   }
 
   /** Stops the schedule and waits for a poll in flight. */
@@ -249,7 +246,7 @@ export class SourcePoller {
       const text = await sourceText(res, this.#settings.maxBytes);
       const items = source.type === "sitemap" && isSitemapIndex(text)
         ? await this.#readSitemapIndex(text, res.url, outcome, lease)
-        : this.#parse(source.type, text, this.#settings.maxItems);
+        : await this.#deps.parser.document(POLLER_CALLER, source.type, text, this.#settings.maxItems);
       outcome.itemsSeen = items.length;
       const articles = await this.#articlesOf(source, dm, items, outcome, lease);
       if (articles.length) {
@@ -277,7 +274,9 @@ export class SourcePoller {
         random: this.#random,
       });
       next.nextPollAt = new Date(polledAt.getTime() + waitS * 1000).toISOString();
-      if (!(err instanceof SafeFetchError || err instanceof SourceFormatError)) {
+      if (
+        !(err instanceof SafeFetchError || err instanceof SourceFormatError || err instanceof SourceParserBusyError)
+      ) {
         log.warn("source poll error", { source_id: source.id, error: describeError(err) });
       }
       return outcome;
@@ -374,7 +373,12 @@ export class SourcePoller {
    * @throws {SourceFormatError} when no child sitemap could be read
    */
   async #readSitemapIndex(text: string, indexUrl: string, outcome: PollOutcome, lease: KvLease): Promise<FeedItem[]> {
-    const children = parseSitemapIndex(text, indexUrl).slice(0, this.#settings.maxChildSitemaps);
+    const children = await this.#deps.parser.sitemapIndex(
+      POLLER_CALLER,
+      text,
+      indexUrl,
+      this.#settings.maxChildSitemaps,
+    );
     const items: FeedItem[] = [];
     outcome.sitemapsRead = 0;
     for (const child of children) {
@@ -385,7 +389,8 @@ export class SourcePoller {
           maxBytes: this.#settings.maxBytes,
           timeoutMs: this.#settings.timeoutMs,
         });
-        items.push(...this.#parse("sitemap", await sourceText(res, this.#settings.maxBytes), this.#settings.maxItems));
+        const text = await sourceText(res, this.#settings.maxBytes);
+        items.push(...await this.#deps.parser.document(POLLER_CALLER, "sitemap", text, this.#settings.maxItems));
         outcome.sitemapsRead++;
       } catch (err) {
         if (!(err instanceof SafeFetchError || err instanceof SourceFormatError)) throw err;
@@ -406,7 +411,7 @@ export class SourcePoller {
         timeoutMs: this.#settings.timeoutMs,
       });
       const html = decodeHtml(res.body, res.charset);
-      const article = await this.#deps.extractor.extract(html);
+      const article = await this.#deps.extractor.extract(html, POLLER_CALLER);
       return {
         canonical: canonicalLink(html, res.url) ?? withoutTracking(res.url),
         text: article.text,

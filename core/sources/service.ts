@@ -6,8 +6,9 @@ import { AppError } from "../errors.ts";
 import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
 import type { EntityRepo } from "../store/entity_repo.ts";
 import type { DataModel } from "../store/models.ts";
-import { parseSourceDocument, SOURCE_MEDIA_TYPES, SourceFormatError } from "./parse.ts";
-import { isSitemapIndex, parseSitemapIndex, sourceText } from "./sitemap_index.ts";
+import { SOURCE_MEDIA_TYPES, SourceFormatError } from "./parse.ts";
+import { type SourceParser, SourceParserBusyError } from "./parser.ts";
+import { isSitemapIndex, sourceText } from "./sitemap_index.ts";
 import {
   type SourceInput,
   SourceLimitError,
@@ -30,6 +31,10 @@ export class SourceService {
       limits: SourceLimits;
       /** Bytes read when a source is probed at registration. */
       probeMaxBytes: number;
+      /** Deadline of the probe's fetch, its body included. */
+      probeTimeoutMs: number;
+      /** Where the probe's document is parsed (off the main thread). */
+      parser: SourceParser;
     },
   ) {}
 
@@ -56,10 +61,13 @@ export class SourceService {
       const res = await this.deps.fetcher.fetch(url, {
         accept: SOURCE_MEDIA_TYPES[input.type],
         maxBytes: this.deps.probeMaxBytes,
+        timeoutMs: this.deps.probeTimeoutMs,
       });
       const text = await sourceText(res, this.deps.probeMaxBytes);
-      if (input.type === "sitemap" && isSitemapIndex(text)) parseSitemapIndex(text, res.url);
-      else parseSourceDocument(input.type, text, 1);
+      const caller = `tenant:${dm.tenantId}`;
+      if (input.type === "sitemap" && isSitemapIndex(text)) {
+        await this.deps.parser.sitemapIndex(caller, text, res.url, 1);
+      } else await this.deps.parser.document(caller, input.type, text, 1);
     } catch (err) {
       if (err instanceof SafeFetchError) {
         const code = err.code === "blocked_address" || err.code === "invalid_url"
@@ -69,6 +77,11 @@ export class SourceService {
       }
       if (err instanceof SourceFormatError) {
         throw new AppError(422, "source_unreadable", `url is not a ${input.type} source: ${err.message}`);
+      }
+      if (err instanceof SourceParserBusyError) {
+        throw new AppError(503, "source_check_busy", "the source could not be checked now, try again shortly", {
+          headers: { "Retry-After": String(err.retryAfterS) },
+        });
       }
       throw err;
     }

@@ -8,8 +8,9 @@
  * skipped.
  */
 import { DOMParser } from "linkedom";
-import { readStreamCapped } from "../bytes.ts";
+import { readStreamCapped, smallChunks } from "../bytes.ts";
 import { decodeSource, SourceFormatError } from "./parse.ts";
+import { guardMarkup } from "./markup_guard.ts";
 
 /** A sitemap an index lists. */
 export interface ChildSitemap {
@@ -38,6 +39,7 @@ const siteOf = (u: URL) => u.hostname.toLowerCase().replace(/^www\./, "");
 export function parseSitemapIndex(xml: string, indexUrl: string): ChildSitemap[] {
   if (!isSitemapIndex(xml)) throw new SourceFormatError("the document is not a sitemap index");
   const site = siteOf(new URL(indexUrl));
+  guardMarkup(xml);
   const doc = new DOMParser().parseFromString(xml, "text/xml");
   const seen = new Set<string>();
   const out: (ChildSitemap & { order: number })[] = [];
@@ -69,7 +71,9 @@ export function parseSitemapIndex(xml: string, indexUrl: string): ChildSitemap[]
  * @throws {SourceFormatError} when the data is not gzip or inflates past the limit
  */
 export async function gunzipCapped(bytes: Uint8Array, maxBytes: number): Promise<Uint8Array> {
-  const inflated = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new DecompressionStream("gzip"));
+  // Small pieces in: a bomb's output then comes a few MB per step, and stops at the cap.
+  const inflated = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(smallChunks())
+    .pipeThrough(new DecompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>);
   let out: Uint8Array | null;
   try {
     out = await readStreamCapped(inflated, maxBytes);

@@ -129,7 +129,9 @@ export class IdentityService {
    */
   async refresh(refreshToken: string): Promise<IssuedIdentity> {
     let cred: Credential | null = null;
-    const rotated = await this.refreshTokens.rotate(refreshToken, async (credentialId, op) => {
+    const rotated = await this.refreshTokens.rotate(refreshToken, async (credentialId, op, family) => {
+      // An OAuth client's refresh token goes back to /oauth2/token, never here.
+      if (family.oauth) throw sfError(401, "invalid_refresh_token", "Unknown refresh token");
       const entry = await this.kv.get<Credential>(["credential", credentialId]);
       cred = entry.value;
       if (!this.accounts.isLive(cred) || cred.state !== "claimed") {

@@ -2,7 +2,7 @@ import type { Clock } from "../clock.ts";
 import { base64url, randomBytes, sha256Hex } from "../crypto.ts";
 import { sfError } from "./errors.ts";
 import { newId } from "../ids.ts";
-import type { RefreshFamily, RefreshTokenRecord } from "./types.ts";
+import type { OAuthBinding, RefreshFamily, RefreshTokenRecord } from "./types.ts";
 
 const TOKEN_RE = /^rt_[A-Za-z0-9_-]{43}$/;
 const invalid = (message: string) => sfError(401, "invalid_refresh_token", message);
@@ -17,18 +17,25 @@ export class RefreshTokens {
   /**
    * Adds a fresh token (in a new family unless `familyId` is given) to an atomic operation, so it
    * lands together with whatever made the credential claimed.
+   * @param oauth binds a new family to the OAuth client and resource it was granted to.
    */
   async issueInto(
     op: Deno.AtomicOperation,
     credentialId: string,
     familyId?: string,
+    oauth?: OAuthBinding,
   ): Promise<{ token: string; expiresIn: number; familyId: string }> {
     const token = "rt_" + base64url(randomBytes(32));
     const hash = await sha256Hex(token);
     const now = this.clock.now();
     const fam = familyId ?? newId("rf", this.clock);
     if (!familyId) {
-      const family: RefreshFamily = { familyId: fam, credentialId, createdAt: now.toISOString() };
+      const family: RefreshFamily = {
+        familyId: fam,
+        credentialId,
+        createdAt: now.toISOString(),
+        ...(oauth ? { oauth } : {}),
+      };
       op.check({ key: ["refresh_family", fam], versionstamp: null }).set(["refresh_family", fam], family)
         .set(["credential_refresh_family", credentialId, fam], fam);
     }
@@ -47,12 +54,13 @@ export class RefreshTokens {
   /**
    * Spends a refresh token and returns its successor, atomically (of two concurrent uses one wins;
    * the other counts as reuse).
-   * @param extra lets the caller check more state in the same commit (e.g. the credential).
+   * @param extra lets the caller check more state in the same commit (e.g. the credential) and
+   * refuse a family that is not its kind (it gets the family record).
    * @throws AppError 401 `invalid_refresh_token`: unknown, expired, revoked family, or reuse (which revokes the family).
    */
   async rotate(
     token: string,
-    extra: (credentialId: string, op: Deno.AtomicOperation) => Promise<void> = async () => {},
+    extra: (credentialId: string, op: Deno.AtomicOperation, family: RefreshFamily) => Promise<void> = async () => {},
   ): Promise<{ credentialId: string; token: string; expiresIn: number; familyId: string }> {
     if (!TOKEN_RE.test(token)) throw invalid("Unknown refresh token");
     const hash = await sha256Hex(token);
@@ -69,7 +77,7 @@ export class RefreshTokens {
       if (Date.parse(rec.expiresAt) <= this.clock.now().getTime()) throw invalid("The refresh token has expired");
       const op = this.kv.atomic().check(entry).check(famEntry)
         .set(["refresh_token", hash], { ...rec, status: "rotated" }, { expireIn: (this.ttlS + 86400) * 1000 });
-      await extra(rec.credentialId, op);
+      await extra(rec.credentialId, op, famEntry.value);
       const next = await this.issueInto(op, rec.credentialId, rec.familyId);
       if ((await op.commit()).ok) {
         return { credentialId: rec.credentialId, token: next.token, expiresIn: next.expiresIn, familyId: rec.familyId };
@@ -97,6 +105,11 @@ export class RefreshTokens {
       }
     }
     return n;
+  }
+
+  /** Revokes one family (a replayed authorization code revokes what it produced). */
+  revokeFamily(familyId: string): Promise<void> {
+    return this.#revokeFamily(familyId);
   }
 
   async #revokeFamily(familyId: string): Promise<void> {

@@ -1,6 +1,7 @@
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
+import type { SafeFetcher } from "../net/safe_fetch.ts";
 import { FixedWindowLimiter } from "../rate_limit.ts";
 import { AccountStore } from "./accounts.ts";
 import { ClaimService } from "./claims.ts";
@@ -8,6 +9,8 @@ import { IdJagVerifier } from "./id_jag.ts";
 import { IdentityService } from "./identity.ts";
 import { SigningKeyStore } from "./keys.ts";
 import { type Mailer, NoMailer, OutboxMailer, SmtpMailer } from "./mailer.ts";
+import { OAuthService } from "./oauth.ts";
+import { OAuthClients } from "./oauth_clients.ts";
 import { RefreshTokens } from "./refresh_tokens.ts";
 import { SellerRegistry } from "./sellers.ts";
 import { TokenService } from "./tokens.ts";
@@ -21,6 +24,8 @@ export interface Storefront {
   claims: ClaimService;
   identity: IdentityService;
   idJag: IdJagVerifier;
+  /** OAuth 2.1 authorization code flow for MCP clients (registration, codes, refresh). */
+  oauth: OAuthService;
   /** Per-client-address limiter of the identity and claim routes. */
   limiter: FixedWindowLimiter;
 }
@@ -37,13 +42,15 @@ export function createMailer(config: Config, kv: Deno.Kv, clock: Clock): Mailer 
 
 /** Wires the storefront over open stores. Pure: no I/O until a method is called. */
 export function createStorefront(
-  { config, kv, clock, log, fetch, mailer }: {
+  { config, kv, clock, log, fetch, mailer, safeFetch }: {
     config: Config;
     kv: Deno.Kv;
     clock: Clock;
     log: Logger;
     fetch: typeof globalThis.fetch;
     mailer: Mailer;
+    /** SSRF-guarded fetching of OAuth client ID metadata documents; without it only registered clients exist. */
+    safeFetch?: SafeFetcher;
   },
 ): Storefront {
   const s = config.storefront;
@@ -84,5 +91,15 @@ export function createStorefront(
     limit: s.rateLimit,
     windowS: s.rateWindowS,
   });
-  return { sellers: new SellerRegistry(kv, clock), keys, tokens, accounts, claims, identity, idJag, limiter };
+  const clients = new OAuthClients(kv, clock, safeFetch ? { fetcher: safeFetch, log } : undefined);
+  const oauth = new OAuthService(kv, clock, clients, accounts, refresh, tokens, {
+    resources: [mcpResource(config), config.agentAuthUrl],
+    defaultResource: mcpResource(config),
+  });
+  return { sellers: new SellerRegistry(kv, clock), keys, tokens, accounts, claims, identity, idJag, oauth, limiter };
+}
+
+/** The MCP endpoint as an OAuth protected resource (RFC 8707 / RFC 9728 identifier). */
+export function mcpResource(config: Config): string {
+  return `${config.baseUrl.replace(/\/+$/, "")}/mcp`;
 }

@@ -99,16 +99,23 @@ export class TokenService {
     };
   }
 
-  /** A short-lived access token carrying the credential's state at this moment. */
-  async mintAccessToken(cred: Credential): Promise<{ accessToken: string; expiresIn: number }> {
+  /**
+   * A short-lived access token carrying the credential's state at this moment.
+   * @param opts.audience the resource it is bound to (RFC 8707; default: the storefront).
+   * @param opts.clientId the OAuth client it was issued to (default: the credential itself).
+   */
+  async mintAccessToken(
+    cred: Credential,
+    opts: { audience?: string; clientId?: string } = {},
+  ): Promise<{ accessToken: string; expiresIn: number }> {
     const now = unixSeconds(this.clock);
     const ttl = this.settings.accessTokenTtlS;
     const accessToken = await this.#sign(
       ACCESS_TOKEN_TYP,
       {
         sub: cred.credentialId,
-        aud: this.settings.resource,
-        client_id: cred.credentialId,
+        aud: opts.audience ?? this.settings.resource,
+        client_id: opts.clientId ?? cred.credentialId,
         claimed: cred.state === "claimed",
         ...(cred.accountId ? { acct: cred.accountId } : {}),
       },
@@ -122,9 +129,11 @@ export class TokenService {
    * Verifies an access token. Order matters: a bad signature is `token_invalid` (re-exchange),
    * a good signature on something that is not our access token is `unrecognized_agent_credential`,
    * a past `exp` is `token_expired`.
+   * @param audiences the resources this verifier serves (default: the storefront); a token bound
+   * to another resource is `unrecognized_agent_credential` here.
    * @throws AppError 401 `invalid_token` with the reason.
    */
-  async verifyAccessToken(token: string): Promise<AgentPrincipal> {
+  async verifyAccessToken(token: string, audiences: string[] = [this.settings.resource]): Promise<AgentPrincipal> {
     let payload: JWTPayload;
     let typ: string | undefined;
     try {
@@ -138,7 +147,8 @@ export class TokenService {
       throw invalidToken("token_invalid", "The access token did not verify: exchange the assertion again", err);
     }
     if (
-      typ !== ACCESS_TOKEN_TYP || payload.iss !== this.settings.issuer || payload.aud !== this.settings.resource ||
+      typ !== ACCESS_TOKEN_TYP || payload.iss !== this.settings.issuer || typeof payload.aud !== "string" ||
+      !audiences.includes(payload.aud) ||
       typeof payload.sub !== "string" || typeof payload.jti !== "string" || typeof payload.exp !== "number"
     ) {
       throw invalidToken("unrecognized_agent_credential", "The credential is not an access token issued here");

@@ -7,6 +7,8 @@
  * - `["claim", sha256(claimToken)]` -> {@link Claim}; `["claim_link", sha256(linkToken)]` -> claim key hash
  * - `["refresh_token", sha256(token)]` -> {@link RefreshTokenRecord}; `["refresh_family", familyId]` -> {@link RefreshFamily}
  * - `["id_jag_jti", issuer, jti]` -> expiry (ms), kept until the ID-JAG's `exp`
+ * - `["oauth_client", clientId]` -> {@link OAuthClient}; `["oauth_request", sha256(id)]` -> {@link AuthorizationRequest};
+ *   `["oauth_code", sha256(code)]` -> {@link AuthorizationCodeRecord}
  */
 
 /** A seller: one storefront, owned by a tenant, answering on its hosts. Its plans and payments live in core/commerce/. */
@@ -111,4 +113,47 @@ export interface RefreshFamily {
   credentialId: string;
   createdAt: string;
   revokedAt?: string;
+  /** Set when an OAuth client got the family (authorization code grant): only it may refresh, for that resource. */
+  oauth?: OAuthBinding;
+}
+
+/** Who an OAuth grant was made to, and for which resource (RFC 8707). */
+export interface OAuthBinding {
+  clientId: string;
+  resource: string;
+}
+
+/** A client registered by RFC 7591 dynamic registration. Public: no secret, PKCE proves possession. */
+export interface OAuthClient {
+  clientId: string;
+  clientName?: string;
+  /** Exact redirect URIs; an authorization request must name one of them. */
+  redirectUris: string[];
+  createdAt: string;
+}
+
+/** A validated authorization request, kept while the human is on the consent page. */
+export interface AuthorizationRequest {
+  clientId: string;
+  redirectUri: string;
+  /** S256 code challenge. */
+  codeChallenge: string;
+  state?: string;
+  /** The resource the tokens will be bound to. */
+  resource: string;
+  /** The claimed-identity path: the claim opened for the address the human typed. */
+  claim?: { token: string; link: string; email: string };
+  expiresAt: string;
+}
+
+/** An authorization code (stored by SHA-256): single-use, short-lived. */
+export interface AuthorizationCodeRecord {
+  clientId: string;
+  redirectUri: string;
+  codeChallenge: string;
+  resource: string;
+  credentialId: string;
+  expiresAt: string;
+  /** Set when the code was exchanged; a second exchange revokes the family it produced. */
+  usedFamilyId?: string;
 }

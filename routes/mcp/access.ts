@@ -8,13 +8,15 @@
  *   of the `Payment` scheme (JSON-RPC -32042, the storefront's challenges in `data.challenges`)
  *   before any search runs.
  */
-import { Challenge, Credential, Errors, Receipt } from "mppx";
-import { ASK_AI_FILTERS, askAiRollup, normaliseQuery } from "../../analytics/rollups.ts";
-import type { AnalyticsQuery } from "../../analytics/rollups.ts";
+import { Challenge, Credential, Errors, PaymentRequest, Receipt } from "mppx";
+import { ASK_AI_FILTERS, ASK_AI_PARAMS, askAiRollup } from "../../analytics/rollups.ts";
+import type { AnalyticsQuery, RollupDeps } from "../../analytics/rollups.ts";
+import { cachedAnswerer } from "../analytics_answer.ts";
 import { planCovers } from "../../core/commerce/catalog.ts";
 import { formatUsd } from "../../core/commerce/money.ts";
 import type { PaidProxy } from "../../core/commerce/proxy.ts";
-import type { AuthenticatedAgent, Seller, Service } from "../../core/commerce/types.ts";
+import { type Balance, type UsageReceipt, UsageReceipts } from "../../core/commerce/usage_receipt.ts";
+import type { AuthenticatedAgent, PaygPlan, Plan, Seller, Service } from "../../core/commerce/types.ts";
 import type { Deps } from "../../composition.ts";
 import { aiModelNotFound, AppError, dataModelNotFound } from "../../core/errors.ts";
 import type { SearchRequest, SearchResponse } from "../../core/search/types.ts";
@@ -36,6 +38,8 @@ export type McpReceipt = Receipt.Receipt & { challengeId: string };
 export interface CallPayment {
   meta: Record<string, unknown>;
   receipt?: McpReceipt;
+  /** The figures of a paid call (cost, balance, plan, request id), for the result's `_meta.usage`. */
+  usage?: UsageReceipt;
 }
 
 /** A JSON-RPC error the MCP server answers as is (code, message, data). */
@@ -58,8 +62,10 @@ export interface AskOutcome {
 export interface ModelListing {
   id: string;
   name: string;
-  /** Agents: the price of one call. */
+  /** Agents: the price of one call without credit (what the pay-per-call challenge asks). */
   price_usd?: string;
+  /** Agents: what one call draws from plan credit. */
+  credit_price_usd?: string;
   service_slug?: string;
 }
 
@@ -71,9 +77,14 @@ export interface McpAccess {
   listDataModels(): Promise<ModelListing[]>;
   listAiModels(): Promise<ModelListing[]>;
   analyticsSummary(args: Record<string, string | undefined>): Promise<Record<string, unknown>>;
+  /** Agents: credit left at this seller (free). */
+  balance(): Promise<Balance>;
 }
 
-type TenantDeps = Pick<Deps, "repos" | "search" | "answer" | "analytics" | "clock">;
+type TenantDeps = Pick<
+  Deps,
+  "repos" | "search" | "answer" | "analytics" | "clock" | "analyticsCache" | "analyticsMemo" | "analyticsVisits"
+>;
 
 /**
  * Caller identity of MCP calls made with a tenant API key (agent readership, tracking links): the
@@ -89,6 +100,8 @@ export class TenantAccess implements McpAccess {
     private readonly deps: TenantDeps,
     private readonly tenantId: string,
     private readonly requestId: string,
+    /** The caller's identity in analytics: a verified Web Bot Auth agent, else {@link MCP_CALLER}. */
+    private readonly caller: string = MCP_CALLER,
   ) {}
 
   async searchArticles(args: SearchArgs): Promise<SearchResponse> {
@@ -97,7 +110,7 @@ export class TenantAccess implements McpAccess {
     const { data_model_id: _, ...request } = args;
     return await this.deps.search.recommend(dm, request, {
       tenantId: this.tenantId,
-      caller: MCP_CALLER,
+      caller: this.caller,
       requestId: this.requestId,
     });
   }
@@ -107,7 +120,7 @@ export class TenantAccess implements McpAccess {
     if (!model) throw aiModelNotFound();
     const answer = await this.deps.answer.answer(model, args.query, {
       tenantId: this.tenantId,
-      caller: MCP_CALLER,
+      caller: this.caller,
       requestId: this.requestId,
     });
     return {
@@ -125,12 +138,29 @@ export class TenantAccess implements McpAccess {
     return (await this.deps.repos.aiModels.listByTenant(this.tenantId)).map((m) => ({ id: m.id, name: m.name }));
   }
 
+  /** The `/v1/analytics/ask-ai` answer for these filters, from the same KV answer cache as REST. */
   async analyticsSummary(args: Record<string, string | undefined>): Promise<Record<string, unknown>> {
     const q: AnalyticsQuery = {};
     for (const [k, v] of Object.entries(args)) if (v !== undefined) q[k] = v;
-    const rollupDeps = { engine: this.deps.analytics, repos: this.deps.repos, clock: this.deps.clock };
-    await normaliseQuery(rollupDeps, q, ASK_AI_FILTERS);
-    return await askAiRollup(rollupDeps, this.tenantId, q) as Record<string, unknown>;
+    const rollupDeps: RollupDeps = {
+      engine: this.deps.analytics,
+      repos: this.deps.repos,
+      clock: this.deps.clock,
+      memo: this.deps.analyticsMemo,
+      visits: this.deps.analyticsVisits,
+    };
+    const answer = cachedAnswerer(this.deps.analyticsCache, rollupDeps);
+    const { body } = await answer(this.tenantId, {
+      endpoint: "ask-ai",
+      echo: ASK_AI_FILTERS,
+      keyParams: ASK_AI_PARAMS,
+      compute: (tenantId, query) => askAiRollup(rollupDeps, tenantId, query) as Promise<Record<string, unknown>>,
+    }, q);
+    return body;
+  }
+
+  balance(): Promise<Balance> {
+    return Promise.reject(new AppError(403, "agent_token_required", "balance needs a storefront agent token"));
   }
 }
 
@@ -150,7 +180,11 @@ export class AgentAccess implements McpAccess {
     private readonly proxy: PaidProxy,
     private readonly seller: Seller,
     private readonly agent: AuthenticatedAgent,
-  ) {}
+  ) {
+    this.receipts = new UsageReceipts(deps.commerce.service);
+  }
+
+  private readonly receipts: UsageReceipts;
 
   async searchArticles(args: SearchArgs, payment: CallPayment): Promise<SearchResponse> {
     const { data_model_id: dm, ...request } = args;
@@ -168,16 +202,29 @@ export class AgentAccess implements McpAccess {
     return { message: JSON.stringify(body), payload: body };
   }
 
-  async listDataModels(): Promise<ModelListing[]> {
-    return (await this.services()).filter((s) => s.kind === "search").map(listing);
+  listDataModels(): Promise<ModelListing[]> {
+    return this.listings("search");
   }
 
-  async listAiModels(): Promise<ModelListing[]> {
-    return (await this.services()).filter((s) => s.kind === "aimodel").map(listing);
+  listAiModels(): Promise<ModelListing[]> {
+    return this.listings("aimodel");
+  }
+
+  /** The seller's services of a kind, priced as a call without credit is charged (the pay-per-call challenge). */
+  private async listings(kind: Service["kind"]): Promise<ModelListing[]> {
+    const [services, plans] = await Promise.all([
+      this.services(),
+      this.deps.commerce.service.sellingPlans(this.seller),
+    ]);
+    return services.filter((s) => s.kind === kind).map((s) => listing(s, plans));
   }
 
   analyticsSummary(): Promise<Record<string, unknown>> {
     return Promise.reject(new AppError(403, "tenant_key_required", "analytics_summary needs a tenant API key"));
+  }
+
+  balance(): Promise<Balance> {
+    return this.receipts.balance(this.seller, this.agent);
   }
 
   private services(): Promise<Service[]> {
@@ -199,7 +246,8 @@ export class AgentAccess implements McpAccess {
     const headers = new Headers({ "content-type": "application/json" });
     const credential = credentialHeader(payment.meta[CREDENTIAL_META_KEY]);
     if (credential) {
-      const action = credential.value.challenge.request?.action;
+      // Own rails carry the terms in `request`; mppx's methods in `opaque` (meta).
+      const action = termsOf(credential.value).action;
       if (action === "purchase" || action === "extend") {
         let receipt: string | null;
         try {
@@ -218,6 +266,7 @@ export class AgentAccess implements McpAccess {
         kind,
         modelId,
         pathAndQuery,
+        publicPath: pathAndQuery.replace(/^\/payproxy/, ""),
         body: new TextEncoder().encode(JSON.stringify(request)),
         headers,
       });
@@ -238,7 +287,10 @@ export class AgentAccess implements McpAccess {
     if (credential && !payment.receipt) {
       payment.receipt = mcpReceipt(res.headers.get("payment-receipt"), credential.value.challenge.id);
     }
-    if (res.ok && body && typeof body === "object") return body;
+    if (res.ok && body && typeof body === "object") {
+      payment.usage = await this.receipts.forResponse(this.seller, this.agent, res) ?? undefined;
+      return body;
+    }
     if (res.status === 404) {
       throw kind === "search" ? dataModelNotFound() : aiModelNotFound();
     }
@@ -257,7 +309,7 @@ export class AgentAccess implements McpAccess {
     credential: { header: string; value: Credential.Credential },
     action: "purchase" | "extend",
   ): Promise<string | null> {
-    const request = credential.value.challenge.request as Record<string, unknown>;
+    const request = termsOf(credential.value);
     const res = await this.deps.commerce.service.purchase({
       seller: this.seller,
       agent: this.agent,
@@ -320,19 +372,31 @@ export class AgentAccess implements McpAccess {
       body: { amountUsd },
       headers: new Headers(),
     });
-    return r.headers.filter(([k]) => k.toLowerCase() === "www-authenticate").map(([, v]) => ({
-      challenge: Challenge.deserialize(v),
-      purchase: { planId: plan.id, amountUsd, pricePerCallUsd: formatUsd(service.meters.query) },
-    }));
+    // A header may hold several challenges (mppx's methods come as one list).
+    return r.headers.filter(([k]) => k.toLowerCase() === "www-authenticate").flatMap(([, v]) =>
+      Challenge.deserializeList(v).map((challenge) => ({
+        challenge,
+        purchase: { planId: plan.id, amountUsd, pricePerCallUsd: formatUsd(service.meters.query) },
+      }))
+    );
   }
 }
 
-const listing = (s: Service): ModelListing => ({
-  id: s.modelId,
-  name: s.name,
-  price_usd: formatUsd(s.meters.query),
-  service_slug: s.slug,
-});
+/**
+ * A model as agents see it. `price_usd` is what one call costs without credit: the price the
+ * pay-per-call challenge asks (the covering pay-as-you-go plan's), else the metered price;
+ * `credit_price_usd` is what a call draws from plan credit.
+ */
+function listing(s: Service, plans: Plan[]): ModelListing {
+  const payg = plans.find((p): p is PaygPlan => p.kind === "payg" && planCovers(p, s.slug));
+  return {
+    id: s.modelId,
+    name: s.name,
+    price_usd: formatUsd(payg ? payg.pricePerRequestMicros : s.meters.query),
+    credit_price_usd: formatUsd(s.meters.query),
+    service_slug: s.slug,
+  };
+}
 
 /** Storefront codes of a credential that was presented and refused (spec 7.3): the agent must read which. */
 const PAYMENT_REFUSALS = /^(payment_(?!required$)[a-z_]+|settlement_failed)$/;
@@ -349,6 +413,18 @@ function namedPaymentError(err: unknown): unknown {
     extra: err.extra,
     headers: err.headers,
   });
+}
+
+/** The storefront's terms a challenge carries: in `request` (own rails) or `opaque` (mppx's methods). */
+function termsOf(credential: Credential.Credential): Record<string, unknown> {
+  const c = credential.challenge as Challenge.Challenge & { meta?: Record<string, string>; opaque?: string };
+  let meta: Record<string, unknown> | undefined = c.meta;
+  if (!meta && typeof c.opaque === "string") {
+    try {
+      meta = PaymentRequest.deserialize(c.opaque) as Record<string, unknown>;
+    } catch { /* not ours: the terms check refuses it */ }
+  }
+  return typeof meta?.action === "string" ? meta : (c.request as Record<string, unknown>);
 }
 
 /** A `Payment-Receipt` header value as the MCP binding's receipt; undefined when there is none. */

@@ -13,6 +13,7 @@ import {
   type CallToolRequest,
   CallToolRequestSchema,
   ListToolsRequestSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
@@ -24,6 +25,10 @@ import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { documented } from "../openapi.ts";
 import { sellerOf } from "../storefront/seller.ts";
+import { mcpChallenge, mcpResourceMetadataUrl } from "../storefront/discovery.ts";
+import { agentCors } from "../middleware/cors.ts";
+import { botCaller, WebBotAuth } from "../../core/web_bot_auth/verifier.ts";
+import { mcpResource } from "../../core/storefront/service.ts";
 import { API_VERSION } from "../version.ts";
 import {
   AgentAccess,
@@ -34,8 +39,11 @@ import {
   type SearchArgs,
   TenantAccess,
 } from "./access.ts";
-import { renderAnswer, renderModels, renderSearch, toolResult } from "./render.ts";
+import { renderAnswer, renderBalance, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
+
+/** The protocol versions the SDK's server negotiates (its SUPPORTED_PROTOCOL_VERSIONS), newest first. */
+export const MCP_PROTOCOL_VERSIONS: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
 
 /** The MCP server's name in `initialize` and the server card. */
 export const MCP_SERVER_NAME = "article-search";
@@ -45,7 +53,7 @@ const BEARER_RE = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 /** Runs one tool with validated arguments. */
 async function runTool(access: McpAccess, name: string, args: unknown, payment: CallPayment) {
   const tool = toolNamed(name);
-  if (!tool || (access.kind === "agent" && !tool.forAgents)) {
+  if (!tool || (access.kind === "agent" ? !tool.forAgents : tool.forTenants === false)) {
     throw new AppError(404, "unknown_tool", "Unknown tool: tools/list names the tools you can call");
   }
   switch (tool.name) {
@@ -71,11 +79,25 @@ async function runTool(access: McpAccess, name: string, args: unknown, payment: 
       const out = await access.analyticsSummary(parseArguments(tool, args));
       return toolResult(out, JSON.stringify((out as { summary?: unknown }).summary ?? out, null, 2));
     }
+    case "balance": {
+      parseArguments(tool, args);
+      const out = await access.balance();
+      return toolResult(out as unknown as Record<string, unknown>, renderBalance(out));
+    }
   }
 }
 
-/** A fresh low-level MCP server for one request, bound to the caller's access. */
-function mcpServer(access: McpAccess, deps: Pick<Deps, "log">, requestId: string): Server {
+/**
+ * A fresh low-level MCP server for one request, bound to the caller's access. Every tool call is
+ * one hit on the analytics limiter under `limitKey` (the REST bucket of the same API key), so a
+ * JSON-RPC batch of 100 calls is 100 hits; over the limit a call answers a tool error.
+ */
+function mcpServer(
+  access: McpAccess,
+  deps: Pick<Deps, "log" | "analyticsLimiter">,
+  requestId: string,
+  limitKey: string,
+): Server {
   const server = new Server(
     { name: MCP_SERVER_NAME, version: API_VERSION },
     {
@@ -88,6 +110,13 @@ function mcpServer(access: McpAccess, deps: Pick<Deps, "log">, requestId: string
   server.setRequestHandler(CallToolRequestSchema, async (request: CallToolRequest) => {
     const { name, arguments: args, _meta } = request.params;
     const payment: CallPayment = { meta: (_meta ?? {}) as Record<string, unknown> };
+    const limited = await deps.analyticsLimiter.hit(limitKey);
+    if (!limited.allowed) {
+      return {
+        content: [{ type: "text", text: `Rate limit exceeded: try again in ${limited.retryAfterS} s` }],
+        isError: true,
+      } as never;
+    }
     try {
       return withReceipt(await runTool(access, name, args, payment), payment);
     } catch (err) {
@@ -105,18 +134,29 @@ function mcpServer(access: McpAccess, deps: Pick<Deps, "log">, requestId: string
   return server;
 }
 
-/** The result with the receipt of the payment that paid for it in `_meta` (mppx's MCP binding). */
+/**
+ * The result with the receipt of the payment that paid for it in `_meta` (mppx's MCP binding) and
+ * the call's figures in `_meta.usage` (the REST answers' `usage` block).
+ */
 function withReceipt<T extends Record<string, unknown>>(result: T, payment: CallPayment): T {
-  return payment.receipt ? { ...result, _meta: { [RECEIPT_META_KEY]: payment.receipt } } : result;
+  const meta = {
+    ...(payment.receipt ? { [RECEIPT_META_KEY]: payment.receipt } : {}),
+    ...(payment.usage ? { usage: payment.usage } : {}),
+  };
+  return Object.keys(meta).length ? { ...result, _meta: meta } : result;
 }
 
 /** The MCP sub-app, mounted at `/mcp`. */
 export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
   const app = familyApp("oauth", deps.log);
+  app.use("*", agentCors());
   const proxy = deps.commerce.proxy;
-  const challenge = `Bearer resource_metadata="${deps.config.agentAuthUrl}/.well-known/oauth-protected-resource"`;
+  // Storefront access tokens (jwt-bearer) and tokens an OAuth client got for this endpoint (RFC 8707).
+  const audiences = [deps.config.agentAuthUrl, mcpResource(deps.config)];
   const unauthorized = (code: string, message: string) =>
-    new AppError(401, code, message, { headers: { "www-authenticate": challenge } });
+    new AppError(401, code, message, {
+      headers: { "www-authenticate": mcpChallenge(deps.config, code === "invalid_token" ? code : undefined) },
+    });
 
   /** The caller's access from its bearer credential. */
   async function authenticate(c: Context<AppEnv>): Promise<McpAccess> {
@@ -136,11 +176,16 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
         throw err;
       }
       c.set("tenantId", record.tenantId);
-      return new TenantAccess(deps, record.tenantId, requestId);
+      c.set("apiKey", record);
+      // A Web Bot Auth agent is named in readership; verified only once the key is known good.
+      const bot = WebBotAuth.present(c.req.raw.headers)
+        ? botCaller(await deps.webBotAuth.identify(c.req.raw))
+        : undefined;
+      return new TenantAccess(deps, record.tenantId, requestId, bot);
     }
     let principal;
     try {
-      principal = await deps.storefront.tokens.verifyAccessToken(token);
+      principal = await deps.storefront.tokens.verifyAccessToken(token, audiences);
     } catch (err) {
       if (err instanceof AppError) throw unauthorized("invalid_token", "The access token did not verify");
       throw err;
@@ -160,7 +205,9 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
 
   documented(app, mcpPostDoc, async (c) => {
     const access = await authenticate(c);
-    const server = mcpServer(access, deps, c.get("requestId"));
+    // Tool calls share the REST analytics bucket of the same API key; agents get one per credential.
+    const limitKey = c.get("apiKey")?.id ?? c.get("caller")!;
+    const server = mcpServer(access, deps, c.get("requestId"), limitKey);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
@@ -191,6 +238,7 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
 /** `GET /.well-known/mcp.json`: the server card (name, endpoint, transport, auth, tools). */
 export function createMcpCardRoutes(deps: Pick<Deps, "config" | "log">): OpenAPIHono<AppEnv> {
   const app = familyApp("message", deps.log);
+  app.use("*", agentCors());
   documented(app, cardDoc, (c) => {
     c.header("cache-control", "public, max-age=300");
     return c.json({
@@ -202,13 +250,16 @@ export function createMcpCardRoutes(deps: Pick<Deps, "config" | "log">): OpenAPI
         "storefront access token and pay per call.",
       endpoint: `${deps.config.baseUrl}/mcp`,
       transport: { type: "streamable-http", stateless: true },
-      protocolVersions: ["2025-06-18", "2025-03-26"],
+      protocolVersions: MCP_PROTOCOL_VERSIONS,
       authentication: {
         schemes: ["bearer"],
         apiKey: "Authorization: Bearer ak_... (tenant scope)",
         agentToken: `Authorization: Bearer <access token from ${deps.config.agentAuthUrl}/oauth2/token>`,
         protectedResourceMetadata: `${deps.config.agentAuthUrl}/.well-known/oauth-protected-resource`,
+        mcpResourceMetadata: mcpResourceMetadataUrl(deps.config),
         authorizationServer: deps.config.networkApiUrl,
+        oauth: "authorization code + PKCE (S256); dynamic client registration or a client ID metadata document; " +
+          "see docs/agents.md",
       },
       payment: {
         scheme: "Payment",
@@ -226,9 +277,11 @@ const mcpPostDoc = createRoute({
   path: "/",
   tags: ["mcp"],
   summary: "Model Context Protocol over Streamable HTTP (stateless): tools search_articles, ask, list_data_models, " +
-    "list_ai_models, analytics_summary",
+    "list_ai_models, analytics_summary (tenants), balance (agents)",
   description: "JSON-RPC 2.0 messages in, JSON out. `Authorization: Bearer ak_...` (tenant) or a storefront agent " +
-    "access token (paid per call; -32042 with `data.challenges` without an entitlement). See docs/agents.md.",
+    "access token (jwt-bearer, or OAuth 2.1 authorization code with `resource` = this endpoint; paid per call; " +
+    "-32042 with `data.challenges` without an entitlement; paid results carry `_meta.usage`). CORS for any origin, " +
+    "no credentials. See docs/agents.md.",
   security: [{ bearerAuth: [] }, { agentToken: [] }],
   request: {
     body: { required: true, content: { "application/json": { schema: z.record(z.string(), z.unknown()) } } },
@@ -238,7 +291,10 @@ const mcpPostDoc = createRoute({
       description: "JSON-RPC response(s)",
       content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
     },
-    401: { description: "Missing, malformed or unknown credential (`WWW-Authenticate: Bearer resource_metadata=...`)" },
+    401: {
+      description: "Missing, malformed or unknown credential (`WWW-Authenticate: Bearer resource_metadata=" +
+        '"{base_url}/.well-known/oauth-protected-resource/mcp"`)',
+    },
     405: { description: "GET and DELETE: this server keeps no sessions" },
   },
 });

@@ -61,3 +61,13 @@ export function renderModels(kind: string, models: { id: string; name: string; p
   if (models.length === 0) return `No ${kind} available.`;
   return models.map((m) => `- ${m.id}: ${m.name}${m.price_usd ? ` (${m.price_usd} USD per call)` : ""}`).join("\n");
 }
+
+/** A balance as text: the total, then each plan. */
+export function renderBalance(
+  b: { balance_usd: string; plans: { plan_id: string; plan_name: string | null; remaining_usd: string }[] },
+): string {
+  const lines = [`Balance: ${b.balance_usd} USD`];
+  for (const p of b.plans) lines.push(`- ${p.plan_name ?? p.plan_id} (${p.plan_id}): ${p.remaining_usd} USD`);
+  if (b.plans.length === 0) lines.push("No plan credit: buy a credit plan, or pay per call.");
+  return lines.join("\n");
+}

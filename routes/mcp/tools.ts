@@ -73,13 +73,21 @@ export interface ToolDefinition {
   description: string;
   schema: z.ZodType;
   annotations: ToolAnnotations;
-  /** Whether agents (storefront tokens) get it; tenant keys get every tool. */
+  /** Whether agents (storefront tokens) get it. */
   forAgents: boolean;
+  /** Whether tenant keys get it (default: yes). */
+  forTenants?: boolean;
   /** Its REST route words messages with the field name in the sentence (`query cannot be empty`). */
   sentenceMessages?: boolean;
 }
 
-export type ToolName = "search_articles" | "ask" | "list_data_models" | "list_ai_models" | "analytics_summary";
+export type ToolName =
+  | "search_articles"
+  | "ask"
+  | "list_data_models"
+  | "list_ai_models"
+  | "analytics_summary"
+  | "balance";
 
 const readOnly = (title: string, openWorld: boolean): ToolAnnotations => ({
   title,
@@ -143,6 +151,16 @@ export const TOOLS: ToolDefinition[] = [
     annotations: readOnly("Ask AI analytics summary", false),
     forAgents: false,
   },
+  {
+    name: "balance",
+    title: "Credit balance",
+    description: "Your credit left at this storefront: the total and each plan's remaining USD. Free. Paid " +
+      "results carry the same figures in _meta.usage (cost_usd, balance_usd, plan_id, request_id).",
+    schema: empty,
+    annotations: readOnly("Credit balance", false),
+    forAgents: true,
+    forTenants: false,
+  },
 ];
 
 const byName = new Map(TOOLS.map((t) => [t.name, t]));
@@ -156,7 +174,7 @@ export function toolNamed(name: string): ToolDefinition | undefined {
 export const toolListings = (() => {
   const cache = new Map<ToolName, Record<string, unknown>>();
   return (forAgent: boolean) =>
-    TOOLS.filter((t) => !forAgent || t.forAgents).map((t) => {
+    TOOLS.filter((t) => forAgent ? t.forAgents : t.forTenants !== false).map((t) => {
       let listing = cache.get(t.name);
       if (!listing) {
         const { $schema: _, ...inputSchema } = z.toJSONSchema(t.schema, { io: "input", unrepresentable: "any" });
@@ -172,7 +190,8 @@ export const toolListings = (() => {
  * @throws {AppError} 422 with the REST route's message for the first problem.
  */
 export function parseArguments<T>(tool: ToolDefinition, args: unknown): T {
-  const parsed = tool.schema.safeParse(args ?? {});
+  // With the input on each issue, an absent argument reads "<name> is required", whatever the type message.
+  const parsed = tool.schema.safeParse(args ?? {}, { reportInput: true });
   if (parsed.success) return parsed.data as T;
   const issue = parsed.error.issues[0]!;
   const field = issue.path.map(String).join(".");

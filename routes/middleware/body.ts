@@ -83,6 +83,55 @@ export function decodeJson(
   return { value };
 }
 
+/** Bodies at least this large are decoded in a worker: JSON.parse of 30 MB holds the event loop about 1 s. */
+export const OFF_THREAD_JSON_BYTES = 1024 * 1024;
+// Large bodies decoded at once, and waiting: a bound on threads and on buffered bodies.
+const JSON_WORKERS = 2;
+const JSON_WAITING = 16;
+let jsonRunning = 0;
+const jsonWaiting: (() => void)[] = [];
+
+/**
+ * {@link decodeJson}, in a one-off worker for bodies of {@link OFF_THREAD_JSON_BYTES} or more.
+ * @throws {AppError} 503 `server_busy` when too many large bodies wait already
+ */
+export async function decodeJsonOffThread(
+  bytes: Uint8Array,
+  options: { object?: boolean; empty?: unknown } = {},
+): Promise<{ value: unknown } | BodyProblem> {
+  if (bytes.length < OFF_THREAD_JSON_BYTES) return decodeJson(bytes, options);
+  if (jsonRunning >= JSON_WORKERS) {
+    if (jsonWaiting.length >= JSON_WAITING) {
+      throw new AppError(503, "server_busy", "Too many large request bodies at once, try again shortly", {
+        headers: { "Retry-After": "1" },
+      });
+    }
+    await new Promise<void>((resolve) => jsonWaiting.push(resolve));
+  }
+  jsonRunning++;
+  const worker = new Worker(new URL("./json_worker.ts", import.meta.url), { type: "module" });
+  try {
+    const reply = await new Promise<{ value?: unknown; why?: string }>((resolve, reject) => {
+      worker.onmessage = (e) => resolve(e.data);
+      worker.onerror = (e) => {
+        e.preventDefault();
+        reject(new Error("JSON body worker failed"));
+      };
+      worker.postMessage(bytes);
+    });
+    if (reply.why !== undefined) return { kind: "syntax", why: reply.why };
+    const value = reply.value;
+    if (options.object && (typeof value !== "object" || value === null || Array.isArray(value))) {
+      return { kind: "not_object" };
+    }
+    return { value };
+  } finally {
+    worker.terminate();
+    jsonRunning--;
+    jsonWaiting.shift()?.();
+  }
+}
+
 /** Options of {@link readJson} and {@link bodyReader}. */
 export interface JsonBodyOptions {
   /** Most bytes accepted; above it 413 `body_too_large`. */
@@ -106,7 +155,7 @@ export async function readJson(
   if (requireJsonType && !isJsonType(req.headers.get("content-type") ?? undefined)) {
     throw reject({ kind: "media_type" });
   }
-  const decoded = decodeJson(bytes, { object, empty });
+  const decoded = await decodeJsonOffThread(bytes, { object, empty });
   if (!("value" in decoded)) throw reject(decoded);
   return { bytes, value: decoded.value };
 }
@@ -121,7 +170,8 @@ export function bodyReader(
 ): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (c.req.method === "GET" || c.req.method === "HEAD") return await next();
-    const bytes = json ? (await readJson(c.req.raw, options)).bytes : await readBodyCapped(c.req.raw, options.limit);
+    const read = json ? await readJson(c.req.raw, options) : undefined;
+    const bytes = read ? read.bytes : await readBodyCapped(c.req.raw, options.limit);
     c.set("rawBody", bytes);
     // No `signal`: touching the incoming request's signal makes Deno build an AbortSignal and an
     // AbortError for every request (~5 us), and nothing downstream listens to it.
@@ -130,6 +180,8 @@ export function bodyReader(
       headers: c.req.raw.headers,
       body: bytes as BodyInit,
     });
+    // The validators read the value decoded here: parsing a 30 MB body twice held the event loop twice.
+    if (read) c.req.json = <T>() => Promise.resolve(read.value as T);
     await next();
   };
 }

@@ -76,14 +76,13 @@ export function agentAuth(deps: AgentAuthDeps): MiddlewareHandler<AppEnv> {
     }
     const token = fromAgentHeader ?? fromAuthorization;
     if (!token) {
-      throw sfError(
-        401,
-        "bearer_required",
-        "A registered agent credential is required: send Authorization: Bearer <access token>",
-        {
-          headers: { "WWW-Authenticate": bearerChallenge(url) },
-        },
-      );
+      // With a Payment credential in Authorization, the token can only go in ZC-Agent-Authorization.
+      const where = authorization !== undefined
+        ? "send ZC-Agent-Authorization: Bearer <access token> beside the Payment credential"
+        : "send Authorization: Bearer <access token>";
+      throw sfError(401, "bearer_required", `A registered agent credential is required: ${where}`, {
+        headers: { "WWW-Authenticate": bearerChallenge(url) },
+      });
     }
     let principal;
     try {

@@ -95,8 +95,11 @@ export function createCheckoutRoutes(
       if (err instanceof AppError && err.code === "payment_unknown") return checkoutView(c);
       throw err;
     }
+    const declined = `Declined: ${result.settlementReason ?? "the payment did not settle"}.`;
     const message = result.state === "failed"
-      ? `Declined: ${result.settlementReason ?? "the payment did not settle"}.`
+      ? `${declined} This checkout has ended; ask your agent to start again.`
+      : result.triesLeft !== undefined
+      ? `${declined} Try another card (${result.triesLeft} ${result.triesLeft === 1 ? "try" : "tries"} left).`
       : result.retry
       ? "The payment could not be completed; try again."
       : undefined;

@@ -1,42 +1,57 @@
 /** The hosted card checkout page a human pays on (server-rendered, no script). */
-import { html } from "hono/html";
+import { html, raw } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
-import { formatUsd } from "../../core/commerce/money.ts";
+import { displayUsd } from "../../core/commerce/money.ts";
+import { styleHashSource } from "../inline_style.ts";
 import type { PaymentRecord, PaymentState } from "../../core/commerce/payments.ts";
 import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
 import type { Plan } from "../../core/commerce/types.ts";
 
-/** Security headers for the page: no framing, no scripts, no caching. */
+const STYLE =
+  `*{box-sizing:border-box}body{font:16px/1.5 system-ui,sans-serif;margin:0;padding:2rem 1rem;color:#1b1f24;background:#fafbfc}
+main{max-width:32rem;margin:0 auto;background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:1.5rem}
+h1{font-size:1.4rem;margin:0 0 .5rem}label,input,button{display:block;width:100%;max-width:100%;margin:.5rem 0}
+input,button{padding:.6rem .75rem;font:inherit;border-radius:6px}input{border:1px solid #57606a}
+button{cursor:pointer;border:1px solid #1b1f24;background:#f6f8fa;color:#1b1f24}
+#pay-button{background:#0b5cad;border-color:#0b5cad;color:#fff;font-weight:600}
+#cancel-button{background:#fff}#message{padding:.6rem .75rem;border-radius:6px;background:#fff1f0;border:1px solid #b42318;color:#8a1c12}
+:focus-visible{outline:3px solid #0b5cad;outline-offset:2px}code{font:14px ui-monospace,monospace;overflow-wrap:anywhere}
+.muted{color:#57606a;font-size:.9rem}`;
+
+/** Security headers for the page: no framing, no script, only its own style, no caching. */
 export const CHECKOUT_HEADERS: Record<string, string> = {
   "cache-control": "no-store",
   "x-frame-options": "DENY",
-  "content-security-policy":
-    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+  "content-security-policy": `default-src 'none'; style-src ${
+    styleHashSource(STYLE)
+  }; form-action 'self'; frame-ancestors 'none'`,
   // The page URL is a secret: no Referer leaves our origin (same-origin keeps the Origin header on POSTs).
   "referrer-policy": "same-origin",
 };
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 
-/** A minimal page around `inner`. */
+/** A minimal page around `inner`, which is the page's main landmark. */
 export const checkoutShell = (title: string, inner: Html): Html =>
   html`
     <!doctype html>
     <html lang="en">
       <head>
         <meta charset="utf-8">
-        <meta name="viewport" content="width=device-width">
+        <meta name="viewport" content="width=device-width,initial-scale=1">
         <title>${title}</title>
-        <style>body{font:16px system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem}.box{border:1px solid #ccc;border-radius:8px;padding:1.5rem}label,input,button{display:block;width:100%;margin:.5rem 0}input,button{padding:.6rem;font:inherit}.muted{color:#666;font-size:.9rem}</style>
+        <style>${raw(STYLE)}</style>
       </head>
-      <body>${inner}</body>
+      <body>
+        <main>${inner}</main>
+      </body>
     </html>
   `;
 
 const DONE: Record<string, string> = {
   paid: "Payment complete. You can close this page; your agent will finish the purchase.",
   consumed: "Payment complete and used by your agent.",
-  failed: "The payment was declined. Ask your agent to start again.",
+  failed: "This checkout has ended after repeated declines. Ask your agent to start again.",
   released: "This checkout was cancelled or has expired.",
   refunded: "This payment was refunded.",
   processing: "The payment is being processed. Reload in a moment.",
@@ -53,17 +68,17 @@ export function checkoutPage(
   plan: Plan | null,
   opts: { sandbox: boolean; csrf: string; message?: string },
 ): Html {
-  const amount = formatUsd(record.amountMicros);
+  const amount = displayUsd(record.amountMicros);
   const what = `${plan?.name ?? record.terms.planId} (${record.terms.action})`;
   const head = html`
     <h1>${sellerName}</h1>
-    <p>${what}: <strong id="amount">${amount} USD</strong></p>
+    <p>${what}: <strong id="amount">${amount}</strong></p>
   `;
-  const note = opts.message ? html`<p id="message" role="status">${opts.message}</p>` : "";
+  const note = opts.message ? html`<p id="message" role="alert">${opts.message}</p>` : "";
   if (state !== "open") {
     return checkoutShell(
       "Checkout",
-      html`<div class="box">${head}${note}<p id="state" data-state="${state}">${DONE[state] ?? state}</p></div>`,
+      html`${head}${note}<p id="state" data-state="${state}">${DONE[state] ?? state}</p>`,
     );
   }
   const hint = opts.sandbox
@@ -71,11 +86,12 @@ export function checkoutPage(
     : "";
   return checkoutShell(
     "Checkout",
-    html`
-      <div
-        class="box">${head}${note}<p id="state" data-state="open">An agent asks you to pay for this plan.</p><form method="post" id="pay"><input type="hidden" name="csrf" value="${opts
-          .csrf}"><label for="token">Card payment token</label><input id="token" name="token" autocomplete="off" required maxlength="512"><button type="submit" name="action" value="pay" id="pay-button">Pay ${amount} USD</button></form><form method="post" id="cancel"><input type="hidden" name="csrf" value="${opts
-          .csrf}"><button type="submit" name="action" value="cancel" id="cancel-button">Cancel</button></form>${hint}</div>
-    `,
+    html`${head}${note}<p id="state" data-state="open">An agent asks you to pay for this plan.</p>
+<form method="post" id="pay"><input type="hidden" name="csrf" value="${opts.csrf}">
+<label for="token">Card payment token</label>
+<input id="token" name="token" autocomplete="off" required maxlength="512">
+<button type="submit" name="action" value="pay" id="pay-button">Pay ${amount}</button></form>
+<form method="post" id="cancel"><input type="hidden" name="csrf" value="${opts.csrf}">
+<button type="submit" name="action" value="cancel" id="cancel-button">Cancel</button></form>${hint}`,
   );
 }

@@ -3,16 +3,17 @@ import type { Deps } from "../../composition.ts";
 import type { AppEnv } from "../env.ts";
 import { mount } from "../family.ts";
 import { createAllowanceRoutes } from "./allowance.ts";
+import { createBalanceRoutes } from "./balance.ts";
 import { createCatalogRoutes } from "./catalog.ts";
 import { createCheckoutRoutes } from "./checkout.ts";
 import { createClaimPageRoutes } from "./claim_page.ts";
 import { createDiscoveryRoutes } from "./discovery.ts";
 import { createEntitlementRoutes } from "./entitlements.ts";
 import { createIdentityRoutes } from "./identity.ts";
+import { createOAuthRoutes } from "./oauth2.ts";
 import { createOutboxRoutes } from "./outbox.ts";
 import { createPaidProxyRoutes } from "./paid_proxy.ts";
 import { createPurchaseRoutes } from "./purchase.ts";
-import { createTokenRoutes } from "./token.ts";
 
 /**
  * The storefront group, served at AGENT_AUTH_URL beside the base routes (the paths do not
@@ -26,7 +27,8 @@ export function mountStorefront(app: OpenAPIHono<AppEnv>, deps: Deps): void {
   const mounts: Record<string, OpenAPIHono<AppEnv>> = {
     "/agent/identity": createIdentityRoutes(deps),
     ...createEntitlementRoutes(deps),
-    "/oauth2": createTokenRoutes(deps),
+    "/agent/balance": createBalanceRoutes(deps),
+    "/oauth2": createOAuthRoutes(deps),
     "/.well-known": createDiscoveryRoutes(deps),
     "/claim": createClaimPageRoutes(deps),
     "/dev/outbox": createOutboxRoutes(deps),

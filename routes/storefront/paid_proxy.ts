@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
 import { hasIdFormat, idFormatMessage } from "../../core/ids.ts";
+import { UsageReceipts, withUsageBlock } from "../../core/commerce/usage_receipt.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { readBodyCapped } from "../middleware/body.ts";
@@ -11,7 +12,10 @@ import { commerceParties } from "./commerce_agent.ts";
 import { agentToken, errorResponse, paid402 } from "./schemas.ts";
 
 const paidResponses = {
-  200: { description: "The upstream payproxy answer, unchanged" },
+  200: {
+    description: "The upstream payproxy answer; a JSON object answer gains a `usage` block " +
+      "`{cost_usd, balance_usd, plan_id, request_id, payment_reference?}` (the receipt of this call)",
+  },
   400: errorResponse("invalid_request: data_model_id missing, or a malformed model id (not echoed)"),
   401: errorResponse("bearer_required or invalid_token"),
   402: paid402,
@@ -50,13 +54,15 @@ const answerRoute: RouteConfig = {
 /**
  * The paid proxy: `POST /v2/search` (mounted at `/v2/search`) and `POST /aimodel/{id}` (mounted at
  * `/aimodel`) forward to the seller's payproxy routes and bill the usage they report. The bodies go
- * through unread beyond the size cap: the payproxy route checks them.
+ * through unread beyond the size cap: the payproxy route checks them. A JSON object answer gets the
+ * call's receipt as a `usage` block.
  */
 export function createPaidProxyRoutes(
   deps: Pick<Deps, "config" | "storefront" | "commerce" | "log">,
 ): { search: OpenAPIHono<AppEnv>; aimodel: OpenAPIHono<AppEnv> } {
   const { seller, agent } = commerceParties(deps);
   const proxy = deps.commerce.proxy;
+  const receipts = new UsageReceipts(deps.commerce.service);
   const limit = deps.config.maxBodyBytes;
 
   const search = familyApp("storefront", deps.log);
@@ -67,7 +73,7 @@ export function createPaidProxyRoutes(
     const dm = url.searchParams.get("data_model_id");
     if (!dm) throw new AppError(400, "invalid_request", "data_model_id is required");
     if (!hasIdFormat("dm", dm)) throw new AppError(400, "invalid_request", idFormatMessage("data_model_id", "dm"));
-    return await proxy.call({
+    const res = await proxy.call({
       seller: s,
       agent: a,
       kind: "search",
@@ -75,7 +81,9 @@ export function createPaidProxyRoutes(
       pathAndQuery: `/payproxy/v2/search${url.search}`,
       body: await readBodyCapped(c.req.raw, limit),
       headers: c.req.raw.headers,
+      request: c.req.raw,
     });
+    return await withUsageBlock(res, await receipts.forResponse(s, a, res));
   });
 
   const aimodel = familyApp("storefront", deps.log);
@@ -87,7 +95,7 @@ export function createPaidProxyRoutes(
     if (!hasIdFormat("am", c.req.param("id"))) {
       throw new AppError(400, "invalid_request", idFormatMessage("ai_model_id", "am"));
     }
-    return await proxy.call({
+    const res = await proxy.call({
       seller: s,
       agent: a,
       kind: "aimodel",
@@ -95,7 +103,9 @@ export function createPaidProxyRoutes(
       pathAndQuery: `/payproxy/aimodel/${rawId}${url.search}`,
       body: await readBodyCapped(c.req.raw, limit),
       headers: c.req.raw.headers,
+      request: c.req.raw,
     });
+    return await withUsageBlock(res, await receipts.forResponse(s, a, res));
   });
   return { search, aimodel };
 }

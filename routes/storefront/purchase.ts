@@ -91,6 +91,7 @@ export function createPurchaseRoutes(
         planId: c.req.param("planId"),
         body: await body(c.req.raw),
         headers: c.req.raw.headers,
+        request: c.req.raw,
       }),
     );
   });
@@ -106,6 +107,7 @@ export function createPurchaseRoutes(
         action: "extend",
         body: await body(c.req.raw),
         headers: c.req.raw.headers,
+        request: c.req.raw,
       }),
     );
   });

@@ -23,9 +23,18 @@ export const jsonResponse = (description: string) => ({
   content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
 });
 
-/** The 402 of a paid route: one challenge per rail. */
+/** The 402 of a paid route: one challenge per rail and method. */
 export const paid402 = {
   description:
-    "Payment required: one `WWW-Authenticate: Payment ...` challenge per rail; the body lists the rails (and the `card` block with `statusUrl`)",
+    "Payment required: one `WWW-Authenticate: Payment ...` challenge per rail (`card`, `wallet`) and per configured " +
+    "mppx method (`evm`, `stripe`), and with the `evm` method an x402 v2 `PAYMENT-REQUIRED` header; the body lists the " +
+    "rails (the `card` block with `statusUrl`) and, under `standard`, mppx's methods",
+  headers: {
+    "www-authenticate": { description: "Payment challenges (RFC 9110 list)", schema: { type: "string" as const } },
+    "payment-required": {
+      description: "x402 v2 payment requirements (base64 JSON), when the evm method is configured",
+      schema: { type: "string" as const },
+    },
+  },
   content: { "application/json": { schema: storefrontError } },
 };

@@ -1,12 +1,15 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
-import { familyApp } from "../family.ts";
+import type { AppEnv } from "../env.ts";
+import { clientAddress } from "./client_address.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { documented } from "../openapi.ts";
 
 /** RFC 7523 grant type. */
 export const JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+/** The grants of MCP clients (OAuth 2.1): the code from the consent page, then refresh. */
+export const CODE_GRANTS = ["authorization_code", "refresh_token"] as const;
 const FORM_TYPE = /^application\/x-www-form-urlencoded\s*(?:;|$)/i;
 // Assertions are a few hundred bytes; 16 KiB leaves room and bounds the parse.
 const TOKEN_BODY_LIMIT = 16 * 1024;
@@ -16,42 +19,62 @@ const tokenRoute = createRoute({
   method: "post",
   path: "/token",
   tags: ["storefront"],
-  summary: "Exchange the identity assertion for a short-lived access token (RFC 7523 jwt-bearer)",
+  summary: "Token endpoint: the identity assertion (RFC 7523 jwt-bearer), or an MCP client's authorization " +
+    "code (PKCE) or refresh token (OAuth 2.1)",
+  description: "jwt-bearer: `assertion`. authorization_code: `code`, `code_verifier`, `redirect_uri`, " +
+    "`client_id`, optional `resource` (RFC 8707; must equal the authorization request's). refresh_token: " +
+    "`refresh_token`, `client_id`; the refresh token rotates and a reused one revokes its family.",
   request: {
     body: {
       required: true,
       content: {
         "application/x-www-form-urlencoded": {
-          schema: z.object({ grant_type: z.literal(JWT_BEARER_GRANT), assertion: z.string() }),
+          schema: z.object({
+            grant_type: z.enum([JWT_BEARER_GRANT, ...CODE_GRANTS]),
+            assertion: z.string().optional(),
+            code: z.string().optional(),
+            code_verifier: z.string().optional(),
+            redirect_uri: z.string().optional(),
+            client_id: z.string().optional(),
+            refresh_token: z.string().optional(),
+            resource: z.string().optional(),
+          }),
         },
       },
     },
   },
   responses: {
     200: {
-      description: "An access token; never stored, exchange again when it expires",
+      description: "An access token; never stored, exchange again when it expires (code and refresh grants: " +
+        "with a rotating refresh token, the access token bound to the resource)",
       content: {
         "application/json": {
-          schema: z.object({ access_token: z.string(), token_type: z.literal("Bearer"), expires_in: z.number().int() }),
+          schema: z.object({
+            access_token: z.string(),
+            token_type: z.literal("Bearer"),
+            expires_in: z.number().int(),
+            refresh_token: z.string().optional(),
+          }),
         },
       },
     },
+    429: { description: "rate_limit_exceeded (authorization_code and refresh_token grants, per client address)" },
     400: {
-      description: "invalid_request, invalid_grant, unsupported_grant_type",
+      description: "invalid_request, invalid_grant, invalid_target, unsupported_grant_type",
       content: { "application/json": { schema: oauthError } },
     },
+    401: { description: "invalid_client", content: { "application/json": { schema: oauthError } } },
   },
 });
 
 const invalidRequest = (message: string) => new AppError(400, "invalid_request", message);
 
 /**
- * Mounted at `/oauth2` (oauth error family): `POST /token`. The form is parsed by hand (not by the zod validator) so every problem gets
+ * `POST /token` (in the `/oauth2` family app, see oauth2.ts). The form is parsed by hand (not by the zod validator) so every problem gets
  * its RFC 6749 code: a missing or repeated parameter is `invalid_request`, another grant type
  * `unsupported_grant_type`, an assertion that does not verify `invalid_grant`.
  */
-export function createTokenRoutes(deps: Pick<Deps, "storefront" | "log">) {
-  const app = familyApp("oauth", deps.log);
+export function addTokenRoute(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "storefront" | "config" | "log">): void {
   documented(app, tokenRoute, async (c) => {
     c.header("Cache-Control", "no-store");
     c.header("Pragma", "no-cache");
@@ -66,13 +89,44 @@ export function createTokenRoutes(deps: Pick<Deps, "storefront" | "log">) {
     };
     const grantType = one("grant_type");
     if (!grantType) throw invalidRequest("grant_type is required");
+    if (grantType === "authorization_code" || grantType === "refresh_token") {
+      // The MCP clients' grants count per client address like registration and consent (jwt-bearer stays as it was).
+      const hit = await deps.storefront.limiter.hit(`oauth:${clientAddress(c, deps.config.trustProxy)}`);
+      if (!hit.allowed) {
+        throw new AppError(429, "rate_limit_exceeded", "Too many requests: retry later", {
+          extra: { retry_after: hit.retryAfterS },
+          headers: { "retry-after": String(hit.retryAfterS) },
+        });
+      }
+    }
+    if (grantType === "authorization_code") {
+      const tokens = await deps.storefront.oauth.exchangeCode({
+        code: one("code"),
+        clientId: one("client_id"),
+        redirectUri: one("redirect_uri"),
+        codeVerifier: one("code_verifier"),
+        resource: one("resource"),
+      });
+      return c.json(tokens, 200);
+    }
+    if (grantType === "refresh_token") {
+      const tokens = await deps.storefront.oauth.refreshGrant({
+        refreshToken: one("refresh_token"),
+        clientId: one("client_id"),
+        resource: one("resource"),
+      });
+      return c.json(tokens, 200);
+    }
     if (grantType !== JWT_BEARER_GRANT) {
-      throw new AppError(400, "unsupported_grant_type", `Only ${JWT_BEARER_GRANT} is supported`);
+      throw new AppError(
+        400,
+        "unsupported_grant_type",
+        `grant_type must be ${JWT_BEARER_GRANT}, authorization_code or refresh_token`,
+      );
     }
     const assertion = one("assertion");
     if (!assertion) throw invalidRequest("assertion is required");
     const { accessToken, expiresIn } = await deps.storefront.identity.exchange(assertion);
     return c.json({ access_token: accessToken, token_type: "Bearer", expires_in: expiresIn }, 200);
   });
-  return app;
 }

@@ -51,6 +51,8 @@ Deno.test("every rollup is a .sql file that prepares against the empty view", as
     campaign_ids: ["cp_1"],
     prompt_id: null,
     interaction_types: ["free_form"],
+    ai_agents: ["am_1"],
+    per_sender: 20,
     dimension: "placement_id",
     level: "article",
     data_model_id: null,

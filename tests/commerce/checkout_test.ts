@@ -1,3 +1,4 @@
+import { MAX_CHECKOUT_DECLINES } from "../../core/commerce/service.ts";
 import assert from "node:assert/strict";
 import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
@@ -62,28 +63,27 @@ Deno.test("checkout lane: payment_incomplete until a human pays on the hosted pa
   const html = await page.text();
   assert.equal(attr(html, "state", "data-state"), "open");
   assert.match(html, /<form method="post" id="pay">/);
-  assert.match(html, /3\.000000 USD/);
+  assert.match(html, /<strong id="amount">\$3\.00<\/strong>/);
   const declined = await (await submitForm(w, url, { token: SANDBOX_TOKENS.card.insufficientFunds, action: "pay" }))
     .text();
-  assert.equal(attr(declined, "state", "data-state"), "failed");
-  assert.match(declined, /Declined: insufficient_funds/);
-  // The declined checkout is terminal: a retry reports payment_failed.
-  const failed = await retry();
-  assert.equal((await failed.json()).error, "payment_failed");
+  // A decline leaves the same checkout open for another card.
+  assert.equal(attr(declined, "state", "data-state"), "open");
+  assert.match(declined, /Declined: insufficient_funds\. Try another card \(4 tries left\)\./);
+  const stillOpen = await (await w.app.request(statusUrl, { headers: { host: w.host } })).json();
+  assert.equal(stillOpen.status, "open");
+  assert.equal(stillOpen.settlementReason, "insufficient_funds");
+  assert.equal((await (await retry()).json()).error, "payment_incomplete");
 
-  // A new checkout, paid with the success token.
-  const second = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token });
-  const ch2 = challengesOf(second)[0]!;
-  const j2 = await second.json();
-  const paid = await (await submitForm(w, j2.card.checkout.url, { token: SANDBOX_TOKENS.card.success, action: "pay" }))
-    .text();
+  // The same checkout, paid with the success token.
+  const ch2 = challenges[0]!;
+  const paid = await (await submitForm(w, url, { token: SANDBOX_TOKENS.card.success, action: "pay" })).text();
   assert.equal(attr(paid, "state", "data-state"), "paid");
-  const done = await (await w.app.request(j2.card.statusUrl, { headers: { host: w.host } })).json();
+  const done = await (await w.app.request(statusUrl, { headers: { host: w.host } })).json();
   assert.equal(done.status, "paid");
   assert.equal(done.complete, true);
+  assert.equal(done.settlementReason, undefined, "an earlier decline is not reported once paid");
   // A second submit does not charge again.
-  const twice = await (await submitForm(w, j2.card.checkout.url, { token: SANDBOX_TOKENS.card.success, action: "pay" }))
-    .text();
+  const twice = await (await submitForm(w, url, { token: SANDBOX_TOKENS.card.success, action: "pay" })).text();
   assert.equal(attr(twice, "state", "data-state"), "paid");
 
   const ok = await w.req(`/plans/${w.plan.id}/purchase`, {
@@ -103,6 +103,27 @@ Deno.test("checkout lane: payment_incomplete until a human pays on the hosted pa
     }),
   });
   assert.equal((await again.json()).error, "payment_consumed");
+});
+
+Deno.test("checkout lane: a decline may be retried on the same checkout, but the fifth ends it (no card testing)", async () => {
+  await using w = await createCommerceWorld();
+  const { token } = await w.agents.issue();
+  const body = { amountUsd: "2.000000", checkout: true };
+  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token });
+  const { url } = (await first.json()).card.checkout;
+  for (let left = MAX_CHECKOUT_DECLINES - 1; left >= 1; left--) {
+    const page = await (await submitForm(w, url, { token: SANDBOX_TOKENS.card.insufficientFunds, action: "pay" }))
+      .text();
+    assert.equal(attr(page, "state", "data-state"), "open");
+    assert.match(page, new RegExp(`\\(${left} tr(y|ies) left\\)`));
+  }
+  const last = await (await submitForm(w, url, { token: SANDBOX_TOKENS.card.insufficientFunds, action: "pay" }))
+    .text();
+  assert.equal(attr(last, "state", "data-state"), "failed");
+  assert.match(last, /This checkout has ended/);
+  // A good card after that charges nothing: the checkout is over.
+  const after = await (await submitForm(w, url, { token: SANDBOX_TOKENS.card.success, action: "pay" })).text();
+  assert.equal(attr(after, "state", "data-state"), "failed");
 });
 
 Deno.test("checkout lane: cancelled or expired checkouts are payment_released", async () => {

@@ -27,7 +27,7 @@ const remaining = async (w: World, token: string) =>
 const search = (w: World, token: string, extra: Record<string, string> = {}, dm = w.dataModelId) =>
   w.req(`/v2/search?data_model_id=${dm}`, { ...postJson({ query: "rates" }, extra), token });
 
-Deno.test("paid proxy: signs, forwards, returns the upstream answer unchanged and bills the reported usage", async () => {
+Deno.test("paid proxy: signs, forwards, returns the upstream answer with its usage receipt and bills the reported usage", async () => {
   await using w = await createCommerceWorld({ upstream: true });
   const { token, agent } = await w.agents.issue();
   await buy(w, token, "1.000000");
@@ -40,7 +40,17 @@ Deno.test("paid proxy: signs, forwards, returns the upstream answer unchanged an
     meterSlug: "query",
     quantity: 1,
   }]);
-  assert.deepEqual(await res.json(), { status: "ok", echo: { query: "rates" } });
+  // The upstream answer, with the call's receipt added as `usage`.
+  assert.deepEqual(await res.json(), {
+    status: "ok",
+    echo: { query: "rates" },
+    usage: {
+      cost_usd: "0.010000",
+      balance_usd: "0.990000",
+      plan_id: w.plan.id,
+      request_id: res.headers.get("zc-request-id"),
+    },
+  });
   assert.equal(w.upstream.verified, 1);
   assert.equal(await remaining(w, token), "0.990000");
   // The real-time route, priced at 0.02.
@@ -78,7 +88,17 @@ Deno.test("paid proxy: unbillable usage reports name the problem in zc-usage-err
     const res = await search(w, token);
     assert.equal(res.status, 200, mode);
     assert.equal(res.headers.get("zc-usage-error"), problem, mode);
-    assert.deepEqual(await res.json(), { status: "ok", echo: { query: "rates" } });
+    // Not charged, and the receipt says so.
+    assert.deepEqual(await res.json(), {
+      status: "ok",
+      echo: { query: "rates" },
+      usage: {
+        cost_usd: "0.000000",
+        balance_usd: "1.000000",
+        plan_id: null,
+        request_id: res.headers.get("zc-request-id"),
+      },
+    });
     assert.equal(w.upstream.calls, before + 1, "not retried");
   }
   assert.equal(await remaining(w, token), "1.000000");

@@ -7,10 +7,13 @@ import { createTestWorld } from "../_helpers.ts";
  */
 const UNDOCUMENTED: Record<string, string> = {
   "GET /openapi.json": "the document itself",
-  "GET /docs": "HTML page: the API reference rendered from the document",
+  "GET /docs": "HTML page: the API reference (Swagger UI over the document)",
+  "GET /docs/assets/{name}":
+    "the API reference's Swagger UI bundle and style from the installed package, and its own init",
   "GET /claim/{link}": "HTML page a human opens from the claim e-mail",
   "POST /claim/{link}": "the claim page's HTML form",
   "POST /checkout/{reference}": "the hosted checkout page's HTML form",
+  "POST /oauth2/authorize": "the OAuth consent page's HTML form",
   "GET /dev/outbox": "HTML page: the demo's outbox (MAIL_OUTBOX=true, operator key)",
   "GET /dashboard/assets/{name}": "the dashboard page's own script and style, and uPlot from the installed package",
   "GET /.well-known/oauth-authorization-server/network":

@@ -13,18 +13,33 @@ import { seedPayproxySecret } from "../../fixtures/payproxy_demo.ts";
 import { seedStorefront } from "../../fixtures/storefront.ts";
 import { startServer } from "../../routes/server.ts";
 import { createTestWorld } from "../_helpers.ts";
+import type { DepsOverrides } from "../../composition.ts";
 import { challengesOf, paymentAuthorization, postJson, TestAgents } from "../commerce/_helpers.ts";
 
-/** Builds the world; `await using` it. */
-export async function mcpWorld() {
+/**
+ * Builds the world; `await using` it. `env` adds settings (e.g. MAIL_OUTBOX for claim tests);
+ * `realBase` makes the server's own address BASE_URL (for browsers and OAuth clients that must
+ * reach the URLs the service names), instead of `http://svc.test`.
+ */
+export async function mcpWorld(
+  { env = {}, realBase = false, overrides = {} }: {
+    env?: Record<string, string>;
+    realBase?: boolean;
+    /** Parts the builder should not make (e.g. a safeFetch that reaches local TLS peers). */
+    overrides?: DepsOverrides;
+  } = {},
+) {
   const self: { fetch?: (req: Request) => Response | Promise<Response> } = {};
+  const server = startServer((req) => self.fetch!(req));
+  const base = realBase ? server.url : "http://svc.test";
+  const host = new URL(base).host;
   // Outbound calls to this service's own address (the payproxy allowance check) land in-process.
   const fetch: typeof globalThis.fetch = (input, init) => {
     const req = new Request(input, init);
-    if (new URL(req.url).origin === "http://svc.test") return Promise.resolve(self.fetch!(req));
+    if (new URL(req.url).origin === base) return Promise.resolve(self.fetch!(req));
     return Promise.reject(new Error(`unexpected outbound call to ${req.url}`));
   };
-  const w = await createTestWorld({ fetch });
+  const w = await createTestWorld({ fetch, overrides, env: { ...(realBase ? { BASE_URL: base } : {}), ...env } });
   self.fetch = (req) => w.app.fetch(req);
   const seeded = await seedDemo(w.deps, [seedStorefront, seedPayproxySecret, seedCommerceDemo]);
   const ids = seeded.ids;
@@ -52,7 +67,6 @@ export async function mcpWorld() {
     },
   ]);
   assert.equal(report.failed, 0);
-  const server = startServer((req) => w.app.fetch(req));
   const agents = new TestAgents(w.deps, "demo");
   const clients: Client[] = [];
 
@@ -70,8 +84,8 @@ export async function mcpWorld() {
   /** Buys `amountUsd` of the demo credit plan for an agent token over the Payment scheme. */
   const buyCredit = async (token: string, amountUsd: string) => {
     const plan = (await w.deps.commerce.catalog.listPlans("demo")).find((p) => p.kind === "credit")!;
-    const on = (init: RequestInit) => ({ ...init, headers: { ...init.headers as object, host: "svc.test" } });
-    const url = `http://svc.test/plans/${plan.id}/purchase`;
+    const on = (init: RequestInit) => ({ ...init, headers: { ...init.headers as object, host } });
+    const url = `${base}/plans/${plan.id}/purchase`;
     const first = await w.app.request(
       url,
       on(postJson({ amountUsd }, { authorization: `Bearer ${token}` })),
@@ -92,8 +106,8 @@ export async function mcpWorld() {
 
   /** The agent's remaining credit at the demo seller, in USD. */
   const remainingUsd = async (token: string) => {
-    const res = await w.app.request("http://svc.test/agent/entitlements", {
-      headers: { host: "svc.test", authorization: `Bearer ${token}` },
+    const res = await w.app.request(`${base}/agent/entitlements`, {
+      headers: { host, authorization: `Bearer ${token}` },
     });
     const body = await res.json();
     return body.entitlements?.[0]?.remainingUsd as string | undefined;
@@ -109,6 +123,8 @@ export async function mcpWorld() {
     ids,
     apiKey: seeded.apiKey!,
     url: server.url,
+    /** BASE_URL (and AGENT_AUTH_URL) of the world. */
+    base,
     agents,
     connect,
     buyCredit,

@@ -169,12 +169,20 @@ Deno.test("MCP with an agent token: a paid search debits the credit exactly once
   await w.buyCredit(token, "0.100000");
   const client = await w.connect(`Bearer ${token}`);
   const tools = await toolsOf(client);
-  assert.deepEqual(tools.map((t) => t.name), ["search_articles", "ask", "list_data_models", "list_ai_models"]);
+  assert.deepEqual(tools.map((t) => t.name), [
+    "search_articles",
+    "ask",
+    "list_data_models",
+    "list_ai_models",
+    "balance",
+  ]);
   const listed = await client.callTool({ name: "list_data_models", arguments: {} });
   const dm = (listed.structuredContent as Structured).data_models.find((m: { id: string }) =>
     m.id === w.ids.dataModelId
   );
-  assert.equal(dm.price_usd, "0.010000");
+  // What a call draws from credit, and what it costs without credit (the pay-per-call challenge).
+  assert.equal(dm.credit_price_usd, "0.010000");
+  assert.equal(dm.price_usd, "0.020000");
 
   const r = await client.callTool({
     name: "search_articles",
@@ -199,7 +207,7 @@ Deno.test("MCP with an agent token: a paid search debits the credit exactly once
   });
   assert.equal(asked.isError, undefined, JSON.stringify(asked.content));
   assert.equal(typeof (asked.structuredContent as Structured).message, "string");
-  const left = Math.round((0.09 - Number(am.price_usd)) * 1e6) / 1e6;
+  const left = Math.round((0.09 - Number(am.credit_price_usd)) * 1e6) / 1e6;
   assert.equal(await w.remainingUsd(token), left.toFixed(6));
   // The analytics tool is the tenant's: an agent cannot call it.
   const denied = await client.callTool({ name: "analytics_summary", arguments: {} });

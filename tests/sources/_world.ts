@@ -3,6 +3,7 @@ import { addressPolicy } from "../../core/net/ip.ts";
 import { SafeFetcher } from "../../core/net/safe_fetch.ts";
 import { type PollerDeps, type PollerSettings, SourcePoller } from "../../core/sources/poller.ts";
 import { SourceRepo } from "../../core/sources/source.ts";
+import { inlineSourceParser } from "../../core/sources/parser.ts";
 import { bearer } from "../_helpers.ts";
 import { searchWorld } from "../search/_world.ts";
 
@@ -37,6 +38,7 @@ export async function sourcesWorld(env: Record<string, string> = {}) {
       ingest: (dm, items) => w.deps.search.ingest(dm, items),
       fetcher: w.deps.safeFetch,
       extractor: inlineExtractor,
+      parser: inlineSourceParser,
       random: () => 0.5,
       ...over,
     }, { ...SETTINGS, ...settings });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { engineOf } from "../_helpers.ts";
-import { parseSourceDocument } from "../../core/sources/parse.ts";
+import { inlineSourceParser } from "../../core/sources/parser.ts";
 import { search } from "../search/_world.ts";
 import { feedServer, LONG, rss, xml } from "./_feed_server.ts";
 import { sourcesWorld } from "./_world.ts";
@@ -67,9 +67,12 @@ Deno.test("poller: a 304 sends the validators back and costs no parse", async ()
   await w.addSource({ type: "rss", url: feed.url("/feed.xml") });
   let parses = 0;
   const p = w.poller({
-    parse: (...args: Parameters<typeof parseSourceDocument>) => {
-      parses++;
-      return parseSourceDocument(...args);
+    parser: {
+      ...inlineSourceParser,
+      document: (...args: Parameters<typeof inlineSourceParser.document>) => {
+        parses++;
+        return inlineSourceParser.document(...args);
+      },
     },
   });
   assert.equal((await p.tick())[0]!.status, "ok");

@@ -157,6 +157,8 @@ Deno.test("SignedLinks tokens carry a standard HMAC-SHA256 tag (first 16 bytes) 
     u: article.url,
     p: 2,
     i: 1795348800,
+    // Counts clicks for CLICK_LINK_TTL_S (default 7 days) after it was made.
+    x: 1795348800 + 7 * 86_400,
   });
 });
 

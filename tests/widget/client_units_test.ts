@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { sseEvents } from "../../widget/src/api.ts";
-import { hexColor, safeHref, textOn } from "../../widget/src/dom.ts";
+import { hexColor, safeHref, textOn } from "../../widget/src/values.ts";
 
 /** A body that arrives in the given pieces. */
 const body = (...pieces: string[]) =>

@@ -1,6 +1,3 @@
-/// <reference lib="dom" />
-/// <reference lib="dom.iterable" />
-/// <reference lib="dom.asynciterable" />
 /** Calls to the widget's public routes on our origin (never the tenant's API key). */
 import type { Citation, InteractionType, Recommendation, WidgetConfig } from "./types.ts";
 

@@ -1,6 +1,3 @@
-/// <reference lib="dom" />
-/// <reference lib="dom.iterable" />
-/// <reference lib="dom.asynciterable" />
 /**
  * Viewability and engaged time, measured the way docs/events-and-metrics.md counts them:
  * `widget_viewable` once, when at least 50 % of the widget has been in view for 1 s (MRC), and a

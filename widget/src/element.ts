@@ -1,6 +1,3 @@
-/// <reference lib="dom" />
-/// <reference lib="dom.iterable" />
-/// <reference lib="dom.asynciterable" />
 /**
  * `<ask-ai-widget>`: the Ask AI widget in an open shadow root. It reads its public configuration,
  * answers questions with a streamed answer, numbered citations and three follow-ups, lists related
@@ -8,7 +5,8 @@
  */
 import { WidgetApi, WidgetApiError } from "./api.ts";
 import { watchAttention } from "./attention.ts";
-import { el, hexColor, link, safeHref, textOn } from "./dom.ts";
+import { el, link } from "./dom.ts";
+import { hexColor, safeHref, textOn } from "./values.ts";
 import { WIDGET_CSS } from "./styles.ts";
 import { type EventFields, sessionIdFor, Tracker } from "./tracker.ts";
 import type { Citation, InteractionType, PromptChip, Recommendation, SponsoredChip, WidgetConfig } from "./types.ts";

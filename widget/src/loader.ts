@@ -1,6 +1,3 @@
-/// <reference lib="dom" />
-/// <reference lib="dom.iterable" />
-/// <reference lib="dom.asynciterable" />
 /**
  * The embed script: `<script src="{BASE_URL}/widget/v1/loader.js" data-widget-id="wd_..." async>`.
  * It places an `<ask-ai-widget>` (in `data-target`, or the one the page placed by hand, or a docked

@@ -1,6 +1,3 @@
-/// <reference lib="dom" />
-/// <reference lib="dom.iterable" />
-/// <reference lib="dom.asynciterable" />
 /**
  * The widget's stylesheet, adopted by its shadow root (a constructed sheet, so a host page's CSP
  * without `'unsafe-inline'` styles allows it). `:host { all: initial }` stops the page's inherited

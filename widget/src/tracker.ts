@@ -1,6 +1,3 @@
-/// <reference lib="dom" />
-/// <reference lib="dom.iterable" />
-/// <reference lib="dom.asynciterable" />
 /**
  * The widget's analytics events (docs/events-and-metrics.md): queued, sent in batches to
  * `POST /v1/events`, flushed with `navigator.sendBeacon` when the page is hidden or left. Each event

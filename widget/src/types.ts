@@ -1,6 +1,3 @@
-/// <reference lib="dom" />
-/// <reference lib="dom.iterable" />
-/// <reference lib="dom.asynciterable" />
 /** Shapes the widget reads from the public widget routes (docs/widget.md, "Public routes"). */
 
 /** A configured prompt chip. */

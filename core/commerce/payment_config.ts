@@ -1,0 +1,64 @@
+/**
+ * The environment variables of mppx's standard payment methods, kept beside them so core/config.ts
+ * only spreads them in. The `evm` method is offered when its chain, token, recipient and facilitator
+ * are all set; `stripe` when its secret key is.
+ */
+import { z } from "zod";
+import type { StandardMethodsConfig } from "./standard_methods.ts";
+
+const address = (name: string) =>
+  z.string().regex(/^0x[0-9a-fA-F]{40}$/, { error: `${name} must be a 0x-prefixed 20-byte hex address` })
+    .transform((v) => v as `0x${string}`);
+
+const httpUrl = (name: string) =>
+  z.string().refine((v) => {
+    try {
+      return ["http:", "https:"].includes(new URL(v).protocol);
+    } catch {
+      return false;
+    }
+  }, { error: `${name} must be an absolute http(s) URL` }).transform((v) => v.replace(/\/+$/, ""));
+
+const whole = (name: string, min: number, max: number) =>
+  z.string().regex(/^\d+$/, { error: `${name} must be a whole number from ${min} to ${max}` }).transform(Number)
+    .refine((n) => n >= min && n <= max, { error: `${name} must be a whole number from ${min} to ${max}` });
+
+/** Spread into core/config.ts's environment schema. */
+export const paymentEnv = {
+  PAY_EVM_CHAIN_ID: whole("PAY_EVM_CHAIN_ID", 1, 2 ** 48).optional(),
+  PAY_EVM_TOKEN: address("PAY_EVM_TOKEN").optional(),
+  PAY_EVM_TOKEN_NAME: z.string().min(1).max(64).default("USD Coin"),
+  PAY_EVM_TOKEN_VERSION: z.string().min(1).max(16).default("2"),
+  PAY_EVM_DECIMALS: whole("PAY_EVM_DECIMALS", 0, 36).default(6),
+  PAY_EVM_RECIPIENT: address("PAY_EVM_RECIPIENT").optional(),
+  PAY_EVM_RPC_URL: httpUrl("PAY_EVM_RPC_URL").optional(),
+  PAY_X402_FACILITATOR_URL: httpUrl("PAY_X402_FACILITATOR_URL").optional(),
+  PAY_STRIPE_SECRET_KEY: z.string().min(1).optional(),
+  PAY_STRIPE_API_URL: httpUrl("PAY_STRIPE_API_URL").default("https://api.stripe.com"),
+  PAY_STRIPE_NETWORK_ID: z.string().min(1).max(64).default("internal"),
+};
+
+type PaymentEnv = z.output<z.ZodObject<typeof paymentEnv>>;
+
+/** The standard methods' settings from the parsed environment. */
+export function paymentsConfig(e: PaymentEnv): StandardMethodsConfig {
+  const evmReady = e.PAY_EVM_CHAIN_ID !== undefined && e.PAY_EVM_TOKEN !== undefined &&
+    e.PAY_EVM_RECIPIENT !== undefined && e.PAY_X402_FACILITATOR_URL !== undefined;
+  return {
+    evm: evmReady
+      ? {
+        chainId: e.PAY_EVM_CHAIN_ID!,
+        token: e.PAY_EVM_TOKEN!,
+        tokenName: e.PAY_EVM_TOKEN_NAME,
+        tokenVersion: e.PAY_EVM_TOKEN_VERSION,
+        decimals: e.PAY_EVM_DECIMALS,
+        recipient: e.PAY_EVM_RECIPIENT!,
+        facilitatorUrl: e.PAY_X402_FACILITATOR_URL!,
+        rpcUrl: e.PAY_EVM_RPC_URL ?? null,
+      }
+      : null,
+    stripe: e.PAY_STRIPE_SECRET_KEY
+      ? { secretKey: e.PAY_STRIPE_SECRET_KEY, apiUrl: e.PAY_STRIPE_API_URL, networkId: e.PAY_STRIPE_NETWORK_ID }
+      : null,
+  };
+}

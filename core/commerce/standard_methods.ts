@@ -1,0 +1,399 @@
+/**
+ * The storefront's standard payment methods, spoken by stock clients: mppx's own server methods
+ * (`evm` charge with EIP-3009 `transferWithAuthorization`, answering x402 v2 on the same 402 through
+ * an x402 facilitator; `stripe` charge with shared payment tokens), composed by mppx itself.
+ *
+ * mppx checks the challenge (HMAC over realm, request, expiry and the storefront's terms in `opaque`),
+ * the credential and its signature; the storefront owns what happens around the money:
+ * {@link SettlementGate} runs just before funds move (the facilitator's `/settle`, Stripe's
+ * PaymentIntent), so the payment reference is claimed atomically first, and a pay-as-you-go call is
+ * answered by the upstream before it is settled (an upstream error is never charged).
+ *
+ * mppx, viem and the x402 helpers are loaded on first use only.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { PaymentTerms } from "./challenges.ts";
+import { CARD_MINIMUM_MICROS, formatUsd } from "./money.ts";
+
+/** Settings of the standard methods (core/config.ts `payments`). */
+export interface StandardMethodsConfig {
+  /** The `evm` charge: a USD stablecoin with EIP-3009 on one chain; null when not offered. */
+  evm: {
+    chainId: number;
+    /** Token contract address. */
+    token: `0x${string}`;
+    /** EIP-712 domain of the token's authorizations. */
+    tokenName: string;
+    tokenVersion: string;
+    decimals: number;
+    /** The seller's receiving address. */
+    recipient: `0x${string}`;
+    /** The x402 facilitator (`/verify`, `/settle`) that submits the authorization on chain. */
+    facilitatorUrl: string;
+    /** JSON-RPC of the chain: each settlement's Transfer is confirmed there before credit is granted. */
+    rpcUrl: string | null;
+  } | null;
+  /** The `stripe` charge with shared payment tokens; null when not offered. */
+  stripe: {
+    secretKey: string;
+    /** Stripe's API base (a local stand-in in tests). */
+    apiUrl: string;
+    networkId: string;
+  } | null;
+}
+
+/** What is about to be settled: the reference the storefront keys the payment by. */
+export interface PendingSettlement {
+  method: "evm" | "stripe";
+  /** Unique per settlement: the EIP-3009 authorization (chain, payer, nonce) or the Stripe idempotency key. */
+  reference: string;
+}
+
+/**
+ * Runs just before funds move. Throwing stops the settlement (nothing is charged); the error is
+ * kept and rethrown to the caller of {@link StandardMethods.handle} instead of mppx's 402.
+ */
+export type SettlementGate = (p: PendingSettlement) => Promise<void>;
+
+/** The outcome of one request through the standard methods. */
+export type StandardOutcome =
+  | { status: 402; response: Response }
+  | {
+    status: 200;
+    /** The settled payment's reference as the gate saw it. */
+    reference: string;
+    method: "evm" | "stripe";
+    /** On-chain transaction hash or PaymentIntent id. */
+    externalId: string;
+    /** `Payment-Receipt` (and x402 `PAYMENT-RESPONSE`) headers for the answer. */
+    receiptHeaders: [string, string][];
+  };
+
+interface GateContext {
+  gate: SettlementGate;
+  pending?: PendingSettlement;
+  /** Why the gate refused, rethrown after mppx turned it into a 402. */
+  refused?: unknown;
+}
+
+const FACILITATOR_TIMEOUT_MS = 30_000;
+const REALM_CACHE_MAX = 256;
+
+// deno-lint-ignore no-explicit-any
+type AnyMppx = any;
+
+/** The names of the storefront's terms in a standard challenge's `opaque` (`meta`). */
+export function termsMeta(terms: PaymentTerms): Record<string, string> {
+  const meta: Record<string, string> = {
+    action: terms.action,
+    sellerId: terms.sellerId,
+    planId: terms.planId,
+    amountUsd: terms.amountUsd,
+    agent: terms.agent,
+  };
+  if (terms.service) meta.service = terms.service;
+  return meta;
+}
+
+/**
+ * True when the request carries a credential for a standard method: MPP `evm`/`stripe`, or (when
+ * `x402` is offered) an x402 `PAYMENT-SIGNATURE`.
+ */
+export function carriesStandardCredential(
+  headers: Headers,
+  x402: boolean,
+  methodOf: (auth: string) => string | null,
+): boolean {
+  if (x402 && headers.has("payment-signature")) return true;
+  const auth = headers.get("authorization");
+  if (!auth || !/^payment\s/i.test(auth.trim())) return false;
+  const m = methodOf(auth);
+  return m === "evm" || m === "stripe";
+}
+
+export class StandardMethods {
+  readonly #als = new AsyncLocalStorage<GateContext>();
+  readonly #byRealm = new Map<string, Promise<AnyMppx>>();
+
+  constructor(private readonly config: StandardMethodsConfig, private readonly secretKey: () => Promise<string>) {}
+
+  /** Whether any standard method is offered. */
+  get enabled(): boolean {
+    return this.config.evm !== null || this.config.stripe !== null;
+  }
+
+  /**
+   * The reference a presented credential would settle under (as {@link PendingSettlement}), read
+   * before anything is verified, so a spent credential is named as spent; null when there is none.
+   */
+  async referenceOf(headers: Headers): Promise<string | null> {
+    const evm = this.config.evm;
+    const x402 = headers.get("payment-signature");
+    if (x402 && evm) {
+      try {
+        const payload = JSON.parse(new TextDecoder().decode(base64Bytes(x402)));
+        const auth = payload?.payload?.authorization;
+        return await evmReference(evm.chainId, auth?.from, auth?.nonce);
+      } catch {
+        return null;
+      }
+    }
+    const header = headers.get("authorization");
+    if (!header) return null;
+    const { Credential } = await import("mppx");
+    try {
+      const cred = Credential.deserialize(header.trim());
+      const payload = cred.payload as Record<string, unknown>;
+      if (cred.challenge.method === "evm" && evm) return await evmReference(evm.chainId, payload.from, payload.nonce);
+      if (cred.challenge.method === "stripe" && typeof payload.spt === "string") {
+        return `stripe_${await sha256Short(`mpp_${cred.challenge.id}_${payload.spt}`)}`;
+      }
+    } catch { /* not a credential: mppx answers it */ }
+    return null;
+  }
+
+  /** Whether the `evm` method, and with it x402, is offered. */
+  get evmEnabled(): boolean {
+    return this.config.evm !== null;
+  }
+
+  /** Whether the `stripe` method can take this amount: Stripe's card minimum, and whole cents. */
+  stripeOffered(micros: number): boolean {
+    return this.config.stripe !== null && micros >= CARD_MINIMUM_MICROS && micros % 10_000 === 0;
+  }
+
+  /**
+   * Issues the 402 (no credential) or verifies and settles the credential the request carries,
+   * for a payment of `micros` on `terms`. `gate` runs just before funds move.
+   * @throws whatever `gate` threw, when it refused
+   */
+  async handle(
+    input: Request,
+    realm: string,
+    terms: PaymentTerms,
+    micros: number,
+    gate: SettlementGate,
+  ): Promise<StandardOutcome> {
+    const mppx = await this.#forRealm(realm);
+    const meta = termsMeta(terms);
+    const description = `${terms.action} ${terms.planId} for ${terms.amountUsd} USD`;
+    const entries: unknown[] = [];
+    if (this.config.evm) entries.push(["evm/charge", { amount: formatUsd(micros), description, meta }]);
+    if (this.stripeOffered(micros)) {
+      entries.push(["stripe/charge", { amount: (micros / 1_000_000).toFixed(2), description, meta }]);
+    }
+    // No method takes this payment (a card-only setup under the card minimum): nothing to offer.
+    if (entries.length === 0) return { status: 402, response: new Response(null, { status: 402 }) };
+    const ctx: GateContext = { gate };
+    const result = await this.#als.run(ctx, () => mppx.compose(...entries)(input));
+    if (ctx.refused !== undefined) throw ctx.refused;
+    if (result.status === 402) return { status: 402, response: result.challenge as Response };
+    const receipted: Response = result.withReceipt(new Response(null));
+    const receiptHeaders: [string, string][] = [];
+    for (const name of ["payment-receipt", "payment-response"]) {
+      const v = receipted.headers.get(name);
+      if (v) receiptHeaders.push([name, v]);
+    }
+    const { Receipt } = await import("mppx");
+    const receipt = Receipt.deserialize(receipted.headers.get("payment-receipt")!);
+    const pending = ctx.pending!;
+    return {
+      status: 200,
+      reference: pending.reference,
+      method: pending.method,
+      externalId: receipt.reference,
+      receiptHeaders,
+    };
+  }
+
+  /** One mppx instance per realm (the seller's host), made on first use. */
+  #forRealm(realm: string): Promise<AnyMppx> {
+    let got = this.#byRealm.get(realm);
+    if (!got) {
+      if (this.#byRealm.size >= REALM_CACHE_MAX) this.#byRealm.delete(this.#byRealm.keys().next().value!);
+      got = this.#create(realm);
+      got.catch(() => this.#byRealm.delete(realm));
+      this.#byRealm.set(realm, got);
+    }
+    return got;
+  }
+
+  async #create(realm: string): Promise<AnyMppx> {
+    const { Mppx } = await import("mppx/server");
+    const methods: unknown[] = [];
+    const evm = this.config.evm;
+    if (evm) {
+      const { charge } = await import("mppx/evm/server");
+      methods.push(charge({
+        chainId: evm.chainId,
+        currency: evm.token,
+        decimals: evm.decimals,
+        authorization: { name: evm.tokenName, version: evm.tokenVersion },
+        recipient: evm.recipient,
+        x402: { facilitator: evm.facilitatorUrl, fetch: this.#facilitatorFetch(evm) },
+      }));
+    }
+    const stripe = this.config.stripe;
+    if (stripe) {
+      const { charge } = await import("mppx/stripe/server");
+      methods.push(charge({
+        client: this.#stripeClient(stripe),
+        currency: "usd",
+        decimals: 2,
+        networkId: stripe.networkId,
+        paymentMethodTypes: ["card"],
+      }));
+    }
+    return Mppx.create({
+      // deno-lint-ignore no-explicit-any
+      methods: methods as any,
+      secretKey: await this.secretKey(),
+      realm,
+    });
+  }
+
+  /**
+   * The fetch mppx's evm method calls the facilitator with: a `/settle` first passes the gate, and
+   * a settled transaction is confirmed on chain (when an RPC URL is set) before it counts.
+   */
+  #facilitatorFetch(evm: NonNullable<StandardMethodsConfig["evm"]>): typeof fetch {
+    return async (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      const signal = AbortSignal.timeout(FACILITATOR_TIMEOUT_MS);
+      if (!url.pathname.endsWith("/settle")) return await fetch(input, { ...init, signal });
+      const body = JSON.parse(String(init?.body ?? "{}"));
+      const auth = body?.paymentPayload?.payload?.authorization;
+      if (typeof auth?.from !== "string" || typeof auth?.nonce !== "string") {
+        throw new Error("facilitator settle without an EIP-3009 authorization");
+      }
+      const pending: PendingSettlement = {
+        method: "evm",
+        reference: (await evmReference(evm.chainId, auth.from, auth.nonce))!,
+      };
+      await this.#pass(pending);
+      const res = await fetch(input, { ...init, signal });
+      if (evm.rpcUrl && res.ok) {
+        const settled = await res.clone().json().catch(() => null);
+        if (settled?.success === true) {
+          try {
+            await confirmTransfer(evm, settled.transaction, auth.from, BigInt(auth.value));
+          } catch {
+            const { Errors } = await import("mppx");
+            throw new Errors.VerificationFailedError({ reason: "settlement transaction not confirmed on chain" });
+          }
+        }
+      }
+      return res;
+    };
+  }
+
+  /** Stripe's PaymentIntents over fetch (mppx's duck-typed client), passing the gate first. */
+  #stripeClient(stripe: NonNullable<StandardMethodsConfig["stripe"]>) {
+    return {
+      paymentIntents: {
+        create: async (params: Record<string, unknown>, options: { idempotencyKey?: string; apiVersion?: string }) => {
+          const key = options?.idempotencyKey;
+          if (!key) throw new Error("stripe charge without an idempotency key");
+          await this.#pass({ method: "stripe", reference: `stripe_${await sha256Short(key)}` });
+          const form = new URLSearchParams();
+          for (const [k, v] of Object.entries(params)) appendForm(form, k, v);
+          const res = await fetch(`${stripe.apiUrl}/v1/payment_intents`, {
+            method: "POST",
+            headers: {
+              authorization: `Basic ${btoa(`${stripe.secretKey}:`)}`,
+              "content-type": "application/x-www-form-urlencoded",
+              "idempotency-key": key,
+              ...(options.apiVersion ? { "stripe-version": options.apiVersion } : {}),
+            },
+            body: form,
+            signal: AbortSignal.timeout(FACILITATOR_TIMEOUT_MS),
+          });
+          const json = await res.json().catch(() => ({}));
+          if (!res.ok) throw new Error(json?.error?.message ?? `Stripe answered ${res.status}`);
+          return { ...json, lastResponse: { headers: Object.fromEntries(res.headers) } };
+        },
+      },
+    };
+  }
+
+  async #pass(pending: PendingSettlement): Promise<void> {
+    const ctx = this.#als.getStore();
+    if (!ctx) throw new Error("settlement outside a storefront request");
+    ctx.pending = pending;
+    try {
+      await ctx.gate(pending);
+    } catch (err) {
+      ctx.refused = err;
+      // A payment error to mppx (it logs anything else as an internal failure); the caller rethrows ours.
+      const { Errors } = await import("mppx");
+      throw new Errors.VerificationFailedError({ reason: "refused by the storefront" });
+    }
+  }
+}
+
+/**
+ * The reference of an EIP-3009 authorization: a digest of chain, payer and nonce (unique on chain),
+ * in the storefront's reference alphabet so `GET /payments/{reference}` finds it.
+ */
+async function evmReference(chainId: number, from: unknown, nonce: unknown): Promise<string | null> {
+  if (typeof from !== "string" || typeof nonce !== "string") return null;
+  if (!/^0x[0-9a-fA-F]{40}$/.test(from) || !/^0x[0-9a-fA-F]{64}$/.test(nonce)) return null;
+  return `evm_${await sha256Short(`${chainId}:${from.toLowerCase()}:${nonce.toLowerCase()}`)}`;
+}
+
+/** Standard or URL-safe base64, padded or not. */
+function base64Bytes(s: string): Uint8Array {
+  const std = s.trim().replace(/-/g, "+").replace(/_/g, "/");
+  const bin = atob(std + "=".repeat((4 - (std.length % 4)) % 4));
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
+
+/** Form-encodes Stripe parameters, nested objects as `a[b]`. */
+function appendForm(form: URLSearchParams, key: string, value: unknown): void {
+  if (value === undefined || value === null) return;
+  if (typeof value === "object") {
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) appendForm(form, `${key}[${k}]`, v);
+    return;
+  }
+  form.append(key, String(value));
+}
+
+async function sha256Short(s: string): Promise<string> {
+  const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s)));
+  return Array.from(d.subarray(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * Confirms on chain that a settlement transaction succeeded and moved `value` of the token from the
+ * payer to the recipient: the facilitator's word alone never grants credit.
+ */
+async function confirmTransfer(
+  evm: NonNullable<StandardMethodsConfig["evm"]>,
+  tx: unknown,
+  from: string,
+  value: bigint,
+): Promise<void> {
+  const { createPublicClient, http, parseEventLogs, isAddressEqual } = await import("viem");
+  if (typeof tx !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(tx)) throw new Error("no transaction hash");
+  const client = createPublicClient({ transport: http(evm.rpcUrl!, { timeout: FACILITATOR_TIMEOUT_MS }) });
+  const receipt = await client.getTransactionReceipt({ hash: tx as `0x${string}` });
+  const transferAbi = [{
+    type: "event",
+    name: "Transfer",
+    inputs: [
+      { name: "from", type: "address", indexed: true },
+      { name: "to", type: "address", indexed: true },
+      { name: "value", type: "uint256", indexed: false },
+    ],
+  }] as const;
+  const logs = parseEventLogs({
+    abi: transferAbi,
+    logs: receipt.logs.filter((l) => isAddressEqual(l.address, evm.token)),
+  });
+  const ok = receipt.status === "success" &&
+    logs.some((l) =>
+      isAddressEqual(l.args.from, from as `0x${string}`) && isAddressEqual(l.args.to, evm.recipient) &&
+      l.args.value === value
+    );
+  if (!ok) throw new Error("no matching Transfer");
+}

@@ -1,0 +1,36 @@
+/**
+ * The KV counters behind the limits of the public routes (routes/middleware/public_limits.ts
+ * enforces them). Counted in KV, so every process behind a shared KV counts together.
+ */
+import type { Clock } from "./clock.ts";
+import { FixedWindowLimiter } from "./rate_limit.ts";
+
+/** Limits of `POST /v1/events` from the widget (configurable, docs/configuration.md). */
+export interface EventLimitSettings {
+  /** Events per minute per client address. */
+  perAddressPerMin: number;
+  /** Events per minute per widget. */
+  perWidgetPerMin: number;
+  /** Events per UTC day per widget. */
+  perWidgetPerDay: number;
+}
+
+/** The KV counters behind the `/v1/events` limits. */
+export interface EventLimiters {
+  perAddress: FixedWindowLimiter;
+  perWidget: FixedWindowLimiter;
+  perWidgetDaily: FixedWindowLimiter;
+}
+
+/** Builds the `/v1/events` counters (the daily window is the UTC day). */
+export function eventLimiters(kv: Deno.Kv, clock: Clock, s: EventLimitSettings): EventLimiters {
+  return {
+    perAddress: new FixedWindowLimiter(kv, clock, { scope: "events_address", limit: s.perAddressPerMin, windowS: 60 }),
+    perWidget: new FixedWindowLimiter(kv, clock, { scope: "events_widget", limit: s.perWidgetPerMin, windowS: 60 }),
+    perWidgetDaily: new FixedWindowLimiter(kv, clock, {
+      scope: "events_widget_day",
+      limit: s.perWidgetPerDay,
+      windowS: 86_400,
+    }),
+  };
+}

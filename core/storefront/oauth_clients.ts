@@ -1,0 +1,180 @@
+import { boundedCache } from "../bounded_cache.ts";
+import type { Clock } from "../clock.ts";
+import { base64url, randomBytes } from "../crypto.ts";
+import type { Logger } from "../log.ts";
+import type { SafeFetcher } from "../net/safe_fetch.ts";
+import { oauthErrors } from "./oauth_errors.ts";
+import type { OAuthClient } from "./types.ts";
+
+/** Redirect URIs one client may register. */
+export const MAX_REDIRECT_URIS = 10;
+const MAX_URI_CHARS = 2000;
+const MAX_NAME_CHARS = 128;
+const CLIENT_ID_RE = /^oc_[A-Za-z0-9_-]{22}$/;
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
+// RFC 8252 section 7.1: a private-use scheme is a reverse domain name (has a dot).
+const PRIVATE_SCHEME_RE = /^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]+:$/;
+const GRANTS = new Set(["authorization_code", "refresh_token"]);
+
+/**
+ * Whether a redirect URI may be registered: https anywhere, http only to a loopback host
+ * (RFC 8252 native and local clients), or a private-use reverse-domain scheme; never a fragment,
+ * never credentials in the URL, never `javascript:` or `data:`.
+ */
+export function redirectUriProblem(uri: unknown): string | null {
+  if (typeof uri !== "string" || uri.length === 0) return "each redirect URI must be a non-empty string";
+  if (uri.length > MAX_URI_CHARS) return `a redirect URI is longer than ${MAX_URI_CHARS} characters`;
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return "a redirect URI is not an absolute URL";
+  }
+  if (url.hash || uri.includes("#")) return "a redirect URI must not have a fragment";
+  if (url.username || url.password) return "a redirect URI must not carry credentials";
+  if (url.protocol === "https:") return null;
+  if (url.protocol === "http:") {
+    return LOOPBACK_HOSTS.has(url.hostname) ? null : "an http redirect URI must point at a loopback host";
+  }
+  return PRIVATE_SCHEME_RE.test(url.protocol) ? null : "a redirect URI must use https, loopback http or app scheme";
+}
+
+/** Whether a client_id is a client ID metadata document URL (https, with a path). */
+export function isMetadataDocumentUrl(clientId: string): boolean {
+  if (!clientId.startsWith("https://") || clientId.length > MAX_URI_CHARS) return false;
+  try {
+    const url = new URL(clientId);
+    return url.pathname !== "/" && !url.hash && !url.username && !url.password;
+  } catch {
+    return false;
+  }
+}
+
+const DOCUMENT_MAX_BYTES = 16 * 1024;
+const DOCUMENT_FRESH_MS = 5 * 60_000;
+const DOCUMENT_FAILED_MS = 60_000;
+
+/**
+ * The clients of the authorization code flow, public only (`token_endpoint_auth_method` none;
+ * PKCE proves possession), known two ways:
+ * - RFC 7591 dynamic registration: records live `CLIENT_TTL_S` in KV; a client that is gone
+ *   registers again (the MCP SDK does so on `invalid_client`);
+ * - client ID metadata documents (the MCP authorization spec): the client_id is an https URL whose
+ *   JSON names the client and its redirect URIs. Fetched through the SSRF guard (public addresses,
+ *   16 KiB, no redirects), cached a few minutes (a failure one minute).
+ */
+export class OAuthClients {
+  /** How long a registration lives. */
+  static readonly CLIENT_TTL_S = 30 * 86_400;
+  readonly #documents = boundedCache<string, { client: OAuthClient } | { failed: true }>({ max: 1000 });
+
+  constructor(
+    private readonly kv: Deno.Kv,
+    private readonly clock: Clock,
+    private readonly documents?: { fetcher: SafeFetcher; log: Logger },
+  ) {}
+
+  /** Whether client ID metadata documents are accepted (a fetcher was given). */
+  get documentsSupported(): boolean {
+    return this.documents !== undefined;
+  }
+
+  /**
+   * Registers a client from its metadata document.
+   * @throws AppError 400 `invalid_redirect_uri` or `invalid_client_metadata`.
+   */
+  async register(metadata: Record<string, unknown>): Promise<OAuthClient> {
+    const uris = metadata.redirect_uris;
+    if (!Array.isArray(uris) || uris.length === 0) {
+      throw oauthErrors.invalidRedirectUri("redirect_uris must list at least one URI");
+    }
+    if (uris.length > MAX_REDIRECT_URIS) {
+      throw oauthErrors.invalidRedirectUri(`redirect_uris may list at most ${MAX_REDIRECT_URIS} URIs`);
+    }
+    for (const uri of uris) {
+      const problem = redirectUriProblem(uri);
+      if (problem) throw oauthErrors.invalidRedirectUri(problem);
+    }
+    const name = metadata.client_name;
+    if (name !== undefined && (typeof name !== "string" || name.length > MAX_NAME_CHARS)) {
+      throw oauthErrors.invalidClientMetadata(`client_name must be a string of at most ${MAX_NAME_CHARS} characters`);
+    }
+    const grants = metadata.grant_types;
+    if (grants !== undefined && (!Array.isArray(grants) || grants.some((g) => !GRANTS.has(g)))) {
+      throw oauthErrors.invalidClientMetadata("grant_types may hold only authorization_code and refresh_token");
+    }
+    const types = metadata.response_types;
+    if (types !== undefined && (!Array.isArray(types) || types.some((t) => t !== "code"))) {
+      throw oauthErrors.invalidClientMetadata("response_types may hold only code");
+    }
+    const client: OAuthClient = {
+      clientId: "oc_" + base64url(randomBytes(16)),
+      ...(typeof name === "string" && name.trim() ? { clientName: name.trim() } : {}),
+      redirectUris: [...new Set(uris as string[])],
+      createdAt: this.clock.now().toISOString(),
+    };
+    await this.kv.set(["oauth_client", client.clientId], client, { expireIn: OAuthClients.CLIENT_TTL_S * 1000 });
+    return client;
+  }
+
+  /** A registered client or a client ID metadata document's, or null (unknown, malformed, expired, unreadable). */
+  async get(clientId: string | null | undefined): Promise<OAuthClient | null> {
+    if (clientId && this.documents && isMetadataDocumentUrl(clientId)) return await this.#document(clientId);
+    if (!clientId || !CLIENT_ID_RE.test(clientId)) return null;
+    const client = (await this.kv.get<OAuthClient>(["oauth_client", clientId])).value;
+    if (!client) return null;
+    const ageMs = this.clock.now().getTime() - Date.parse(client.createdAt);
+    return ageMs < OAuthClients.CLIENT_TTL_S * 1000 ? client : null;
+  }
+
+  async #document(url: string): Promise<OAuthClient | null> {
+    const cached = this.#documents.get(url);
+    if (cached) return "client" in cached ? cached.client : null;
+    let client: OAuthClient | null = null;
+    try {
+      const res = await this.documents!.fetcher.fetch(url, {
+        accept: ["application/json"],
+        maxBytes: DOCUMENT_MAX_BYTES,
+        maxRedirects: 0,
+        timeoutMs: 3000,
+      });
+      const doc = res.status === 200 ? JSON.parse(new TextDecoder().decode(res.body)) : null;
+      // The document must name itself: a copy served elsewhere is not that client.
+      if (doc && typeof doc === "object" && doc.client_id === url) {
+        const uris = doc.redirect_uris;
+        const name = doc.client_name;
+        if (
+          Array.isArray(uris) && uris.length > 0 && uris.length <= MAX_REDIRECT_URIS &&
+          uris.every((u) => redirectUriProblem(u) === null) &&
+          (name === undefined || (typeof name === "string" && name.length <= MAX_NAME_CHARS))
+        ) {
+          client = {
+            clientId: url,
+            ...(typeof name === "string" && name.trim() ? { clientName: name.trim() } : {}),
+            redirectUris: [...new Set(uris as string[])],
+            createdAt: this.clock.now().toISOString(),
+          };
+        }
+      }
+    } catch (err) {
+      this.documents!.log.warn("client metadata document not read", { error: String((err as Error).message ?? err) });
+    }
+    this.#documents.set(url, client ? { client } : { failed: true }, {
+      ttl: client ? DOCUMENT_FRESH_MS : DOCUMENT_FAILED_MS,
+    });
+    return client;
+  }
+}
+
+/** The RFC 7591 response body of a registered client. */
+export function registrationBody(client: OAuthClient): Record<string, unknown> {
+  return {
+    client_id: client.clientId,
+    client_id_issued_at: Math.floor(Date.parse(client.createdAt) / 1000),
+    redirect_uris: client.redirectUris,
+    ...(client.clientName ? { client_name: client.clientName } : {}),
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+    token_endpoint_auth_method: "none",
+  };
+}

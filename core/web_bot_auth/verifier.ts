@@ -1,0 +1,74 @@
+/**
+ * Agent identity from Web Bot Auth (HTTP Message Signatures, RFC 9421, with a `Signature-Agent`
+ * key directory), verified by mppx's verifier: the key comes from the directory the signed
+ * `Signature-Agent` names, each nonce is used once (KV), and the signature's lifetime is bounded.
+ * The result names the directory's host only when everything verified; a request whose signature
+ * is missing parts, expired, replayed or wrong is `unverified`, never the name it claims.
+ */
+import { Server } from "mppx/attestation/web-bot-auth";
+import type { Logger } from "../log.ts";
+import type { SafeFetcher } from "../net/safe_fetch.ts";
+import { KeyDirectories } from "./directory.ts";
+import { kvNonceStore } from "./nonce_store.ts";
+
+/** Longest signature lifetime accepted (the draft recommends short ones; mppx signs for 60 s). */
+export const MAX_SIGNATURE_LIFETIME_S = 300;
+
+/** What a request says about the agent behind it. */
+export type BotIdentity =
+  /** No Web Bot Auth material at all. */
+  | { status: "absent" }
+  /** Signed and verified: the directory host is who it is. */
+  | { status: "verified"; directoryHost: string; keyId: string }
+  /** Signature material present but it did not verify (the claimed name is not used). */
+  | { status: "unverified" };
+
+/** Verifies Web Bot Auth signatures of incoming requests. */
+export class WebBotAuth {
+  readonly #verifier: ReturnType<typeof Server.verifier>;
+
+  /**
+   * @param o.signatureClockMs the clock signature lifetimes are judged on. mppx's verifier reads the
+   * wall clock itself (`Date.now()`), so the nonce store must be given the same one.
+   */
+  constructor(o: { kv: Deno.Kv; fetcher: SafeFetcher; log: Logger; signatureClockMs: () => number }) {
+    const directories = new KeyDirectories({ fetcher: o.fetcher, log: o.log });
+    this.#verifier = Server.verifier({
+      keyResolver: ({ signatureAgent, keyId, algorithm }) => directories.resolve(signatureAgent, keyId, algorithm),
+      nonceStore: kvNonceStore(o.kv, o.signatureClockMs),
+      maxAge: MAX_SIGNATURE_LIFETIME_S,
+    });
+  }
+
+  /** Whether a request carries Web Bot Auth material worth verifying (cheap; no I/O). */
+  static present(headers: Headers): boolean {
+    return headers.has("signature-input") || headers.has("signature") || headers.has("signature-agent");
+  }
+
+  /** The agent identity of a request. */
+  async identify(req: Request): Promise<BotIdentity> {
+    if (!WebBotAuth.present(req.headers)) return { status: "absent" };
+    let result;
+    try {
+      result = await this.#verifier.verify(req);
+    } catch {
+      return { status: "unverified" };
+    }
+    if (result.status !== "verified") return { status: "unverified" };
+    return {
+      status: "verified",
+      directoryHost: new URL(result.value.signatureAgent).host,
+      keyId: result.value.keyId,
+    };
+  }
+}
+
+/** The caller identity recorded for a request's events (agent readership). */
+export function botCaller(identity: BotIdentity): string | undefined {
+  if (identity.status === "verified") return `webbot:${identity.directoryHost}`;
+  if (identity.status === "unverified") return UNVERIFIED_BOT_CALLER;
+  return undefined;
+}
+
+/** The caller of signed requests that did not verify: counted, never under the name they claim. */
+export const UNVERIFIED_BOT_CALLER = "webbot-unverified";

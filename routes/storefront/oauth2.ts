@@ -1,0 +1,37 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { Deps } from "../../composition.ts";
+import { AppError } from "../../core/errors.ts";
+import type { AppEnv } from "../env.ts";
+import { familyApp } from "../family.ts";
+import { agentCors } from "../middleware/cors.ts";
+import { rateLimit } from "../middleware/rate_limit.ts";
+import { addAuthorizePage } from "./authorize_page.ts";
+import { clientAddress } from "./client_address.ts";
+import { addRegistrationRoute } from "./oauth_register.ts";
+import { addTokenRoute } from "./token.ts";
+
+/**
+ * Mounted at `/oauth2` (RFC 6749 error body): `POST /token` (jwt-bearer, authorization_code,
+ * refresh_token), `POST /register` (RFC 7591) and `GET|POST /authorize` (the consent page). CORS
+ * for browser-hosted clients on all of them; registration and the consent page are rate-limited
+ * per client address (the token endpoint is bounded by the grants it checks).
+ */
+export function createOAuthRoutes(deps: Pick<Deps, "config" | "storefront" | "log">): OpenAPIHono<AppEnv> {
+  const app = familyApp("oauth", deps.log);
+  app.use("*", agentCors());
+  const limit = rateLimit({
+    limiter: deps.storefront.limiter,
+    key: (c) => clientAddress(c, deps.config.trustProxy),
+    policy: "storefront",
+    onLimited: (retryAfterS) =>
+      new AppError(429, "rate_limit_exceeded", "Too many requests: retry later", {
+        extra: { retry_after: retryAfterS },
+      }),
+  });
+  app.use("/register", limit);
+  app.use("/authorize", limit);
+  addTokenRoute(app, deps);
+  addRegistrationRoute(app, deps);
+  addAuthorizePage(app, deps);
+  return app;
+}

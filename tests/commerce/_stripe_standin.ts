@@ -1,0 +1,88 @@
+/**
+ * A LOCAL STAND-IN for the few Stripe API endpoints the card lane touches. It is not Stripe: Stripe's
+ * API cannot run here, so this HTTP server on 127.0.0.1 plays it closely enough for mppx's `stripe`
+ * method (shared payment tokens) and the mppx client's `createToken`:
+ * - `POST /v1/test_helpers/shared_payment/granted_tokens` issues a granted SPT for a payment method,
+ *   limited to a currency, a maximum amount and an expiry (Stripe's test helper of that name);
+ * - `POST /v1/payment_intents` with `confirm=true` and `shared_payment_granted_token` charges it:
+ *   secret key checked, each SPT usable once, limits enforced, `Idempotency-Key` replays the same
+ *   PaymentIntent with `Idempotent-Replayed: true`; `pm_card_chargeDeclined` is declined.
+ * `captured` is what moved, the stand-in's books the storefront ledger is checked against.
+ */
+export interface StripeStandIn {
+  url: string;
+  secretKey: string;
+  /** Succeeded PaymentIntents: id, amount (cents), SPT. */
+  captured: { id: string; amount: number; spt: string }[];
+  close(): Promise<void>;
+}
+
+interface Spt {
+  id: string;
+  paymentMethod: string;
+  currency: string;
+  maxAmount: number;
+  expiresAt: number;
+  used: boolean;
+}
+
+export function startStripeStandIn(secretKey = "sk_test_standin"): StripeStandIn {
+  const spts = new Map<string, Spt>();
+  const byIdempotencyKey = new Map<string, Record<string, unknown>>();
+  const captured: StripeStandIn["captured"] = [];
+  let seq = 0;
+  const error = (status: number, code: string, message: string) =>
+    Response.json({ error: { type: "card_error", code, message } }, { status });
+
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const path = new URL(req.url).pathname;
+    const form = new URLSearchParams(await req.text());
+    if (path === "/v1/test_helpers/shared_payment/granted_tokens" && req.method === "POST") {
+      const spt: Spt = {
+        id: `spt_standin_${++seq}`,
+        paymentMethod: form.get("payment_method") ?? "",
+        currency: form.get("usage_limits[currency]") ?? "",
+        maxAmount: Number(form.get("usage_limits[max_amount]")),
+        expiresAt: Number(form.get("usage_limits[expires_at]")),
+        used: false,
+      };
+      spts.set(spt.id, spt);
+      return Response.json({ id: spt.id, object: "shared_payment.granted_token" });
+    }
+    if (path === "/v1/payment_intents" && req.method === "POST") {
+      if (req.headers.get("authorization") !== `Basic ${btoa(`${secretKey}:`)}`) {
+        return error(401, "invalid_api_key", "Invalid API key provided");
+      }
+      const key = req.headers.get("idempotency-key");
+      const replay = key ? byIdempotencyKey.get(key) : undefined;
+      if (replay) return Response.json(replay, { headers: { "idempotent-replayed": "true" } });
+      const spt = spts.get(form.get("shared_payment_granted_token") ?? "");
+      const amount = Number(form.get("amount"));
+      if (!spt) return error(400, "resource_missing", "No such shared payment token");
+      if (spt.used) return error(400, "shared_payment_token_used", "This shared payment token was already used");
+      if (spt.expiresAt * 1000 < Date.now()) return error(400, "shared_payment_token_expired", "Token expired");
+      if (form.get("currency") !== spt.currency || !(amount <= spt.maxAmount)) {
+        return error(400, "amount_too_large", "The amount exceeds the token's usage limits");
+      }
+      spt.used = true;
+      if (spt.paymentMethod === "pm_card_chargeDeclined") return error(402, "card_declined", "Your card was declined.");
+      const pi = {
+        id: `pi_standin_${++seq}`,
+        object: "payment_intent",
+        amount,
+        currency: spt.currency,
+        status: "succeeded",
+      };
+      captured.push({ id: pi.id, amount, spt: spt.id });
+      if (key) byIdempotencyKey.set(key, pi);
+      return Response.json(pi);
+    }
+    return error(404, "resource_missing", "Unrecognized request URL");
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    secretKey,
+    captured,
+    close: () => server.shutdown(),
+  };
+}

@@ -1,0 +1,130 @@
+/**
+ * The card lane through mppx's own `stripe` method with shared payment tokens, paid by the stock mppx
+ * client. Stripe's API is played by a LOCAL STAND-IN (tests/commerce/_stripe_standin.ts): the
+ * storefront's ledger is checked against what the stand-in captured.
+ */
+import assert from "node:assert/strict";
+import { Mppx } from "mppx/client";
+import { stripe } from "mppx/stripe/client";
+import type { PaymentRecord } from "../../core/commerce/payments.ts";
+import { type CommerceWorld, createCommerceWorld, postJson } from "./_helpers.ts";
+import { startStripeStandIn, type StripeStandIn } from "./_stripe_standin.ts";
+import { FixedClock } from "../../core/clock.ts";
+
+/** The mppx client for one agent, paying with a card through SPTs the stand-in grants. */
+function cardClient(w: CommerceWorld, standIn: StripeStandIn, token: string, paymentMethod: string) {
+  const sent: string[] = [];
+  const transport: typeof fetch = (input, init) => {
+    const req = new Request(input, init);
+    req.headers.set("host", "store.test");
+    req.headers.set("zc-agent-authorization", `Bearer ${token}`);
+    const auth = req.headers.get("authorization");
+    if (auth) sent.push(auth);
+    return Promise.resolve(w.app.fetch(req));
+  };
+  const client = Mppx.create({
+    methods: [stripe({
+      paymentMethod,
+      // The agent's wallet backend asks Stripe (here: the stand-in) for a granted token.
+      createToken: async ({ amount, currency, expiresAt, paymentMethod }) => {
+        const res = await fetch(`${standIn.url}/v1/test_helpers/shared_payment/granted_tokens`, {
+          method: "POST",
+          body: new URLSearchParams({
+            payment_method: paymentMethod!,
+            "usage_limits[currency]": currency,
+            "usage_limits[max_amount]": amount,
+            "usage_limits[expires_at]": String(expiresAt),
+          }),
+        });
+        return (await res.json()).id;
+      },
+    })],
+    fetch: transport,
+    polyfill: false,
+  });
+  return { client, sent, transport };
+}
+
+async function stripeRecords(w: CommerceWorld): Promise<PaymentRecord[]> {
+  const out: PaymentRecord[] = [];
+  for await (const e of w.deps.kv.list<PaymentRecord>({ prefix: ["commerce_payment", w.sellerId] })) {
+    if (e.value.rail === "stripe") out.push(e.value);
+  }
+  return out;
+}
+
+Deno.test("mppx's stripe method: the stock client buys and tops up with an SPT; a replay and a decline charge nothing", async (t) => {
+  const standIn = startStripeStandIn();
+  // mppx reads the process clock for challenge expiry: the world's clock is anchored there.
+  await using w = await createCommerceWorld({
+    clock: new FixedClock(new Date().toISOString()),
+    env: { PAY_STRIPE_SECRET_KEY: standIn.secretKey, PAY_STRIPE_API_URL: standIn.url },
+  });
+  try {
+    const { token } = await w.agents.issue();
+    const card = cardClient(w, standIn, token, "pm_card_visa");
+
+    await t.step("the 402 offers stripe/charge beside the own rails", async () => {
+      const res = await card.transport(
+        `http://store.test/plans/${w.plan.id}/purchase`,
+        postJson({ amountUsd: "5.000000" }),
+      );
+      assert.equal(res.status, 402);
+      assert.match(res.headers.get("www-authenticate")!, /method="stripe"/);
+      assert.equal(res.headers.get("payment-required"), null, "x402 is offered only with the evm method");
+      await res.body?.cancel();
+    });
+
+    await t.step("purchase and extend settle once each through a PaymentIntent", async () => {
+      const bought = await card.client.fetch(
+        `http://store.test/plans/${w.plan.id}/purchase`,
+        postJson({ amountUsd: "5.000000" }),
+      );
+      assert.equal(bought.status, 200, await bought.clone().text());
+      const body = await bought.json();
+      assert.equal(body.rail, "stripe");
+      assert.equal(body.entitlement.remainingUsd, "5.000000");
+      const topped = await card.client.fetch("http://store.test/extend", postJson({ amountUsd: "1.000000" }));
+      assert.equal(topped.status, 200, await topped.clone().text());
+      assert.equal((await topped.json()).entitlement.remainingUsd, "6.000000");
+      assert.deepEqual(standIn.captured.map((c) => c.amount), [500, 100]);
+    });
+
+    await t.step("the same credential sent again is payment_consumed and charges nothing", async () => {
+      const used = card.sent.at(-1)!;
+      const again = await card.transport("http://store.test/extend", {
+        ...postJson({ amountUsd: "1.000000" }),
+        headers: { "content-type": "application/json", authorization: used },
+      });
+      assert.equal(again.status, 409);
+      assert.equal((await again.json()).error, "payment_consumed");
+      assert.equal(standIn.captured.length, 2);
+    });
+
+    await t.step("a declined card is settlement_failed and grants nothing", async () => {
+      const declined = cardClient(w, standIn, token, "pm_card_chargeDeclined");
+      const res = await declined.client.fetch("http://store.test/extend", postJson({ amountUsd: "1.000000" }));
+      assert.equal(res.status, 402);
+      const body = await res.json();
+      assert.equal(body.error, "settlement_failed");
+      assert.ok(res.headers.get("www-authenticate"), "fresh challenges to start again");
+      const ent = await (await card.transport("http://store.test/agent/entitlements")).json();
+      assert.equal(ent.entitlements[0].remainingUsd, "6.000000");
+    });
+
+    await t.step("the ledger matches the stand-in's captures", async () => {
+      const records = await stripeRecords(w);
+      const consumed = records.filter((r) => r.state === "consumed");
+      assert.equal(consumed.length, 2);
+      assert.deepEqual(consumed.map((r) => r.processorRef).sort(), standIn.captured.map((c) => c.id).sort());
+      const credited = consumed.reduce((s, r) => s + r.amountMicros, 0);
+      assert.equal(credited, standIn.captured.reduce((s, c) => s + c.amount, 0) * 10_000);
+      // Each declined attempt (the client may try its card more than once) is a terminal failed record.
+      const failed = records.filter((r) => r.state === "failed");
+      assert.ok(failed.length >= 1);
+      assert.ok(failed.every((r) => r.settlementReason === "settlement_failed"));
+    });
+  } finally {
+    await standIn.close();
+  }
+});

@@ -1,0 +1,72 @@
+import assert from "node:assert/strict";
+import { PoolBusyError, PoolTimeoutError, WorkerPool } from "../../core/worker_pool.ts";
+
+const pool = (options: { size: number; deadlineMs?: number; maxQueued?: number; maxQueuedPerCaller?: number }) =>
+  new WorkerPool<{ tag: string; ms: number }, string>({
+    name: "test work",
+    module: new URL("./_busy_worker.ts", import.meta.url),
+    deadlineMs: 10_000,
+    maxQueued: 100,
+    ...options,
+  });
+
+Deno.test("WorkerPool takes callers' queues in turn, one job each", async () => {
+  const p = pool({ size: 1 });
+  try {
+    await p.run("warm", { tag: "warm", ms: 0 });
+    const order: string[] = [];
+    const jobs = [
+      ...["a1", "a2", "a3"].map((tag) => p.run("a", { tag, ms: 30 })),
+      ...["b1", "b2"].map((tag) => p.run("b", { tag, ms: 30 })),
+      p.run("c", { tag: "c1", ms: 30 }),
+    ].map((job) => job.then((tag) => order.push(tag)));
+    await Promise.all(jobs);
+    assert.deepEqual(order, ["a1", "b1", "c1", "a2", "b2", "a3"]);
+  } finally {
+    p.close();
+  }
+});
+
+Deno.test("WorkerPool keeps one worker free of a caller that already runs on all others", async () => {
+  const p = pool({ size: 2 });
+  try {
+    await p.run("warm", { tag: "warm", ms: 0 });
+    const slow = Array.from({ length: 4 }, (_, i) => p.run("a", { tag: `a${i}`, ms: 400 }));
+    await new Promise((r) => setTimeout(r, 50));
+    const started = performance.now();
+    assert.equal(await p.run("b", { tag: "b", ms: 0 }), "b");
+    assert.ok(performance.now() - started < 300, "the other caller found a free worker");
+    assert.equal(p.stats().running, 1, "the busy caller runs on one worker only");
+    await Promise.all(slow);
+  } finally {
+    p.close();
+  }
+});
+
+Deno.test("WorkerPool refuses past its queue bounds, and its deadline covers the wait and the run", async () => {
+  const p = pool({ size: 1, deadlineMs: 300, maxQueued: 3, maxQueuedPerCaller: 2 });
+  try {
+    await p.run("warm", { tag: "warm", ms: 0 });
+    const started = performance.now();
+    const running = p.run("a", { tag: "a0", ms: 2000 });
+    await new Promise((r) => setTimeout(r, 20)); // a0 has left the queue
+    const waiting = [p.run("a", { tag: "a1", ms: 0 }), p.run("a", { tag: "a2", ms: 0 })];
+    await assert.rejects(p.run("a", { tag: "a3", ms: 0 }), PoolBusyError, "one caller's share of the queue is full");
+    const b = p.run("b", { tag: "b1", ms: 0 });
+    await assert.rejects(p.run("c", { tag: "c1", ms: 0 }), (err: unknown) => {
+      assert.ok(err instanceof PoolBusyError);
+      assert.equal(err.message, "test work is busy");
+      assert.equal(err.retryAfterS, 1);
+      return true;
+    });
+    // a0 runs past the deadline: its worker is stopped; those waiting behind it end at their own deadlines
+    // (still waiting, or just started on the fresh worker when this machine is slow), never after a0's 2 s.
+    await assert.rejects(running, (err: unknown) => err instanceof PoolTimeoutError && err.started);
+    for (const job of [...waiting, b]) await assert.rejects(job, PoolTimeoutError);
+    assert.ok(performance.now() - started < 1000, "nothing waited for the 2 s job");
+    assert.equal(await p.run("a", { tag: "again", ms: 0 }), "again", "a fresh worker took the slot");
+    assert.equal(p.stats().replaced, 1);
+  } finally {
+    p.close();
+  }
+});

@@ -1,0 +1,71 @@
+import assert from "node:assert/strict";
+import { FixedClock } from "../../core/clock.ts";
+import { FixedWindowLimiter } from "../../core/rate_limit.ts";
+import { familyApp } from "../../routes/family.ts";
+import { byClientAddress, publicRateLimit } from "../../routes/middleware/public_limits.ts";
+import { memoryLogger } from "../../core/log.ts";
+
+Deno.test("FixedWindowLimiter.hit(key, cost) grants a cost whole or not at all, and a refusal counts nothing", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const clock = new FixedClock("2026-11-22T12:00:30Z");
+    const limiter = new FixedWindowLimiter(kv, clock, { scope: "t", limit: 1000, windowS: 60 });
+    assert.deepEqual((await limiter.hit("a", 600)).remaining, 400);
+    const refused = await limiter.hit("a", 500);
+    assert.equal(refused.allowed, false);
+    assert.equal(refused.remaining, 400, "the refused 500 did not use the 400 left");
+    assert.equal(refused.retryAfterS, 30);
+    assert.equal((await limiter.hit("a", 400)).allowed, true);
+    assert.equal((await limiter.hit("a")).allowed, false);
+    // Concurrent costs of one key: in arrival order, each whole or refused, never more than the limit.
+    const b = await Promise.all([300, 300, 300, 300, 50].map((n) => limiter.hit("b", n)));
+    assert.deepEqual(b.map((r) => r.allowed), [true, true, true, false, true]);
+    assert.equal((await kv.get<number>(["rate", "t", "b", Date.parse("2026-11-22T12:00:00Z")])).value, 950);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("publicRateLimit() answers 429 {message} with Retry-After per key, before the handler runs", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const clock = new FixedClock("2026-11-22T12:00:00Z");
+    const limiter = new FixedWindowLimiter(kv, clock, { scope: "w", limit: 2, windowS: 60 });
+    const app = familyApp("message", memoryLogger());
+    let ran = 0;
+    app.use("*", publicRateLimit({ limiter, scope: "address", key: byClientAddress(1) }));
+    app.get("/ask", (c) => {
+      ran++;
+      return c.text("ok");
+    });
+    const from = (address: string) => app.request("/ask", { headers: { "x-forwarded-for": address } });
+    assert.equal((await from("203.0.113.1")).status, 200);
+    assert.equal((await from("203.0.113.1")).status, 200);
+    const over = await from("203.0.113.1");
+    assert.equal(over.status, 429);
+    assert.equal(over.headers.get("retry-after"), "60");
+    assert.deepEqual(await over.json(), { message: "rate limit exceeded: too many requests from this address" });
+    assert.equal(ran, 2);
+    assert.equal((await from("203.0.113.2")).status, 200, "another address has its own bucket");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("publicRateLimit() by address counts an IPv6 /64 as one client", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const clock = new FixedClock("2026-11-22T12:00:00Z");
+    const limiter = new FixedWindowLimiter(kv, clock, { scope: "v6", limit: 3, windowS: 60 });
+    const app = familyApp("message", memoryLogger());
+    app.use("*", publicRateLimit({ limiter, scope: "address", key: byClientAddress(1) }));
+    app.get("/", (c) => c.text("ok"));
+    const from = (address: string) => app.request("/", { headers: { "x-forwarded-for": address } });
+    const statuses = [];
+    for (let i = 1; i <= 5; i++) statuses.push((await from(`2001:db8:7:9::${i.toString(16)}`)).status);
+    assert.deepEqual(statuses, [200, 200, 200, 429, 429]);
+    assert.equal((await from("2001:db8:7:a::1")).status, 200, "the next /64 is another client");
+  } finally {
+    kv.close();
+  }
+});
