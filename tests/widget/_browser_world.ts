@@ -29,6 +29,10 @@ export interface WidgetWorld extends AsyncDisposable {
   seen: Seen[];
   /** Every event of every accepted `/v1/events` batch, in arrival order. */
   events: Record<string, unknown>[];
+  /** The next `POST /v1/events` gets this answer instead of reaching the service (its body is kept in `refused`). */
+  refuseNextEvents(res: () => Response): void;
+  /** Events of the batches refused by {@link refuseNextEvents}. */
+  refused: Record<string, unknown>[];
   /** Waits (polling the logs above, not the clock) until `ok()` holds. */
   until(what: string, ok: () => boolean, timeoutMs?: number): Promise<void>;
   /** GET an analytics endpoint for the world's day, bypassing the cache. */
@@ -43,11 +47,22 @@ export async function widgetWorld(): Promise<WidgetWorld> {
   const seeded = await seedDemo(w.deps, [seedDemoArticles]);
   const seen: Seen[] = [];
   const events: Record<string, unknown>[] = [];
+  const refused: Record<string, unknown>[] = [];
+  let refuseNext: (() => Response) | null = null;
   svc.setHandler(async (req, info) => {
     const url = new URL(req.url);
     const isEvents = req.method === "POST" && url.pathname === "/v1/events";
     const copy = isEvents ? await req.clone().text() : "";
-    const res = await w.app.fetch(req, info);
+    let res: Response;
+    if (isEvents && refuseNext) {
+      // A stand-in refusal (the real limits need thousands of events): CORS as the route sends it.
+      res = refuseNext();
+      refuseNext = null;
+      res.headers.set("access-control-allow-origin", req.headers.get("origin") ?? "");
+      res.headers.set("access-control-allow-credentials", "true");
+      res.headers.set("access-control-expose-headers", "Retry-After");
+      refused.push(...(JSON.parse(copy).events as Record<string, unknown>[]));
+    } else res = await w.app.fetch(req, info);
     seen.push({ method: req.method, path: url.pathname, status: res.status, origin: req.headers.get("origin") });
     if (isEvents && res.status === 202) events.push(...(JSON.parse(copy).events as Record<string, unknown>[]));
     return res;
@@ -70,6 +85,10 @@ export async function widgetWorld(): Promise<WidgetWorld> {
     apiKey: seeded.apiKey!,
     seen,
     events,
+    refused,
+    refuseNextEvents(r) {
+      refuseNext = r;
+    },
     async until(what, ok, timeoutMs = 15_000) {
       const end = performance.now() + timeoutMs;
       while (!ok()) {

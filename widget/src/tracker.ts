@@ -102,16 +102,19 @@ export class Tracker {
     }).then((res) => {
       // 4xx other than 429: the batch itself is refused; sending it again changes nothing.
       if (res.ok || (res.status >= 400 && res.status < 500 && res.status !== 429)) return;
-      this.#retry(batch);
-    }, () => this.#retry(batch));
+      // A 429 says when to come back (Retry-After, seconds); within a minute, it is followed.
+      const after = Number(res.headers.get("retry-after"));
+      this.#retry(batch, Number.isFinite(after) && after > 0 ? Math.min(after * 1000, 60_000) : FLUSH_DELAY_MS * 2);
+    }, () => this.#retry(batch, FLUSH_DELAY_MS * 2));
   }
 
-  #retry(batch: { body: EventFields; attempts: number }[]): void {
+  #retry(batch: { body: EventFields; attempts: number }[], delayMs: number): void {
     const again = batch.filter((e) => ++e.attempts < MAX_ATTEMPTS);
     if (!again.length) return;
     // Same event ids: the server stores an id once, so a batch that did arrive is not counted twice.
     this.#queue.unshift(...again);
     if (this.#queue.length > MAX_QUEUE) this.#queue.length = MAX_QUEUE;
-    this.#timer ??= setTimeout(() => this.flush(false), FLUSH_DELAY_MS * 2);
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.flush(false), Math.max(delayMs, FLUSH_DELAY_MS));
   }
 }
