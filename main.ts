@@ -14,6 +14,7 @@ import { createLogger, describeError, type Logger } from "./core/log.ts";
 import { seedAnswerDemo } from "./fixtures/answer_demo.ts";
 import { seedCommerceDemo } from "./fixtures/commerce_demo.ts";
 import { seedDemo } from "./fixtures/demo.ts";
+import { startDemoSite } from "./fixtures/demo_site.ts";
 import { DEMO_ENV_FILE, writeDemoEnv } from "./fixtures/demo_env.ts";
 import { seedStorefront } from "./fixtures/storefront.ts";
 import { demoEventsStep } from "./fixtures/demo_events.ts";
@@ -88,6 +89,17 @@ async function serve(parsed: Config, env: Record<string, string>): Promise<void>
   }
   ready = createApp(deps).fetch;
   deps.log.info("listening", { url: server.url, base_url: config.baseUrl });
+  // The publisher demo site on its own origin: the seeded widget embedded as a publisher would.
+  let demoSite: Deno.HttpServer | null = null;
+  if (config.demoSeed && config.demoSiteUrl) {
+    const { ids } = await seedDemo(deps);
+    demoSite = startDemoSite(
+      config.demoSiteUrl,
+      { serviceUrl: config.baseUrl, widgetId: ids.widgetId },
+      (message) => deps.log.warn("demo site", { message }),
+    );
+    if (demoSite) deps.log.info("demo site", { url: config.demoSiteUrl, widget: ids.widgetId });
+  }
   deps.log.info("storefront", {
     agent_auth_url: config.agentAuthUrl,
     default_seller: config.storefront.defaultSellerId,
@@ -103,6 +115,7 @@ async function serve(parsed: Config, env: Record<string, string>): Promise<void>
     stopping ??= (async () => {
       deps.log.info("shutting down", { signal });
       const ended = await server.shutdown(config.shutdownTimeoutS * 1000);
+      await demoSite?.shutdown();
       await deps.poller.stop();
       await deps.retention.stop();
       await deps.analyticsVisits.stop();

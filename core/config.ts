@@ -50,6 +50,8 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
   MAX_BODY_BYTES: int("MAX_BODY_BYTES", 1024, 256 * 1024 * 1024).default(1024 * 1024),
   DEMO_SEED: bool("DEMO_SEED").default(true),
+  // The publisher demo site (widget embed) on a second origin; "off" serves none.
+  DEMO_SITE_URL: z.union([z.literal("off"), url("DEMO_SITE_URL")]).default("http://127.0.0.1:8001"),
   SHUTDOWN_TIMEOUT_S: int("SHUTDOWN_TIMEOUT_S", 0, 3600).default(10),
   STOREFRONT_DEFAULT_SELLER: z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, {
     error: "STOREFRONT_DEFAULT_SELLER must be a seller id (lowercase letters, digits, dashes) or none",
@@ -180,6 +182,8 @@ export interface Config {
   logLevel: (typeof LOG_LEVELS)[number];
   maxBodyBytes: number;
   demoSeed: boolean;
+  /** Origin of the publisher demo site (`deno task start` serves it with the demo seed); null: none. */
+  demoSiteUrl: string | null;
   shutdownTimeoutS: number;
   /** Storefront settings (spec sections 3, 5.3 and 8). */
   storefront: {
@@ -374,6 +378,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     logLevel: e.LOG_LEVEL,
     maxBodyBytes: e.MAX_BODY_BYTES,
     demoSeed: e.DEMO_SEED,
+    demoSiteUrl: e.DEMO_SITE_URL === "off" ? null : new URL(e.DEMO_SITE_URL).origin,
     shutdownTimeoutS: e.SHUTDOWN_TIMEOUT_S,
     storefront: {
       // The embedded default (no AGENT_AUTH_URL) lets the demo seller answer any host.

@@ -22,6 +22,7 @@
  *     /retention
  *   /v1/ai-models, widgets, campaigns,    routes/resources.ts (and every other `/v1` path)
  *     prompts
+ *   /widget/v1/loader.js, /assets/...     routes/widget/assets.ts
  *   /r/{token}                            routes/redirect.ts
  *   /img                                  routes/images.ts
  *   /widget/v1/{wd}/config, ask,          routes/widget/api.ts (public, origin-checked)
@@ -66,6 +67,7 @@ import { createFrontPageRoutes } from "./front_page.ts";
 import { createApiReferenceRoutes } from "./api_reference.ts";
 import { withExamples } from "./openapi_examples.ts";
 import { createWidgetApiRoutes } from "./widget/api.ts";
+import { createWidgetAssetRoutes } from "./widget/assets.ts";
 
 import { API_VERSION } from "./version.ts";
 
@@ -120,6 +122,8 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
 
   mount(app, "/r", createRedirectRoutes(deps));
   mount(app, "/img", createImageRoutes(deps));
+  // The widget's scripts, before the widget API family (which owns the rest of `/widget/v1`).
+  app.route("/widget/v1", createWidgetAssetRoutes(deps));
   // The public widget API (after the widget's asset routes, which share the prefix).
   mount(app, "/widget/v1", createWidgetApiRoutes(deps));
   mountStorefront(app, deps);

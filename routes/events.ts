@@ -81,6 +81,9 @@ export function createEventRoutes(
       origin: async (origin) => (await widgetOrigins.allows(origin)) ? origin : null,
       allowMethods: ["POST", "OPTIONS"],
       allowHeaders: ["content-type"],
+      // navigator.sendBeacon sends a JSON batch with credentials, so its preflight must allow them;
+      // the route reads no cookie (widget batches are authorised by widget id + origin only).
+      credentials: true,
       // A widget backing off after a 429 needs to read when to retry.
       exposeHeaders: ["Retry-After"],
       maxAge: 600,

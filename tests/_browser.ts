@@ -95,14 +95,17 @@ function hostRules(hosts: Record<string, string> = {}): string[] {
   return rules.length ? [`--host-resolver-rules=${rules.join(", ")}`] : [];
 }
 
+/** A request handler; `info` carries the client address (rate limits key on it). */
+type LocalHandler = (req: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => Response | Promise<Response>;
+
 /** Serves `handler` on 127.0.0.1 at a free port; the URL is known before the handler is set. */
 export function serveLocal(): {
   url: string;
-  setHandler(h: (req: Request) => Response | Promise<Response>): void;
+  setHandler(h: LocalHandler): void;
   close(): Promise<void>;
 } & AsyncDisposable {
-  let handler: (req: Request) => Response | Promise<Response> = () => new Response("not ready", { status: 503 });
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => handler(req));
+  let handler: LocalHandler = () => new Response("not ready", { status: 503 });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req, info) => handler(req, info));
   const close = () => server.shutdown();
   return {
     url: `http://127.0.0.1:${server.addr.port}`,

@@ -1,0 +1,23 @@
+/** Small DOM helpers: every server string goes in as text, every link must be http(s). */
+import { safeHref } from "./values.ts";
+
+/** An element with a class and text content (never parsed as HTML). */
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: { class?: string; text?: string; attrs?: Record<string, string> } = {},
+  children: Node[] = [],
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (props.class) node.className = props.class;
+  if (props.text !== undefined) node.textContent = props.text;
+  for (const [k, v] of Object.entries(props.attrs ?? {})) node.setAttribute(k, v);
+  for (const c of children) node.append(c);
+  return node;
+}
+
+/** A link to `url` opening in a new tab, or plain text when the URL is not http(s). */
+export function link(url: unknown, text: string, cls?: string): HTMLElement {
+  const href = safeHref(url);
+  if (!href) return el("span", { class: cls, text });
+  return el("a", { class: cls, text, attrs: { href, target: "_blank", rel: "noopener" } });
+}
