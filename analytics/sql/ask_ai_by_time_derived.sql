@@ -1,6 +1,7 @@
 -- ask_ai_by_time over derived visit figures ($derived_files, one per closed UTC day folder; see
 -- visit_cube_build.sql) and the events of the remaining day folders ($raw_days, between $raw_from
--- and $raw_to). Same figures as ask_ai_by_time, row for row: a window's edges are 15-minute UTC
+-- and $raw_to). Same figures as ask_ai_by_time, row for row (visits derived from the events in
+-- time order, viewability from the viewable events in the window): a window's edges are 15-minute UTC
 -- instants (the caller checks), so a derived row's step is in the window exactly when its events
 -- are; single-step visits and whole visits of one value set are summed as stored (see
 -- visit_cube_build.sql); every other visit is regrouped from its per-step
@@ -27,33 +28,68 @@ WITH d AS (
     AND (kind <> 'u' OR last_step < CAST($end_ts AS TIMESTAMP))
     AND (NOT cut_only OR first_step < CAST($start_ts AS TIMESTAMP) OR last_step >= CAST($end_ts AS TIMESTAMP))
 ),
+-- The raw days' events per session, step and block flag, and their visits derived in time order as
+-- ask_ai_by_time and visit_cube_build derive them (same visit ids as the build would give).
+raw_steps AS (
+  SELECT
+    session_id, step, blk,
+    min(ts) AS t0,
+    max(ts) AS t1,
+    count(*) FILTER (WHERE event_type = 'widget_load') AS loads,
+    count(*) FILTER (WHERE event_type = 'query') AS queries,
+    count(*) FILTER (WHERE event_type = 'click') AS clicks,
+    count(*) FILTER (WHERE event_type = 'click' AND click_type = 'article') AS article_clicks,
+    count(*) FILTER (WHERE event_type = 'click' AND click_type = 'cta') AS cta_clicks,
+    count(*) FILTER (WHERE event_type = 'heartbeat') AS heartbeats,
+    coalesce(bool_or(event_type = 'widget_viewable' AND in_view_pct >= 50 AND in_view_ms >= 1000), false)
+      AS viewable
+  FROM (
+    SELECT
+      session_id, ts, event_type, click_type, in_view_pct, in_view_ms,
+      time_bucket(INTERVAL 15 MINUTE, ts) AS step,
+      ($ai_agent IS NULL OR ai_agent = $ai_agent)
+        AND ($placement_id IS NULL OR placement_id = $placement_id)
+        AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
+        AND ($creative_id IS NULL OR creative_id = $creative_id)
+        AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
+        AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS blk
+    FROM events
+    WHERE date BETWEEN CAST($raw_from AS DATE) AND CAST($raw_to AS DATE)
+      AND list_contains($raw_days, strftime(date, '%Y-%m-%d'))
+      AND ts >= CAST($start_ts AS TIMESTAMP)
+      AND ts < CAST($end_ts AS TIMESTAMP)
+      AND tenant_id = $tenant_id
+  )
+  GROUP BY session_id, step, blk
+),
+raw_opened AS (
+  SELECT
+    session_id, step,
+    coalesce(min(t0) - lag(max(t1)) OVER w > INTERVAL 30 MINUTE, true) AS opens
+  FROM raw_steps
+  WHERE session_id IS NOT NULL
+  GROUP BY session_id, step
+  WINDOW w AS (PARTITION BY session_id, CAST(step AS DATE) ORDER BY step)
+),
+raw_visit_of AS (
+  SELECT
+    session_id, step,
+    (hash(
+      $tenant_id, session_id, CAST(step AS DATE),
+      sum(opens::INT) OVER (PARTITION BY session_id, CAST(step AS DATE) ORDER BY step ROWS UNBOUNDED PRECEDING)
+    ) >> 2)::BIGINT + 1 AS visit_id
+  FROM raw_opened
+),
 rows AS (
   SELECT visit_id AS gk, step, blk, loads, queries, clicks, article_clicks, cta_clicks, heartbeats, viewable
   FROM d
   WHERE kind = 'f'
   UNION ALL
   SELECT
-    coalesce(visit_id, -(epoch_us(ts) // 900000000)) AS gk,
-    time_bucket(INTERVAL 15 MINUTE, ts) AS step,
-    ($ai_agent IS NULL OR ai_agent = $ai_agent)
-      AND ($placement_id IS NULL OR placement_id = $placement_id)
-      AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
-      AND ($creative_id IS NULL OR creative_id = $creative_id)
-      AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-      AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS blk,
-    (event_type = 'widget_load')::BIGINT,
-    (event_type = 'query')::BIGINT,
-    (event_type = 'click')::BIGINT,
-    (event_type = 'click' AND click_type = 'article')::BIGINT,
-    (event_type = 'click' AND click_type = 'cta')::BIGINT,
-    (event_type = 'heartbeat')::BIGINT,
-    visit_viewable
-  FROM events
-  WHERE date BETWEEN CAST($raw_from AS DATE) AND CAST($raw_to AS DATE)
-    AND list_contains($raw_days, strftime(date, '%Y-%m-%d'))
-    AND ts >= CAST($start_ts AS TIMESTAMP)
-    AND ts < CAST($end_ts AS TIMESTAMP)
-    AND tenant_id = $tenant_id
+    coalesce(v.visit_id, -(epoch_us(s.step) // 900000000)) AS gk,
+    s.step, s.blk, s.loads, s.queries, s.clicks, s.article_clicks, s.cta_clicks, s.heartbeats, s.viewable
+  FROM raw_steps s
+  LEFT JOIN raw_visit_of v USING (session_id, step)
 ),
 g AS (
   SELECT

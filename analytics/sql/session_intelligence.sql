@@ -1,22 +1,47 @@
 -- Session intelligence over engaged sessions (sessions with at least one query in scope), in long
 -- form: one 'summary' row, then 'intent', 'depth', 'category' and 'topic' rows. Every block comes from
--- the same engaged sessions and their queries, so the blocks agree. Sessions (visit_id) are assigned
--- at ingestion.
-WITH scoped AS MATERIALIZED (
-  SELECT visit_id, ts, event_type, intent_type, category, topic
+-- the same engaged sessions and their queries, so the blocks agree. Sessions are derived from the
+-- window's events in time order, as ask_ai_by_time derives them (a session_id's events of one UTC
+-- day, split where more than 30 minutes pass; every event of the session counts for the gaps, not
+-- only the scoped ones), so they do not depend on the order the events arrived in.
+WITH ev AS MATERIALIZED (
+  SELECT
+    session_id, ts, event_type, intent_type, category, topic,
+    time_bucket(INTERVAL 15 MINUTE, ts) AS step,
+    event_type IN ('query', 'heartbeat')
+      AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
+      AND ($placement_id IS NULL OR placement_id = $placement_id)
+      AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
+      AND ($creative_id IS NULL OR creative_id = $creative_id)
+      AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
+      AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS in_scope
   FROM events
   WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
-  AND ts >= CAST($start_ts AS TIMESTAMP)
-  AND ts < CAST($end_ts AS TIMESTAMP)
+    AND ts >= CAST($start_ts AS TIMESTAMP)
+    AND ts < CAST($end_ts AS TIMESTAMP)
     AND tenant_id = $tenant_id
-    AND visit_id IS NOT NULL
-    AND event_type IN ('query', 'heartbeat')
-    AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
-    AND ($placement_id IS NULL OR placement_id = $placement_id)
-    AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
-    AND ($creative_id IS NULL OR creative_id = $creative_id)
-    AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-    AND ($publisher_id IS NULL OR publisher_id = $publisher_id)
+    AND session_id IS NOT NULL
+),
+opened AS (
+  SELECT
+    session_id, step,
+    coalesce(min(ts) - lag(max(ts)) OVER w > INTERVAL 30 MINUTE, true) AS opens
+  FROM ev
+  GROUP BY session_id, step
+  WINDOW w AS (PARTITION BY session_id, CAST(step AS DATE) ORDER BY step)
+),
+visit_of AS (
+  SELECT
+    session_id, step,
+    sum(opens::INT) OVER (PARTITION BY session_id, CAST(step AS DATE) ORDER BY step ROWS UNBOUNDED PRECEDING)
+      AS visit_no
+  FROM opened
+),
+scoped AS MATERIALIZED (
+  SELECT ev.session_id, CAST(ev.step AS DATE) AS day, v.visit_no, ts, event_type, intent_type, category, topic
+  FROM ev
+  JOIN visit_of v USING (session_id, step)
+  WHERE in_scope
 ),
 engaged AS MATERIALIZED (
   SELECT
@@ -24,7 +49,7 @@ engaged AS MATERIALIZED (
     5 * count(*) FILTER (WHERE event_type = 'heartbeat') AS seconds,
     arg_min(intent_type, ts) FILTER (WHERE event_type = 'query') AS intent_type
   FROM scoped
-  GROUP BY visit_id
+  GROUP BY session_id, day, visit_no
   HAVING count(*) FILTER (WHERE event_type = 'query') > 0
 ),
 queries AS (
