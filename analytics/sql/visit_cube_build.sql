@@ -48,14 +48,14 @@ opened AS (
   FROM ev
   WHERE session_id IS NOT NULL
   GROUP BY tenant_id, session_id, step
-  WINDOW w AS (PARTITION BY tenant_id, session_id ORDER BY step)
+  WINDOW w AS (PARTITION BY tenant_id, session_id, CAST(step AS DATE) ORDER BY step)
 ),
 visit_of AS (
   SELECT
     tenant_id, session_id, step,
     (hash(
       tenant_id, session_id, CAST(step AS DATE),
-      sum(opens::INT) OVER (PARTITION BY tenant_id, session_id ORDER BY step ROWS UNBOUNDED PRECEDING)
+      sum(opens::INT) OVER (PARTITION BY tenant_id, session_id, CAST(step AS DATE) ORDER BY step ROWS UNBOUNDED PRECEDING)
     ) >> 2)::BIGINT + 1 AS visit_id
   FROM opened
 ),
