@@ -177,6 +177,8 @@ function localMidnight(day: string, tz: string): number {
 }
 const localDay = (ms: number, tz: string) => iso(ms + offsetMs(tz, ms)).slice(0, 10);
 const pct = (n: number, d: number) => d === 0 ? 0 : Math.round((n * 10_000) / d) / 100;
+const ratio2 = (n: number, d: number) => d === 0 ? 0 : Math.round((n * 100) / d) / 100;
+const avgInt = (n: number, d: number) => d === 0 ? 0 : Math.round(n / d);
 const sqlTs = (ms: number) => `TIMESTAMP '${iso(ms).replace("T", " ").replace("Z", "")}'`;
 
 interface Filters {
@@ -303,8 +305,11 @@ async function expectedAskAi(world: World, from: string, to: string, tz: string,
       cta_clicks: t.cta_clicks,
       sessions: t.sessions,
       total_session_time_seconds: 5 * t.heartbeats,
+      avg_session_duration_seconds: avgInt(5 * t.heartbeats, t.sessions),
       viewability_rate: pct(t.viewable_sessions, t.sessions),
+      engagement_rate: pct(t.engagement_queries, t.widget_loads),
       engagement_session_rate: pct(t.engaged, t.sessions),
+      query_to_click_rate: pct(t.total_clicks, t.engagement_queries),
     },
   };
 }
@@ -334,6 +339,14 @@ async function expectedSessionIntelligence(world: World, from: string, to: strin
   const bucket = (q: number) => q <= 5 ? String(q) : q <= 10 ? "6-10" : "10+";
   const depth: Record<string, number> = {};
   for (const q of queries) depth[bucket(q)] = (depth[bucket(q)] ?? 0) + 1;
+  const categories = Object.fromEntries(
+    (await rowsOf(
+      world,
+      `WITH x AS (${sessionsSql(world, start, end, {})})
+       SELECT coalesce(category, 'general') AS k, count(*) AS n FROM x
+       WHERE blk AND visit IS NOT NULL AND event_type = 'query' GROUP BY 1`,
+    )).map((r) => [String(r.k), n(r.n)]),
+  );
   return {
     total_engaged_sessions: rows.length,
     total_queries: queries.reduce((a, b) => a + b, 0),
@@ -344,6 +357,7 @@ async function expectedSessionIntelligence(world: World, from: string, to: strin
     median_engagement_time_per_session_seconds: median,
     intents,
     depth,
+    categories,
   };
 }
 
@@ -379,16 +393,50 @@ async function expectedSponsored(world: World, from: string, to: string, tz: str
        count(*) FILTER (WHERE event_type = 'query') AS queries,
        count(*) FILTER (WHERE event_type = 'click') AS total_clicks,
        count(*) FILTER (WHERE event_type = 'click' AND click_type = 'article') AS article_clicks,
-       count(*) FILTER (WHERE event_type = 'click' AND click_type = 'cta') AS cta_clicks
+       count(*) FILTER (WHERE event_type = 'click' AND click_type = 'cta') AS cta_clicks,
+       count(*) FILTER (WHERE event_type = 'heartbeat' AND session_id IS NOT NULL) AS heartbeats
      FROM x WHERE in_window AND campaign_id = 'cp_spring'`,
   );
-  return {
+  const events = await rowsOf(
+    world,
+    `WITH x AS (${sessionsSql(world, start, end, {})})
+     SELECT ts, event_type FROM x WHERE in_window AND campaign_id = 'cp_spring'`,
+  );
+  const days = new Map<string, { queries: number; impressions: number; clicks: number }>();
+  for (const e of events) {
+    const d = localDay(msOf(e.ts), tz);
+    const c = days.get(d) ?? { queries: 0, impressions: 0, clicks: 0 };
+    if (e.event_type === "query") c.queries++;
+    if (e.event_type === "sponsored_impression") c.impressions++;
+    if (e.event_type === "click") c.clicks++;
+    days.set(d, c);
+  }
+  const t = {
     impressions: n(r!.impressions),
     queries: n(r!.queries),
     sessions: n(r!.sessions),
-    total_clicks: n(r!.total_clicks),
-    article_clicks: n(r!.article_clicks),
-    cta_clicks: n(r!.cta_clicks),
+    clicks: n(r!.total_clicks),
+    heartbeats: n(r!.heartbeats),
+  };
+  return {
+    summary: {
+      impressions: t.impressions,
+      queries: t.queries,
+      sessions: t.sessions,
+      avg_session_duration_seconds: avgInt(5 * t.heartbeats, t.sessions),
+      total_clicks: t.clicks,
+      article_clicks: n(r!.article_clicks),
+      cta_clicks: n(r!.cta_clicks),
+      engagement_rate: pct(t.queries, t.impressions),
+      conversion_rate: pct(t.clicks, t.impressions),
+      avg_queries_per_session: ratio2(t.queries, t.sessions),
+    },
+    daily: [...days].filter(([, c]) => c.queries + c.clicks + c.impressions > 0).sort().map(([date, c]) => ({
+      date,
+      queries: c.queries,
+      engagement_rate: pct(c.queries, c.impressions),
+      total_clicks: c.clicks,
+    })),
   };
 }
 
@@ -414,23 +462,11 @@ async function askAiFigures(world: World) {
   for (const [tz, f] of CASES) {
     const q = new URLSearchParams({ start_date: FROM, end_date: TO, timezone: tz, ...f });
     const body = await get(world, `/v1/analytics/ask-ai?${q}`);
-    const { summary } = body;
     out.push({
       daily: body.daily_breakdown.filter((d: Record<string, number>) =>
         d.sessions + d.widget_loads + d.engagement_queries + d.total_clicks > 0
       ),
-      summary: {
-        widget_loads: summary.widget_loads,
-        viewable_sessions: summary.viewable_sessions,
-        engagement_queries: summary.engagement_queries,
-        total_clicks: summary.total_clicks,
-        article_clicks: summary.article_clicks,
-        cta_clicks: summary.cta_clicks,
-        sessions: summary.sessions,
-        total_session_time_seconds: summary.total_session_time_seconds,
-        viewability_rate: summary.viewability_rate,
-        engagement_session_rate: summary.engagement_session_rate,
-      },
+      summary: body.summary,
     });
   }
   return out;
@@ -473,6 +509,9 @@ async function assertExact(world: World, label: string) {
             r: { query_depth: string; sessions: number },
           ) => [r.query_depth, r.sessions]),
         ),
+        categories: Object.fromEntries(
+          si.category_distribution.map((r: { category: string; count: number }) => [r.category, r.count]),
+        ),
       },
       want,
       `${label}: session intelligence, ${tz}`,
@@ -480,15 +519,13 @@ async function assertExact(world: World, label: string) {
 
     const sp = await get(world, `/v1/analytics/sponsored-conversations?${q}`);
     const sw = await expectedSponsored(world, FROM, TO, tz);
-    assert.ok(sw.sessions > 0, "the data has sponsored conversations");
+    assert.ok(sw.summary.sessions > 0, "the data has sponsored conversations");
     assert.deepEqual(
       {
-        impressions: sp.summary.impressions,
-        queries: sp.summary.queries,
-        sessions: sp.summary.sessions,
-        total_clicks: sp.summary.total_clicks,
-        article_clicks: sp.summary.article_clicks,
-        cta_clicks: sp.summary.cta_clicks,
+        summary: sp.summary,
+        daily: sp.daily_breakdown.filter((d: { queries: number; total_clicks: number; engagement_rate: number }) =>
+          d.queries + d.total_clicks + d.engagement_rate > 0
+        ),
       },
       sw,
       `${label}: sponsored, ${tz}`,
