@@ -28,24 +28,27 @@ WITH d AS (
     AND (kind <> 'u' OR last_step < CAST($end_ts AS TIMESTAMP))
     AND (NOT cut_only OR first_step < CAST($start_ts AS TIMESTAMP) OR last_step >= CAST($end_ts AS TIMESTAMP))
 ),
--- The raw days' events per session, step and block flag, and their visits derived in time order as
--- ask_ai_by_time and visit_cube_build derive them (same visit ids as the build would give).
+-- The raw days' events per session (hash of its session_id) and 15-minute step, and their visits
+-- derived in time order exactly as ask_ai_by_time derives them. Visits never span two UTC days, so
+-- a raw day's visits and a figure file's visits are never the same visit.
 raw_steps AS (
   SELECT
-    session_id, step, blk,
+    sk, step,
     min(ts) AS t0,
     max(ts) AS t1,
+    bool_or(blk) AS has_blk,
+    count(*) FILTER (WHERE blk AND event_type = 'widget_load') AS block_loads,
+    count(*) FILTER (WHERE blk AND event_type = 'query') AS queries,
+    count(*) FILTER (WHERE blk AND event_type = 'click') AS clicks,
+    count(*) FILTER (WHERE blk AND event_type = 'click' AND click_type = 'article') AS article_clicks,
+    count(*) FILTER (WHERE blk AND event_type = 'click' AND click_type = 'cta') AS cta_clicks,
+    count(*) FILTER (WHERE blk AND event_type = 'heartbeat') AS heartbeats,
     count(*) FILTER (WHERE event_type = 'widget_load') AS loads,
-    count(*) FILTER (WHERE event_type = 'query') AS queries,
-    count(*) FILTER (WHERE event_type = 'click') AS clicks,
-    count(*) FILTER (WHERE event_type = 'click' AND click_type = 'article') AS article_clicks,
-    count(*) FILTER (WHERE event_type = 'click' AND click_type = 'cta') AS cta_clicks,
-    count(*) FILTER (WHERE event_type = 'heartbeat') AS heartbeats,
-    coalesce(bool_or(event_type = 'widget_viewable' AND in_view_pct >= 50 AND in_view_ms >= 1000), false)
-      AS viewable
+    bool_or(event_type = 'widget_viewable' AND in_view_pct >= 50 AND in_view_ms >= 1000) AS viewable
   FROM (
     SELECT
-      session_id, ts, event_type, click_type, in_view_pct, in_view_ms,
+      CASE WHEN session_id IS NOT NULL THEN hash(session_id) END AS sk,
+      ts, event_type, click_type, in_view_pct, in_view_ms,
       time_bucket(INTERVAL 15 MINUTE, ts) AS step,
       ($ai_agent IS NULL OR ai_agent = $ai_agent)
         AND ($placement_id IS NULL OR placement_id = $placement_id)
@@ -60,40 +63,25 @@ raw_steps AS (
       AND ts < CAST($end_ts AS TIMESTAMP)
       AND tenant_id = $tenant_id
   )
-  GROUP BY session_id, step, blk
+  GROUP BY sk, step
 ),
 raw_opened AS (
-  SELECT
-    session_id, step,
-    coalesce(min(t0) - lag(max(t1)) OVER w > INTERVAL 30 MINUTE, true) AS opens
+  SELECT *, coalesce(t0 - lag(t1) OVER w > INTERVAL 30 MINUTE, true) AS opens
   FROM raw_steps
-  WHERE session_id IS NOT NULL
-  GROUP BY session_id, step
-  WINDOW w AS (PARTITION BY session_id, CAST(step AS DATE) ORDER BY step)
+  WHERE sk IS NOT NULL
+  WINDOW w AS (PARTITION BY sk, CAST(step AS DATE) ORDER BY step)
 ),
-raw_visit_of AS (
+raw_numbered AS (
   SELECT
-    session_id, step,
-    (hash(
-      $tenant_id, session_id, CAST(step AS DATE),
-      sum(opens::INT) OVER (PARTITION BY session_id, CAST(step AS DATE) ORDER BY step ROWS UNBOUNDED PRECEDING)
-    ) >> 2)::BIGINT + 1 AS visit_id
+    *,
+    sum(opens::INT) OVER (PARTITION BY sk, CAST(step AS DATE) ORDER BY step ROWS UNBOUNDED PRECEDING) AS visit_no
   FROM raw_opened
 ),
-rows AS (
-  SELECT visit_id AS gk, step, blk, loads, queries, clicks, article_clicks, cta_clicks, heartbeats, viewable
-  FROM d
-  WHERE kind = 'f'
-  UNION ALL
-  SELECT
-    coalesce(v.visit_id, -(epoch_us(s.step) // 900000000)) AS gk,
-    s.step, s.blk, s.loads, s.queries, s.clicks, s.article_clicks, s.cta_clicks, s.heartbeats, s.viewable
-  FROM raw_steps s
-  LEFT JOIN raw_visit_of v USING (session_id, step)
-),
+-- One row per visit (gk > 0) or per step of events without a visit (gk < 0): the figure files'
+-- visits kept per step, then the raw days' visits and steps.
 g AS (
   SELECT
-    gk,
+    visit_id AS gk,
     min(step) FILTER (WHERE blk) AS first_step,
     sum(loads) FILTER (WHERE blk) AS block_loads,
     sum(queries) FILTER (WHERE blk) AS queries,
@@ -103,8 +91,21 @@ g AS (
     sum(heartbeats) FILTER (WHERE blk) AS heartbeats,
     sum(loads) AS loads,
     bool_or(viewable) AS viewable
-  FROM rows
-  GROUP BY gk
+  FROM d
+  WHERE kind = 'f'
+  GROUP BY visit_id
+  UNION ALL
+  SELECT
+    1, min(step) FILTER (WHERE has_blk), sum(block_loads), sum(queries), sum(clicks), sum(article_clicks),
+    sum(cta_clicks), sum(heartbeats), sum(loads), bool_or(viewable)
+  FROM raw_numbered
+  GROUP BY sk, CAST(step AS DATE), visit_no
+  UNION ALL
+  SELECT
+    -1, CASE WHEN has_blk THEN step END, block_loads, queries, clicks, article_clicks, cta_clicks, heartbeats,
+    loads, viewable
+  FROM raw_steps
+  WHERE sk IS NULL
 ),
 per_q AS (
   SELECT
