@@ -40,7 +40,8 @@ WITH ev AS (
 ),
 -- A session's steps in time order: a step whose first event comes more than 30 minutes after the
 -- previous step's last event (or the day's first step) opens a visit; the visit id is a hash of
--- the tenant, session, day and visit number (the same as ask_ai_by_time_derived gives raw days).
+-- the tenant, session, day and visit number (a visit never spans two day folders, so an id unique
+-- within the day is enough).
 opened AS (
   SELECT
     tenant_id, session_id, step,
