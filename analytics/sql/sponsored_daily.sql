@@ -4,36 +4,47 @@
 -- arrival order does not change it); it goes on over UTC midnight as the freeze carries it. It
 -- counts as a session at its first sponsored_impression when that is in scope and in the window
 -- (the day before the window is read for conversations going on at its start). Daily rows add up
--- to the summary. Days are those of zone $tz: 15-minute UTC buckets first, then only the buckets
--- are converted (see ask_ai_by_time).
+-- to the summary. The campaign events are summed per session and 15-minute step first (no gap can
+-- open inside a step) and only those rows are put in time order. Days are those of zone $tz:
+-- 15-minute UTC buckets first, then only the buckets are converted (see ask_ai_by_time).
 WITH c AS (
   SELECT
-    session_id, ts,
-    event_type = 'sponsored_impression' AS is_imp,
-    ($ai_agent IS NULL OR ai_agent = $ai_agent)
-      AND ($placement_id IS NULL OR placement_id = $placement_id)
-      AND ($prompt_id IS NULL OR prompt_id = $prompt_id)
-      AND ($creative_id IS NULL OR creative_id = $creative_id)
-      AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-      AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS in_scope
-  FROM events
-  WHERE date BETWEEN CAST($from_date AS DATE) - 1 AND CAST($to_date AS DATE)
-    AND ts < CAST($end_ts AS TIMESTAMP)
-    AND tenant_id = $tenant_id
-    AND list_contains($campaign_ids, campaign_id)
-    AND session_id IS NOT NULL
+    session_id,
+    time_bucket(INTERVAL 15 MINUTE, ts) AS step,
+    min(ts) AS t0,
+    max(ts) AS t1,
+    min(ts) FILTER (WHERE is_imp) AS imp_ts,
+    arg_max(in_scope, struct_pack(neg := -epoch_us(ts), s := in_scope)) FILTER (WHERE is_imp) AS imp_in_scope
+  FROM (
+    SELECT
+      session_id, ts,
+      event_type = 'sponsored_impression' AS is_imp,
+      ($ai_agent IS NULL OR ai_agent = $ai_agent)
+        AND ($placement_id IS NULL OR placement_id = $placement_id)
+        AND ($prompt_id IS NULL OR prompt_id = $prompt_id)
+        AND ($creative_id IS NULL OR creative_id = $creative_id)
+        AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
+        AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS in_scope
+    FROM events
+    WHERE date BETWEEN CAST($from_date AS DATE) - 1 AND CAST($to_date AS DATE)
+      AND ts < CAST($end_ts AS TIMESTAMP)
+      AND tenant_id = $tenant_id
+      AND list_contains($campaign_ids, campaign_id)
+      AND session_id IS NOT NULL
+  )
+  GROUP BY session_id, step
 ),
 opened AS (
-  SELECT *, coalesce(ts - lag(ts) OVER (PARTITION BY session_id ORDER BY ts) > INTERVAL 30 MINUTE, true) AS opens
+  SELECT *, coalesce(t0 - lag(t1) OVER (PARTITION BY session_id ORDER BY step) > INTERVAL 30 MINUTE, true) AS opens
   FROM c
 ),
 -- Each conversation's first impression (an in-scope one on a tie) and whether it is in scope.
 starts AS (
   SELECT
-    min(ts) FILTER (WHERE is_imp) AS ts,
-    arg_max(in_scope, struct_pack(neg := -epoch_us(ts), s := in_scope)) FILTER (WHERE is_imp) AS in_scope
+    min(imp_ts) AS ts,
+    arg_min(imp_in_scope, imp_ts) FILTER (WHERE imp_ts IS NOT NULL) AS in_scope
   FROM (
-    SELECT *, sum(opens::INT) OVER (PARTITION BY session_id ORDER BY ts ROWS UNBOUNDED PRECEDING) AS conv_no
+    SELECT *, sum(opens::INT) OVER (PARTITION BY session_id ORDER BY step ROWS UNBOUNDED PRECEDING) AS conv_no
     FROM opened
   )
   GROUP BY session_id, conv_no
