@@ -4,8 +4,8 @@
  * one UTC day split where more than 30 minutes pass between two events (in time order, whatever
  * order they arrived in); a viewable session has at least one MRC-viewable event in the window.
  * Events go in through the widget ingestion path in several arrival orders; every figure of the
- * Ask AI summary and daily rows (events path and visit-figures path), session intelligence and
- * the sponsored rollup is compared, in UTC, America/New_York (-05:00) and Asia/Kathmandu (+05:45).
+ * Ask AI summary and daily rows (events path and visit-figures path), the breakdown by placement,
+ * session intelligence and the sponsored rollup is compared, in UTC, America/New_York (-05:00) and Asia/Kathmandu (+05:45).
  */
 import assert from "node:assert/strict";
 import { bearer } from "../_helpers.ts";
@@ -314,6 +314,46 @@ async function expectedAskAi(world: World, from: string, to: string, tz: string,
   };
 }
 
+/**
+ * What the docs say the breakdown by placement answers: a session counts once in every placement
+ * it has block events in, with its loads and viewability from its events in the window.
+ */
+async function expectedByPlacement(world: World, from: string, to: string, tz: string) {
+  const start = localMidnight(from, tz);
+  const end = localMidnight(iso(Date.parse(`${to}T00:00:00Z`) + 86_400_000).slice(0, 10), tz);
+  const rows = await rowsOf(
+    world,
+    `WITH x AS (${sessionsSql(world, start, end, {})}),
+     s AS (
+       SELECT visit, count(*) FILTER (WHERE event_type = 'widget_load') AS loads, bool_or(mrc) AS viewable
+       FROM x WHERE in_window AND visit IS NOT NULL GROUP BY visit
+     ),
+     k AS (
+       SELECT DISTINCT placement_id AS k, visit FROM x WHERE blk AND visit IS NOT NULL AND placement_id IS NOT NULL
+     ),
+     per_k AS (
+       SELECT k.k, count(*) AS sessions, sum(s.loads) AS loads, count(*) FILTER (WHERE s.viewable) AS viewable
+       FROM k JOIN s USING (visit) GROUP BY k.k
+     ),
+     events_k AS (
+       SELECT placement_id AS k,
+         count(*) FILTER (WHERE event_type = 'query') AS queries,
+         count(*) FILTER (WHERE event_type = 'widget_load' AND visit IS NULL) AS loose_loads
+       FROM x WHERE blk AND placement_id IS NOT NULL GROUP BY 1
+     )
+     SELECT k, coalesce(sessions, 0) AS sessions, coalesce(loads, 0) + loose_loads AS widget_loads,
+       coalesce(viewable, 0) AS viewable_sessions, queries AS engagement_queries
+     FROM events_k LEFT JOIN per_k USING (k) ORDER BY k`,
+  );
+  return rows.map((r) => ({
+    key: String(r.k),
+    sessions: n(r.sessions),
+    widget_loads: n(r.widget_loads),
+    viewable_sessions: n(r.viewable_sessions),
+    engagement_queries: n(r.engagement_queries),
+  }));
+}
+
 /** What the docs say session intelligence answers (its counting blocks). */
 async function expectedSessionIntelligence(world: World, from: string, to: string, tz: string) {
   const start = localMidnight(from, tz);
@@ -486,6 +526,20 @@ async function assertExact(world: World, label: string) {
 
   for (const tz of ZONES) {
     const q = new URLSearchParams({ start_date: FROM, end_date: TO, timezone: tz });
+    const byPlacement = await get(world, `/v1/analytics/ask-ai/breakdown?dimension=placement_id&sort=key&${q}`);
+    assert.deepEqual(
+      byPlacement.rows.filter((r: { key: string | null }) => r.key !== null).map((
+        r: Record<string, number | string>,
+      ) => ({
+        key: r.key,
+        sessions: r.sessions,
+        widget_loads: r.widget_loads,
+        viewable_sessions: r.viewable_sessions,
+        engagement_queries: r.engagement_queries,
+      })).sort((a: { key: string }, b: { key: string }) => a.key < b.key ? -1 : 1),
+      await expectedByPlacement(world, FROM, TO, tz),
+      `${label}: breakdown by placement, ${tz}`,
+    );
     const si = (await get(world, `/v1/analytics/session-intelligence?${q}`)).session_intelligence;
     const want = await expectedSessionIntelligence(world, FROM, TO, tz);
     assert.deepEqual(
