@@ -198,7 +198,8 @@ function newVisitId(): number {
  * - an event more than 30 min after its session's last event starts a new session (new
  *   `visit_id`, `visit_start`), and so does a session's first event of each UTC day (a late event
  *   continues its own day's visit); the first MRC-viewable event is flagged `visit_viewable`; queries
- *   are numbered (`visit_query_no`). The rollups then count flags instead of re-deriving sessions.
+ *   are numbered (`visit_query_no`). These columns follow arrival order across batches; the rollups
+ *   re-derive sessions and viewability from the events in time order instead (analytics/sql).
  * - the first `sponsored_impression` of a session fixes campaign_id, creative_id, line_item_id,
  *   publisher_id and ad_partner (`sponsored_start`); every later event of that session carries those
  *   values, whatever the page sent, and the deployment type `sponsored_conversation`.

@@ -15,7 +15,7 @@ import { describeError, type Logger } from "../core/log.ts";
 import { listEventDates } from "./compaction.ts";
 import { dayListing, daysListing, type ListedFile } from "./day_listing.ts";
 import { type AnalyticsEngine, loadSql } from "./engine.ts";
-import { formatDay, parseDay } from "./filters.ts";
+import { parseDay } from "./filters.ts";
 
 const DAY_MS = 86_400_000;
 const STEP_MS = 15 * 60_000;
@@ -91,13 +91,8 @@ export class VisitCube {
     await Deno.mkdir(dir, { recursive: true });
     const tmp = `${this.deps.dir}/.tmp/${crypto.randomUUID()}.parquet`;
     try {
-      // The neighbouring days' files, read for visits older data has crossing midnight.
-      const neighbours = [];
-      for (const d of [parseDay(day)! - DAY_MS, parseDay(day)! + DAY_MS]) {
-        neighbours.push(...(await dayListing(this.deps.engine.eventsDir, formatDay(d))).map((f) => f.path));
-      }
-      const scan = [...version.files, ...neighbours];
-      await this.deps.engine.copyToParquet("visit_cube_build", { files: version.files, scan_files: scan, day }, tmp);
+      // Visits are derived from the folder's events alone (they end at UTC midnight).
+      await this.deps.engine.copyToParquet("visit_cube_build", { files: version.files }, tmp);
       await Deno.rename(tmp, path);
     } finally {
       await Deno.remove(tmp).catch(() => {});

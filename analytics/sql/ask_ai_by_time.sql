@@ -2,22 +2,30 @@
 -- or month in zone $tz); a session counts in the bucket of its first event in the block.
 -- The block is every event in the local window ($start_ts .. $end_ts, the UTC instants of its local midnights) that
 -- matches the filters. Event counts (queries, clicks, heartbeats) are the block's events. Session
--- figures count the sessions (visit_id, assigned at ingestion) the block's events belong to, once per
--- group: a session's widget loads and viewability come from the whole session, so a block that holds
--- only the later part of its sessions (deployment_type=sponsored_conversation, whose sessions start
--- with an `embed` load) still reports the sessions, loads and viewable sessions its queries and
--- clicks belong to, and every rate matches its counts. One scan: every tenant event in the window,
--- the filters as the flag `blk`.
--- Time: one GROUP BY over a single key (the session, or for events without one, their 15-minute
--- UTC step), measured several times faster than grouping by session and time step. A session's
--- block events are counted in the bucket of its first block event (session-scoped, as the sessions
--- themselves); events without a session in their own 15-minute step. Only the per-session steps
--- are converted to local time (every zone offset is a multiple of 15 minutes), which keeps ICU off
--- the per-event path.
-WITH g AS (
+-- figures count the sessions the block's events belong to, once per group: a session's widget
+-- loads and viewability come from its events in the window, whatever the filters, so a block that
+-- holds only the later part of its sessions (deployment_type=sponsored_conversation, whose sessions
+-- start with an `embed` load) still reports the sessions, loads and viewable sessions its queries
+-- and clicks belong to, and every rate matches its counts. A session is viewable when any of its
+-- events in the window is MRC-viewable (not only its first), so a window that starts after its
+-- first viewable event still counts it. One scan: every tenant event in the window, the filters as
+-- the flag `blk`.
+-- Sessions are derived here from the events in time order (not from the ingestion-time visit_id),
+-- so they do not depend on the order the events arrived in: a session_id's events of one UTC day,
+-- split where more than 30 minutes pass between two events. The window is one stretch of time, so
+-- the gaps between its events are the gaps between those events in the whole day. Events are
+-- first summed per session and 15-minute UTC step (no gap can open inside a step), keyed by the
+-- hash of the session_id (integer keys: measured several times faster than the text), and only
+-- those rows are put in time order.
+-- Time: a session's block events are counted in the bucket of its first block event; events
+-- without a session in their own 15-minute step. Only the steps are converted to local time
+-- (every zone offset is a multiple of 15 minutes), which keeps ICU off the per-event path.
+WITH steps AS (
   SELECT
-    gk,
-    min(ts) FILTER (WHERE blk) AS first_ts,
+    sk, step,
+    min(ts) AS t0,
+    max(ts) AS t1,
+    bool_or(blk) AS has_blk,
     count(*) FILTER (WHERE blk AND event_type = 'widget_load') AS block_loads,
     count(*) FILTER (WHERE blk AND event_type = 'query') AS queries,
     count(*) FILTER (WHERE blk AND event_type = 'click') AS clicks,
@@ -25,11 +33,12 @@ WITH g AS (
     count(*) FILTER (WHERE blk AND event_type = 'click' AND click_type = 'cta') AS cta_clicks,
     count(*) FILTER (WHERE blk AND event_type = 'heartbeat') AS heartbeats,
     count(*) FILTER (WHERE event_type = 'widget_load') AS loads,
-    bool_or(visit_viewable) AS viewable
+    bool_or(event_type = 'widget_viewable' AND in_view_pct >= 50 AND in_view_ms >= 1000) AS viewable
   FROM (
     SELECT
-      coalesce(visit_id, -(epoch_us(ts) // 900000000)) AS gk,
-      ts, event_type, click_type, visit_viewable,
+      CASE WHEN session_id IS NOT NULL THEN hash(session_id) END AS sk,
+      ts, event_type, click_type, in_view_pct, in_view_ms,
+      time_bucket(INTERVAL 15 MINUTE, ts) AS step,
       ($ai_agent IS NULL OR ai_agent = $ai_agent)
         AND ($placement_id IS NULL OR placement_id = $placement_id)
         AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
@@ -42,22 +51,58 @@ WITH g AS (
       AND ts < CAST($end_ts AS TIMESTAMP)
       AND tenant_id = $tenant_id
   )
-  GROUP BY gk
+  GROUP BY sk, step
+),
+-- A session's steps in time order: a step whose first event comes more than 30 minutes after the
+-- previous step's last event (or the first step of a UTC day) opens a visit.
+opened AS (
+  SELECT *, coalesce(t0 - lag(t1) OVER w > INTERVAL 30 MINUTE, true) AS opens
+  FROM steps
+  WHERE sk IS NOT NULL
+  WINDOW w AS (PARTITION BY sk, CAST(step AS DATE) ORDER BY step)
+),
+numbered AS (
+  SELECT
+    *,
+    sum(opens::INT) OVER (PARTITION BY sk, CAST(step AS DATE) ORDER BY step ROWS UNBOUNDED PRECEDING) AS visit_no
+  FROM opened
+),
+-- One row per visit (session, UTC day, number), and per step for events without a session.
+g AS (
+  SELECT
+    true AS in_visit,
+    min(step) FILTER (WHERE has_blk) AS first_step,
+    sum(block_loads) AS block_loads,
+    sum(queries) AS queries,
+    sum(clicks) AS clicks,
+    sum(article_clicks) AS article_clicks,
+    sum(cta_clicks) AS cta_clicks,
+    sum(heartbeats) AS heartbeats,
+    sum(loads) AS loads,
+    bool_or(viewable) AS viewable
+  FROM numbered
+  GROUP BY sk, CAST(step AS DATE), visit_no
+  UNION ALL
+  SELECT
+    false, CASE WHEN has_blk THEN step END, block_loads, queries, clicks, article_clicks, cta_clicks, heartbeats,
+    loads, viewable
+  FROM steps
+  WHERE sk IS NULL
 ),
 per_q AS (
   SELECT
-    time_bucket(INTERVAL 15 MINUTE, first_ts) AS q,
-    sum(CASE WHEN gk > 0 THEN loads ELSE block_loads END) AS widget_loads,
-    count(*) FILTER (WHERE gk > 0 AND viewable) AS viewable_sessions,
+    first_step AS q,
+    sum(CASE WHEN in_visit THEN loads ELSE block_loads END) AS widget_loads,
+    count(*) FILTER (WHERE in_visit AND viewable) AS viewable_sessions,
     sum(queries) AS engagement_queries,
     sum(clicks) AS total_clicks,
     sum(article_clicks) AS article_clicks,
     sum(cta_clicks) AS cta_clicks,
-    count(*) FILTER (WHERE gk > 0) AS sessions,
-    count(*) FILTER (WHERE gk > 0 AND queries > 0) AS engaged_sessions,
-    sum(heartbeats) FILTER (WHERE gk > 0) AS heartbeats
+    count(*) FILTER (WHERE in_visit) AS sessions,
+    count(*) FILTER (WHERE in_visit AND queries > 0) AS engaged_sessions,
+    sum(heartbeats) FILTER (WHERE in_visit) AS heartbeats
   FROM g
-  WHERE first_ts IS NOT NULL
+  WHERE first_step IS NOT NULL
   GROUP BY 1
 )
 SELECT

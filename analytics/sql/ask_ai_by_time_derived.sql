@@ -1,6 +1,7 @@
 -- ask_ai_by_time over derived visit figures ($derived_files, one per closed UTC day folder; see
 -- visit_cube_build.sql) and the events of the remaining day folders ($raw_days, between $raw_from
--- and $raw_to). Same figures as ask_ai_by_time, row for row: a window's edges are 15-minute UTC
+-- and $raw_to). Same figures as ask_ai_by_time, row for row (visits derived from the events in
+-- time order, viewability from the viewable events in the window): a window's edges are 15-minute UTC
 -- instants (the caller checks), so a derived row's step is in the window exactly when its events
 -- are; single-step visits and whole visits of one value set are summed as stored (see
 -- visit_cube_build.sql); every other visit is regrouped from its per-step
@@ -27,37 +28,60 @@ WITH d AS (
     AND (kind <> 'u' OR last_step < CAST($end_ts AS TIMESTAMP))
     AND (NOT cut_only OR first_step < CAST($start_ts AS TIMESTAMP) OR last_step >= CAST($end_ts AS TIMESTAMP))
 ),
-rows AS (
-  SELECT visit_id AS gk, step, blk, loads, queries, clicks, article_clicks, cta_clicks, heartbeats, viewable
-  FROM d
-  WHERE kind = 'f'
-  UNION ALL
+-- The raw days' events per session (hash of its session_id) and 15-minute step, and their visits
+-- derived in time order exactly as ask_ai_by_time derives them. Visits never span two UTC days, so
+-- a raw day's visits and a figure file's visits are never the same visit.
+raw_steps AS (
   SELECT
-    coalesce(visit_id, -(epoch_us(ts) // 900000000)) AS gk,
-    time_bucket(INTERVAL 15 MINUTE, ts) AS step,
-    ($ai_agent IS NULL OR ai_agent = $ai_agent)
-      AND ($placement_id IS NULL OR placement_id = $placement_id)
-      AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
-      AND ($creative_id IS NULL OR creative_id = $creative_id)
-      AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-      AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS blk,
-    (event_type = 'widget_load')::BIGINT,
-    (event_type = 'query')::BIGINT,
-    (event_type = 'click')::BIGINT,
-    (event_type = 'click' AND click_type = 'article')::BIGINT,
-    (event_type = 'click' AND click_type = 'cta')::BIGINT,
-    (event_type = 'heartbeat')::BIGINT,
-    visit_viewable
-  FROM events
-  WHERE date BETWEEN CAST($raw_from AS DATE) AND CAST($raw_to AS DATE)
-    AND list_contains($raw_days, strftime(date, '%Y-%m-%d'))
-    AND ts >= CAST($start_ts AS TIMESTAMP)
-    AND ts < CAST($end_ts AS TIMESTAMP)
-    AND tenant_id = $tenant_id
+    sk, step,
+    min(ts) AS t0,
+    max(ts) AS t1,
+    bool_or(blk) AS has_blk,
+    count(*) FILTER (WHERE blk AND event_type = 'widget_load') AS block_loads,
+    count(*) FILTER (WHERE blk AND event_type = 'query') AS queries,
+    count(*) FILTER (WHERE blk AND event_type = 'click') AS clicks,
+    count(*) FILTER (WHERE blk AND event_type = 'click' AND click_type = 'article') AS article_clicks,
+    count(*) FILTER (WHERE blk AND event_type = 'click' AND click_type = 'cta') AS cta_clicks,
+    count(*) FILTER (WHERE blk AND event_type = 'heartbeat') AS heartbeats,
+    count(*) FILTER (WHERE event_type = 'widget_load') AS loads,
+    bool_or(event_type = 'widget_viewable' AND in_view_pct >= 50 AND in_view_ms >= 1000) AS viewable
+  FROM (
+    SELECT
+      CASE WHEN session_id IS NOT NULL THEN hash(session_id) END AS sk,
+      ts, event_type, click_type, in_view_pct, in_view_ms,
+      time_bucket(INTERVAL 15 MINUTE, ts) AS step,
+      ($ai_agent IS NULL OR ai_agent = $ai_agent)
+        AND ($placement_id IS NULL OR placement_id = $placement_id)
+        AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
+        AND ($creative_id IS NULL OR creative_id = $creative_id)
+        AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
+        AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS blk
+    FROM events
+    WHERE date BETWEEN CAST($raw_from AS DATE) AND CAST($raw_to AS DATE)
+      AND list_contains($raw_days, strftime(date, '%Y-%m-%d'))
+      AND ts >= CAST($start_ts AS TIMESTAMP)
+      AND ts < CAST($end_ts AS TIMESTAMP)
+      AND tenant_id = $tenant_id
+  )
+  GROUP BY sk, step
 ),
+raw_opened AS (
+  SELECT *, coalesce(t0 - lag(t1) OVER w > INTERVAL 30 MINUTE, true) AS opens
+  FROM raw_steps
+  WHERE sk IS NOT NULL
+  WINDOW w AS (PARTITION BY sk, CAST(step AS DATE) ORDER BY step)
+),
+raw_numbered AS (
+  SELECT
+    *,
+    sum(opens::INT) OVER (PARTITION BY sk, CAST(step AS DATE) ORDER BY step ROWS UNBOUNDED PRECEDING) AS visit_no
+  FROM raw_opened
+),
+-- One row per visit (gk > 0) or per step of events without a visit (gk < 0): the figure files'
+-- visits kept per step, then the raw days' visits and steps.
 g AS (
   SELECT
-    gk,
+    visit_id AS gk,
     min(step) FILTER (WHERE blk) AS first_step,
     sum(loads) FILTER (WHERE blk) AS block_loads,
     sum(queries) FILTER (WHERE blk) AS queries,
@@ -67,8 +91,21 @@ g AS (
     sum(heartbeats) FILTER (WHERE blk) AS heartbeats,
     sum(loads) AS loads,
     bool_or(viewable) AS viewable
-  FROM rows
-  GROUP BY gk
+  FROM d
+  WHERE kind = 'f'
+  GROUP BY visit_id
+  UNION ALL
+  SELECT
+    1, min(step) FILTER (WHERE has_blk), sum(block_loads), sum(queries), sum(clicks), sum(article_clicks),
+    sum(cta_clicks), sum(heartbeats), sum(loads), bool_or(viewable)
+  FROM raw_numbered
+  GROUP BY sk, CAST(step AS DATE), visit_no
+  UNION ALL
+  SELECT
+    -1, CASE WHEN has_blk THEN step END, block_loads, queries, clicks, article_clicks, cta_clicks, heartbeats,
+    loads, viewable
+  FROM raw_steps
+  WHERE sk IS NULL
 ),
 per_q AS (
   SELECT

@@ -1,34 +1,72 @@
 -- Session intelligence over engaged sessions (sessions with at least one query in scope), in long
 -- form: one 'summary' row, then 'intent', 'depth', 'category' and 'topic' rows. Every block comes from
--- the same engaged sessions and their queries, so the blocks agree. Sessions (visit_id) are assigned
--- at ingestion.
-WITH scoped AS MATERIALIZED (
-  SELECT visit_id, ts, event_type, intent_type, category, topic
+-- the same engaged sessions and their queries, so the blocks agree. Sessions are derived from the
+-- window's events in time order, as ask_ai_by_time derives them (a session_id's events of one UTC
+-- day, split where more than 30 minutes pass; every event of the session counts for the gaps, not
+-- only the scoped ones), so they do not depend on the order the events arrived in: events are
+-- summed per session (hash of its id) and 15-minute step, and only those rows are put in order.
+WITH steps AS (
+  SELECT
+    sk, step,
+    min(ts) AS t0,
+    max(ts) AS t1,
+    count(*) FILTER (WHERE in_scope AND event_type = 'query') AS queries,
+    count(*) FILTER (WHERE in_scope AND event_type = 'heartbeat') AS heartbeats,
+    min(ts) FILTER (WHERE in_scope AND event_type = 'query') AS first_query_ts,
+    arg_min(intent_type, ts) FILTER (WHERE in_scope AND event_type = 'query') AS first_intent
+  FROM (
+    SELECT
+      hash(session_id) AS sk, ts, event_type, intent_type,
+      time_bucket(INTERVAL 15 MINUTE, ts) AS step,
+      ($ai_agent IS NULL OR ai_agent = $ai_agent)
+        AND ($placement_id IS NULL OR placement_id = $placement_id)
+        AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
+        AND ($creative_id IS NULL OR creative_id = $creative_id)
+        AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
+        AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS in_scope
+    FROM events
+    WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
+      AND ts >= CAST($start_ts AS TIMESTAMP)
+      AND ts < CAST($end_ts AS TIMESTAMP)
+      AND tenant_id = $tenant_id
+      AND session_id IS NOT NULL
+  )
+  GROUP BY sk, step
+),
+opened AS (
+  SELECT *, coalesce(t0 - lag(t1) OVER w > INTERVAL 30 MINUTE, true) AS opens
+  FROM steps
+  WINDOW w AS (PARTITION BY sk, CAST(step AS DATE) ORDER BY step)
+),
+engaged AS MATERIALIZED (
+  SELECT
+    sum(queries) AS queries,
+    5 * sum(heartbeats) AS seconds,
+    arg_min(first_intent, first_query_ts) AS intent_type
+  FROM (
+    SELECT
+      *,
+      sum(opens::INT) OVER (PARTITION BY sk, CAST(step AS DATE) ORDER BY step ROWS UNBOUNDED PRECEDING) AS visit_no
+    FROM opened
+  )
+  GROUP BY sk, CAST(step AS DATE), visit_no
+  HAVING sum(queries) > 0
+),
+queries AS (
+  SELECT category, topic
   FROM events
   WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
-  AND ts >= CAST($start_ts AS TIMESTAMP)
-  AND ts < CAST($end_ts AS TIMESTAMP)
+    AND ts >= CAST($start_ts AS TIMESTAMP)
+    AND ts < CAST($end_ts AS TIMESTAMP)
     AND tenant_id = $tenant_id
-    AND visit_id IS NOT NULL
-    AND event_type IN ('query', 'heartbeat')
+    AND session_id IS NOT NULL
+    AND event_type = 'query'
     AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
     AND ($placement_id IS NULL OR placement_id = $placement_id)
     AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
     AND ($creative_id IS NULL OR creative_id = $creative_id)
     AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
     AND ($publisher_id IS NULL OR publisher_id = $publisher_id)
-),
-engaged AS MATERIALIZED (
-  SELECT
-    count(*) FILTER (WHERE event_type = 'query') AS queries,
-    5 * count(*) FILTER (WHERE event_type = 'heartbeat') AS seconds,
-    arg_min(intent_type, ts) FILTER (WHERE event_type = 'query') AS intent_type
-  FROM scoped
-  GROUP BY visit_id
-  HAVING count(*) FILTER (WHERE event_type = 'query') > 0
-),
-queries AS (
-  SELECT category, topic FROM scoped WHERE event_type = 'query'
 )
 SELECT 'summary' AS kind, NULL AS k1, NULL AS k2,
   count(*)::BIGINT AS n1,

@@ -1,30 +1,82 @@
 -- Sponsored-conversation rollup, one row per day that has data, over the tenant's campaigns (the
--- campaign_id frozen on every event of a sponsored conversation). A sponsored session is counted on
--- the impression that started it (sponsored_start); daily rows add up to the summary. Days are those
--- of zone $tz: 15-minute UTC buckets first, then only the buckets are converted (see ask_ai_metrics).
-WITH quarters AS (
-SELECT
-  time_bucket(INTERVAL 15 MINUTE, ts) AS q,
-  count(*) FILTER (WHERE event_type = 'sponsored_impression')::BIGINT AS impressions,
-  count(*) FILTER (WHERE event_type = 'query')::BIGINT AS queries,
-  count(*) FILTER (WHERE event_type = 'click')::BIGINT AS total_clicks,
-  count(*) FILTER (WHERE event_type = 'click' AND click_type = 'article')::BIGINT AS article_clicks,
-  count(*) FILTER (WHERE event_type = 'click' AND click_type = 'cta')::BIGINT AS cta_clicks,
-  count(*) FILTER (WHERE sponsored_start)::BIGINT AS sessions,
-  count(*) FILTER (WHERE event_type = 'heartbeat' AND visit_id IS NOT NULL)::BIGINT AS heartbeats
-FROM events
-WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
-  AND ts >= CAST($start_ts AS TIMESTAMP)
-  AND ts < CAST($end_ts AS TIMESTAMP)
-  AND tenant_id = $tenant_id
-  AND list_contains($campaign_ids, campaign_id)
-  AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
-  AND ($placement_id IS NULL OR placement_id = $placement_id)
-  AND ($prompt_id IS NULL OR prompt_id = $prompt_id)
-  AND ($creative_id IS NULL OR creative_id = $creative_id)
-  AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-  AND ($publisher_id IS NULL OR publisher_id = $publisher_id)
-GROUP BY q
+-- campaign_id frozen on every event of a sponsored conversation). A sponsored conversation is a
+-- session_id's run of campaign events with no gap over 30 minutes, derived here in time order (so
+-- arrival order does not change it); it goes on over UTC midnight as the freeze carries it. It
+-- counts as a session at its first sponsored_impression when that is in scope and in the window
+-- (the day before the window is read for conversations going on at its start). Daily rows add up
+-- to the summary. The campaign events are summed per session and 15-minute step first (no gap can
+-- open inside a step) and only those rows are put in time order. Days are those of zone $tz:
+-- 15-minute UTC buckets first, then only the buckets are converted (see ask_ai_by_time).
+WITH c AS (
+  SELECT
+    session_id,
+    time_bucket(INTERVAL 15 MINUTE, ts) AS step,
+    min(ts) AS t0,
+    max(ts) AS t1,
+    min(ts) FILTER (WHERE is_imp) AS imp_ts,
+    arg_max(in_scope, struct_pack(neg := -epoch_us(ts), s := in_scope)) FILTER (WHERE is_imp) AS imp_in_scope
+  FROM (
+    SELECT
+      session_id, ts,
+      event_type = 'sponsored_impression' AS is_imp,
+      ($ai_agent IS NULL OR ai_agent = $ai_agent)
+        AND ($placement_id IS NULL OR placement_id = $placement_id)
+        AND ($prompt_id IS NULL OR prompt_id = $prompt_id)
+        AND ($creative_id IS NULL OR creative_id = $creative_id)
+        AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
+        AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS in_scope
+    FROM events
+    WHERE date BETWEEN CAST($from_date AS DATE) - 1 AND CAST($to_date AS DATE)
+      AND ts < CAST($end_ts AS TIMESTAMP)
+      AND tenant_id = $tenant_id
+      AND list_contains($campaign_ids, campaign_id)
+      AND session_id IS NOT NULL
+  )
+  GROUP BY session_id, step
+),
+opened AS (
+  SELECT *, coalesce(t0 - lag(t1) OVER (PARTITION BY session_id ORDER BY step) > INTERVAL 30 MINUTE, true) AS opens
+  FROM c
+),
+-- Each conversation's first impression (an in-scope one on a tie) and whether it is in scope.
+starts AS (
+  SELECT
+    min(imp_ts) AS ts,
+    arg_min(imp_in_scope, imp_ts) FILTER (WHERE imp_ts IS NOT NULL) AS in_scope
+  FROM (
+    SELECT *, sum(opens::INT) OVER (PARTITION BY session_id ORDER BY step ROWS UNBOUNDED PRECEDING) AS conv_no
+    FROM opened
+  )
+  GROUP BY session_id, conv_no
+),
+quarters AS (
+  SELECT
+    time_bucket(INTERVAL 15 MINUTE, ts) AS q,
+    count(*) FILTER (WHERE event_type = 'sponsored_impression')::BIGINT AS impressions,
+    count(*) FILTER (WHERE event_type = 'query')::BIGINT AS queries,
+    count(*) FILTER (WHERE event_type = 'click')::BIGINT AS total_clicks,
+    count(*) FILTER (WHERE event_type = 'click' AND click_type = 'article')::BIGINT AS article_clicks,
+    count(*) FILTER (WHERE event_type = 'click' AND click_type = 'cta')::BIGINT AS cta_clicks,
+    0::BIGINT AS sessions,
+    count(*) FILTER (WHERE event_type = 'heartbeat' AND session_id IS NOT NULL)::BIGINT AS heartbeats
+  FROM events
+  WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
+    AND ts >= CAST($start_ts AS TIMESTAMP)
+    AND ts < CAST($end_ts AS TIMESTAMP)
+    AND tenant_id = $tenant_id
+    AND list_contains($campaign_ids, campaign_id)
+    AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
+    AND ($placement_id IS NULL OR placement_id = $placement_id)
+    AND ($prompt_id IS NULL OR prompt_id = $prompt_id)
+    AND ($creative_id IS NULL OR creative_id = $creative_id)
+    AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
+    AND ($publisher_id IS NULL OR publisher_id = $publisher_id)
+  GROUP BY q
+  UNION ALL
+  SELECT time_bucket(INTERVAL 15 MINUTE, ts), 0, 0, 0, 0, 0, count(*), 0
+  FROM starts
+  WHERE in_scope AND ts >= CAST($start_ts AS TIMESTAMP) AND ts < CAST($end_ts AS TIMESTAMP)
+  GROUP BY 1
 )
 SELECT
   strftime(timezone($tz, timezone('UTC', q)), '%Y-%m-%d') AS date,

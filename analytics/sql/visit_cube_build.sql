@@ -1,9 +1,10 @@
 -- Derived visit figures of one UTC day folder ($files: the folder's event files), written once per
 -- version of the folder (analytics/visit_cube.ts) and read by ask_ai_by_time_derived instead of
--- the folder's events. A visit lies in one day folder (sessions end at UTC midnight), so each
--- visit's figures are complete here; a visit that older data has crossing midnight ($scan_files:
--- this folder's files and the neighbouring days', hive `date` from their paths) is kept per step
--- ('f'), so it is regrouped with its other day at query time. Rows, by `kind`:
+-- the folder's events. Visits are derived here from the folder's events in time order, as
+-- ask_ai_by_time derives them (a session_id's events of the UTC day, split where more than 30
+-- minutes pass between two events), so they do not depend on the order the events arrived in, and
+-- each visit lies in this folder. `viewable` marks a step that holds an MRC-viewable event, so a
+-- window that cuts a visit counts it viewable when a viewable event is inside. Rows, by `kind`:
 -- - 'c': visits whose events all fall in one 15-minute UTC step, with at most three sets of filter
 --   values, summed per tenant, step and filter values. Such a visit is in a window (whose edges are
 --   15-minute instants) wholly or not at all, and a filter takes the events of the value sets it
@@ -23,7 +24,8 @@
 WITH ev AS (
   SELECT
     tenant_id,
-    visit_id,
+    session_id,
+    ts,
     time_bucket(INTERVAL 15 MINUTE, ts) AS step,
     ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id,
     (event_type = 'widget_load')::INTEGER AS loads,
@@ -32,13 +34,36 @@ WITH ev AS (
     (event_type = 'click' AND click_type = 'article')::INTEGER AS article_clicks,
     (event_type = 'click' AND click_type = 'cta')::INTEGER AS cta_clicks,
     (event_type = 'heartbeat')::INTEGER AS heartbeats,
-    coalesce(visit_viewable, false) AS viewable
+    coalesce(event_type = 'widget_viewable' AND in_view_pct >= 50 AND in_view_ms >= 1000, false) AS viewable
   FROM read_parquet($files, union_by_name = true)
   WHERE tenant_id IS NOT NULL AND ts IS NOT NULL
 ),
+-- A session's steps in time order: a step whose first event comes more than 30 minutes after the
+-- previous step's last event (or the day's first step) opens a visit; the visit id is a hash of
+-- the tenant, session, day and visit number (a visit never spans two day folders, so an id unique
+-- within the day is enough).
+opened AS (
+  SELECT
+    tenant_id, session_id, step,
+    coalesce(min(ts) - lag(max(ts)) OVER w > INTERVAL 30 MINUTE, true) AS opens
+  FROM ev
+  WHERE session_id IS NOT NULL
+  GROUP BY tenant_id, session_id, step
+  WINDOW w AS (PARTITION BY tenant_id, session_id, CAST(step AS DATE) ORDER BY step)
+),
+visit_of AS (
+  SELECT
+    tenant_id, session_id, step,
+    (hash(
+      tenant_id, session_id, CAST(step AS DATE),
+      sum(opens::INT) OVER (PARTITION BY tenant_id, session_id, CAST(step AS DATE) ORDER BY step ROWS UNBOUNDED PRECEDING)
+    ) >> 2)::BIGINT + 1 AS visit_id
+  FROM opened
+),
 facts AS (
   SELECT
-    tenant_id, visit_id, step, ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id,
+    ev.tenant_id, v.visit_id, ev.step,
+    ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id,
     sum(loads)::BIGINT AS loads,
     sum(queries)::BIGINT AS queries,
     sum(clicks)::BIGINT AS clicks,
@@ -47,12 +72,8 @@ facts AS (
     sum(heartbeats)::BIGINT AS heartbeats,
     bool_or(viewable) AS viewable
   FROM ev
+  LEFT JOIN visit_of v USING (tenant_id, session_id, step)
   GROUP BY ALL
-),
-crossing AS (
-  SELECT DISTINCT visit_id
-  FROM read_parquet($scan_files, hive_partitioning = true, union_by_name = true)
-  WHERE date <> CAST($day AS DATE) AND visit_id IS NOT NULL
 ),
 shaped AS (
   SELECT
@@ -70,14 +91,13 @@ shaped AS (
       max(struct_pack(ai_agent, placement_id, deployment_type, creative_id, line_item_id, publisher_id)) OVER v
       AS one_set,
     sum(loads) OVER v AS visit_loads,
-    bool_or(viewable) OVER v AS visit_viewable,
-    visit_id IN (SELECT visit_id FROM crossing) AS crosses
+    bool_or(viewable) OVER v AS visit_viewable
   FROM facts
   WHERE visit_id IS NOT NULL
   WINDOW v AS (PARTITION BY tenant_id, visit_id)
 ),
 small AS (
-  SELECT * FROM shaped WHERE one_step AND visit_rows <= 3 AND NOT crosses
+  SELECT * FROM shaped WHERE one_step AND visit_rows <= 3
 ),
 -- Visits over several steps with one set of values: one row per visit.
 long_visits AS (
@@ -92,7 +112,7 @@ long_visits AS (
     sum(cta_clicks) AS cta_clicks,
     sum(heartbeats) AS heartbeats
   FROM shaped
-  WHERE NOT one_step AND one_set AND NOT crosses
+  WHERE NOT one_step AND one_set
   GROUP BY ALL
 ),
 -- One row per visit and non-empty subset (bit rn - 1 of `mask`) of its value sets, with the number
@@ -199,7 +219,7 @@ SELECT
   0::BIGINT, 0::BIGINT, 0::BIGINT,
   loads, queries, clicks, article_clicks, cta_clicks, heartbeats, viewable,
   first_step, last_step,
-  NOT one_step AND one_set AND NOT crosses AS cut_only
+  NOT one_step AND one_set AS cut_only
 FROM shaped
-WHERE NOT (one_step AND visit_rows <= 3 AND NOT crosses)
+WHERE NOT (one_step AND visit_rows <= 3)
 ORDER BY tenant_id, kind, step

@@ -135,7 +135,7 @@ Deno.test("visit figures: a late event sends its day back to the events until th
   );
 });
 
-Deno.test("visit figures: a visit written across UTC midnight (older data) counts once when one of its days is built", async () => {
+Deno.test("visit figures: a visit written across UTC midnight (older data) counts as one session a day on both paths when one of its days is built", async () => {
   await using world = await analyticsWorld();
   const { deps } = world.w;
   const scope = {
