@@ -263,15 +263,15 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.ok(answerWidth >= 200, `answer column ${answerWidth} px`);
       });
 
-      await t.step("a 390 px wide phone: every panel fits the width, nothing scrolls sideways", async () => {
-        await page.setViewport({ width: 390, height: 844 });
+      await t.step("a 360 px wide phone: every panel fits the width, nothing scrolls sideways", async () => {
+        await page.setViewport({ width: 360, height: 800 });
         await page.goto(`${origin}/dashboard?timezone=UTC&compare=previous_period`, { waitUntil: "domcontentloaded" });
         await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
         const overflow = await page.evaluate(() => {
           const d = (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document;
           return d.documentElement.scrollWidth;
         });
-        assert.ok(overflow <= 390, `page is ${overflow} px wide`);
+        assert.ok(overflow <= 360, `page is ${overflow} px wide`);
         assert.deepEqual(await overflowing(page), [], "no table scrolls sideways, no bar label is cut");
         console.log(`screenshot: ${await session.shot("dashboard narrow")}`);
         assert.deepEqual(await pageFaults(page), [], "phone");
@@ -495,6 +495,41 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         );
         assert.equal(focused, "title");
       });
+
+      await t.step(
+        "keyboard only: Tab reaches the view's fields, Enter applies them, Refresh works from the keyboard",
+        async () => {
+          type Active = { document: { activeElement: { matches(s: string): boolean } | null } };
+          const reach = async (selector: string) => {
+            for (let i = 0; i < 40; i++) {
+              await page.keyboard.press("Tab");
+              const there = await page.evaluate(
+                (s) => (globalThis as unknown as Active).document.activeElement?.matches(s) ?? false,
+                selector,
+              );
+              if (there) return;
+            }
+            throw new Error(`Tab never reached ${selector}`);
+          };
+          await page.focus("#title");
+          await reach("input[name=timezone]");
+          await page.keyboard.down("Control");
+          await page.keyboard.press("KeyA");
+          await page.keyboard.up("Control");
+          await page.keyboard.type("Asia/Tokyo");
+          await page.keyboard.press("Enter");
+          await page.waitForFunction(() =>
+            new URL(globalThis.location.href).searchParams.get("timezone") === "Asia/Tokyo"
+          );
+          await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+          assert.match(await page.$eval("#status", (e) => e.textContent ?? ""), /Asia\/Tokyo$/);
+          await page.focus("#title");
+          await reach("#refresh");
+          await page.keyboard.press("Enter");
+          await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
+          assert.deepEqual(await pageFaults(page), [], "after a keyboard refresh");
+        },
+      );
 
       await t.step(
         "the whole session: no script error, every request to this origin, the key only in its header",
