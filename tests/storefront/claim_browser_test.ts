@@ -45,10 +45,19 @@ Deno.test({
     await using b = await openBrowser("claim page");
     let userCode = "";
     await t.step("the link opens a page asking for the e-mailed code (no Confirm yet)", async () => {
+      await b.page.setViewport({ width: 1280, height: 800 });
       const res = await b.page.goto(verificationUri);
       assert.equal(res?.status(), 200);
       await b.shot("code form");
       assert.deepEqual(await pageFaults(b.page), [], "code form");
+      // The rest of the claim happens on a 360 px phone, where nothing may scroll sideways.
+      await b.page.setViewport({ width: 360, height: 740 });
+      await b.shot("code form 360");
+      const wide = await b.page.evaluate(() =>
+        (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document
+          .documentElement.scrollWidth
+      );
+      assert.ok(wide <= 360, `${wide} px wide`);
       assert.equal(await b.page.$("button[name=decision], input[name=decision]"), null);
       assert.match(await b.page.$eval("h1", (e) => e.textContent ?? ""), /maria@example\.com/);
     });
@@ -59,16 +68,18 @@ Deno.test({
       assert.deepEqual(await pageFaults(b.page), [], "wrong code");
       assert.match(await b.page.$eval("#error", (e) => e.textContent ?? ""), /4 tries left/);
     });
-    await t.step("the right code shows Confirm and Deny", async () => {
-      await b.page.type("#mail-code", mailCode.toLowerCase());
-      await Promise.all([b.page.waitForNavigation(), b.page.click("#verify button")]);
+    await t.step("keyboard only: the right code, then Enter, shows Confirm and Deny", async () => {
+      await b.page.focus("#mail-code");
+      await b.page.keyboard.type(mailCode.toLowerCase());
+      await Promise.all([b.page.waitForNavigation(), b.page.keyboard.press("Enter")]);
       await b.shot("confirm or deny");
       assert.deepEqual(await pageFaults(b.page), [], "confirm or deny");
       assert.ok(await b.page.$("#confirm button"));
       assert.ok(await b.page.$("#deny button"));
     });
-    await t.step("Confirm shows the user code", async () => {
-      await Promise.all([b.page.waitForNavigation(), b.page.click("#confirm button")]);
+    await t.step("keyboard only: Confirm (focused, Enter) shows the user code", async () => {
+      await b.page.focus("#confirm button");
+      await Promise.all([b.page.waitForNavigation(), b.page.keyboard.press("Enter")]);
       await b.shot("user code");
       assert.deepEqual(await pageFaults(b.page), [], "user code");
       userCode = await b.page.$eval("#user-code", (e) => e.textContent ?? "");
@@ -87,7 +98,7 @@ Deno.test({
       assert.deepEqual(await pageFaults(b.page), [], "done");
       assert.match(await b.page.$eval("h1", (e) => e.textContent ?? ""), /All done/);
     });
-    assert.equal(b.shots.length, 5);
+    assert.equal(b.shots.length, 6);
     console.log(`screenshots: ${b.shotsDir}`);
   },
 });
