@@ -434,8 +434,9 @@ export function createWidgetApiRoutes(deps: Deps_) {
       : input.query || (input.page_url ? addressWords(input.page_url) : "") || dm.name;
     const response = await deps.search.recommend(dm, {
       query: text,
-      similarity_top_k: input.limit + 1,
-      num_results: input.limit + 1,
+      // Room for the page itself and syndicated copies, which are left out below.
+      similarity_top_k: input.limit + 4,
+      num_results: input.limit + 4,
       search_algorithm: page || input.query ? "semantic" : "most_recent",
     }, {
       tenantId: widget.tenantId,
@@ -444,8 +445,18 @@ export function createWidgetApiRoutes(deps: Deps_) {
       ...(input.session_id ? { sessionId: input.session_id } : {}),
       placement: placementOf(input, widget),
     });
+    // Not the page itself (known by URL, or by its headline when the page is not in the data model),
+    // and one article per headline (a story syndicated to several sites is one recommendation).
+    const headline = (t: string | undefined) => (t ?? "").trim().toLowerCase().replace(/\s+/g, " ");
+    const own = headline(page?.title ?? input.query);
+    const seen = new Set<string>();
     const results = response.response.results
-      .filter((r) => !page || r.url !== page.url)
+      .filter((r) => {
+        const h = headline(r.title);
+        if ((page && r.url === page.url) || (h && h === own) || seen.has(h)) return false;
+        seen.add(h);
+        return true;
+      })
       .slice(0, input.limit)
       .map((r) => ({
         title: r.title ?? "",

@@ -258,6 +258,16 @@ Deno.test("POST /widget/v1/{wd}/recommend finds articles like the page without f
   assert.equal(res.status, 200);
   assert.equal(body.results[0].title, "Snow expected this weekend");
 
+  // A page outside the data model, known by its headline: never itself, and one result per headline.
+  const headline = a.articles.find((x) => x.title === "Bus fares to rise in January")!;
+  res = await w.call(`/${a.widget.id}/recommend`, {
+    body: { page_url: "https://elsewhere.example/fares", query: headline.title, limit: 5 },
+  });
+  body = await res.json();
+  const titles = body.results.map((r: { title: string }) => r.title);
+  assert.ok(!titles.includes(headline.title), "not the page's own story");
+  assert.equal(new Set(titles).size, titles.length, "one result per headline");
+
   // A malformed escape in the address is just more letters.
   res = await w.call(`/${a.widget.id}/recommend`, { body: { page_url: "https://dailyledger.example/%E0%A4%A/snow" } });
   assert.equal(res.status, 200);

@@ -128,14 +128,17 @@ export class AskAiWidget extends HTMLElement {
       heartbeat: () => this.#tracker.send("heartbeat"),
     });
     this.#watchImpressions();
-    // The page's title stands in when the page is not an article of the widget's data model.
-    const title = document.title.trim().slice(0, 200);
+    // The page's headline stands in when the page is not an article of the widget's data model.
+    const title = pageHeadline().slice(0, 200);
     if (this.#recommendationsOn()) {
       void this.#loadRecommendations({ page_url: this.#pageUrl(), ...(title ? { query: title } : {}) });
     }
   }
 
+  /** The page's canonical address when it names one (as publisher pages do), else its own. */
   #pageUrl(): string | undefined {
+    const canonical = document.querySelector<HTMLLinkElement>('link[rel="canonical"]')?.href;
+    if (canonical && /^https?:\/\//.test(canonical)) return canonical.slice(0, 2048);
     return /^https?:$/.test(location.protocol) ? (location.origin + location.pathname).slice(0, 2048) : undefined;
   }
 
@@ -483,3 +486,11 @@ export class AskAiWidget extends HTMLElement {
 }
 
 if (!customElements.get("ask-ai-widget")) customElements.define("ask-ai-widget", AskAiWidget);
+
+/** The page's headline: its `og:title`, else its first `h1`, else the document title. */
+function pageHeadline(): string {
+  const og = document.querySelector<HTMLMetaElement>('meta[property="og:title"]')?.content?.trim();
+  if (og) return og;
+  const h1 = document.querySelector("h1")?.textContent?.trim();
+  return h1 || document.title.trim();
+}
