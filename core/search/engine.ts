@@ -2,6 +2,8 @@ import type { z } from "zod";
 import type { Clock } from "../clock.ts";
 import { explainSlots } from "./explain.ts";
 import { filterPredicate, filtersOf } from "./filters.ts";
+import { type Highlight, highlightPage, highlightQuery } from "./highlights.ts";
+import { highlightOptionsOf } from "./result_options.ts";
 import { fuseAcrossIndexes } from "./fusion.ts";
 import { AppError } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
@@ -706,6 +708,7 @@ export class SearchEngine implements Search {
     const explained = request.explain
       ? explainSlots(index, pageItems.map((r) => r.slot), { query: rep, cos, nowUnix, trends, refPlaced })
       : undefined;
+    const highlighted = await this.highlights(dataModel.id, index, pageItems, rep, request);
     const results: SearchResult[] = [];
     for (let i = 0; i < pageItems.length; i++) {
       const { slot, score } = pageItems[i]!;
@@ -731,6 +734,7 @@ export class SearchEngine implements Search {
         title: card.title,
         url: card.url,
         ...(explained ? { explain: explained.get(slot) } : {}),
+        ...(highlighted ? { highlights: highlighted[i]! } : {}),
       });
     }
     this.options.onResults?.({
@@ -753,6 +757,29 @@ export class SearchEngine implements Search {
         message: this.message(algorithm, ranked.length, results.length, analysed, query, trends),
       },
     };
+  }
+
+  /**
+   * The highlights of a page of results when the request asks for them (else undefined): the
+   * bodies are read from KV in one round, their windows scored by the query's terms and vector.
+   */
+  private async highlights(
+    dataModelId: string,
+    index: DataModelIndex,
+    pageItems: Ranked[],
+    rep: QueryRep,
+    request: SearchRequest,
+  ): Promise<Highlight[][] | undefined> {
+    const options = highlightOptionsOf(request);
+    if (!options) return undefined;
+    const cards = pageItems.map((r) => index.cards[r.slot]!);
+    const stored = await this.articles.getMany(dataModelId, cards.map((c) => c.id));
+    const bodies = stored.map((a, i) => a?.body || cards[i]!.summary);
+    const q = highlightQuery(rep.bag.keys(), (t) => index.bm25.idf(t));
+    return await highlightPage(bodies, q, options, {
+      queryVector: rep.vector,
+      embed: (texts) => this.embedSafely(texts),
+    });
   }
 
   private message(

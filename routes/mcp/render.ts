@@ -24,6 +24,7 @@ function articleBlock(r: SearchResult, n: number): string {
   const lines = [`${n}. ${r.title ?? "(untitled)"}`];
   if (byline) lines.push(`   ${byline}`);
   if (r.summary) lines.push(`   ${r.summary}`);
+  for (const h of r.highlights ?? []) lines.push(`   > ${h.text}`);
   lines.push(`   Link: ${r.source_url ?? r.url ?? ""}`);
   return lines.join("\n");
 }
