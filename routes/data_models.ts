@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
 import { dataModelNotFound } from "../core/errors.ts";
-import { MAX_INGEST_ITEMS } from "../core/search/engine.ts";
+import { MAX_INGEST_ITEMS, MAX_LISTED_CATEGORIES } from "../core/search/engine.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
@@ -20,7 +20,7 @@ const bodySchema = z.preprocess(
 ).openapi({
   description: `Up to ${MAX_INGEST_ITEMS} articles, each validated on its own: url (required), title (required), ` +
     "author, site, site_domain, pubdate (ISO 8601, RFC 2822 or unix seconds), image, preview_content, summary " +
-    "(extractive when omitted), body",
+    "(extractive when omitted), body, categories (or tags: up to 20 section or topic labels)",
 });
 
 const reportSchema = z.object({
@@ -59,6 +59,40 @@ const upsertRoute = createRoute({
   },
 });
 
+const categoriesRoute = createRoute({
+  method: "get",
+  path: "/{data_model_id}/categories",
+  tags: ["articles"],
+  summary: "The most used categories of a data model's articles (values for the search `categories` filter)",
+  security: [{ bearerAuth: [] }],
+  request: {
+    params: z.object({ data_model_id: idSchema("dm") }),
+    query: z.object({
+      limit: z.coerce.number({ error: "limit must be a number" }).int({ error: "limit must be a whole number" })
+        .min(1, { error: "limit must be at least 1" }).max(MAX_LISTED_CATEGORIES, {
+          error: `limit must be at most ${MAX_LISTED_CATEGORIES}`,
+        }).optional().openapi({ description: `How many (default 20, at most ${MAX_LISTED_CATEGORIES})` }),
+    }),
+  },
+  responses: {
+    200: {
+      description: "Categories, most used first, with how many live articles carry each",
+      content: {
+        "application/json": {
+          schema: z.object({
+            data_model_id: z.string(),
+            categories: z.array(z.object({ category: z.string(), count: z.number().int() })),
+          }).openapi("DataModelCategories"),
+        },
+      },
+    },
+    401: { description: "Missing or malformed API key" },
+    403: { description: "Unknown or revoked API key" },
+    404: { description: "Unknown data model, or one of another tenant" },
+    422: { description: "Malformed data_model_id or limit" },
+  },
+});
+
 /**
  * Mounted at `/v1/data-models`: `GET /` lists the tenant's data models, `POST /{dm}/articles` is the
  * authenticated bulk ingest for the owning tenant; sources and retention come from routes/sources.ts.
@@ -76,6 +110,13 @@ export function createDataModelRoutes(
     if (!dm) throw dataModelNotFound();
     const body = c.req.valid("json");
     return c.json(await deps.search.ingest(dm, body), 200);
+  });
+  app.openapi(categoriesRoute, async (c) => {
+    const { data_model_id: dmId } = c.req.valid("param");
+    const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
+    if (!dm) throw dataModelNotFound();
+    const categories = await deps.search.topCategories(dm.id, c.req.valid("query").limit ?? 20);
+    return c.json({ data_model_id: dm.id, categories }, 200);
   });
   app.route("/", createSourceRoutes(deps));
   return app;

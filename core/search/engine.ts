@@ -48,6 +48,8 @@ const MAX_QUERY_CHARS = 2000;
 // Terms of an analysed page used as the lexical query: enough to name the topic, few enough to stay fast.
 const PAGE_QUERY_TERMS = 30;
 const TREND_CACHE_S = 300;
+/** Most categories a data model lists. */
+export const MAX_LISTED_CATEGORIES = 100;
 
 /** Outcome of one ingested item. */
 export interface IngestItemResult {
@@ -77,10 +79,18 @@ export interface ArticleService {
   count(dataModelId: string): Promise<number>;
   /** The stored article of a URL (canonical form), or null. */
   articleByUrl(dataModelId: string, url: string): Promise<Article | null>;
+  /** The most used categories of a data model's live articles, most used first. */
+  topCategories(dataModelId: string, limit?: number): Promise<CategoryCount[]>;
   /** Retention in KV and this process's index (see {@link SearchEngine.expire}). */
   expire(dataModelId: string, cutoffUnix: number): Promise<number>;
   /** Trims a data model's article change log (see {@link SearchEngine.trimChanges}). */
   trimChanges(dataModelId: string): Promise<number>;
+}
+
+/** A category and how many live articles carry it. */
+export interface CategoryCount {
+  category: string;
+  count: number;
 }
 
 /** Article search as the app holds it: recommendations and retrieval, ingest, the index lifecycle. */
@@ -194,6 +204,7 @@ export class SearchEngine implements Search {
   private readonly following = new Map<string, IndexFollowing>();
   /** Names this engine's entries in the change log: it applied them already and skips them. */
   private readonly writerId = crypto.randomUUID();
+  private readonly categoryCache = new Map<string, { version: number; counts: CategoryCount[] }>();
   private readonly trendCache = new Map<string, { key: string; trends: TrendingKeyword[] }>();
   private readonly rebuildWaiters = new Map<string, (() => void)[]>();
   private readonly appliedWaiters = new Map<string, (() => void)[]>();
@@ -240,6 +251,31 @@ export class SearchEngine implements Search {
 
   async count(dataModelId: string): Promise<number> {
     return (await this.index(dataModelId)).liveCount;
+  }
+
+  async topCategories(dataModelId: string, limit = 20): Promise<CategoryCount[]> {
+    const index = await this.index(dataModelId);
+    const cached = this.categoryCache.get(dataModelId);
+    let all = cached?.version === index.version ? cached.counts : undefined;
+    if (!all) {
+      // One pass over the cards, recounted only after the index changed.
+      const byKey = new Map<string, CategoryCount>();
+      for (const card of index.cards) {
+        const keys = card.categoryKeys;
+        if (!keys) continue;
+        for (let i = 0; i < keys.length; i++) {
+          const c = byKey.get(keys[i]!);
+          if (c) c.count++;
+          else byKey.set(keys[i]!, { category: card.categories![i]!, count: 1 });
+        }
+      }
+      all = [...byKey.values()].sort((a, b) => b.count - a.count || a.category.localeCompare(b.category)).slice(
+        0,
+        MAX_LISTED_CATEGORIES,
+      );
+      this.categoryCache.set(dataModelId, { version: index.version, counts: all });
+    }
+    return all.slice(0, Math.max(0, limit)).map((c) => ({ ...c }));
   }
 
   /**

@@ -118,6 +118,10 @@ export function parseFeed(xml: string): ParsedSource {
     }
     if (summaryHtml && summaryHtml !== bodyHtml) item.summary = htmlToText(summaryHtml).slice(0, 1000);
     if (siteTitle && rss.length) item.site = siteTitle;
+    // RSS <category>text</category>, Atom <category term="..."/>.
+    const categories = ([...el.getElementsByTagName("category")] as El[])
+      .map((c) => (c.getAttribute("term") ?? c.textContent ?? "").trim()).filter(Boolean);
+    if (categories.length) item.categories = categories.slice(0, 200);
     out.items.push(item);
   });
   return out;

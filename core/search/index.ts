@@ -1,4 +1,4 @@
-import type { Article, StoredTerms } from "./articles.ts";
+import { type Article, categoryKey, type StoredTerms } from "./articles.ts";
 import { type Bm25Field, Bm25Index, type PackedBag, type TermCounts } from "./bm25.ts";
 import { type Fusion, FUSION_V2 } from "./retrieval_mode.ts";
 import { terms } from "./tokenizer.ts";
@@ -18,6 +18,10 @@ export interface ArticleCard {
   image?: string;
   previewContent: string;
   summary: string;
+  /** Category keys (see {@link categoryKey}), for filters; absent without categories. */
+  categoryKeys?: string[];
+  /** Categories as published, for listings. */
+  categories?: string[];
 }
 
 /** A query as the index sees it: a weighted bag of terms and an optional normalised vector. */
@@ -148,6 +152,7 @@ export function cardOf(a: Article): ArticleCard {
     image: a.image,
     previewContent: a.previewContent,
     summary: a.summary,
+    ...(a.categories?.length ? { categories: a.categories, categoryKeys: a.categories.map(categoryKey) } : {}),
   };
 }
 

@@ -17,6 +17,8 @@ export interface FeedItem {
   pubdate?: string;
   image?: string;
   site?: string;
+  /** Feed `<category>`, JSON Feed `tags`, sitemap `news:keywords`. */
+  categories?: string[];
 }
 
 /** A document that is not what its source type promises. */
@@ -84,6 +86,7 @@ export function parseJsonFeed(text: string): FeedItem[] {
       pubdate: str(it.date_modified) ?? str(it.date_published),
       image: str(it.image) ?? str(it.banner_image),
       site: str(d.title),
+      ...(Array.isArray(it.tags) ? { categories: it.tags.filter((t): t is string => typeof t === "string") } : {}),
     });
   }
   return out;
@@ -114,9 +117,16 @@ export function parseSitemap(xml: string): FeedItem[] {
       title: firstText(el, "news:title"),
       pubdate: firstText(el, "news:publication_date", "lastmod"),
       image: firstText(el, "image:loc"),
+      ...keywordsOf(firstText(el, "news:keywords")),
     });
   }
   return out;
+}
+
+/** Google News sitemap keywords (comma-separated) as categories. */
+function keywordsOf(text: string | undefined): { categories?: string[] } {
+  const list = (text ?? "").split(",").map((k) => k.trim()).filter(Boolean);
+  return list.length ? { categories: list } : {};
 }
 
 /** Items of an RSS or Atom feed. */
@@ -132,6 +142,7 @@ export function parseXmlFeed(xml: string): FeedItem[] {
     pubdate: str(i.pubdate),
     image: str(i.image),
     site: str(i.site),
+    ...(Array.isArray(i.categories) ? { categories: i.categories as string[] } : {}),
   }));
 }
 

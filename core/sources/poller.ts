@@ -15,7 +15,7 @@ import { KvLease } from "../kv_lease.ts";
 import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
 import type { ArticleExtractor } from "../extract/extractor.ts";
 import { decodeHtml } from "../extract/analyzer.ts";
-import { type Article, cutBody, parsePubdate } from "../search/articles.ts";
+import { type Article, cleanCategories, cutBody, parsePubdate } from "../search/articles.ts";
 import type { IngestReport } from "../search/engine.ts";
 import type { DataModel } from "../store/models.ts";
 import { backoffSeconds, retryAfterSeconds } from "./backoff.ts";
@@ -339,6 +339,7 @@ export class SourcePoller {
         pubdate: item.pubdate ?? existing?.pubdate,
         image: item.image,
         site: item.site,
+        categories: item.categories?.slice(0, 200),
       };
       const thin = !item.body || item.body.length < FULL_TEXT_MIN_CHARS;
       const wantsPage = (source.fetchPages || source.type === "sitemap") && thin;
@@ -426,5 +427,7 @@ function sameContent(a: Article, input: Record<string, unknown>): boolean {
   const title = String(input.title ?? "").replace(/\s+/g, " ").trim();
   const body = cutBody(String(input.body ?? ""));
   const pub = parsePubdate(input.pubdate as string | undefined);
-  return a.title === title && a.body === body && (pub === undefined || pub === a.pubdateUnix);
+  const categories = cleanCategories((input.categories as string[] | undefined) ?? []);
+  return a.title === title && a.body === body && (pub === undefined || pub === a.pubdateUnix) &&
+    categories.join("\n") === (a.categories ?? []).join("\n");
 }

@@ -61,7 +61,12 @@ export interface ModelListing {
   /** Agents: the price of one call. */
   price_usd?: string;
   service_slug?: string;
+  /** Data models: their most used categories, for the `categories` filter. */
+  top_categories?: { category: string; count: number }[];
 }
+
+/** How many categories list_data_models shows per data model. */
+const LISTED_CATEGORIES = 10;
 
 /** What the tools call; one implementation per way in. */
 export interface McpAccess {
@@ -118,7 +123,12 @@ export class TenantAccess implements McpAccess {
   }
 
   async listDataModels(): Promise<ModelListing[]> {
-    return (await this.deps.repos.dataModels.listByTenant(this.tenantId)).map((m) => ({ id: m.id, name: m.name }));
+    const models = await this.deps.repos.dataModels.listByTenant(this.tenantId);
+    return await Promise.all(models.map(async (m) => ({
+      id: m.id,
+      name: m.name,
+      top_categories: await this.deps.search.topCategories(m.id, LISTED_CATEGORIES),
+    })));
   }
 
   async listAiModels(): Promise<ModelListing[]> {
@@ -140,7 +150,7 @@ function citationsOf(answer: object): { citations?: Record<string, unknown>[] } 
   return Array.isArray(c) ? { citations: c as Record<string, unknown>[] } : {};
 }
 
-type AgentDeps = Pick<Deps, "commerce" | "log">;
+type AgentDeps = Pick<Deps, "commerce" | "log" | "search">;
 
 /** A storefront agent: the seller's marketplace models, paid per call through the paid proxy. */
 export class AgentAccess implements McpAccess {
@@ -169,7 +179,11 @@ export class AgentAccess implements McpAccess {
   }
 
   async listDataModels(): Promise<ModelListing[]> {
-    return (await this.services()).filter((s) => s.kind === "search").map(listing);
+    const services = (await this.services()).filter((s) => s.kind === "search");
+    return await Promise.all(services.map(async (s) => ({
+      ...listing(s),
+      top_categories: await this.deps.search.topCategories(s.modelId, LISTED_CATEGORIES),
+    })));
   }
 
   async listAiModels(): Promise<ModelListing[]> {

@@ -58,7 +58,15 @@ export function renderAnswer(message: string, citations: Citation[] | undefined)
 }
 
 /** A list of models as text: `id  name  (price)`. */
-export function renderModels(kind: string, models: { id: string; name: string; price_usd?: string }[]): string {
+export function renderModels(
+  kind: string,
+  models: { id: string; name: string; price_usd?: string; top_categories?: { category: string }[] }[],
+): string {
   if (models.length === 0) return `No ${kind} available.`;
-  return models.map((m) => `- ${m.id}: ${m.name}${m.price_usd ? ` (${m.price_usd} USD per call)` : ""}`).join("\n");
+  return models.map((m) => {
+    const categories = m.top_categories?.length
+      ? `; categories: ${m.top_categories.map((c) => c.category).join(", ")}`
+      : "";
+    return `- ${m.id}: ${m.name}${m.price_usd ? ` (${m.price_usd} USD per call)` : ""}${categories}`;
+  }).join("\n");
 }
