@@ -35,7 +35,7 @@
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../composition.ts";
-import { AppError } from "../core/errors.ts";
+import { AppError, fullTextNotLicensed } from "../core/errors.ts";
 import { idPattern } from "../core/ids.ts";
 import { serviceSlug, type UsageItem } from "../core/payproxy/allowance.ts";
 import {
@@ -55,6 +55,8 @@ import {
   SEARCH_VERSIONS,
 } from "../core/search/retrieval_mode.ts";
 import { filtersOf } from "../core/search/filters.ts";
+import { mayReadFullText } from "../core/search/engine.ts";
+import { textOptionOf } from "../core/search/result_options.ts";
 import { searchRequestSchema } from "../core/search/types.ts";
 import { marketplaceAiModel, marketplaceDataModel } from "../core/payproxy/marketplace.ts";
 import { citationsSchema, MAX_QUERY_CHARS } from "./aimodel.ts";
@@ -67,6 +69,8 @@ import { describeIssue } from "./validation.ts";
 
 /** Every payproxy call is metered as one `query`. */
 const USAGE: UsageItem[] = [{ meterSlug: "query", quantity: 1 }];
+/** The meter of full texts served (`contents: {text: true}`), one unit per text. */
+export const FULL_TEXT_METER = "full_text";
 // The shared id format (core/ids.ts), checked before any lookup.
 const DM_ID_RE = idPattern("dm");
 const AM_ID_RE = idPattern("am");
@@ -313,8 +317,10 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
    * with it: a JSON response that starts with one content-type header stays on Deno's cheap
    * response path, while a headers object built up front costs ~15 us per request.
    */
-  const withUsage = (res: Response, slug: string) => {
-    res.headers.set(USAGE_HEADER, JSON.stringify(USAGE.map((u) => ({ serviceSlug: slug, ...u }))));
+  const withUsage = (res: Response, slug: string, fullTexts = 0) => {
+    // Full texts served are their own meter (`full_text`, one per text); absent, the header is as ever.
+    const usage = fullTexts > 0 ? [...USAGE, { meterSlug: FULL_TEXT_METER, quantity: fullTexts }] : USAGE;
+    res.headers.set(USAGE_HEADER, JSON.stringify(usage.map((u) => ({ serviceSlug: slug, ...u }))));
     return res;
   };
 
@@ -328,6 +334,8 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
       // A reversed date window is refused before any billable step.
       filtersOf(request);
       const dm = await marketplaceDataModel(deps.repos.dataModels, c.req.query("data_model_id")!);
+      // Full text the publisher does not license is refused before any billable step (403, no body).
+      if (textOptionOf(request) !== null && !mayReadFullText(dm, {})) throw fullTextNotLicensed();
       const slug = serviceSlug(dm);
       await requireAllowance(c, verified, slug);
       // No tenantId: payproxy traffic is not the tenant's own platform usage.
@@ -339,7 +347,8 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
       return { result, slug };
     });
     metrics.requests.served++;
-    return withUsage(c.json(result, 200), slug);
+    const texts = result.response.results.filter((r) => r.text !== undefined).length;
+    return withUsage(c.json(result, 200), slug, texts);
   });
 
   documented(app, forPaths(realtimeDoc, paths), readBody, async (c) => {

@@ -38,6 +38,9 @@ const resultSchema = z.object({
     }),
     score: z.number().openapi({ description: "In [0, 1]: how well the passage matches the query's terms and vector" }),
   })).optional().openapi({ description: "Present when the request set `highlights`; in document order" }),
+  text: z.string().optional().openapi({
+    description: "Present when the request set `contents: {text: true}`: the article body as clean Markdown",
+  }),
 }).openapi("SearchResult");
 
 /** SearchResponse (spec 2.2). */

@@ -5,6 +5,7 @@ import { newId } from "../ids.ts";
 import type { DataModel } from "../store/models.ts";
 import { ArticleChangeLog, type ChangeLogHead, headKey } from "./change_log.ts";
 import { clip, summarize } from "./summarize.ts";
+import { clipMarkdown } from "../text/markdown_text.ts";
 
 /**
  * Articles of a data model as stored in Deno KV.
@@ -58,6 +59,11 @@ export interface Article {
   previewContent: string;
   summary: string;
   body: string;
+  /**
+   * The body as clean Markdown (headings, lists, links), when it came as HTML or Markdown; bounded
+   * so the stored value stays under KV's limit with the plain body beside it.
+   */
+  markdown?: string;
   /** Section or topic labels (feed `<category>`, JSON Feed `tags`, sitemap news keywords, ingest). */
   categories?: string[];
   embedding?: StoredEmbedding;
@@ -130,6 +136,10 @@ export const articleInputSchema = z.object({
   text: z.string().max(2_000_000).nullish(),
   categories: categoryList.nullish(),
   tags: categoryList.nullish(),
+  /** The body as HTML: kept as Markdown (and as plain text when `body` is absent). */
+  body_html: z.string().max(2_000_000, { error: "must be at most 2000000 characters" }).nullish(),
+  /** The body as Markdown, kept for full text. */
+  body_markdown: z.string().max(2_000_000, { error: "must be at most 2000000 characters" }).nullish(),
 }).loose();
 type ParsedInput = z.infer<typeof articleInputSchema>;
 /** The known fields of an article input (without the index signature `.loose()` adds). */
@@ -216,7 +226,27 @@ export function normalizeArticle(
     summary,
     body,
     ...categoriesOf(input),
+    ...markdownOf(input.body_markdown, body),
   };
+}
+
+// Bytes the stored body and Markdown take together at most: the rest of the value (title, terms,
+// embedding, ...) fits in what remains of KV's 64 KiB.
+const TEXT_BYTES = 48_000;
+const MAX_MARKDOWN = 20_000;
+
+/** Bytes V8's serializer writes for a string: one per character when all are Latin-1, else two. */
+function serializedBytes(s: string): number {
+  return /^[\x00-\xff]*$/.test(s) ? s.length : 2 * s.length;
+}
+
+function markdownOf(markdown: string | null | undefined, body: string): { markdown?: string } {
+  const md = markdown?.replace(/\r\n?/g, "\n").replace(/\n{3,}/g, "\n\n").trim();
+  if (!md) return {};
+  const room = TEXT_BYTES - serializedBytes(body);
+  const max = Math.min(MAX_MARKDOWN, Math.floor(room / (serializedBytes(md) === md.length ? 1 : 2)));
+  const kept = clipMarkdown(md, max);
+  return kept ? { markdown: kept } : {};
 }
 
 function categoriesOf(input: ArticleInput): { categories?: string[] } {

@@ -3,9 +3,10 @@ import type { Clock } from "../clock.ts";
 import { explainSlots } from "./explain.ts";
 import { filterPredicate, filtersOf } from "./filters.ts";
 import { type Highlight, highlightPage, highlightQuery } from "./highlights.ts";
-import { highlightOptionsOf } from "./result_options.ts";
+import { highlightOptionsOf, textOptionOf } from "./result_options.ts";
+import { clipMarkdown, textToMarkdown } from "../text/markdown_text.ts";
 import { fuseAcrossIndexes } from "./fusion.ts";
-import { AppError } from "../errors.ts";
+import { AppError, fullTextNotLicensed } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
 import type { DataModel } from "../store/models.ts";
 import { ALGORITHMS, candidatePool, mergeRanked, type Ranked } from "./algorithms.ts";
@@ -135,6 +136,44 @@ export interface ServedResults {
   results: { articleId: string; url: string; position: number }[];
 }
 
+// Characters of an item's `body_html` converted to Markdown (bounds the parse on the ingest path).
+const MAX_HTML_CONVERTED = 300_000;
+
+/**
+ * Items that carry `body_html`, with it kept as `body_markdown` (and as the plain `body` when they
+ * have none). The converter loads only when an item needs it.
+ */
+async function htmlBodies(items: unknown[]): Promise<Map<number, Record<string, unknown>>> {
+  const out = new Map<number, Record<string, unknown>>();
+  const withHtml = items.flatMap((item, i) => {
+    const html = (item as { body_html?: unknown } | null)?.body_html;
+    return typeof html === "string" && html.length <= 2_000_000 && html.trim() ? [{ i, html }] : [];
+  });
+  if (withHtml.length === 0) return out;
+  const [{ htmlToMarkdown }, { htmlToText }] = await Promise.all([
+    import("../text/markdown.ts"),
+    import("./feeds.ts"),
+  ]);
+  for (const { i, html } of withHtml) {
+    const item = items[i] as Record<string, unknown>;
+    const base = typeof item.url === "string" ? item.url : undefined;
+    let markdown: string;
+    try {
+      // Markdown keeps 20k characters: a bounded head of the markup is all it needs.
+      markdown = htmlToMarkdown(html.slice(0, MAX_HTML_CONVERTED), base);
+    } catch {
+      continue; // unreadable markup: the item keeps its plain body
+    }
+    const hasBody = ["body", "content", "text"].some((k) => typeof item[k] === "string" && item[k] !== "");
+    out.set(i, {
+      ...item,
+      body_markdown: item.body_markdown ?? markdown,
+      ...(hasBody ? {} : { body: htmlToText(html) }),
+    });
+  }
+  return out;
+}
+
 /** Describes a zod issue for a per-item ingest error: `url: must be an absolute http(s) URL`. */
 function issueText(error: z.ZodError): string {
   const issue = error.issues[0]!;
@@ -172,6 +211,17 @@ export function isUrlQuery(query: string): boolean {
 export function refDomain(ref: string | null | undefined): string | undefined {
   if (!ref || !ref.trim()) return undefined;
   return domainOf(ref) || undefined;
+}
+
+/** Whether a caller may read a data model's full text: its own tenant always, others when licensed. */
+export function mayReadFullText(dm: DataModel, context: Pick<SearchContext, "tenantId">): boolean {
+  return context.tenantId === dm.tenantId || dm.license === "full_text";
+}
+
+/** An article's full text as Markdown within `max` characters (its summary when the body is gone). */
+export function fullText(article: Article | null | undefined, summary: string, max: number): string {
+  const md = article?.markdown || textToMarkdown(article?.body || summary);
+  return clipMarkdown(md, max);
 }
 
 /** Both slot predicates (either may be absent). */
@@ -552,8 +602,9 @@ export class SearchEngine implements Search {
     const provider = this.options.embeddings;
     const results: IngestItemResult[] = new Array(items.length);
     const valid: { i: number; fields: ReturnType<typeof normalizeArticle> }[] = [];
+    const fromHtml = await htmlBodies(items);
     items.forEach((item, i) => {
-      const parsed = articleInputSchema.safeParse(item);
+      const parsed = articleInputSchema.safeParse(fromHtml.get(i) ?? item);
       if (!parsed.success) {
         const url = (item as { url?: unknown } | null)?.url;
         results[i] = {
@@ -668,6 +719,9 @@ export class SearchEngine implements Search {
     const ref = refDomain(request.ref);
     const numRef = Math.min(request.num_articles_ref ?? 0, topK);
     const filters = filtersOf(request);
+    const textChars = textOptionOf(request);
+    // Full text is the publisher's to license; the owning tenant always reads its own articles.
+    if (textChars !== null && !mayReadFullText(dataModel, context)) throw fullTextNotLicensed();
     const index = await this.index(dataModel.id);
     const now = this.options.clock.now();
     const nowUnix = Math.floor(now.getTime() / 1000);
@@ -744,7 +798,11 @@ export class SearchEngine implements Search {
     const explained = request.explain
       ? explainSlots(index, pageItems.map((r) => r.slot), { query: rep, cos, nowUnix, trends, refPlaced })
       : undefined;
-    const highlighted = await this.highlights(dataModel.id, index, pageItems, rep, request);
+    const needBodies = textChars !== null || highlightOptionsOf(request) !== null;
+    const stored = needBodies
+      ? await this.articles.getMany(dataModel.id, pageItems.map((r) => index.cards[r.slot]!.id))
+      : [];
+    const highlighted = await this.highlights(index, pageItems, stored, rep, request);
     const results: SearchResult[] = [];
     for (let i = 0; i < pageItems.length; i++) {
       const { slot, score } = pageItems[i]!;
@@ -771,6 +829,7 @@ export class SearchEngine implements Search {
         url: card.url,
         ...(explained ? { explain: explained.get(slot) } : {}),
         ...(highlighted ? { highlights: highlighted[i]! } : {}),
+        ...(textChars !== null ? { text: fullText(stored[i], card.summary, textChars) } : {}),
       });
     }
     this.options.onResults?.({
@@ -800,16 +859,15 @@ export class SearchEngine implements Search {
    * bodies are read from KV in one round, their windows scored by the query's terms and vector.
    */
   private async highlights(
-    dataModelId: string,
     index: DataModelIndex,
     pageItems: Ranked[],
+    stored: (Article | null)[],
     rep: QueryRep,
     request: SearchRequest,
   ): Promise<Highlight[][] | undefined> {
     const options = highlightOptionsOf(request);
     if (!options) return undefined;
     const cards = pageItems.map((r) => index.cards[r.slot]!);
-    const stored = await this.articles.getMany(dataModelId, cards.map((c) => c.id));
     const bodies = stored.map((a, i) => a?.body || cards[i]!.summary);
     const q = highlightQuery(rep.bag.keys(), (t) => index.bm25.idf(t));
     return await highlightPage(bodies, q, options, {

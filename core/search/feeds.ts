@@ -107,6 +107,8 @@ export function parseFeed(xml: string): ParsedSource {
     const image = media?.getAttribute("url") ??
       (enclosure && /^image\//.test(enclosure.getAttribute("type") ?? "") ? enclosure.getAttribute("url") : undefined);
     const item: Record<string, unknown> = { url, title: htmlToText(title), body: htmlToText(bodyHtml) };
+    // The markup too, kept as Markdown for licensed full text.
+    if (/<[a-z]/i.test(bodyHtml)) item.body_html = bodyHtml;
     if (author) item.author = author;
     if (pubdate) item.pubdate = pubdate;
     if (image) {

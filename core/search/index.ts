@@ -117,12 +117,12 @@ const MAX_VALUE_BYTES = 60_000;
  * Frequencies are written in the platform's byte order (little-endian on x86 and ARM).
  */
 export function storableTerms(
-  a: Pick<Article, "title" | "summary" | "body" | "previewContent" | "url">,
+  a: Pick<Article, "title" | "summary" | "body" | "previewContent" | "url" | "markdown">,
   bag: PackedBag,
 ): StoredTerms | undefined {
   const t = bag.terms.join(" ");
-  const bytes =
-    2 * (a.title.length + a.summary.length + a.body.length + a.previewContent.length + a.url.length + t.length) +
+  const bytes = 2 * (a.title.length + a.summary.length + a.body.length + a.previewContent.length + a.url.length +
+        t.length + (a.markdown?.length ?? 0)) +
     bag.tfs.byteLength + 4096;
   if (bytes > MAX_VALUE_BYTES) return undefined;
   return { v: TERMS_VERSION, t, f: new Uint8Array(bag.tfs.buffer, bag.tfs.byteOffset, bag.tfs.byteLength) };

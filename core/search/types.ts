@@ -60,6 +60,8 @@ export interface SearchResult {
   explain?: SearchExplain;
   /** With `highlights` in the request: the passages that best answer the query, in document order. */
   highlights?: Highlight[];
+  /** With `contents: {text: true}` where licensed: the article body as Markdown. */
+  text?: string;
 }
 
 /** SearchResponse body (spec 2.2). */

@@ -17,6 +17,8 @@ export interface FeedItem {
   pubdate?: string;
   image?: string;
   site?: string;
+  /** The body's markup, when the source gave HTML (kept as Markdown for full text). */
+  bodyHtml?: string;
   /** Feed `<category>`, JSON Feed `tags`, sitemap `news:keywords`. */
   categories?: string[];
 }
@@ -86,6 +88,7 @@ export function parseJsonFeed(text: string): FeedItem[] {
       pubdate: str(it.date_modified) ?? str(it.date_published),
       image: str(it.image) ?? str(it.banner_image),
       site: str(d.title),
+      ...(html ? { bodyHtml: html } : {}),
       ...(Array.isArray(it.tags) ? { categories: it.tags.filter((t): t is string => typeof t === "string") } : {}),
     });
   }
@@ -142,6 +145,7 @@ export function parseXmlFeed(xml: string): FeedItem[] {
     pubdate: str(i.pubdate),
     image: str(i.image),
     site: str(i.site),
+    ...(typeof i.body_html === "string" ? { bodyHtml: i.body_html } : {}),
     ...(Array.isArray(i.categories) ? { categories: i.categories as string[] } : {}),
   }));
 }

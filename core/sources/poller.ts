@@ -340,6 +340,7 @@ export class SourcePoller {
         image: item.image,
         site: item.site,
         categories: item.categories?.slice(0, 200),
+        body_html: item.bodyHtml,
       };
       const thin = !item.body || item.body.length < FULL_TEXT_MIN_CHARS;
       const wantsPage = (source.fetchPages || source.type === "sitemap") && thin;
@@ -353,6 +354,7 @@ export class SourcePoller {
         if (page) {
           input.url = page.canonical;
           input.body = page.text || input.body;
+          if (page.markdown) input.body_markdown = page.markdown;
           input.title ??= page.title;
           input.author ??= page.byline;
           input.pubdate ??= page.publishedTime;
@@ -399,7 +401,10 @@ export class SourcePoller {
 
   async #readPage(
     url: string,
-  ): Promise<{ canonical: string; text: string; title?: string; byline?: string; publishedTime?: string } | null> {
+  ): Promise<
+    | { canonical: string; text: string; markdown?: string; title?: string; byline?: string; publishedTime?: string }
+    | null
+  > {
     try {
       const res = await this.#deps.fetcher.fetch(url, {
         accept: HTML_TYPES,
@@ -411,6 +416,7 @@ export class SourcePoller {
       return {
         canonical: canonicalLink(html, res.url) ?? withoutTracking(res.url),
         text: article.text,
+        markdown: article.markdown,
         title: article.title || undefined,
         byline: article.byline,
         publishedTime: article.publishedTime,

@@ -8,6 +8,7 @@
  *   of the `Payment` scheme (JSON-RPC -32042, the storefront's challenges in `data.challenges`)
  *   before any search runs.
  */
+import { type ArticleText, articleWithText } from "../../core/search/full_text.ts";
 import { Challenge, Credential, Errors, Receipt } from "mppx";
 import { ASK_AI_FILTERS, askAiRollup, normaliseQuery } from "../../analytics/rollups.ts";
 import type { AnalyticsQuery } from "../../analytics/rollups.ts";
@@ -47,6 +48,12 @@ export class JsonRpcError extends Error {
 
 /** `search_articles` arguments after validation. */
 export type SearchArgs = SearchRequest & { data_model_id: string };
+/** `get_article` arguments after validation. */
+export interface GetArticleArgs {
+  data_model_id: string;
+  url: string;
+  max_characters?: number;
+}
 /** An answer of the `ask` tool. */
 export interface AskOutcome {
   message: string;
@@ -72,6 +79,7 @@ const LISTED_CATEGORIES = 10;
 export interface McpAccess {
   kind: "tenant" | "agent";
   searchArticles(args: SearchArgs, payment: CallPayment): Promise<SearchResponse>;
+  getArticle(args: GetArticleArgs, payment: CallPayment): Promise<ArticleText>;
   ask(args: { ai_model_id: string; query: string }, payment: CallPayment): Promise<AskOutcome>;
   listDataModels(): Promise<ModelListing[]>;
   listAiModels(): Promise<ModelListing[]>;
@@ -105,6 +113,12 @@ export class TenantAccess implements McpAccess {
       caller: MCP_CALLER,
       requestId: this.requestId,
     });
+  }
+
+  async getArticle(args: GetArticleArgs): Promise<ArticleText> {
+    const dm = await this.deps.repos.dataModels.getForTenant(this.tenantId, args.data_model_id);
+    if (!dm) throw dataModelNotFound();
+    return await articleWithText(this.deps.search, dm, args.url, args.max_characters);
   }
 
   async ask(args: { ai_model_id: string; query: string }): Promise<AskOutcome> {
@@ -166,6 +180,10 @@ export class AgentAccess implements McpAccess {
     const { data_model_id: dm, ...request } = args;
     const body = await this.paidCall("search", dm, `/payproxy/v2/search?data_model_id=${dm}`, request, payment);
     return body as unknown as SearchResponse;
+  }
+
+  getArticle(): Promise<ArticleText> {
+    return Promise.reject(new AppError(404, "unknown_tool", "Unknown tool: tools/list names the tools you can call"));
   }
 
   async ask(args: { ai_model_id: string; query: string }, payment: CallPayment): Promise<AskOutcome> {

@@ -34,7 +34,7 @@ import {
   type SearchArgs,
   TenantAccess,
 } from "./access.ts";
-import { renderAnswer, renderModels, renderSearch, toolResult } from "./render.ts";
+import { renderAnswer, renderArticle, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
 
 /** The MCP server's name in `initialize` and the server card. */
@@ -52,6 +52,10 @@ async function runTool(access: McpAccess, name: string, args: unknown, payment: 
     case "search_articles": {
       const out = await access.searchArticles(parseArguments<SearchArgs>(tool, args), payment);
       return toolResult(out as unknown as Record<string, unknown>, renderSearch(out));
+    }
+    case "get_article": {
+      const out = await access.getArticle(parseArguments(tool, args), payment);
+      return toolResult({ ...out }, renderArticle(out));
     }
     case "ask": {
       const answer = await access.ask(parseArguments(tool, args), payment);

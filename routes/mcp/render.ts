@@ -25,6 +25,7 @@ function articleBlock(r: SearchResult, n: number): string {
   if (byline) lines.push(`   ${byline}`);
   if (r.summary) lines.push(`   ${r.summary}`);
   for (const h of r.highlights ?? []) lines.push(`   > ${h.text}`);
+  if (r.text) lines.push("", r.text);
   lines.push(`   Link: ${r.source_url ?? r.url ?? ""}`);
   return lines.join("\n");
 }
@@ -34,6 +35,14 @@ export function renderSearch(out: SearchResponse): string {
   const { results, message } = out.response;
   if (results.length === 0) return `No articles found. ${message}`;
   return [...results.map((r, i) => articleBlock(r, i + 1)), "", message].join("\n\n").replace(/\n{3,}/g, "\n\n");
+}
+
+/** An article with its text. */
+export function renderArticle(
+  a: { title: string; author?: string; pubdate: string; url: string; text: string },
+): string {
+  const byline = [a.author, a.pubdate.slice(0, 10)].filter(Boolean).join(" · ");
+  return `# ${a.title}\n${byline ? `${byline}\n` : ""}Link: ${a.url}\n\n${a.text}`;
 }
 
 /** A cited source of an answer, as the answer engine may give it. */

@@ -8,6 +8,7 @@ import { MAX_PROMPT_CHARS } from "../../analytics/schema.ts";
 import { AppError } from "../../core/errors.ts";
 import { idPattern } from "../../core/ids.ts";
 import { searchRequestSchema } from "../../core/search/types.ts";
+import { contentsField, MAX_TEXT_CHARACTERS } from "../../core/search/result_options.ts";
 import { describeIssue } from "../validation.ts";
 
 const DM_ID_RE = idPattern("dm");
@@ -32,6 +33,19 @@ export const searchArticlesInput = searchRequestSchema.omit({ search_type: true 
   ref: s.ref.describe("Site domain the results are shown on; with num_articles_ref, that many come from it"),
   num_articles_ref: s.num_articles_ref.describe("Minimum number of results from the ref domain"),
 }).loose();
+
+/** `get_article`: one article's full text. */
+export const getArticleInput = z.object({
+  data_model_id: z.string().regex(DM_ID_RE, {
+    error: "must start with dm_ followed by letters and digits",
+  }).describe("The data model the article is in (`dm_...`)"),
+  url: z.string({ error: "must be a string" }).min(1, { error: "must not be empty" }).max(2048, {
+    error: "must be at most 2048 characters",
+  }).describe("The article's `url` as search_articles gave it"),
+  max_characters: contentsField.shape.max_characters.describe(
+    `Most characters of the text (default and at most ${MAX_TEXT_CHARACTERS})`,
+  ),
+});
 
 /** `ask`: a question for an AI model. */
 export const askInput = z.object({
@@ -79,7 +93,13 @@ export interface ToolDefinition {
   sentenceMessages?: boolean;
 }
 
-export type ToolName = "search_articles" | "ask" | "list_data_models" | "list_ai_models" | "analytics_summary";
+export type ToolName =
+  | "search_articles"
+  | "get_article"
+  | "ask"
+  | "list_data_models"
+  | "list_ai_models"
+  | "analytics_summary";
 
 const readOnly = (title: string, openWorld: boolean): ToolAnnotations => ({
   title,
@@ -104,6 +124,16 @@ export const TOOLS: ToolDefinition[] = [
     schema: searchArticlesInput,
     annotations: readOnly("Search articles", true),
     forAgents: true,
+  },
+  {
+    name: "get_article",
+    title: "Get an article's full text",
+    description: "Read one article in full, as clean Markdown (headings, lists and links kept). Give " +
+      "`data_model_id` and the article's `url` from search_articles; `max_characters` caps the text. Only " +
+      "where the publisher licenses full text (your own data models always). Cite the link when you use it.",
+    schema: getArticleInput,
+    annotations: readOnly("Get an article's full text", true),
+    forAgents: false,
   },
   {
     name: "ask",
