@@ -237,7 +237,8 @@ const MAX_MARKDOWN = 20_000;
 
 /** Bytes V8's serializer writes for a string: one per character when all are Latin-1, else two. */
 function serializedBytes(s: string): number {
-  return /^[\x00-\xff]*$/.test(s) ? s.length : 2 * s.length;
+  // deno-lint-ignore no-control-regex -- the Latin-1 range starts at U+0000 on purpose
+  return /[^\x00-\xff]/.test(s) ? 2 * s.length : s.length;
 }
 
 function markdownOf(markdown: string | null | undefined, body: string): { markdown?: string } {
