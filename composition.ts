@@ -44,6 +44,7 @@ import { SourceRepo } from "./core/sources/source.ts";
 import { createRepos, type Repos } from "./core/store/repos.ts";
 import type { Mailer } from "./core/storefront/mailer.ts";
 import { createMailer, createStorefront, type Storefront } from "./core/storefront/service.ts";
+import { createWidgetLimits, type WidgetLimits } from "./core/widget/limits.ts";
 
 /** Everything the app is built from. Every field is set by {@link buildDeps}; none changes after. */
 export interface Deps {
@@ -93,6 +94,8 @@ export interface Deps {
   readonly analyticsVisits: VisitCube;
   /** Requests per API key per minute on the analytics rollups. */
   readonly analyticsLimiter: FixedWindowLimiter;
+  /** Rate limits and the daily answer cap of the public widget routes. */
+  readonly widgetLimits: WidgetLimits;
   /** Payproxy signing secrets, signature verifier, allowance client and counters. */
   readonly payproxy: PayproxyServices;
   /** Plans, payments, entitlements and the paid proxy. */
@@ -320,6 +323,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
       limit: config.analyticsRateLimitPerMin,
       windowS: 60,
     }),
+    widgetLimits: createWidgetLimits(kv, clock, config.widget),
     payproxy,
     commerce,
     loopback,

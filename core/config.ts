@@ -87,6 +87,11 @@ const envSchema = z.object({
   FETCH_MAX_BYTES: int("FETCH_MAX_BYTES", 1024, 64 * 1024 * 1024).default(2 * 1024 * 1024),
   IMAGE_MAX_BYTES: int("IMAGE_MAX_BYTES", 1024, 64 * 1024 * 1024).default(10 * 1024 * 1024),
   IMAGE_MAX_DIMENSION: int("IMAGE_MAX_DIMENSION", 16, 8192).default(2048),
+  WIDGET_RATE_LIMIT_PER_ADDRESS: int("WIDGET_RATE_LIMIT_PER_ADDRESS", 1, 1_000_000).default(30),
+  WIDGET_RATE_LIMIT_PER_WIDGET: int("WIDGET_RATE_LIMIT_PER_WIDGET", 1, 10_000_000).default(600),
+  WIDGET_RATE_WINDOW_S: int("WIDGET_RATE_WINDOW_S", 1, 86_400).default(60),
+  WIDGET_DAILY_ANSWER_CAP: int("WIDGET_DAILY_ANSWER_CAP", 0, 10_000_000).default(5000),
+  WIDGET_MAX_BODY_BYTES: int("WIDGET_MAX_BODY_BYTES", 1024, 1024 * 1024).default(16 * 1024),
   VIPS_LIB_PATH: z.string().min(1).optional(),
   IMAGE_CACHE_MAX_BYTES: int("IMAGE_CACHE_MAX_BYTES", 0, 1024 * 1024 * 1024 * 1024).default(1024 * 1024 * 1024),
   ANALYTICS_CACHE_TTL_S: int("ANALYTICS_CACHE_TTL_S", 0, 86_400).default(1800),
@@ -191,6 +196,18 @@ export interface Config {
   imageMaxBytes: number;
   /** Largest `w` or `h` the image endpoint accepts (the smallest is 16). */
   imageMaxDimension: number;
+  /** Bounds of the public widget routes `/widget/v1/{wd}/...` (docs/widget.md, "Limits"). */
+  widget: {
+    /** Requests per client address per window, over every widget. */
+    ratePerAddress: number;
+    /** Requests per widget per window, over every address. */
+    ratePerWidget: number;
+    rateWindowS: number;
+    /** Answers per widget per UTC day when the widget sets no cap of its own. */
+    dailyAnswerCap: number;
+    /** Largest request body. */
+    maxBodyBytes: number;
+  };
   /** Disk budget of the resized-image cache under `DATA_DIR/images`; 0 disables the cache. */
   imageCacheMaxBytes: number;
   /** `libvips-cpp.so` to preload before sharp (compiled binaries); default: beside the executable. */
@@ -349,6 +366,13 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     fetchMaxBytes: e.FETCH_MAX_BYTES,
     imageMaxBytes: e.IMAGE_MAX_BYTES,
     imageMaxDimension: e.IMAGE_MAX_DIMENSION,
+    widget: {
+      ratePerAddress: e.WIDGET_RATE_LIMIT_PER_ADDRESS,
+      ratePerWidget: e.WIDGET_RATE_LIMIT_PER_WIDGET,
+      rateWindowS: e.WIDGET_RATE_WINDOW_S,
+      dailyAnswerCap: e.WIDGET_DAILY_ANSWER_CAP,
+      maxBodyBytes: e.WIDGET_MAX_BODY_BYTES,
+    },
     imageCacheMaxBytes: e.IMAGE_CACHE_MAX_BYTES,
     vipsLibPath: e.VIPS_LIB_PATH,
     analyticsCacheTtlS: e.ANALYTICS_CACHE_TTL_S,

@@ -3,7 +3,8 @@ import type { Context, MiddlewareHandler } from "hono";
 import { streamSSE } from "hono/streaming";
 import { INTERACTION_TYPES, MAX_PROMPT_CHARS } from "../analytics/schema.ts";
 import { askingWidget, isHttpUrl } from "../core/answer/asker.ts";
-import type { AnswerContext } from "../core/answer/types.ts";
+import { followUpQuestions } from "../core/answer/related.ts";
+import type { AnswerContext, Citation } from "../core/answer/types.ts";
 import type { Deps } from "../composition.ts";
 import { aiModelNotFound, unprocessable } from "../core/errors.ts";
 import { idPattern } from "../core/ids.ts";
@@ -38,6 +39,10 @@ const bodySchema = z.object({
   }),
   placement_id: z.string().optional().openapi({ description: "Placement on the page; or header `x-placement-id`." }),
   referring_url: z.string().optional().openapi({ description: "Page the question came from; else `Referer`." }),
+  related_questions: z.boolean().optional().openapi({
+    description: "Also answer three follow-up questions (`related_questions`), built from the cited articles' " +
+      "titles (text models only)",
+  }),
 }).loose().openapi("RealTimeSearchRequest");
 
 /** The articles a text answer cites (beside `message`; absent for structured models). */
@@ -52,6 +57,9 @@ export const citationsSchema = z.array(z.object({
 const messageSchema = z.object({
   message: z.string().openapi({ description: "The answer; for structured models, the JSON payload as text." }),
   citations: citationsSchema.optional(),
+  related_questions: z.array(z.string()).optional().openapi({
+    description: "With `related_questions: true` on a text model: three follow-up questions, each ending with `?`",
+  }),
 }).openapi("RealTimeSearchResponse");
 const errorSchema = z.object({ message: z.string() }).openapi("MessageError");
 const errorBody = (description: string) => ({
@@ -66,7 +74,8 @@ const route = createRoute({
   summary: "Answer a question with an AI model, grounded in its data models",
   description: "Retrieves fresh articles from the model's data models and answers from them. With " +
     '`Accept: text/event-stream` the answer streams as server-sent events: `data: {"delta": "..."}` chunks, ' +
-    'then `event: done` with `data: {"message": "<whole answer>", "citations": [...]}` (citations for text models; or `event: error` with `{message}`).',
+    'then `event: done` with `data: {"message": "<whole answer>", "citations": [...]}` (citations for text models, ' +
+    "and `related_questions` when asked; or `event: error` with `{message}`).",
   security: [{ bearerAuth: [] }],
   request: {
     params: z.object({
@@ -148,7 +157,9 @@ async function answerContext(
  * `{message}` out (structured models: the JSON payload as text), or a server-sent event stream
  * when the caller accepts `text/event-stream`.
  */
-export function createAiModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "answer" | "config" | "log">) {
+export function createAiModelRoutes(
+  deps: Pick<Deps, "apiKeys" | "repos" | "answer" | "search" | "config" | "log">,
+) {
   const app = familyApp("message", deps.log);
   app.use("*", apiKeyAuth(deps.apiKeys));
   app.use("/:ai_model_id", checkModelId());
@@ -166,11 +177,25 @@ export function createAiModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "answ
     if (!model) throw aiModelNotFound();
     const context = await answerContext(c, deps, body);
     const answer = deps.answer;
+    // Follow-ups of a text answer, when asked (`related_questions: true`).
+    const related = async (citations: Citation[] | void) =>
+      body.related_questions === true && citations
+        ? {
+          related_questions: await followUpQuestions(
+            (ids, q, o) => deps.search.retrieve(ids, q, o),
+            model.groundingDataModelIds,
+            query,
+            citations,
+          ),
+        }
+        : {};
 
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
       const result = await answer.answer(model, query, context);
       return c.json(
-        result.kind === "text" ? { message: result.message, citations: result.citations } : { message: result.message },
+        result.kind === "text"
+          ? { message: result.message, citations: result.citations, ...await related(result.citations) }
+          : { message: result.message },
         200,
       );
     }
@@ -194,7 +219,7 @@ export function createAiModelRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "answ
           await sse.writeSSE({ data: JSON.stringify({ delta: r.value }) });
         }
         // The generator's return value: the citations of a text answer.
-        const done = r.value ? { message, citations: r.value } : { message };
+        const done = r.value ? { message, citations: r.value, ...await related(r.value) } : { message };
         await sse.writeSSE({ event: "done", data: JSON.stringify(done) });
       } catch (err) {
         const { appError, unexpected } = toAppError(err, "message");

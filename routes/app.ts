@@ -24,6 +24,8 @@
  *     prompts
  *   /r/{token}                            routes/redirect.ts
  *   /img                                  routes/images.ts
+ *   /widget/v1/{wd}/config, ask,          routes/widget/api.ts (public, origin-checked)
+ *     recommend
  *   storefront (AGENT_AUTH_URL)           routes/storefront/mod.ts mounts:
  *     /agent/identity/...                   identity.ts
  *     /agent/entitlements, /network/...     entitlements.ts
@@ -62,6 +64,7 @@ import { mountStorefront } from "./storefront/mod.ts";
 import { createSystemRoutes, probeStores } from "./system.ts";
 import { createFrontPageRoutes } from "./front_page.ts";
 import { createApiReferenceRoutes } from "./api_reference.ts";
+import { createWidgetApiRoutes } from "./widget/api.ts";
 
 import { API_VERSION } from "./version.ts";
 
@@ -116,6 +119,8 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
 
   mount(app, "/r", createRedirectRoutes(deps));
   mount(app, "/img", createImageRoutes(deps));
+  // The public widget API (after the widget's asset routes, which share the prefix).
+  mount(app, "/widget/v1", createWidgetApiRoutes(deps));
   mountStorefront(app, deps);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {

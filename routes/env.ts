@@ -1,6 +1,7 @@
 import type { ApiKeyRecord } from "../core/auth/api_keys.ts";
 import type { Seller } from "../core/storefront/types.ts";
 import type { AgentPrincipal } from "../core/storefront/tokens.ts";
+import type { Widget } from "../core/store/models.ts";
 
 /** The authenticated agent on storefront routes (set by routes/storefront/agent_auth.ts). */
 export interface AgentContext extends AgentPrincipal {
@@ -13,7 +14,8 @@ export interface AgentContext extends AgentPrincipal {
  * is built for one family (routes/family.ts), so a route's family follows from where it is mounted.
  */
 /** `zeroclick` is `payproxy` under Dappier's path names: the same bodies but its own 401 error. */
-export type ErrorFamily = "message" | "payproxy" | "zeroclick" | "storefront" | "oauth";
+/** `widget`: the public widget routes, `{message, code}` on every error. */
+export type ErrorFamily = "message" | "payproxy" | "zeroclick" | "storefront" | "oauth" | "widget";
 
 /** Hono environment shared by every route module. */
 export type AppEnv = {
@@ -30,5 +32,7 @@ export type AppEnv = {
     seller?: Seller;
     /** Storefront: the agent behind a verified access token. */
     agent?: AgentContext;
+    /** Public widget routes: the widget of the path, once its origin check passed. */
+    widget?: Widget;
   };
 };

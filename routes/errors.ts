@@ -31,7 +31,8 @@ const plain = (status: number, text: string): RenderedError => ({
  *   `{error: "payment_required", ...}`, 422 `{message, code?}` (unreadable bodies land here too),
  *   every other status with an empty body;
  * - `storefront`: `{error, reason?, detail?, ...extra}`;
- * - `oauth`: RFC 6749 `{error, error_description}`.
+ * - `oauth`: RFC 6749 `{error, error_description}`;
+ * - `widget` (the public widget routes): `{message, code}`.
  */
 export function renderError(family: ErrorFamily, err: AppError): RenderedError {
   switch (family) {
@@ -57,6 +58,8 @@ export function renderError(family: ErrorFamily, err: AppError): RenderedError {
       });
     case "oauth":
       return json(err.status, { error: err.code, error_description: err.message, ...err.extra });
+    case "widget":
+      return json(err.status, { message: err.message, code: err.code });
   }
 }
 

@@ -3,6 +3,7 @@ import type { Deps } from "../composition.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
+import { serveWidgetResource } from "./widget/resource.ts";
 
 const bearer = [{ bearerAuth: [] }];
 const listOf = (name: string) => ({
@@ -40,12 +41,15 @@ export function serveTenantList(app: OpenAPIHono<AppEnv>, path: string, kind: st
 
 /**
  * Mounted at `/v1`, after the `/v1` families that have files of their own (analytics, events,
- * data models): read-only views of the caller's AI models, widgets, campaigns and prompts. Every
+ * data models): read-only views of the caller's AI models, widgets, campaigns and prompts, and
+ * the widgets' configuration (create, read one, change). Every
  * other `/v1` path asks for an API key before it answers 404.
  */
-export function createResourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "log">) {
+export function createResourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "log" | "clock" | "config">) {
   const app = familyApp("message", deps.log);
   app.use("*", apiKeyAuth(deps.apiKeys));
+  // Widgets are also written here: their configuration (routes/widget/resource.ts).
+  serveWidgetResource(app, deps);
   const kinds = [
     ["ai-models", deps.repos.aiModels],
     ["widgets", deps.repos.widgets],

@@ -9,6 +9,7 @@ import { SecretStoreError } from "../payproxy/secrets.ts";
 import { DATA_MODEL_LICENSES, domainSchema, slugSchema } from "../store/models.ts";
 import type { AiModel, Campaign, DataModel, Prompt, Widget } from "../store/models.ts";
 import { storefrontAdminCommands } from "../storefront/admin.ts";
+import { widgetAdminCommands } from "../widget/admin.ts";
 import { AppError } from "../errors.ts";
 import { MAX_RETENTION_DAYS } from "../sources/service.ts";
 import { sourceInputSchema } from "../sources/source.ts";
@@ -474,6 +475,7 @@ export const adminCommands: Record<string, AdminCommand> = {
 };
 
 Object.assign(adminCommands, storefrontAdminCommands);
+Object.assign(adminCommands, widgetAdminCommands);
 
 /** Usage text listing every admin command. */
 export function adminUsage(): string {

@@ -100,6 +100,17 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
           requestId: context.requestId,
           query: request.query,
           position: i + 1,
+          widgetId: context.widgetId,
+          sessionId: context.sessionId,
+          ...(context.widgetId
+            ? {
+              placement: {
+                placement_id: context.placementId,
+                deployment_type: context.deploymentType,
+                ...context.adMacros,
+              },
+            }
+            : {}),
         })
         : a.url,
       site: a.site || a.siteDomain,
@@ -134,7 +145,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
 
   const record = async (model: AiModel, query: string, message: string, context: AnswerContext, at: Date) => {
     const sink = options.events?.();
-    if (!sink) return;
+    if (!sink || context.recordQuery === false) return;
     const event: EventInput = {
       event_type: "query",
       ts: at.toISOString(),

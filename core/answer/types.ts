@@ -14,8 +14,15 @@ export interface AnswerContext {
   placementId?: string;
   /** e.g. `embed`, `brand_agent` (from the widget when one is named). */
   deploymentType?: string;
+  /** The page's ad-tracking macros (spec 4.5), carried into the clicks of a widget's citations. */
+  adMacros?: { creative_id?: string; line_item_id?: string; publisher_id?: string };
   /** The page the question was asked from. */
   referringUrl?: string;
+  /**
+   * Whether the engine records the exchange as a `query` event (default true). The Ask AI widget
+   * sends its own `query` events, so its answers are not recorded twice.
+   */
+  recordQuery?: boolean;
 }
 
 /** An article a text answer cites. */

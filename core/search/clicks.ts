@@ -17,6 +17,10 @@ export function clickEvent(click: ClickPayload, at: Date, referringUrl: string |
     url: click.url,
     position: click.position,
     referring_url: referringUrl,
+    // A widget's citation: the click counts in that widget's figures and its reader's session.
+    ...(click.widgetId ? { widget_id: click.widgetId } : {}),
+    ...(click.sessionId ? { session_id: click.sessionId } : {}),
+    ...click.placement,
   };
 }
 

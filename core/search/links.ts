@@ -23,6 +23,21 @@ export interface LinkContext {
   query?: string;
   /** 1-based rank of the article in the response. */
   position?: number;
+  /** The Ask AI widget that showed the link: its click counts in that widget's figures. */
+  widgetId?: string;
+  /** The reader's widget session: the click joins that session. */
+  sessionId?: string;
+  /** Where on the page the widget showed it: the click event carries these fields too. */
+  placement?: LinkPlacement;
+}
+
+/** The placement fields of a widget's click event (the analytics filters of spec 4.5). */
+export interface LinkPlacement {
+  placement_id?: string;
+  deployment_type?: string;
+  creative_id?: string;
+  line_item_id?: string;
+  publisher_id?: string;
 }
 
 /** Builds the signed links of search results. Synchronous: it runs once per result. */

@@ -13,7 +13,7 @@ import { z } from "zod";
 import type { Clock } from "../clock.ts";
 import { base64url, fromBase64url, HmacSha256, randomBytes } from "../crypto.ts";
 import { unixSeconds } from "../clock.ts";
-import type { LinkArticle, LinkBuilder, LinkContext } from "./links.ts";
+import type { LinkArticle, LinkBuilder, LinkContext, LinkPlacement } from "./links.ts";
 import { boundedCache } from "../bounded_cache.ts";
 
 const CURRENT_KEY = ["link_key_current"] as const;
@@ -40,6 +40,12 @@ export interface ClickPayload {
   caller?: string;
   requestId?: string;
   position?: number;
+  /** The widget that showed the link. */
+  widgetId?: string;
+  /** The reader's widget session. */
+  sessionId?: string;
+  /** The widget's placement fields. */
+  placement?: LinkPlacement;
   /** Unix seconds the link was made. */
   issuedAt: number;
 }
@@ -67,9 +73,28 @@ const clickWire = z.object({
   c: z.string().max(256).optional(),
   r: z.string().max(128).optional(),
   p: z.number().int().min(0).max(100_000).optional(),
+  w: z.string().max(128).optional(),
+  s: z.string().max(128).optional(),
+  x: z.object({
+    placement_id: z.string().max(128).optional(),
+    deployment_type: z.string().max(64).optional(),
+    creative_id: z.string().max(128).optional(),
+    line_item_id: z.string().max(128).optional(),
+    publisher_id: z.string().max(128).optional(),
+  }).optional(),
   i: z.number().int().min(0),
 });
 const imageWire = z.object({ s: httpUrl });
+
+/** The placement fields that are set, trimmed to what the verifier accepts; undefined when none is. */
+function placementWire(p: LinkPlacement | undefined): LinkPlacement | undefined {
+  if (!p) return undefined;
+  const out: LinkPlacement = {};
+  for (const [k, v] of Object.entries(p) as [keyof LinkPlacement, string | undefined][]) {
+    if (v) out[k] = v.slice(0, k === "deployment_type" ? 64 : 128);
+  }
+  return Object.keys(out).length ? out : undefined;
+}
 
 /** The HMAC keys for links, kept in KV and cached in memory. */
 export class LinkKeys {
@@ -205,6 +230,10 @@ export class SignedLinks implements LinkBuilder {
     if (ctx.caller) wire.c = ctx.caller.slice(0, 256);
     if (ctx.requestId) wire.r = ctx.requestId.slice(0, 128);
     if (ctx.position !== undefined) wire.p = Math.min(100_000, Math.max(0, Math.trunc(ctx.position)));
+    if (ctx.widgetId) wire.w = ctx.widgetId.slice(0, 128);
+    if (ctx.sessionId) wire.s = ctx.sessionId.slice(0, 128);
+    const placement = placementWire(ctx.placement);
+    if (placement) wire.x = placement;
     return `${this.#baseUrl}/r/${this.#sign("r", wire)}`;
   }
 
@@ -241,6 +270,9 @@ export class SignedLinks implements LinkBuilder {
       caller: w.c,
       requestId: w.r,
       position: w.p,
+      widgetId: w.w,
+      sessionId: w.s,
+      placement: w.x,
       issuedAt: w.i,
     };
   }

@@ -6,6 +6,7 @@ import { z } from "zod";
 import type { DataModel } from "../store/models.ts";
 import { searchFilterFields } from "./filters.ts";
 import type { Highlight } from "./highlights.ts";
+import type { LinkPlacement } from "./links.ts";
 import { resultOptionFields } from "./result_options.ts";
 
 export const SEARCH_ALGORITHMS = ["semantic", "most_recent", "most_recent_semantic", "trending"] as const;
@@ -79,6 +80,10 @@ export interface SearchContext {
   /** Payproxy `search_version` query parameter. */
   searchVersion?: string;
   requestId?: string;
+  /** The Ask AI widget showing the results, its reader's session and placement: carried into the clicks. */
+  widgetId?: string;
+  sessionId?: string;
+  placement?: LinkPlacement;
 }
 
 /** A stored article as retrieval returns it, for grounding answers. */

@@ -14,6 +14,11 @@ export const domainSchema = z.string().toLowerCase().regex(
 export interface Tenant {
   id: string;
   name: string;
+  /**
+   * Plan flag set by the operator (`deno task admin tenant white-label`): the tenant's widgets may
+   * hide the "Powered by" line. Absent: false.
+   */
+  whiteLabel?: boolean;
   createdAt: string;
 }
 
@@ -76,10 +81,35 @@ export interface Widget {
   tenantId: string;
   name: string;
   aiModelId: string;
-  /** Origins allowed to post widget events, e.g. `https://news.example.com`. */
+  /**
+   * Origins allowed to post widget events and call the public widget routes, e.g.
+   * `https://news.example.com`.
+   */
   allowedOrigins: string[];
   deploymentType: string;
   createdAt: string;
+  // What the embedded widget shows and how much it may answer (docs/widget.md, "Configuration").
+  // Every field is optional: widgets made before they existed take the defaults of core/widget/settings.ts.
+  /** Heading of the widget. */
+  title?: string;
+  /** Placeholder of the question box. */
+  placeholder?: string;
+  mode?: "inline" | "docked";
+  /** Corner of the docked button. */
+  position?: "bottom-right" | "bottom-left";
+  theme?: "light" | "dark" | "auto";
+  /** `#RRGGBB` colours. */
+  colors?: { accent: string; background?: string; text?: string };
+  /** Suggested prompts shown as chips: ids of the tenant's configured prompts (`pm_`), in order. */
+  promptIds?: string[];
+  /** Sponsored campaigns (`cp_`) whose prompts the widget shows while they are active. */
+  campaignIds?: string[];
+  /** Related articles: on or off, and the data model (`dm_`, one of the AI model's) they come from. */
+  recommendations?: { enabled: boolean; dataModelId?: string };
+  /** Whether to show "Powered by"; hiding it needs a white-label tenant. */
+  attribution?: { showPoweredBy: boolean };
+  /** Most answers per UTC day; absent: the server default (`WIDGET_DAILY_ANSWER_CAP`). */
+  dailyAnswerCap?: number;
 }
 
 /** A sponsored-conversation campaign (`cp_`). */
@@ -90,6 +120,8 @@ export interface Campaign {
   /** The ad-server creative ids configured on the campaign. */
   creativeIds: string[];
   aiModelId?: string;
+  /** Whether widgets show the campaign's prompts; absent: active. */
+  active?: boolean;
   createdAt: string;
 }
 

@@ -21,6 +21,15 @@ export class TenantRepo {
     if (!res.ok) throw new Error(`tenant ${tenant.id} already exists`);
     return tenant;
   }
+
+  /** Replaces an existing tenant record (e.g. its plan flags). */
+  async update(tenant: Tenant): Promise<Tenant> {
+    const current = await this.kv.get<Tenant>(["tenant", tenant.id]);
+    if (!current.value) throw new Error(`tenant ${tenant.id} does not exist`);
+    const res = await this.kv.atomic().check(current).set(["tenant", tenant.id], tenant).commit();
+    if (!res.ok) throw new Error(`tenant ${tenant.id} changed concurrently; retry`);
+    return tenant;
+  }
 }
 
 /** Every KV repository of the configuration entities. */

@@ -1,0 +1,231 @@
+import assert from "node:assert/strict";
+import { AdminUsageError, runAdmin } from "../../core/admin/commands.ts";
+import { newId } from "../../core/ids.ts";
+import type { Widget } from "../../core/store/models.ts";
+import { bearer } from "../_helpers.ts";
+import { widgetWorld } from "./_world.ts";
+
+const patch = (w: Awaited<ReturnType<typeof widgetWorld>>, key: string, id: string, body: unknown) =>
+  w.app.request(`/v1/widgets/${id}`, {
+    method: "PATCH",
+    headers: { ...bearer(key), "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+
+Deno.test("PATCH /v1/widgets/{id} changes the configuration the public config shows", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  const now = w.clock.now().toISOString();
+  const campaign = await w.deps.repos.campaigns.create({
+    id: newId("cp", w.clock),
+    tenantId: a.tenantId,
+    name: "Spring",
+    creativeIds: ["cr_9"],
+    createdAt: now,
+  });
+  const res = await patch(w, a.key, a.widget.id, {
+    title: "Ask the Ledger",
+    placeholder: "Ask about today's news",
+    mode: "docked",
+    position: "bottom-left",
+    theme: "light",
+    colors: { accent: "#AA0000", background: "#ffffff" },
+    prompts: ["What happened at city hall?", "What happened at city hall?"],
+    campaign_ids: [campaign.id],
+    recommendations: { enabled: true, data_model_id: a.dmTech },
+    allowed_origins: ["https://dailyledger.example/some/page", "http://127.0.0.1:8001"],
+    daily_answer_cap: 100,
+  });
+  assert.equal(res.status, 200);
+  const saved = await res.json() as Widget;
+  assert.equal(saved.title, "Ask the Ledger");
+  assert.deepEqual(saved.colors, { accent: "#aa0000", background: "#ffffff" });
+  assert.deepEqual(saved.allowedOrigins, ["https://dailyledger.example", "http://127.0.0.1:8001"]);
+  assert.equal(saved.promptIds!.length, 1, "one prompt per text");
+  assert.deepEqual(saved.recommendations, { enabled: true, dataModelId: a.dmTech });
+  assert.equal(saved.dailyAnswerCap, 100);
+  assert.deepEqual(await w.deps.repos.widgets.get(a.widget.id), saved);
+
+  // A second change of the same text reuses the configured prompt.
+  const again = await (await patch(w, a.key, a.widget.id, { prompts: ["What happened at city hall?"] })).json();
+  assert.deepEqual(again.promptIds, saved.promptIds);
+
+  const read = await w.app.request(`/v1/widgets/${a.widget.id}`, { headers: bearer(a.key) });
+  assert.equal(read.status, 200);
+  assert.equal((await read.json()).title, "Ask the Ledger");
+
+  const config = await (await w.call(`/${a.widget.id}/config`, { origin: "http://127.0.0.1:8001" })).json();
+  assert.equal(config.title, "Ask the Ledger");
+  assert.equal(config.placeholder, "Ask about today's news");
+  assert.deepEqual(config.prompts, [{ id: saved.promptIds![0], text: "What happened at city hall?" }]);
+  assert.equal(config.sponsored.length, 0, "the campaign has no prompts yet");
+});
+
+Deno.test("PATCH /v1/widgets/{id} refuses another tenant's widget, prompts, campaigns and data models", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  const b = await w.tenant("Beta");
+  const now = w.clock.now().toISOString();
+  const bPrompt = await w.deps.repos.prompts.create({
+    id: newId("pm", w.clock),
+    tenantId: b.tenantId,
+    text: "B",
+    createdAt: now,
+  });
+  const bCampaign = await w.deps.repos.campaigns.create({
+    id: newId("cp", w.clock),
+    tenantId: b.tenantId,
+    name: "B",
+    creativeIds: [],
+    createdAt: now,
+  });
+  let res = await patch(w, a.key, b.widget.id, { title: "Mine now" });
+  assert.equal(res.status, 404);
+  assert.deepEqual(await res.json(), { message: "Widget not found" });
+
+  const cases: [unknown, string][] = [
+    [{ prompts: [bPrompt.id] }, "prompts.0: prompt not found"],
+    [{ campaign_ids: [bCampaign.id] }, "campaign_ids.0: campaign not found"],
+    [
+      { recommendations: { enabled: true, data_model_id: b.dmNews } },
+      "recommendations.data_model_id: must be one of the AI model's data models",
+    ],
+    [{ attribution: { show_powered_by: false } }, "attribution.show_powered_by: hiding it needs a white-label plan"],
+    [{ colors: { accent: "red" } }, "colors.accent: must be a #RRGGBB colour"],
+    [{ allowed_origins: ["javascript:alert(1)"] }, "allowed_origins.0: must be an http(s) origin"],
+    [{ title: "" }, "title: must not be empty"],
+    [{ title: "a\u0000b" }, "title: must not contain control characters"],
+    [{ daily_answer_cap: -1 }, "daily_answer_cap"],
+    [{ tenantId: b.tenantId }, "Unrecognized key"],
+  ];
+  for (const [body, message] of cases) {
+    res = await patch(w, a.key, a.widget.id, body);
+    assert.equal(res.status, 422, message);
+    const got = (await res.json()).message as string;
+    assert.ok(got.startsWith(message) || got.includes(message), `${got} / ${message}`);
+  }
+  // A refused change leaves nothing behind, not even the prompt texts it named.
+  res = await patch(w, a.key, a.widget.id, { prompts: ["A new text"], campaign_ids: [bCampaign.id] });
+  assert.equal(res.status, 422);
+  assert.deepEqual(await w.deps.repos.prompts.listByTenant(a.tenantId), []);
+  assert.deepEqual(await w.deps.repos.widgets.get(a.widget.id), a.widget, "nothing changed");
+});
+
+Deno.test("attribution: only a white-label tenant's widget may hide Powered by", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  await runAdmin(w.deps, ["tenant", "white-label", "--id", a.tenantId, "--on"]);
+  const res = await patch(w, a.key, a.widget.id, { attribution: { show_powered_by: false } });
+  assert.equal(res.status, 200);
+  let config = await (await w.call(`/${a.widget.id}/config`)).json();
+  assert.equal(config.attribution.show_powered_by, false);
+  // The plan ends: the line is back, whatever the widget says (once the 5 s caches have passed).
+  await runAdmin(w.deps, ["tenant", "white-label", "--id", a.tenantId, "--off"]);
+  w.clock.advance(6_000);
+  config = await (await w.call(`/${a.widget.id}/config`)).json();
+  assert.equal(config.attribution.show_powered_by, true);
+});
+
+Deno.test("POST /v1/widgets creates a configured widget of the tenant's own AI model", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  const b = await w.tenant("Beta");
+  const post = (body: unknown) =>
+    w.app.request("/v1/widgets", {
+      method: "POST",
+      headers: { ...bearer(a.key), "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  let res = await post({
+    name: "Sidebar",
+    ai_model_id: a.model.id,
+    mode: "docked",
+    allowed_origins: ["https://a.example"],
+  });
+  assert.equal(res.status, 201);
+  const created = await res.json() as Widget;
+  assert.match(created.id, /^wd_/);
+  assert.equal(created.tenantId, a.tenantId);
+  assert.equal(created.deploymentType, "embed");
+  assert.equal(created.mode, "docked");
+  const config = await w.call(`/${created.id}/config`, { origin: "https://a.example" });
+  assert.equal(config.status, 200);
+
+  res = await post({ name: "Theirs", ai_model_id: b.model.id });
+  assert.equal(res.status, 422);
+  assert.deepEqual(await res.json(), { message: "ai_model_id: AI model not found" });
+});
+
+Deno.test("admin widget configure sets the same fields through the same checks", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  const out = await runAdmin(w.deps, [
+    "widget",
+    "configure",
+    "--id",
+    a.widget.id,
+    "--title",
+    "Ask us",
+    "--mode",
+    "docked",
+    "--accent",
+    "#123456",
+    "--prompt",
+    "What is new?",
+    "--recommendations",
+    "off",
+    "--origin",
+    "https://dailyledger.example",
+    "--origin",
+    "http://127.0.0.1:8001",
+    "--daily-cap",
+    "50",
+  ]) as Widget;
+  assert.equal(out.title, "Ask us");
+  assert.equal(out.mode, "docked");
+  assert.deepEqual(out.colors, { accent: "#123456" });
+  assert.equal(out.promptIds!.length, 1);
+  assert.deepEqual(out.recommendations, { enabled: false });
+  assert.deepEqual(out.allowedOrigins, ["https://dailyledger.example", "http://127.0.0.1:8001"]);
+  assert.equal(out.dailyAnswerCap, 50);
+  assert.deepEqual(await runAdmin(w.deps, ["widget", "show", "--id", a.widget.id]), out);
+
+  await assert.rejects(
+    runAdmin(w.deps, ["widget", "configure", "--id", a.widget.id, "--mode", "floating"]),
+    (e) => e instanceof AdminUsageError && /^mode: /.test(e.message),
+  );
+  await assert.rejects(
+    runAdmin(w.deps, ["widget", "configure", "--id", a.widget.id, "--powered-by", "off"]),
+    (e) => e instanceof AdminUsageError && /white-label/.test(e.message),
+  );
+  await assert.rejects(
+    runAdmin(w.deps, ["widget", "configure", "--id", "wd_nope"]),
+    (e) => e instanceof AdminUsageError && /widget not found/.test(e.message),
+  );
+});
+
+Deno.test("admin campaign active: a paused campaign's prompts leave the widget's config", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  const now = w.clock.now().toISOString();
+  const campaign = await w.deps.repos.campaigns.create({
+    id: newId("cp", w.clock),
+    tenantId: a.tenantId,
+    name: "Spring",
+    creativeIds: [],
+    createdAt: now,
+  });
+  await w.deps.repos.prompts.create({
+    id: newId("pm", w.clock),
+    tenantId: a.tenantId,
+    campaignId: campaign.id,
+    text: "Where to go?",
+    createdAt: now,
+  });
+  await runAdmin(w.deps, ["widget", "configure", "--id", a.widget.id, "--campaign", campaign.id]);
+  assert.equal((await (await w.call(`/${a.widget.id}/config`)).json()).sponsored.length, 1);
+  await runAdmin(w.deps, ["campaign", "active", "--id", campaign.id, "--off"]);
+  w.clock.advance(6_000);
+  assert.deepEqual((await (await w.call(`/${a.widget.id}/config`)).json()).sponsored, []);
+  await assert.rejects(runAdmin(w.deps, ["campaign", "active", "--id", campaign.id]), AdminUsageError);
+});
