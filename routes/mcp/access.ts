@@ -8,6 +8,14 @@
  *   of the `Payment` scheme (JSON-RPC -32042, the storefront's challenges in `data.challenges`)
  *   before any search runs.
  */
+import {
+  type ConversationRequest,
+  ConversationStore,
+  MAX_TURN_CHARS,
+  turnFields,
+} from "../../core/answer/conversation.ts";
+import { standaloneQuery } from "../../core/answer/followup.ts";
+import { followUpQuestions } from "../../core/answer/related.ts";
 import { type ArticleText, articleWithText } from "../../core/search/full_text.ts";
 import { Challenge, Credential, Errors, Receipt } from "mppx";
 import { ASK_AI_FILTERS, askAiRollup, normaliseQuery } from "../../analytics/rollups.ts";
@@ -54,12 +62,17 @@ export interface GetArticleArgs {
   url: string;
   max_characters?: number;
 }
+/** `ask` arguments after validation. */
+export type AskArgs = { ai_model_id: string; query: string; related_questions?: boolean } & ConversationRequest;
 /** An answer of the `ask` tool. */
 export interface AskOutcome {
   message: string;
   /** A structured model's payload. */
   payload?: unknown;
   citations?: Record<string, unknown>[];
+  related_questions?: string[];
+  conversation_id?: string;
+  explain?: unknown;
 }
 /** A model a caller may use. */
 export interface ModelListing {
@@ -80,13 +93,13 @@ export interface McpAccess {
   kind: "tenant" | "agent";
   searchArticles(args: SearchArgs, payment: CallPayment): Promise<SearchResponse>;
   getArticle(args: GetArticleArgs, payment: CallPayment): Promise<ArticleText>;
-  ask(args: { ai_model_id: string; query: string }, payment: CallPayment): Promise<AskOutcome>;
+  ask(args: AskArgs, payment: CallPayment): Promise<AskOutcome>;
   listDataModels(): Promise<ModelListing[]>;
   listAiModels(): Promise<ModelListing[]>;
   analyticsSummary(args: Record<string, string | undefined>): Promise<Record<string, unknown>>;
 }
 
-type TenantDeps = Pick<Deps, "repos" | "search" | "answer" | "analytics" | "clock">;
+type TenantDeps = Pick<Deps, "repos" | "search" | "answer" | "analytics" | "clock" | "kv">;
 
 /**
  * Caller identity of MCP calls made with a tenant API key (agent readership, tracking links): the
@@ -121,18 +134,33 @@ export class TenantAccess implements McpAccess {
     return await articleWithText(this.deps.search, dm, args.url, args.max_characters);
   }
 
-  async ask(args: { ai_model_id: string; query: string }): Promise<AskOutcome> {
+  async ask(args: AskArgs): Promise<AskOutcome> {
     const model = await this.deps.repos.aiModels.getForTenant(this.tenantId, args.ai_model_id);
     if (!model) throw aiModelNotFound();
-    const answer = await this.deps.answer.answer(model, args.query, {
+    const conversations = new ConversationStore(this.deps.kv, this.deps.clock);
+    const turn = await conversations.prepare(this.tenantId, model.id, args.query, args);
+    const answer = await this.deps.answer.answer(model, turn.query, {
       tenantId: this.tenantId,
       caller: MCP_CALLER,
       requestId: this.requestId,
     });
+    await conversations.remember(this.tenantId, model.id, turn, args.query, answer.message);
+    const related = args.related_questions && answer.kind === "text"
+      ? {
+        related_questions: await followUpQuestions(
+          (ids, q, o) => this.deps.search.retrieve(ids, q, o),
+          model.groundingDataModelIds,
+          turn.query,
+          answer.citations,
+        ),
+      }
+      : {};
     return {
       message: answer.message,
       ...(answer.kind === "structured" ? { payload: answer.payload } : {}),
       ...citationsOf(answer),
+      ...related,
+      ...turnFields(turn, args),
     };
   }
 
@@ -186,14 +214,20 @@ export class AgentAccess implements McpAccess {
     return Promise.reject(new AppError(404, "unknown_tool", "Unknown tool: tools/list names the tools you can call"));
   }
 
-  async ask(args: { ai_model_id: string; query: string }, payment: CallPayment): Promise<AskOutcome> {
+  async ask(args: AskArgs, payment: CallPayment): Promise<AskOutcome> {
     const id = args.ai_model_id;
-    const body = await this.paidCall("aimodel", id, `/payproxy/aimodel/${id}`, { query: args.query }, payment);
+    if (args.conversation || args.conversation_id) {
+      throw new AppError(422, "invalid_request", "conversation: kept conversations need a tenant key; send messages");
+    }
+    // The history travels with the call: the follow-up is made standalone before it is paid for.
+    const query = standaloneQuery(args.query, args.messages ?? [], MAX_TURN_CHARS);
+    const body = await this.paidCall("aimodel", id, `/payproxy/aimodel/${id}`, { query }, payment);
+    const explained = args.explain ? { explain: { query, history_turns: args.messages?.length ?? 0 } } : {};
     // Text models answer {message}; structured models their payload itself (spec 2.3).
     if (typeof body.message === "string" && Object.keys(body).every((k) => k === "message" || k === "citations")) {
-      return { message: body.message, ...citationsOf(body) };
+      return { message: body.message, ...citationsOf(body), ...explained };
     }
-    return { message: JSON.stringify(body), payload: body };
+    return { message: JSON.stringify(body), payload: body, ...explained };
   }
 
   async listDataModels(): Promise<ModelListing[]> {

@@ -9,6 +9,7 @@ import { AppError } from "../../core/errors.ts";
 import { idPattern } from "../../core/ids.ts";
 import { searchRequestSchema } from "../../core/search/types.ts";
 import { contentsField, MAX_TEXT_CHARACTERS } from "../../core/search/result_options.ts";
+import { conversationFields } from "../../core/answer/conversation.ts";
 import { describeIssue } from "../validation.ts";
 
 const DM_ID_RE = idPattern("dm");
@@ -56,6 +57,10 @@ export const askInput = z.object({
     MAX_PROMPT_CHARS,
     { error: `query is too long: the limit is ${MAX_PROMPT_CHARS} characters` },
   ).describe("The question, in a sentence"),
+  related_questions: z.boolean({ error: "must be true or false" }).optional().describe(
+    "Also return three follow-up questions (`related_questions`) built from the cited articles",
+  ),
+  ...conversationFields,
 });
 
 const day = (what: string) => z.string({ error: "must be a string" }).optional().describe(what);
@@ -140,7 +145,9 @@ export const TOOLS: ToolDefinition[] = [
     title: "Ask an AI model",
     description: "Ask an AI model (from list_ai_models) a question; it answers from fresh articles of its " +
       "data models, with the articles it used as citations when it has them. Use for a direct answer; use " +
-      "search_articles for a list of articles. Paid per call with a storefront agent token.",
+      "search_articles for a list of articles. For a follow-up, pass the earlier turns as `messages` (or " +
+      "`conversation: true`, then the returned `conversation_id`); `related_questions: true` suggests three " +
+      "next questions. Paid per call with a storefront agent token.",
     schema: askInput,
     annotations: readOnly("Ask an AI model", true),
     forAgents: true,
