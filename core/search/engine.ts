@@ -2,7 +2,7 @@ import type { z } from "zod";
 import type { Clock } from "../clock.ts";
 import { explainSlots } from "./explain.ts";
 import { filterPredicate, filtersOf } from "./filters.ts";
-import { type Highlight, highlightPage, highlightQuery } from "./highlights.ts";
+import { type Highlight, highlightPage, highlightQuery, highlightQueryOfText } from "./highlights.ts";
 import { highlightOptionsOf, textOptionOf } from "./result_options.ts";
 import { clipMarkdown, textToMarkdown } from "../text/markdown_text.ts";
 import { fuseAcrossIndexes } from "./fusion.ts";
@@ -802,7 +802,8 @@ export class SearchEngine implements Search {
     const stored = needBodies
       ? await this.articles.getMany(dataModel.id, pageItems.map((r) => index.cards[r.slot]!.id))
       : [];
-    const highlighted = await this.highlights(index, pageItems, stored, rep, request);
+    // A URL query's terms are its page's; words are matched as asked otherwise.
+    const highlighted = await this.highlights(index, pageItems, stored, rep, request, analysed ? undefined : query);
     const results: SearchResult[] = [];
     for (let i = 0; i < pageItems.length; i++) {
       const { slot, score } = pageItems[i]!;
@@ -867,12 +868,14 @@ export class SearchEngine implements Search {
     stored: (Article | null)[],
     rep: QueryRep,
     request: SearchRequest,
+    queryText?: string,
   ): Promise<Highlight[][] | undefined> {
     const options = highlightOptionsOf(request);
     if (!options) return undefined;
     const cards = pageItems.map((r) => index.cards[r.slot]!);
     const bodies = stored.map((a, i) => a?.body || cards[i]!.summary);
-    const q = highlightQuery(rep.bag.keys(), (t) => index.bm25.idf(t));
+    const idf = (t: string) => index.bm25.idf(t);
+    const q = queryText === undefined ? highlightQuery(rep.bag.keys(), idf) : highlightQueryOfText(queryText, idf);
     return await highlightPage(bodies, q, options, {
       queryVector: rep.vector,
       embed: (texts) => this.embedSafely(texts),

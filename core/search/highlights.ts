@@ -9,7 +9,8 @@
  */
 import { stem } from "./stemmer.ts";
 import { splitSentences } from "../text/sentences.ts";
-import { foldText, terms } from "./tokenizer.ts";
+import { QUESTION_WORDS } from "../text/stopwords.ts";
+import { foldText, termsWithWords } from "./tokenizer.ts";
 
 /** Most characters a result's highlights take (request bound). */
 export const MAX_HIGHLIGHT_CHARACTERS = 10_000;
@@ -84,9 +85,16 @@ export function highlightQuery(queryTerms: Iterable<string>, idf: (term: string)
   return { weights, total, prefixes };
 }
 
-/** The query form of query text (terms as the index tokenises them). */
+/**
+ * The query form of query text: terms as the index tokenises them, without the words that only
+ * frame a question ("what did they say", "how much").
+ */
 export function highlightQueryOfText(text: string, idf: (term: string) => number): HighlightQuery {
-  return highlightQuery(new Set(terms(text)), idf);
+  const out = new Set<string>();
+  termsWithWords(text, (term, word) => {
+    if (!QUESTION_WORDS.has(word)) out.add(term);
+  });
+  return highlightQuery(out, idf);
 }
 
 function escapeRegExp(s: string): string {
@@ -137,6 +145,7 @@ export function shortlistWindows(
   q: HighlightQuery,
   options: HighlightOptions,
   cache: StemCache = new Map(),
+  keep = options.perResult * SHORTLIST_PER_HIGHLIGHT + SHORTLIST_EXTRA,
 ): HighlightWindow[] {
   const cap = Math.floor(options.maxCharacters / options.perResult);
   if (cap < 1 || body.length === 0) return [];
@@ -153,7 +162,6 @@ export function shortlistWindows(
     if (!text) continue;
     windows.push({ from: i, to, text, lexical: lexicalScore(matches, i, to, q) });
   }
-  const keep = options.perResult * SHORTLIST_PER_HIGHLIGHT + SHORTLIST_EXTRA;
   // Ties keep document order: with no term matched, the opening of the article comes first.
   return windows.sort((a, b) => b.lexical - a.lexical || a.from - b.from).slice(0, keep);
 }
