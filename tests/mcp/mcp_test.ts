@@ -267,6 +267,7 @@ Deno.test("the server card, /services, /llms.txt and the authorization-server me
   assert.equal(card.transport.type, "streamable-http");
   assert.deepEqual(card.tools.map((t: { name: string }) => t.name), [
     "search_articles",
+    "get_article",
     "ask",
     "list_data_models",
     "list_ai_models",
