@@ -57,6 +57,7 @@ import {
 import { filtersOf } from "../core/search/filters.ts";
 import { mayReadFullText } from "../core/search/engine.ts";
 import { textOptionOf } from "../core/search/result_options.ts";
+import { FULL_TEXT_METER } from "../core/commerce/catalog.ts";
 import { searchRequestSchema } from "../core/search/types.ts";
 import { marketplaceAiModel, marketplaceDataModel } from "../core/payproxy/marketplace.ts";
 import { citationsSchema, MAX_QUERY_CHARS } from "./aimodel.ts";
@@ -69,8 +70,7 @@ import { describeIssue } from "./validation.ts";
 
 /** Every payproxy call is metered as one `query`. */
 const USAGE: UsageItem[] = [{ meterSlug: "query", quantity: 1 }];
-/** The meter of full texts served (`contents: {text: true}`), one unit per text. */
-export const FULL_TEXT_METER = "full_text";
+
 // The shared id format (core/ids.ts), checked before any lookup.
 const DM_ID_RE = idPattern("dm");
 const AM_ID_RE = idPattern("am");
