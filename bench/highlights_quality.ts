@@ -14,7 +14,7 @@
 import { defaultCacheName, LocalEmbeddings } from "../core/search/embeddings/wink.ts";
 import { loadBeir, ndcgAt } from "../core/search/eval.ts";
 import { Bm25Index } from "../core/search/bm25.ts";
-import { highlightQueryOfText, pickHighlights, shortlistWindows } from "../core/search/highlights.ts";
+import { highlightPage, highlightQueryOfText, shortlistWindows } from "../core/search/highlights.ts";
 import { terms } from "../core/search/tokenizer.ts";
 import { NEWSROOM_STORIES } from "../fixtures/demo_newsroom.ts";
 
@@ -42,6 +42,8 @@ const PAIRS: [string, string, string][] = [
 ];
 
 const embeddings = new LocalEmbeddings({ cachePath });
+// How far below the best window by terms a window is still embedded (HIGHLIGHT_MARGIN to compare).
+const MARGIN = Number(Deno.env.get("HIGHLIGHT_MARGIN") ?? 0.1);
 await embeddings.init();
 
 /** idf over a collection of texts. */
@@ -52,9 +54,7 @@ function idfOf(texts: string[]): (t: string) => number {
   return (t) => Math.log(1 + (n - (df.get(t) ?? 0) + 0.5) / ((df.get(t) ?? 0) + 0.5));
 }
 
-const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);
-
-/** The top highlight's score under a vector weight (0: terms only), with its text. */
+/** The top highlight (the service's path: one page, shortlisted windows embedded) under a vector weight. */
 async function topPassage(
   body: string,
   question: string,
@@ -63,14 +63,14 @@ async function topPassage(
   weight: number,
 ): Promise<{ text: string; score: number }> {
   const q = highlightQueryOfText(question, idf);
-  const options = { maxCharacters, perResult: 1 };
-  const windows = shortlistWindows(body, q, options);
-  let cosines: Float32Array | undefined;
-  if (weight > 0 && windows.length) {
-    const [qv, ...wv] = await embeddings.embed([question, ...windows.map((w) => w.text)]);
-    cosines = Float32Array.from(wv.map((v) => dot(v, qv!)));
-  }
-  return pickHighlights(windows, options, cosines, weight)[0] ?? { text: "", score: 0 };
+  const [queryVector] = await embeddings.embed([question]);
+  const [picked] = await highlightPage([body], q, { maxCharacters, perResult: 1 }, {
+    queryVector: weight > 0 ? queryVector : null,
+    embed: (texts) => embeddings.embed(texts),
+    vectorWeight: weight,
+    margin: MARGIN,
+  });
+  return picked![0] ?? { text: "", score: 0 };
 }
 
 /** The opening window's score (the baseline a fixed preview gives). */

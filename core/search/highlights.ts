@@ -28,6 +28,8 @@ const K1 = 1.2;
 // Windows kept per result for the vector side: enough to swap the lexical order, few to embed.
 const SHORTLIST_PER_HIGHLIGHT = 2;
 const SHORTLIST_EXTRA = 2;
+// A window this far below the best by terms is not embedded: the vector side cannot lift it.
+const VECTOR_MARGIN = 0.1;
 // Sentences scanned per body: a 20k-character body has a few hundred.
 const MAX_SENTENCES = 400;
 
@@ -223,24 +225,39 @@ export async function highlightPage(
   bodies: string[],
   q: HighlightQuery,
   options: HighlightOptions,
-  { queryVector = null, embed }: { queryVector?: Float32Array | null; embed?: EmbedTexts } = {},
+  { queryVector = null, embed, vectorWeight = HIGHLIGHT_VECTOR_WEIGHT, margin = VECTOR_MARGIN }: {
+    queryVector?: Float32Array | null;
+    embed?: EmbedTexts;
+    /** Weight of the vector side (see {@link HIGHLIGHT_VECTOR_WEIGHT}). */
+    vectorWeight?: number;
+    /** How far below the best by terms a window is still embedded. */
+    margin?: number;
+  } = {},
 ): Promise<Highlight[][]> {
   const cache: StemCache = new Map();
   const lists = bodies.map((b) => shortlistWindows(b, q, options, cache));
+  // Embedding is the costly part: only the windows the vector side could still move into the
+  // picks are embedded (the best few, close to the best by terms); the rest keep a cosine of 0.
+  const contenders = lists.map((list) => {
+    const best = list[0]?.lexical ?? 0;
+    let n = 0;
+    while (n < list.length && n < options.perResult + 1 && list[n]!.lexical >= best - margin) n++;
+    return n;
+  });
   let vectors: Float32Array[] | null = null;
   if (queryVector && embed) {
-    const texts = lists.flatMap((l) => l.map((w) => w.text));
+    const texts = lists.flatMap((l, r) => l.slice(0, contenders[r]).map((w) => w.text));
     if (texts.length) vectors = await embed(texts);
   }
   let at = 0;
-  return lists.map((list) => {
+  return lists.map((list, r) => {
     let cosines: Float32Array | undefined;
     if (vectors && queryVector) {
       cosines = new Float32Array(list.length);
-      for (let i = 0; i < list.length; i++) cosines[i] = dot(vectors[at + i]!, queryVector);
+      for (let i = 0; i < contenders[r]!; i++) cosines[i] = dot(vectors[at + i]!, queryVector);
+      at += contenders[r]!;
     }
-    at += list.length;
-    return pickHighlights(list, options, cosines);
+    return pickHighlights(list, options, cosines, vectorWeight);
   });
 }
 
