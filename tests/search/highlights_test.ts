@@ -70,15 +70,32 @@ Deno.test("cutAtWord() cuts at a space and counts the ellipsis; one long word gi
 });
 
 Deno.test("highlightPage() blends the window's cosine with the query vector", async () => {
-  const q = highlightQueryOfText("library", flatIdf);
+  // Two windows tie by terms (one term each); the vector side prefers the laptops sentence.
+  const q = highlightQueryOfText("mayor laptops", flatIdf);
   const options = { maxCharacters: 70, perResult: 1 };
   const unit = (i: number) => Float32Array.from({ length: 4 }, (_, j) => (j === i ? 1 : 0));
-  // Every window mentions "library" or none does; the vector side prefers the laptops sentence.
   const embed = (texts: string[]) => Promise.resolve(texts.map((t) => (/laptops/.test(t) ? unit(0) : unit(1))));
   const [withVector] = await highlightPage([BODY], q, options, { queryVector: unit(0), embed });
   assert.match(withVector![0]!.text, /laptops/);
+  // By terms alone the tie goes to the earlier passage.
   const [lexicalOnly] = await highlightPage([BODY], q, options);
-  assert.match(lexicalOnly![0]!.text, /library/);
+  assert.match(lexicalOnly![0]!.text, /mayor/);
+});
+
+Deno.test("highlightPage() embeds only the windows close to the best by terms, at most per_result + 1", async () => {
+  const q = highlightQueryOfText("mayor midnight weekdays", flatIdf);
+  const embedded: string[] = [];
+  const embed = (texts: string[]) => {
+    embedded.push(...texts);
+    return Promise.resolve(texts.map(() => Float32Array.of(1, 0)));
+  };
+  await highlightPage([BODY, BODY], q, { maxCharacters: 80, perResult: 1 }, {
+    queryVector: Float32Array.of(1, 0),
+    embed,
+  });
+  // One window holds all three terms; every other is far below it.
+  assert.equal(embedded.length, 2);
+  assert.ok(embedded.every((t) => /mayor said/.test(t)));
 });
 
 type W = Awaited<ReturnType<typeof searchWorld>>;
