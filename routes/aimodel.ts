@@ -190,6 +190,8 @@ export function createAiModelRoutes(
     // A follow-up is answered as a standalone query built from the turns before it.
     const turn = await conversations.prepare(c.get("tenantId")!, model.id, query, body);
     const asked = turn.query;
+    // The analytics log keeps what the reader typed.
+    if (asked !== query) context.prompt = query;
     const extra = turnFields(turn, body);
     const remember = (message: string) =>
       conversations.remember(c.get("tenantId")!, model.id, turn, query, message).catch((err) =>

@@ -152,7 +152,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       tenant_id: context.tenantId ?? model.tenantId,
       ai_agent: model.id,
       interaction_type: context.interactionType ?? DEFAULT_INTERACTION_TYPE,
-      prompt: query,
+      prompt: context.prompt ?? query,
       response: message.length > MAX_RESPONSE_CHARS ? message.slice(0, MAX_RESPONSE_CHARS) : message,
       ...(context.widgetId ? { widget_id: context.widgetId } : {}),
       ...(context.sessionId ? { session_id: context.sessionId } : {}),

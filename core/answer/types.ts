@@ -23,6 +23,8 @@ export interface AnswerContext {
    * sends its own `query` events, so its answers are not recorded twice.
    */
   recordQuery?: boolean;
+  /** What the reader typed, when the engine answers a rewritten query (a follow-up made standalone). */
+  prompt?: string;
 }
 
 /** An article a text answer cites. */

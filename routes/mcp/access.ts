@@ -143,6 +143,7 @@ export class TenantAccess implements McpAccess {
       tenantId: this.tenantId,
       caller: MCP_CALLER,
       requestId: this.requestId,
+      ...(turn.query !== args.query ? { prompt: args.query } : {}),
     });
     await conversations.remember(this.tenantId, model.id, turn, args.query, answer.message);
     const related = args.related_questions && answer.kind === "text"
