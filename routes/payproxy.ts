@@ -124,7 +124,8 @@ const signedHeaders = z.object({
 });
 const usageHeaderDoc = {
   [USAGE_HEADER]: {
-    description: 'JSON array: `[{"serviceSlug":"...","meterSlug":"query","quantity":1}]`',
+    description: 'JSON array: `[{"serviceSlug":"...","meterSlug":"query","quantity":1}]`; a search that served ' +
+      'full texts adds `{"serviceSlug":"...","meterSlug":"full_text","quantity":<texts>}`',
     schema: { type: "string" as const },
   },
 };
@@ -181,6 +182,10 @@ const searchDoc = createRoute({
     400: {
       description: "A required query parameter is missing",
       content: { "text/plain": { schema: z.string() } },
+    },
+    403: {
+      description: "`contents.text` asked of a data model whose licence is `summary` (no body; refused before the " +
+        "allowance check)",
     },
     ...commonResponses,
   },
