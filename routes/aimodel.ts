@@ -201,12 +201,14 @@ export function createAiModelRoutes(
     const related = async (citations: Citation[] | void) =>
       body.related_questions === true && citations
         ? {
-          related_questions: await followUpQuestions(
-            (ids, q, o) => deps.search.retrieve(ids, q, o),
-            model.groundingDataModelIds,
-            asked,
-            citations,
-          ),
+          related_questions: answer.relatedQuestions
+            ? await answer.relatedQuestions(model, asked, citations)
+            : await followUpQuestions(
+              (ids, q, o) => deps.search.retrieve(ids, q, o),
+              model.groundingDataModelIds,
+              asked,
+              citations,
+            ),
         }
         : {};
 

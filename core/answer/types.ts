@@ -70,4 +70,9 @@ export interface AnswerService {
    * citations of a text answer when it is done.
    */
   stream?(model: AiModel, query: string, context: AnswerContext): AsyncGenerator<string, Citation[] | void>;
+  /**
+   * Three follow-up questions after a text answer citing `cited`: written by the model's provider
+   * when it writes them, else extractive from the cited articles (core/answer/related.ts).
+   */
+  relatedQuestions?(model: AiModel, query: string, cited: { title: string }[]): Promise<string[]>;
 }

@@ -148,12 +148,14 @@ export class TenantAccess implements McpAccess {
     await conversations.remember(this.tenantId, model.id, turn, args.query, answer.message);
     const related = args.related_questions && answer.kind === "text"
       ? {
-        related_questions: await followUpQuestions(
-          (ids, q, o) => this.deps.search.retrieve(ids, q, o),
-          model.groundingDataModelIds,
-          turn.query,
-          answer.citations,
-        ),
+        related_questions: this.deps.answer.relatedQuestions
+          ? await this.deps.answer.relatedQuestions(model, turn.query, answer.citations)
+          : await followUpQuestions(
+            (ids, q, o) => this.deps.search.retrieve(ids, q, o),
+            model.groundingDataModelIds,
+            turn.query,
+            answer.citations,
+          ),
       }
       : {};
     return {
