@@ -157,10 +157,11 @@ async function htmlBodies(items: unknown[]): Promise<Map<number, Record<string, 
   for (const { i, html } of withHtml) {
     const item = items[i] as Record<string, unknown>;
     const base = typeof item.url === "string" ? item.url : undefined;
+    // Markdown and the plain body keep 20k characters: a bounded head of the markup is all they need.
+    const head = html.slice(0, MAX_HTML_CONVERTED);
     let markdown: string;
     try {
-      // Markdown keeps 20k characters: a bounded head of the markup is all it needs.
-      markdown = htmlToMarkdown(html.slice(0, MAX_HTML_CONVERTED), base);
+      markdown = htmlToMarkdown(head, base);
     } catch {
       continue; // unreadable markup: the item keeps its plain body
     }
@@ -168,7 +169,7 @@ async function htmlBodies(items: unknown[]): Promise<Map<number, Record<string, 
     out.set(i, {
       ...item,
       body_markdown: item.body_markdown ?? markdown,
-      ...(hasBody ? {} : { body: htmlToText(html) }),
+      ...(hasBody ? {} : { body: htmlToText(head) }),
     });
   }
   return out;
