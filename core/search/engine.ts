@@ -4,7 +4,7 @@ import { explainSlots } from "./explain.ts";
 import { filterPredicate, filtersOf } from "./filters.ts";
 import { type Highlight, highlightPage, highlightQuery, highlightQueryOfText } from "./highlights.ts";
 import { highlightOptionsOf, textOptionOf } from "./result_options.ts";
-import { clipMarkdown, textToMarkdown } from "../text/markdown_text.ts";
+import { clipMarkdown, markupWithinLimits, stripTags, textToMarkdown } from "../text/markdown_text.ts";
 import { fuseAcrossIndexes } from "./fusion.ts";
 import { AppError, fullTextNotLicensed } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
@@ -137,7 +137,7 @@ export interface ServedResults {
 }
 
 // Characters of an item's `body_html` converted to Markdown (bounds the parse on the ingest path).
-const MAX_HTML_CONVERTED = 300_000;
+const MAX_HTML_CONVERTED = 100_000;
 
 /**
  * Items that carry `body_html`, with it kept as `body_markdown` (and as the plain `body` when they
@@ -159,13 +159,18 @@ async function htmlBodies(items: unknown[]): Promise<Map<number, Record<string, 
     const base = typeof item.url === "string" ? item.url : undefined;
     // Markdown and the plain body keep 20k characters: a bounded head of the markup is all they need.
     const head = html.slice(0, MAX_HTML_CONVERTED);
+    const hasBody = ["body", "content", "text"].some((k) => typeof item[k] === "string" && item[k] !== "");
+    // Markup too large or too deep to parse on this path keeps no Markdown; its text is still read.
+    if (!markupWithinLimits(head)) {
+      if (!hasBody) out.set(i, { ...item, body: stripTags(head) });
+      continue;
+    }
     let markdown: string;
     try {
       markdown = htmlToMarkdown(head, base);
     } catch {
       continue; // unreadable markup: the item keeps its plain body
     }
-    const hasBody = ["body", "content", "text"].some((k) => typeof item[k] === "string" && item[k] !== "");
     out.set(i, {
       ...item,
       body_markdown: item.body_markdown ?? markdown,

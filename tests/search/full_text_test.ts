@@ -142,3 +142,21 @@ Deno.test("POST /payproxy/v2/search contents.text: 403 under a summary licence, 
     await peer.close();
   }
 });
+
+Deno.test("ingest: hostile body_html (15,000 nested divs, 40,000 paragraphs) is not parsed on the ingest path", async () => {
+  await using w = await searchWorld();
+  const started = performance.now();
+  const r = await w.deps.search.ingest(w.dm, [
+    { url: "https://alpha.example/deep", title: "Deep", body_html: "<div>".repeat(15_000) + "deep text" },
+    { url: "https://alpha.example/wide", title: "Wide", body_html: "<p>wide text</p>".repeat(40_000) },
+  ]);
+  const ms = performance.now() - started;
+  assert.equal(r.failed, 0);
+  assert.ok(ms < 2000, `${ms} ms`);
+  const deep = await w.deps.search.articleByUrl(w.dm.id, "https://alpha.example/deep");
+  assert.equal(deep!.markdown, undefined);
+  assert.equal(deep!.body, "deep text");
+  const wide = await w.deps.search.articleByUrl(w.dm.id, "https://alpha.example/wide");
+  assert.equal(wide!.markdown, undefined);
+  assert.ok(wide!.body.startsWith("wide text"));
+});
