@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { Clock } from "../clock.ts";
 import { explainSlots } from "./explain.ts";
 import { filterPredicate, filtersOf } from "./filters.ts";
+import { boundedCache } from "../bounded_cache.ts";
 import { type Highlight, highlightPage, highlightQuery, highlightQueryOfText } from "./highlights.ts";
 import { highlightOptionsOf, textOptionOf } from "./result_options.ts";
 import { clipMarkdown, markupWithinLimits, stripTags, textToMarkdown } from "../text/markdown_text.ts";
@@ -25,7 +26,7 @@ import {
 import { Bm25Index } from "./bm25.ts";
 import { type ArticleChange, CHANGE_LOG_RETENTION, ChangeLogTrimmed, headKey, headSeq } from "./change_log.ts";
 import type { EmbeddingProvider } from "./embeddings/provider.ts";
-import { articleBag, bagOf, DataModelIndex, type QueryRep, storableTerms } from "./index.ts";
+import { articleBag, type ArticleCard, bagOf, DataModelIndex, type QueryRep, storableTerms } from "./index.ts";
 import { DEFAULT_VECTOR_WEIGHT, type Fusion, FUSION_V2, retrievalFusion } from "./retrieval_mode.ts";
 import { directLinks, type LinkBuilder, type QuerySource, RecentQueryLog, type UrlAnalyzer } from "./ports.ts";
 import { mergeTrends, queryKeywords, titleBursts, type TrendingKeyword } from "./trending.ts";
@@ -219,13 +220,21 @@ export function refDomain(ref: string | null | undefined): string | undefined {
   return domainOf(ref) || undefined;
 }
 
+/** What highlights and full text read of an article: its plain body and its Markdown, if kept. */
+export type BodyText = Pick<Article, "body" | "markdown">;
+
+// Bodies recently read for highlights and full text, by data model and article id: popular
+// articles are read again and again. Bounded by count and by size (UTF-16 bytes).
+const BODY_CACHE_ENTRIES = 4096;
+const BODY_CACHE_BYTES = 32 * 1024 * 1024;
+
 /** Whether a caller may read a data model's full text: its own tenant always, others when licensed. */
 export function mayReadFullText(dm: DataModel, context: Pick<SearchContext, "tenantId">): boolean {
   return context.tenantId === dm.tenantId || dm.license === "full_text";
 }
 
 /** An article's full text as Markdown within `max` characters (its summary when the body is gone). */
-export function fullText(article: Article | null | undefined, summary: string, max: number): string {
+export function fullText(article: BodyText | null | undefined, summary: string, max: number): string {
   const md = article?.markdown || textToMarkdown(article?.body || summary);
   return clipMarkdown(md, max);
 }
@@ -261,6 +270,12 @@ export class SearchEngine implements Search {
   /** Names this engine's entries in the change log: it applied them already and skips them. */
   private readonly writerId = crypto.randomUUID();
   private readonly categoryCache = new Map<string, { version: number; counts: CategoryCount[] }>();
+  /** Valid while the index still holds the very card it was read for (an upsert makes a new card). */
+  private readonly bodyCache = boundedCache<string, { card: ArticleCard; text: BodyText }>({
+    max: BODY_CACHE_ENTRIES,
+    maxSize: BODY_CACHE_BYTES,
+    sizeOf: (v) => 2 * (v.text.body.length + (v.text.markdown?.length ?? 0)) + 64,
+  });
   private readonly trendCache = new Map<string, { key: string; trends: TrendingKeyword[] }>();
   private readonly rebuildWaiters = new Map<string, (() => void)[]>();
   private readonly appliedWaiters = new Map<string, (() => void)[]>();
@@ -805,9 +820,7 @@ export class SearchEngine implements Search {
       ? explainSlots(index, pageItems.map((r) => r.slot), { query: rep, cos, nowUnix, trends, refPlaced })
       : undefined;
     const needBodies = textChars !== null || highlightOptionsOf(request) !== null;
-    const stored = needBodies
-      ? await this.articles.getMany(dataModel.id, pageItems.map((r) => index.cards[r.slot]!.id))
-      : [];
+    const stored = needBodies ? await this.bodies(dataModel.id, index, pageItems) : [];
     // A URL query's terms are its page's; words are matched as asked otherwise.
     const highlighted = await this.highlights(index, pageItems, stored, rep, request, analysed ? undefined : query);
     const results: SearchResult[] = [];
@@ -865,13 +878,42 @@ export class SearchEngine implements Search {
   }
 
   /**
+   * The bodies of a page of results (null where an article is gone): from the cache when it still
+   * holds the article's current version, the rest in one KV read.
+   */
+  private async bodies(dataModelId: string, index: DataModelIndex, pageItems: Ranked[]): Promise<(BodyText | null)[]> {
+    const out: (BodyText | null)[] = new Array(pageItems.length).fill(null);
+    const missing: number[] = [];
+    pageItems.forEach(({ slot }, i) => {
+      const card = index.cards[slot]!;
+      const hit = this.bodyCache.get(`${dataModelId}\u0000${card.id}`);
+      if (hit && hit.card === card) out[i] = hit.text;
+      else missing.push(i);
+    });
+    if (missing.length === 0) return out;
+    const cards = missing.map((i) => index.cards[pageItems[i]!.slot]!);
+    const read = await this.articles.getMany(dataModelId, cards.map((c) => c.id));
+    missing.forEach((i, k) => {
+      const a = read[k];
+      if (!a) return;
+      const text: BodyText = a.markdown ? { body: a.body, markdown: a.markdown } : { body: a.body };
+      out[i] = text;
+      // Only when the index still shows this version: a newer one may have been written meanwhile.
+      if (index.cards[pageItems[i]!.slot] === cards[k]) {
+        this.bodyCache.set(`${dataModelId}\u0000${cards[k]!.id}`, { card: cards[k]!, text });
+      }
+    });
+    return out;
+  }
+
+  /**
    * The highlights of a page of results when the request asks for them (else undefined): the
    * bodies are read from KV in one round, their windows scored by the query's terms and vector.
    */
   private async highlights(
     index: DataModelIndex,
     pageItems: Ranked[],
-    stored: (Article | null)[],
+    stored: (BodyText | null)[],
     rep: QueryRep,
     request: SearchRequest,
     queryText?: string,

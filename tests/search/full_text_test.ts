@@ -160,3 +160,16 @@ Deno.test("ingest: hostile body_html (15,000 nested divs, 40,000 paragraphs) is 
   assert.equal(wide!.markdown, undefined);
   assert.ok(wide!.body.startsWith("wide text"));
 });
+
+Deno.test("POST /app/v2/search contents.text and highlights serve an updated article's new body, never a cached old one", async () => {
+  await using w = await searchWorld();
+  const put = (body: string) =>
+    w.deps.search.ingest(w.dm, [{ url: "https://alpha.example/tolls", title: "Bridge tolls", body }]);
+  await put("Tolls stay at two dollars.");
+  const first = await search(w, { query: "bridge tolls", contents: { text: true }, highlights: {} });
+  assert.equal(first.json.response.results[0].text, "Tolls stay at two dollars.");
+  await put("Tolls rise to three dollars.");
+  const second = await search(w, { query: "bridge tolls", contents: { text: true }, highlights: {} });
+  assert.equal(second.json.response.results[0].text, "Tolls rise to three dollars.");
+  assert.equal(second.json.response.results[0].highlights[0].text, "Tolls rise to three dollars.");
+});
