@@ -242,7 +242,8 @@ export async function highlightPage(
     const best = list[0]?.lexical ?? 0;
     let n = 0;
     while (n < list.length && n < options.perResult + 1 && list[n]!.lexical >= best - margin) n++;
-    return n;
+    // A lone contender is picked first whatever its cosine: nothing for the vector side to decide.
+    return n >= 2 ? n : 0;
   });
   let vectors: Float32Array[] | null = null;
   if (queryVector && embed) {
@@ -252,7 +253,7 @@ export async function highlightPage(
   let at = 0;
   return lists.map((list, r) => {
     let cosines: Float32Array | undefined;
-    if (vectors && queryVector) {
+    if (vectors && queryVector && contenders[r]! > 0) {
       cosines = new Float32Array(list.length);
       for (let i = 0; i < contenders[r]!; i++) cosines[i] = dot(vectors[at + i]!, queryVector);
       at += contenders[r]!;

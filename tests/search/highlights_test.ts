@@ -82,20 +82,21 @@ Deno.test("highlightPage() blends the window's cosine with the query vector", as
   assert.match(lexicalOnly![0]!.text, /mayor/);
 });
 
-Deno.test("highlightPage() embeds only the windows close to the best by terms, at most per_result + 1", async () => {
-  const q = highlightQueryOfText("mayor midnight weekdays", flatIdf);
+Deno.test("highlightPage() embeds only close contenders (at most per_result + 1), none when one window leads alone", async () => {
   const embedded: string[] = [];
   const embed = (texts: string[]) => {
     embedded.push(...texts);
     return Promise.resolve(texts.map(() => Float32Array.of(1, 0)));
   };
-  await highlightPage([BODY, BODY], q, { maxCharacters: 80, perResult: 1 }, {
-    queryVector: Float32Array.of(1, 0),
-    embed,
-  });
-  // One window holds all three terms; every other is far below it.
-  assert.equal(embedded.length, 2);
-  assert.ok(embedded.every((t) => /mayor said/.test(t)));
+  const options = { maxCharacters: 80, perResult: 1 };
+  const vector = { queryVector: Float32Array.of(1, 0), embed };
+  // One window holds all three terms; every other is far below it: nothing to decide.
+  await highlightPage([BODY, BODY], highlightQueryOfText("mayor midnight weekdays", flatIdf), options, vector);
+  assert.equal(embedded.length, 0);
+  // Two windows tie by terms: both are embedded, per body.
+  await highlightPage([BODY, BODY], highlightQueryOfText("mayor laptops", flatIdf), options, vector);
+  assert.equal(embedded.length, 4);
+  assert.ok(embedded.every((t) => /mayor said|laptops/.test(t)));
 });
 
 type W = Awaited<ReturnType<typeof searchWorld>>;
