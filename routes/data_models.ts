@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
 import { dataModelNotFound } from "../core/errors.ts";
 import { MAX_INGEST_ITEMS, MAX_LISTED_CATEGORIES } from "../core/search/engine.ts";
-import { articleTextSchema, articleWithText } from "../core/search/full_text.ts";
+import { articleWithText } from "../core/search/full_text.ts";
 import { MAX_TEXT_CHARACTERS } from "../core/search/result_options.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
@@ -94,6 +94,21 @@ const categoriesRoute = createRoute({
     422: { description: "Malformed data_model_id or limit" },
   },
 });
+
+/** An article with its text (core/search/full_text.ts). */
+const articleTextSchema = z.object({
+  id: z.string(),
+  url: z.string(),
+  title: z.string(),
+  author: z.string().optional(),
+  site: z.string(),
+  site_domain: z.string(),
+  pubdate: z.string(),
+  pubdate_unix: z.number().int(),
+  categories: z.array(z.string()).optional(),
+  summary: z.string(),
+  text: z.string().openapi({ description: "The article body as clean Markdown (headings, lists, links kept)" }),
+}).openapi("ArticleText");
 
 const articleRoute = createRoute({
   method: "get",

@@ -3,7 +3,6 @@
  * `get_article`, payproxy `/v2/article`). Who may read it is the caller's business: the routes
  * check the licence (see mayReadFullText in engine.ts).
  */
-import { z } from "@hono/zod-openapi";
 import { notFound } from "../errors.ts";
 import type { DataModel } from "../store/models.ts";
 import { canonicalUrl } from "./articles.ts";
@@ -12,20 +11,20 @@ import type { ArticleService } from "./engine.ts";
 import { MAX_TEXT_CHARACTERS } from "./result_options.ts";
 
 /** An article with its text, as the routes answer it. */
-export const articleTextSchema = z.object({
-  id: z.string(),
-  url: z.string(),
-  title: z.string(),
-  author: z.string().optional(),
-  site: z.string(),
-  site_domain: z.string(),
-  pubdate: z.string(),
-  pubdate_unix: z.number().int(),
-  categories: z.array(z.string()).optional(),
-  summary: z.string(),
-  text: z.string().openapi({ description: "The article body as clean Markdown (headings, lists, links kept)" }),
-}).openapi("ArticleText");
-export type ArticleText = z.infer<typeof articleTextSchema>;
+export interface ArticleText {
+  id: string;
+  url: string;
+  title: string;
+  author?: string;
+  site: string;
+  site_domain: string;
+  pubdate: string;
+  pubdate_unix: number;
+  categories?: string[];
+  summary: string;
+  /** The article body as clean Markdown. */
+  text: string;
+}
 
 /** No article at a URL (the URL is not echoed). */
 export const articleNotFound = () => notFound("No article at this URL in the data model", "article_not_found");

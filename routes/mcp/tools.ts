@@ -123,8 +123,10 @@ export const TOOLS: ToolDefinition[] = [
       "`query`. Narrow with `include_domains` / `exclude_domains` (up to 100 each; a domain covers its " +
       "subdomains) and `start_date` / `end_date` (ISO date or date-time, on the publication date). Pick " +
       "`search_algorithm` most_recent for news of the day, trending for what readers follow now. Set " +
-      "`explain: true` to see why each result ranked. Set `highlights: {max_characters, per_result}` to get the " +
-      "passages of each article that answer the query, within that character budget. Returns title, author, date, summary and a link per " +
+      "`categories` / `exclude_categories` (list_data_models shows the top ones), `authors`, `include_text` / " +
+      "`exclude_text` (phrases). Set `explain: true` to see why each result ranked. Set `highlights: " +
+      "{max_characters, per_result}` to get the passages of each article that answer the query, within that " +
+      "character budget; `contents: {text: true}` adds the full text as Markdown where the publisher licenses it. Returns title, author, date, summary and a link per " +
       "article; cite the link when you use one. Paid per call with a storefront agent token.",
     schema: searchArticlesInput,
     annotations: readOnly("Search articles", true),
