@@ -76,6 +76,9 @@ const DM_ID_RE = idPattern("dm");
 const AM_ID_RE = idPattern("am");
 const realtimeBodySchema = z.object({
   query: z.string({ error: "must be a string" }).trim().min(1, { error: "query cannot be empty" }),
+  related_questions: z.boolean({ error: "must be true or false" }).optional().openapi({
+    description: "Text models: also answer three follow-up questions (`related_questions`)",
+  }),
 }).loose();
 
 type Ctx = Context<AppEnv>;
@@ -358,26 +361,29 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
 
   documented(app, forPaths(realtimeDoc, paths), readBody, async (c) => {
     const { verified, consumed } = await verify(c);
-    const { query, model } = await whileConsuming(consumed, async () => {
+    const { query, wantsRelated, model } = await whileConsuming(consumed, async () => {
       const id = c.req.param("aimodel_external_id") ?? "";
       if (!AM_ID_RE.test(id)) {
         throw new AppError(422, "invalid_model_id", "aimodelExternalId is not in the correct format");
       }
-      const { query } = parseBody(c, realtimeBodySchema);
+      const { query, related_questions: wantsRelated } = parseBody(c, realtimeBodySchema);
       // The bearer route's limit: the same orchestration takes the same bodies.
       if (query.length > MAX_QUERY_CHARS) {
         throw new AppError(422, "query_too_long", `query is too long: the limit is ${MAX_QUERY_CHARS} characters`);
       }
-      return { query, model: await marketplaceAiModel(deps.repos.aiModels, id) };
+      return { query, wantsRelated, model: await marketplaceAiModel(deps.repos.aiModels, id) };
     });
     const slug = serviceSlug(model);
     await requireAllowance(c, verified, slug);
     const answer = await deps.answer.answer(model, query, { caller: c.get("caller"), requestId: c.get("requestId") });
     metrics.requests.served++;
     // Structured models emit their payload itself, not the {message} envelope (spec 2.3).
+    const related = wantsRelated && answer.kind === "text" && deps.answer.relatedQuestions
+      ? { related_questions: await deps.answer.relatedQuestions(model, query, answer.citations) }
+      : {};
     const body = answer.kind === "structured"
       ? answer.payload
-      : { message: answer.message, citations: answer.citations };
+      : { message: answer.message, citations: answer.citations, ...related };
     return withUsage(c.json(body as Record<string, unknown>, 200), slug);
   });
 

@@ -224,11 +224,16 @@ export class AgentAccess implements McpAccess {
     }
     // The history travels with the call: the follow-up is made standalone before it is paid for.
     const query = standaloneQuery(args.query, args.messages ?? [], MAX_TURN_CHARS);
-    const body = await this.paidCall("aimodel", id, `/payproxy/aimodel/${id}`, { query }, payment);
+    const ask = { query, ...(args.related_questions ? { related_questions: true } : {}) };
+    const body = await this.paidCall("aimodel", id, `/payproxy/aimodel/${id}`, ask, payment);
     const explained = args.explain ? { explain: { query, history_turns: args.messages?.length ?? 0 } } : {};
     // Text models answer {message}; structured models their payload itself (spec 2.3).
-    if (typeof body.message === "string" && Object.keys(body).every((k) => k === "message" || k === "citations")) {
-      return { message: body.message, ...citationsOf(body), ...explained };
+    const textKeys = ["message", "citations", "related_questions"];
+    if (typeof body.message === "string" && Object.keys(body).every((k) => textKeys.includes(k))) {
+      const related = Array.isArray(body.related_questions)
+        ? { related_questions: body.related_questions.filter((q): q is string => typeof q === "string") }
+        : {};
+      return { message: body.message, ...citationsOf(body), ...related, ...explained };
     }
     return { message: JSON.stringify(body), payload: body, ...explained };
   }
