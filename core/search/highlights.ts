@@ -153,19 +153,26 @@ export function shortlistWindows(
   if (cap < 1 || body.length === 0) return [];
   const sentences = splitSentences(body).slice(0, MAX_SENTENCES);
   const matches = sentences.map((s) => sentenceMatches(s, q, cache));
-  const windows: HighlightWindow[] = [];
+  // Windows are bounds and a score; only the shortlisted ones get their text (fewer strings made).
+  const spans: { from: number; to: number; lexical: number }[] = [];
   for (let i = 0; i < sentences.length; i++) {
-    let text = sentences[i]!;
     let to = i + 1;
-    if (text.length > cap) text = cutAtWord(text, cap);
-    else {
-      while (to < sentences.length && text.length + 1 + sentences[to]!.length <= cap) text += ` ${sentences[to++]}`;
+    let length = sentences[i]!.length;
+    if (length <= cap) {
+      while (to < sentences.length && length + 1 + sentences[to]!.length <= cap) length += 1 + sentences[to++]!.length;
     }
-    if (!text) continue;
-    windows.push({ from: i, to, text, lexical: lexicalScore(matches, i, to, q) });
+    spans.push({ from: i, to, lexical: lexicalScore(matches, i, to, q) });
   }
   // Ties keep document order: with no term matched, the opening of the article comes first.
-  return windows.sort((a, b) => b.lexical - a.lexical || a.from - b.from).slice(0, keep);
+  spans.sort((a, b) => b.lexical - a.lexical || a.from - b.from);
+  const out: HighlightWindow[] = [];
+  for (const span of spans) {
+    if (out.length >= keep) break;
+    const joined = span.to - span.from === 1 ? sentences[span.from]! : sentences.slice(span.from, span.to).join(" ");
+    const text = joined.length > cap ? cutAtWord(joined, cap) : joined;
+    if (text) out.push({ ...span, text });
+  }
+  return out;
 }
 
 function lexicalScore(matches: (Map<string, number> | null)[], from: number, to: number, q: HighlightQuery): number {
