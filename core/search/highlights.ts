@@ -7,6 +7,7 @@
  * saturating), {@link pickHighlights} blends in the windows' cosine with the query vector and
  * chooses non-overlapping windows within the budget.
  */
+import { boundedCache } from "../bounded_cache.ts";
 import { stem } from "./stemmer.ts";
 import { splitSentences } from "../text/sentences.ts";
 import { QUESTION_WORDS } from "../text/stopwords.ts";
@@ -103,14 +104,39 @@ function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
+// The sentences of recently highlighted bodies: popular articles are highlighted again and again,
+// and splitting is a large share of the work. Keyed by the body string (V8 keeps a string's hash).
+const sentenceCache = boundedCache<string, Sentences>({
+  max: 4096,
+  maxSize: 24 * 1024 * 1024,
+  sizeOf: (_, body) => 4 * body.length + 64,
+});
+
+/** A body's sentences as written and folded for matching (at most {@link MAX_SENTENCES}). */
+interface Sentences {
+  raw: string[];
+  folded: string[];
+}
+
+/** A body's sentences, split and folded once while cached. */
+function sentencesOf(body: string): Sentences {
+  let list = sentenceCache.get(body);
+  if (!list) {
+    const raw = splitSentences(body).slice(0, MAX_SENTENCES);
+    list = { raw, folded: raw.map(foldText) };
+    sentenceCache.set(body, list);
+  }
+  return list;
+}
+
 /** Stems memoised per call: a page's bodies repeat their words. */
 export type StemCache = Map<string, string>;
 
 /** The query terms a sentence holds, with their counts. */
-function sentenceMatches(sentence: string, q: HighlightQuery, cache: StemCache): Map<string, number> | null {
+function sentenceMatches(folded: string, q: HighlightQuery, cache: StemCache): Map<string, number> | null {
   if (!q.prefixes) return null;
   let found: Map<string, number> | null = null;
-  for (const word of foldText(sentence).match(q.prefixes) ?? []) {
+  for (const word of folded.match(q.prefixes) ?? []) {
     const w = word.replaceAll("’", "'");
     let s = cache.get(w);
     if (s === undefined) {
@@ -151,8 +177,8 @@ export function shortlistWindows(
 ): HighlightWindow[] {
   const cap = Math.floor(options.maxCharacters / options.perResult);
   if (cap < 1 || body.length === 0) return [];
-  const sentences = splitSentences(body).slice(0, MAX_SENTENCES);
-  const matches = sentences.map((s) => sentenceMatches(s, q, cache));
+  const { raw: sentences, folded } = sentencesOf(body);
+  const matches = folded.map((s) => sentenceMatches(s, q, cache));
   // Windows are bounds and a score; only the shortlisted ones get their text (fewer strings made).
   const spans: { from: number; to: number; lexical: number }[] = [];
   for (let i = 0; i < sentences.length; i++) {
