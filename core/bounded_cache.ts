@@ -7,7 +7,7 @@ import { LRUCache } from "lru-cache";
 export type { LRUCache };
 
 /** Options of {@link boundedCache}. */
-export interface BoundedCacheOptions {
+export interface BoundedCacheOptions<K = unknown, V = unknown> {
   /** Most entries kept; past it the least recently used one goes. */
   max: number;
   /** Default lifetime of an entry in ms; absent or 0: until evicted. `set(k, v, { ttl })` overrides it. */
@@ -18,6 +18,10 @@ export interface BoundedCacheOptions {
    * readings must be positive: lru-cache takes a start time of 0 as "no lifetime".
    */
   now?: () => number;
+  /** Most total size of the entries (with `sizeOf`); past it the least recently used ones go. */
+  maxSize?: number;
+  /** The size of an entry (a positive integer), counted against `maxSize`. */
+  sizeOf?: (value: V, key: K) => number;
 }
 
 /**
@@ -33,7 +37,7 @@ export interface BoundedCacheOptions {
  * ```
  */
 export function boundedCache<K extends NonNullable<unknown>, V extends NonNullable<unknown>>(
-  { max, ttlMs, now }: BoundedCacheOptions,
+  { max, ttlMs, now, maxSize, sizeOf }: BoundedCacheOptions<K, V>,
 ): LRUCache<K, V> {
   if (!(Number.isInteger(max) && max > 0)) throw new RangeError("boundedCache() needs a positive integer max");
   return new LRUCache<K, V>({
@@ -42,5 +46,6 @@ export function boundedCache<K extends NonNullable<unknown>, V extends NonNullab
     // lru-cache memoises its clock for `ttlResolution` ms with a timer; read it every time instead.
     ttlResolution: 0,
     ...(now ? { perf: { now } } : {}),
+    ...(maxSize && sizeOf ? { maxSize, sizeCalculation: (v: V, k: K) => Math.max(1, Math.ceil(sizeOf(v, k))) } : {}),
   });
 }

@@ -68,3 +68,10 @@ export const dataModelNotFound = () => notFound("Data model not found", "data_mo
 
 /** 404 for an AI model that is unknown, another tenant's, or named by a malformed id: never names the id. */
 export const aiModelNotFound = () => notFound("AI model not found");
+
+/** A caller asked for the full text of a data model whose publisher licenses summaries only. */
+export const fullTextNotLicensed = () =>
+  forbidden(
+    "Full text is not licensed for this data model: contents.text needs a full_text licence",
+    "full_text_not_licensed",
+  );

@@ -18,6 +18,7 @@ export const ID_PREFIXES = {
   plan: "pl",
   operatorKey: "opk",
   source: "src",
+  conversation: "cv",
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIXES)[keyof typeof ID_PREFIXES];

@@ -4,6 +4,7 @@ import { streamSSE } from "hono/streaming";
 import { INTERACTION_TYPES, MAX_PROMPT_CHARS } from "../analytics/schema.ts";
 import { askingWidget, isHttpUrl } from "../core/answer/asker.ts";
 import { followUpQuestions } from "../core/answer/related.ts";
+import { conversationFields, ConversationStore, turnFields } from "../core/answer/conversation.ts";
 import type { AnswerContext, Citation } from "../core/answer/types.ts";
 import type { Deps } from "../composition.ts";
 import { aiModelNotFound, unprocessable } from "../core/errors.ts";
@@ -44,6 +45,7 @@ const bodySchema = z.object({
     description: "Also answer three follow-up questions (`related_questions`), built from the cited articles' " +
       "titles (text models only)",
   }),
+  ...conversationFields,
 }).loose().openapi("RealTimeSearchRequest");
 
 /** The articles a text answer cites (beside `message`; absent for structured models). */
@@ -61,6 +63,13 @@ const messageSchema = z.object({
   related_questions: z.array(z.string()).optional().openapi({
     description: "With `related_questions: true` on a text model: three follow-up questions, each ending with `?`",
   }),
+  conversation_id: z.string().optional().openapi({
+    description: "With `conversation: true` or `conversation_id`: the conversation this turn belongs to (kept 30 min)",
+  }),
+  explain: z.object({
+    query: z.string().openapi({ description: "The standalone query the question was answered as" }),
+    history_turns: z.number().int().openapi({ description: "Earlier turns taken into account" }),
+  }).optional().openapi({ description: "With `explain: true`" }),
 }).openapi("RealTimeSearchResponse");
 const errorSchema = z.object({ message: z.string() }).openapi("MessageError");
 const errorBody = (description: string) => ({
@@ -161,9 +170,10 @@ async function answerContext(
  * when the caller accepts `text/event-stream`.
  */
 export function createAiModelRoutes(
-  deps: Pick<Deps, "apiKeys" | "repos" | "answer" | "search" | "config" | "log" | "webBotAuth">,
+  deps: Pick<Deps, "apiKeys" | "repos" | "answer" | "search" | "config" | "log" | "webBotAuth" | "kv" | "clock">,
 ) {
   const app = familyApp("message", deps.log);
+  const conversations = new ConversationStore(deps.kv, deps.clock);
   app.use("*", apiKeyAuth(deps.apiKeys));
   // Web Bot Auth after the key: an unauthenticated request makes us fetch no key directory.
   app.use("*", webBotIdentity(deps.webBotAuth));
@@ -182,31 +192,44 @@ export function createAiModelRoutes(
     if (!model) throw aiModelNotFound();
     const context = await answerContext(c, deps, body);
     const answer = deps.answer;
+    // A follow-up is answered as a standalone query built from the turns before it.
+    const turn = await conversations.prepare(c.get("tenantId")!, model.id, query, body);
+    const asked = turn.query;
+    // The analytics log keeps what the reader typed.
+    if (asked !== query) context.prompt = query;
+    const extra = turnFields(turn, body);
+    const remember = (message: string) =>
+      conversations.remember(c.get("tenantId")!, model.id, turn, query, message).catch((err) =>
+        deps.log.warn("conversation turn not kept", { error: describeError(err) })
+      );
     // Follow-ups of a text answer, when asked (`related_questions: true`).
     const related = async (citations: Citation[] | void) =>
       body.related_questions === true && citations
         ? {
-          related_questions: await followUpQuestions(
-            (ids, q, o) => deps.search.retrieve(ids, q, o),
-            model.groundingDataModelIds,
-            query,
-            citations,
-          ),
+          related_questions: answer.relatedQuestions
+            ? await answer.relatedQuestions(model, asked, citations)
+            : await followUpQuestions(
+              (ids, q, o) => deps.search.retrieve(ids, q, o),
+              model.groundingDataModelIds,
+              asked,
+              citations,
+            ),
         }
         : {};
 
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
-      const result = await answer.answer(model, query, context);
+      const result = await answer.answer(model, asked, context);
+      await remember(result.message);
       return c.json(
         result.kind === "text"
-          ? { message: result.message, citations: result.citations, ...await related(result.citations) }
-          : { message: result.message },
+          ? { message: result.message, citations: result.citations, ...await related(result.citations), ...extra }
+          : { message: result.message, ...extra },
         200,
       );
     }
 
-    const source = answer.stream ? answer.stream(model, query, context) : (async function* () {
-      const result = await answer.answer(model, query, context);
+    const source = answer.stream ? answer.stream(model, asked, context) : (async function* () {
+      const result = await answer.answer(model, asked, context);
       yield result.message;
       return result.kind === "text" ? result.citations : undefined;
     })();
@@ -224,7 +247,10 @@ export function createAiModelRoutes(
           await sse.writeSSE({ data: JSON.stringify({ delta: r.value }) });
         }
         // The generator's return value: the citations of a text answer.
-        const done = r.value ? { message, citations: r.value, ...await related(r.value) } : { message };
+        await remember(message);
+        const done = r.value
+          ? { message, citations: r.value, ...await related(r.value), ...extra }
+          : { message, ...extra };
         await sse.writeSSE({ event: "done", data: JSON.stringify(done) });
       } catch (err) {
         const { appError, unexpected } = toAppError(err, "message");

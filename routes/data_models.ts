@@ -1,7 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
 import { dataModelNotFound } from "../core/errors.ts";
-import { MAX_INGEST_ITEMS } from "../core/search/engine.ts";
+import { MAX_INGEST_ITEMS, MAX_LISTED_CATEGORIES } from "../core/search/engine.ts";
+import { articleWithText } from "../core/search/full_text.ts";
+import { MAX_TEXT_CHARACTERS } from "../core/search/result_options.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
@@ -20,7 +22,7 @@ const bodySchema = z.preprocess(
 ).openapi({
   description: `Up to ${MAX_INGEST_ITEMS} articles, each validated on its own: url (required), title (required), ` +
     "author, site, site_domain, pubdate (ISO 8601, RFC 2822 or unix seconds), image, preview_content, summary " +
-    "(extractive when omitted), body",
+    "(extractive when omitted), body, categories (or tags: up to 20 section or topic labels)",
 });
 
 const reportSchema = z.object({
@@ -59,6 +61,85 @@ const upsertRoute = createRoute({
   },
 });
 
+const categoriesRoute = createRoute({
+  method: "get",
+  path: "/{data_model_id}/categories",
+  tags: ["articles"],
+  summary: "The most used categories of a data model's articles (values for the search `categories` filter)",
+  security: [{ bearerAuth: [] }],
+  request: {
+    params: z.object({ data_model_id: idSchema("dm") }),
+    query: z.object({
+      limit: z.coerce.number({ error: "limit must be a number" }).int({ error: "limit must be a whole number" })
+        .min(1, { error: "limit must be at least 1" }).max(MAX_LISTED_CATEGORIES, {
+          error: `limit must be at most ${MAX_LISTED_CATEGORIES}`,
+        }).optional().openapi({ description: `How many (default 20, at most ${MAX_LISTED_CATEGORIES})` }),
+    }),
+  },
+  responses: {
+    200: {
+      description: "Categories, most used first, with how many live articles carry each",
+      content: {
+        "application/json": {
+          schema: z.object({
+            data_model_id: z.string(),
+            categories: z.array(z.object({ category: z.string(), count: z.number().int() })),
+          }).openapi("DataModelCategories"),
+        },
+      },
+    },
+    401: { description: "Missing or malformed API key" },
+    403: { description: "Unknown or revoked API key" },
+    404: { description: "Unknown data model, or one of another tenant" },
+    422: { description: "Malformed data_model_id or limit" },
+  },
+});
+
+/** An article with its text (core/search/full_text.ts). */
+const articleTextSchema = z.object({
+  id: z.string(),
+  url: z.string(),
+  title: z.string(),
+  author: z.string().optional(),
+  site: z.string(),
+  site_domain: z.string(),
+  pubdate: z.string(),
+  pubdate_unix: z.number().int(),
+  categories: z.array(z.string()).optional(),
+  summary: z.string(),
+  text: z.string().openapi({ description: "The article body as clean Markdown (headings, lists, links kept)" }),
+}).openapi("ArticleText");
+
+const articleRoute = createRoute({
+  method: "get",
+  path: "/{data_model_id}/article",
+  tags: ["articles"],
+  summary: "One article of a data model by URL, with its full text as clean Markdown",
+  security: [{ bearerAuth: [] }],
+  request: {
+    params: z.object({ data_model_id: idSchema("dm") }),
+    query: z.object({
+      url: z.string({ error: "url is required" }).max(2048, { error: "url must be at most 2048 characters" })
+        .openapi({ description: "The article URL (as search results give it)" }),
+      max_characters: z.coerce.number({ error: "max_characters must be a number" }).int({
+        error: "max_characters must be a whole number",
+      }).min(1, { error: "max_characters must be at least 1" }).max(MAX_TEXT_CHARACTERS, {
+        error: `max_characters must be at most ${MAX_TEXT_CHARACTERS}`,
+      }).optional().openapi({ description: `Most characters of the text (default ${MAX_TEXT_CHARACTERS})` }),
+    }),
+  },
+  responses: {
+    200: {
+      description: "The article",
+      content: { "application/json": { schema: articleTextSchema } },
+    },
+    401: { description: "Missing or malformed API key" },
+    403: { description: "Unknown or revoked API key" },
+    404: { description: "Unknown data model or one of another tenant, or no article at that URL" },
+    422: { description: "Malformed data_model_id, url or max_characters" },
+  },
+});
+
 /**
  * Mounted at `/v1/data-models`: `GET /` lists the tenant's data models, `POST /{dm}/articles` is the
  * authenticated bulk ingest for the owning tenant; sources and retention come from routes/sources.ts.
@@ -76,6 +157,21 @@ export function createDataModelRoutes(
     if (!dm) throw dataModelNotFound();
     const body = c.req.valid("json");
     return c.json(await deps.search.ingest(dm, body), 200);
+  });
+  app.openapi(categoriesRoute, async (c) => {
+    const { data_model_id: dmId } = c.req.valid("param");
+    const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
+    if (!dm) throw dataModelNotFound();
+    const categories = await deps.search.topCategories(dm.id, c.req.valid("query").limit ?? 20);
+    return c.json({ data_model_id: dm.id, categories }, 200);
+  });
+  app.openapi(articleRoute, async (c) => {
+    const { data_model_id: dmId } = c.req.valid("param");
+    const { url, max_characters: max } = c.req.valid("query");
+    const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
+    if (!dm) throw dataModelNotFound();
+    // The owning tenant always reads its own full text (the licence binds other callers).
+    return c.json(await articleWithText(deps.search, dm, url, max), 200);
   });
   app.route("/", createSourceRoutes(deps));
   return app;

@@ -35,7 +35,7 @@
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../composition.ts";
-import { AppError } from "../core/errors.ts";
+import { AppError, fullTextNotLicensed } from "../core/errors.ts";
 import { idPattern } from "../core/ids.ts";
 import { serviceSlug, type UsageItem } from "../core/payproxy/allowance.ts";
 import {
@@ -55,6 +55,9 @@ import {
   SEARCH_VERSIONS,
 } from "../core/search/retrieval_mode.ts";
 import { filtersOf } from "../core/search/filters.ts";
+import { mayReadFullText } from "../core/search/engine.ts";
+import { textOptionOf } from "../core/search/result_options.ts";
+import { FULL_TEXT_METER } from "../core/commerce/catalog.ts";
 import { searchRequestSchema } from "../core/search/types.ts";
 import { marketplaceAiModel, marketplaceDataModel } from "../core/payproxy/marketplace.ts";
 import { citationsSchema, MAX_QUERY_CHARS } from "./aimodel.ts";
@@ -67,11 +70,15 @@ import { describeIssue } from "./validation.ts";
 
 /** Every payproxy call is metered as one `query`. */
 const USAGE: UsageItem[] = [{ meterSlug: "query", quantity: 1 }];
+
 // The shared id format (core/ids.ts), checked before any lookup.
 const DM_ID_RE = idPattern("dm");
 const AM_ID_RE = idPattern("am");
 const realtimeBodySchema = z.object({
   query: z.string({ error: "must be a string" }).trim().min(1, { error: "query cannot be empty" }),
+  related_questions: z.boolean({ error: "must be true or false" }).optional().openapi({
+    description: "Text models: also answer three follow-up questions (`related_questions`)",
+  }),
 }).loose();
 
 type Ctx = Context<AppEnv>;
@@ -120,7 +127,8 @@ const signedHeaders = z.object({
 });
 const usageHeaderDoc = {
   [USAGE_HEADER]: {
-    description: 'JSON array: `[{"serviceSlug":"...","meterSlug":"query","quantity":1}]`',
+    description: 'JSON array: `[{"serviceSlug":"...","meterSlug":"query","quantity":1}]`; a search that served ' +
+      'full texts adds `{"serviceSlug":"...","meterSlug":"full_text","quantity":<texts>}`',
     schema: { type: "string" as const },
   },
 };
@@ -177,6 +185,10 @@ const searchDoc = createRoute({
     400: {
       description: "A required query parameter is missing",
       content: { "text/plain": { schema: z.string() } },
+    },
+    403: {
+      description: "`contents.text` asked of a data model whose licence is `summary` (no body; refused before the " +
+        "allowance check)",
     },
     ...commonResponses,
     503: { description: "A URL query found page analysis busy; `Retry-After` says when to try again" },
@@ -314,8 +326,10 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
    * with it: a JSON response that starts with one content-type header stays on Deno's cheap
    * response path, while a headers object built up front costs ~15 us per request.
    */
-  const withUsage = (res: Response, slug: string) => {
-    res.headers.set(USAGE_HEADER, JSON.stringify(USAGE.map((u) => ({ serviceSlug: slug, ...u }))));
+  const withUsage = (res: Response, slug: string, fullTexts = 0) => {
+    // Full texts served are their own meter (`full_text`, one per text); absent, the header is as ever.
+    const usage = fullTexts > 0 ? [...USAGE, { meterSlug: FULL_TEXT_METER, quantity: fullTexts }] : USAGE;
+    res.headers.set(USAGE_HEADER, JSON.stringify(usage.map((u) => ({ serviceSlug: slug, ...u }))));
     return res;
   };
 
@@ -329,6 +343,8 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
       // A reversed date window is refused before any billable step.
       filtersOf(request);
       const dm = await marketplaceDataModel(deps.repos.dataModels, c.req.query("data_model_id")!);
+      // Full text the publisher does not license is refused before any billable step (403, no body).
+      if (textOptionOf(request) !== null && !mayReadFullText(dm, {})) throw fullTextNotLicensed();
       const slug = serviceSlug(dm);
       await requireAllowance(c, verified, slug);
       // No tenantId: payproxy traffic is not the tenant's own platform usage.
@@ -340,31 +356,35 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
       return { result, slug };
     });
     metrics.requests.served++;
-    return withUsage(c.json(result, 200), slug);
+    const texts = result.response.results.filter((r) => r.text !== undefined).length;
+    return withUsage(c.json(result, 200), slug, texts);
   });
 
   documented(app, forPaths(realtimeDoc, paths), readBody, async (c) => {
     const { verified, consumed } = await verify(c);
-    const { query, model } = await whileConsuming(consumed, async () => {
+    const { query, wantsRelated, model } = await whileConsuming(consumed, async () => {
       const id = c.req.param("aimodel_external_id") ?? "";
       if (!AM_ID_RE.test(id)) {
         throw new AppError(422, "invalid_model_id", "aimodelExternalId is not in the correct format");
       }
-      const { query } = parseBody(c, realtimeBodySchema);
+      const { query, related_questions: wantsRelated } = parseBody(c, realtimeBodySchema);
       // The bearer route's limit: the same orchestration takes the same bodies.
       if (query.length > MAX_QUERY_CHARS) {
         throw new AppError(422, "query_too_long", `query is too long: the limit is ${MAX_QUERY_CHARS} characters`);
       }
-      return { query, model: await marketplaceAiModel(deps.repos.aiModels, id) };
+      return { query, wantsRelated, model: await marketplaceAiModel(deps.repos.aiModels, id) };
     });
     const slug = serviceSlug(model);
     await requireAllowance(c, verified, slug);
     const answer = await deps.answer.answer(model, query, { caller: c.get("caller"), requestId: c.get("requestId") });
     metrics.requests.served++;
     // Structured models emit their payload itself, not the {message} envelope (spec 2.3).
+    const related = wantsRelated && answer.kind === "text" && deps.answer.relatedQuestions
+      ? { related_questions: await deps.answer.relatedQuestions(model, query, answer.citations) }
+      : {};
     const body = answer.kind === "structured"
       ? answer.payload
-      : { message: answer.message, citations: answer.citations };
+      : { message: answer.message, citations: answer.citations, ...related };
     return withUsage(c.json(body as Record<string, unknown>, 200), slug);
   });
 

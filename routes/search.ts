@@ -33,6 +33,15 @@ const resultSchema = z.object({
     trending_keyword: z.string().nullable().openapi({ description: "`trending`: the keyword it matched best" }),
     ref_quota: z.boolean().openapi({ description: "Placed by the `num_articles_ref` quota" }),
   }).optional().openapi({ description: "Present when the request set `explain: true`" }),
+  highlights: z.array(z.object({
+    text: z.string().openapi({
+      description: "Whole sentences of the body (cut at a word, with an ellipsis, when one is longer than the budget)",
+    }),
+    score: z.number().openapi({ description: "In [0, 1]: how well the passage matches the query's terms and vector" }),
+  })).optional().openapi({ description: "Present when the request set `highlights`; in document order" }),
+  text: z.string().optional().openapi({
+    description: "Present when the request set `contents: {text: true}`: the article body as clean Markdown",
+  }),
 }).openapi("SearchResult");
 
 /** SearchResponse (spec 2.2). */

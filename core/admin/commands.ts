@@ -7,7 +7,7 @@ import { SafeFetcher } from "../net/safe_fetch.ts";
 import { parseSource, SOURCE_TYPES } from "../search/feeds.ts";
 import { SourceFormatError } from "../sources/errors.ts";
 import { SecretStoreError } from "../payproxy/secrets.ts";
-import { domainSchema, slugSchema } from "../store/models.ts";
+import { DATA_MODEL_LICENSES, domainSchema, slugSchema } from "../store/models.ts";
 import type { AiModel, Campaign, DataModel, Prompt, Widget } from "../store/models.ts";
 import { storefrontAdminCommands } from "../storefront/admin.ts";
 import { widgetAdminCommands } from "../widget/admin.ts";
@@ -417,6 +417,16 @@ export const adminCommands: Record<string, AdminCommand> = {
         : check(z.coerce.number().int().min(1).max(MAX_RETENTION_DAYS), need(v, "max-age-days"), "max-age-days");
       const updated = await deps.sources.setRetention(dm, days);
       return { dataModelId: dm.id, max_age_days: updated.maxAgeDays ?? null };
+    },
+  },
+  "data-model license": {
+    usage: "data-model license --data-model <dm_...> --license summary|full_text",
+    options: { "data-model": { type: "string" }, license: { type: "string" } },
+    async run(deps, v) {
+      const dm = await requireDataModel(deps, need(v, "data-model"));
+      const license = check(z.enum(DATA_MODEL_LICENSES), need(v, "license"), "license");
+      const updated = await deps.repos.dataModels.update({ ...dm, license });
+      return { dataModelId: updated.id, license: updated.license ?? "summary" };
     },
   },
   "payproxy-secret create": {

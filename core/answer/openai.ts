@@ -75,6 +75,19 @@ export class OpenAiProvider implements AnswerProvider {
     return content.trim() + citedSourcesBlock(content, request.passages);
   }
 
+  /**
+   * Three follow-up questions written by the model, one per line; lines that are not a short
+   * question are dropped.
+   * @throws {AppError} 502 when fewer than three usable questions come back
+   */
+  async relatedQuestions(model: AiModel, query: string, titles: string[]): Promise<string[]> {
+    const settings = this.#settings(model);
+    const content = await this.complete(settings, relatedQuestionMessages(query, titles));
+    const questions = parseQuestions(content);
+    if (questions.length < 3) throw malformed("the reply held fewer than three questions");
+    return questions.slice(0, 3);
+  }
+
   async *streamText(request: GroundedRequest): AsyncIterable<string> {
     if (request.passages.length === 0) {
       yield NOTHING_FOUND;
@@ -346,4 +359,32 @@ export class OpenAiProvider implements AnswerProvider {
       clearTimeout(timer);
     }
   }
+}
+
+/** The chat that asks for three follow-up questions about the cited articles. */
+export function relatedQuestionMessages(query: string, titles: string[]): ChatMessage[] {
+  return [
+    {
+      role: "system",
+      content: "Write exactly three short follow-up questions a news reader may ask next, about the articles " +
+        "listed. One question per line, each ending with a question mark, nothing else.",
+    },
+    {
+      role: "user",
+      content: `Question asked: ${query.slice(0, 500)}\nArticles:\n${
+        titles.slice(0, 6).map((t) => `- ${t.slice(0, 200)}`).join("\n")
+      }`,
+    },
+  ];
+}
+
+/** Distinct short questions from a reply, list markers and quotes stripped. */
+export function parseQuestions(reply: string): string[] {
+  const out: string[] = [];
+  for (const line of reply.split("\n")) {
+    const q = line.replace(/^\s*(?:[-*•]|\d+[.)])\s*/, "").replace(/^["“]|["”]$/g, "").trim();
+    if (q.length < 8 || q.length > 200 || !q.endsWith("?")) continue;
+    if (!out.some((o) => o.toLowerCase() === q.toLowerCase())) out.push(q);
+  }
+  return out;
 }

@@ -30,6 +30,11 @@ export interface AnswerProvider {
    * The engine validates the result again before returning it.
    */
   structured(request: GroundedRequest, schema: Record<string, unknown>, validator: SchemaValidator): Promise<unknown>;
+  /**
+   * Three follow-up questions a reader may ask after `query`, about the articles titled `titles`
+   * (providers that write them; the engine falls back to extractive ones otherwise).
+   */
+  relatedQuestions?(model: AiModel, query: string, titles: string[]): Promise<string[]>;
 }
 
 /** Providers by the `provider.kind` of an AI model. */

@@ -14,6 +14,7 @@ import type { RetrievedArticle } from "../search/types.ts";
 import type { Answer, AnswerContext, AnswerService, Citation, CitedArticles } from "./types.ts";
 import type { AnswerProvider, GroundedRequest, ProviderRegistry, Retrieve } from "./provider.ts";
 import { compileSchema, InvalidSchemaError, type SchemaValidator } from "./schema.ts";
+import { followUpQuestions } from "./related.ts";
 
 /** What the engine is built from. */
 export interface AnswerServiceOptions {
@@ -152,7 +153,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       tenant_id: context.tenantId ?? model.tenantId,
       ai_agent: model.id,
       interaction_type: context.interactionType ?? DEFAULT_INTERACTION_TYPE,
-      prompt: query,
+      prompt: context.prompt ?? query,
       response: message.length > MAX_RESPONSE_CHARS ? message.slice(0, MAX_RESPONSE_CHARS) : message,
       ...(context.widgetId ? { widget_id: context.widgetId } : {}),
       ...(context.sessionId ? { session_id: context.sessionId } : {}),
@@ -213,5 +214,18 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
     return citationsOf(message, request, context);
   }
 
-  return { answer, stream };
+  /** Model-written follow-ups when the provider writes them; extractive ones otherwise or when it fails. */
+  const relatedQuestions = async (model: AiModel, query: string, cited: { title: string }[]): Promise<string[]> => {
+    const provider = options.providers[model.provider.kind];
+    if (provider?.relatedQuestions && cited.length > 0) {
+      try {
+        return await provider.relatedQuestions(model, query, cited.map((c) => c.title));
+      } catch (err) {
+        log.warn("related questions not written; extractive ones instead", { error: describeError(err) });
+      }
+    }
+    return await followUpQuestions(options.retrieve, model.groundingDataModelIds, query, cited);
+  };
+
+  return { answer, stream, relatedQuestions };
 }

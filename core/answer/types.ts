@@ -28,6 +28,8 @@ export interface AnswerContext {
    * sends its own `query` events, so its answers are not recorded twice.
    */
   recordQuery?: boolean;
+  /** What the reader typed, when the engine answers a rewritten query (a follow-up made standalone). */
+  prompt?: string;
 }
 
 /** An article a text answer cites. */
@@ -73,4 +75,9 @@ export interface AnswerService {
    * citations of a text answer when it is done.
    */
   stream?(model: AiModel, query: string, context: AnswerContext): AsyncGenerator<string, Citation[] | void>;
+  /**
+   * Three follow-up questions after a text answer citing `cited`: written by the model's provider
+   * when it writes them, else extractive from the cited articles (core/answer/related.ts).
+   */
+  relatedQuestions?(model: AiModel, query: string, cited: { title: string }[]): Promise<string[]>;
 }

@@ -1,6 +1,7 @@
 /** Admin commands of the commerce room (merged into core/admin/commands.ts). */
 import { type AdminCommand, AdminUsageError as UsageError } from "../admin/command.ts";
 import { parseAmountUsd } from "./money.ts";
+import { FULL_TEXT_METER } from "./catalog.ts";
 
 const need = (v: Record<string, unknown>, name: string): string => {
   const x = v[name];
@@ -26,7 +27,7 @@ async function requireSeller(deps: Parameters<AdminCommand["run"]>[0], sellerId:
 export const commerceAdminCommands: Record<string, AdminCommand> = {
   "plan create": {
     usage:
-      "plan create --seller <id> --name <name> (--credit --min <usd> --max <usd> | --payg --price <usd>) [--services <slug,...>]",
+      "plan create --seller <id> --name <name> (--credit --min <usd> --max <usd> [--meters query,full_text] | --payg --price <usd>) [--services <slug,...>]",
     options: {
       seller: { type: "string" },
       name: { type: "string" },
@@ -36,11 +37,16 @@ export const commerceAdminCommands: Record<string, AdminCommand> = {
       max: { type: "string" },
       price: { type: "string" },
       services: { type: "string", multiple: true },
+      meters: { type: "string", multiple: true },
     },
     async run(deps, v) {
       const sellerId = need(v, "seller");
       await requireSeller(deps, sellerId);
       const services = list(v.services);
+      const meters = list(v.meters);
+      if (meters.some((m) => m !== "query" && m !== FULL_TEXT_METER)) {
+        throw new UsageError("--meters takes query and full_text");
+      }
       const base = { name: need(v, "name"), services: services.length ? services : undefined };
       if (v.payg === true && v.credit !== true) {
         return await deps.commerce.catalog.addPaygPlan(sellerId, { ...base, pricePerRequestMicros: usd(v, "price") });
@@ -49,7 +55,12 @@ export const commerceAdminCommands: Record<string, AdminCommand> = {
       const min = usd(v, "min");
       const max = usd(v, "max");
       if (!(min > 0 && max >= min)) throw new UsageError("--min must be above 0 and at most --max");
-      return await deps.commerce.catalog.addCreditPlan(sellerId, { ...base, minimumMicros: min, maximumMicros: max });
+      return await deps.commerce.catalog.addCreditPlan(sellerId, {
+        ...base,
+        ...(meters.length ? { meters } : {}),
+        minimumMicros: min,
+        maximumMicros: max,
+      });
     },
   },
   "plan list": {
@@ -58,8 +69,13 @@ export const commerceAdminCommands: Record<string, AdminCommand> = {
     run: (deps, v) => deps.commerce.catalog.listPlans(need(v, "seller")),
   },
   "pricing set": {
-    usage: "pricing set --seller <id> --default <usd per query> [--service <slug>=<usd> ...]",
-    options: { seller: { type: "string" }, default: { type: "string" }, service: { type: "string", multiple: true } },
+    usage: "pricing set --seller <id> --default <usd per query> [--service <slug>=<usd> ...] [--full-text <usd>]",
+    options: {
+      seller: { type: "string" },
+      default: { type: "string" },
+      service: { type: "string", multiple: true },
+      "full-text": { type: "string" },
+    },
     async run(deps, v) {
       const sellerId = need(v, "seller");
       await requireSeller(deps, sellerId);
@@ -69,7 +85,11 @@ export const commerceAdminCommands: Record<string, AdminCommand> = {
         if (!slug || !price) throw new UsageError("--service takes <slug>=<usd>");
         servicePrices[slug] = usd({ price }, "price");
       }
-      const pricing = { defaultQueryPriceMicros: usd(v, "default"), servicePrices };
+      const pricing = {
+        defaultQueryPriceMicros: usd(v, "default"),
+        servicePrices,
+        ...(typeof v["full-text"] === "string" ? { fullTextPriceMicros: usd(v, "full-text") } : {}),
+      };
       await deps.commerce.catalog.setPricing(sellerId, pricing);
       return pricing;
     },

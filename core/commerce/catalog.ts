@@ -11,6 +11,13 @@ export const planCovers = (plan: Plan, slug: string): boolean =>
 
 /** Default price of one `query` when a seller set none: 0.01 USD. */
 export const DEFAULT_QUERY_PRICE_MICROS = 10_000;
+/** Default price of one `full_text` when a seller set none: 0.02 USD. */
+export const DEFAULT_FULL_TEXT_PRICE_MICROS = 20_000;
+/** The meter of an article's licensed full text (search `contents: {text: true}`), one unit per text. */
+export const FULL_TEXT_METER = "full_text";
+
+/** The meters a plan pays for: credit plans name theirs (default `query`); pay as you go pays queries. */
+export const planMeters = (plan: Plan): string[] => (plan.kind === "credit" ? plan.meters ?? ["query"] : ["query"]);
 
 /**
  * Plans and prices in KV, and the services derived from the seller's tenant.
@@ -41,7 +48,7 @@ export class Catalog {
   /** Adds a credit plan (`purchase.cardMinimumUsd` is the card floor, 0.50 USD). */
   async addCreditPlan(
     sellerId: string,
-    input: { name: string; services?: string[]; minimumMicros: number; maximumMicros: number },
+    input: { name: string; services?: string[]; meters?: string[]; minimumMicros: number; maximumMicros: number },
   ) {
     if (input.minimumMicros <= 0 || input.maximumMicros < input.minimumMicros) {
       throw new Error("credit plan limits must satisfy 0 < minimum <= maximum");
@@ -52,6 +59,7 @@ export class Catalog {
       kind: "credit",
       name: input.name,
       services: input.services ?? ["*"],
+      ...(input.meters ? { meters: input.meters } : {}),
       minimumMicros: input.minimumMicros,
       maximumMicros: input.maximumMicros,
       createdAt: this.clock.now().toISOString(),
@@ -101,7 +109,10 @@ export class Catalog {
     for (const dm of dms) {
       if (!dm.marketplace) continue;
       const slug = serviceSlug(dm);
-      out.push({ slug, kind: "search", modelId: dm.id, name: dm.name, meters: { query: price(slug) } });
+      const fullText = dm.license === "full_text"
+        ? { full_text: pricing.fullTextPriceMicros ?? DEFAULT_FULL_TEXT_PRICE_MICROS }
+        : {};
+      out.push({ slug, kind: "search", modelId: dm.id, name: dm.name, meters: { query: price(slug), ...fullText } });
     }
     for (const am of ams) {
       if (!am.marketplace || am.private) continue;
@@ -114,7 +125,13 @@ export class Catalog {
 
 /** Public JSON of a plan, with its purchase block and URL. */
 export function planView(plan: Plan, agentAuthUrl: string): Record<string, unknown> {
-  const base = { id: plan.id, name: plan.name, kind: plan.kind, services: plan.services };
+  const base = {
+    id: plan.id,
+    name: plan.name,
+    kind: plan.kind,
+    services: plan.services,
+    ...(plan.kind === "credit" && plan.meters ? { meters: plan.meters } : {}),
+  };
   if (plan.kind === "payg") {
     return { ...base, pricePerRequestUsd: formatUsd(plan.pricePerRequestMicros), purchasable: false };
   }

@@ -38,7 +38,12 @@ const serviceView = (s: Service, agentAuthUrl: string) => ({
   endpoint: s.kind === "search"
     ? { method: "POST", url: `${agentAuthUrl}/v2/search?data_model_id=${s.modelId}`, body: '{"query": "..."}' }
     : { method: "POST", url: `${agentAuthUrl}/aimodel/${s.modelId}`, body: '{"query": "..."}' },
-  meters: [{ meterSlug: "query", priceUsd: formatUsd(s.meters.query), unit: "request" }],
+  meters: [
+    { meterSlug: "query", priceUsd: formatUsd(s.meters.query), unit: "request" },
+    ...(s.meters.full_text !== undefined
+      ? [{ meterSlug: "full_text", priceUsd: formatUsd(s.meters.full_text), unit: "article text" }]
+      : []),
+  ],
 });
 
 /** `GET /services`. */
@@ -103,7 +108,11 @@ export function llmsTxt(c: CatalogSnapshot): string {
       : []),
     "",
     "## Services",
-    ...c.services.map((s) => `- ${s.slug} (${s.kind}): ${formatUsd(s.meters.query)} USD per query`),
+    ...c.services.map((s) =>
+      `- ${s.slug} (${s.kind}): ${formatUsd(s.meters.query)} USD per query${
+        s.meters.full_text !== undefined ? `, ${formatUsd(s.meters.full_text)} USD per full text` : ""
+      }`
+    ),
     "",
     "## Plans",
     ...c.plans.map((p) =>

@@ -8,7 +8,7 @@
 import type { Clock } from "../clock.ts";
 import { AppError } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
-import { planCovers, planView } from "./catalog.ts";
+import { FULL_TEXT_METER, planCovers, planMeters, planView } from "./catalog.ts";
 import { matchTerms, type PaymentTerms, receiptHeader, type RefundNote } from "./challenges.ts";
 import { CARD_MINIMUM_MICROS, formatUsd } from "./money.ts";
 import { holdKey } from "./entitlements.ts";
@@ -105,9 +105,30 @@ export class PaidProxy {
       });
     }
     const requestId = this.#requestId(c.headers);
-    const covering = plans.filter((p) => planCovers(p, service.slug));
+    let covering = plans.filter((p) => planCovers(p, service.slug));
+    // Full text is its own meter: only plans that name it pay for it, and the reservation holds the
+    // most texts the call can return (it is settled at the texts actually served).
+    const texts = c.kind === "search" ? fullTextsAsked(c.body) : 0;
+    if (texts > 0) {
+      covering = service.meters.full_text === undefined
+        ? []
+        : covering.filter((p) => planMeters(p).includes(FULL_TEXT_METER));
+      const heldIds = new Set((await commerce.ledger.entries(c.agent, c.seller.sellerId)).map((e) => e.value.planId));
+      if (!covering.some((p) => heldIds.has(p.id))) {
+        throw new AppError(403, "plan_required", "Your plans do not include full text for this service", {
+          reason: "not_included_in_plan",
+          detail: service.meters.full_text === undefined
+            ? "the publisher licenses summaries only for this service"
+            : "buy a plan whose meters include full_text",
+          extra: {
+            meters: [{ serviceSlug: service.slug, meterSlug: FULL_TEXT_METER }],
+            plans: covering.map((p) => planView(p, this.o.agentAuthUrl)),
+          },
+        });
+      }
+    }
     const creditIds = new Set(covering.filter((p) => p.kind === "credit").map((p) => p.id));
-    const price = service.meters.query;
+    const price = service.meters.query + texts * (service.meters.full_text ?? 0);
     const views = () => covering.map((p) => planView(p, this.o.agentAuthUrl));
 
     if (creditIds.size > 0) {
@@ -456,12 +477,17 @@ export class PaidProxy {
       problem = "invalid_usage_header";
     } else {
       for (const line of usage) {
-        const priced = line.meterSlug === "query" ? services.find((s) => s.slug === line.serviceSlug) : undefined;
-        if (!priced) {
+        const meters = services.find((s) => s.slug === line.serviceSlug)?.meters;
+        const unit = line.meterSlug === "query"
+          ? meters?.query
+          : line.meterSlug === FULL_TEXT_METER
+          ? meters?.full_text
+          : undefined;
+        if (unit === undefined) {
           problem = "usage_not_priced";
           break;
         }
-        cost += priced.meters.query * line.quantity;
+        cost += unit * line.quantity;
       }
     }
     if (problem) {
@@ -483,4 +509,22 @@ export class PaidProxy {
     }
     return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
   }
+}
+
+/**
+ * How many full texts a search body may return (`contents: {text: true}`): its page size, at most
+ * its `similarity_top_k`; 0 when it asks for none or is unreadable (the upstream then answers it).
+ */
+export function fullTextsAsked(body: Uint8Array): number {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(new TextDecoder().decode(body));
+  } catch {
+    return 0;
+  }
+  const b = parsed as { contents?: { text?: unknown }; num_results?: unknown; similarity_top_k?: unknown } | null;
+  if (!b || typeof b !== "object" || b.contents?.text !== true) return 0;
+  const count = (v: unknown, fallback: number) =>
+    Number.isSafeInteger(v) && (v as number) >= 1 ? Math.min(v as number, 1000) : fallback;
+  return Math.min(count(b.num_results, 10), count(b.similarity_top_k, 9));
 }

@@ -22,6 +22,8 @@ export interface SellerPricing {
   defaultQueryPriceMicros: number;
   /** Per-service `query` price overrides (micro-USD), by service slug. */
   servicePrices?: Record<string, number>;
+  /** Price of one `full_text` (an article's licensed full text) where licensed (micro-USD). */
+  fullTextPriceMicros?: number;
 }
 
 /** Where sellers are found (the identity room's `SellerRegistry` answers the same questions). */
@@ -42,6 +44,8 @@ export interface CreditPlan {
   name: string;
   /** Service slugs covered, or `["*"]` for every service of the seller. */
   services: string[];
+  /** Meters the credit pays for: absent means `query` only; `full_text` must be named. */
+  meters?: string[];
   minimumMicros: number;
   maximumMicros: number;
   createdAt: string;
@@ -68,8 +72,8 @@ export interface Service {
   /** `dm_...` or `am_...`. */
   modelId: string;
   name: string;
-  /** Meter prices (micro-USD per unit); only `query` exists. */
-  meters: { query: number };
+  /** Meter prices (micro-USD per unit): `query`, and `full_text` where the data model licenses it. */
+  meters: { query: number; full_text?: number };
 }
 
 /**

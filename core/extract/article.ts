@@ -3,12 +3,15 @@
  */
 import { Readability } from "@mozilla/readability";
 import { parseHTML } from "linkedom";
+import { htmlToMarkdown } from "../text/markdown.ts";
 
 /** What a page says about itself. */
 export interface ExtractedArticle {
   title: string;
   /** Main text, paragraphs separated by blank lines. */
   text: string;
+  /** Main text as Markdown (headings, lists, links kept), when Readability found the article. */
+  markdown?: string;
   byline?: string;
   siteName?: string;
   /** ISO 8601 when the page states it. */
@@ -223,9 +226,11 @@ export function extractArticle(html: string): ExtractedArticle {
     if (fresh !== doc) removeBoilerplate(fresh);
     text = domText(fresh.body);
   }
+  const markdown = parsed?.content ? htmlToMarkdown(parsed.content) : "";
   return {
     title: parsed?.title?.trim() || metaTitle || docTitle || "",
     text,
+    ...(markdown ? { markdown } : {}),
     byline: parsed?.byline?.trim() || byline,
     siteName: parsed?.siteName?.trim() || siteName,
     publishedTime: isoDate(parsed?.publishedTime) ?? published,

@@ -5,6 +5,7 @@ import { newId } from "../ids.ts";
 import type { DataModel } from "../store/models.ts";
 import { ArticleChangeLog, type ChangeLogHead, headKey } from "./change_log.ts";
 import { clip, summarize } from "./summarize.ts";
+import { clipMarkdown } from "../text/markdown_text.ts";
 
 /**
  * Articles of a data model as stored in Deno KV.
@@ -58,6 +59,13 @@ export interface Article {
   previewContent: string;
   summary: string;
   body: string;
+  /**
+   * The body as clean Markdown (headings, lists, links), when it came as HTML or Markdown; bounded
+   * so the stored value stays under KV's limit with the plain body beside it.
+   */
+  markdown?: string;
+  /** Section or topic labels (feed `<category>`, JSON Feed `tags`, sitemap news keywords, ingest). */
+  categories?: string[];
   embedding?: StoredEmbedding;
   terms?: StoredTerms;
   createdAt: string;
@@ -74,6 +82,39 @@ const httpUrl = z.string().trim().max(2048, { error: "must be at most 2048 chara
 }, { error: "must be an absolute http(s) URL" });
 
 const text = (max: number) => z.string().max(max, { error: `must be at most ${max} characters` });
+
+/** Most categories kept per article, and characters per category. */
+export const MAX_CATEGORIES = 20;
+export const MAX_CATEGORY_CHARS = 100;
+const categoryList = z.array(
+  z.string({ error: "must be a string" }).max(500, { error: "must be at most 500 characters" }),
+  {
+    error: "must be an array of strings",
+  },
+).max(200, { error: "at most 200 entries" });
+
+/**
+ * Categories as stored: whitespace collapsed, each at most {@link MAX_CATEGORY_CHARS} characters,
+ * duplicates (ignoring case) dropped, at most {@link MAX_CATEGORIES}.
+ */
+export function cleanCategories(values: Iterable<string | null | undefined>): string[] {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const v of values) {
+    const c = (v ?? "").replace(/\s+/g, " ").trim().slice(0, MAX_CATEGORY_CHARS).trim();
+    const key = categoryKey(c);
+    if (!key || seen.has(key)) continue;
+    seen.add(key);
+    out.push(c);
+    if (out.length >= MAX_CATEGORIES) break;
+  }
+  return out;
+}
+
+/** The form categories are compared in: case and diacritics folded, whitespace collapsed. */
+export function categoryKey(value: string): string {
+  return value.normalize("NFKD").replace(/\p{M}+/gu, "").toLowerCase().replace(/\s+/g, " ").trim();
+}
 
 /** One article as clients send it (bulk API, JSONL lines). Unknown fields are ignored. */
 export const articleInputSchema = z.object({
@@ -93,6 +134,12 @@ export const articleInputSchema = z.object({
   body: z.string().max(2_000_000, { error: "must be at most 2000000 characters" }).nullish(),
   content: z.string().max(2_000_000).nullish(),
   text: z.string().max(2_000_000).nullish(),
+  categories: categoryList.nullish(),
+  tags: categoryList.nullish(),
+  /** The body as HTML: kept as Markdown (and as plain text when `body` is absent). */
+  body_html: z.string().max(2_000_000, { error: "must be at most 2000000 characters" }).nullish(),
+  /** The body as Markdown, kept for full text. */
+  body_markdown: z.string().max(2_000_000, { error: "must be at most 2000000 characters" }).nullish(),
 }).loose();
 type ParsedInput = z.infer<typeof articleInputSchema>;
 /** The known fields of an article input (without the index signature `.loose()` adds). */
@@ -178,7 +225,34 @@ export function normalizeArticle(
     previewContent,
     summary,
     body,
+    ...categoriesOf(input),
+    ...markdownOf(input.body_markdown, body),
   };
+}
+
+// Bytes the stored body and Markdown take together at most: the rest of the value (title, terms,
+// embedding, ...) fits in what remains of KV's 64 KiB.
+const TEXT_BYTES = 48_000;
+const MAX_MARKDOWN = 20_000;
+
+/** Bytes V8's serializer writes for a string: one per character when all are Latin-1, else two. */
+function serializedBytes(s: string): number {
+  // deno-lint-ignore no-control-regex -- the Latin-1 range starts at U+0000 on purpose
+  return /[^\x00-\xff]/.test(s) ? 2 * s.length : s.length;
+}
+
+function markdownOf(markdown: string | null | undefined, body: string): { markdown?: string } {
+  const md = markdown?.replace(/\r\n?/g, "\n").replace(/\n{3,}/g, "\n\n").trim();
+  if (!md) return {};
+  const room = TEXT_BYTES - serializedBytes(body);
+  const max = Math.min(MAX_MARKDOWN, Math.floor(room / (serializedBytes(md) === md.length ? 1 : 2)));
+  const kept = clipMarkdown(md, max);
+  return kept ? { markdown: kept } : {};
+}
+
+function categoriesOf(input: ArticleInput): { categories?: string[] } {
+  const list = cleanCategories([...(input.categories ?? []), ...(input.tags ?? [])]);
+  return list.length ? { categories: list } : {};
 }
 
 /** The text an article is embedded from: the title twice (it names the topic), summary, opening. */
@@ -198,7 +272,8 @@ const UPSERT_COMMIT_BYTES = 400_000;
 /** An upper estimate of an article's stored size. */
 function estimatedBytes(a: Omit<Article, "id" | "createdAt" | "updatedAt">): number {
   return 2 * (a.url.length + a.title.length + a.summary.length + a.previewContent.length + a.body.length +
-        (a.terms?.t.length ?? 0)) + (a.terms?.f.length ?? 0) + (a.embedding?.q.length ?? 0) + 1024;
+        (a.terms?.t.length ?? 0) + (a.categories?.join("").length ?? 0)) +
+    (a.terms?.f.length ?? 0) + (a.embedding?.q.length ?? 0) + 1024;
 }
 
 const articleKey = (dmId: string, id: string) => ["article", dmId, id];

@@ -283,6 +283,15 @@ export class Bm25Index {
     return freed;
   }
 
+  /**
+   * The slots whose postings hold a term (a view, valid until the index next changes; may include
+   * retired slots until compaction). Empty when the term is unknown.
+   */
+  postings(term: string): Int32Array {
+    const id = this.termIds.get(term);
+    return id === undefined ? new Int32Array(0) : this.postSlots[id]!.subarray(0, this.postLen[id]!);
+  }
+
   /** Document frequency of a term (0 when unknown). */
   df(term: string): number {
     const id = this.termIds.get(term);

@@ -3,8 +3,12 @@ import type { Clock } from "../clock.ts";
 import { timeSlicer } from "../timers.ts";
 import { explainSlots } from "./explain.ts";
 import { filterPredicate, filtersOf } from "./filters.ts";
+import { boundedCache } from "../bounded_cache.ts";
+import { type Highlight, highlightPage, highlightQuery, highlightQueryOfText } from "./highlights.ts";
+import { highlightOptionsOf, textOptionOf } from "./result_options.ts";
+import { clipMarkdown, markupWithinLimits, stripTags, textToMarkdown } from "../text/markdown_text.ts";
 import { fuseAcrossIndexes } from "./fusion.ts";
-import { AppError } from "../errors.ts";
+import { AppError, fullTextNotLicensed } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
 import type { DataModel } from "../store/models.ts";
 import { ALGORITHMS, candidatePool, mergeRanked, type Ranked } from "./algorithms.ts";
@@ -23,7 +27,7 @@ import {
 import { Bm25Index } from "./bm25.ts";
 import { type ArticleChange, CHANGE_LOG_RETENTION, ChangeLogTrimmed, headKey, headSeq } from "./change_log.ts";
 import type { EmbeddingProvider } from "./embeddings/provider.ts";
-import { articleBag, bagOf, DataModelIndex, type QueryRep, storableTerms } from "./index.ts";
+import { articleBag, type ArticleCard, bagOf, DataModelIndex, type QueryRep, storableTerms } from "./index.ts";
 import { DEFAULT_VECTOR_WEIGHT, type Fusion, FUSION_V2, retrievalFusion } from "./retrieval_mode.ts";
 import { directLinks, type LinkBuilder, type QuerySource, RecentQueryLog, type UrlAnalyzer } from "./ports.ts";
 import { mergeTrends, signalKeywords, titleBursts, type TrendingKeyword } from "./trending.ts";
@@ -49,6 +53,8 @@ const MAX_QUERY_CHARS = 2000;
 // Terms of an analysed page used as the lexical query: enough to name the topic, few enough to stay fast.
 const PAGE_QUERY_TERMS = 30;
 const TREND_CACHE_S = 300;
+/** Most categories a data model lists. */
+export const MAX_LISTED_CATEGORIES = 100;
 
 /** Outcome of one ingested item. */
 export interface IngestItemResult {
@@ -78,10 +84,18 @@ export interface ArticleService {
   count(dataModelId: string): Promise<number>;
   /** The stored article of a URL (canonical form), or null. */
   articleByUrl(dataModelId: string, url: string): Promise<Article | null>;
+  /** The most used categories of a data model's live articles, most used first. */
+  topCategories(dataModelId: string, limit?: number): Promise<CategoryCount[]>;
   /** Retention in KV and this process's index (see {@link SearchEngine.expire}). */
   expire(dataModelId: string, cutoffUnix: number): Promise<number>;
   /** Trims a data model's article change log (see {@link SearchEngine.trimChanges}). */
   trimChanges(dataModelId: string): Promise<number>;
+}
+
+/** A category and how many live articles carry it. */
+export interface CategoryCount {
+  category: string;
+  count: number;
 }
 
 /** Article search as the app holds it: recommendations and retrieval, ingest, the index lifecycle. */
@@ -126,6 +140,50 @@ export interface ServedResults {
   results: { articleId: string; url: string; position: number }[];
 }
 
+// Characters of an item's `body_html` converted to Markdown (bounds the parse on the ingest path).
+const MAX_HTML_CONVERTED = 100_000;
+
+/**
+ * Items that carry `body_html`, with it kept as `body_markdown` (and as the plain `body` when they
+ * have none). The converter loads only when an item needs it.
+ */
+async function htmlBodies(items: unknown[]): Promise<Map<number, Record<string, unknown>>> {
+  const out = new Map<number, Record<string, unknown>>();
+  const withHtml = items.flatMap((item, i) => {
+    const html = (item as { body_html?: unknown } | null)?.body_html;
+    return typeof html === "string" && html.length <= 2_000_000 && html.trim() ? [{ i, html }] : [];
+  });
+  if (withHtml.length === 0) return out;
+  const [{ htmlToMarkdown }, { htmlToText }] = await Promise.all([
+    import("../text/markdown.ts"),
+    import("./feeds.ts"),
+  ]);
+  for (const { i, html } of withHtml) {
+    const item = items[i] as Record<string, unknown>;
+    const base = typeof item.url === "string" ? item.url : undefined;
+    // Markdown and the plain body keep 20k characters: a bounded head of the markup is all they need.
+    const head = html.slice(0, MAX_HTML_CONVERTED);
+    const hasBody = ["body", "content", "text"].some((k) => typeof item[k] === "string" && item[k] !== "");
+    // Markup too large or too deep to parse on this path keeps no Markdown; its text is still read.
+    if (!markupWithinLimits(head)) {
+      if (!hasBody) out.set(i, { ...item, body: stripTags(head) });
+      continue;
+    }
+    let markdown: string;
+    try {
+      markdown = htmlToMarkdown(head, base);
+    } catch {
+      continue; // unreadable markup: the item keeps its plain body
+    }
+    out.set(i, {
+      ...item,
+      body_markdown: item.body_markdown ?? markdown,
+      ...(hasBody ? {} : { body: htmlToText(head) }),
+    });
+  }
+  return out;
+}
+
 /** Describes a zod issue for a per-item ingest error: `url: must be an absolute http(s) URL`. */
 function issueText(error: z.ZodError): string {
   const issue = error.issues[0]!;
@@ -165,6 +223,25 @@ export function refDomain(ref: string | null | undefined): string | undefined {
   return domainOf(ref) || undefined;
 }
 
+/** What highlights and full text read of an article: its plain body and its Markdown, if kept. */
+export type BodyText = Pick<Article, "body" | "markdown">;
+
+// Bodies recently read for highlights and full text, by data model and article id: popular
+// articles are read again and again. Bounded by count and by size (UTF-16 bytes).
+const BODY_CACHE_ENTRIES = 4096;
+const BODY_CACHE_BYTES = 32 * 1024 * 1024;
+
+/** Whether a caller may read a data model's full text: its own tenant always, others when licensed. */
+export function mayReadFullText(dm: DataModel, context: Pick<SearchContext, "tenantId">): boolean {
+  return context.tenantId === dm.tenantId || dm.license === "full_text";
+}
+
+/** An article's full text as Markdown within `max` characters (its summary when the body is gone). */
+export function fullText(article: BodyText | null | undefined, summary: string, max: number): string {
+  const md = article?.markdown || textToMarkdown(article?.body || summary);
+  return clipMarkdown(md, max);
+}
+
 /** Both slot predicates (either may be absent). */
 function allOf(
   a: ((s: number) => boolean) | undefined,
@@ -195,6 +272,13 @@ export class SearchEngine implements Search {
   private readonly following = new Map<string, IndexFollowing>();
   /** Names this engine's entries in the change log: it applied them already and skips them. */
   private readonly writerId = crypto.randomUUID();
+  private readonly categoryCache = new Map<string, { version: number; counts: CategoryCount[] }>();
+  /** Valid while the index still holds the very card it was read for (an upsert makes a new card). */
+  private readonly bodyCache = boundedCache<string, { card: ArticleCard; text: BodyText }>({
+    max: BODY_CACHE_ENTRIES,
+    maxSize: BODY_CACHE_BYTES,
+    sizeOf: (v) => 2 * (v.text.body.length + (v.text.markdown?.length ?? 0)) + 64,
+  });
   private readonly trendCache = new Map<string, { key: string; trends: TrendingKeyword[] }>();
   private readonly rebuildWaiters = new Map<string, (() => void)[]>();
   private readonly appliedWaiters = new Map<string, (() => void)[]>();
@@ -241,6 +325,31 @@ export class SearchEngine implements Search {
 
   async count(dataModelId: string): Promise<number> {
     return (await this.index(dataModelId)).liveCount;
+  }
+
+  async topCategories(dataModelId: string, limit = 20): Promise<CategoryCount[]> {
+    const index = await this.index(dataModelId);
+    const cached = this.categoryCache.get(dataModelId);
+    let all = cached?.version === index.version ? cached.counts : undefined;
+    if (!all) {
+      // One pass over the cards, recounted only after the index changed.
+      const byKey = new Map<string, CategoryCount>();
+      for (const card of index.cards) {
+        const keys = card.categoryKeys;
+        if (!keys) continue;
+        for (let i = 0; i < keys.length; i++) {
+          const c = byKey.get(keys[i]!);
+          if (c) c.count++;
+          else byKey.set(keys[i]!, { category: card.categories![i]!, count: 1 });
+        }
+      }
+      all = [...byKey.values()].sort((a, b) => b.count - a.count || a.category.localeCompare(b.category)).slice(
+        0,
+        MAX_LISTED_CATEGORIES,
+      );
+      this.categoryCache.set(dataModelId, { version: index.version, counts: all });
+    }
+    return all.slice(0, Math.max(0, limit)).map((c) => ({ ...c }));
   }
 
   /**
@@ -517,11 +626,13 @@ export class SearchEngine implements Search {
     const provider = this.options.embeddings;
     const results: IngestItemResult[] = new Array(items.length);
     const valid: { i: number; fields: ReturnType<typeof normalizeArticle> }[] = [];
+    // Bodies sent as HTML become Markdown first (bounded; see htmlBodies).
+    const fromHtml = await htmlBodies(items);
     // A call may carry 30 MB: the work goes in time slices, so other requests interleave.
     const slice = timeSlicer();
     for (const [i, item] of items.entries()) {
       await slice();
-      const parsed = articleInputSchema.safeParse(item);
+      const parsed = articleInputSchema.safeParse(fromHtml.get(i) ?? item);
       if (!parsed.success) {
         const url = (item as { url?: unknown } | null)?.url;
         results[i] = {
@@ -649,6 +760,9 @@ export class SearchEngine implements Search {
     const ref = refDomain(request.ref);
     const numRef = Math.min(request.num_articles_ref ?? 0, topK);
     const filters = filtersOf(request);
+    const textChars = textOptionOf(request);
+    // Full text is the publisher's to license; the owning tenant always reads its own articles.
+    if (textChars !== null && !mayReadFullText(dataModel, context)) throw fullTextNotLicensed();
     const index = await this.index(dataModel.id);
     const now = this.options.clock.now();
     const nowUnix = Math.floor(now.getTime() / 1000);
@@ -728,6 +842,10 @@ export class SearchEngine implements Search {
     const explained = request.explain
       ? explainSlots(index, pageItems.map((r) => r.slot), { query: rep, cos, nowUnix, trends, refPlaced })
       : undefined;
+    const needBodies = textChars !== null || highlightOptionsOf(request) !== null;
+    const stored = needBodies ? await this.bodies(dataModel.id, index, pageItems) : [];
+    // A URL query's terms are its page's; words are matched as asked otherwise.
+    const highlighted = await this.highlights(index, pageItems, stored, rep, request, analysed ? undefined : query);
     const results: SearchResult[] = [];
     for (let i = 0; i < pageItems.length; i++) {
       const { slot, score } = pageItems[i]!;
@@ -756,6 +874,8 @@ export class SearchEngine implements Search {
         title: card.title,
         url: card.url,
         ...(explained ? { explain: explained.get(slot) } : {}),
+        ...(highlighted ? { highlights: highlighted[i]! } : {}),
+        ...(textChars !== null ? { text: fullText(stored[i], card.summary, textChars) } : {}),
       });
     }
     this.options.onResults?.({
@@ -778,6 +898,59 @@ export class SearchEngine implements Search {
         message: this.message(algorithm, ranked.length, results.length, analysed, query, trends),
       },
     };
+  }
+
+  /**
+   * The bodies of a page of results (null where an article is gone): from the cache when it still
+   * holds the article's current version, the rest in one KV read.
+   */
+  private async bodies(dataModelId: string, index: DataModelIndex, pageItems: Ranked[]): Promise<(BodyText | null)[]> {
+    const out: (BodyText | null)[] = new Array(pageItems.length).fill(null);
+    const missing: number[] = [];
+    pageItems.forEach(({ slot }, i) => {
+      const card = index.cards[slot]!;
+      const hit = this.bodyCache.get(`${dataModelId}\u0000${card.id}`);
+      if (hit && hit.card === card) out[i] = hit.text;
+      else missing.push(i);
+    });
+    if (missing.length === 0) return out;
+    const cards = missing.map((i) => index.cards[pageItems[i]!.slot]!);
+    const read = await this.articles.getMany(dataModelId, cards.map((c) => c.id));
+    missing.forEach((i, k) => {
+      const a = read[k];
+      if (!a) return;
+      const text: BodyText = a.markdown ? { body: a.body, markdown: a.markdown } : { body: a.body };
+      out[i] = text;
+      // Only when the index still shows this version: a newer one may have been written meanwhile.
+      if (index.cards[pageItems[i]!.slot] === cards[k]) {
+        this.bodyCache.set(`${dataModelId}\u0000${cards[k]!.id}`, { card: cards[k]!, text });
+      }
+    });
+    return out;
+  }
+
+  /**
+   * The highlights of a page of results when the request asks for them (else undefined): the
+   * bodies are read from KV in one round, their windows scored by the query's terms and vector.
+   */
+  private async highlights(
+    index: DataModelIndex,
+    pageItems: Ranked[],
+    stored: (BodyText | null)[],
+    rep: QueryRep,
+    request: SearchRequest,
+    queryText?: string,
+  ): Promise<Highlight[][] | undefined> {
+    const options = highlightOptionsOf(request);
+    if (!options) return undefined;
+    const cards = pageItems.map((r) => index.cards[r.slot]!);
+    const bodies = stored.map((a, i) => a?.body || cards[i]!.summary);
+    const idf = (t: string) => index.bm25.idf(t);
+    const q = queryText === undefined ? highlightQuery(rep.bag.keys(), idf) : highlightQueryOfText(queryText, idf);
+    return await highlightPage(bodies, q, options, {
+      queryVector: rep.vector,
+      embed: (texts) => this.embedSafely(texts),
+    });
   }
 
   private message(

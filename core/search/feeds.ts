@@ -116,6 +116,8 @@ export function parseFeed(xml: string): ParsedSource {
     const image = media?.getAttribute("url") ??
       (enclosure && /^image\//.test(enclosure.getAttribute("type") ?? "") ? enclosure.getAttribute("url") : undefined);
     const item: Record<string, unknown> = { url, title: htmlToText(title), body: htmlToText(bodyHtml) };
+    // The markup too, kept as Markdown for licensed full text.
+    if (/<[a-z]/i.test(bodyHtml)) item.body_html = bodyHtml;
     if (author) item.author = author;
     if (pubdate) item.pubdate = pubdate;
     if (image) {
@@ -127,6 +129,10 @@ export function parseFeed(xml: string): ParsedSource {
     }
     if (summaryHtml && summaryHtml !== bodyHtml) item.summary = htmlToText(summaryHtml).slice(0, 1000);
     if (siteTitle && rss.length) item.site = siteTitle;
+    // RSS <category>text</category>, Atom <category term="..."/>.
+    const categories = ([...el.getElementsByTagName("category")] as El[])
+      .map((c) => (c.getAttribute("term") ?? c.textContent ?? "").trim()).filter(Boolean);
+    if (categories.length) item.categories = categories.slice(0, 200);
     out.items.push(item);
   });
   return out;

@@ -1,4 +1,4 @@
-import type { Article, StoredTerms } from "./articles.ts";
+import { type Article, categoryKey, type StoredTerms } from "./articles.ts";
 import { type Bm25Field, Bm25Index, type PackedBag, type TermCounts } from "./bm25.ts";
 import { type Fusion, FUSION_V2 } from "./retrieval_mode.ts";
 import { terms } from "./tokenizer.ts";
@@ -18,6 +18,10 @@ export interface ArticleCard {
   image?: string;
   previewContent: string;
   summary: string;
+  /** Category keys (see {@link categoryKey}), for filters; absent without categories. */
+  categoryKeys?: string[];
+  /** Categories as published, for listings. */
+  categories?: string[];
 }
 
 /** A query as the index sees it: a weighted bag of terms and an optional normalised vector. */
@@ -113,12 +117,12 @@ const MAX_VALUE_BYTES = 60_000;
  * Frequencies are written in the platform's byte order (little-endian on x86 and ARM).
  */
 export function storableTerms(
-  a: Pick<Article, "title" | "summary" | "body" | "previewContent" | "url">,
+  a: Pick<Article, "title" | "summary" | "body" | "previewContent" | "url" | "markdown">,
   bag: PackedBag,
 ): StoredTerms | undefined {
   const t = bag.terms.join(" ");
-  const bytes =
-    2 * (a.title.length + a.summary.length + a.body.length + a.previewContent.length + a.url.length + t.length) +
+  const bytes = 2 * (a.title.length + a.summary.length + a.body.length + a.previewContent.length + a.url.length +
+        t.length + (a.markdown?.length ?? 0)) +
     bag.tfs.byteLength + 4096;
   if (bytes > MAX_VALUE_BYTES) return undefined;
   return { v: TERMS_VERSION, t, f: new Uint8Array(bag.tfs.buffer, bag.tfs.byteOffset, bag.tfs.byteLength) };
@@ -148,6 +152,7 @@ export function cardOf(a: Article): ArticleCard {
     image: a.image,
     previewContent: a.previewContent,
     summary: a.summary,
+    ...(a.categories?.length ? { categories: a.categories, categoryKeys: a.categories.map(categoryKey) } : {}),
   };
 }
 

@@ -5,7 +5,9 @@
 import { z } from "zod";
 import type { DataModel } from "../store/models.ts";
 import { searchFilterFields } from "./filters.ts";
+import type { Highlight } from "./highlights.ts";
 import type { LinkPlacement } from "./links.ts";
+import { resultOptionFields } from "./result_options.ts";
 
 export const SEARCH_ALGORITHMS = ["semantic", "most_recent", "most_recent_semantic", "trending"] as const;
 export type SearchAlgorithm = (typeof SEARCH_ALGORITHMS)[number];
@@ -22,6 +24,7 @@ export const searchRequestSchema = z.object({
   page: z.number().int().min(1).max(10_000).optional(),
   num_results: z.number().int().min(1).max(1000).optional(),
   ...searchFilterFields,
+  ...resultOptionFields,
 }).loose();
 export type SearchRequest = z.infer<typeof searchRequestSchema>;
 
@@ -56,6 +59,10 @@ export interface SearchResult {
   title?: string;
   url?: string;
   explain?: SearchExplain;
+  /** With `highlights` in the request: the passages that best answer the query, in document order. */
+  highlights?: Highlight[];
+  /** With `contents: {text: true}` where licensed: the article body as Markdown. */
+  text?: string;
 }
 
 /** SearchResponse body (spec 2.2). */

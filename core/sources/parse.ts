@@ -17,6 +17,10 @@ export interface FeedItem {
   pubdate?: string;
   image?: string;
   site?: string;
+  /** The body's markup, when the source gave HTML (kept as Markdown for full text). */
+  bodyHtml?: string;
+  /** Feed `<category>`, JSON Feed `tags`, sitemap `news:keywords`. */
+  categories?: string[];
 }
 
 import { SourceFormatError } from "./errors.ts";
@@ -84,6 +88,8 @@ export function parseJsonFeed(text: string): FeedItem[] {
       pubdate: str(it.date_modified) ?? str(it.date_published),
       image: str(it.image) ?? str(it.banner_image),
       site: str(d.title),
+      ...(html ? { bodyHtml: html } : {}),
+      ...(Array.isArray(it.tags) ? { categories: it.tags.filter((t): t is string => typeof t === "string") } : {}),
     });
   }
   return out;
@@ -92,7 +98,7 @@ export function parseJsonFeed(text: string): FeedItem[] {
 // deno-lint-ignore no-explicit-any
 type El = any;
 
-const SITEMAP_FIELDS = ["loc", "news:title", "news:publication_date", "lastmod", "image:loc"];
+const SITEMAP_FIELDS = ["loc", "news:title", "news:publication_date", "lastmod", "image:loc", "news:keywords"];
 
 /**
  * The trimmed text of the first descendant of each name, in one pre-order walk of a (small) entry.
@@ -127,9 +133,16 @@ export function parseSitemap(xml: string): FeedItem[] {
       title: t.get("news:title") || undefined,
       pubdate: t.get("news:publication_date") || t.get("lastmod") || undefined,
       image: t.get("image:loc") || undefined,
+      ...keywordsOf(t.get("news:keywords") || undefined),
     });
   }
   return out;
+}
+
+/** Google News sitemap keywords (comma-separated) as categories. */
+function keywordsOf(text: string | undefined): { categories?: string[] } {
+  const list = (text ?? "").split(",").map((k) => k.trim()).filter(Boolean);
+  return list.length ? { categories: list } : {};
 }
 
 /** Items of an RSS or Atom feed. */
@@ -145,6 +158,8 @@ export function parseXmlFeed(xml: string): FeedItem[] {
     pubdate: str(i.pubdate),
     image: str(i.image),
     site: str(i.site),
+    ...(typeof i.body_html === "string" ? { bodyHtml: i.body_html } : {}),
+    ...(Array.isArray(i.categories) ? { categories: i.categories as string[] } : {}),
   }));
 }
 

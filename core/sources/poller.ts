@@ -15,7 +15,7 @@ import { KvLease } from "../kv_lease.ts";
 import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
 import type { ArticleExtractor } from "../extract/extractor.ts";
 import { decodeHtml } from "../extract/analyzer.ts";
-import { type Article, cutBody, parsePubdate } from "../search/articles.ts";
+import { type Article, cleanCategories, cutBody, parsePubdate } from "../search/articles.ts";
 import type { IngestReport } from "../search/engine.ts";
 import type { DataModel } from "../store/models.ts";
 import { backoffSeconds, retryAfterSeconds } from "./backoff.ts";
@@ -338,6 +338,8 @@ export class SourcePoller {
         pubdate: item.pubdate ?? existing?.pubdate,
         image: item.image,
         site: item.site,
+        categories: item.categories?.slice(0, 200),
+        body_html: item.bodyHtml,
       };
       const thin = !item.body || item.body.length < FULL_TEXT_MIN_CHARS;
       const wantsPage = (source.fetchPages || source.type === "sitemap") && thin;
@@ -351,6 +353,7 @@ export class SourcePoller {
         if (page) {
           input.url = page.canonical;
           input.body = page.text || input.body;
+          if (page.markdown) input.body_markdown = page.markdown;
           input.title ??= page.title;
           input.author ??= page.byline;
           input.pubdate ??= page.publishedTime;
@@ -403,7 +406,10 @@ export class SourcePoller {
 
   async #readPage(
     url: string,
-  ): Promise<{ canonical: string; text: string; title?: string; byline?: string; publishedTime?: string } | null> {
+  ): Promise<
+    | { canonical: string; text: string; markdown?: string; title?: string; byline?: string; publishedTime?: string }
+    | null
+  > {
     try {
       const res = await this.#deps.fetcher.fetch(url, {
         accept: HTML_TYPES,
@@ -415,6 +421,7 @@ export class SourcePoller {
       return {
         canonical: canonicalLink(html, res.url) ?? withoutTracking(res.url),
         text: article.text,
+        markdown: article.markdown,
         title: article.title || undefined,
         byline: article.byline,
         publishedTime: article.publishedTime,
@@ -431,5 +438,7 @@ function sameContent(a: Article, input: Record<string, unknown>): boolean {
   const title = String(input.title ?? "").replace(/\s+/g, " ").trim();
   const body = cutBody(String(input.body ?? ""));
   const pub = parsePubdate(input.pubdate as string | undefined);
-  return a.title === title && a.body === body && (pub === undefined || pub === a.pubdateUnix);
+  const categories = cleanCategories((input.categories as string[] | undefined) ?? []);
+  return a.title === title && a.body === body && (pub === undefined || pub === a.pubdateUnix) &&
+    categories.join("\n") === (a.categories ?? []).join("\n");
 }

@@ -40,8 +40,17 @@ export interface DataModel {
   marketplace: boolean;
   /** Retention: articles published longer ago leave search, the index and KV. Absent: kept forever. */
   maxAgeDays?: number;
+  /**
+   * What the publisher licenses to callers other than the owning tenant: `summary` (title, summary
+   * and preview; the default) or `full_text` (also the article body as Markdown, `contents`).
+   */
+  license?: DataModelLicense;
   createdAt: string;
 }
+
+/** The licence settings of a data model. */
+export const DATA_MODEL_LICENSES = ["summary", "full_text"] as const;
+export type DataModelLicense = (typeof DATA_MODEL_LICENSES)[number];
 
 /** How an AI model generates answers. API keys come from config, never from the record. */
 export type ProviderSettings =

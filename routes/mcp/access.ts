@@ -8,6 +8,15 @@
  *   of the `Payment` scheme (JSON-RPC -32042, the storefront's challenges in `data.challenges`)
  *   before any search runs.
  */
+import {
+  type ConversationRequest,
+  ConversationStore,
+  MAX_TURN_CHARS,
+  turnFields,
+} from "../../core/answer/conversation.ts";
+import { standaloneQuery } from "../../core/answer/followup.ts";
+import { followUpQuestions } from "../../core/answer/related.ts";
+import { type ArticleText, articleWithText } from "../../core/search/full_text.ts";
 import { Challenge, Credential, Errors, PaymentRequest, Receipt } from "mppx";
 import { ASK_AI_FILTERS, ASK_AI_PARAMS, askAiRollup } from "../../analytics/rollups.ts";
 import type { AnalyticsQuery, RollupDeps } from "../../analytics/rollups.ts";
@@ -51,12 +60,23 @@ export class JsonRpcError extends Error {
 
 /** `search_articles` arguments after validation. */
 export type SearchArgs = SearchRequest & { data_model_id: string };
+/** `get_article` arguments after validation. */
+export interface GetArticleArgs {
+  data_model_id: string;
+  url: string;
+  max_characters?: number;
+}
+/** `ask` arguments after validation. */
+export type AskArgs = { ai_model_id: string; query: string; related_questions?: boolean } & ConversationRequest;
 /** An answer of the `ask` tool. */
 export interface AskOutcome {
   message: string;
   /** A structured model's payload. */
   payload?: unknown;
   citations?: Record<string, unknown>[];
+  related_questions?: string[];
+  conversation_id?: string;
+  explain?: unknown;
 }
 /** A model a caller may use. */
 export interface ModelListing {
@@ -67,13 +87,19 @@ export interface ModelListing {
   /** Agents: what one call draws from plan credit. */
   credit_price_usd?: string;
   service_slug?: string;
+  /** Data models: their most used categories, for the `categories` filter. */
+  top_categories?: { category: string; count: number }[];
 }
+
+/** How many categories list_data_models shows per data model. */
+const LISTED_CATEGORIES = 10;
 
 /** What the tools call; one implementation per way in. */
 export interface McpAccess {
   kind: "tenant" | "agent";
   searchArticles(args: SearchArgs, payment: CallPayment): Promise<SearchResponse>;
-  ask(args: { ai_model_id: string; query: string }, payment: CallPayment): Promise<AskOutcome>;
+  getArticle(args: GetArticleArgs, payment: CallPayment): Promise<ArticleText>;
+  ask(args: AskArgs, payment: CallPayment): Promise<AskOutcome>;
   listDataModels(): Promise<ModelListing[]>;
   listAiModels(): Promise<ModelListing[]>;
   analyticsSummary(args: Record<string, string | undefined>): Promise<Record<string, unknown>>;
@@ -83,7 +109,7 @@ export interface McpAccess {
 
 type TenantDeps = Pick<
   Deps,
-  "repos" | "search" | "answer" | "analytics" | "clock" | "analyticsCache" | "analyticsMemo" | "analyticsVisits"
+  "repos" | "search" | "answer" | "analytics" | "clock" | "analyticsCache" | "analyticsMemo" | "analyticsVisits" | "kv"
 >;
 
 /**
@@ -115,23 +141,52 @@ export class TenantAccess implements McpAccess {
     });
   }
 
-  async ask(args: { ai_model_id: string; query: string }): Promise<AskOutcome> {
+  async getArticle(args: GetArticleArgs): Promise<ArticleText> {
+    const dm = await this.deps.repos.dataModels.getForTenant(this.tenantId, args.data_model_id);
+    if (!dm) throw dataModelNotFound();
+    return await articleWithText(this.deps.search, dm, args.url, args.max_characters);
+  }
+
+  async ask(args: AskArgs): Promise<AskOutcome> {
     const model = await this.deps.repos.aiModels.getForTenant(this.tenantId, args.ai_model_id);
     if (!model) throw aiModelNotFound();
-    const answer = await this.deps.answer.answer(model, args.query, {
+    const conversations = new ConversationStore(this.deps.kv, this.deps.clock);
+    const turn = await conversations.prepare(this.tenantId, model.id, args.query, args);
+    const answer = await this.deps.answer.answer(model, turn.query, {
       tenantId: this.tenantId,
       caller: this.caller,
       requestId: this.requestId,
+      ...(turn.query !== args.query ? { prompt: args.query } : {}),
     });
+    await conversations.remember(this.tenantId, model.id, turn, args.query, answer.message);
+    const related = args.related_questions && answer.kind === "text"
+      ? {
+        related_questions: this.deps.answer.relatedQuestions
+          ? await this.deps.answer.relatedQuestions(model, turn.query, answer.citations)
+          : await followUpQuestions(
+            (ids, q, o) => this.deps.search.retrieve(ids, q, o),
+            model.groundingDataModelIds,
+            turn.query,
+            answer.citations,
+          ),
+      }
+      : {};
     return {
       message: answer.message,
       ...(answer.kind === "structured" ? { payload: answer.payload } : {}),
       ...citationsOf(answer),
+      ...related,
+      ...turnFields(turn, args),
     };
   }
 
   async listDataModels(): Promise<ModelListing[]> {
-    return (await this.deps.repos.dataModels.listByTenant(this.tenantId)).map((m) => ({ id: m.id, name: m.name }));
+    const models = await this.deps.repos.dataModels.listByTenant(this.tenantId);
+    return await Promise.all(models.map(async (m) => ({
+      id: m.id,
+      name: m.name,
+      top_categories: await this.deps.search.topCategories(m.id, LISTED_CATEGORIES),
+    })));
   }
 
   async listAiModels(): Promise<ModelListing[]> {
@@ -170,7 +225,7 @@ function citationsOf(answer: object): { citations?: Record<string, unknown>[] } 
   return Array.isArray(c) ? { citations: c as Record<string, unknown>[] } : {};
 }
 
-type AgentDeps = Pick<Deps, "commerce" | "log">;
+type AgentDeps = Pick<Deps, "commerce" | "log" | "search">;
 
 /** A storefront agent: the seller's marketplace models, paid per call through the paid proxy. */
 export class AgentAccess implements McpAccess {
@@ -192,18 +247,37 @@ export class AgentAccess implements McpAccess {
     return body as unknown as SearchResponse;
   }
 
-  async ask(args: { ai_model_id: string; query: string }, payment: CallPayment): Promise<AskOutcome> {
-    const id = args.ai_model_id;
-    const body = await this.paidCall("aimodel", id, `/payproxy/aimodel/${id}`, { query: args.query }, payment);
-    // Text models answer {message}; structured models their payload itself (spec 2.3).
-    if (typeof body.message === "string" && Object.keys(body).every((k) => k === "message" || k === "citations")) {
-      return { message: body.message, ...citationsOf(body) };
-    }
-    return { message: JSON.stringify(body), payload: body };
+  getArticle(): Promise<ArticleText> {
+    return Promise.reject(new AppError(404, "unknown_tool", "Unknown tool: tools/list names the tools you can call"));
   }
 
-  listDataModels(): Promise<ModelListing[]> {
-    return this.listings("search");
+  async ask(args: AskArgs, payment: CallPayment): Promise<AskOutcome> {
+    const id = args.ai_model_id;
+    if (args.conversation || args.conversation_id) {
+      throw new AppError(422, "invalid_request", "conversation: kept conversations need a tenant key; send messages");
+    }
+    // The history travels with the call: the follow-up is made standalone before it is paid for.
+    const query = standaloneQuery(args.query, args.messages ?? [], MAX_TURN_CHARS);
+    const ask = { query, ...(args.related_questions ? { related_questions: true } : {}) };
+    const body = await this.paidCall("aimodel", id, `/payproxy/aimodel/${id}`, ask, payment);
+    const explained = args.explain ? { explain: { query, history_turns: args.messages?.length ?? 0 } } : {};
+    // Text models answer {message}; structured models their payload itself (spec 2.3).
+    const textKeys = ["message", "citations", "related_questions"];
+    if (typeof body.message === "string" && Object.keys(body).every((k) => textKeys.includes(k))) {
+      const related = Array.isArray(body.related_questions)
+        ? { related_questions: body.related_questions.filter((q): q is string => typeof q === "string") }
+        : {};
+      return { message: body.message, ...citationsOf(body), ...related, ...explained };
+    }
+    return { message: JSON.stringify(body), payload: body, ...explained };
+  }
+
+  async listDataModels(): Promise<ModelListing[]> {
+    const listed = await this.listings("search");
+    return await Promise.all(listed.map(async (l) => ({
+      ...l,
+      top_categories: await this.deps.search.topCategories(l.id, LISTED_CATEGORIES),
+    })));
   }
 
   listAiModels(): Promise<ModelListing[]> {

@@ -39,7 +39,7 @@ import {
   type SearchArgs,
   TenantAccess,
 } from "./access.ts";
-import { renderAnswer, renderBalance, renderModels, renderSearch, toolResult } from "./render.ts";
+import { renderAnswer, renderArticle, renderBalance, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
 
 /** The protocol versions the SDK's server negotiates (its SUPPORTED_PROTOCOL_VERSIONS), newest first. */
@@ -60,6 +60,10 @@ async function runTool(access: McpAccess, name: string, args: unknown, payment: 
     case "search_articles": {
       const out = await access.searchArticles(parseArguments<SearchArgs>(tool, args), payment);
       return toolResult(out as unknown as Record<string, unknown>, renderSearch(out));
+    }
+    case "get_article": {
+      const out = await access.getArticle(parseArguments(tool, args), payment);
+      return toolResult({ ...out }, renderArticle(out));
     }
     case "ask": {
       const answer = await access.ask(parseArguments(tool, args), payment);

@@ -24,6 +24,8 @@ function articleBlock(r: SearchResult, n: number): string {
   const lines = [`${n}. ${r.title ?? "(untitled)"}`];
   if (byline) lines.push(`   ${byline}`);
   if (r.summary) lines.push(`   ${r.summary}`);
+  for (const h of r.highlights ?? []) lines.push(`   > ${h.text}`);
+  if (r.text) lines.push("", r.text);
   lines.push(`   Link: ${r.source_url ?? r.url ?? ""}`);
   return lines.join("\n");
 }
@@ -33,6 +35,14 @@ export function renderSearch(out: SearchResponse): string {
   const { results, message } = out.response;
   if (results.length === 0) return `No articles found. ${message}`;
   return [...results.map((r, i) => articleBlock(r, i + 1)), "", message].join("\n\n").replace(/\n{3,}/g, "\n\n");
+}
+
+/** An article with its text. */
+export function renderArticle(
+  a: { title: string; author?: string; pubdate: string; url: string; text: string },
+): string {
+  const byline = [a.author, a.pubdate.slice(0, 10)].filter(Boolean).join(" · ");
+  return `# ${a.title}\n${byline ? `${byline}\n` : ""}Link: ${a.url}\n\n${a.text}`;
 }
 
 /** A cited source of an answer, as the answer engine may give it. */
@@ -57,9 +67,17 @@ export function renderAnswer(message: string, citations: Citation[] | undefined)
 }
 
 /** A list of models as text: `id  name  (price)`. */
-export function renderModels(kind: string, models: { id: string; name: string; price_usd?: string }[]): string {
+export function renderModels(
+  kind: string,
+  models: { id: string; name: string; price_usd?: string; top_categories?: { category: string }[] }[],
+): string {
   if (models.length === 0) return `No ${kind} available.`;
-  return models.map((m) => `- ${m.id}: ${m.name}${m.price_usd ? ` (${m.price_usd} USD per call)` : ""}`).join("\n");
+  return models.map((m) => {
+    const categories = m.top_categories?.length
+      ? `; categories: ${m.top_categories.map((c) => c.category).join(", ")}`
+      : "";
+    return `- ${m.id}: ${m.name}${m.price_usd ? ` (${m.price_usd} USD per call)` : ""}${categories}`;
+  }).join("\n");
 }
 
 /** A balance as text: the total, then each plan. */

@@ -8,6 +8,8 @@ import { MAX_PROMPT_CHARS } from "../../analytics/schema.ts";
 import { AppError } from "../../core/errors.ts";
 import { idPattern } from "../../core/ids.ts";
 import { searchRequestSchema } from "../../core/search/types.ts";
+import { contentsField, MAX_TEXT_CHARACTERS } from "../../core/search/result_options.ts";
+import { conversationFields } from "../../core/answer/conversation.ts";
 import { describeIssue } from "../validation.ts";
 
 const DM_ID_RE = idPattern("dm");
@@ -33,6 +35,19 @@ export const searchArticlesInput = searchRequestSchema.omit({ search_type: true 
   num_articles_ref: s.num_articles_ref.describe("Minimum number of results from the ref domain"),
 }).loose();
 
+/** `get_article`: one article's full text. */
+export const getArticleInput = z.object({
+  data_model_id: z.string().regex(DM_ID_RE, {
+    error: "must start with dm_ followed by letters and digits",
+  }).describe("The data model the article is in (`dm_...`)"),
+  url: z.string({ error: "must be a string" }).min(1, { error: "must not be empty" }).max(2048, {
+    error: "must be at most 2048 characters",
+  }).describe("The article's `url` as search_articles gave it"),
+  max_characters: contentsField.shape.max_characters.describe(
+    `Most characters of the text (default and at most ${MAX_TEXT_CHARACTERS})`,
+  ),
+});
+
 /** `ask`: a question for an AI model. */
 export const askInput = z.object({
   ai_model_id: z.string().regex(AM_ID_RE, {
@@ -42,6 +57,10 @@ export const askInput = z.object({
     MAX_PROMPT_CHARS,
     { error: `query is too long: the limit is ${MAX_PROMPT_CHARS} characters` },
   ).describe("The question, in a sentence"),
+  related_questions: z.boolean({ error: "must be true or false" }).optional().describe(
+    "Also return three follow-up questions (`related_questions`) built from the cited articles",
+  ),
+  ...conversationFields,
 });
 
 const day = (what: string) => z.string({ error: "must be a string" }).optional().describe(what);
@@ -83,6 +102,7 @@ export interface ToolDefinition {
 
 export type ToolName =
   | "search_articles"
+  | "get_article"
   | "ask"
   | "list_data_models"
   | "list_ai_models"
@@ -106,18 +126,33 @@ export const TOOLS: ToolDefinition[] = [
       "`query`. Narrow with `include_domains` / `exclude_domains` (up to 100 each; a domain covers its " +
       "subdomains) and `start_date` / `end_date` (ISO date or date-time, on the publication date). Pick " +
       "`search_algorithm` most_recent for news of the day, trending for what readers follow now. Set " +
-      "`explain: true` to see why each result ranked. Returns title, author, date, summary and a link per " +
+      "`categories` / `exclude_categories` (list_data_models shows the top ones), `authors`, `include_text` / " +
+      "`exclude_text` (phrases). Set `explain: true` to see why each result ranked. Set `highlights: " +
+      "{max_characters, per_result}` to get the passages of each article that answer the query, within that " +
+      "character budget; `contents: {text: true}` adds the full text as Markdown where the publisher licenses it. Returns title, author, date, summary and a link per " +
       "article; cite the link when you use one. Paid per call with a storefront agent token.",
     schema: searchArticlesInput,
     annotations: readOnly("Search articles", true),
     forAgents: true,
   },
   {
+    name: "get_article",
+    title: "Get an article's full text",
+    description: "Read one article in full, as clean Markdown (headings, lists and links kept). Give " +
+      "`data_model_id` and the article's `url` from search_articles; `max_characters` caps the text. Only " +
+      "where the publisher licenses full text (your own data models always). Cite the link when you use it.",
+    schema: getArticleInput,
+    annotations: readOnly("Get an article's full text", true),
+    forAgents: false,
+  },
+  {
     name: "ask",
     title: "Ask an AI model",
     description: "Ask an AI model (from list_ai_models) a question; it answers from fresh articles of its " +
       "data models, with the articles it used as citations when it has them. Use for a direct answer; use " +
-      "search_articles for a list of articles. Paid per call with a storefront agent token.",
+      "search_articles for a list of articles. For a follow-up, pass the earlier turns as `messages` (or " +
+      "`conversation: true`, then the returned `conversation_id`); `related_questions: true` suggests three " +
+      "next questions. Paid per call with a storefront agent token.",
     schema: askInput,
     annotations: readOnly("Ask an AI model", true),
     forAgents: true,

@@ -385,8 +385,9 @@ export function createWidgetApiRoutes(deps: Deps_) {
     };
     const requestId = c.get("requestId");
     // Follow-ups come from the cited articles first, then the others the question retrieves.
+    // The answer engine's choice when it has one (model-written with the OpenAI-compatible provider).
     const related = (citations: WidgetCitation[]) =>
-      followUpQuestions(
+      deps.answer.relatedQuestions ? deps.answer.relatedQuestions(model, query, citations) : followUpQuestions(
         (ids, q, o) => deps.search.retrieve(ids, q, o),
         model.groundingDataModelIds,
         query,

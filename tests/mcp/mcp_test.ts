@@ -33,12 +33,13 @@ interface ToolInfo {
 const toolsOf = async (client: { listTools(): Promise<unknown> }) =>
   ((await client.listTools()) as { tools: ToolInfo[] }).tools;
 
-Deno.test("MCP with a tenant API key: lists five annotated tools and calls each one", async () => {
+Deno.test("MCP with a tenant API key: lists six annotated tools and calls each one", async () => {
   await using w = await mcpWorld();
   const client = await w.connect(`Bearer ${w.apiKey}`);
   const tools = await toolsOf(client);
   assert.deepEqual(tools.map((t) => t.name), [
     "search_articles",
+    "get_article",
     "ask",
     "list_data_models",
     "list_ai_models",
@@ -274,6 +275,7 @@ Deno.test("the server card, /services, /llms.txt and the authorization-server me
   assert.equal(card.transport.type, "streamable-http");
   assert.deepEqual(card.tools.map((t: { name: string }) => t.name), [
     "search_articles",
+    "get_article",
     "ask",
     "list_data_models",
     "list_ai_models",

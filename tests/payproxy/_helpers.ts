@@ -151,6 +151,10 @@ export class FixedArticlesSearchService implements Search {
     return Promise.resolve(null);
   }
 
+  topCategories(): Promise<{ category: string; count: number }[]> {
+    return Promise.resolve([]);
+  }
+
   trimChanges(_dataModelId: string): Promise<number> {
     return Promise.resolve(0);
   }

@@ -1,0 +1,89 @@
+/**
+ * Follow-up turns on POST /app/aimodel/{id}: a `messages` history or a kept conversation
+ * (`conversation: true`, then `conversation_id`, 30 minutes by the injected clock) makes a short
+ * follow-up standalone before retrieval; `explain` shows the rewritten query.
+ */
+import assert from "node:assert/strict";
+import { CONVERSATION_TTL_MS, ConversationStore } from "../../core/answer/conversation.ts";
+import { FixedClock } from "../../core/clock.ts";
+import { bearer } from "../_helpers.ts";
+import { widgetWorld } from "../widget/_world.ts";
+
+Deno.test("ConversationStore.prepare() rewrites a follow-up from the history and forgets after 30 minutes", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const clock = new FixedClock("2026-11-22T12:00:00Z");
+    const store = new ConversationStore(kv, clock);
+    const first = await store.prepare("tn_a", "am_a", "Storm flooding closes coastal roads?", { conversation: true });
+    assert.equal(first.query, "Storm flooding closes coastal roads?");
+    assert.match(first.conversationId!, /^cv_[0-9a-z]{26}$/);
+    await store.remember("tn_a", "am_a", first, "Storm flooding closes coastal roads?", "Roads closed.");
+    const next = await store.prepare("tn_a", "am_a", "and what did the mayor say?", {
+      conversation_id: first.conversationId,
+    });
+    assert.match(next.query, /^and what did the mayor say \(.*storm.*\)\?$/);
+    assert.equal(next.history.length, 2);
+    // Another tenant or model cannot continue it.
+    await assert.rejects(() => store.prepare("tn_b", "am_a", "and?", { conversation_id: first.conversationId }));
+    await assert.rejects(() => store.prepare("tn_a", "am_b", "and?", { conversation_id: first.conversationId }));
+    clock.advance(CONVERSATION_TTL_MS + 1);
+    await assert.rejects(
+      () => store.prepare("tn_a", "am_a", "and?", { conversation_id: first.conversationId }),
+      /expired/,
+    );
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("POST /app/aimodel/{id}: messages history and kept conversations rewrite the follow-up, shown in explain", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  const ask = async (body: unknown) => {
+    const res = await w.app.request(`/app/aimodel/${a.model.id}`, {
+      method: "POST",
+      headers: { ...bearer(a.key), "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, json: await res.json() };
+  };
+  const first = "What did the council decide about the budget?";
+  const viaMessages = await ask({
+    query: "and what about the parks?",
+    messages: [{ role: "user", content: first }, { role: "assistant", content: "It passed." }],
+    explain: true,
+  });
+  assert.equal(viaMessages.status, 200);
+  assert.match(viaMessages.json.explain.query, /parks.*\(.*council.*budget.*\)/);
+  assert.equal(viaMessages.json.explain.history_turns, 2);
+
+  const started = await ask({ query: first, conversation: true });
+  assert.equal(started.status, 200);
+  const id = started.json.conversation_id;
+  assert.match(id, /^cv_/);
+  const followed = await ask({
+    query: "and what about the parks?",
+    conversation_id: id,
+    explain: true,
+    related_questions: true,
+  });
+  assert.equal(followed.status, 200);
+  assert.equal(followed.json.conversation_id, id);
+  assert.match(followed.json.explain.query, /council/);
+  assert.equal(followed.json.related_questions.length, 3);
+  assert.ok(followed.json.related_questions.every((q: string) => q.endsWith("?")));
+
+  // Without the options the body is as before; a bad or unknown id is refused without echoing it.
+  const plain = await ask({ query: first });
+  assert.deepEqual(Object.keys(plain.json).sort(), ["citations", "message"]);
+  const unknown = await ask({ query: "and?", conversation_id: "cv_0000000000aaaaaaaaaaaaaaaa" });
+  assert.equal(unknown.status, 404);
+  assert.ok(!JSON.stringify(unknown.json).includes("aaaaaaaa"));
+  const malformed = await ask({ query: "and?", conversation_id: "nope" });
+  assert.equal(malformed.status, 422);
+  const tooMany = await ask({
+    query: "and?",
+    messages: Array.from({ length: 21 }, () => ({ role: "user", content: "x" })),
+  });
+  assert.equal(tooMany.status, 422);
+});

@@ -1,0 +1,137 @@
+/**
+ * Full text on the storefront: its own `full_text` meter with its own price in /services, the
+ * manifest and llms.txt; a paid search with `contents: {text: true}` needs a plan whose meters
+ * include full_text (else 403 plan_required, reason not_included_in_plan, and no text), and is
+ * billed a query plus one full_text per text served, through the real payproxy route.
+ */
+import assert from "node:assert/strict";
+import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
+import { fullTextsAsked } from "../../core/commerce/proxy.ts";
+import { seedCommerceDemo } from "../../fixtures/commerce_demo.ts";
+import { seedDemo } from "../../fixtures/demo.ts";
+import { seedPayproxySecret } from "../../fixtures/payproxy_demo.ts";
+import { seedStorefront } from "../../fixtures/storefront.ts";
+import { createTestWorld } from "../_helpers.ts";
+import { challengesOf, paymentAuthorization, postJson, TestAgents } from "../commerce/_helpers.ts";
+
+async function world() {
+  const self: { fetch?: (req: Request) => Response | Promise<Response> } = {};
+  // Outbound calls to this service's own address (the allowance check) are served in-process.
+  const fetch: typeof globalThis.fetch = (input, init) => {
+    const req = new Request(input, init);
+    if (new URL(req.url).origin === "http://svc.test") return Promise.resolve(self.fetch!(req));
+    return Promise.reject(new Error(`unexpected outbound call to ${req.url}`));
+  };
+  const w = await createTestWorld({ fetch });
+  self.fetch = (req) => w.app.fetch(req);
+  const seeded = await seedDemo(w.deps, [seedStorefront, seedPayproxySecret, seedCommerceDemo]);
+  return { w, ids: seeded.ids };
+}
+
+const on = (init: RequestInit & { token?: string }) => {
+  const headers = new Headers(init.headers);
+  headers.set("host", "svc.test");
+  if (init.token) headers.set("authorization", `Bearer ${init.token}`);
+  return { ...init, headers };
+};
+
+Deno.test("fullTextsAsked(): the page size at most similarity_top_k when contents.text is true, else 0", () => {
+  const b = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+  assert.equal(fullTextsAsked(b({ query: "x" })), 0);
+  assert.equal(fullTextsAsked(b({ query: "x", contents: { text: false } })), 0);
+  assert.equal(fullTextsAsked(b({ query: "x", contents: { text: true } })), 9);
+  assert.equal(fullTextsAsked(b({ query: "x", contents: { text: true }, num_results: 3 })), 3);
+  assert.equal(fullTextsAsked(b({ query: "x", contents: { text: true }, similarity_top_k: 2 })), 2);
+  assert.equal(fullTextsAsked(new TextEncoder().encode("{not json")), 0);
+});
+
+Deno.test("storefront full_text: priced meter in /services and llms.txt; 403 not_included_in_plan without it; billed per text with it", async () => {
+  const { w, ids } = await world();
+  await using _ = w;
+  const { catalog } = w.deps.commerce;
+  const dm = (await w.deps.repos.dataModels.get(ids.dataModelId))!;
+  const ingested = await w.deps.search.ingest(dm, [
+    {
+      url: "https://alpha.example/budget",
+      title: "City council passes the budget",
+      body_html: "<h2>Budget</h2><p>The city council passed the budget, with more money for buses.</p>",
+    },
+    { url: "https://alpha.example/parks", title: "Council budget funds parks", body: "Parks get a bigger budget." },
+  ]);
+  assert.equal(ingested.failed, 0);
+  const search = (token: string, body: unknown) =>
+    w.app.request(`http://svc.test/v2/search?data_model_id=${dm.id}`, on({ ...postJson(body), token }));
+
+  // Summary licence: no full_text meter is sold.
+  let services = await (await w.app.request("http://svc.test/services", on({}))).json();
+  let news = services.services.find((s: { modelId: string }) => s.modelId === dm.id);
+  assert.deepEqual(news.meters.map((m: { meterSlug: string }) => m.meterSlug), ["query"]);
+
+  await w.deps.repos.dataModels.update({ ...dm, license: "full_text" });
+  await catalog.setPricing("demo", { defaultQueryPriceMicros: 10_000, fullTextPriceMicros: 30_000 });
+  services = await (await w.app.request("http://svc.test/services", on({}))).json();
+  news = services.services.find((s: { modelId: string }) => s.modelId === dm.id);
+  assert.deepEqual(news.meters[1], { meterSlug: "full_text", priceUsd: "0.030000", unit: "article text" });
+  const llms = await (await w.app.request("http://svc.test/llms.txt", on({}))).text();
+  assert.match(llms, /0\.030000 USD per full text/);
+
+  // An agent holding the query-only demo credit plan: full text is not included.
+  const agents = new TestAgents(w.deps, "demo");
+  const { token } = await agents.issue();
+  const buy = async (planId: string) => {
+    const first = await w.app.request(
+      `http://svc.test/plans/${planId}/purchase`,
+      on({ ...postJson({ amountUsd: "1.000000" }), token }),
+    );
+    const wallet = challengesOf(first).find((c) => c.method === "wallet")!;
+    await first.body?.cancel();
+    const bought = await w.app.request(
+      `http://svc.test/plans/${planId}/purchase`,
+      on(postJson({ amountUsd: "1.000000" }, {
+        authorization: paymentAuthorization(wallet, { token: SANDBOX_TOKENS.wallet.success }),
+        "zc-agent-authorization": `Bearer ${token}`,
+      })),
+    );
+    assert.equal(bought.status, 200);
+    await bought.body?.cancel();
+  };
+  const queryOnly = (await catalog.listPlans("demo")).find((p) => p.kind === "credit")!;
+  await buy(queryOnly.id);
+  const withText = await catalog.addCreditPlan("demo", {
+    name: "Full text credit",
+    meters: ["query", "full_text"],
+    minimumMicros: 100_000,
+    maximumMicros: 100_000_000,
+  });
+
+  const denied = await search(token, { query: "city council budget", contents: { text: true } });
+  assert.equal(denied.status, 403);
+  const deniedBody = await denied.json();
+  assert.equal(deniedBody.error, "plan_required");
+  assert.equal(deniedBody.reason, "not_included_in_plan");
+  assert.deepEqual(deniedBody.meters, [{ serviceSlug: "demo-news", meterSlug: "full_text" }]);
+  assert.deepEqual(deniedBody.plans.map((p: { id: string }) => p.id), [withText.id]);
+  assert.ok(!JSON.stringify(deniedBody).includes('"text"'));
+
+  // Without contents, the query-only plan still serves the search.
+  const plain = await search(token, { query: "city council budget", num_results: 2 });
+  assert.equal(plain.status, 200);
+  await plain.body?.cancel();
+
+  await buy(withText.id);
+  const res = await search(token, { query: "city council budget", contents: { text: true }, num_results: 2 });
+  assert.equal(res.status, 200, await res.clone().text());
+  assert.equal(res.headers.get("zc-usage-error"), null);
+  const usage = JSON.parse(res.headers.get("zc-usage")!);
+  const body = await res.json();
+  const texts = body.response.results.filter((r: { text?: string }) => typeof r.text === "string").length;
+  assert.ok(texts >= 1);
+  assert.deepEqual(usage, [
+    { serviceSlug: "demo-news", meterSlug: "query", quantity: 1 },
+    { serviceSlug: "demo-news", meterSlug: "full_text", quantity: texts },
+  ]);
+  const ents = (await (await w.app.request("http://svc.test/agent/entitlements", on({ token }))).json()).entitlements;
+  const left = ents.find((e: { planId: string }) => e.planId === withText.id);
+  // 1.00 - 0.01 (query) - 0.03 per text.
+  assert.equal(left.remainingUsd, (1 - 0.01 - 0.03 * texts).toFixed(6));
+});
