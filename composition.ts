@@ -205,6 +205,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     // Trending keywords from Ask AI query events; the engine falls back to its own query log.
     querySource: overrides.querySource ?? new AnalyticsQuerySource(analytics, repos),
     onResults: (served) => impressions.add(served),
+    shard: config.searchShard,
   });
   const answer = overrides.answer ?? createAnswerService({
     retrieve: (dataModelIds, query, options) => search.retrieve(dataModelIds, query, options),
@@ -265,6 +266,8 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     ingest: (dm, items) => search.ingest(dm, items),
     fetcher: safeFetch,
     extractor: new WorkerExtractor(),
+    // Only sources of the data models this process indexes (SEARCH_SHARD): their ingest needs the index.
+    serves: (dataModelId) => search.serves?.(dataModelId) ?? true,
   }, {
     tickMs: sourceSettings.tickS * 1000,
     leaseMs: sourceSettings.leaseS * 1000,
@@ -281,7 +284,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     clock,
     log,
     engine: search,
-    dataModels: () => repos.dataModels.listAll(),
+    dataModels: async () => (await repos.dataModels.listAll()).filter((dm) => search.serves?.(dm.id) ?? true),
   }, { intervalMs: sourceSettings.retentionSweepS * 1000, leaseMs: 10 * 60_000 });
 
   return Object.freeze({
