@@ -4,6 +4,7 @@
  * one over `:memory:` KV, a temp data dir and a fixed clock, and replace a part by passing it in
  * {@link DepsOverrides} (tests/_helpers.ts), never by writing to the built object.
  */
+import { KvLease } from "./core/kv_lease.ts";
 import { AnalyticsCache } from "./analytics/cache.ts";
 import type { AnalyticsDb } from "./analytics/duckdb.ts";
 import { AnalyticsEngine } from "./analytics/engine.ts";
@@ -327,6 +328,8 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
       clock,
       log,
       dir: `${config.dataDir.replace(/\/+$/, "")}/derived/visits`,
+      // One pass at a time across processes sharing the events folder; a pass over built days is cheap.
+      lease: new KvLease({ kv, clock, key: ["visit_cube_lease"], owner: crypto.randomUUID(), ttlMs: 30 * 60_000 }),
     }),
     analyticsLimiter: new FixedWindowLimiter(kv, clock, {
       scope: "rate_limit_analytics",
