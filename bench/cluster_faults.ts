@@ -96,7 +96,7 @@ try {
   const demo = await readDemoEnv(dataDir);
   const auth = { authorization: `Bearer ${demo.KEY}` };
 
-  // An agent with 5.00 USD of credit, bought through the balancer.
+  // An agent with 100.00 USD of credit, bought through the balancer.
   let res = await fetch(`${lb}/agent/identity`, { method: "POST", headers: json, body: '{"type":"anonymous"}' });
   const identity = (await res.json()).identity as { assertion: string; credential_id: string };
   res = await fetch(`${lb}/oauth2/token`, {
@@ -109,7 +109,7 @@ try {
   const token = (await res.json()).access_token as string;
   res = await fetch(`${lb}/manifest.json`);
   const plan = ((await res.json()).plans as { id: string; kind: string }[]).find((p) => p.kind === "credit")!;
-  const buy = JSON.stringify({ amountUsd: "5.000000" });
+  const buy = JSON.stringify({ amountUsd: "100.000000" });
   res = await fetch(`${lb}/plans/${plan.id}/purchase`, {
     method: "POST",
     headers: { ...json, authorization: `Bearer ${token}` },
@@ -128,7 +128,7 @@ try {
   });
   if (res.status !== 200) throw new Error(`purchase failed: ${res.status}`);
   await res.body?.cancel();
-  const bought = 5_000_000;
+  const bought = 100_000_000;
 
   // The seller's payproxy secret, read from the shared KV as an upstream caller would hold it.
   const kv = retryBusyKv(await Deno.openKv(`${dataDir}/kv.sqlite3`));
@@ -368,7 +368,8 @@ try {
   // Money.
   res = await fetch(`${lb}/agent/entitlements`, { headers: { authorization: `Bearer ${token}` } });
   const ent = (await res.json()).entitlements as { planId?: string; id?: string; remainingUsd: string }[];
-  const remaining = Math.round(Number(ent.find((e) => (e.planId ?? e.id) === plan.id)!.remainingUsd) * 1e6);
+  // A used-up plan is no longer listed: nothing remains.
+  const remaining = Math.round(Number(ent.find((e) => (e.planId ?? e.id) === plan.id)?.remainingUsd ?? 0) * 1e6);
   const expected = bought - paidOk * PRICE_MICROS;
 
   // Rate limits: 3 x limit requests of one key through the balancer, inside one minute window.
