@@ -267,7 +267,8 @@ try {
         if (!r) return null;
         const text = await r.text();
         if (r.status === 503) return null;
-        if (r.status === 200 && text.includes(marker)) {
+        // The title, not the marker alone: the response echoes the query.
+        if (r.status === 200 && text.includes(`Quay ${marker}`)) {
           const ms = performance.now() - written;
           freshness.push({ node: node.name, ms, restarted: restarted.has(node.name) });
           return ms;

@@ -69,7 +69,8 @@ Deno.test({
         });
         assert.equal(res.status, 200);
         const text = await res.text();
-        if (text.includes(marker)) {
+        // The title, not the marker alone: the response echoes the query.
+        if (text.includes(`Harbour ${marker} reopens`)) {
           foundAfterMs = performance.now() - written;
           break;
         }
