@@ -64,6 +64,20 @@ const count = (kind: string, status: number | string) => {
   const k = `${kind} ${status}`;
   counts.set(k, (counts.get(k) ?? 0) + 1);
 };
+/** Visit-figure files (`date=.../visits-*.parquet`) and their modification times. */
+async function listFigures(dir: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const days = await Array.fromAsync(Deno.readDir(dir)).catch(() => [] as Deno.DirEntry[]);
+  for (const d of days) {
+    if (!d.name.startsWith("date=")) continue;
+    for await (const f of Deno.readDir(`${dir}/${d.name}`)) {
+      if (f.name.endsWith(".parquet")) {
+        out.set(`${d.name}/${f.name}`, (await Deno.stat(`${dir}/${d.name}/${f.name}`)).mtime!.getTime());
+      }
+    }
+  }
+  return out;
+}
 const q = (xs: number[], f: number) =>
   xs.length ? [...xs].sort((a, b) => a - b)[Math.floor(f * (xs.length - 1))]! : NaN;
 
@@ -149,6 +163,7 @@ try {
   await res.body?.cancel();
   const pollsFrom = feedHits.length;
 
+  const figuresAtStart = await listFigures(`${dataDir}/derived/visits`);
   const started = performance.now();
   const until = started + SECONDS * 1000;
   const ackedEvents: string[] = [];
@@ -385,22 +400,13 @@ try {
   );
   const allowed = limited.filter((s) => s === 200).length;
 
-  // Visit figures: one file per closed day; none rewritten after the first pass.
-  const figureFiles: { day: string; n: number; mtime: number }[] = [];
-  const dayDirs = await Array.fromAsync(Deno.readDir(`${dataDir}/derived/visits`)).catch(() => [] as Deno.DirEntry[]);
-  for (const d of dayDirs) {
-    if (!d.name.startsWith("date=")) continue;
-    let nFiles = 0;
-    let mtime = 0;
-    for await (const f of Deno.readDir(`${dataDir}/derived/visits/${d.name}`)) {
-      if (!f.name.endsWith(".parquet")) continue;
-      nFiles++;
-      mtime = Math.max(mtime, (await Deno.stat(`${dataDir}/derived/visits/${d.name}/${f.name}`)).mtime!.getTime());
-    }
-    figureFiles.push({ day: d.name.slice(5), n: nFiles, mtime });
-  }
-  const clusterStartedWall = Date.now() - (performance.now() - t0);
-  const rewrittenDuringRun = figureFiles.filter((f) => f.mtime > clusterStartedWall + (started - t0)).length;
+  // Visit figures: one file per closed day; a file present when the load started is never written again.
+  const figures = await listFigures(`${dataDir}/derived/visits`);
+  const rewrittenDuringRun = [...figuresAtStart].filter(([path, mtime]) =>
+    (figures.get(path) ?? mtime) !== mtime
+  ).length;
+  const perDay = new Map<string, number>();
+  for (const path of figures.keys()) perDay.set(path.split("/")[0]!, (perDay.get(path.split("/")[0]!) ?? 0) + 1);
 
   // HAProxy: retries, redispatches, 5xx.
   const csv = await (await fetch(`${cluster.statsUrl};csv`)).text();
@@ -450,8 +456,10 @@ try {
       closer_than_half_interval: gaps.filter((g) => g < FEED_INTERVAL_S / 2).length,
     },
     visit_figures: {
-      days: figureFiles.length,
-      days_with_more_than_one_file: figureFiles.filter((f) => f.n > 1).length,
+      days: perDay.size,
+      days_with_more_than_one_file: [...perDay.values()].filter((n) => n > 1).length,
+      present_at_start: figuresAtStart.size,
+      first_built_during_run: [...figures.keys()].filter((p) => !figuresAtStart.has(p)).length,
       rewritten_during_run: rewrittenDuringRun,
     },
     haproxy: {
