@@ -138,8 +138,12 @@ export function haproxyConfig(
       "  http-request set-var(txn.dm) path,field(4,/) if { path_beg /v1/data-models/dm_ }",
       "  http-request set-var(txn.model) path,field(4,/) if { path_beg /app/aimodel/ } || { path_beg /widget/v1/ }",
       "  http-request set-var(txn.model) path,field(3,/) if { path_beg /aimodel/ }",
-      `  use_backend %[var(txn.dm),map(${shardMap})] if { var(txn.dm),map(${shardMap}) -m found }`,
-      `  use_backend %[var(txn.model),map(${shardMap})] if { var(txn.model),map(${shardMap}) -m found }`,
+      ...(shardMap
+        ? [
+          `  use_backend %[var(txn.dm),map(${shardMap})] if { var(txn.dm),map(${shardMap}) -m found }`,
+          `  use_backend %[var(txn.model),map(${shardMap})] if { var(txn.model),map(${shardMap}) -m found }`,
+        ]
+        : []),
       `  use_backend shard%[var(txn.dm),crc32,mod(${shards}),add(1)] if { var(txn.dm) -m found }`,
       "  # Also restore the 421 a client sees when every process of the shard missed.",
       "  http-response set-status 421 if { status 503 } { res.hdr(shard-miss) -m found }",

@@ -138,45 +138,62 @@ if (phase === "seed-part") {
     2,
   );
 } else {
-  const dataDir = await Deno.makeTempDir({ prefix: "svc-shards-" });
+  // BENCH_DIR: a seeded folder to reuse (kept afterwards), with its ids in bench-ids.json.
+  const reuse = Deno.env.get("BENCH_DIR");
+  const dataDir = reuse ?? await Deno.makeTempDir({ prefix: "svc-shards-" });
   let haproxy: Deno.ChildProcess | null = null;
   try {
-    // One data model per hash shard.
-    const w = await world(dataDir);
-    const tenantId = (await w.deps.repos.tenants.create({
-      id: newId("tn", clock),
-      name: "Shards",
-      createdAt: clock.now().toISOString(),
-    })).id;
-    const { key } = await w.deps.apiKeys.create(tenantId, "bench");
-    const dmIds: string[] = new Array(SHARDS);
-    while (dmIds.filter(Boolean).length < SHARDS) {
-      const id = newId("dm", clock);
-      const k = shardOf(id, SHARDS) - 1;
-      if (dmIds[k]) continue;
-      dmIds[k] = id;
-      await w.deps.repos.dataModels.create(
-        {
-          id,
-          tenantId,
-          name: `Shard ${k + 1}`,
-          sites: [...NEWS_SITES, ...TECH_SITES],
-          marketplace: false,
-          createdAt: clock.now().toISOString(),
-        } satisfies DataModel,
+    let key: string;
+    let dmIds: string[];
+    const idsFile = `${dataDir}/bench-ids.json`;
+    const saved = await Deno.readTextFile(idsFile).then((t) => JSON.parse(t), () => null);
+    if (saved) {
+      ({ key, dmIds } = saved);
+      console.log(`reusing ${dataDir}`);
+    } else {
+      // One data model per hash shard.
+      const w = await world(dataDir);
+      const tenantId = (await w.deps.repos.tenants.create({
+        id: newId("tn", clock),
+        name: "Shards",
+        createdAt: clock.now().toISOString(),
+      })).id;
+      key = (await w.deps.apiKeys.create(tenantId, "bench")).key;
+      dmIds = new Array(SHARDS);
+      while (dmIds.filter(Boolean).length < SHARDS) {
+        const id = newId("dm", clock);
+        const k = shardOf(id, SHARDS) - 1;
+        if (dmIds[k]) continue;
+        dmIds[k] = id;
+        await w.deps.repos.dataModels.create(
+          {
+            id,
+            tenantId,
+            name: `Shard ${k + 1}`,
+            sites: [...NEWS_SITES, ...TECH_SITES],
+            marketplace: false,
+            createdAt: clock.now().toISOString(),
+          } satisfies DataModel,
+        );
+      }
+      w.close();
+      const t0 = performance.now();
+      const seeded = await Promise.all([0, 1].map((part) =>
+        new Deno.Command(Deno.execPath(), {
+          args: ["run", "-A", new URL(import.meta.url).pathname, "--phase=seed-part"],
+          env: { BENCH_DIR: dataDir, BENCH_DMS: dmIds.join(","), BENCH_PART: String(part), BENCH_ARTICLES: String(N) },
+        }).output()
+      ));
+      if (!seeded.every((r) => r.success)) throw new Error("seeding failed");
+      const seedS = (performance.now() - t0) / 1000;
+      const kvBytes = (await Deno.stat(`${dataDir}/kv.sqlite3`)).size;
+      console.log(
+        `seeded ${N} articles (${N / SHARDS} per data model) in ${seedS.toFixed(0)} s; KV file ${
+          (kvBytes / 2 ** 20).toFixed(0)
+        } MiB (${(kvBytes / N).toFixed(0)} bytes an article)`,
       );
+      await Deno.writeTextFile(idsFile, JSON.stringify({ key, dmIds }));
     }
-    w.close();
-    const t0 = performance.now();
-    const seeded = await Promise.all([0, 1].map((part) =>
-      new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", new URL(import.meta.url).pathname, "--phase=seed-part"],
-        env: { BENCH_DIR: dataDir, BENCH_DMS: dmIds.join(","), BENCH_PART: String(part), BENCH_ARTICLES: String(N) },
-      }).output()
-    ));
-    if (!seeded.every((r) => r.success)) throw new Error("seeding failed");
-    const seedS = (performance.now() - t0) / 1000;
-    console.log(`seeded ${N} articles (${N / SHARDS} per data model) in ${seedS.toFixed(0)} s`);
 
     // Sharded: 4 processes started together.
     const env = { DEMO_SEED: "false", SOURCES_POLLER: "false", EVENTS_FLUSH_INTERVAL_S: "5" };
@@ -188,6 +205,11 @@ if (phase === "seed-part") {
       await waitReady(n.url, 600_000, n.child);
       return (performance.now() - t1) / 1000;
     }));
+    console.log(
+      `sharded: ready after ${ready.map((s) => s.toFixed(1)).join(" / ")} s (started together); RSS ${
+        nodes.map((n) => mib(rssKb(n.pid))).join(" / ")
+      } MiB after the build`,
+    );
     const port = freePort();
     const layout = new Map(nodes.map((_, k) => [`shard${k + 1}`, [k]]));
     const cfg = `${dataDir}/haproxy.cfg`;
@@ -220,10 +242,12 @@ if (phase === "seed-part") {
     console.log(`load average: ${(await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ")}`);
   } finally {
     if (haproxy) {
-      haproxy.kill("SIGTERM");
+      try {
+        haproxy.kill("SIGTERM");
+      } catch { /* exited */ }
       await haproxy.status;
     }
     await killAll();
-    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    if (!reuse) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   }
 }
