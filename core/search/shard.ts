@@ -81,23 +81,32 @@ export function serves(shard: SearchShard | null, dataModelId: string): boolean 
 export const SHARD_RETRY_HEADER = "x-shard-retry";
 
 /**
+ * What a miss tells the caller about the shard: the hash shard (`2/4`) only. The listed data
+ * models are left out: they may be other tenants' ids, and the check runs before authentication.
+ */
+function publicLabel(shard: SearchShard): string {
+  return shard.hash ? `${shard.hash.index}/${shard.hash.count}` : "listed";
+}
+
+/**
  * 421: the data model is served by another shard. The body is the same JSON on every route, and
  * never an empty result. A balancer that cannot retry on 421 (HAProxy retries 503) asks for 503
  * with {@link SHARD_RETRY_HEADER}; the `shard-miss` response header marks it either way.
  */
 export function outsideShard(shard: SearchShard, asRetryable = false): AppError {
+  const label = publicLabel(shard);
   return new AppError(
     asRetryable ? 503 : 421,
     "misdirected_request",
     "This process does not serve that data model: send the request through the balancer",
-    { extra: { error: "misdirected_request", shard: shard.label }, headers: { "shard-miss": shard.label } },
+    { extra: { error: "misdirected_request", shard: label }, headers: { "shard-miss": label } },
   );
 }
 
 /** The {@link outsideShard} response, for the edge check that runs before any route. */
 export function outsideShardResponse(shard: SearchShard, asRetryable: boolean): Response {
   const err = outsideShard(shard, asRetryable);
-  return Response.json({ error: "misdirected_request", message: err.message, shard: shard.label }, {
+  return Response.json({ error: "misdirected_request", message: err.message, shard: publicLabel(shard) }, {
     status: err.status,
     headers: { ...err.headers, ...(asRetryable ? { "retry-after": "0" } : {}) },
   });
