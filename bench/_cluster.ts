@@ -8,7 +8,8 @@
 export const ROOT = new URL("..", import.meta.url).pathname;
 
 /** The converted word vectors every test and bench shares (tests/_helpers.ts uses the same file). */
-export const SHARED_VECTORS = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
+export const SHARED_VECTORS = Deno.env.get("EMBEDDINGS_CACHE_PATH") ??
+  `${Deno.env.get("TMPDIR") ?? "/tmp"}/svc-test-shared/wink-sg-100d-1.1.0.v1.bin`;
 
 /** A free loopback TCP port (probe and release; the caller binds it right after). */
 export function freePort(): number {
