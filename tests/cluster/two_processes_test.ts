@@ -48,7 +48,16 @@ Deno.test({
 
       // 1. An article written through A is found by a search on B within 3 s.
       const marker = `zyxquork${crypto.randomUUID().slice(0, 8)}`;
-      let res = await fetch(`${a.url}/v1/data-models/${demo.DM}/articles`, {
+      const searchB = () =>
+        fetch(`${b.url}/app/v2/search?data_model_id=${demo.DM}`, {
+          method: "POST",
+          headers: { ...auth, ...json },
+          body: JSON.stringify({ query: marker, similarity_top_k: 3 }),
+        });
+      let res = await searchB();
+      assert.equal(res.status, 200);
+      assert.ok(!(await res.text()).includes(`Harbour ${marker} reopens`), "not there before it is written");
+      res = await fetch(`${a.url}/v1/data-models/${demo.DM}/articles`, {
         method: "POST",
         headers: { ...auth, ...json },
         body: JSON.stringify([{
@@ -62,11 +71,7 @@ Deno.test({
       const written = performance.now();
       let foundAfterMs = -1;
       while (performance.now() - written < 3_000) {
-        res = await fetch(`${b.url}/app/v2/search?data_model_id=${demo.DM}`, {
-          method: "POST",
-          headers: { ...auth, ...json },
-          body: JSON.stringify({ query: marker, similarity_top_k: 3 }),
-        });
+        res = await searchB();
         assert.equal(res.status, 200);
         const text = await res.text();
         // The title, not the marker alone: the response echoes the query.
