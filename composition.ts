@@ -4,6 +4,7 @@
  * one over `:memory:` KV, a temp data dir and a fixed clock, and replace a part by passing it in
  * {@link DepsOverrides} (tests/_helpers.ts), never by writing to the built object.
  */
+import { KvLease } from "./core/kv_lease.ts";
 import { AnalyticsCache } from "./analytics/cache.ts";
 import type { AnalyticsDb } from "./analytics/duckdb.ts";
 import { AnalyticsEngine } from "./analytics/engine.ts";
@@ -211,6 +212,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     // Trending keywords from Ask AI query events; the engine falls back to its own query log.
     querySource: overrides.querySource ?? new AnalyticsQuerySource(analytics, repos),
     onResults: (served) => impressions.add(served),
+    shard: config.searchShard,
   });
   const answer = overrides.answer ?? createAnswerService({
     retrieve: (dataModelIds, query, options) => search.retrieve(dataModelIds, query, options),
@@ -278,6 +280,8 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     fetcher: safeFetch,
     extractor,
     parser: sourceParser,
+    // Only sources of the data models this process indexes (SEARCH_SHARD): their ingest needs the index.
+    serves: (dataModelId) => search.serves?.(dataModelId) ?? true,
   }, {
     tickMs: sourceSettings.tickS * 1000,
     leaseMs: sourceSettings.leaseS * 1000,
@@ -294,7 +298,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     clock,
     log,
     engine: search,
-    dataModels: () => repos.dataModels.listAll(),
+    dataModels: async () => (await repos.dataModels.listAll()).filter((dm) => search.serves?.(dm.id) ?? true),
   }, { intervalMs: sourceSettings.retentionSweepS * 1000, leaseMs: 10 * 60_000 });
 
   return Object.freeze({
@@ -337,6 +341,8 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
       clock,
       log,
       dir: `${config.dataDir.replace(/\/+$/, "")}/derived/visits`,
+      // One pass at a time across processes sharing the events folder; a pass over built days is cheap.
+      lease: new KvLease({ kv, clock, key: ["visit_cube_lease"], owner: crypto.randomUUID(), ttlMs: 30 * 60_000 }),
     }),
     analyticsLimiter: new FixedWindowLimiter(kv, clock, {
       scope: "rate_limit_analytics",

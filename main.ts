@@ -20,6 +20,7 @@ import { seedStorefront } from "./fixtures/storefront.ts";
 import { demoEventsStep } from "./fixtures/demo_events.ts";
 import { seedDemoArticles } from "./fixtures/demo_articles.ts";
 import { seedPayproxySecret } from "./fixtures/payproxy_demo.ts";
+import { retryBusyKv } from "./core/store/kv_busy_retry.ts";
 import { createApp } from "./routes/app.ts";
 import { startServer } from "./routes/server.ts";
 
@@ -33,7 +34,8 @@ export async function openDeps(
     await Deno.mkdir(config.kvPath.replace(/\/[^/]*$/, "") || ".", { recursive: true });
   }
   await Deno.mkdir(config.dataDir, { recursive: true });
-  const kv = await Deno.openKv(config.kvPath);
+  // Several processes may share one KV file (docs/operations.md): writes that meet another's lock wait and retry.
+  const kv = retryBusyKv(await Deno.openKv(config.kvPath));
   const duckdb = await AnalyticsDb.open({
     path: config.duckdbPath,
     threads: config.duckdbThreads,

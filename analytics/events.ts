@@ -82,7 +82,8 @@ export class EventPipeline implements EventSink {
       kv: deps.kv,
       clock: deps.clock,
       key: LEASE_KEY,
-      owner: crypto.randomUUID(),
+      // The PID first, so an operator (and bench/cluster_faults.ts) can tell which process holds it.
+      owner: `${Deno.pid}:${crypto.randomUUID()}`,
       ttlMs: options.leaseMs,
     });
   }

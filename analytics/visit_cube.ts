@@ -10,6 +10,7 @@
  * removed once it is {@link STALE_GRACE_MS} old, so a query that chose it can still read it.
  */
 import type { Clock } from "../core/clock.ts";
+import type { KvLease } from "../core/kv_lease.ts";
 import { sha256Hex } from "../core/crypto.ts";
 import { describeError, type Logger } from "../core/log.ts";
 import { listEventDates } from "./compaction.ts";
@@ -40,6 +41,11 @@ export interface VisitCubeDeps {
   log: Logger;
   /** Where figure files live (`<DATA_DIR>/derived/visits`), outside the events folder. */
   dir: string;
+  /**
+   * Taken for each pass when several processes share the events folder, so one builds a due day
+   * and the others find it built (docs/operations.md); absent: this process alone.
+   */
+  lease?: KvLease;
 }
 
 /** Derived visit figures per closed day folder: planning for queries and building in the background. */
@@ -105,22 +111,27 @@ export class VisitCube {
   buildClosedDays(): Promise<number> {
     this.#running ??= (async () => {
       let built = 0;
-      const closedBefore = this.deps.clock.now().getTime() - CLOSED_AFTER_MS;
-      const days = await listEventDates(this.deps.engine.eventsDir);
-      // Figures of days whose events are gone (retention) go too.
-      const kept = new Set(days);
-      for (const day of await listEventDates(this.deps.dir)) {
-        if (!kept.has(day)) await Deno.remove(`${this.deps.dir}/date=${day}`, { recursive: true }).catch(() => {});
-      }
-      for (const day of days) {
-        if (parseDay(day)! + DAY_MS > closedBefore) continue;
-        try {
-          if (await this.build(day)) built++;
-        } catch (err) {
-          // A folder compacted under the build: its next listing gets built on the next pass.
-          this.deps.log.warn("visit figures not built", { day, error: describeError(err) });
+      if (this.deps.lease && !(await this.deps.lease.acquire())) return built;
+      try {
+        const closedBefore = this.deps.clock.now().getTime() - CLOSED_AFTER_MS;
+        const days = await listEventDates(this.deps.engine.eventsDir);
+        // Figures of days whose events are gone (retention) go too.
+        const kept = new Set(days);
+        for (const day of await listEventDates(this.deps.dir)) {
+          if (!kept.has(day)) await Deno.remove(`${this.deps.dir}/date=${day}`, { recursive: true }).catch(() => {});
         }
-        if (this.#stopping) break;
+        for (const day of days) {
+          if (parseDay(day)! + DAY_MS > closedBefore) continue;
+          try {
+            if (await this.build(day)) built++;
+          } catch (err) {
+            // A folder compacted under the build: its next listing gets built on the next pass.
+            this.deps.log.warn("visit figures not built", { day, error: describeError(err) });
+          }
+          if (this.#stopping) break;
+        }
+      } finally {
+        await this.deps.lease?.release();
       }
       return built;
     })().finally(() => (this.#running = null));

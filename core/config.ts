@@ -2,6 +2,7 @@ import { z } from "zod";
 import { LOG_LEVELS } from "./log.ts";
 import { paymentEnv, paymentsConfig } from "./commerce/payment_config.ts";
 import type { StandardMethodsConfig } from "./commerce/standard_methods.ts";
+import { parseSearchShard, type SearchShard } from "./search/shard.ts";
 
 const bool = (name: string) =>
   z.enum(["true", "false", "1", "0", "yes", "no"], { error: `${name} must be true or false` })
@@ -148,6 +149,7 @@ const envSchema = z.object({
   SOURCE_FETCH_TIMEOUT_MS: int("SOURCE_FETCH_TIMEOUT_MS", 100, 600_000).default(10_000),
   POLLER_TICK_S: int("POLLER_TICK_S", 1, 3600).default(5),
   RETENTION_SWEEP_S: int("RETENTION_SWEEP_S", 10, 7 * 86_400).default(3600),
+  SEARCH_SHARD: z.string().max(10_000, { error: "SEARCH_SHARD is too long" }).optional(),
   PAID_PROXY_UPSTREAM: z.enum(["inprocess", "http"], { error: "PAID_PROXY_UPSTREAM must be inprocess or http" })
     .default("inprocess"),
   ...paymentEnv,
@@ -295,6 +297,8 @@ export interface Config {
   paidProxyUpstream: "inprocess" | "http";
   /** mppx's standard payment methods (docs/storefront.md, "Stock clients"). */
   payments: PaymentsConfig;
+  /** The data models whose indexes this process builds and serves; null: all (docs/operations.md, "Search shards"). */
+  searchShard: SearchShard | null;
   /** Content sources (docs/sources.md): registration limits, poller and retention schedule. */
   sources: {
     /** Whether this process polls sources (every process may: leases share the work). */
@@ -360,6 +364,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   const e = parsed.data;
   if (e.EMBEDDINGS_PROVIDER === "openai" && !e.EMBEDDINGS_BASE_URL) {
     throw new ConfigError("Invalid configuration: EMBEDDINGS_BASE_URL is required when EMBEDDINGS_PROVIDER is openai");
+  }
+  let searchShard: SearchShard | null;
+  try {
+    searchShard = parseSearchShard(e.SEARCH_SHARD);
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration: ${(err as Error).message}`);
   }
   const baseUrl = e.BASE_URL ?? `http://${e.HOST === "0.0.0.0" ? "127.0.0.1" : e.HOST}:${e.PORT}`;
   return {
@@ -466,6 +476,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     allowanceTimeoutMs: e.ALLOWANCE_TIMEOUT_MS,
     allowanceCacheMs: e.ALLOWANCE_CACHE_MS,
     paidProxyUpstream: e.PAID_PROXY_UPSTREAM,
+    searchShard,
     sources: {
       poller: e.SOURCES_POLLER,
       maxPerDataModel: e.SOURCES_MAX_PER_DATA_MODEL,

@@ -68,6 +68,7 @@ import { createApiReferenceRoutes } from "./api_reference.ts";
 import { withExamples } from "./openapi_examples.ts";
 import { createWidgetApiRoutes } from "./widget/api.ts";
 import { createWidgetAssetRoutes } from "./widget/assets.ts";
+import { shardGuard } from "./shard_guard.ts";
 
 import { API_VERSION } from "./version.ts";
 
@@ -90,6 +91,8 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   };
   app.use("*", requestId());
   app.use("*", accessLog(deps.log));
+  // SEARCH_SHARD: a data model of another shard is 421 before any route (routes/shard_guard.ts).
+  app.use("*", shardGuard(deps.config.searchShard));
   app.onError(createErrorHandler(deps.log, "message"));
   app.notFound(() => {
     throw notFound("Not found");

@@ -31,6 +31,7 @@ import { articleBag, type ArticleCard, bagOf, DataModelIndex, type QueryRep, sto
 import { DEFAULT_VECTOR_WEIGHT, type Fusion, FUSION_V2, retrievalFusion } from "./retrieval_mode.ts";
 import { directLinks, type LinkBuilder, type QuerySource, RecentQueryLog, type UrlAnalyzer } from "./ports.ts";
 import { mergeTrends, signalKeywords, titleBursts, type TrendingKeyword } from "./trending.ts";
+import { outsideShard, type SearchShard, serves } from "./shard.ts";
 import { terms } from "./tokenizer.ts";
 import type {
   RetrievedArticle,
@@ -104,6 +105,8 @@ export interface Search extends SearchService, ArticleService {
   watch(options?: { intervalMs?: number }): void;
   /** Stops watching. */
   close(): Promise<void>;
+  /** Whether this process indexes a data model (`SEARCH_SHARD`); absent: every one. */
+  serves?(dataModelId: string): boolean;
 }
 
 /** How one data model's index follows KV in this process. */
@@ -128,6 +131,8 @@ export interface SearchEngineOptions {
   vectorWeight?: number;
   /** Told of every page of results served (analytics records them as impressions). */
   onResults?: (served: ServedResults) => void;
+  /** The data models this process indexes (`SEARCH_SHARD`); all when absent. */
+  shard?: SearchShard | null;
 }
 
 /** A page of results served: who asked, in which data model, which articles at which positions. */
@@ -305,7 +310,7 @@ export class SearchEngine implements Search {
   }
 
   async start(): Promise<void> {
-    const ids = await this.articles.dataModelIds();
+    const ids = (await this.articles.dataModelIds()).filter((id) => this.serves(id));
     for (const id of ids) {
       try {
         await this.index(id);
@@ -396,8 +401,14 @@ export class SearchEngine implements Search {
     this.indexes.set(index.dataModelId, Promise.resolve(index));
   }
 
-  /** The index of a data model, built from KV on first use. */
+  /** Whether this process indexes `dataModelId` (its `SEARCH_SHARD`). */
+  serves(dataModelId: string): boolean {
+    return serves(this.options.shard ?? null, dataModelId);
+  }
+
+  /** The index of a data model, built from KV on first use; 421 for a data model of another shard. */
   index(dataModelId: string): Promise<DataModelIndex> {
+    if (!this.serves(dataModelId)) return Promise.reject(outsideShard(this.options.shard!));
     let p = this.indexes.get(dataModelId);
     if (!p) {
       p = this.build(dataModelId);

@@ -66,6 +66,8 @@ export interface PollerDeps {
   parser: SourceParser;
   /** This process's lease owner id. */
   owner?: string;
+  /** Whether this process indexes a data model (`SEARCH_SHARD`); others' sources are left to their shard. */
+  serves?: (dataModelId: string) => boolean;
 }
 
 /** The outcome of one poll, as logged. */
@@ -161,6 +163,7 @@ export class SourcePoller {
       for (const [i, source] of sources.entries()) {
         const st = states[i];
         if (st && Date.parse(st.nextPollAt) > nowMs) continue;
+        if (this.#deps.serves && !this.#deps.serves(source.dataModelId)) continue;
         const outcome = await this.pollIfDue(source).catch((err) => {
           this.#deps.log.error("source poll failed", { source_id: source.id, error: describeError(err) });
           return null;
