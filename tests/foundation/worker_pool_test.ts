@@ -62,10 +62,16 @@ Deno.test("WorkerPool refuses past its queue bounds, and its deadline covers the
     // a0 runs past the deadline: its worker is stopped; those waiting behind it end at their own deadlines
     // (still waiting, or just started on the fresh worker when this machine is slow), never after a0's 2 s.
     await assert.rejects(running, (err: unknown) => err instanceof PoolTimeoutError && err.started);
-    for (const job of [...waiting, b]) await assert.rejects(job, PoolTimeoutError);
+    // Each ends by its own deadline: dropped while waiting, or run on the fresh worker when it came up in time
+    // (an idle machine starts a worker in a few ms): either way never held for a0's 2 s.
+    for (const [job, tag] of [[waiting[0], "a1"], [waiting[1], "a2"], [b, "b1"]] as const) {
+      const outcome = await job.then((v) => v, (err) => err);
+      assert.ok(outcome === tag || outcome instanceof PoolTimeoutError, `${tag}: ${outcome}`);
+    }
     assert.ok(performance.now() - started < 1000, "nothing waited for the 2 s job");
     assert.equal(await p.run("a", { tag: "again", ms: 0 }), "again", "a fresh worker took the slot");
-    assert.equal(p.stats().replaced, 1);
+    // a0's worker was replaced; a waiting job that started on a fresh worker still loading may have been too.
+    assert.ok(p.stats().replaced >= 1);
   } finally {
     p.close();
   }
