@@ -60,6 +60,7 @@ function page(title: string, urls: Record<string, string>) {
         <meta name="viewport" content="width=device-width,initial-scale=1">
         <title>${title}: API reference</title>
         <link rel="icon" href="data:,">
+        <link rel="preload" href="/openapi-3.0.json" as="fetch" crossorigin="anonymous">
         <link rel="stylesheet" href="${urls["swagger-ui.css"]}">
         <link rel="stylesheet" href="${urls["docs.css"]}">
         <script src="${urls["swagger-ui-bundle.js"]}" defer></script>
@@ -69,7 +70,7 @@ function page(title: string, urls: Record<string, string>) {
         <header class="site-header">
           <h1>API reference</h1>
           <p>${title}. Raw document:
-        <a href="/openapi.json">/openapi.json</a>. Back to the <a href="/">front page</a>.</p>
+            <a href="/openapi.json">/openapi.json</a>. Back to the <a href="/">front page</a>.</p>
         </header>
         <!-- Swagger UI draws its own <main> (the operations) inside this box. -->
         <div id="swagger-ui">

@@ -41,6 +41,7 @@
  *     /v2/search, /aimodel/{id}             paid_proxy.ts
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
 import { createAiModelRoutes } from "./aimodel.ts";
@@ -66,6 +67,7 @@ import { createSystemRoutes, probeStores } from "./system.ts";
 import { createFrontPageRoutes } from "./front_page.ts";
 import { createApiReferenceRoutes } from "./api_reference.ts";
 import { withExamples } from "./openapi_examples.ts";
+import { acceptsGzip, AssetStore, type LoadedAsset, matchesEtag } from "./dashboard/assets.ts";
 import { createWidgetApiRoutes } from "./widget/api.ts";
 import { createWidgetAssetRoutes } from "./widget/assets.ts";
 import { shardGuard } from "./shard_guard.ts";
@@ -142,10 +144,32 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
     description:
       "Agent access token from POST /oauth2/token; in `ZC-Agent-Authorization` when `Authorization` carries `Payment ...`",
   });
-  // The document is built once, at the first request (every route is registered by then), with the
-  // demo-shaped examples merged in.
-  let document: ReturnType<typeof app.getOpenAPI31Document> | undefined;
-  app.get("/openapi.json", (c) => c.json(document ??= withExamples(app.getOpenAPI31Document(openApiConfig))));
+  // The documents are built once, at the first request (every route is registered by then), with the
+  // demo-shaped examples merged in. /docs reads the 3.0 rendering of the same routes: Swagger UI's
+  // OpenAPI 3.1 path takes about a second longer to draw the same document.
+  app.get("/openapi.json", servedJson(() => withExamples(app.getOpenAPI31Document(openApiConfig))));
+  app.get(
+    "/openapi-3.0.json",
+    servedJson(() => withExamples(app.getOpenAPIDocument({ ...openApiConfig, openapi: "3.0.3" }))),
+  );
   deps.loopback.bind(app.fetch);
   return app;
+}
+
+/**
+ * A JSON document built on first use and kept as bytes with a gzip copy and an ETag (the OpenAPI
+ * documents are about 170 KB of JSON, 20 KB gzipped, and the API reference loads one on every visit).
+ */
+function servedJson(build: () => unknown) {
+  let doc: LoadedAsset | undefined;
+  return (c: Context<AppEnv>) => {
+    doc ??= new AssetStore({ "doc.json": { text: JSON.stringify(build()), type: "application/json" } }).get(
+      "doc.json",
+    )!;
+    const headers = { etag: doc.etag, "cache-control": "no-cache", vary: "Accept-Encoding" };
+    if (matchesEtag(c.req.header("if-none-match"), doc.etag)) return c.body(null, 304, headers);
+    return acceptsGzip(c.req.header("accept-encoding"))
+      ? c.body(doc.gzip, 200, { ...headers, "content-type": doc.type, "content-encoding": "gzip" })
+      : c.body(doc.bytes, 200, { ...headers, "content-type": doc.type });
+  };
 }

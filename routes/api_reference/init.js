@@ -6,7 +6,9 @@
     const root = document.getElementById("swagger-ui");
     let spec;
     try {
-      const res = await fetch("/openapi.json", { credentials: "omit" });
+      // The 3.0 rendering of /openapi.json (same routes and examples): Swagger UI draws it about a
+      // second sooner than the 3.1 one. Same request as the page's preload, so the preloaded answer is used.
+      const res = await fetch("/openapi-3.0.json");
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
       spec = await res.json();
     } catch {

@@ -7,6 +7,7 @@ import { createTestWorld } from "../_helpers.ts";
  */
 const UNDOCUMENTED: Record<string, string> = {
   "GET /openapi.json": "the document itself",
+  "GET /openapi-3.0.json": "the same document in OpenAPI 3.0, which the API reference page draws faster",
   "GET /docs": "HTML page: the API reference (Swagger UI over the document)",
   "GET /docs/assets/{name}":
     "the API reference's Swagger UI bundle and style from the installed package, and its own init",

@@ -24,6 +24,21 @@ Deno.test("GET /docs serves Swagger UI from this server under a CSP of scripts f
   assert.equal((await w.app.request("/docs/assets/nope.js")).status, 404);
 });
 
+Deno.test("/openapi-3.0.json, which /docs draws, holds the same operations as /openapi.json; both gzip and revalidate", async () => {
+  await using w = await createTestWorld();
+  const ops = (doc: { paths: Record<string, Record<string, unknown>> }) =>
+    Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((m) => `${m} ${path}`)).sort();
+  const v31 = await w.app.request("/openapi.json", { headers: { "accept-encoding": "gzip" } });
+  assert.equal(v31.headers.get("content-encoding"), "gzip");
+  const etag = v31.headers.get("etag")!;
+  const doc31 = await new Response(v31.body!.pipeThrough(new DecompressionStream("gzip"))).json();
+  const doc30 = await (await w.app.request("/openapi-3.0.json")).json();
+  assert.equal(doc31.openapi, "3.1.0");
+  assert.match(doc30.openapi, /^3\.0\./);
+  assert.deepEqual(ops(doc30), ops(doc31));
+  assert.equal((await w.app.request("/openapi.json", { headers: { "if-none-match": etag } })).status, 304);
+});
+
 Deno.test("/docs in Chromium: every route, Markdown, try it with a typed key, keyboard only, 0 serious axe faults", async (t) => {
   await using w = await createTestWorld();
   const { key } = await w.tenantWithKey("Docs Reader");
