@@ -637,7 +637,9 @@ export class SearchEngine implements Search {
     }
     const [vector] = (await this.embedSafely([clipped.slice(0, 6000)])) ?? [null];
     const rep = { bag, vector: vector ?? null };
-    return fusion ? index.withFeedback(rep, fusion.feedbackDocs, fusion.feedbackWeight, { pool }) : rep;
+    if (!fusion) return rep;
+    const expanded = index.withTermFeedback(rep, fusion.termFeedback, { pool });
+    return index.withFeedback(expanded, fusion.feedbackDocs, fusion.feedbackWeight, { pool });
   }
 
   async recommend(dataModel: DataModel, request: SearchRequest, context: SearchContext): Promise<SearchResponse> {

@@ -123,7 +123,8 @@ export async function evaluate(
     // The service's query path: embed, feedback, one scan, fusion.
     const [vector] = await embeddings.embed([q.text]);
     const rep = { bag: Bm25Index.bag(terms(q.text)), vector: vector! };
-    const fed = index.withFeedback(rep, fusion.feedbackDocs, fusion.feedbackWeight, { pool: 100 });
+    const expanded = index.withTermFeedback(rep, fusion.termFeedback, { pool: 100 });
+    const fed = index.withFeedback(expanded, fusion.feedbackDocs, fusion.feedbackWeight, { pool: 100 });
     const hybrid = index.hybrid(fed, { k: 100, fusion }).map((c) => ids[c.slot]!);
     times.push(performance.now() - started);
 
