@@ -24,7 +24,13 @@ import { Bm25Index } from "./bm25.ts";
 import { type ArticleChange, CHANGE_LOG_RETENTION, ChangeLogTrimmed, headKey, headSeq } from "./change_log.ts";
 import type { EmbeddingProvider } from "./embeddings/provider.ts";
 import { articleBag, bagOf, DataModelIndex, type QueryRep, storableTerms } from "./index.ts";
-import { DEFAULT_VECTOR_WEIGHT, type Fusion, FUSION_V2, retrievalFusion } from "./retrieval_mode.ts";
+import {
+  DEFAULT_VECTOR_WEIGHT,
+  type Fusion,
+  FUSION_V2,
+  fusionForAlgorithm,
+  retrievalFusion,
+} from "./retrieval_mode.ts";
 import { directLinks, type LinkBuilder, type QuerySource, RecentQueryLog, type UrlAnalyzer } from "./ports.ts";
 import { mergeTrends, signalKeywords, titleBursts, type TrendingKeyword } from "./trending.ts";
 import { terms } from "./tokenizer.ts";
@@ -689,7 +695,7 @@ export class SearchEngine implements Search {
     const fusion = retrievalFusion(request.search_type, context.searchVersion, this.vectorWeight);
     const rep = await this.queryRep(index, text, {
       page: analysed !== undefined,
-      fusion,
+      fusion: fusionForAlgorithm(fusion, algorithm),
       pool: candidatePool(algorithm, topK),
     });
     const trends = algorithm === "trending" ? await this.trends(dataModel.id, index, now) : undefined;

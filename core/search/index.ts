@@ -31,6 +31,8 @@ export interface QueryRep {
    * `k` takes them instead of scoring again.
    */
   lexical?: LexicalTop;
+  /** The terms as asked, when term feedback expanded `bag` (see {@link DataModelIndex.withTermFeedback}). */
+  asked?: Map<string, number>;
 }
 
 /** The best `k` lexical matches of a query (fewer when fewer match), best first. */
@@ -320,7 +322,7 @@ export class DataModelIndex {
     const n = l2norm(v);
     if (n === 0) return { ...query, lexical };
     for (let j = 0; j < v.length; j++) v[j]! /= n;
-    return { bag: query.bag, vector: v, lexical };
+    return { ...query, vector: v, lexical };
   }
 
   /**
@@ -340,7 +342,7 @@ export class DataModelIndex {
     const first = query.lexical && query.lexical.k >= firstK ? query.lexical : this.lexicalTop(query.bag, firstK);
     const bag = this.forward.expand(query.bag, first.slots, first.scores, this.bm25, feedback);
     if (bag === query.bag) return { ...query, lexical: first.k >= k ? first : undefined };
-    if (feedback.rerank <= 0) return { bag, vector: query.vector, lexical: this.lexicalTop(bag, k) };
+    if (feedback.rerank <= 0) return { bag, vector: query.vector, lexical: this.lexicalTop(bag, k), asked: query.bag };
     const scores = this.bm25.scoreSlots(bag, first.slots);
     const order = Array.from(first.slots.keys()).sort((a, b) =>
       scores[b]! - scores[a]! || first.slots[a]! - first.slots[b]!
@@ -350,6 +352,7 @@ export class DataModelIndex {
       bag,
       vector: query.vector,
       lexical: { k: first.k, slots, scores: Float32Array.from(order, (i) => scores[i]!) },
+      asked: query.bag,
     };
   }
 

@@ -93,3 +93,15 @@ export function retrievalFusion(
   if (searchType === "semantic") return { ...base, vectorWeight: 1, termFeedback: undefined };
   return base;
 }
+
+/**
+ * The fusion a search algorithm builds its query with: term feedback only where the hybrid
+ * ranking is the result order (`semantic`, `most_recent_semantic`). `most_recent` keeps the
+ * articles scoring at least half the best and `trending` blends query scores into keyword
+ * weights: both read the scores as "how much of what was asked", which expansion terms skew.
+ */
+export function fusionForAlgorithm(fusion: Fusion, algorithm: string): Fusion {
+  return algorithm === "semantic" || algorithm === "most_recent_semantic"
+    ? fusion
+    : { ...fusion, termFeedback: undefined };
+}

@@ -3,7 +3,7 @@ import type { Article } from "../../core/search/articles.ts";
 import { Bm25Index } from "../../core/search/bm25.ts";
 import { ForwardTerms, NO_TERM_FEEDBACK, type TermFeedback } from "../../core/search/feedback.ts";
 import { articleBag, DataModelIndex } from "../../core/search/index.ts";
-import { FUSION_V2, retrievalFusion, TERM_FEEDBACK_V2 } from "../../core/search/retrieval_mode.ts";
+import { FUSION_V2, fusionForAlgorithm, retrievalFusion, TERM_FEEDBACK_V2 } from "../../core/search/retrieval_mode.ts";
 import { terms } from "../../core/search/tokenizer.ts";
 
 const article = (i: number, title: string, body = "") =>
@@ -107,6 +107,8 @@ Deno.test("withTermFeedback(): re-ranks the first matches by the expanded query;
   const feedback: TermFeedback = { docs: 3, terms: 4, originalWeight: 0.3, rerank: 50 };
   const reranked = index.withTermFeedback(rep, feedback);
   assert.ok(reranked.bag.size > 1, "the query gained terms");
+  assert.equal(reranked.asked, rep.bag, "the words asked for travel with it (explain's matched_terms)");
+  assert.equal(index.withFeedback({ ...reranked, vector: Float32Array.of(1, 0) }, 2, 1).asked, rep.bag);
   assert.deepEqual([...reranked.lexical!.slots].sort(), [...plain.slots].sort(), "re-rank: the same candidates");
   assert.notEqual(reranked.lexical!.slots[0], 0, "a document sharing the feedback vocabulary moves up");
   const full = index.withTermFeedback(rep, { ...feedback, rerank: 0 });
@@ -118,10 +120,15 @@ Deno.test("withTermFeedback(): re-ranks the first matches by the expanded query;
   assert.equal(none.withTermFeedback(rep, feedback), rep, "no forward store: no feedback");
 });
 
-Deno.test("retrievalFusion(): term feedback only in the hybrid ranking of version 2", () => {
+Deno.test("retrievalFusion(), fusionForAlgorithm(): term feedback only in version 2's hybrid relevance order", () => {
   assert.deepEqual(retrievalFusion().termFeedback, TERM_FEEDBACK_V2);
   assert.deepEqual(FUSION_V2.termFeedback, TERM_FEEDBACK_V2);
   assert.equal(retrievalFusion("keyword").termFeedback, undefined, "keyword: BM25F of the words as given");
   assert.equal(retrievalFusion("semantic").termFeedback, undefined);
   assert.equal(retrievalFusion(undefined, "1").termFeedback, undefined);
+  // Where scores are read as "how much of what was asked" (a relevance share, keyword blends): none.
+  assert.deepEqual(fusionForAlgorithm(FUSION_V2, "semantic"), FUSION_V2);
+  assert.deepEqual(fusionForAlgorithm(FUSION_V2, "most_recent_semantic"), FUSION_V2);
+  assert.equal(fusionForAlgorithm(FUSION_V2, "most_recent").termFeedback, undefined);
+  assert.equal(fusionForAlgorithm(FUSION_V2, "trending").termFeedback, undefined);
 });
