@@ -55,35 +55,58 @@ export class ForwardTerms {
   /** Records the terms of the document at `slot` (after `bm25` indexed it, so its terms have ids). */
   set(slot: number, bag: TermCounts | PackedBag, fields: readonly Bm25Field[], bm25: Bm25Index): void {
     this.ensure(slot + 1);
-    const weighted: { id: number; tf: number }[] = [];
-    let len = 0;
-    const push = (term: string, tf: number) => {
-      if (tf <= 0) return;
-      len += tf;
-      weighted.push({ id: bm25.termId(term), tf });
+    // The row is a min-heap on frequency while the bag is read: the most frequent terms, which
+    // carry almost all of a document's feedback weight, stay (no allocation per article).
+    const k = this.perDoc, at = slot * k, ids = this.ids, tfs = this.tfs;
+    let size = 0, len = 0;
+    // Heap order: lower frequency first, then (a tie) the rarer term first, so that among equally
+    // frequent terms the ones more documents share, which feedback sets can agree on, stay.
+    const below = (tfA: number, idA: number, tfB: number, idB: number) =>
+      tfA < tfB || (tfA === tfB && bm25.dfOf(idA) < bm25.dfOf(idB));
+    const offer = (term: string, weighted: number) => {
+      if (weighted <= 0) return;
+      len += weighted;
+      const id = bm25.termId(term), tf = Math.min(65535, Math.round(weighted));
+      let i: number;
+      if (size < k) {
+        for (i = size++; i > 0;) {
+          const p = (i - 1) >> 1;
+          if (!below(tf, id, tfs[at + p]!, ids[at + p]!)) break;
+          ids[at + i] = ids[at + p]!;
+          tfs[at + i] = tfs[at + p]!;
+          i = p;
+        }
+      } else if (below(tfs[at]!, ids[at]!, tf, id)) {
+        for (i = 0;;) {
+          let c = 2 * i + 1;
+          if (c >= k) break;
+          if (c + 1 < k && below(tfs[at + c + 1]!, ids[at + c + 1]!, tfs[at + c]!, ids[at + c]!)) c++;
+          if (!below(tfs[at + c]!, ids[at + c]!, tf, id)) break;
+          ids[at + i] = ids[at + c]!;
+          tfs[at + i] = tfs[at + c]!;
+          i = c;
+        }
+      } else return;
+      ids[at + i] = id;
+      tfs[at + i] = tf;
     };
     if (bag instanceof Map) {
       for (const [term, counts] of bag) {
         let tf = 0;
         if (typeof counts === "number") tf = counts * fields[0]!.weight;
         else for (let f = 0; f < fields.length; f++) tf += (counts[f] ?? 0) * fields[f]!.weight;
-        push(term, tf);
+        offer(term, tf);
       }
     } else {
-      const nf = bag.tfs.length / Math.max(1, bag.terms.length);
+      const nf = bag.tfs.length / Math.max(1, bag.terms.length), used = Math.min(nf, fields.length);
       for (let i = 0; i < bag.terms.length; i++) {
         let tf = 0;
-        for (let f = 0; f < Math.min(nf, fields.length); f++) tf += bag.tfs[i * nf + f]! * fields[f]!.weight;
-        push(bag.terms[i]!, tf);
+        for (let f = 0; f < used; f++) tf += bag.tfs[i * nf + f]! * fields[f]!.weight;
+        offer(bag.terms[i]!, tf);
       }
     }
-    // The most frequent terms carry almost all of a document's feedback weight.
-    weighted.sort((a, b) => b.tf - a.tf || a.id - b.id);
-    const at = slot * this.perDoc, kept = Math.min(this.perDoc, weighted.length);
-    for (let j = 0; j < this.perDoc; j++) {
-      this.ids[at + j] = j < kept ? weighted[j]!.id : -1;
-      this.tfs[at + j] = j < kept ? Math.min(65535, Math.round(weighted[j]!.tf)) : 0;
-    }
+    ids.fill(-1, at + size, at + k);
+    tfs.fill(0, at + size, at + k);
     this.lens[slot] = len;
   }
 

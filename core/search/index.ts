@@ -69,8 +69,9 @@ export interface HybridOptions {
  */
 export const ARTICLE_FIELDS: Bm25Field[] = [{ weight: 2, b: 0.5 }, { weight: 1, b: 0.5 }, { weight: 1, b: 0.75 }];
 /**
- * Terms kept per article for term feedback (see {@link ForwardTerms}): its most frequent ones,
- * 6 bytes each per slot (a million articles: 192 MB).
+ * Terms kept per article when an index is made for term feedback (see {@link ForwardTerms}): its
+ * most frequent ones, 6 bytes each per slot (a million articles: 192 MB). The service's indexes
+ * keep none: term feedback is not in the default ranking.
  */
 export const FORWARD_TERMS_PER_DOC = 32;
 /** BM25 term-frequency saturation. */
@@ -199,12 +200,13 @@ export class DataModelIndex {
    * cosine (for averaged word vectors, which all lean one way; see {@link cosines})
    * @param exactVectors keep vectors that do not come from int8 storage in f32 too (relevance
    * evaluations over raw embeddings); the service's vectors always come from storage
-   * @param forwardTerms terms kept per article for term feedback (0: none, feedback off)
+   * @param forwardTerms terms kept per article for term feedback (0, the default: none, feedback off;
+   * {@link FORWARD_TERMS_PER_DOC} to measure it)
    */
   constructor(
     dataModelId: string,
     dims: number,
-    { removeCommonDirection = false, exactVectors = false, forwardTerms = FORWARD_TERMS_PER_DOC } = {},
+    { removeCommonDirection = false, exactVectors = false, forwardTerms = 0 } = {},
   ) {
     this.dataModelId = dataModelId;
     this.forward = forwardTerms > 0 ? new ForwardTerms(forwardTerms) : null;

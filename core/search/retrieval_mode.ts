@@ -5,7 +5,7 @@
  *
  * - `search_version`: the ranking version. `2` (or `v2`, the default) is the calibrated fusion
  *   chosen by cross-validation (docs/relevance.md): both sides normalised, a small vector weight,
- *   the query's terms (RM3) and vector refined by the best lexical matches. `1` (or `v1`) is the earlier equal
+ *   the query vector refined by the best lexical matches. `1` (or `v1`) is the earlier equal
  *   min-max blend, kept so an operator can compare both on live traffic.
  * - `search_type`: `hybrid` (default) uses the version's fusion; `keyword` ranks by BM25 alone;
  *   `semantic` by vector similarity alone. Either side still stands in when the other has nothing
@@ -38,18 +38,18 @@ export const DEFAULT_VECTOR_WEIGHT = 0.15;
 /** The earlier ranking: equal min-max blend, no feedback. */
 export const FUSION_V1: Fusion = { vectorWeight: 0.5, normalise: "minmax", feedbackDocs: 0, feedbackWeight: 0 };
 /**
- * Term feedback of the default ranking, chosen by cross-validation on CISI (bench/prf_cv.ts):
- * expansion from the best 3 BM25F matches, 10 terms, original query 0.7, the expanded query
- * re-scoring the first 200 matches instead of a second full pass.
+ * The best term feedback setting found on CISI (bench/prf_cv.ts): expansion from the best 3
+ * BM25F matches, 10 terms, original query 0.7, the expanded query re-scoring the first 200
+ * matches. Not part of the default ranking: its held-out gain did not hold up (docs/relevance.md).
+ * `deno task eval DIR --term-feedback` measures it on other collections.
  */
-export const TERM_FEEDBACK_V2: TermFeedback = { docs: 3, terms: 10, originalWeight: 0.7, rerank: 200 };
-/** The calibrated ranking chosen by cross-validation on CISI (bench/relevance_cv.ts, bench/prf_cv.ts). */
+export const TERM_FEEDBACK_CANDIDATE: TermFeedback = { docs: 3, terms: 10, originalWeight: 0.7, rerank: 200 };
+/** The calibrated ranking chosen by cross-validation on CISI (bench/relevance_cv.ts). */
 export const FUSION_V2: Fusion = {
   vectorWeight: DEFAULT_VECTOR_WEIGHT,
   normalise: "minmax",
   feedbackDocs: 10,
   feedbackWeight: 1,
-  termFeedback: TERM_FEEDBACK_V2,
 };
 
 /** Accepted `search_type` values. */
@@ -61,8 +61,8 @@ export const SEARCH_VERSIONS: Record<string, "1" | "2"> = { "1": "1", "2": "2", 
 /** What `search_version` means, for the OpenAPI documents. */
 export const SEARCH_VERSION_DOC =
   "Ranking version: `2` or `v2` (default) is the calibrated fusion of BM25F and vector " +
-  "similarity (vectors 15 %, query terms and vector refined by its best word matches); `1` or `v1` is the earlier " +
-  "equal blend, for comparison on live traffic";
+  "similarity (vectors 15 %, query vector refined by its best word matches); `1` or `v1` is the earlier equal blend, " +
+  "for comparison on live traffic";
 /** The version used when none is asked for. */
 export const DEFAULT_SEARCH_VERSION = "2";
 
@@ -95,7 +95,7 @@ export function retrievalFusion(
 }
 
 /**
- * The fusion a search algorithm builds its query with: term feedback only where the hybrid
+ * The fusion a search algorithm builds its query with: term feedback (when a fusion has it) only where the hybrid
  * ranking is the result order (`semantic`, `most_recent_semantic`). `most_recent` keeps the
  * articles scoring at least half the best and `trending` blends query scores into keyword
  * weights: both read the scores as "how much of what was asked", which expansion terms skew.

@@ -2,8 +2,13 @@ import assert from "node:assert/strict";
 import type { Article } from "../../core/search/articles.ts";
 import { Bm25Index } from "../../core/search/bm25.ts";
 import { ForwardTerms, NO_TERM_FEEDBACK, type TermFeedback } from "../../core/search/feedback.ts";
-import { articleBag, DataModelIndex } from "../../core/search/index.ts";
-import { FUSION_V2, fusionForAlgorithm, retrievalFusion, TERM_FEEDBACK_V2 } from "../../core/search/retrieval_mode.ts";
+import { articleBag, DataModelIndex, FORWARD_TERMS_PER_DOC } from "../../core/search/index.ts";
+import {
+  FUSION_V2,
+  fusionForAlgorithm,
+  retrievalFusion,
+  TERM_FEEDBACK_CANDIDATE,
+} from "../../core/search/retrieval_mode.ts";
 import { terms } from "../../core/search/tokenizer.ts";
 
 const article = (i: number, title: string, body = "") =>
@@ -90,7 +95,7 @@ Deno.test("Bm25Index.scoreSlots() gives exactly score()'s values for the slots a
 });
 
 Deno.test("withTermFeedback(): re-ranks the first matches by the expanded query; a full pass also finds new ones", () => {
-  const index = new DataModelIndex("dm_tf", 2, { exactVectors: true });
+  const index = new DataModelIndex("dm_tf", 2, { exactVectors: true, forwardTerms: FORWARD_TERMS_PER_DOC });
   const texts = [
     ["Storm warning", "storm storm"], // 0: the query word only, twice
     ["Storm floods the harbour", "storm flood harbour sea wall"], // 1
@@ -116,19 +121,21 @@ Deno.test("withTermFeedback(): re-ranks the first matches by the expanded query;
   // Off, or a version that does not ask for it: unchanged.
   assert.equal(index.withTermFeedback(rep, NO_TERM_FEEDBACK), rep);
   assert.equal(index.withTermFeedback(rep, undefined), rep);
-  const none = new DataModelIndex("dm_none", 2, { forwardTerms: 0 });
+  const none = new DataModelIndex("dm_none", 2);
+  assert.equal(none.forward, null, "the service's indexes keep no forward store");
   assert.equal(none.withTermFeedback(rep, feedback), rep, "no forward store: no feedback");
 });
 
-Deno.test("retrievalFusion(), fusionForAlgorithm(): term feedback only in version 2's hybrid relevance order", () => {
-  assert.deepEqual(retrievalFusion().termFeedback, TERM_FEEDBACK_V2);
-  assert.deepEqual(FUSION_V2.termFeedback, TERM_FEEDBACK_V2);
-  assert.equal(retrievalFusion("keyword").termFeedback, undefined, "keyword: BM25F of the words as given");
-  assert.equal(retrievalFusion("semantic").termFeedback, undefined);
-  assert.equal(retrievalFusion(undefined, "1").termFeedback, undefined);
+Deno.test("retrievalFusion(), fusionForAlgorithm(): term feedback is not in any ranking version; only the semantic orders take it", () => {
+  for (const v of ["1", "2"]) {
+    for (const t of [undefined, "hybrid", "keyword", "semantic"]) {
+      assert.equal(retrievalFusion(t, v).termFeedback, undefined, `${t} v${v}`);
+    }
+  }
+  const withIt = { ...FUSION_V2, termFeedback: TERM_FEEDBACK_CANDIDATE };
   // Where scores are read as "how much of what was asked" (a relevance share, keyword blends): none.
-  assert.deepEqual(fusionForAlgorithm(FUSION_V2, "semantic"), FUSION_V2);
-  assert.deepEqual(fusionForAlgorithm(FUSION_V2, "most_recent_semantic"), FUSION_V2);
-  assert.equal(fusionForAlgorithm(FUSION_V2, "most_recent").termFeedback, undefined);
-  assert.equal(fusionForAlgorithm(FUSION_V2, "trending").termFeedback, undefined);
+  assert.deepEqual(fusionForAlgorithm(withIt, "semantic"), withIt);
+  assert.deepEqual(fusionForAlgorithm(withIt, "most_recent_semantic"), withIt);
+  assert.equal(fusionForAlgorithm(withIt, "most_recent").termFeedback, undefined);
+  assert.equal(fusionForAlgorithm(withIt, "trending").termFeedback, undefined);
 });
