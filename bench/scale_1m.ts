@@ -22,7 +22,7 @@ import { sha256Hex } from "../core/crypto.ts";
 import { type Article, ArticleRepo, embeddingText, normalizeArticle } from "../core/search/articles.ts";
 import { SearchEngine } from "../core/search/engine.ts";
 import type { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
-import { quantize } from "../core/search/vector_index.ts";
+import { describeScanPaths, quantize } from "../core/search/vector_index.ts";
 import { articleBag, storableTerms } from "../core/search/index.ts";
 import { newId } from "../core/ids.ts";
 import { createLogger } from "../core/log.ts";
@@ -248,8 +248,11 @@ if (phase === "seed-part") {
   const dm = (await w.deps.repos.dataModels.get(dmId))!;
   const engine = w.deps.search;
   const ctx = { tenantId: dm.tenantId };
+  // The service's engine is a SearchEngine; its index's counters tell which scan path ran.
+  const vectors = engine instanceof SearchEngine ? (await engine.index(dmId)).vectors : null;
   for (const algorithm of QUERIES > 0 ? ["semantic", "most_recent"] as const : []) {
     const times: number[] = [];
+    const paths = vectors ? { ...vectors.scanPaths } : undefined;
     const c1 = cpuSeconds();
     for (let i = 0; i < QUERIES + 50; i++) {
       const q = `${QUERY_TEXTS[i % QUERY_TEXTS.length]} ${i % 7 === 0 ? "latest" : ""}`.trim();
@@ -264,6 +267,7 @@ if (phase === "seed-part") {
           cpuMs.toFixed(2)
         } CPU ms per query`,
     );
+    if (vectors) console.log(`  ${describeScanPaths(vectors, paths)}`);
   }
   console.log(`rss after queries: ${mib(Deno.memoryUsage().rss)}`);
   if (Deno.env.get("BENCH_FOLLOW") && engine instanceof SearchEngine) {

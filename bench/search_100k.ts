@@ -15,6 +15,7 @@ import { embeddingText, normalizeArticle } from "../core/search/articles.ts";
 import { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
 import { SearchEngine } from "../core/search/engine.ts";
 import { DataModelIndex } from "../core/search/index.ts";
+import { describeScanPaths } from "../core/search/vector_index.ts";
 import type { DataModel } from "../core/store/models.ts";
 import { generateArticles, NEWS_SITES, TECH_SITES } from "../fixtures/articles.ts";
 import { prng } from "../fixtures/prng.ts";
@@ -112,6 +113,7 @@ const queries = Array.from({ length: QUERIES + 50 }, () => {
 });
 
 async function measure(name: string, run: (q: string) => unknown): Promise<{ p50: number; p99: number }> {
+  const paths = { ...index.vectors.scanPaths };
   for (const q of queries.slice(0, 50)) await run(q);
   const times: number[] = [], cpu: number[] = [];
   for (const q of queries.slice(50)) {
@@ -129,6 +131,7 @@ async function measure(name: string, run: (q: string) => unknown): Promise<{ p50
       (times.reduce((a, b) => a + b) / times.length).toFixed(2)
     } ms; CPU per query p50 ${pct(cpu, 0.5).toFixed(2)} ms; load average ${Deno.loadavg()[0].toFixed(1)}`,
   );
+  console.log(`  ${describeScanPaths(index.vectors, paths)}`);
   return { p50, p99 };
 }
 

@@ -45,6 +45,8 @@ export class Bm25Index {
   readonly fields: readonly Bm25Field[];
   private readonly nf: number;
   private termIds = new Map<string, number>();
+  /** Term per id (the inverse of `termIds`): what a forward list of term ids reads back. */
+  private termNames: string[] = [];
   private postSlots: Int32Array[] = [];
   /** Per term: nf frequencies per posting. */
   private postTf: Uint16Array[] = [];
@@ -178,6 +180,7 @@ export class Bm25Index {
     if (id === undefined) {
       id = this.postSlots.length;
       this.termIds.set(term, id);
+      this.termNames.push(term);
       this.postSlots.push(new Int32Array(4));
       this.postTf.push(new Uint16Array(4 * nf));
       this.postLen.push(0);
@@ -290,6 +293,46 @@ export class Bm25Index {
   postings(term: string): Int32Array {
     const id = this.termIds.get(term);
     return id === undefined ? new Int32Array(0) : this.postSlots[id]!.subarray(0, this.postLen[id]!);
+  }
+
+  /** The id of a term (-1 when never indexed); ids are stable for the index's lifetime. */
+  termId(term: string): number {
+    return this.termIds.get(term) ?? -1;
+  }
+
+  /** The term of an id from {@link termId}. */
+  termName(id: number): string {
+    return this.termNames[id]!;
+  }
+
+  /** Document frequency of a term id (its postings, retired documents included until compaction). */
+  dfOf(id: number): number {
+    return this.postLen[id] ?? 0;
+  }
+
+  /**
+   * Exact BM25F scores of the given documents only (each term's postings bisected per document):
+   * a re-ranking of a candidate list costs candidates x terms x log(postings), not a pass over
+   * the postings of every term. Retired slots score 0.
+   */
+  scoreSlots(query: Map<string, number>, slots: ArrayLike<number>): Float32Array {
+    const out = new Float32Array(slots.length);
+    const norm = this.lengthNorms();
+    for (const [term, weight] of query) {
+      const id = this.termIds.get(term);
+      const n = id === undefined ? 0 : this.postLen[id]!;
+      if (n === 0 || weight === 0) continue;
+      if (!this.postSorted[id!]) this.sortPostings(id!);
+      const idf = Math.log(1 + (this.liveDocs - n + 0.5) / (n + 0.5)) * weight;
+      const posted = this.postSlots[id!]!;
+      for (let r = 0; r < slots.length; r++) {
+        const s = slots[r]!;
+        if (this.retired[s] === 1) continue;
+        const p = lowerBound(posted, n, s);
+        if (p < n && posted[p] === s) out[r]! += this.termScore(id!, p, s, idf, norm);
+      }
+    }
+    return out;
   }
 
   /** Document frequency of a term (0 when unknown). */

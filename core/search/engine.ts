@@ -28,7 +28,13 @@ import { Bm25Index } from "./bm25.ts";
 import { type ArticleChange, CHANGE_LOG_RETENTION, ChangeLogTrimmed, headKey, headSeq } from "./change_log.ts";
 import type { EmbeddingProvider } from "./embeddings/provider.ts";
 import { articleBag, type ArticleCard, bagOf, DataModelIndex, type QueryRep, storableTerms } from "./index.ts";
-import { DEFAULT_VECTOR_WEIGHT, type Fusion, FUSION_V2, retrievalFusion } from "./retrieval_mode.ts";
+import {
+  DEFAULT_VECTOR_WEIGHT,
+  type Fusion,
+  FUSION_V2,
+  fusionForAlgorithm,
+  retrievalFusion,
+} from "./retrieval_mode.ts";
 import { directLinks, type LinkBuilder, type QuerySource, RecentQueryLog, type UrlAnalyzer } from "./ports.ts";
 import { mergeTrends, signalKeywords, titleBursts, type TrendingKeyword } from "./trending.ts";
 import { outsideShard, type SearchShard, serves } from "./shard.ts";
@@ -759,7 +765,9 @@ export class SearchEngine implements Search {
     }
     const [vector] = (await this.embedSafely([clipped.slice(0, 6000)])) ?? [null];
     const rep = { bag, vector: vector ?? null };
-    return fusion ? index.withFeedback(rep, fusion.feedbackDocs, fusion.feedbackWeight, { pool }) : rep;
+    if (!fusion) return rep;
+    const expanded = index.withTermFeedback(rep, fusion.termFeedback, { pool });
+    return index.withFeedback(expanded, fusion.feedbackDocs, fusion.feedbackWeight, { pool });
   }
 
   async recommend(dataModel: DataModel, request: SearchRequest, context: SearchContext): Promise<SearchResponse> {
@@ -812,7 +820,7 @@ export class SearchEngine implements Search {
     const fusion = retrievalFusion(request.search_type, context.searchVersion, this.vectorWeight);
     const rep = await this.queryRep(index, text, {
       page: analysed !== undefined,
-      fusion,
+      fusion: fusionForAlgorithm(fusion, algorithm),
       pool: candidatePool(algorithm, topK),
     });
     const trends = algorithm === "trending" ? await this.trends(dataModel.id, index, now) : undefined;

@@ -6,7 +6,10 @@
  * the collections, and the p50 latency of one hybrid query (embedding included).
  *
  *   deno task eval DIR [DIR...] [--json FILE] [--provider local|openai --base-url URL --model NAME]
+ *                  [--term-feedback]
  *
+ * `--term-feedback` ranks hybrid with the term feedback candidate (RM3, not in the default
+ * ranking; see docs/relevance.md) added to the default version.
  * The API key of an OpenAI-compatible server is read from EMBEDDINGS_API_KEY.
  */
 import { parseArgs } from "node:util";
@@ -17,8 +20,8 @@ import { Bm25Index } from "./bm25.ts";
 import { OpenAiEmbeddings } from "./embeddings/openai.ts";
 import type { EmbeddingProvider } from "./embeddings/provider.ts";
 import { defaultCacheName, LocalEmbeddings } from "./embeddings/wink.ts";
-import { articleBag, DataModelIndex } from "./index.ts";
-import { type Fusion, FUSION_V2 } from "./retrieval_mode.ts";
+import { articleBag, DataModelIndex, FORWARD_TERMS_PER_DOC } from "./index.ts";
+import { type Fusion, FUSION_V2, TERM_FEEDBACK_CANDIDATE } from "./retrieval_mode.ts";
 import { terms } from "./tokenizer.ts";
 import { TopK } from "./topk.ts";
 
@@ -91,6 +94,7 @@ export async function evaluate(
     removeCommonDirection: embeddings.removeCommonDirection ?? false,
     // The embeddings here are f32, not read back from int8 storage: score them as they are.
     exactVectors: true,
+    forwardTerms: fusion.termFeedback ? FORWARD_TERMS_PER_DOC : 0,
   });
   const ids: string[] = [];
   for (let i = 0; i < data.corpus.length; i += 256) {
@@ -123,7 +127,8 @@ export async function evaluate(
     // The service's query path: embed, feedback, one scan, fusion.
     const [vector] = await embeddings.embed([q.text]);
     const rep = { bag: Bm25Index.bag(terms(q.text)), vector: vector! };
-    const fed = index.withFeedback(rep, fusion.feedbackDocs, fusion.feedbackWeight, { pool: 100 });
+    const expanded = index.withTermFeedback(rep, fusion.termFeedback, { pool: 100 });
+    const fed = index.withFeedback(expanded, fusion.feedbackDocs, fusion.feedbackWeight, { pool: 100 });
     const hybrid = index.hybrid(fed, { k: 100, fusion }).map((c) => ids[c.slot]!);
     times.push(performance.now() - started);
 
@@ -189,7 +194,8 @@ export function formatSummary(rows: { name: string; scores: CollectionScores }[]
   ].join("\n");
 }
 
-const USAGE = "usage: deno task eval DIR [DIR...] [--json FILE] [--provider local|openai --base-url URL --model NAME]";
+const USAGE =
+  "usage: deno task eval DIR [DIR...] [--json FILE] [--provider local|openai --base-url URL --model NAME] [--term-feedback]";
 
 if (import.meta.main) {
   let args;
@@ -202,6 +208,7 @@ if (import.meta.main) {
         provider: { type: "string", default: "local" },
         "base-url": { type: "string" },
         model: { type: "string" },
+        "term-feedback": { type: "boolean", default: false },
       },
     });
   } catch {
@@ -238,7 +245,8 @@ if (import.meta.main) {
   for (const dir of dirs) {
     const name = dir.replace(/\/+$/, "").split("/").at(-1) || dir;
     const data = await loadBeir(dir);
-    const scores = await evaluate(data, embeddings);
+    const fusion = args.values["term-feedback"] ? { ...FUSION_V2, termFeedback: TERM_FEEDBACK_CANDIDATE } : FUSION_V2;
+    const scores = await evaluate(data, embeddings, { fusion });
     console.log(formatReport(data, scores, name) + "\n");
     rows.push({ name, dir, scores });
   }

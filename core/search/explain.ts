@@ -28,7 +28,8 @@ export function explainSlots(
   const shown = new Set(slots);
   const allow = (s: number) => shown.has(s);
   const matched = new Map<number, string[]>(slots.map((s) => [s, []]));
-  for (const term of input.query.bag.keys()) {
+  // The words asked for, not the terms feedback added (those only weigh in lexical_score).
+  for (const term of (input.query.asked ?? input.query.bag).keys()) {
     const hit = index.bm25.score(new Map([[term, 1]]), allow);
     for (const s of hit.slots) matched.get(s)!.push(term);
   }

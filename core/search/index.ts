@@ -1,5 +1,6 @@
 import { type Article, categoryKey, type StoredTerms } from "./articles.ts";
 import { type Bm25Field, Bm25Index, type PackedBag, type TermCounts } from "./bm25.ts";
+import { ForwardTerms, type TermFeedback, termFeedbackOn } from "./feedback.ts";
 import { type Fusion, FUSION_V2 } from "./retrieval_mode.ts";
 import { terms } from "./tokenizer.ts";
 import { TopK } from "./topk.ts";
@@ -34,6 +35,8 @@ export interface QueryRep {
    * `k` takes them instead of scoring again.
    */
   lexical?: LexicalTop;
+  /** The terms as asked, when term feedback expanded `bag` (see {@link DataModelIndex.withTermFeedback}). */
+  asked?: Map<string, number>;
 }
 
 /** The best `k` lexical matches of a query (fewer when fewer match), best first. */
@@ -69,6 +72,12 @@ export interface HybridOptions {
  * `bench/relevance_cv.ts` (docs/relevance.md).
  */
 export const ARTICLE_FIELDS: Bm25Field[] = [{ weight: 2, b: 0.5 }, { weight: 1, b: 0.5 }, { weight: 1, b: 0.75 }];
+/**
+ * Terms kept per article when an index is made for term feedback (see {@link ForwardTerms}): its
+ * most frequent ones, 6 bytes each per slot (a million articles: 192 MB). The service's indexes
+ * keep none: term feedback is not in the default ranking.
+ */
+export const FORWARD_TERMS_PER_DOC = 32;
 /** BM25 term-frequency saturation. */
 export const BM25_K1 = 1.2;
 // Each side contributes at least this many candidates, so normalisation sees a stable spread.
@@ -165,6 +174,8 @@ export class DataModelIndex {
   readonly dataModelId: string;
   readonly bm25 = new Bm25Index({ k1: BM25_K1, fields: ARTICLE_FIELDS });
   readonly vectors: VectorIndex;
+  /** Each slot's most frequent terms, for term feedback; null when built without them. */
+  readonly forward: ForwardTerms | null;
   /** Whether cosines are taken with the vectors' common direction removed (see {@link cosines}). */
   readonly removeCommonDirection: boolean;
   private directionRows = 0;
@@ -194,9 +205,16 @@ export class DataModelIndex {
    * cosine (for averaged word vectors, which all lean one way; see {@link cosines})
    * @param exactVectors keep vectors that do not come from int8 storage in f32 too (relevance
    * evaluations over raw embeddings); the service's vectors always come from storage
+   * @param forwardTerms terms kept per article for term feedback (0, the default: none, feedback off;
+   * {@link FORWARD_TERMS_PER_DOC} to measure it)
    */
-  constructor(dataModelId: string, dims: number, { removeCommonDirection = false, exactVectors = false } = {}) {
+  constructor(
+    dataModelId: string,
+    dims: number,
+    { removeCommonDirection = false, exactVectors = false, forwardTerms = 0 } = {},
+  ) {
     this.dataModelId = dataModelId;
+    this.forward = forwardTerms > 0 ? new ForwardTerms(forwardTerms) : null;
     this.vectors = new VectorIndex(dims, 1024, { keepFloats: exactVectors });
     this.removeCommonDirection = removeCommonDirection;
   }
@@ -244,6 +262,7 @@ export class DataModelIndex {
     }
     this.siteIds[slot] = siteId;
     this.bm25.add(slot, bag);
+    this.forward?.set(slot, bag, ARTICLE_FIELDS, this.bm25);
     this.vectors.set(slot, vector);
     if (this.removeCommonDirection && !this.loading) this.trackDirection();
     this.version++;
@@ -310,7 +329,38 @@ export class DataModelIndex {
     const n = l2norm(v);
     if (n === 0) return { ...query, lexical };
     for (let j = 0; j < v.length; j++) v[j]! /= n;
-    return { bag: query.bag, vector: v, lexical };
+    return { ...query, vector: v, lexical };
+  }
+
+  /**
+   * The query expanded by term feedback (RM3, see {@link ForwardTerms.expand}) from its best
+   * BM25F matches, with the lexical matches of the expanded query (at least `pool`): from a second
+   * full pass, or (`rerank` > 0) the first pass's best re-scored by the expanded query. Unchanged
+   * with feedback off, without a forward store or without lexical matches.
+   */
+  withTermFeedback(
+    query: QueryRep,
+    feedback: TermFeedback | undefined,
+    { pool = 0 }: { pool?: number } = {},
+  ): QueryRep {
+    if (!termFeedbackOn(feedback) || !this.forward || query.bag.size === 0) return query;
+    const k = Math.max(feedback.docs, MIN_SIDE_CANDIDATES, pool);
+    const firstK = feedback.rerank > 0 ? Math.max(k, feedback.rerank) : feedback.docs;
+    const first = query.lexical && query.lexical.k >= firstK ? query.lexical : this.lexicalTop(query.bag, firstK);
+    const bag = this.forward.expand(query.bag, first.slots, first.scores, this.bm25, feedback);
+    if (bag === query.bag) return { ...query, lexical: first.k >= k ? first : undefined };
+    if (feedback.rerank <= 0) return { bag, vector: query.vector, lexical: this.lexicalTop(bag, k), asked: query.bag };
+    const scores = this.bm25.scoreSlots(bag, first.slots);
+    const order = Array.from(first.slots.keys()).sort((a, b) =>
+      scores[b]! - scores[a]! || first.slots[a]! - first.slots[b]!
+    );
+    const slots = Int32Array.from(order, (i) => first.slots[i]!);
+    return {
+      bag,
+      vector: query.vector,
+      lexical: { k: first.k, slots, scores: Float32Array.from(order, (i) => scores[i]!) },
+      asked: query.bag,
+    };
   }
 
   /** The best `k` BM25F matches of a bag of terms, best first (see {@link Bm25Index.top}). */
@@ -345,6 +395,7 @@ export class DataModelIndex {
 
   private retire(s: number): void {
     this.bm25.retire(s);
+    this.forward?.clear(s);
     this.deadSlots[s] = 1;
     this.vectors.clear(s);
     this.pubdates[s] = -Infinity;

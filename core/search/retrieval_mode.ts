@@ -11,6 +11,7 @@
  *   `semantic` by vector similarity alone. Either side still stands in when the other has nothing
  *   (no word of the query in any article, or no query vector), as in every hybrid ranking.
  */
+import type { TermFeedback } from "./feedback.ts";
 
 /** How the two sides of a hybrid ranking are put on one scale and blended. */
 export interface Fusion {
@@ -27,6 +28,8 @@ export interface Fusion {
    */
   feedbackDocs: number;
   feedbackWeight: number;
+  /** Term pseudo-relevance feedback (RM3) on the lexical side; none when absent. */
+  termFeedback?: TermFeedback;
 }
 
 /** Vector weight of the default ranking version (the `SEARCH_VECTOR_WEIGHT` setting overrides it). */
@@ -34,6 +37,13 @@ export const DEFAULT_VECTOR_WEIGHT = 0.15;
 
 /** The earlier ranking: equal min-max blend, no feedback. */
 export const FUSION_V1: Fusion = { vectorWeight: 0.5, normalise: "minmax", feedbackDocs: 0, feedbackWeight: 0 };
+/**
+ * The best term feedback setting found on CISI (bench/prf_cv.ts): expansion from the best 3
+ * BM25F matches, 10 terms, original query 0.7, the expanded query re-scoring the first 200
+ * matches. Not part of the default ranking: its held-out gain did not hold up (docs/relevance.md).
+ * `deno task eval DIR --term-feedback` measures it on other collections.
+ */
+export const TERM_FEEDBACK_CANDIDATE: TermFeedback = { docs: 3, terms: 10, originalWeight: 0.7, rerank: 200 };
 /** The calibrated ranking chosen by cross-validation on CISI (bench/relevance_cv.ts). */
 export const FUSION_V2: Fusion = {
   vectorWeight: DEFAULT_VECTOR_WEIGHT,
@@ -79,7 +89,19 @@ export function retrievalFusion(
   const version =
     SEARCH_VERSIONS[searchVersion && isSearchVersion(searchVersion) ? searchVersion : DEFAULT_SEARCH_VERSION];
   const base = version === "1" ? FUSION_V1 : { ...FUSION_V2, vectorWeight };
-  if (searchType === "keyword") return { ...base, vectorWeight: 0, feedbackDocs: 0 };
-  if (searchType === "semantic") return { ...base, vectorWeight: 1 };
+  if (searchType === "keyword") return { ...base, vectorWeight: 0, feedbackDocs: 0, termFeedback: undefined };
+  if (searchType === "semantic") return { ...base, vectorWeight: 1, termFeedback: undefined };
   return base;
+}
+
+/**
+ * The fusion a search algorithm builds its query with: term feedback (when a fusion has it) only where the hybrid
+ * ranking is the result order (`semantic`, `most_recent_semantic`). `most_recent` keeps the
+ * articles scoring at least half the best and `trending` blends query scores into keyword
+ * weights: both read the scores as "how much of what was asked", which expansion terms skew.
+ */
+export function fusionForAlgorithm(fusion: Fusion, algorithm: string): Fusion {
+  return algorithm === "semantic" || algorithm === "most_recent_semantic"
+    ? fusion
+    : { ...fusion, termFeedback: undefined };
 }

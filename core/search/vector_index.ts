@@ -82,6 +82,13 @@ export class VectorIndex {
     return this.kernel !== null;
   }
 
+  /**
+   * How many scans took each path since the index was made: WebAssembly SIMD on this thread,
+   * SIMD split with the helper thread, the JavaScript loop (no SIMD), or the plain cosine loop (a
+   * query along the common direction). Benchmarks print it, so a silent fallback shows.
+   */
+  readonly scanPaths = { simd: 0, simdWithHelper: 0, javascript: 0, plain: 0 };
+
   private bytesFor(capacity: number): number {
     return this.queryBytes + capacity * this.stride + 3 * capacity * 4 + Math.ceil(capacity / MAX_BLOCK) * 4;
   }
@@ -309,15 +316,19 @@ export class VectorIndex {
     if (alpha === 0) {
       // A query along the common direction itself: plain cosines (rare; a JavaScript loop).
       for (let r = 0; r < count; r++) out[r] = this.dot(r, query);
+      this.scanPaths.plain++;
       return this.withMaxima(out, count);
     }
     if (this.kernel) {
       const a = this.a.byteOffset, b = this.b.byteOffset;
       const helper = this.helperFor(count);
+      if (helper?.splits(this.kernel, count)) this.scanPaths.simdWithHelper++;
+      else this.scanPaths.simd++;
       if (helper) {
         helper.scan(this.kernel, 0, this.queryBytes, count, this.stride, a, b, this.scores.byteOffset, alpha, beta);
       } else this.kernel.scan(0, this.queryBytes, count, this.stride, a, b, this.scores.byteOffset, alpha, beta);
     } else {
+      this.scanPaths.javascript++;
       const d = this.stride, m = this.data, A = this.a, B = this.b;
       for (let r = 0, o = 0; r < count; r++, o += d) {
         let s = 0;
@@ -419,4 +430,18 @@ export function dequantize(q: Int8Array, scale: number): Float32Array {
   const out = new Float32Array(q.length);
   for (let i = 0; i < q.length; i++) out[i] = q[i]! * scale;
   return out;
+}
+
+/** A copy of the scan counters (see {@link VectorIndex.scanPaths}). */
+export type ScanPaths = VectorIndex["scanPaths"];
+
+/**
+ * One line naming the scan paths a vector index took (see {@link VectorIndex.scanPaths}), since
+ * `since` (a copy taken earlier) or since it was made: what a benchmark prints beside its figures.
+ */
+export function describeScanPaths(index: VectorIndex, since?: ScanPaths): string {
+  const p = index.scanPaths, d = (k: keyof ScanPaths) => p[k] - (since?.[k] ?? 0);
+  return `scan paths: WebAssembly SIMD ${index.simd ? "available" : "NOT AVAILABLE"}; ${d("simdWithHelper")} scans ` +
+    `SIMD split with the helper thread, ${d("simd")} SIMD on one thread, ${d("javascript")} JavaScript loop, ` +
+    `${d("plain")} plain cosine loop`;
 }
