@@ -1,6 +1,6 @@
 import type { Context } from "hono";
-import { html, raw } from "hono/html";
-import type { HtmlEscapedString } from "hono/utils/html";
+import { html } from "hono/html";
+import { type Html, humanPage } from "./human_page.ts";
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
@@ -28,8 +28,6 @@ const authorizeRoute = createRoute({
   },
 });
 
-type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
-
 const STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1b1b1b}
 h1{font-size:1.4rem}fieldset{border:1px solid #bbb;border-radius:.5rem;margin:1rem 0;padding:.8rem 1rem}
 input{font:inherit;padding:.4rem .6rem;width:16rem}input.code{font:700 1.3rem ui-monospace,monospace;
@@ -37,23 +35,7 @@ letter-spacing:.1em;width:11rem;text-transform:uppercase}button{font:inherit;pad
 margin:.3rem .5rem .3rem 0;border-radius:.4rem;border:1px solid #555;cursor:pointer}
 button.primary{background:#1b1b1b;color:#fff}.muted{color:#555}.error{color:#a00000}`;
 
-function page(title: string, body: Html): Html {
-  return html`
-    <!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <meta name="referrer" content="same-origin">
-        <title>${title}</title>
-        <style>${raw(STYLE)}</style>
-      </head>
-      <body>
-        <main>${body}</main>
-      </body>
-    </html>
-  `;
-}
+const page = (title: string, body: Html): Html => humanPage(title, STYLE, body);
 
 /** What the page shows about the asking application. */
 interface Asking {

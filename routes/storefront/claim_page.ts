@@ -1,6 +1,6 @@
 import type { Context } from "hono";
-import { html, raw } from "hono/html";
-import type { HtmlEscapedString } from "hono/utils/html";
+import { html } from "hono/html";
+import { type Html, humanPage } from "./human_page.ts";
 import type { Deps } from "../../composition.ts";
 import type { ClaimPageState } from "../../core/storefront/claims.ts";
 import type { AppEnv } from "../env.ts";
@@ -8,8 +8,6 @@ import { readBodyCapped } from "../middleware/body.ts";
 import { familyApp } from "../family.ts";
 import { FormCsrf } from "../middleware/form_csrf.ts";
 import { styleHashSource } from "../inline_style.ts";
-
-type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 
 const STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1b1b1b}
 h1{font-size:1.4rem}.code{font:700 2.2rem/1.2 ui-monospace,monospace;letter-spacing:.15em;padding:.6rem 1rem;
@@ -21,23 +19,7 @@ button.primary{background:#1b1b1b;color:#fff}.muted{color:#555}.error{color:#a00
 /** CSP of every claim page: only its own style (by hash), no script, no framing, forms to this origin. */
 const CSP = `default-src 'none'; style-src ${styleHashSource(STYLE)}; form-action 'self'; frame-ancestors 'none'`;
 
-function page(title: string, body: Html): Html {
-  return html`
-    <!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <meta name="referrer" content="same-origin">
-        <title>${title}</title>
-        <style>${raw(STYLE)}</style>
-      </head>
-      <body>
-        <main>${body}</main>
-      </body>
-    </html>
-  `;
-}
+const page = (title: string, body: Html): Html => humanPage(title, STYLE, body);
 
 /** The page for every state that offers no form. */
 function stateBody(state: ClaimPageState): { status: number; html: Html } {
