@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
+import { MAX_CHECKOUT_DECLINES } from "../../core/commerce/service.ts";
 import { openBrowser, serveLocal } from "../_browser.ts";
 import { pageFaults } from "../_axe.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
@@ -101,7 +102,26 @@ Deno.test({
       });
       assert.equal((await again.json()).error, "payment_consumed");
     });
-    assert.equal(b.shots.length, 4);
+    await t.step("a cancelled checkout, and one ended by repeated declines, read clearly", async () => {
+      const open = async () =>
+        (await (await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token })).json()).card.checkout
+          .url as string;
+      await b.page.goto(await open());
+      await Promise.all([b.page.waitForNavigation(), b.page.click("#cancel-button")]);
+      assert.equal(await state(), "released");
+      await b.shot("cancelled");
+      assert.deepEqual(await pageFaults(b.page), [], "cancelled");
+      await b.page.goto(await open());
+      for (let i = 0; i < MAX_CHECKOUT_DECLINES; i++) {
+        await b.page.type("#token", SANDBOX_TOKENS.card.insufficientFunds);
+        await Promise.all([b.page.waitForNavigation(), b.page.click("#pay-button")]);
+      }
+      assert.equal(await state(), "failed");
+      assert.match(await b.page.$eval("#state", (e) => e.textContent ?? ""), /ended after repeated declines/);
+      await b.shot("ended");
+      assert.deepEqual(await pageFaults(b.page), [], "ended");
+    });
+    assert.equal(b.shots.length, 6);
     console.log(`screenshots: ${b.shotsDir}`);
   },
 });
