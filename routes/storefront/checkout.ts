@@ -97,7 +97,7 @@ export function createCheckoutRoutes(
     }
     const declined = `Declined: ${result.settlementReason ?? "the payment did not settle"}.`;
     const message = result.state === "failed"
-      ? `${declined} This checkout has ended; ask your agent to start again.`
+      ? declined // the page's state line says the checkout has ended
       : result.triesLeft !== undefined
       ? `${declined} Try another card (${result.triesLeft} ${result.triesLeft === 1 ? "try" : "tries"} left).`
       : result.retry
