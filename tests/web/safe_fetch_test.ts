@@ -3,6 +3,7 @@ import { classifyIp } from "../../core/net/ip.ts";
 import { addressPolicy } from "../../core/net/ip.ts";
 import { SafeFetcher, SafeFetchError, type SafeFetchErrorCode } from "../../core/net/safe_fetch.ts";
 import { startServer } from "../../routes/server.ts";
+import { selfSignedCertificate } from "../_tls.ts";
 
 async function rejectsWith(p: Promise<unknown>, code: SafeFetchErrorCode): Promise<SafeFetchError> {
   try {
@@ -252,54 +253,23 @@ Deno.test("SafeFetcher.fetch() decodes a gzip body and caps the decoded size", a
 });
 
 Deno.test("SafeFetcher.fetch() speaks TLS to the pinned address with the URL's host name", async () => {
-  const dir = await Deno.makeTempDir();
+  const { cert, key } = await selfSignedCertificate("secure.example.test");
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, cert, key, onListen() {} },
+    (req) => new Response(`host=${req.headers.get("host")}`, { headers: { "content-type": "text/plain" } }),
+  );
+  const port = server.addr.port;
+  const resolver = () => Promise.resolve(["127.0.0.1"]);
   try {
-    const made = await new Deno.Command("openssl", {
-      args: [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=secure.example.test",
-        "-addext",
-        "subjectAltName=DNS:secure.example.test",
-        "-addext",
-        "basicConstraints=critical,CA:FALSE",
-        "-keyout",
-        `${dir}/key.pem`,
-        "-out",
-        `${dir}/cert.pem`,
-      ],
-      stdout: "null",
-      stderr: "null",
-    }).output().catch(() => null);
-    // No certificate, no test: a missing openssl fails here instead of passing unseen (.ci/run installs it).
-    assert.ok(made?.success, "openssl could not make the test certificate: install openssl");
-    const cert = await Deno.readTextFile(`${dir}/cert.pem`);
-    const key = await Deno.readTextFile(`${dir}/key.pem`);
-    const server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, cert, key, onListen() {} },
-      (req) => new Response(`host=${req.headers.get("host")}`, { headers: { "content-type": "text/plain" } }),
+    const fetcher = new SafeFetcher({ allowPrivate: true, resolver, caCerts: [cert] });
+    const r = await fetcher.fetch(`https://secure.example.test:${port}/`, { accept: ["text/plain"] });
+    assert.equal(new TextDecoder().decode(r.body), `host=secure.example.test:${port}`);
+    // A name the certificate does not cover fails verification: the pinned IP does not weaken TLS.
+    await rejectsWith(
+      fetcher.fetch(`https://other.example.test:${port}/`, { accept: ["text/plain"] }),
+      "unreachable",
     );
-    const port = server.addr.port;
-    const resolver = () => Promise.resolve(["127.0.0.1"]);
-    try {
-      const fetcher = new SafeFetcher({ allowPrivate: true, resolver, caCerts: [cert] });
-      const r = await fetcher.fetch(`https://secure.example.test:${port}/`, { accept: ["text/plain"] });
-      assert.equal(new TextDecoder().decode(r.body), `host=secure.example.test:${port}`);
-      // A name the certificate does not cover fails verification: the pinned IP does not weaken TLS.
-      await rejectsWith(
-        fetcher.fetch(`https://other.example.test:${port}/`, { accept: ["text/plain"] }),
-        "unreachable",
-      );
-    } finally {
-      await server.shutdown();
-    }
   } finally {
-    await Deno.remove(dir, { recursive: true });
+    await server.shutdown();
   }
 });
