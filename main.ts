@@ -6,7 +6,7 @@
  *   deno task admin <command> ...   admin work, e.g. `tenant create --name Acme`
  */
 import { AnalyticsDb } from "./analytics/duckdb.ts";
-import { adminUsage, AdminUsageError, runAdmin } from "./core/admin/commands.ts";
+import { adminUsage, AdminUsageError, runAdmin } from "./cli/commands.ts";
 import { systemClock } from "./core/clock.ts";
 import { type Config, ConfigError, parseConfig } from "./core/config.ts";
 import { buildDeps, type Deps, startDeps, stopDeps } from "./composition.ts";

@@ -3,7 +3,7 @@
  * our search results and tracking links did for the publisher's articles, and which AI agents read
  * them and whether their users click through.
  */
-import { ArticleRepo } from "../core/search/articles.ts";
+import { ArticleRepo } from "../core/search/store/articles.ts";
 import { analyticsBadRequest, clampedCount, pct, supplied } from "./filters.ts";
 import { windowParams } from "./metrics.ts";
 import { type AnalyticsQuery, meta, opt, requestWindow, type RollupDeps } from "./rollups.ts";

@@ -17,7 +17,7 @@
 import { parseArgs } from "node:util";
 import { retryBusyKv } from "../core/store/kv_busy_retry.ts";
 import { createRepos } from "../core/store/repos.ts";
-import { shardOf } from "../core/search/shard.ts";
+import { shardOf } from "../core/search/index/shard.ts";
 import { freePort, killAll, type Node, readDemoEnv, running, spawnNode, startNode, waitReady } from "./_cluster.ts";
 
 /** How the cluster is laid out. */

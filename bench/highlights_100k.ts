@@ -12,11 +12,11 @@
 import { cpuUsage } from "node:process";
 import { FixedClock } from "../core/clock.ts";
 import { memoryLogger } from "../core/log.ts";
-import type { Article } from "../core/search/articles.ts";
-import { embeddingText, normalizeArticle } from "../core/search/articles.ts";
+import type { Article } from "../core/search/store/articles.ts";
+import { embeddingText, normalizeArticle } from "../core/search/store/articles.ts";
 import { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
 import { SearchEngine } from "../core/search/engine.ts";
-import { DataModelIndex } from "../core/search/index.ts";
+import { DataModelIndex } from "../core/search/index/index.ts";
 import type { SearchRequest } from "../core/search/types.ts";
 import type { DataModel } from "../core/store/models.ts";
 import { generateArticles, NEWS_SITES, TECH_SITES } from "../fixtures/articles.ts";

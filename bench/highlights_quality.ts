@@ -12,10 +12,10 @@
  * Run: deno run --allow-read --allow-write --allow-env bench/highlights_quality.ts
  */
 import { defaultCacheName, LocalEmbeddings } from "../core/search/embeddings/wink.ts";
-import { loadBeir, ndcgAt } from "../core/search/eval.ts";
-import { Bm25Index } from "../core/search/bm25.ts";
-import { highlightPage, highlightQueryOfText, shortlistWindows } from "../core/search/highlights.ts";
-import { terms } from "../core/search/tokenizer.ts";
+import { loadBeir, ndcgAt } from "../cli/eval.ts";
+import { Bm25Index } from "../core/search/index/bm25.ts";
+import { highlightPage, highlightQueryOfText, shortlistWindows } from "../core/search/rank/highlights.ts";
+import { terms } from "../core/search/text/tokenizer.ts";
 import { NEWSROOM_STORIES } from "../fixtures/demo_newsroom.ts";
 
 const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? `/tmp/svc-test-shared/${defaultCacheName()}`;

@@ -11,15 +11,15 @@
  *
  *   deno run -A bench/prf_cv.ts fixtures/beir/cisi fixtures/beir-tiny
  */
-import type { Article } from "../core/search/articles.ts";
-import { embeddingText } from "../core/search/articles.ts";
-import { Bm25Index } from "../core/search/bm25.ts";
+import type { Article } from "../core/search/store/articles.ts";
+import { embeddingText } from "../core/search/store/articles.ts";
+import { Bm25Index } from "../core/search/index/bm25.ts";
 import { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
-import { type BeirDataset, loadBeir, ndcgAt } from "../core/search/eval.ts";
-import { NO_TERM_FEEDBACK, type TermFeedback } from "../core/search/feedback.ts";
-import { articleBag, DataModelIndex } from "../core/search/index.ts";
-import { FUSION_V2 } from "../core/search/retrieval_mode.ts";
-import { terms } from "../core/search/tokenizer.ts";
+import { type BeirDataset, loadBeir, ndcgAt } from "../cli/eval.ts";
+import { NO_TERM_FEEDBACK, type TermFeedback } from "../core/search/rank/feedback.ts";
+import { articleBag, DataModelIndex } from "../core/search/index/index.ts";
+import { FUSION_V2 } from "../core/search/rank/retrieval_mode.ts";
+import { terms } from "../core/search/text/tokenizer.ts";
 import { prng } from "../fixtures/prng.ts";
 
 const FOLDS = 5;

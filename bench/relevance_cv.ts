@@ -9,11 +9,11 @@
  * The first folder is the development set the folds are drawn from; the others are scored with
  * the settings chosen on it (a check that the choice travels).
  */
-import { Bm25Index } from "../core/search/bm25.ts";
+import { Bm25Index } from "../core/search/index/bm25.ts";
 import { loadWordVectors, rankIdf, type WordVectors } from "../core/search/embeddings/wink.ts";
-import { type BeirDataset, loadBeir, ndcgAt } from "../core/search/eval.ts";
-import { stem as porter2 } from "../core/search/stemmer.ts";
-import { foldText, terms, words } from "../core/search/tokenizer.ts";
+import { type BeirDataset, loadBeir, ndcgAt } from "../cli/eval.ts";
+import { stem as porter2 } from "../core/search/text/stemmer.ts";
+import { foldText, terms, words } from "../core/search/text/tokenizer.ts";
 import { stem as light } from "./_light_stemmer.ts";
 
 const FOLDS = 5;

@@ -4,11 +4,11 @@
  */
 import { FixedClock } from "../core/clock.ts";
 import { memoryLogger } from "../core/log.ts";
-import type { Article } from "../core/search/articles.ts";
-import { embeddingText, normalizeArticle } from "../core/search/articles.ts";
+import type { Article } from "../core/search/store/articles.ts";
+import { embeddingText, normalizeArticle } from "../core/search/store/articles.ts";
 import { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
 import { SearchEngine } from "../core/search/engine.ts";
-import { DataModelIndex } from "../core/search/index.ts";
+import { DataModelIndex } from "../core/search/index/index.ts";
 import type { DataModel } from "../core/store/models.ts";
 import { generateArticles, NEWS_SITES, TECH_SITES } from "../fixtures/articles.ts";
 

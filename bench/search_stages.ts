@@ -10,9 +10,9 @@ import { FixedClock } from "../core/clock.ts";
 import { memoryLogger } from "../core/log.ts";
 import { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
 import { SearchEngine } from "../core/search/engine.ts";
-import { FUSION_V2 } from "../core/search/retrieval_mode.ts";
-import { Bm25Index } from "../core/search/bm25.ts";
-import { terms } from "../core/search/tokenizer.ts";
+import { FUSION_V2 } from "../core/search/rank/retrieval_mode.ts";
+import { Bm25Index } from "../core/search/index/bm25.ts";
+import { terms } from "../core/search/text/tokenizer.ts";
 
 const dataDir = Deno.env.get("BENCH_DIR")!;
 const dmId = Deno.env.get("BENCH_DM")!;

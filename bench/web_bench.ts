@@ -6,7 +6,7 @@
 import { FixedClock } from "../core/clock.ts";
 import { extractArticle } from "../core/extract/article.ts";
 import { summarize } from "../core/extract/summarize.ts";
-import { SignedLinks } from "../core/search/tracking.ts";
+import { SignedLinks } from "../core/links/tracking.ts";
 import { ARTICLE_PAGE } from "../tests/web/_pages.ts";
 
 const kv = await Deno.openKv(":memory:");

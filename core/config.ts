@@ -2,7 +2,7 @@ import { z } from "zod";
 import { LOG_LEVELS } from "./log.ts";
 import { paymentEnv, paymentsConfig } from "./commerce/payment_config.ts";
 import type { StandardMethodsConfig } from "./commerce/standard_methods.ts";
-import { parseSearchShard, type SearchShard } from "./search/shard.ts";
+import { parseSearchShard, type SearchShard } from "./search/index/shard.ts";
 
 const bool = (name: string) =>
   z.enum(["true", "false", "1", "0", "yes", "no"], { error: `${name} must be true or false` })

@@ -7,7 +7,14 @@ import { html } from "hono/html";
 import type { Context } from "hono";
 import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
-import { acceptsGzip, type AssetSource, AssetStore, IMMUTABLE, matchesEtag, REVALIDATE } from "./dashboard/assets.ts";
+import {
+  acceptsGzip,
+  type AssetSource,
+  AssetStore,
+  IMMUTABLE,
+  matchesEtag,
+  REVALIDATE,
+} from "./analytics/dashboard/assets.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
 

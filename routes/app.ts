@@ -14,8 +14,8 @@
  *   /mcp, /.well-known/mcp.json           routes/mcp/mod.ts
  *   /payproxy/...                         routes/payproxy.ts
  *   /zeroclick/...                        routes/zeroclick.ts (the payproxy routes, Dappier's paths)
- *   /v1/analytics/...                     routes/analytics.ts (+ analytics_insights.ts)
- *   /dashboard                            routes/dashboard.ts
+ *   /v1/analytics/...                     routes/analytics/mod.ts (+ analytics_insights.ts)
+ *   /dashboard                            routes/analytics/dashboard_page.ts
  *   /v1/events                            routes/events.ts
  *   /v1/data-models[/{id}/articles]       routes/data_models.ts
  *   /v1/data-models/{id}/sources,         routes/sources.ts (inside the data-models family)
@@ -45,8 +45,8 @@ import type { Context } from "hono";
 import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
 import { createAiModelRoutes } from "./aimodel.ts";
-import { createAnalyticsRoutes } from "./analytics.ts";
-import { createDashboardRoutes } from "./dashboard.ts";
+import { createAnalyticsRoutes } from "./analytics/mod.ts";
+import { createDashboardRoutes } from "./analytics/dashboard_page.ts";
 import { createDataModelRoutes } from "./data_models.ts";
 import type { AppEnv } from "./env.ts";
 import { createErrorHandler } from "./errors.ts";
@@ -67,7 +67,7 @@ import { createSystemRoutes, probeStores } from "./system.ts";
 import { createFrontPageRoutes } from "./front_page.ts";
 import { createApiReferenceRoutes } from "./api_reference.ts";
 import { withExamples } from "./openapi_examples.ts";
-import { acceptsGzip, AssetStore, type LoadedAsset, matchesEtag } from "./dashboard/assets.ts";
+import { acceptsGzip, AssetStore, type LoadedAsset, matchesEtag } from "./analytics/dashboard/assets.ts";
 import { createWidgetApiRoutes } from "./widget/api.ts";
 import { createWidgetAssetRoutes } from "./widget/assets.ts";
 import { shardGuard } from "./shard_guard.ts";

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
 import { dataModelNotFound } from "../core/errors.ts";
 import { MAX_INGEST_ITEMS, MAX_LISTED_CATEGORIES } from "../core/search/engine.ts";
-import { articleWithText } from "../core/search/full_text.ts";
+import { articleWithText } from "../core/search/text/full_text.ts";
 import { MAX_TEXT_CHARACTERS } from "../core/search/result_options.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
@@ -95,7 +95,7 @@ const categoriesRoute = createRoute({
   },
 });
 
-/** An article with its text (core/search/full_text.ts). */
+/** An article with its text (core/search/text/full_text.ts). */
 const articleTextSchema = z.object({
   id: z.string(),
   url: z.string(),

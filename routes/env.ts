@@ -1,6 +1,6 @@
 import type { ApiKeyRecord } from "../core/auth/api_keys.ts";
-import type { Seller } from "../core/storefront/types.ts";
-import type { AgentPrincipal } from "../core/storefront/tokens.ts";
+import type { Seller } from "../core/identity/types.ts";
+import type { AgentPrincipal } from "../core/identity/tokens.ts";
 import type { Widget } from "../core/store/models.ts";
 
 /** The authenticated agent on storefront routes (set by routes/storefront/agent_auth.ts). */

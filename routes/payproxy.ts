@@ -53,8 +53,8 @@ import {
   SEARCH_TYPES,
   SEARCH_VERSION_DOC,
   SEARCH_VERSIONS,
-} from "../core/search/retrieval_mode.ts";
-import { filtersOf } from "../core/search/filters.ts";
+} from "../core/search/rank/retrieval_mode.ts";
+import { filtersOf } from "../core/search/rank/filters.ts";
 import { mayReadFullText } from "../core/search/engine.ts";
 import { textOptionOf } from "../core/search/result_options.ts";
 import { FULL_TEXT_METER } from "../core/commerce/catalog.ts";

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
 import { describeError } from "../core/log.ts";
-import { clickEvent } from "../core/search/clicks.ts";
+import { clickEvent } from "../core/links/clicks.ts";
 import { familyApp } from "./family.ts";
 import { limitAddress } from "./middleware/public_limits.ts";
 import { clientAddress } from "./storefront/client_address.ts";

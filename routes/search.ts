@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import type { Deps } from "../composition.ts";
 import { AppError, dataModelNotFound } from "../core/errors.ts";
 import { idFormatMessage, idPattern } from "../core/ids.ts";
-import { SEARCH_VERSION_DOC, SEARCH_VERSIONS } from "../core/search/retrieval_mode.ts";
+import { SEARCH_VERSION_DOC, SEARCH_VERSIONS } from "../core/search/rank/retrieval_mode.ts";
 import { SEARCH_ALGORITHMS, searchRequestSchema } from "../core/search/types.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";

@@ -9,7 +9,7 @@ import type { Clock } from "../clock.ts";
 import { AppError } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
 import type { AiModel } from "../store/models.ts";
-import type { LinkBuilder } from "../search/links.ts";
+import type { LinkBuilder } from "../links/links.ts";
 import type { RetrievedArticle } from "../search/types.ts";
 import type { Answer, AnswerContext, AnswerService, Citation, CitedArticles } from "./types.ts";
 import type { AnswerProvider, GroundedRequest, ProviderRegistry, Retrieve } from "./provider.ts";

@@ -1,6 +1,6 @@
 /**
  * Shapes shared by the commerce modules (plans, payments, entitlements, paid proxy), and the seams
- * to the identity room (core/storefront/): the agent ({@link AuthenticatedAgent}) and the seller registry.
+ * to the identity room (core/identity/): the agent ({@link AuthenticatedAgent}) and the seller registry.
  */
 
 /**

@@ -1,17 +1,17 @@
 import type { z } from "zod";
 import type { Clock } from "../clock.ts";
 import { timeSlicer } from "../timers.ts";
-import { explainSlots } from "./explain.ts";
-import { filterPredicate, filtersOf } from "./filters.ts";
+import { explainSlots } from "./rank/explain.ts";
+import { filterPredicate, filtersOf } from "./rank/filters.ts";
 import { boundedCache } from "../bounded_cache.ts";
-import { type Highlight, highlightPage, highlightQuery, highlightQueryOfText } from "./highlights.ts";
+import { type Highlight, highlightPage, highlightQuery, highlightQueryOfText } from "./rank/highlights.ts";
 import { highlightOptionsOf, textOptionOf } from "./result_options.ts";
 import { clipMarkdown, markupWithinLimits, stripTags, textToMarkdown } from "../text/markdown_text.ts";
-import { fuseAcrossIndexes } from "./fusion.ts";
+import { fuseAcrossIndexes } from "./rank/fusion.ts";
 import { AppError, fullTextNotLicensed } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
 import type { DataModel } from "../store/models.ts";
-import { ALGORITHMS, candidatePool, mergeRanked, type Ranked } from "./algorithms.ts";
+import { ALGORITHMS, candidatePool, mergeRanked, type Ranked } from "./rank/algorithms.ts";
 import {
   type Article,
   type ArticleInput,
@@ -23,22 +23,22 @@ import {
   normalizeArticle,
   type StoredEmbedding,
   type UpsertOutcome,
-} from "./articles.ts";
-import { Bm25Index } from "./bm25.ts";
-import { type ArticleChange, CHANGE_LOG_RETENTION, ChangeLogTrimmed, headKey, headSeq } from "./change_log.ts";
+} from "./store/articles.ts";
+import { Bm25Index } from "./index/bm25.ts";
+import { type ArticleChange, CHANGE_LOG_RETENTION, ChangeLogTrimmed, headKey, headSeq } from "./store/change_log.ts";
 import type { EmbeddingProvider } from "./embeddings/provider.ts";
-import { articleBag, type ArticleCard, bagOf, DataModelIndex, type QueryRep, storableTerms } from "./index.ts";
+import { articleBag, type ArticleCard, bagOf, DataModelIndex, type QueryRep, storableTerms } from "./index/index.ts";
 import {
   DEFAULT_VECTOR_WEIGHT,
   type Fusion,
   FUSION_V2,
   fusionForAlgorithm,
   retrievalFusion,
-} from "./retrieval_mode.ts";
+} from "./rank/retrieval_mode.ts";
 import { directLinks, type LinkBuilder, type QuerySource, RecentQueryLog, type UrlAnalyzer } from "./ports.ts";
-import { mergeTrends, signalKeywords, titleBursts, type TrendingKeyword } from "./trending.ts";
-import { outsideShard, type SearchShard, serves } from "./shard.ts";
-import { terms } from "./tokenizer.ts";
+import { mergeTrends, signalKeywords, titleBursts, type TrendingKeyword } from "./rank/trending.ts";
+import { outsideShard, type SearchShard, serves } from "./index/shard.ts";
+import { terms } from "./text/tokenizer.ts";
 import type {
   RetrievedArticle,
   SearchContext,
@@ -47,7 +47,7 @@ import type {
   SearchResult,
   SearchService,
 } from "./types.ts";
-import { dequantize, quantize } from "./vector_index.ts";
+import { dequantize, quantize } from "./index/vector_index.ts";
 
 // Texts embedded per call during an ingest: small enough to yield between batches.
 const INGEST_EMBED_BATCH = 64;
@@ -167,7 +167,7 @@ async function htmlBodies(items: unknown[]): Promise<Map<number, Record<string, 
   if (withHtml.length === 0) return out;
   const [{ htmlToMarkdown }, { htmlToText }] = await Promise.all([
     import("../text/markdown.ts"),
-    import("./feeds.ts"),
+    import("./store/feeds.ts"),
   ]);
   for (const { i, html } of withHtml) {
     const item = items[i] as Record<string, unknown>;

@@ -3,10 +3,10 @@
  * extraction, tracking redirects, image resizing, analytics) plug in without the engine knowing
  * how they work. URL analysis and links are the web room's contracts (url_analyzer.ts, links.ts).
  */
-import type { LinkBuilder } from "./links.ts";
+import type { LinkBuilder } from "../links/links.ts";
 
 export type { AnalyzedPage, UrlAnalyzer } from "./url_analyzer.ts";
-export type { LinkArticle, LinkBuilder, LinkContext } from "./links.ts";
+export type { LinkArticle, LinkBuilder, LinkContext } from "../links/links.ts";
 
 /**
  * The fallback {@link LinkBuilder}: the article's own URL and original image, no tracking and no
@@ -26,7 +26,7 @@ export type TrendChannel = "widget" | "server" | "click";
 /**
  * A query (or, on the `click` channel, a clicked article) and how often it was seen. With a
  * `sender`, the entry stands for one sender in one session however often it asked: a keyword then
- * counts distinct senders and sessions, not events (core/search/trending.ts).
+ * counts distinct senders and sessions, not events (core/search/rank/trending.ts).
  */
 export interface QueryCount {
   query: string;

@@ -10,7 +10,7 @@ import {
   type HighlightOptions,
   MAX_HIGHLIGHT_CHARACTERS,
   MAX_HIGHLIGHTS_PER_RESULT,
-} from "./highlights.ts";
+} from "./rank/highlights.ts";
 
 const int = (min: number, max: number) =>
   z.number({ error: "must be a number" }).int({ error: "must be a whole number" }).min(min, {

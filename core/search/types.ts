@@ -4,9 +4,9 @@
  */
 import { z } from "zod";
 import type { DataModel } from "../store/models.ts";
-import { searchFilterFields } from "./filters.ts";
-import type { Highlight } from "./highlights.ts";
-import type { LinkPlacement } from "./links.ts";
+import { searchFilterFields } from "./rank/filters.ts";
+import type { Highlight } from "./rank/highlights.ts";
+import type { LinkPlacement } from "../links/links.ts";
 import { resultOptionFields } from "./result_options.ts";
 
 export const SEARCH_ALGORITHMS = ["semantic", "most_recent", "most_recent_semantic", "trending"] as const;

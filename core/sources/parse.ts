@@ -1,10 +1,10 @@
 /**
  * Reads a fetched source document into feed items, per source type: RSS 2.0 and Atom (through
- * the importer's reader in core/search/feeds.ts), JSON Feed 1.x, and XML sitemaps (urlset, with
+ * the importer's reader in core/search/store/feeds.ts), JSON Feed 1.x, and XML sitemaps (urlset, with
  * the Google News and image extensions).
  */
 import { DOMParser } from "linkedom";
-import { htmlToText, isFeed, parseFeed } from "../search/feeds.ts";
+import { htmlToText, isFeed, parseFeed } from "../search/store/feeds.ts";
 import type { SourceKind } from "./source.ts";
 
 /** One entry of a source, before it becomes an article. */

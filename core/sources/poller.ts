@@ -15,7 +15,7 @@ import { KvLease } from "../kv_lease.ts";
 import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
 import type { ArticleExtractor } from "../extract/extractor.ts";
 import { decodeHtml } from "../extract/analyzer.ts";
-import { type Article, cleanCategories, cutBody, parsePubdate } from "../search/articles.ts";
+import { type Article, cleanCategories, cutBody, parsePubdate } from "../search/store/articles.ts";
 import type { IngestReport } from "../search/engine.ts";
 import type { DataModel } from "../store/models.ts";
 import { backoffSeconds, retryAfterSeconds } from "./backoff.ts";

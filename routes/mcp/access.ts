@@ -16,11 +16,11 @@ import {
 } from "../../core/answer/conversation.ts";
 import { standaloneQuery } from "../../core/answer/followup.ts";
 import { followUpQuestions } from "../../core/answer/related.ts";
-import { type ArticleText, articleWithText } from "../../core/search/full_text.ts";
+import { type ArticleText, articleWithText } from "../../core/search/text/full_text.ts";
 import { Challenge, Credential, Errors, PaymentRequest, Receipt } from "mppx";
 import { ASK_AI_FILTERS, ASK_AI_PARAMS, askAiRollup } from "../../analytics/rollups.ts";
 import type { AnalyticsQuery, RollupDeps } from "../../analytics/rollups.ts";
-import { cachedAnswerer } from "../analytics_answer.ts";
+import { cachedAnswerer } from "../analytics/answer.ts";
 import { planCovers } from "../../core/commerce/catalog.ts";
 import { formatUsd } from "../../core/commerce/money.ts";
 import type { PaidProxy } from "../../core/commerce/proxy.ts";

@@ -28,7 +28,7 @@ import { sellerOf } from "../storefront/seller.ts";
 import { mcpChallenge, mcpResourceMetadataUrl } from "../storefront/discovery.ts";
 import { agentCors } from "../middleware/cors.ts";
 import { botCaller, WebBotAuth } from "../../core/web_bot_auth/verifier.ts";
-import { mcpResource } from "../../core/storefront/service.ts";
+import { mcpResource } from "../../core/identity/service.ts";
 import { API_VERSION } from "../version.ts";
 import {
   AgentAccess,

@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { AppError } from "../../core/errors.ts";
-import { sfError } from "../../core/storefront/errors.ts";
-import type { TokenService } from "../../core/storefront/tokens.ts";
+import { sfError } from "../../core/identity/errors.ts";
+import type { TokenService } from "../../core/identity/tokens.ts";
 import type { AppEnv } from "../env.ts";
 import { type SellerDeps, sellerOf } from "./seller.ts";
 

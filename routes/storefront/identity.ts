@@ -1,8 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../../composition.ts";
-import { sfError } from "../../core/storefront/errors.ts";
-import { ID_JAG_TOKEN_TYPE } from "../../core/storefront/id_jag.ts";
-import { claimBlock, identityBody } from "../../core/storefront/identity_body.ts";
+import { sfError } from "../../core/identity/errors.ts";
+import { ID_JAG_TOKEN_TYPE } from "../../core/identity/id_jag.ts";
+import { claimBlock, identityBody } from "../../core/identity/identity_body.ts";
 import { familyApp } from "../family.ts";
 import { bodyReader, type BodyRejection } from "../middleware/body.ts";
 import { rateLimit } from "../middleware/rate_limit.ts";
@@ -144,7 +144,7 @@ const completeRoute = createRoute({
 });
 
 type IdentityJson = z.infer<typeof identitySchema>;
-// The bodies are built by core/storefront/identity_body.ts; the schema above documents them.
+// The bodies are built by core/identity/identity_body.ts; the schema above documents them.
 const asIdentity = (v: Record<string, unknown>) => v as IdentityJson;
 
 const need = (v: unknown, name: string): string => {

@@ -1,6 +1,6 @@
 import { html, raw } from "hono/html";
 import type { Deps } from "../../composition.ts";
-import { OutboxMailer } from "../../core/storefront/mailer.ts";
+import { OutboxMailer } from "../../core/identity/mailer.ts";
 import { requireOperator } from "../middleware/operator.ts";
 import { familyApp } from "../family.ts";
 

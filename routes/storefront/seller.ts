@@ -1,8 +1,8 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { Config } from "../../core/config.ts";
-import { sfError } from "../../core/storefront/errors.ts";
-import type { SellerRegistry } from "../../core/storefront/sellers.ts";
-import type { Seller } from "../../core/storefront/types.ts";
+import { sfError } from "../../core/identity/errors.ts";
+import type { SellerRegistry } from "../../core/identity/sellers.ts";
+import type { Seller } from "../../core/identity/types.ts";
 import type { AppEnv } from "../env.ts";
 
 /** Deps of seller resolution. */

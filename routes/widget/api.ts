@@ -18,7 +18,7 @@ import { sha256Hex } from "../../core/crypto.ts";
 import { hasIdFormat } from "../../core/ids.ts";
 import { describeError } from "../../core/log.ts";
 import { isUrlQuery } from "../../core/search/engine.ts";
-import type { LinkPlacement } from "../../core/search/links.ts";
+import type { LinkPlacement } from "../../core/links/links.ts";
 import type { Widget } from "../../core/store/models.ts";
 import {
   scopedModel,

@@ -9,7 +9,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../../composition.ts";
 import { notFound } from "../../core/errors.ts";
-import { acceptsGzip, AssetStore, IMMUTABLE, type LoadedAsset, matchesEtag } from "../dashboard/assets.ts";
+import { acceptsGzip, AssetStore, IMMUTABLE, type LoadedAsset, matchesEtag } from "../analytics/dashboard/assets.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import loaderJs from "../../widget/dist/loader.js" with { type: "text" };

@@ -3,7 +3,7 @@
  * from the module graph (what `deno compile` embeds), not from files read at run time. Prints one
  * line per URL: `<status> <bytes> <url>`.
  */
-import { createDashboardRoutes } from "../../routes/dashboard.ts";
+import { createDashboardRoutes } from "../../routes/analytics/dashboard_page.ts";
 import { memoryLogger } from "../../core/log.ts";
 
 const app = createDashboardRoutes({ log: memoryLogger() });

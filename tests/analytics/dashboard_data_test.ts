@@ -2,7 +2,7 @@ import { dayInZone } from "../../analytics/timezone.ts";
 import assert from "node:assert/strict";
 import { seedDemo } from "../../fixtures/demo.ts";
 import { demoEventsStep } from "../../fixtures/demo_events.ts";
-import { DASHBOARD_PANELS } from "../../routes/analytics_dashboard.ts";
+import { DASHBOARD_PANELS } from "../../routes/analytics/dashboard_data.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
 
 type Line = { panel: string; status: number; cache?: string; body: Record<string, unknown> };

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { ConfigError, parseConfig } from "../../core/config.ts";
 import type { DataModel } from "../../core/store/models.ts";
-import { crc32, parseSearchShard, serves, shardOf } from "../../core/search/shard.ts";
+import { crc32, parseSearchShard, serves, shardOf } from "../../core/search/index/shard.ts";
 import { AppError } from "../../core/errors.ts";
 import { SearchEngine } from "../../core/search/engine.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";

@@ -10,7 +10,7 @@ import type { AuthenticatedAgent, CreditPlan, PaygPlan } from "../../core/commer
 import type { PayproxySecretStore } from "../../core/payproxy/secrets.ts";
 import type { Deps } from "../../composition.ts";
 import { newId } from "../../core/ids.ts";
-import type { Credential as AgentCredential } from "../../core/storefront/types.ts";
+import type { Credential as AgentCredential } from "../../core/identity/types.ts";
 import { createTestWorld, type TestWorld } from "../_helpers.ts";
 
 /**

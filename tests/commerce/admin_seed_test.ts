@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { AdminUsageError, runAdmin } from "../../core/admin/commands.ts";
+import { AdminUsageError, runAdmin } from "../../cli/commands.ts";
 import { seedCommerceDemo } from "../../fixtures/commerce_demo.ts";
 import { seedDemo } from "../../fixtures/demo.ts";
 import { seedPayproxySecret } from "../../fixtures/payproxy_demo.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { AdminUsageError, runAdmin } from "../../core/admin/commands.ts";
+import { AdminUsageError, runAdmin } from "../../cli/commands.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
 
 Deno.test("admin: tenant, key, data model, AI model, widget, campaign and prompt round trip", async () => {

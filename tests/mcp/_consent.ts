@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { mailCodeIn } from "../storefront/_world.ts";
-import { OutboxMailer } from "../../core/storefront/mailer.ts";
+import { OutboxMailer } from "../../core/identity/mailer.ts";
 import type { TestWorld } from "../_helpers.ts";
 
 /** A consent page opened in a "browser": its form fields and cookie. */

@@ -1,7 +1,7 @@
 /** Payproxy search end to end through the real search engine (KV articles, BM25 + word vectors). */
 import assert from "node:assert/strict";
 import { newId } from "../../core/ids.ts";
-import { FUSION_V1, FUSION_V2, retrievalFusion } from "../../core/search/retrieval_mode.ts";
+import { FUSION_V1, FUSION_V2, retrievalFusion } from "../../core/search/rank/retrieval_mode.ts";
 import type { DataModel } from "../../core/store/models.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
 import { signedInit, startAllowancePeer } from "./_helpers.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { AdminUsageError, runAdmin } from "../../core/admin/commands.ts";
+import { AdminUsageError, runAdmin } from "../../cli/commands.ts";
 import { FixedClock } from "../../core/clock.ts";
 import { PayproxySecretStore, SecretStoreError } from "../../core/payproxy/secrets.ts";
 import { SignatureVerifier, signRequest } from "../../core/payproxy/signature.ts";

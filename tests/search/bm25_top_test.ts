@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { Bm25Index } from "../../core/search/bm25.ts";
-import { ARTICLE_FIELDS, BM25_K1 } from "../../core/search/index.ts";
+import { Bm25Index } from "../../core/search/index/bm25.ts";
+import { ARTICLE_FIELDS, BM25_K1 } from "../../core/search/index/index.ts";
 import { prng } from "../../fixtures/prng.ts";
 
 /** 3,000 documents over a Zipf-like vocabulary: a few very common terms, many rare ones. */

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { senderNetwork } from "../../core/client_key.ts";
 import { FixedClock } from "../../core/clock.ts";
 import { FixedWindowLimiter } from "../../core/rate_limit.ts";
-import { ClickGate, isNonReaderAgent } from "../../core/search/click_gate.ts";
+import { ClickGate, isNonReaderAgent } from "../../core/links/click_gate.ts";
 
 Deno.test("isNonReaderAgent() names crawlers, link previews and command-line clients, not browsers", () => {
   for (

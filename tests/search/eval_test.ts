@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { LocalEmbeddings } from "../../core/search/embeddings/wink.ts";
-import { evaluate, formatReport, loadBeir, ndcgAt, recallAt } from "../../core/search/eval.ts";
+import { evaluate, formatReport, loadBeir, ndcgAt, recallAt } from "../../cli/eval.ts";
 import { SHARED_EMBEDDINGS_CACHE } from "../_helpers.ts";
 
 Deno.test("ndcgAt() and recallAt() follow the BEIR definitions", () => {
@@ -51,7 +51,7 @@ Deno.test("deno task eval prints the three methods per folder and their mean, an
       "--allow-read",
       "--allow-write",
       "--allow-env",
-      "core/search/eval.ts",
+      "cli/eval.ts",
       "fixtures/beir-tiny",
       "fixtures/beir-tiny/",
       "--json",

@@ -10,7 +10,7 @@ import {
   highlightQueryOfText,
   pickHighlights,
   shortlistWindows,
-} from "../../core/search/highlights.ts";
+} from "../../core/search/rank/highlights.ts";
 import { hoursAgo, search, searchWorld } from "./_world.ts";
 
 const BODY = [

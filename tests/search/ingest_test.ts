@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { newId } from "../../core/ids.ts";
-import { runAdmin } from "../../core/admin/commands.ts";
+import { runAdmin } from "../../cli/commands.ts";
 import { bearer, engineOf } from "../_helpers.ts";
 import { hoursAgo, search, searchWorld } from "./_world.ts";
 

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { Bm25Index } from "../../core/search/bm25.ts";
-import { DataModelIndex } from "../../core/search/index.ts";
-import { FUSION_V1, FUSION_V2 } from "../../core/search/retrieval_mode.ts";
-import { terms } from "../../core/search/tokenizer.ts";
-import { normalized } from "../../core/search/vector_index.ts";
-import type { Article } from "../../core/search/articles.ts";
+import { Bm25Index } from "../../core/search/index/bm25.ts";
+import { DataModelIndex } from "../../core/search/index/index.ts";
+import { FUSION_V1, FUSION_V2 } from "../../core/search/rank/retrieval_mode.ts";
+import { terms } from "../../core/search/text/tokenizer.ts";
+import { normalized } from "../../core/search/index/vector_index.ts";
+import type { Article } from "../../core/search/store/articles.ts";
 import { search, searchWorld } from "./_world.ts";
 
 const article = (i: number, title: string, body = "", summary = "") =>

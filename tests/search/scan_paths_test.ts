@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { ScanHelper } from "../../core/search/scan_helper.ts";
-import { describeScanPaths, VectorIndex } from "../../core/search/vector_index.ts";
+import { ScanHelper } from "../../core/search/index/scan_helper.ts";
+import { describeScanPaths, VectorIndex } from "../../core/search/index/vector_index.ts";
 
 const DIMS = 8;
 const row = (i: number) => Float32Array.from({ length: DIMS }, (_, j) => Math.sin(i * 7 + j));

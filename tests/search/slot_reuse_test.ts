@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import type { Article } from "../../core/search/articles.ts";
-import { Bm25Index } from "../../core/search/bm25.ts";
+import type { Article } from "../../core/search/store/articles.ts";
+import { Bm25Index } from "../../core/search/index/bm25.ts";
 import { liveSince } from "../../core/search/engine.ts";
-import { DataModelIndex } from "../../core/search/index.ts";
-import { terms } from "../../core/search/tokenizer.ts";
+import { DataModelIndex } from "../../core/search/index/index.ts";
+import { terms } from "../../core/search/text/tokenizer.ts";
 import { engineOf } from "../_helpers.ts";
 import { searchWorld } from "./_world.ts";
 

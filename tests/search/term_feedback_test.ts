@@ -1,15 +1,15 @@
 import assert from "node:assert/strict";
-import type { Article } from "../../core/search/articles.ts";
-import { Bm25Index } from "../../core/search/bm25.ts";
-import { ForwardTerms, NO_TERM_FEEDBACK, type TermFeedback } from "../../core/search/feedback.ts";
-import { articleBag, DataModelIndex, FORWARD_TERMS_PER_DOC } from "../../core/search/index.ts";
+import type { Article } from "../../core/search/store/articles.ts";
+import { Bm25Index } from "../../core/search/index/bm25.ts";
+import { ForwardTerms, NO_TERM_FEEDBACK, type TermFeedback } from "../../core/search/rank/feedback.ts";
+import { articleBag, DataModelIndex, FORWARD_TERMS_PER_DOC } from "../../core/search/index/index.ts";
 import {
   FUSION_V2,
   fusionForAlgorithm,
   retrievalFusion,
   TERM_FEEDBACK_CANDIDATE,
-} from "../../core/search/retrieval_mode.ts";
-import { terms } from "../../core/search/tokenizer.ts";
+} from "../../core/search/rank/retrieval_mode.ts";
+import { terms } from "../../core/search/text/tokenizer.ts";
 
 const article = (i: number, title: string, body = "") =>
   ({

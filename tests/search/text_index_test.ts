@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { Bm25Index } from "../../core/search/bm25.ts";
-import { stem } from "../../core/search/stemmer.ts";
-import { summarize } from "../../core/search/summarize.ts";
-import { terms, words } from "../../core/search/tokenizer.ts";
-import { TopK } from "../../core/search/topk.ts";
+import { Bm25Index } from "../../core/search/index/bm25.ts";
+import { stem } from "../../core/search/text/stemmer.ts";
+import { summarize } from "../../core/search/text/summarize.ts";
+import { terms, words } from "../../core/search/text/tokenizer.ts";
+import { TopK } from "../../core/search/index/topk.ts";
 
 Deno.test("terms() lowercases, folds accents, drops stopwords and stems with Porter2", () => {
   assert.deepEqual(terms("The Markets rallied at the Café"), ["market", "ralli", "cafe"]);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { QueryCount } from "../../core/search/ports.ts";
-import { CHANNEL_WEIGHTS, signalKeywords } from "../../core/search/trending.ts";
+import { CHANNEL_WEIGHTS, signalKeywords } from "../../core/search/rank/trending.ts";
 
 const ask = (
   query: string,

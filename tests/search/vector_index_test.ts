@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { dequantize, normalized, quantize, VectorIndex } from "../../core/search/vector_index.ts";
+import { dequantize, normalized, quantize, VectorIndex } from "../../core/search/index/vector_index.ts";
 import { prng } from "../../fixtures/prng.ts";
-import { TopK } from "../../core/search/topk.ts";
+import { TopK } from "../../core/search/index/topk.ts";
 
 const DIMS = 20;
 
@@ -134,7 +134,7 @@ Deno.test("VectorIndex.best(): the top k of the last scan from its block maxima 
 });
 
 Deno.test("SIMD blockMax: the maximum of every block of 64 floats, wherever in the block it lies", async () => {
-  const { createSimdScan, MAX_BLOCK } = await import("../../core/search/simd.ts");
+  const { createSimdScan, MAX_BLOCK } = await import("../../core/search/index/simd.ts");
   const kernel = createSimdScan(2)!;
   const floats = new Float32Array(kernel.memory.buffer, 0, 64 * MAX_BLOCK);
   const rand = prng(8);
@@ -147,7 +147,7 @@ Deno.test("SIMD blockMax: the maximum of every block of 64 floats, wherever in t
 });
 
 Deno.test("VectorIndex: a scan split over a helper thread equals the one-thread scan, across growth and a direction", async (t) => {
-  const { ScanHelper } = await import("../../core/search/scan_helper.ts");
+  const { ScanHelper } = await import("../../core/search/index/scan_helper.ts");
   const helper = new ScanHelper({ minRows: 64 });
   try {
     assert.equal(await helper.started(), true);

@@ -4,8 +4,8 @@
  * response it can get, and check that only the mailbox holder reaches a user code.
  */
 import assert from "node:assert/strict";
-import { MAX_CLAIM_EMAILS, MAX_WRONG_MAIL_CODES } from "../../core/storefront/claims.ts";
-import { formatUserCode, newUserCode } from "../../core/storefront/user_code.ts";
+import { MAX_CLAIM_EMAILS, MAX_WRONG_MAIL_CODES } from "../../core/identity/claims.ts";
+import { formatUserCode, newUserCode } from "../../core/identity/user_code.ts";
 import {
   decideOnPage,
   json,

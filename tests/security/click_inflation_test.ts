@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { createHmac } from "node:crypto";
 import { FixedClock } from "../../core/clock.ts";
-import { SignedLinks } from "../../core/search/tracking.ts";
+import { SignedLinks } from "../../core/links/tracking.ts";
 import { bearer, createTestWorld, type TestWorld } from "../_helpers.ts";
 
 const article = {

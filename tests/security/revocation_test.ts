@@ -3,7 +3,7 @@
  * exchanging for access tokens. Revocation must bite at /oauth2/token at once.
  */
 import assert from "node:assert/strict";
-import { runAdmin } from "../../core/admin/commands.ts";
+import { runAdmin } from "../../cli/commands.ts";
 import { json, storefrontWorld } from "../storefront/_world.ts";
 
 const JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { engineOf } from "../_helpers.ts";
-import { RetentionSweeper } from "../../core/search/retention.ts";
+import { RetentionSweeper } from "../../core/search/store/retention.ts";
 import { hoursAgo, search } from "../search/_world.ts";
 import { sourcesWorld } from "./_world.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { runAdmin } from "../../core/admin/commands.ts";
+import { runAdmin } from "../../cli/commands.ts";
 import { bearer } from "../_helpers.ts";
 import { feedServer, LONG, rss, xml } from "./_feed_server.ts";
 import { sourcesWorld } from "./_world.ts";

@@ -1,5 +1,5 @@
 import { FixedClock } from "../../core/clock.ts";
-import { OutboxMailer } from "../../core/storefront/mailer.ts";
+import { OutboxMailer } from "../../core/identity/mailer.ts";
 import { seedStorefront } from "../../fixtures/storefront.ts";
 import { createTestWorld, type TestWorld } from "../_helpers.ts";
 import { type LocalIdp, startLocalIdp } from "./_idp.ts";

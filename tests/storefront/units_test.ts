@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { FixedClock } from "../../core/clock.ts";
 import { parseConfig } from "../../core/config.ts";
 import { FixedWindowLimiter } from "../../core/rate_limit.ts";
-import { isEmail, isPlusAliased, normalizeEmail } from "../../core/storefront/emails.ts";
-import { formatUserCode, newUserCode, normalizeUserCode, USER_CODE_ALPHABET } from "../../core/storefront/user_code.ts";
+import { isEmail, isPlusAliased, normalizeEmail } from "../../core/identity/emails.ts";
+import { formatUserCode, newUserCode, normalizeUserCode, USER_CODE_ALPHABET } from "../../core/identity/user_code.ts";
 
 Deno.test("newUserCode() draws 8 characters from the RFC 8628 base-20 alphabet", () => {
   assert.equal(USER_CODE_ALPHABET, "BCDFGHJKLMNPQRSTVWXZ");
@@ -78,7 +78,7 @@ Deno.test("parseConfig() storefront settings: defaults, TRUSTED_ISSUERS, the def
 });
 
 Deno.test("admin: seller create/list and storefront rotate-key", async () => {
-  const { runAdmin } = await import("../../core/admin/commands.ts");
+  const { runAdmin } = await import("../../cli/commands.ts");
   const { createTestWorld } = await import("../_helpers.ts");
   await using w = await createTestWorld();
   const { tenantId } = await w.tenantWithKey();

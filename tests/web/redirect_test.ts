@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { createHmac } from "node:crypto";
-import { runAdmin } from "../../core/admin/commands.ts";
-import { SignedLinks } from "../../core/search/tracking.ts";
+import { runAdmin } from "../../cli/commands.ts";
+import { SignedLinks } from "../../core/links/tracking.ts";
 import { createTestWorld, type TestWorld } from "../_helpers.ts";
 
 /** The event rows the real pipeline holds in its write-ahead log (what a flush will store). */

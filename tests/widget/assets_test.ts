@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { gunzipSync } from "node:zlib";
 import { createTestWorld } from "../_helpers.ts";
 import { LOADER_CACHE } from "../../routes/widget/assets.ts";
-import { IMMUTABLE } from "../../routes/dashboard/assets.ts";
+import { IMMUTABLE } from "../../routes/analytics/dashboard/assets.ts";
 
 const LOADER_BUDGET = 4 * 1024;
 const WIDGET_BUDGET = 40 * 1024;

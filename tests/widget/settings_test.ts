@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { AdminUsageError, runAdmin } from "../../core/admin/commands.ts";
+import { AdminUsageError, runAdmin } from "../../cli/commands.ts";
 import { newId } from "../../core/ids.ts";
 import type { Widget } from "../../core/store/models.ts";
 import { bearer } from "../_helpers.ts";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { EmbeddingProvider } from "./provider.ts";
-import { normalized } from "../vector_index.ts";
+import { normalized } from "../index/vector_index.ts";
 
 const responseSchema = z.object({
   data: z.array(z.object({ embedding: z.array(z.number()), index: z.number().int().min(0) })).min(1),

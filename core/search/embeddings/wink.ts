@@ -1,6 +1,6 @@
 import type { EmbeddingProvider } from "./provider.ts";
-import { words } from "../tokenizer.ts";
-import { foldText } from "../tokenizer.ts";
+import { words } from "../text/tokenizer.ts";
+import { foldText } from "../text/tokenizer.ts";
 
 /**
  * Local sentence embeddings from the GloVe-based word vectors of the npm package

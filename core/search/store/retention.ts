@@ -1,0 +1,109 @@
+/**
+ * Retention: articles published more than a data model's `maxAgeDays` ago leave search.
+ * Searches filter them out at once (engine.ts); this sweep deletes them from KV and the sweeping
+ * process's index (one process per data model at a time, under a KV lease), and every other
+ * process's index drops them through the article change log. The same sweep trims each data
+ * model's change log.
+ */
+import type { Clock } from "../../clock.ts";
+import { KvLease } from "../../kv_lease.ts";
+import { describeError, type Logger } from "../../log.ts";
+import type { DataModel } from "../../store/models.ts";
+import { type ArticleService, liveSince } from "../engine.ts";
+import { systemTimers, type TimerId, type Timers } from "../../timers.ts";
+
+/** What one sweep did to a data model. */
+export interface SweepOutcome {
+  dataModelId: string;
+  /** Articles deleted from KV (this process held the lease). */
+  deleted: number;
+  /** Change-log entries trimmed (this process held the lease). */
+  trimmed: number;
+}
+
+/** Runs retention on a schedule. */
+export class RetentionSweeper {
+  readonly owner: string;
+  #timer: TimerId | undefined;
+  #running = false;
+  #sweeping: Promise<SweepOutcome[]> | null = null;
+  readonly #timers: Timers;
+
+  constructor(
+    private readonly deps: {
+      kv: Deno.Kv;
+      clock: Clock;
+      log: Logger;
+      engine: Pick<ArticleService, "expire" | "trimChanges">;
+      dataModels(): Promise<DataModel[]>;
+      timers?: Timers;
+      owner?: string;
+    },
+    private readonly settings: { intervalMs: number; leaseMs: number },
+  ) {
+    this.owner = deps.owner ?? crypto.randomUUID();
+    this.#timers = deps.timers ?? systemTimers;
+  }
+
+  /** Sweeps every `intervalMs` until {@link stop}. */
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    const schedule = () => {
+      this.#timer = this.#timers.setTimeout(() => {
+        this.sweep().catch((err) => this.deps.log.error("retention sweep failed", { error: describeError(err) }))
+          .finally(() => {
+            if (this.#running) schedule();
+          });
+      }, this.settings.intervalMs);
+    };
+    schedule();
+  }
+
+  /** Stops the schedule and waits for a sweep in flight. */
+  async stop(): Promise<void> {
+    this.#running = false;
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#sweeping?.catch(() => {});
+  }
+
+  /** One sweep over every data model: retention where it is set, change-log trimming everywhere. */
+  sweep(): Promise<SweepOutcome[]> {
+    if (this.#sweeping) return this.#sweeping;
+    const run = async () => {
+      const out: SweepOutcome[] = [];
+      for (const dm of await this.deps.dataModels()) {
+        const since = liveSince(dm, this.deps.clock);
+        const lease = new KvLease({
+          kv: this.deps.kv,
+          clock: this.deps.clock,
+          key: ["retention_lease", dm.id],
+          owner: this.owner,
+          ttlMs: this.settings.leaseMs,
+        });
+        const outcome: SweepOutcome = { dataModelId: dm.id, deleted: 0, trimmed: 0 };
+        if (await lease.acquire()) {
+          try {
+            if (since !== undefined) outcome.deleted = await this.deps.engine.expire(dm.id, since);
+            outcome.trimmed = await this.deps.engine.trimChanges(dm.id);
+          } finally {
+            await lease.release();
+          }
+        }
+        if (outcome.deleted || outcome.trimmed) {
+          this.deps.log.info("retention sweep", {
+            data_model_id: dm.id,
+            max_age_days: dm.maxAgeDays,
+            deleted: outcome.deleted,
+            change_log_trimmed: outcome.trimmed,
+          });
+        }
+        out.push(outcome);
+      }
+      return out;
+    };
+    this.#sweeping = run().finally(() => this.#sweeping = null);
+    return this.#sweeping;
+  }
+}

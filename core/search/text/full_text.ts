@@ -1,0 +1,63 @@
+/**
+ * One article with its licensed full text (REST `GET /v1/data-models/{dm}/article`, MCP
+ * `get_article`, payproxy `/v2/article`). Who may read it is the caller's business: the routes
+ * check the licence (see mayReadFullText in engine.ts).
+ */
+import { notFound } from "../../errors.ts";
+import type { DataModel } from "../../store/models.ts";
+import { canonicalUrl } from "../store/articles.ts";
+import { fullText } from "../engine.ts";
+import type { ArticleService } from "../engine.ts";
+import { MAX_TEXT_CHARACTERS } from "../result_options.ts";
+
+/** An article with its text, as the routes answer it. */
+export interface ArticleText {
+  id: string;
+  url: string;
+  title: string;
+  author?: string;
+  site: string;
+  site_domain: string;
+  pubdate: string;
+  pubdate_unix: number;
+  categories?: string[];
+  summary: string;
+  /** The article body as clean Markdown. */
+  text: string;
+}
+
+/** No article at a URL (the URL is not echoed). */
+export const articleNotFound = () => notFound("No article at this URL in the data model", "article_not_found");
+
+/**
+ * The article at `url` with its text cut to `max` characters.
+ * @throws {AppError} 404 when the URL is unreadable or holds no article
+ */
+export async function articleWithText(
+  search: Pick<ArticleService, "articleByUrl">,
+  dm: DataModel,
+  url: string,
+  max = MAX_TEXT_CHARACTERS,
+): Promise<ArticleText> {
+  let canonical: string;
+  try {
+    canonical = canonicalUrl(url);
+  } catch {
+    throw articleNotFound();
+  }
+  const a = await search.articleByUrl(dm.id, canonical);
+  if (!a) throw articleNotFound();
+  return {
+    id: a.id,
+    url: a.url,
+    title: a.title,
+    ...(a.author ? { author: a.author } : {}),
+    site: a.site,
+    site_domain: a.siteDomain,
+    pubdate: a.pubdate,
+    pubdate_unix: a.pubdateUnix,
+    ...(a.categories?.length ? { categories: a.categories } : {}),
+    summary: a.summary,
+    text: fullText(a, a.summary, max),
+  };
+}
