@@ -1,11 +1,71 @@
 /**
- * The one error model. Domain code throws {@link AppError}; the HTTP edge renders it in the body
- * shape of the route family (see routes/errors.ts), because the spec fixes different bodies per
- * family. `message` and `detail` are public; `cause` is private: logged, never sent.
+ * The one error model. Each room declares its errors once, in a catalog ({@link declareErrors}):
+ * a stable code, a public message and a {@link ErrorKind}. Domain code raises them; the HTTP edge
+ * chooses the status for the kind and renders the body shape of the route family (see
+ * routes/errors.ts), because the spec fixes different bodies per family. `message` and `detail` are
+ * public; `cause` is private: logged, never sent.
  */
+
+/** What went wrong, in the words of the domain; the edge maps each kind to one HTTP status. */
+export type ErrorKind =
+  | "bad_request"
+  | "unauthenticated"
+  | "payment_required"
+  | "forbidden"
+  | "not_found"
+  | "timeout"
+  | "conflict"
+  | "gone"
+  | "too_large"
+  | "unsupported_media_type"
+  | "unprocessable"
+  | "rate_limited"
+  | "client_closed"
+  | "internal"
+  | "not_implemented"
+  | "upstream_failed"
+  | "unavailable"
+  | "upstream_timeout";
+
+/** The HTTP status of each kind. */
+export const KIND_STATUS: Readonly<Record<ErrorKind, number>> = {
+  bad_request: 400,
+  unauthenticated: 401,
+  payment_required: 402,
+  forbidden: 403,
+  not_found: 404,
+  timeout: 408,
+  conflict: 409,
+  gone: 410,
+  too_large: 413,
+  unsupported_media_type: 415,
+  unprocessable: 422,
+  rate_limited: 429,
+  client_closed: 499,
+  internal: 500,
+  not_implemented: 501,
+  upstream_failed: 502,
+  unavailable: 503,
+  upstream_timeout: 504,
+};
+
+const STATUS_KIND = new Map(Object.entries(KIND_STATUS).map(([kind, status]) => [status, kind as ErrorKind]));
+
+/** Options of one raised error: what only the raising site knows. */
+export interface RaiseOptions {
+  /** Storefront sub-reason, when it depends on the site (otherwise declared). */
+  reason?: string;
+  /** Extra public body fields (e.g. `serviceSlug`, `usage`, `plans`). */
+  extra?: Record<string, unknown>;
+  /** Extra response headers (e.g. `Retry-After`, `WWW-Authenticate`). */
+  headers?: Record<string, string>;
+  /** The private cause: logged, never sent. */
+  cause?: unknown;
+}
+
 export class AppError extends Error {
-  /** HTTP status. */
-  readonly status: number;
+  /** What went wrong; the edge chooses the status from it. */
+  readonly kind: ErrorKind;
   /** Stable machine code, e.g. `invalid_token`, `widget_id_not_found`. */
   readonly code: string;
   /** Storefront sub-reason, e.g. `token_expired`. */
@@ -19,22 +79,19 @@ export class AppError extends Error {
   /** Render the message as text/plain instead of JSON (400s the spec fixes as plain text). */
   readonly plain: boolean;
 
+  /**
+   * `kind` is an {@link ErrorKind}; a number (an HTTP status) is still accepted while rooms move
+   * their inline errors into catalogs.
+   */
   constructor(
-    status: number,
+    kind: ErrorKind | number,
     code: string,
     message: string,
-    options: {
-      reason?: string;
-      detail?: string;
-      extra?: Record<string, unknown>;
-      headers?: Record<string, string>;
-      plain?: boolean;
-      cause?: unknown;
-    } = {},
+    options: RaiseOptions & { detail?: string; plain?: boolean } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = "AppError";
-    this.status = status;
+    this.kind = typeof kind === "number" ? STATUS_KIND.get(kind) ?? "internal" : kind;
     this.code = code;
     this.reason = options.reason;
     this.detail = options.detail;
@@ -42,6 +99,55 @@ export class AppError extends Error {
     this.headers = options.headers;
     this.plain = options.plain ?? false;
   }
+
+  /** The HTTP status of this error's kind. */
+  get status(): number {
+    return KIND_STATUS[this.kind];
+  }
+}
+
+/** One declared error. */
+export interface ErrorDeclaration {
+  kind: ErrorKind;
+  /** The public message, or a function of the site's (already validated, never raw) parameters. */
+  // deno-lint-ignore no-explicit-any
+  message: string | ((params: any) => string);
+  /** The wire code when it differs from the declaration's name (e.g. several `bad_request`s). */
+  code?: string;
+  /** Storefront sub-reason. */
+  reason?: string;
+  /** Storefront bodies repeat the message as `detail`. */
+  detail?: boolean;
+  /** Render as text/plain (400s the spec fixes as plain text). */
+  plain?: boolean;
+}
+
+/** The raisers of a catalog: one function per declared error. */
+export type ErrorCatalog<D extends Record<string, ErrorDeclaration>> = {
+  readonly [K in keyof D]: D[K]["message"] extends (params: infer P) => string
+    ? (params: P, options?: RaiseOptions) => AppError
+    : (options?: RaiseOptions) => AppError;
+};
+
+/**
+ * Declares a room's errors once: `const errors = declareErrors({ payment_unknown: { kind:
+ * "payment_required", message: "..." } })`, raised as `throw errors.payment_unknown()`.
+ */
+export function declareErrors<const D extends Record<string, ErrorDeclaration>>(declarations: D): ErrorCatalog<D> {
+  const catalog: Record<string, unknown> = {};
+  for (const [name, d] of Object.entries(declarations)) {
+    const build = (message: string, options: RaiseOptions = {}) =>
+      new AppError(d.kind, d.code ?? name, message, {
+        ...options,
+        reason: options.reason ?? d.reason,
+        detail: d.detail ? message : undefined,
+        plain: d.plain,
+      });
+    catalog[name] = typeof d.message === "function"
+      ? (params: unknown, options?: RaiseOptions) => build((d.message as (p: unknown) => string)(params), options)
+      : (options?: RaiseOptions) => build(d.message as string, options);
+  }
+  return catalog as ErrorCatalog<D>;
 }
 
 /** 400 with a message; `plain` for the text/plain bodies the spec names. */
