@@ -7,6 +7,10 @@ import { newId } from "../core/ids.ts";
 import { SearchEngine } from "../core/search/engine.ts";
 import { memoryLogger } from "../core/log.ts";
 import { createApp } from "../routes/app.ts";
+import { SHARED_EMBEDDINGS_CACHE } from "./_basics.ts";
+
+// The helpers that load nothing of the app live in _basics.ts; re-exported for the files that import them here.
+export { bearer, runFreshProbe, SHARED_EMBEDDINGS_CACHE, within } from "./_basics.ts";
 
 /** A test world: deps over `:memory:` KV and DuckDB, a temp data dir, a fixed clock, a memory log. */
 export interface TestWorld {
@@ -19,12 +23,6 @@ export interface TestWorld {
   tenantWithKey(name?: string): Promise<{ tenantId: string; key: string; keyId: string }>;
   close(): Promise<void>;
 }
-
-/**
- * Where tests keep the converted word-vector cache: one shared file per package version, so the
- * 300 MB package JSON is converted once per machine, not once per test.
- */
-export const SHARED_EMBEDDINGS_CACHE = `${Deno.env.get("TMPDIR") ?? "/tmp"}/svc-test-shared/wink-sg-100d-1.1.0.v1.bin`;
 
 /** Builds the app with injected deps. Always `await using` it or call `close()` in `finally`. */
 export async function createTestWorld(
@@ -83,43 +81,8 @@ export async function createTestWorld(
   };
 }
 
-/** Bearer header for a key. */
-export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
-
-/**
- * Runs a probe script in a fresh `deno run` process (nothing loaded yet: native libraries,
- * module state) and returns its trimmed stdout.
- */
-export async function runFreshProbe(script: URL, ...args: string[]): Promise<string> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-read", "--allow-ffi", "--allow-env", script.pathname, ...args],
-    stdout: "piped",
-    stderr: "null",
-  }).output();
-  return new TextDecoder().decode(out.stdout).trim();
-}
-
 /** The search engine of a world built without a `search` override (its article store, its embeddings). */
 export function engineOf(deps: Deps): SearchEngine {
   assert.ok(deps.search instanceof SearchEngine, "this world's search is not the engine");
   return deps.search;
-}
-
-/**
- * `promise`, or a failure naming what did not happen once `ms` pass: a bound on waiting for an
- * event, so a test that misses it fails instead of hanging. The timer is cleared either way.
- */
-export async function within<T>(promise: Promise<T>, ms: number, what: string | (() => string)): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`timed out after ${ms} ms: ${typeof what === "string" ? what : what()}`)),
-      ms,
-    );
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

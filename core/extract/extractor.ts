@@ -5,7 +5,7 @@
  * costs its caller at most the deadline, never blocks the event loop, and never holds up another
  * caller's page.
  */
-import { extractArticle, type ExtractedArticle } from "./article.ts";
+import type { ExtractedArticle } from "./article.ts";
 import { PoolBusyError, PoolTimeoutError, WorkerPool } from "../worker_pool.ts";
 
 /** Turns page HTML into an {@link ExtractedArticle}. */
@@ -38,9 +38,12 @@ export class ExtractionBusyError extends Error {
   }
 }
 
-/** Extracts on the calling thread: for trusted input (fixtures, benchmarks). */
+/**
+ * Extracts on the calling thread: for trusted input (fixtures, benchmarks). The extractor (linkedom,
+ * Readability) is imported on the first page, so a process that extracts nothing does not load it.
+ */
 export const inlineExtractor: ArticleExtractor = {
-  extract: (html) => Promise.resolve(extractArticle(html)),
+  extract: async (html) => (await import("./article.ts")).extractArticle(html),
   close: () => {},
 };
 

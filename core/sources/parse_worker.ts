@@ -3,7 +3,7 @@
  * (`{ id, input: ParseJob }` -> `{ id, output: items }`, or `{ id, error, kind: "format" }` for a
  * {@link SourceFormatError}, whose message is public).
  */
-import { runParseJob } from "./parser.ts";
+import { runParseJob } from "./parse_job.ts";
 import { SourceFormatError } from "./errors.ts";
 import { serveJobs } from "../worker_pool.ts";
 

@@ -5,22 +5,17 @@
  * hostile shapes before linkedom sees them. A refusal or a timeout is a {@link SourceFormatError}:
  * a failed poll with backoff, or a 422 at registration.
  */
-import { type FeedItem, parseSourceDocument, SourceFormatError } from "./parse.ts";
-import { type ChildSitemap, parseSitemapIndex } from "./sitemap_index.ts";
+import type { FeedItem } from "./parse.ts";
+import { SourceFormatError } from "./errors.ts";
+import type { ParseJob } from "./parse_job.ts";
+import type { ChildSitemap } from "./sitemap_index.ts";
 import type { SourceKind } from "./source.ts";
 import { PoolBusyError, PoolJobError, PoolTimeoutError, WorkerPool } from "../worker_pool.ts";
 
-/** One parse, as sent to a worker. */
-export type ParseJob =
-  | { op: "document"; kind: SourceKind; text: string; maxItems: number }
-  | { op: "index"; text: string; url: string; maxChildren: number };
+export type { ParseJob };
 
-/** Runs a parse job on this thread (the worker's body, and the inline parser's). */
-export function runParseJob(job: ParseJob): FeedItem[] | ChildSitemap[] {
-  return job.op === "document"
-    ? parseSourceDocument(job.kind, job.text, job.maxItems)
-    : parseSitemapIndex(job.text, job.url).slice(0, job.maxChildren);
-}
+/** The parsers (linkedom) on this thread, imported on the first inline parse. */
+const runInline = async (job: ParseJob) => (await import("./parse_job.ts")).runParseJob(job);
 
 /** Parsing has no room in its queue. */
 export class SourceParserBusyError extends Error {
@@ -50,10 +45,10 @@ export interface SourceParser {
 
 /** Parses on the calling thread: for trusted input and tests that do not need the worker. */
 export const inlineSourceParser: SourceParser = {
-  document: (_caller, kind, text, maxItems) =>
-    Promise.resolve().then(() => runParseJob({ op: "document", kind, text, maxItems }) as FeedItem[]),
-  sitemapIndex: (_caller, text, url, maxChildren) =>
-    Promise.resolve().then(() => runParseJob({ op: "index", text, url, maxChildren }) as ChildSitemap[]),
+  document: async (_caller, kind, text, maxItems) =>
+    await runInline({ op: "document", kind, text, maxItems }) as FeedItem[],
+  sitemapIndex: async (_caller, text, url, maxChildren) =>
+    await runInline({ op: "index", text, url, maxChildren }) as ChildSitemap[],
   close: () => {},
 };
 

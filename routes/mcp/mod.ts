@@ -7,8 +7,7 @@
  * `Bearer <storefront agent access token>`. Anything else is a 401 with a `WWW-Authenticate`
  * challenge pointing at the protected-resource metadata, before any JSON-RPC is read.
  */
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
   type CallToolRequest,
   CallToolRequestSchema,
@@ -21,6 +20,7 @@ import type { AuthenticatedAgent } from "../../core/commerce/types.ts";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
 import { describeError } from "../../core/log.ts";
+import { lazily } from "../../core/lazily.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { documented } from "../openapi.ts";
@@ -92,16 +92,26 @@ async function runTool(access: McpAccess, name: string, args: unknown, payment: 
 }
 
 /**
+ * The SDK's server and transport, imported on the first MCP request: they take about 100 ms to load,
+ * which no other route (and no test that does not speak MCP) should pay.
+ */
+const mcpSdk = lazily(async () => ({
+  ...await import("@modelcontextprotocol/sdk/server/index.js"),
+  ...await import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"),
+}));
+
+/**
  * A fresh low-level MCP server for one request, bound to the caller's access. Every tool call is
  * one hit on the analytics limiter under `limitKey` (the REST bucket of the same API key), so a
  * JSON-RPC batch of 100 calls is 100 hits; over the limit a call answers a tool error.
  */
-function mcpServer(
+async function mcpServer(
   access: McpAccess,
   deps: Pick<Deps, "log" | "analyticsLimiter">,
   requestId: string,
   limitKey: string,
-): Server {
+): Promise<Server> {
+  const { Server } = await mcpSdk();
   const server = new Server(
     { name: MCP_SERVER_NAME, version: API_VERSION },
     {
@@ -211,7 +221,8 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
     const access = await authenticate(c);
     // Tool calls share the REST analytics bucket of the same API key; agents get one per credential.
     const limitKey = c.get("apiKey")?.id ?? c.get("caller")!;
-    const server = mcpServer(access, deps, c.get("requestId"), limitKey);
+    const server = await mcpServer(access, deps, c.get("requestId"), limitKey);
+    const { WebStandardStreamableHTTPServerTransport } = await mcpSdk();
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { runFreshProbe } from "../_helpers.ts";
+import { runFreshProbe } from "../_basics.ts";
 import { preloadDuckDbLibrary } from "../../analytics/duckdb_native.ts";
 
 const BINDINGS = new URL(

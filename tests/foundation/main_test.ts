@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { SHARED_EMBEDDINGS_CACHE } from "../_helpers.ts";
+import { SHARED_EMBEDDINGS_CACHE } from "../_basics.ts";
 
 const PERMS = ["--allow-net", "--allow-read", "--allow-write", "--allow-env", "--allow-ffi", "--allow-sys"];
 

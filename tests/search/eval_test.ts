@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { LocalEmbeddings } from "../../core/search/embeddings/wink.ts";
 import { evaluate, formatReport, loadBeir, ndcgAt, recallAt } from "../../cli/eval.ts";
-import { SHARED_EMBEDDINGS_CACHE } from "../_helpers.ts";
+import { SHARED_EMBEDDINGS_CACHE } from "../_basics.ts";
 
 Deno.test("ndcgAt() and recallAt() follow the BEIR definitions", () => {
   const rels = new Map([["a", 2], ["b", 1], ["z", 0]]);

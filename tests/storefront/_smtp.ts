@@ -1,5 +1,5 @@
 import { SMTPServer } from "smtp-server";
-import { within } from "../_helpers.ts";
+import { within } from "../_basics.ts";
 
 /** A message received by the local SMTP server. */
 export interface ReceivedMail {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { runFreshProbe } from "../_helpers.ts";
+import { runFreshProbe } from "../_basics.ts";
 import { preloadVipsLibrary } from "../../core/images/sharp_native.ts";
 
 const ADDON_DIR = new URL(

@@ -1,0 +1,50 @@
+import assert from "node:assert/strict";
+import { denoTestArgs, missingNeeds, NEEDS, onPath, TEST_PERMISSIONS } from "../../tools/test.ts";
+
+/** A temp folder holding an executable named `name` and a non-executable `plain`. */
+async function binDir(name: string): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "svc-bin-" });
+  await Deno.writeTextFile(`${dir}/${name}`, "#!/bin/sh\n", { mode: 0o755 });
+  await Deno.writeTextFile(`${dir}/plain`, "", { mode: 0o644 });
+  return dir;
+}
+
+Deno.test("tools/test.ts onPath() finds an executable on PATH and not a plain file or a missing one", async () => {
+  const dir = await binDir("haproxy");
+  try {
+    assert.equal(await onPath("haproxy", `/nonexistent:${dir}`), true);
+    assert.equal(await onPath("plain", dir), false);
+    assert.equal(await onPath("chromium", dir), false);
+    assert.equal(await onPath("haproxy", ""), false);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("tools/test.ts missingNeeds() names the Debian packages not on PATH; CHROMIUM_PATH stands for chromium", async () => {
+  const dir = await binDir("openssl");
+  try {
+    const none = (_: string) => undefined;
+    const missing = await missingNeeds(NEEDS, { env: none, path: dir });
+    assert.deepEqual(missing.map((n) => n.debianPackage), ["chromium", "faketime", "haproxy"]);
+    const withChromium = await missingNeeds(NEEDS, {
+      env: (name) => name === "CHROMIUM_PATH" ? "/opt/chrome" : undefined,
+      path: dir,
+    });
+    assert.deepEqual(withChromium.map((n) => n.debianPackage), ["faketime", "haproxy"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("tools/test.ts denoTestArgs(): --no-check --parallel, the suite's permissions, tests/ unless a path is given", async () => {
+  const fixed = ["test", ...TEST_PERMISSIONS, "--no-check", "--parallel"];
+  assert.deepEqual(await denoTestArgs([]), [...fixed, "tests/"]);
+  // A flag's value that is no path keeps the whole suite.
+  assert.deepEqual(await denoTestArgs(["--filter", "trending"]), [...fixed, "--filter", "trending", "tests/"]);
+  // A path replaces the default folder, flags pass through in order.
+  assert.deepEqual(
+    await denoTestArgs(["tests/foundation/", "--filter", "trending"]),
+    [...fixed, "tests/foundation/", "--filter", "trending"],
+  );
+});

@@ -1,0 +1,161 @@
+/**
+ * The test command (`deno task test`): provisions what the suite needs, then runs `deno test`.
+ *
+ * On a machine that has only Deno, this is all the set-up: the Debian packages the suite drives
+ * (Chromium, faketime, openssl, HAProxy) are installed with apt-get when missing, as root or
+ * through `sudo -n`; where that cannot be done it fails with one line naming what to install.
+ * The run itself is `deno test --no-check --parallel` (type-checking is `deno task check`, once).
+ *
+ * @example
+ * deno task test                                   # the whole suite
+ * deno task test tests/search/                     # one folder (paths replace the default tests/)
+ * deno task test tests/search/ --filter trending   # deno test flags pass through
+ */
+
+/** A program the suite runs, and the Debian package that provides it. */
+export interface Need {
+  /** The executable looked up on PATH. */
+  command: string;
+  /** The Debian package to install when it is missing. */
+  debianPackage: string;
+  /** What needs it (said when it is installed). */
+  usedBy: string;
+  /** An environment variable that, when set, points at the program instead (then PATH is not asked). */
+  overrideEnv?: string;
+}
+
+/** What the suite runs outside Deno; every one of these tests fails, never skips, without it. */
+export const NEEDS: readonly Need[] = [
+  {
+    command: "chromium",
+    debianPackage: "chromium",
+    usedBy: "page tests (tests/_browser.ts)",
+    overrideEnv: "CHROMIUM_PATH",
+  },
+  { command: "faketime", debianPackage: "faketime", usedBy: "running the suite at another date" },
+  { command: "openssl", debianPackage: "openssl", usedBy: "the TLS test's certificate (tests/_tls.ts)" },
+  { command: "haproxy", debianPackage: "haproxy", usedBy: "the shard-routing test (tests/cluster/)" },
+];
+
+/** `deno test` permissions of the suite (the task used to spell these out). */
+export const TEST_PERMISSIONS = [
+  "--allow-net",
+  "--allow-read",
+  "--allow-write",
+  "--allow-env",
+  "--allow-ffi",
+  "--allow-sys",
+  "--allow-run",
+];
+
+/** True when `command` is an executable file in one of `path`'s folders. */
+export async function onPath(command: string, path = Deno.env.get("PATH") ?? ""): Promise<boolean> {
+  for (const dir of path.split(":")) {
+    if (!dir) continue;
+    try {
+      const info = await Deno.stat(`${dir}/${command}`);
+      if (info.isFile && ((info.mode ?? 0o111) & 0o111) !== 0) return true;
+    } catch {
+      // not in this folder
+    }
+  }
+  return false;
+}
+
+/** The needs that are missing here. */
+export async function missingNeeds(
+  needs: readonly Need[] = NEEDS,
+  { env = (name: string) => Deno.env.get(name), path }: { env?: (name: string) => string | undefined; path?: string } =
+    {},
+): Promise<Need[]> {
+  const missing: Need[] = [];
+  for (const need of needs) {
+    if (need.overrideEnv && env(need.overrideEnv)) continue;
+    if (!(await onPath(need.command, path))) missing.push(need);
+  }
+  return missing;
+}
+
+/**
+ * The `deno test` arguments for the user's `args`: the suite's permissions, `--no-check`,
+ * `--parallel`, then `args`; `tests/` is added when `args` name no existing path.
+ */
+export async function denoTestArgs(args: readonly string[]): Promise<string[]> {
+  let namesPath = false;
+  for (const arg of args) {
+    if (arg.startsWith("-")) continue;
+    try {
+      await Deno.stat(arg);
+      namesPath = true;
+      break;
+    } catch {
+      // a flag's value, e.g. the pattern after --filter
+    }
+  }
+  return ["test", ...TEST_PERMISSIONS, "--no-check", "--parallel", ...args, ...(namesPath ? [] : ["tests/"])];
+}
+
+async function succeeds(cmd: string, args: string[]): Promise<boolean> {
+  try {
+    const { success } = await new Deno.Command(cmd, { args, stdin: "null", stdout: "null", stderr: "null" }).output();
+    return success;
+  } catch {
+    return false;
+  }
+}
+
+/** How to run apt-get here: directly as root, through `sudo -n`, or not at all (with the reason). */
+async function aptRunner(): Promise<{ prefix: string[] } | { cannot: string }> {
+  if (!(await onPath("apt-get"))) return { cannot: "apt-get is not available (not a Debian system)" };
+  if (Deno.uid() === 0) return { prefix: [] };
+  if (await onPath("sudo") && await succeeds("sudo", ["-n", "true"])) return { prefix: ["sudo", "-n"] };
+  return { cannot: "installing needs root or password-less sudo" };
+}
+
+async function run(argv: string[]): Promise<boolean> {
+  const [cmd, ...args] = argv;
+  const { success } = await new Deno.Command(cmd!, {
+    args,
+    stdin: "null",
+    stdout: "inherit",
+    stderr: "inherit",
+    env: { DEBIAN_FRONTEND: "noninteractive" },
+  }).output();
+  return success;
+}
+
+/** Installs what is missing; returns a one-line failure, or undefined when everything is there. */
+export async function provision(): Promise<string | undefined> {
+  const missing = await missingNeeds();
+  if (missing.length === 0) return undefined;
+  const packages = missing.map((n) => n.debianPackage);
+  const manual = `apt-get install -y ${packages.join(" ")}`;
+  const runner = await aptRunner();
+  if ("cannot" in runner) return `test setup: missing ${packages.join(", ")}; ${runner.cannot}: run \`${manual}\``;
+  for (const need of missing) {
+    console.error(`test setup: installing ${need.debianPackage} from Debian (${need.usedBy})`);
+  }
+  const ok = await run([...runner.prefix, "apt-get", "update", "-q"]) &&
+    await run([...runner.prefix, "apt-get", "install", "-y", "-q", ...packages]);
+  if (!ok) return `test setup: apt-get could not install ${packages.join(", ")}: run \`${manual}\``;
+  const still = await missingNeeds(missing);
+  if (still.length > 0) return `test setup: ${still.map((n) => n.command).join(", ")} still not on PATH after apt-get`;
+  return undefined;
+}
+
+if (import.meta.main) {
+  const failure = await provision();
+  if (failure) {
+    console.error(failure);
+    Deno.exit(1);
+  }
+  const child = new Deno.Command(Deno.execPath(), {
+    args: await denoTestArgs(Deno.args),
+    stdin: "inherit",
+    stdout: "inherit",
+    stderr: "inherit",
+  }).spawn();
+  // Ctrl-C reaches the whole process group; wait for deno test to report and exit with its code.
+  Deno.addSignalListener("SIGINT", () => {});
+  Deno.exit((await child.status).code);
+}
