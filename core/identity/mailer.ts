@@ -1,6 +1,6 @@
-import nodemailer from "nodemailer";
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes } from "../crypto.ts";
+import { lazily } from "../lazily.ts";
 
 /** One outgoing e-mail. */
 export interface MailMessage {
@@ -22,13 +22,16 @@ export interface Mailer {
 /** SMTP through nodemailer. `smtpUrl` is `smtp://user:pass@host:port` or `smtps://...`. */
 export class SmtpMailer implements Mailer {
   readonly kind = "smtp" as const;
+  /** nodemailer's transport, made on the first send: a process that sends no mail does not load nodemailer. */
   // deno-lint-ignore no-explicit-any
-  readonly #transport: any;
+  readonly #transport: () => Promise<any>;
+  // deno-lint-ignore no-explicit-any
+  #made: any;
 
   constructor(smtpUrl: string, private readonly from: string) {
     // Pooled connections; no connection is opened until the first send.
     const url = new URL(smtpUrl);
-    this.#transport = nodemailer.createTransport({
+    const options = {
       host: url.hostname,
       port: Number(url.port) || (url.protocol === "smtps:" ? 465 : 587),
       secure: url.protocol === "smtps:",
@@ -39,16 +42,18 @@ export class SmtpMailer implements Mailer {
       connectionTimeout: 10_000,
       greetingTimeout: 10_000,
       socketTimeout: 20_000,
-    });
+    };
+    this.#transport = lazily(async () => this.#made = (await import("nodemailer")).default.createTransport(options));
   }
 
   async send(m: MailMessage): Promise<void> {
-    await this.#transport.sendMail({ from: this.from, to: m.to, subject: m.subject, text: m.text, html: m.html });
+    const transport = await this.#transport();
+    await transport.sendMail({ from: this.from, to: m.to, subject: m.subject, text: m.text, html: m.html });
   }
 
   /** Closes pooled connections. */
   close(): void {
-    this.#transport.close();
+    this.#made?.close();
   }
 }
 

@@ -6,50 +6,14 @@
 import { DOMParser } from "linkedom";
 import { htmlToText, isFeed, parseFeed } from "../search/store/feeds.ts";
 import type { SourceKind } from "./source.ts";
-
-/** One entry of a source, before it becomes an article. */
-export interface FeedItem {
-  url: string;
-  title?: string;
-  body?: string;
-  summary?: string;
-  author?: string;
-  pubdate?: string;
-  image?: string;
-  site?: string;
-  /** The body's markup, when the source gave HTML (kept as Markdown for full text). */
-  bodyHtml?: string;
-  /** Feed `<category>`, JSON Feed `tags`, sitemap `news:keywords`. */
-  categories?: string[];
-}
+import { type FeedItem, newestFirst } from "./document.ts";
 
 import { SourceFormatError } from "./errors.ts";
 import { guardMarkup, MAX_DOCUMENT_ENTRIES } from "./markup_guard.ts";
 
 export { SourceFormatError };
-
-/** Media types a source of each kind may be served as. */
-export const SOURCE_MEDIA_TYPES: Record<SourceKind, readonly string[]> = {
-  rss: ["application/rss+xml", "application/atom+xml", "application/rdf+xml", "application/xml", "text/xml"],
-  atom: ["application/atom+xml", "application/rss+xml", "application/xml", "text/xml"],
-  jsonfeed: ["application/feed+json", "application/json"],
-  // Gzipped sitemaps (`.xml.gz`) are common in sitemap indexes; see sitemap_index.ts.
-  sitemap: ["application/xml", "text/xml", "application/gzip", "application/x-gzip"],
-};
-
-/** An item "carries only a summary" when its text is shorter than this (see docs/sources.md). */
-export const FULL_TEXT_MIN_CHARS = 500;
-
-/** Decodes a source document by the Content-Type charset, else the XML declaration, else UTF-8. */
-export function decodeSource(bytes: Uint8Array, charset?: string): string {
-  const label = charset ??
-    new TextDecoder("latin1").decode(bytes.subarray(0, 200)).match(/encoding\s*=\s*["']([\w-]+)["']/i)?.[1];
-  try {
-    return new TextDecoder(label ?? "utf-8").decode(bytes);
-  } catch {
-    return new TextDecoder("utf-8").decode(bytes);
-  }
-}
+// Moved to document.ts (no parser there); named here too for the modules that import them from here.
+export { decodeSource, type FeedItem, FULL_TEXT_MIN_CHARS, newestFirst, SOURCE_MEDIA_TYPES } from "./document.ts";
 
 const str = (v: unknown): string | undefined => (typeof v === "string" && v.trim() ? v.trim() : undefined);
 
@@ -175,14 +139,4 @@ export function parseSourceDocument(kind: SourceKind, text: string, maxItems: nu
     ? parseSitemap(text)
     : parseXmlFeed(text);
   return newestFirst(items, maxItems);
-}
-
-/** At most `maxItems` items, newest first when the items carry dates. */
-export function newestFirst(items: FeedItem[], maxItems: number): FeedItem[] {
-  const time = (i: FeedItem) => {
-    const t = i.pubdate ? Date.parse(i.pubdate) : NaN;
-    return Number.isFinite(t) ? t : -Infinity;
-  };
-  if (items.some((i) => i.pubdate)) items.sort((a, b) => time(b) - time(a));
-  return items.slice(0, maxItems);
 }

@@ -5,7 +5,7 @@
  * hostile shapes before linkedom sees them. A refusal or a timeout is a {@link SourceFormatError}:
  * a failed poll with backoff, or a 422 at registration.
  */
-import type { FeedItem } from "./parse.ts";
+import type { FeedItem } from "./document.ts";
 import { SourceFormatError } from "./errors.ts";
 import type { ParseJob } from "./parse_job.ts";
 import type { ChildSitemap } from "./sitemap_index.ts";

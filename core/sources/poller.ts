@@ -20,9 +20,10 @@ import type { IngestReport } from "../search/engine.ts";
 import type { DataModel } from "../store/models.ts";
 import { backoffSeconds, retryAfterSeconds } from "./backoff.ts";
 import { canonicalLink, withoutTracking } from "./item_url.ts";
-import { type FeedItem, FULL_TEXT_MIN_CHARS, newestFirst, SOURCE_MEDIA_TYPES, SourceFormatError } from "./parse.ts";
+import { type FeedItem, FULL_TEXT_MIN_CHARS, newestFirst, SOURCE_MEDIA_TYPES } from "./document.ts";
+import { SourceFormatError } from "./errors.ts";
 import { type SourceParser, SourceParserBusyError } from "./parser.ts";
-import { isSitemapIndex, sourceText } from "./sitemap_index.ts";
+import { isSitemapIndex, sourceText } from "./document.ts";
 import type { Source, SourceRepo, SourceState } from "./source.ts";
 
 /** Settings of the poller (from config). */

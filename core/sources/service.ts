@@ -6,9 +6,10 @@ import { AppError } from "../errors.ts";
 import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
 import type { EntityRepo } from "../store/entity_repo.ts";
 import type { DataModel } from "../store/models.ts";
-import { SOURCE_MEDIA_TYPES, SourceFormatError } from "./parse.ts";
+import { SOURCE_MEDIA_TYPES } from "./document.ts";
+import { SourceFormatError } from "./errors.ts";
 import { type SourceParser, SourceParserBusyError } from "./parser.ts";
-import { isSitemapIndex, sourceText } from "./sitemap_index.ts";
+import { isSitemapIndex, sourceText } from "./document.ts";
 import {
   type SourceInput,
   SourceLimitError,

@@ -8,23 +8,18 @@
  * skipped.
  */
 import { DOMParser } from "linkedom";
-import { readStreamCapped, smallChunks } from "../bytes.ts";
-import { decodeSource, SourceFormatError } from "./parse.ts";
+import { isSitemapIndex } from "./document.ts";
+import { SourceFormatError } from "./errors.ts";
 import { guardMarkup } from "./markup_guard.ts";
+
+// Moved to document.ts (no parser there); named here too for the modules that import them from here.
+export { gunzipCapped, GZIP_MEDIA_TYPES, isSitemapIndex, sourceText } from "./document.ts";
 
 /** A sitemap an index lists. */
 export interface ChildSitemap {
   url: string;
   /** `lastmod` in ms since the epoch, when given and valid. */
   lastmodMs?: number;
-}
-
-/** Media types of a gzipped sitemap file. */
-export const GZIP_MEDIA_TYPES = ["application/gzip", "application/x-gzip"] as const;
-
-/** Whether a sitemap document is an index rather than a urlset. */
-export function isSitemapIndex(text: string): boolean {
-  return /<sitemapindex[\s>]/i.test(text.slice(0, 4000));
 }
 
 /** The host a sitemap may list children of: its own, with or without `www.`. */
@@ -63,36 +58,4 @@ export function parseSitemapIndex(xml: string, indexUrl: string): ChildSitemap[]
   if (!out.length) throw new SourceFormatError("the sitemap index lists no sitemap of its own site");
   out.sort((a, b) => (b.lastmodMs ?? -Infinity) - (a.lastmodMs ?? -Infinity) || a.order - b.order);
   return out.map(({ url, lastmodMs }) => ({ url, lastmodMs }));
-}
-
-/**
- * Inflates a gzipped sitemap, refusing output past `maxBytes` (a small file can inflate to
- * gigabytes).
- * @throws {SourceFormatError} when the data is not gzip or inflates past the limit
- */
-export async function gunzipCapped(bytes: Uint8Array, maxBytes: number): Promise<Uint8Array> {
-  // Small pieces in: a bomb's output then comes a few MB per step, and stops at the cap.
-  const inflated = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(smallChunks())
-    .pipeThrough(new DecompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>);
-  let out: Uint8Array | null;
-  try {
-    out = await readStreamCapped(inflated, maxBytes);
-  } catch {
-    throw new SourceFormatError("the gzipped sitemap could not be inflated");
-  }
-  if (!out) throw new SourceFormatError(`the gzipped sitemap inflates past ${maxBytes} bytes`);
-  return out;
-}
-
-/**
- * The text of a fetched source document: a gzipped body (by media type or magic bytes) is
- * inflated, capped at `maxBytes`, then decoded by its charset.
- */
-export async function sourceText(
-  res: { body: Uint8Array; contentType: string; charset?: string },
-  maxBytes: number,
-): Promise<string> {
-  const gzipped = (GZIP_MEDIA_TYPES as readonly string[]).includes(res.contentType) ||
-    (res.body[0] === 0x1f && res.body[1] === 0x8b);
-  return decodeSource(gzipped ? await gunzipCapped(res.body, maxBytes) : res.body, gzipped ? undefined : res.charset);
 }

@@ -5,7 +5,8 @@
  * The result names the directory's host only when everything verified; a request whose signature
  * is missing parts, expired, replayed or wrong is `unverified`, never the name it claims.
  */
-import { Server } from "mppx/attestation/web-bot-auth";
+import type { Server } from "mppx/attestation/web-bot-auth";
+import { lazily } from "../lazily.ts";
 import type { Logger } from "../log.ts";
 import type { SafeFetcher } from "../net/safe_fetch.ts";
 import { KeyDirectories } from "./directory.ts";
@@ -25,7 +26,8 @@ export type BotIdentity =
 
 /** Verifies Web Bot Auth signatures of incoming requests. */
 export class WebBotAuth {
-  readonly #verifier: ReturnType<typeof Server.verifier>;
+  /** mppx's verifier, built on the first signed request: mppx takes about 300 ms to import. */
+  readonly #verifier: () => Promise<ReturnType<typeof Server.verifier>>;
 
   /**
    * @param o.signatureClockMs the clock signature lifetimes are judged on. mppx's verifier reads the
@@ -33,10 +35,13 @@ export class WebBotAuth {
    */
   constructor(o: { kv: Deno.Kv; fetcher: SafeFetcher; log: Logger; signatureClockMs: () => number }) {
     const directories = new KeyDirectories({ fetcher: o.fetcher, log: o.log });
-    this.#verifier = Server.verifier({
-      keyResolver: ({ signatureAgent, keyId, algorithm }) => directories.resolve(signatureAgent, keyId, algorithm),
-      nonceStore: kvNonceStore(o.kv, o.signatureClockMs),
-      maxAge: MAX_SIGNATURE_LIFETIME_S,
+    this.#verifier = lazily(async () => {
+      const { Server } = await import("mppx/attestation/web-bot-auth");
+      return Server.verifier({
+        keyResolver: ({ signatureAgent, keyId, algorithm }) => directories.resolve(signatureAgent, keyId, algorithm),
+        nonceStore: kvNonceStore(o.kv, o.signatureClockMs),
+        maxAge: MAX_SIGNATURE_LIFETIME_S,
+      });
     });
   }
 
@@ -48,9 +53,10 @@ export class WebBotAuth {
   /** The agent identity of a request. */
   async identify(req: Request): Promise<BotIdentity> {
     if (!WebBotAuth.present(req.headers)) return { status: "absent" };
+    const verifier = await this.#verifier();
     let result;
     try {
-      result = await this.#verifier.verify(req);
+      result = await verifier.verify(req);
     } catch {
       return { status: "unverified" };
     }
