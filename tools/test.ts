@@ -139,8 +139,12 @@ export async function provision(): Promise<string | undefined> {
     await run([...runner.prefix, "apt-get", "install", "-y", "-q", ...packages]);
   if (!ok) return `test setup: apt-get could not install ${packages.join(", ")}: run \`${manual}\``;
   const still = await missingNeeds(missing);
-  if (still.length > 0) return `test setup: ${still.map((n) => n.command).join(", ")} still not on PATH after apt-get`;
-  return undefined;
+  if (still.length === 0) return undefined;
+  // Debian puts some programs (haproxy) in /usr/sbin, which a user's PATH may not name.
+  const sbin = still.length === 1 && await onPath(still[0]!.command, "/usr/sbin:/sbin")
+    ? ": add /usr/sbin to PATH"
+    : "";
+  return `test setup: ${still.map((n) => n.command).join(", ")} still not on PATH after apt-get${sbin}`;
 }
 
 if (import.meta.main) {
