@@ -8,12 +8,7 @@
  * challenge pointing at the protected-resource metadata, before any JSON-RPC is read.
  */
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import {
-  type CallToolRequest,
-  CallToolRequestSchema,
-  ListToolsRequestSchema,
-  SUPPORTED_PROTOCOL_VERSIONS,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolRequest } from "@modelcontextprotocol/sdk/types.js";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AuthenticatedAgent } from "../../core/commerce/types.ts";
@@ -41,9 +36,6 @@ import {
 } from "./access.ts";
 import { renderAnswer, renderArticle, renderBalance, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
-
-/** The protocol versions the SDK's server negotiates (its SUPPORTED_PROTOCOL_VERSIONS), newest first. */
-export const MCP_PROTOCOL_VERSIONS: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
 
 /** The MCP server's name in `initialize` and the server card. */
 export const MCP_SERVER_NAME = "article-search";
@@ -92,12 +84,13 @@ async function runTool(access: McpAccess, name: string, args: unknown, payment: 
 }
 
 /**
- * The SDK's server and transport, imported on the first MCP request: they take about 100 ms to load,
- * which no other route (and no test that does not speak MCP) should pay.
+ * The SDK's server, transport and request schemas, imported on the first MCP request (or server card):
+ * they take about 150 ms to load, which no other route (and no test that does not speak MCP) should pay.
  */
 const mcpSdk = lazily(async () => ({
   ...await import("@modelcontextprotocol/sdk/server/index.js"),
   ...await import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"),
+  ...await import("@modelcontextprotocol/sdk/types.js"),
 }));
 
 /**
@@ -111,7 +104,7 @@ async function mcpServer(
   requestId: string,
   limitKey: string,
 ): Promise<Server> {
-  const { Server } = await mcpSdk();
+  const { Server, CallToolRequestSchema, ListToolsRequestSchema } = await mcpSdk();
   const server = new Server(
     { name: MCP_SERVER_NAME, version: API_VERSION },
     {
@@ -254,7 +247,9 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
 export function createMcpCardRoutes(deps: Pick<Deps, "config" | "log">): OpenAPIHono<AppEnv> {
   const app = familyApp("message", deps.log);
   app.use("*", agentCors());
-  documented(app, cardDoc, (c) => {
+  documented(app, cardDoc, async (c) => {
+    // The protocol versions the SDK's server negotiates (its SUPPORTED_PROTOCOL_VERSIONS), newest first.
+    const { SUPPORTED_PROTOCOL_VERSIONS } = await mcpSdk();
     c.header("cache-control", "public, max-age=300");
     return c.json({
       name: MCP_SERVER_NAME,
@@ -265,7 +260,7 @@ export function createMcpCardRoutes(deps: Pick<Deps, "config" | "log">): OpenAPI
         "storefront access token and pay per call.",
       endpoint: `${deps.config.baseUrl}/mcp`,
       transport: { type: "streamable-http", stateless: true },
-      protocolVersions: MCP_PROTOCOL_VERSIONS,
+      protocolVersions: SUPPORTED_PROTOCOL_VERSIONS,
       authentication: {
         schemes: ["bearer"],
         apiKey: "Authorization: Bearer ak_... (tenant scope)",
