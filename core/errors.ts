@@ -14,6 +14,7 @@ export type ErrorKind =
   | "forbidden"
   | "not_found"
   | "timeout"
+  | "misdirected"
   | "conflict"
   | "gone"
   | "too_large"
@@ -35,6 +36,7 @@ export const KIND_STATUS: Readonly<Record<ErrorKind, number>> = {
   forbidden: 403,
   not_found: 404,
   timeout: 408,
+  misdirected: 421,
   conflict: 409,
   gone: 410,
   too_large: 413,
@@ -174,10 +176,3 @@ export const dataModelNotFound = () => notFound("Data model not found", "data_mo
 
 /** 404 for an AI model that is unknown, another tenant's, or named by a malformed id: never names the id. */
 export const aiModelNotFound = () => notFound("AI model not found");
-
-/** A caller asked for the full text of a data model whose publisher licenses summaries only. */
-export const fullTextNotLicensed = () =>
-  forbidden(
-    "Full text is not licensed for this data model: contents.text needs a full_text licence",
-    "full_text_not_licensed",
-  );

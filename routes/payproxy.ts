@@ -35,7 +35,8 @@
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../composition.ts";
-import { AppError, fullTextNotLicensed } from "../core/errors.ts";
+import { AppError } from "../core/errors.ts";
+import { fullTextNotLicensed } from "../core/search/errors.ts";
 import { idPattern } from "../core/ids.ts";
 import { serviceSlug, type UsageItem } from "../core/payproxy/allowance.ts";
 import {

@@ -8,7 +8,8 @@ import { type Highlight, highlightPage, highlightQuery, highlightQueryOfText } f
 import { highlightOptionsOf, textOptionOf } from "./result_options.ts";
 import { clipMarkdown, markupWithinLimits, stripTags, textToMarkdown } from "../text/markdown_text.ts";
 import { fuseAcrossIndexes } from "./rank/fusion.ts";
-import { AppError, fullTextNotLicensed } from "../errors.ts";
+import { AppError } from "../errors.ts";
+import { fullTextNotLicensed, searchErrors } from "./errors.ts";
 import { describeError, type Logger } from "../log.ts";
 import type { DataModel } from "../store/models.ts";
 import { ALGORITHMS, candidatePool, mergeRanked, type Ranked } from "./rank/algorithms.ts";
@@ -482,7 +483,7 @@ export class SearchEngine implements Search {
 
   ingest(dataModel: DataModel, items: unknown[]): Promise<IngestReport> {
     if (items.length > MAX_INGEST_ITEMS) {
-      return Promise.reject(new AppError(422, "too_many_items", `articles: at most ${MAX_INGEST_ITEMS} per call`));
+      return Promise.reject(searchErrors.too_many_items({ max: MAX_INGEST_ITEMS }));
     }
     return this.serially(dataModel.id, () => this.ingestNow(dataModel, items));
   }
@@ -791,7 +792,7 @@ export class SearchEngine implements Search {
     let analysed: string | undefined;
     if (isUrlQuery(query)) {
       if (!this.urlAnalyzer) {
-        throw new AppError(422, "url_analysis_unavailable", "query: URL analysis is unavailable on this server");
+        throw searchErrors.url_analysis_unavailable();
       }
       let pageInfo;
       try {
@@ -800,7 +801,7 @@ export class SearchEngine implements Search {
         pageInfo = await this.urlAnalyzer.analyze(query, caller);
       } catch (err) {
         if (err instanceof AppError) throw err;
-        throw new AppError(422, "url_unreadable", "query: the URL could not be analysed", { cause: err });
+        throw searchErrors.url_unreadable({ cause: err });
       }
       text = `${pageInfo.title}. ${pageInfo.title}. ${pageInfo.summary} ${pageInfo.text}`;
       analysed = pageInfo.title || query;

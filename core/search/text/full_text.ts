@@ -3,7 +3,7 @@
  * `get_article`, payproxy `/v2/article`). Who may read it is the caller's business: the routes
  * check the licence (see mayReadFullText in engine.ts).
  */
-import { notFound } from "../../errors.ts";
+import { searchErrors } from "../errors.ts";
 import type { DataModel } from "../../store/models.ts";
 import { canonicalUrl } from "../store/articles.ts";
 import { fullText } from "../engine.ts";
@@ -27,7 +27,7 @@ export interface ArticleText {
 }
 
 /** No article at a URL (the URL is not echoed). */
-export const articleNotFound = () => notFound("No article at this URL in the data model", "article_not_found");
+export const articleNotFound = () => searchErrors.article_not_found();
 
 /**
  * The article at `url` with its text cut to `max` characters.
