@@ -249,7 +249,7 @@ if (phase === "seed-part") {
   const engine = w.deps.search;
   const ctx = { tenantId: dm.tenantId };
   // The service's engine is a SearchEngine; its index's counters tell which scan path ran.
-  const vectors = engine instanceof SearchEngine ? (await engine.index(dmId)).vectors : null;
+  const vectors = engine instanceof SearchEngine ? (await engine.registry.index(dmId)).vectors : null;
   for (const algorithm of QUERIES > 0 ? ["semantic", "most_recent"] as const : []) {
     const times: number[] = [];
     const paths = vectors ? { ...vectors.scanPaths } : undefined;
@@ -287,7 +287,7 @@ if (phase === "seed-part") {
     };
     const edited: Article[] = [];
     for await (const e of w.deps.kv.list<Article>({ prefix: ["article", dmId] }, { limit: 1000 })) edited.push(e.value);
-    const { builds } = engine.followStats(dmId);
+    const { builds } = engine.registry.followStats(dmId);
     for (
       const batch of [
         items.map((it, i) => prepare(it, `${it.url}-follow-${i}`)),
@@ -296,11 +296,12 @@ if (phase === "seed-part") {
     ) {
       await other.upsertMany(batch);
       const t1 = performance.now(), c2 = cpuSeconds();
-      const applied = await engine.applyChanges(dmId);
+      const applied = await engine.registry.applyChanges(dmId);
+      const rebuilt = engine.registry.followStats(dmId).builds - builds;
       console.log(
         `changes from another process: ${applied} applied in ${(performance.now() - t1).toFixed(0)} ms (${
           ((cpuSeconds() - c2) * 1000).toFixed(0)
-        } CPU ms), full builds ${engine.followStats(dmId).builds - builds} (articles now ${await engine.count(dmId)})`,
+        } CPU ms), full builds ${rebuilt} (articles now ${await engine.count(dmId)})`,
       );
     }
   }

@@ -1,13 +1,14 @@
 /**
  * One article with its licensed full text (REST `GET /v1/data-models/{dm}/article`, MCP
  * `get_article`, payproxy `/v2/article`). Who may read it is the caller's business: the routes
- * check the licence (see mayReadFullText in engine.ts).
+ * check the licence ({@link mayReadFullText}).
  */
 import { searchErrors } from "../errors.ts";
 import type { DataModel } from "../../store/models.ts";
-import { canonicalUrl } from "../store/articles.ts";
-import { fullText } from "../engine.ts";
+import { type Article, canonicalUrl } from "../store/articles.ts";
 import type { ArticleService } from "../engine.ts";
+import type { SearchContext } from "../types.ts";
+import { clipMarkdown, textToMarkdown } from "../../text/markdown_text.ts";
 import { MAX_TEXT_CHARACTERS } from "../result_options.ts";
 
 /** An article with its text, as the routes answer it. */
@@ -24,6 +25,20 @@ export interface ArticleText {
   summary: string;
   /** The article body as clean Markdown. */
   text: string;
+}
+
+/** What highlights and full text read of an article: its plain body and its Markdown, if kept. */
+export type BodyText = Pick<Article, "body" | "markdown">;
+
+/** Whether a caller may read a data model's full text: its own tenant always, others when licensed. */
+export function mayReadFullText(dm: DataModel, context: Pick<SearchContext, "tenantId">): boolean {
+  return context.tenantId === dm.tenantId || dm.license === "full_text";
+}
+
+/** An article's full text as Markdown within `max` characters (its summary when the body is gone). */
+export function fullText(article: BodyText | null | undefined, summary: string, max: number): string {
+  const md = article?.markdown || textToMarkdown(article?.body || summary);
+  return clipMarkdown(md, max);
 }
 
 /** No article at a URL (the URL is not echoed). */
