@@ -12,6 +12,7 @@ import type { DataModel } from "../store/models.ts";
 import { markupWithinLimits, stripTags } from "../text/markdown_text.ts";
 import {
   type ArticleInput,
+  ArticleInputError,
   articleInputSchema,
   embeddingText,
   normalizeArticle,
@@ -149,7 +150,12 @@ export class ArticleIngest {
         }
         valid.push({ i, fields });
       } catch (err) {
-        results[i] = { index: i, status: "error", url: parsed.data.url, error: (err as Error).message };
+        // Only our own field errors are public; anything else is logged, not echoed.
+        if (!(err instanceof ArticleInputError)) {
+          this.options.log.warn("article item unreadable", { data_model_id: dm.id, error: describeError(err) });
+        }
+        const error = err instanceof ArticleInputError ? err.message : "item: could not be read";
+        results[i] = { index: i, status: "error", url: parsed.data.url, error };
       }
     }
     const vectors: (Float32Array | null)[] = [];
