@@ -17,7 +17,7 @@
 import { AnalyticsDb } from "../analytics/duckdb.ts";
 import { FixedClock } from "../core/clock.ts";
 import { parseConfig } from "../core/config.ts";
-import { buildDeps, embeddingProvider, startDeps, stopDeps } from "../composition.ts";
+import { buildDeps, embeddingProvider } from "../composition.ts";
 import { sha256Hex } from "../core/crypto.ts";
 import { type Article, ArticleRepo, embeddingText, normalizeArticle } from "../core/search/store/articles.ts";
 import { SearchEngine } from "../core/search/engine.ts";
@@ -57,15 +57,13 @@ async function world(dataDir: string) {
   const kv = await Deno.openKv(config.kvPath);
   const duckdb = await AnalyticsDb.open();
   const deps = buildDeps({ config, kv, duckdb, clock, log: createLogger({ level: "warn", clock: () => clock.now() }) });
-  await startDeps(deps);
+  await deps.start();
   return {
     deps,
     async close() {
       // Impressions of the timed queries are written before the stores close.
       await deps.events.stop();
-      stopDeps(deps);
-      duckdb.close();
-      kv.close();
+      await deps[Symbol.asyncDispose]();
     },
   };
 }
