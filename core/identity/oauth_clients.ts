@@ -86,26 +86,26 @@ export class OAuthClients {
   async register(metadata: Record<string, unknown>): Promise<OAuthClient> {
     const uris = metadata.redirect_uris;
     if (!Array.isArray(uris) || uris.length === 0) {
-      throw oauthErrors.invalidRedirectUri("redirect_uris must list at least one URI");
+      throw oauthErrors.redirect_uris_empty();
     }
     if (uris.length > MAX_REDIRECT_URIS) {
-      throw oauthErrors.invalidRedirectUri(`redirect_uris may list at most ${MAX_REDIRECT_URIS} URIs`);
+      throw oauthErrors.redirect_uris_too_many({ max: MAX_REDIRECT_URIS });
     }
     for (const uri of uris) {
       const problem = redirectUriProblem(uri);
-      if (problem) throw oauthErrors.invalidRedirectUri(problem);
+      if (problem) throw oauthErrors.invalid_redirect_uri({ problem });
     }
     const name = metadata.client_name;
     if (name !== undefined && (typeof name !== "string" || name.length > MAX_NAME_CHARS)) {
-      throw oauthErrors.invalidClientMetadata(`client_name must be a string of at most ${MAX_NAME_CHARS} characters`);
+      throw oauthErrors.client_name_invalid({ max: MAX_NAME_CHARS });
     }
     const grants = metadata.grant_types;
     if (grants !== undefined && (!Array.isArray(grants) || grants.some((g) => !GRANTS.has(g)))) {
-      throw oauthErrors.invalidClientMetadata("grant_types may hold only authorization_code and refresh_token");
+      throw oauthErrors.grant_types_invalid();
     }
     const types = metadata.response_types;
     if (types !== undefined && (!Array.isArray(types) || types.some((t) => t !== "code"))) {
-      throw oauthErrors.invalidClientMetadata("response_types may hold only code");
+      throw oauthErrors.response_types_invalid();
     }
     const client: OAuthClient = {
       clientId: "oc_" + base64url(randomBytes(16)),
