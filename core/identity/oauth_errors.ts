@@ -1,5 +1,18 @@
 import { type AppError, declareErrors } from "../errors.ts";
 
+/** The longest redirect URI (or client ID metadata document URL) a client may use. */
+export const MAX_URI_CHARS = 2000;
+
+/** What can be wrong with one redirect URI: the names of its errors below. */
+export type RedirectUriProblem =
+  | "redirect_uri_empty"
+  | "redirect_uri_too_long"
+  | "redirect_uri_not_absolute"
+  | "redirect_uri_fragment"
+  | "redirect_uri_credentials"
+  | "redirect_uri_http_not_loopback"
+  | "redirect_uri_scheme";
+
 /**
  * The OAuth 2.1 errors of the authorization code flow and the token endpoint, declared once
  * (RFC 6749 section 5.2, RFC 7591 section 3.2.2, RFC 8707 section 2). Rendered as
@@ -116,8 +129,42 @@ export const oauthErrors = declareErrors({
     code: "invalid_redirect_uri",
     message: (p: { max: number }) => `redirect_uris may list at most ${p.max} URIs`,
   },
-  /** `problem` is one of redirectUriProblem()'s own phrases (oauth_clients.ts), never the URI. */
-  invalid_redirect_uri: { kind: "bad_request", message: (p: { problem: string }) => p.problem },
+  // What redirectUriProblem() (oauth_clients.ts) finds wrong with one URI; never the URI itself.
+  redirect_uri_empty: {
+    kind: "bad_request",
+    code: "invalid_redirect_uri",
+    message: "each redirect URI must be a non-empty string",
+  },
+  redirect_uri_too_long: {
+    kind: "bad_request",
+    code: "invalid_redirect_uri",
+    message: `a redirect URI is longer than ${MAX_URI_CHARS} characters`,
+  },
+  redirect_uri_not_absolute: {
+    kind: "bad_request",
+    code: "invalid_redirect_uri",
+    message: "a redirect URI is not an absolute URL",
+  },
+  redirect_uri_fragment: {
+    kind: "bad_request",
+    code: "invalid_redirect_uri",
+    message: "a redirect URI must not have a fragment",
+  },
+  redirect_uri_credentials: {
+    kind: "bad_request",
+    code: "invalid_redirect_uri",
+    message: "a redirect URI must not carry credentials",
+  },
+  redirect_uri_http_not_loopback: {
+    kind: "bad_request",
+    code: "invalid_redirect_uri",
+    message: "an http redirect URI must point at a loopback host",
+  },
+  redirect_uri_scheme: {
+    kind: "bad_request",
+    code: "invalid_redirect_uri",
+    message: "a redirect URI must use https, loopback http or app scheme",
+  },
   client_name_invalid: {
     kind: "bad_request",
     code: "invalid_client_metadata",
