@@ -137,6 +137,7 @@ export type ErrorCatalog<D extends Record<string, ErrorDeclaration>> = {
  */
 export function declareErrors<const D extends Record<string, ErrorDeclaration>>(declarations: D): ErrorCatalog<D> {
   const catalog: Record<string, unknown> = {};
+  DECLARED.set(catalog, declarations);
   for (const [name, d] of Object.entries(declarations)) {
     const build = (message: string, options: RaiseOptions = {}) =>
       new AppError(d.kind, d.code ?? name, message, {
@@ -152,27 +153,51 @@ export function declareErrors<const D extends Record<string, ErrorDeclaration>>(
   return catalog as ErrorCatalog<D>;
 }
 
+// What each catalog declares, for the test that checks every catalog (codes, messages, kinds).
+const DECLARED = new WeakMap<object, Readonly<Record<string, ErrorDeclaration>>>();
+
+/** The declarations behind a catalog made by {@link declareErrors}; undefined for anything else. */
+export function catalogDeclarations(value: unknown): Readonly<Record<string, ErrorDeclaration>> | undefined {
+  return typeof value === "object" && value !== null ? DECLARED.get(value) : undefined;
+}
+
+/**
+ * The shared refusals of the edge, for routes that word a one-off refusal themselves. Rooms
+ * declare their own errors in their catalogs instead.
+ */
+
 /** 400 with a message; `plain` for the text/plain bodies the spec names. */
 export const badRequest = (message: string, code = "bad_request", plain = false) =>
-  new AppError(400, code, message, { plain });
+  new AppError("bad_request", code, message, { plain });
 
 /** 401: credentials missing or malformed. */
-export const unauthorized = (message: string, code = "unauthorized") => new AppError(401, code, message);
+export const unauthorized = (message: string, code = "unauthorized") => new AppError("unauthenticated", code, message);
 
 /** 403: credentials valid in form but not accepted. */
-export const forbidden = (message: string, code = "forbidden") => new AppError(403, code, message);
+export const forbidden = (message: string, code = "forbidden") => new AppError("forbidden", code, message);
 
 /** 404. */
-export const notFound = (message: string, code = "not_found") => new AppError(404, code, message);
+export const notFound = (message: string, code = "not_found") => new AppError("not_found", code, message);
 
 /** 422: the body was read but a field is wrong. */
-export const unprocessable = (message: string, code = "unprocessable") => new AppError(422, code, message);
+export const unprocessable = (message: string, code = "unprocessable") => new AppError("unprocessable", code, message);
 
 /** Codes of errors raised while reading a request body, before any field is looked at. */
 export const BODY_ERROR_CODES = new Set(["body_too_large", "unsupported_media_type", "malformed_json"]);
 
+/**
+ * The catalog of the top-level core modules: refusals about the tenant's data models and AI
+ * models that several rooms raise. Never names the id a caller sent.
+ */
+export const coreErrors = declareErrors({
+  /** Unknown, another tenant's, or named by a malformed id. */
+  data_model_not_found: { kind: "not_found", message: "Data model not found" },
+  /** Unknown, another tenant's, or named by a malformed id. */
+  ai_model_not_found: { kind: "not_found", code: "not_found", message: "AI model not found" },
+});
+
 /** 404 for a data model that is unknown, another tenant's, or named by a malformed id: never names the id. */
-export const dataModelNotFound = () => notFound("Data model not found", "data_model_not_found");
+export const dataModelNotFound = (): AppError => coreErrors.data_model_not_found();
 
 /** 404 for an AI model that is unknown, another tenant's, or named by a malformed id: never names the id. */
-export const aiModelNotFound = () => notFound("AI model not found");
+export const aiModelNotFound = (): AppError => coreErrors.ai_model_not_found();

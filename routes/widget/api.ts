@@ -29,9 +29,9 @@ import {
 } from "../../core/widget/answer.ts";
 import {
   dailyCapReached,
-  invalidWidgetRequest,
   originNotAllowed,
   recommendationsDisabled,
+  widgetErrors,
   widgetNotFound,
 } from "../../core/widget/errors.ts";
 import { publicWidgetConfig, recommendationsDataModel } from "../../core/widget/settings.ts";
@@ -226,13 +226,11 @@ const recommendRoute = createRoute({
 
 /** The widget routes word body problems as 422 `invalid_request` (413 stays `body_too_large`). */
 const widgetBodyRejection: BodyRejection = (p) =>
-  invalidWidgetRequest(
-    p.kind === "media_type"
-      ? "Content-Type must be application/json"
-      : p.kind === "syntax"
-      ? `Malformed JSON body: ${p.why}`
-      : "Malformed JSON body: expected a JSON object",
-  );
+  p.kind === "media_type"
+    ? widgetErrors.body_media_type()
+    : p.kind === "syntax"
+    ? widgetErrors.body_malformed({ why: p.why })
+    : widgetErrors.body_not_object();
 
 type Deps_ = Pick<Deps, "repos" | "answer" | "search" | "config" | "log" | "clock" | "widgetLimits">;
 
@@ -427,7 +425,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
     if (!dm) throw recommendationsDisabled();
     if (input.query && isUrlQuery(input.query)) {
       // A public route never makes the service fetch a page: a URL is not a question.
-      throw invalidWidgetRequest("query: must be words, not a URL");
+      throw widgetErrors.query_is_url();
     }
     const page = input.page_url ? await deps.search.articleByUrl(dm.id, input.page_url) : null;
     const text = page

@@ -5,10 +5,9 @@
  */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Deps } from "../../composition.ts";
-import { notFound } from "../../core/errors.ts";
 import { hasIdFormat, idPattern, newId } from "../../core/ids.ts";
 import type { Widget } from "../../core/store/models.ts";
-import { invalidWidgetSettings } from "../../core/widget/errors.ts";
+import { widgetErrors } from "../../core/widget/errors.ts";
 import { applyWidgetSettings, widgetSettingsSchema } from "../../core/widget/settings.ts";
 import type { AppEnv } from "../env.ts";
 import { bodyReader } from "../middleware/body.ts";
@@ -97,7 +96,7 @@ export function serveWidgetResource(
   app.use("/widgets/:id", bodyReader({ limit: deps.config.maxBodyBytes, object: true }));
   const ownWidget = async (tenantId: string, id: string): Promise<Widget> => {
     const widget = hasIdFormat("wd", id) ? await deps.repos.widgets.getForTenant(tenantId, id) : null;
-    if (!widget) throw notFound("Widget not found", "widget_not_found");
+    if (!widget) throw widgetErrors.widget_not_found();
     return widget;
   };
 
@@ -105,7 +104,7 @@ export function serveWidgetResource(
     const tenantId = c.get("tenantId")!;
     const { name, ai_model_id, deployment_type, ...settings } = c.req.valid("json");
     if (!(await deps.repos.aiModels.getForTenant(tenantId, ai_model_id))) {
-      throw invalidWidgetSettings("ai_model_id: AI model not found");
+      throw widgetErrors.ai_model_not_found();
     }
     const base: Widget = {
       id: newId("wd", deps.clock),
