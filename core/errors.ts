@@ -55,6 +55,8 @@ const STATUS_KIND = new Map(Object.entries(KIND_STATUS).map(([kind, status]) => 
 export interface RaiseOptions {
   /** Storefront sub-reason, when it depends on the site (otherwise declared). */
   reason?: string;
+  /** Storefront public note, when it depends on the site (otherwise the declared one, if any). */
+  detail?: string;
   /** Extra public body fields (e.g. `serviceSlug`, `usage`, `plans`). */
   extra?: Record<string, unknown>;
   /** Extra response headers (e.g. `Retry-After`, `WWW-Authenticate`). */
@@ -87,7 +89,7 @@ export class AppError extends Error {
     kind: ErrorKind | number,
     code: string,
     message: string,
-    options: RaiseOptions & { detail?: string; plain?: boolean } = {},
+    options: RaiseOptions & { plain?: boolean } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = "AppError";
@@ -116,8 +118,8 @@ export interface ErrorDeclaration {
   code?: string;
   /** Storefront sub-reason. */
   reason?: string;
-  /** Storefront bodies repeat the message as `detail`. */
-  detail?: boolean;
+  /** Storefront bodies: `true` repeats the message as `detail`; a string is the declared note. */
+  detail?: boolean | string;
   /** Render as text/plain (400s the spec fixes as plain text). */
   plain?: boolean;
 }
@@ -140,7 +142,7 @@ export function declareErrors<const D extends Record<string, ErrorDeclaration>>(
       new AppError(d.kind, d.code ?? name, message, {
         ...options,
         reason: options.reason ?? d.reason,
-        detail: d.detail ? message : undefined,
+        detail: options.detail ?? (d.detail === true ? message : d.detail || undefined),
         plain: d.plain,
       });
     catalog[name] = typeof d.message === "function"

@@ -18,6 +18,9 @@ import type { Logger } from "../log.ts";
 import { signRequest } from "./signature.ts";
 import { boundedCache, type LRUCache } from "../bounded_cache.ts";
 
+/** The meter of an article's licensed full text (search `contents: {text: true}`), one unit per text. */
+export const FULL_TEXT_METER = "full_text";
+
 /** One metered usage line, as in the 402 body and the `zc-usage` header. */
 export interface UsageItem {
   meterSlug: string;
