@@ -41,8 +41,7 @@ import type { Deps } from "../composition.ts";
 import { fullTextNotLicensed } from "../core/errors.ts";
 import { idPattern } from "../core/ids.ts";
 import { serviceSlug } from "../core/payproxy/allowance.ts";
-import { payproxyErrors as errors } from "../core/payproxy/errors.ts";
-import type { Admission } from "../core/payproxy/gate.ts";
+import { type Admission, payproxyErrors as errors } from "../core/payproxy/mod.ts";
 import { AGENT_ID_HEADER, REQUEST_ID_HEADER, SIGNATURE_HEADER, USAGE_HEADER } from "../core/payproxy/signature.ts";
 import {
   isSearchType,

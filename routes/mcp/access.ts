@@ -22,8 +22,7 @@ import { ASK_AI_FILTERS, ASK_AI_PARAMS, askAiRollup } from "../../analytics/roll
 import type { AnalyticsQuery, RollupDeps } from "../../analytics/rollups.ts";
 import { cachedAnswerer } from "../analytics/answer.ts";
 import { planCovers } from "../../core/commerce/catalog.ts";
-import { challengeList } from "../../core/commerce/purchase.ts";
-import { commerceErrors } from "../../core/commerce/errors.ts";
+import { challengeList, commerceErrors } from "../../core/commerce/mod.ts";
 import { formatUsd } from "../../core/commerce/money.ts";
 import type { PaidProxy } from "../../core/commerce/proxy.ts";
 import { type Balance, type UsageReceipt, UsageReceipts } from "../../core/commerce/usage_receipt.ts";

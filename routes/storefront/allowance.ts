@@ -1,7 +1,7 @@
 import type { RouteConfig } from "@hono/zod-openapi";
 import { z } from "zod";
 import type { Deps } from "../../composition.ts";
-import { commerceErrors as errors } from "../../core/commerce/errors.ts";
+import { commerceErrors as errors } from "../../core/commerce/mod.ts";
 import { familyApp } from "../family.ts";
 import { decodeJson, readBodyCapped } from "../middleware/body.ts";
 import { documented } from "../openapi.ts";

@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import { z } from "zod";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
-import { commerceErrors as errors } from "../../core/commerce/errors.ts";
+import { commerceErrors as errors } from "../../core/commerce/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { readBodyCapped } from "../middleware/body.ts";

@@ -2,8 +2,12 @@ import type { Context } from "hono";
 import type { AuthenticatedAgent, Seller } from "../../core/commerce/types.ts";
 import type { Deps } from "../../composition.ts";
 import { Challenge } from "mppx";
-import { challengeView, type PaymentUrls, type PurchaseOutcome } from "../../core/commerce/purchase.ts";
-import { standardOfferHeaders } from "../../core/commerce/settlement.ts";
+import {
+  challengeView,
+  type PaymentUrls,
+  type PurchaseOutcome,
+  standardOfferHeaders,
+} from "../../core/commerce/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { agentAuth } from "./agent_auth.ts";
 import { sellerOf } from "./seller.ts";

@@ -1,7 +1,7 @@
 import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
 import { z } from "zod";
 import type { Deps } from "../../composition.ts";
-import { commerceErrors as errors } from "../../core/commerce/errors.ts";
+import { commerceErrors as errors } from "../../core/commerce/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { type BodyRejection, readJson } from "../middleware/body.ts";
