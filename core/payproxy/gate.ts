@@ -25,6 +25,7 @@ export interface Admission {
   /**
    * Runs `steps` while the single-use mark commits; the mark's refusal wins over any outcome of
    * theirs (a 401 even when a step also failed), and a result leaves only once the mark is confirmed.
+   * A replay this process remembers is refused before the steps run.
    */
   whileConsuming<T>(steps: () => Promise<T>): Promise<T>;
   /**
@@ -47,10 +48,13 @@ export class PayproxyGate {
   ) {}
 
   /**
-   * Step 3: verifies the signature and starts its single-use mark.
+   * Step 3: verifies the signature and starts its single-use mark. A signature used before is
+   * refused by {@link Admission.whileConsuming}: at once, before any step, when this process made
+   * the mark; otherwise when KV has decided.
    * @param callerPrefix `payproxy` or `zeroclick` (the path family)
    * @param requestId this service's id of the request, for logs
-   * @throws {AppError} 401 `invalid_payproxy_signature` (the reason is its cause)
+   * @throws {AppError} 401 `invalid_payproxy_signature` for a signature that does not verify (the
+   *   reason is its cause)
    */
   async admit(input: VerifyInput, callerPrefix: string, requestId?: string): Promise<Admission> {
     const { verifier, metrics, log } = this.o;
@@ -69,22 +73,24 @@ export class PayproxyGate {
       seller: verified.sellerId,
     });
     const claim = verifier.claim(verified);
-    if (!(claim instanceof Promise)) {
-      metrics.requests.rejected++;
-      throw claim;
-    }
+    // A replay this process remembers is known now: refused before any step runs.
+    const refusedAtOnce = claim instanceof Promise ? null : claim;
+    if (refusedAtOnce) metrics.requests.rejected++;
     // Settles to the 401 of a replay, never rejects: it can wait unobserved while steps run.
-    const consumed: Promise<AppError | Error | null> = claim.then(() => {
-      metrics.requests.verified++;
-      return null;
-    }, (err: unknown) => {
-      if ((err as AppError | null)?.status === 401) metrics.requests.rejected++;
-      return (err as Error | null) ?? new Error("single-use mark failed");
-    });
+    const consumed: Promise<AppError | Error | null> = refusedAtOnce
+      ? Promise.resolve(refusedAtOnce)
+      : (claim as Promise<void>).then(() => {
+        metrics.requests.verified++;
+        return null;
+      }, (err: unknown) => {
+        if ((err as AppError | null)?.status === 401) metrics.requests.rejected++;
+        return (err as Error | null) ?? new Error("single-use mark failed");
+      });
     return {
       verified,
       caller: verified.agentId ? `${callerPrefix}:${verified.agentId}` : callerPrefix,
       whileConsuming: async <T>(steps: () => Promise<T>): Promise<T> => {
+        if (refusedAtOnce) throw refusedAtOnce;
         let result: T;
         try {
           result = await steps();

@@ -82,8 +82,16 @@ Deno.test("PayproxyGate: a replay is refused at once, and a denied allowance is 
   using s = await setup(peer.url);
   const call = s.signed("bot-7");
   const first = await s.gate.admit(call, "payproxy");
-  const replay = await s.gate.admit(call, "payproxy").then(() => null, (e) => e);
+  // The replay still names its caller (logs), but no step of it runs.
+  const again = await s.gate.admit(call, "payproxy");
+  assert.equal(again.caller, "payproxy:bot-7");
+  let ran = false;
+  const replay = await again.whileConsuming(() => {
+    ran = true;
+    return Promise.resolve();
+  }).then(() => null, (e) => e);
   assert.equal(replay?.code, "invalid_payproxy_signature");
+  assert.equal(ran, false);
   const denied = await first.whileConsuming(() => first.requireAllowance("demo-news")).then(() => null, (e) => e);
   assert.ok(denied instanceof AppError);
   assert.equal(denied.status, 402);
