@@ -14,20 +14,10 @@ export class Loopback {
     this.#handler = handler;
   }
 
-  /**
-   * Serves `req` in this process. Rejects when no app is bound (a service used without the app), and,
-   * as `fetch` does, when the request's signal aborts first (a caller's deadline holds in-process too).
-   */
+  /** Serves `req` in this process. Rejects when no app is bound (a service used without the app). */
   fetch(req: Request): Promise<Response> {
     const handler = this.#handler;
     if (!handler) return Promise.reject(new Error("no app serves this process's own routes"));
-    const signal = req.signal;
-    if (signal.aborted) return Promise.reject(signal.reason);
-    const served = Promise.resolve(handler(req));
-    return new Promise((resolve, reject) => {
-      const onAbort = () => reject(signal.reason);
-      signal.addEventListener("abort", onAbort, { once: true });
-      served.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-    });
+    return Promise.resolve(handler(req));
   }
 }
