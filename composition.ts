@@ -238,9 +238,21 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
   });
 
   const storefront = createStorefront({ config, kv, clock, log, fetch, mailer, safeFetch });
-  const payproxy = createPayproxyServices({ config, kv, clock, log, fetch });
   const loopback = new Loopback();
   const baseOrigin = new URL(config.baseUrl).origin;
+  // Calls to this process's own routes (the paid upstream, and the allowance check it triggers)
+  // skip the network hop unless told not to.
+  const selfOrNet = (req: Request) =>
+    config.paidProxyUpstream === "inprocess" && new URL(req.url).origin === baseOrigin
+      ? loopback.fetch(req)
+      : fetch(req);
+  const payproxy = createPayproxyServices({
+    config,
+    kv,
+    clock,
+    log,
+    fetch: (input, init) => selfOrNet(new Request(input, init)),
+  });
   const commerce = createCommerce({
     config,
     kv,
@@ -251,11 +263,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     sellers: storefront.sellers,
     secrets: payproxy.secrets,
     credentialsOfHuman: (humanId) => storefront.accounts.credentialIds(humanId),
-    // Paid calls to this process's own payproxy routes skip the network hop unless told not to.
-    upstream: (req) =>
-      config.paidProxyUpstream === "inprocess" && new URL(req.url).origin === baseOrigin
-        ? loopback.fetch(req)
-        : fetch(req),
+    upstream: selfOrNet,
   });
 
   const sourceSettings = config.sources;

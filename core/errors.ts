@@ -57,6 +57,8 @@ const STATUS_KIND = new Map(Object.entries(KIND_STATUS).map(([kind, status]) => 
 export interface RaiseOptions {
   /** Storefront sub-reason, when it depends on the site (otherwise declared). */
   reason?: string;
+  /** Storefront public note, when it depends on the site (otherwise the declared one, if any). */
+  detail?: string;
   /** Extra public body fields (e.g. `serviceSlug`, `usage`, `plans`). */
   extra?: Record<string, unknown>;
   /** Extra response headers (e.g. `Retry-After`, `WWW-Authenticate`). */
@@ -89,7 +91,7 @@ export class AppError extends Error {
     kind: ErrorKind | number,
     code: string,
     message: string,
-    options: RaiseOptions & { detail?: string; plain?: boolean } = {},
+    options: RaiseOptions & { plain?: boolean } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = "AppError";
@@ -100,6 +102,18 @@ export class AppError extends Error {
     this.extra = options.extra;
     this.headers = options.headers;
     this.plain = options.plain ?? false;
+  }
+
+  /** The same error with more response headers (e.g. a receipt known only after the failure). */
+  withHeaders(headers: Record<string, string>): AppError {
+    return new AppError(this.kind, this.code, this.message, {
+      reason: this.reason,
+      detail: this.detail,
+      extra: this.extra,
+      headers: { ...this.headers, ...headers },
+      plain: this.plain,
+      cause: this.cause,
+    });
   }
 
   /** The HTTP status of this error's kind. */
@@ -118,8 +132,8 @@ export interface ErrorDeclaration {
   code?: string;
   /** Storefront sub-reason. */
   reason?: string;
-  /** Storefront bodies repeat the message as `detail`. */
-  detail?: boolean;
+  /** Storefront bodies: `true` repeats the message as `detail`; a string is the declared note. */
+  detail?: boolean | string;
   /** Render as text/plain (400s the spec fixes as plain text). */
   plain?: boolean;
 }
@@ -143,7 +157,7 @@ export function declareErrors<const D extends Record<string, ErrorDeclaration>>(
       new AppError(d.kind, d.code ?? name, message, {
         ...options,
         reason: options.reason ?? d.reason,
-        detail: d.detail ? message : undefined,
+        detail: options.detail ?? (d.detail === true ? message : d.detail || undefined),
         plain: d.plain,
       });
     catalog[name] = typeof d.message === "function"

@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import { z } from "zod";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
+import { commerceErrors as errors } from "../../core/commerce/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { readBodyCapped } from "../middleware/body.ts";
@@ -45,7 +46,7 @@ export function createCheckoutRoutes(
   const payments = familyApp("storefront", deps.log);
   documented(payments, paymentRoute, async (c) => {
     const ref = c.req.param("reference") ?? "";
-    if (!REFERENCE_RE.test(ref)) throw new AppError(404, "payment_unknown", "Payment reference matches no payment");
+    if (!REFERENCE_RE.test(ref)) throw errors.payment_unknown();
     const body = await service.paymentStatus(await seller(c), ref);
     return c.json(body, 200, { "cache-control": "no-store" });
   });
