@@ -27,6 +27,20 @@ const PINNED_LOWER_CASE = new Set([
   "sources/source_not_found", // "source not found"
   "sources/source_limit_reached", // "a data model has at most N sources; delete one first"
   "analytics/range_too_long", // "date range must not exceed 365 days"
+  "commerce/checkout_not_boolean", // a field name (or the spec's wording) comes first
+  "commerce/plan_id_not_string", // a field name (or the spec's wording) comes first
+  "commerce/amount_required", // a field name (or the spec's wording) comes first
+  "commerce/amount_not_string", // a field name (or the spec's wording) comes first
+  "commerce/amount_malformed", // a field name (or the spec's wording) comes first
+  "commerce/amount_not_cent_increment", // a field name (or the spec's wording) comes first
+  "commerce/amount_below_minimum", // a field name (or the spec's wording) comes first
+  "commerce/amount_above_maximum", // a field name (or the spec's wording) comes first
+  "commerce/amount_below_card_minimum", // a field name (or the spec's wording) comes first
+  "commerce/payment_amount_mismatch", // a field name (or the spec's wording) comes first
+  "commerce/request_id_malformed", // a field name (or the spec's wording) comes first
+  "commerce/request_id_reused", // a field name (or the spec's wording) comes first
+  "commerce/allowance_agent_mismatch", // a field name (or the spec's wording) comes first
+  "payproxy/invalid_model_id", // a field name (or the spec's wording) comes first
   "search/too_many_items", // "articles: at most N per call" (the field it names comes first)
   "identity/redirect_uri_empty", // "each redirect URI must be a non-empty string"
   "identity/redirect_uri_too_long", // "a redirect URI is longer than 2000 characters", and so on
