@@ -9,7 +9,6 @@ import type { Clock } from "../../clock.ts";
 import { KvLease } from "../../kv_lease.ts";
 import { describeError, type Logger } from "../../log.ts";
 import type { DataModel } from "../../store/models.ts";
-import type { ArticleService } from "../engine.ts";
 import { systemTimers, type TimerId, type Timers } from "../../timers.ts";
 
 /** The oldest publication time (unix seconds) a data model keeps, or undefined without retention. */
@@ -40,7 +39,10 @@ export class RetentionSweeper {
       kv: Deno.Kv;
       clock: Clock;
       log: Logger;
-      engine: Pick<ArticleService, "expire" | "trimChanges">;
+      engine: {
+        expire(dataModelId: string, cutoffUnix: number): Promise<number>;
+        trimChanges(dataModelId: string): Promise<number>;
+      };
       dataModels(): Promise<DataModel[]>;
       timers?: Timers;
       owner?: string;

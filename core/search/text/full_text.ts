@@ -6,7 +6,6 @@
 import { searchErrors } from "../errors.ts";
 import type { DataModel } from "../../store/models.ts";
 import { type Article, canonicalUrl } from "../store/articles.ts";
-import type { ArticleService } from "../engine.ts";
 import type { SearchContext } from "../types.ts";
 import { clipMarkdown, textToMarkdown } from "../../text/markdown_text.ts";
 import { MAX_TEXT_CHARACTERS } from "../result_options.ts";
@@ -49,7 +48,7 @@ export const articleNotFound = () => searchErrors.article_not_found();
  * @throws {AppError} 404 when the URL is unreadable or holds no article
  */
 export async function articleWithText(
-  search: Pick<ArticleService, "articleByUrl">,
+  search: { articleByUrl(dataModelId: string, url: string): Promise<Article | null> },
   dm: DataModel,
   url: string,
   max = MAX_TEXT_CHARACTERS,
