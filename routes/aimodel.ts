@@ -113,7 +113,7 @@ const route = createRoute({
 
 /** 422 before any body work when the path id cannot be an AI model id. */
 function checkModelId(): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return async function checkModelId(c, next) {
     const id = c.req.param("ai_model_id") ?? "";
     if (!AI_MODEL_ID.test(id)) {
       throw unprocessable("ai_model_id is not in the correct format: expected am_ followed by letters and digits");

@@ -45,7 +45,7 @@ export function agentAuth(deps: AgentAuthDeps): MiddlewareHandler<AppEnv> {
     return m[1]!;
   };
 
-  return async (c, next) => {
+  return async function agentAuth(c, next) {
     const seller = await sellerOf(c, deps);
     const authorization = c.req.header("authorization");
     const agentHeader = c.req.header("zc-agent-authorization");
