@@ -8,6 +8,9 @@
  *
  *   deno run -A bench/http_load.ts   (LOAD_SECONDS=8 LOAD_CONNECTIONS=32 LOAD_ROUNDS=2)
  *
+ * `COMPARE_ROOT=<another checkout>` also starts that tree's service and measures it in the same
+ * rounds (before and after a change, e.g. `git worktree add /tmp/before <commit>`).
+ *
  * Routes: `GET /healthz` on both; `POST /app/v2/search` (demo key, bodies rotating over
  * SEARCH_BODIES, result impressions recorded) on the service.
  */
@@ -79,19 +82,28 @@ const fmt = (m: Measured) =>
   `${m.rps.toFixed(0).padStart(6)} req/s  ${m.cpuUsPerReq.toFixed(1).padStart(7)} µs CPU/req  ` +
   `p50 ${m.p50Ms.toFixed(2)} ms  p99 ${m.p99Ms.toFixed(2)} ms  failed ${m.failed}`;
 
+const compareRoot = Deno.env.get("COMPARE_ROOT");
 const bare = await startBare();
 const svc = await startDemoServer({ env: { LOG_LEVEL: "info" } });
+const other = compareRoot ? await startDemoServer({ env: { LOG_LEVEL: "info" }, root: compareRoot }) : null;
 try {
   const healthz: RawRequest[] = [{ method: "GET", path: "/healthz", headers: {}, body: "" }];
-  const search: RawRequest[] = SEARCH_BODIES.map((body) => ({
-    path: `/app/v2/search?data_model_id=${svc.dataModelId}`,
-    headers: { authorization: `Bearer ${svc.apiKey}`, "content-type": "application/json" },
-    body,
-  }));
-  // Warm-up: JIT and caches of both.
+  const searchOf = (s: typeof svc) =>
+    SEARCH_BODIES.map((body) => ({
+      path: `/app/v2/search?data_model_id=${s.dataModelId}`,
+      headers: { authorization: `Bearer ${s.apiKey}`, "content-type": "application/json" },
+      body,
+    }));
+  const search: RawRequest[] = searchOf(svc);
+  const otherSearch = other ? searchOf(other) : [];
+  // Warm-up: JIT and caches of each.
   await runWrk(bare.origin, healthz, { seconds: 2, connections });
   await runWrk(svc.base, healthz, { seconds: 2, connections });
   await runWrk(svc.base, search, { seconds: 2, connections });
+  if (other) {
+    await runWrk(other.base, healthz, { seconds: 2, connections });
+    await runWrk(other.base, otherSearch, { seconds: 2, connections });
+  }
   const [load1] = Deno.loadavg();
   console.log(
     `wrk -t1 -c${connections}, ${seconds} s a run, ${rounds} rounds, cores ${navigator.hardwareConcurrency}, load ${load1}`,
@@ -110,9 +122,17 @@ try {
       `  healthz: service / bare = ${(s.cpuUsPerReq / b.cpuUsPerReq).toFixed(2)}x CPU per request, ` +
         `${(b.rps / s.rps).toFixed(2)}x fewer requests/s`,
     );
+    if (other) {
+      const oh = await measure(other.child.pid, other.base, healthz);
+      const oq = await measure(other.child.pid, other.base, otherSearch);
+      console.log(`  compared   GET /healthz       ${fmt(oh)}`);
+      console.log(`  compared   POST /app/v2/search ${fmt(oq)}`);
+      console.log(`  healthz: compared / bare = ${(oh.cpuUsPerReq / b.cpuUsPerReq).toFixed(2)}x CPU per request`);
+    }
   }
   console.log(`load at the end ${Deno.loadavg()[0]}; CPU ratios ${ratios.map((r) => r.toFixed(2)).join(", ")}`);
 } finally {
+  await other?.stop();
   await svc.stop();
   await bare.stop();
 }
