@@ -9,7 +9,10 @@
  *   deno run -A bench/http_load.ts   (LOAD_SECONDS=8 LOAD_CONNECTIONS=32 LOAD_ROUNDS=2)
  *
  * `COMPARE_ROOT=<another checkout>` also starts that tree's service and measures it in the same
- * rounds (before and after a change, e.g. `git worktree add /tmp/before <commit>`).
+ * rounds (before and after a change, e.g. `git worktree add /tmp/before <commit>`). `PARTS=1` also
+ * measures the bare app with one piece of the service's fixed cost added at a time
+ * (bench/_bare_hono.ts: one more response header, reading a request header, the request id, the
+ * access log).
  *
  * Routes: `GET /healthz` on both; `POST /app/v2/search` (demo key, bodies rotating over
  * SEARCH_BODIES, result impressions recorded) on the service.
@@ -52,12 +55,12 @@ async function measure(pid: number, origin: string, requests: RawRequest[]): Pro
   return { rps: r.ok / r.seconds, cpuUsPerReq: (used / total) * 1e6, p50Ms: r.p50Ms, p99Ms: r.p99Ms, failed: r.failed };
 }
 
-async function startBare(): Promise<{ origin: string; pid: number; stop: () => Promise<void> }> {
+async function startBare(piece?: string): Promise<{ origin: string; pid: number; stop: () => Promise<void> }> {
   const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (probe.addr as Deno.NetAddr).port;
   probe.close();
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("./_bare_hono.ts", import.meta.url).pathname, String(port)],
+    args: ["run", "-A", new URL("./_bare_hono.ts", import.meta.url).pathname, String(port), ...(piece ? [piece] : [])],
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
@@ -68,6 +71,10 @@ async function startBare(): Promise<{ origin: string; pid: number; stop: () => P
     if (done) throw new Error("bare Hono app exited early");
     out += value;
   }
+  // Keep draining: the access-log piece writes a line a request.
+  (async () => {
+    while (!(await reader.read()).done) { /* drain */ }
+  })();
   return {
     origin: `http://127.0.0.1:${port}`,
     pid: child.pid,
@@ -83,7 +90,9 @@ const fmt = (m: Measured) =>
   `p50 ${m.p50Ms.toFixed(2)} ms  p99 ${m.p99Ms.toFixed(2)} ms  failed ${m.failed}`;
 
 const compareRoot = Deno.env.get("COMPARE_ROOT");
+const PIECES = ["response-header", "read-header", "request-id", "access-log"];
 const bare = await startBare();
+const parts = Deno.env.get("PARTS") === "1" ? await Promise.all(PIECES.map((p) => startBare(p))) : [];
 const svc = await startDemoServer({ env: { LOG_LEVEL: "info" } });
 const other = compareRoot ? await startDemoServer({ env: { LOG_LEVEL: "info" }, root: compareRoot }) : null;
 try {
@@ -98,6 +107,7 @@ try {
   const otherSearch = other ? searchOf(other) : [];
   // Warm-up: JIT and caches of each.
   await runWrk(bare.origin, healthz, { seconds: 2, connections });
+  for (const part of parts) await runWrk(part.origin, healthz, { seconds: 2, connections });
   await runWrk(svc.base, healthz, { seconds: 2, connections });
   await runWrk(svc.base, search, { seconds: 2, connections });
   if (other) {
@@ -122,6 +132,10 @@ try {
       `  healthz: service / bare = ${(s.cpuUsPerReq / b.cpuUsPerReq).toFixed(2)}x CPU per request, ` +
         `${(b.rps / s.rps).toFixed(2)}x fewer requests/s`,
     );
+    for (const [i, part] of parts.entries()) {
+      const m = await measure(part.pid, part.origin, healthz);
+      console.log(`  bare + ${PIECES[i]!.padEnd(15)} ${fmt(m)}  (+${(m.cpuUsPerReq - b.cpuUsPerReq).toFixed(1)} µs)`);
+    }
     if (other) {
       const oh = await measure(other.child.pid, other.base, healthz);
       const oq = await measure(other.child.pid, other.base, otherSearch);
@@ -133,6 +147,7 @@ try {
   console.log(`load at the end ${Deno.loadavg()[0]}; CPU ratios ${ratios.map((r) => r.toFixed(2)).join(", ")}`);
 } finally {
   await other?.stop();
+  for (const part of parts) await part.stop();
   await svc.stop();
   await bare.stop();
 }
