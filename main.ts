@@ -11,6 +11,7 @@ import { systemClock } from "./core/clock.ts";
 import { type Config, ConfigError, parseConfig } from "./core/config.ts";
 import { buildDeps, type Deps } from "./composition.ts";
 import { createLogger, describeError, type Logger } from "./core/log.ts";
+import { LineBuffer } from "./core/log_buffer.ts";
 import { seedAnswerDemo } from "./fixtures/answer_demo.ts";
 import { seedCommerceDemo } from "./fixtures/commerce_demo.ts";
 import { seedDemo } from "./fixtures/demo.ts";
@@ -63,7 +64,9 @@ function startingUp(): Response {
  */
 async function serve(parsed: Config, env: Record<string, string>): Promise<void> {
   let ready: ((req: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => Response | Promise<Response>) | null = null;
-  const log = createLogger({ level: parsed.logLevel, clock: () => systemClock.now() });
+  // One JSON line per request: written in batches, not one synchronous write each (core/log_buffer.ts).
+  const logLines = new LineBuffer();
+  const log = createLogger({ level: parsed.logLevel, clock: () => systemClock.now(), write: logLines.write });
   const server = startServer((req, info) => ready ? ready(req, info) : startingUp(), {
     hostname: parsed.host,
     port: parsed.port,
@@ -123,6 +126,7 @@ async function serve(parsed: Config, env: Record<string, string>): Promise<void>
   Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
   await server.finished;
   if (stopping) await stopping;
+  logLines.close();
 }
 
 /** Opens the stores, loads the indexes, seeds the demo if asked and starts the background work. */

@@ -10,7 +10,7 @@ import { readBodyCapped } from "../middleware/body.ts";
 import { documented } from "../openapi.ts";
 import { html } from "hono/html";
 import { FormCsrf } from "../middleware/form_csrf.ts";
-import { CHECKOUT_HEADERS, checkoutPage, checkoutShell } from "./checkout_page.ts";
+import { CHECKOUT_HEADERS, CHECKOUT_SECURITY, checkoutPage, checkoutShell } from "./checkout_page.ts";
 import { commerceParties, REFERENCE_RE } from "./commerce_agent.ts";
 import { errorResponse, jsonResponse } from "./schemas.ts";
 
@@ -70,8 +70,8 @@ export function createCheckoutRoutes(
     });
     return c.html(page, status as 200, CHECKOUT_HEADERS);
   };
-  documented(checkout, checkoutRoute, (c) => checkoutView(c));
-  checkout.post("/:reference", async (c) => {
+  documented(checkout, checkoutRoute, CHECKOUT_SECURITY, (c) => checkoutView(c));
+  checkout.post("/:reference", CHECKOUT_SECURITY, async (c) => {
     const s = await seller(c);
     const ref = c.req.param("reference");
     if (!REFERENCE_RE.test(ref)) return checkoutView(c);

@@ -9,7 +9,7 @@ import {
   standardOfferHeaders,
 } from "../../core/commerce/mod.ts";
 import type { AppEnv } from "../env.ts";
-import { agentAuth } from "./agent_auth.ts";
+import { agentVerifier } from "./agent_auth.ts";
 import { sellerOf } from "./seller.ts";
 
 /** Payment and checkout references: opaque, URL-safe. */
@@ -42,12 +42,11 @@ export interface CommerceParties {
 export function commerceParties(deps: Pick<Deps, "config" | "storefront" | "commerce">): CommerceParties {
   // The identity room's agent middleware (bearer or ZC-Agent-Authorization rules, 401 reasons),
   // run inline so each handler reads the agent where it needs it.
-  const authenticate = agentAuth(deps);
+  const authenticate = agentVerifier(deps);
   return {
     seller: (c) => sellerOf(c, deps),
     agent: async (c) => {
-      await authenticate(c, () => Promise.resolve());
-      const principal = c.get("agent")!;
+      const principal = await authenticate(c);
       // Plans of an unclaimed credential die with it: its expiry comes from the credential record.
       const record = principal.claimed ? null : await deps.storefront.accounts.credential(principal.credentialId);
       const a: AuthenticatedAgent = {

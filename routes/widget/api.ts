@@ -35,7 +35,7 @@ import {
   widgetNotFound,
 } from "../../core/widget/errors.ts";
 import { publicWidgetConfig, recommendationsDataModel } from "../../core/widget/settings.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv, WidgetEnv } from "../env.ts";
 import { toAppError } from "../errors.ts";
 import { familyApp } from "../family.ts";
 import { bodyReader, type BodyRejection } from "../middleware/body.ts";
@@ -327,7 +327,7 @@ function addressWords(pageUrl: string): string {
  * `POST /{wd}/ask`, `POST /{wd}/recommend`, and their CORS preflights.
  */
 export function createWidgetApiRoutes(deps: Deps_) {
-  const app = familyApp("widget", deps.log);
+  const app = familyApp<WidgetEnv>("widget", deps.log);
   const lookup = widgetLookup(deps);
   const attributionUrl = `${deps.config.baseUrl.replace(/\/+$/, "")}/docs`;
   const body = bodyReader({ limit: deps.config.widget.maxBodyBytes, object: true, reject: widgetBodyRejection });
@@ -346,7 +346,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
     now: () => deps.clock.now().getTime(),
   });
   app.openapi(configRoute, async (c) => {
-    const widget = c.get("widget")!;
+    const widget = c.get("widget");
     let built = configs.get(widget.id);
     if (!built) {
       const text = JSON.stringify(await publicWidgetConfig(deps.repos, widget, attributionUrl));
@@ -363,7 +363,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
   });
 
   app.openapi(askRoute, async (c) => {
-    const widget = c.get("widget")!;
+    const widget = c.get("widget");
     const input = c.req.valid("json");
     const model = await scopedModel(deps.repos, widget);
     await takeDailyAnswer(deps, widget);
@@ -417,7 +417,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
   });
 
   app.openapi(recommendRoute, async (c) => {
-    const widget = c.get("widget")!;
+    const widget = c.get("widget");
     const input = c.req.valid("json");
     const model = await scopedModel(deps.repos, widget);
     const dmId = recommendationsDataModel(widget, model.groundingDataModelIds);
@@ -475,7 +475,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
  * `{message, code}` body; later failures end the stream with an `error` event.
  */
 async function streamAnswer(
-  c: Context<AppEnv>,
+  c: Context<WidgetEnv>,
   deps: Deps_,
   { source, related }: {
     source: AsyncGenerator<string, Citation[] | void>;

@@ -9,7 +9,7 @@ import { hasIdFormat, idPattern, newId } from "../../core/ids.ts";
 import type { Widget } from "../../core/store/models.ts";
 import { widgetErrors } from "../../core/widget/errors.ts";
 import { applyWidgetSettings, widgetSettingsSchema } from "../../core/widget/settings.ts";
-import type { AppEnv } from "../env.ts";
+import type { TenantEnv } from "../env.ts";
 import { bodyReader } from "../middleware/body.ts";
 
 const bearer = [{ bearerAuth: [] }];
@@ -89,7 +89,7 @@ const patchWidget = createRoute({
  * first). Ids in error messages are never the caller's input.
  */
 export function serveWidgetResource(
-  app: OpenAPIHono<AppEnv>,
+  app: OpenAPIHono<TenantEnv>,
   deps: Pick<Deps, "repos" | "clock" | "config">,
 ): void {
   app.use("/widgets", bodyReader({ limit: deps.config.maxBodyBytes, object: true }));
@@ -101,7 +101,7 @@ export function serveWidgetResource(
   };
 
   app.openapi(createWidget, async (c) => {
-    const tenantId = c.get("tenantId")!;
+    const tenantId = c.get("tenantId");
     const { name, ai_model_id, deployment_type, ...settings } = c.req.valid("json");
     if (!(await deps.repos.aiModels.getForTenant(tenantId, ai_model_id))) {
       throw widgetErrors.ai_model_not_found();
@@ -121,12 +121,12 @@ export function serveWidgetResource(
   });
 
   app.openapi(getWidget, async (c) => {
-    const widget = await ownWidget(c.get("tenantId")!, c.req.valid("param").id);
+    const widget = await ownWidget(c.get("tenantId"), c.req.valid("param").id);
     return c.json(widget as unknown as Record<string, unknown>, 200);
   });
 
   app.openapi(patchWidget, async (c) => {
-    const widget = await ownWidget(c.get("tenantId")!, c.req.valid("param").id);
+    const widget = await ownWidget(c.get("tenantId"), c.req.valid("param").id);
     const next = await applyWidgetSettings(deps, widget, c.req.valid("json"));
     await deps.repos.widgets.update(next);
     return c.json(next as unknown as Record<string, unknown>, 200);
