@@ -17,6 +17,7 @@ import { ExtractiveProvider } from "./core/answer/extractive.ts";
 import { OpenAiProvider } from "./core/answer/openai.ts";
 import { createAnswerService } from "./core/answer/service.ts";
 import type { AnswerService } from "./core/answer/types.ts";
+import { Lifecycle, type StartOptions } from "./lifecycle.ts";
 import { ApiKeyService } from "./core/auth/api_keys.ts";
 import { OperatorKeys } from "./core/auth/operator_keys.ts";
 import type { Clock } from "./core/clock.ts";
@@ -68,7 +69,7 @@ export interface Deps {
   readonly safeFetch: SafeFetcher;
   /** Fetches, extracts and summarises URL queries. */
   readonly urlAnalyzer: UrlAnalyzer;
-  /** Signed `source_url` / `image_url` links; {@link startDeps} loads their keys. */
+  /** Signed `source_url` / `image_url` links; `start()` loads their keys. */
   readonly links: SignedLinks;
   /** Resized article images behind `/img`. */
   readonly images: ImageService;
@@ -120,6 +121,12 @@ export interface Deps {
   readonly retention: RetentionSweeper;
   /** Agent identity from Web Bot Auth signatures (directory keys fetched through `safeFetch`). */
   readonly webBotAuth: WebBotAuth;
+  /** Brings the services up in dependency order (see {@link Lifecycle.start}). */
+  start(options?: StartOptions): Promise<void>;
+  /** Ends the background work, with the final event flush; the stores stay open. */
+  stop(): Promise<void>;
+  /** Stops, releases the workers and closes DuckDB and KV, each once. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** What the caller opens (stores) or chooses (clock, log) before the services are built. */
@@ -170,7 +177,8 @@ export function embeddingProvider(config: Config, fetchImpl: typeof fetch): Embe
 
 /**
  * Builds every service over already-open stores, each once, in dependency order. Pure: no I/O, no
- * environment, no wall clock. The caller then awaits {@link startDeps} before serving.
+ * environment, no wall clock. The caller then awaits `deps.start()` before serving and disposes of the
+ * deps (`await using`, or `deps[Symbol.asyncDispose]()`) when done.
  */
 export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): Deps {
   const { config, kv, clock, log, duckdb } = inputs;
@@ -230,9 +238,21 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
   });
 
   const storefront = createStorefront({ config, kv, clock, log, fetch, mailer, safeFetch });
-  const payproxy = createPayproxyServices({ config, kv, clock, log, fetch });
   const loopback = new Loopback();
   const baseOrigin = new URL(config.baseUrl).origin;
+  // Calls to this process's own routes (the paid upstream, and the allowance check it triggers)
+  // skip the network hop unless told not to.
+  const selfOrNet = (req: Request) =>
+    config.paidProxyUpstream === "inprocess" && new URL(req.url).origin === baseOrigin
+      ? loopback.fetch(req)
+      : fetch(req);
+  const payproxy = createPayproxyServices({
+    config,
+    kv,
+    clock,
+    log,
+    fetch: (input, init) => selfOrNet(new Request(input, init)),
+  });
   const commerce = createCommerce({
     config,
     kv,
@@ -243,11 +263,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     sellers: storefront.sellers,
     secrets: payproxy.secrets,
     credentialsOfHuman: (humanId) => storefront.accounts.credentialIds(humanId),
-    // Paid calls to this process's own payproxy routes skip the network hop unless told not to.
-    upstream: (req) =>
-      config.paidProxyUpstream === "inprocess" && new URL(req.url).origin === baseOrigin
-        ? loopback.fetch(req)
-        : fetch(req),
+    upstream: selfOrNet,
   });
 
   const sourceSettings = config.sources;
@@ -301,7 +317,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     dataModels: async () => (await repos.dataModels.listAll()).filter((dm) => search.serves?.(dm.id) ?? true),
   }, { intervalMs: sourceSettings.retentionSweepS * 1000, leaseMs: 10 * 60_000 });
 
-  return Object.freeze({
+  const parts = {
     config,
     kv,
     clock,
@@ -371,16 +387,12 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     retention,
     // mppx's Web Bot Auth verifier judges signature lifetimes on the wall clock; its nonce store must too.
     webBotAuth: new WebBotAuth({ kv, fetcher: safeFetch, log, signatureClockMs: () => Date.now() }),
+  };
+  const lifecycle = new Lifecycle(parts);
+  return Object.freeze({
+    ...parts,
+    start: (options?: StartOptions) => lifecycle.start(options),
+    stop: () => lifecycle.stop(),
+    [Symbol.asyncDispose]: () => lifecycle.dispose(),
   });
-}
-
-/** The asynchronous half of start-up: loads what services need from the stores (link keys). */
-export async function startDeps(deps: Deps): Promise<void> {
-  await deps.links.init();
-}
-
-/** Releases what the services hold beyond the stores (the page-extraction worker). Idempotent. */
-export function stopDeps(deps: Deps): void {
-  deps.urlAnalyzer.close?.();
-  deps.poller.close();
 }

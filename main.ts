@@ -9,8 +9,9 @@ import { AnalyticsDb } from "./analytics/duckdb.ts";
 import { adminUsage, AdminUsageError, runAdmin } from "./cli/commands.ts";
 import { systemClock } from "./core/clock.ts";
 import { type Config, ConfigError, parseConfig } from "./core/config.ts";
-import { buildDeps, type Deps, startDeps, stopDeps } from "./composition.ts";
+import { buildDeps, type Deps } from "./composition.ts";
 import { createLogger, describeError, type Logger } from "./core/log.ts";
+import { LineBuffer } from "./core/log_buffer.ts";
 import { seedAnswerDemo } from "./fixtures/answer_demo.ts";
 import { seedCommerceDemo } from "./fixtures/commerce_demo.ts";
 import { seedDemo } from "./fixtures/demo.ts";
@@ -44,17 +45,8 @@ export async function openDeps(
     libPath: config.duckdbLibPath,
   });
   const deps = buildDeps({ config, kv, duckdb, clock: systemClock, log });
-  await startDeps(deps);
+  await deps.start();
   return deps;
-}
-
-/** Closes what {@link openDeps} opened. */
-export function closeDeps(deps: Deps): void {
-  void deps.search.close();
-  deps.mailer.close?.();
-  stopDeps(deps);
-  void deps.duckdb.close(); // once the queries still under way have finished (serve() waits)
-  deps.kv.close();
 }
 
 /** What every request gets while the service starts (stores, indexes, demo seed, event replay). */
@@ -72,7 +64,9 @@ function startingUp(): Response {
  */
 async function serve(parsed: Config, env: Record<string, string>): Promise<void> {
   let ready: ((req: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => Response | Promise<Response>) | null = null;
-  const log = createLogger({ level: parsed.logLevel, clock: () => systemClock.now() });
+  // One JSON line per request: written in batches, not one synchronous write each (core/log_buffer.ts).
+  const logLines = new LineBuffer();
+  const log = createLogger({ level: parsed.logLevel, clock: () => systemClock.now(), write: logLines.write });
   const server = startServer((req, info) => ready ? ready(req, info) : startingUp(), {
     hostname: parsed.host,
     port: parsed.port,
@@ -118,93 +112,74 @@ async function serve(parsed: Config, env: Record<string, string>): Promise<void>
       deps.log.info("shutting down", { signal });
       const ended = await server.shutdown(config.shutdownTimeoutS * 1000);
       await demoSite?.shutdown();
-      await deps.poller.stop();
-      await deps.retention.stop();
-      await deps.analyticsVisits.stop();
-      // Every acknowledged event is already in the KV log; this moves it to Parquet before exit.
-      if (config.eventsFlusher) {
-        await deps.events.stop().catch((err) =>
-          deps.log.error("final event flush failed", { error: describeError(err) })
-        );
-      }
+      await deps.stop();
       if (ended.outcome === "timed_out" && ended.running > 0) {
         // Closing KV or DuckDB under a running handler fails it mid-write: leave them to the exit.
         deps.log.error("stopped with stores left open", { still_running: ended.running });
         return;
       }
-      closeDeps(deps);
       // DuckDB closes once the queries still under way (e.g. of a client that left) have finished.
-      await deps.duckdb.close();
+      await deps[Symbol.asyncDispose]();
       deps.log.info("stopped", { requests: ended.outcome === "finished" ? "finished" : "finished after the timeout" });
     })();
   Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
   Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
   await server.finished;
   if (stopping) await stopping;
+  logLines.close();
 }
 
 /** Opens the stores, loads the indexes, seeds the demo if asked and starts the background work. */
 async function startService(config: Config, log: Logger): Promise<Deps> {
   const deps = await openDeps(config, log);
-  // Word vectors and every data model's index are loaded before the first request.
-  await deps.search.start();
-  // Articles imported by `admin articles import` or another process reach this one's indexes.
-  deps.search.watch();
-  if (config.demoSeed) {
-    const seeded = await seedDemo(deps, [
-      seedStorefront,
-      seedDemoArticles,
-      // After the articles: the events name them (impressions, clicks).
-      demoEventsStep,
-      seedAnswerDemo,
-      seedPayproxySecret,
-      seedCommerceDemo,
-    ]);
-    if (seeded.created) {
-      const envPath = `${config.dataDir}/${DEMO_ENV_FILE}`;
-      await writeDemoEnv(envPath, seeded, config.baseUrl);
-      console.log(
-        [
-          "",
-          "Demo data seeded. The API key is shown this once; keep it:",
-          `  DEMO_API_KEY=${seeded.apiKey}`,
-          `  OPERATOR_KEY=${seeded.operatorKey}    (opens /payproxy/metrics and, with MAIL_OUTBOX=true, /dev/outbox)`,
-          `  tenant        ${seeded.ids.tenantId}`,
-          `  data model    ${seeded.ids.dataModelId} (marketplace), ${seeded.ids.secondDataModelId}`,
-          `  AI model      ${seeded.ids.aiModelId}`,
-          `  widget        ${seeded.ids.widgetId}`,
-          `  campaign      ${seeded.ids.campaignId}`,
-          `The same as shell variables: source ${envPath}`,
-          "",
-        ].join("\n"),
-      );
-    } else {
-      deps.log.info("demo data present", { ...seeded.ids });
-    }
-  }
-  // Feeds and sitemaps: every process polls, KV leases give each source to one process at a time.
-  if (config.sources.poller) deps.poller.start();
-  deps.retention.start();
-  // Replays the event write-ahead log into Parquet before serving, then flushes on a timer.
-  if (config.eventsFlusher) {
-    await deps.events.start();
-    // Closed days' visit figures, built by the process that writes the event files.
-    deps.analyticsVisits.start(VISIT_FIGURES_INTERVAL_MS);
-  }
+  await deps.start({
+    indexes: true,
+    background: true,
+    beforeBackground: async () => {
+      if (config.demoSeed) await seedDemoOnce(deps, config);
+    },
+  });
   return deps;
 }
 
-/** How often closed day folders are checked for visit figures to build (a pass over built days is cheap). */
-const VISIT_FIGURES_INTERVAL_MS = 10 * 60_000;
+/** Seeds the demo on an empty store and shows its keys once. */
+async function seedDemoOnce(deps: Deps, config: Config): Promise<void> {
+  const seeded = await seedDemo(deps, [
+    seedStorefront,
+    seedDemoArticles,
+    // After the articles: the events name them (impressions, clicks).
+    demoEventsStep,
+    seedAnswerDemo,
+    seedPayproxySecret,
+    seedCommerceDemo,
+  ]);
+  if (seeded.created) {
+    const envPath = `${config.dataDir}/${DEMO_ENV_FILE}`;
+    await writeDemoEnv(envPath, seeded, config.baseUrl);
+    console.log(
+      [
+        "",
+        "Demo data seeded. The API key is shown this once; keep it:",
+        `  DEMO_API_KEY=${seeded.apiKey}`,
+        `  OPERATOR_KEY=${seeded.operatorKey}    (opens /payproxy/metrics and, with MAIL_OUTBOX=true, /dev/outbox)`,
+        `  tenant        ${seeded.ids.tenantId}`,
+        `  data model    ${seeded.ids.dataModelId} (marketplace), ${seeded.ids.secondDataModelId}`,
+        `  AI model      ${seeded.ids.aiModelId}`,
+        `  widget        ${seeded.ids.widgetId}`,
+        `  campaign      ${seeded.ids.campaignId}`,
+        `The same as shell variables: source ${envPath}`,
+        "",
+      ].join("\n"),
+    );
+  } else {
+    deps.log.info("demo data present", { ...seeded.ids });
+  }
+}
 
 async function admin(config: Config, argv: string[]): Promise<void> {
-  const deps = await openDeps(config);
-  try {
-    const out = await runAdmin(deps, argv);
-    console.log(typeof out === "string" ? out : JSON.stringify(out, null, 2));
-  } finally {
-    closeDeps(deps);
-  }
+  await using deps = await openDeps(config);
+  const out = await runAdmin(deps, argv);
+  console.log(typeof out === "string" ? out : JSON.stringify(out, null, 2));
 }
 
 /** Entry point: `serve` (default) or `admin <command>`. */

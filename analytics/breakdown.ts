@@ -3,11 +3,12 @@
  * column, or local time buckets with `dimension=date&interval=...`), sortable and limited, with an
  * optional comparison against an earlier window.
  */
+import { analyticsErrors } from "./errors.ts";
 import { INTENT_LABELS } from "./classifier.ts";
 import { changes, earlierWindow, parseCompare } from "./compare.ts";
 import { comparedCounts } from "./compare_counts.ts";
 import type { ExportColumn } from "./export.ts";
-import { analyticsBadRequest, clampedCount, supplied } from "./filters.ts";
+import { clampedCount, supplied } from "./filters.ts";
 import {
   addCounts,
   BLOCK_TOTAL,
@@ -76,11 +77,11 @@ export const MAX_BREAKDOWN_LIMIT = 10_000;
 const oneOf = <T extends string>(q: AnalyticsQuery, name: string, allowed: readonly T[], fallback: T | null): T => {
   const v = q[name];
   if (v === undefined || v === "") {
-    if (fallback === null) throw analyticsBadRequest(`${name} is required: one of ${allowed.join(", ")}`);
+    if (fallback === null) throw analyticsErrors.choice_required({ name, allowed });
     return fallback;
   }
   if (!(allowed as readonly string[]).includes(v)) {
-    throw analyticsBadRequest(`${name} must be one of: ${allowed.join(", ")}`);
+    throw analyticsErrors.choice_invalid({ name, allowed });
   }
   return v as T;
 };
@@ -89,7 +90,7 @@ const oneOf = <T extends string>(q: AnalyticsQuery, name: string, allowed: reado
 export function breakdownOptions(q: AnalyticsQuery) {
   const dimension = oneOf(q, "dimension", DIMENSIONS, null);
   if (dimension !== "date" && q.interval !== undefined && q.interval !== "") {
-    throw analyticsBadRequest("interval applies only to dimension=date");
+    throw analyticsErrors.interval_needs_date();
   }
   const interval: Interval = oneOf(q, "interval", INTERVALS, "day");
   const sort: SortField = oneOf(q, "sort", SORT_FIELDS, dimension === "date" ? "key" : "sessions");

@@ -2,7 +2,8 @@
  * `compare=previous_period|previous_year`: the earlier window a request is compared with, and the
  * change of each metric.
  */
-import { analyticsBadRequest, type DateWindow, formatDay, parseDay, utcDay } from "./filters.ts";
+import { analyticsErrors } from "./errors.ts";
+import { type DateWindow, formatDay, parseDay, utcDay } from "./filters.ts";
 
 /** Comparison modes. */
 export const COMPARE_MODES = ["previous_period", "previous_year"] as const;
@@ -14,7 +15,7 @@ const DAY_MS = 86_400_000;
 export function parseCompare(value: string | undefined): CompareMode | null {
   if (value === undefined || value === "") return null;
   if (!(COMPARE_MODES as readonly string[]).includes(value)) {
-    throw analyticsBadRequest("compare must be one of: previous_period, previous_year");
+    throw analyticsErrors.compare_invalid();
   }
   return value as CompareMode;
 }

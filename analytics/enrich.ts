@@ -3,7 +3,7 @@
  * defaults from the widget, the query classifier, and the sponsored-conversation freeze.
  */
 import type { Clock } from "../core/clock.ts";
-import { AppError } from "../core/errors.ts";
+import { analyticsErrors } from "./errors.ts";
 import type { Repos } from "../core/store/repos.ts";
 import type { AiModel, Widget } from "../core/store/models.ts";
 import { classify } from "./classifier.ts";
@@ -66,8 +66,8 @@ export const sessionKey = (tenantId: string, sessionId: string, day: string): De
 
 const dayBefore = (day: string) => formatDay(parseDay(day)! - 86_400_000);
 
-const invalid = (i: number, field: string, message: string) =>
-  new AppError(422, "invalid_event", `events.${i}${field ? "." + field : ""}: ${message}`);
+const invalid = (index: number, field: string, problem: string) =>
+  analyticsErrors.invalid_event({ index, field, problem });
 
 /** Dependencies of {@link prepareEvents}. */
 export interface EnrichDeps {

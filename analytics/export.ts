@@ -4,7 +4,8 @@
  * memory: two UTC days at a time, DuckDB's CSV writer fills a scratch file under the events folder
  * that is streamed as the client reads and removed; the next two days are written meanwhile.
  */
-import { analyticsBadRequest, formatDay, parseDay } from "./filters.ts";
+import { analyticsErrors } from "./errors.ts";
+import { formatDay, parseDay } from "./filters.ts";
 import { windowParams } from "./metrics.ts";
 import { type AnalyticsQuery, opt, requestWindow, type RollupDeps, widgetAgent } from "./rollups.ts";
 import { DEFAULT_LOG_INTERACTION_TYPES } from "./schema.ts";
@@ -39,7 +40,7 @@ const MEDIA_FORMATS: Record<string, ExportFormat> = {
 export function requestedFormat(format: string | undefined, accept: string | undefined): ExportFormat {
   if (format !== undefined && format !== "") {
     if (!(FORMATS as readonly string[]).includes(format)) {
-      throw analyticsBadRequest("format must be one of: json, csv, parquet");
+      throw analyticsErrors.format_invalid();
     }
     return format as ExportFormat;
   }

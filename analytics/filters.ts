@@ -3,7 +3,7 @@
  * 365-day limit, and the echo of supplied filters.
  */
 import type { Clock } from "../core/clock.ts";
-import { AppError } from "../core/errors.ts";
+import { analyticsErrors } from "./errors.ts";
 
 /** Largest allowed difference between end_date and start_date, in days. */
 export const MAX_WINDOW_DAYS = 365;
@@ -11,9 +11,6 @@ export const MAX_WINDOW_DAYS = 365;
 export const DEFAULT_WINDOW_DAYS = 7;
 
 const DAY_MS = 86_400_000;
-
-/** A 400 with the analytics `{message}` body. */
-export const analyticsBadRequest = (message: string) => new AppError(400, "invalid_query", message);
 
 /**
  * UTC midnight ms of a calendar date, for any year 0 to 9999 (`Date.UTC` reads the years 0 to 99
@@ -72,17 +69,17 @@ export function resolveWindow(
   let endMs: number | null = null;
   if (q.start_date !== undefined) {
     startMs = requestDay(q.start_date);
-    if (startMs === null) throw analyticsBadRequest("start_date must be a valid date in YYYY-MM-DD format");
+    if (startMs === null) throw analyticsErrors.start_date_invalid();
   }
   if (q.end_date !== undefined) {
     endMs = requestDay(q.end_date);
-    if (endMs === null) throw analyticsBadRequest("end_date must be a valid date in YYYY-MM-DD format");
+    if (endMs === null) throw analyticsErrors.end_date_invalid();
   }
   endMs ??= todayMs;
   startMs ??= endMs - (DEFAULT_WINDOW_DAYS - 1) * DAY_MS;
-  if (endMs < startMs) throw analyticsBadRequest("end_date must be on or after start_date");
+  if (endMs < startMs) throw analyticsErrors.end_before_start();
   if ((endMs - startMs) / DAY_MS > MAX_WINDOW_DAYS) {
-    throw analyticsBadRequest(`date range must not exceed ${MAX_WINDOW_DAYS} days`);
+    throw analyticsErrors.range_too_long({ maxDays: MAX_WINDOW_DAYS });
   }
   const days: string[] = [];
   for (let d = startMs; d <= endMs; d += DAY_MS) days.push(formatDay(d));
@@ -109,7 +106,7 @@ export function supplied(query: Record<string, string | undefined>, names: reado
  */
 export function clampedCount(value: string | undefined, name: string, fallback: number, max: number): number {
   if (value === undefined || value === "") return fallback;
-  if (!/^\d+$/.test(value) || Number(value) < 1) throw analyticsBadRequest(`${name} must be an integer >= 1`);
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw analyticsErrors.count_invalid({ name });
   return Math.min(Number(value), max);
 }
 

@@ -3,17 +3,28 @@
  * agent readership) and one `result_impression` per result on it; for an answer, one
  * `result_impression` per cited article (the answer itself is the `query` event the answer engine
  * records). They are buffered and recorded in batches off the response path (a search or an answer
- * never waits for the event log): when 200 events wait, when the oldest is a second old, and when
- * the pipeline stops.
+ * never waits for the event log, and a batch is written in a later macrotask, not inside the
+ * request that filled it): when 200 events wait, when the oldest is a second old, at each timed
+ * flush of the event pipeline, and when the pipeline stops.
+ *
+ * What "nothing lost" means here (docs/events-and-metrics.md, "Impressions"):
+ * - every orderly path writes what waits: the batch size, the age, the pipeline's timer, shutdown
+ *   (SIGTERM, SIGINT) and a failed write, which keeps its batch and retries it at the next flush;
+ * - one batch is written at a time, through the same durable path as every event (the KV
+ *   write-ahead log, then Parquet), so once written an impression survives any crash;
+ * - a hard crash (SIGKILL, out of memory, power) loses what waited in memory: at most the events of
+ *   the last second, or since the pipeline's last timed flush on a server that served fewer than 200
+ *   since. The search response does not wait for the write-ahead log: impressions are measurement,
+ *   not something the caller was promised, and waiting would put a KV commit on every search;
+ * - the buffer is bounded (`maxEvents`, 50,000 by default): reached only when the log refuses
+ *   writes for a long while, and then the oldest events are dropped and counted in an error line.
  */
 import type { CitedArticles } from "../core/answer/types.ts";
 import type { Clock } from "../core/clock.ts";
+import { systemTimers, type TimerId, type Timers } from "../core/timers.ts";
 import { describeError, type Logger } from "../core/log.ts";
 import type { ServedResults } from "../core/search/engine.ts";
 import type { EventInput, EventSink } from "./events.ts";
-
-const MAX_EVENTS = 200;
-const MAX_AGE_MS = 1000;
 
 /** The events one served page of results stands for. */
 export function impressionEvents(s: ServedResults): EventInput[] {
@@ -53,12 +64,41 @@ export function citationEvents(c: CitedArticles): EventInput[] {
   }));
 }
 
+/** Tuning of an {@link ImpressionRecorder}. */
+export interface ImpressionRecorderOptions {
+  /** Timers for the deferred write (tests pass their own). */
+  timers?: Timers;
+  /** Write when this many events wait (200). */
+  batchEvents?: number;
+  /** Write on the next event once the oldest waiting one is this old (1000 ms). */
+  maxAgeMs?: number;
+  /** Most events held while writes fail; past it the oldest are dropped (50,000). */
+  maxEvents?: number;
+}
+
 /** Batches impression events into the event sink. */
 export class ImpressionRecorder {
   #buffer: EventInput[] = [];
   #oldestMs = 0;
+  #writing: Promise<void> | null = null;
+  #scheduled: TimerId | undefined;
+  #dropped = 0;
+  readonly #timers: Timers;
+  readonly #batchEvents: number;
+  readonly #maxAgeMs: number;
+  readonly #maxEvents: number;
 
-  constructor(private readonly sink: EventSink, private readonly clock: Clock, private readonly log: Logger) {}
+  constructor(
+    private readonly sink: EventSink,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    { timers = systemTimers, batchEvents = 200, maxAgeMs = 1000, maxEvents = 50_000 }: ImpressionRecorderOptions = {},
+  ) {
+    this.#timers = timers;
+    this.#batchEvents = batchEvents;
+    this.#maxAgeMs = maxAgeMs;
+    this.#maxEvents = maxEvents;
+  }
 
   /** Takes a served page (never throws, never waits). */
   add(served: ServedResults): void {
@@ -70,24 +110,83 @@ export class ImpressionRecorder {
     this.#push(citationEvents(cited));
   }
 
-  #push(events: EventInput[]): void {
-    if (!events.length) return;
-    if (!this.#buffer.length) this.#oldestMs = this.clock.now().getTime();
-    this.#buffer.push(...events);
-    if (this.#buffer.length >= MAX_EVENTS || this.clock.now().getTime() - this.#oldestMs >= MAX_AGE_MS) {
-      void this.flush();
-    }
+  /** Events waiting to be written. */
+  get waiting(): number {
+    return this.#buffer.length;
   }
 
-  /** Records what waits. */
-  async flush(): Promise<void> {
-    const batch = this.#buffer;
-    if (!batch.length) return;
-    this.#buffer = [];
-    try {
-      await this.sink.record(batch);
-    } catch (err) {
-      this.log.error("search impressions not recorded", { events: batch.length, error: describeError(err) });
+  #push(events: EventInput[]): void {
+    if (!events.length) return;
+    const nowMs = this.clock.now().getTime();
+    if (!this.#buffer.length) this.#oldestMs = nowMs;
+    for (const e of events) this.#buffer.push(e);
+    if (this.#buffer.length > this.#maxEvents) {
+      const excess = this.#buffer.length - this.#maxEvents;
+      this.#buffer.splice(0, excess);
+      this.#dropped += excess;
     }
+    if (this.#buffer.length >= this.#batchEvents || nowMs - this.#oldestMs >= this.#maxAgeMs) this.#schedule();
+  }
+
+  /** Writes in a later macrotask: after the response of the request that filled the batch. */
+  #schedule(): void {
+    if (this.#scheduled !== undefined || this.#writing) return;
+    this.#scheduled = this.#timers.setTimeout(() => {
+      this.#scheduled = undefined;
+      void this.#writeAll();
+    }, 0);
+  }
+
+  /**
+   * Writes everything that waits (the pipeline's timer and shutdown call it). Resolves once it is
+   * in the event log, or the write failed and the events wait for the next flush.
+   */
+  async flush(): Promise<void> {
+    if (this.#scheduled !== undefined) this.#timers.clearTimeout(this.#scheduled);
+    this.#scheduled = undefined;
+    // A write under way first: events that came meanwhile go in the next one.
+    if (this.#writing) await this.#writing;
+    await this.#writeAll();
+  }
+
+  /** One write at a time, batch after batch, until nothing waits or a write fails. */
+  #writeAll(): Promise<void> {
+    this.#writing ??= (async () => {
+      try {
+        while (this.#buffer.length) {
+          const batch = this.#buffer;
+          this.#buffer = [];
+          this.#reportDropped();
+          try {
+            await this.sink.record(batch);
+          } catch (err) {
+            // Kept, oldest first, for the next flush; the bound still holds.
+            this.#buffer = batch.concat(this.#buffer);
+            const excess = this.#buffer.length - this.#maxEvents;
+            if (excess > 0) {
+              this.#buffer.splice(0, excess);
+              this.#dropped += excess;
+            }
+            this.#oldestMs = this.clock.now().getTime();
+            this.log.error("search impressions not recorded yet, kept for the next flush", {
+              events: batch.length,
+              error: describeError(err),
+            });
+            return;
+          }
+        }
+      } finally {
+        this.#writing = null;
+      }
+    })();
+    return this.#writing;
+  }
+
+  #reportDropped(): void {
+    if (!this.#dropped) return;
+    this.log.error("search impressions dropped: the event log refused writes for too long", {
+      events: this.#dropped,
+    });
+    this.#dropped = 0;
   }
 }

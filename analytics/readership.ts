@@ -3,8 +3,9 @@
  * our search results and tracking links did for the publisher's articles, and which AI agents read
  * them and whether their users click through.
  */
+import { analyticsErrors } from "./errors.ts";
 import { ArticleRepo } from "../core/search/store/articles.ts";
-import { analyticsBadRequest, clampedCount, pct, supplied } from "./filters.ts";
+import { clampedCount, pct, supplied } from "./filters.ts";
 import { windowParams } from "./metrics.ts";
 import { type AnalyticsQuery, meta, opt, requestWindow, type RollupDeps } from "./rollups.ts";
 import { num } from "./sql_util.ts";
@@ -29,7 +30,7 @@ async function dataModelOf(deps: RollupDeps, tenantId: string, q: AnalyticsQuery
   const id = opt(q, "data_model_id");
   if (id === null) return null;
   const dm = await deps.repos.dataModels.get(id);
-  if (!dm || dm.tenantId !== tenantId) throw analyticsBadRequest("data_model_id not found");
+  if (!dm || dm.tenantId !== tenantId) throw analyticsErrors.data_model_not_found();
   return id;
 }
 

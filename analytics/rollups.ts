@@ -3,21 +3,13 @@
  * computed here from the integer counts of the same answer, so each block agrees with the others;
  * the README section "Analytics events and metrics" gives each formula.
  */
+import { analyticsErrors } from "./errors.ts";
 import type { Repos } from "../core/store/repos.ts";
-import { hasIdFormat, idFormatMessage } from "../core/ids.ts";
+import { hasIdFormat } from "../core/ids.ts";
 import { INTENT_LABELS } from "./classifier.ts";
 import type { AnalyticsEngine, RollupName } from "./engine.ts";
 import { changes, comparisonEntry, earlierWindow, parseCompare } from "./compare.ts";
-import {
-  analyticsBadRequest,
-  avgInt,
-  clampedCount,
-  type DateWindow,
-  pct,
-  ratio2,
-  resolveWindow,
-  supplied,
-} from "./filters.ts";
+import { avgInt, clampedCount, type DateWindow, pct, ratio2, resolveWindow, supplied } from "./filters.ts";
 import type { Clock } from "../core/clock.ts";
 import {
   addCounts,
@@ -109,7 +101,7 @@ export async function widgetAgent(deps: RollupDeps, tenantId: string, q: Analyti
   const id = opt(q, "widget_id");
   if (id === null) return null;
   const widget = await deps.repos.widgets.getForTenant(tenantId, id);
-  if (!widget) throw analyticsBadRequest("widget_id not found");
+  if (!widget) throw analyticsErrors.widget_not_found();
   return widget.aiModelId;
 }
 
@@ -267,13 +259,13 @@ export async function sponsoredRollup(deps: RollupDeps, tenantId: string, q: Ana
   const w = await requestWindow(deps, q);
   const agentId = opt(q, "agent_id");
   if (agentId !== null && !(await deps.repos.aiModels.getForTenant(tenantId, agentId))) {
-    throw analyticsBadRequest("agent_id not found");
+    throw analyticsErrors.agent_not_found();
   }
   const campaigns = await deps.repos.campaigns.listByTenant(tenantId);
   const byId = new Map(campaigns.map((c) => [c.id, c]));
   const campaignFilter = opt(q, "campaign_id");
   if (campaignFilter !== null && !hasIdFormat("cp", campaignFilter)) {
-    throw analyticsBadRequest(idFormatMessage("campaign_id", "cp"));
+    throw analyticsErrors.campaign_id_malformed();
   }
   const campaignIds = campaignFilter === null ? [...byId.keys()] : byId.has(campaignFilter) ? [campaignFilter] : [];
   const params = {

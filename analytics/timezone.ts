@@ -3,7 +3,8 @@
  * read and days, hours, weeks and months are bucketed. DuckDB does the bucketing (ICU); this module
  * checks names, finds "today" in a zone and the instant a local day starts (a window's edges).
  */
-import { analyticsBadRequest, formatDay } from "./filters.ts";
+import { analyticsErrors } from "./errors.ts";
+import { formatDay } from "./filters.ts";
 
 /** The zone used when none is given. */
 export const DEFAULT_TIMEZONE = "UTC";
@@ -34,7 +35,7 @@ function dayFormat(zone: string): Intl.DateTimeFormat | null {
 export function parseTimezone(value: string | undefined, known: ReadonlySet<string>): string {
   if (value === undefined || value === "") return DEFAULT_TIMEZONE;
   if (value.length > 64 || !NAME.test(value) || !known.has(value) || !dayFormat(value)) {
-    throw analyticsBadRequest("timezone must be a valid IANA time zone name");
+    throw analyticsErrors.timezone_invalid();
   }
   return value;
 }

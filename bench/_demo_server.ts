@@ -43,17 +43,18 @@ export interface DemoServer {
  * vector cache); `dataParent` is where the temporary DATA_DIR goes.
  */
 export async function startDemoServer(
-  { env = {}, prefix = "svc-load-", dataParent }: {
+  { env = {}, prefix = "svc-load-", dataParent, root = new URL("..", import.meta.url).pathname }: {
     env?: Record<string, string>;
     prefix?: string;
     dataParent?: string;
+    /** The checkout whose `main.ts` runs (another tree of the repo, to compare two versions). */
+    root?: string;
   } = {},
 ): Promise<DemoServer> {
   const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (probe.addr as Deno.NetAddr).port;
   probe.close();
   const dataDir = await Deno.makeTempDir({ prefix, dir: dataParent });
-  const root = new URL("..", import.meta.url).pathname;
   const fullEnv = {
     DATA_DIR: dataDir,
     PORT: String(port),

@@ -8,6 +8,8 @@
 
 /** A prepared request. `path` includes the query string. */
 export interface RawRequest {
+  /** POST unless set. */
+  method?: string;
   path: string;
   headers: Record<string, string>;
   body: string;
@@ -57,7 +59,9 @@ export async function runWrk(
     const lines = requests.map((r) => {
       const bytes = new TextEncoder().encode(r.body).length;
       const head = Object.entries(r.headers).map(([k, v]) => `${k}: ${v}\r\n`).join("");
-      const raw = `POST ${r.path} HTTP/1.1\r\nHost: ${host}\r\n${head}Content-Length: ${bytes}\r\n\r\n${r.body}`;
+      const raw = `${
+        r.method ?? "POST"
+      } ${r.path} HTTP/1.1\r\nHost: ${host}\r\n${head}Content-Length: ${bytes}\r\n\r\n${r.body}`;
       if (raw.includes("]==]")) throw new Error("request text would end the Lua string early");
       return `[==[${raw}]==]`;
     });

@@ -52,7 +52,7 @@ for (let i = 0; i < fixtures.length; i++) {
 }
 const kv = await Deno.openKv(":memory:");
 const engine = new SearchEngine({ kv, clock, log: memoryLogger(), embeddings });
-engine.adoptIndex(index);
+engine.registry.adoptIndex(index);
 
 const rand = prng(99);
 const words = [

@@ -1,50 +1,153 @@
 /**
- * HTTP throughput of `POST /app/v2/search` on loopback over the demo corpus: starts the real
- * service (`main.ts serve`, fresh DATA_DIR, demo seed) as a child process, then drives it with
- * `fetch` at bounded concurrency for a fixed time and reports requests/s and latency.
+ * The fixed cost of a request, in the same run: a bare Hono app on Deno.serve (bench/_bare_hono.ts)
+ * against the real service (`main.ts serve`, fresh DATA_DIR, demo seed, `LOG_LEVEL=info` so every
+ * request writes its JSON access-log line), both as child processes driven by wrk (one thread, C)
+ * so the client's CPU stays out of the figures. For each target and route it reports requests/s,
+ * latency and the server's CPU microseconds per request (user + system of the server process,
+ * from /proc). The targets take turns, `LOAD_ROUNDS` times, so a busy neighbour hits both alike.
  *
- *   deno run -A bench/http_load.ts        (LOAD_SECONDS=15 LOAD_CONCURRENCY=32 LOG_LEVEL=warn)
+ *   deno run -A bench/http_load.ts   (LOAD_SECONDS=8 LOAD_CONNECTIONS=32 LOAD_ROUNDS=2)
+ *
+ * `COMPARE_ROOT=<another checkout>` also starts that tree's service and measures it in the same
+ * rounds (before and after a change, e.g. `git worktree add /tmp/before <commit>`). `PARTS=1` also
+ * measures the bare app with one piece of the service's fixed cost added at a time
+ * (bench/_bare_hono.ts: one more response header, reading a request header, the request id, the
+ * access log).
+ *
+ * Routes: `GET /healthz` on both; `POST /app/v2/search` (demo key, bodies rotating over
+ * SEARCH_BODIES, result impressions recorded) on the service.
  */
 import { SEARCH_BODIES, startDemoServer } from "./_demo_server.ts";
+import { type RawRequest, runWrk, wrkAvailable } from "./_wrk.ts";
 
-const seconds = Number(Deno.env.get("LOAD_SECONDS") ?? 15);
-const concurrency = Number(Deno.env.get("LOAD_CONCURRENCY") ?? 32);
+const seconds = Number(Deno.env.get("LOAD_SECONDS") ?? 8);
+const connections = Number(Deno.env.get("LOAD_CONNECTIONS") ?? 32);
+const rounds = Number(Deno.env.get("LOAD_ROUNDS") ?? 2);
 
-const server = await startDemoServer();
-const { base } = server;
-const bodies = SEARCH_BODIES;
-const url = `${base}/app/v2/search?data_model_id=${server.dataModelId}`;
-const headers = { authorization: `Bearer ${server.apiKey}`, "content-type": "application/json" };
-
-async function run(durationMs: number) {
-  let ok = 0, failed = 0, n = 0;
-  const lat: number[] = [];
-  const end = performance.now() + durationMs;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (performance.now() < end) {
-      const body = bodies[n++ % bodies.length]!;
-      const s = performance.now();
-      const res = await fetch(url, { method: "POST", headers, body });
-      await res.arrayBuffer();
-      lat.push(performance.now() - s);
-      if (res.status === 200) ok++;
-      else failed++;
-    }
-  }));
-  return { ok, failed, lat };
+if (!(await wrkAvailable())) {
+  console.error("wrk is not installed (apt-get install wrk)");
+  Deno.exit(1);
 }
 
+/** User + system CPU seconds of a process so far. */
+async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+interface Measured {
+  rps: number;
+  cpuUsPerReq: number;
+  p50Ms: number;
+  p99Ms: number;
+  failed: number;
+}
+
+/** One wrk run against `origin`, with the server's CPU over the run. */
+async function measure(pid: number, origin: string, requests: RawRequest[]): Promise<Measured> {
+  let before = 0;
+  const startCpu = cpuSeconds(pid).then((s) => before = s);
+  const r = await runWrk(origin, requests, { seconds, connections, onStart: () => void startCpu });
+  await startCpu;
+  const used = (await cpuSeconds(pid)) - before;
+  const total = r.ok + r.failed;
+  return { rps: r.ok / r.seconds, cpuUsPerReq: (used / total) * 1e6, p50Ms: r.p50Ms, p99Ms: r.p99Ms, failed: r.failed };
+}
+
+async function startBare(piece?: string): Promise<{ origin: string; pid: number; stop: () => Promise<void> }> {
+  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (probe.addr as Deno.NetAddr).port;
+  probe.close();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("./_bare_hono.ts", import.meta.url).pathname, String(port), ...(piece ? [piece] : [])],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  while (!out.includes("ready")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("bare Hono app exited early");
+    out += value;
+  }
+  // Keep draining: the access-log piece writes a line a request.
+  (async () => {
+    while (!(await reader.read()).done) { /* drain */ }
+  })();
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    pid: child.pid,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await child.status;
+    },
+  };
+}
+
+const fmt = (m: Measured) =>
+  `${m.rps.toFixed(0).padStart(6)} req/s  ${m.cpuUsPerReq.toFixed(1).padStart(7)} µs CPU/req  ` +
+  `p50 ${m.p50Ms.toFixed(2)} ms  p99 ${m.p99Ms.toFixed(2)} ms  failed ${m.failed}`;
+
+const compareRoot = Deno.env.get("COMPARE_ROOT");
+const PIECES = ["response-header", "read-header", "request-id", "access-log"];
+const bare = await startBare();
+const parts = Deno.env.get("PARTS") === "1" ? await Promise.all(PIECES.map((p) => startBare(p))) : [];
+const svc = await startDemoServer({ env: { LOG_LEVEL: "info" } });
+const other = compareRoot ? await startDemoServer({ env: { LOG_LEVEL: "info" }, root: compareRoot }) : null;
 try {
-  await run(2000); // warm-up
-  const { ok, failed, lat } = await run(seconds * 1000);
-  lat.sort((a, b) => a - b);
-  const p = (x: number) => lat[Math.min(lat.length - 1, Math.floor(lat.length * x))]!.toFixed(2);
+  const healthz: RawRequest[] = [{ method: "GET", path: "/healthz", headers: {}, body: "" }];
+  const searchOf = (s: typeof svc) =>
+    SEARCH_BODIES.map((body) => ({
+      path: `/app/v2/search?data_model_id=${s.dataModelId}`,
+      headers: { authorization: `Bearer ${s.apiKey}`, "content-type": "application/json" },
+      body,
+    }));
+  const search: RawRequest[] = searchOf(svc);
+  const otherSearch = other ? searchOf(other) : [];
+  // Warm-up: JIT and caches of each.
+  await runWrk(bare.origin, healthz, { seconds: 2, connections });
+  for (const part of parts) await runWrk(part.origin, healthz, { seconds: 2, connections });
+  await runWrk(svc.base, healthz, { seconds: 2, connections });
+  await runWrk(svc.base, search, { seconds: 2, connections });
+  if (other) {
+    await runWrk(other.base, healthz, { seconds: 2, connections });
+    await runWrk(other.base, otherSearch, { seconds: 2, connections });
+  }
+  const [load1] = Deno.loadavg();
   console.log(
-    `loopback HTTP, ${concurrency} concurrent, ${seconds} s: ${(ok / seconds).toFixed(0)} req/s ` +
-      `(${ok} ok, ${failed} failed), latency p50 ${p(0.5)} ms, p99 ${
-        p(0.99)
-      } ms, cores ${navigator.hardwareConcurrency}`,
+    `wrk -t1 -c${connections}, ${seconds} s a run, ${rounds} rounds, cores ${navigator.hardwareConcurrency}, load ${load1}`,
   );
+  const ratios: number[] = [];
+  for (let round = 1; round <= rounds; round++) {
+    const b = await measure(bare.pid, bare.origin, healthz);
+    const s = await measure(svc.child.pid, svc.base, healthz);
+    const q = await measure(svc.child.pid, svc.base, search);
+    ratios.push(s.cpuUsPerReq / b.cpuUsPerReq);
+    console.log(`round ${round}`);
+    console.log(`  bare Hono  GET /healthz       ${fmt(b)}`);
+    console.log(`  service    GET /healthz       ${fmt(s)}`);
+    console.log(`  service    POST /app/v2/search ${fmt(q)}`);
+    console.log(
+      `  healthz: service / bare = ${(s.cpuUsPerReq / b.cpuUsPerReq).toFixed(2)}x CPU per request, ` +
+        `${(b.rps / s.rps).toFixed(2)}x fewer requests/s`,
+    );
+    for (const [i, part] of parts.entries()) {
+      const m = await measure(part.pid, part.origin, healthz);
+      console.log(`  bare + ${PIECES[i]!.padEnd(15)} ${fmt(m)}  (+${(m.cpuUsPerReq - b.cpuUsPerReq).toFixed(1)} µs)`);
+    }
+    if (other) {
+      const oh = await measure(other.child.pid, other.base, healthz);
+      const oq = await measure(other.child.pid, other.base, otherSearch);
+      console.log(`  compared   GET /healthz       ${fmt(oh)}`);
+      console.log(`  compared   POST /app/v2/search ${fmt(oq)}`);
+      console.log(`  healthz: compared / bare = ${(oh.cpuUsPerReq / b.cpuUsPerReq).toFixed(2)}x CPU per request`);
+    }
+  }
+  console.log(`load at the end ${Deno.loadavg()[0]}; CPU ratios ${ratios.map((r) => r.toFixed(2)).join(", ")}`);
 } finally {
-  await server.stop();
+  await other?.stop();
+  for (const part of parts) await part.stop();
+  await svc.stop();
+  await bare.stop();
 }

@@ -13,7 +13,7 @@
 import { AnalyticsDb } from "../analytics/duckdb.ts";
 import { sqlString } from "../analytics/sql_util.ts";
 import { parseConfig } from "../core/config.ts";
-import { closeDeps, openDeps } from "../main.ts";
+import { openDeps } from "../main.ts";
 import { ensureFixtureTenant } from "./_analytics_world.ts";
 
 const seconds = Number(Deno.args[0] ?? 20);
@@ -128,7 +128,7 @@ async function prepare(): Promise<{ dataDir: string; key: string }> {
   const dataDir = await Deno.makeTempDir({ prefix: "ingest-bench-" });
   const deps = await openDeps(parseConfig({ DATA_DIR: dataDir, LOG_LEVEL: "error" }));
   const key = await ensureFixtureTenant(deps);
-  closeDeps(deps);
+  await deps[Symbol.asyncDispose]();
   return { dataDir, key };
 }
 

@@ -9,9 +9,9 @@
  *   proxied: client -> storefront /v2/search (agent token) -> coverage + atomic reservation -> signed
  *            forward to /payproxy/v2/search -> usage billed -> response
  * Modes: `inprocess` and `http` run the service's real payproxy route (signature check, marketplace
- * gate, allowance call over HTTP to the storefront's /internal/allowance, search) with the proxy
- * reaching it in-process or over HTTP (PAID_PROXY_UPSTREAM); `peer` uses a minimal 127.0.0.1 peer
- * that only verifies the signature and reports `zc-usage`.
+ * gate, allowance call to the storefront's /internal/allowance, search) with the proxy and the
+ * allowance call reaching this process in-process (the loopback) or over HTTP (PAID_PROXY_UPSTREAM);
+ * `peer` uses a minimal 127.0.0.1 peer that only verifies the signature and reports `zc-usage`.
  */
 import { unixSeconds } from "../core/clock.ts";
 import { signRequest } from "../core/payproxy/signature.ts";

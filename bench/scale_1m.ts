@@ -17,7 +17,7 @@
 import { AnalyticsDb } from "../analytics/duckdb.ts";
 import { FixedClock } from "../core/clock.ts";
 import { parseConfig } from "../core/config.ts";
-import { buildDeps, embeddingProvider, startDeps, stopDeps } from "../composition.ts";
+import { buildDeps, embeddingProvider } from "../composition.ts";
 import { sha256Hex } from "../core/crypto.ts";
 import { type Article, ArticleRepo, embeddingText, normalizeArticle } from "../core/search/store/articles.ts";
 import { SearchEngine } from "../core/search/engine.ts";
@@ -57,15 +57,13 @@ async function world(dataDir: string) {
   const kv = await Deno.openKv(config.kvPath);
   const duckdb = await AnalyticsDb.open();
   const deps = buildDeps({ config, kv, duckdb, clock, log: createLogger({ level: "warn", clock: () => clock.now() }) });
-  await startDeps(deps);
+  await deps.start();
   return {
     deps,
     async close() {
       // Impressions of the timed queries are written before the stores close.
       await deps.events.stop();
-      stopDeps(deps);
-      duckdb.close();
-      kv.close();
+      await deps[Symbol.asyncDispose]();
     },
   };
 }
@@ -249,7 +247,7 @@ if (phase === "seed-part") {
   const engine = w.deps.search;
   const ctx = { tenantId: dm.tenantId };
   // The service's engine is a SearchEngine; its index's counters tell which scan path ran.
-  const vectors = engine instanceof SearchEngine ? (await engine.index(dmId)).vectors : null;
+  const vectors = engine instanceof SearchEngine ? (await engine.registry.index(dmId)).vectors : null;
   for (const algorithm of QUERIES > 0 ? ["semantic", "most_recent"] as const : []) {
     const times: number[] = [];
     const paths = vectors ? { ...vectors.scanPaths } : undefined;
@@ -287,7 +285,7 @@ if (phase === "seed-part") {
     };
     const edited: Article[] = [];
     for await (const e of w.deps.kv.list<Article>({ prefix: ["article", dmId] }, { limit: 1000 })) edited.push(e.value);
-    const { builds } = engine.followStats(dmId);
+    const { builds } = engine.registry.followStats(dmId);
     for (
       const batch of [
         items.map((it, i) => prepare(it, `${it.url}-follow-${i}`)),
@@ -296,11 +294,12 @@ if (phase === "seed-part") {
     ) {
       await other.upsertMany(batch);
       const t1 = performance.now(), c2 = cpuSeconds();
-      const applied = await engine.applyChanges(dmId);
+      const applied = await engine.registry.applyChanges(dmId);
+      const rebuilt = engine.registry.followStats(dmId).builds - builds;
       console.log(
         `changes from another process: ${applied} applied in ${(performance.now() - t1).toFixed(0)} ms (${
           ((cpuSeconds() - c2) * 1000).toFixed(0)
-        } CPU ms), full builds ${engine.followStats(dmId).builds - builds} (articles now ${await engine.count(dmId)})`,
+        } CPU ms), full builds ${rebuilt} (articles now ${await engine.count(dmId)})`,
       );
     }
   }

@@ -72,7 +72,7 @@ console.log(`index build: ${buildS.toFixed(1)} s; vocabulary ${index.bm25.vocabu
 console.log(`resident memory after build: ${mb(rss)} (before build ${mb(rssBefore)})`);
 
 const engine = new SearchEngine({ kv: undefined as unknown as Deno.Kv, clock, log: memoryLogger(), embeddings });
-engine.adoptIndex(index);
+engine.registry.adoptIndex(index);
 
 const rand = prng(99);
 const words = [

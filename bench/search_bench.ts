@@ -32,7 +32,7 @@ for (const f of generateArticles({ count: N, now: clock.now(), seed: 2026 })) {
   index.upsert(a, embeddings.embedOne(embeddingText(a)));
 }
 const engine = new SearchEngine({ kv: undefined as unknown as Deno.Kv, clock, log: memoryLogger(), embeddings });
-engine.adoptIndex(index);
+engine.registry.adoptIndex(index);
 const rep = await engine.queryRep(index, "coastal storm flooding");
 
 Deno.bench(`semantic recommend, ${N} articles`, async () => {

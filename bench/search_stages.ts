@@ -38,7 +38,7 @@ const clock = new FixedClock("2026-11-22T12:00:00Z");
 const embeddings = new LocalEmbeddings({ cachePath });
 const engine = new SearchEngine({ kv, clock, log: memoryLogger(), embeddings });
 const t = performance.now();
-const index = await engine.index(dmId);
+const index = await engine.registry.index(dmId);
 console.log(`index: ${index.size} articles built in ${((performance.now() - t) / 1000).toFixed(1)} s`);
 
 const stages = ["embed", "bm25", "feedback", "scan", "hybrid", "total"] as const;

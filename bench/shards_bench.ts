@@ -17,7 +17,7 @@
 import { AnalyticsDb } from "../analytics/duckdb.ts";
 import { FixedClock } from "../core/clock.ts";
 import { parseConfig } from "../core/config.ts";
-import { buildDeps, embeddingProvider, startDeps, stopDeps } from "../composition.ts";
+import { buildDeps, embeddingProvider } from "../composition.ts";
 import { sha256Hex } from "../core/crypto.ts";
 import { type Article, embeddingText, normalizeArticle } from "../core/search/store/articles.ts";
 import type { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
@@ -44,14 +44,10 @@ async function world(dataDir: string) {
   const kv = await Deno.openKv(config.kvPath);
   const duckdb = await AnalyticsDb.open();
   const deps = buildDeps({ config, kv, duckdb, clock, log: createLogger({ level: "warn", clock: () => clock.now() }) });
-  await startDeps(deps);
+  await deps.start();
   return {
     deps,
-    close() {
-      stopDeps(deps);
-      void duckdb.close();
-      kv.close();
-    },
+    close: () => deps[Symbol.asyncDispose](),
   };
 }
 

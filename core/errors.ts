@@ -14,6 +14,7 @@ export type ErrorKind =
   | "forbidden"
   | "not_found"
   | "timeout"
+  | "misdirected"
   | "conflict"
   | "gone"
   | "too_large"
@@ -35,6 +36,7 @@ export const KIND_STATUS: Readonly<Record<ErrorKind, number>> = {
   forbidden: 403,
   not_found: 404,
   timeout: 408,
+  misdirected: 421,
   conflict: 409,
   gone: 410,
   too_large: 413,
@@ -55,6 +57,8 @@ const STATUS_KIND = new Map(Object.entries(KIND_STATUS).map(([kind, status]) => 
 export interface RaiseOptions {
   /** Storefront sub-reason, when it depends on the site (otherwise declared). */
   reason?: string;
+  /** Storefront public note, when it depends on the site (otherwise the declared one, if any). */
+  detail?: string;
   /** Extra public body fields (e.g. `serviceSlug`, `usage`, `plans`). */
   extra?: Record<string, unknown>;
   /** Extra response headers (e.g. `Retry-After`, `WWW-Authenticate`). */
@@ -87,7 +91,7 @@ export class AppError extends Error {
     kind: ErrorKind | number,
     code: string,
     message: string,
-    options: RaiseOptions & { detail?: string; plain?: boolean } = {},
+    options: RaiseOptions & { plain?: boolean } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = "AppError";
@@ -98,6 +102,18 @@ export class AppError extends Error {
     this.extra = options.extra;
     this.headers = options.headers;
     this.plain = options.plain ?? false;
+  }
+
+  /** The same error with more response headers (e.g. a receipt known only after the failure). */
+  withHeaders(headers: Record<string, string>): AppError {
+    return new AppError(this.kind, this.code, this.message, {
+      reason: this.reason,
+      detail: this.detail,
+      extra: this.extra,
+      headers: { ...this.headers, ...headers },
+      plain: this.plain,
+      cause: this.cause,
+    });
   }
 
   /** The HTTP status of this error's kind. */
@@ -116,8 +132,8 @@ export interface ErrorDeclaration {
   code?: string;
   /** Storefront sub-reason. */
   reason?: string;
-  /** Storefront bodies repeat the message as `detail`. */
-  detail?: boolean;
+  /** Storefront bodies: `true` repeats the message as `detail`; a string is the declared note. */
+  detail?: boolean | string;
   /** Render as text/plain (400s the spec fixes as plain text). */
   plain?: boolean;
 }
@@ -135,12 +151,13 @@ export type ErrorCatalog<D extends Record<string, ErrorDeclaration>> = {
  */
 export function declareErrors<const D extends Record<string, ErrorDeclaration>>(declarations: D): ErrorCatalog<D> {
   const catalog: Record<string, unknown> = {};
+  DECLARED.set(catalog, declarations);
   for (const [name, d] of Object.entries(declarations)) {
     const build = (message: string, options: RaiseOptions = {}) =>
       new AppError(d.kind, d.code ?? name, message, {
         ...options,
         reason: options.reason ?? d.reason,
-        detail: d.detail ? message : undefined,
+        detail: options.detail ?? (d.detail === true ? message : d.detail || undefined),
         plain: d.plain,
       });
     catalog[name] = typeof d.message === "function"
@@ -150,34 +167,51 @@ export function declareErrors<const D extends Record<string, ErrorDeclaration>>(
   return catalog as ErrorCatalog<D>;
 }
 
+// What each catalog declares, for the test that checks every catalog (codes, messages, kinds).
+const DECLARED = new WeakMap<object, Readonly<Record<string, ErrorDeclaration>>>();
+
+/** The declarations behind a catalog made by {@link declareErrors}; undefined for anything else. */
+export function catalogDeclarations(value: unknown): Readonly<Record<string, ErrorDeclaration>> | undefined {
+  return typeof value === "object" && value !== null ? DECLARED.get(value) : undefined;
+}
+
+/**
+ * The shared refusals of the edge, for routes that word a one-off refusal themselves. Rooms
+ * declare their own errors in their catalogs instead.
+ */
+
 /** 400 with a message; `plain` for the text/plain bodies the spec names. */
 export const badRequest = (message: string, code = "bad_request", plain = false) =>
-  new AppError(400, code, message, { plain });
+  new AppError("bad_request", code, message, { plain });
 
 /** 401: credentials missing or malformed. */
-export const unauthorized = (message: string, code = "unauthorized") => new AppError(401, code, message);
+export const unauthorized = (message: string, code = "unauthorized") => new AppError("unauthenticated", code, message);
 
 /** 403: credentials valid in form but not accepted. */
-export const forbidden = (message: string, code = "forbidden") => new AppError(403, code, message);
+export const forbidden = (message: string, code = "forbidden") => new AppError("forbidden", code, message);
 
 /** 404. */
-export const notFound = (message: string, code = "not_found") => new AppError(404, code, message);
+export const notFound = (message: string, code = "not_found") => new AppError("not_found", code, message);
 
 /** 422: the body was read but a field is wrong. */
-export const unprocessable = (message: string, code = "unprocessable") => new AppError(422, code, message);
+export const unprocessable = (message: string, code = "unprocessable") => new AppError("unprocessable", code, message);
 
 /** Codes of errors raised while reading a request body, before any field is looked at. */
 export const BODY_ERROR_CODES = new Set(["body_too_large", "unsupported_media_type", "malformed_json"]);
 
+/**
+ * The catalog of the top-level core modules: refusals about the tenant's data models and AI
+ * models that several rooms raise. Never names the id a caller sent.
+ */
+export const coreErrors = declareErrors({
+  /** Unknown, another tenant's, or named by a malformed id. */
+  data_model_not_found: { kind: "not_found", message: "Data model not found" },
+  /** Unknown, another tenant's, or named by a malformed id. */
+  ai_model_not_found: { kind: "not_found", code: "not_found", message: "AI model not found" },
+});
+
 /** 404 for a data model that is unknown, another tenant's, or named by a malformed id: never names the id. */
-export const dataModelNotFound = () => notFound("Data model not found", "data_model_not_found");
+export const dataModelNotFound = (): AppError => coreErrors.data_model_not_found();
 
 /** 404 for an AI model that is unknown, another tenant's, or named by a malformed id: never names the id. */
-export const aiModelNotFound = () => notFound("AI model not found");
-
-/** A caller asked for the full text of a data model whose publisher licenses summaries only. */
-export const fullTextNotLicensed = () =>
-  forbidden(
-    "Full text is not licensed for this data model: contents.text needs a full_text licence",
-    "full_text_not_licensed",
-  );
+export const aiModelNotFound = (): AppError => coreErrors.ai_model_not_found();

@@ -6,6 +6,11 @@
  */
 
 const owned = new WeakSet<ReadableStream<Uint8Array>>();
+// How many marked streams may still be alive: while none is, a server need not look at a
+// response's body at all (reading `Response.body` turns a string body into a stream, and Deno then
+// sends it on its slower stream path).
+let alive = 0;
+const collected = new FinalizationRegistry<void>(() => alive--);
 
 /**
  * Marks `stream` as one whose every chunk has its own `ArrayBuffer`, referenced by nothing but
@@ -14,8 +19,17 @@ const owned = new WeakSet<ReadableStream<Uint8Array>>();
  * @returns the same stream
  */
 export function markOwnedChunks(stream: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-  owned.add(stream);
+  if (!owned.has(stream)) {
+    owned.add(stream);
+    alive++;
+    collected.register(stream);
+  }
   return stream;
+}
+
+/** Whether any marked stream may still be alive; when not, no response can carry one. */
+export function anyOwnedChunks(): boolean {
+  return alive > 0;
 }
 
 /** Whether `stream` was marked by {@link markOwnedChunks}. */

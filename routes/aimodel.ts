@@ -10,7 +10,7 @@ import type { Deps } from "../composition.ts";
 import { aiModelNotFound, unprocessable } from "../core/errors.ts";
 import { idPattern } from "../core/ids.ts";
 import { describeError } from "../core/log.ts";
-import type { AppEnv } from "./env.ts";
+import type { AppEnv, TenantEnv } from "./env.ts";
 import { toAppError } from "./errors.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
@@ -113,7 +113,7 @@ const route = createRoute({
 
 /** 422 before any body work when the path id cannot be an AI model id. */
 function checkModelId(): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return async function checkModelId(c, next) {
     const id = c.req.param("ai_model_id") ?? "";
     if (!AI_MODEL_ID.test(id)) {
       throw unprocessable("ai_model_id is not in the correct format: expected am_ followed by letters and digits");
@@ -125,7 +125,7 @@ function checkModelId(): MiddlewareHandler<AppEnv> {
 type Body = z.infer<typeof bodySchema>;
 
 /** Optional field from the body, else the header; validated against `re`. */
-function optionalField(c: Context<AppEnv>, body: Body, field: keyof Body, header: string, re: RegExp) {
+function optionalField(c: Context<TenantEnv>, body: Body, field: keyof Body, header: string, re: RegExp) {
   const raw = body[field] ?? c.req.header(header);
   if (raw === undefined || raw === "") return undefined;
   if (typeof raw !== "string" || !re.test(raw)) throw unprocessable(`${field} is not in the correct format`);
@@ -134,11 +134,11 @@ function optionalField(c: Context<AppEnv>, body: Body, field: keyof Body, header
 
 /** Who is asking: tenant, widget, session and the rest of the interaction record. */
 async function answerContext(
-  c: Context<AppEnv>,
+  c: Context<TenantEnv>,
   deps: Pick<Deps, "repos">,
   body: Body,
 ): Promise<AnswerContext> {
-  const tenantId = c.get("tenantId")!;
+  const tenantId = c.get("tenantId");
   const widgetId = optionalField(c, body, "widget_id", "x-widget-id", WIDGET_ID);
   let deploymentType: string | undefined;
   if (widgetId) deploymentType = (await askingWidget(deps.repos.widgets, tenantId, widgetId)).deploymentType;
@@ -172,7 +172,7 @@ async function answerContext(
 export function createAiModelRoutes(
   deps: Pick<Deps, "apiKeys" | "repos" | "answer" | "search" | "config" | "log" | "webBotAuth" | "kv" | "clock">,
 ) {
-  const app = familyApp("message", deps.log);
+  const app = familyApp<TenantEnv>("message", deps.log);
   const conversations = new ConversationStore(deps.kv, deps.clock);
   app.use("*", apiKeyAuth(deps.apiKeys));
   // Web Bot Auth after the key: an unauthenticated request makes us fetch no key directory.
@@ -188,18 +188,18 @@ export function createAiModelRoutes(
     if (query.length > MAX_QUERY_CHARS) {
       throw unprocessable(`query is too long: the limit is ${MAX_QUERY_CHARS} characters`);
     }
-    const model = await deps.repos.aiModels.getForTenant(c.get("tenantId")!, id);
+    const model = await deps.repos.aiModels.getForTenant(c.get("tenantId"), id);
     if (!model) throw aiModelNotFound();
     const context = await answerContext(c, deps, body);
     const answer = deps.answer;
     // A follow-up is answered as a standalone query built from the turns before it.
-    const turn = await conversations.prepare(c.get("tenantId")!, model.id, query, body);
+    const turn = await conversations.prepare(c.get("tenantId"), model.id, query, body);
     const asked = turn.query;
     // The analytics log keeps what the reader typed.
     if (asked !== query) context.prompt = query;
     const extra = turnFields(turn, body);
     const remember = (message: string) =>
-      conversations.remember(c.get("tenantId")!, model.id, turn, query, message).catch((err) =>
+      conversations.remember(c.get("tenantId"), model.id, turn, query, message).catch((err) =>
         deps.log.warn("conversation turn not kept", { error: describeError(err) })
       );
     // Follow-ups of a text answer, when asked (`related_questions: true`).

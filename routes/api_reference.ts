@@ -17,24 +17,25 @@ import {
 } from "./analytics/dashboard/assets.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
+import { pageSecurity } from "./middleware/page_security.ts";
 
-const CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "connect-src 'self'",
-  "img-src 'self' data:",
-  "font-src 'self'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join("; ");
-const SECURITY_HEADERS = {
-  "content-security-policy": CSP,
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "x-frame-options": "DENY",
-};
+// The page's security headers (hono/secure-headers), on the page and its assets.
+const SECURITY = pageSecurity({
+  csp: {
+    defaultSrc: ["'none'"],
+    scriptSrc: ["'self'"],
+    styleSrc: ["'self'"],
+    connectSrc: ["'self'"],
+    imgSrc: ["'self'", "data:"],
+    fontSrc: ["'self'"],
+    baseUri: ["'none'"],
+    formAction: ["'self'"],
+    frameAncestors: ["'none'"],
+  },
+  nosniff: true,
+  referrerPolicy: "no-referrer",
+  frameOptions: "DENY",
+});
 const ASSET_PREFIX = "/docs/assets/";
 const JS = "text/javascript; charset=UTF-8";
 const CSS = "text/css; charset=UTF-8";
@@ -106,16 +107,18 @@ export function createApiReferenceRoutes(deps: Pick<Deps, "log">, { title }: { t
   const assets = () => (store ??= loadSources().then((s) => new AssetStore(s)));
   let rendered: Promise<string> | undefined;
 
+  app.use("/docs", SECURITY);
+  app.use("/docs/assets/*", SECURITY);
   app.get("/docs", async (c) => {
     const a = await assets();
     rendered ??= Promise.resolve(page(title, a.urls(ASSET_PREFIX))).then(String);
-    return c.html(await rendered, 200, { ...SECURITY_HEADERS, "cache-control": "no-cache" });
+    return c.html(await rendered, 200, { "cache-control": "no-cache" });
   });
   app.get("/docs/assets/:name", async (c) => {
     const asset = (await assets()).get(c.req.param("name"));
     if (!asset) throw notFound("Not found");
     const cacheControl = c.req.query("v") === asset.hash ? IMMUTABLE : REVALIDATE;
-    const common = { ...SECURITY_HEADERS, etag: asset.etag, "cache-control": cacheControl, vary: "Accept-Encoding" };
+    const common = { etag: asset.etag, "cache-control": cacheControl, vary: "Accept-Encoding" };
     if (matchesEtag(c.req.header("if-none-match"), asset.etag)) return c.body(null, 304, common);
     const { body, headers } = encoded(c, asset.bytes, asset.gzip);
     return c.body(body, 200, { ...common, ...headers, "content-type": asset.type });

@@ -94,7 +94,7 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   app.use("*", requestId());
   app.use("*", accessLog(deps.log));
   // SEARCH_SHARD: a data model of another shard is 421 before any route (routes/shard_guard.ts).
-  app.use("*", shardGuard(deps.config.searchShard));
+  if (deps.config.searchShard) app.use("*", shardGuard(deps.config.searchShard));
   app.onError(createErrorHandler(deps.log, "message"));
   app.notFound(() => {
     throw notFound("Not found");

@@ -1,12 +1,13 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
-import { dataModelNotFound } from "../core/errors.ts";
 import { MAX_INGEST_ITEMS, MAX_LISTED_CATEGORIES } from "../core/search/engine.ts";
 import { articleWithText } from "../core/search/text/full_text.ts";
 import { MAX_TEXT_CHARACTERS } from "../core/search/result_options.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
+import { tenantDataModel } from "./middleware/data_model.ts";
+import type { DataModelEnv } from "./env.ts";
 import { serveTenantList } from "./resources.ts";
 import { idSchema } from "./validation.ts";
 import { createSourceRoutes } from "./sources.ts";
@@ -147,31 +148,27 @@ const articleRoute = createRoute({
 export function createDataModelRoutes(
   deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log" | "sources">,
 ) {
-  const app = familyApp("message", deps.log);
+  const app = familyApp<DataModelEnv>("message", deps.log);
   app.use("*", apiKeyAuth(deps.apiKeys));
-  app.use("/:data_model_id/articles", bodyReader({ limit: deps.config.articlesMaxBodyBytes }));
+  // The data model after the body reader: a body that cannot be read is answered first, as before.
+  const dataModel = tenantDataModel({ repos: deps.repos, from: { param: "data_model_id" } });
+  app.use("/:data_model_id/articles", bodyReader({ limit: deps.config.articlesMaxBodyBytes }), dataModel);
+  app.use("/:data_model_id/categories", dataModel);
+  app.use("/:data_model_id/article", dataModel);
   serveTenantList(app, "/", "data-models", deps.repos.dataModels);
   app.openapi(upsertRoute, async (c) => {
-    const { data_model_id: dmId } = c.req.valid("param");
-    const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
-    if (!dm) throw dataModelNotFound();
     const body = c.req.valid("json");
-    return c.json(await deps.search.ingest(dm, body), 200);
+    return c.json(await deps.search.ingest(c.get("dataModel"), body), 200);
   });
   app.openapi(categoriesRoute, async (c) => {
-    const { data_model_id: dmId } = c.req.valid("param");
-    const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
-    if (!dm) throw dataModelNotFound();
+    const dm = c.get("dataModel");
     const categories = await deps.search.topCategories(dm.id, c.req.valid("query").limit ?? 20);
     return c.json({ data_model_id: dm.id, categories }, 200);
   });
   app.openapi(articleRoute, async (c) => {
-    const { data_model_id: dmId } = c.req.valid("param");
     const { url, max_characters: max } = c.req.valid("query");
-    const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
-    if (!dm) throw dataModelNotFound();
     // The owning tenant always reads its own full text (the licence binds other callers).
-    return c.json(await articleWithText(deps.search, dm, url, max), 200);
+    return c.json(await articleWithText(deps.search, c.get("dataModel"), url, max), 200);
   });
   app.route("/", createSourceRoutes(deps));
   return app;

@@ -5,12 +5,13 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
-import { dataModelNotFound } from "../core/errors.ts";
 import { idPattern } from "../core/ids.ts";
 import { searchRequestSchema } from "../core/search/types.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
+import { tenantDataModel } from "./middleware/data_model.ts";
+import type { DataModelEnv } from "./env.ts";
 import { searchResponseSchema } from "./search.ts";
 
 const DM_ID_RE = idPattern("dm");
@@ -54,13 +55,15 @@ const route = createRoute({
 export function createDatamodelLegacyRoutes(
   deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log">,
 ) {
-  const app = familyApp("message", deps.log);
-  app.use("/:dm_id", apiKeyAuth(deps.apiKeys), bodyReader({ limit: deps.config.maxBodyBytes }));
+  const app = familyApp<DataModelEnv>("message", deps.log);
+  app.use(
+    "/:dm_id",
+    apiKeyAuth(deps.apiKeys),
+    bodyReader({ limit: deps.config.maxBodyBytes }),
+    tenantDataModel({ repos: deps.repos, from: { param: "dm_id" } }),
+  );
   app.openapi(route, async (c) => {
-    const { dm_id: dmId } = c.req.valid("param");
-    const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
-    if (!dm) throw dataModelNotFound();
-    const out = await deps.search.recommend(dm, c.req.valid("json"), {
+    const out = await deps.search.recommend(c.get("dataModel"), c.req.valid("json"), {
       tenantId: c.get("tenantId"),
       requestId: c.get("requestId"),
     });

@@ -1,7 +1,7 @@
 import type { ApiKeyRecord } from "../core/auth/api_keys.ts";
 import type { Seller } from "../core/identity/types.ts";
 import type { AgentPrincipal } from "../core/identity/tokens.ts";
-import type { Widget } from "../core/store/models.ts";
+import type { DataModel, Widget } from "../core/store/models.ts";
 
 /** The authenticated agent on storefront routes (set by routes/storefront/agent_auth.ts). */
 export interface AgentContext extends AgentPrincipal {
@@ -34,5 +34,23 @@ export type AppEnv = {
     agent?: AgentContext;
     /** Public widget routes: the widget of the path, once its origin check passed. */
     widget?: Widget;
+    /** The tenant's data model named by the path or query (routes/middleware/data_model.ts). */
+    dataModel?: DataModel;
   };
 };
+
+/**
+ * Variables a middleware sets before any handler of a sub-app runs, typed as present: a sub-app
+ * built with one of these environments runs behind that middleware on every path it serves (its
+ * own, or its family's when it is mounted inside one, e.g. the analytics insight routes).
+ */
+type With<V> = { Variables: AppEnv["Variables"] & V };
+
+/** Behind the API key check (routes/middleware/api_key.ts). */
+export type TenantEnv = With<{ apiKey: ApiKeyRecord; tenantId: string }>;
+
+/** Behind the API key check and the tenant's data model (routes/middleware/data_model.ts). */
+export type DataModelEnv = With<{ apiKey: ApiKeyRecord; tenantId: string; dataModel: DataModel }>;
+
+/** Public widget routes behind the widget gate (routes/widget/api.ts). */
+export type WidgetEnv = With<{ widget: Widget }>;

@@ -1,4 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { ErrorHandler } from "hono";
 import { notFound } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { AppEnv, ErrorFamily } from "./env.ts";
@@ -9,14 +10,15 @@ import { type ValidationHook, validationHookFor } from "./validation.ts";
  * A sub-app of one route family: its `onError` renders that family's error body and its
  * validation hook words that family's validation errors. Mount it with {@link mount}.
  */
-export function familyApp(
+export function familyApp<E extends AppEnv = AppEnv>(
   family: ErrorFamily,
   log: Logger,
   { hook = validationHookFor(family) }: { hook?: ValidationHook } = {},
-): OpenAPIHono<AppEnv> {
+): OpenAPIHono<E> {
   // deno-lint-ignore no-explicit-any
-  const app = new OpenAPIHono<AppEnv>({ defaultHook: hook as any });
-  app.onError(createErrorHandler(log, family));
+  const app = new OpenAPIHono<E>({ defaultHook: hook as any });
+  // The handler reads only what every environment has (the request id); E only adds variables.
+  app.onError(createErrorHandler(log, family) as unknown as ErrorHandler<E>);
   return app;
 }
 
@@ -24,7 +26,7 @@ export function familyApp(
  * Mounts `sub` at `prefix`. Everything under the prefix belongs to the sub-app: a path or method
  * it does not serve is its 404, in its family's body (after its own middleware, e.g. a key check).
  */
-export function mount(parent: OpenAPIHono<AppEnv>, prefix: string, sub: OpenAPIHono<AppEnv>): void {
+export function mount<E extends AppEnv>(parent: OpenAPIHono<AppEnv>, prefix: string, sub: OpenAPIHono<E>): void {
   sub.all("*", () => {
     throw notFound("Not found");
   });

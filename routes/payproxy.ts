@@ -31,22 +31,18 @@
  *   racing replay runs is thrown away unanswered and unbilled (the payment layer bills `zc-usage`).
  * - Real-time overlaps only steps 4 and 5 and awaits the mark before the allowance: an answer may
  *   call a paid model API, which no replay may reach.
+ *
+ * The protocol itself (signature, single-use mark, allowance, metrics, the `zc-usage` value) is the
+ * payproxy room's gate (core/payproxy/gate.ts); these handlers do HTTP and the orchestration.
  */
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../composition.ts";
-import { AppError, fullTextNotLicensed } from "../core/errors.ts";
+import { fullTextNotLicensed } from "../core/search/errors.ts";
 import { idPattern } from "../core/ids.ts";
-import { serviceSlug, type UsageItem } from "../core/payproxy/allowance.ts";
-import {
-  AGENT_ID_HEADER,
-  invalidSignature,
-  REQUEST_ID_HEADER,
-  SIGNATURE_HEADER,
-  SignatureError,
-  USAGE_HEADER,
-  type VerifiedRequest,
-} from "../core/payproxy/signature.ts";
+import { serviceSlug } from "../core/payproxy/allowance.ts";
+import { type Admission, payproxyErrors as errors } from "../core/payproxy/mod.ts";
+import { AGENT_ID_HEADER, REQUEST_ID_HEADER, SIGNATURE_HEADER, USAGE_HEADER } from "../core/payproxy/signature.ts";
 import {
   isSearchType,
   isSearchVersion,
@@ -57,7 +53,6 @@ import {
 import { filtersOf } from "../core/search/rank/filters.ts";
 import { mayReadFullText } from "../core/search/engine.ts";
 import { textOptionOf } from "../core/search/result_options.ts";
-import { FULL_TEXT_METER } from "../core/commerce/catalog.ts";
 import { searchRequestSchema } from "../core/search/types.ts";
 import { marketplaceAiModel, marketplaceDataModel } from "../core/payproxy/marketplace.ts";
 import { citationsSchema, MAX_QUERY_CHARS } from "./aimodel.ts";
@@ -67,9 +62,6 @@ import { requireOperator } from "./middleware/operator.ts";
 import { bodyReader, decodeJson } from "./middleware/body.ts";
 import { documented } from "./openapi.ts";
 import { describeIssue } from "./validation.ts";
-
-/** Every payproxy call is metered as one `query`. */
-const USAGE: UsageItem[] = [{ meterSlug: "query", quantity: 1 }];
 
 // The shared id format (core/ids.ts), checked before any lookup.
 const DM_ID_RE = idPattern("dm");
@@ -249,76 +241,25 @@ const metricsDoc = createRoute({
  */
 export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAYPROXY) {
   const app = familyApp(paths.family, deps.log);
-  const { verifier, allowance, metrics } = deps.payproxy;
+  const { gate, metrics } = deps.payproxy;
   const readBody = bodyReader({ limit: deps.config.maxBodyBytes, json: false });
 
-  /**
-   * Step 3: the signature; sets the caller identity for logs and analytics. Returns the verified
-   * request and its single-use mark, already under way: `consumed` settles to the 401 of a replay
-   * (never rejects, so it can wait unobserved while other steps run).
-   */
-  async function verify(c: Ctx): Promise<{ verified: VerifiedRequest; consumed: Promise<unknown> }> {
-    let verified: VerifiedRequest;
-    try {
-      verified = await verifier.check({
+  /** Step 3 (core): the signature and its single-use mark; sets the caller identity for logs and analytics. */
+  async function admit(c: Ctx): Promise<Admission> {
+    const admission = await gate.admit(
+      {
         signature: c.req.header(SIGNATURE_HEADER),
         method: c.req.method,
         url: c.req.url,
         body: c.get("rawBody") ?? new Uint8Array(),
         requestId: c.req.header(REQUEST_ID_HEADER),
         agentId: c.req.header(AGENT_ID_HEADER),
-      });
-    } catch (err) {
-      if (!(err instanceof SignatureError)) throw err;
-      metrics.requests.rejected++;
-      throw invalidSignature(err);
-    }
-    c.set("caller", verified.agentId ? `${paths.caller}:${verified.agentId}` : paths.caller);
-    deps.log.debug("payproxy signature verified", {
-      request_id: c.get("requestId"),
-      zc_request_id: verified.requestId,
-      kid: verified.kid,
-      seller: verified.sellerId,
-    });
-    const claim = verifier.claim(verified);
-    if (claim instanceof AppError) {
-      metrics.requests.rejected++;
-      throw claim;
-    }
-    const consumed = claim.then(() => {
-      metrics.requests.verified++;
-      return null;
-    }, (err: unknown) => {
-      if (err instanceof AppError && err.status === 401) metrics.requests.rejected++;
-      return err ?? new Error("single-use mark failed");
-    });
-    return { verified, consumed };
-  }
-
-  /** Runs `steps` while the mark commits; the mark's refusal wins over any outcome of theirs. */
-  async function whileConsuming<T>(consumed: Promise<unknown>, steps: () => Promise<T>): Promise<T> {
-    let result: T;
-    try {
-      result = await steps();
-    } catch (err) {
-      throw (await consumed) ?? err;
-    }
-    const refused = await consumed;
-    if (refused) throw refused;
-    return result;
-  }
-
-  /** Step 6: 402 unless the payment layer allows (or is out: fail open). */
-  async function requireAllowance(c: Ctx, verified: VerifiedRequest, slug: string): Promise<void> {
-    const decision = await allowance.check(
-      { agentId: verified.agentId, serviceSlug: slug, usage: USAGE },
-      { kid: verified.kid, secret: verified.key },
-      { requestId: c.get("requestId") },
+      },
+      paths.caller,
+      c.get("requestId"),
     );
-    if (!decision.allowed) {
-      metrics.requests.paymentRequired++;
-      throw new AppError(402, "payment_required", "Payment required", { extra: { serviceSlug: slug, usage: USAGE } });
-    }
+    c.set("caller", admission.caller);
+    return admission;
   }
 
   /**
@@ -326,19 +267,17 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
    * with it: a JSON response that starts with one content-type header stays on Deno's cheap
    * response path, while a headers object built up front costs ~15 us per request.
    */
-  const withUsage = (res: Response, slug: string, fullTexts = 0) => {
-    // Full texts served are their own meter (`full_text`, one per text); absent, the header is as ever.
-    const usage = fullTexts > 0 ? [...USAGE, { meterSlug: FULL_TEXT_METER, quantity: fullTexts }] : USAGE;
-    res.headers.set(USAGE_HEADER, JSON.stringify(usage.map((u) => ({ serviceSlug: slug, ...u }))));
+  const withUsage = (res: Response, usage: string) => {
+    res.headers.set(USAGE_HEADER, usage);
     return res;
   };
 
   documented(app, forPaths(searchDoc, paths), requireSearchQuery, readBody, async (c) => {
-    const { verified, consumed } = await verify(c);
-    const { result, slug } = await whileConsuming(consumed, async () => {
+    const admission = await admit(c);
+    const { result, slug } = await admission.whileConsuming(async () => {
       const request = parseBody(c, searchRequestSchema);
       if (request.search_type !== undefined && !isSearchType(request.search_type)) {
-        throw new AppError(422, "invalid_request", `search_type must be one of ${SEARCH_TYPES.join(", ")}`);
+        throw errors.invalid_field({ issue: `search_type must be one of ${SEARCH_TYPES.join(", ")}` });
       }
       // A reversed date window is refused before any billable step.
       filtersOf(request);
@@ -346,7 +285,7 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
       // Full text the publisher does not license is refused before any billable step (403, no body).
       if (textOptionOf(request) !== null && !mayReadFullText(dm, {})) throw fullTextNotLicensed();
       const slug = serviceSlug(dm);
-      await requireAllowance(c, verified, slug);
+      await admission.requireAllowance(slug);
       // No tenantId: payproxy traffic is not the tenant's own platform usage.
       const result = await deps.search.recommend(dm, request, {
         caller: c.get("caller"),
@@ -355,29 +294,24 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
       });
       return { result, slug };
     });
-    metrics.requests.served++;
     const texts = result.response.results.filter((r) => r.text !== undefined).length;
-    return withUsage(c.json(result, 200), slug, texts);
+    return withUsage(c.json(result, 200), admission.settle(slug, texts));
   });
 
   documented(app, forPaths(realtimeDoc, paths), readBody, async (c) => {
-    const { verified, consumed } = await verify(c);
-    const { query, wantsRelated, model } = await whileConsuming(consumed, async () => {
+    const admission = await admit(c);
+    const { query, wantsRelated, model } = await admission.whileConsuming(async () => {
       const id = c.req.param("aimodel_external_id") ?? "";
-      if (!AM_ID_RE.test(id)) {
-        throw new AppError(422, "invalid_model_id", "aimodelExternalId is not in the correct format");
-      }
+      if (!AM_ID_RE.test(id)) throw errors.invalid_model_id();
       const { query, related_questions: wantsRelated } = parseBody(c, realtimeBodySchema);
       // The bearer route's limit: the same orchestration takes the same bodies.
-      if (query.length > MAX_QUERY_CHARS) {
-        throw new AppError(422, "query_too_long", `query is too long: the limit is ${MAX_QUERY_CHARS} characters`);
-      }
+      if (query.length > MAX_QUERY_CHARS) throw errors.query_too_long({ limit: MAX_QUERY_CHARS });
       return { query, wantsRelated, model: await marketplaceAiModel(deps.repos.aiModels, id) };
     });
     const slug = serviceSlug(model);
-    await requireAllowance(c, verified, slug);
+    await admission.requireAllowance(slug);
     const answer = await deps.answer.answer(model, query, { caller: c.get("caller"), requestId: c.get("requestId") });
-    metrics.requests.served++;
+    const usage = admission.settle(slug);
     // Structured models emit their payload itself, not the {message} envelope (spec 2.3).
     const related = wantsRelated && answer.kind === "text" && deps.answer.relatedQuestions
       ? { related_questions: await deps.answer.relatedQuestions(model, query, answer.citations) }
@@ -385,7 +319,7 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
     const body = answer.kind === "structured"
       ? answer.payload
       : { message: answer.message, citations: answer.citations, ...related };
-    return withUsage(c.json(body as Record<string, unknown>, 200), slug);
+    return withUsage(c.json(body as Record<string, unknown>, 200), usage);
   });
 
   // Counters reveal traffic and allowance outcomes: operators only.
@@ -404,21 +338,12 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
 async function requireSearchQuery(c: Ctx, next: () => Promise<void>): Promise<void> {
   const id = c.req.query("data_model_id");
   if (id === undefined || id === "") {
-    throw new AppError(400, "missing_query_parameter", "Missing required query parameter: data_model_id", {
-      plain: true,
-    });
+    throw errors.missing_data_model_id();
   }
-  if (!DM_ID_RE.test(id)) {
-    throw new AppError(400, "invalid_query_parameter", "data_model_id must start with dm_", { plain: true });
-  }
+  if (!DM_ID_RE.test(id)) throw errors.data_model_id_malformed();
   const version = c.req.query("search_version");
   if (version !== undefined && !isSearchVersion(version)) {
-    throw new AppError(
-      400,
-      "invalid_query_parameter",
-      `search_version must be one of ${Object.keys(SEARCH_VERSIONS).join(", ")}`,
-      { plain: true },
-    );
+    throw errors.search_version_unknown({ versions: Object.keys(SEARCH_VERSIONS) });
   }
   await next();
 }
@@ -426,19 +351,14 @@ async function requireSearchQuery(c: Ctx, next: () => Promise<void>): Promise<vo
 /** Step 4: the raw bytes as a JSON object matching `schema`; every problem is a 422 `{message, code}`. */
 function parseBody<T>(c: Ctx, schema: z.ZodType<T>): T {
   const decoded = decodeJson(c.get("rawBody") ?? new Uint8Array(), { object: true });
-  if (!("value" in decoded)) {
-    const message = decoded.kind === "syntax"
-      ? `Request body could not be decoded: ${decoded.why}`
-      : "Request body must be a JSON object";
-    throw new AppError(422, "invalid_body", message);
-  }
+  if (!("value" in decoded)) throw errors.invalid_body({ why: decoded.kind === "syntax" ? decoded.why : null });
   const value = decoded.value;
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
   // A missing query is as empty as a blank one: one message for both, as the spec words it.
   if (issue.path[0] === "query" && (issue.code === "too_small" || (value as { query?: unknown }).query === undefined)) {
-    throw new AppError(422, "empty_query", "query cannot be empty");
+    throw errors.empty_query();
   }
-  throw new AppError(422, "invalid_request", describeIssue(issue));
+  throw errors.invalid_field({ issue: describeIssue(issue) });
 }

@@ -1,8 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
-import { notFound } from "../core/errors.ts";
 import { describeError } from "../core/log.ts";
 import { clickEvent } from "../core/links/clicks.ts";
+import { linkErrors } from "../core/links/errors.ts";
 import { familyApp } from "./family.ts";
 import { limitAddress } from "./middleware/public_limits.ts";
 import { clientAddress } from "./storefront/client_address.ts";
@@ -34,7 +34,7 @@ export function createRedirectRoutes(deps: Pick<Deps, "links" | "events" | "log"
   app.openapi(clickRoute, async (c) => {
     const token = c.req.param("token");
     const click = await deps.links.verifyClick(token);
-    if (!click) throw notFound("Link not found");
+    if (!click) throw linkErrors.link_not_found();
     if (deps.events) {
       try {
         const verdict = await deps.clickGate.verdict(click, {

@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
-import type { AppEnv } from "./env.ts";
+import type { TenantEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { serveWidgetResource } from "./widget/resource.ts";
@@ -24,7 +24,12 @@ interface TenantList {
  * Serves `GET <path>` on `app`: the caller's own `kind` (e.g. `ai-models`), so an API key holder
  * can discover the ids the other routes take. The API key is checked by the app's middleware.
  */
-export function serveTenantList(app: OpenAPIHono<AppEnv>, path: string, kind: string, repo: TenantList): void {
+export function serveTenantList<E extends TenantEnv>(
+  app: OpenAPIHono<E>,
+  path: string,
+  kind: string,
+  repo: TenantList,
+): void {
   const route = createRoute({
     method: "get",
     path,
@@ -34,7 +39,7 @@ export function serveTenantList(app: OpenAPIHono<AppEnv>, path: string, kind: st
     responses: listOf(kind.replace("-", " ")),
   });
   app.openapi(route, async (c) => {
-    const data = await repo.listByTenant(c.get("tenantId")!);
+    const data = await repo.listByTenant(c.get("tenantId"));
     return c.json({ data: data as unknown as Record<string, unknown>[] }, 200);
   });
 }
@@ -46,7 +51,7 @@ export function serveTenantList(app: OpenAPIHono<AppEnv>, path: string, kind: st
  * other `/v1` path asks for an API key before it answers 404.
  */
 export function createResourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "log" | "clock" | "config">) {
-  const app = familyApp("message", deps.log);
+  const app = familyApp<TenantEnv>("message", deps.log);
   app.use("*", apiKeyAuth(deps.apiKeys));
   // Widgets are also written here: their configuration (routes/widget/resource.ts).
   serveWidgetResource(app, deps);

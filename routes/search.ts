@@ -1,15 +1,16 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../composition.ts";
-import { AppError, dataModelNotFound } from "../core/errors.ts";
+import { AppError } from "../core/errors.ts";
 import { idFormatMessage, idPattern } from "../core/ids.ts";
 import { SEARCH_VERSION_DOC, SEARCH_VERSIONS } from "../core/search/rank/retrieval_mode.ts";
 import { SEARCH_ALGORITHMS, searchRequestSchema } from "../core/search/types.ts";
-import type { AppEnv } from "./env.ts";
+import type { AppEnv, DataModelEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { webBotIdentity } from "./middleware/web_bot_auth.ts";
 import { bodyReader } from "./middleware/body.ts";
+import { tenantDataModel } from "./middleware/data_model.ts";
 import { describeIssue, validationHookFor } from "./validation.ts";
 
 const resultSchema = z.object({
@@ -119,20 +120,19 @@ const messageHook = validationHookFor("message");
 export function createSearchRoutes(
   deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log" | "webBotAuth">,
 ) {
-  const app = familyApp("message", deps.log);
+  const app = familyApp<DataModelEnv>("message", deps.log);
   // Web Bot Auth after the key: an unauthenticated request makes us fetch no key directory.
   app.use(
     "/",
     apiKeyAuth(deps.apiKeys),
     webBotIdentity(deps.webBotAuth),
     bodyReader({ limit: deps.config.maxBodyBytes }),
+    tenantDataModel({ repos: deps.repos, from: { query: "data_model_id" } }),
   );
   app.openapi(searchRoute, async (c) => {
-    const { data_model_id: dmId, search_version: searchVersion } = c.req.valid("query");
-    const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, dmId);
-    if (!dm) throw dataModelNotFound();
+    const { search_version: searchVersion } = c.req.valid("query");
     const body = c.req.valid("json");
-    const out = await deps.search.recommend(dm, body, {
+    const out = await deps.search.recommend(c.get("dataModel"), body, {
       tenantId: c.get("tenantId"),
       requestId: c.get("requestId"),
       // A Web Bot Auth agent (routes/middleware/web_bot_auth.ts) is named in agent readership.

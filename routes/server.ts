@@ -1,5 +1,5 @@
 import type { Logger } from "../core/log.ts";
-import { hasOwnedChunks, releasingConsumed } from "../core/owned_chunks.ts";
+import { anyOwnedChunks, hasOwnedChunks, releasingConsumed } from "../core/owned_chunks.ts";
 import { BodyStalledError } from "./middleware/body.ts";
 
 /**
@@ -46,15 +46,34 @@ export function startServer(
     bodyIdleTimeoutMs?: number;
   } = {},
 ): RunningServer {
-  // Handler calls in flight, so shutdown knows whether anything may still use the stores.
-  const inFlight = new Set<Promise<Response>>();
+  // Handler calls in flight, so shutdown knows whether anything may still use the stores. A count
+  // and one callback per call: a Set of wrapped promises cost every request three more promises.
+  let inFlight = 0;
+  let onIdle: (() => void) | null = null;
+  const settled = () => {
+    if (--inFlight === 0) onIdle?.();
+  };
+  const whenIdle = () => inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (onIdle = resolve));
   const server = Deno.serve({ hostname, port, onListen: () => {} }, (req, info) => {
-    const call = Promise.resolve(handler(req.body ? withBodyIdleTimeout(req, bodyIdleTimeoutMs) : req, info))
-      .then(releasingSentChunks);
-    inFlight.add(call);
-    const done = () => void inFlight.delete(call);
-    call.then(done, done);
-    return call;
+    inFlight++;
+    let out: Response | Promise<Response>;
+    try {
+      out = handler(req.body ? withBodyIdleTimeout(req, bodyIdleTimeoutMs) : req, info);
+    } catch (err) {
+      settled();
+      throw err;
+    }
+    if (!(out instanceof Promise)) {
+      settled();
+      return releasingSentChunks(out);
+    }
+    return out.then((res) => {
+      settled();
+      return releasingSentChunks(res);
+    }, (err) => {
+      settled();
+      throw err;
+    });
   });
   const addr = server.addr;
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
@@ -65,7 +84,7 @@ export function startServer(
     port: addr.port,
     finished: server.finished,
     get inFlight() {
-      return inFlight.size;
+      return inFlight;
     },
     shutdown(timeoutMs = 10_000, abortGraceMs = 2_000) {
       stopping ??= (async (): Promise<ShutdownOutcome> => {
@@ -74,10 +93,11 @@ export function startServer(
           log?.info("shutdown: every in-flight request finished");
           return { outcome: "finished" };
         }
-        const pending = [...inFlight];
-        await within(Promise.allSettled(pending), abortGraceMs);
-        const running = inFlight.size;
-        const late = pending.length - running;
+        // No new request arrives once shutdown began: the count only goes down from here.
+        const pending = inFlight;
+        await within(whenIdle(), abortGraceMs);
+        const running = inFlight;
+        const late = Math.max(0, pending - running);
         if (running > 0) {
           log?.error("shutdown timed out: handlers still running, stores stay open", {
             timeout_ms: timeoutMs,
@@ -102,7 +122,8 @@ export function startServer(
  * once Deno.serve has written it, instead of when the collector gets round to it.
  */
 function releasingSentChunks(res: Response): Response {
-  if (!hasOwnedChunks(res.body)) return res;
+  // Only then: `res.body` would turn every string body into a stream (the slower way out).
+  if (!anyOwnedChunks() || !hasOwnedChunks(res.body)) return res;
   return new Response(releasingConsumed(res.body!), {
     status: res.status,
     statusText: res.statusText,

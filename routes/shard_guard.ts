@@ -20,7 +20,7 @@ const DM_ID = /^dm_[A-Za-z0-9]{1,64}$/;
 
 /** The middleware; a no-op when the process serves every data model. */
 export function shardGuard(shard: SearchShard | null): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return async function shardGuard(c, next) {
     if (shard) {
       const dm = requestedDataModel(new URL(c.req.url));
       if (dm && DM_ID.test(dm) && !serves(shard, dm)) {

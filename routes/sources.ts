@@ -9,15 +9,15 @@
  *   PUT    /{data_model_id}/retention             {max_age_days: 1..3650 | null}
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import type { Deps } from "../composition.ts";
-import { dataModelNotFound, notFound } from "../core/errors.ts";
+import { notFound } from "../core/errors.ts";
 import { MAX_RETENTION_DAYS } from "../core/sources/service.ts";
 import { SOURCE_KINDS, sourceInputSchema } from "../core/sources/source.ts";
-import type { AppEnv } from "./env.ts";
+import type { DataModelEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
+import { tenantDataModel } from "./middleware/data_model.ts";
 import { idSchema } from "./validation.ts";
 
 const bearer = [{ bearerAuth: [] }];
@@ -56,17 +56,14 @@ const retentionSchema = z.object({
 
 /** The sources and retention routes, routed inside the `/v1/data-models` family (routes/data_models.ts). */
 export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sources" | "log" | "config">) {
-  const app = familyApp("message", deps.log);
+  const app = familyApp<DataModelEnv>("message", deps.log);
   app.use("*", apiKeyAuth(deps.apiKeys));
   // Only these paths: the articles route in the same family reads its (much larger) body itself.
-  app.use("/:data_model_id/sources", bodyReader({ limit: 64 * 1024 }));
-  app.use("/:data_model_id/retention", bodyReader({ limit: 64 * 1024 }));
-
-  const dataModel = async (c: Context<AppEnv>, id: string) => {
-    const dm = await deps.repos.dataModels.getForTenant(c.get("tenantId")!, id);
-    if (!dm) throw dataModelNotFound();
-    return dm;
-  };
+  // The data model after the body reader: a body that cannot be read is answered first, as before.
+  const dataModel = tenantDataModel({ repos: deps.repos, from: { param: "data_model_id" } });
+  app.use("/:data_model_id/sources", bodyReader({ limit: 64 * 1024 }), dataModel);
+  app.use("/:data_model_id/sources/*", dataModel);
+  app.use("/:data_model_id/retention", bodyReader({ limit: 64 * 1024 }), dataModel);
   const limits = deps.sources.limits;
   const inputSchema = sourceInputSchema(limits).openapi("SourceInput");
 
@@ -96,8 +93,7 @@ export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sourc
       },
     }),
     async (c) => {
-      const dm = await dataModel(c, c.req.valid("param").data_model_id);
-      return c.json(await deps.sources.add(dm, c.req.valid("json")), 201);
+      return c.json(await deps.sources.add(c.get("dataModel"), c.req.valid("json")), 201);
     },
   );
 
@@ -118,7 +114,7 @@ export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sourc
       },
     }),
     async (c) => {
-      const dm = await dataModel(c, c.req.valid("param").data_model_id);
+      const dm = c.get("dataModel");
       return c.json({ data: await deps.sources.list(dm) }, 200);
     },
   );
@@ -137,9 +133,8 @@ export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sourc
       },
     }),
     async (c) => {
-      const { data_model_id, source_id } = c.req.valid("param");
-      const dm = await dataModel(c, data_model_id);
-      const found = (await deps.sources.list(dm)).find((s) => s.id === source_id);
+      const { source_id } = c.req.valid("param");
+      const found = (await deps.sources.list(c.get("dataModel"))).find((s) => s.id === source_id);
       if (!found) throw notFound("Source not found", "source_not_found");
       return c.json(found, 200);
     },
@@ -156,8 +151,8 @@ export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sourc
       responses: { 204: { description: "Removed" }, ...errors },
     }),
     async (c) => {
-      const { data_model_id, source_id } = c.req.valid("param");
-      await deps.sources.remove(await dataModel(c, data_model_id), source_id);
+      const { source_id } = c.req.valid("param");
+      await deps.sources.remove(c.get("dataModel"), source_id);
       return c.body(null, 204);
     },
   );
@@ -176,7 +171,7 @@ export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sourc
       },
     }),
     async (c) => {
-      const dm = await dataModel(c, c.req.valid("param").data_model_id);
+      const dm = c.get("dataModel");
       return c.json({ max_age_days: dm.maxAgeDays ?? null }, 200);
     },
   );
@@ -212,7 +207,7 @@ export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sourc
       },
     }),
     async (c) => {
-      const dm = await dataModel(c, c.req.valid("param").data_model_id);
+      const dm = c.get("dataModel");
       const updated = await deps.sources.setRetention(dm, c.req.valid("json").max_age_days);
       return c.json({ max_age_days: updated.maxAgeDays ?? null }, 200);
     },

@@ -2,7 +2,7 @@ import { AnalyticsDb } from "../analytics/duckdb.ts";
 import { FixedClock } from "../core/clock.ts";
 import { parseConfig } from "../core/config.ts";
 import assert from "node:assert/strict";
-import { buildDeps, type Deps, type DepsOverrides, startDeps, stopDeps } from "../composition.ts";
+import { buildDeps, type Deps, type DepsOverrides } from "../composition.ts";
 import { newId } from "../core/ids.ts";
 import { SearchEngine } from "../core/search/engine.ts";
 import { memoryLogger } from "../core/log.ts";
@@ -47,18 +47,10 @@ export async function createTestWorld(
   const duckdb = await AnalyticsDb.open();
   const log = memoryLogger();
   const deps = buildDeps({ config, kv, duckdb, clock, log }, { fetch, ...overrides });
-  await startDeps(deps);
+  await deps.start();
   const app = createApp(deps);
   const close = async () => {
-    deps.mailer.close?.();
-    stopDeps(deps);
-    await duckdb.close();
-    try {
-      kv.close();
-    } catch (err) {
-      // A test that takes the store away on purpose (to see a failure path) closed it already.
-      if (!(err instanceof Deno.errors.BadResource)) throw err;
-    }
+    await deps[Symbol.asyncDispose]();
     await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   };
   return {

@@ -1,4 +1,4 @@
-import { unprocessable } from "../errors.ts";
+import { answerErrors } from "./errors.ts";
 import type { Widget } from "../store/models.ts";
 
 /** Looks up widgets by tenant (the widget repository). */
@@ -13,7 +13,7 @@ export interface TenantWidgets {
  */
 export async function askingWidget(widgets: TenantWidgets, tenantId: string, widgetId: string): Promise<Widget> {
   const widget = await widgets.getForTenant(tenantId, widgetId);
-  if (!widget) throw unprocessable("widget_id not found");
+  if (!widget) throw answerErrors.widget_not_found();
   return widget;
 }
 

@@ -6,7 +6,8 @@
  */
 import { z } from "zod";
 import type { Clock } from "../clock.ts";
-import { AppError } from "../errors.ts";
+import type { AppError } from "../errors.ts";
+import { answerErrors } from "./errors.ts";
 import { newId } from "../ids.ts";
 import { type ConversationTurn, standaloneQuery } from "./followup.ts";
 
@@ -68,8 +69,7 @@ export interface PreparedTurn {
   history: ConversationTurn[];
 }
 
-export const conversationNotFound = () =>
-  new AppError(404, "conversation_not_found", "Conversation not found or expired: start a new one");
+export const conversationNotFound = (): AppError => answerErrors.conversation_not_found();
 
 const clipTurn = (t: ConversationTurn): ConversationTurn => ({
   role: t.role,

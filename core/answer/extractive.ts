@@ -7,7 +7,7 @@
  * date, ending with the links used. The only words it adds are the attributions: it never states what the passages
  * do not say. Below a minimum relevance it says plainly that nothing relevant was found.
  */
-import { AppError } from "../errors.ts";
+import { answerErrors } from "./errors.ts";
 import type { RetrievedArticle } from "../search/types.ts";
 import type { AnswerProvider, GroundedRequest } from "./provider.ts";
 import type { SchemaValidator } from "./schema.ts";
@@ -500,7 +500,7 @@ export class ExtractiveProvider implements AnswerProvider {
     } catch (err) {
       if (err instanceof UnfillableSchemaError) {
         return Promise.reject(
-          new AppError(502, "schema_mismatch", `model output did not match the schema: ${err.message}`),
+          answerErrors.schema_mismatch({ problems: [err.message] }),
         );
       }
       throw err;
@@ -508,7 +508,7 @@ export class ExtractiveProvider implements AnswerProvider {
     const problems = validator.validate(payload);
     if (problems.length > 0) {
       return Promise.reject(
-        new AppError(502, "schema_mismatch", `model output did not match the schema: ${problems.join("; ")}`),
+        answerErrors.schema_mismatch({ problems }),
       );
     }
     return Promise.resolve(payload);

@@ -9,6 +9,7 @@ import { createParser } from "eventsource-parser";
 import type { Clock } from "../clock.ts";
 import type { OpenAiConfig } from "../config.ts";
 import { AppError } from "../errors.ts";
+import { answerErrors, type MalformedWhy } from "./errors.ts";
 import type { Logger } from "../log.ts";
 import type { AiModel } from "../store/models.ts";
 import { NOTHING_FOUND } from "./extractive.ts";
@@ -47,8 +48,7 @@ type Attempt<T> =
   | { ok: true; value: T }
   | { ok: false; status?: number; retryAfterMs?: number; cause: unknown };
 
-const malformed = (why: string) =>
-  new AppError(502, "provider_malformed", `AI provider returned a malformed response: ${why}`);
+const malformed = (why: MalformedWhy) => answerErrors.provider_malformed({ why });
 
 /** The OpenAI-compatible chat provider. */
 export class OpenAiProvider implements AnswerProvider {
@@ -136,7 +136,7 @@ export class OpenAiProvider implements AnswerProvider {
     ], format);
     const second = check(repaired);
     if (second.problems.length === 0) return second.value;
-    throw new AppError(502, "schema_mismatch", `model output did not match the schema: ${second.problems.join("; ")}`);
+    throw answerErrors.schema_mismatch({ problems: second.problems });
   }
 
   /**
@@ -221,7 +221,7 @@ export class OpenAiProvider implements AnswerProvider {
   }
 
   #timeout(): AppError {
-    return new AppError(504, "provider_timeout", `AI provider did not answer within ${this.#o.config.timeoutMs} ms`);
+    return answerErrors.provider_timeout({ timeoutMs: this.#o.config.timeoutMs });
   }
 
   /** A failed response as a retryable attempt (429, 5xx); any other status is final. */
@@ -235,7 +235,7 @@ export class OpenAiProvider implements AnswerProvider {
         cause: new Error(`HTTP ${res.status} on attempt ${attemptNo}: ${snippet}`),
       };
     }
-    throw new AppError(502, "provider_failed", `AI provider rejected the request: HTTP ${res.status}`, {
+    throw answerErrors.provider_rejected({ status: res.status }, {
       cause: new Error(`HTTP ${res.status}: ${snippet}`),
     });
   }
@@ -261,7 +261,7 @@ export class OpenAiProvider implements AnswerProvider {
       if (i === attempts) break;
       if (last.retryAfterMs !== undefined && last.retryAfterMs > this.#o.maxRetryAfterMs) {
         const s = Math.ceil(last.retryAfterMs / 1000);
-        throw new AppError(502, "provider_failed", `AI provider is rate limiting: retry after ${s} s`, {
+        throw answerErrors.provider_rate_limiting({ retryAfterS: s }, {
           headers: { "retry-after": String(s) },
           cause: last.cause,
         });
@@ -269,14 +269,10 @@ export class OpenAiProvider implements AnswerProvider {
       await this.#o.sleep(last.retryAfterMs ?? this.#backoff(i));
     }
     if (last && !last.ok && last.status === undefined) {
-      throw new AppError(502, "provider_unreachable", `AI provider could not be reached after ${attempts} attempts`, {
-        cause: last.cause,
-      });
+      throw answerErrors.provider_unreachable({ attempts }, { cause: last.cause });
     }
-    throw new AppError(
-      502,
-      "provider_failed",
-      `AI provider failed: HTTP ${last && !last.ok ? last.status : "error"} after ${attempts} attempts`,
+    throw answerErrors.provider_failed(
+      { status: last && !last.ok ? last.status ?? "error" : "error", attempts },
       { cause: last && !last.ok ? last.cause : undefined },
     );
   }
@@ -339,7 +335,7 @@ export class OpenAiProvider implements AnswerProvider {
     }
     const c = chunk as { error?: unknown; choices?: { delta?: { content?: unknown } }[] };
     if (c?.error) {
-      throw new AppError(502, "provider_failed", "AI provider failed while streaming", {
+      throw answerErrors.provider_failed_streaming({
         cause: new Error(this.#scrub(JSON.stringify(c.error).slice(0, ERROR_SNIPPET))),
       });
     }

@@ -40,9 +40,8 @@ export function compileSchema(schema: Record<string, unknown>): SchemaValidator 
   try {
     compiled = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
   } catch (err) {
-    throw new InvalidSchemaError(`the model's output schema is not usable: ${(err as Error).message}`, {
-      cause: err,
-    });
+    // The compiler's message quotes the schema: it stays the cause (logged), never a public message.
+    throw new InvalidSchemaError("the model's output schema is not usable", { cause: err });
   }
   const validator: SchemaValidator = {
     validate(value) {
@@ -57,7 +56,8 @@ export function compileSchema(schema: Record<string, unknown>): SchemaValidator 
 /**
  * Reads a model's JSON reply: tolerates a Markdown code fence around it (many chat models add
  * one even in JSON mode).
- * @returns the parsed value, or the parse problem as a sentence.
+ * @returns the parsed value, or the parse problem as our own sentence: V8's message quotes the
+ * reply, so it is never one of the problems (which reach public error messages).
  */
 export function parseJsonReply(text: string): { ok: true; value: unknown } | { ok: false; problem: string } {
   let t = text.trim();
@@ -65,7 +65,7 @@ export function parseJsonReply(text: string): { ok: true; value: unknown } | { o
   if (fence) t = fence[1]!;
   try {
     return { ok: true, value: JSON.parse(t) };
-  } catch (err) {
-    return { ok: false, problem: `the reply is not valid JSON: ${(err as Error).message}` };
+  } catch {
+    return { ok: false, problem: "the reply is not valid JSON" };
   }
 }

@@ -6,7 +6,7 @@
 // What the analytics log keeps of a response: longer text would lose the event.
 import { type EventInput, type EventSink, MAX_RESPONSE_CHARS } from "../events.ts";
 import type { Clock } from "../clock.ts";
-import { AppError } from "../errors.ts";
+import { answerErrors } from "./errors.ts";
 import { describeError, type Logger } from "../log.ts";
 import type { AiModel } from "../store/models.ts";
 import type { LinkBuilder } from "../links/links.ts";
@@ -122,7 +122,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
   const providerFor = (model: AiModel): AnswerProvider => {
     const provider = providers[model.provider.kind];
     if (!provider) {
-      throw new AppError(502, "provider_unavailable", `AI provider ${model.provider.kind} is not available`);
+      throw answerErrors.provider_unavailable({ provider: model.provider.kind });
     }
     return provider;
   };
@@ -131,7 +131,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
     try {
       return compileSchema(schema);
     } catch (err) {
-      if (err instanceof InvalidSchemaError) throw new AppError(502, "schema_invalid", err.message, { cause: err });
+      if (err instanceof InvalidSchemaError) throw answerErrors.schema_invalid({ cause: err });
       throw err;
     }
   };
@@ -186,7 +186,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       // Whatever the provider did, nothing leaves unchecked.
       const problems = validator!.validate(payload);
       if (problems.length > 0) {
-        throw new AppError(502, "schema_mismatch", `model output did not match the schema: ${problems.join("; ")}`);
+        throw answerErrors.schema_mismatch({ problems });
       }
       result = { kind: "structured", payload, message: JSON.stringify(payload) };
     } else {

@@ -1,6 +1,6 @@
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes, sha256Hex } from "../crypto.ts";
-import { forbidden, unauthorized } from "../errors.ts";
+import { authErrors } from "./errors.ts";
 import { newId } from "../ids.ts";
 
 /** A stored API key: only the SHA-256 of the secret is kept. */
@@ -81,17 +81,17 @@ export class ApiKeyService {
    * unknown or revoked.
    */
   async authenticate(authorization: string | undefined | null): Promise<ApiKeyRecord> {
-    if (!authorization) throw unauthorized("Missing API key: send Authorization: Bearer <API_KEY>", "missing_api_key");
+    if (!authorization) throw authErrors.missing_api_key();
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match || !match[1]!.startsWith(KEY_PREFIX)) {
-      throw unauthorized("Malformed API key: expected Authorization: Bearer ak_...", "malformed_api_key");
+      throw authErrors.malformed_api_key();
     }
     const token = match[1]!;
     const rec = KEY_RE.test(token)
       ? (await this.kv.get<ApiKeyRecord>(["api_key", await sha256Hex(token)])).value
       : null;
-    if (!rec) throw forbidden("Invalid API key", "invalid_api_key");
-    if (rec.revokedAt) throw forbidden("API key revoked", "revoked_api_key");
+    if (!rec) throw authErrors.invalid_api_key();
+    if (rec.revokedAt) throw authErrors.revoked_api_key();
     return rec;
   }
 }

@@ -13,8 +13,7 @@ export const planCovers = (plan: Plan, slug: string): boolean =>
 export const DEFAULT_QUERY_PRICE_MICROS = 10_000;
 /** Default price of one `full_text` when a seller set none: 0.02 USD. */
 export const DEFAULT_FULL_TEXT_PRICE_MICROS = 20_000;
-/** The meter of an article's licensed full text (search `contents: {text: true}`), one unit per text. */
-export const FULL_TEXT_METER = "full_text";
+export { FULL_TEXT_METER } from "../payproxy/allowance.ts";
 
 /** The meters a plan pays for: credit plans name theirs (default `query`); pay as you go pays queries. */
 export const planMeters = (plan: Plan): string[] => (plan.kind === "credit" ? plan.meters ?? ["query"] : ["query"]);

@@ -6,7 +6,7 @@
 import { Challenge, Credential, Receipt } from "mppx";
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes } from "../crypto.ts";
-import { AppError } from "../errors.ts";
+import { commerceErrors as errors, NOTES } from "./errors.ts";
 import type { Rail } from "./types.ts";
 
 /** How long a challenge can be answered. */
@@ -81,10 +81,7 @@ export class Challenges {
     try {
       cred = Credential.deserialize(auth.trim());
     } catch (err) {
-      throw new AppError(400, "invalid_request", "Malformed Payment credential", {
-        detail: "Authorization must be `Payment <base64url credential>` answering one of our challenges",
-        cause: err,
-      });
+      throw errors.credential_malformed({ cause: err });
     }
     const challenge = cred.challenge as StorefrontChallenge;
     const payload = (cred.payload && typeof cred.payload === "object" ? cred.payload : {}) as Record<string, unknown>;
@@ -95,14 +92,10 @@ export class Challenges {
       ours = false;
     }
     if (!ours) {
-      throw new AppError(404, "payment_unknown", "Payment reference matches no payment at this seller", {
-        detail: "request a fresh 402 challenge",
-      });
+      throw errors.payment_unknown({ detail: NOTES.FRESH_402 });
     }
     if (challenge.expires && Date.parse(challenge.expires) <= this.clock.now().getTime()) {
-      throw new AppError(404, "payment_unknown", "Payment challenge expired", {
-        detail: "request a fresh 402 challenge",
-      });
+      throw errors.challenge_expired();
     }
     return { challenge, payload };
   }
@@ -147,13 +140,9 @@ export function matchTerms(challenge: StorefrontChallenge, expected: PaymentTerm
   const fields: (keyof PaymentTerms)[] = ["action", "sellerId", "planId", "currency", "agent", "service"];
   const differs = (k: keyof PaymentTerms) => (got[k] ?? undefined) !== (expected[k] ?? undefined);
   if (fields.some(differs) || Boolean(got.checkout) !== Boolean(expected.checkout)) {
-    throw new AppError(409, "payment_request_mismatch", "Payment was issued for a different request", {
-      detail: "this payment answers another plan, action or agent; request a fresh 402",
-    });
+    throw errors.payment_request_mismatch();
   }
   if (got.amountUsd !== expected.amountUsd) {
-    throw new AppError(409, "payment_amount_mismatch", "amountUsd differs from the paid challenge", {
-      detail: `the challenge was for ${String(got.amountUsd)} USD`,
-    });
+    throw errors.payment_amount_mismatch({ detail: `the challenge was for ${String(got.amountUsd)} USD` });
   }
 }

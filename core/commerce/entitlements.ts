@@ -250,6 +250,19 @@ export class EntitlementLedger {
     return (await this.kv.get<Debit>(debitKey(sellerId, requestId))).value;
   }
 
+  /**
+   * Marks a paid call of this credential in flight (a pay-as-you-go call paid before it is
+   * forwarded), so the upstream's allowance check sees it; {@link endCall} removes the mark.
+   */
+  async holdCall(sellerId: string, credentialId: string, requestId: string, amountMicros: number): Promise<void> {
+    await this.kv.set(holdKey(sellerId, credentialId, requestId), amountMicros, { expireIn: 10 * 60_000 });
+  }
+
+  /** Ends what {@link holdCall} started. */
+  async endCall(sellerId: string, credentialId: string, requestId: string): Promise<void> {
+    await this.kv.delete(holdKey(sellerId, credentialId, requestId));
+  }
+
   /** Does the credential hold an open reservation at this seller (a proxied call in flight)? */
   async hasHold(sellerId: string, credentialId: string): Promise<boolean> {
     for await (const _ of this.kv.list({ prefix: ["commerce_hold", sellerId, credentialId] }, { limit: 1 })) {

@@ -20,6 +20,16 @@ import type { SellerDirectory } from "./types.ts";
 
 export { CommerceService } from "./service.ts";
 export type { AuthenticatedAgent } from "./types.ts";
+export { commerceErrors } from "./errors.ts";
+export {
+  challengeList,
+  challengeView,
+  type PaidPurchase,
+  type PaymentUrls,
+  type PurchaseChallenge,
+  type PurchaseOutcome,
+} from "./purchase.ts";
+export { Settlement, standardOfferHeaders } from "./settlement.ts";
 
 /** Everything the commerce routes use. */
 export interface Commerce {

@@ -1,4 +1,4 @@
-import { AppError } from "../errors.ts";
+import { commerceErrors as errors } from "./errors.ts";
 
 /** One US dollar in micro-USD, the integer unit every amount is kept in. */
 export const MICROS_PER_USD = 1_000_000;
@@ -11,9 +11,6 @@ export const CARD_MINIMUM_MICROS = 500_000;
 // decimals is still read so it can be named as a non-cent amount rather than a malformed one.
 const AMOUNT_RE = /^(\d{1,9})(?:\.(\d{1,12}))?$/;
 
-/** A 400 in the storefront family. */
-const bad = (code: string, detail: string) => new AppError(400, code, detail, { detail });
-
 /**
  * Parses an `amountUsd` field into integer micro-USD.
  * The wire form is a string with six decimals (`"5.000000"`); fewer decimals are accepted, but the
@@ -22,12 +19,12 @@ const bad = (code: string, detail: string) => new AppError(400, code, detail, { 
  *   `amount_not_cent_increment` when finer than a cent.
  */
 export function parseAmountUsd(raw: unknown): number {
-  if (raw === undefined || raw === null || raw === "") throw bad("amount_required", "amountUsd is required");
-  if (typeof raw !== "string") throw bad("invalid_request", 'amountUsd must be a string such as "5.000000"');
+  if (raw === undefined || raw === null || raw === "") throw errors.amount_required();
+  if (typeof raw !== "string") throw errors.amount_not_string();
   const m = AMOUNT_RE.exec(raw);
-  if (!m) throw bad("invalid_request", 'amountUsd must be a decimal string such as "5.000000"');
+  if (!m) throw errors.amount_malformed();
   const frac = m[2] ?? "";
-  if (/[1-9]/.test(frac.slice(2))) throw bad("amount_not_cent_increment", "amountUsd must be a whole number of cents");
+  if (/[1-9]/.test(frac.slice(2))) throw errors.amount_not_cent_increment();
   return Number(m[1]) * MICROS_PER_USD + Number(frac.slice(0, 2).padEnd(2, "0")) * MICROS_PER_CENT;
 }
 
@@ -65,16 +62,9 @@ export interface PurchaseLimits {
  * @throws {AppError} `amount_below_minimum`, `amount_above_maximum`, `amount_below_card_minimum`.
  */
 export function checkAmount(micros: number, limits: PurchaseLimits, rail: "card" | "wallet" | "any"): void {
-  if (micros < limits.minimumMicros) {
-    throw bad("amount_below_minimum", `amountUsd must be at least ${formatUsd(limits.minimumMicros)}`);
-  }
-  if (micros > limits.maximumMicros) {
-    throw bad("amount_above_maximum", `amountUsd must be at most ${formatUsd(limits.maximumMicros)}`);
-  }
+  if (micros < limits.minimumMicros) throw errors.amount_below_minimum({ minimumUsd: formatUsd(limits.minimumMicros) });
+  if (micros > limits.maximumMicros) throw errors.amount_above_maximum({ maximumUsd: formatUsd(limits.maximumMicros) });
   if (rail === "card" && micros < limits.cardMinimumMicros) {
-    throw bad(
-      "amount_below_card_minimum",
-      `card payments must be at least ${formatUsd(limits.cardMinimumMicros)}; use the wallet rail for smaller amounts`,
-    );
+    throw errors.amount_below_card_minimum({ cardMinimumUsd: formatUsd(limits.cardMinimumMicros) });
   }
 }

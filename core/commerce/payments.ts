@@ -12,7 +12,8 @@
  * Key: `["commerce_payment", sellerId, reference]`.
  */
 import type { Clock } from "../clock.ts";
-import { AppError } from "../errors.ts";
+import type { AppError } from "../errors.ts";
+import { commerceErrors as errors } from "./errors.ts";
 import type { PaymentTerms } from "./challenges.ts";
 import type { PaymentMethodName } from "./types.ts";
 
@@ -58,17 +59,15 @@ export function effectiveState(p: PaymentRecord, clock: Clock): PaymentState {
 export function terminalError(p: PaymentRecord, state: PaymentState): AppError | null {
   switch (state) {
     case "consumed":
-      return new AppError(409, "payment_consumed", "Payment already settled; it cannot be spent again", {
-        detail: `reference ${p.reference} was consumed`,
-      });
+      return errors.payment_consumed({ detail: `reference ${p.reference} was consumed` });
     case "failed":
-      return new AppError(409, "payment_failed", "Payment failed; this reference is terminal", {
+      return errors.payment_failed({
         detail: p.settlementReason ? `settlementReason: ${p.settlementReason}` : undefined,
       });
     case "refunded":
-      return new AppError(409, "payment_refunded", "Payment was refunded; this reference is terminal");
+      return errors.payment_refunded();
     case "released":
-      return new AppError(409, "payment_released", "Payment was released; this reference is terminal");
+      return errors.payment_released();
     default:
       return null;
   }
@@ -86,7 +85,27 @@ export class PaymentStore {
   async openCheckout(record: PaymentRecord): Promise<void> {
     const key = paymentKey(record.sellerId, record.reference);
     const res = await this.kv.atomic().check({ key, versionstamp: null }).set(key, record).commit();
-    if (!res.ok) throw new AppError(409, "payment_request_mismatch", "This checkout already exists");
+    if (!res.ok) throw errors.checkout_exists();
+  }
+
+  /**
+   * Claims a reference for a charge about to run (`record`, in state `processing`), atomically: of
+   * concurrent claims exactly one wins, so a reference is charged once. `takeOver` is the entry of a
+   * claim abandoned by a dead process, replaced only if it is still exactly that.
+   * @returns the claimed entry, or null when the reference is already taken (read it for its state)
+   */
+  async claim(
+    record: PaymentRecord,
+    takeOver?: Deno.KvEntry<PaymentRecord>,
+  ): Promise<Deno.KvEntry<PaymentRecord> | null> {
+    const key = paymentKey(record.sellerId, record.reference);
+    const res = await this.kv.atomic().check(takeOver ?? { key, versionstamp: null }).set(key, record).commit();
+    return res.ok ? { key, value: record, versionstamp: res.versionstamp } : null;
+  }
+
+  /** Gives a claim back (nothing was charged): the reference is free again. False when it changed meanwhile. */
+  async release(entry: Deno.KvEntry<PaymentRecord>): Promise<boolean> {
+    return (await this.kv.atomic().check(entry).delete(entry.key).commit()).ok;
   }
 
   /**
@@ -95,6 +114,26 @@ export class PaymentStore {
   async move(entry: Deno.KvEntry<PaymentRecord>, patch: Partial<PaymentRecord>): Promise<boolean> {
     const next = { ...entry.value, ...patch, updatedAt: this.clock.now().toISOString() };
     return (await this.kv.atomic().check(entry).set(entry.key, next).commit()).ok;
+  }
+
+  /**
+   * Marks the exact entry read `consumed` with `patch` and commits `grant` (the credit it buys) in
+   * the same atomic operation; false when either changed meanwhile.
+   */
+  async consume(
+    entry: Deno.KvEntry<PaymentRecord>,
+    patch: Partial<PaymentRecord>,
+    grant: { key: Deno.KvKey; current: Deno.KvEntryMaybe<unknown>; next: unknown },
+  ): Promise<PaymentRecord | null> {
+    const next: PaymentRecord = {
+      ...entry.value,
+      ...patch,
+      state: "consumed",
+      updatedAt: this.clock.now().toISOString(),
+    };
+    const res = await this.kv.atomic().check(entry).check(grant.current).set(entry.key, next).set(grant.key, grant.next)
+      .commit();
+    return res.ok ? next : null;
   }
 
   /** Operator refund of a paid or consumed reference (credit already granted is not clawed back here). */

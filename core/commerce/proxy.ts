@@ -7,14 +7,14 @@
  */
 import type { Clock } from "../clock.ts";
 import { AppError } from "../errors.ts";
+import { commerceErrors as errors } from "./errors.ts";
 import { describeError, type Logger } from "../log.ts";
 import { FULL_TEXT_METER, planCovers, planMeters, planView } from "./catalog.ts";
 import { matchTerms, type PaymentTerms, receiptHeader, type RefundNote } from "./challenges.ts";
 import { CARD_MINIMUM_MICROS, formatUsd } from "./money.ts";
-import { holdKey } from "./entitlements.ts";
-import { paymentKey, type PaymentRecord } from "./payments.ts";
-import { PaymentProviderUnavailable } from "./processor.ts";
-import { type CommerceService, settlementRefused, standardOffers } from "./service.ts";
+import type { PaymentRecord } from "./payments.ts";
+import type { CommerceService } from "./service.ts";
+import { settlementRefused } from "./settlement.ts";
 import { unixSeconds } from "../clock.ts";
 import { signRequest } from "../payproxy/signature.ts";
 import { type AuthenticatedAgent, type PaygPlan, type Rail, realmOf, type Seller, type Service } from "./types.ts";
@@ -100,9 +100,7 @@ export class PaidProxy {
     const services = await commerce.catalog.services(c.seller);
     const service = services.find((s) => s.modelId === c.modelId && s.kind === c.kind);
     if (!service) {
-      throw new AppError(404, "access_not_found", "No such service at this seller", {
-        detail: "see GET /services for the services sold here",
-      });
+      throw errors.service_not_found();
     }
     const requestId = this.#requestId(c.headers);
     let covering = plans.filter((p) => planCovers(p, service.slug));
@@ -115,8 +113,7 @@ export class PaidProxy {
         : covering.filter((p) => planMeters(p).includes(FULL_TEXT_METER));
       const heldIds = new Set((await commerce.ledger.entries(c.agent, c.seller.sellerId)).map((e) => e.value.planId));
       if (!covering.some((p) => heldIds.has(p.id))) {
-        throw new AppError(403, "plan_required", "Your plans do not include full text for this service", {
-          reason: "not_included_in_plan",
+        throw errors.full_text_not_in_plan({
           detail: service.meters.full_text === undefined
             ? "the publisher licenses summaries only for this service"
             : "buy a plan whose meters include full_text",
@@ -135,12 +132,10 @@ export class PaidProxy {
       const r = await commerce.ledger.reserve(c.agent, c.seller.sellerId, creditIds, price, requestId);
       if (r.ok) return await this.#forwardAndBill(c, service, services, requestId);
       if (r.why === "duplicate") {
-        throw new AppError(409, "invalid_request", "zc-request-id was already used", {
-          detail: "send a fresh zc-request-id for each call",
-        });
+        throw errors.request_id_reused();
       }
       if (r.why === "exhausted") {
-        throw new AppError(402, "usage_exhausted", "Plan credit ran out", {
+        throw errors.usage_exhausted({
           detail: `a query of ${service.slug} costs ${
             formatUsd(price)
           } USD; top up with POST /extend or purchase again`,
@@ -154,22 +149,16 @@ export class PaidProxy {
     const held = await commerce.ledger.entries(c.agent, c.seller.sellerId);
     const meters = [{ serviceSlug: service.slug, meterSlug: "query" }];
     if (held.length > 0) {
-      throw new AppError(403, "plan_required", "Your plans do not include this service", {
-        reason: "not_included_in_plan",
-        extra: { meters, plans: views() },
-      });
+      throw errors.service_not_in_plan({ extra: { meters, plans: views() } });
     }
-    throw new AppError(403, "plan_required", "A plan is required for this service", {
-      reason: "access_not_found",
-      extra: { meters, plans: views() },
-    });
+    throw errors.plan_required({ extra: { meters, plans: views() } });
   }
 
   #requestId(headers: Headers): string {
     const given = headers.get("zc-request-id");
     if (given === null) return crypto.randomUUID();
     if (!REQUEST_ID_RE.test(given)) {
-      throw new AppError(400, "invalid_request", "zc-request-id must be 8 to 128 characters of A-Z a-z 0-9 . _ : -");
+      throw errors.request_id_malformed();
     }
     return given;
   }
@@ -192,11 +181,15 @@ export class PaidProxy {
     }
     const presented = challenges.read(c.headers, realmOf(c.seller));
     if (!presented) {
-      const standard = await this.#standardOffers(c, terms, plan.pricePerRequestMicros);
+      const standard = await commerce.settlement.standardOffer(
+        this.#requestOf(c),
+        c.seller,
+        terms,
+        plan.pricePerRequestMicros,
+      );
       const rails: Rail[] = plan.pricePerRequestMicros >= CARD_MINIMUM_MICROS ? ["card", "wallet"] : ["wallet"];
       const issued = rails.map((rail) => ({ rail, ch: challenges.issue(realmOf(c.seller), rail, terms) }));
-      throw new AppError(402, "payment_required", "This call is paid per request", {
-        detail: "answer a challenge with Authorization: Payment <credential> (agent token in ZC-Agent-Authorization)",
+      throw errors.call_payment_required({
         extra: {
           payment: {
             planId: plan.id,
@@ -214,70 +207,32 @@ export class PaidProxy {
         headers: {
           "cache-control": "no-store",
           // Several challenges in one field, comma-separated (RFC 9110 list syntax).
-          "www-authenticate": [...issued.map((i) => challenges.header(i.ch)), ...standard.www].join(", "),
-          ...(standard.x402 ? { "payment-required": standard.x402 } : {}),
+          "www-authenticate": [
+            ...issued.map((i) => challenges.header(i.ch)),
+            ...(standard?.www ? [standard.www] : []),
+          ].join(", "),
+          ...(standard?.x402 ? { "payment-required": standard.x402 } : {}),
         },
       });
     }
     const { challenge, payload } = presented;
     const rail = challenge.method;
-    if (rail !== "card" && rail !== "wallet") throw new AppError(404, "payment_unknown", "Unknown payment method");
+    if (rail !== "card" && rail !== "wallet") throw errors.payment_method_unknown();
     matchTerms(challenge, terms);
-    const token = payload.token;
-    if (typeof token !== "string" || token.length === 0 || token.length > 512) {
-      throw new AppError(400, "invalid_request", "The Payment credential payload needs a token");
-    }
-    const key = paymentKey(c.seller.sellerId, challenge.id);
-    const now = this.o.clock.now().toISOString();
-    const record: PaymentRecord = {
+    const { settlement } = commerce;
+    const charged = await settlement.chargeToken({
+      rail,
       reference: challenge.id,
       sellerId: c.seller.sellerId,
-      rail,
-      state: "processing",
       terms,
-      amountMicros: plan.pricePerRequestMicros,
-      createdAt: now,
-      updatedAt: now,
-    };
-    const kv = commerce.kv;
-    const claimed = await kv.atomic().check({ key, versionstamp: null }).set(key, record).commit();
-    if (!claimed.ok) throw commerce.stateError((await commerce.payments.get(c.seller.sellerId, challenge.id)).value!);
-    let outcome;
-    try {
-      outcome = await commerce.processor.charge({
-        rail,
-        token,
-        amountMicros: plan.pricePerRequestMicros,
-        reference: challenge.id,
-        description: `${service.slug} query`,
-      });
-    } catch (err) {
-      await kv.delete(key);
-      if (err instanceof PaymentProviderUnavailable) {
-        throw new AppError(503, "payment_provider_unavailable", "Payment provider unavailable; retry unchanged", {
-          headers: { "retry-after": "2" },
-        });
-      }
-      throw err;
-    }
-    const entry = (await commerce.payments.get(c.seller.sellerId, challenge.id)) as Deno.KvEntry<PaymentRecord>;
-    if (outcome.status !== "succeeded") {
-      if (outcome.status === "incomplete") {
-        await kv.delete(key);
-        throw new AppError(402, "payment_incomplete", "Payment unfinished", {
-          extra: { statusUrl: commerce.statusUrl(challenge.id) },
-        });
-      }
-      await commerce.payments.move(entry, { state: "failed", settlementReason: outcome.settlementReason });
-      throw new AppError(402, "settlement_failed", "Payment did not settle", {
-        detail: "retry from the start for a fresh challenge",
-        extra: { settlementReason: outcome.settlementReason },
-      });
-    }
-    await commerce.payments.move(entry, { state: "consumed", processorRef: outcome.processorRef });
+      micros: plan.pricePerRequestMicros,
+      token: settlement.tokenOf(payload),
+    }, `${service.slug} query`);
+    const processorRef = charged.processorRef;
+    await settlement.consumeCall(charged.entry, processorRef);
     // The paid call is in flight: the allowance check the upstream makes sees it through this hold.
-    const hold = holdKey(c.seller.sellerId, c.agent.credentialId, requestId);
-    await kv.set(hold, plan.pricePerRequestMicros, { expireIn: 10 * 60_000 });
+    const { ledger } = commerce;
+    await ledger.holdCall(c.seller.sellerId, c.agent.credentialId, requestId, plan.pricePerRequestMicros);
     let res: Response | null = null;
     let failure: unknown = null;
     try {
@@ -285,29 +240,21 @@ export class PaidProxy {
     } catch (err) {
       failure = err;
     } finally {
-      await kv.delete(hold);
+      await ledger.endCall(c.seller.sellerId, c.agent.credentialId, requestId);
     }
-    const charged = { rail: rail as Rail, reference: challenge.id, processorRef: outcome.processorRef };
+    const charge = { rail: rail as Rail, reference: challenge.id, processorRef };
     if (res?.ok) {
       const headers = relayHeaders(res, requestId);
-      headers.set("payment-receipt", receiptHeader(rail, challenge.id, outcome.processorRef, this.o.clock.now()));
+      headers.set("payment-receipt", receiptHeader(rail, challenge.id, processorRef, this.o.clock.now()));
       return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
     }
     // Errors are not charged, as on credit (whose reservation goes back): the charge is refunded
     // and the receipt says so.
-    const refund = await this.#refund(c.seller.sellerId, charged, plan.pricePerRequestMicros, requestId);
-    const receipt = receiptHeader(rail, challenge.id, outcome.processorRef, this.o.clock.now(), refund);
+    const refund = await this.#refund(c.seller.sellerId, charge, plan.pricePerRequestMicros, requestId);
+    const receipt = receiptHeader(rail, challenge.id, processorRef, this.o.clock.now(), refund);
     if (!res) {
-      const err = failure instanceof AppError
-        ? failure
-        : new AppError(502, "upstream_unavailable", "The seller's service did not answer", { cause: failure });
-      throw new AppError(err.status, err.code, err.message, {
-        reason: err.reason,
-        detail: err.detail,
-        extra: err.extra,
-        headers: { ...err.headers, "payment-receipt": receipt },
-        cause: err.cause,
-      });
+      const err = failure instanceof AppError ? failure : errors.upstream_unavailable({ cause: failure });
+      throw err.withHeaders({ "payment-receipt": receipt });
     }
     const headers = relayHeaders(res, requestId);
     headers.set("payment-receipt", receipt);
@@ -348,19 +295,6 @@ export class PaidProxy {
     }
   }
 
-  /** The standard methods' challenges for a pay-per-call 402 (none when they are not offered). */
-  async #standardOffers(c: ProxyCall, terms: PaymentTerms, micros: number): Promise<{ www: string[]; x402?: string }> {
-    const { commerce } = this.o;
-    if (!commerce.standardEnabled) return { www: [] };
-    const out = await commerce.standardPayment(this.#requestOf(c), c.seller, terms, micros);
-    if (out.status !== 402) return { www: [] };
-    const offered = standardOffers(out.response).headers;
-    return {
-      www: offered.filter(([k]) => k === "www-authenticate").map(([, v]) => v),
-      x402: offered.find(([k]) => k === "payment-required")?.[1],
-    };
-  }
-
   /** The request mppx binds a payment to: the agent's own (x402 echoes its URL), or a synthetic one. */
   #requestOf(c: ProxyCall): Request {
     return c.request ??
@@ -380,24 +314,23 @@ export class PaidProxy {
     requestId: string,
   ): Promise<Response> {
     const { commerce } = this.o;
-    const kv = commerce.kv;
+    const { ledger, settlement } = commerce;
     let upstream: Response | null = null;
     const refused = new Error("upstream answered an error");
     let out;
     try {
-      out = await commerce.standardPayment(
+      out = await settlement.standardPayment(
         this.#requestOf(c),
         c.seller,
         terms,
         plan.pricePerRequestMicros,
         async () => {
           // The paid call is in flight: the allowance check the upstream makes sees it through this hold.
-          const hold = holdKey(c.seller.sellerId, c.agent.credentialId, requestId);
-          await kv.set(hold, plan.pricePerRequestMicros, { expireIn: 10 * 60_000 });
+          await ledger.holdCall(c.seller.sellerId, c.agent.credentialId, requestId, plan.pricePerRequestMicros);
           try {
             const res = await this.#forward(c, requestId).catch((err) => {
               if (err instanceof AppError) throw err;
-              throw new AppError(502, "upstream_unavailable", "The seller's service did not answer", { cause: err });
+              throw errors.upstream_unavailable({ cause: err });
             });
             // Buffered: the answer must be complete before the payment for it settles.
             upstream = new Response(await res.arrayBuffer(), {
@@ -406,7 +339,7 @@ export class PaidProxy {
               headers: res.headers,
             });
           } finally {
-            await kv.delete(hold);
+            await ledger.endCall(c.seller.sellerId, c.agent.credentialId, requestId);
           }
           if (!upstream.ok) throw refused;
         },
@@ -423,7 +356,7 @@ export class PaidProxy {
       throw err;
     }
     if (out.status === 402) throw await settlementRefused(out.response);
-    await commerce.payments.move(out.entry, { state: "consumed", processorRef: out.externalId });
+    await settlement.consumeCall(out.entry, out.externalId);
     const res = upstream as Response | null;
     if (!res) throw new Error("standard payment settled without forwarding the call");
     const headers = relayHeaders(res, requestId);
@@ -434,7 +367,7 @@ export class PaidProxy {
 
   async #forward(c: ProxyCall, requestId: string): Promise<Response> {
     const key = await this.o.commerce.secrets.current(c.seller.sellerId);
-    if (!key) throw new AppError(409, "signing_secret_required", "Seller setup unfinished: no signing secret is set");
+    if (!key) throw errors.signing_secret_required();
     const signed = await signRequest({
       secret: key.secret,
       kid: key.kid,
@@ -462,7 +395,7 @@ export class PaidProxy {
     } catch (err) {
       await ledger.settle(c.seller.sellerId, requestId, 0);
       if (err instanceof AppError) throw err;
-      throw new AppError(502, "upstream_unavailable", "The seller's service did not answer", { cause: err });
+      throw errors.upstream_unavailable({ cause: err });
     }
     const headers = relayHeaders(res, requestId);
     if (!res.ok) {

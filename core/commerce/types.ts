@@ -1,20 +1,12 @@
+import type { Seller } from "../identity/types.ts";
+
 /**
  * Shapes shared by the commerce modules (plans, payments, entitlements, paid proxy), and the seams
  * to the identity room (core/identity/): the agent ({@link AuthenticatedAgent}) and the seller registry.
  */
 
-/**
- * A seller: one tenant's storefront, answering on its hosts. Same shape and KV keys as the identity
- * room's seller registry (`["seller", sellerId]`, `["seller_by_host", host]`).
- */
-export interface Seller {
-  sellerId: string;
-  tenantId: string;
-  name: string;
-  /** Host header values (`host[:port]`, lowercase). */
-  hosts: string[];
-  createdAt: string;
-}
+/** A seller: one storefront, declared once in the identity room (its registry owns the records). */
+export type { Seller };
 
 /** A seller's prices (`["commerce_pricing", sellerId]`); absent means the defaults. */
 export interface SellerPricing {

@@ -1,7 +1,8 @@
 import { html } from "hono/html";
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes, sha256Hex, timingSafeEqual } from "../crypto.ts";
-import { sfError } from "./errors.ts";
+import type { AppError, RaiseOptions } from "../errors.ts";
+import { identityErrors } from "./errors.ts";
 import { newId } from "../ids.ts";
 import type { Logger } from "../log.ts";
 import type { FixedWindowLimiter } from "../rate_limit.ts";
@@ -29,13 +30,9 @@ const CLAIM_TOKEN_RE = /^clt_[A-Za-z0-9_-]{43}$/;
 const LINK_RE = /^[A-Za-z0-9_-]{43}$/;
 const PROOF_RE = /^[A-Za-z0-9_-]{43}$/;
 
-const err = (status: number, code: string, message: string) => sfError(status, code, message);
-/** 429 for a claim e-mail over its per-address or per-seller limit, in the storefront's rate-limit shape. */
-const claimMailLimited = (what: string, retryAfterS: number) =>
-  sfError(429, "rate_limit_exceeded", `${what}: retry later`, {
-    extra: { retry_after: retryAfterS },
-    headers: { "Retry-After": String(retryAfterS) },
-  });
+/** A claim e-mail over its per-address or per-seller limit, in the storefront's rate-limit shape. */
+const claimMailLimited = (limited: (options: RaiseOptions) => AppError, retryAfterS: number) =>
+  limited({ extra: { retry_after: retryAfterS }, headers: { "Retry-After": String(retryAfterS) } });
 
 /** What the claim page shows for a link. */
 export type ClaimPageState =
@@ -133,17 +130,17 @@ export class ClaimService {
     for (let i = 0; i < 8; i++) {
       const { entry, claim, hash } = await this.#load(claimToken);
       const now = this.clock.now();
-      if (!isEmail(loginHint)) throw err(400, "invalid_login_hint", "login_hint must be an e-mail address");
+      if (!isEmail(loginHint)) throw identityErrors.invalid_login_hint();
       if (isPlusAliased(loginHint)) {
-        throw err(400, "invalid_login_hint", "Plus-aliased addresses cannot claim: use the address without +tag");
+        throw identityErrors.login_hint_plus_alias();
       }
       const email = normalizeEmail(loginHint);
       if (claim.email && claim.email !== email) {
-        throw err(400, "invalid_login_hint", "login_hint must be the address this claim was opened for");
+        throw identityErrors.login_hint_other_address();
       }
       const sent = claim.emailsSent ?? 0;
       if (sent >= MAX_CLAIM_EMAILS) {
-        throw err(403, "too_many_attempts", "Too many verification e-mails for this claim: register again");
+        throw identityErrors.claim_mails_exhausted();
       }
       if (!counted) {
         await this.#countMail(email, claim.sellerId);
@@ -177,7 +174,7 @@ export class ClaimService {
           mailer: this.mailer.kind,
           error: String(cause),
         });
-        throw sfError(503, "mail_unavailable", "The verification e-mail could not be sent; retry", { cause });
+        throw identityErrors.mail_unavailable({ cause });
       }
       return { verificationUri: uri, expiresIn: ttl };
     }
@@ -193,9 +190,9 @@ export class ClaimService {
     if (!limits) return;
     // Counted per mailbox (dotted Gmail spellings are one), kept hashed: the limiter's keys are no list of who was mailed.
     const to = await limits.perAddress.hit(await sha256Hex(mailboxKey(email)));
-    if (!to.allowed) throw claimMailLimited("Too many verification e-mails to this address", to.retryAfterS);
+    if (!to.allowed) throw claimMailLimited(identityErrors.claim_mails_to_address, to.retryAfterS);
     const from = await limits.perSeller.hit(sellerId);
-    if (!from.allowed) throw claimMailLimited("Too many verification e-mails from this storefront", from.retryAfterS);
+    if (!from.allowed) throw claimMailLimited(identityErrors.claim_mails_from_storefront, from.retryAfterS);
   }
 
   /** The service's clock reading (the claim page shows minutes left). */
@@ -311,18 +308,18 @@ export class ClaimService {
       const { entry, claim, hash, credential } = await this.#load(claimToken);
       const a = claim.attempt;
       if (!a) {
-        throw err(409, "claim_not_confirmed", "No verification e-mail was requested: call POST /agent/identity/claim");
+        throw identityErrors.claim_not_requested();
       }
-      if (a.status === "denied") throw err(403, "claim_denied", "The human denied this claim");
+      if (a.status === "denied") throw identityErrors.claim_denied();
       if (a.status === "sent") {
-        if (this.#past(a.expiresAt)) throw err(410, "claim_expired", "The claim link expired: request a new one");
-        throw err(409, "claim_not_confirmed", "The human has not confirmed on the claim page yet");
+        if (this.#past(a.expiresAt)) throw identityErrors.claim_link_expired();
+        throw identityErrors.claim_not_confirmed();
       }
       if (a.wrongCodes >= MAX_WRONG_CODES) {
-        throw err(403, "too_many_attempts", "Too many wrong codes: request a new claim e-mail");
+        throw identityErrors.user_code_attempts_exhausted();
       }
       if (this.#past(a.userCodeExpiresAt!)) {
-        throw err(410, "user_code_expired", "The user code expired: request a new claim e-mail");
+        throw identityErrors.user_code_expired();
       }
       const code = normalizeUserCode(userCode);
       const ok = code !== null && timingSafeEqual(await sha256Hex(code), a.userCodeHash!);
@@ -333,7 +330,7 @@ export class ClaimService {
           })
           .commit();
         if (!res.ok) continue;
-        throw err(400, "invalid_user_code", "The user code is wrong");
+        throw identityErrors.invalid_user_code();
       }
 
       const now = this.clock.now().toISOString();
@@ -368,20 +365,20 @@ export class ClaimService {
 
   /** Loads a claim by token and applies the checks shared by request and complete. */
   async #load(claimToken: string) {
-    if (!CLAIM_TOKEN_RE.test(claimToken)) throw err(401, "invalid_claim_token", "Unknown claim token");
+    if (!CLAIM_TOKEN_RE.test(claimToken)) throw identityErrors.invalid_claim_token();
     const hash = await sha256Hex(claimToken);
     const entry = await this.kv.get<Claim>(["claim", hash]);
     const claim = entry.value;
-    if (!claim) throw err(401, "invalid_claim_token", "Unknown claim token");
-    if (claim.completedAt) throw err(409, "already_claimed", "This claim was already completed");
+    if (!claim) throw identityErrors.invalid_claim_token();
+    if (claim.completedAt) throw identityErrors.already_claimed();
     let credential: Deno.KvEntry<Credential> | null = null;
     if (claim.credentialId) {
       const c = await this.kv.get<Credential>(["credential", claim.credentialId]);
-      if (!c.value || c.value.revokedAt) throw err(401, "invalid_claim_token", "The credential of this claim is gone");
-      if (c.value.state === "claimed") throw err(409, "already_claimed", "This credential is already claimed");
+      if (!c.value || c.value.revokedAt) throw identityErrors.claim_credential_gone();
+      if (c.value.state === "claimed") throw identityErrors.credential_already_claimed();
       credential = c as Deno.KvEntry<Credential>;
     }
-    if (this.#past(claim.expiresAt)) throw err(410, "claim_expired", "The claim expired: register again");
+    if (this.#past(claim.expiresAt)) throw identityErrors.claim_expired();
     return { entry: entry as Deno.KvEntry<Claim>, claim, hash, credential };
   }
 

@@ -11,7 +11,7 @@ import type { Clock } from "../clock.ts";
 import { unixSeconds } from "../clock.ts";
 import type { TrustedIssuer } from "../config.ts";
 import { AppError } from "../errors.ts";
-import { sfError } from "./errors.ts";
+import { identityErrors } from "./errors.ts";
 import { isEmail, normalizeEmail } from "./emails.ts";
 
 /** The `typ` an ID-JAG carries (draft-ietf-oauth-identity-assertion-authz-grant). */
@@ -48,9 +48,6 @@ export interface VerifiedIdJag {
   exp: number;
 }
 
-const fail = (status: number, code: string, message: string, cause?: unknown) =>
-  sfError(status, code, message, { cause });
-
 /**
  * Verifies ID-JAGs from the trusted issuers (spec 5.3.3) and consumes each `jti` once. Each
  * issuer's JWKS is fetched through the injected fetch, cached, and refetched on an unknown `kid`
@@ -83,17 +80,17 @@ export class IdJagVerifier {
       header = decodeProtectedHeader(assertion);
       unverified = decodeJwt(assertion);
     } catch (err) {
-      throw fail(400, "invalid_request", "The assertion is not a JWT", err);
+      throw identityErrors.jag_not_jwt({ cause: err });
     }
     // Media type names are case-insensitive and may carry the "application/" prefix (RFC 7515 4.1.9).
     if (typeof header.typ !== "string" || header.typ.toLowerCase().replace(/^application\//, "") !== ID_JAG_TYP) {
-      throw fail(400, "invalid_request", `The assertion must have typ ${ID_JAG_TYP}`);
+      throw identityErrors.jag_wrong_typ({ typ: ID_JAG_TYP });
     }
     if (typeof header.alg !== "string" || !ID_JAG_ALGORITHMS.includes(header.alg)) {
-      throw fail(401, "invalid_signature", "The assertion must be signed with an asymmetric algorithm");
+      throw identityErrors.jag_symmetric_alg();
     }
     const trusted = this.opts.trustedIssuers.find((t) => t.issuer === unverified.iss);
-    if (!trusted) throw fail(403, "issuer_not_enabled", "The assertion's issuer is not trusted here");
+    if (!trusted) throw identityErrors.issuer_not_enabled();
 
     let payload: JWTPayload;
     try {
@@ -111,32 +108,32 @@ export class IdJagVerifier {
     const now = unixSeconds(this.clock);
     const aud = Array.isArray(payload.aud) && payload.aud.length === 1 ? payload.aud[0] : payload.aud;
     if (typeof aud !== "string" || !this.opts.audiences.includes(aud)) {
-      throw fail(401, "invalid_audience", "The assertion's aud must be this authorization server alone");
+      throw identityErrors.invalid_audience();
     }
     const exp = payload.exp!;
     if (exp - now > ID_JAG_MAX_LIFETIME_S) {
-      throw fail(400, "invalid_request", "The assertion's exp must be at most 10 minutes ahead");
+      throw identityErrors.jag_exp_too_far();
     }
     const authTime = payload.auth_time;
     if (typeof authTime !== "number" || !Number.isFinite(authTime) || now - authTime > ID_JAG_MAX_AUTH_AGE_S) {
-      throw fail(401, "login_required", "The user must sign in again: auth_time is missing or older than 30 days");
+      throw identityErrors.login_required();
     }
     if (authTime - now > AUTH_TIME_SKEW_S) {
-      throw fail(400, "invalid_request", "The assertion's auth_time is in the future");
+      throw identityErrors.jag_auth_time_future();
     }
     if (!isEmail(payload.email) || payload.email_verified !== true) {
-      throw fail(403, "missing_verified_email", "The assertion must carry an email with email_verified true");
+      throw identityErrors.missing_verified_email();
     }
     const jti = payload.jti!;
     if (typeof jti !== "string" || jti.length === 0 || jti.length > 256) {
-      throw fail(400, "invalid_request", "The assertion's jti must be a string of 1 to 256 characters");
+      throw identityErrors.jag_jti_invalid();
     }
 
     // Single use: the first verifier to write the jti wins; it is kept until the assertion expires.
     const key = ["id_jag_jti", trusted.issuer, jti];
     const res = await this.kv.atomic().check({ key, versionstamp: null })
       .set(key, exp * 1000, { expireIn: Math.max(1, exp - now + 60) * 1000 }).commit();
-    if (!res.ok) throw fail(401, "replay_detected", "This assertion was already used");
+    if (!res.ok) throw identityErrors.replay_detected();
 
     return {
       issuer: trusted.issuer,
@@ -167,22 +164,22 @@ const KNOWN_CLAIMS = new Set(["iss", "sub", "aud", "exp", "nbf", "iat", "jti", "
 
 /** jose's errors -> our codes. Anything about the key set itself means the provider is unreachable or broken. */
 function translate(err: unknown): AppError {
-  if (err instanceof joseErrors.JWTExpired) return fail(401, "expired", "The assertion has expired", err);
+  if (err instanceof joseErrors.JWTExpired) return identityErrors.jag_expired({ cause: err });
   if (
     err instanceof joseErrors.JWSSignatureVerificationFailed || err instanceof joseErrors.JWKSNoMatchingKey ||
     err instanceof joseErrors.JWKSMultipleMatchingKeys || err instanceof joseErrors.JOSEAlgNotAllowed ||
     err instanceof joseErrors.JOSENotSupported || err instanceof joseErrors.JWSInvalid
   ) {
-    return fail(401, "invalid_signature", "The assertion's signature did not verify", err);
+    return identityErrors.invalid_signature({ cause: err });
   }
   // Our own words only: jose's messages stay in the log (as the cause), never in a response.
   if (err instanceof joseErrors.JWTClaimValidationFailed) {
     const claim = KNOWN_CLAIMS.has(err.claim) ? `the ${err.claim} claim` : "a claim";
     const problem = err.reason === "missing" ? "is missing" : "failed its check";
-    return fail(400, "invalid_request", `The assertion is invalid: ${claim} ${problem}`, err);
+    return identityErrors.jag_claim_invalid({ claim, problem }, { cause: err });
   }
   if (err instanceof joseErrors.JWTInvalid) {
-    return fail(400, "invalid_request", "The assertion is invalid: not a well-formed JWT", err);
+    return identityErrors.jag_malformed({ cause: err });
   }
-  return fail(503, "identity_provider_unavailable", "The identity provider's keys could not be fetched; retry", err);
+  return identityErrors.identity_provider_unavailable({ cause: err });
 }

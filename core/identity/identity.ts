@@ -1,6 +1,6 @@
 import type { Clock } from "../clock.ts";
-import { AppError } from "../errors.ts";
-import { sfError } from "./errors.ts";
+import { identityErrors } from "./errors.ts";
+import { oauthErrors } from "./oauth_errors.ts";
 import { newId } from "../ids.ts";
 import type { AccountStore } from "./accounts.ts";
 import type { ClaimService } from "./claims.ts";
@@ -42,7 +42,7 @@ export class IdentityService {
    */
   async anonymous(seller: Seller): Promise<{ identity: IssuedIdentity; claim: IssuedClaim }> {
     if (!this.settings.anonymousRegistration) {
-      throw sfError(403, "anonymous_registration_disabled", "Anonymous registration is disabled here");
+      throw identityErrors.anonymous_registration_disabled();
     }
     const now = this.clock.now();
     const cred: Credential = {
@@ -76,9 +76,9 @@ export class IdentityService {
    */
   async serviceAuth(seller: Seller, loginHint: unknown): Promise<IssuedClaim> {
     if (!this.settings.serviceAuthRegistration) {
-      throw sfError(403, "service_auth_registration_disabled", "service_auth registration is disabled here");
+      throw identityErrors.service_auth_registration_disabled();
     }
-    if (!isEmail(loginHint)) throw sfError(400, "invalid_login_hint", "login_hint must be an e-mail address");
+    if (!isEmail(loginHint)) throw identityErrors.invalid_login_hint();
     return await this.claims.open({
       origin: "service_auth",
       email: normalizeEmail(loginHint),
@@ -96,14 +96,9 @@ export class IdentityService {
       const existing = await this.accounts.accountIdByEmail(jag.email);
       if (existing.value) {
         const claim = await this.claims.open({ origin: "interaction", email: jag.email, sellerId: seller.sellerId });
-        throw sfError(
-          401,
-          "interaction_required",
-          "This e-mail already has an account: its human must claim this agent",
-          {
-            extra: { claim: claimBlock(claim) },
-          },
-        );
+        throw identityErrors.interaction_required({
+          extra: { claim: claimBlock(claim) },
+        });
       }
       const op = this.kv.atomic();
       const account = await this.accounts.accountInto(op, jag.email);
@@ -131,11 +126,11 @@ export class IdentityService {
     let cred: Credential | null = null;
     const rotated = await this.refreshTokens.rotate(refreshToken, async (credentialId, op, family) => {
       // An OAuth client's refresh token goes back to /oauth2/token, never here.
-      if (family.oauth) throw sfError(401, "invalid_refresh_token", "Unknown refresh token");
+      if (family.oauth) throw identityErrors.invalid_refresh_token();
       const entry = await this.kv.get<Credential>(["credential", credentialId]);
       cred = entry.value;
       if (!this.accounts.isLive(cred) || cred.state !== "claimed") {
-        throw sfError(401, "invalid_refresh_token", "The credential of this refresh token is gone");
+        throw identityErrors.refresh_credential_gone();
       }
       op.check(entry);
     });
@@ -168,10 +163,10 @@ export class IdentityService {
     const { credentialId, refreshFamilyId } = await this.tokens.verifyAssertion(assertion);
     const cred = await this.accounts.credential(credentialId);
     if (!this.accounts.isLive(cred)) {
-      throw new AppError(400, "invalid_grant", "The credential of this assertion is revoked or expired");
+      throw oauthErrors.assertion_credential_gone();
     }
     if (refreshFamilyId && !(await this.refreshTokens.familyLive(refreshFamilyId))) {
-      throw new AppError(400, "invalid_grant", "The refresh family of this assertion is revoked");
+      throw oauthErrors.assertion_family_revoked();
     }
     return await this.tokens.mintAccessToken(cred);
   }

@@ -89,21 +89,21 @@ export class OAuthService {
       error,
     });
     if (state !== undefined && state.length > MAX_STATE_CHARS) {
-      return fail(oauthErrors.invalidRequest(`state must be at most ${MAX_STATE_CHARS} characters`));
+      return fail(oauthErrors.state_too_long({ max: MAX_STATE_CHARS }));
     }
     if (q.get("response_type") !== "code" || q.getAll("response_type").length > 1) {
-      return fail(oauthErrors.unsupportedResponseType());
+      return fail(oauthErrors.unsupported_response_type());
     }
     if (q.get("code_challenge_method") !== "S256") {
-      return fail(oauthErrors.invalidRequest("code_challenge_method must be S256"));
+      return fail(oauthErrors.challenge_method_not_s256());
     }
     const codeChallenge = single("code_challenge");
     if (!codeChallenge || !CHALLENGE_RE.test(codeChallenge)) {
-      return fail(oauthErrors.invalidRequest("code_challenge must be an S256 challenge (43 base64url characters)"));
+      return fail(oauthErrors.challenge_malformed());
     }
     const resources = q.getAll("resource");
     if (resources.length > 1 || (resources.length === 1 && !this.settings.resources.includes(resources[0]!))) {
-      return fail(oauthErrors.invalidTarget());
+      return fail(oauthErrors.resource_not_served());
     }
     return {
       ok: true,
@@ -183,35 +183,35 @@ export class OAuthService {
     resource: string | null;
   }): Promise<OAuthTokens> {
     const client = await this.clients.get(p.clientId);
-    if (!client) throw oauthErrors.invalidClient();
-    if (!p.code) throw oauthErrors.invalidRequest("code is required");
-    if (!p.codeVerifier) throw oauthErrors.invalidRequest("code_verifier is required");
-    if (!p.redirectUri) throw oauthErrors.invalidRequest("redirect_uri is required");
-    if (!CODE_RE.test(p.code)) throw oauthErrors.invalidGrant("Unknown authorization code");
+    if (!client) throw oauthErrors.invalid_client();
+    if (!p.code) throw oauthErrors.code_required();
+    if (!p.codeVerifier) throw oauthErrors.code_verifier_required();
+    if (!p.redirectUri) throw oauthErrors.redirect_uri_required();
+    if (!CODE_RE.test(p.code)) throw oauthErrors.code_unknown();
     const key = ["oauth_code", await sha256Hex(p.code)];
     const entry = await this.kv.get<AuthorizationCodeRecord>(key);
     const rec = entry.value;
-    if (!rec) throw oauthErrors.invalidGrant("Unknown authorization code");
+    if (!rec) throw oauthErrors.code_unknown();
     if (rec.usedFamilyId !== undefined) {
       // RFC 6749 section 4.1.2: a code used twice revokes the tokens issued with it.
       await this.refresh.revokeFamily(rec.usedFamilyId);
-      throw oauthErrors.invalidGrant("This authorization code was already used; its tokens are revoked");
+      throw oauthErrors.code_reused();
     }
     if (Date.parse(rec.expiresAt) <= this.clock.now().getTime()) {
-      throw oauthErrors.invalidGrant("The authorization code has expired");
+      throw oauthErrors.code_expired();
     }
-    if (rec.clientId !== client.clientId) throw oauthErrors.invalidGrant("The code was issued to another client");
-    if (rec.redirectUri !== p.redirectUri) throw oauthErrors.invalidGrant("redirect_uri does not match the request");
+    if (rec.clientId !== client.clientId) throw oauthErrors.code_other_client();
+    if (rec.redirectUri !== p.redirectUri) throw oauthErrors.redirect_uri_mismatch();
     if (p.resource !== null && p.resource !== rec.resource) {
-      throw oauthErrors.invalidTarget("resource does not match the authorization request");
+      throw oauthErrors.resource_mismatch_request();
     }
-    if (!VERIFIER_RE.test(p.codeVerifier)) throw oauthErrors.invalidGrant("The code_verifier does not match");
+    if (!VERIFIER_RE.test(p.codeVerifier)) throw oauthErrors.code_verifier_mismatch();
     const computed = base64url(new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(p.codeVerifier))));
     if (!timingSafeEqual(computed, rec.codeChallenge)) {
-      throw oauthErrors.invalidGrant("The code_verifier does not match");
+      throw oauthErrors.code_verifier_mismatch();
     }
     const cred = await this.accounts.credential(rec.credentialId);
-    if (!this.accounts.isLive(cred)) throw oauthErrors.invalidGrant("The agent identity of this code is gone");
+    if (!this.accounts.isLive(cred)) throw oauthErrors.code_identity_gone();
     const op = this.kv.atomic().check(entry);
     const refresh = await this.refresh.issueInto(op, cred.credentialId, undefined, {
       clientId: client.clientId,
@@ -219,7 +219,7 @@ export class OAuthService {
     });
     op.set(key, { ...rec, usedFamilyId: refresh.familyId }, { expireIn: (CODE_TTL_S + 3600) * 1000 });
     // Of two concurrent exchanges one commits; the other sees the code spent.
-    if (!(await op.commit()).ok) throw oauthErrors.invalidGrant("This authorization code was already used");
+    if (!(await op.commit()).ok) throw oauthErrors.code_used();
     const { accessToken, expiresIn } = await this.tokens.mintAccessToken(cred, {
       audience: rec.resource,
       clientId: client.clientId,
@@ -234,28 +234,30 @@ export class OAuthService {
    */
   async refreshGrant(p: { refreshToken: string | null; clientId: string | null; resource: string | null }) {
     const client = await this.clients.get(p.clientId);
-    if (!client) throw oauthErrors.invalidClient();
-    if (!p.refreshToken) throw oauthErrors.invalidRequest("refresh_token is required");
+    if (!client) throw oauthErrors.invalid_client();
+    if (!p.refreshToken) throw oauthErrors.refresh_token_required();
     let resource = "";
     let rotated;
     try {
       rotated = await this.refresh.rotate(p.refreshToken, async (credentialId, op, family) => {
         if (!family.oauth || family.oauth.clientId !== client.clientId) {
-          throw oauthErrors.invalidGrant("The refresh token was not issued to this client");
+          throw oauthErrors.refresh_other_client();
         }
         if (p.resource !== null && p.resource !== family.oauth.resource) {
-          throw oauthErrors.invalidTarget("resource does not match the grant");
+          throw oauthErrors.resource_mismatch_grant();
         }
         resource = family.oauth.resource;
         const cred = await this.kv.get(["credential", credentialId]);
         if (!this.accounts.isLive(cred.value as never)) {
-          throw oauthErrors.invalidGrant("The agent identity of this grant is gone");
+          throw oauthErrors.grant_identity_gone();
         }
         op.check(cred);
       });
     } catch (err) {
       // The store's own refusals (unknown, expired, reused, revoked) are invalid_grant here.
-      if (err instanceof AppError && err.code === "invalid_refresh_token") throw oauthErrors.invalidGrant(err.message);
+      if (err instanceof AppError && err.code === "invalid_refresh_token") {
+        throw oauthErrors.refresh_token_refused({ refusal: err });
+      }
       throw err;
     }
     const cred = (await this.accounts.credential(rotated.credentialId))!;

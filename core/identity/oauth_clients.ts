@@ -3,12 +3,11 @@ import type { Clock } from "../clock.ts";
 import { base64url, randomBytes } from "../crypto.ts";
 import type { Logger } from "../log.ts";
 import type { SafeFetcher } from "../net/safe_fetch.ts";
-import { oauthErrors } from "./oauth_errors.ts";
+import { MAX_URI_CHARS, oauthErrors, type RedirectUriProblem } from "./oauth_errors.ts";
 import type { OAuthClient } from "./types.ts";
 
 /** Redirect URIs one client may register. */
 export const MAX_REDIRECT_URIS = 10;
-const MAX_URI_CHARS = 2000;
 const MAX_NAME_CHARS = 128;
 const CLIENT_ID_RE = /^oc_[A-Za-z0-9_-]{22}$/;
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
@@ -21,22 +20,20 @@ const GRANTS = new Set(["authorization_code", "refresh_token"]);
  * (RFC 8252 native and local clients), or a private-use reverse-domain scheme; never a fragment,
  * never credentials in the URL, never `javascript:` or `data:`.
  */
-export function redirectUriProblem(uri: unknown): string | null {
-  if (typeof uri !== "string" || uri.length === 0) return "each redirect URI must be a non-empty string";
-  if (uri.length > MAX_URI_CHARS) return `a redirect URI is longer than ${MAX_URI_CHARS} characters`;
+export function redirectUriProblem(uri: unknown): RedirectUriProblem | null {
+  if (typeof uri !== "string" || uri.length === 0) return "redirect_uri_empty";
+  if (uri.length > MAX_URI_CHARS) return "redirect_uri_too_long";
   let url: URL;
   try {
     url = new URL(uri);
   } catch {
-    return "a redirect URI is not an absolute URL";
+    return "redirect_uri_not_absolute";
   }
-  if (url.hash || uri.includes("#")) return "a redirect URI must not have a fragment";
-  if (url.username || url.password) return "a redirect URI must not carry credentials";
+  if (url.hash || uri.includes("#")) return "redirect_uri_fragment";
+  if (url.username || url.password) return "redirect_uri_credentials";
   if (url.protocol === "https:") return null;
-  if (url.protocol === "http:") {
-    return LOOPBACK_HOSTS.has(url.hostname) ? null : "an http redirect URI must point at a loopback host";
-  }
-  return PRIVATE_SCHEME_RE.test(url.protocol) ? null : "a redirect URI must use https, loopback http or app scheme";
+  if (url.protocol === "http:") return LOOPBACK_HOSTS.has(url.hostname) ? null : "redirect_uri_http_not_loopback";
+  return PRIVATE_SCHEME_RE.test(url.protocol) ? null : "redirect_uri_scheme";
 }
 
 /** Whether a client_id is a client ID metadata document URL (https, with a path). */
@@ -86,26 +83,26 @@ export class OAuthClients {
   async register(metadata: Record<string, unknown>): Promise<OAuthClient> {
     const uris = metadata.redirect_uris;
     if (!Array.isArray(uris) || uris.length === 0) {
-      throw oauthErrors.invalidRedirectUri("redirect_uris must list at least one URI");
+      throw oauthErrors.redirect_uris_empty();
     }
     if (uris.length > MAX_REDIRECT_URIS) {
-      throw oauthErrors.invalidRedirectUri(`redirect_uris may list at most ${MAX_REDIRECT_URIS} URIs`);
+      throw oauthErrors.redirect_uris_too_many({ max: MAX_REDIRECT_URIS });
     }
     for (const uri of uris) {
       const problem = redirectUriProblem(uri);
-      if (problem) throw oauthErrors.invalidRedirectUri(problem);
+      if (problem) throw oauthErrors[problem]();
     }
     const name = metadata.client_name;
     if (name !== undefined && (typeof name !== "string" || name.length > MAX_NAME_CHARS)) {
-      throw oauthErrors.invalidClientMetadata(`client_name must be a string of at most ${MAX_NAME_CHARS} characters`);
+      throw oauthErrors.client_name_invalid({ max: MAX_NAME_CHARS });
     }
     const grants = metadata.grant_types;
     if (grants !== undefined && (!Array.isArray(grants) || grants.some((g) => !GRANTS.has(g)))) {
-      throw oauthErrors.invalidClientMetadata("grant_types may hold only authorization_code and refresh_token");
+      throw oauthErrors.grant_types_invalid();
     }
     const types = metadata.response_types;
     if (types !== undefined && (!Array.isArray(types) || types.some((t) => t !== "code"))) {
-      throw oauthErrors.invalidClientMetadata("response_types may hold only code");
+      throw oauthErrors.response_types_invalid();
     }
     const client: OAuthClient = {
       clientId: "oc_" + base64url(randomBytes(16)),

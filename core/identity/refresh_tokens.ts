@@ -1,11 +1,10 @@
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes, sha256Hex } from "../crypto.ts";
-import { sfError } from "./errors.ts";
+import { identityErrors } from "./errors.ts";
 import { newId } from "../ids.ts";
 import type { OAuthBinding, RefreshFamily, RefreshTokenRecord } from "./types.ts";
 
 const TOKEN_RE = /^rt_[A-Za-z0-9_-]{43}$/;
-const invalid = (message: string) => sfError(401, "invalid_refresh_token", message);
 
 /**
  * Rotating refresh tokens (stored by SHA-256). Each use hands out a successor and marks the used
@@ -62,19 +61,19 @@ export class RefreshTokens {
     token: string,
     extra: (credentialId: string, op: Deno.AtomicOperation, family: RefreshFamily) => Promise<void> = async () => {},
   ): Promise<{ credentialId: string; token: string; expiresIn: number; familyId: string }> {
-    if (!TOKEN_RE.test(token)) throw invalid("Unknown refresh token");
+    if (!TOKEN_RE.test(token)) throw identityErrors.invalid_refresh_token();
     const hash = await sha256Hex(token);
     for (let i = 0; i < 8; i++) {
       const entry = await this.kv.get<RefreshTokenRecord>(["refresh_token", hash]);
       const rec = entry.value;
-      if (!rec) throw invalid("Unknown refresh token");
+      if (!rec) throw identityErrors.invalid_refresh_token();
       const famEntry = await this.kv.get<RefreshFamily>(["refresh_family", rec.familyId]);
-      if (!famEntry.value || famEntry.value.revokedAt) throw invalid("This refresh token was revoked");
+      if (!famEntry.value || famEntry.value.revokedAt) throw identityErrors.refresh_token_revoked();
       if (rec.status === "rotated") {
         await this.#revokeFamily(rec.familyId);
-        throw invalid("This refresh token was already used; its family is revoked");
+        throw identityErrors.refresh_token_reused();
       }
-      if (Date.parse(rec.expiresAt) <= this.clock.now().getTime()) throw invalid("The refresh token has expired");
+      if (Date.parse(rec.expiresAt) <= this.clock.now().getTime()) throw identityErrors.refresh_token_expired();
       const op = this.kv.atomic().check(entry).check(famEntry)
         .set(["refresh_token", hash], { ...rec, status: "rotated" }, { expireIn: (this.ttlS + 86400) * 1000 });
       await extra(rec.credentialId, op, famEntry.value);

@@ -2,8 +2,8 @@ import { errors as joseErrors, type JWTPayload, jwtVerify, SignJWT } from "jose"
 import type { Clock } from "../clock.ts";
 import { unixSeconds } from "../clock.ts";
 import { base64url, randomBytes } from "../crypto.ts";
-import { AppError } from "../errors.ts";
-import { sfError } from "./errors.ts";
+import { identityErrors } from "./errors.ts";
+import { oauthErrors } from "./oauth_errors.ts";
 import { SIGNING_ALG, type SigningKeyStore } from "./keys.ts";
 import type { Credential } from "./types.ts";
 
@@ -30,10 +30,6 @@ export interface TokenSettings {
   accessTokenTtlS: number;
   assertionTtlS: number;
 }
-
-const invalidToken = (reason: string, message: string, cause?: unknown) =>
-  sfError(401, "invalid_token", message, { reason, cause });
-const invalidGrant = (message: string, cause?: unknown) => new AppError(400, "invalid_grant", message, { cause });
 
 /**
  * Mints and verifies our two JWTs, both signed with the storefront key in KV:
@@ -83,15 +79,15 @@ export class TokenService {
       payload = r.payload;
       typ = r.protectedHeader.typ;
     } catch (err) {
-      if (err instanceof joseErrors.JWTExpired) throw invalidGrant("The assertion has expired", err);
-      throw invalidGrant("The assertion did not verify", err);
+      if (err instanceof joseErrors.JWTExpired) throw oauthErrors.assertion_expired({ cause: err });
+      throw oauthErrors.assertion_unverified({ cause: err });
     }
     if (typ !== ASSERTION_TYP || payload.iss !== this.settings.issuer || payload.aud !== this.settings.issuer) {
-      throw invalidGrant("The assertion is not an identity assertion issued here");
+      throw oauthErrors.assertion_not_ours();
     }
-    if (typeof payload.sub !== "string") throw invalidGrant("The assertion names no credential");
+    if (typeof payload.sub !== "string") throw oauthErrors.assertion_no_subject();
     if (payload.rfam !== undefined && typeof payload.rfam !== "string") {
-      throw invalidGrant("The assertion did not verify");
+      throw oauthErrors.assertion_unverified();
     }
     return {
       credentialId: payload.sub,
@@ -142,16 +138,16 @@ export class TokenService {
       typ = r.protectedHeader.typ;
     } catch (err) {
       if (err instanceof joseErrors.JWTExpired) {
-        throw invalidToken("token_expired", "The access token has expired: exchange the assertion again", err);
+        throw identityErrors.access_token_expired({ cause: err });
       }
-      throw invalidToken("token_invalid", "The access token did not verify: exchange the assertion again", err);
+      throw identityErrors.access_token_invalid({ cause: err });
     }
     if (
       typ !== ACCESS_TOKEN_TYP || payload.iss !== this.settings.issuer || typeof payload.aud !== "string" ||
       !audiences.includes(payload.aud) ||
       typeof payload.sub !== "string" || typeof payload.jti !== "string" || typeof payload.exp !== "number"
     ) {
-      throw invalidToken("unrecognized_agent_credential", "The credential is not an access token issued here");
+      throw identityErrors.not_an_access_token();
     }
     return {
       credentialId: payload.sub,

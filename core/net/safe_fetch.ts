@@ -132,6 +132,18 @@ export function parseContentType(header: string | null): { mime: string; charset
   return { mime: type!.trim().toLowerCase(), charset: charset?.toLowerCase() };
 }
 
+// A media type as RFC 9110 spells one (type "/" subtype, token characters), short enough to show.
+const MIME_SHOWN = /^[a-z0-9!#$&^_.+-]{1,40}\/[a-z0-9!#$&^_.+-]{1,60}$/;
+
+/**
+ * The origin's media type as our messages show it: the origin wrote the header, so anything that
+ * is not a plain `type/subtype` is named, not echoed.
+ */
+function shownMime(mime: string): string {
+  if (!mime) return "none";
+  return MIME_SHOWN.test(mime) ? mime : "one that is not a valid media type";
+}
+
 /** True when `mime` is allowed by one of `patterns` (`type/subtype` or `type/*`). */
 export function mimeAllowed(mime: string, patterns: readonly string[]): boolean {
   if (!mime) return false;
@@ -285,7 +297,7 @@ export class SafeFetcher {
         await response.body?.cancel().catch(() => {});
         throw new SafeFetchError(
           "unsupported_content_type",
-          `URL returned an unsupported content type: ${mime || "none"}`,
+          `URL returned an unsupported content type: ${shownMime(mime)}`,
         );
       }
       const body = await readCapped(response, maxBytes);

@@ -18,6 +18,9 @@ import type { Logger } from "../log.ts";
 import { signRequest } from "./signature.ts";
 import { boundedCache, type LRUCache } from "../bounded_cache.ts";
 
+/** The meter of an article's licensed full text (search `contents: {text: true}`), one unit per text. */
+export const FULL_TEXT_METER = "full_text";
+
 /** One metered usage line, as in the 402 body and the `zc-usage` header. */
 export interface UsageItem {
   meterSlug: string;
@@ -189,15 +192,18 @@ export class AllowanceClient {
         requestId: callId,
         agentId: request.agentId,
       });
-      res = await this.#fetch(this.#url, {
-        method: "POST",
-        headers: { ...signed.headers, "content-type": "application/json", accept: "application/json" },
-        body,
-        redirect: "manual",
-        signal,
+      // The timeout covers reading the answer too, and holds when the payment layer is this
+      // process (an in-process loopback does not watch the signal).
+      [res, text] = await withDeadline(signal, async () => {
+        const answer = await this.#fetch(this.#url, {
+          method: "POST",
+          headers: { ...signed.headers, "content-type": "application/json", accept: "application/json" },
+          body,
+          redirect: "manual",
+          signal,
+        });
+        return [answer, await answer.text()] as const;
       });
-      // The timeout covers reading the answer too.
-      text = await res.text();
     } catch (err) {
       if (signal.aborted) return failOpen("timeout", `no answer within ${this.#timeoutMs} ms`);
       return failOpen("unreachable", err instanceof Error ? `${err.name}: ${err.message}` : String(err));
@@ -218,6 +224,16 @@ export class AllowanceClient {
     }
     return { allowed: false };
   }
+}
+
+/** Runs `work`, rejecting with the signal's reason as soon as it aborts (whether `work` watches it or not). */
+function withDeadline<T>(signal: AbortSignal, work: () => Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    work().then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 /**

@@ -1,4 +1,5 @@
-import { AppError } from "../errors.ts";
+import type { AppError } from "../errors.ts";
+import { payproxyErrors } from "./errors.ts";
 import type { AiModel, DataModel } from "../store/models.ts";
 
 /** Looks models up by id across tenants (the model repositories). */
@@ -33,5 +34,5 @@ function modelNotFound(id: string, model: DataModel | AiModel | null): AppError 
     : "private" in model && model.private
     ? `model ${id} is private`
     : `model ${id} is not marketplace-enabled`;
-  return new AppError(404, "not_found", "Not found", { cause: new Error(why) });
+  return payproxyErrors.model_not_found({ cause: new Error(why) });
 }

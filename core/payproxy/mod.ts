@@ -1,6 +1,7 @@
 /**
- * The payproxy room's public face: the secret store, the signature verifier, the allowance client
- * and their counters, wired over the shared stores.
+ * The payproxy room's public face: the secret store, the signature verifier, the allowance client,
+ * their counters, and the gate that runs the protocol around one signed call, wired over the
+ * shared stores.
  */
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
@@ -8,8 +9,11 @@ import type { Logger } from "../log.ts";
 import { AllowanceClient, PayproxyMetrics } from "./allowance.ts";
 import { PayproxySecretStore } from "./secrets.ts";
 import { SignatureVerifier } from "./signature.ts";
+import { PayproxyGate } from "./gate.ts";
 
-export { AllowanceClient, PayproxyMetrics, serviceSlug } from "./allowance.ts";
+export { AllowanceClient, FULL_TEXT_METER, PayproxyMetrics, serviceSlug } from "./allowance.ts";
+export { type Admission, PayproxyGate, QUERY_USAGE } from "./gate.ts";
+export { payproxyErrors } from "./errors.ts";
 export { PayproxySecretStore } from "./secrets.ts";
 export { pathAndQuery, SignatureVerifier, signRequest } from "./signature.ts";
 
@@ -19,6 +23,8 @@ export interface PayproxyServices {
   verifier: SignatureVerifier;
   allowance: AllowanceClient;
   metrics: PayproxyMetrics;
+  /** Verify, consume, allowance and usage around one signed call (the routes do HTTP only). */
+  gate: PayproxyGate;
 }
 
 /** Builds the payproxy services. Pure wiring: no I/O. */
@@ -33,18 +39,21 @@ export function createPayproxyServices(
 ): PayproxyServices {
   const secrets = new PayproxySecretStore(kv, clock);
   const metrics = new PayproxyMetrics();
+  const verifier = new SignatureVerifier({ keys: secrets, kv, clock, skewS: config.payproxySkewS });
+  const allowance = new AllowanceClient({
+    agentAuthUrl: config.agentAuthUrl,
+    fetch,
+    clock,
+    log,
+    timeoutMs: config.allowanceTimeoutMs,
+    cacheMs: config.allowanceCacheMs,
+    metrics,
+  });
   return {
     secrets,
     metrics,
-    verifier: new SignatureVerifier({ keys: secrets, kv, clock, skewS: config.payproxySkewS }),
-    allowance: new AllowanceClient({
-      agentAuthUrl: config.agentAuthUrl,
-      fetch,
-      clock,
-      log,
-      timeoutMs: config.allowanceTimeoutMs,
-      cacheMs: config.allowanceCacheMs,
-      metrics,
-    }),
+    verifier,
+    allowance,
+    gate: new PayproxyGate({ verifier, allowance, metrics, log }),
   };
 }

@@ -24,6 +24,7 @@ import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { HmacSha256 } from "../crypto.ts";
 import { AppError } from "../errors.ts";
+import { payproxyErrors } from "./errors.ts";
 import { ReplayMarks } from "./replay.ts";
 import { boundedCache } from "../bounded_cache.ts";
 
@@ -245,7 +246,7 @@ export interface VerifiedRequest {
 
 /** The 401 every signature failure becomes; the reason rides in the private cause. */
 export function invalidSignature(cause: unknown): AppError {
-  return new AppError(401, "invalid_payproxy_signature", "Invalid payproxy signature", { cause });
+  return payproxyErrors.invalid_payproxy_signature({ cause });
 }
 
 /**

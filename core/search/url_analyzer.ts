@@ -2,6 +2,7 @@
  * The contract between URL queries in search and the page analysis in core/extract/.
  */
 import { AppError } from "../errors.ts";
+import { searchErrors } from "./errors.ts";
 
 /** A web page reduced to what recommendations need. */
 export interface AnalyzedPage {
@@ -51,14 +52,12 @@ export class UrlAnalysisError extends AppError {
   override readonly code: UrlAnalysisErrorCode;
 
   constructor(code: UrlAnalysisErrorCode, message: string, cause?: unknown) {
-    super(422, code, message, { cause });
+    super("unprocessable", code, message, { cause });
     this.name = "UrlAnalysisError";
     this.code = code;
   }
 }
 
 /** Page analysis has no room in its queue: 503 with `Retry-After`, in the route family's error body. */
-export const pageAnalysisBusy = (retryAfterS: number) =>
-  new AppError(503, "page_analysis_busy", "query: page analysis is busy, try again shortly", {
-    headers: { "Retry-After": String(retryAfterS) },
-  });
+export const pageAnalysisBusy = (retryAfterS: number): AppError =>
+  searchErrors.page_analysis_busy({ headers: { "Retry-After": String(retryAfterS) } });

@@ -2,7 +2,7 @@
  * Registering, listing and removing a data model's sources, and its retention: the rules the
  * HTTP routes and the admin commands share.
  */
-import { AppError } from "../errors.ts";
+import { sourcesErrors } from "./errors.ts";
 import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
 import type { EntityRepo } from "../store/entity_repo.ts";
 import type { DataModel } from "../store/models.ts";
@@ -56,7 +56,7 @@ export class SourceService {
       u.hash = "";
       url = u.toString();
     } catch {
-      throw new AppError(422, "invalid_request", "url must be an absolute http or https URL");
+      throw sourcesErrors.invalid_url();
     }
     try {
       const res = await this.deps.fetcher.fetch(url, {
@@ -71,16 +71,16 @@ export class SourceService {
       } else await this.deps.parser.document(caller, input.type, text, 1);
     } catch (err) {
       if (err instanceof SafeFetchError) {
-        const code = err.code === "blocked_address" || err.code === "invalid_url"
-          ? "url_blocked"
-          : "source_unreachable";
-        throw new AppError(422, code, `url could not be used as a source: ${err.message}`, { cause: err });
+        const refused = err.code === "blocked_address" || err.code === "invalid_url";
+        throw (refused ? sourcesErrors.url_blocked : sourcesErrors.source_unreachable)({ why: err.message }, {
+          cause: err,
+        });
       }
       if (err instanceof SourceFormatError) {
-        throw new AppError(422, "source_unreadable", `url is not a ${input.type} source: ${err.message}`);
+        throw sourcesErrors.source_unreadable({ type: input.type, why: err.message });
       }
       if (err instanceof SourceParserBusyError) {
-        throw new AppError(503, "source_check_busy", "the source could not be checked now, try again shortly", {
+        throw sourcesErrors.source_check_busy({
           headers: { "Retry-After": String(err.retryAfterS) },
         });
       }
@@ -97,7 +97,11 @@ export class SourceService {
       }, this.deps.limits.maxPerDataModel);
       return sourceView(source, (await this.deps.sources.state(source.id)).value);
     } catch (err) {
-      if (err instanceof SourceLimitError) throw new AppError(409, err.code, err.message);
+      if (err instanceof SourceLimitError) {
+        throw err.code === "source_exists"
+          ? sourcesErrors.source_exists()
+          : sourcesErrors.source_limit_reached({ max: this.deps.limits.maxPerDataModel });
+      }
       throw err;
     }
   }
@@ -116,7 +120,7 @@ export class SourceService {
   async remove(dm: DataModel, sourceId: string): Promise<void> {
     const source = await this.deps.sources.get(sourceId);
     if (!source || source.dataModelId !== dm.id || !(await this.deps.sources.remove(source))) {
-      throw new AppError(404, "source_not_found", "source not found");
+      throw sourcesErrors.source_not_found();
     }
   }
 

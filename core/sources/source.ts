@@ -113,8 +113,9 @@ const stateKey = (id: string) => ["source_state", id];
 
 /** Why a source could not be added. */
 export class SourceLimitError extends Error {
-  constructor(readonly code: "source_limit_reached" | "source_exists", message: string) {
-    super(message);
+  // The public words are the sources catalog's (errors.ts); this says which refusal it is.
+  constructor(readonly code: "source_limit_reached" | "source_exists") {
+    super(code);
     this.name = "SourceLimitError";
   }
 }
@@ -170,13 +171,10 @@ export class SourceRepo {
       const count = await this.kv.get<Deno.KvU64>(countKey);
       const existing = await this.list(fields.dataModelId);
       if (existing.some((s) => s.url === fields.url && s.type === fields.type)) {
-        throw new SourceLimitError("source_exists", "url is already a source of this data model");
+        throw new SourceLimitError("source_exists");
       }
       if (existing.length >= maxPerDataModel) {
-        throw new SourceLimitError(
-          "source_limit_reached",
-          `a data model has at most ${maxPerDataModel} sources; delete one first`,
-        );
+        throw new SourceLimitError("source_limit_reached");
       }
       const now = this.clock.now().toISOString();
       const source: Source = { ...fields, id: newId("src", this.clock), createdAt: now };

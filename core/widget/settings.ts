@@ -8,7 +8,7 @@ import type { Clock } from "../clock.ts";
 import { hasIdFormat, idPattern, type IdPrefix, newId } from "../ids.ts";
 import type { Campaign, Prompt, Widget } from "../store/models.ts";
 import type { Repos } from "../store/repos.ts";
-import { invalidWidgetSettings } from "./errors.ts";
+import { widgetErrors } from "./errors.ts";
 
 /** What a widget made before configuration existed shows. */
 export const WIDGET_DEFAULTS = {
@@ -120,7 +120,7 @@ export async function applyWidgetSettings(
       let prompt: Prompt | undefined;
       if (hasIdFormat("pm", item)) {
         prompt = owned.find((p) => p.id === item);
-        if (!prompt) throw invalidWidgetSettings(`prompts.${i}: prompt not found`);
+        if (!prompt) throw widgetErrors.prompt_not_found({ index: i });
       } else {
         prompt = owned.find((p) => !p.campaignId && p.text === item);
         if (!prompt) {
@@ -137,7 +137,7 @@ export async function applyWidgetSettings(
   if (input.campaign_ids !== undefined) {
     for (const [i, id] of input.campaign_ids.entries()) {
       if (!(await repos.campaigns.getForTenant(tenantId, id))) {
-        throw invalidWidgetSettings(`campaign_ids.${i}: campaign not found`);
+        throw widgetErrors.campaign_not_found({ index: i });
       }
     }
     next.campaignIds = [...new Set(input.campaign_ids)];
@@ -149,7 +149,7 @@ export async function applyWidgetSettings(
       const model = await repos.aiModels.getForTenant(tenantId, widget.aiModelId);
       const dm = await repos.dataModels.getForTenant(tenantId, dmId);
       if (!dm || !model?.groundingDataModelIds.includes(dmId)) {
-        throw invalidWidgetSettings("recommendations.data_model_id: must be one of the AI model's data models");
+        throw widgetErrors.recommendations_data_model_not_grounding();
       }
     }
     next.recommendations = { enabled: input.recommendations.enabled, ...(dmId ? { dataModelId: dmId } : {}) };
@@ -157,7 +157,7 @@ export async function applyWidgetSettings(
 
   if (input.attribution !== undefined) {
     if (!input.attribution.show_powered_by && !(await repos.tenants.get(tenantId))?.whiteLabel) {
-      throw invalidWidgetSettings("attribution.show_powered_by: hiding it needs a white-label plan");
+      throw widgetErrors.powered_by_needs_white_label();
     }
     next.attribution = { showPoweredBy: input.attribution.show_powered_by };
   }

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import type { AnalyticsCache, CacheStatus } from "../../analytics/cache.ts";
 import { supplied } from "../../analytics/filters.ts";
 import { type AnalyticsQuery, normaliseQuery, type RollupDeps } from "../../analytics/rollups.ts";
-import type { AppEnv } from "../env.ts";
+import type { TenantEnv } from "../env.ts";
 
 /** What one analytics endpoint answers with and how its cache key is made. */
 export interface AnswerSpec {
@@ -75,17 +75,17 @@ export function cachedAnswerer(cache: AnalyticsCache, deps: RollupDeps) {
 export function analyticsAnswerer(cache: AnalyticsCache, deps: RollupDeps) {
   const cachedAnswer = cachedAnswerer(cache, deps);
   return function answer(
-    c: Context<AppEnv>,
+    c: Context<TenantEnv>,
     spec: AnswerSpec,
     query?: AnalyticsQuery,
   ): Promise<{ body: Record<string, unknown>; status: CacheStatus }> {
     const bypass = /(^|,)\s*no-cache\s*(,|$)/i.test(c.req.header("cache-control") ?? "");
-    return cachedAnswer(c.get("tenantId")!, spec, query ?? c.req.query() as AnalyticsQuery, { bypass });
+    return cachedAnswer(c.get("tenantId"), spec, query ?? c.req.query() as AnalyticsQuery, { bypass });
   };
 }
 
 /** The JSON response of an answer. */
-export function jsonAnswer(c: Context<AppEnv>, a: { body: unknown; status: CacheStatus }): Response {
+export function jsonAnswer(c: Context<TenantEnv>, a: { body: unknown; status: CacheStatus }): Response {
   return c.body(JSON.stringify(a.body), 200, {
     "content-type": "application/json; charset=UTF-8",
     "X-Cache": a.status,

@@ -29,7 +29,7 @@ import { AppError } from "../../core/errors.ts";
 import { describeError } from "../../core/log.ts";
 import type { analyticsAnswerer, AnswerSpec } from "./answer.ts";
 import type { Deps } from "../../composition.ts";
-import type { AppEnv } from "../env.ts";
+import type { TenantEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { analyticsErrors, header, RATE_LIMIT_HEADERS } from "./responses.ts";
 
@@ -234,12 +234,12 @@ type DashboardDataDeps = Pick<Deps, "analytics" | "events" | "repos" | "clock" |
 
 /** Mounted inside the `/v1/analytics` sub-app (behind its key check and rate limit). */
 export function createDashboardDataRoute(deps: DashboardDataDeps, answer: ReturnType<typeof analyticsAnswerer>) {
-  const app = familyApp("message", deps.log);
+  const app = familyApp<TenantEnv>("message", deps.log);
   const rollupDeps: RollupDeps = { engine: deps.analytics, repos: deps.repos, clock: deps.clock };
   const encoder = new TextEncoder();
 
   /** One panel's line: its answer, or the error its own endpoint would have answered. */
-  const run = async (c: Context<AppEnv>, tenantId: string, p: Panel) => {
+  const run = async (c: Context<TenantEnv>, tenantId: string, p: Panel) => {
     try {
       if (p.answer === "realtime") {
         const body = await realtimeCounters({ ...rollupDeps, wal: deps.events.wal }, tenantId, p.query);
@@ -262,8 +262,8 @@ export function createDashboardDataRoute(deps: DashboardDataDeps, answer: Return
 
   app.openapi(
     dashboardRoute,
-    (async (c: Context<AppEnv>) => {
-      const tenantId = c.get("tenantId")!;
+    (async (c: Context<TenantEnv>) => {
+      const tenantId = c.get("tenantId");
       const raw = c.req.query();
       const view: AnalyticsQuery = {};
       for (const n of VIEW_PARAMS) if (raw[n] !== undefined) view[n] = raw[n];

@@ -18,28 +18,29 @@ import dashboardJs from "./dashboard/dashboard.js" with { type: "text" };
 import { dashboardPage } from "./dashboard/page.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
+import { pageSecurity } from "../middleware/page_security.ts";
 
 /**
  * The page's rules for the browser: only our own scripts, styles and API (no inline script, no
  * third party), no framing, no referrer, so data shown in it cannot run and the key in the tab's
  * sessionStorage leaves only in the Authorization header of our API calls.
  */
-const CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "connect-src 'self'",
-  "img-src 'self' data:",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join("; ");
-const SECURITY_HEADERS = {
-  "content-security-policy": CSP,
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "x-frame-options": "DENY",
-};
+// The page's security headers (hono/secure-headers), on the page and its assets.
+const SECURITY = pageSecurity({
+  csp: {
+    defaultSrc: ["'none'"],
+    scriptSrc: ["'self'"],
+    styleSrc: ["'self'"],
+    connectSrc: ["'self'"],
+    imgSrc: ["'self'", "data:"],
+    baseUri: ["'none'"],
+    formAction: ["'self'"],
+    frameAncestors: ["'none'"],
+  },
+  nosniff: true,
+  referrerPolicy: "no-referrer",
+  frameOptions: "DENY",
+});
 
 /**
  * Assets by URL name: our script and style, and uPlot from the installed npm package (no CDN).
@@ -101,11 +102,12 @@ export function createDashboardRoutes(deps: Pick<Deps, "log">) {
     const bytes = new TextEncoder().encode(String(await dashboardPage(assets.urls(ASSET_PREFIX))));
     return { bytes, gzip: gzipped(bytes) };
   };
+  app.use("/", SECURITY);
+  app.use("/assets/*", SECURITY);
   app.openapi(pageRoute, async (c) => {
     page ??= await renderPage();
     const { body, headers } = encoded(c, page.bytes, page.gzip);
     return c.body(body, 200, {
-      ...SECURITY_HEADERS,
       ...headers,
       "content-type": "text/html; charset=UTF-8",
       "cache-control": "no-store",
@@ -116,7 +118,7 @@ export function createDashboardRoutes(deps: Pick<Deps, "log">) {
     if (!asset) throw notFound("Not found");
     // The hashed URL never changes content; any other URL revalidates.
     const cacheControl = c.req.query("v") === asset.hash ? IMMUTABLE : REVALIDATE;
-    const common = { ...SECURITY_HEADERS, etag: asset.etag, "cache-control": cacheControl, vary: "Accept-Encoding" };
+    const common = { etag: asset.etag, "cache-control": cacheControl, vary: "Accept-Encoding" };
     if (matchesEtag(c.req.header("if-none-match"), asset.etag)) return c.body(null, 304, common);
     const { body, headers } = encoded(c, asset.bytes, asset.gzip);
     return c.body(body, 200, { ...common, ...headers, "content-type": asset.type });

@@ -14,7 +14,7 @@ import { type AnalyticsQuery, ASK_AI_FILTERS, type RollupDeps, ZONE_PARAMS } fro
 import { realtimeCounters } from "../../analytics/realtime.ts";
 import { agentReadership, READERSHIP_FILTERS, topArticles } from "../../analytics/readership.ts";
 import type { Deps } from "../../composition.ts";
-import type { AppEnv } from "../env.ts";
+import type { TenantEnv } from "../env.ts";
 import { type analyticsAnswerer, jsonAnswer } from "./answer.ts";
 import { createDashboardDataRoute } from "./dashboard_data.ts";
 import { familyApp } from "../family.ts";
@@ -192,7 +192,7 @@ const agentsRoute = createRoute({
  * readership), mounted inside the `/v1/analytics` sub-app, behind its key check and rate limit.
  */
 export function createAnalyticsInsightRoutes(deps: InsightDeps, answer: ReturnType<typeof analyticsAnswerer>) {
-  const app = familyApp("message", deps.log);
+  const app = familyApp<TenantEnv>("message", deps.log);
   const rollupDeps: RollupDeps = {
     engine: deps.analytics,
     repos: deps.repos,
@@ -201,7 +201,7 @@ export function createAnalyticsInsightRoutes(deps: InsightDeps, answer: ReturnTy
     visits: deps.analyticsVisits,
   };
   // deno-lint-ignore no-explicit-any
-  const h = (fn: (c: Context<AppEnv>) => Promise<Response>) => fn as any;
+  const h = (fn: (c: Context<TenantEnv>) => Promise<Response>) => fn as any;
   app.route("/", createDashboardDataRoute(deps, answer));
 
   app.openapi(
@@ -255,7 +255,7 @@ export function createAnalyticsInsightRoutes(deps: InsightDeps, answer: ReturnTy
     h(async (c) => {
       const body = await realtimeCounters(
         { ...rollupDeps, wal: deps.events.wal },
-        c.get("tenantId")!,
+        c.get("tenantId"),
         c.req.query() as AnalyticsQuery,
       );
       return c.json(body, 200, { "X-Cache": "DISABLED" });

@@ -24,7 +24,7 @@ import {
 } from "./insights.ts";
 import { checkLogsExport, logsCsvStream, logsParquet, PARQUET_TYPE, requestedFormat } from "../../analytics/export.ts";
 import type { Deps } from "../../composition.ts";
-import type { AppEnv } from "../env.ts";
+import type { TenantEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { apiKeyAuth } from "../middleware/api_key.ts";
 import { rateLimit } from "../middleware/rate_limit.ts";
@@ -160,7 +160,7 @@ const routes = {
 export function createAnalyticsRoutes(
   deps: Pick<Deps, "analyticsCache" | "analyticsLimiter" | "apiKeys"> & InsightDeps,
 ) {
-  const app = familyApp("message", deps.log);
+  const app = familyApp<TenantEnv>("message", deps.log);
   const cache = deps.analyticsCache;
   const rollupDeps: RollupDeps = {
     engine: deps.analytics,
@@ -179,7 +179,7 @@ export function createAnalyticsRoutes(
 
   const answerer = analyticsAnswerer(cache, rollupDeps);
   const answer = async (
-    c: Context<AppEnv>,
+    c: Context<TenantEnv>,
     endpoint: string,
     echo: readonly string[],
     compute: (tenantId: string, q: AnalyticsQuery) => Promise<Record<string, unknown>>,
@@ -189,7 +189,7 @@ export function createAnalyticsRoutes(
   app.route("/", createAnalyticsInsightRoutes(deps, answerer));
 
   // deno-lint-ignore no-explicit-any
-  const h = (fn: (c: Context<AppEnv>) => Promise<Response>) => fn as any;
+  const h = (fn: (c: Context<TenantEnv>) => Promise<Response>) => fn as any;
   app.openapi(
     routes.askAi,
     h((c) => answer(c, "ask-ai", ASK_AI_FILTERS, (t, q) => askAiRollup(rollupDeps, t, q), ASK_AI_PARAMS)),
@@ -201,7 +201,7 @@ export function createAnalyticsRoutes(
       if (format === "json") return answer(c, "ask-ai-logs", LOGS_FILTERS, (t, q) => askAiLogs(rollupDeps, t, q));
       // Exports stream every row of the window (not a page) and are never cached.
       const q = c.req.query() as AnalyticsQuery;
-      const tenantId = c.get("tenantId")!;
+      const tenantId = c.get("tenantId");
       // HEAD: the headers only. Hono drops a GET answer's body without cancelling it, which would
       // leave the export's scratch files behind.
       if (c.req.method === "HEAD") {

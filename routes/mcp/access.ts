@@ -17,11 +17,12 @@ import {
 import { standaloneQuery } from "../../core/answer/followup.ts";
 import { followUpQuestions } from "../../core/answer/related.ts";
 import { type ArticleText, articleWithText } from "../../core/search/text/full_text.ts";
-import { Challenge, Credential, Errors, PaymentRequest, Receipt } from "mppx";
+import { Challenge, Credential, Errors, Mcp, PaymentRequest, Receipt } from "mppx";
 import { ASK_AI_FILTERS, ASK_AI_PARAMS, askAiRollup } from "../../analytics/rollups.ts";
 import type { AnalyticsQuery, RollupDeps } from "../../analytics/rollups.ts";
 import { cachedAnswerer } from "../analytics/answer.ts";
 import { planCovers } from "../../core/commerce/catalog.ts";
+import { challengeList, commerceErrors } from "../../core/commerce/mod.ts";
 import { formatUsd } from "../../core/commerce/money.ts";
 import type { PaidProxy } from "../../core/commerce/proxy.ts";
 import { type Balance, type UsageReceipt, UsageReceipts } from "../../core/commerce/usage_receipt.ts";
@@ -30,12 +31,12 @@ import type { Deps } from "../../composition.ts";
 import { aiModelNotFound, AppError, dataModelNotFound } from "../../core/errors.ts";
 import type { SearchRequest, SearchResponse } from "../../core/search/types.ts";
 
-/** JSON-RPC code of the MCP binding of the `Payment` scheme: payment required. */
-export const PAYMENT_REQUIRED_CODE = -32042;
+/** JSON-RPC code of the MCP binding of the `Payment` scheme: payment required (-32042). */
+export const PAYMENT_REQUIRED_CODE = Mcp.paymentRequiredCode;
 /** Where an MCP client puts a `Payment` credential (the mppx MCP binding). */
-export const CREDENTIAL_META_KEY = "org.paymentauth/credential";
+export const CREDENTIAL_META_KEY = Mcp.credentialMetaKey;
 /** Where a paid tool result carries its receipt (the mppx MCP binding). */
-export const RECEIPT_META_KEY = "org.paymentauth/receipt";
+export const RECEIPT_META_KEY = Mcp.receiptMetaKey;
 
 /** A payment receipt as the MCP binding returns it: the `Payment-Receipt` fields and the challenge it paid. */
 export type McpReceipt = Receipt.Receipt & { challengeId: string };
@@ -392,12 +393,10 @@ export class AgentAccess implements McpAccess {
       body: { amountUsd: request.amountUsd, ...(action === "extend" ? { planId: request.planId } : {}) },
       headers: new Headers({ authorization: credential.header }),
     });
-    if (res.status !== 200) {
-      // The purchase's own refusal (spec 7.3 code), never a made-up "unfinished".
-      const code = typeof res.body.error === "string" ? res.body.error : "payment_required";
-      throw new AppError(res.status, code, "The purchase did not go through");
-    }
-    return res.headers.find(([k]) => k.toLowerCase() === "payment-receipt")?.[1] ?? null;
+    // A credential that answers no purchase here gets the purchase's own challenge: its code is the
+    // 402's (spec 7.3), never a made-up "unfinished".
+    if (res.kind === "challenge") throw commerceErrors.purchase_not_made();
+    return res.receipts.find(([k]) => k.toLowerCase() === "payment-receipt")?.[1] ?? null;
   }
 
   /**
@@ -437,22 +436,13 @@ export class AgentAccess implements McpAccess {
         (a.kind === "credit" ? a.minimumMicros : 0) - (b.kind === "credit" ? b.minimumMicros : 0)
       )[0];
     if (!plan || plan.kind !== "credit") return [];
-    const amountUsd = formatUsd(plan.minimumMicros);
-    const r = await commerce.service.purchase({
-      seller: this.seller,
-      agent: this.agent,
-      action: "purchase",
+    const offer = await commerce.service.purchaseChallenge(this.seller, this.agent, plan, plan.minimumMicros);
+    const purchase = {
       planId: plan.id,
-      body: { amountUsd },
-      headers: new Headers(),
-    });
-    // A header may hold several challenges (mppx's methods come as one list).
-    return r.headers.filter(([k]) => k.toLowerCase() === "www-authenticate").flatMap(([, v]) =>
-      Challenge.deserializeList(v).map((challenge) => ({
-        challenge,
-        purchase: { planId: plan.id, amountUsd, pricePerCallUsd: formatUsd(service.meters.query) },
-      }))
-    );
+      amountUsd: offer.terms.amountUsd,
+      pricePerCallUsd: formatUsd(service.meters.query),
+    };
+    return challengeList(offer).map((challenge) => ({ challenge, purchase }));
   }
 }
 

@@ -165,8 +165,11 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
       headers: { "www-authenticate": mcpChallenge(deps.config, code === "invalid_token" ? code : undefined) },
     });
 
-  /** The caller's access from its bearer credential. */
-  async function authenticate(c: Context<AppEnv>): Promise<McpAccess> {
+  /**
+   * The caller's access from its bearer credential, and its rate-limit key: tool calls share the
+   * REST analytics bucket of the same API key; agents get one per credential.
+   */
+  async function authenticate(c: Context<AppEnv>): Promise<{ access: McpAccess; limitKey: string }> {
     const header = c.req.header("authorization");
     if (header === undefined) {
       throw unauthorized("invalid_request", "Send Authorization: Bearer <API key or agent access token>");
@@ -188,7 +191,7 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
       const bot = WebBotAuth.present(c.req.raw.headers)
         ? botCaller(await deps.webBotAuth.identify(c.req.raw))
         : undefined;
-      return new TenantAccess(deps, record.tenantId, requestId, bot);
+      return { access: new TenantAccess(deps, record.tenantId, requestId, bot), limitKey: record.id };
     }
     let principal;
     try {
@@ -206,14 +209,13 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
       ...(record?.expiresAt ? { expiresAt: record.expiresAt } : {}),
     };
     await deps.commerce.service.agents.note(agent);
-    c.set("caller", `agent:${agent.credentialId}`);
-    return new AgentAccess(deps, proxy, seller, agent);
+    const caller = `agent:${agent.credentialId}`;
+    c.set("caller", caller);
+    return { access: new AgentAccess(deps, proxy, seller, agent), limitKey: caller };
   }
 
   documented(app, mcpPostDoc, async (c) => {
-    const access = await authenticate(c);
-    // Tool calls share the REST analytics bucket of the same API key; agents get one per credential.
-    const limitKey = c.get("apiKey")?.id ?? c.get("caller")!;
+    const { access, limitKey } = await authenticate(c);
     const server = await mcpServer(access, deps, c.get("requestId"), limitKey);
     const { WebStandardStreamableHTTPServerTransport } = await mcpSdk();
     const transport = new WebStandardStreamableHTTPServerTransport({

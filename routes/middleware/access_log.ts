@@ -7,7 +7,7 @@ import type { AppEnv } from "../env.ts";
  * credentials), status, duration, tenant or caller, request id.
  */
 export function accessLog(log: Logger): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return async function accessLog(c, next) {
     const start = performance.now();
     await next();
     // A failure of a request whose client already left is the client's disconnect (nginx's 499),

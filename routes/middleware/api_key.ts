@@ -7,7 +7,7 @@ import type { AppEnv } from "../env.ts";
  * the key is unknown or revoked. Sets `apiKey` and `tenantId`.
  */
 export function apiKeyAuth(apiKeys: ApiKeyService): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return async function apiKeyAuth(c, next) {
     // Two route groups may guard the same path (e.g. `/v1/*`): authenticate once.
     if (c.get("apiKey")) return await next();
     const record = await apiKeys.authenticate(c.req.header("authorization"));

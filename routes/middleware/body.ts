@@ -168,7 +168,7 @@ export async function readJson(
 export function bodyReader(
   { json = true, ...options }: JsonBodyOptions & { json?: boolean },
 ): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return async function bodyReader(c, next) {
     if (c.req.method === "GET" || c.req.method === "HEAD") return await next();
     const read = json ? await readJson(c.req.raw, options) : undefined;
     const bytes = read ? read.bytes : await readBodyCapped(c.req.raw, options.limit);

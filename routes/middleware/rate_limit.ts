@@ -34,7 +34,7 @@ export function rateLimit(
 ): MiddlewareHandler<AppEnv> {
   // The counting is core/rate_limit.ts's shared KV fixed window; this layer adds the headers.
   const { limit, windowS } = limiter;
-  return async (c, next) => {
+  return async function rateLimit(c, next) {
     const bucket = key(c);
     if (!bucket) return await next();
     const r = await limiter.hit(bucket);

@@ -1,8 +1,8 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { AppError } from "../../core/errors.ts";
 import { sfError } from "../../core/identity/errors.ts";
 import type { TokenService } from "../../core/identity/tokens.ts";
-import type { AppEnv } from "../env.ts";
+import type { AgentContext, AppEnv } from "../env.ts";
 import { type SellerDeps, sellerOf } from "./seller.ts";
 
 /** Deps of the agent authentication middleware. */
@@ -31,6 +31,15 @@ export function bearerChallenge(agentAuthUrl: string, error?: string): string {
  * combined_authorization_unsupported; 404 `seller_not_found`.
  */
 export function agentAuth(deps: AgentAuthDeps): MiddlewareHandler<AppEnv> {
+  const verify = agentVerifier(deps);
+  return async function agentAuth(c, next) {
+    await verify(c);
+    await next();
+  };
+}
+
+/** What {@link agentAuth} checks, as a function: the agent (also set in `c.var`), or the same errors. */
+export function agentVerifier(deps: AgentAuthDeps): (c: Context<AppEnv>) => Promise<AgentContext> {
   const url = deps.config.agentAuthUrl;
   const invalid = (reason: string, message: string) =>
     sfError(401, "invalid_token", message, {
@@ -45,7 +54,7 @@ export function agentAuth(deps: AgentAuthDeps): MiddlewareHandler<AppEnv> {
     return m[1]!;
   };
 
-  return async (c, next) => {
+  return async function verifyAgent(c) {
     const seller = await sellerOf(c, deps);
     const authorization = c.req.header("authorization");
     const agentHeader = c.req.header("zc-agent-authorization");
@@ -97,8 +106,9 @@ export function agentAuth(deps: AgentAuthDeps): MiddlewareHandler<AppEnv> {
       }
       throw err;
     }
-    c.set("agent", { ...principal, seller });
+    const agent = { ...principal, seller };
+    c.set("agent", agent);
     c.set("caller", `agent:${principal.credentialId}`);
-    await next();
+    return agent;
   };
 }

@@ -1,7 +1,7 @@
 import type { RouteConfig } from "@hono/zod-openapi";
 import { z } from "zod";
 import type { Deps } from "../../composition.ts";
-import { AppError } from "../../core/errors.ts";
+import { commerceErrors as errors } from "../../core/commerce/mod.ts";
 import { familyApp } from "../family.ts";
 import { decodeJson, readBodyCapped } from "../middleware/body.ts";
 import { documented } from "../openapi.ts";
@@ -49,19 +49,17 @@ export function createAllowanceRoutes(deps: Pick<Deps, "payproxy" | "commerce" |
     const { sellerId, agentId: agentHeader } = verified;
     const decoded = decodeJson(body);
     if (!("value" in decoded)) {
-      throw new AppError(400, "invalid_request", "Body malformed", {
-        cause: new Error(decoded.kind === "syntax" ? decoded.why : decoded.kind),
-      });
+      throw errors.body_malformed({ cause: new Error(decoded.kind === "syntax" ? decoded.why : decoded.kind) });
     }
     const q = decoded.value as { agentId?: unknown; serviceSlug?: unknown; usage?: unknown } | null;
     if (
       typeof q !== "object" || q === null || typeof q.agentId !== "string" || typeof q.serviceSlug !== "string" ||
       !Array.isArray(q.usage)
     ) {
-      throw new AppError(400, "invalid_request", "Body must be {agentId, serviceSlug, usage}");
+      throw errors.allowance_body_shape();
     }
     // The agent in the body is the one the signature covers.
-    if (q.agentId !== agentHeader) throw new AppError(400, "invalid_request", "agentId differs from zc-agent-id");
+    if (q.agentId !== agentHeader) throw errors.allowance_agent_mismatch();
     const allowed = await deps.commerce.service.allowUsage(sellerId, q.agentId, q.serviceSlug, q.usage as unknown[]);
     return c.json({ allowed });
   });

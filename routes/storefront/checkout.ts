@@ -3,13 +3,14 @@ import type { Context } from "hono";
 import { z } from "zod";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
+import { commerceErrors as errors } from "../../core/commerce/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { documented } from "../openapi.ts";
 import { html } from "hono/html";
 import { FormCsrf } from "../middleware/form_csrf.ts";
-import { CHECKOUT_HEADERS, checkoutPage, checkoutShell } from "./checkout_page.ts";
+import { CHECKOUT_HEADERS, CHECKOUT_SECURITY, checkoutPage, checkoutShell } from "./checkout_page.ts";
 import { commerceParties, REFERENCE_RE } from "./commerce_agent.ts";
 import { errorResponse, jsonResponse } from "./schemas.ts";
 
@@ -45,7 +46,7 @@ export function createCheckoutRoutes(
   const payments = familyApp("storefront", deps.log);
   documented(payments, paymentRoute, async (c) => {
     const ref = c.req.param("reference") ?? "";
-    if (!REFERENCE_RE.test(ref)) throw new AppError(404, "payment_unknown", "Payment reference matches no payment");
+    if (!REFERENCE_RE.test(ref)) throw errors.payment_unknown();
     const body = await service.paymentStatus(await seller(c), ref);
     return c.json(body, 200, { "cache-control": "no-store" });
   });
@@ -69,8 +70,8 @@ export function createCheckoutRoutes(
     });
     return c.html(page, status as 200, CHECKOUT_HEADERS);
   };
-  documented(checkout, checkoutRoute, (c) => checkoutView(c));
-  checkout.post("/:reference", async (c) => {
+  documented(checkout, checkoutRoute, CHECKOUT_SECURITY, (c) => checkoutView(c));
+  checkout.post("/:reference", CHECKOUT_SECURITY, async (c) => {
     const s = await seller(c);
     const ref = c.req.param("reference");
     if (!REFERENCE_RE.test(ref)) return checkoutView(c);

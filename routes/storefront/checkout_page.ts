@@ -3,6 +3,7 @@ import { html, raw } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import { displayUsd } from "../../core/commerce/money.ts";
 import { styleHashSource } from "../inline_style.ts";
+import { pageSecurity } from "../middleware/page_security.ts";
 import type { PaymentRecord, PaymentState } from "../../core/commerce/payments.ts";
 import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
 import type { Plan } from "../../core/commerce/types.ts";
@@ -18,16 +19,21 @@ button{cursor:pointer;border:1px solid #1b1f24;background:#f6f8fa;color:#1b1f24}
 :focus-visible{outline:3px solid #0b5cad;outline-offset:2px}code{font:14px ui-monospace,monospace;overflow-wrap:anywhere}
 .muted{color:#57606a;font-size:.9rem}`;
 
-/** Security headers for the page: no framing, no script, only its own style, no caching. */
-export const CHECKOUT_HEADERS: Record<string, string> = {
-  "cache-control": "no-store",
-  "x-frame-options": "DENY",
-  "content-security-policy": `default-src 'none'; style-src ${
-    styleHashSource(STYLE)
-  }; form-action 'self'; frame-ancestors 'none'`,
+/** The page is never cached (its URL and its state are the payer's). */
+export const CHECKOUT_HEADERS: Record<string, string> = { "cache-control": "no-store" };
+
+/** Security headers of the page (hono/secure-headers): no framing, no script, only its own style. */
+export const CHECKOUT_SECURITY = pageSecurity({
+  csp: {
+    defaultSrc: ["'none'"],
+    styleSrc: [styleHashSource(STYLE)],
+    formAction: ["'self'"],
+    frameAncestors: ["'none'"],
+  },
+  frameOptions: "DENY",
   // The page URL is a secret: no Referer leaves our origin (same-origin keeps the Origin header on POSTs).
-  "referrer-policy": "same-origin",
-};
+  referrerPolicy: "same-origin",
+});
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 

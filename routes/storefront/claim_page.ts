@@ -7,6 +7,7 @@ import type { AppEnv } from "../env.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { familyApp } from "../family.ts";
 import { FormCsrf } from "../middleware/form_csrf.ts";
+import { pageSecurity } from "../middleware/page_security.ts";
 import { styleHashSource } from "../inline_style.ts";
 
 const STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1b1b1b}
@@ -16,8 +17,21 @@ input{font:700 1.3rem ui-monospace,monospace;letter-spacing:.1em;padding:.4rem .
 button{font:inherit;padding:.5rem 1.2rem;margin:.3rem .5rem .3rem 0;border-radius:.4rem;border:1px solid #555;cursor:pointer}
 button.primary{background:#1b1b1b;color:#fff}.muted{color:#555}.error{color:#a00000}`;
 
-/** CSP of every claim page: only its own style (by hash), no script, no framing, forms to this origin. */
-const CSP = `default-src 'none'; style-src ${styleHashSource(STYLE)}; form-action 'self'; frame-ancestors 'none'`;
+/**
+ * Security headers of every claim page (hono/secure-headers): only its own style (by hash), no
+ * script, no framing, forms to this origin. Referrer same-origin, not no-referrer: with no-referrer
+ * Chromium sends `Origin: null` on the form POST.
+ */
+const SECURITY = pageSecurity({
+  csp: {
+    defaultSrc: ["'none'"],
+    styleSrc: [styleHashSource(STYLE)],
+    formAction: ["'self'"],
+    frameAncestors: ["'none'"],
+  },
+  referrerPolicy: "same-origin",
+  frameOptions: "DENY",
+});
 
 const page = (title: string, body: Html): Html => humanPage(title, STYLE, body);
 
@@ -130,10 +144,6 @@ export function createClaimPageRoutes(deps: Pick<Deps, "config" | "storefront" |
 
   const send = (c: Context<AppEnv>, status: number, body: Html) => {
     c.header("Cache-Control", "no-store");
-    // same-origin, not no-referrer: with no-referrer Chromium sends `Origin: null` on the form POST.
-    c.header("Referrer-Policy", "same-origin");
-    c.header("X-Frame-Options", "DENY");
-    c.header("Content-Security-Policy", CSP);
     return c.html(body, status as 200);
   };
   const minutesLeft = (expiresAt: string) =>
@@ -161,7 +171,7 @@ ${error ? html`<p class="error" id="error" role="alert">${error}</p>` : ""}
     );
   };
 
-  app.get("/:link", async (c) => {
+  app.get("/:link", SECURITY, async (c) => {
     const link = c.req.param("link");
     const state = await claims.pageState(link);
     if (state.kind !== "pending") {
@@ -172,7 +182,7 @@ ${error ? html`<p class="error" id="error" role="alert">${error}</p>` : ""}
     return send(c, 200, await codeForm(link, csrf, state));
   });
 
-  app.post("/:link", async (c) => {
+  app.post("/:link", SECURITY, async (c) => {
     const link = c.req.param("link");
     const form = new URLSearchParams(new TextDecoder().decode(await readBodyCapped(c.req.raw, 4096)));
     const csrf = form.get("csrf") ?? "";

@@ -7,7 +7,7 @@ import { familyApp } from "../family.ts";
 import { bodyReader, type BodyRejection } from "../middleware/body.ts";
 import { rateLimit } from "../middleware/rate_limit.ts";
 import { clientAddress } from "./client_address.ts";
-import { requireSeller } from "./seller.ts";
+import { requireSeller, sellerOf } from "./seller.ts";
 
 const storefrontError = z.object({
   error: z.string(),
@@ -187,7 +187,7 @@ export function createIdentityRoutes(deps: Pick<Deps, "storefront" | "config" | 
 
   app.openapi(registerRoute, async (c) => {
     const body = c.req.valid("json");
-    const seller = c.get("seller")!;
+    const seller = await sellerOf(c, deps);
     switch (body.type) {
       case "anonymous": {
         const r = await identity.anonymous(seller);
@@ -213,7 +213,7 @@ export function createIdentityRoutes(deps: Pick<Deps, "storefront" | "config" | 
 
   app.openapi(claimRoute, async (c) => {
     const body = c.req.valid("json");
-    const seller = c.get("seller")!;
+    const seller = await sellerOf(c, deps);
     const r = await claims.requestVerification(body.claim_token, body.login_hint as string, seller.name);
     return c.json({ claim: { attempt: { verification_uri: r.verificationUri, expires_in: r.expiresIn } } }, 200);
   });

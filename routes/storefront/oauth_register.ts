@@ -66,9 +66,7 @@ export function addRegistrationRoute(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, 
       limit: REGISTRATION_BODY_LIMIT,
       object: true,
       reject: (p) =>
-        oauthErrors.invalidClientMetadata(
-          p.kind === "media_type" ? "Content-Type must be application/json" : "The body must be a JSON object",
-        ),
+        p.kind === "media_type" ? oauthErrors.registration_media_type() : oauthErrors.registration_not_object(),
     });
     const client = await deps.storefront.oauth.clients.register(value as Record<string, unknown>);
     c.header("Cache-Control", "no-store");

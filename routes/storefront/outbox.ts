@@ -3,6 +3,13 @@ import type { Deps } from "../../composition.ts";
 import { OutboxMailer } from "../../core/identity/mailer.ts";
 import { requireOperator } from "../middleware/operator.ts";
 import { familyApp } from "../family.ts";
+import { pageSecurity } from "../middleware/page_security.ts";
+
+// Security headers of the outbox page (hono/secure-headers): no script, its inline style only.
+const SECURITY = pageSecurity({
+  csp: { defaultSrc: ["'none'"], styleSrc: ["'unsafe-inline'"] },
+  referrerPolicy: "no-referrer",
+});
 
 /**
  * Mounted at `/dev/outbox`: `GET`, the mail the local demo would have sent, newest first, for an operator key
@@ -14,7 +21,7 @@ export function createOutboxRoutes(deps: Pick<Deps, "mailer" | "operatorKeys" | 
   const app = familyApp("storefront", deps.log);
   const mailer = deps.mailer;
   if (!(mailer instanceof OutboxMailer)) return app;
-  app.get("/", requireOperator(deps.operatorKeys), async (c) => {
+  app.get("/", requireOperator(deps.operatorKeys), SECURITY, async (c) => {
     const items = await mailer.list(50);
     // Links become anchors; everything else is escaped by the html tag.
     const linkify = (text: string) =>
@@ -29,8 +36,6 @@ export function createOutboxRoutes(deps: Pick<Deps, "mailer" | "operatorKeys" | 
       `
     );
     c.header("Cache-Control", "no-store");
-    c.header("Referrer-Policy", "no-referrer");
-    c.header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
     return c.html(html`
       <!doctype html>
       <html lang="en">

@@ -1,12 +1,12 @@
 import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
 import { z } from "zod";
 import type { Deps } from "../../composition.ts";
-import { AppError } from "../../core/errors.ts";
+import { commerceErrors as errors } from "../../core/commerce/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { type BodyRejection, readJson } from "../middleware/body.ts";
 import { documented } from "../openapi.ts";
-import { commerceParties, send } from "./commerce_agent.ts";
+import { commerceParties, sendPurchase } from "./commerce_agent.ts";
 import { agentToken, errorResponse, jsonResponse, paid402 } from "./schemas.ts";
 
 const amountUsd = z.string().regex(/^\d+\.\d{6}$/).describe("Whole-cent USD amount in six-decimal form, e.g. 5.000000");
@@ -56,10 +56,7 @@ const extendRoute: RouteConfig = {
 
 /** Purchase bodies: any JSON (an empty body is `{}`); the commerce service checks the fields. */
 const purchaseRejection: BodyRejection = (p) =>
-  new AppError(400, "invalid_request", "Body malformed", {
-    detail: "send a JSON object",
-    cause: p.kind === "syntax" ? new Error(p.why) : undefined,
-  });
+  errors.body_malformed({ detail: "send a JSON object", cause: p.kind === "syntax" ? new Error(p.why) : undefined });
 
 /**
  * Plan purchase and top-up: `POST /plans/{planId}/purchase` (mounted at `/plans`) and
@@ -83,7 +80,7 @@ export function createPurchaseRoutes(
   documented(plans, purchaseRoute, async (c) => {
     const s = await seller(c);
     const a = await agent(c);
-    return send(
+    return sendPurchase(
       await service.purchase({
         seller: s,
         agent: a,
@@ -93,6 +90,7 @@ export function createPurchaseRoutes(
         headers: c.req.raw.headers,
         request: c.req.raw,
       }),
+      service,
     );
   });
 
@@ -100,7 +98,7 @@ export function createPurchaseRoutes(
   documented(extend, extendRoute, async (c) => {
     const s = await seller(c);
     const a = await agent(c);
-    return send(
+    return sendPurchase(
       await service.purchase({
         seller: s,
         agent: a,
@@ -109,6 +107,7 @@ export function createPurchaseRoutes(
         headers: c.req.raw.headers,
         request: c.req.raw,
       }),
+      service,
     );
   });
   return { plans, extend };

@@ -27,7 +27,7 @@ export async function sellerOf(c: Context<AppEnv>, deps: SellerDeps): Promise<Se
 
 /** Resolves the seller from the Host header into `c.var.seller`; 404 `seller_not_found` otherwise. */
 export function requireSeller(deps: SellerDeps): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return async function requireSeller(c, next) {
     await sellerOf(c, deps);
     await next();
   };

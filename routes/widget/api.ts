@@ -29,13 +29,13 @@ import {
 } from "../../core/widget/answer.ts";
 import {
   dailyCapReached,
-  invalidWidgetRequest,
   originNotAllowed,
   recommendationsDisabled,
+  widgetErrors,
   widgetNotFound,
 } from "../../core/widget/errors.ts";
 import { publicWidgetConfig, recommendationsDataModel } from "../../core/widget/settings.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppEnv, WidgetEnv } from "../env.ts";
 import { toAppError } from "../errors.ts";
 import { familyApp } from "../family.ts";
 import { bodyReader, type BodyRejection } from "../middleware/body.ts";
@@ -226,13 +226,11 @@ const recommendRoute = createRoute({
 
 /** The widget routes word body problems as 422 `invalid_request` (413 stays `body_too_large`). */
 const widgetBodyRejection: BodyRejection = (p) =>
-  invalidWidgetRequest(
-    p.kind === "media_type"
-      ? "Content-Type must be application/json"
-      : p.kind === "syntax"
-      ? `Malformed JSON body: ${p.why}`
-      : "Malformed JSON body: expected a JSON object",
-  );
+  p.kind === "media_type"
+    ? widgetErrors.body_media_type()
+    : p.kind === "syntax"
+    ? widgetErrors.body_malformed({ why: p.why })
+    : widgetErrors.body_not_object();
 
 type Deps_ = Pick<Deps, "repos" | "answer" | "search" | "config" | "log" | "clock" | "widgetLimits">;
 
@@ -329,7 +327,7 @@ function addressWords(pageUrl: string): string {
  * `POST /{wd}/ask`, `POST /{wd}/recommend`, and their CORS preflights.
  */
 export function createWidgetApiRoutes(deps: Deps_) {
-  const app = familyApp("widget", deps.log);
+  const app = familyApp<WidgetEnv>("widget", deps.log);
   const lookup = widgetLookup(deps);
   const attributionUrl = `${deps.config.baseUrl.replace(/\/+$/, "")}/docs`;
   const body = bodyReader({ limit: deps.config.widget.maxBodyBytes, object: true, reject: widgetBodyRejection });
@@ -348,7 +346,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
     now: () => deps.clock.now().getTime(),
   });
   app.openapi(configRoute, async (c) => {
-    const widget = c.get("widget")!;
+    const widget = c.get("widget");
     let built = configs.get(widget.id);
     if (!built) {
       const text = JSON.stringify(await publicWidgetConfig(deps.repos, widget, attributionUrl));
@@ -365,7 +363,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
   });
 
   app.openapi(askRoute, async (c) => {
-    const widget = c.get("widget")!;
+    const widget = c.get("widget");
     const input = c.req.valid("json");
     const model = await scopedModel(deps.repos, widget);
     await takeDailyAnswer(deps, widget);
@@ -419,7 +417,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
   });
 
   app.openapi(recommendRoute, async (c) => {
-    const widget = c.get("widget")!;
+    const widget = c.get("widget");
     const input = c.req.valid("json");
     const model = await scopedModel(deps.repos, widget);
     const dmId = recommendationsDataModel(widget, model.groundingDataModelIds);
@@ -427,7 +425,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
     if (!dm) throw recommendationsDisabled();
     if (input.query && isUrlQuery(input.query)) {
       // A public route never makes the service fetch a page: a URL is not a question.
-      throw invalidWidgetRequest("query: must be words, not a URL");
+      throw widgetErrors.query_is_url();
     }
     const page = input.page_url ? await deps.search.articleByUrl(dm.id, input.page_url) : null;
     const text = page
@@ -477,7 +475,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
  * `{message, code}` body; later failures end the stream with an `error` event.
  */
 async function streamAnswer(
-  c: Context<AppEnv>,
+  c: Context<WidgetEnv>,
   deps: Deps_,
   { source, related }: {
     source: AsyncGenerator<string, Citation[] | void>;

@@ -5,12 +5,11 @@
  */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Deps } from "../../composition.ts";
-import { notFound } from "../../core/errors.ts";
 import { hasIdFormat, idPattern, newId } from "../../core/ids.ts";
 import type { Widget } from "../../core/store/models.ts";
-import { invalidWidgetSettings } from "../../core/widget/errors.ts";
+import { widgetErrors } from "../../core/widget/errors.ts";
 import { applyWidgetSettings, widgetSettingsSchema } from "../../core/widget/settings.ts";
-import type { AppEnv } from "../env.ts";
+import type { TenantEnv } from "../env.ts";
 import { bodyReader } from "../middleware/body.ts";
 
 const bearer = [{ bearerAuth: [] }];
@@ -90,22 +89,22 @@ const patchWidget = createRoute({
  * first). Ids in error messages are never the caller's input.
  */
 export function serveWidgetResource(
-  app: OpenAPIHono<AppEnv>,
+  app: OpenAPIHono<TenantEnv>,
   deps: Pick<Deps, "repos" | "clock" | "config">,
 ): void {
   app.use("/widgets", bodyReader({ limit: deps.config.maxBodyBytes, object: true }));
   app.use("/widgets/:id", bodyReader({ limit: deps.config.maxBodyBytes, object: true }));
   const ownWidget = async (tenantId: string, id: string): Promise<Widget> => {
     const widget = hasIdFormat("wd", id) ? await deps.repos.widgets.getForTenant(tenantId, id) : null;
-    if (!widget) throw notFound("Widget not found", "widget_not_found");
+    if (!widget) throw widgetErrors.widget_not_found();
     return widget;
   };
 
   app.openapi(createWidget, async (c) => {
-    const tenantId = c.get("tenantId")!;
+    const tenantId = c.get("tenantId");
     const { name, ai_model_id, deployment_type, ...settings } = c.req.valid("json");
     if (!(await deps.repos.aiModels.getForTenant(tenantId, ai_model_id))) {
-      throw invalidWidgetSettings("ai_model_id: AI model not found");
+      throw widgetErrors.ai_model_not_found();
     }
     const base: Widget = {
       id: newId("wd", deps.clock),
@@ -122,12 +121,12 @@ export function serveWidgetResource(
   });
 
   app.openapi(getWidget, async (c) => {
-    const widget = await ownWidget(c.get("tenantId")!, c.req.valid("param").id);
+    const widget = await ownWidget(c.get("tenantId"), c.req.valid("param").id);
     return c.json(widget as unknown as Record<string, unknown>, 200);
   });
 
   app.openapi(patchWidget, async (c) => {
-    const widget = await ownWidget(c.get("tenantId")!, c.req.valid("param").id);
+    const widget = await ownWidget(c.get("tenantId"), c.req.valid("param").id);
     const next = await applyWidgetSettings(deps, widget, c.req.valid("json"));
     await deps.repos.widgets.update(next);
     return c.json(next as unknown as Record<string, unknown>, 200);

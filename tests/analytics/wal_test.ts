@@ -3,7 +3,7 @@ import { EventPipeline, FLUSH_SCRATCH } from "../../analytics/events.ts";
 import { writeNdjsonAsParquet } from "../../analytics/parquet_writer.ts";
 import { CHUNK_BYTES, toChunks } from "../../analytics/wal.ts";
 import { parseConfig } from "../../core/config.ts";
-import { closeDeps, openDeps } from "../../main.ts";
+import { openDeps } from "../../main.ts";
 import { analyticsWorld } from "./_fixture.ts";
 import { parquetFiles, parquetIdCounts } from "./_count.ts";
 
@@ -122,7 +122,7 @@ Deno.test("start() replays the WAL left by a previous process; stop() flushes wh
     let deps = await openDeps(config);
     await deps.repos.tenants.create({ id: "tn_r", name: "R", createdAt: "2026-11-22T00:00:00Z" });
     await deps.events.record(evts("r", 30).map((e) => ({ ...e, ai_agent: undefined, tenant_id: "tn_r" })));
-    closeDeps(deps); // no flush: the events exist only in the KV log
+    await deps[Symbol.asyncDispose](); // no flush (the flusher never started): the events exist only in the KV log
     deps = await openDeps(config);
     const replayed = await deps.events.start();
     assert.equal(replayed.rows, 30);
@@ -131,7 +131,7 @@ Deno.test("start() replays the WAL left by a previous process; stop() flushes wh
     assert.equal(stopped.rows, 5);
     const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
     assert.equal(counts.size, 35);
-    closeDeps(deps);
+    await deps[Symbol.asyncDispose]();
   } finally {
     await Deno.remove(dataDir, { recursive: true });
   }
@@ -162,7 +162,7 @@ Deno.test("flush() writes its NDJSON scratch file under the events folder; start
       assert.deepEqual(await names(scratch), [], "a finished flush removes its scratch file");
       assert.deepEqual(await walTempFiles(), tmpBefore, "nothing written to the system temp dir");
     } finally {
-      closeDeps(deps);
+      await deps[Symbol.asyncDispose]();
     }
   } finally {
     await Deno.remove(dataDir, { recursive: true });
@@ -220,7 +220,7 @@ Deno.test("a killed process (SIGKILL mid-load) loses no acknowledged event and s
       }
       for (const [id, n] of counts) assert.equal(n, 1, `${id} stored once`);
     } finally {
-      closeDeps(deps);
+      await deps[Symbol.asyncDispose]();
     }
   } finally {
     await Deno.remove(dataDir, { recursive: true });

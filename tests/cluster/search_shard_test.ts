@@ -133,7 +133,7 @@ Deno.test("SEARCH_SHARD: start() builds only the shard's indexes", async () => {
     shard: parseSearchShard("dm_served1"),
   });
   await engine.start();
-  assert.equal(engine.followStats("dm_served1").builds, 1);
-  assert.equal(engine.followStats("dm_colocated2").builds, 0, "not built, not followed");
+  assert.equal(engine.registry.followStats("dm_served1").builds, 1);
+  assert.equal(engine.registry.followStats("dm_colocated2").builds, 0, "not built, not followed");
   await engine.close();
 });

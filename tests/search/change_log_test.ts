@@ -40,18 +40,18 @@ Deno.test("change log: a write in one process is applied in another without rebu
   await using p = await twoProcesses(w);
   await p.a.ingest(w.dm, [{ url: "https://alpha.example/tram", title: "Tram line opens downtown" }]);
   assert.equal(await p.b.count(w.dm.id), 1);
-  assert.equal(p.b.followStats(w.dm.id).builds, 1);
+  assert.equal(p.b.registry.followStats(w.dm.id).builds, 1);
 
   await t.step("a new article in A becomes searchable in B", async () => {
     await p.a.ingest(w.dm, [{ url: "https://beta.example/ferry", title: "Ferry strike ends after talks" }]);
-    assert.equal(await p.b.applyChanges(w.dm.id), 1);
+    assert.equal(await p.b.registry.applyChanges(w.dm.id), 1);
     assert.deepEqual(await titles(p.b, w.dm, "ferry strike"), ["Ferry strike ends after talks"]);
     assert.equal(await p.b.count(w.dm.id), 2);
   });
 
   await t.step("an edit in A replaces the article in B: new words found, old ones forgotten", async () => {
     await p.a.ingest(w.dm, [{ url: "https://beta.example/ferry", title: "Harbour pilots return to work" }]);
-    assert.equal(await p.b.applyChanges(w.dm.id), 1);
+    assert.equal(await p.b.registry.applyChanges(w.dm.id), 1);
     assert.deepEqual(await titles(p.b, w.dm, "harbour pilots"), ["Harbour pilots return to work"]);
     assert.ok(!(await titles(p.b, w.dm, "ferry strike")).includes("Ferry strike ends after talks"));
     assert.equal(await p.b.count(w.dm.id), 2);
@@ -61,20 +61,20 @@ Deno.test("change log: a write in one process is applied in another without rebu
     await p.a.ingest(w.dm, [
       { url: "https://gamma.example/old", title: "Old bridge closure notice", pubdate: hoursAgo(w, 24 * 40) },
     ]);
-    await p.b.applyChanges(w.dm.id);
+    await p.b.registry.applyChanges(w.dm.id);
     assert.ok((await titles(p.b, w.dm, "bridge closure")).includes("Old bridge closure notice"));
     const cutoff = Math.floor(w.clock.now().getTime() / 1000) - 30 * 86_400;
     assert.equal(await p.a.expire(w.dm.id, cutoff), 1);
-    assert.equal(await p.b.applyChanges(w.dm.id), 1);
+    assert.equal(await p.b.registry.applyChanges(w.dm.id), 1);
     assert.ok(!(await titles(p.b, w.dm, "bridge closure")).includes("Old bridge closure notice"));
     assert.equal(await p.b.count(w.dm.id), 2);
   });
 
   await t.step("B never rebuilt; A applied none of its own changes", async () => {
-    assert.deepEqual(p.b.followStats(w.dm.id), { builds: 1, changesApplied: 4, position: 5 });
-    assert.equal(await p.a.applyChanges(w.dm.id), 0);
-    assert.equal(p.a.followStats(w.dm.id).builds, 1);
-    assert.equal(p.a.followStats(w.dm.id).changesApplied, 0);
+    assert.deepEqual(p.b.registry.followStats(w.dm.id), { builds: 1, changesApplied: 4, position: 5 });
+    assert.equal(await p.a.registry.applyChanges(w.dm.id), 0);
+    assert.equal(p.a.registry.followStats(w.dm.id).builds, 1);
+    assert.equal(p.a.registry.followStats(w.dm.id).changesApplied, 0);
   });
 });
 
@@ -82,12 +82,12 @@ Deno.test("change log: watch() applies another process's writes on its own timer
   await using w = await searchWorld();
   await using p = await twoProcesses(w);
   await p.b.ingest(w.dm, [{ url: "https://alpha.example/one", title: "Library opens late" }]);
-  const applied = p.b.nextApplied(w.dm.id);
+  const applied = p.b.registry.nextApplied(w.dm.id);
   p.b.watch({ intervalMs: 20 });
   await p.a.ingest(w.dm, [{ url: "https://beta.example/two", title: "Bridge repairs begin" }]);
   await within(applied, 10_000, "B applies A's change");
   assert.deepEqual(await titles(p.b, w.dm, "bridge repairs"), ["Bridge repairs begin"]);
-  assert.equal(p.b.followStats(w.dm.id).builds, 1);
+  assert.equal(p.b.registry.followStats(w.dm.id).builds, 1);
 });
 
 Deno.test("change log: concurrent writers get dense, ordered entries and both indexes agree", async () => {
@@ -108,11 +108,11 @@ Deno.test("change log: concurrent writers get dense, ordered entries and both in
   const seqs: number[] = [];
   for await (const e of w.deps.kv.list({ prefix: ["article_change", w.dm.id] })) seqs.push(e.key[2] as number);
   assert.deepEqual(seqs, Array.from({ length: 90 }, (_, i) => i + 1));
-  assert.equal(await a.applyChanges(w.dm.id), 45);
-  assert.equal(await b.applyChanges(w.dm.id), 45);
+  assert.equal(await a.registry.applyChanges(w.dm.id), 45);
+  assert.equal(await b.registry.applyChanges(w.dm.id), 45);
   assert.equal(await a.count(w.dm.id), 90);
   assert.equal(await b.count(w.dm.id), 90);
-  assert.equal(a.followStats(w.dm.id).builds + b.followStats(w.dm.id).builds, 2);
+  assert.equal(a.registry.followStats(w.dm.id).builds + b.registry.followStats(w.dm.id).builds, 2);
 });
 
 Deno.test("change log: a process whose position was trimmed away rebuilds once, then follows again", async () => {
@@ -127,14 +127,14 @@ Deno.test("change log: a process whose position was trimmed away rebuilds once, 
     maxEntries: 0,
   });
   assert.equal(trimmed, 2);
-  const rebuilt = p.b.nextRebuild(w.dm.id);
-  await p.b.applyChanges(w.dm.id);
+  const rebuilt = p.b.registry.nextRebuild(w.dm.id);
+  await p.b.registry.applyChanges(w.dm.id);
   await within(rebuilt, 1000, "B rebuilds");
-  assert.equal(p.b.followStats(w.dm.id).builds, 2);
+  assert.equal(p.b.registry.followStats(w.dm.id).builds, 2);
   assert.deepEqual(await titles(p.b, w.dm, "mountain pass"), ["Snow closes mountain pass"]);
   await p.a.ingest(w.dm, [{ url: "https://alpha.example/c", title: "Orchestra tours abroad" }]);
-  assert.equal(await p.b.applyChanges(w.dm.id), 1);
-  assert.equal(p.b.followStats(w.dm.id).builds, 2);
+  assert.equal(await p.b.registry.applyChanges(w.dm.id), 1);
+  assert.equal(p.b.registry.followStats(w.dm.id).builds, 2);
 });
 
 Deno.test("change log: trim keeps young entries and the newest maxEntries", async () => {

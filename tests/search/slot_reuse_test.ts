@@ -78,7 +78,7 @@ Deno.test("retention: a continuously fed model with max_age_days reuses expired 
     assert.equal((await engine.ingest(dm, items)).created, perDay);
     await engine.expire(dm.id, liveSince(dm, w.clock)!);
   }
-  const index = await engine.index(dm.id);
+  const index = await engine.registry.index(dm.id);
   // Four days live; without reuse the index would hold 30 days of slots.
   assert.equal(index.liveCount, 4 * perDay);
   assert.ok(index.size <= 6 * perDay, `index holds ${index.size} slots`);

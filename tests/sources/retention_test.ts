@@ -52,7 +52,7 @@ Deno.test("retention: old articles leave search at once, then the index and KV o
   assert.deepEqual(deleted, [{ dataModelId: w.dm.id, deleted: 1, trimmed: 0 }]);
   assert.equal(await w.deps.search.count(w.dm.id), 1);
   assert.equal(await w.deps.search.articleByUrl(w.dm.id, "https://alpha.example/old"), null);
-  await engineOf(w.deps).rebuild(w.dm.id);
+  await engineOf(w.deps).registry.rebuild(w.dm.id);
   assert.equal(await w.deps.search.count(w.dm.id), 1);
   // The change log is trimmed by the same sweep once its entries are older than its retention.
   w.clock.advance(2 * 3_600_000);

@@ -6,7 +6,8 @@
  * `crc32` converter compute it), so HAProxy routes with its own `url_param(data_model_id),crc32,mod(4)`
  * and no router of ours. Shards are numbered from 1; HAProxy's `mod` gives 0..n-1.
  */
-import { AppError } from "../../errors.ts";
+import type { AppError } from "../../errors.ts";
+import { searchErrors } from "../errors.ts";
 
 /** Which data models a process serves: all of them (no `SEARCH_SHARD`), a hash shard and/or a list. */
 export interface SearchShard {
@@ -95,12 +96,8 @@ function publicLabel(shard: SearchShard): string {
  */
 export function outsideShard(shard: SearchShard, asRetryable = false): AppError {
   const label = publicLabel(shard);
-  return new AppError(
-    asRetryable ? 503 : 421,
-    "misdirected_request",
-    "This process does not serve that data model: send the request through the balancer",
-    { extra: { error: "misdirected_request", shard: label }, headers: { "shard-miss": label } },
-  );
+  const raise = asRetryable ? searchErrors.misdirected_request_retryable : searchErrors.misdirected_request;
+  return raise({ extra: { error: "misdirected_request", shard: label }, headers: { "shard-miss": label } });
 }
 
 /** The {@link outsideShard} response, for the edge check that runs before any route. */

@@ -5,7 +5,7 @@
  * results as there are matching articles.
  */
 import { z } from "zod";
-import { AppError } from "../../errors.ts";
+import { searchErrors } from "../errors.ts";
 import { categoryKey, domainOf, MAX_CATEGORY_CHARS } from "../store/articles.ts";
 import type { DataModelIndex } from "../index/index.ts";
 import { terms } from "../text/tokenizer.ts";
@@ -147,7 +147,7 @@ export function filtersOf(request: FilterFields): SearchFilters | null {
   const from = request.start_date === undefined ? undefined : parseFilterDate(request.start_date);
   const to = request.end_date === undefined ? undefined : parseFilterDate(request.end_date, { endOfDay: true });
   if (from !== undefined && to !== undefined && to < from) {
-    throw new AppError(422, "invalid_request", "end_date must be on or after start_date");
+    throw searchErrors.date_range_reversed();
   }
   const keys = (list: string[] | undefined) => [...new Set((list ?? []).map(categoryKey).filter(Boolean))];
   const phrases = (list: string[] | undefined) =>

@@ -190,11 +190,16 @@ export function cutBody(body: string): string {
   return end > MAX_BODY_CHARS * 0.8 ? head.slice(0, end + 1) : head;
 }
 
+/** An item field that passed the schema but cannot be used; its message is public (names no input). */
+export class ArticleInputError extends Error {
+  override name = "ArticleInputError";
+}
+
 /**
  * Builds the stored article from an input (without id, timestamps or embedding), filling the
  * defaults: site domain from the URL, site name from the data model, pubdate now, extractive
  * summary and preview from the body.
- * @throws {Error} when the pubdate is present but unreadable
+ * @throws {ArticleInputError} when the pubdate is present but unreadable
  */
 export function normalizeArticle(
   dm: DataModel,
@@ -206,7 +211,9 @@ export function normalizeArticle(
   const site = input.site?.trim() ||
     dm.sites.find((s) => s.domain === siteDomain || siteDomain.endsWith(`.${s.domain}`))?.name || siteDomain;
   let unix = parsePubdate(input.pubdate ?? undefined) ?? parsePubdate(input.pubdate_unix ?? undefined);
-  if (unix === undefined && (input.pubdate || input.pubdate_unix)) throw new Error("pubdate: unreadable date");
+  if (unix === undefined && (input.pubdate || input.pubdate_unix)) {
+    throw new ArticleInputError("pubdate: unreadable date");
+  }
   unix ??= Math.floor(clock.now().getTime() / 1000);
   const body = cutBody(input.body ?? input.content ?? input.text ?? "");
   const title = input.title.replace(/\s+/g, " ").trim();

@@ -1,16 +1,21 @@
 /**
  * Retention: articles published more than a data model's `maxAgeDays` ago leave search.
- * Searches filter them out at once (engine.ts); this sweep deletes them from KV and the sweeping
- * process's index (one process per data model at a time, under a KV lease), and every other
- * process's index drops them through the article change log. The same sweep trims each data
- * model's change log.
+ * Searches filter them out at once ({@link liveSince}); this sweep deletes them from KV and the
+ * sweeping process's index (one process per data model at a time, under a KV lease), and every
+ * other process's index drops them through the article change log. The same sweep trims each
+ * data model's change log.
  */
 import type { Clock } from "../../clock.ts";
 import { KvLease } from "../../kv_lease.ts";
 import { describeError, type Logger } from "../../log.ts";
 import type { DataModel } from "../../store/models.ts";
-import { type ArticleService, liveSince } from "../engine.ts";
 import { systemTimers, type TimerId, type Timers } from "../../timers.ts";
+
+/** The oldest publication time (unix seconds) a data model keeps, or undefined without retention. */
+export function liveSince(dm: Pick<DataModel, "maxAgeDays">, clock: Clock): number | undefined {
+  if (!dm.maxAgeDays) return undefined;
+  return Math.floor(clock.now().getTime() / 1000) - dm.maxAgeDays * 86_400;
+}
 
 /** What one sweep did to a data model. */
 export interface SweepOutcome {
@@ -34,7 +39,10 @@ export class RetentionSweeper {
       kv: Deno.Kv;
       clock: Clock;
       log: Logger;
-      engine: Pick<ArticleService, "expire" | "trimChanges">;
+      engine: {
+        expire(dataModelId: string, cutoffUnix: number): Promise<number>;
+        trimChanges(dataModelId: string): Promise<number>;
+      };
       dataModels(): Promise<DataModel[]>;
       timers?: Timers;
       owner?: string;

@@ -1,13 +1,13 @@
 /**
  * One article with its licensed full text (REST `GET /v1/data-models/{dm}/article`, MCP
  * `get_article`, payproxy `/v2/article`). Who may read it is the caller's business: the routes
- * check the licence (see mayReadFullText in engine.ts).
+ * check the licence ({@link mayReadFullText}).
  */
-import { notFound } from "../../errors.ts";
+import { searchErrors } from "../errors.ts";
 import type { DataModel } from "../../store/models.ts";
-import { canonicalUrl } from "../store/articles.ts";
-import { fullText } from "../engine.ts";
-import type { ArticleService } from "../engine.ts";
+import { type Article, canonicalUrl } from "../store/articles.ts";
+import type { SearchContext } from "../types.ts";
+import { clipMarkdown, textToMarkdown } from "../../text/markdown_text.ts";
 import { MAX_TEXT_CHARACTERS } from "../result_options.ts";
 
 /** An article with its text, as the routes answer it. */
@@ -26,15 +26,29 @@ export interface ArticleText {
   text: string;
 }
 
+/** What highlights and full text read of an article: its plain body and its Markdown, if kept. */
+export type BodyText = Pick<Article, "body" | "markdown">;
+
+/** Whether a caller may read a data model's full text: its own tenant always, others when licensed. */
+export function mayReadFullText(dm: DataModel, context: Pick<SearchContext, "tenantId">): boolean {
+  return context.tenantId === dm.tenantId || dm.license === "full_text";
+}
+
+/** An article's full text as Markdown within `max` characters (its summary when the body is gone). */
+export function fullText(article: BodyText | null | undefined, summary: string, max: number): string {
+  const md = article?.markdown || textToMarkdown(article?.body || summary);
+  return clipMarkdown(md, max);
+}
+
 /** No article at a URL (the URL is not echoed). */
-export const articleNotFound = () => notFound("No article at this URL in the data model", "article_not_found");
+export const articleNotFound = () => searchErrors.article_not_found();
 
 /**
  * The article at `url` with its text cut to `max` characters.
  * @throws {AppError} 404 when the URL is unreadable or holds no article
  */
 export async function articleWithText(
-  search: Pick<ArticleService, "articleByUrl">,
+  search: { articleByUrl(dataModelId: string, url: string): Promise<Article | null> },
   dm: DataModel,
   url: string,
   max = MAX_TEXT_CHARACTERS,

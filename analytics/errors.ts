@@ -1,0 +1,45 @@
+/**
+ * The analytics room's error catalog: the refusals of the analytics query strings (400
+ * `{message}`) and of event batches (422), declared once. Messages name a parameter and what it
+ * must be, never the value sent.
+ */
+import { declareErrors } from "../core/errors.ts";
+import { idFormatMessage } from "../core/ids.ts";
+
+const badQuery = { kind: "bad_request", code: "invalid_query" } as const;
+
+export const analyticsErrors = declareErrors({
+  compare_invalid: { ...badQuery, message: "compare must be one of: previous_period, previous_year" },
+  start_date_invalid: { ...badQuery, message: "start_date must be a valid date in YYYY-MM-DD format" },
+  end_date_invalid: { ...badQuery, message: "end_date must be a valid date in YYYY-MM-DD format" },
+  end_before_start: { ...badQuery, message: "end_date must be on or after start_date" },
+  range_too_long: { ...badQuery, message: (p: { maxDays: number }) => `date range must not exceed ${p.maxDays} days` },
+  /** `name` is the parameter's name (ours, not the caller's). */
+  count_invalid: { ...badQuery, message: (p: { name: string }) => `${p.name} must be an integer >= 1` },
+  timezone_invalid: { ...badQuery, message: "timezone must be a valid IANA time zone name" },
+  choice_required: {
+    ...badQuery,
+    message: (p: { name: string; allowed: readonly string[] }) =>
+      `${p.name} is required: one of ${p.allowed.join(", ")}`,
+  },
+  choice_invalid: {
+    ...badQuery,
+    message: (p: { name: string; allowed: readonly string[] }) => `${p.name} must be one of: ${p.allowed.join(", ")}`,
+  },
+  interval_needs_date: { ...badQuery, message: "interval applies only to dimension=date" },
+  format_invalid: { ...badQuery, message: "format must be one of: json, csv, parquet" },
+  /** Unknown, or another tenant's: not told apart. */
+  data_model_not_found: { ...badQuery, message: "data_model_id not found" },
+  widget_not_found: { ...badQuery, message: "widget_id not found" },
+  agent_not_found: { ...badQuery, message: "agent_id not found" },
+  campaign_id_malformed: { ...badQuery, message: idFormatMessage("campaign_id", "cp") },
+  /**
+   * The first bad event of a batch: `field` is its path in our schema, `problem` our phrase or
+   * zod's issue text (which names the expected shape, never the value).
+   */
+  invalid_event: {
+    kind: "unprocessable",
+    message: (p: { index: number; field: string; problem: string }) =>
+      `events.${p.index}${p.field ? "." + p.field : ""}: ${p.problem}`,
+  },
+});

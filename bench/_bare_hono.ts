@@ -1,0 +1,38 @@
+/**
+ * The reference for bench/http_load.ts: a bare Hono app on Deno.serve with the same `/healthz`
+ * answer as the service and nothing else (no middleware, no logging). Listens on the port given as
+ * the first argument and prints `ready` once it does.
+ *
+ * A second argument adds one piece of the service's fixed cost, to see what each costs alone:
+ * `response-header` (one more response header), `read-header` (reading one request header),
+ * `request-id` (routes/middleware/request_id.ts), `access-log` (routes/middleware/access_log.ts
+ * with the buffered logger of main.ts).
+ *
+ *   deno run -A bench/_bare_hono.ts 8123 [piece]
+ */
+import { Hono } from "hono";
+import { createLogger } from "../core/log.ts";
+import { LineBuffer } from "../core/log_buffer.ts";
+import type { AppEnv } from "../routes/env.ts";
+import { accessLog } from "../routes/middleware/access_log.ts";
+import { requestId } from "../routes/middleware/request_id.ts";
+
+const app = new Hono<AppEnv>();
+const piece = Deno.args[1];
+if (piece === "request-id") app.use("*", requestId());
+if (piece === "access-log") {
+  const lines = new LineBuffer();
+  app.use("*", accessLog(createLogger({ clock: () => new Date(), write: lines.write })));
+}
+if (piece === "read-header") {
+  app.use("*", async function readHeader(c, next) {
+    c.req.header("x-request-id");
+    await next();
+  });
+}
+app.get(
+  "/healthz",
+  (c) =>
+    piece === "response-header" ? c.json({ status: "ok" }, 200, { "x-request-id": "a" }) : c.json({ status: "ok" }),
+);
+Deno.serve({ hostname: "127.0.0.1", port: Number(Deno.args[0] ?? 0), onListen: () => console.log("ready") }, app.fetch);

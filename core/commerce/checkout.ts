@@ -1,0 +1,165 @@
+/**
+ * The card checkout lane: a purchase asked with `{"checkout": true}` opens a hosted page where a
+ * human pays; the agent polls the reference's status and, once it is `paid`, repeats the purchase
+ * with the same credential, which consumes it and grants the credit.
+ */
+import type { Clock } from "../clock.ts";
+import type { Catalog } from "./catalog.ts";
+import type { PaymentTerms, StorefrontChallenge } from "./challenges.ts";
+import { commerceErrors as errors } from "./errors.ts";
+import { formatUsd } from "./money.ts";
+import { effectiveState, type PaymentRecord, type PaymentState, type PaymentStore } from "./payments.ts";
+import { type PaymentProcessor, PaymentProviderUnavailable } from "./processor.ts";
+import { type Settlement, STALE_PROCESSING_MS } from "./settlement.ts";
+import type { AuthenticatedAgent, Seller } from "./types.ts";
+
+/** How long a hosted checkout waits for its human. */
+export const CHECKOUT_TTL_MS = 30 * 60_000;
+/** Cards a human may have declined on one hosted checkout before it ends as `failed`. */
+export const MAX_CHECKOUT_DECLINES = 5;
+
+export class CheckoutLane {
+  constructor(
+    private readonly o: {
+      clock: Clock;
+      catalog: Catalog;
+      payments: PaymentStore;
+      processor: PaymentProcessor;
+      settlement: Settlement;
+      agentAuthUrl: string;
+    },
+  ) {}
+
+  /** Where an agent polls a payment reference. */
+  statusUrl(reference: string): string {
+    return `${this.o.agentAuthUrl}/payments/${reference}`;
+  }
+
+  /** Where a human pays a checkout. */
+  checkoutUrl(reference: string): string {
+    return `${this.o.agentAuthUrl}/checkout/${reference}`;
+  }
+
+  /** Opens the hosted checkout of a card challenge (the one state a 402 writes). */
+  async open(challenge: StorefrontChallenge, sellerId: string, terms: PaymentTerms, micros: number): Promise<void> {
+    const now = this.o.clock.now();
+    await this.o.payments.openCheckout({
+      reference: challenge.id,
+      sellerId,
+      rail: "card",
+      state: "open",
+      terms,
+      amountMicros: micros,
+      createdAt: now.toISOString(),
+      updatedAt: now.toISOString(),
+      expiresAt: new Date(now.getTime() + CHECKOUT_TTL_MS).toISOString(),
+    });
+  }
+
+  /** The purchase that presents a checkout's credential: the human paid (state `paid`); consume and grant. */
+  async settle(challenge: StorefrontChallenge, agent: AuthenticatedAgent): Promise<PaymentRecord> {
+    const sellerId = challenge.request.sellerId as string;
+    const entry = await this.o.payments.get(sellerId, challenge.id);
+    if (!entry.value) throw errors.payment_unknown({ detail: 'request a fresh 402 with {"checkout": true}' });
+    const state = effectiveState(entry.value, this.o.clock);
+    if (state !== "paid") throw this.o.settlement.stateError(entry.value);
+    return await this.o.settlement.consumeAndGrant(entry as Deno.KvEntry<PaymentRecord>, agent, {});
+  }
+
+  /** GET /payments/{reference}: the state an agent polls. */
+  async status(seller: Seller, reference: string): Promise<Record<string, unknown>> {
+    const p = (await this.o.payments.get(seller.sellerId, reference)).value;
+    if (!p) throw errors.payment_unknown({ detail: "request a fresh 402" });
+    const state = effectiveState(p, this.o.clock);
+    return {
+      reference,
+      status: state,
+      complete: state === "paid" || state === "consumed",
+      rail: p.rail,
+      planId: p.terms.planId,
+      amountUsd: formatUsd(p.amountMicros),
+      ...(p.settlementReason ? { settlementReason: p.settlementReason } : {}),
+      ...(state === "open" ? { checkoutUrl: this.checkoutUrl(reference), expiresAt: p.expiresAt } : {}),
+      next: state === "paid"
+        ? "retry the purchase with the same Payment credential"
+        : state === "open"
+        ? "waiting for the human to pay at checkoutUrl; poll again"
+        : undefined,
+    };
+  }
+
+  /** The checkout a human opens, or null for an unknown reference. */
+  async find(seller: Seller, reference: string) {
+    const e = await this.o.payments.get(seller.sellerId, reference);
+    if (!e.value || e.value.terms.checkout !== true) return null;
+    const plan = await this.o.catalog.getPlan(seller.sellerId, e.value.terms.planId);
+    return { record: e.value, state: effectiveState(e.value, this.o.clock), plan };
+  }
+
+  /**
+   * The human's answer on the hosted checkout page: pay with a card token, or cancel.
+   * @returns the state the checkout is in afterwards and, for a decline, why.
+   */
+  async complete(
+    seller: Seller,
+    reference: string,
+    action: "pay" | "cancel",
+    cardToken: string,
+  ): Promise<{ state: PaymentState; settlementReason?: string; retry?: boolean; triesLeft?: number }> {
+    const { payments, clock } = this.o;
+    const e = await payments.get(seller.sellerId, reference);
+    if (!e.value || e.value.terms.checkout !== true) throw errors.checkout_unknown();
+    const entry = e as Deno.KvEntry<PaymentRecord>;
+    const state = effectiveState(entry.value, clock);
+    // A submit abandoned mid-charge by a dead process may be submitted again after the grace period.
+    const stale = state === "processing" &&
+      clock.now().getTime() - Date.parse(entry.value.updatedAt) > STALE_PROCESSING_MS;
+    if (state !== "open" && !stale) return { state, settlementReason: entry.value.settlementReason };
+    if (action === "cancel") {
+      await payments.move(entry, { state: "released" });
+      return { state: "released" };
+    }
+    // Claim the checkout so a double submit charges once.
+    if (!(await payments.move(entry, { state: "processing" }))) {
+      return { state: (await payments.get(seller.sellerId, reference)).value!.state };
+    }
+    const processing = (await payments.get(seller.sellerId, reference)) as Deno.KvEntry<PaymentRecord>;
+    try {
+      const outcome = await this.o.processor.charge({
+        rail: "card",
+        token: cardToken,
+        amountMicros: entry.value.amountMicros,
+        reference,
+        description: `checkout ${entry.value.terms.planId}`,
+      });
+      if (outcome.status === "succeeded") {
+        // An earlier decline on this checkout is history once a card paid.
+        await payments.move(processing, {
+          state: "paid",
+          processorRef: outcome.processorRef,
+          settlementReason: undefined,
+        });
+        return { state: "paid" };
+      }
+      if (outcome.status === "failed") {
+        // A decline leaves the checkout open for another card until it expires, up to a few tries
+        // (more would let the page test stolen cards); the last decline ends it.
+        const declines = (processing.value.declines ?? 0) + 1;
+        const triesLeft = MAX_CHECKOUT_DECLINES - declines;
+        const settlementReason = outcome.settlementReason;
+        if (triesLeft <= 0) {
+          await payments.move(processing, { state: "failed", settlementReason, declines });
+          return { state: "failed", settlementReason };
+        }
+        await payments.move(processing, { state: "open", settlementReason, declines });
+        return { state: "open", settlementReason, triesLeft };
+      }
+      await payments.move(processing, { state: "open" });
+      return { state: "open", retry: true };
+    } catch (err) {
+      await payments.move(processing, { state: "open" });
+      if (err instanceof PaymentProviderUnavailable) return { state: "open", retry: true };
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * Idempotency-Key for purchases: the first request with a key runs and its paid result is kept
+ * for a day; a repeat with the same terms replays it, one with other terms is refused (422), and
+ * one arriving while the first still runs waits its turn (409). Key:
+ * `["commerce_idem", sellerId, agent, key]`.
+ */
+import type { Clock } from "../clock.ts";
+import { sha256Hex } from "../crypto.ts";
+import type { PaymentTerms } from "./challenges.ts";
+import { commerceErrors as errors } from "./errors.ts";
+
+const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
+// A request that held a key this long without finishing died with its process: the key is taken over.
+const IDEMPOTENCY_STALE_MS = 60_000;
+const IDEMPOTENCY_RE = /^[\x21-\x7e]{1,255}$/;
+
+/** What a paid request keeps under its key: the receipt body and the receipt header pairs. */
+export interface KeptResult {
+  body: Record<string, unknown>;
+  /** `Payment-Receipt` (and x402 `PAYMENT-RESPONSE`) pairs. */
+  receipts: [string, string][];
+}
+
+// The stored shape predates the split (responses written by older processes replay the same).
+type Stored =
+  | { hash: string; state: "running"; startedAt: string }
+  | { hash: string; state?: "done"; status: number; body: Record<string, unknown>; headers: [string, string][] };
+
+/** A key as one request sees it: where it lives and the hash of the terms it was sent with. */
+export interface KeyRef {
+  key: Deno.KvKey;
+  hash: string;
+}
+
+/** A key this request holds (it may charge). */
+export interface HeldKey extends KeyRef {
+  versionstamp: string;
+}
+
+const inUse = () => errors.idempotency_key_in_use({ headers: { "retry-after": "1" } });
+
+export class IdempotencyKeys {
+  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
+
+  /**
+   * The request's key, if it sent one, and the result to replay when it already ran.
+   * @throws {AppError} `invalid_request` for a malformed key, `idempotency_key_reused`,
+   *   `idempotency_key_in_use`
+   */
+  async lookup(headers: Headers, terms: PaymentTerms): Promise<(KeyRef & { kept: KeptResult | null }) | null> {
+    const raw = headers.get("idempotency-key");
+    if (raw === null) return null;
+    if (!IDEMPOTENCY_RE.test(raw)) throw errors.idempotency_key_malformed();
+    const hash = await sha256Hex(JSON.stringify(terms));
+    const key: Deno.KvKey = ["commerce_idem", terms.sellerId, terms.agent, raw];
+    const got = await this.kv.get<Stored>(key);
+    return { key, hash, kept: got.value ? this.#replayOrRefuse(got.value, hash) : null };
+  }
+
+  /**
+   * Claims the key for this request, atomically: exactly one of concurrent requests gets it; the
+   * others replay its result (done) or get 409 (running). A stale claim is taken over.
+   */
+  async hold(ref: KeyRef): Promise<{ kept: KeptResult } | HeldKey> {
+    for (let i = 0; i < 8; i++) {
+      const got = await this.kv.get<Stored>(ref.key);
+      if (got.value) {
+        const kept = this.#replayOrRefuse(got.value, ref.hash);
+        if (kept) return { kept };
+      }
+      const running: Stored = { hash: ref.hash, state: "running", startedAt: this.clock.now().toISOString() };
+      const res = await this.kv.atomic().check(got).set(ref.key, running, { expireIn: IDEMPOTENCY_TTL_MS }).commit();
+      if (res.ok) return { key: ref.key, hash: ref.hash, versionstamp: res.versionstamp };
+    }
+    throw inUse();
+  }
+
+  /** Frees a held key: nothing to replay (a decline, a checkout not paid yet), the retry may run. */
+  async release(held: HeldKey): Promise<void> {
+    await this.kv.atomic().check({ key: held.key, versionstamp: held.versionstamp }).delete(held.key).commit();
+  }
+
+  /** Keeps the paid result under the held key for repeats. */
+  async remember(held: HeldKey, result: KeptResult): Promise<void> {
+    const stored: Stored = {
+      hash: held.hash,
+      state: "done",
+      status: 200,
+      body: result.body,
+      headers: [["cache-control", "no-store"], ...result.receipts],
+    };
+    await this.kv.set(held.key, stored, { expireIn: IDEMPOTENCY_TTL_MS });
+  }
+
+  /** What a request finds under its key: the result to replay, or 422 / 409 thrown. */
+  #replayOrRefuse(got: Stored, hash: string): KeptResult | null {
+    if (got.hash !== hash) throw errors.idempotency_key_reused();
+    if (got.state === "running") {
+      if (this.clock.now().getTime() - Date.parse(got.startedAt) > IDEMPOTENCY_STALE_MS) return null;
+      throw inUse();
+    }
+    return { body: got.body, receipts: got.headers.filter(([k]) => k.toLowerCase() !== "cache-control") };
+  }
+}

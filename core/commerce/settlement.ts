@@ -1,0 +1,302 @@
+/**
+ * Settlement, written once for every lane that moves money: plan purchases and top-ups, and the
+ * paid proxy's pay-as-you-go calls. A reference is claimed (`processing`) before funds move, so
+ * concurrent retries charge once; the processor's outcome maps to one state and one error; a
+ * consumed reference never settles again. Standard methods (mppx's `evm`/`stripe`, x402) settle
+ * here too, claiming the reference just before mppx moves the funds.
+ */
+import { Challenge, Credential } from "mppx";
+import type { Clock } from "../clock.ts";
+import type { AppError } from "../errors.ts";
+import type { PaymentTerms } from "./challenges.ts";
+import type { EntitlementLedger } from "./entitlements.ts";
+import { commerceErrors as errors } from "./errors.ts";
+import { effectiveState, type PaymentRecord, type PaymentState, type PaymentStore, terminalError } from "./payments.ts";
+import { type PaymentProcessor, PaymentProviderUnavailable } from "./processor.ts";
+import { carriesStandardCredential, type StandardMethods } from "./standard_methods.ts";
+import { type AuthenticatedAgent, type Rail, realmOf, type Seller } from "./types.ts";
+
+/** A charge `processing` for longer than this is taken to have been abandoned by a dead process. */
+export const STALE_PROCESSING_MS = 30_000;
+
+/** A token charge that succeeded: the reference is still `processing` until the caller consumes it. */
+export interface Charged {
+  entry: Deno.KvEntry<PaymentRecord>;
+  processorRef: string;
+}
+
+/** A standard-method payment that settled, claimed under its reference and not yet consumed. */
+export type StandardSettled = {
+  status: 200;
+  entry: Deno.KvEntry<PaymentRecord>;
+  externalId: string;
+  receiptHeaders: [string, string][];
+};
+
+/** What a 402 of the standard methods offers: mppx's `WWW-Authenticate` list and x402's `PAYMENT-REQUIRED`. */
+export interface StandardOffer {
+  /** The `WWW-Authenticate` value (one or more challenges), or null when none is offered. */
+  www: string | null;
+  /** The x402 `PAYMENT-REQUIRED` value, or null. */
+  x402: string | null;
+}
+
+export class Settlement {
+  constructor(
+    private readonly o: {
+      clock: Clock;
+      payments: PaymentStore;
+      ledger: EntitlementLedger;
+      processor: PaymentProcessor;
+      /** Where an agent polls a reference. */
+      statusUrl: (reference: string) => string;
+      standard?: StandardMethods;
+    },
+  ) {}
+
+  /** The error for a reference that cannot be spent in its current state. */
+  stateError(p: PaymentRecord): AppError {
+    const state: PaymentState = effectiveState(p, this.o.clock);
+    const terminal = terminalError(p, state);
+    if (terminal) return terminal;
+    return errors.payment_incomplete({
+      detail: p.rail === "card"
+        ? "poll statusUrl until complete, then retry"
+        : "a charge is in progress; retry shortly",
+      extra: { statusUrl: this.o.statusUrl(p.reference) },
+    });
+  }
+
+  /**
+   * The token of a card (shared payment token) or wallet credential's payload.
+   * @throws {AppError} `invalid_request` when there is none, or it is empty or longer than 512
+   */
+  tokenOf(payload: Record<string, unknown>): string {
+    const token = payload.token;
+    if (typeof token !== "string" || token.length === 0 || token.length > 512) {
+      throw errors.token_required({ detail: 'payload must be {"token": "<payment token>"}' });
+    }
+    return token;
+  }
+
+  /**
+   * Charges a token once per reference: claims the reference, charges, and maps the outcome.
+   * A claim left `processing` by a process that died mid-way is taken over after a grace period;
+   * the processor dedupes by reference, so the retry never charges twice.
+   * @returns the `processing` entry and the processor's id: the caller consumes it
+   * @throws {AppError} the reference's state error when it is taken, `payment_provider_unavailable`
+   *   (the claim is released), `payment_incomplete` (released), `settlement_failed` (now `failed`)
+   */
+  async chargeToken(
+    input: { rail: Rail; reference: string; sellerId: string; terms: PaymentTerms; micros: number; token: string },
+    description: string,
+  ): Promise<Charged> {
+    const { payments, clock } = this.o;
+    const existing = await payments.get(input.sellerId, input.reference);
+    const stale = existing.value?.state === "processing" &&
+      clock.now().getTime() - Date.parse(existing.value.updatedAt) > STALE_PROCESSING_MS;
+    if (existing.value && !stale) throw this.stateError(existing.value);
+    const now = clock.now().toISOString();
+    const claimed = await payments.claim(
+      {
+        reference: input.reference,
+        sellerId: input.sellerId,
+        rail: input.rail,
+        state: "processing",
+        terms: input.terms,
+        amountMicros: input.micros,
+        createdAt: existing.value?.createdAt ?? now,
+        updatedAt: now,
+      },
+      stale ? existing as Deno.KvEntry<PaymentRecord> : undefined,
+    );
+    if (!claimed) throw this.stateError((await payments.get(input.sellerId, input.reference)).value!);
+
+    let outcome;
+    try {
+      outcome = await this.o.processor.charge({
+        rail: input.rail,
+        token: input.token,
+        amountMicros: input.micros,
+        reference: input.reference,
+        description,
+      });
+    } catch (err) {
+      await payments.release(claimed);
+      if (err instanceof PaymentProviderUnavailable) {
+        throw errors.payment_provider_unavailable({ headers: { "retry-after": "2" }, cause: err });
+      }
+      throw err;
+    }
+    if (outcome.status === "incomplete") {
+      await payments.release(claimed);
+      throw errors.payment_incomplete({
+        detail: "the payment needs a further step; poll statusUrl until complete, then retry",
+        extra: { statusUrl: this.o.statusUrl(input.reference) },
+      });
+    }
+    if (outcome.status === "failed") {
+      await payments.move(claimed, { state: "failed", settlementReason: outcome.settlementReason });
+      throw errors.settlement_failed({ extra: { settlementReason: outcome.settlementReason } });
+    }
+    return { entry: claimed, processorRef: outcome.processorRef };
+  }
+
+  /**
+   * Marks the reference consumed and grants the credit it bought in one atomic commit (retried on
+   * conflict).
+   * @throws {AppError} the state error when the reference moved meanwhile, `payment_unknown` when it went
+   */
+  async consumeAndGrant(
+    entry: Deno.KvEntry<PaymentRecord>,
+    agent: AuthenticatedAgent,
+    patch: Partial<PaymentRecord>,
+  ): Promise<PaymentRecord> {
+    const { payments, ledger } = this.o;
+    let current = entry;
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const p = current.value;
+      const grant = await ledger.prepareGrant(agent, p.sellerId, p.terms.planId, p.amountMicros);
+      const done = await payments.consume(current, patch, grant);
+      if (done) return done;
+      const again = await payments.get(p.sellerId, p.reference);
+      if (!again.value) throw errors.payment_unknown();
+      if (again.value.state !== p.state) throw this.stateError(again.value);
+      current = again as Deno.KvEntry<PaymentRecord>;
+    }
+    throw new Error("payment consumption did not commit after many attempts");
+  }
+
+  /** Marks a pay-as-you-go call's reference consumed (it buys the call, no credit). */
+  async consumeCall(entry: Deno.KvEntry<PaymentRecord>, processorRef: string): Promise<void> {
+    await this.o.payments.move(entry, { state: "consumed", processorRef });
+  }
+
+  /** Whether mppx's standard methods are offered. */
+  get standardEnabled(): boolean {
+    return this.o.standard?.enabled ?? false;
+  }
+
+  /** Whether the request answers a standard method (mppx `evm`/`stripe` credential, or x402). */
+  standardCredential(headers: Headers): boolean {
+    if (!this.o.standard?.enabled) return false;
+    return carriesStandardCredential(headers, this.o.standard.evmEnabled, (auth) => {
+      try {
+        return Credential.deserialize(auth.trim()).challenge.method;
+      } catch {
+        return null;
+      }
+    });
+  }
+
+  /**
+   * What the standard methods offer for a payment (their 402, no state written); null when they are
+   * not offered.
+   */
+  async standardOffer(request: Request, seller: Seller, terms: PaymentTerms, micros: number) {
+    if (!this.standardEnabled) return null;
+    const out = await this.standardPayment(request, seller, terms, micros);
+    return out.status === 402 ? standardOfferOf(out.response) : null;
+  }
+
+  /**
+   * One payment through the standard methods: without a credential, their 402; with one, mppx
+   * verifies it and, just before funds move, the reference is claimed (`processing`) atomically and
+   * `beforeSettle` runs (the paid proxy forwards the call there: an upstream error is never settled).
+   * A settlement that fails after the claim leaves the reference `failed`.
+   * @throws {AppError} the claimed reference's state error (already consumed, in flight), or what
+   *   `beforeSettle` threw (the claim is then released)
+   */
+  async standardPayment(
+    request: Request,
+    seller: Seller,
+    terms: PaymentTerms,
+    micros: number,
+    beforeSettle?: () => Promise<void>,
+  ): Promise<{ status: 402; response: Response } | StandardSettled> {
+    const { payments, clock } = this.o;
+    const standard = this.o.standard!;
+    // A credential already spent (or in flight) is named as such before mppx looks at it again.
+    const known = await standard.referenceOf(request.headers);
+    if (known) {
+      const seen = (await payments.get(seller.sellerId, known)).value;
+      if (seen) throw this.stateError(seen);
+    }
+    let claimed: Deno.KvEntry<PaymentRecord> | null = null;
+    const out = await standard.handle(request, realmOf(seller), terms, micros, async (pending) => {
+      const now = clock.now().toISOString();
+      const entry = await payments.claim({
+        reference: pending.reference,
+        sellerId: seller.sellerId,
+        rail: pending.method,
+        state: "processing",
+        terms,
+        amountMicros: micros,
+        createdAt: now,
+        updatedAt: now,
+      });
+      if (!entry) throw this.stateError((await payments.get(seller.sellerId, pending.reference)).value!);
+      claimed = entry;
+      if (!beforeSettle) return;
+      try {
+        await beforeSettle();
+      } catch (err) {
+        await payments.release(entry);
+        claimed = null;
+        throw err;
+      }
+    });
+    if (out.status === 402) {
+      const left = claimed as Deno.KvEntry<PaymentRecord> | null;
+      if (left) await payments.move(left, { state: "failed", settlementReason: "settlement_failed" });
+      return out;
+    }
+    if (!claimed) throw new Error("standard payment settled without a claimed reference");
+    return { status: 200, entry: claimed, externalId: out.externalId, receiptHeaders: out.receiptHeaders };
+  }
+}
+
+/** The challenges a standard-method 402 carries. */
+export function standardOfferOf(res: Response): StandardOffer {
+  return { www: res.headers.get("www-authenticate"), x402: res.headers.get("payment-required") };
+}
+
+/** The view of a standard offer in a purchase 402's JSON body (`standard`). */
+export function standardOfferView(offer: StandardOffer): Record<string, unknown> {
+  let methods: Record<string, unknown>[] = [];
+  try {
+    methods = offer.www
+      ? Challenge.deserializeList(offer.www).map((c) => ({
+        method: c.method,
+        intent: c.intent,
+        challengeId: c.id,
+        expires: c.expires,
+      }))
+      : [];
+  } catch { /* a header mppx wrote always parses */ }
+  return {
+    detail: "stock clients: answer an mppx challenge with Authorization: Payment, or x402 with PAYMENT-SIGNATURE",
+    methods,
+    x402: offer.x402 !== null,
+  };
+}
+
+/** The headers of a standard offer, as a 402 passes them on. */
+export function standardOfferHeaders(offer: StandardOffer): [string, string][] {
+  const headers: [string, string][] = [];
+  if (offer.www) headers.push(["www-authenticate", offer.www]);
+  if (offer.x402) headers.push(["payment-required", offer.x402]);
+  return headers;
+}
+
+/**
+ * A standard credential that did not settle, as the storefront's 402 `settlement_failed`, carrying
+ * mppx's fresh challenges so the client can start again.
+ */
+export async function settlementRefused(res: Response): Promise<AppError> {
+  const problem = await res.json().catch(() => null) as { detail?: unknown; title?: unknown } | null;
+  const reason = typeof problem?.detail === "string" ? problem.detail.slice(0, 200) : "payment_not_settled";
+  const headers: Record<string, string> = { "cache-control": "no-store" };
+  for (const [k, v] of standardOfferHeaders(standardOfferOf(res))) headers[k] = v;
+  return errors.settlement_failed({ extra: { settlementReason: reason }, headers });
+}

@@ -1,0 +1,171 @@
+/**
+ * Result impressions are recorded off the response path, in batches, with nothing lost on an
+ * orderly path (analytics/impressions.ts): the pages are handed in, written a batch at a time in a
+ * later macrotask through the real event pipeline (KV write-ahead log), kept when a write fails,
+ * and every one arrives. Timers are the test's own: nothing sleeps.
+ */
+import assert from "node:assert/strict";
+import { ImpressionRecorder } from "../../analytics/impressions.ts";
+import type { EventInput, EventSink } from "../../core/events.ts";
+import { memoryLogger } from "../../core/log.ts";
+import type { ServedResults } from "../../core/search/engine.ts";
+import type { TimerId, Timers } from "../../core/timers.ts";
+import { bearer, createTestWorld } from "../_helpers.ts";
+import { hoursAgo, search, searchWorld } from "../search/_world.ts";
+
+/** Timers run by hand: `run()` fires what is due, in order. */
+function manualTimers() {
+  const due: { id: number; fn: () => void }[] = [];
+  let next = 1;
+  const timers: Timers = {
+    setTimeout: (fn) => {
+      const id = next++;
+      due.push({ id, fn });
+      return id as unknown as TimerId;
+    },
+    clearTimeout: (id) => {
+      const i = due.findIndex((t) => t.id === (id as unknown as number));
+      if (i >= 0) due.splice(i, 1);
+    },
+  };
+  return { timers, pending: () => due.length, run: () => due.splice(0).forEach((t) => t.fn()) };
+}
+
+function page(w: { deps: { clock: { now(): Date } } }, n: number, results = 10): ServedResults {
+  return {
+    tenantId: "tn_batches",
+    dataModelId: "dm_batches",
+    query: `query ${n}`,
+    caller: undefined,
+    at: w.deps.clock.now(),
+    results: Array.from({ length: results }, (_, i) => ({
+      articleId: `ar_${n}_${i}`,
+      url: `https://news.example/${n}/${i}`,
+      position: i + 1,
+    })),
+  } as ServedResults;
+}
+
+/** Every event row in the KV write-ahead log, and how many batches hold them. */
+async function logged(sink: { wal: { scan(): AsyncGenerator<{ key: Deno.KvKey; bytes: Uint8Array }> } }) {
+  const rows: Record<string, unknown>[] = [];
+  const batches = new Set<unknown>();
+  for await (const chunk of sink.wal.scan()) {
+    batches.add(chunk.key[1]);
+    for (const line of new TextDecoder().decode(chunk.bytes).split("\n")) if (line) rows.push(JSON.parse(line));
+  }
+  return { rows, batches: batches.size };
+}
+
+Deno.test("ImpressionRecorder: every impression of 300 pages arrives in the event log, each once, in batches", async () => {
+  await using w = await createTestWorld();
+  const { timers, run } = manualTimers();
+  const recorder = new ImpressionRecorder(w.deps.events, w.deps.clock, w.log, { timers });
+  for (let n = 0; n < 300; n++) {
+    recorder.add(page(w, n));
+    // The write waits for a later macrotask: never inside the request that filled the batch.
+    if (n % 37 === 0) run();
+  }
+  await recorder.flush();
+  assert.equal(recorder.waiting, 0);
+  const { rows, batches } = await logged(w.deps.events);
+  assert.equal(rows.length, 300 * 11, "one api_call and ten result_impressions a page");
+  const impressions = rows.filter((r) => r.event_type === "result_impression").map((r) => r.article_id);
+  assert.equal(new Set(impressions).size, 3000, "every article once, none twice");
+  assert.equal(rows.filter((r) => r.event_type === "api_call").length, 300);
+  assert.ok(batches < 300, `written in batches, not a page at a time (${batches} batches)`);
+});
+
+Deno.test("ImpressionRecorder writes in a later macrotask, one batch at a time", async () => {
+  await using w = await createTestWorld();
+  const { timers, pending, run } = manualTimers();
+  let inFlight = 0;
+  let most = 0;
+  // The real pipeline, watched: how many writes run at once.
+  const watched: EventSink = {
+    record: async (events: EventInput[]) => {
+      most = Math.max(most, ++inFlight);
+      try {
+        await w.deps.events.record(events);
+      } finally {
+        inFlight--;
+      }
+    },
+  };
+  const recorder = new ImpressionRecorder(watched, w.deps.clock, w.log, { timers, batchEvents: 22 });
+  recorder.add(page(w, 1));
+  assert.equal(pending(), 0, "11 events wait: below the batch size, nothing scheduled");
+  recorder.add(page(w, 2));
+  assert.equal(pending(), 1, "a full batch schedules a write");
+  assert.equal(inFlight, 0, "but does not write inside add()");
+  run();
+  for (let n = 3; n < 40; n++) recorder.add(page(w, n)); // more full batches while the first is written
+  run();
+  await recorder.flush();
+  assert.equal(most, 1, "never two writes at once");
+  assert.equal((await logged(w.deps.events)).rows.length, 39 * 11);
+});
+
+Deno.test("ImpressionRecorder keeps a batch whose write failed and writes it at the next flush", async () => {
+  await using w = await createTestWorld();
+  const log = memoryLogger();
+  let failures = 1;
+  // Fault injection in front of the real pipeline: the first write fails as a KV outage would.
+  const flaky: EventSink = {
+    record: (events: EventInput[]) =>
+      failures-- > 0 ? Promise.reject(new Error("event log commit failed")) : w.deps.events.record(events),
+  };
+  const recorder = new ImpressionRecorder(flaky, w.deps.clock, log, { timers: manualTimers().timers });
+  for (let n = 0; n < 5; n++) recorder.add(page(w, n));
+  await recorder.flush();
+  assert.equal(recorder.waiting, 55, "kept after the failed write");
+  assert.equal(log.lines.filter((l) => l.level === "error").length, 1);
+  assert.equal((await logged(w.deps.events)).rows.length, 0);
+  await recorder.flush();
+  assert.equal(recorder.waiting, 0);
+  assert.equal((await logged(w.deps.events)).rows.length, 55, "every event arrives, none twice");
+});
+
+Deno.test("ImpressionRecorder is bounded: past maxEvents the oldest are dropped and counted in an error line", async () => {
+  await using w = await createTestWorld();
+  const log = memoryLogger();
+  const down: EventSink = { record: () => Promise.reject(new Error("event log commit failed")) };
+  const recorder = new ImpressionRecorder(down, w.deps.clock, log, {
+    timers: manualTimers().timers,
+    maxEvents: 50,
+  });
+  for (let n = 0; n < 10; n++) recorder.add(page(w, n));
+  assert.equal(recorder.waiting, 50);
+  await recorder.flush();
+  const dropped = log.lines.find((l) => String(l.msg).startsWith("search impressions dropped"));
+  assert.equal(dropped?.events, 60);
+});
+
+Deno.test("searches over HTTP: every served result is an impression once the pipeline stops", async () => {
+  await using w = await searchWorld();
+  await w.deps.search.ingest(w.dm, [
+    {
+      url: "https://alpha.example/rates",
+      title: "Interest rates held",
+      body: "The bank held interest rates.",
+      pubdate: hoursAgo(w, 2),
+    },
+    {
+      url: "https://beta.example/rates",
+      title: "Rates and mortgages",
+      body: "Mortgage rates follow interest rates.",
+      pubdate: hoursAgo(w, 3),
+    },
+  ]);
+  let served = 0;
+  for (let i = 0; i < 30; i++) {
+    const r = await search(w, { query: "interest rates" });
+    assert.equal(r.status, 200);
+    served += r.json.response.results.length;
+  }
+  assert.ok(served >= 30);
+  await w.deps.events.stop(); // hands in what the recorder holds, then flushes the log to Parquet
+  const articles = await (await w.app.request("/v1/analytics/articles", { headers: bearer(w.key) })).json();
+  const impressions = articles.articles.reduce((n: number, a: { impressions: number }) => n + a.impressions, 0);
+  assert.equal(impressions, served);
+});

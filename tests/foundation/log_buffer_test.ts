@@ -1,0 +1,75 @@
+import assert from "node:assert/strict";
+import { LineBuffer } from "../../core/log_buffer.ts";
+import { createLogger } from "../../core/log.ts";
+
+const decoder = new TextDecoder();
+
+function collecting() {
+  const writes: string[] = [];
+  return { writes, out: (bytes: Uint8Array) => void writes.push(decoder.decode(bytes)) };
+}
+
+Deno.test("LineBuffer writes waiting lines in one call when flushed, in order, nothing lost", () => {
+  const { writes, out } = collecting();
+  const buffer = new LineBuffer({ out, intervalMs: 60_000 });
+  try {
+    for (let i = 0; i < 5; i++) buffer.write(`{"n":${i}}`);
+    assert.equal(writes.length, 0, "nothing written before a flush");
+    buffer.flush();
+    assert.deepEqual(writes, ['{"n":0}\n{"n":1}\n{"n":2}\n{"n":3}\n{"n":4}\n']);
+    buffer.flush();
+    assert.equal(writes.length, 1, "an empty flush writes nothing");
+  } finally {
+    buffer.close();
+  }
+});
+
+Deno.test("LineBuffer writes as soon as maxBytes wait", () => {
+  const { writes, out } = collecting();
+  const buffer = new LineBuffer({ out, maxBytes: 20, intervalMs: 60_000 });
+  try {
+    buffer.write("0123456789");
+    assert.equal(writes.length, 0);
+    buffer.write("abcdefghij");
+    assert.deepEqual(writes, ["0123456789\nabcdefghij\n"]);
+  } finally {
+    buffer.close();
+  }
+});
+
+Deno.test("LineBuffer writes a waiting line after intervalMs without more lines", async () => {
+  const { writes, out } = collecting();
+  const buffer = new LineBuffer({ out, intervalMs: 5 });
+  try {
+    buffer.write("late line");
+    // The timer is unref'd: wait on a timer of our own.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.deepEqual(writes, ["late line\n"]);
+  } finally {
+    buffer.close();
+  }
+});
+
+Deno.test("LineBuffer.close() writes what waits, then every later line at once", () => {
+  const { writes, out } = collecting();
+  const buffer = new LineBuffer({ out, intervalMs: 60_000 });
+  buffer.write("before");
+  buffer.close();
+  assert.deepEqual(writes, ["before\n"]);
+  buffer.write("after");
+  assert.deepEqual(writes, ["before\n", "after\n"]);
+});
+
+Deno.test("createLogger(): lines of the same millisecond share a stamp; fields still redacted and may override", () => {
+  const lines: Record<string, unknown>[] = [];
+  let ms = Date.parse("2026-11-26T10:00:00.000Z");
+  const log = createLogger({ clock: () => new Date(ms), write: (l) => void lines.push(JSON.parse(l)) });
+  log.info("a", { api_key: "ak_secretsecret", path: "/x?token=abc" });
+  ms += 1;
+  log.info("b", { msg: "overridden" });
+  log.debug("dropped");
+  assert.deepEqual(lines, [
+    { ts: "2026-11-26T10:00:00.000Z", level: "info", msg: "a", api_key: "[redacted]", path: "/x?token=[redacted]" },
+    { ts: "2026-11-26T10:00:00.001Z", level: "info", msg: "overridden" },
+  ]);
+});
