@@ -13,44 +13,37 @@ import { ImpressionRecorder } from "./analytics/impressions.ts";
 import { AnalyticsQuerySource } from "./analytics/query_source.ts";
 import { VisitCube } from "./analytics/visit_cube.ts";
 import { WINDOW_MEMO_TTL_S, WindowMemo } from "./analytics/window_memo.ts";
-import { ExtractiveProvider } from "./core/answer/extractive.ts";
-import { OpenAiProvider } from "./core/answer/openai.ts";
-import { createAnswerService } from "./core/answer/service.ts";
-import type { AnswerService } from "./core/answer/types.ts";
+import { createAnswerService, ExtractiveProvider, OpenAiProvider } from "./core/answer/mod.ts";
+import type { AnswerService } from "./core/answer/mod.ts";
 import { Lifecycle, type StartOptions } from "./lifecycle.ts";
-import { ApiKeyService } from "./core/auth/api_keys.ts";
-import { OperatorKeys } from "./core/auth/operator_keys.ts";
+import { ApiKeyService, OperatorKeys } from "./core/auth/mod.ts";
 import type { Clock } from "./core/clock.ts";
 import { type Commerce, createCommerce } from "./core/commerce/mod.ts";
-import type { PaymentProcessor } from "./core/commerce/processor.ts";
+import type { PaymentProcessor } from "./core/commerce/mod.ts";
 import type { Config } from "./core/config.ts";
-import { WebPageAnalyzer } from "./core/extract/analyzer.ts";
-import { WorkerExtractor } from "./core/extract/extractor.ts";
-import { WorkerSourceParser } from "./core/sources/parser.ts";
-import { ImageService } from "./core/images/image_service.ts";
+import { WebPageAnalyzer, WorkerExtractor } from "./core/extract/mod.ts";
+import { SourcePoller, SourceRepo, SourceService, WorkerSourceParser } from "./core/sources/mod.ts";
+import { ImageService } from "./core/images/mod.ts";
 import type { Logger } from "./core/log.ts";
-import { Loopback } from "./core/net/loopback.ts";
-import { SafeFetcher } from "./core/net/safe_fetch.ts";
+import { Loopback, SafeFetcher } from "./core/net/mod.ts";
 import { createPayproxyServices, type PayproxyServices } from "./core/payproxy/mod.ts";
 import { FixedWindowLimiter } from "./core/rate_limit.ts";
 import { type EventLimiters, eventLimiters } from "./core/public_limits.ts";
-import { ClickGate } from "./core/links/click_gate.ts";
-import { OpenAiEmbeddings } from "./core/search/embeddings/openai.ts";
-import type { EmbeddingProvider } from "./core/search/embeddings/provider.ts";
-import { defaultCacheName, LocalEmbeddings } from "./core/search/embeddings/wink.ts";
-import { type Search, SearchEngine } from "./core/search/engine.ts";
-import type { LinkBuilder, QuerySource } from "./core/search/ports.ts";
-import { SignedLinks } from "./core/links/tracking.ts";
-import type { UrlAnalyzer } from "./core/search/url_analyzer.ts";
-import { RetentionSweeper } from "./core/search/store/retention.ts";
-import { SourcePoller } from "./core/sources/poller.ts";
-import { SourceService } from "./core/sources/service.ts";
-import { SourceRepo } from "./core/sources/source.ts";
-import { createRepos, type Repos } from "./core/store/repos.ts";
-import type { Mailer } from "./core/identity/mailer.ts";
-import { createMailer, createStorefront, type Storefront } from "./core/identity/service.ts";
-import { createWidgetLimits, type WidgetLimits } from "./core/widget/limits.ts";
-import { WebBotAuth } from "./core/web_bot_auth/verifier.ts";
+import { ClickGate, SignedLinks } from "./core/links/mod.ts";
+import {
+  defaultCacheName,
+  LocalEmbeddings,
+  OpenAiEmbeddings,
+  RetentionSweeper,
+  type Search,
+  SearchEngine,
+} from "./core/search/mod.ts";
+import type { EmbeddingProvider, LinkBuilder, QuerySource, UrlAnalyzer } from "./core/search/mod.ts";
+import { createRepos, type Repos } from "./core/store/mod.ts";
+import type { Mailer } from "./core/identity/mod.ts";
+import { createMailer, createStorefront, type Storefront } from "./core/identity/mod.ts";
+import { createWidgetLimits, type WidgetLimits } from "./core/widget/mod.ts";
+import { WebBotAuth } from "./core/web_bot_auth/mod.ts";
 
 /** Everything the app is built from. Every field is set by {@link buildDeps}; none changes after. */
 export interface Deps {

@@ -1,14 +1,12 @@
 import type { AnalyticsDb } from "./analytics/duckdb.ts";
 import type { EventPipeline } from "./analytics/events.ts";
 import type { VisitCube } from "./analytics/visit_cube.ts";
-import type { Mailer } from "./core/identity/mailer.ts";
+import type { Mailer } from "./core/identity/mod.ts";
 import type { Config } from "./core/config.ts";
-import type { SignedLinks } from "./core/links/tracking.ts";
+import type { SignedLinks } from "./core/links/mod.ts";
 import { describeError, type Logger } from "./core/log.ts";
-import type { Search } from "./core/search/engine.ts";
-import type { RetentionSweeper } from "./core/search/store/retention.ts";
-import type { UrlAnalyzer } from "./core/search/url_analyzer.ts";
-import type { SourcePoller } from "./core/sources/poller.ts";
+import type { RetentionSweeper, Search, UrlAnalyzer } from "./core/search/mod.ts";
+import type { SourcePoller } from "./core/sources/mod.ts";
 
 /** What `deps.start()` brings up beyond what every use needs (the link keys). */
 export interface StartOptions {

@@ -21,7 +21,7 @@ import { seedStorefront } from "./fixtures/storefront.ts";
 import { demoEventsStep } from "./fixtures/demo_events.ts";
 import { seedDemoArticles } from "./fixtures/demo_articles.ts";
 import { seedPayproxySecret } from "./fixtures/payproxy_demo.ts";
-import { retryBusyKv } from "./core/store/kv_busy_retry.ts";
+import { retryBusyKv } from "./core/store/mod.ts";
 import { createApp } from "./routes/app.ts";
 import { startServer } from "./routes/server.ts";
 

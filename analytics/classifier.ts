@@ -1,4 +1,4 @@
-import { isQuestionStopword } from "../core/text/stopwords.ts";
+import { isQuestionStopword } from "../core/text/mod.ts";
 /**
  * Deterministic query classifier: intent, category and topic from keyword rules. The same text
  * always gives the same answer (no model, no randomness), so replays and fixtures agree.

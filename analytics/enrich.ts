@@ -4,8 +4,7 @@
  */
 import type { Clock } from "../core/clock.ts";
 import { analyticsErrors } from "./errors.ts";
-import type { Repos } from "../core/store/repos.ts";
-import type { AiModel, Widget } from "../core/store/models.ts";
+import type { AiModel, Repos, Widget } from "../core/store/mod.ts";
 import { classify } from "./classifier.ts";
 import { formatDay, parseDay } from "./filters.ts";
 import {

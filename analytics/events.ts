@@ -7,7 +7,7 @@ import type { Clock } from "../core/clock.ts";
 import { KvLease } from "../core/kv_lease.ts";
 import type { Logger } from "../core/log.ts";
 import { describeError } from "../core/log.ts";
-import type { Repos } from "../core/store/repos.ts";
+import type { Repos } from "../core/store/mod.ts";
 import { compactDay, listEventDates, recoverCompactions } from "./compaction.ts";
 import type { AnalyticsDb } from "./duckdb.ts";
 import { type IngestContext, prepareEvents } from "./enrich.ts";

@@ -19,11 +19,11 @@
  * - the buffer is bounded (`maxEvents`, 50,000 by default): reached only when the log refuses
  *   writes for a long while, and then the oldest events are dropped and counted in an error line.
  */
-import type { CitedArticles } from "../core/answer/types.ts";
+import type { CitedArticles } from "../core/answer/mod.ts";
 import type { Clock } from "../core/clock.ts";
 import { systemTimers, type TimerId, type Timers } from "../core/timers.ts";
 import { describeError, type Logger } from "../core/log.ts";
-import type { ServedResults } from "../core/search/engine.ts";
+import type { ServedResults } from "../core/search/mod.ts";
 import type { EventInput, EventSink } from "./events.ts";
 
 /** The events one served page of results stands for. */

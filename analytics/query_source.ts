@@ -1,5 +1,5 @@
-import type { QueryCount, QuerySource, TrendChannel } from "../core/search/ports.ts";
-import type { Repos } from "../core/store/repos.ts";
+import type { QueryCount, QuerySource, TrendChannel } from "../core/search/mod.ts";
+import type { Repos } from "../core/store/mod.ts";
 import type { RollupName, SqlParam } from "./engine.ts";
 import { windowParams } from "./metrics.ts";
 

@@ -4,7 +4,7 @@
  * them and whether their users click through.
  */
 import { analyticsErrors } from "./errors.ts";
-import { ArticleRepo } from "../core/search/store/articles.ts";
+import { ArticleRepo } from "../core/search/mod.ts";
 import { clampedCount, pct, supplied } from "./filters.ts";
 import { windowParams } from "./metrics.ts";
 import { type AnalyticsQuery, meta, opt, requestWindow, type RollupDeps } from "./rollups.ts";

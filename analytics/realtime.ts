@@ -4,7 +4,7 @@
  * write-ahead log, and left out of the Parquet query by event id so none counts twice.
  */
 import type { Clock } from "../core/clock.ts";
-import type { Repos } from "../core/store/repos.ts";
+import type { Repos } from "../core/store/mod.ts";
 import type { AnalyticsEngine } from "./engine.ts";
 import { formatDay } from "./filters.ts";
 import { type AnalyticsQuery, widgetAgent } from "./rollups.ts";

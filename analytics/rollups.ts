@@ -4,7 +4,7 @@
  * the README section "Analytics events and metrics" gives each formula.
  */
 import { analyticsErrors } from "./errors.ts";
-import type { Repos } from "../core/store/repos.ts";
+import type { Repos } from "../core/store/mod.ts";
 import { hasIdFormat } from "../core/ids.ts";
 import { INTENT_LABELS } from "./classifier.ts";
 import type { AnalyticsEngine, RollupName } from "./engine.ts";

@@ -3,17 +3,16 @@
  * (commands.ts), which imports each room's commands, so those rooms can use these types without
  * importing the table back.
  */
-import type { ApiKeyService } from "../core/auth/api_keys.ts";
-import type { OperatorKeys } from "../core/auth/operator_keys.ts";
+import type { ApiKeyService, OperatorKeys } from "../core/auth/mod.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Commerce } from "../core/commerce/mod.ts";
-import type { SafeFetcher } from "../core/net/safe_fetch.ts";
+import type { SafeFetcher } from "../core/net/mod.ts";
 import type { PayproxyServices } from "../core/payproxy/mod.ts";
-import type { ArticleService } from "../core/search/engine.ts";
-import type { SignedLinks } from "../core/links/tracking.ts";
-import type { SourceService } from "../core/sources/service.ts";
-import type { Repos } from "../core/store/repos.ts";
-import type { Storefront } from "../core/identity/service.ts";
+import type { ArticleService } from "../core/search/mod.ts";
+import type { SignedLinks } from "../core/links/mod.ts";
+import type { SourceService } from "../core/sources/mod.ts";
+import type { Repos } from "../core/store/mod.ts";
+import type { Storefront } from "../core/identity/mod.ts";
 
 /** The services admin commands use (the app's deps have them all). */
 export interface AdminDeps {

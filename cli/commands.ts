@@ -3,17 +3,20 @@ import { z } from "zod";
 import { commerceAdminCommands } from "./commerce.ts";
 import { type AdminCommand, type AdminDeps, AdminUsageError } from "./command.ts";
 import { newId } from "../core/ids.ts";
-import { SafeFetcher } from "../core/net/safe_fetch.ts";
-import { parseSource, SOURCE_TYPES } from "../core/search/store/feeds.ts";
-import { SourceFormatError } from "../core/sources/errors.ts";
-import { SecretStoreError } from "../core/payproxy/secrets.ts";
-import { DATA_MODEL_LICENSES, domainSchema, slugSchema } from "../core/store/models.ts";
-import type { AiModel, Campaign, DataModel, Prompt, Widget } from "../core/store/models.ts";
+import { SafeFetcher } from "../core/net/mod.ts";
+import {
+  MAX_RETENTION_DAYS,
+  parseSource,
+  SOURCE_TYPES,
+  SourceFormatError,
+  sourceInputSchema,
+} from "../core/sources/mod.ts";
+import { SecretStoreError } from "../core/payproxy/mod.ts";
+import { DATA_MODEL_LICENSES, domainSchema, slugSchema } from "../core/store/mod.ts";
+import type { AiModel, Campaign, DataModel, Prompt, Widget } from "../core/store/mod.ts";
 import { storefrontAdminCommands } from "./identity.ts";
 import { widgetAdminCommands } from "./widget.ts";
 import { AppError } from "../core/errors.ts";
-import { MAX_RETENTION_DAYS } from "../core/sources/service.ts";
-import { sourceInputSchema } from "../core/sources/source.ts";
 
 export { type AdminCommand, type AdminDeps, AdminUsageError } from "./command.ts";
 

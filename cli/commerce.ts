@@ -1,7 +1,6 @@
 /** Admin commands of the commerce room (merged into cli/commands.ts). */
 import { type AdminCommand, AdminUsageError as UsageError } from "./command.ts";
-import { parseAmountUsd } from "../core/commerce/money.ts";
-import { FULL_TEXT_METER } from "../core/commerce/catalog.ts";
+import { FULL_TEXT_METER, parseAmountUsd } from "../core/commerce/mod.ts";
 
 const need = (v: Record<string, unknown>, name: string): string => {
   const x = v[name];

@@ -14,16 +14,22 @@
  */
 import { parseArgs } from "node:util";
 import { parseConfig } from "../core/config.ts";
-import type { Article } from "../core/search/store/articles.ts";
-import { embeddingText } from "../core/search/store/articles.ts";
-import { Bm25Index } from "../core/search/index/bm25.ts";
-import { OpenAiEmbeddings } from "../core/search/embeddings/openai.ts";
-import type { EmbeddingProvider } from "../core/search/embeddings/provider.ts";
-import { defaultCacheName, LocalEmbeddings } from "../core/search/embeddings/wink.ts";
-import { articleBag, DataModelIndex, FORWARD_TERMS_PER_DOC } from "../core/search/index/index.ts";
-import { type Fusion, FUSION_V2, TERM_FEEDBACK_CANDIDATE } from "../core/search/rank/retrieval_mode.ts";
-import { terms } from "../core/search/text/tokenizer.ts";
-import { TopK } from "../core/search/index/topk.ts";
+import type { Article, EmbeddingProvider } from "../core/search/mod.ts";
+import {
+  articleBag,
+  Bm25Index,
+  DataModelIndex,
+  defaultCacheName,
+  embeddingText,
+  FORWARD_TERMS_PER_DOC,
+  type Fusion,
+  FUSION_V2,
+  LocalEmbeddings,
+  OpenAiEmbeddings,
+  TERM_FEEDBACK_CANDIDATE,
+  terms,
+  TopK,
+} from "../core/search/mod.ts";
 
 /** A loaded BEIR dataset. */
 export interface BeirDataset {

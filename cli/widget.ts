@@ -6,7 +6,7 @@
  */
 import { type AdminCommand, AdminUsageError } from "./command.ts";
 import { AppError } from "../core/errors.ts";
-import { applyWidgetSettings, type WidgetSettingsInput, widgetSettingsSchema } from "../core/widget/settings.ts";
+import { applyWidgetSettings, type WidgetSettingsInput, widgetSettingsSchema } from "../core/widget/mod.ts";
 
 type Values = Record<string, string | boolean | string[] | undefined>;
 

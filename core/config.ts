@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { LOG_LEVELS } from "./log.ts";
-import { paymentEnv, paymentsConfig } from "./commerce/payment_config.ts";
-import type { StandardMethodsConfig } from "./commerce/standard_methods.ts";
-import { parseSearchShard, type SearchShard } from "./search/index/shard.ts";
+import { paymentEnv, paymentsConfig, type StandardMethodsConfig } from "./payment_config.ts";
+import { parseSearchShard, type SearchShard } from "./search/mod.ts";
 
 const bool = (name: string) =>
   z.enum(["true", "false", "1", "0", "yes", "no"], { error: `${name} must be true or false` })

@@ -1,5 +1,5 @@
 import type { Clock } from "./clock.ts";
-import type { Repos } from "./store/repos.ts";
+import type { Repos } from "./store/mod.ts";
 
 /**
  * Which browser origins some widget allows (the `/v1/events` CORS preflight carries no widget id,

@@ -2,10 +2,15 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { streamSSE } from "hono/streaming";
 import { INTERACTION_TYPES, MAX_PROMPT_CHARS } from "../analytics/schema.ts";
-import { askingWidget, isHttpUrl } from "../core/answer/asker.ts";
-import { followUpQuestions } from "../core/answer/related.ts";
-import { conversationFields, ConversationStore, turnFields } from "../core/answer/conversation.ts";
-import type { AnswerContext, Citation } from "../core/answer/types.ts";
+import {
+  askingWidget,
+  conversationFields,
+  ConversationStore,
+  followUpQuestions,
+  isHttpUrl,
+  turnFields,
+} from "../core/answer/mod.ts";
+import type { AnswerContext, Citation } from "../core/answer/mod.ts";
 import type { Deps } from "../composition.ts";
 import { aiModelNotFound, unprocessable } from "../core/errors.ts";
 import { idPattern } from "../core/ids.ts";

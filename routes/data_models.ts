@@ -1,8 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
-import { MAX_INGEST_ITEMS, MAX_LISTED_CATEGORIES } from "../core/search/engine.ts";
-import { articleWithText } from "../core/search/text/full_text.ts";
-import { MAX_TEXT_CHARACTERS } from "../core/search/result_options.ts";
+import { articleWithText, MAX_INGEST_ITEMS, MAX_LISTED_CATEGORIES, MAX_TEXT_CHARACTERS } from "../core/search/mod.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";

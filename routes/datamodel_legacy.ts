@@ -6,7 +6,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
 import { idPattern } from "../core/ids.ts";
-import { searchRequestSchema } from "../core/search/types.ts";
+import { searchRequestSchema } from "../core/search/mod.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";

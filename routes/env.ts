@@ -1,7 +1,6 @@
-import type { ApiKeyRecord } from "../core/auth/api_keys.ts";
-import type { Seller } from "../core/identity/types.ts";
-import type { AgentPrincipal } from "../core/identity/tokens.ts";
-import type { DataModel, Widget } from "../core/store/models.ts";
+import type { ApiKeyRecord } from "../core/auth/mod.ts";
+import type { AgentPrincipal, Seller } from "../core/identity/mod.ts";
+import type { DataModel, Widget } from "../core/store/mod.ts";
 
 /** The authenticated agent on storefront routes (set by routes/storefront/agent_auth.ts). */
 export interface AgentContext extends AgentPrincipal {

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
 import { AppError, notFound } from "../core/errors.ts";
-import { ImageBusyError, ImageOriginError, MIN_DIMENSION } from "../core/images/image_service.ts";
+import { ImageBusyError, ImageOriginError, MIN_DIMENSION } from "../core/images/mod.ts";
 import { familyApp } from "./family.ts";
 
 const dimension = (name: string, max: number) =>

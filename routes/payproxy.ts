@@ -38,23 +38,30 @@
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../composition.ts";
-import { fullTextNotLicensed } from "../core/search/errors.ts";
-import { idPattern } from "../core/ids.ts";
-import { serviceSlug } from "../core/payproxy/allowance.ts";
-import { type Admission, payproxyErrors as errors } from "../core/payproxy/mod.ts";
-import { AGENT_ID_HEADER, REQUEST_ID_HEADER, SIGNATURE_HEADER, USAGE_HEADER } from "../core/payproxy/signature.ts";
 import {
+  filtersOf,
+  fullTextNotLicensed,
   isSearchType,
   isSearchVersion,
+  mayReadFullText,
   SEARCH_TYPES,
   SEARCH_VERSION_DOC,
   SEARCH_VERSIONS,
-} from "../core/search/rank/retrieval_mode.ts";
-import { filtersOf } from "../core/search/rank/filters.ts";
-import { mayReadFullText } from "../core/search/engine.ts";
-import { textOptionOf } from "../core/search/result_options.ts";
-import { searchRequestSchema } from "../core/search/types.ts";
-import { marketplaceAiModel, marketplaceDataModel } from "../core/payproxy/marketplace.ts";
+  searchRequestSchema,
+  textOptionOf,
+} from "../core/search/mod.ts";
+import { idPattern } from "../core/ids.ts";
+import {
+  type Admission,
+  AGENT_ID_HEADER,
+  marketplaceAiModel,
+  marketplaceDataModel,
+  payproxyErrors as errors,
+  REQUEST_ID_HEADER,
+  serviceSlug,
+  SIGNATURE_HEADER,
+  USAGE_HEADER,
+} from "../core/payproxy/mod.ts";
 import { citationsSchema, MAX_QUERY_CHARS } from "./aimodel.ts";
 import type { AppEnv } from "./env.ts";
 import { familyApp } from "./family.ts";

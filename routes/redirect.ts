@@ -1,8 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
 import { describeError } from "../core/log.ts";
-import { clickEvent } from "../core/links/clicks.ts";
-import { linkErrors } from "../core/links/errors.ts";
+import { clickEvent, linkErrors } from "../core/links/mod.ts";
 import { familyApp } from "./family.ts";
 import { limitAddress } from "./middleware/public_limits.ts";
 import { clientAddress } from "./storefront/client_address.ts";

@@ -13,7 +13,7 @@ import {
   type SearchShard,
   serves,
   SHARD_RETRY_HEADER,
-} from "../core/search/index/shard.ts";
+} from "../core/search/mod.ts";
 import type { AppEnv } from "./env.ts";
 
 const DM_ID = /^dm_[A-Za-z0-9]{1,64}$/;

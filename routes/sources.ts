@@ -11,8 +11,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
-import { MAX_RETENTION_DAYS } from "../core/sources/service.ts";
-import { SOURCE_KINDS, sourceInputSchema } from "../core/sources/source.ts";
+import { MAX_RETENTION_DAYS, SOURCE_KINDS, sourceInputSchema } from "../core/sources/mod.ts";
 import type { DataModelEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
@@ -170,7 +169,7 @@ export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sourc
         ...errors,
       },
     }),
-    async (c) => {
+    (c) => {
       const dm = c.get("dataModel");
       return c.json({ max_age_days: dm.maxAgeDays ?? null }, 200);
     },

@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import type { z } from "zod";
 import { AppError } from "../core/errors.ts";
 import { idPattern, type IdPrefix, MAX_ID_BODY_CHARS } from "../core/ids.ts";
-import { sfError } from "../core/identity/errors.ts";
+import { sfError } from "../core/identity/mod.ts";
 import type { AppEnv, ErrorFamily } from "./env.ts";
 
 /** One zod issue as a sentence naming the field: `query: must not be empty`. */

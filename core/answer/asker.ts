@@ -1,5 +1,5 @@
 import { answerErrors } from "./errors.ts";
-import type { Widget } from "../store/models.ts";
+import type { Widget } from "../store/mod.ts";
 
 /** Looks up widgets by tenant (the widget repository). */
 export interface TenantWidgets {

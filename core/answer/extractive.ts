@@ -8,7 +8,7 @@
  * do not say. Below a minimum relevance it says plainly that nothing relevant was found.
  */
 import { answerErrors } from "./errors.ts";
-import type { RetrievedArticle } from "../search/types.ts";
+import type { RetrievedArticle } from "../search/mod.ts";
 import type { AnswerProvider, GroundedRequest } from "./provider.ts";
 import type { SchemaValidator } from "./schema.ts";
 import { isStopword, splitSentences, terms } from "./text.ts";

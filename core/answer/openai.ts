@@ -11,7 +11,7 @@ import type { OpenAiConfig } from "../config.ts";
 import { AppError } from "../errors.ts";
 import { answerErrors, type MalformedWhy } from "./errors.ts";
 import type { Logger } from "../log.ts";
-import type { AiModel } from "../store/models.ts";
+import type { AiModel } from "../store/mod.ts";
 import { NOTHING_FOUND } from "./extractive.ts";
 import { type ChatMessage, citedSourcesBlock, groundedMessages } from "./prompt.ts";
 import type { AnswerProvider, GroundedRequest } from "./provider.ts";

@@ -1,5 +1,5 @@
 /** The grounded chat prompt of the `openai` provider: numbered passages, citation rules, the question. */
-import type { RetrievedArticle } from "../search/types.ts";
+import type { RetrievedArticle } from "../search/mod.ts";
 import { formatDate, sourcesBlock } from "./extractive.ts";
 import type { GroundedRequest } from "./provider.ts";
 

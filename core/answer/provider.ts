@@ -1,6 +1,6 @@
 /** The provider interface the answer engine generates through, and the registry of providers. */
-import type { AiModel, ProviderSettings } from "../store/models.ts";
-import type { RetrievedArticle } from "../search/types.ts";
+import type { AiModel, ProviderSettings } from "../store/mod.ts";
+import type { RetrievedArticle } from "../search/mod.ts";
 import type { SchemaValidator } from "./schema.ts";
 
 /** One generation: the question, the passages retrieved for it (best first) and the time of asking. */

@@ -8,9 +8,9 @@ import { type EventInput, type EventSink, MAX_RESPONSE_CHARS } from "../events.t
 import type { Clock } from "../clock.ts";
 import { answerErrors } from "./errors.ts";
 import { describeError, type Logger } from "../log.ts";
-import type { AiModel } from "../store/models.ts";
-import type { LinkBuilder } from "../links/links.ts";
-import type { RetrievedArticle } from "../search/types.ts";
+import type { AiModel } from "../store/mod.ts";
+import type { LinkBuilder } from "../links/mod.ts";
+import type { RetrievedArticle } from "../search/mod.ts";
 import type { Answer, AnswerContext, AnswerService, Citation, CitedArticles } from "./types.ts";
 import type { AnswerProvider, GroundedRequest, ProviderRegistry, Retrieve } from "./provider.ts";
 import { compileSchema, InvalidSchemaError, type SchemaValidator } from "./schema.ts";

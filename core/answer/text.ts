@@ -3,9 +3,9 @@
  * match a query against sentences. Deterministic and locale-independent.
  */
 
-import { isQuestionStopword } from "../text/stopwords.ts";
+import { isQuestionStopword } from "../text/mod.ts";
 
-export { splitSentences } from "../text/sentences.ts";
+export { splitSentences } from "../text/mod.ts";
 
 /** Whether `word` (lowercase) is a function word ignored when matching. */
 export function isStopword(word: string): boolean {

@@ -1,5 +1,5 @@
 /** The answer-engine contract shared by `/app/aimodel/{id}` and `/payproxy/aimodel/{id}`. */
-import type { AiModel } from "../store/models.ts";
+import type { AiModel } from "../store/mod.ts";
 
 /** Who is asking: recorded with the interaction. */
 export interface AnswerContext {

@@ -1,7 +1,7 @@
 import type { Clock } from "../clock.ts";
 import { newId } from "../ids.ts";
-import type { Repos } from "../store/repos.ts";
-import { serviceSlug } from "../payproxy/allowance.ts";
+import type { Repos } from "../store/mod.ts";
+import { serviceSlug } from "../payproxy/mod.ts";
 import { CARD_MINIMUM_MICROS, formatUsd } from "./money.ts";
 import type { CreditPlan, PaygPlan, Plan, Seller, SellerDirectory, SellerPricing, Service } from "./types.ts";
 
@@ -13,7 +13,7 @@ export const planCovers = (plan: Plan, slug: string): boolean =>
 export const DEFAULT_QUERY_PRICE_MICROS = 10_000;
 /** Default price of one `full_text` when a seller set none: 0.02 USD. */
 export const DEFAULT_FULL_TEXT_PRICE_MICROS = 20_000;
-export { FULL_TEXT_METER } from "../payproxy/allowance.ts";
+export { FULL_TEXT_METER } from "../payproxy/mod.ts";
 
 /** The meters a plan pays for: credit plans name theirs (default `query`); pay as you go pays queries. */
 export const planMeters = (plan: Plan): string[] => (plan.kind === "credit" ? plan.meters ?? ["query"] : ["query"]);

@@ -7,7 +7,7 @@
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
-import type { Repos } from "../store/repos.ts";
+import type { Repos } from "../store/mod.ts";
 import { Catalog } from "./catalog.ts";
 import { PaidProxy, type Upstream } from "./proxy.ts";
 import type { CredentialsOfHuman } from "./entitlements.ts";
@@ -18,9 +18,6 @@ import { StandardMethods } from "./standard_methods.ts";
 import type { SigningSecrets } from "./signing.ts";
 import type { SellerDirectory } from "./types.ts";
 
-export { CommerceService } from "./service.ts";
-export type { AuthenticatedAgent } from "./types.ts";
-export { commerceErrors } from "./errors.ts";
 export {
   challengeList,
   challengeView,
@@ -29,7 +26,6 @@ export {
   type PurchaseChallenge,
   type PurchaseOutcome,
 } from "./purchase.ts";
-export { Settlement, standardOfferHeaders } from "./settlement.ts";
 
 /** Everything the commerce routes use. */
 export interface Commerce {
@@ -88,3 +84,18 @@ export function createCommerce(
   });
   return { service, catalog, processor, secrets, sellers, proxy };
 }
+
+export { CommerceService } from "./service.ts";
+export type { AuthenticatedAgent, PaygPlan, Plan, Seller, Service } from "./types.ts";
+export { commerceErrors } from "./errors.ts";
+export { Settlement, standardOfferHeaders } from "./settlement.ts";
+export { FULL_TEXT_METER, planCovers } from "./catalog.ts";
+export { llmsFullTxt, llmsTxt, manifestDocument, servicesDocument } from "./docs.ts";
+export { displayUsd, formatUsd, parseAmountUsd } from "./money.ts";
+export type { PaymentRecord, PaymentState } from "./payments.ts";
+export { SANDBOX_TOKENS } from "./processor.ts";
+export type { PaymentProcessor } from "./processor.ts";
+export type { PaidProxy } from "./proxy.ts";
+export type { StandardMethodsConfig } from "./standard_methods.ts";
+export { UsageReceipts, withUsageBlock } from "./usage_receipt.ts";
+export type { Balance, UsageReceipt } from "./usage_receipt.ts";

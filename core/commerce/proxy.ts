@@ -16,7 +16,7 @@ import type { PaymentRecord } from "./payments.ts";
 import type { CommerceService } from "./service.ts";
 import { settlementRefused } from "./settlement.ts";
 import { unixSeconds } from "../clock.ts";
-import { signRequest } from "../payproxy/signature.ts";
+import { signRequest } from "../payproxy/mod.ts";
 import { type AuthenticatedAgent, type PaygPlan, type Rail, realmOf, type Seller, type Service } from "./types.ts";
 
 /** Sends a request to the upstream payproxy routes (HTTP, or in-process when it is this process). */

@@ -14,33 +14,9 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { PaymentTerms } from "./challenges.ts";
 import { CARD_MINIMUM_MICROS, formatUsd } from "./money.ts";
+import type { StandardMethodsConfig } from "../payment_config.ts";
 
-/** Settings of the standard methods (core/config.ts `payments`). */
-export interface StandardMethodsConfig {
-  /** The `evm` charge: a USD stablecoin with EIP-3009 on one chain; null when not offered. */
-  evm: {
-    chainId: number;
-    /** Token contract address. */
-    token: `0x${string}`;
-    /** EIP-712 domain of the token's authorizations. */
-    tokenName: string;
-    tokenVersion: string;
-    decimals: number;
-    /** The seller's receiving address. */
-    recipient: `0x${string}`;
-    /** The x402 facilitator (`/verify`, `/settle`) that submits the authorization on chain. */
-    facilitatorUrl: string;
-    /** JSON-RPC of the chain: each settlement's Transfer is confirmed there before credit is granted. */
-    rpcUrl: string | null;
-  } | null;
-  /** The `stripe` charge with shared payment tokens; null when not offered. */
-  stripe: {
-    secretKey: string;
-    /** Stripe's API base (a local stand-in in tests). */
-    apiUrl: string;
-    networkId: string;
-  } | null;
-}
+export type { StandardMethodsConfig };
 
 /** What is about to be settled: the reference the storefront keys the payment by. */
 export interface PendingSettlement {

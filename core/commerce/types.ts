@@ -1,4 +1,4 @@
-import type { Seller } from "../identity/types.ts";
+import type { Seller } from "../identity/mod.ts";
 
 /**
  * Shapes shared by the commerce modules (plans, payments, entitlements, paid proxy), and the seams

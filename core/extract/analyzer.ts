@@ -2,8 +2,8 @@
  * URL queries: fetch a page through the SSRF guard, extract its main text, summarise it.
  */
 import type { Clock } from "../clock.ts";
-import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
-import { type AnalyzedPage, pageAnalysisBusy, UrlAnalysisError, type UrlAnalyzer } from "../search/url_analyzer.ts";
+import { SafeFetcher, SafeFetchError } from "../net/mod.ts";
+import { type AnalyzedPage, pageAnalysisBusy, UrlAnalysisError, type UrlAnalyzer } from "../search/mod.ts";
 import { type ArticleExtractor, ExtractionBusyError, ExtractionTimeoutError, WorkerExtractor } from "./extractor.ts";
 import { summarize } from "./summarize.ts";
 import { boundedCache, type LRUCache } from "../bounded_cache.ts";

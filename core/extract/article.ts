@@ -3,7 +3,7 @@
  */
 import { Readability } from "@mozilla/readability";
 import { parseHTML } from "linkedom";
-import { htmlToMarkdown } from "../text/markdown.ts";
+import { htmlToMarkdown } from "../text/mod.ts";
 
 /** What a page says about itself. */
 export interface ExtractedArticle {

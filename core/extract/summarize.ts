@@ -7,8 +7,7 @@
  * no randomness, ties go to the earlier sentence.
  */
 
-import { splitSentences } from "../text/sentences.ts";
-import { STOPWORDS } from "../text/stopwords.ts";
+import { splitSentences, STOPWORDS } from "../text/mod.ts";
 
 export { splitSentences };
 

@@ -2,7 +2,7 @@ import { boundedCache } from "../bounded_cache.ts";
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes } from "../crypto.ts";
 import type { Logger } from "../log.ts";
-import type { SafeFetcher } from "../net/safe_fetch.ts";
+import type { SafeFetcher } from "../net/mod.ts";
 import { MAX_URI_CHARS, oauthErrors, type RedirectUriProblem } from "./oauth_errors.ts";
 import type { OAuthClient } from "./types.ts";
 

@@ -1,7 +1,7 @@
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
-import type { SafeFetcher } from "../net/safe_fetch.ts";
+import type { SafeFetcher } from "../net/mod.ts";
 import { FixedWindowLimiter } from "../rate_limit.ts";
 import { AccountStore } from "./accounts.ts";
 import { ClaimService } from "./claims.ts";

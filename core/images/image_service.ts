@@ -10,7 +10,7 @@
 import { loadSharp } from "./sharp_native.ts";
 import { sha256Hex } from "../crypto.ts";
 import type { Logger } from "../log.ts";
-import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
+import { SafeFetcher, SafeFetchError } from "../net/mod.ts";
 
 /** Image types we decode. SVG is left out on purpose: it is a document, not pixels. */
 export const IMAGE_TYPES = ["image/jpeg", "image/png", "image/webp", "image/gif", "image/avif"] as const;

@@ -1,6 +1,6 @@
 import type { AppError } from "../errors.ts";
 import { payproxyErrors } from "./errors.ts";
-import type { AiModel, DataModel } from "../store/models.ts";
+import type { AiModel, DataModel } from "../store/mod.ts";
 
 /** Looks models up by id across tenants (the model repositories). */
 interface ModelsById<T> {

@@ -11,12 +11,6 @@ import { PayproxySecretStore } from "./secrets.ts";
 import { SignatureVerifier } from "./signature.ts";
 import { PayproxyGate } from "./gate.ts";
 
-export { AllowanceClient, FULL_TEXT_METER, PayproxyMetrics, serviceSlug } from "./allowance.ts";
-export { type Admission, PayproxyGate, QUERY_USAGE } from "./gate.ts";
-export { payproxyErrors } from "./errors.ts";
-export { PayproxySecretStore } from "./secrets.ts";
-export { pathAndQuery, SignatureVerifier, signRequest } from "./signature.ts";
-
 /** Everything the payproxy routes (and the storefront's signer) need. */
 export interface PayproxyServices {
   secrets: PayproxySecretStore;
@@ -57,3 +51,19 @@ export function createPayproxyServices(
     gate: new PayproxyGate({ verifier, allowance, metrics, log }),
   };
 }
+
+export { AllowanceClient, FULL_TEXT_METER, PayproxyMetrics, serviceSlug } from "./allowance.ts";
+export { PayproxyGate, QUERY_USAGE } from "./gate.ts";
+export type { Admission } from "./gate.ts";
+export { payproxyErrors } from "./errors.ts";
+export { PayproxySecretStore, SecretStoreError } from "./secrets.ts";
+export {
+  AGENT_ID_HEADER,
+  pathAndQuery,
+  REQUEST_ID_HEADER,
+  SIGNATURE_HEADER,
+  SignatureVerifier,
+  signRequest,
+  USAGE_HEADER,
+} from "./signature.ts";
+export { marketplaceAiModel, marketplaceDataModel } from "./marketplace.ts";

@@ -8,7 +8,7 @@
  */
 import type { Clock } from "../clock.ts";
 import type { Logger } from "../log.ts";
-import type { DataModel } from "../store/models.ts";
+import type { DataModel } from "../store/mod.ts";
 import type { Article, ArticleRepo } from "./store/articles.ts";
 import type { EmbeddingProvider } from "./embeddings/provider.ts";
 import type { DataModelIndex, QueryRep } from "./index/index.ts";

@@ -8,8 +8,8 @@ import type { z } from "zod";
 import type { Clock } from "../clock.ts";
 import { timeSlicer } from "../timers.ts";
 import { describeError, type Logger } from "../log.ts";
-import type { DataModel } from "../store/models.ts";
-import { markupWithinLimits, stripTags } from "../text/markdown_text.ts";
+import type { DataModel } from "../store/mod.ts";
+import { markupWithinLimits, stripTags } from "../text/mod.ts";
 import {
   type ArticleInput,
   ArticleInputError,
@@ -71,7 +71,7 @@ async function htmlBodies(items: unknown[]): Promise<Map<number, Record<string, 
   if (withHtml.length === 0) return out;
   const [{ htmlToMarkdown }, { htmlToText }] = await Promise.all([
     import("../text/markdown.ts"),
-    import("./store/feeds.ts"),
+    import("../sources/feeds.ts"),
   ]);
   for (const { i, html } of withHtml) {
     const item = items[i] as Record<string, unknown>;

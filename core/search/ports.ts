@@ -3,10 +3,10 @@
  * extraction, tracking redirects, image resizing, analytics) plug in without the engine knowing
  * how they work. URL analysis and links are the web room's contracts (url_analyzer.ts, links.ts).
  */
-import type { LinkBuilder } from "../links/links.ts";
+import type { LinkBuilder } from "../links/mod.ts";
 
 export type { AnalyzedPage, UrlAnalyzer } from "./url_analyzer.ts";
-export type { LinkArticle, LinkBuilder, LinkContext } from "../links/links.ts";
+export type { LinkArticle, LinkBuilder, LinkContext } from "../links/mod.ts";
 
 /**
  * The fallback {@link LinkBuilder}: the article's own URL and original image, no tracking and no

@@ -7,7 +7,7 @@ import type { Clock } from "../clock.ts";
 import { boundedCache } from "../bounded_cache.ts";
 import { AppError } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
-import type { DataModel } from "../store/models.ts";
+import type { DataModel } from "../store/mod.ts";
 import { explainSlots } from "./rank/explain.ts";
 import { filterPredicate, filtersOf } from "./rank/filters.ts";
 import { type Highlight, highlightPage, highlightQuery, highlightQueryOfText } from "./rank/highlights.ts";

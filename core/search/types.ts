@@ -3,10 +3,10 @@
  * (`/payproxy/v2/search`) and the answer engine. Implemented in core/search/.
  */
 import { z } from "zod";
-import type { DataModel } from "../store/models.ts";
+import type { DataModel } from "../store/mod.ts";
 import { searchFilterFields } from "./rank/filters.ts";
 import type { Highlight } from "./rank/highlights.ts";
-import type { LinkPlacement } from "../links/links.ts";
+import type { LinkPlacement } from "../links/mod.ts";
 import { resultOptionFields } from "./result_options.ts";
 
 export const SEARCH_ALGORITHMS = ["semantic", "most_recent", "most_recent_semantic", "trending"] as const;

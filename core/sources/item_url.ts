@@ -3,7 +3,7 @@
  * else the item URL without tracking parameters. Two feeds (or one feed over time) linking the
  * same story with different campaign tags then update one article instead of adding two.
  */
-import { canonicalUrl, domainOf } from "../search/store/articles.ts";
+import { canonicalUrl, domainOf } from "../search/mod.ts";
 
 /** Query parameters that only track a click: `utm_*` and the named ones. */
 const TRACKING_EXACT = new Set([

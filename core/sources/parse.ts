@@ -1,10 +1,10 @@
 /**
  * Reads a fetched source document into feed items, per source type: RSS 2.0 and Atom (through
- * the importer's reader in core/search/store/feeds.ts), JSON Feed 1.x, and XML sitemaps (urlset, with
+ * the importer's reader in core/sources/feeds.ts), JSON Feed 1.x, and XML sitemaps (urlset, with
  * the Google News and image extensions).
  */
 import { DOMParser } from "linkedom";
-import { htmlToText, isFeed, parseFeed } from "../search/store/feeds.ts";
+import { htmlToText, isFeed, parseFeed } from "./feeds.ts";
 import type { SourceKind } from "./source.ts";
 import { type FeedItem, newestFirst } from "./document.ts";
 

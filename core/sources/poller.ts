@@ -12,18 +12,24 @@ import type { Clock } from "../clock.ts";
 import { systemTimers, type TimerId, type Timers } from "../timers.ts";
 import { describeError, type Logger } from "../log.ts";
 import { KvLease } from "../kv_lease.ts";
-import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
-import type { ArticleExtractor } from "../extract/extractor.ts";
-import { decodeHtml } from "../extract/analyzer.ts";
-import { type Article, cleanCategories, cutBody, parsePubdate } from "../search/store/articles.ts";
-import type { IngestReport } from "../search/engine.ts";
-import type { DataModel } from "../store/models.ts";
+import { SafeFetcher, SafeFetchError } from "../net/mod.ts";
+import type { ArticleExtractor } from "../extract/mod.ts";
+import { decodeHtml } from "../extract/mod.ts";
+import { type Article, cleanCategories, cutBody, parsePubdate } from "../search/mod.ts";
+import type { IngestReport } from "../search/mod.ts";
+import type { DataModel } from "../store/mod.ts";
 import { backoffSeconds, retryAfterSeconds } from "./backoff.ts";
 import { canonicalLink, withoutTracking } from "./item_url.ts";
-import { type FeedItem, FULL_TEXT_MIN_CHARS, newestFirst, SOURCE_MEDIA_TYPES } from "./document.ts";
+import {
+  type FeedItem,
+  FULL_TEXT_MIN_CHARS,
+  isSitemapIndex,
+  newestFirst,
+  SOURCE_MEDIA_TYPES,
+  sourceText,
+} from "./document.ts";
 import { SourceFormatError } from "./errors.ts";
 import { type SourceParser, SourceParserBusyError } from "./parser.ts";
-import { isSitemapIndex, sourceText } from "./document.ts";
 import type { Source, SourceRepo, SourceState } from "./source.ts";
 
 /** Settings of the poller (from config). */

@@ -2,14 +2,11 @@
  * Registering, listing and removing a data model's sources, and its retention: the rules the
  * HTTP routes and the admin commands share.
  */
-import { sourcesErrors } from "./errors.ts";
-import { SafeFetcher, SafeFetchError } from "../net/safe_fetch.ts";
-import type { EntityRepo } from "../store/entity_repo.ts";
-import type { DataModel } from "../store/models.ts";
-import { SOURCE_MEDIA_TYPES } from "./document.ts";
-import { SourceFormatError } from "./errors.ts";
+import { SourceFormatError, sourcesErrors } from "./errors.ts";
+import { SafeFetcher, SafeFetchError } from "../net/mod.ts";
+import type { DataModel, EntityRepo } from "../store/mod.ts";
+import { isSitemapIndex, SOURCE_MEDIA_TYPES, sourceText } from "./document.ts";
 import { type SourceParser, SourceParserBusyError } from "./parser.ts";
-import { isSitemapIndex, sourceText } from "./document.ts";
 import {
   type SourceInput,
   SourceLimitError,

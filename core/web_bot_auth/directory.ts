@@ -8,7 +8,7 @@
 import { calculateJwkThumbprint, type JWK } from "jose";
 import { boundedCache } from "../bounded_cache.ts";
 import type { Logger } from "../log.ts";
-import type { SafeFetcher } from "../net/safe_fetch.ts";
+import type { SafeFetcher } from "../net/mod.ts";
 
 /** Where a directory lives under its origin. */
 export const DIRECTORY_PATH = "/.well-known/http-message-signatures-directory";

@@ -8,7 +8,7 @@
 import type { Server } from "mppx/attestation/web-bot-auth";
 import { lazily } from "../lazily.ts";
 import type { Logger } from "../log.ts";
-import type { SafeFetcher } from "../net/safe_fetch.ts";
+import type { SafeFetcher } from "../net/mod.ts";
 import { KeyDirectories } from "./directory.ts";
 import { kvNonceStore } from "./nonce_store.ts";
 

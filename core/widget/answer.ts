@@ -4,9 +4,8 @@
  * whose links are the article URLs: the widget shows our tracking links as citations instead),
  * and numbered citations.
  */
-import type { Citation } from "../answer/types.ts";
-import type { AiModel, Widget } from "../store/models.ts";
-import type { Repos } from "../store/repos.ts";
+import type { Citation } from "../answer/mod.ts";
+import type { AiModel, Repos, Widget } from "../store/mod.ts";
 import { widgetMisconfigured } from "./errors.ts";
 
 /** A citation as the widget shows it: its number in the answer text and our tracking link. */

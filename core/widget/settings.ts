@@ -6,8 +6,7 @@
 import { z } from "zod";
 import type { Clock } from "../clock.ts";
 import { hasIdFormat, idPattern, type IdPrefix, newId } from "../ids.ts";
-import type { Campaign, Prompt, Widget } from "../store/models.ts";
-import type { Repos } from "../store/repos.ts";
+import type { Campaign, Prompt, Repos, Widget } from "../store/mod.ts";
 import { widgetErrors } from "./errors.ts";
 
 /** What a widget made before configuration existed shows. */

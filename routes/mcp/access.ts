@@ -11,25 +11,29 @@
 import {
   type ConversationRequest,
   ConversationStore,
+  followUpQuestions,
   MAX_TURN_CHARS,
+  standaloneQuery,
   turnFields,
-} from "../../core/answer/conversation.ts";
-import { standaloneQuery } from "../../core/answer/followup.ts";
-import { followUpQuestions } from "../../core/answer/related.ts";
-import { type ArticleText, articleWithText } from "../../core/search/text/full_text.ts";
+} from "../../core/answer/mod.ts";
+import { type ArticleText, articleWithText } from "../../core/search/mod.ts";
 import { Challenge, Credential, Errors, Mcp, PaymentRequest, Receipt } from "mppx";
 import { ASK_AI_FILTERS, ASK_AI_PARAMS, askAiRollup } from "../../analytics/rollups.ts";
 import type { AnalyticsQuery, RollupDeps } from "../../analytics/rollups.ts";
 import { cachedAnswerer } from "../analytics/answer.ts";
-import { planCovers } from "../../core/commerce/catalog.ts";
-import { challengeList, commerceErrors } from "../../core/commerce/mod.ts";
-import { formatUsd } from "../../core/commerce/money.ts";
-import type { PaidProxy } from "../../core/commerce/proxy.ts";
-import { type Balance, type UsageReceipt, UsageReceipts } from "../../core/commerce/usage_receipt.ts";
-import type { AuthenticatedAgent, PaygPlan, Plan, Seller, Service } from "../../core/commerce/types.ts";
+import {
+  type Balance,
+  challengeList,
+  commerceErrors,
+  formatUsd,
+  planCovers,
+  type UsageReceipt,
+  UsageReceipts,
+} from "../../core/commerce/mod.ts";
+import type { AuthenticatedAgent, PaidProxy, PaygPlan, Plan, Seller, Service } from "../../core/commerce/mod.ts";
 import type { Deps } from "../../composition.ts";
 import { aiModelNotFound, AppError, dataModelNotFound } from "../../core/errors.ts";
-import type { SearchRequest, SearchResponse } from "../../core/search/types.ts";
+import type { SearchRequest, SearchResponse } from "../../core/search/mod.ts";
 
 /** JSON-RPC code of the MCP binding of the `Payment` scheme: payment required (-32042). */
 export const PAYMENT_REQUIRED_CODE = Mcp.paymentRequiredCode;

@@ -11,7 +11,7 @@ import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { CallToolRequest } from "@modelcontextprotocol/sdk/types.js";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { AuthenticatedAgent } from "../../core/commerce/types.ts";
+import type { AuthenticatedAgent } from "../../core/commerce/mod.ts";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
 import { describeError } from "../../core/log.ts";
@@ -22,8 +22,8 @@ import { documented } from "../openapi.ts";
 import { sellerOf } from "../storefront/seller.ts";
 import { mcpChallenge, mcpResourceMetadataUrl } from "../storefront/discovery.ts";
 import { agentCors } from "../middleware/cors.ts";
-import { botCaller, WebBotAuth } from "../../core/web_bot_auth/verifier.ts";
-import { mcpResource } from "../../core/identity/service.ts";
+import { botCaller, WebBotAuth } from "../../core/web_bot_auth/mod.ts";
+import { mcpResource } from "../../core/identity/mod.ts";
 import { API_VERSION } from "../version.ts";
 import {
   AgentAccess,

@@ -3,7 +3,7 @@
  * `structuredContent`: one block per article (title, author, date, link), an answer with its
  * sources, and short lists.
  */
-import type { SearchResponse, SearchResult } from "../../core/search/types.ts";
+import type { SearchResponse, SearchResult } from "../../core/search/mod.ts";
 
 /** A tool result: structured content plus its text rendering. */
 export interface ToolResult {

@@ -7,9 +7,8 @@ import { z } from "zod";
 import { MAX_PROMPT_CHARS } from "../../analytics/schema.ts";
 import { AppError } from "../../core/errors.ts";
 import { idPattern } from "../../core/ids.ts";
-import { searchRequestSchema } from "../../core/search/types.ts";
-import { contentsField, MAX_TEXT_CHARACTERS } from "../../core/search/result_options.ts";
-import { conversationFields } from "../../core/answer/conversation.ts";
+import { contentsField, MAX_TEXT_CHARACTERS, searchRequestSchema } from "../../core/search/mod.ts";
+import { conversationFields } from "../../core/answer/mod.ts";
 import { describeIssue } from "../validation.ts";
 
 const DM_ID_RE = idPattern("dm");

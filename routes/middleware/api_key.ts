@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import type { ApiKeyService } from "../../core/auth/api_keys.ts";
+import type { ApiKeyService } from "../../core/auth/mod.ts";
 import type { AppEnv } from "../env.ts";
 
 /**

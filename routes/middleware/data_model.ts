@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { dataModelNotFound } from "../../core/errors.ts";
 import { hasIdFormat } from "../../core/ids.ts";
-import type { Repos } from "../../core/store/repos.ts";
+import type { Repos } from "../../core/store/mod.ts";
 import type { DataModelEnv } from "../env.ts";
 
 /** Where a route names its data model: a path parameter or a query parameter. */

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import type { OperatorKeys } from "../../core/auth/operator_keys.ts";
+import type { OperatorKeys } from "../../core/auth/mod.ts";
 import { AppError } from "../../core/errors.ts";
 import type { AppEnv, ErrorFamily } from "../env.ts";
 import { errorResponse } from "../errors.ts";

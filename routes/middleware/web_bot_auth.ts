@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { botCaller, type WebBotAuth } from "../../core/web_bot_auth/verifier.ts";
+import { botCaller, type WebBotAuth } from "../../core/web_bot_auth/mod.ts";
 import type { AppEnv } from "../env.ts";
 
 /**

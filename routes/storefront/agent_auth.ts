@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { AppError } from "../../core/errors.ts";
-import { sfError } from "../../core/identity/errors.ts";
-import type { TokenService } from "../../core/identity/tokens.ts";
+import { sfError } from "../../core/identity/mod.ts";
+import type { TokenService } from "../../core/identity/mod.ts";
 import type { AgentContext, AppEnv } from "../env.ts";
 import { type SellerDeps, sellerOf } from "./seller.ts";
 

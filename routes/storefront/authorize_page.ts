@@ -4,7 +4,7 @@ import { type Html, humanPage } from "./human_page.ts";
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
-import type { AuthorizationRequest, Seller } from "../../core/identity/types.ts";
+import type { AuthorizationRequest, Seller } from "../../core/identity/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { FormCsrf } from "../middleware/form_csrf.ts";

@@ -1,6 +1,6 @@
 import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { llmsFullTxt, llmsTxt, manifestDocument, servicesDocument } from "../../core/commerce/docs.ts";
+import { llmsFullTxt, llmsTxt, manifestDocument, servicesDocument } from "../../core/commerce/mod.ts";
 import type { Deps } from "../../composition.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";

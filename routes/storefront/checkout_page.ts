@@ -1,12 +1,10 @@
 /** The hosted card checkout page a human pays on (server-rendered, no script). */
 import { html, raw } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
-import { displayUsd } from "../../core/commerce/money.ts";
+import { displayUsd, SANDBOX_TOKENS } from "../../core/commerce/mod.ts";
 import { styleHashSource } from "../inline_style.ts";
 import { pageSecurity } from "../middleware/page_security.ts";
-import type { PaymentRecord, PaymentState } from "../../core/commerce/payments.ts";
-import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
-import type { Plan } from "../../core/commerce/types.ts";
+import type { PaymentRecord, PaymentState, Plan } from "../../core/commerce/mod.ts";
 
 const STYLE =
   `*{box-sizing:border-box}body{font:16px/1.5 system-ui,sans-serif;margin:0;padding:2rem 1rem;color:#1b1f24;background:#fafbfc}

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { html } from "hono/html";
 import { type Html, humanPage } from "./human_page.ts";
 import type { Deps } from "../../composition.ts";
-import type { ClaimPageState } from "../../core/identity/claims.ts";
+import type { ClaimPageState } from "../../core/identity/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { familyApp } from "../family.ts";

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import type { AuthenticatedAgent, Seller } from "../../core/commerce/types.ts";
+import type { AuthenticatedAgent, Seller } from "../../core/commerce/mod.ts";
 import type { Deps } from "../../composition.ts";
 import { Challenge } from "mppx";
 import {

@@ -1,14 +1,12 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../../composition.ts";
-import { ID_JAG_TOKEN_TYPE } from "../../core/identity/id_jag.ts";
-import { SIGNING_ALG } from "../../core/identity/keys.ts";
+import { ID_JAG_TOKEN_TYPE, mcpResource, SIGNING_ALG } from "../../core/identity/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { documented } from "../openapi.ts";
 import { CODE_GRANTS, JWT_BEARER_GRANT } from "./token.ts";
 import { agentCors } from "../middleware/cors.ts";
-import { mcpResource } from "../../core/identity/service.ts";
 
 /** The ID-JAG authorization grant profile (draft-ietf-oauth-identity-assertion-authz-grant). */
 export const ID_JAG_PROFILE = "urn:ietf:params:oauth:grant-profile:id-jag";

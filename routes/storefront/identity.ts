@@ -1,8 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../../composition.ts";
-import { sfError } from "../../core/identity/errors.ts";
-import { ID_JAG_TOKEN_TYPE } from "../../core/identity/id_jag.ts";
-import { claimBlock, identityBody } from "../../core/identity/identity_body.ts";
+import { claimBlock, ID_JAG_TOKEN_TYPE, identityBody, sfError } from "../../core/identity/mod.ts";
 import { familyApp } from "../family.ts";
 import { bodyReader, type BodyRejection } from "../middleware/body.ts";
 import { rateLimit } from "../middleware/rate_limit.ts";

@@ -1,7 +1,6 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Deps } from "../../composition.ts";
-import { oauthErrors } from "../../core/identity/oauth_errors.ts";
-import { registrationBody } from "../../core/identity/oauth_clients.ts";
+import { oauthErrors, registrationBody } from "../../core/identity/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { readJson } from "../middleware/body.ts";
 import { documented } from "../openapi.ts";

@@ -1,6 +1,6 @@
 import { html, raw } from "hono/html";
 import type { Deps } from "../../composition.ts";
-import { OutboxMailer } from "../../core/identity/mailer.ts";
+import { OutboxMailer } from "../../core/identity/mod.ts";
 import { requireOperator } from "../middleware/operator.ts";
 import { familyApp } from "../family.ts";
 import { pageSecurity } from "../middleware/page_security.ts";

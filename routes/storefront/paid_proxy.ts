@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
 import { hasIdFormat, idFormatMessage } from "../../core/ids.ts";
-import { UsageReceipts, withUsageBlock } from "../../core/commerce/usage_receipt.ts";
+import { UsageReceipts, withUsageBlock } from "../../core/commerce/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { readBodyCapped } from "../middleware/body.ts";

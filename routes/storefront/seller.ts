@@ -1,8 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { Config } from "../../core/config.ts";
-import { sfError } from "../../core/identity/errors.ts";
-import type { SellerRegistry } from "../../core/identity/sellers.ts";
-import type { Seller } from "../../core/identity/types.ts";
+import { sfError } from "../../core/identity/mod.ts";
+import type { Seller, SellerRegistry } from "../../core/identity/mod.ts";
 import type { AppEnv } from "../env.ts";
 
 /** Deps of seller resolution. */

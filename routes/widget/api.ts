@@ -10,31 +10,29 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { streamSSE } from "hono/streaming";
 import type { Deps } from "../../composition.ts";
-import { standaloneQuery } from "../../core/answer/followup.ts";
-import { followUpQuestions } from "../../core/answer/related.ts";
-import type { AnswerContext, Citation } from "../../core/answer/types.ts";
+import { followUpQuestions, standaloneQuery } from "../../core/answer/mod.ts";
+import type { AnswerContext, Citation } from "../../core/answer/mod.ts";
 import { boundedCache } from "../../core/bounded_cache.ts";
 import { sha256Hex } from "../../core/crypto.ts";
 import { hasIdFormat } from "../../core/ids.ts";
 import { describeError } from "../../core/log.ts";
-import { isUrlQuery } from "../../core/search/engine.ts";
-import type { LinkPlacement } from "../../core/links/links.ts";
-import type { Widget } from "../../core/store/models.ts";
+import { isUrlQuery } from "../../core/search/mod.ts";
+import type { LinkPlacement } from "../../core/links/mod.ts";
+import type { Widget } from "../../core/store/mod.ts";
 import {
+  dailyCapReached,
+  originNotAllowed,
+  publicWidgetConfig,
+  recommendationsDataModel,
+  recommendationsDisabled,
   scopedModel,
   splitAnswer,
   startsSourcesBlock,
   type WidgetCitation,
   widgetCitations,
-} from "../../core/widget/answer.ts";
-import {
-  dailyCapReached,
-  originNotAllowed,
-  recommendationsDisabled,
   widgetErrors,
   widgetNotFound,
-} from "../../core/widget/errors.ts";
-import { publicWidgetConfig, recommendationsDataModel } from "../../core/widget/settings.ts";
+} from "../../core/widget/mod.ts";
 import type { AppEnv, WidgetEnv } from "../env.ts";
 import { toAppError } from "../errors.ts";
 import { familyApp } from "../family.ts";

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import type { Deps } from "../../composition.ts";
-import { widgetRateLimited } from "../../core/widget/errors.ts";
+import { widgetRateLimited } from "../../core/widget/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { rateLimit } from "../middleware/rate_limit.ts";
 import { clientAddress } from "../storefront/client_address.ts";

@@ -6,9 +6,8 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Deps } from "../../composition.ts";
 import { hasIdFormat, idPattern, newId } from "../../core/ids.ts";
-import type { Widget } from "../../core/store/models.ts";
-import { widgetErrors } from "../../core/widget/errors.ts";
-import { applyWidgetSettings, widgetSettingsSchema } from "../../core/widget/settings.ts";
+import type { Widget } from "../../core/store/mod.ts";
+import { applyWidgetSettings, widgetErrors, widgetSettingsSchema } from "../../core/widget/mod.ts";
 import type { TenantEnv } from "../env.ts";
 import { bodyReader } from "../middleware/body.ts";
 

@@ -73,3 +73,69 @@ Deno.test("cycles() finds a circle through three modules and none in a chain", (
   assert.deepEqual(cycles(circle), [["a", "b", "c"]]);
   assert.deepEqual(cycles(new Map([["a", ["b"]], ["b", ["c"]], ["c", []]])), []);
 });
+
+/** The static imports of the service's modules: module -> the project modules it imports at load time. */
+async function staticImports(entries: string[]): Promise<Map<string, string[]>> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", ...entries.map((e) => new URL(e, ROOT).pathname)],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  assert.ok(out.success, "deno info failed");
+  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    modules: {
+      specifier: string;
+      dependencies?: { isDynamic?: boolean; code?: { specifier?: string }; type?: { specifier?: string } }[];
+    }[];
+  };
+  const graph = new Map<string, string[]>();
+  for (const m of info.modules) {
+    if (!m.specifier.startsWith(ROOT)) continue;
+    const deps = (m.dependencies ?? []).filter((d) => !d.isDynamic)
+      .flatMap((d) => [d.code?.specifier, d.type?.specifier])
+      .filter((s): s is string => !!s && s.startsWith(ROOT));
+    graph.set(m.specifier.slice(ROOT.length), [...new Set(deps.map((s) => s.slice(ROOT.length)))]);
+  }
+  return graph;
+}
+
+/** The room of a module under `core/<room>/`, else null (the kernel files at the top of core/ have none). */
+const roomOf = (path: string): string | null => /^core\/([^/]+)\//.exec(path)?.[1] ?? null;
+
+/** Imports that reach into another room past its face (`core/<room>/mod.ts`); dynamic imports are lazy seams. */
+function pastFaces(graph: Map<string, string[]>): string[] {
+  return [...graph].flatMap(([from, to]) =>
+    to.filter((t) => {
+      const room = roomOf(t);
+      return room !== null && room !== roomOf(from) && t !== `core/${room}/mod.ts`;
+    }).map((t) => `${from} -> ${t}`)
+  );
+}
+
+Deno.test("the service's modules use another core room only through its mod.ts face", async () => {
+  const graph = await staticImports(["main.ts"]);
+  assert.deepEqual(pastFaces(graph), []);
+});
+
+Deno.test("pastFaces() flags an import into another room's internals, and allows faces, own rooms and the kernel", () => {
+  const graph = new Map([
+    ["routes/search.ts", ["core/search/mod.ts", "core/errors.ts", "core/search/engine.ts"]],
+    ["core/answer/service.ts", ["core/answer/text.ts", "core/search/mod.ts", "core/links/tracking.ts"]],
+  ]);
+  assert.deepEqual(pastFaces(graph), [
+    "routes/search.ts -> core/search/engine.ts",
+    "core/answer/service.ts -> core/links/tracking.ts",
+  ]);
+});
+
+Deno.test("docs/architecture.md lists exactly the rooms of core/, each with its mod.ts face", async () => {
+  const doc = await Deno.readTextFile(new URL("docs/architecture.md", ROOT));
+  const documented = [...doc.matchAll(/^\| `core\/([a-z_]+)\/` +\|/gm)].map((m) => m[1]).sort();
+  const rooms: string[] = [];
+  for await (const e of Deno.readDir(new URL("core/", ROOT))) if (e.isDirectory) rooms.push(e.name);
+  assert.deepEqual(documented, rooms.sort());
+  for (const room of rooms) {
+    const face = await Deno.stat(new URL(`core/${room}/mod.ts`, ROOT)).catch(() => null);
+    assert.ok(face?.isFile, `core/${room}/mod.ts`);
+  }
+});

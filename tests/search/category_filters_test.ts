@@ -4,7 +4,7 @@
  * top categories on REST.
  */
 import assert from "node:assert/strict";
-import { parseFeed } from "../../core/search/store/feeds.ts";
+import { parseFeed } from "../../core/sources/feeds.ts";
 import { parseJsonFeed, parseSitemap } from "../../core/sources/parse.ts";
 import { SEARCH_ALGORITHMS } from "../../core/search/types.ts";
 import { bearer } from "../_helpers.ts";

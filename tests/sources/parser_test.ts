@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { htmlToText } from "../../core/search/store/feeds.ts";
+import { htmlToText } from "../../core/sources/feeds.ts";
 import { guardMarkup, MAX_DOCUMENT_ENTRIES, MAX_MARKUP_DEPTH } from "../../core/sources/markup_guard.ts";
 import { parseSourceDocument, SourceFormatError } from "../../core/sources/parse.ts";
 import { inlineSourceParser, WorkerSourceParser } from "../../core/sources/parser.ts";

@@ -9,8 +9,7 @@
  */
 import { boundedCache } from "../../bounded_cache.ts";
 import { stem } from "../text/stemmer.ts";
-import { splitSentences } from "../../text/sentences.ts";
-import { QUESTION_WORDS } from "../../text/stopwords.ts";
+import { QUESTION_WORDS, splitSentences } from "../../text/mod.ts";
 import { foldText, termsWithWords } from "../text/tokenizer.ts";
 
 /** Most characters a result's highlights take (request bound). */

@@ -2,10 +2,10 @@ import { z } from "zod";
 import type { Clock } from "../../clock.ts";
 import { sha256Hex } from "../../crypto.ts";
 import { newId } from "../../ids.ts";
-import type { DataModel } from "../../store/models.ts";
+import type { DataModel } from "../../store/mod.ts";
 import { ArticleChangeLog, type ChangeLogHead, headKey } from "./change_log.ts";
 import { clip, summarize } from "../text/summarize.ts";
-import { clipMarkdown } from "../../text/markdown_text.ts";
+import { clipMarkdown } from "../../text/mod.ts";
 
 /**
  * Articles of a data model as stored in Deno KV.

@@ -8,7 +8,7 @@
 import type { Clock } from "../../clock.ts";
 import { KvLease } from "../../kv_lease.ts";
 import { describeError, type Logger } from "../../log.ts";
-import type { DataModel } from "../../store/models.ts";
+import type { DataModel } from "../../store/mod.ts";
 import { systemTimers, type TimerId, type Timers } from "../../timers.ts";
 
 /** The oldest publication time (unix seconds) a data model keeps, or undefined without retention. */

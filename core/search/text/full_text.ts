@@ -4,10 +4,10 @@
  * check the licence ({@link mayReadFullText}).
  */
 import { searchErrors } from "../errors.ts";
-import type { DataModel } from "../../store/models.ts";
+import type { DataModel } from "../../store/mod.ts";
 import { type Article, canonicalUrl } from "../store/articles.ts";
 import type { SearchContext } from "../types.ts";
-import { clipMarkdown, textToMarkdown } from "../../text/markdown_text.ts";
+import { clipMarkdown, textToMarkdown } from "../../text/mod.ts";
 import { MAX_TEXT_CHARACTERS } from "../result_options.ts";
 
 /** An article with its text, as the routes answer it. */

@@ -1,4 +1,4 @@
-import { splitSentences } from "../../text/sentences.ts";
+import { splitSentences } from "../../text/mod.ts";
 import { terms } from "./tokenizer.ts";
 
 /** Splits text into sentences (see core/text/sentences.ts). */

@@ -1,5 +1,5 @@
 import { stem } from "./stemmer.ts";
-import { STOPWORDS } from "../../text/stopwords.ts";
+import { STOPWORDS } from "../../text/mod.ts";
 
 // Letters or digits, allowing inner apostrophes (don't, o'neill) and inner dots/hyphens in
 // numbers (3.5, covid-19 is split on the hyphen on purpose).

@@ -1,10 +1,10 @@
 /**
- * The environment variables of mppx's standard payment methods, kept beside them so core/config.ts
- * only spreads them in. The `evm` method is offered when its chain, token, recipient and facilitator
- * are all set; `stripe` when its secret key is.
+ * The environment variables and settings of mppx's standard payment methods (used by
+ * core/commerce/standard_methods.ts), kept apart so core/config.ts only spreads them in. The `evm`
+ * method is offered when its chain, token, recipient and facilitator are all set; `stripe` when its
+ * secret key is.
  */
 import { z } from "zod";
-import type { StandardMethodsConfig } from "./standard_methods.ts";
 
 const address = (name: string) =>
   z.string().regex(/^0x[0-9a-fA-F]{40}$/, { error: `${name} must be a 0x-prefixed 20-byte hex address` })
@@ -22,6 +22,33 @@ const httpUrl = (name: string) =>
 const whole = (name: string, min: number, max: number) =>
   z.string().regex(/^\d+$/, { error: `${name} must be a whole number from ${min} to ${max}` }).transform(Number)
     .refine((n) => n >= min && n <= max, { error: `${name} must be a whole number from ${min} to ${max}` });
+
+/** Settings of the standard methods (core/config.ts `payments`). */
+export interface StandardMethodsConfig {
+  /** The `evm` charge: a USD stablecoin with EIP-3009 on one chain; null when not offered. */
+  evm: {
+    chainId: number;
+    /** Token contract address. */
+    token: `0x${string}`;
+    /** EIP-712 domain of the token's authorizations. */
+    tokenName: string;
+    tokenVersion: string;
+    decimals: number;
+    /** The seller's receiving address. */
+    recipient: `0x${string}`;
+    /** The x402 facilitator (`/verify`, `/settle`) that submits the authorization on chain. */
+    facilitatorUrl: string;
+    /** JSON-RPC of the chain: each settlement's Transfer is confirmed there before credit is granted. */
+    rpcUrl: string | null;
+  } | null;
+  /** The `stripe` charge with shared payment tokens; null when not offered. */
+  stripe: {
+    secretKey: string;
+    /** Stripe's API base (a local stand-in in tests). */
+    apiUrl: string;
+    networkId: string;
+  } | null;
+}
 
 /** Spread into core/config.ts's environment schema. */
 export const paymentEnv = {

@@ -1,5 +1,5 @@
 import { DOMParser } from "linkedom";
-import { guardMarkup } from "../../sources/markup_guard.ts";
+import { guardMarkup } from "./markup_guard.ts";
 
 /**
  * Readers for the article import formats: JSON Lines (one article object per line, the bulk

@@ -1,0 +1,4 @@
+/** The net room's face: what other rooms and the routes may use. */
+
+export { Loopback } from "./loopback.ts";
+export { SafeFetcher, SafeFetchError } from "./safe_fetch.ts";

@@ -1,0 +1,17 @@
+/** The widget room's face: what other rooms and the routes may use. */
+
+export {
+  dailyCapReached,
+  originNotAllowed,
+  recommendationsDisabled,
+  widgetErrors,
+  widgetNotFound,
+  widgetRateLimited,
+} from "./errors.ts";
+
+export { scopedModel, splitAnswer, startsSourcesBlock, widgetCitations } from "./answer.ts";
+export type { WidgetCitation } from "./answer.ts";
+export { createWidgetLimits } from "./limits.ts";
+export type { WidgetLimits } from "./limits.ts";
+export { applyWidgetSettings, publicWidgetConfig, recommendationsDataModel, widgetSettingsSchema } from "./settings.ts";
+export type { WidgetSettingsInput } from "./settings.ts";
