@@ -10,21 +10,24 @@
 -- events in the window is MRC-viewable (not only its first), so a window that starts after its
 -- first viewable event still counts it. One scan: every tenant event in the window, the filters as
 -- the flag `blk`.
--- Sessions are derived here from the events in time order (not from the ingestion-time visit_id),
--- so they do not depend on the order the events arrived in: a session_id's events of one UTC day,
--- split where more than 30 minutes pass between two events. The window is one stretch of time, so
--- the gaps between its events are the gaps between those events in the whole day. Events are
--- first summed per session and 15-minute UTC step (no gap can open inside a step), keyed by the
--- hash of the session_id (integer keys: measured several times faster than the text), and only
--- those rows are put in time order.
+-- Sessions are a session_id's events of one UTC day in time order, split where more than 30
+-- minutes pass between two events, whatever order the events arrived in. The window is one stretch
+-- of time, so the gaps between its events are the gaps between those events in the whole day.
+-- Fast path: a session day none of whose window events is flagged `visit_late` at ingestion has
+-- its ingestion-time visits in time order already (analytics/enrich.ts), so its events are grouped
+-- by `visit_id`. Only the session days with a flagged event (or from files written before the
+-- flag) are derived here in time order. Events are first summed per session (hash of its id),
+-- ingestion visit and 15-minute UTC step (no gap can open inside a step); only the derived days'
+-- rows are put in time order.
 -- Time: a session's block events are counted in the bucket of its first block event; events
 -- without a session in their own 15-minute step. Only the steps are converted to local time
 -- (every zone offset is a multiple of 15 minutes), which keeps ICU off the per-event path.
 WITH steps AS (
   SELECT
-    sk, step,
+    sk, vid, step,
     min(ts) AS t0,
     max(ts) AS t1,
+    bool_or(late) AS late,
     bool_or(blk) AS has_blk,
     count(*) FILTER (WHERE blk AND event_type = 'widget_load') AS block_loads,
     count(*) FILTER (WHERE blk AND event_type = 'query') AS queries,
@@ -37,6 +40,8 @@ WITH steps AS (
   FROM (
     SELECT
       CASE WHEN session_id IS NOT NULL THEN hash(session_id) END AS sk,
+      visit_id AS vid,
+      coalesce(visit_late, true) OR visit_id IS NULL AS late,
       ts, event_type, click_type, in_view_pct, in_view_ms,
       time_bucket(INTERVAL 15 MINUTE, ts) AS step,
       ($ai_agent IS NULL OR ai_agent = $ai_agent)
@@ -51,14 +56,40 @@ WITH steps AS (
       AND ts < CAST($end_ts AS TIMESTAMP)
       AND tenant_id = $tenant_id
   )
+  GROUP BY sk, vid, step
+),
+-- The session days to derive in time order: those with a flagged event in the window.
+redo AS (
+  SELECT DISTINCT sk, CAST(step AS DATE) AS day FROM steps WHERE late AND sk IS NOT NULL
+),
+marked AS (
+  SELECT steps.*, redo.sk IS NOT NULL AS derive
+  FROM steps LEFT JOIN redo ON steps.sk = redo.sk AND CAST(steps.step AS DATE) = redo.day
+  WHERE steps.sk IS NOT NULL
+),
+-- Derived days: a session's steps in time order; a step whose first event comes more than 30
+-- minutes after the previous step's last event (or the first step of a UTC day) opens a visit.
+derived AS (
+  SELECT
+    sk, step,
+    min(t0) AS t0,
+    max(t1) AS t1,
+    bool_or(has_blk) AS has_blk,
+    sum(block_loads) AS block_loads,
+    sum(queries) AS queries,
+    sum(clicks) AS clicks,
+    sum(article_clicks) AS article_clicks,
+    sum(cta_clicks) AS cta_clicks,
+    sum(heartbeats) AS heartbeats,
+    sum(loads) AS loads,
+    bool_or(viewable) AS viewable
+  FROM marked
+  WHERE derive
   GROUP BY sk, step
 ),
--- A session's steps in time order: a step whose first event comes more than 30 minutes after the
--- previous step's last event (or the first step of a UTC day) opens a visit.
 opened AS (
   SELECT *, coalesce(t0 - lag(t1) OVER w > INTERVAL 30 MINUTE, true) AS opens
-  FROM steps
-  WHERE sk IS NOT NULL
+  FROM derived
   WINDOW w AS (PARTITION BY sk, CAST(step AS DATE) ORDER BY step)
 ),
 numbered AS (
@@ -67,8 +98,24 @@ numbered AS (
     sum(opens::INT) OVER (PARTITION BY sk, CAST(step AS DATE) ORDER BY step ROWS UNBOUNDED PRECEDING) AS visit_no
   FROM opened
 ),
--- One row per visit (session, UTC day, number), and per step for events without a session.
+-- One row per visit (ingestion visit, or session, UTC day and number), and per step for events
+-- without a session.
 g AS (
+  SELECT
+    true AS in_visit,
+    min(step) FILTER (WHERE has_blk) AS first_step,
+    sum(block_loads) AS block_loads,
+    sum(queries) AS queries,
+    sum(clicks) AS clicks,
+    sum(article_clicks) AS article_clicks,
+    sum(cta_clicks) AS cta_clicks,
+    sum(heartbeats) AS heartbeats,
+    sum(loads) AS loads,
+    bool_or(viewable) AS viewable
+  FROM marked
+  WHERE NOT derive
+  GROUP BY sk, vid
+  UNION ALL
   SELECT
     true AS in_visit,
     min(step) FILTER (WHERE has_blk) AS first_step,
