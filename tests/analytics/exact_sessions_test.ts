@@ -670,9 +670,17 @@ Deno.test("analytics: events arriving live keep their ingestion visits; late one
   await ingestAt(world, Date.parse("2026-11-20T10:51:00Z"), [
     exp("2026-11-20T10:50:00Z", { event_type: "widget_load" }),
   ]);
+  // s_cut around New York's midnight (05:00 UTC): 04:30 | 05:20 live; after the state expired, 04:50
+  // (its own visit) and then 05:10, which joins 04:50's state. New York's window from 05:00 holds
+  // 05:10 and 05:20, one visit: 05:10 must carry the flag that 04:50 left in the state.
+  const cut = (ts: string): Ev => ({ session_id: "s_cut", ts, placement_id: "pl_1", event_type: "widget_load" });
+  await ingestAt(world, Date.parse("2026-11-20T04:31:00Z"), [cut("2026-11-20T04:30:00Z")]);
+  await ingestAt(world, Date.parse("2026-11-20T05:21:00Z"), [cut("2026-11-20T05:20:00Z")]);
   for await (const x of world.w.deps.kv.list({ prefix: ["ev_session"] })) await world.w.deps.kv.delete(x.key);
   await ingestAt(world, Date.parse("2026-11-22T09:00:00Z"), [exp("2026-11-20T10:30:00Z")]);
   await ingestAt(world, Date.parse("2026-11-22T09:01:00Z"), [exp("2026-11-20T10:35:00Z")]);
+  await ingestAt(world, Date.parse("2026-11-22T09:02:00Z"), [cut("2026-11-20T04:50:00Z")]);
+  await ingestAt(world, Date.parse("2026-11-22T09:03:00Z"), [cut("2026-11-20T05:10:00Z")]);
   // Two batches of one session at once (s_race, 10 minutes apart): the second to commit reads again.
   const race = (ts: string) => [{ session_id: "s_race", ts, placement_id: "pl_2", event_type: "widget_load" }] as Ev[];
   await ingestAt(world, Date.parse("2026-11-21T15:11:00Z"), race("2026-11-21T15:00:00Z"), race("2026-11-21T15:10:00Z"));
