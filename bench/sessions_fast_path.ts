@@ -93,8 +93,10 @@ for (const [label, name, params] of cases.filter(([, n]) => !Deno.env.get("ONLY"
   ] as const;
   const times: Record<string, number[]> = { before: [], exact: [], fast: [] };
   const rows: Record<string, string> = {};
+  // Warm-up, and the rows to compare (sorted: session intelligence's blocks come in no fixed order).
   for (const [v, sql] of versions) {
-    rows[v] = JSON.stringify(await run(sql, params), (_, x) => typeof x === "bigint" ? String(x) : x); // warm-up
+    rows[v] = (await run(sql, params)).map((r) => JSON.stringify(r, (_, x) => typeof x === "bigint" ? String(x) : x))
+      .sort().join("\n");
   }
   for (let i = 0; i < rounds; i++) {
     for (const [v, sql] of versions) {
