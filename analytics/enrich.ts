@@ -254,13 +254,18 @@ async function sessionize(kv: Deno.Kv, rows: EventRow[], nowMs: number, contende
     const id = stateId(r, day);
     let st = states.get(id) ?? null;
     // No state: a new session day, unless the day ended long enough ago that its state may have expired.
-    const late = !checked ||
+    let late = !checked ||
       (st ? st.late === true || r.ts_ms < st.last_ms : nowMs >= dayEndMs(day) + STATE_SURELY_KEPT_MS);
+    // A second impression at the instant the conversation started: which one is first is a tie.
+    if (r.event_type === "sponsored_impression" && st?.sponsor?.started_ms === r.ts_ms) late = true;
     if (!st || r.ts_ms - st.last_ms > IDLE_MS) {
       st = { visit_id: newVisitId(), last_ms: r.ts_ms, viewable: false, queries: 0, sponsor: null };
       r.visit_start = true;
-      // A conversation going on at midnight keeps its campaign in the new day's visit.
+      // A conversation going on at midnight keeps its campaign in the new day's visit; without the
+      // day before's state, kept surely only until an hour into this day, that cannot be told.
       const yesterday = states.get(stateId(r, dayBefore(day)));
+      const dayStart = dayEndMs(day) - 86_400_000;
+      if (!yesterday && r.ts_ms - dayStart <= IDLE_MS && nowMs >= dayStart + STATE_SURELY_KEPT_MS) late = true;
       if (yesterday?.sponsor && r.ts_ms - yesterday.last_ms <= IDLE_MS) st.sponsor = { ...yesterday.sponsor };
       states.set(id, st);
     }
