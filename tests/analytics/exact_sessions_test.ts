@@ -676,7 +676,13 @@ Deno.test("analytics: events arriving live keep their ingestion visits; late one
   const cut = (ts: string): Ev => ({ session_id: "s_cut", ts, placement_id: "pl_1", event_type: "widget_load" });
   await ingestAt(world, Date.parse("2026-11-20T04:31:00Z"), [cut("2026-11-20T04:30:00Z")]);
   await ingestAt(world, Date.parse("2026-11-20T05:21:00Z"), [cut("2026-11-20T05:20:00Z")]);
+  // s_mid: a sponsored conversation over UTC midnight whose after-midnight impression arrives three hours
+  // late, when the day before's state is gone: one conversation, not two.
+  const mid = (ts: string): Ev =>
+    ({ session_id: "s_mid", ts, placement_id: "pl_1", event_type: "sponsored_impression", ...SPONSORED }) as Ev;
+  await ingestAt(world, Date.parse("2026-11-20T23:51:00Z"), [mid("2026-11-20T23:50:00Z")]);
   for await (const x of world.w.deps.kv.list({ prefix: ["ev_session"] })) await world.w.deps.kv.delete(x.key);
+  await ingestAt(world, Date.parse("2026-11-21T03:00:00Z"), [mid("2026-11-21T00:10:00Z")]);
   await ingestAt(world, Date.parse("2026-11-22T09:00:00Z"), [exp("2026-11-20T10:30:00Z")]);
   await ingestAt(world, Date.parse("2026-11-22T09:01:00Z"), [exp("2026-11-20T10:35:00Z")]);
   await ingestAt(world, Date.parse("2026-11-22T09:02:00Z"), [cut("2026-11-20T04:50:00Z")]);
