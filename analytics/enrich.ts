@@ -212,7 +212,9 @@ function newVisitId(): number {
  *   are numbered (`visit_query_no`). These columns follow arrival order across batches.
  * - `visit_late` flags every event whose ingestion-time visit may not be its visit in time order:
  *   one earlier than its session day's last event so far, one whose session day's state may have
- *   expired, every later event of such a session day (the flag sticks in the state), and every event
+ *   expired, a day's first event near midnight whose day-before state may have expired (a sponsored
+ *   conversation's carry), a second impression at its conversation's first instant (a tie), every
+ *   later event of such a session day (the flag sticks in the state), and every event
  *   of a batch written without version checks (`contended`, or more session days than KV can
  *   check). While a stretch of a session day holds no flagged event, its ingestion-time visits are
  *   its visits in time order (each unflagged event was appended after the latest event of its day),
