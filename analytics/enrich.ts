@@ -48,6 +48,12 @@ const IDLE_MS = SESSION_IDLE_MINUTES * 60_000;
 // checked against `last_ms` on read, KV's expireIn only cleans up.
 const SESSION_STATE_TTL_MS = 24 * 3600_000;
 const FUTURE_SKEW_MS = 5 * 60_000;
+// A session day's state lives at least this long after the day ends, so a missing state can be
+// told apart from an expired one until an hour before that (clock slack between processes).
+const STATE_AFTER_DAY_MS = 2 * 3600_000;
+const STATE_SURELY_KEPT_MS = STATE_AFTER_DAY_MS - 3600_000;
+// Deno KV allows 100 checks per atomic commit: a batch over more session days is written unchecked.
+const MAX_CHECKED_STATES = 100;
 const MAX_AGE_MS = 30 * 24 * 3600_000;
 
 /**
@@ -78,12 +84,15 @@ export interface EnrichDeps {
 /**
  * Validates and enriches a batch. Throws a 422 AppError naming the first bad event and field
  * (`events.3.event_type: ...`); nothing of a bad batch is stored.
- * @returns the rows to log and the sponsored-session states to write with them.
+ * @param contended the batch lost a race for its session states (see {@link sessionize}).
+ * @returns the rows to log and the session states to write with them: each carries the version it
+ *   was read at, so the batch commits only if no other batch changed them in between.
  */
 export async function prepareEvents(
   deps: EnrichDeps,
   inputs: unknown[],
   ctx: IngestContext,
+  contended = false,
 ): Promise<{ rows: EventRow[]; sessionSets: WalExtraSet[] }> {
   const nowMs = deps.clock.now().getTime();
   const source: EventSource = ctx.source === "widget" ? "widget" : "server";
@@ -173,7 +182,7 @@ export async function prepareEvents(
     }
     rows.push(row);
   }
-  const sessionSets = await sessionize(deps.kv, rows);
+  const sessionSets = await sessionize(deps.kv, rows, nowMs, contended);
   return { rows, sessionSets };
 }
 
@@ -184,6 +193,8 @@ export interface SessionState {
   viewable: boolean;
   queries: number;
   sponsor: SponsoredSession | null;
+  /** An event of this session day was flagged `visit_late`: every later one is flagged too. */
+  late?: boolean;
 }
 
 /** A random 53-bit visit id (exact in JSON numbers and DuckDB BIGINT). */
@@ -197,14 +208,23 @@ function newVisitId(): number {
  * - an event more than 30 min after its session's last event starts a new session (new
  *   `visit_id`, `visit_start`), and so does a session's first event of each UTC day (a late event
  *   continues its own day's visit); the first MRC-viewable event is flagged `visit_viewable`; queries
- *   are numbered (`visit_query_no`). These columns follow arrival order across batches; the rollups
- *   re-derive sessions and viewability from the events in time order instead (analytics/sql).
+ *   are numbered (`visit_query_no`). These columns follow arrival order across batches.
+ * - `visit_late` flags every event whose ingestion-time visit may not be its visit in time order:
+ *   one earlier than its session day's last event so far, one whose session day's state may have
+ *   expired, a day's first event near midnight whose day-before state may have expired (a sponsored
+ *   conversation's carry), a second impression at its conversation's first instant (a tie), every
+ *   later event of such a session day (the flag sticks in the state), and every event
+ *   of a batch written without version checks (`contended`, or more session days than KV can
+ *   check). While a stretch of a session day holds no flagged event, its ingestion-time visits are
+ *   its visits in time order (each unflagged event was appended after the latest event of its day),
+ *   so the rollups group it by `visit_id` and derive in time order only the session days of the
+ *   window that hold a flagged event (analytics/sql).
  * - the first `sponsored_impression` of a session fixes campaign_id, creative_id, line_item_id,
  *   publisher_id and ad_partner (`sponsored_start`); every later event of that session carries those
  *   values, whatever the page sent, and the deployment type `sponsored_conversation`.
- * Returns the state writes to commit with the batch.
+ * Returns the state writes to commit with the batch, each checked against the version read.
  */
-async function sessionize(kv: Deno.Kv, rows: EventRow[]): Promise<WalExtraSet[]> {
+async function sessionize(kv: Deno.Kv, rows: EventRow[], nowMs: number, contended: boolean): Promise<WalExtraSet[]> {
   const stateId = (r: EventRow, day: string) => `${r.tenant_id}\u0000${r.session_id}\u0000${day}`;
   // The events' days (written back) and the day before each (read only, to carry a sponsored
   // conversation across midnight).
@@ -217,11 +237,16 @@ async function sessionize(kv: Deno.Kv, rows: EventRow[]): Promise<WalExtraSet[]>
     before.set(stateId(r, dayBefore(day)), sessionKey(r.tenant_id, r.session_id, dayBefore(day)));
   }
   if (!days.size) return [];
+  const checked = !contended && days.size <= MAX_CHECKED_STATES;
   const states = new Map<string, SessionState | null>();
+  const versions = new Map<string, string | null>();
   const list = [...new Map([...before, ...days])];
   for (let i = 0; i < list.length; i += 10) {
     const got = await kv.getMany<SessionState[]>(list.slice(i, i + 10).map(([, k]) => k));
-    got.forEach((g, j) => states.set(list[i + j]![0], g.value));
+    got.forEach((g, j) => {
+      states.set(list[i + j]![0], g.value);
+      versions.set(list[i + j]![0], g.versionstamp);
+    });
   }
   const ordered = rows.map((r, i) => [r, i] as const).sort((a, b) => a[0].ts_ms - b[0].ts_ms || a[1] - b[1]);
   for (const [r] of ordered) {
@@ -229,14 +254,23 @@ async function sessionize(kv: Deno.Kv, rows: EventRow[]): Promise<WalExtraSet[]>
     const day = formatDay(r.ts_ms);
     const id = stateId(r, day);
     let st = states.get(id) ?? null;
+    // No state: a new session day, unless the day ended long enough ago that its state may have expired.
+    let late = !checked ||
+      (st ? st.late === true || r.ts_ms < st.last_ms : nowMs >= dayEndMs(day) + STATE_SURELY_KEPT_MS);
+    // A second impression at the instant the conversation started: which one is first is a tie.
+    if (r.event_type === "sponsored_impression" && st?.sponsor?.started_ms === r.ts_ms) late = true;
     if (!st || r.ts_ms - st.last_ms > IDLE_MS) {
       st = { visit_id: newVisitId(), last_ms: r.ts_ms, viewable: false, queries: 0, sponsor: null };
       r.visit_start = true;
-      // A conversation going on at midnight keeps its campaign in the new day's visit.
+      // A conversation going on at midnight keeps its campaign in the new day's visit; without the
+      // day before's state, kept surely only until an hour into this day, that cannot be told.
       const yesterday = states.get(stateId(r, dayBefore(day)));
+      const dayStart = dayEndMs(day) - 86_400_000;
+      if (!yesterday && r.ts_ms - dayStart <= IDLE_MS && nowMs >= dayStart + STATE_SURELY_KEPT_MS) late = true;
       if (yesterday?.sponsor && r.ts_ms - yesterday.last_ms <= IDLE_MS) st.sponsor = { ...yesterday.sponsor };
       states.set(id, st);
     }
+    if (late) st.late = r.visit_late = true;
     r.visit_id = st.visit_id;
     if (!st.viewable && isMrcViewable(r)) {
       st.viewable = true;
@@ -269,6 +303,13 @@ async function sessionize(kv: Deno.Kv, rows: EventRow[]): Promise<WalExtraSet[]>
   return [...days].filter(([id]) => states.get(id)).map(([id, key]) => ({
     key,
     value: states.get(id)!,
-    expireIn: SESSION_STATE_TTL_MS,
+    // Kept 24 h after the last write, and at least until 2 h after the day ends.
+    expireIn: Math.max(
+      SESSION_STATE_TTL_MS,
+      dayEndMs(id.slice(id.lastIndexOf("\u0000") + 1)) + STATE_AFTER_DAY_MS - nowMs,
+    ),
+    ...(checked ? { versionstamp: versions.get(id) ?? null } : {}),
   }));
 }
+
+const dayEndMs = (day: string) => parseDay(day)! + 86_400_000;

@@ -54,6 +54,8 @@ const LEASE_KEY = ["ev_flush_lease"];
 const LEASE_POLL_MS = 250;
 // Chunks per Parquet write; the plan listing their keys must stay under 64 KiB.
 const MAX_CHUNKS_PER_FLUSH = 600;
+// Tries of a batch whose session states another batch changed meanwhile, before it is written unchecked.
+const MAX_SESSION_RETRIES = 3;
 
 /**
  * The analytics event pipeline: `record`/`ingest` -> KV WAL -> `flush` -> Parquet.
@@ -100,8 +102,14 @@ export class EventPipeline implements EventSink {
    */
   async ingest(events: unknown[], ctx: IngestContext): Promise<number> {
     if (!events.length) return 0;
-    const { rows, sessionSets } = await prepareEvents(this.deps, events, ctx);
-    await this.wal.append(uuidv7(this.deps.clock), rows, sessionSets);
+    let rows;
+    // Session states are written only at the version read; a batch that lost the race to another batch of
+    // the same sessions derives them again, and after a few losses writes them unchecked, flagged late.
+    for (let attempt = 0;; attempt++) {
+      const prepared = await prepareEvents(this.deps, events, ctx, attempt >= MAX_SESSION_RETRIES);
+      rows = prepared.rows;
+      if (await this.wal.append(uuidv7(this.deps.clock), rows, prepared.sessionSets)) break;
+    }
     this.#pending += rows.length;
     if (this.#started && this.#pending >= this.options.flushMaxEvents) {
       this.flush().catch((err) => this.deps.log.error("event flush failed", { error: describeError(err) }));

@@ -209,6 +209,14 @@ export interface EventRow {
   /** The sponsored_impression that started its session's sponsored conversation. */
   sponsored_start: boolean;
   /**
+   * Set at ingestion when the event's ingestion-time visit may differ from its visit in time order:
+   * it arrived after a later event of its session day, or its session day's state may have expired
+   * (analytics/enrich.ts). The rollups take a session day's ingestion-time visits as they are while
+   * none of its events in the window carries it, and derive that day's visits in time order otherwise.
+   * Null in files written before the column existed: those days are always derived.
+   */
+  visit_late: boolean;
+  /**
    * Widget events: a pseudonymous key of the sending client's address (IPv4 address, IPv6 /64),
    * so trending can count distinct senders without storing addresses. Null on other events.
    */
@@ -258,6 +266,7 @@ export const EVENT_COLUMNS: ReadonlyArray<readonly [name: string, type: string]>
   ["visit_query_no", "INTEGER"],
   ["sponsored_start", "BOOLEAN"],
   ["client_key", "VARCHAR"],
+  ["visit_late", "BOOLEAN"],
 ];
 
 /** Turns a parsed input plus server-owned values into a full row (absent fields become null). */
@@ -305,6 +314,7 @@ export function toRow(
     visit_query_no: null,
     sponsored_start: false,
     client_key: n(e.client_key),
+    visit_late: false,
   };
 }
 

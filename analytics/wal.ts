@@ -19,6 +19,8 @@ export interface WalExtraSet {
   key: Deno.KvKey;
   value: unknown;
   expireIn?: number;
+  /** When set (null: the key must be absent), the batch commits only if the key is still at this version. */
+  versionstamp?: string | null;
 }
 
 /** One stored chunk of the log. */
@@ -64,13 +66,19 @@ export class EventWal {
   /**
    * Durably appends a batch. Resolves only once every chunk is committed.
    * @param extra writes that commit together with the first group of chunks.
+   * @returns false, with nothing stored, when an extra write's versionstamp check failed.
    */
-  async append(batchId: string, rows: unknown[], extra: WalExtraSet[] = []): Promise<void> {
+  async append(batchId: string, rows: unknown[], extra: WalExtraSet[] = []): Promise<boolean> {
     const chunks = toChunks(rows);
     let op = this.kv.atomic();
     let bytes = 0;
     let mutations = 0;
+    let checked = false;
     for (const x of extra) {
+      if (x.versionstamp !== undefined) {
+        op = op.check({ key: x.key, versionstamp: x.versionstamp });
+        checked = true;
+      }
       op = op.set(x.key, x.value, x.expireIn ? { expireIn: x.expireIn } : undefined);
       mutations++;
       bytes += 512;
@@ -78,7 +86,9 @@ export class EventWal {
     for (let i = 0; i < chunks.length; i++) {
       const size = chunks[i]!.byteLength + 100;
       if (mutations > 0 && (bytes + size > COMMIT_BYTES || mutations + 1 > COMMIT_MUTATIONS)) {
-        await this.#commit(op);
+        if (checked && !(await op.commit()).ok) return false;
+        if (!checked) await this.#commit(op);
+        checked = false;
         op = this.kv.atomic();
         bytes = 0;
         mutations = 0;
@@ -87,7 +97,9 @@ export class EventWal {
       bytes += size;
       mutations++;
     }
+    if (checked) return (await op.commit()).ok;
     if (mutations > 0) await this.#commit(op);
+    return true;
   }
 
   async #commit(op: Deno.AtomicOperation): Promise<void> {

@@ -1,10 +1,11 @@
 -- Ask AI metrics of a filtered block of events per value of one column ($dimension); events
 -- without a value are grouped under ''. A session counts once in every group it has block events in;
 -- the row with key NULL is the whole block (each session once), the breakdown's summary.
--- Sessions are derived from the events in time order, as ask_ai_by_time derives them (events first
--- summed per session, keyed by the hash of its id, 15-minute step and value; only those rows are
--- put in order), and a session is viewable when any of its events in the window is MRC-viewable;
--- per-session figures by a join. The hash key measured a third faster than the id's text.
+-- Sessions are those of ask_ai_by_time, with its fast path: events are grouped by ingestion visit
+-- and value, and only the sessions with an event flagged `visit_late` in the window (or from files
+-- before the flag) are read again and derived in time order (events summed per session, keyed by
+-- the hash of its id, 15-minute step and value; only those rows put in order). A session is
+-- viewable when any of its events in the window is MRC-viewable; per-session figures by a join.
 -- The block is every event in the local window ($start_ts .. $end_ts, the UTC instants of its local midnights) that
 -- matches the filters. Event counts (queries, clicks, heartbeats) are the block's events. Session
 -- figures count the sessions the block's events belong to, once per
@@ -13,22 +14,96 @@
 -- with an `embed` load) still reports the sessions, loads and viewable sessions its queries and
 -- clicks belong to, and every rate matches its counts. One scan: every tenant event in the window,
 -- the filters as the flag `blk`.
-WITH ks AS (
-  SELECT sk, step, k,
-    min(ts) AS t0,
-    max(ts) AS t1,
-    count(*) FILTER (WHERE blk AND event_type = 'widget_load' AND sk IS NULL) AS loose_loads,
+-- Per ingestion visit (null: events without a session) and value.
+WITH fg AS (
+  SELECT any_value(vk) AS vkey, any_value(k) AS k, min(sk) AS sk, max(sk) AS sk_hi,
+    count(*) FILTER (WHERE blk AND event_type = 'widget_load' AND visit_id IS NULL) AS loose_loads,
     count(*) FILTER (WHERE blk AND event_type = 'query') AS queries,
     count(*) FILTER (WHERE blk AND event_type = 'click') AS clicks,
     count(*) FILTER (WHERE blk AND event_type = 'click' AND click_type = 'article') AS article_clicks,
     count(*) FILTER (WHERE blk AND event_type = 'click' AND click_type = 'cta') AS cta_clicks,
-    count(*) FILTER (WHERE blk AND event_type = 'heartbeat' AND sk IS NOT NULL) AS heartbeats,
+    count(*) FILTER (WHERE blk AND event_type = 'heartbeat' AND visit_id IS NOT NULL) AS heartbeats,
     count(*) FILTER (WHERE event_type = 'widget_load') AS loads,
     bool_or(event_type = 'widget_viewable' AND in_view_pct >= 50 AND in_view_ms >= 1000) AS viewable,
     bool_or(blk) AS inb
   FROM (
     SELECT
-      CASE WHEN session_id IS NOT NULL THEN hash(session_id) END AS sk,
+      -- The ingestion visit and its UTC day, as in ask_ai_by_time.
+      visit_id + (epoch_us(ts) // 86400000000 % 512) * 9007199254740992 AS vk,
+      visit_id, hash(session_id) AS sk, event_type, click_type, in_view_pct, in_view_ms,
+      coalesce(CASE $dimension
+        WHEN 'widget_id' THEN widget_id
+        WHEN 'placement_id' THEN placement_id
+        WHEN 'deployment_type' THEN deployment_type
+        WHEN 'interaction_type' THEN interaction_type
+        WHEN 'referring_url' THEN referring_url
+        WHEN 'ai_agent' THEN ai_agent
+        WHEN 'intent' THEN intent_type
+        WHEN 'category' THEN category
+      END, '') AS k,
+      ($ai_agent IS NULL OR ai_agent = $ai_agent)
+        AND ($placement_id IS NULL OR placement_id = $placement_id)
+        AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
+        AND ($creative_id IS NULL OR creative_id = $creative_id)
+        AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
+        AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS blk
+    FROM events
+    WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
+      AND ts >= CAST($start_ts AS TIMESTAMP)
+      AND ts < CAST($end_ts AS TIMESTAMP)
+      AND tenant_id = $tenant_id
+      AND (visit_id IS NOT NULL OR session_id IS NULL)
+  )
+  GROUP BY hash(vk, k)
+),
+fv AS (
+  SELECT vkey, min(sk) AS sk, max(sk_hi) AS sk_hi,
+    sum(loads) AS loads, bool_or(viewable) AS viewable, bool_or(inb) AS inb, sum(queries) > 0 AS engaged
+  FROM fg
+  WHERE vkey IS NOT NULL
+  GROUP BY vkey
+),
+-- The sessions derived in time order (as in ask_ai_by_time): an event flagged `visit_late` in the
+-- window (or from a file before the flag), events without a visit id, or two sessions that drew
+-- the same random visit id.
+redo AS (
+  SELECT DISTINCT hash(session_id) AS sk
+  FROM events
+  WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
+    AND ts >= CAST($start_ts AS TIMESTAMP)
+    AND ts < CAST($end_ts AS TIMESTAMP)
+    AND tenant_id = $tenant_id
+    AND (visit_late OR visit_late IS NULL)
+    AND session_id IS NOT NULL
+  UNION
+  SELECT DISTINCT hash(session_id)
+  FROM events
+  WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
+    AND ts >= CAST($start_ts AS TIMESTAMP)
+    AND ts < CAST($end_ts AS TIMESTAMP)
+    AND tenant_id = $tenant_id
+    AND visit_id IS NULL
+    AND session_id IS NOT NULL
+  UNION
+  SELECT sk FROM fv WHERE sk <> sk_hi
+  UNION
+  SELECT sk_hi FROM fv WHERE sk <> sk_hi
+),
+ks AS (
+  SELECT sk, step, k,
+    min(ts) AS t0,
+    max(ts) AS t1,
+    count(*) FILTER (WHERE blk AND event_type = 'query') AS queries,
+    count(*) FILTER (WHERE blk AND event_type = 'click') AS clicks,
+    count(*) FILTER (WHERE blk AND event_type = 'click' AND click_type = 'article') AS article_clicks,
+    count(*) FILTER (WHERE blk AND event_type = 'click' AND click_type = 'cta') AS cta_clicks,
+    count(*) FILTER (WHERE blk AND event_type = 'heartbeat') AS heartbeats,
+    count(*) FILTER (WHERE event_type = 'widget_load') AS loads,
+    bool_or(event_type = 'widget_viewable' AND in_view_pct >= 50 AND in_view_ms >= 1000) AS viewable,
+    bool_or(blk) AS inb
+  FROM (
+    SELECT
+      hash(session_id) AS sk,
       ts, event_type, click_type, in_view_pct, in_view_ms,
       time_bucket(INTERVAL 15 MINUTE, ts) AS step,
       coalesce(CASE $dimension
@@ -52,54 +127,69 @@ WITH ks AS (
       AND ts >= CAST($start_ts AS TIMESTAMP)
       AND ts < CAST($end_ts AS TIMESTAMP)
       AND tenant_id = $tenant_id
+      AND session_id IS NOT NULL
   )
+  SEMI JOIN redo USING (sk)
   GROUP BY sk, step, k
 ),
--- Visits in time order, as ask_ai_by_time derives them: a step more than 30 minutes after the
--- session's previous step's last event (or its day's first step) opens a visit.
+-- Visits of the derived sessions in time order, as ask_ai_by_time derives them: a step more than 30
+-- minutes after the session's previous step's last event (or its day's first step) opens a visit.
 opened AS (
   SELECT
     sk, step,
     coalesce(min(t0) - lag(max(t1)) OVER w > INTERVAL 30 MINUTE, true) AS opens
   FROM ks
-  WHERE sk IS NOT NULL
   GROUP BY sk, step
   WINDOW w AS (PARTITION BY sk, CAST(step AS DATE) ORDER BY step)
 ),
 visit_of AS (
   SELECT
     sk, step,
-    sum(opens::INT) OVER (PARTITION BY sk, CAST(step AS DATE) ORDER BY step ROWS UNBOUNDED PRECEDING)
-      AS visit_no
+    -- A key of its own per derived visit (session, UTC day, number), negative: below every visit id.
+    -(hash(sk, CAST(step AS DATE),
+      sum(opens::INT) OVER (PARTITION BY sk, CAST(step AS DATE) ORDER BY step ROWS UNBOUNDED PRECEDING)) >> 2
+    )::BIGINT - 1 AS vkey
   FROM opened
 ),
--- Per visit (session, UTC day, number; all null for events without a session) and value.
+-- Per visit and value: the kept ingestion visits and events without a session, then the derived visits.
 g AS (
+  SELECT vkey, k, loose_loads, queries, clicks, article_clicks, cta_clicks, heartbeats, loads, viewable, inb
+  FROM fg
+  WHERE vkey IS NULL
+  UNION ALL
+  SELECT vkey, k, loose_loads, queries, clicks, article_clicks, cta_clicks, heartbeats, loads, viewable, inb
+  FROM fg
+  ANTI JOIN redo USING (sk)
+  WHERE vkey IS NOT NULL
+  UNION ALL
   SELECT
-    ks.sk, CAST(ks.step AS DATE) AS day, v.visit_no, ks.k,
-    sum(loose_loads) AS loose_loads,
-    sum(queries) AS queries,
-    sum(clicks) AS clicks,
-    sum(article_clicks) AS article_clicks,
-    sum(cta_clicks) AS cta_clicks,
-    sum(heartbeats) AS heartbeats,
-    sum(loads) AS loads,
-    bool_or(viewable) AS viewable,
-    bool_or(inb) AS inb
+    v.vkey, ks.k,
+    0,
+    sum(queries),
+    sum(clicks),
+    sum(article_clicks),
+    sum(cta_clicks),
+    sum(heartbeats),
+    sum(loads),
+    bool_or(viewable),
+    bool_or(inb)
   FROM ks
-  LEFT JOIN visit_of v USING (sk, step)
-  GROUP BY ks.sk, CAST(ks.step AS DATE), v.visit_no, ks.k
+  JOIN visit_of v USING (sk, step)
+  GROUP BY v.vkey, ks.k
 ),
 v AS (
-  SELECT sk, day, visit_no,
-    sum(loads) AS loads, bool_or(viewable) AS viewable, bool_or(inb) AS inb, sum(queries) > 0 AS engaged
+  SELECT vkey, loads, viewable, inb, engaged
+  FROM fv
+  ANTI JOIN redo USING (sk)
+  UNION ALL
+  SELECT vkey, sum(loads), bool_or(viewable), bool_or(inb), sum(queries) > 0
   FROM g
-  WHERE visit_no IS NOT NULL
-  GROUP BY sk, day, visit_no
+  WHERE vkey < 0
+  GROUP BY vkey
 ),
 s AS (
   SELECT g.k, g.inb, g.queries, v.loads, v.viewable
-  FROM g JOIN v USING (sk, day, visit_no)
+  FROM g JOIN v USING (vkey)
 ),
 per_k AS (
   SELECT k,

@@ -5,7 +5,61 @@
 -- day, split where more than 30 minutes pass; every event of the session counts for the gaps, not
 -- only the scoped ones), so they do not depend on the order the events arrived in: events are
 -- summed per session (hash of its id) and 15-minute step, and only those rows are put in order.
-WITH steps AS (
+WITH fe AS (
+  SELECT
+    gk,
+    min(sk) AS sk,
+    max(sk) AS sk_hi,
+    count(*) FILTER (WHERE event_type = 'query') AS queries,
+    count(*) FILTER (WHERE event_type = 'heartbeat') AS heartbeats,
+    arg_min(intent_type, ts) FILTER (WHERE event_type = 'query') AS intent_type
+  FROM (
+    SELECT
+      -- The ingestion visit and its UTC day, as in ask_ai_by_time.
+      visit_id + (epoch_us(ts) // 86400000000 % 512) * 9007199254740992 AS gk,
+      hash(session_id) AS sk, ts, event_type, intent_type
+    FROM events
+    WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
+      AND ts >= CAST($start_ts AS TIMESTAMP)
+      AND ts < CAST($end_ts AS TIMESTAMP)
+      AND tenant_id = $tenant_id
+      AND visit_id IS NOT NULL
+      AND session_id IS NOT NULL
+      AND event_type IN ('query', 'heartbeat')
+      AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
+      AND ($placement_id IS NULL OR placement_id = $placement_id)
+      AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
+      AND ($creative_id IS NULL OR creative_id = $creative_id)
+      AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
+      AND ($publisher_id IS NULL OR publisher_id = $publisher_id)
+  )
+  GROUP BY gk
+),
+-- The sessions derived in time order, as in ask_ai_by_time.
+redo AS (
+  SELECT DISTINCT hash(session_id) AS sk
+  FROM events
+  WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
+    AND ts >= CAST($start_ts AS TIMESTAMP)
+    AND ts < CAST($end_ts AS TIMESTAMP)
+    AND tenant_id = $tenant_id
+    AND (visit_late OR visit_late IS NULL)
+    AND session_id IS NOT NULL
+  UNION
+  SELECT DISTINCT hash(session_id)
+  FROM events
+  WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
+    AND ts >= CAST($start_ts AS TIMESTAMP)
+    AND ts < CAST($end_ts AS TIMESTAMP)
+    AND tenant_id = $tenant_id
+    AND visit_id IS NULL
+    AND session_id IS NOT NULL
+  UNION
+  SELECT sk FROM fe WHERE sk <> sk_hi
+  UNION
+  SELECT sk_hi FROM fe WHERE sk <> sk_hi
+),
+steps AS (
   SELECT
     sk, step,
     min(ts) AS t0,
@@ -31,6 +85,7 @@ WITH steps AS (
       AND tenant_id = $tenant_id
       AND session_id IS NOT NULL
   )
+  SEMI JOIN redo USING (sk)
   GROUP BY sk, step
 ),
 opened AS (
@@ -39,6 +94,11 @@ opened AS (
   WINDOW w AS (PARTITION BY sk, CAST(step AS DATE) ORDER BY step)
 ),
 engaged AS MATERIALIZED (
+  SELECT queries, 5 * heartbeats AS seconds, intent_type
+  FROM fe
+  ANTI JOIN redo USING (sk)
+  WHERE queries > 0
+  UNION ALL
   SELECT
     sum(queries) AS queries,
     5 * sum(heartbeats) AS seconds,

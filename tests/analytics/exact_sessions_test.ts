@@ -623,3 +623,78 @@ Deno.test("analytics: a late event filling a 45-minute gap joins one session; on
   await world.w.deps.analyticsVisits.buildClosedDays();
   assert.deepEqual(await days(), [[3, 3], [1, 1]]);
 });
+
+/** The ingestion flags of every stored session event: how many carry `visit_late`, how many not. */
+async function lateCounts(world: World) {
+  const files = `${world.w.deps.analytics.eventsDir}/date=*/*.parquet`;
+  const [r] = await rowsOf(
+    world,
+    `SELECT count(*) FILTER (WHERE visit_late) AS late, count(*) FILTER (WHERE NOT visit_late) AS kept
+     FROM read_parquet('${files}', hive_partitioning = true, union_by_name = true) WHERE session_id IS NOT NULL`,
+  );
+  return { late: n(r!.late), kept: n(r!.kept) };
+}
+
+/** Sends batches at once with the clock at `atMs` (events arriving live), then puts the clock back. */
+async function ingestAt(world: World, atMs: number, ...batches: Ev[][]) {
+  const { deps } = world.w;
+  const widget = (await deps.repos.widgets.get("wd_main"))!;
+  const was = world.w.clock.now();
+  world.w.clock.set(atMs);
+  try {
+    await Promise.all(batches.map((b) => deps.events.ingest(b, { source: "widget", widget })));
+  } finally {
+    world.w.clock.set(was);
+  }
+}
+
+Deno.test("analytics: events arriving live keep their ingestion visits; late ones, one after its session state expired and racing batches are derived again (both paths)", async () => {
+  await using world = await analyticsWorld();
+  const edge = edgeEvents();
+  const heldBack = new Set(["2026-11-21T10:20:00Z", "2026-11-20T13:00:00Z"]);
+  const live = byTime([...generatedEvents(), ...edge.filter((e) => !heldBack.has(e.ts))]);
+  // Live: each batch of 5 arrives 2 s after its last event.
+  for (const b of chunks(live, 5)) await ingestAt(world, Date.parse(b.at(-1)!.ts) + 2000, b);
+  // Late by minutes, with the session state still there: fills s_gap's 45-minute gap, and an event
+  // 60 minutes before s_early's first.
+  for (const e of edge.filter((x) => heldBack.has(x.ts))) await ingestAt(world, Date.parse(e.ts) + 3 * 3600_000, [e]);
+  // Late after the session state expired (KV's expireIn, here by deleting the states): s_exp had two
+  // visits on 2026-11-20 (10:00, 10:10 | 10:50); 10:30 arrives two days later and makes them one, and
+  // 10:35, sent after it, finds the state that 10:30 created.
+  const exp = (ts: string, x: Record<string, unknown> = {}): Ev =>
+    ({ session_id: "s_exp", ts, placement_id: "pl_1", event_type: "heartbeat", ...x }) as Ev;
+  await ingestAt(world, Date.parse("2026-11-20T10:11:00Z"), [
+    exp("2026-11-20T10:00:00Z", { event_type: "widget_load" }),
+    exp("2026-11-20T10:10:00Z"),
+  ]);
+  await ingestAt(world, Date.parse("2026-11-20T10:51:00Z"), [
+    exp("2026-11-20T10:50:00Z", { event_type: "widget_load" }),
+  ]);
+  // s_cut around New York's midnight (05:00 UTC): 04:30 | 05:20 live; after the state expired, 04:50
+  // (its own visit) and then 05:10, which joins 04:50's state. New York's window from 05:00 holds
+  // 05:10 and 05:20, one visit: 05:10 must carry the flag that 04:50 left in the state.
+  const cut = (ts: string): Ev => ({ session_id: "s_cut", ts, placement_id: "pl_1", event_type: "widget_load" });
+  await ingestAt(world, Date.parse("2026-11-20T04:31:00Z"), [cut("2026-11-20T04:30:00Z")]);
+  await ingestAt(world, Date.parse("2026-11-20T05:21:00Z"), [cut("2026-11-20T05:20:00Z")]);
+  // s_mid: a sponsored conversation over UTC midnight whose after-midnight impression arrives three hours
+  // late, when the day before's state is gone: one conversation, not two.
+  const mid = (ts: string): Ev =>
+    ({ session_id: "s_mid", ts, placement_id: "pl_1", event_type: "sponsored_impression", ...SPONSORED }) as Ev;
+  await ingestAt(world, Date.parse("2026-11-20T23:51:00Z"), [mid("2026-11-20T23:50:00Z")]);
+  for await (const x of world.w.deps.kv.list({ prefix: ["ev_session"] })) await world.w.deps.kv.delete(x.key);
+  await ingestAt(world, Date.parse("2026-11-21T03:00:00Z"), [mid("2026-11-21T00:10:00Z")]);
+  await ingestAt(world, Date.parse("2026-11-22T09:00:00Z"), [exp("2026-11-20T10:30:00Z")]);
+  await ingestAt(world, Date.parse("2026-11-22T09:01:00Z"), [exp("2026-11-20T10:35:00Z")]);
+  await ingestAt(world, Date.parse("2026-11-22T09:02:00Z"), [cut("2026-11-20T04:50:00Z")]);
+  await ingestAt(world, Date.parse("2026-11-22T09:03:00Z"), [cut("2026-11-20T05:10:00Z")]);
+  // Two batches of one session at once (s_race, 10 minutes apart): the second to commit reads again.
+  const race = (ts: string) => [{ session_id: "s_race", ts, placement_id: "pl_2", event_type: "widget_load" }] as Ev[];
+  await ingestAt(world, Date.parse("2026-11-21T15:11:00Z"), race("2026-11-21T15:00:00Z"), race("2026-11-21T15:10:00Z"));
+  await world.w.deps.events.flush();
+  world.w.deps.analytics.refresh();
+
+  const counts = await lateCounts(world);
+  assert.ok(counts.kept > 10 * counts.late, `most events keep their ingestion visit: ${JSON.stringify(counts)}`);
+  assert.ok(counts.late >= 4, `the late events are flagged: ${JSON.stringify(counts)}`);
+  await assertExact(world, "live arrivals with late events");
+});
