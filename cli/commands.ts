@@ -59,7 +59,7 @@ async function usageErrors<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (err instanceof AppError && err.status < 500) throw new AdminUsageError(err.message);
+    if (err instanceof AppError && !err.serverSide) throw new AdminUsageError(err.message);
     throw err;
   }
 }

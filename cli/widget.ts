@@ -91,7 +91,7 @@ export const widgetAdminCommands: Record<string, AdminCommand> = {
       try {
         return await deps.repos.widgets.update(await applyWidgetSettings(deps, widget, settingsOf(v)));
       } catch (err) {
-        if (err instanceof AppError && err.status < 500) throw new AdminUsageError(err.message);
+        if (err instanceof AppError && !err.serverSide) throw new AdminUsageError(err.message);
         throw err;
       }
     },

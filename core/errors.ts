@@ -28,30 +28,14 @@ export type ErrorKind =
   | "unavailable"
   | "upstream_timeout";
 
-/** The HTTP status of each kind. */
-export const KIND_STATUS: Readonly<Record<ErrorKind, number>> = {
-  bad_request: 400,
-  unauthenticated: 401,
-  payment_required: 402,
-  forbidden: 403,
-  not_found: 404,
-  timeout: 408,
-  misdirected: 421,
-  conflict: 409,
-  gone: 410,
-  too_large: 413,
-  unsupported_media_type: 415,
-  unprocessable: 422,
-  rate_limited: 429,
-  client_closed: 499,
-  internal: 500,
-  not_implemented: 501,
-  upstream_failed: 502,
-  unavailable: 503,
-  upstream_timeout: 504,
-};
-
-const STATUS_KIND = new Map(Object.entries(KIND_STATUS).map(([kind, status]) => [status, kind as ErrorKind]));
+/** Kinds that are the service's fault (or an upstream's), not the caller's. */
+const SERVER_KINDS: ReadonlySet<ErrorKind> = new Set([
+  "internal",
+  "not_implemented",
+  "upstream_failed",
+  "unavailable",
+  "upstream_timeout",
+]);
 
 /** Options of one raised error: what only the raising site knows. */
 export interface RaiseOptions {
@@ -83,19 +67,15 @@ export class AppError extends Error {
   /** Render the message as text/plain instead of JSON (400s the spec fixes as plain text). */
   readonly plain: boolean;
 
-  /**
-   * `kind` is an {@link ErrorKind}; a number (an HTTP status) is still accepted while rooms move
-   * their inline errors into catalogs.
-   */
   constructor(
-    kind: ErrorKind | number,
+    kind: ErrorKind,
     code: string,
     message: string,
     options: RaiseOptions & { plain?: boolean } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = "AppError";
-    this.kind = typeof kind === "number" ? STATUS_KIND.get(kind) ?? "internal" : kind;
+    this.kind = kind;
     this.code = code;
     this.reason = options.reason;
     this.detail = options.detail;
@@ -116,9 +96,9 @@ export class AppError extends Error {
     });
   }
 
-  /** The HTTP status of this error's kind. */
-  get status(): number {
-    return KIND_STATUS[this.kind];
+  /** Whether the service (or an upstream) is at fault rather than the caller. */
+  get serverSide(): boolean {
+    return SERVER_KINDS.has(this.kind);
   }
 }
 

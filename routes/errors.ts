@@ -3,6 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import { AppError, BODY_ERROR_CODES } from "../core/errors.ts";
 import { describeError, type Logger } from "../core/log.ts";
 import type { AppEnv, ErrorFamily } from "./env.ts";
+import { httpStatus, kindOfStatus } from "./error_status.ts";
 
 /** A rendered error: status, headers and body (null for the empty bodies the spec names). */
 export interface RenderedError {
@@ -37,36 +38,36 @@ const plain = (status: number, text: string): RenderedError => ({
 export function renderError(family: ErrorFamily, err: AppError): RenderedError {
   switch (family) {
     case "message":
-      if (err.plain) return plain(err.status, err.message);
-      return json(err.status, { message: err.message, ...err.extra });
+      if (err.plain) return plain(httpStatus(err), err.message);
+      return json(httpStatus(err), { message: err.message, ...err.extra });
     case "payproxy":
     case "zeroclick":
       if (BODY_ERROR_CODES.has(err.code)) return json(422, { message: err.message, code: err.code });
-      if (err.status === 400) return plain(400, err.message);
-      if (err.status === 401) return json(401, { error: `invalid_${family}_signature` });
-      if (err.status === 402) return json(402, { error: "payment_required", ...err.extra });
-      if (err.status === 422) {
+      if (httpStatus(err) === 400) return plain(400, err.message);
+      if (httpStatus(err) === 401) return json(401, { error: `invalid_${family}_signature` });
+      if (httpStatus(err) === 402) return json(402, { error: "payment_required", ...err.extra });
+      if (httpStatus(err) === 422) {
         return json(422, { message: err.message, ...(err.code !== "unprocessable" ? { code: err.code } : {}) });
       }
-      return { status: err.status, body: null };
+      return { status: httpStatus(err), body: null };
     case "storefront":
-      return json(err.status, {
+      return json(httpStatus(err), {
         error: err.code,
         ...(err.reason ? { reason: err.reason } : {}),
         ...(err.detail ? { detail: err.detail } : {}),
         ...err.extra,
       });
     case "oauth":
-      return json(err.status, { error: err.code, error_description: err.message, ...err.extra });
+      return json(httpStatus(err), { error: err.code, error_description: err.message, ...err.extra });
     case "widget":
-      return json(err.status, { message: err.message, code: err.code });
+      return json(httpStatus(err), { message: err.message, code: err.code });
   }
 }
 
 /** The masked 500 every family answers for an unexpected error. */
 export function internalError(family: ErrorFamily): AppError {
   return new AppError(
-    500,
+    "internal",
     family === "storefront" || family === "oauth" ? "server_error" : "internal_error",
     "Internal server error",
   );
@@ -82,7 +83,7 @@ export function toAppError(err: unknown, family: ErrorFamily): { appError: AppEr
       : err.status === 400
       ? ["malformed_json", "Malformed request body"]
       : ["bad_request", "Bad request"];
-    return { appError: new AppError(err.status, code, message), unexpected: false };
+    return { appError: new AppError(kindOfStatus(err.status), code, message), unexpected: false };
   }
   return { appError: internalError(family), unexpected: true };
 }
@@ -104,7 +105,7 @@ export function createErrorHandler(log: Logger, family: ErrorFamily) {
     let { appError, unexpected } = toAppError(err, family);
     if (unexpected && c.req.raw.signal.aborted) {
       // The client left mid-request and what we were doing failed with it: a disconnect (499), not our 500.
-      appError = new AppError(499, "client_closed_request", "The client closed the connection");
+      appError = new AppError("client_closed", "client_closed_request", "The client closed the connection");
       unexpected = false;
       log.info("client disconnected", { request_id: c.get("requestId"), path: c.req.path });
     }

@@ -15,7 +15,7 @@ import { clientKey, senderNetwork } from "../core/client_key.ts";
 /** Most events one `POST /v1/events` may carry. */
 export const MAX_EVENTS_PER_BATCH = 500;
 
-const originDenied = () => new AppError(403, "origin_not_allowed", "widget_id not found or origin not allowed");
+const originDenied = () => new AppError("forbidden", "origin_not_allowed", "widget_id not found or origin not allowed");
 
 const corsHeaders = (origin: string) => ({
   "Access-Control-Allow-Origin": origin,

@@ -88,9 +88,11 @@ export function createImageRoutes(deps: Pick<Deps, "links" | "images" | "log">) 
         "x-cache": image.cache.toUpperCase(),
       });
     } catch (err) {
-      if (err instanceof ImageOriginError) throw new AppError(502, "bad_gateway", err.message, { cause: err.cause });
+      if (err instanceof ImageOriginError) {
+        throw new AppError("upstream_failed", "bad_gateway", err.message, { cause: err.cause });
+      }
       if (err instanceof ImageBusyError) {
-        throw new AppError(503, "busy", err.message, { headers: { "retry-after": "1" } });
+        throw new AppError("unavailable", "busy", err.message, { headers: { "retry-after": "1" } });
       }
       throw err;
     }

@@ -103,7 +103,7 @@ function searchHook(
 ): void {
   if (!result.success && result.target === "query") {
     throw new AppError(
-      400,
+      "bad_request",
       "invalid_query",
       describeIssue(result.error.issues[0]!).replace(/^(data_model_id|search_version): /, ""),
       {

@@ -8,12 +8,14 @@
  */
 import type { MiddlewareHandler } from "hono";
 import {
-  outsideShardResponse,
+  outsideShard,
+  publicLabel,
   requestedDataModel,
   type SearchShard,
   serves,
   SHARD_RETRY_HEADER,
 } from "../core/search/mod.ts";
+import { httpStatus } from "./error_status.ts";
 import type { AppEnv } from "./env.ts";
 
 const DM_ID = /^dm_[A-Za-z0-9]{1,64}$/;
@@ -30,4 +32,13 @@ export function shardGuard(shard: SearchShard | null): MiddlewareHandler<AppEnv>
     await next();
     return undefined;
   };
+}
+
+/** The {@link outsideShard} response, for the edge check that runs before any route. */
+export function outsideShardResponse(shard: SearchShard, asRetryable: boolean): Response {
+  const err = outsideShard(shard, asRetryable);
+  return Response.json({ error: "misdirected_request", message: err.message, shard: publicLabel(shard) }, {
+    status: httpStatus(err),
+    headers: { ...err.headers, ...(asRetryable ? { "retry-after": "0" } : {}) },
+  });
 }

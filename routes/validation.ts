@@ -37,11 +37,13 @@ export function validationHookFor(family: ErrorFamily): ValidationHook {
     const name = String(issue.path[0] ?? "");
     const repeated = result.target === "query" && name !== "" && (c.req.queries(name)?.length ?? 0) > 1;
     const message = repeated ? `${name} must be given once` : describeIssue(issue);
-    if (family === "storefront" || family === "oauth") throw sfError(400, "invalid_request", message);
+    if (family === "storefront" || family === "oauth") throw sfError("bad_request", "invalid_request", message);
     if (result.target === "query") {
-      throw new AppError(400, "invalid_query", message, { plain: family === "payproxy" || family === "zeroclick" });
+      throw new AppError("bad_request", "invalid_query", message, {
+        plain: family === "payproxy" || family === "zeroclick",
+      });
     }
-    throw new AppError(422, "invalid_request", message);
+    throw new AppError("unprocessable", "invalid_request", message);
   };
 }
 

@@ -6,12 +6,12 @@ import { AppError, declareErrors, type ErrorDeclaration, type ErrorKind } from "
  * refusals; the identity room raises the errors of {@link identityErrors}.
  */
 export function sfError(
-  status: ErrorKind | number,
+  kind: ErrorKind,
   code: string,
   message: string,
   options: { reason?: string; extra?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
 ): AppError {
-  return new AppError(status, code, message, { ...options, detail: message });
+  return new AppError(kind, code, message, { ...options, detail: message });
 }
 
 // Every storefront error repeats its message as `detail`.

@@ -83,7 +83,7 @@ export class PayproxyGate {
         metrics.requests.verified++;
         return null;
       }, (err: unknown) => {
-        if ((err as AppError | null)?.status === 401) metrics.requests.rejected++;
+        if ((err as AppError | null)?.kind === "unauthenticated") metrics.requests.rejected++;
         return (err as Error | null) ?? new Error("single-use mark failed");
       });
     return {

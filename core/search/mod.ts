@@ -1,8 +1,9 @@
 /** The search room's face: what other rooms and the routes may use. */
 
 export {
-  outsideShardResponse,
+  outsideShard,
   parseSearchShard,
+  publicLabel,
   requestedDataModel,
   serves,
   SHARD_RETRY_HEADER,

@@ -32,6 +32,7 @@ import type { Deps } from "../../composition.ts";
 import type { TenantEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { analyticsErrors, header, RATE_LIMIT_HEADERS } from "./responses.ts";
+import { httpStatus } from "../error_status.ts";
 
 /** The view parameters the page passes on. */
 const VIEW_PARAMS = [
@@ -248,8 +249,8 @@ export function createDashboardDataRoute(deps: DashboardDataDeps, answer: Return
       const { body, status: cache } = await answer(c, p.answer, p.query);
       return { panel: p.panel, status: 200, cache, body };
     } catch (err) {
-      if (err instanceof AppError && err.status < 500) {
-        return { panel: p.panel, status: err.status, body: { message: err.message } };
+      if (err instanceof AppError && !err.serverSide) {
+        return { panel: p.panel, status: httpStatus(err), body: { message: err.message } };
       }
       deps.log.error("dashboard panel failed", {
         request_id: c.get("requestId"),

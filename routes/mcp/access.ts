@@ -34,6 +34,7 @@ import type { AuthenticatedAgent, PaidProxy, PaygPlan, Plan, Seller, Service } f
 import type { Deps } from "../../composition.ts";
 import { aiModelNotFound, AppError, dataModelNotFound } from "../../core/errors.ts";
 import type { SearchRequest, SearchResponse } from "../../core/search/mod.ts";
+import { httpStatus } from "../error_status.ts";
 
 /** JSON-RPC code of the MCP binding of the `Payment` scheme: payment required (-32042). */
 export const PAYMENT_REQUIRED_CODE = Mcp.paymentRequiredCode;
@@ -220,7 +221,7 @@ export class TenantAccess implements McpAccess {
   }
 
   balance(): Promise<Balance> {
-    return Promise.reject(new AppError(403, "agent_token_required", "balance needs a storefront agent token"));
+    return Promise.reject(new AppError("forbidden", "agent_token_required", "balance needs a storefront agent token"));
   }
 }
 
@@ -253,13 +254,19 @@ export class AgentAccess implements McpAccess {
   }
 
   getArticle(): Promise<ArticleText> {
-    return Promise.reject(new AppError(404, "unknown_tool", "Unknown tool: tools/list names the tools you can call"));
+    return Promise.reject(
+      new AppError("not_found", "unknown_tool", "Unknown tool: tools/list names the tools you can call"),
+    );
   }
 
   async ask(args: AskArgs, payment: CallPayment): Promise<AskOutcome> {
     const id = args.ai_model_id;
     if (args.conversation || args.conversation_id) {
-      throw new AppError(422, "invalid_request", "conversation: kept conversations need a tenant key; send messages");
+      throw new AppError(
+        "unprocessable",
+        "invalid_request",
+        "conversation: kept conversations need a tenant key; send messages",
+      );
     }
     // The history travels with the call: the follow-up is made standalone before it is paid for.
     const query = standaloneQuery(args.query, args.messages ?? [], MAX_TURN_CHARS);
@@ -299,7 +306,7 @@ export class AgentAccess implements McpAccess {
   }
 
   analyticsSummary(): Promise<Record<string, unknown>> {
-    return Promise.reject(new AppError(403, "tenant_key_required", "analytics_summary needs a tenant API key"));
+    return Promise.reject(new AppError("forbidden", "tenant_key_required", "analytics_summary needs a tenant API key"));
   }
 
   balance(): Promise<Balance> {
@@ -374,10 +381,10 @@ export class AgentAccess implements McpAccess {
       throw kind === "search" ? dataModelNotFound() : aiModelNotFound();
     }
     if (res.status === 422 && typeof body?.message === "string") {
-      throw new AppError(422, "invalid_request", body.message);
+      throw new AppError("unprocessable", "invalid_request", body.message);
     }
     this.deps.log.warn("paid MCP call failed upstream", { status: res.status, model: modelId });
-    throw new AppError(502, "upstream_failed", "The service could not answer this call");
+    throw new AppError("upstream_failed", "upstream_failed", "The service could not answer this call");
   }
 
   /**
@@ -410,7 +417,7 @@ export class AgentAccess implements McpAccess {
   private async paymentError(err: unknown, kind: Service["kind"], modelId: string): Promise<unknown> {
     if (!(err instanceof AppError)) return err;
     if (PAYMENT_REFUSALS.test(err.code)) return namedPaymentError(err);
-    if (err.status === 402 && err.code === "payment_required") {
+    if (httpStatus(err) === 402 && err.code === "payment_required") {
       const header = err.headers?.["www-authenticate"];
       const challenges = header ? Challenge.deserializeList(header) : [];
       if (challenges.length) return paymentRequired(challenges, err.message, err.extra);
@@ -476,7 +483,7 @@ const PAYMENT_REFUSALS = /^(payment_(?!required$)[a-z_]+|settlement_failed)$/;
  */
 function namedPaymentError(err: unknown): unknown {
   if (!(err instanceof AppError) || !PAYMENT_REFUSALS.test(err.code)) return err;
-  return new AppError(err.status, err.code, `${err.code}: ${err.message}`, {
+  return new AppError(err.kind, err.code, `${err.code}: ${err.message}`, {
     detail: err.detail,
     extra: err.extra,
     headers: err.headers,
@@ -508,7 +515,7 @@ function credentialHeader(value: unknown): { header: string; value: Credential.C
     const header = Credential.serialize(value as Credential.Credential);
     return { header, value: Credential.deserialize(header) };
   } catch {
-    throw new AppError(400, "invalid_request", "Malformed Payment credential in _meta");
+    throw new AppError("bad_request", "invalid_request", "Malformed Payment credential in _meta");
   }
 }
 

@@ -46,7 +46,7 @@ const BEARER_RE = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 async function runTool(access: McpAccess, name: string, args: unknown, payment: CallPayment) {
   const tool = toolNamed(name);
   if (!tool || (access.kind === "agent" ? !tool.forAgents : tool.forTenants === false)) {
-    throw new AppError(404, "unknown_tool", "Unknown tool: tools/list names the tools you can call");
+    throw new AppError("not_found", "unknown_tool", "Unknown tool: tools/list names the tools you can call");
   }
   switch (tool.name) {
     case "search_articles": {
@@ -130,7 +130,7 @@ async function mcpServer(
       if (err instanceof JsonRpcError) throw err;
       // Bad arguments, refusals and outages are tool errors the model can read and act on; only our
       // own words go out, never a library's message.
-      if (!(err instanceof AppError) || err.status >= 500) {
+      if (!(err instanceof AppError) || err.serverSide) {
         deps.log.error("MCP tool failed", { request_id: requestId, tool: name, error: describeError(err) });
       }
       const message = err instanceof AppError ? err.message : "Internal error";
@@ -161,7 +161,7 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
   // Storefront access tokens (jwt-bearer) and tokens an OAuth client got for this endpoint (RFC 8707).
   const audiences = [deps.config.agentAuthUrl, mcpResource(deps.config)];
   const unauthorized = (code: string, message: string) =>
-    new AppError(401, code, message, {
+    new AppError("unauthenticated", code, message, {
       headers: { "www-authenticate": mcpChallenge(deps.config, code === "invalid_token" ? code : undefined) },
     });
 

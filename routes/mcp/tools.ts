@@ -230,5 +230,5 @@ export function parseArguments<T>(tool: ToolDefinition, args: unknown): T {
   const issue = parsed.error.issues[0]!;
   const field = issue.path.map(String).join(".");
   const sentence = tool.sentenceMessages && field !== "" && issue.message.startsWith(`${field} `);
-  throw new AppError(422, "invalid_request", sentence ? issue.message : describeIssue(issue));
+  throw new AppError("unprocessable", "invalid_request", sentence ? issue.message : describeIssue(issue));
 }

@@ -23,19 +23,30 @@ export class BodyStalledError extends Error {
  */
 function bodyReadError(err: unknown): never {
   if (err instanceof BodyStalledError) {
-    throw new AppError(408, "request_timeout", `Request body stalled: nothing arrived for ${err.idleMs / 1000} s`, {
-      headers: { connection: "close" },
-      cause: err,
-    });
+    throw new AppError(
+      "timeout",
+      "request_timeout",
+      `Request body stalled: nothing arrived for ${err.idleMs / 1000} s`,
+      {
+        headers: { connection: "close" },
+        cause: err,
+      },
+    );
   }
-  throw new AppError(499, "client_closed_request", "The client closed the connection before the body ended", {
-    cause: err,
-  });
+  throw new AppError(
+    "client_closed",
+    "client_closed_request",
+    "The client closed the connection before the body ended",
+    {
+      cause: err,
+    },
+  );
 }
 
 /** Reads a request body to bytes, refusing more than `limit` bytes without buffering the rest. */
 export async function readBodyCapped(req: Request, limit: number): Promise<Uint8Array> {
-  const tooLarge = () => new AppError(413, "body_too_large", `Request body too large: the limit is ${limit} bytes`);
+  const tooLarge = () =>
+    new AppError("too_large", "body_too_large", `Request body too large: the limit is ${limit} bytes`);
   const declared = Number(req.headers.get("content-length") ?? "NaN");
   if (Number.isFinite(declared) && declared > limit) throw tooLarge();
   if (!req.body) return new Uint8Array();
@@ -59,10 +70,10 @@ export type BodyRejection = (problem: BodyProblem) => AppError;
 /** The bearer routes' wording: 415 for another media type, 400 `malformed_json` otherwise. */
 export const messageRejection: BodyRejection = (p) =>
   p.kind === "media_type"
-    ? new AppError(415, "unsupported_media_type", "Content-Type must be application/json")
+    ? new AppError("unsupported_media_type", "unsupported_media_type", "Content-Type must be application/json")
     : p.kind === "syntax"
-    ? new AppError(400, "malformed_json", `Malformed JSON body: ${p.why}`)
-    : new AppError(400, "malformed_json", "Malformed JSON body: expected a JSON object");
+    ? new AppError("bad_request", "malformed_json", `Malformed JSON body: ${p.why}`)
+    : new AppError("bad_request", "malformed_json", "Malformed JSON body: expected a JSON object");
 
 /**
  * Decodes bytes as strict UTF-8 JSON. The one JSON decoder of request bodies: every route family
@@ -102,7 +113,7 @@ export async function decodeJsonOffThread(
   if (bytes.length < OFF_THREAD_JSON_BYTES) return decodeJson(bytes, options);
   if (jsonRunning >= JSON_WORKERS) {
     if (jsonWaiting.length >= JSON_WAITING) {
-      throw new AppError(503, "server_busy", "Too many large request bodies at once, try again shortly", {
+      throw new AppError("unavailable", "server_busy", "Too many large request bodies at once, try again shortly", {
         headers: { "Retry-After": "1" },
       });
     }

@@ -17,10 +17,15 @@ export function requireOperator(
   return async function operatorAuth(c, next) {
     const record = await operatorKeys.authenticate(c.req.header("authorization"));
     if (!record) {
-      const err = new AppError(401, "unauthorized", "An operator key is required: Authorization: Bearer op_...", {
-        headers: { "www-authenticate": 'Bearer realm="operator"' },
-        detail: "An operator key is required: Authorization: Bearer op_...",
-      });
+      const err = new AppError(
+        "unauthenticated",
+        "unauthorized",
+        "An operator key is required: Authorization: Bearer op_...",
+        {
+          headers: { "www-authenticate": 'Bearer realm="operator"' },
+          detail: "An operator key is required: Authorization: Bearer op_...",
+        },
+      );
       if (family) return errorResponse(err, family);
       throw err;
     }

@@ -23,7 +23,7 @@ const LIMITED_MESSAGES: Record<PublicLimitScope, string> = {
 
 /** The 429 of a public limit, with `Retry-After` (seconds). */
 export function publicLimitExceeded(scope: PublicLimitScope, retryAfterS: number): AppError {
-  return new AppError(429, "rate_limited", LIMITED_MESSAGES[scope], {
+  return new AppError("rate_limited", "rate_limited", LIMITED_MESSAGES[scope], {
     headers: { "Retry-After": String(retryAfterS) },
   });
 }

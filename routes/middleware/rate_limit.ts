@@ -16,7 +16,9 @@ export interface RateLimitOptions {
 }
 
 const defaultLimited = (retryAfterS: number) =>
-  new AppError(429, "rate_limited", "rate limit exceeded", { headers: { "Retry-After": String(retryAfterS) } });
+  new AppError("rate_limited", "rate_limited", "rate limit exceeded", {
+    headers: { "Retry-After": String(retryAfterS) },
+  });
 
 /**
  * Fixed-window rate limiting per key, counted in KV (so every process shares the count).
@@ -47,7 +49,7 @@ export function rateLimit(
     };
     if (!r.allowed) {
       const err = onLimited(r.retryAfterS);
-      throw new AppError(err.status, err.code, err.message, {
+      throw new AppError(err.kind, err.code, err.message, {
         reason: err.reason,
         detail: err.detail,
         extra: err.extra,

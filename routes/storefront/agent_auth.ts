@@ -42,7 +42,7 @@ export function agentAuth(deps: AgentAuthDeps): MiddlewareHandler<AppEnv> {
 export function agentVerifier(deps: AgentAuthDeps): (c: Context<AppEnv>) => Promise<AgentContext> {
   const url = deps.config.agentAuthUrl;
   const invalid = (reason: string, message: string) =>
-    sfError(401, "invalid_token", message, {
+    sfError("unauthenticated", "invalid_token", message, {
       reason,
       headers: { "WWW-Authenticate": bearerChallenge(url, "invalid_token") },
     });
@@ -89,7 +89,7 @@ export function agentVerifier(deps: AgentAuthDeps): (c: Context<AppEnv>) => Prom
       const where = authorization !== undefined
         ? "send ZC-Agent-Authorization: Bearer <access token> beside the Payment credential"
         : "send Authorization: Bearer <access token>";
-      throw sfError(401, "bearer_required", `A registered agent credential is required: ${where}`, {
+      throw sfError("unauthenticated", "bearer_required", `A registered agent credential is required: ${where}`, {
         headers: { "WWW-Authenticate": bearerChallenge(url) },
       });
     }
@@ -98,7 +98,7 @@ export function agentVerifier(deps: AgentAuthDeps): (c: Context<AppEnv>) => Prom
       principal = await deps.storefront.tokens.verifyAccessToken(token);
     } catch (err) {
       if (err instanceof AppError) {
-        throw sfError(err.status, err.code, err.message, {
+        throw sfError(err.kind, err.code, err.message, {
           reason: err.reason,
           headers: { "WWW-Authenticate": bearerChallenge(url, "invalid_token") },
           cause: err.cause,

@@ -215,7 +215,7 @@ export function addAuthorizePage(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "con
     };
     // Our refusals (a bad address, too many e-mails, mail down) are shown on the page in our words.
     const shown = (err: unknown) => {
-      if (err instanceof AppError && err.status < 500 || err instanceof AppError && err.code === "mail_unavailable") {
+      if (err instanceof AppError && !err.serverSide || err instanceof AppError && err.code === "mail_unavailable") {
         return err.message;
       }
       throw err;

@@ -146,14 +146,14 @@ type IdentityJson = z.infer<typeof identitySchema>;
 const asIdentity = (v: Record<string, unknown>) => v as IdentityJson;
 
 const need = (v: unknown, name: string): string => {
-  if (typeof v !== "string" || v.length === 0) throw sfError(400, "invalid_request", `${name} is required`);
+  if (typeof v !== "string" || v.length === 0) throw sfError("bad_request", "invalid_request", `${name} is required`);
   return v;
 };
 
 /** Storefront bodies that are unreadable, not JSON, or not an object are all 400 `invalid_request` (spec 7.3). */
 export const storefrontRejection: BodyRejection = (p) =>
   sfError(
-    400,
+    "bad_request",
     "invalid_request",
     p.kind === "media_type"
       ? "Content-Type must be application/json"
@@ -175,7 +175,9 @@ export function createIdentityRoutes(deps: Pick<Deps, "storefront" | "config" | 
     key: (c) => clientAddress(c, deps.config.trustProxy),
     policy: "storefront",
     onLimited: (retryAfterS) =>
-      sfError(429, "rate_limit_exceeded", "Too many requests: retry later", { extra: { retry_after: retryAfterS } }),
+      sfError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {
+        extra: { retry_after: retryAfterS },
+      }),
   });
   app.use("*", requireSeller(deps), limit);
   app.post(
@@ -197,7 +199,7 @@ export function createIdentityRoutes(deps: Pick<Deps, "storefront" | "config" | 
       }
       case "identity_assertion": {
         if (body.assertion_type !== ID_JAG_TOKEN_TYPE) {
-          throw sfError(400, "invalid_request", `assertion_type must be ${ID_JAG_TOKEN_TYPE}`);
+          throw sfError("bad_request", "invalid_request", `assertion_type must be ${ID_JAG_TOKEN_TYPE}`);
         }
         const r = await identity.identityAssertion(seller, need(body.assertion, "assertion"));
         return c.json(asIdentity(identityBody(r)), 201);

@@ -24,7 +24,7 @@ export function createOAuthRoutes(deps: Pick<Deps, "config" | "storefront" | "lo
     key: (c) => clientAddress(c, deps.config.trustProxy),
     policy: "storefront",
     onLimited: (retryAfterS) =>
-      new AppError(429, "rate_limit_exceeded", "Too many requests: retry later", {
+      new AppError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {
         extra: { retry_after: retryAfterS },
       }),
   });

@@ -71,8 +71,10 @@ export function createPaidProxyRoutes(
     const a = await agent(c);
     const url = new URL(c.req.url);
     const dm = url.searchParams.get("data_model_id");
-    if (!dm) throw new AppError(400, "invalid_request", "data_model_id is required");
-    if (!hasIdFormat("dm", dm)) throw new AppError(400, "invalid_request", idFormatMessage("data_model_id", "dm"));
+    if (!dm) throw new AppError("bad_request", "invalid_request", "data_model_id is required");
+    if (!hasIdFormat("dm", dm)) {
+      throw new AppError("bad_request", "invalid_request", idFormatMessage("data_model_id", "dm"));
+    }
     const res = await proxy.call({
       seller: s,
       agent: a,
@@ -93,7 +95,7 @@ export function createPaidProxyRoutes(
     const url = new URL(c.req.url);
     const rawId = url.pathname.slice(url.pathname.lastIndexOf("/") + 1);
     if (!hasIdFormat("am", c.req.param("id"))) {
-      throw new AppError(400, "invalid_request", idFormatMessage("ai_model_id", "am"));
+      throw new AppError("bad_request", "invalid_request", idFormatMessage("ai_model_id", "am"));
     }
     const res = await proxy.call({
       seller: s,

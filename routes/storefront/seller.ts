@@ -19,7 +19,7 @@ export async function sellerOf(c: Context<AppEnv>, deps: SellerDeps): Promise<Se
   if (known) return known;
   const host = c.req.header("host") ?? new URL(c.req.url).host;
   const seller = await deps.storefront.sellers.resolve(host, deps.config.storefront.defaultSellerId);
-  if (!seller) throw sfError(404, "seller_not_found", "No storefront is served on this host");
+  if (!seller) throw sfError("not_found", "seller_not_found", "No storefront is served on this host");
   c.set("seller", seller);
   return seller;
 }

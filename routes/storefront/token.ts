@@ -67,7 +67,7 @@ const tokenRoute = createRoute({
   },
 });
 
-const invalidRequest = (message: string) => new AppError(400, "invalid_request", message);
+const invalidRequest = (message: string) => new AppError("bad_request", "invalid_request", message);
 
 /**
  * `POST /token` (in the `/oauth2` family app, see oauth2.ts). The form is parsed by hand (not by the zod validator) so every problem gets
@@ -93,7 +93,7 @@ export function addTokenRoute(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "storef
       // The MCP clients' grants count per client address like registration and consent (jwt-bearer stays as it was).
       const hit = await deps.storefront.limiter.hit(`oauth:${clientAddress(c, deps.config.trustProxy)}`);
       if (!hit.allowed) {
-        throw new AppError(429, "rate_limit_exceeded", "Too many requests: retry later", {
+        throw new AppError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {
           extra: { retry_after: hit.retryAfterS },
           headers: { "retry-after": String(hit.retryAfterS) },
         });
@@ -119,7 +119,7 @@ export function addTokenRoute(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "storef
     }
     if (grantType !== JWT_BEARER_GRANT) {
       throw new AppError(
-        400,
+        "bad_request",
         "unsupported_grant_type",
         `grant_type must be ${JWT_BEARER_GRANT}, authorization_code or refresh_token`,
       );

@@ -5,6 +5,7 @@ import { AppError } from "../../core/errors.ts";
 import { generateDay } from "../../fixtures/events.ts";
 import { bearer } from "../_helpers.ts";
 import { analyticsWorld, loadFixture } from "./_fixture.ts";
+import { httpStatus } from "../../routes/error_status.ts";
 
 Deno.test("sponsored-conversations counts only the key tenant's events, even where another tenant's events name its campaign", async () => {
   await using world = await analyticsWorld();
@@ -32,7 +33,7 @@ Deno.test("sponsored-conversations counts only the key tenant's events, even whe
         ts: "2026-11-21T10:00:00Z",
       }], { source: "widget", widget: otherWidget }),
     (err) =>
-      err instanceof AppError && err.status === 422 && err.message === "events.0.campaign_id: campaign not found",
+      err instanceof AppError && httpStatus(err) === 422 && err.message === "events.0.campaign_id: campaign not found",
   );
   // ...and, where such events are stored (written before that check), never counted for it.
   const foreign = generateDay({

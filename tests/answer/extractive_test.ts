@@ -12,6 +12,8 @@ import { splitSentences, stem } from "../../core/answer/text.ts";
 import type { AiModel } from "../../core/store/models.ts";
 import type { RetrievedArticle } from "../../core/search/types.ts";
 import { arrayRetriever, fixtureArticles, NOW } from "./_articles.ts";
+import type { AppError } from "../../core/errors.ts";
+import { httpStatus } from "../../routes/error_status.ts";
 
 const DM_NEWS = "dm_news";
 const DM_TECH = "dm_tech";
@@ -167,8 +169,8 @@ Deno.test("ExtractiveProvider.structured() fails clearly when a required field h
       schema,
       compileSchema(schema),
     ),
-    (err: Error & { status?: number }) => {
-      assert.equal(err.status, 502);
+    (err: AppError) => {
+      assert.equal(httpStatus(err), 502);
       assert.equal(
         err.message,
         "model output did not match the schema: the extractive provider cannot fill the required field(s) sentiment",

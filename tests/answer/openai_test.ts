@@ -9,6 +9,7 @@ import type { GroundedRequest } from "../../core/answer/provider.ts";
 import type { AiModel } from "../../core/store/models.ts";
 import { arrayRetriever, fixtureArticles, NOW } from "./_articles.ts";
 import { chatReply, failReply, hangReply, type Reply, sseReply, startChatServer } from "./_chat_server.ts";
+import { httpStatus } from "../../routes/error_status.ts";
 
 const API_KEY = "sk-test-7f3c9a1e5b2d4c6e8a0b";
 const articles = fixtureArticles("dm_news", "dm_tech");
@@ -49,7 +50,7 @@ function provider(baseUrl: string, config: Partial<OpenAiConfig> = {}) {
 async function rejectsWith(promise: Promise<unknown>, status: number, message: string | RegExp) {
   await assert.rejects(promise, (err: unknown) => {
     assert.ok(err instanceof AppError, String(err));
-    assert.equal(err.status, status);
+    assert.equal(httpStatus(err), status);
     if (typeof message === "string") assert.equal(err.message, message);
     else assert.match(err.message, message);
     return true;
@@ -113,7 +114,7 @@ Deno.test("OpenAiProvider does not retry a 4xx and says the provider rejected th
   const { p, log } = provider(server.baseUrl);
   const err = await p.text(await request()).catch((e) => e);
   assert.ok(err instanceof AppError);
-  assert.equal(err.status, 502);
+  assert.equal(httpStatus(err), 502);
   assert.equal(err.message, "AI provider rejected the request: HTTP 401");
   assert.ok(!String((err.cause as Error).message).includes(API_KEY), "key scrubbed from the logged cause");
   assert.equal(server.requests.length, 1);
@@ -124,7 +125,7 @@ Deno.test("OpenAiProvider gives up at once when Retry-After is longer than it wi
   await using server = startChatServer([failReply(429, { "retry-after": "120" })]);
   const { p, sleeps } = provider(server.baseUrl);
   const err = await p.text(await request()).catch((e) => e);
-  assert.equal(err.status, 502);
+  assert.equal(httpStatus(err), 502);
   assert.equal(err.message, "AI provider is rate limiting: retry after 120 s");
   assert.equal(err.headers["retry-after"], "120");
   assert.deepEqual(sleeps, []);

@@ -9,6 +9,7 @@ import type { AiModel } from "../../core/store/models.ts";
 import type { CitedArticles } from "../../core/answer/types.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
 import { arrayRetriever, fixtureArticles, ingestItem, NOW } from "./_articles.ts";
+import { httpStatus } from "../../routes/error_status.ts";
 
 const model: AiModel = {
   id: "am_svc",
@@ -81,7 +82,7 @@ Deno.test("AnswerService.answer() fails with 502 when the model's schema is unus
   const schema = { type: "object", properties: { a: { $ref: "#/$defs/missing" } } };
   await assert.rejects(svc.answer({ ...model, output: { kind: "structured", schema } }, "bus fares", {}), (err) => {
     assert.ok(err instanceof AppError);
-    assert.equal(err.status, 502);
+    assert.equal(httpStatus(err), 502);
     assert.match(err.message, /^the model's output schema is not usable: /);
     return true;
   });
@@ -90,7 +91,10 @@ Deno.test("AnswerService.answer() fails with 502 when the model's schema is unus
 Deno.test("AnswerService.answer() fails with 502 when the model's provider is not available", async () => {
   const { svc } = service();
   const m: AiModel = { ...model, provider: { kind: "openai", model: "x" } };
-  await assert.rejects(svc.answer(m, "bus fares", {}), { status: 502, message: "AI provider openai is not available" });
+  await assert.rejects(
+    svc.answer(m, "bus fares", {}),
+    (err: AppError) => httpStatus(err) === 502 && err.message === "AI provider openai is not available",
+  );
 });
 
 Deno.test("end to end: articles ingested over HTTP answer a question through the default answer engine", async () => {

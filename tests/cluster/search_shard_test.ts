@@ -5,6 +5,7 @@ import { crc32, parseSearchShard, serves, shardOf } from "../../core/search/inde
 import { AppError } from "../../core/errors.ts";
 import { SearchEngine } from "../../core/search/engine.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
+import { httpStatus } from "../../routes/error_status.ts";
 
 Deno.test("crc32() is IEEE CRC-32, and shardOf() agrees with HAProxy's crc32,mod(n) (+1)", () => {
   assert.equal(crc32("123456789"), 0xcbf43926);
@@ -111,7 +112,7 @@ Deno.test("SEARCH_SHARD: answers over co-located data models work; one outside t
   assert.deepEqual(new Set(both.map((r) => r.dataModelId)), new Set(["dm_served1", "dm_colocated2"]));
   await assert.rejects(
     () => engine.retrieve(["dm_served1", "dm_elsewhere3"], "harbour storm"),
-    (err: unknown) => err instanceof AppError && err.status === 421 && err.code === "misdirected_request",
+    (err: unknown) => err instanceof AppError && httpStatus(err) === 421 && err.code === "misdirected_request",
   );
   assert.equal(engine.serves?.("dm_elsewhere3"), false);
 });

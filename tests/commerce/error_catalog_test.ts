@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { commerceErrors } from "../../core/commerce/errors.ts";
 import { payproxyErrors } from "../../core/payproxy/errors.ts";
 import { renderError } from "../../routes/errors.ts";
+import { httpStatus } from "../../routes/error_status.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const RAISING = [
@@ -77,9 +78,9 @@ Deno.test("catalog errors render the storefront bodies they always had", () => {
     status: 409,
     body: { error: "invalid_request", detail: "send a fresh zc-request-id for each call" },
   });
-  assert.equal(commerceErrors.payment_provider_unavailable().status, 503);
-  assert.equal(commerceErrors.entitlements_not_available().status, 501);
-  assert.equal(commerceErrors.upstream_unavailable().status, 502);
+  assert.equal(httpStatus(commerceErrors.payment_provider_unavailable()), 503);
+  assert.equal(httpStatus(commerceErrors.entitlements_not_available()), 501);
+  assert.equal(httpStatus(commerceErrors.upstream_unavailable()), 502);
 });
 
 Deno.test("payproxy catalog errors render the payproxy family's fixed bodies", () => {

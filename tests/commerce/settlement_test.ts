@@ -10,6 +10,7 @@ import { EntitlementLedger } from "../../core/commerce/entitlements.ts";
 import { type PaymentRecord, PaymentStore } from "../../core/commerce/payments.ts";
 import { SANDBOX_TOKENS, SandboxProcessor } from "../../core/commerce/processor.ts";
 import { Settlement, STALE_PROCESSING_MS } from "../../core/commerce/settlement.ts";
+import { httpStatus } from "../../routes/error_status.ts";
 
 const TERMS: PaymentTerms = {
   action: "call",
@@ -88,14 +89,14 @@ Deno.test("Settlement.chargeToken(): concurrent charges of one reference charge 
   await s.settlement.consumeCall(charged.entry, charged.processorRef);
   const spent = await s.charge("ref_once_00001", SANDBOX_TOKENS.wallet.success).then(() => null, (e) => e);
   assert.equal(spent?.code, "payment_consumed");
-  assert.equal(spent?.status, 409);
+  assert.equal(httpStatus(spent), 409);
 });
 
 Deno.test("Settlement.chargeToken() maps each outcome once: decline, outage, missing token", async (t) => {
   using s = await setup();
   await t.step("a decline is 402 settlement_failed and leaves the reference failed", async () => {
     const err = await s.charge("ref_decline_001", SANDBOX_TOKENS.wallet.insufficientFunds).then(() => null, (e) => e);
-    assert.equal(err?.status, 402);
+    assert.equal(httpStatus(err), 402);
     assert.equal(err?.code, "settlement_failed");
     assert.equal(err?.detail, "retry from the start for a fresh challenge");
     assert.deepEqual(err?.extra, { settlementReason: "insufficient_funds" });
@@ -103,13 +104,16 @@ Deno.test("Settlement.chargeToken() maps each outcome once: decline, outage, mis
   });
   await t.step("an outage is 503 payment_provider_unavailable with Retry-After, and frees the reference", async () => {
     const err = await s.charge("ref_outage_0001", SANDBOX_TOKENS.wallet.unavailable).then(() => null, (e) => e);
-    assert.equal(err?.status, 503);
+    assert.equal(httpStatus(err), 503);
     assert.equal(err?.code, "payment_provider_unavailable");
     assert.deepEqual(err?.headers, { "retry-after": "2" });
     assert.equal((await s.payments.get("sel_1", "ref_outage_0001")).value, null);
   });
   await t.step("a payload without a token is 400 invalid_request", () => {
-    assert.throws(() => s.settlement.tokenOf({}), (e: AppError) => e.code === "invalid_request" && e.status === 400);
+    assert.throws(
+      () => s.settlement.tokenOf({}),
+      (e: AppError) => e.code === "invalid_request" && httpStatus(e) === 400,
+    );
     assert.equal(s.settlement.tokenOf({ token: "wal_test_success" }), "wal_test_success");
   });
 });

@@ -5,7 +5,9 @@
  * a new room's catalog is checked without being listed here.
  */
 import assert from "node:assert/strict";
-import { AppError, catalogDeclarations, type ErrorDeclaration, KIND_STATUS } from "../../core/errors.ts";
+import { AppError, catalogDeclarations, type ErrorDeclaration } from "../../core/errors.ts";
+import { KIND_STATUS } from "../../routes/error_status.ts";
+import { httpStatus } from "../../routes/error_status.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 
@@ -168,7 +170,7 @@ Deno.test("error catalogs: every declared error has a unique (room, name), a kin
     // The raiser builds the declared error: status from the kind, code as declared.
     const err = typeof d.declaration.message === "function" ? d.raise(sample()) : d.raise();
     assert.ok(err instanceof AppError, id);
-    assert.equal(err.status, KIND_STATUS[d.declaration.kind], id);
+    assert.equal(httpStatus(err), KIND_STATUS[d.declaration.kind], id);
     assert.equal(err.code, code, id);
     // `detail: true` repeats the message; a string is a declared note of its own.
     const detail = d.declaration.detail;

@@ -10,56 +10,67 @@ import { requestId } from "../../routes/middleware/request_id.ts";
 const parse = (r: ReturnType<typeof renderError>) => (r.body ? JSON.parse(r.body) : null);
 
 Deno.test("renderError() message family: {message}, or text/plain when asked", () => {
-  const r = renderError("message", new AppError(400, "bad_date", "end_date must be on or after start_date"));
+  const r = renderError("message", new AppError("bad_request", "bad_date", "end_date must be on or after start_date"));
   assert.equal(r.status, 400);
   assert.deepEqual(parse(r), { message: "end_date must be on or after start_date" });
-  const p = renderError("message", new AppError(400, "missing", "data_model_id is required", { plain: true }));
+  const p = renderError(
+    "message",
+    new AppError("bad_request", "missing", "data_model_id is required", { plain: true }),
+  );
   assert.equal(p.body, "data_model_id is required");
   assert.match(p.contentType!, /^text\/plain/);
 });
 
 Deno.test("renderError() payproxy family: fixed bodies per status", () => {
   const fam: ErrorFamily = "payproxy";
-  assert.equal(renderError(fam, new AppError(400, "x", "data_model_id is required")).body, "data_model_id is required");
-  assert.deepEqual(parse(renderError(fam, new AppError(401, "bad_mac", "mac mismatch"))), {
+  assert.equal(
+    renderError(fam, new AppError("bad_request", "x", "data_model_id is required")).body,
+    "data_model_id is required",
+  );
+  assert.deepEqual(parse(renderError(fam, new AppError("unauthenticated", "bad_mac", "mac mismatch"))), {
     error: "invalid_payproxy_signature",
   });
   assert.deepEqual(
     parse(
       renderError(
         fam,
-        new AppError(402, "denied", "denied", {
+        new AppError("payment_required", "denied", "denied", {
           extra: { serviceSlug: "news", usage: [{ meterSlug: "query", quantity: 1 }] },
         }),
       ),
     ),
     { error: "payment_required", serviceSlug: "news", usage: [{ meterSlug: "query", quantity: 1 }] },
   );
-  assert.deepEqual(parse(renderError(fam, new AppError(422, "empty_query", "query cannot be empty"))), {
+  assert.deepEqual(parse(renderError(fam, new AppError("unprocessable", "empty_query", "query cannot be empty"))), {
     message: "query cannot be empty",
     code: "empty_query",
   });
-  for (const status of [404, 500]) {
-    const r = renderError(fam, new AppError(status, "x", "secret detail"));
+  for (const [kind, status] of [["not_found", 404], ["internal", 500]] as const) {
+    const r = renderError(fam, new AppError(kind, "x", "secret detail"));
     assert.equal(r.status, status);
     assert.equal(r.body, null);
   }
   // An unreadable body is a 422 on this family whatever the reader said.
-  const r = renderError(fam, new AppError(413, "body_too_large", "Request body too large"));
+  const r = renderError(fam, new AppError("too_large", "body_too_large", "Request body too large"));
   assert.equal(r.status, 422);
   assert.equal(parse(r).code, "body_too_large");
 });
 
 Deno.test("renderError() storefront and oauth families", () => {
   assert.deepEqual(
-    parse(renderError("storefront", new AppError(401, "invalid_token", "expired", { reason: "token_expired" }))),
+    parse(
+      renderError(
+        "storefront",
+        new AppError("unauthenticated", "invalid_token", "expired", { reason: "token_expired" }),
+      ),
+    ),
     { error: "invalid_token", reason: "token_expired" },
   );
   assert.deepEqual(
     parse(
       renderError(
         "storefront",
-        new AppError(403, "plan_required", "x", {
+        new AppError("forbidden", "plan_required", "x", {
           reason: "access_not_found",
           detail: "buy a plan",
           extra: { plans: [] },
@@ -69,7 +80,7 @@ Deno.test("renderError() storefront and oauth families", () => {
     { error: "plan_required", reason: "access_not_found", detail: "buy a plan", plans: [] },
   );
   assert.deepEqual(
-    parse(renderError("oauth", new AppError(400, "unsupported_grant_type", "grant_type must be jwt-bearer"))),
+    parse(renderError("oauth", new AppError("bad_request", "unsupported_grant_type", "grant_type must be jwt-bearer"))),
     {
       error: "unsupported_grant_type",
       error_description: "grant_type must be jwt-bearer",

@@ -9,6 +9,7 @@ import { PayproxySecretStore } from "../../core/payproxy/secrets.ts";
 import { SignatureVerifier, signRequest, type VerifyInput } from "../../core/payproxy/signature.ts";
 import { unixSeconds } from "../../core/clock.ts";
 import { startAllowancePeer } from "./_helpers.ts";
+import { httpStatus } from "../../routes/error_status.ts";
 
 const URL_ = "http://svc.test/payproxy/v2/search?data_model_id=dm_x";
 
@@ -69,7 +70,7 @@ Deno.test("PayproxyGate.admit() refuses a bad signature as 401 invalid_payproxy_
   const bad = { ...s.signed("bot-7"), body: new TextEncoder().encode('{"query":"tampered"}') };
   const err = await s.gate.admit(bad, "payproxy").then(() => null, (e) => e);
   assert.ok(err instanceof AppError);
-  assert.equal(err.status, 401);
+  assert.equal(httpStatus(err), 401);
   assert.equal(err.code, "invalid_payproxy_signature");
   assert.equal(err.message, "Invalid payproxy signature");
   assert.match(String((err.cause as Error).message), /does not match/);
@@ -94,7 +95,7 @@ Deno.test("PayproxyGate: a replay is refused at once, and a denied allowance is 
   assert.equal(ran, false);
   const denied = await first.whileConsuming(() => first.requireAllowance("demo-news")).then(() => null, (e) => e);
   assert.ok(denied instanceof AppError);
-  assert.equal(denied.status, 402);
+  assert.equal(httpStatus(denied), 402);
   assert.equal(denied.code, "payment_required");
   assert.deepEqual(denied.extra, { serviceSlug: "demo-news", usage: [{ meterSlug: "query", quantity: 1 }] });
   assert.deepEqual(s.metrics.requests, { verified: 1, rejected: 1, paymentRequired: 1, served: 0 });

@@ -12,6 +12,7 @@ import {
   type VerifyInput,
 } from "../../core/payproxy/signature.ts";
 import { sha256Hex } from "../../core/crypto.ts";
+import { httpStatus } from "../../routes/error_status.ts";
 
 interface Vector {
   name: string;
@@ -63,7 +64,7 @@ async function reason(p: Promise<unknown>): Promise<string> {
     await p;
   } catch (err) {
     if (err instanceof AppError) {
-      assert.equal(err.status, 401);
+      assert.equal(httpStatus(err), 401);
       assert.equal(err.code, "invalid_payproxy_signature");
       assert.ok(err.cause instanceof SignatureError);
       return err.cause.reason;
@@ -253,7 +254,7 @@ Deno.test("SignatureVerifier", async (t) => {
       assert.equal(results.filter((r) => r.status === "fulfilled").length, 1);
       for (const r of results) {
         if (r.status === "rejected") {
-          assert.ok(r.reason instanceof AppError && r.reason.status === 401);
+          assert.ok(r.reason instanceof AppError && httpStatus(r.reason) === 401);
           assert.equal((r.reason.cause as SignatureError).reason, "replay");
         }
       }

@@ -4,6 +4,7 @@ import { linkErrors } from "../../core/links/errors.ts";
 import { searchErrors } from "../../core/search/errors.ts";
 import { outsideShard, parseSearchShard } from "../../core/search/index/shard.ts";
 import { pageAnalysisBusy } from "../../core/search/url_analyzer.ts";
+import { httpStatus } from "../../routes/error_status.ts";
 
 // The wire of each declared error: what the tests of the routes pinned before the catalogs.
 const WIRE: [AppError, number, string, string][] = [
@@ -30,7 +31,7 @@ const WIRE: [AppError, number, string, string][] = [
 Deno.test("search and links catalogs: each error keeps its status, code and message on the wire", () => {
   for (const [err, status, code, message] of WIRE) {
     assert.ok(err instanceof AppError);
-    assert.deepEqual([err.status, err.code, err.message], [status, code, message]);
+    assert.deepEqual([httpStatus(err), err.code, err.message], [status, code, message]);
   }
 });
 
@@ -40,15 +41,15 @@ Deno.test("search catalog: a raise carries the site's private cause and headers,
   assert.equal(err.cause, cause, "the cause is kept for the log");
   assert.doesNotMatch(err.message, /evil|script|Unexpected/, "the public message never carries the cause");
   assert.deepEqual(pageAnalysisBusy(7).headers, { "Retry-After": "7" });
-  assert.equal(pageAnalysisBusy(7).status, 503);
+  assert.equal(httpStatus(pageAnalysisBusy(7)), 503);
 });
 
 Deno.test("outsideShard(): 421 misdirected_request, or 503 with the same body for a balancer", () => {
   const shard = parseSearchShard("2/4")!;
   const direct = outsideShard(shard);
   const retryable = outsideShard(shard, true);
-  assert.deepEqual([direct.status, direct.code], [421, "misdirected_request"]);
-  assert.deepEqual([retryable.status, retryable.code], [503, "misdirected_request"]);
+  assert.deepEqual([httpStatus(direct), direct.code], [421, "misdirected_request"]);
+  assert.deepEqual([httpStatus(retryable), retryable.code], [503, "misdirected_request"]);
   assert.equal(direct.message, retryable.message);
   assert.deepEqual(direct.extra, { error: "misdirected_request", shard: "2/4" });
   assert.deepEqual(direct.headers, { "shard-miss": "2/4" });

@@ -3,6 +3,7 @@ import { AppError } from "../../core/errors.ts";
 import { newId } from "../../core/ids.ts";
 import { bearer, engineOf } from "../_helpers.ts";
 import { hoursAgo, search, searchWorld } from "./_world.ts";
+import { httpStatus } from "../../routes/error_status.ts";
 
 async function seeded(env: Record<string, string> = {}) {
   const w = await searchWorld({ env });
@@ -168,7 +169,7 @@ Deno.test("a search engine without a URL analyzer answers URL queries 422 naming
   });
   await assert.rejects(
     bare.recommend(w.dm, { query: "https://news.example.com/some-article" }, {}),
-    (e) => e instanceof AppError && e.status === 422 && /URL analysis is unavailable/.test(e.message),
+    (e) => e instanceof AppError && httpStatus(e) === 422 && /URL analysis is unavailable/.test(e.message),
   );
 });
 

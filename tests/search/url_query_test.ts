@@ -12,7 +12,9 @@ class KnownPagesAnalyzer implements UrlAnalyzer {
   analyze(url: string): Promise<AnalyzedPage> {
     this.seen.push(url);
     const p = this.pages[url];
-    if (!p) return Promise.reject(new AppError(422, "url_unreadable", "query: the page could not be fetched"));
+    if (!p) {
+      return Promise.reject(new AppError("unprocessable", "url_unreadable", "query: the page could not be fetched"));
+    }
     return Promise.resolve(p);
   }
 }

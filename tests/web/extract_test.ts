@@ -8,6 +8,7 @@ import { SafeFetcher } from "../../core/net/safe_fetch.ts";
 import { UrlAnalysisError } from "../../core/search/url_analyzer.ts";
 import { startServer } from "../../routes/server.ts";
 import { ARTICLE_PAGE, LATIN1_PAGE_TEXT, TINY_PAGE } from "./_pages.ts";
+import { httpStatus } from "../../routes/error_status.ts";
 
 Deno.test("extractArticle() keeps the story and drops navigation, ads and footer", () => {
   const a = extractArticle(ARTICLE_PAGE);
@@ -115,7 +116,7 @@ Deno.test("WebPageAnalyzer.analyze() fetches, extracts and summarises a page, an
       await assert.rejects(analyzer.analyze(`${server.url}${path}`), (err: unknown) => {
         assert.ok(err instanceof UrlAnalysisError);
         assert.equal(err.code, code);
-        assert.equal(err.status, 422);
+        assert.equal(httpStatus(err), 422);
         assert.match(err.message, /^query: the URL could not be analysed: /);
         return true;
       });

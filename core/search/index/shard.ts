@@ -85,7 +85,7 @@ export const SHARD_RETRY_HEADER = "x-shard-retry";
  * What a miss tells the caller about the shard: the hash shard (`2/4`) only. The listed data
  * models are left out: they may be other tenants' ids, and the check runs before authentication.
  */
-function publicLabel(shard: SearchShard): string {
+export function publicLabel(shard: SearchShard): string {
   return shard.hash ? `${shard.hash.index}/${shard.hash.count}` : "listed";
 }
 
@@ -98,15 +98,6 @@ export function outsideShard(shard: SearchShard, asRetryable = false): AppError 
   const label = publicLabel(shard);
   const raise = asRetryable ? searchErrors.misdirected_request_retryable : searchErrors.misdirected_request;
   return raise({ extra: { error: "misdirected_request", shard: label }, headers: { "shard-miss": label } });
-}
-
-/** The {@link outsideShard} response, for the edge check that runs before any route. */
-export function outsideShardResponse(shard: SearchShard, asRetryable: boolean): Response {
-  const err = outsideShard(shard, asRetryable);
-  return Response.json({ error: "misdirected_request", message: err.message, shard: publicLabel(shard) }, {
-    status: err.status,
-    headers: { ...err.headers, ...(asRetryable ? { "retry-after": "0" } : {}) },
-  });
 }
 
 /**
