@@ -1,11 +1,11 @@
 /**
- * Heavy payment libraries load on the first use that needs them, not with the app: every test file
- * that builds a world, and every process that never takes a payment, skips their import time.
+ * Heavy libraries load on the first use that needs them, not with the app: every test file that
+ * builds a world, and every process that never takes a payment or parses HTML, skips their import time.
  */
 import assert from "node:assert/strict";
 
-/** Packages only a payment path needs (`mppx` alone is ~0.3 s to import). */
-const LAZY_PACKAGES = /^npm:\/?(mppx|viem|@x402\/[a-z-]+)@/;
+/** Packages only a payment path (`mppx` alone is ~0.3 s to import) or an HTML parse needs. */
+const LAZY_PACKAGES = /^npm:\/?(mppx|viem|@x402\/[a-z-]+|linkedom|@mozilla\/readability)@/;
 
 interface InfoModule {
   specifier: string;
@@ -38,7 +38,7 @@ async function staticNpmImports(root: string): Promise<string[]> {
   return [...npm].sort();
 }
 
-Deno.test("the app's static import graph (tests/_helpers.ts) holds no mppx, viem or x402", async () => {
+Deno.test("the app's static import graph (tests/_helpers.ts) holds no mppx, viem, x402, linkedom or Readability", async () => {
   const npm = await staticNpmImports(new URL("../_helpers.ts", import.meta.url).href);
   assert.ok(npm.some((s) => s.includes("hono@")), "the walk sees the app's static npm imports");
   assert.deepEqual(npm.filter((s) => LAZY_PACKAGES.test(s)), []);
