@@ -80,8 +80,9 @@ export class Challenges {
     return this.mppx.Challenge.serialize(challenge);
   }
 
-  /** A challenge with its `WWW-Authenticate` value, so the edge renders it without mppx. */
-  issued(rail: Rail, challenge: StorefrontChallenge): IssuedChallenge {
+  /** {@link issue}, with the challenge's `WWW-Authenticate` value, so the edge renders it without mppx. */
+  offer(realm: string, rail: Rail, terms: PaymentTerms): IssuedChallenge {
+    const challenge = this.issue(realm, rail, terms);
     return { rail, challenge, header: this.header(challenge) };
   }
 

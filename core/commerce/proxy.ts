@@ -206,7 +206,7 @@ export class PaidProxy {
         plan.pricePerRequestMicros,
       );
       const rails: Rail[] = plan.pricePerRequestMicros >= CARD_MINIMUM_MICROS ? ["card", "wallet"] : ["wallet"];
-      const issued = rails.map((rail) => challenges.issued(rail, challenges.issue(realmOf(c.seller), rail, terms)));
+      const issued = rails.map((rail) => challenges.offer(realmOf(c.seller), rail, terms));
       const refusal = errors.call_payment_required({
         extra: {
           payment: {

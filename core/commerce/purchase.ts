@@ -206,7 +206,7 @@ export class PurchaseFlow {
     const realm = realmOf(input.seller);
     const cardAllowed = micros >= CARD_MINIMUM_MICROS;
     const railsOffered: Rail[] = terms.checkout ? ["card"] : cardAllowed ? ["card", "wallet"] : ["wallet"];
-    const rails = railsOffered.map((rail) => challenges.issued(rail, challenges.issue(realm, rail, terms)));
+    const rails = railsOffered.map((rail) => challenges.offer(realm, rail, terms));
     const card = rails.find((i) => i.rail === "card")?.challenge;
     if (terms.checkout && card) await this.o.checkout.open(card, input.seller.sellerId, terms, micros);
     const standard = terms.checkout ? null : await this.o.settlement.standardOffer(
