@@ -4,13 +4,7 @@ import { commerceAdminCommands } from "./commerce.ts";
 import { type AdminCommand, type AdminDeps, AdminUsageError } from "./command.ts";
 import { newId } from "../core/ids.ts";
 import { SafeFetcher } from "../core/net/mod.ts";
-import {
-  MAX_RETENTION_DAYS,
-  parseSource,
-  SOURCE_TYPES,
-  SourceFormatError,
-  sourceInputSchema,
-} from "../core/sources/mod.ts";
+import { feedReader, MAX_RETENTION_DAYS, SourceFormatError, sourceInputSchema } from "../core/sources/mod.ts";
 import { SecretStoreError } from "../core/payproxy/mod.ts";
 import { DATA_MODEL_LICENSES, domainSchema, slugSchema } from "../core/store/mod.ts";
 import type { AiModel, Campaign, DataModel, Prompt, Widget } from "../core/store/mod.ts";
@@ -312,6 +306,7 @@ export const adminCommands: Record<string, AdminCommand> = {
       const file = typeof v.file === "string" ? v.file : undefined;
       const url = typeof v.url === "string" ? v.url : undefined;
       if (!file === !url) throw new AdminUsageError("give exactly one of --file or --url");
+      const { parseSource, SOURCE_TYPES } = await feedReader();
       let text: string;
       try {
         if (file) text = await Deno.readTextFile(file);

@@ -3,10 +3,11 @@
  * Receipt): the challenge id is an HMAC over realm, method, intent, request and expiry, and
  * `request` travels as base64url of canonical JSON. Challenges are stateless: a 402 writes nothing.
  */
-import { Challenge, Credential, Receipt } from "mppx";
+import type { Challenge, Credential, Receipt } from "mppx";
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes } from "../crypto.ts";
 import { commerceErrors as errors, NOTES } from "./errors.ts";
+import { loadMppx, type Mppx } from "./mppx.ts";
 import type { Rail } from "./types.ts";
 
 /** How long a challenge can be answered. */
@@ -31,6 +32,13 @@ export interface PaymentTerms {
 
 export type StorefrontChallenge = Challenge.Challenge<Record<string, unknown>>;
 
+/** A challenge of one of our rails, as a value and as its `WWW-Authenticate` value (rendered without mppx). */
+export interface IssuedChallenge {
+  rail: Rail;
+  challenge: StorefrontChallenge;
+  header: string;
+}
+
 /** The storefront-wide key the challenge ids are bound with, made once and kept in KV. */
 export async function loadChallengeKey(kv: Deno.Kv): Promise<string> {
   const key = ["commerce_challenge_key"];
@@ -41,9 +49,14 @@ export async function loadChallengeKey(kv: Deno.Kv): Promise<string> {
   return res.ok ? fresh : (await kv.get<string>(key)).value!;
 }
 
-/** Issues and checks challenges for one realm key. */
+/** Issues and checks challenges for one realm key, with `mppx` already loaded (see {@link Challenges.load}). */
 export class Challenges {
-  constructor(private readonly secretKey: string, private readonly clock: Clock) {}
+  constructor(private readonly secretKey: string, private readonly clock: Clock, private readonly mppx: Mppx) {}
+
+  /** The issuer for a key, once `mppx` is loaded. */
+  static async load(secretKey: string, clock: Clock): Promise<Challenges> {
+    return new Challenges(secretKey, clock, await loadMppx());
+  }
 
   /** A challenge for a rail; `realm` is the seller's host. */
   issue(realm: string, rail: Rail, terms: PaymentTerms): StorefrontChallenge {
@@ -51,7 +64,7 @@ export class Challenges {
     const request: Record<string, unknown> = { ...terms, amount: terms.amountUsd, nonce: base64url(randomBytes(12)) };
     if (request.checkout === undefined) delete request.checkout;
     if (request.service === undefined) delete request.service;
-    return Challenge.from({
+    return this.mppx.Challenge.from({
       secretKey: this.secretKey,
       realm,
       method: rail,
@@ -64,7 +77,13 @@ export class Challenges {
 
   /** The `WWW-Authenticate` value of a challenge. */
   header(challenge: StorefrontChallenge): string {
-    return Challenge.serialize(challenge);
+    return this.mppx.Challenge.serialize(challenge);
+  }
+
+  /** {@link issue}, with the challenge's `WWW-Authenticate` value, so the edge renders it without mppx. */
+  offer(realm: string, rail: Rail, terms: PaymentTerms): IssuedChallenge {
+    const challenge = this.issue(realm, rail, terms);
+    return { rail, challenge, header: this.header(challenge) };
   }
 
   /**
@@ -79,7 +98,7 @@ export class Challenges {
     if (!auth || !/^payment\s/i.test(auth.trim())) return null;
     let cred: Credential.Credential;
     try {
-      cred = Credential.deserialize(auth.trim());
+      cred = this.mppx.Credential.deserialize(auth.trim());
     } catch (err) {
       throw errors.credential_malformed({ cause: err });
     }
@@ -87,7 +106,7 @@ export class Challenges {
     const payload = (cred.payload && typeof cred.payload === "object" ? cred.payload : {}) as Record<string, unknown>;
     let ours = false;
     try {
-      ours = Challenge.verify(challenge, { secretKey: this.secretKey }) && challenge.realm === realm;
+      ours = this.mppx.Challenge.verify(challenge, { secretKey: this.secretKey }) && challenge.realm === realm;
     } catch {
       ours = false;
     }
@@ -102,13 +121,14 @@ export class Challenges {
 }
 
 /** The `Payment-Receipt` header value for a settled payment. */
-export function receiptHeader(
+export async function receiptHeader(
   method: string,
   reference: string,
   externalId: string,
   at: Date,
   refund?: RefundNote,
-): string {
+): Promise<string> {
+  const { Receipt } = await loadMppx();
   return Receipt.serialize(
     Receipt.from({
       method,

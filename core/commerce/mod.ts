@@ -96,6 +96,8 @@ export type { PaymentRecord, PaymentState } from "./payments.ts";
 export { SANDBOX_TOKENS } from "./processor.ts";
 export type { PaymentProcessor } from "./processor.ts";
 export type { PaidProxy } from "./proxy.ts";
+export { CallPaymentRequired } from "./proxy.ts";
+export { loadMppx, type Mppx } from "./mppx.ts";
 export type { StandardMethodsConfig } from "./standard_methods.ts";
 export { UsageReceipts, withUsageBlock } from "./usage_receipt.ts";
 export type { Balance, UsageReceipt } from "./usage_receipt.ts";

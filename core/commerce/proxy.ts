@@ -5,6 +5,7 @@
  * upstream `/payproxy/...` route, and then bills the `zc-usage` the upstream reports. The upstream
  * status and body go back unchanged.
  */
+import type { Challenge } from "mppx";
 import type { Clock } from "../clock.ts";
 import { AppError } from "../errors.ts";
 import { commerceErrors as errors } from "./errors.ts";
@@ -18,6 +19,23 @@ import { settlementRefused } from "./settlement.ts";
 import { unixSeconds } from "../clock.ts";
 import { signRequest } from "../payproxy/mod.ts";
 import { type AuthenticatedAgent, type PaygPlan, type Rail, realmOf, type Seller, type Service } from "./types.ts";
+
+/**
+ * The paid proxy's pay-per-call refusal (402 `payment_required`): the error REST renders (one
+ * `WWW-Authenticate` field listing every challenge) with the same challenges as values, in the same
+ * order, which MCP answers as JSON-RPC -32042.
+ */
+export class CallPaymentRequired extends AppError {
+  constructor(refusal: AppError, readonly challenges: Challenge.Challenge[]) {
+    super(refusal.kind, refusal.code, refusal.message, {
+      reason: refusal.reason,
+      detail: refusal.detail,
+      extra: refusal.extra,
+      headers: refusal.headers,
+      cause: refusal.cause,
+    });
+  }
+}
 
 /** Sends a request to the upstream payproxy routes (HTTP, or in-process when it is this process). */
 export type Upstream = (req: Request) => Promise<Response>;
@@ -176,7 +194,7 @@ export class PaidProxy {
       agent: c.agent.credentialId,
       service: service.slug,
     };
-    if (commerce.standardCredential(c.headers)) {
+    if (await commerce.standardCredential(c.headers)) {
       return await this.#payPerCallStandard(c, service, plan, terms, requestId);
     }
     const presented = challenges.read(c.headers, realmOf(c.seller));
@@ -188,8 +206,8 @@ export class PaidProxy {
         plan.pricePerRequestMicros,
       );
       const rails: Rail[] = plan.pricePerRequestMicros >= CARD_MINIMUM_MICROS ? ["card", "wallet"] : ["wallet"];
-      const issued = rails.map((rail) => ({ rail, ch: challenges.issue(realmOf(c.seller), rail, terms) }));
-      throw errors.call_payment_required({
+      const issued = rails.map((rail) => challenges.offer(realmOf(c.seller), rail, terms));
+      const refusal = errors.call_payment_required({
         extra: {
           payment: {
             planId: plan.id,
@@ -199,8 +217,8 @@ export class PaidProxy {
             rails: issued.map((i) => ({
               method: i.rail,
               intent: "charge",
-              challengeId: i.ch.id,
-              expires: i.ch.expires,
+              challengeId: i.challenge.id,
+              expires: i.challenge.expires,
             })),
           },
         },
@@ -208,12 +226,13 @@ export class PaidProxy {
           "cache-control": "no-store",
           // Several challenges in one field, comma-separated (RFC 9110 list syntax).
           "www-authenticate": [
-            ...issued.map((i) => challenges.header(i.ch)),
+            ...issued.map((i) => i.header),
             ...(standard?.www ? [standard.www] : []),
           ].join(", "),
           ...(standard?.x402 ? { "payment-required": standard.x402 } : {}),
         },
       });
+      throw new CallPaymentRequired(refusal, [...issued.map((i) => i.challenge), ...(standard?.challenges ?? [])]);
     }
     const { challenge, payload } = presented;
     const rail = challenge.method;
@@ -245,13 +264,13 @@ export class PaidProxy {
     const charge = { rail: rail as Rail, reference: challenge.id, processorRef };
     if (res?.ok) {
       const headers = relayHeaders(res, requestId);
-      headers.set("payment-receipt", receiptHeader(rail, challenge.id, processorRef, this.o.clock.now()));
+      headers.set("payment-receipt", await receiptHeader(rail, challenge.id, processorRef, this.o.clock.now()));
       return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
     }
     // Errors are not charged, as on credit (whose reservation goes back): the charge is refunded
     // and the receipt says so.
     const refund = await this.#refund(c.seller.sellerId, charge, plan.pricePerRequestMicros, requestId);
-    const receipt = receiptHeader(rail, challenge.id, processorRef, this.o.clock.now(), refund);
+    const receipt = await receiptHeader(rail, challenge.id, processorRef, this.o.clock.now(), refund);
     if (!res) {
       const err = failure instanceof AppError ? failure : errors.upstream_unavailable({ cause: failure });
       throw err.withHeaders({ "payment-receipt": receipt });

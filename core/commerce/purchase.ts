@@ -3,11 +3,12 @@
  * the paid result (the receipt body and its receipt headers) or the challenge to pay
  * ({@link PurchaseChallenge}), which REST renders as a 402 and MCP as JSON-RPC -32042.
  */
-import { Challenge } from "mppx";
+import type { Challenge } from "mppx";
 import type { Clock } from "../clock.ts";
 import { planView } from "./catalog.ts";
 import {
   type Challenges,
+  type IssuedChallenge,
   matchTerms,
   type PaymentTerms,
   receiptHeader,
@@ -53,7 +54,7 @@ export interface PurchaseChallenge {
   terms: PaymentTerms;
   plan: CreditPlan;
   /** Our rails' challenges (card, wallet), in the order they are offered. */
-  rails: { rail: Rail; challenge: StorefrontChallenge }[];
+  rails: IssuedChallenge[];
   cardMinimumMicros: number;
   /** mppx's methods (null when they are not offered, or on the checkout lane). */
   standard: StandardOffer | null;
@@ -96,7 +97,7 @@ export class PurchaseFlow {
     if (idem?.kept) return replay(idem.kept);
 
     const { settlement } = this.o;
-    if (!checkout && settlement.standardCredential(input.headers)) {
+    if (!checkout && await settlement.standardCredential(input.headers)) {
       return await this.#holding(idem, async () => {
         const out = await settlement.standardPayment(this.#requestFor(input, terms), seller, terms, micros);
         if (out.status === 402) throw await settlementRefused(out.response);
@@ -205,7 +206,7 @@ export class PurchaseFlow {
     const realm = realmOf(input.seller);
     const cardAllowed = micros >= CARD_MINIMUM_MICROS;
     const railsOffered: Rail[] = terms.checkout ? ["card"] : cardAllowed ? ["card", "wallet"] : ["wallet"];
-    const rails = railsOffered.map((rail) => ({ rail, challenge: challenges.issue(realm, rail, terms) }));
+    const rails = railsOffered.map((rail) => challenges.offer(realm, rail, terms));
     const card = rails.find((i) => i.rail === "card")?.challenge;
     if (terms.checkout && card) await this.o.checkout.open(card, input.seller.sellerId, terms, micros);
     const standard = terms.checkout ? null : await this.o.settlement.standardOffer(
@@ -236,7 +237,7 @@ export class PurchaseFlow {
         entitlement: ent ? entitlementView(ent, plan) : null,
       },
       receipts: receiptHeaders ??
-        [["payment-receipt", receiptHeader(p.rail, p.reference, p.processorRef ?? p.reference, at)]],
+        [["payment-receipt", await receiptHeader(p.rail, p.reference, p.processorRef ?? p.reference, at)]],
     };
   }
 }
@@ -296,7 +297,7 @@ export function challengeView(ch: PurchaseChallenge, urls: PaymentUrls): Record<
  */
 export function challengeList(ch: PurchaseChallenge): Challenge.Challenge[] {
   const ours: Challenge.Challenge[] = ch.rails.map((i) => i.challenge);
-  return ch.standard?.www ? [...ours, ...Challenge.deserializeList(ch.standard.www)] : ours;
+  return ch.standard ? [...ours, ...ch.standard.challenges] : ours;
 }
 
 function termsOf(

@@ -95,7 +95,7 @@ export class CommerceService {
 
   /** Challenge issuer; its key is loaded from KV (made on first use). */
   async challenges(): Promise<Challenges> {
-    this.#challenges ??= new Challenges(await loadChallengeKey(this.o.kv), this.o.clock);
+    this.#challenges ??= await Challenges.load(await loadChallengeKey(this.o.kv), this.o.clock);
     return this.#challenges;
   }
 
@@ -136,7 +136,7 @@ export class CommerceService {
   }
 
   /** Whether the request answers a standard method (mppx `evm`/`stripe` credential, or x402). */
-  standardCredential(headers: Headers): boolean {
+  standardCredential(headers: Headers): Promise<boolean> {
     return this.settlement.standardCredential(headers);
   }
 

@@ -5,12 +5,13 @@
  * consumed reference never settles again. Standard methods (mppx's `evm`/`stripe`, x402) settle
  * here too, claiming the reference just before mppx moves the funds.
  */
-import { Challenge, Credential } from "mppx";
+import type { Challenge } from "mppx";
 import type { Clock } from "../clock.ts";
 import type { AppError } from "../errors.ts";
 import type { PaymentTerms } from "./challenges.ts";
 import type { EntitlementLedger } from "./entitlements.ts";
 import { commerceErrors as errors } from "./errors.ts";
+import { loadMppx } from "./mppx.ts";
 import { effectiveState, type PaymentRecord, type PaymentState, type PaymentStore, terminalError } from "./payments.ts";
 import { type PaymentProcessor, PaymentProviderUnavailable } from "./processor.ts";
 import { carriesStandardCredential, type StandardMethods } from "./standard_methods.ts";
@@ -39,6 +40,8 @@ export interface StandardOffer {
   www: string | null;
   /** The x402 `PAYMENT-REQUIRED` value, or null. */
   x402: string | null;
+  /** The challenges of `www` as values, in its order (the MCP binding's `challenges`). */
+  challenges: Challenge.Challenge[];
 }
 
 export class Settlement {
@@ -178,8 +181,9 @@ export class Settlement {
   }
 
   /** Whether the request answers a standard method (mppx `evm`/`stripe` credential, or x402). */
-  standardCredential(headers: Headers): boolean {
+  async standardCredential(headers: Headers): Promise<boolean> {
     if (!this.o.standard?.enabled) return false;
+    const { Credential } = await loadMppx();
     return carriesStandardCredential(headers, this.o.standard.evmEnabled, (auth) => {
       try {
         return Credential.deserialize(auth.trim()).challenge.method;
@@ -196,7 +200,7 @@ export class Settlement {
   async standardOffer(request: Request, seller: Seller, terms: PaymentTerms, micros: number) {
     if (!this.standardEnabled) return null;
     const out = await this.standardPayment(request, seller, terms, micros);
-    return out.status === 402 ? standardOfferOf(out.response) : null;
+    return out.status === 402 ? await standardOfferOf(out.response) : null;
   }
 
   /**
@@ -256,24 +260,27 @@ export class Settlement {
   }
 }
 
-/** The challenges a standard-method 402 carries. */
-export function standardOfferOf(res: Response): StandardOffer {
-  return { www: res.headers.get("www-authenticate"), x402: res.headers.get("payment-required") };
+/** The challenges a standard-method 402 carries, as header values and as challenge values. */
+export async function standardOfferOf(res: Response): Promise<StandardOffer> {
+  const www = res.headers.get("www-authenticate");
+  let challenges: Challenge.Challenge[] = [];
+  if (www) {
+    const { Challenge } = await loadMppx();
+    try {
+      challenges = Challenge.deserializeList(www);
+    } catch { /* a header mppx wrote always parses */ }
+  }
+  return { www, x402: res.headers.get("payment-required"), challenges };
 }
 
 /** The view of a standard offer in a purchase 402's JSON body (`standard`). */
 export function standardOfferView(offer: StandardOffer): Record<string, unknown> {
-  let methods: Record<string, unknown>[] = [];
-  try {
-    methods = offer.www
-      ? Challenge.deserializeList(offer.www).map((c) => ({
-        method: c.method,
-        intent: c.intent,
-        challengeId: c.id,
-        expires: c.expires,
-      }))
-      : [];
-  } catch { /* a header mppx wrote always parses */ }
+  const methods = offer.challenges.map((c) => ({
+    method: c.method,
+    intent: c.intent,
+    challengeId: c.id,
+    expires: c.expires,
+  }));
   return {
     detail: "stock clients: answer an mppx challenge with Authorization: Payment, or x402 with PAYMENT-SIGNATURE",
     methods,
@@ -297,6 +304,6 @@ export async function settlementRefused(res: Response): Promise<AppError> {
   const problem = await res.json().catch(() => null) as { detail?: unknown; title?: unknown } | null;
   const reason = typeof problem?.detail === "string" ? problem.detail.slice(0, 200) : "payment_not_settled";
   const headers: Record<string, string> = { "cache-control": "no-store" };
-  for (const [k, v] of standardOfferHeaders(standardOfferOf(res))) headers[k] = v;
+  for (const [k, v] of standardOfferHeaders(await standardOfferOf(res))) headers[k] = v;
   return errors.settlement_failed({ extra: { settlementReason: reason }, headers });
 }

@@ -1,5 +1,5 @@
-import { Receipt } from "mppx";
 import { formatUsd } from "./money.ts";
+import { loadMppx } from "./mppx.ts";
 import type { CommerceService } from "./service.ts";
 import { planCovers } from "./catalog.ts";
 import type { AuthenticatedAgent, PaygPlan, Seller } from "./types.ts";
@@ -71,6 +71,7 @@ export class UsageReceipts {
     let reference: string | undefined;
     const paid = res.headers.get("payment-receipt");
     if (paid) {
+      const { Receipt } = await loadMppx();
       try {
         reference = Receipt.deserialize(paid).reference;
       } catch { /* not ours to read: no payment figures */ }

@@ -3,7 +3,7 @@
  */
 import { Readability } from "@mozilla/readability";
 import { parseHTML } from "linkedom";
-import { htmlToMarkdown } from "../text/mod.ts";
+import { bodyToMarkdown } from "../text/mod.ts";
 
 /** What a page says about itself. */
 export interface ExtractedArticle {
@@ -226,7 +226,9 @@ export function extractArticle(html: string): ExtractedArticle {
     if (fresh !== doc) removeBoilerplate(fresh);
     text = domText(fresh.body);
   }
-  const markdown = parsed?.content ? htmlToMarkdown(parsed.content) : "";
+  const markdown = parsed?.content
+    ? bodyToMarkdown(parse(`<!doctype html><html><body>${parsed.content}</body></html>`).body)
+    : "";
   return {
     title: parsed?.title?.trim() || metaTitle || docTitle || "",
     text,

@@ -1,4 +1,5 @@
 /** The sources room's face: what other rooms and the routes may use. */
+import { lazily } from "../lazily.ts";
 
 export { SourceFormatError } from "./errors.ts";
 export { guardMarkup } from "./markup_guard.ts";
@@ -6,4 +7,5 @@ export { WorkerSourceParser } from "./parser.ts";
 export { SourcePoller } from "./poller.ts";
 export { MAX_RETENTION_DAYS, SourceService } from "./service.ts";
 export { SOURCE_KINDS, sourceInputSchema, SourceRepo } from "./source.ts";
-export { htmlToText, isFeed, parseFeed, parseSource, SOURCE_TYPES } from "./feeds.ts";
+/** The feed and JSONL reader (`parseSource`, `SOURCE_TYPES`, ...), loaded on first use: it loads linkedom. */
+export const feedReader = lazily(() => import("./feeds.ts"));

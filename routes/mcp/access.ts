@@ -17,15 +17,18 @@ import {
   turnFields,
 } from "../../core/answer/mod.ts";
 import { type ArticleText, articleWithText } from "../../core/search/mod.ts";
-import { Challenge, Credential, Errors, Mcp, PaymentRequest, Receipt } from "mppx";
+import type { Challenge, Credential, Receipt } from "mppx";
 import { ASK_AI_FILTERS, ASK_AI_PARAMS, askAiRollup } from "../../analytics/rollups.ts";
 import type { AnalyticsQuery, RollupDeps } from "../../analytics/rollups.ts";
 import { cachedAnswerer } from "../analytics/answer.ts";
 import {
   type Balance,
+  CallPaymentRequired,
   challengeList,
   commerceErrors,
   formatUsd,
+  loadMppx,
+  type Mppx,
   planCovers,
   type UsageReceipt,
   UsageReceipts,
@@ -34,14 +37,6 @@ import type { AuthenticatedAgent, PaidProxy, PaygPlan, Plan, Seller, Service } f
 import type { Deps } from "../../composition.ts";
 import { aiModelNotFound, AppError, dataModelNotFound } from "../../core/errors.ts";
 import type { SearchRequest, SearchResponse } from "../../core/search/mod.ts";
-import { httpStatus } from "../error_status.ts";
-
-/** JSON-RPC code of the MCP binding of the `Payment` scheme: payment required (-32042). */
-export const PAYMENT_REQUIRED_CODE = Mcp.paymentRequiredCode;
-/** Where an MCP client puts a `Payment` credential (the mppx MCP binding). */
-export const CREDENTIAL_META_KEY = Mcp.credentialMetaKey;
-/** Where a paid tool result carries its receipt (the mppx MCP binding). */
-export const RECEIPT_META_KEY = Mcp.receiptMetaKey;
 
 /** A payment receipt as the MCP binding returns it: the `Payment-Receipt` fields and the challenge it paid. */
 export type McpReceipt = Receipt.Receipt & { challengeId: string };
@@ -329,19 +324,21 @@ export class AgentAccess implements McpAccess {
     request: Record<string, unknown>,
     payment: CallPayment,
   ): Promise<Record<string, unknown>> {
+    // The binding's constants (the -32042 code, the `_meta` keys) are mppx's: a paid call loads it.
+    const mppx = await loadMppx();
     const headers = new Headers({ "content-type": "application/json" });
-    const credential = credentialHeader(payment.meta[CREDENTIAL_META_KEY]);
+    const credential = credentialHeader(mppx, payment.meta[mppx.Mcp.credentialMetaKey]);
     if (credential) {
       // Own rails carry the terms in `request`; mppx's methods in `opaque` (meta).
-      const action = termsOf(credential.value).action;
+      const action = termsOf(mppx, credential.value).action;
       if (action === "purchase" || action === "extend") {
         let receipt: string | null;
         try {
-          receipt = await this.buy(credential, action);
+          receipt = await this.buy(mppx, credential, action);
         } catch (err) {
           throw namedPaymentError(err);
         }
-        payment.receipt = mcpReceipt(receipt, credential.value.challenge.id);
+        payment.receipt = mcpReceipt(mppx, receipt, credential.value.challenge.id);
       } else headers.set("authorization", credential.header);
     }
     let res: Response;
@@ -360,9 +357,9 @@ export class AgentAccess implements McpAccess {
       // A pay-per-call charge refunded because the upstream did not answer: its receipt says so.
       const receipt = err instanceof AppError ? err.headers?.["payment-receipt"] : undefined;
       if (credential && !payment.receipt && receipt) {
-        payment.receipt = mcpReceipt(receipt, credential.value.challenge.id);
+        payment.receipt = mcpReceipt(mppx, receipt, credential.value.challenge.id);
       }
-      throw await this.paymentError(err, kind, modelId);
+      throw await this.paymentError(mppx, err, kind, modelId);
     }
     const text = await res.text();
     let body: Record<string, unknown> | undefined;
@@ -371,7 +368,7 @@ export class AgentAccess implements McpAccess {
     } catch { /* empty or non-JSON error body */ }
     // This call's receipt, also when the upstream erred (the charge was refunded; the receipt says so).
     if (credential && !payment.receipt) {
-      payment.receipt = mcpReceipt(res.headers.get("payment-receipt"), credential.value.challenge.id);
+      payment.receipt = mcpReceipt(mppx, res.headers.get("payment-receipt"), credential.value.challenge.id);
     }
     if (res.ok && body && typeof body === "object") {
       payment.usage = await this.receipts.forResponse(this.seller, this.agent, res) ?? undefined;
@@ -392,10 +389,11 @@ export class AgentAccess implements McpAccess {
    * @returns the purchase's `Payment-Receipt` header, if it sent one
    */
   private async buy(
+    mppx: Mppx,
     credential: { header: string; value: Credential.Credential },
     action: "purchase" | "extend",
   ): Promise<string | null> {
-    const request = termsOf(credential.value);
+    const request = termsOf(mppx, credential.value);
     const res = await this.deps.commerce.service.purchase({
       seller: this.seller,
       agent: this.agent,
@@ -412,20 +410,19 @@ export class AgentAccess implements McpAccess {
 
   /**
    * The paid proxy's refusals as MCP errors: pay-per-call challenges and missing or spent credit
-   * become -32042 with the storefront's challenges; everything else stays an AppError.
+   * become -32042 with the storefront's challenges (the values core hands over, the same challenges
+   * REST lists in `WWW-Authenticate`); everything else stays an AppError.
    */
-  private async paymentError(err: unknown, kind: Service["kind"], modelId: string): Promise<unknown> {
+  private async paymentError(mppx: Mppx, err: unknown, kind: Service["kind"], modelId: string): Promise<unknown> {
     if (!(err instanceof AppError)) return err;
     if (PAYMENT_REFUSALS.test(err.code)) return namedPaymentError(err);
-    if (httpStatus(err) === 402 && err.code === "payment_required") {
-      const header = err.headers?.["www-authenticate"];
-      const challenges = header ? Challenge.deserializeList(header) : [];
-      if (challenges.length) return paymentRequired(challenges, err.message, err.extra);
+    if (err instanceof CallPaymentRequired && err.challenges.length) {
+      return paymentRequired(mppx, err.challenges, err.message, err.extra);
     }
     if (err.code === "plan_required" || err.code === "usage_exhausted") {
       const challenges = await this.purchaseChallenges(kind, modelId);
       if (challenges.length) {
-        return paymentRequired(challenges.map((c) => c.challenge), err.message, {
+        return paymentRequired(mppx, challenges.map((c) => c.challenge), err.message, {
           purchase: challenges[0]!.purchase,
           ...(err.extra ?? {}),
         });
@@ -491,29 +488,29 @@ function namedPaymentError(err: unknown): unknown {
 }
 
 /** The storefront's terms a challenge carries: in `request` (own rails) or `opaque` (mppx's methods). */
-function termsOf(credential: Credential.Credential): Record<string, unknown> {
+function termsOf(mppx: Mppx, credential: Credential.Credential): Record<string, unknown> {
   const c = credential.challenge as Challenge.Challenge & { meta?: Record<string, string>; opaque?: string };
   let meta: Record<string, unknown> | undefined = c.meta;
   if (!meta && typeof c.opaque === "string") {
     try {
-      meta = PaymentRequest.deserialize(c.opaque) as Record<string, unknown>;
+      meta = mppx.PaymentRequest.deserialize(c.opaque) as Record<string, unknown>;
     } catch { /* not ours: the terms check refuses it */ }
   }
   return typeof meta?.action === "string" ? meta : (c.request as Record<string, unknown>);
 }
 
 /** A `Payment-Receipt` header value as the MCP binding's receipt; undefined when there is none. */
-function mcpReceipt(header: string | null, challengeId: string): McpReceipt | undefined {
-  return header ? { ...Receipt.deserialize(header), challengeId } : undefined;
+function mcpReceipt(mppx: Mppx, header: string | null, challengeId: string): McpReceipt | undefined {
+  return header ? { ...mppx.Receipt.deserialize(header), challengeId } : undefined;
 }
 
 /** A `Payment` credential from `_meta`, as header and value; null when absent. */
-function credentialHeader(value: unknown): { header: string; value: Credential.Credential } | null {
+function credentialHeader(mppx: Mppx, value: unknown): { header: string; value: Credential.Credential } | null {
   if (value === undefined || value === null) return null;
   try {
     if (typeof value !== "object" || !("challenge" in value) || !("payload" in value)) throw new Error("shape");
-    const header = Credential.serialize(value as Credential.Credential);
-    return { header, value: Credential.deserialize(header) };
+    const header = mppx.Credential.serialize(value as Credential.Credential);
+    return { header, value: mppx.Credential.deserialize(header) };
   } catch {
     throw new AppError("bad_request", "invalid_request", "Malformed Payment credential in _meta");
   }
@@ -521,16 +518,18 @@ function credentialHeader(value: unknown): { header: string; value: Credential.C
 
 /** The -32042 error: the challenges, and a problem detail a model can act on. */
 function paymentRequired(
+  mppx: Mppx,
   challenges: Challenge.Challenge[],
   message: string,
   extra?: Record<string, unknown>,
 ): JsonRpcError {
-  return new JsonRpcError(PAYMENT_REQUIRED_CODE, "Payment required", {
+  const { Errors, Mcp } = mppx;
+  return new JsonRpcError(Mcp.paymentRequiredCode, "Payment required", {
     httpStatus: 402,
     challenges,
     problem: {
       ...new Errors.PaymentRequiredError({ description: message }).toProblemDetails(),
-      hint: `Answer one challenge with a Payment credential in _meta["${CREDENTIAL_META_KEY}"] and call again`,
+      hint: `Answer one challenge with a Payment credential in _meta["${Mcp.credentialMetaKey}"] and call again`,
     },
     ...(extra ?? {}),
   });

@@ -11,7 +11,7 @@ import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { CallToolRequest } from "@modelcontextprotocol/sdk/types.js";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { AuthenticatedAgent } from "../../core/commerce/mod.ts";
+import { type AuthenticatedAgent, loadMppx } from "../../core/commerce/mod.ts";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
 import { describeError } from "../../core/log.ts";
@@ -30,7 +30,6 @@ import {
   type CallPayment,
   JsonRpcError,
   type McpAccess,
-  RECEIPT_META_KEY,
   type SearchArgs,
   TenantAccess,
 } from "./access.ts";
@@ -125,7 +124,7 @@ async function mcpServer(
       } as never;
     }
     try {
-      return withReceipt(await runTool(access, name, args, payment), payment);
+      return await withReceipt(await runTool(access, name, args, payment), payment);
     } catch (err) {
       if (err instanceof JsonRpcError) throw err;
       // Bad arguments, refusals and outages are tool errors the model can read and act on; only our
@@ -135,7 +134,7 @@ async function mcpServer(
       }
       const message = err instanceof AppError ? err.message : "Internal error";
       // A purchase settled before the call failed still hands over its receipt.
-      return withReceipt({ content: [{ type: "text", text: message }], isError: true }, payment) as never;
+      return await withReceipt({ content: [{ type: "text", text: message }], isError: true }, payment) as never;
     }
   });
   return server;
@@ -145,9 +144,11 @@ async function mcpServer(
  * The result with the receipt of the payment that paid for it in `_meta` (mppx's MCP binding) and
  * the call's figures in `_meta.usage` (the REST answers' `usage` block).
  */
-function withReceipt<T extends Record<string, unknown>>(result: T, payment: CallPayment): T {
+async function withReceipt<T extends Record<string, unknown>>(result: T, payment: CallPayment): Promise<T> {
+  // A receipt means a paid call, which has loaded mppx already (its binding names the key).
+  const receiptKey = payment.receipt ? (await loadMppx()).Mcp.receiptMetaKey : "";
   const meta = {
-    ...(payment.receipt ? { [RECEIPT_META_KEY]: payment.receipt } : {}),
+    ...(payment.receipt ? { [receiptKey]: payment.receipt } : {}),
     ...(payment.usage ? { usage: payment.usage } : {}),
   };
   return Object.keys(meta).length ? { ...result, _meta: meta } : result;

@@ -1,7 +1,6 @@
 import type { Context } from "hono";
 import type { AuthenticatedAgent, Seller } from "../../core/commerce/mod.ts";
 import type { Deps } from "../../composition.ts";
-import { Challenge } from "mppx";
 import {
   challengeView,
   type PaymentUrls,
@@ -26,7 +25,7 @@ export function sendPurchase(r: PurchaseOutcome, urls: PaymentUrls): Response {
     if (r.replayed) headers.append("idempotent-replayed", "true");
     return new Response(JSON.stringify(r.body), { status: 200, headers });
   }
-  for (const { challenge } of r.rails) headers.append("www-authenticate", Challenge.serialize(challenge));
+  for (const { header } of r.rails) headers.append("www-authenticate", header);
   if (r.standard) { for (const [k, v] of standardOfferHeaders(r.standard)) headers.append(k, v); }
   return new Response(JSON.stringify(challengeView(r, urls)), { status: 402, headers });
 }

@@ -5,9 +5,11 @@
 import assert from "node:assert/strict";
 import { Challenge } from "mppx";
 import { loadChallengeKey } from "../../core/commerce/challenges.ts";
+import { CallPaymentRequired } from "../../core/commerce/proxy.ts";
 import { challengeList, challengeView } from "../../core/commerce/purchase.ts";
 import type { Seller } from "../../core/commerce/types.ts";
 import { challengesOf, createCommerceWorld, postJson } from "./_helpers.ts";
+import { httpStatus } from "../../routes/error_status.ts";
 
 async function count(kv: Deno.Kv, prefix: string): Promise<number> {
   let n = 0;
@@ -53,4 +55,32 @@ Deno.test("challengeView() is the body REST sends with the 402, and its rails ar
   const view = challengeView(offer, w.deps.commerce.service);
   assert.deepEqual(Object.keys(view), Object.keys(body));
   assert.deepEqual({ ...view, rails: [] }, { ...body, rails: [] });
+});
+
+Deno.test("PaidProxy.call(): the pay-per-call 402 carries its challenges as values, the ones WWW-Authenticate lists, in order", async () => {
+  await using w = await createCommerceWorld({ upstream: true, withPlan: false });
+  await w.addPayg(600_000); // above the card minimum: card and wallet
+  const { agent } = await w.agents.issue();
+  const seller = (await w.deps.commerce.catalog.getSeller(w.sellerId)) as Seller;
+  const path = `/v2/search?data_model_id=${w.dataModelId}`;
+  const refusal = await w.deps.commerce.proxy.call({
+    seller,
+    agent,
+    kind: "search",
+    modelId: w.dataModelId,
+    pathAndQuery: `/payproxy${path}`,
+    publicPath: path,
+    body: new TextEncoder().encode(JSON.stringify({ query: "rates" })),
+    headers: new Headers({ "content-type": "application/json" }),
+  }).then(() => null, (err) => err);
+  assert.ok(refusal instanceof CallPaymentRequired);
+  assert.equal(httpStatus(refusal), 402);
+  assert.equal(refusal.code, "payment_required");
+  assert.deepEqual(refusal.challenges.map((c) => c.method), ["card", "wallet"]);
+  // The header REST sends is these values serialised: same challenges, same order, field for field.
+  const listed = Challenge.deserializeList(refusal.headers!["www-authenticate"]!);
+  assert.deepEqual(refusal.challenges, listed);
+  assert.equal(refusal.headers!["www-authenticate"], refusal.challenges.map((c) => Challenge.serialize(c)).join(", "));
+  const key = await loadChallengeKey(w.deps.kv);
+  for (const c of refusal.challenges) assert.ok(Challenge.verify(c, { secretKey: key }));
 });
