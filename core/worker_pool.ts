@@ -68,6 +68,11 @@ export interface WorkerPoolOptions {
   perCallerRunning?: number;
   /** A worker that has not loaded its modules after this long is given up. Default 60 s. */
   startLimitMs?: number;
+  /**
+   * Workers that may fail to start in a row before waiting jobs fail: a start that hangs (seen
+   * once in a while when the runtime is busy) is replaced, not fatal. Default 3.
+   */
+  startAttempts?: number;
 }
 
 interface Job<I, O> {
@@ -114,12 +119,15 @@ export class WorkerPool<I, O> {
   #queued = 0;
   #nextJobId = 1;
   #closed = false;
+  /** Workers that failed to start since one last did. */
+  #startFailures = 0;
   readonly #stats = { timedOut: 0, refused: 0, replaced: 0 };
 
   constructor(options: WorkerPoolOptions) {
     const size = Math.max(1, Math.floor(options.size));
     this.#o = {
       startLimitMs: 60_000,
+      startAttempts: 3,
       maxQueuedPerCaller: options.maxQueued,
       perCallerRunning: Math.max(1, size - 1),
       ...options,
@@ -293,6 +301,7 @@ export class WorkerPool<I, O> {
     if (reply?.ready) {
       clearTimeout(slot.startTimer);
       slot.ready = true;
+      this.#startFailures = 0;
       for (const queue of this.#queues.values()) for (const job of queue) if (job.unarmed) this.#arm(job);
       this.#pump();
       return;
@@ -306,12 +315,20 @@ export class WorkerPool<I, O> {
     this.#pump();
   }
 
-  /** A worker that never came up: drop it; while no worker is up, waiting jobs fail rather than hang. */
+  /**
+   * A worker that never came up: drop it and start another, up to `startAttempts` in a row; then,
+   * while no worker is up, waiting jobs fail rather than hang.
+   */
   #failStart(slot: Slot): void {
     clearTimeout(slot.startTimer);
     slot.worker.terminate();
     const at = this.#slots.indexOf(slot);
     if (at >= 0) this.#slots.splice(at, 1);
+    if (++this.#startFailures < this.#o.startAttempts) {
+      this.#stats.replaced++;
+      this.#pump();
+      return;
+    }
     if (!this.#slots.some((s) => s.ready)) {
       const err = new Error(`${this.#o.name} worker did not start`);
       for (const queue of [...this.#queues.values()]) {

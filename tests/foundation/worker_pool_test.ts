@@ -7,6 +7,8 @@ const pool = (options: { size: number; deadlineMs?: number; maxQueued?: number; 
     module: new URL("./_busy_worker.ts", import.meta.url),
     deadlineMs: 10_000,
     maxQueued: 100,
+    // A start that hangs (seen now and then under `deno test --parallel`) is replaced well before a job's deadline.
+    startLimitMs: 5_000,
     ...options,
   });
 
@@ -72,6 +74,42 @@ Deno.test("WorkerPool refuses past its queue bounds, and its deadline covers the
     assert.equal(await p.run("a", { tag: "again", ms: 0 }), "again", "a fresh worker took the slot");
     // a0's worker was replaced; a waiting job that started on a fresh worker still loading may have been too.
     assert.ok(p.stats().replaced >= 1);
+  } finally {
+    p.close();
+  }
+});
+
+Deno.test("WorkerPool replaces a worker whose start hangs, and the waiting job runs on the next one", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "pool-hang-" });
+  const p = new WorkerPool<{ tag: string }, string>({
+    name: "hang once",
+    module: new URL(`./_hang_once_worker.ts?marker=${encodeURIComponent(`${dir}/started`)}`, import.meta.url),
+    size: 1,
+    deadlineMs: 10_000,
+    maxQueued: 10,
+    startLimitMs: 2_000,
+  });
+  try {
+    assert.equal(await p.run("a", { tag: "after a hung start" }), "after a hung start");
+    assert.equal(p.stats().replaced, 1);
+  } finally {
+    p.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("WorkerPool fails waiting jobs once startAttempts workers in a row never start", async () => {
+  const p = new WorkerPool<{ tag: string }, string>({
+    name: "never starts",
+    module: new URL("data:text/javascript,"),
+    size: 1,
+    deadlineMs: 10_000,
+    maxQueued: 10,
+    startLimitMs: 100,
+    startAttempts: 2,
+  });
+  try {
+    await assert.rejects(p.run("a", { tag: "x" }), /never starts worker did not start/);
   } finally {
     p.close();
   }
