@@ -1,8 +1,8 @@
 /**
  * In-process search benchmark over 100,000 generated articles in one data model:
  * ingest preparation (summaries + embeddings), index build, resident memory, `semantic`
- * latency (p50/p99, full recommend path without HTTP), and @orama/orama hybrid search over the
- * same articles and vectors for comparison.
+ * latency (p50/p99, full recommend path without HTTP), and @orama/orama and LanceDB hybrid search
+ * over the same articles and vectors for comparison (BENCH_ORAMA=0, BENCH_LANCEDB=0 leave them out).
  *
  *   deno run -A bench/search_100k.ts            (BENCH_ARTICLES=20000 for a quicker run)
  */
@@ -19,10 +19,12 @@ import { describeScanPaths } from "../core/search/index/vector_index.ts";
 import type { DataModel } from "../core/store/models.ts";
 import { generateArticles, NEWS_SITES, TECH_SITES } from "../fixtures/articles.ts";
 import { prng } from "../fixtures/prng.ts";
+import { lancePeer } from "./_lancedb.ts";
 
 const N = Number(Deno.env.get("BENCH_ARTICLES") ?? 100_000);
 const QUERIES = Number(Deno.env.get("BENCH_QUERIES") ?? 500);
 const ORAMA = (Deno.env.get("BENCH_ORAMA") ?? "1") !== "0";
+const LANCEDB = (Deno.env.get("BENCH_LANCEDB") ?? "1") !== "0";
 const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
 const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MiB`;
 const pct = (xs: number[], p: number) =>
@@ -168,4 +170,30 @@ if (ORAMA) {
     });
   });
   console.log(`speed-up at p50: ${(orama.p50 / ours.p50).toFixed(1)}x`);
+}
+
+if (LANCEDB) {
+  // The same text our BM25F indexes (title, summary, body opening) and our own vectors.
+  const dir = await Deno.makeTempDir({ prefix: "bench-lancedb-" });
+  const BATCH = 10_000;
+  const peer = await lancePeer(dir, function* () {
+    for (let i = 0; i < articles.length; i += BATCH) {
+      yield articles.slice(i, i + BATCH).map((a, j) => ({
+        id: i + j,
+        text: `${a.title} ${a.summary} ${fixtures[i + j]!.body.slice(0, 6000)}`,
+        vector: vectors[i + j]!,
+      }));
+    }
+  });
+  console.log(
+    `lancedb: ${peer.rows} rows written in ${peer.writeS.toFixed(1)} s, FTS + IVF_HNSW_SQ indexes built in ${
+      peer.indexS.toFixed(1)
+    } s; plan ${peer.plan}; ${peer.indexed ? "both sides indexed" : "NOT INDEXED (a flat scan)"}`,
+  );
+  const lance = await measure(
+    "lancedb hybrid, FTS + HNSW, RRF (top 9)",
+    (q) => peer.hybrid(q, embeddings.embedOne(q), 9),
+  );
+  console.log(`speed-up at p50 against LanceDB: ${(lance.p50 / ours.p50).toFixed(1)}x`);
+  await Deno.remove(dir, { recursive: true });
 }
