@@ -180,6 +180,22 @@ export class VectorIndex {
     this.updateRow(slot);
   }
 
+  /**
+   * Stores at `slot` the row `from` of `source` (an index of the same dimensions) exactly as it
+   * is there (int8 row, unit factor, f32 form), with this index's common direction.
+   */
+  copyRow(slot: number, source: VectorIndex, from: number): void {
+    if (source.dims !== this.dims) throw new RangeError("vector dimensions differ");
+    if (slot >= this.capacity) this.grow(slot);
+    const o = slot * this.stride;
+    this.data.set(source.data.subarray(from * source.stride, from * source.stride + this.dims), o);
+    this.unit[slot] = source.unit[from] ?? 0;
+    const exact = source.exact.get(from);
+    if (exact) this.exact.set(slot, exact);
+    else this.exact.delete(slot);
+    this.updateRow(slot);
+  }
+
   /** Clears a slot. */
   clear(slot: number): void {
     if (slot < this.capacity) this.set(slot, null);
@@ -338,6 +354,60 @@ export class VectorIndex {
     }
     if (this.exact.size > 0) this.exactCosines(out, query);
     return this.withMaxima(out, count);
+  }
+
+  /**
+   * The scan's output array for `count` slots without scanning: scratch space for cosines a
+   * caller computes for some slots only (see {@link cosine}). Valid until the next scan or growth.
+   */
+  scratch(count: number): Float32Array {
+    this.lastScan = null;
+    return this.scores.subarray(0, count);
+  }
+
+  /**
+   * {@link scan} over some ranges of slots only: `ranges` holds `[from, to)` pairs, the first
+   * `count` of them. Cosines outside the ranges are not written. Null when the query is empty or
+   * lies along the common direction (then only a full {@link scan} gives its cosines).
+   * @returns a view of every slot's cosine, valid until the next scan or growth
+   */
+  scanRanges(query: Float32Array, ranges: Int32Array, count: number): Float32Array | null {
+    this.lastScan = null;
+    let max = 0;
+    for (let j = 0; j < this.dims; j++) max = Math.max(max, Math.abs(query[j]!));
+    if (!(max > 0) || !Number.isFinite(max)) return null;
+    const qScale = max / QUERY_MAX;
+    const qi = this.query;
+    qi.fill(0);
+    for (let j = 0; j < this.dims; j++) qi[j] = Math.round(query[j]! / qScale);
+    const { alpha, beta } = this.queryTerms(query, qScale);
+    if (alpha === 0) return null;
+    const out = this.scores, d = this.stride;
+    for (let i = 0; i < count; i++) {
+      const from = ranges[2 * i]!, to = Math.min(ranges[2 * i + 1]!, this.capacity);
+      if (to <= from) continue;
+      if (this.kernel) {
+        this.kernel.scan(
+          0,
+          this.queryBytes + from * d,
+          to - from,
+          d,
+          this.a.byteOffset + from * 4,
+          this.b.byteOffset + from * 4,
+          out.byteOffset + from * 4,
+          alpha,
+          beta,
+        );
+      } else {
+        const m = this.data, A = this.a, B = this.b;
+        for (let r = from, o = from * d; r < to; r++, o += d) {
+          let s = 0;
+          for (let j = 0; j < d; j++) s += m[o + j]! * qi[j]!;
+          out[r] = s * A[r]! * alpha - B[r]! * beta;
+        }
+      }
+    }
+    return out;
   }
 
   // The given helper, or the process's once a scan is large enough to split (small indexes never
