@@ -3,6 +3,8 @@
  * ingest preparation (summaries + embeddings), index build, resident memory, `semantic`
  * latency (p50/p99, full recommend path without HTTP), and @orama/orama and LanceDB hybrid search
  * over the same articles and vectors for comparison (BENCH_ORAMA=0, BENCH_LANCEDB=0 leave them out).
+ * With BENCH_ANN (on by default) a second index answers the vector side from its IVF index (the
+ * service does so from ANN_MIN_ROWS articles): its build, `semantic` latency and overlap with the exact top 9.
  *
  *   deno run -A bench/search_100k.ts            (BENCH_ARTICLES=20000 for a quicker run)
  */
@@ -25,6 +27,7 @@ const N = Number(Deno.env.get("BENCH_ARTICLES") ?? 100_000);
 const QUERIES = Number(Deno.env.get("BENCH_QUERIES") ?? 500);
 const ORAMA = (Deno.env.get("BENCH_ORAMA") ?? "1") !== "0";
 const LANCEDB = (Deno.env.get("BENCH_LANCEDB") ?? "1") !== "0";
+const ANN = (Deno.env.get("BENCH_ANN") ?? "1") !== "0";
 const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
 const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MiB`;
 const pct = (xs: number[], p: number) =>
@@ -67,6 +70,7 @@ const index = new DataModelIndex(dm.id, embeddings.dims);
 for (let i = 0; i < articles.length; i++) index.upsert(articles[i]!, vectors[i]!);
 const buildS = (performance.now() - t) / 1000;
 // Bodies are not kept by the index; drop our copies before measuring what the service holds.
+const bodies = articles.map((a) => a.body);
 for (const a of articles) a.body = "";
 (globalThis as { gc?: () => void }).gc?.();
 const rss = Deno.memoryUsage().rss;
@@ -137,6 +141,26 @@ async function measure(name: string, run: (q: string) => unknown): Promise<{ p50
   return { p50, p99 };
 }
 
+let annEngine: SearchEngine | undefined;
+if (ANN) {
+  t = performance.now();
+  const annIndex = new DataModelIndex(dm.id, embeddings.dims, { ann: { minRows: 0 } });
+  await annIndex.bulkLoad(() => {
+    for (let i = 0; i < articles.length; i++) annIndex.upsert({ ...articles[i]!, body: bodies[i]! }, vectors[i]!);
+    return Promise.resolve();
+  });
+  const loadS = (performance.now() - t) / 1000;
+  await annIndex.annReady();
+  const ann = annIndex.annStatus!;
+  console.log(
+    `second index with the IVF vector side: loaded in ${loadS.toFixed(1)} s, IVF (${ann.lists} lists, ${ann.probes} ` +
+      `probed) ready ${((performance.now() - t) / 1000 - loadS).toFixed(1)} s later, ${mb(ann.bytes)}`,
+  );
+  annEngine = new SearchEngine({ kv: undefined as unknown as Deno.Kv, clock, log: memoryLogger(), embeddings });
+  annEngine.adoptIndex(annIndex);
+}
+bodies.length = 0;
+
 const ours = await measure("semantic (recommend, top 9)", (q) => engine.recommend(dm, { query: q }, {}));
 await measure(
   "most_recent (recommend, top 9)",
@@ -146,6 +170,19 @@ await measure(
   "ref quota (2 passes, top 9)",
   (q) => engine.recommend(dm, { query: q, ref: "metrowire.example", num_articles_ref: 3 }, {}),
 );
+if (annEngine) {
+  await measure("semantic, IVF vector side (recommend, top 9)", (q) => annEngine.recommend(dm, { query: q }, {}));
+  let same = 0, shown = 0;
+  for (const q of queries) {
+    const want = new Set((await engine.recommend(dm, { query: q }, {})).response.results.map((r) => r.url));
+    const got = (await annEngine.recommend(dm, { query: q }, {})).response.results;
+    same += got.filter((r) => want.has(r.url)).length;
+    shown += want.size;
+  }
+  console.log(
+    `  top-9 overlap with the exact vector side over ${queries.length} queries: ${(same / shown).toFixed(4)}`,
+  );
+}
 
 if (ORAMA) {
   t = performance.now();

@@ -6,10 +6,12 @@
  * the collections, and the p50 latency of one hybrid query (embedding included).
  *
  *   deno task eval DIR [DIR...] [--json FILE] [--provider local|openai --base-url URL --model NAME]
- *                  [--term-feedback]
+ *                  [--term-feedback] [--ann]
  *
  * `--term-feedback` ranks hybrid with the term feedback candidate (RM3, not in the default
- * ranking; see docs/relevance.md) added to the default version.
+ * ranking; see docs/relevance.md) added to the default version. `--ann` answers the vector side
+ * of the hybrid ranking from the IVF index whatever the collection's size (the service uses it
+ * from ANN_MIN_ROWS articles), to measure what the approximation costs in relevance.
  * The API key of an OpenAI-compatible server is read from EMBEDDINGS_API_KEY.
  */
 import { parseArgs } from "node:util";
@@ -20,7 +22,7 @@ import { Bm25Index } from "../core/search/index/bm25.ts";
 import { OpenAiEmbeddings } from "../core/search/embeddings/openai.ts";
 import type { EmbeddingProvider } from "../core/search/embeddings/provider.ts";
 import { defaultCacheName, LocalEmbeddings } from "../core/search/embeddings/wink.ts";
-import { articleBag, DataModelIndex, FORWARD_TERMS_PER_DOC } from "../core/search/index/index.ts";
+import { type AnnOptions, articleBag, DataModelIndex, FORWARD_TERMS_PER_DOC } from "../core/search/index/index.ts";
 import { type Fusion, FUSION_V2, TERM_FEEDBACK_CANDIDATE } from "../core/search/rank/retrieval_mode.ts";
 import { terms } from "../core/search/text/tokenizer.ts";
 import { TopK } from "../core/search/index/topk.ts";
@@ -87,7 +89,7 @@ export function recallAt(ranked: string[], rels: Map<string, number>, k: number)
 export async function evaluate(
   data: BeirDataset,
   embeddings: EmbeddingProvider,
-  { fusion = FUSION_V2 }: { fusion?: Fusion } = {},
+  { fusion = FUSION_V2, ann }: { fusion?: Fusion; ann?: AnnOptions } = {},
 ): Promise<CollectionScores> {
   await embeddings.init();
   const index = new DataModelIndex("dm_eval", embeddings.dims, {
@@ -95,6 +97,7 @@ export async function evaluate(
     // The embeddings here are f32, not read back from int8 storage: score them as they are.
     exactVectors: true,
     forwardTerms: fusion.termFeedback ? FORWARD_TERMS_PER_DOC : 0,
+    ...(ann ? { ann } : {}),
   });
   const ids: string[] = [];
   for (let i = 0; i < data.corpus.length; i += 256) {
@@ -115,6 +118,7 @@ export async function evaluate(
       ids[index.upsert(article, vectors[j]!, articleBag(docs[j]!))] = d.id;
     });
   }
+  await index.annReady();
   const totals = {
     bm25: { ndcg10: 0, recall100: 0 },
     vector: { ndcg10: 0, recall100: 0 },
@@ -195,7 +199,7 @@ export function formatSummary(rows: { name: string; scores: CollectionScores }[]
 }
 
 const USAGE =
-  "usage: deno task eval DIR [DIR...] [--json FILE] [--provider local|openai --base-url URL --model NAME] [--term-feedback]";
+  "usage: deno task eval DIR [DIR...] [--json FILE] [--provider local|openai --base-url URL --model NAME] [--term-feedback] [--ann]";
 
 if (import.meta.main) {
   let args;
@@ -209,6 +213,7 @@ if (import.meta.main) {
         "base-url": { type: "string" },
         model: { type: "string" },
         "term-feedback": { type: "boolean", default: false },
+        ann: { type: "boolean", default: false },
       },
     });
   } catch {
@@ -246,7 +251,7 @@ if (import.meta.main) {
     const name = dir.replace(/\/+$/, "").split("/").at(-1) || dir;
     const data = await loadBeir(dir);
     const fusion = args.values["term-feedback"] ? { ...FUSION_V2, termFeedback: TERM_FEEDBACK_CANDIDATE } : FUSION_V2;
-    const scores = await evaluate(data, embeddings, { fusion });
+    const scores = await evaluate(data, embeddings, { fusion, ann: args.values.ann ? { minRows: 0 } : undefined });
     console.log(formatReport(data, scores, name) + "\n");
     rows.push({ name, dir, scores });
   }
