@@ -23,8 +23,8 @@ export const CHUNK = 64;
 /** Sample rows per centroid for k-means. */
 const SAMPLE_PER_LIST = 24;
 const KMEANS_ITERATIONS = 8;
-/** Rows assigned between yields to the event loop while building. */
-const ROWS_PER_SLICE = 4096;
+/** Rows assigned or copied between yields to the event loop while building (a few ms of work). */
+export const ROWS_PER_SLICE = 1024;
 
 /** How an IVF index is shaped: its centroids and how many of them a query probes. */
 export interface IvfShape {
@@ -114,6 +114,7 @@ export class IvfIndex {
     }
     ivf.next = p;
     for (let r = 0; r < count; r++) {
+      if (r % ROWS_PER_SLICE === ROWS_PER_SLICE - 1) await yieldNow();
       const l = assigned[r]!;
       if (l >= 0) ivf.place(r, at[l]!++);
     }
@@ -137,7 +138,10 @@ export class IvfIndex {
     const dims = this.source.dims, assign = new Int32Array(n);
     for (let it = 0; it < KMEANS_ITERATIONS; it++) {
       await yieldNow();
-      for (let i = 0; i < n; i++) assign[i] = this.nearest(rows[i]!);
+      for (let i = 0; i < n; i++) {
+        if (i % ROWS_PER_SLICE === ROWS_PER_SLICE - 1) await yieldNow();
+        assign[i] = this.nearest(rows[i]!);
+      }
       const sums = Array.from({ length: this.lists }, () => new Float64Array(dims));
       const sizes = new Int32Array(this.lists);
       for (let i = 0; i < n; i++) {
