@@ -41,6 +41,9 @@ export async function lancePeer(
 ): Promise<LancePeer> {
   // Its per-query deprecation warnings would drown the figures; the level is read when the module loads.
   if (!Deno.env.get("LANCEDB_LOG")) Deno.env.set("LANCEDB_LOG", "error");
+  // On 2 cores its CPU pool has 2 threads, and its full-text index build of 60,000 or more real
+  // documents then waits forever (no thread busy); a larger pool builds it.
+  if (!Deno.env.get("LANCE_CPU_THREADS")) Deno.env.set("LANCE_CPU_THREADS", "8");
   const { connect, Index, rerankers } = await import("@lancedb/lancedb");
   const db = await connect(dir);
   let table: Table | undefined;
