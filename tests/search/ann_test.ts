@@ -93,6 +93,10 @@ Deno.test("DataModelIndex with an ANN: new, replaced and removed articles reach 
   assert.equal(index.annStatus!.rows, rows.length);
   const probe = unit(Float32Array.from({ length: DIMS }, (_, j) => (j % 3 === 0 ? 1 : -0.5)));
   const query = { bag: new Map<string, number>(), vector: probe };
+  const scans = { ...index.vectors.scanPaths };
+  index.hybrid(query, { k: 5 });
+  assert.equal(index.vectors.scanPaths.ivf, scans.ivf + 1, "the IVF index answered, counted");
+  assert.equal(index.vectors.scanPaths.simd, scans.simd, "without a full scan");
   // A new article along the query is its best match at once.
   const slot = index.upsert(article(9_001, "fresh"), probe);
   let top = index.hybrid(query, { k: 5 });

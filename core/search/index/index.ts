@@ -651,6 +651,7 @@ export class DataModelIndex {
       this.vectors.scan(vector, this.cards.length); // writes into the memory `cos` views
       return null;
     }
+    this.vectors.scanPaths.ivf++;
     for (const e of found) e.score = cos[e.id] = this.vectors.cosine(e.id, vector);
     return found.sort((a, b) => b.score - a.score || a.id - b.id);
   }

@@ -85,9 +85,11 @@ export class VectorIndex {
   /**
    * How many scans took each path since the index was made: WebAssembly SIMD on this thread,
    * SIMD split with the helper thread, the JavaScript loop (no SIMD), or the plain cosine loop (a
-   * query along the common direction). Benchmarks print it, so a silent fallback shows.
+   * query along the common direction), and how many rankings the owner's IVF index answered
+   * instead of a scan (`ivf`, counted by DataModelIndex). Benchmarks print it, so a silent
+   * fallback shows.
    */
-  readonly scanPaths = { simd: 0, simdWithHelper: 0, javascript: 0, plain: 0 };
+  readonly scanPaths = { simd: 0, simdWithHelper: 0, javascript: 0, plain: 0, ivf: 0 };
 
   private bytesFor(capacity: number): number {
     return this.queryBytes + capacity * this.stride + 3 * capacity * 4 + Math.ceil(capacity / MAX_BLOCK) * 4;
@@ -513,5 +515,5 @@ export function describeScanPaths(index: VectorIndex, since?: ScanPaths): string
   const p = index.scanPaths, d = (k: keyof ScanPaths) => p[k] - (since?.[k] ?? 0);
   return `scan paths: WebAssembly SIMD ${index.simd ? "available" : "NOT AVAILABLE"}; ${d("simdWithHelper")} scans ` +
     `SIMD split with the helper thread, ${d("simd")} SIMD on one thread, ${d("javascript")} JavaScript loop, ` +
-    `${d("plain")} plain cosine loop`;
+    `${d("plain")} plain cosine loop; ${d("ivf")} vector sides answered by the IVF index without a full scan`;
 }
