@@ -636,6 +636,16 @@ export class DataModelIndex {
     return cos;
   }
 
+  /**
+   * Writes into `cos` (from {@link rankingCosines}) the cosines of `slots` where the ANN answered
+   * and left them out: for what reads cosines of slots a ranking took from elsewhere (the
+   * trending keywords' matches, an explanation). Nothing to do after a full scan.
+   */
+  ensureCosines(cos: Float32Array, slots: readonly number[], vector: Float32Array | null): void {
+    if (cos !== this.annCos || !vector) return;
+    for (const s of slots) cos[s] = this.vectors.cosine(s, vector);
+  }
+
   // The vector side's `side` best from the ANN (allowed slots only), best first, their exact
   // cosines written into `cos`; null after a full scan into `cos` instead, when the ANN cannot
   // answer the query or its clusters hold fewer allowed rows than asked for (a narrow filter).
