@@ -12,6 +12,11 @@
  *    runs the full `recommend()` path (query embedding, vector scan, BM25, fusion, paging) for
  *    500 queries after 50 warm-up ones, and reports p50/p99 and RSS.
  *
+ * 3. LanceDB as a peer (serve phase; BENCH_LANCEDB=0 leaves it out): the same articles read back from KV (title,
+ *    summary, body opening and our stored int8 vectors) in a LanceDB table with its full-text and IVF_HNSW_SQ
+ *    indexes, the same queries as hybrid searches fused by RRF. BENCH_LANCEDB_DIR keeps the table there and reuses
+ *    it in later runs over the same KV.
+ *
  * Targets (1M): semantic p50 <= 15 ms, p99 <= 50 ms; build <= 90 s; RSS <= 4 GiB; ingest >= 2,000/s.
  */
 import { AnalyticsDb } from "../analytics/duckdb.ts";
@@ -22,7 +27,7 @@ import { sha256Hex } from "../core/crypto.ts";
 import { type Article, ArticleRepo, embeddingText, normalizeArticle } from "../core/search/store/articles.ts";
 import { SearchEngine } from "../core/search/engine.ts";
 import type { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
-import { describeScanPaths, quantize } from "../core/search/index/vector_index.ts";
+import { dequantize, describeScanPaths, quantize } from "../core/search/index/vector_index.ts";
 import { articleBag, storableTerms } from "../core/search/index/index.ts";
 import { newId } from "../core/ids.ts";
 import { createLogger } from "../core/log.ts";
@@ -30,6 +35,7 @@ import { DEFAULT_SEARCH_VERSION } from "../core/search/rank/retrieval_mode.ts";
 import type { DataModel } from "../core/store/models.ts";
 import { generateArticles, NEWS_SITES, TECH_SITES } from "../fixtures/articles.ts";
 import { createApp } from "../routes/app.ts";
+import { lancePeer, type LanceRow } from "./_lancedb.ts";
 
 const N = Number(Deno.env.get("BENCH_ARTICLES") ?? 1_000_000);
 const QUERIES = Number(Deno.env.get("BENCH_QUERIES") ?? 500);
@@ -81,6 +87,7 @@ const QUERY_TEXTS = [
   "space telescope images",
 ];
 
+const LANCEDB = (Deno.env.get("BENCH_LANCEDB") ?? "1") !== "0";
 const SEED_PARTS = Number(Deno.env.get("BENCH_SEED_PARTS") ?? 3);
 
 /** Writes batches `part, part + parts, ...` of the seed to KV (one of several seeding processes). */
@@ -246,6 +253,22 @@ if (phase === "seed-part") {
   const dm = (await w.deps.repos.dataModels.get(dmId))!;
   const engine = w.deps.search;
   const ctx = { tenantId: dm.tenantId };
+  if (engine instanceof SearchEngine) {
+    // The IVF index of the vector side is built in the background after the index (searches take
+    // the exact scan until it is ready): its own time and memory.
+    const index = await engine.registry.index(dmId), t2 = performance.now(), c3 = cpuSeconds();
+    await index.annReady();
+    const ann = index.annStatus;
+    console.log(
+      ann
+        ? `ANN (IVF, ${ann.lists} lists, ${ann.probes} probed): ready ${
+          ((performance.now() - t2) / 1000).toFixed(1)
+        } s after the index (${(cpuSeconds() - c3).toFixed(1)} CPU s; the build itself ${
+          (index.annBuildMs / 1000).toFixed(1)
+        } s), ${mib(ann.bytes)}; rss ${mib(Deno.memoryUsage().rss)}`
+        : "ANN: none (exact scan)",
+    );
+  }
   // The service's engine is a SearchEngine; its index's counters tell which scan path ran.
   const vectors = engine instanceof SearchEngine ? (await engine.registry.index(dmId)).vectors : null;
   for (const algorithm of QUERIES > 0 ? ["semantic", "most_recent"] as const : []) {
@@ -263,11 +286,58 @@ if (phase === "seed-part") {
       `${algorithm}, top 9 (ranking v${DEFAULT_SEARCH_VERSION}, vector weight ${w.deps.config.embeddings.searchVectorWeight}): ` +
         `p50 ${pct(times, 0.5).toFixed(2)} ms, p99 ${pct(times, 0.99).toFixed(2)} ms, ${
           cpuMs.toFixed(2)
-        } CPU ms per query`,
+        } CPU ms per query; load average ${Deno.loadavg()[0].toFixed(1)}`,
     );
     if (vectors) console.log(`  ${describeScanPaths(vectors, paths)}`);
   }
   console.log(`rss after queries: ${mib(Deno.memoryUsage().rss)}`);
+  if (LANCEDB && QUERIES > 0 && engine instanceof SearchEngine) {
+    const index = await engine.registry.index(dmId);
+    const keep = Deno.env.get("BENCH_LANCEDB_DIR");
+    const dir = keep ?? await Deno.makeTempDir({ prefix: "bench-lancedb-" });
+    // The articles as stored (our int8 vectors, dequantised), ids = our slots, in pages of 10,000.
+    const rows = async function* () {
+      let page: LanceRow[] = [];
+      for await (const e of w.deps.kv.list<Article>({ prefix: ["article", dmId] })) {
+        const a = e.value, slot = index.slotOf(a.url);
+        if (slot === undefined || !a.embedding) continue;
+        const q = new Int8Array(a.embedding.q.buffer, a.embedding.q.byteOffset, a.embedding.q.byteLength);
+        page.push({
+          id: slot,
+          text: `${a.title} ${a.summary} ${a.body.slice(0, 6000)}`,
+          vector: dequantize(q, a.embedding.scale),
+        });
+        if (page.length === 10_000) yield page, page = [];
+      }
+      if (page.length) yield page;
+    };
+    const c2 = cpuSeconds();
+    const peer = await lancePeer(dir, rows, { reuse: keep !== undefined });
+    console.log(
+      `lancedb: ${peer.rows} rows; written in ${peer.writeS.toFixed(1)} s, FTS + IVF_HNSW_SQ indexes built in ${
+        peer.indexS.toFixed(1)
+      } s (${(cpuSeconds() - c2).toFixed(1)} CPU s; 0 s: reused from ${dir}); plan ${peer.plan}; ${
+        peer.indexed ? "both sides indexed" : "NOT INDEXED (a flat scan)"
+      }`,
+    );
+    const embeddings = engine.embeddings as LocalEmbeddings;
+    const times: number[] = [];
+    const c1 = cpuSeconds();
+    for (let i = 0; i < QUERIES + 50; i++) {
+      const q = `${QUERY_TEXTS[i % QUERY_TEXTS.length]} ${i % 7 === 0 ? "latest" : ""}`.trim();
+      const s = performance.now();
+      await peer.hybrid(q, embeddings.embedOne(q), 9);
+      if (i >= 50) times.push(performance.now() - s);
+    }
+    console.log(
+      `lancedb hybrid (FTS BM25 + HNSW over our vectors, RRF), top 9: p50 ${pct(times, 0.5).toFixed(2)} ms, p99 ${
+        pct(times, 0.99).toFixed(2)
+      } ms, ${(((cpuSeconds() - c1) * 1000) / (QUERIES + 50)).toFixed(2)} CPU ms per query; load average ${
+        Deno.loadavg()[0].toFixed(1)
+      }`,
+    );
+    if (!keep) await Deno.remove(dir, { recursive: true });
+  }
   if (Deno.env.get("BENCH_FOLLOW") && engine instanceof SearchEngine) {
     // Another process writes 1,000 new articles and edits 1,000 (what its ingest commits: the
     // articles and their change-log entries); this process applies them from the change log.

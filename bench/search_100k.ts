@@ -1,8 +1,11 @@
 /**
  * In-process search benchmark over 100,000 generated articles in one data model:
  * ingest preparation (summaries + embeddings), index build, resident memory, `semantic`
- * latency (p50/p99, full recommend path without HTTP), and @orama/orama hybrid search over the
- * same articles and vectors for comparison.
+ * latency (p50/p99, full recommend path without HTTP), and @orama/orama and LanceDB hybrid search
+ * over the same articles and vectors for comparison (BENCH_ORAMA=0, BENCH_LANCEDB=0 leave them out).
+ * The first index keeps the exact vector side; with BENCH_ANN (on by default) a second one answers it
+ * from its IVF index, as the service does from ANN_MIN_ROWS articles: its build, `semantic` latency
+ * and overlap with the exact top 9.
  *
  *   deno run -A bench/search_100k.ts            (BENCH_ARTICLES=20000 for a quicker run)
  */
@@ -19,10 +22,13 @@ import { describeScanPaths } from "../core/search/index/vector_index.ts";
 import type { DataModel } from "../core/store/models.ts";
 import { generateArticles, NEWS_SITES, TECH_SITES } from "../fixtures/articles.ts";
 import { prng } from "../fixtures/prng.ts";
+import { lancePeer } from "./_lancedb.ts";
 
 const N = Number(Deno.env.get("BENCH_ARTICLES") ?? 100_000);
 const QUERIES = Number(Deno.env.get("BENCH_QUERIES") ?? 500);
 const ORAMA = (Deno.env.get("BENCH_ORAMA") ?? "1") !== "0";
+const LANCEDB = (Deno.env.get("BENCH_LANCEDB") ?? "1") !== "0";
+const ANN = (Deno.env.get("BENCH_ANN") ?? "1") !== "0";
 const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
 const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MiB`;
 const pct = (xs: number[], p: number) =>
@@ -61,10 +67,12 @@ console.log(`ingest preparation (summaries + embeddings): ${prepS.toFixed(1)} s`
 // Index build: what start-up does per stored article (tokenise, postings, vectors).
 const rssBefore = Deno.memoryUsage().rss;
 t = performance.now();
-const index = new DataModelIndex(dm.id, embeddings.dims);
+// The exact vector side (a scan of every row); the IVF one is measured on a second index below.
+const index = new DataModelIndex(dm.id, embeddings.dims, { ann: null });
 for (let i = 0; i < articles.length; i++) index.upsert(articles[i]!, vectors[i]!);
 const buildS = (performance.now() - t) / 1000;
 // Bodies are not kept by the index; drop our copies before measuring what the service holds.
+const bodies = articles.map((a) => a.body);
 for (const a of articles) a.body = "";
 (globalThis as { gc?: () => void }).gc?.();
 const rss = Deno.memoryUsage().rss;
@@ -135,6 +143,26 @@ async function measure(name: string, run: (q: string) => unknown): Promise<{ p50
   return { p50, p99 };
 }
 
+let annEngine: SearchEngine | undefined;
+if (ANN) {
+  t = performance.now();
+  const annIndex = new DataModelIndex(dm.id, embeddings.dims, { ann: { minRows: 0 } });
+  await annIndex.bulkLoad(() => {
+    for (let i = 0; i < articles.length; i++) annIndex.upsert({ ...articles[i]!, body: bodies[i]! }, vectors[i]!);
+    return Promise.resolve();
+  });
+  const loadS = (performance.now() - t) / 1000;
+  await annIndex.annReady();
+  const ann = annIndex.annStatus!;
+  console.log(
+    `second index with the IVF vector side: loaded in ${loadS.toFixed(1)} s, IVF (${ann.lists} lists, ${ann.probes} ` +
+      `probed) ready ${((performance.now() - t) / 1000 - loadS).toFixed(1)} s later, ${mb(ann.bytes)}`,
+  );
+  annEngine = new SearchEngine({ kv: undefined as unknown as Deno.Kv, clock, log: memoryLogger(), embeddings });
+  annEngine.registry.adoptIndex(annIndex);
+}
+bodies.length = 0;
+
 const ours = await measure("semantic (recommend, top 9)", (q) => engine.recommend(dm, { query: q }, {}));
 await measure(
   "most_recent (recommend, top 9)",
@@ -144,6 +172,19 @@ await measure(
   "ref quota (2 passes, top 9)",
   (q) => engine.recommend(dm, { query: q, ref: "metrowire.example", num_articles_ref: 3 }, {}),
 );
+if (annEngine) {
+  await measure("semantic, IVF vector side (recommend, top 9)", (q) => annEngine.recommend(dm, { query: q }, {}));
+  let same = 0, shown = 0;
+  for (const q of queries) {
+    const want = new Set((await engine.recommend(dm, { query: q }, {})).response.results.map((r) => r.url));
+    const got = (await annEngine.recommend(dm, { query: q }, {})).response.results;
+    same += got.filter((r) => want.has(r.url)).length;
+    shown += want.size;
+  }
+  console.log(
+    `  top-9 overlap with the exact vector side over ${queries.length} queries: ${(same / shown).toFixed(4)}`,
+  );
+}
 
 if (ORAMA) {
   t = performance.now();
@@ -168,4 +209,30 @@ if (ORAMA) {
     });
   });
   console.log(`speed-up at p50: ${(orama.p50 / ours.p50).toFixed(1)}x`);
+}
+
+if (LANCEDB) {
+  // The same text our BM25F indexes (title, summary, body opening) and our own vectors.
+  const dir = await Deno.makeTempDir({ prefix: "bench-lancedb-" });
+  const BATCH = 10_000;
+  const peer = await lancePeer(dir, function* () {
+    for (let i = 0; i < articles.length; i += BATCH) {
+      yield articles.slice(i, i + BATCH).map((a, j) => ({
+        id: i + j,
+        text: `${a.title} ${a.summary} ${fixtures[i + j]!.body.slice(0, 6000)}`,
+        vector: vectors[i + j]!,
+      }));
+    }
+  });
+  console.log(
+    `lancedb: ${peer.rows} rows written in ${peer.writeS.toFixed(1)} s, FTS + IVF_HNSW_SQ indexes built in ${
+      peer.indexS.toFixed(1)
+    } s; plan ${peer.plan}; ${peer.indexed ? "both sides indexed" : "NOT INDEXED (a flat scan)"}`,
+  );
+  const lance = await measure(
+    "lancedb hybrid, FTS + HNSW, RRF (top 9)",
+    (q) => peer.hybrid(q, embeddings.embedOne(q), 9),
+  );
+  console.log(`speed-up at p50 against LanceDB: ${(lance.p50 / ours.p50).toFixed(1)}x`);
+  await Deno.remove(dir, { recursive: true });
 }

@@ -6,16 +6,19 @@
  * the collections, and the p50 latency of one hybrid query (embedding included).
  *
  *   deno task eval DIR [DIR...] [--json FILE] [--provider local|openai --base-url URL --model NAME]
- *                  [--term-feedback]
+ *                  [--term-feedback] [--ann]
  *
  * `--term-feedback` ranks hybrid with the term feedback candidate (RM3, not in the default
- * ranking; see docs/relevance.md) added to the default version.
+ * ranking; see docs/relevance.md) added to the default version. `--ann` answers the vector side
+ * of the hybrid ranking from the IVF index whatever the collection's size (the service uses it
+ * from ANN_MIN_ROWS articles), to measure what the approximation costs in relevance.
  * The API key of an OpenAI-compatible server is read from EMBEDDINGS_API_KEY.
  */
 import { parseArgs } from "node:util";
 import { parseConfig } from "../core/config.ts";
 import type { Article, EmbeddingProvider } from "../core/search/mod.ts";
 import {
+  type AnnOptions,
   articleBag,
   Bm25Index,
   DataModelIndex,
@@ -93,7 +96,7 @@ export function recallAt(ranked: string[], rels: Map<string, number>, k: number)
 export async function evaluate(
   data: BeirDataset,
   embeddings: EmbeddingProvider,
-  { fusion = FUSION_V2 }: { fusion?: Fusion } = {},
+  { fusion = FUSION_V2, ann }: { fusion?: Fusion; ann?: AnnOptions } = {},
 ): Promise<CollectionScores> {
   await embeddings.init();
   const index = new DataModelIndex("dm_eval", embeddings.dims, {
@@ -101,6 +104,7 @@ export async function evaluate(
     // The embeddings here are f32, not read back from int8 storage: score them as they are.
     exactVectors: true,
     forwardTerms: fusion.termFeedback ? FORWARD_TERMS_PER_DOC : 0,
+    ...(ann ? { ann } : {}),
   });
   const ids: string[] = [];
   for (let i = 0; i < data.corpus.length; i += 256) {
@@ -121,6 +125,7 @@ export async function evaluate(
       ids[index.upsert(article, vectors[j]!, articleBag(docs[j]!))] = d.id;
     });
   }
+  await index.annReady();
   const totals = {
     bm25: { ndcg10: 0, recall100: 0 },
     vector: { ndcg10: 0, recall100: 0 },
@@ -201,7 +206,7 @@ export function formatSummary(rows: { name: string; scores: CollectionScores }[]
 }
 
 const USAGE =
-  "usage: deno task eval DIR [DIR...] [--json FILE] [--provider local|openai --base-url URL --model NAME] [--term-feedback]";
+  "usage: deno task eval DIR [DIR...] [--json FILE] [--provider local|openai --base-url URL --model NAME] [--term-feedback] [--ann]";
 
 if (import.meta.main) {
   let args;
@@ -215,6 +220,7 @@ if (import.meta.main) {
         "base-url": { type: "string" },
         model: { type: "string" },
         "term-feedback": { type: "boolean", default: false },
+        ann: { type: "boolean", default: false },
       },
     });
   } catch {
@@ -252,7 +258,7 @@ if (import.meta.main) {
     const name = dir.replace(/\/+$/, "").split("/").at(-1) || dir;
     const data = await loadBeir(dir);
     const fusion = args.values["term-feedback"] ? { ...FUSION_V2, termFeedback: TERM_FEEDBACK_CANDIDATE } : FUSION_V2;
-    const scores = await evaluate(data, embeddings, { fusion });
+    const scores = await evaluate(data, embeddings, { fusion, ann: args.values.ann ? { minRows: 0 } : undefined });
     console.log(formatReport(data, scores, name) + "\n");
     rows.push({ name, dir, scores });
   }

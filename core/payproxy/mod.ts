@@ -52,11 +52,6 @@ export function createPayproxyServices(
   };
 }
 
-export { AllowanceClient, FULL_TEXT_METER, PayproxyMetrics, serviceSlug } from "./allowance.ts";
-export { PayproxyGate, QUERY_USAGE } from "./gate.ts";
-export type { Admission } from "./gate.ts";
-export { payproxyErrors } from "./errors.ts";
-export { PayproxySecretStore, SecretStoreError } from "./secrets.ts";
 export {
   AGENT_ID_HEADER,
   pathAndQuery,
@@ -66,4 +61,10 @@ export {
   signRequest,
   USAGE_HEADER,
 } from "./signature.ts";
+
+export { AllowanceClient, FULL_TEXT_METER, PayproxyMetrics, serviceSlug } from "./allowance.ts";
+export { PayproxyGate, QUERY_USAGE } from "./gate.ts";
+export type { Admission } from "./gate.ts";
+export { payproxyErrors } from "./errors.ts";
+export { PayproxySecretStore, SecretStoreError } from "./secrets.ts";
 export { marketplaceAiModel, marketplaceDataModel } from "./marketplace.ts";

@@ -35,6 +35,7 @@ export type { ArticleService, IngestReport, Search, ServedResults } from "./engi
 export { fullTextNotLicensed } from "./errors.ts";
 export { Bm25Index } from "./index/bm25.ts";
 export { articleBag, DataModelIndex, FORWARD_TERMS_PER_DOC } from "./index/index.ts";
+export type { AnnOptions } from "./index/index.ts";
 export type { SearchShard } from "./index/shard.ts";
 export { TopK } from "./index/topk.ts";
 export type { LinkBuilder, QueryCount, QuerySource, TrendChannel } from "./ports.ts";

@@ -162,7 +162,7 @@ export class Recommender {
     });
     const trends = algorithm === "trending" ? await this.trends(dataModel.id, index, now) : undefined;
     // From the scan to the end of ranking nothing awaits: the cosines live in shared scratch space.
-    const cos = index.cosines(rep.vector);
+    const cos = index.rankingCosines(rep.vector);
     const rank = ALGORITHMS[algorithm];
     // Retention: between sweeps, articles past the model's max age are already out of every ranking.
     const since = liveSince(dataModel, this.options.clock);

@@ -1,6 +1,7 @@
 /** The text room's face: what other rooms and the routes may use. */
 
 // The DOM walk only: `htmlToMarkdown` (./markdown.ts) loads linkedom, so it is imported where it is used.
+
 export { bodyToMarkdown } from "./markdown_dom.ts";
 export { clipMarkdown, markupWithinLimits, stripTags, textToMarkdown } from "./markdown_text.ts";
 export { splitSentences } from "./sentences.ts";

@@ -19,8 +19,8 @@ Deno.test("VectorIndex.scanPaths counts each scan's path: SIMD, SIMD split with 
     simd.scan(q, 10); // below the helper's minimum: one thread
     simd.scan(q, 100); // split
     js.scan(q, 100);
-    assert.deepEqual(simd.scanPaths, { simd: 1, simdWithHelper: 1, javascript: 0, plain: 0 });
-    assert.deepEqual(js.scanPaths, { simd: 0, simdWithHelper: 0, javascript: 1, plain: 0 });
+    assert.deepEqual(simd.scanPaths, { simd: 1, simdWithHelper: 1, javascript: 0, plain: 0, ivf: 0 });
+    assert.deepEqual(js.scanPaths, { simd: 0, simdWithHelper: 0, javascript: 1, plain: 0, ivf: 0 });
     const since = { ...simd.scanPaths };
     simd.scan(q, 10);
     assert.match(

@@ -5,6 +5,7 @@ import { type Fusion, FUSION_V2 } from "../rank/retrieval_mode.ts";
 import { terms } from "../text/tokenizer.ts";
 import { TopK } from "./topk.ts";
 import { l2norm, VectorIndex } from "./vector_index.ts";
+import { IvfIndex, type IvfShape, ivfShape, ROWS_PER_SLICE } from "./ivf.ts";
 
 /** What a search result shows of an article; kept in memory (the body stays in KV). */
 export interface ArticleCard {
@@ -78,6 +79,22 @@ export const ARTICLE_FIELDS: Bm25Field[] = [{ weight: 2, b: 0.5 }, { weight: 1, 
  * keep none: term feedback is not in the default ranking.
  */
 export const FORWARD_TERMS_PER_DOC = 32;
+/**
+ * Rows from which an index answers the vector side of a ranking from an IVF index (the rows of
+ * the query's nearest clusters) instead of a scan of every row. At 100,000 articles it already
+ * takes `semantic` from 2.2 to 0.8 ms with the same top 9 (bench/search_100k.ts); small indexes,
+ * like the relevance collections in the repo, keep the exact scan (docs/relevance.md).
+ */
+export const ANN_MIN_ROWS = 65_536;
+
+/** When and how an index uses an approximate vector side (see {@link IvfIndex}). */
+export interface AnnOptions {
+  /** Rows from which it is built and used ({@link ANN_MIN_ROWS} by default). */
+  minRows?: number;
+  /** Its shape; {@link ivfShape} of the rows at each build by default. */
+  shape?: (rows: number) => IvfShape;
+}
+
 /** BM25 term-frequency saturation. */
 export const BM25_K1 = 1.2;
 // Each side contributes at least this many candidates, so normalisation sees a stable spread.
@@ -199,6 +216,17 @@ export class DataModelIndex {
   private deadSlots = new Uint8Array(1024);
   /** How many compactions ran (observability and tests). */
   compactions = 0;
+  private readonly annOptions: Required<AnnOptions> | null;
+  /** The approximate vector side, once built (see {@link rankingCosines}). */
+  private ann: IvfIndex | null = null;
+  /** A build under way, and the slots changed since it started (filed again when it ends). */
+  private annBuild: Promise<void> | null = null;
+  private annTouched: Set<number> | null = null;
+  /** The scratch array {@link rankingCosines} handed out without a scan, for {@link hybrid} to recognise. */
+  private annCos: Float32Array | null = null;
+  /** ANN builds finished and the last one's wall time (observability, benchmarks). */
+  annBuilds = 0;
+  annBuildMs = 0;
 
   /**
    * @param removeCommonDirection take the vectors' first principal component out of every
@@ -207,12 +235,14 @@ export class DataModelIndex {
    * evaluations over raw embeddings); the service's vectors always come from storage
    * @param forwardTerms terms kept per article for term feedback (0, the default: none, feedback off;
    * {@link FORWARD_TERMS_PER_DOC} to measure it)
+   * @param ann when to answer the vector side from an IVF index (null: always the exact scan)
    */
   constructor(
     dataModelId: string,
     dims: number,
-    { removeCommonDirection = false, exactVectors = false, forwardTerms = 0 } = {},
+    { removeCommonDirection = false, exactVectors = false, forwardTerms = 0, ann = {} as AnnOptions | null } = {},
   ) {
+    this.annOptions = ann === null ? null : { minRows: ann.minRows ?? ANN_MIN_ROWS, shape: ann.shape ?? ivfShape };
     this.dataModelId = dataModelId;
     this.forward = forwardTerms > 0 ? new ForwardTerms(forwardTerms) : null;
     this.vectors = new VectorIndex(dims, 1024, { keepFloats: exactVectors });
@@ -264,7 +294,9 @@ export class DataModelIndex {
     this.bm25.add(slot, bag);
     this.forward?.set(slot, bag, ARTICLE_FIELDS, this.bm25);
     this.vectors.set(slot, vector);
+    this.annChanged(slot);
     if (this.removeCommonDirection && !this.loading) this.trackDirection();
+    if (!this.loading) this.buildAnnWhenDue();
     this.version++;
     this.compactWhenDue();
     return slot;
@@ -289,9 +321,81 @@ export class DataModelIndex {
   private trackDirection(force = false): void {
     const n = this.cards.length;
     if (n >= DIRECTION_MIN_ROWS && (force || n >= this.directionRows * DIRECTION_REGROWTH)) {
-      this.vectors.setDirection(this.vectors.principalDirection(Math.min(n, DIRECTION_SAMPLE_ROWS)), n);
+      const direction = this.vectors.principalDirection(Math.min(n, DIRECTION_SAMPLE_ROWS));
+      this.vectors.setDirection(direction, n);
+      this.ann?.setDirection(direction);
+      this.direction = direction;
       this.directionRows = n;
     }
+  }
+
+  private direction: Float32Array | null = null;
+
+  // A changed row reaches the ANN, and a build under way files it again when it ends.
+  private annChanged(slot: number): void {
+    this.ann?.update(slot);
+    this.annTouched?.add(slot);
+  }
+
+  // Starts a build (in the background: searches take the exact scan or the previous ANN until
+  // it ends) when the index has reached the size for one, doubled since the last, or has many holes.
+  private buildAnnWhenDue(): void {
+    const o = this.annOptions, n = this.cards.length;
+    if (!o || this.annBuild || n < o.minRows || n === 0) return;
+    if (this.ann && !this.ann.stale(n)) return;
+    this.annBuild = this.buildAnn(o).finally(() => (this.annBuild = null));
+  }
+
+  private async buildAnn(o: Required<AnnOptions>): Promise<void> {
+    const started = performance.now();
+    const n = this.cards.length, direction = this.direction;
+    const touched = this.annTouched = new Set();
+    try {
+      const ivf = await IvfIndex.build(this.vectors, n, direction, o.shape(n));
+      // What changed or was appended while it was built, in slices while many (more may come meanwhile).
+      for (;;) {
+        const batch = [...touched];
+        touched.clear();
+        if (batch.length <= ROWS_PER_SLICE) {
+          for (const slot of batch) ivf.update(slot);
+          break;
+        }
+        for (let i = 0; i < batch.length; i++) {
+          ivf.update(batch[i]!);
+          if (i % ROWS_PER_SLICE === ROWS_PER_SLICE - 1) await new Promise((r) => setTimeout(r, 0));
+        }
+      }
+      if (this.direction !== direction) ivf.setDirection(this.direction);
+      this.ann = ivf;
+      this.annBuilds++;
+      this.annBuildMs = performance.now() - started;
+    } finally {
+      this.annTouched = null;
+    }
+  }
+
+  /**
+   * Resolves once the ANN is built where one is due (after a bulk load or growth the build runs
+   * in the background); at once for an index without one.
+   */
+  async annReady(): Promise<void> {
+    this.buildAnnWhenDue();
+    while (this.annBuild) await this.annBuild;
+  }
+
+  /** The ANN in use: its shape, rows and bytes; null while the exact scan answers. */
+  get annStatus(): { lists: number; probes: number; rows: number; bytes: number } | null {
+    const a = this.ann;
+    return a && this.annUsable() ? { lists: a.lists, probes: a.probes, rows: a.rows, bytes: a.bytes } : null;
+  }
+
+  /** The IVF index itself (benchmarks tune its probes); null before the first build. */
+  get ivf(): IvfIndex | null {
+    return this.ann;
+  }
+
+  private annUsable(): boolean {
+    return this.ann !== null && this.annOptions !== null && this.cards.length >= this.annOptions.minRows;
   }
 
   /**
@@ -305,6 +409,7 @@ export class DataModelIndex {
     } finally {
       this.loading = false;
       if (this.removeCommonDirection) this.trackDirection(true);
+      this.buildAnnWhenDue();
     }
   }
 
@@ -398,6 +503,7 @@ export class DataModelIndex {
     this.forward?.clear(s);
     this.deadSlots[s] = 1;
     this.vectors.clear(s);
+    this.annChanged(s);
     this.pubdates[s] = -Infinity;
     this.slotByUrl.delete(this.cards[s]!.url);
     this.cards[s] = RETIRED_CARD;
@@ -447,12 +553,15 @@ export class DataModelIndex {
     }
     const side = Math.max(k, MIN_SIDE_CANDIDATES);
     const hasVector = query.vector !== null && query.vector.some((x) => x !== 0);
-    const cos = given ?? this.cosines(query.vector, hasVector);
+    const cos = given ?? this.rankingCosines(query.vector, hasVector);
+    // The ANN's candidates, with exact cosines; other slots' cosines are computed as needed.
+    let vecList = hasVector && cos === this.annCos ? this.annCandidates(query.vector!, side, allow, cos) : null;
+    const approximate = vecList !== null;
 
     const vecTop = new TopK(hasVector ? side : 0);
     // Without a prefilter, the vector index selects from its block maxima (the same top k); a
     // removed slot among them (a zero cosine, very rarely that high) sends it to the full pass.
-    let vecList = hasVector && !filtered ? this.vectors.best(cos, side) : null;
+    if (!vecList) vecList = hasVector && !filtered ? this.vectors.best(cos, side) : null;
     if (vecList && this.removed > 0 && vecList.some((e) => this.deadSlots[e.id] === 1)) vecList = null;
     if (hasVector && !vecList) {
       // One pass over every cosine: most fail the floor test, kept in a local between pushes.
@@ -483,6 +592,10 @@ export class DataModelIndex {
     const vecScale = scaleOf(vecList, fusion.normalise, true);
     const lexScale = scaleOf(lexList, fusion.normalise, false);
 
+    if (approximate) {
+      const known = new Set(vecList.map((e) => e.id));
+      for (const e of lexList) if (!known.has(e.id)) cos[e.id] = this.vectors.cosine(e.id, query.vector!);
+    }
     const out: Candidate[] = [];
     const seen = new Set<number>();
     const consider = (slot: number) => {
@@ -506,7 +619,51 @@ export class DataModelIndex {
    * index: use it synchronously, never across an await.
    */
   cosines(vector: Float32Array | null, hasVector = vector !== null): Float32Array {
+    this.annCos = null;
     return this.vectors.scan(hasVector ? vector : null, this.cards.length);
+  }
+
+  /**
+   * The cosines a ranking reads ({@link hybrid} and what explains its results): those of
+   * {@link cosines}, or, where the ANN answers the vector side, the same scratch array without a
+   * scan, in which {@link hybrid} writes the cosines of the candidates it returns (every other
+   * slot holds no meaningful value). Valid until the next scan: use it synchronously.
+   */
+  rankingCosines(vector: Float32Array | null, hasVector = vector !== null): Float32Array {
+    if (!hasVector || !vector || !this.annUsable()) return this.cosines(vector, hasVector);
+    const cos = this.vectors.scratch(this.cards.length);
+    this.annCos = cos;
+    return cos;
+  }
+
+  /**
+   * Writes into `cos` (from {@link rankingCosines}) the cosines of `slots` where the ANN answered
+   * and left them out: for what reads cosines of slots a ranking took from elsewhere (the
+   * trending keywords' matches, an explanation). Nothing to do after a full scan.
+   */
+  ensureCosines(cos: Float32Array, slots: readonly number[], vector: Float32Array | null): void {
+    if (cos !== this.annCos || !vector) return;
+    for (const s of slots) cos[s] = this.vectors.cosine(s, vector);
+  }
+
+  // The vector side's `side` best from the ANN (allowed slots only), best first, their exact
+  // cosines written into `cos`; null after a full scan into `cos` instead, when the ANN cannot
+  // answer the query or its clusters hold fewer allowed rows than asked for (a narrow filter).
+  private annCandidates(
+    vector: Float32Array,
+    side: number,
+    allow: ((slot: number) => boolean) | undefined,
+    cos: Float32Array,
+  ): { id: number; score: number }[] | null {
+    const found = this.ann!.search(vector, side, allow);
+    if (!found || found.length < Math.min(side, this.liveCount)) {
+      this.annCos = null;
+      this.vectors.scan(vector, this.cards.length); // writes into the memory `cos` views
+      return null;
+    }
+    this.vectors.scanPaths.ivf++;
+    for (const e of found) e.score = cos[e.id] = this.vectors.cosine(e.id, vector);
+    return found.sort((a, b) => b.score - a.score || a.id - b.id);
   }
 }
 

@@ -85,9 +85,11 @@ export class VectorIndex {
   /**
    * How many scans took each path since the index was made: WebAssembly SIMD on this thread,
    * SIMD split with the helper thread, the JavaScript loop (no SIMD), or the plain cosine loop (a
-   * query along the common direction). Benchmarks print it, so a silent fallback shows.
+   * query along the common direction), and how many rankings the owner's IVF index answered
+   * instead of a scan (`ivf`, counted by DataModelIndex). Benchmarks print it, so a silent
+   * fallback shows.
    */
-  readonly scanPaths = { simd: 0, simdWithHelper: 0, javascript: 0, plain: 0 };
+  readonly scanPaths = { simd: 0, simdWithHelper: 0, javascript: 0, plain: 0, ivf: 0 };
 
   private bytesFor(capacity: number): number {
     return this.queryBytes + capacity * this.stride + 3 * capacity * 4 + Math.ceil(capacity / MAX_BLOCK) * 4;
@@ -177,6 +179,22 @@ export class VectorIndex {
         if (!representable && this.keepFloats) this.exact.set(slot, normalized(vector));
       }
     }
+    this.updateRow(slot);
+  }
+
+  /**
+   * Stores at `slot` the row `from` of `source` (an index of the same dimensions) exactly as it
+   * is there (int8 row, unit factor, f32 form), with this index's common direction.
+   */
+  copyRow(slot: number, source: VectorIndex, from: number): void {
+    if (source.dims !== this.dims) throw new RangeError("vector dimensions differ");
+    if (slot >= this.capacity) this.grow(slot);
+    const o = slot * this.stride;
+    this.data.set(source.data.subarray(from * source.stride, from * source.stride + this.dims), o);
+    this.unit[slot] = source.unit[from] ?? 0;
+    const exact = source.exact.get(from);
+    if (exact) this.exact.set(slot, exact);
+    else this.exact.delete(slot);
     this.updateRow(slot);
   }
 
@@ -340,6 +358,60 @@ export class VectorIndex {
     return this.withMaxima(out, count);
   }
 
+  /**
+   * The scan's output array for `count` slots without scanning: scratch space for cosines a
+   * caller computes for some slots only (see {@link cosine}). Valid until the next scan or growth.
+   */
+  scratch(count: number): Float32Array {
+    this.lastScan = null;
+    return this.scores.subarray(0, count);
+  }
+
+  /**
+   * {@link scan} over some ranges of slots only: `ranges` holds `[from, to)` pairs, the first
+   * `count` of them. Cosines outside the ranges are not written. Null when the query is empty or
+   * lies along the common direction (then only a full {@link scan} gives its cosines).
+   * @returns a view of every slot's cosine, valid until the next scan or growth
+   */
+  scanRanges(query: Float32Array, ranges: Int32Array, count: number): Float32Array | null {
+    this.lastScan = null;
+    let max = 0;
+    for (let j = 0; j < this.dims; j++) max = Math.max(max, Math.abs(query[j]!));
+    if (!(max > 0) || !Number.isFinite(max)) return null;
+    const qScale = max / QUERY_MAX;
+    const qi = this.query;
+    qi.fill(0);
+    for (let j = 0; j < this.dims; j++) qi[j] = Math.round(query[j]! / qScale);
+    const { alpha, beta } = this.queryTerms(query, qScale);
+    if (alpha === 0) return null;
+    const out = this.scores, d = this.stride;
+    for (let i = 0; i < count; i++) {
+      const from = ranges[2 * i]!, to = Math.min(ranges[2 * i + 1]!, this.capacity);
+      if (to <= from) continue;
+      if (this.kernel) {
+        this.kernel.scan(
+          0,
+          this.queryBytes + from * d,
+          to - from,
+          d,
+          this.a.byteOffset + from * 4,
+          this.b.byteOffset + from * 4,
+          out.byteOffset + from * 4,
+          alpha,
+          beta,
+        );
+      } else {
+        const m = this.data, A = this.a, B = this.b;
+        for (let r = from, o = from * d; r < to; r++, o += d) {
+          let s = 0;
+          for (let j = 0; j < d; j++) s += m[o + j]! * qi[j]!;
+          out[r] = s * A[r]! * alpha - B[r]! * beta;
+        }
+      }
+    }
+    return out;
+  }
+
   // The given helper, or the process's once a scan is large enough to split (small indexes never
   // start the helper thread).
   private helperFor(rows: number): ScanHelper | null {
@@ -443,5 +515,5 @@ export function describeScanPaths(index: VectorIndex, since?: ScanPaths): string
   const p = index.scanPaths, d = (k: keyof ScanPaths) => p[k] - (since?.[k] ?? 0);
   return `scan paths: WebAssembly SIMD ${index.simd ? "available" : "NOT AVAILABLE"}; ${d("simdWithHelper")} scans ` +
     `SIMD split with the helper thread, ${d("simd")} SIMD on one thread, ${d("javascript")} JavaScript loop, ` +
-    `${d("plain")} plain cosine loop`;
+    `${d("plain")} plain cosine loop; ${d("ivf")} vector sides answered by the IVF index without a full scan`;
 }

@@ -25,6 +25,8 @@ export function explainSlots(
     refPlaced: Set<number>;
   },
 ): Map<number, SearchExplain> {
+  // Where the IVF index answered the vector side, a shown slot may have no cosine yet (trending).
+  index.ensureCosines(input.cos, slots, input.query.vector);
   const shown = new Set(slots);
   const allow = (s: number) => shown.has(s);
   const matched = new Map<number, string[]>(slots.map((s) => [s, []]));
