@@ -6,7 +6,8 @@
  * A second argument adds one piece of the service's fixed cost, to see what each costs alone:
  * `response-header` (one more response header), `read-header` (reading one request header),
  * `request-id` (routes/middleware/request_id.ts), `access-log` (routes/middleware/access_log.ts
- * with the buffered logger of main.ts).
+ * with the buffered logger of main.ts), `contract-id` (the least the contract asks of every answer:
+ * `X-Request-Id` echoing a caller's id or a fresh one, written by hand in the handler).
  *
  *   deno run -A bench/_bare_hono.ts 8123 [piece]
  */
@@ -33,6 +34,10 @@ if (piece === "read-header") {
 app.get(
   "/healthz",
   (c) =>
-    piece === "response-header" ? c.json({ status: "ok" }, 200, { "x-request-id": "a" }) : c.json({ status: "ok" }),
+    piece === "response-header"
+      ? c.json({ status: "ok" }, 200, { "x-request-id": "a" })
+      : piece === "contract-id"
+      ? c.json({ status: "ok" }, 200, { "x-request-id": c.req.header("x-request-id") ?? crypto.randomUUID() })
+      : c.json({ status: "ok" }),
 );
 Deno.serve({ hostname: "127.0.0.1", port: Number(Deno.args[0] ?? 0), onListen: () => console.log("ready") }, app.fetch);

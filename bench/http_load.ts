@@ -90,7 +90,7 @@ const fmt = (m: Measured) =>
   `p50 ${m.p50Ms.toFixed(2)} ms  p99 ${m.p99Ms.toFixed(2)} ms  failed ${m.failed}`;
 
 const compareRoot = Deno.env.get("COMPARE_ROOT");
-const PIECES = ["response-header", "read-header", "request-id", "access-log"];
+const PIECES = ["response-header", "read-header", "request-id", "access-log", "contract-id"];
 const bare = await startBare();
 const parts = Deno.env.get("PARTS") === "1" ? await Promise.all(PIECES.map((p) => startBare(p))) : [];
 const svc = await startDemoServer({ env: { LOG_LEVEL: "info" } });
@@ -135,6 +135,9 @@ try {
     for (const [i, part] of parts.entries()) {
       const m = await measure(part.pid, part.origin, healthz);
       console.log(`  bare + ${PIECES[i]!.padEnd(15)} ${fmt(m)}  (+${(m.cpuUsPerReq - b.cpuUsPerReq).toFixed(1)} µs)`);
+      if (PIECES[i] === "contract-id") {
+        console.log(`  healthz: service / (bare + contract-id) = ${(s.cpuUsPerReq / m.cpuUsPerReq).toFixed(2)}x CPU`);
+      }
     }
     if (other) {
       const oh = await measure(other.child.pid, other.base, healthz);
