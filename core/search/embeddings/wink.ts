@@ -1,6 +1,7 @@
 import type { EmbeddingProvider } from "./provider.ts";
 import { words } from "../text/tokenizer.ts";
 import { foldText } from "../text/tokenizer.ts";
+import { VocabularyIndex } from "./vocabulary.ts";
 
 /**
  * Local sentence embeddings from the GloVe-based word vectors of the npm package
@@ -21,7 +22,7 @@ const MEAN_WORDS = 50_000;
 export interface WordVectors {
   dims: number;
   /** word -> row (row order is frequency rank: 0 is the most frequent word). */
-  index: Map<string, number>;
+  index: Pick<Map<string, number>, "get" | "has" | "size" | "keys">;
   scales: Float32Array;
   matrix: Int8Array;
   /** Mean of the normalised vectors of the most frequent words (the "common direction"). */
@@ -158,9 +159,7 @@ export function decodeCache(bytes: Uint8Array): WordVectors {
   const matrix = new Int8Array(buf.buffer, base + matrixAt, count * dims);
   const vocabAt = matrixAt + count * dims;
   if (vocabAt + vocabLen !== buf.byteLength) throw new Error("word-vector cache is truncated");
-  const vocab = new TextDecoder().decode(buf.subarray(vocabAt, vocabAt + vocabLen)).split("\n");
-  const index = new Map<string, number>();
-  for (let i = 0; i < vocab.length; i++) if (!index.has(vocab[i]!)) index.set(vocab[i]!, i);
+  const index = new VocabularyIndex(buf.subarray(vocabAt, vocabAt + vocabLen), count);
   return { dims, index, scales, matrix, mean };
 }
 
