@@ -37,11 +37,25 @@ export type SqlParam = string | null | number | boolean | string[];
 
 const sqlCache = new Map<RollupName, string>();
 
-/** Loads a rollup's SQL text (read once per process). */
+/** A line `-- @include <name>` stands for `sql/fragments/<name>.sql` (a block several rollups share). */
+const INCLUDE = /^[ \t]*-- @include ([a-z_]+)[ \t]*$/gm;
+
+/** Loads a rollup's SQL text with its includes resolved (read once per process). */
 export async function loadSql(name: RollupName): Promise<string> {
   let text = sqlCache.get(name);
   if (!text) {
     text = await Deno.readTextFile(new URL(`./sql/${name}.sql`, import.meta.url));
+    const fragments = new Map<string, string>();
+    for (const [, fragment] of text.matchAll(INCLUDE)) {
+      if (!fragments.has(fragment!)) {
+        const body = await Deno.readTextFile(new URL(`./sql/fragments/${fragment}.sql`, import.meta.url));
+        fragments.set(fragment!, body.replace(/^--.*\n/gm, "").trimEnd());
+      }
+    }
+    text = text.replace(INCLUDE, (line, fragment: string) => {
+      const indent = /^[ \t]*/.exec(line)![0];
+      return fragments.get(fragment)!.split("\n").map((l) => l ? indent + l : l).join("\n");
+    });
     sqlCache.set(name, text);
   }
   return text;

@@ -37,23 +37,7 @@ WITH fe AS (
 ),
 -- The sessions derived in time order, as in ask_ai_by_time.
 redo AS (
-  SELECT DISTINCT hash(session_id) AS sk
-  FROM events
-  WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
-    AND ts >= CAST($start_ts AS TIMESTAMP)
-    AND ts < CAST($end_ts AS TIMESTAMP)
-    AND tenant_id = $tenant_id
-    AND (visit_late OR visit_late IS NULL)
-    AND session_id IS NOT NULL
-  UNION
-  SELECT DISTINCT hash(session_id)
-  FROM events
-  WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
-    AND ts >= CAST($start_ts AS TIMESTAMP)
-    AND ts < CAST($end_ts AS TIMESTAMP)
-    AND tenant_id = $tenant_id
-    AND visit_id IS NULL
-    AND session_id IS NOT NULL
+  -- @include late_sessions
   UNION
   SELECT sk FROM fe WHERE sk <> sk_hi
   UNION

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { AnalyticsDb } from "../../analytics/duckdb.ts";
-import { AnalyticsEngine, ROLLUPS } from "../../analytics/engine.ts";
+import { AnalyticsEngine, loadSql, ROLLUPS } from "../../analytics/engine.ts";
 import { windowParams } from "../../analytics/metrics.ts";
 import { EVENT_COLUMNS } from "../../analytics/schema.ts";
 import { writeFixtureEvents } from "../../fixtures/events_writer.ts";
@@ -102,7 +102,7 @@ Deno.test("every rollup is a .sql file that prepares against the empty view", as
   await engine.copyToParquet("visit_cube_build", { files: [empty], scan_files: [empty], day: "2026-11-01" }, figures);
   Object.assign(p, { derived_files: [figures], raw_days: [], raw_from: null, raw_to: null });
   for (const name of ROLLUPS) {
-    const sql = await Deno.readTextFile(new URL(`../../analytics/sql/${name}.sql`, import.meta.url));
+    const sql = await loadSql(name);
     const used = new Set([...sql.matchAll(/\$([a-z_0-9]+)/g)].map((m) => m[1]!));
     const bound = Object.fromEntries(Object.entries(p).filter(([k]) => used.has(k)));
     const rows = await engine.query(name, bound);

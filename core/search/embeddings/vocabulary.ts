@@ -15,6 +15,8 @@ export class VocabularyIndex {
   readonly #mask: number;
   /** Rows that repeat an earlier row's word. */
   readonly #repeat: Uint8Array;
+  /** Bytes of the longest word: a longer word is a miss without a look (and is not remembered). */
+  readonly #longest: number;
   readonly #memo = new Map<string, number>();
   readonly #encoder = new TextEncoder();
   #scratch = new Uint8Array(64);
@@ -35,9 +37,10 @@ export class VocabularyIndex {
     this.#mask = capacity - 1;
     this.#table = new Int32Array(capacity).fill(-1);
     this.#repeat = new Uint8Array(rows);
-    let distinct = 0;
+    let distinct = 0, longest = 0;
     for (let r = 0; r < rows; r++) {
       const from = starts[r]!, to = starts[r + 1]! - 1;
+      longest = Math.max(longest, to - from);
       let slot = fnv1a(bytes, from, to) & this.#mask;
       let repeated = false;
       for (let at = this.#table[slot]!; at !== -1; at = this.#table[slot]!) {
@@ -55,10 +58,13 @@ export class VocabularyIndex {
       distinct++;
     }
     this.size = distinct;
+    this.#longest = longest;
   }
 
   /** The row of `word`, or undefined. */
   get(word: string): number | undefined {
+    // UTF-8 takes at least one byte per UTF-16 unit.
+    if (word.length > this.#longest) return undefined;
     const known = this.#memo.get(word);
     if (known !== undefined) return known < 0 ? undefined : known;
     const row = this.#find(word);
