@@ -23,7 +23,6 @@ import { AnalyticsDb } from "../analytics/duckdb.ts";
 import { FixedClock } from "../core/clock.ts";
 import { parseConfig } from "../core/config.ts";
 import { buildDeps, embeddingProvider } from "../composition.ts";
-import { sha256Hex } from "../core/crypto.ts";
 import { type Article, ArticleRepo, embeddingText, normalizeArticle } from "../core/search/store/articles.ts";
 import { SearchEngine } from "../core/search/engine.ts";
 import type { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
@@ -35,6 +34,7 @@ import { DEFAULT_SEARCH_VERSION } from "../core/search/rank/retrieval_mode.ts";
 import type { DataModel } from "../core/store/models.ts";
 import { generateArticles, NEWS_SITES, TECH_SITES } from "../fixtures/articles.ts";
 import { createApp } from "../routes/app.ts";
+import { writeArticles } from "./_seed.ts";
 import { lancePeer, type LanceRow } from "./_lancedb.ts";
 
 const N = Number(Deno.env.get("BENCH_ARTICLES") ?? 1_000_000);
@@ -98,27 +98,13 @@ async function seedPart(dataDir: string, dmId: string, part: number, parts: numb
   await embeddings.init();
   for (let b = part; b * BATCH < N; b += parts) {
     const items = generateArticles({ count: Math.min(BATCH, N - b * BATCH), now: clock.now(), seed: 2026 + b });
-    let op = w.deps.kv.atomic(), inOp = 0;
-    for (const item of items) {
-      const f = normalizeArticle(dm, { ...item, url: `${item.url}-${b.toString(36)}` }, clock);
-      const { q, scale } = quantize(embeddings.embedOne(embeddingText(f)));
-      const id = newId("ar", clock);
-      const a: Article = {
-        ...f,
-        id,
-        createdAt: clock.now().toISOString(),
-        updatedAt: clock.now().toISOString(),
-        embedding: { model: embeddings.id, dims: embeddings.dims, scale, q: new Uint8Array(q.buffer) },
-        terms: storableTerms(f, articleBag(f)),
-      };
-      op.set(["article", dm.id, id], a).set(["article_url", dm.id, await sha256Hex(f.url)], id);
-      if (++inOp === 25) {
-        await op.commit();
-        op = w.deps.kv.atomic();
-        inOp = 0;
-      }
-    }
-    if (inOp) await op.commit();
+    await writeArticles(
+      w.deps.kv,
+      dm,
+      items.map((item) => normalizeArticle(dm, { ...item, url: `${item.url}-${b.toString(36)}` }, clock)),
+      embeddings,
+      clock,
+    );
     if (part === 0 && b % 100 === 0) {
       console.log(`  batch ${b} of ${N / BATCH} written, rss ${mib(Deno.memoryUsage().rss)}`);
     }

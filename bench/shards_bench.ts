@@ -18,17 +18,15 @@ import { AnalyticsDb } from "../analytics/duckdb.ts";
 import { FixedClock } from "../core/clock.ts";
 import { parseConfig } from "../core/config.ts";
 import { buildDeps, embeddingProvider } from "../composition.ts";
-import { sha256Hex } from "../core/crypto.ts";
-import { type Article, embeddingText, normalizeArticle } from "../core/search/store/articles.ts";
+import { normalizeArticle } from "../core/search/store/articles.ts";
 import type { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
-import { articleBag, storableTerms } from "../core/search/index/index.ts";
-import { quantize } from "../core/search/index/vector_index.ts";
 import { shardOf } from "../core/search/index/shard.ts";
 import { newId } from "../core/ids.ts";
 import { createLogger } from "../core/log.ts";
 import type { DataModel } from "../core/store/models.ts";
 import { generateArticles, NEWS_SITES, TECH_SITES } from "../fixtures/articles.ts";
 import { freePort, killAll, type Node, spawnNode, waitReady } from "./_cluster.ts";
+import { writeArticles } from "./_seed.ts";
 import { ensureHaproxy, haproxyConfig } from "./cluster.ts";
 
 const N = Number(Deno.env.get("BENCH_ARTICLES") ?? 200_000);
@@ -65,27 +63,13 @@ async function seedPart(dataDir: string, dmIds: string[], part: number, parts: n
         now: clock.now(),
         seed: 2026 + d * 10_000 + b,
       });
-      let op = w.deps.kv.atomic(), inOp = 0;
-      for (const item of items) {
-        const f = normalizeArticle(dm, { ...item, url: `${item.url}-${d}-${b.toString(36)}` }, clock);
-        const { q, scale } = quantize(embeddings.embedOne(embeddingText(f)));
-        const id = newId("ar", clock);
-        const a: Article = {
-          ...f,
-          id,
-          createdAt: clock.now().toISOString(),
-          updatedAt: clock.now().toISOString(),
-          embedding: { model: embeddings.id, dims: embeddings.dims, scale, q: new Uint8Array(q.buffer) },
-          terms: storableTerms(f, articleBag(f)),
-        };
-        op.set(["article", dm.id, id], a).set(["article_url", dm.id, await sha256Hex(f.url)], id);
-        if (++inOp === 25) {
-          await op.commit();
-          op = w.deps.kv.atomic();
-          inOp = 0;
-        }
-      }
-      if (inOp) await op.commit();
+      await writeArticles(
+        w.deps.kv,
+        dm,
+        items.map((item) => normalizeArticle(dm, { ...item, url: `${item.url}-${d}-${b.toString(36)}` }, clock)),
+        embeddings,
+        clock,
+      );
     }
   }
   w.close();
