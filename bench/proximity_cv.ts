@@ -85,7 +85,8 @@ async function score(data: BeirDataset): Promise<Scored[]> {
     const fed = index.withFeedback({ bag, vector: vector! }, FUSION_V2.feedbackDocs, FUSION_V2.feedbackWeight, {
       pool: K,
     });
-    const top = index.hybrid(fed, { k: K, fusion: FUSION_V2 });
+    // The ranking as it was when this was measured: version 2 before score regularization.
+    const top = index.hybrid(fed, { k: K, fusion: { ...FUSION_V2, regularize: undefined } });
     const qset = new Set(bag.keys());
     const cand = top.map((c) => ids[c.slot]!);
     out.push({

@@ -6,10 +6,11 @@
  * the collections, and the p50 latency of one hybrid query (embedding included).
  *
  *   deno task eval DIR [DIR...] [--json FILE] [--provider local|openai --base-url URL --model NAME]
- *                  [--term-feedback] [--ann]
+ *                  [--term-feedback] [--no-regularization] [--ann]
  *
  * `--term-feedback` ranks hybrid with the term feedback candidate (RM3, not in the default
- * ranking; see docs/relevance.md) added to the default version. `--ann` answers the vector side
+ * ranking; see docs/relevance.md) added to the default version. `--no-regularization` ranks
+ * hybrid without the default version's score regularization (the ranking before it). `--ann` answers the vector side
  * of the hybrid ranking from the IVF index whatever the collection's size (the service uses it
  * from ANN_MIN_ROWS articles), to measure what the approximation costs in relevance.
  * The API key of an OpenAI-compatible server is read from EMBEDDINGS_API_KEY.
@@ -206,7 +207,7 @@ export function formatSummary(rows: { name: string; scores: CollectionScores }[]
 }
 
 const USAGE =
-  "usage: deno task eval DIR [DIR...] [--json FILE] [--provider local|openai --base-url URL --model NAME] [--term-feedback] [--ann]";
+  "usage: deno task eval DIR [DIR...] [--json FILE] [--provider local|openai --base-url URL --model NAME] [--term-feedback] [--no-regularization] [--ann]";
 
 if (import.meta.main) {
   let args;
@@ -220,6 +221,7 @@ if (import.meta.main) {
         "base-url": { type: "string" },
         model: { type: "string" },
         "term-feedback": { type: "boolean", default: false },
+        "no-regularization": { type: "boolean", default: false },
         ann: { type: "boolean", default: false },
       },
     });
@@ -257,7 +259,11 @@ if (import.meta.main) {
   for (const dir of dirs) {
     const name = dir.replace(/\/+$/, "").split("/").at(-1) || dir;
     const data = await loadBeir(dir);
-    const fusion = args.values["term-feedback"] ? { ...FUSION_V2, termFeedback: TERM_FEEDBACK_CANDIDATE } : FUSION_V2;
+    const fusion: Fusion = {
+      ...FUSION_V2,
+      ...(args.values["term-feedback"] ? { termFeedback: TERM_FEEDBACK_CANDIDATE } : {}),
+      ...(args.values["no-regularization"] ? { regularize: undefined } : {}),
+    };
     const scores = await evaluate(data, embeddings, { fusion, ann: args.values.ann ? { minRows: 0 } : undefined });
     console.log(formatReport(data, scores, name) + "\n");
     rows.push({ name, dir, scores });

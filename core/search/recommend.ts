@@ -154,10 +154,14 @@ export class Recommender {
     }
 
     // Payproxy's search_type and search_version (also a bearer query parameter) pick the fusion.
-    const fusion = retrievalFusion(request.search_type, context.searchVersion, this.options.vectorWeight);
+    // Term feedback and score regularization only where the hybrid order is the result order.
+    const fusion = fusionForAlgorithm(
+      retrievalFusion(request.search_type, context.searchVersion, this.options.vectorWeight),
+      algorithm,
+    );
     const rep = await queryRep(index, text, this.embed, {
       page: analysed !== undefined,
-      fusion: fusionForAlgorithm(fusion, algorithm),
+      fusion,
       pool: candidatePool(algorithm, topK),
     });
     const trends = algorithm === "trending" ? await this.trends(dataModel.id, index, now) : undefined;

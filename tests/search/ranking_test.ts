@@ -115,14 +115,18 @@ Deno.test("hybrid(): version 2 leans on BM25 (vectors 15 %), version 1 blends eq
   index.upsert(article(1, "unrelated words"), Float32Array.of(1, 0));
   index.upsert(article(2, "more words"), Float32Array.of(0, 1));
   const rep = { bag: Bm25Index.bag(terms("storm")), vector: Float32Array.of(1, 0) };
-  const v2 = index.hybrid(rep, { k: 3, fusion: { ...FUSION_V2, feedbackDocs: 0 } });
+  // The blend itself: score regularization, which then smooths it, is tested in regularize_test.ts.
+  const v2 = index.hybrid(rep, { k: 3, fusion: { ...FUSION_V2, feedbackDocs: 0, regularize: undefined } });
   assert.equal(v2[0]!.slot, 0);
   assert.ok(Math.abs(v2[0]!.score - (0.85 + 0.15 * (0.6 - 0) / 1)) < 1e-6);
   const v1 = index.hybrid(rep, { k: 3, fusion: FUSION_V1 });
   assert.equal(v1[0]!.slot, 0);
   assert.ok(Math.abs(v1[0]!.score - (0.5 + 0.5 * 0.6)) < 1e-6);
   assert.ok(Math.abs(v1[1]!.score - 0.5) < 1e-6 && v1[1]!.slot === 1);
-  const z = index.hybrid(rep, { k: 3, fusion: { ...FUSION_V2, normalise: "zscore", feedbackDocs: 0 } });
+  const z = index.hybrid(rep, {
+    k: 3,
+    fusion: { ...FUSION_V2, normalise: "zscore", feedbackDocs: 0, regularize: undefined },
+  });
   assert.equal(z[0]!.slot, 0);
   for (const c of z) assert.ok(c.score > 0 && c.score <= 1);
 });

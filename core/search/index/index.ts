@@ -2,6 +2,7 @@ import { type Article, categoryKey, type StoredTerms } from "../store/articles.t
 import { type Bm25Field, Bm25Index, type PackedBag, type TermCounts } from "./bm25.ts";
 import { ForwardTerms, type TermFeedback, termFeedbackOn } from "../rank/feedback.ts";
 import { type Fusion, FUSION_V2 } from "../rank/retrieval_mode.ts";
+import { regularizationOn, regularizeScores } from "../rank/regularize.ts";
 import { terms } from "../text/tokenizer.ts";
 import { TopK } from "./topk.ts";
 import { l2norm, VectorIndex } from "./vector_index.ts";
@@ -609,7 +610,46 @@ export class DataModelIndex {
     for (const e of vecList) consider(e.id);
     for (const e of lexList) consider(e.id);
     out.sort((a, b) => b.score - a.score || a.slot - b.slot);
-    return out.slice(0, k);
+    const reg = fusion.regularize;
+    if (!regularizationOn(reg) || out.length < 2) return out.slice(0, k);
+    // Score regularization: the first candidates smoothed toward their nearest neighbours' scores.
+    const near = this.similarities(out.slice(0, Math.min(reg.top, out.length)).map((c) => c.slot));
+    return regularizeScores(out, near.cosines, reg, (i) => near.hasVector[i] === 1).slice(0, k);
+  }
+
+  /**
+   * Cosines between the vectors of `slots`, row-major (`slots.length` squared), taken as the
+   * ranking takes them: with the common direction removed from both (see {@link cosines}).
+   * `hasVector[i]` is 0 for a slot without a vector (its cosines are 0).
+   */
+  similarities(slots: readonly number[]): { cosines: Float32Array; hasVector: Uint8Array } {
+    const m = slots.length, dims = this.vectors.dims, u = this.removeCommonDirection ? this.direction : null;
+    const rows = new Float32Array(m * dims), hasVector = new Uint8Array(m);
+    for (let i = 0; i < m; i++) {
+      const row = this.vectors.row(slots[i]!);
+      if (u) {
+        let du = 0;
+        for (let j = 0; j < dims; j++) du += row[j]! * u[j]!;
+        for (let j = 0; j < dims; j++) row[j]! -= du * u[j]!;
+      }
+      const norm = l2norm(row);
+      // A row (nearly) along the common direction has no direction of its own left.
+      if (!(norm > 1e-3)) continue;
+      hasVector[i] = 1;
+      for (let j = 0; j < dims; j++) rows[i * dims + j] = row[j]! / norm;
+    }
+    const cosines = new Float32Array(m * m);
+    for (let a = 0; a < m; a++) {
+      if (hasVector[a] === 0) continue;
+      cosines[a * m + a] = 1;
+      for (let b = a + 1; b < m; b++) {
+        if (hasVector[b] === 0) continue;
+        let dot = 0;
+        for (let j = 0, oa = a * dims, ob = b * dims; j < dims; j++) dot += rows[oa + j]! * rows[ob + j]!;
+        cosines[a * m + b] = cosines[b * m + a] = dot;
+      }
+    }
+    return { cosines, hasVector };
   }
 
   /**

@@ -110,6 +110,15 @@ export class ForwardTerms {
     this.lens[slot] = len;
   }
 
+  /**
+   * The stored terms of a slot: term ids (-1 past the last) and field-weighted frequencies, views
+   * valid until the store next grows.
+   */
+  row(slot: number): { ids: Int32Array; tfs: Uint16Array } {
+    const at = slot * this.perDoc;
+    return { ids: this.ids.subarray(at, at + this.perDoc), tfs: this.tfs.subarray(at, at + this.perDoc) };
+  }
+
   /** Forgets the terms of a slot (its document was removed). */
   clear(slot: number): void {
     if (slot >= this.lens.length) return;

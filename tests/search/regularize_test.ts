@@ -1,0 +1,145 @@
+import assert from "node:assert/strict";
+import { Bm25Index } from "../../core/search/index/bm25.ts";
+import { DataModelIndex } from "../../core/search/index/index.ts";
+import { normalized } from "../../core/search/index/vector_index.ts";
+import { regularizationOn, regularizeScores } from "../../core/search/rank/regularize.ts";
+import {
+  FUSION_V1,
+  FUSION_V2,
+  fusionForAlgorithm,
+  retrievalFusion,
+  SCORE_REGULARIZATION,
+} from "../../core/search/rank/retrieval_mode.ts";
+import { terms } from "../../core/search/text/tokenizer.ts";
+import type { Article } from "../../core/search/store/articles.ts";
+
+const article = (i: number, title: string) =>
+  ({
+    id: `ar_${i}`,
+    url: `https://site.example/${i}`,
+    title,
+    summary: "",
+    body: "",
+    site: "Site",
+    siteDomain: "site.example",
+    pubdate: "2026-01-01T00:00:00.000Z",
+    pubdateUnix: 1_767_225_600,
+    previewContent: "",
+  }) as unknown as Article;
+
+const close = (a: number, b: number) => Math.abs(a - b) < 1e-6;
+
+Deno.test("regularizeScores(): each of the first `top` moves toward its nearest neighbours' mean score, then re-sorts", () => {
+  // a and b are alike, c is alike to neither; d is past `top` and stays last, unchanged.
+  const cands = [{ id: "c", score: 1 }, { id: "a", score: 0.8 }, { id: "b", score: 0.7 }, { id: "d", score: 0.6 }];
+  const sim = Float32Array.of(
+    1,
+    0.1,
+    0.2, //  c
+    0.1,
+    1,
+    0.9, //  a
+    0.2,
+    0.9,
+    1, //  b
+  );
+  const out = regularizeScores(cands, sim, { top: 3, neighbours: 1, weight: 0.5 });
+  // c: 0.5 x 1 + 0.5 x b's 0.7 = 0.85; a: 0.5 x 0.8 + 0.5 x 0.7 = 0.75; b: 0.5 x 0.7 + 0.5 x 0.8 = 0.75.
+  assert.deepEqual(out.map((c) => c.id), ["c", "a", "b", "d"], "ties keep their earlier order");
+  assert.ok(close(out[0]!.score, 0.85) && close(out[1]!.score, 0.75) && close(out[2]!.score, 0.75));
+  assert.equal(out[3], cands[3], "past `top`: the candidate itself");
+  assert.equal(cands[0]!.score, 1, "the input is not changed");
+
+  // Two neighbours each: c's mean is (0.8 + 0.7) / 2, so the isolated top candidate falls below a.
+  const two = regularizeScores(cands, sim, { top: 3, neighbours: 2, weight: 0.8 });
+  // c: 0.2 x 1 + 0.8 x 0.75 = 0.8; a: 0.2 x 0.8 + 0.8 x 0.85 = 0.84; b: 0.2 x 0.7 + 0.8 x 0.9 = 0.86.
+  assert.deepEqual(two.map((c) => c.id), ["b", "a", "c", "d"]);
+  assert.ok(close(two[0]!.score, 0.86) && close(two[1]!.score, 0.84) && close(two[2]!.score, 0.8));
+});
+
+Deno.test("regularizeScores(): a candidate without a vector keeps its score and is no one's neighbour; off leaves the order", () => {
+  const cands = [{ id: "x", score: 0.9 }, { id: "a", score: 0.5 }, { id: "b", score: 0.4 }];
+  // x has no vector: its zero similarities would otherwise make it a neighbour of a and b.
+  const sim = Float32Array.of(0, 0, 0, 0, 1, -0.2, 0, -0.2, 1);
+  const out = regularizeScores(cands, sim, { top: 3, neighbours: 1, weight: 0.5 }, (i) => i !== 0);
+  assert.deepEqual(out.map((c) => [c.id, c.score]), [["x", 0.9], ["a", 0.45], ["b", 0.45]]);
+  for (
+    const off of [{ top: 1, neighbours: 3, weight: 0.5 }, { top: 50, neighbours: 0, weight: 0.5 }, {
+      top: 50,
+      neighbours: 3,
+      weight: 0,
+    }]
+  ) {
+    assert.equal(regularizationOn(off), false);
+    assert.deepEqual(regularizeScores(cands, sim, off), cands);
+  }
+  assert.equal(regularizationOn(SCORE_REGULARIZATION), true);
+  assert.deepEqual(regularizeScores([], new Float32Array(0), SCORE_REGULARIZATION), []);
+});
+
+Deno.test("DataModelIndex.similarities() are the ranking's cosines between the rows (common direction removed)", () => {
+  const dims = 8;
+  const rand = (seed: number) => () => (seed = (seed * 16807) % 2147483647) / 2147483647 - 0.5;
+  const r = rand(11);
+  const common = normalized(Float32Array.from({ length: dims }, r));
+  const vecs = Array.from({ length: 32 }, () => {
+    const v = Float32Array.from({ length: dims }, () => r() * 0.5);
+    for (let j = 0; j < dims; j++) v[j]! += 2 * common[j]!;
+    return normalized(v);
+  });
+  for (const exactVectors of [true, false]) {
+    const index = new DataModelIndex("dm_s", dims, { removeCommonDirection: true, exactVectors });
+    vecs.forEach((v, i) => index.upsert(article(i, `t${i}`), v));
+    index.upsert(article(32, "no vector"), null);
+    const slots = [0, 5, 32, 17, 9];
+    const { cosines, hasVector } = index.similarities(slots);
+    assert.deepEqual([...hasVector], [1, 1, 0, 1, 1]);
+    slots.forEach((a, i) => {
+      slots.forEach((b, j) => {
+        const expected = hasVector[i] === 0 || hasVector[j] === 0
+          ? 0
+          : i === j
+          ? 1
+          : index.vectors.cosine(a, index.vectors.row(b));
+        assert.ok(Math.abs(cosines[i * 5 + j]! - expected) < 1e-4, `${a}, ${b}: ${cosines[i * 5 + j]} vs ${expected}`);
+      });
+    });
+  }
+});
+
+Deno.test("hybrid(): version 2 returns its fused candidates regularized (an isolated word match falls below a cluster)", () => {
+  const index = new DataModelIndex("dm_r", 2, { exactVectors: true });
+  // Three flood stories that are alike; one story that says "flood" twice in passing but is about football.
+  const flood = [0, 1, 2].map((i) => normalized(Float32Array.of(1, 0.1 * i)));
+  index.upsert(article(0, "flood warning river"), flood[0]!);
+  index.upsert(article(1, "river flood"), flood[1]!);
+  index.upsert(article(2, "flood defences"), flood[2]!);
+  index.upsert(article(3, "flood flood football"), normalized(Float32Array.of(0, 1)));
+  for (let i = 4; i < 12; i++) index.upsert(article(i, `other story ${i}`), normalized(Float32Array.of(-1, i / 10)));
+  const rep = { bag: Bm25Index.bag(terms("flood")), vector: normalized(Float32Array.of(0.6, 0.8)) };
+  const plain = index.hybrid(rep, { k: 12, fusion: { ...FUSION_V2, feedbackDocs: 0, regularize: undefined } });
+  assert.equal(plain[0]!.slot, 3, "fused alone, the word count wins");
+  const reg = { top: 12, neighbours: 2, weight: 0.5 };
+  const smoothed = index.hybrid(rep, { k: 12, fusion: { ...FUSION_V2, feedbackDocs: 0, regularize: reg } });
+  const near = index.similarities(plain.map((c) => c.slot));
+  const expected = regularizeScores(plain, near.cosines, reg, (i) => near.hasVector[i] === 1);
+  assert.deepEqual(smoothed.map((c) => c.slot), expected.map((c) => c.slot));
+  assert.notEqual(smoothed[0]!.slot, 3, "regularized, a flood story is first");
+  // k below `top`: the same first k.
+  const three = index.hybrid(rep, { k: 3, fusion: { ...FUSION_V2, feedbackDocs: 0, regularize: reg } });
+  assert.deepEqual(three.map((c) => c.slot), expected.slice(0, 3).map((c) => c.slot));
+  for (const c of smoothed) assert.ok(c.score > 0 && c.score <= 1, "scores stay in [0, 1]");
+});
+
+Deno.test("retrievalFusion(), fusionForAlgorithm(): regularization is in hybrid version 2, for the semantic orders only", () => {
+  assert.deepEqual(FUSION_V2.regularize, { top: 50, neighbours: 10, weight: 0.5 });
+  for (const t of [undefined, "hybrid"]) assert.deepEqual(retrievalFusion(t, "2").regularize, SCORE_REGULARIZATION);
+  for (const t of ["keyword", "semantic"]) assert.equal(retrievalFusion(t, "2").regularize, undefined, t);
+  assert.equal(FUSION_V1.regularize, undefined);
+  assert.equal(retrievalFusion("hybrid", "1").regularize, undefined);
+  assert.deepEqual(fusionForAlgorithm(FUSION_V2, "semantic"), FUSION_V2);
+  assert.deepEqual(fusionForAlgorithm(FUSION_V2, "most_recent_semantic"), FUSION_V2);
+  // Where scores are read as "how much of what was asked" (a relevance share, keyword blends): none.
+  assert.equal(fusionForAlgorithm(FUSION_V2, "most_recent").regularize, undefined);
+  assert.equal(fusionForAlgorithm(FUSION_V2, "trending").regularize, undefined);
+});
