@@ -43,17 +43,28 @@ export function regularizeScores<T extends { score: number }>(
   for (let i = 0; i < m; i++) if (hasVector(i)) usable.push(i);
   const scores = candidates.slice(0, m).map((c) => c.score);
   const k = Math.min(neighbours, usable.length - 1);
-  if (k > 0) {
-    const near = new Array<number>(usable.length - 1);
-    for (const i of usable) {
-      // The k most similar other candidates (ties: the better placed first).
-      let n = 0;
-      for (const j of usable) if (j !== i) near[n++] = j;
-      near.sort((a, b) => similarity[i * m + b]! - similarity[i * m + a]! || a - b);
-      let sum = 0;
-      for (let r = 0; r < k; r++) sum += candidates[near[r]!]!.score;
-      scores[i] = (1 - weight) * candidates[i]!.score + weight * (sum / k);
+  // Per candidate, its k most similar others by insertion into a short sorted list (k is small:
+  // no sort of every row); ties go to the better placed candidate, met first.
+  const nearSim = new Float64Array(k), nearAt = new Int32Array(k);
+  for (const i of usable) {
+    if (k === 0) break;
+    let n = 0;
+    for (const j of usable) {
+      if (j === i) continue;
+      const s = similarity[i * m + j]!;
+      if (n === k && s <= nearSim[k - 1]!) continue;
+      let p = n < k ? n++ : k - 1;
+      while (p > 0 && nearSim[p - 1]! < s) {
+        nearSim[p] = nearSim[p - 1]!;
+        nearAt[p] = nearAt[p - 1]!;
+        p--;
+      }
+      nearSim[p] = s;
+      nearAt[p] = j;
     }
+    let sum = 0;
+    for (let r = 0; r < k; r++) sum += candidates[nearAt[r]!]!.score;
+    scores[i] = (1 - weight) * candidates[i]!.score + weight * (sum / k);
   }
   const order = Array.from({ length: m }, (_, i) => i).sort((a, b) => scores[b]! - scores[a]! || a - b);
   return [...order.map((i) => ({ ...candidates[i]!, score: scores[i]! })), ...candidates.slice(m)];
