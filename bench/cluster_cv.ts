@@ -1,16 +1,17 @@
 /**
- * Three ranking families not measured before, each chosen by cross-validation with "off" among
- * the choices, over the service's ranking path (DataModelIndex: term feedback, vector feedback,
+ * Ranking families not measured before, each chosen by cross-validation with "off" among the
+ * choices, over the service's ranking path (DataModelIndex: term feedback, vector feedback,
  * fusion of version 2 as it was before score regularization, 100 candidates as `deno task eval`):
  *
  * 1. Score regularization (the cluster hypothesis; Diaz, "Regularizing ad hoc retrieval
  *    scores", CIKM 2005): the best `top` fused candidates are re-scored as
  *    `(1 - a) x own score + a x mean score of its k nearest neighbours among them` (form `mean`,
- *    one step of Diaz's smoothing) or `own + a x mean of similarity x score` (form `sim`, only
- *    boosts); neighbours by the cosine of the index's document vectors (common direction
- *    removed, as the ranking takes it: what the default ranking now does), of the documents'
- *    whole BM25F term bags (log tf x idf), of the 32 terms a forward store keeps per document, or
- *    the mean of the vector and forward-store cosines.
+ *    one step of Diaz's smoothing; with vector neighbours also 2 or 3 steps, and neighbours
+ *    weighted by similarity) or `own + a x mean of similarity x score` (form `sim`, only boosts);
+ *    neighbours by the cosine of the index's document vectors (common direction removed, as the
+ *    ranking takes it: what the default ranking now does), of the documents' whole BM25F term
+ *    bags (log tf x idf), of the 32 terms a forward store keeps per document, the mean of the
+ *    vector and forward-store cosines, or of 100-dimension LSI vectors.
  * 2. Verbose-query term weighting on the lexical side: each query term's weight (its frequency
  *    in the query) is multiplied by a weight that needs no training data: its idf within the
  *    collection (`idf^g`), its smooth-inverse-frequency weight from the word vectors' Zipf rank
@@ -18,6 +19,8 @@
  *    repeated terms saturate as BM25's k3 (`(k3 + 1) qtf / (k3 + qtf)`) or count linearly.
  * 3. Combinations of 1 and 2 with term feedback (RM3: Anserini's defaults and the neighbourhood
  *    of the setting fitted on CISI before, see docs/relevance.md), chosen jointly.
+ * 4. LSI fitted on the collection (bench/_lsi.ts) as a third side blended into the candidates'
+ *    scores, over version 2 before regularization and over the shipped ranking (BENCH_LSI=0: not).
  *
  * The gain reported is held out: 5 folds by query position over the first collection's queries
  * (pick on four folds, score on the fifth), and over 50 random fold assignments. A family may be
@@ -25,7 +28,7 @@
  * the first collection's queries). Each family's setting fitted on all of the first collection's
  * queries is then scored on every collection (BENCH_DEBUG=1: per query where it changes).
  *
- *   deno run -A bench/cluster_cv.ts fixtures/beir/cisi fixtures/beir-tiny   (about 45 s)
+ *   deno run -A bench/cluster_cv.ts fixtures/beir/cisi fixtures/beir-tiny   (about 75 s)
  */
 import type { Article } from "../core/search/store/articles.ts";
 import { embeddingText } from "../core/search/store/articles.ts";
@@ -33,9 +36,11 @@ import { loadWordVectors, LocalEmbeddings, rankIdf, sifWeight } from "../core/se
 import { type BeirDataset, loadBeir, ndcgAt } from "../cli/eval.ts";
 import { NO_TERM_FEEDBACK, type TermFeedback } from "../core/search/rank/feedback.ts";
 import { articleBag, type Candidate, DataModelIndex } from "../core/search/index/index.ts";
-import { FUSION_V2 } from "../core/search/rank/retrieval_mode.ts";
+import { FUSION_V2, SCORE_REGULARIZATION } from "../core/search/rank/retrieval_mode.ts";
 import { termsWithWords } from "../core/search/text/tokenizer.ts";
 import { prng } from "../fixtures/prng.ts";
+import { buildLsi, foldIn, type Lsi, lsiCosine } from "./_lsi.ts";
+import { regularizeScores } from "../core/search/rank/regularize.ts";
 
 const FOLDS = 5;
 const K = 100;
@@ -73,11 +78,18 @@ interface Regularization {
    * whose neighbours are unlike it keeps its score).
    */
   form: "mean" | "sim";
+  /**
+   * Steps of Diaz's iteration (mean form): each step smooths toward the neighbours' scores of
+   * the step before, anchored to the candidate's own fused score (1: one step).
+   */
+  steps: number;
+  /** Mean form: the neighbours' scores weighted by their (positive) similarity instead of equally. */
+  weighted: boolean;
   top: number;
   k: number;
   alpha: number;
 }
-type Neighbours = "vector" | "terms" | "forward" | "mix";
+type Neighbours = "vector" | "terms" | "forward" | "mix" | "lsi";
 interface Setting {
   weighting: Weighting;
   rm3: TermFeedback;
@@ -85,7 +97,7 @@ interface Setting {
 }
 
 const WEIGHTING_OFF: Weighting = { kind: "off", gamma: 0, k3: 0 };
-const REG_OFF: Regularization = { by: "off", form: "mean", top: 0, k: 0, alpha: 0 };
+const REG_OFF: Regularization = { by: "off", form: "mean", steps: 1, weighted: false, top: 0, k: 0, alpha: 0 };
 const weightings: Weighting[] = [];
 for (const k3 of [0, 3, 10, 30]) {
   weightings.push({ kind: "off", gamma: 0, k3 });
@@ -102,18 +114,39 @@ const rm3s: TermFeedback[] = [
   { docs: 3, terms: 20, originalWeight: 0.8, rerank: 200 },
 ];
 const regs: Regularization[] = [REG_OFF];
-for (const by of ["vector", "terms", "forward", "mix"] as const) {
+for (const by of ["vector", "terms", "forward", "mix", "lsi"] as const) {
   for (const top of [20, 50, 100]) {
     for (const k of [3, 5, 10]) {
-      for (const alpha of [0.1, 0.2, 0.3, 0.5, 0.7]) regs.push({ by, form: "mean", top, k, alpha });
-      for (const alpha of [0.1, 0.2, 0.3, 0.5, 1]) regs.push({ by, form: "sim", top, k, alpha });
+      for (const alpha of [0.1, 0.2, 0.3, 0.5, 0.7]) {
+        regs.push({ by, form: "mean", steps: 1, weighted: false, top, k, alpha });
+      }
+      for (const alpha of [0.1, 0.2, 0.3, 0.5, 1]) {
+        regs.push({ by, form: "sim", steps: 1, weighted: false, top, k, alpha });
+      }
+    }
+  }
+}
+// Vector neighbours, Diaz's iteration (2 or 3 steps) and similarity-weighted neighbours: measured
+// after the one-step forms, alone only (not in the joint grids).
+const regsIterated: Regularization[] = [];
+for (const top of [20, 50, 100]) {
+  for (const k of [3, 5, 10]) {
+    for (const alpha of [0.1, 0.2, 0.3, 0.5, 0.7]) {
+      for (const [steps, weighted] of [[1, true], [2, false], [2, true], [3, false], [3, true]] as const) {
+        regsIterated.push({ by: "vector", form: "mean", steps, weighted, top, k, alpha });
+      }
     }
   }
 }
 
 const showW = (w: Weighting) => `${w.kind === "off" ? "qtf" : `${w.kind}^${w.gamma}`}${w.k3 ? `, k3 ${w.k3}` : ""}`;
 const showR = (r: TermFeedback) => r.docs === 0 ? "" : `rm3 ${r.docs}/${r.terms}/${r.originalWeight}/${r.rerank}`;
-const showG = (g: Regularization) => g.by === "off" ? "" : `reg ${g.form} ${g.by} top ${g.top} k ${g.k} a ${g.alpha}`;
+const showG = (g: Regularization) =>
+  g.by === "off"
+    ? ""
+    : `reg ${g.form} ${g.by} top ${g.top} k ${g.k} a ${g.alpha}${g.steps > 1 ? `, ${g.steps} steps` : ""}${
+      g.weighted ? ", weighted" : ""
+    }`;
 const show = (s: Setting) => [showW(s.weighting), showR(s.rm3), showG(s.reg)].filter(Boolean).join("; ");
 
 // ---- collections --------------------------------------------------------------------------------
@@ -131,6 +164,9 @@ interface Collection {
   simTerms: Float32Array;
   simForward: Float32Array;
   simMix: Float32Array;
+  simLsi: Float32Array;
+  /** Each slot's terms summed over the fields (for LSI). */
+  bags: Map<string, number>[];
 }
 
 function wordRank(word: string): number {
@@ -230,6 +266,16 @@ async function prepare(dir: string): Promise<Collection> {
     }
   }
   const simMix = simVector.map((v, i) => (v + simForward[i]!) / 2);
+  // LSI neighbours: cosines of the documents' 100-dimension LSI vectors (a compact term space).
+  const lsi = buildLsi(bags, 100);
+  const simLsi = new Float32Array(n * n);
+  for (let a = 0; a < n; a++) {
+    for (let b = a; b < n; b++) {
+      let dot = 0;
+      for (let j = 0; j < lsi.k; j++) dot += lsi.docs[a * lsi.k + j]! * lsi.docs[b * lsi.k + j]!;
+      simLsi[a * n + b] = simLsi[b * n + a] = dot;
+    }
+  }
   const queryVectors = await embeddings.embed(data.queries.map((q) => q.text));
   const queryTerms = data.queries.map((q) => {
     const byTerm = new Map<string, { term: string; count: number; sif: number; zipf: number }>();
@@ -254,6 +300,8 @@ async function prepare(dir: string): Promise<Collection> {
     simTerms,
     simForward,
     simMix,
+    simLsi,
+    bags,
   };
 }
 
@@ -284,7 +332,15 @@ const neighbourCache = new WeakMap<Candidate[], Map<string, Int32Array[]>>();
 const MAX_K = 10;
 
 function similarities(c: Collection, by: Neighbours): Float32Array {
-  return by === "vector" ? c.simVector : by === "terms" ? c.simTerms : by === "forward" ? c.simForward : c.simMix;
+  return by === "vector"
+    ? c.simVector
+    : by === "terms"
+    ? c.simTerms
+    : by === "forward"
+    ? c.simForward
+    : by === "lsi"
+    ? c.simLsi
+    : c.simMix;
 }
 
 function neighbours(c: Collection, cands: Candidate[], by: Neighbours, m: number): Int32Array[] {
@@ -312,22 +368,23 @@ function regularized(c: Collection, cands: Candidate[], g: Regularization): numb
   const m = Math.min(g.top, cands.length), n = c.index.size;
   const sim = similarities(c, g.by);
   const near = neighbours(c, cands, g.by, m);
-  const out: { slot: number; score: number; i: number }[] = [];
-  for (let i = 0; i < m; i++) {
-    const list = near[i]!, k = Math.min(g.k, list.length);
-    let sum = 0;
-    const a = cands[i]!.slot;
-    for (let r = 0; r < k; r++) {
-      const j = list[r]!;
-      sum += g.form === "sim" ? Math.max(0, sim[a * n + cands[j]!.slot]!) * cands[j]!.score : cands[j]!.score;
-    }
-    const own = cands[i]!.score;
-    out.push({
-      slot: a,
-      score: g.form === "sim" ? own + g.alpha * (sum / k) : (1 - g.alpha) * own + g.alpha * (sum / k),
-      i,
+  const own = cands.slice(0, m).map((x) => x.score);
+  let f = own;
+  for (let step = 0; step < (g.form === "mean" ? g.steps : 1); step++) {
+    f = own.map((y, i) => {
+      const list = near[i]!, k = Math.min(g.k, list.length), a = cands[i]!.slot;
+      let sum = 0, total = 0;
+      for (let r = 0; r < k; r++) {
+        const j = list[r]!, w = Math.max(0, sim[a * n + cands[j]!.slot]!);
+        if (g.form === "sim") sum += w * f[j]!;
+        else if (g.weighted) sum += w * f[j]!, total += w;
+        else sum += f[j]!, total += 1;
+      }
+      if (g.form === "sim") return y + g.alpha * (sum / k);
+      return total > 0 ? (1 - g.alpha) * y + g.alpha * (sum / total) : y;
     });
   }
+  const out = f.map((score, i) => ({ slot: cands[i]!.slot, score, i }));
   out.sort((x, y) => y.score - x.score || x.i - y.i);
   return [...out.map((e) => e.slot), ...cands.slice(m).map((x) => x.slot)];
 }
@@ -354,11 +411,11 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.le
 const fmt = (x: number) => x.toFixed(4);
 const signed = (x: number) => `${x >= 0 ? "+" : ""}${x.toFixed(4)}`;
 
-function crossValidate(
-  cands: { key: Setting; scores: number[] }[],
+function crossValidate<T>(
+  cands: { key: T; scores: number[] }[],
   foldOf: (i: number) => number = (i) => i % FOLDS,
-): { cv: number; picks: Setting[] } {
-  const n = cands[0]!.scores.length, held: number[] = [], picks: Setting[] = [];
+): { cv: number; picks: T[] } {
+  const n = cands[0]!.scores.length, held: number[] = [], picks: T[] = [];
   for (let f = 0; f < FOLDS; f++) {
     let best = cands[0]!, bestMean = -Infinity;
     for (const c of cands) {
@@ -371,7 +428,7 @@ function crossValidate(
   return { cv: mean(held), picks };
 }
 
-function repeatedGain(cands: { key: Setting; scores: number[] }[], off: number[], repeats = 50) {
+function repeatedGain<T>(cands: { key: T; scores: number[] }[], off: number[], repeats = 50) {
   const rand = prng(27), n = off.length, gains: number[] = [];
   for (let r = 0; r < repeats; r++) {
     const order = Array.from({ length: n }, (_, i) => i);
@@ -410,7 +467,7 @@ const add = (s: Setting) => {
 };
 // Each family alone, then the pairs and triples (regularization with a few weightings: the grid
 // would otherwise be 40 x 5 x 73).
-for (const reg of regs) add({ weighting: WEIGHTING_OFF, rm3: NO_TERM_FEEDBACK, reg });
+for (const reg of [...regs, ...regsIterated]) add({ weighting: WEIGHTING_OFF, rm3: NO_TERM_FEEDBACK, reg });
 for (const weighting of weightings) add({ weighting, rm3: NO_TERM_FEEDBACK, reg: REG_OFF });
 for (const rm3 of rm3s) add({ weighting: WEIGHTING_OFF, rm3, reg: REG_OFF });
 // Regularization with term feedback (family 3); with BENCH_JOINT=all also with every weighting
@@ -441,26 +498,52 @@ for (const c of [...cands].sort((a, b) => mean(b.scores) - mean(a.scores)).slice
 }
 
 const isOffW = (w: Weighting) => w.kind === "off" && w.k3 === 0;
-/** Regularization alone (no weighting, no term feedback), with neighbours `by` and in `form`. */
-const reg =
-  (by: Neighbours[], { form, tinyKept = false }: { form?: Regularization["form"]; tinyKept?: boolean } = {}) =>
-  (s: Setting) =>
-    isOffW(s.weighting) && s.rm3.docs === 0 && (s.reg.by === "off" ||
-      (by.includes(s.reg.by) && (!form || s.reg.form === form) && (!tinyKept || keepsOthers.has(s))));
+/**
+ * Regularization alone (no weighting, no term feedback), with neighbours `by` and in `form`; the
+ * one-step, equally weighted settings unless `iterated` (then only the others and off).
+ */
+const reg = (
+  by: Neighbours[],
+  { form, tinyKept = false, iterated = false }: {
+    form?: Regularization["form"];
+    tinyKept?: boolean;
+    iterated?: boolean;
+  } = {},
+) =>
+(s: Setting) =>
+  isOffW(s.weighting) && s.rm3.docs === 0 && (s.reg.by === "off" ||
+    (by.includes(s.reg.by) && (!form || s.reg.form === form) && (!tinyKept || keepsOthers.has(s)) &&
+      iterated === (s.reg.steps > 1 || s.reg.weighted)));
 const weighting = (kinds: Weighting["kind"][]) => (s: Setting) =>
   kinds.includes(s.weighting.kind) && s.rm3.docs === 0 && s.reg.by === "off";
-const ALL_BY: Neighbours[] = ["vector", "terms", "forward", "mix"];
+const ALL_BY: Neighbours[] = ["vector", "terms", "forward", "mix", "lsi"];
 const families: [string, (s: Setting) => boolean][] = [
   ["regularization, vector neighbours", reg(["vector"])],
   ["regularization, vector neighbours, mean form", reg(["vector"], { form: "mean" })],
   ["regularization, vector neighbours, sim form", reg(["vector"], { form: "sim" })],
   ["regularization, vector neighbours, beir-tiny kept", reg(["vector"], { tinyKept: true })],
+  ["regularization, vector neighbours, iterated or weighted", reg(["vector"], { iterated: true })],
+  [
+    "regularization, vector neighbours, iterated or weighted, beir-tiny kept",
+    reg(["vector"], { iterated: true, tinyKept: true }),
+  ],
+  [
+    "regularization, vector neighbours, mean form, every variant",
+    (s) => reg(["vector"], { form: "mean" })(s) || reg(["vector"], { iterated: true })(s),
+  ],
+  [
+    "regularization, vector neighbours, mean form, every variant, beir-tiny kept",
+    (s) =>
+      reg(["vector"], { form: "mean", tinyKept: true })(s) || reg(["vector"], { iterated: true, tinyKept: true })(s),
+  ],
   ["regularization, term neighbours (whole bags)", reg(["terms"])],
   ["regularization, term neighbours (whole bags), beir-tiny kept", reg(["terms"], { tinyKept: true })],
   ["regularization, forward-store neighbours", reg(["forward"])],
   ["regularization, forward-store neighbours, beir-tiny kept", reg(["forward"], { tinyKept: true })],
   ["regularization, mixed neighbours", reg(["mix"])],
   ["regularization, mixed neighbours, beir-tiny kept", reg(["mix"], { tinyKept: true })],
+  ["regularization, LSI neighbours (k 100)", reg(["lsi"])],
+  ["regularization, LSI neighbours (k 100), beir-tiny kept", reg(["lsi"], { tinyKept: true })],
   ["regularization, any neighbours", reg(ALL_BY)],
   ["regularization, any neighbours, beir-tiny kept", reg(ALL_BY, { tinyKept: true })],
   ["query weighting: k3 only", weighting(["off"])],
@@ -507,4 +590,68 @@ for (const [label, s] of fitted) {
     return `${c.name} ${fmt(on!)} (${signed(on! - off!)})`;
   });
   console.log(`${label}: ${show(s) || "off"}\n  ${line.join("  ")}`);
+}
+
+// ---- a third side: LSI fitted on the collection ---------------------------------------------------
+
+// Truncated SVD of the collection's log tf x idf matrix (bench/_lsi.ts), queries folded in; the
+// 100 candidates re-scored as `(1 - w) x their score + w x LSI cosine` (min-max over the
+// candidates), on top of version 2 before regularization and on top of the shipped ranking.
+if (Deno.env.get("BENCH_LSI") !== "0") {
+  const LSI_K = [100, 200], LSI_W = [0.05, 0.1, 0.15, 0.2, 0.3, 0.4];
+  type LsiSetting = { k: number; w: number; regularized: boolean };
+  const perCollection = collections.map((c) => {
+    const spaces = new Map<number, Lsi>();
+    for (const k of LSI_K) {
+      const t = performance.now();
+      spaces.set(k, buildLsi(c.bags, k));
+      console.log(`${c.name}: LSI k ${k} built in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    }
+    const queries = c.data.queries.map((q, qi) => {
+      const bag = new Map(c.queryTerms[qi]!.map((e) => [e.term, e.count] as const));
+      const plain = candidates(c, qi, WEIGHTING_OFF, NO_TERM_FEEDBACK);
+      const near = c.index.similarities(plain.slice(0, SCORE_REGULARIZATION.top).map((x) => x.slot));
+      const shipped = regularizeScores(plain, near.cosines, SCORE_REGULARIZATION, (i) => near.hasVector[i] === 1);
+      return { bag, plain, shipped, rels: c.data.qrels.get(q.id)! };
+    });
+    const score = (s: LsiSetting) =>
+      queries.map((q) => {
+        const list = s.regularized ? q.shipped : q.plain;
+        if (s.w === 0) return ndcgAt(list.slice(0, 10).map((x) => c.ids[x.slot]!), q.rels, 10);
+        const lsi = spaces.get(s.k)!, qv = foldIn(lsi, q.bag);
+        const cos = list.map((x) => lsiCosine(lsi, qv, x.slot));
+        const hi = Math.max(...cos), lo = Math.min(...cos);
+        const order = list.map((x, i) => ({
+          slot: x.slot,
+          i,
+          score: (1 - s.w) * x.score + s.w * (hi > lo ? (cos[i]! - lo) / (hi - lo) : 0),
+        })).sort((a, b) => b.score - a.score || a.i - b.i);
+        return ndcgAt(order.slice(0, 10).map((x) => c.ids[x.slot]!), q.rels, 10);
+      });
+    return { c, score };
+  });
+  const lsiShow = (s: LsiSetting) => s.w === 0 ? "off" : `lsi k ${s.k} weight ${s.w}`;
+  for (const regularized of [false, true]) {
+    const settings: LsiSetting[] = [{ k: 0, w: 0, regularized }];
+    for (const k of LSI_K) for (const w of LSI_W) settings.push({ k, w, regularized });
+    const [devScores, ...rest] = perCollection;
+    const cands = settings.map((key) => ({ key, scores: devScores!.score(key) }));
+    const off = mean(cands[0]!.scores);
+    const best = [...cands].sort((a, b) => mean(b.scores) - mean(a.scores))[0]!;
+    const cv = crossValidate(cands), r = repeatedGain(cands, cands[0]!.scores);
+    console.log(
+      `\nLSI over ${
+        regularized ? "the shipped ranking (regularized)" : "version 2 before regularization"
+      } (${cands.length}): off ${fmt(off)}; fitted ${fmt(mean(best.scores))} (${signed(mean(best.scores) - off)}, ${
+        lsiShow(best.key)
+      }); held out by position ${fmt(cv.cv)} (${signed(cv.cv - off)}); 50 random fold sets ${signed(r.mean)} (${
+        signed(r.low)
+      } to ${signed(r.high)}), ${(r.positive * 100).toFixed(0)} % positive`,
+    );
+    console.log(`  picks: ${cv.picks.map(lsiShow).join(" | ")}`);
+    for (const o of rest) {
+      const [a, b] = [mean(o.score(settings[0]!)), mean(o.score(best.key))];
+      console.log(`  ${o.c.name}: off ${fmt(a)}, fitted ${fmt(b)} (${signed(b - a)})`);
+    }
+  }
 }
