@@ -73,6 +73,13 @@ Deno.test("regularizeScores(): a candidate without a vector keeps its score and 
     assert.equal(regularizationOn(off), false);
     assert.deepEqual(regularizeScores(cands, sim, off), cands);
   }
+  // No candidate, or only one, with a vector (an index without embeddings): every score stays.
+  for (const withVector of [-1, 1]) {
+    assert.deepEqual(
+      regularizeScores(cands, sim, { top: 3, neighbours: 10, weight: 0.5 }, (i) => i === withVector),
+      cands,
+    );
+  }
   assert.equal(regularizationOn(SCORE_REGULARIZATION), true);
   assert.deepEqual(regularizeScores([], new Float32Array(0), SCORE_REGULARIZATION), []);
 });
@@ -129,6 +136,17 @@ Deno.test("hybrid(): version 2 returns its fused candidates regularized (an isol
   const three = index.hybrid(rep, { k: 3, fusion: { ...FUSION_V2, feedbackDocs: 0, regularize: reg } });
   assert.deepEqual(three.map((c) => c.slot), expected.slice(0, 3).map((c) => c.slot));
   for (const c of smoothed) assert.ok(c.score > 0 && c.score <= 1, "scores stay in [0, 1]");
+
+  // Articles without vectors (no embeddings): the words alone rank, unchanged.
+  const words = new DataModelIndex("dm_w", 2, { exactVectors: true });
+  ["flood warning river", "river flood", "flood flood football", "other"].forEach((t, i) =>
+    words.upsert(article(i, t), null)
+  );
+  const lexical = { bag: rep.bag, vector: null };
+  assert.deepEqual(
+    words.hybrid(lexical, { k: 4, fusion: FUSION_V2 }),
+    words.hybrid(lexical, { k: 4, fusion: { ...FUSION_V2, regularize: undefined } }),
+  );
 });
 
 Deno.test("retrievalFusion(), fusionForAlgorithm(): regularization is in hybrid version 2, for the semantic orders only", () => {

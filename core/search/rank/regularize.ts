@@ -42,12 +42,12 @@ export function regularizeScores<T extends { score: number }>(
   const usable: number[] = [];
   for (let i = 0; i < m; i++) if (hasVector(i)) usable.push(i);
   const scores = candidates.slice(0, m).map((c) => c.score);
-  const k = Math.min(neighbours, usable.length - 1);
+  // Fewer than two candidates with a vector: no one has a neighbour (k 0), every score stays.
+  const k = Math.max(0, Math.min(neighbours, usable.length - 1));
   // Per candidate, its k most similar others by insertion into a short sorted list (k is small:
   // no sort of every row); ties go to the better placed candidate, met first.
   const nearSim = new Float64Array(k), nearAt = new Int32Array(k);
-  for (const i of usable) {
-    if (k === 0) break;
+  for (const i of k > 0 ? usable : []) {
     let n = 0;
     for (const j of usable) {
       if (j === i) continue;
