@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
-import { openBrowser, widgetWorld } from "./_browser_world.ts";
+import { openSharedBrowser, widgetWorld } from "./_browser_world.ts";
 
 const W = "ask-ai-widget";
 const inWidget = (sel: string) => `${W} >>> ${sel}`;
@@ -50,7 +50,7 @@ Deno.test({
   async fn(t) {
     await using world = await widgetWorld();
     const before = await snapshot(world);
-    await using b = await openBrowser("widget truth");
+    await using b = await openSharedBrowser("widget truth");
     const page = b.page;
     // CSP violations on the strict demo page would show here (the listener is installed by CDP, not inline).
     await page.evaluateOnNewDocument(`globalThis.cspViolations = [];
@@ -217,7 +217,7 @@ Deno.test({
   async fn() {
     await using world = await widgetWorld();
     const before = await snapshot(world);
-    await using b = await openBrowser("widget stranger");
+    await using b = await openSharedBrowser("widget stranger");
     await b.page.goto(world.strangerUrl, { waitUntil: "load" });
     await b.page.waitForSelector(`${W}[data-state=unavailable]`);
     // The page tries the routes itself, as a script on that page could.
