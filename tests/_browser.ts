@@ -22,8 +22,11 @@ export interface BrowserSession extends AsyncDisposable {
   shotsDir: string;
   /** Screenshot paths in the order taken. */
   shots: string[];
-  /** Takes a full-page screenshot named after the step (`NN-step-name.png`) and returns its path. */
-  shot(step: string): Promise<string>;
+  /**
+   * Takes a screenshot named after the step (`NN-step-name.png`) and returns its path: of the whole
+   * page, or of the element `selector` names (what a reader should look at on a very long page).
+   */
+  shot(step: string, selector?: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -39,7 +42,9 @@ export async function openBrowser(
   opts: { hosts?: Record<string, string> } = {},
 ): Promise<BrowserSession> {
   const { browser, close } = await launch(opts.hosts);
-  return await session(name, browser, browser.defaultBrowserContext(), close);
+  // The tab the browser opened with: another would start a second renderer.
+  const [first] = await browser.pages();
+  return await session(name, browser, browser.defaultBrowserContext(), first ?? await browser.newPage(), close);
 }
 
 let fileBrowser: Promise<{ browser: Browser; kill(): void }> | undefined;
@@ -60,7 +65,7 @@ export async function openSharedBrowser(name: string): Promise<BrowserSession> {
   });
   const { browser } = await fileBrowser;
   const context = await browser.createBrowserContext();
-  return await session(name, browser, context, () => context.close());
+  return await session(name, browser, context, await context.newPage(), () => context.close());
 }
 
 /** Chromium flags beyond puppeteer's defaults. */
@@ -132,11 +137,11 @@ async function session(
   name: string,
   browser: Browser,
   context: BrowserContext,
+  page: Page,
   end: () => Promise<void>,
 ): Promise<BrowserSession> {
   const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
   const shotsDir = await Deno.makeTempDir({ prefix: `browser-${slug}-` });
-  const page = await context.newPage();
   await page.setViewport({ width: 900, height: 700 });
   page.setDefaultTimeout(15_000);
   const shots: string[] = [];
@@ -148,12 +153,14 @@ async function session(
     page,
     shotsDir,
     shots,
-    async shot(step) {
+    async shot(step, selector) {
       const file = `${shotsDir}/${String(shots.length + 1).padStart(2, "0")}-${
         step.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "")
       }.png`;
       // optimizeForSpeed: a quicker PNG encoding (larger file, same pixels).
-      await page.screenshot({ path: file as `${string}.png`, fullPage: true, optimizeForSpeed: true });
+      const options = { path: file as `${string}.png`, optimizeForSpeed: true };
+      if (selector) await (await page.waitForSelector(selector))!.screenshot(options);
+      else await page.screenshot({ ...options, fullPage: true });
       shots.push(file);
       return file;
     },
