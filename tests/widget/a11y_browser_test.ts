@@ -54,7 +54,7 @@ Deno.test({
 
     // The docked button also closes the panel it opened, and that is a widget_close.
     await b.page.click(inWidget(".launcher"));
-    assert.equal(await b.page.$eval(inWidget(".panel"), (e) => (e as unknown as { hidden: boolean }).hidden), true);
+    assert.equal(await b.page.$eval(inWidget(".panel"), (e) => (e as HTMLElement).hidden), true);
     assert.equal(await b.page.$eval(inWidget(".launcher"), (e) => e.getAttribute("aria-expanded")), "false");
 
     // The inline widget on the article page too.
@@ -113,7 +113,7 @@ Deno.test({
     const other = await b.context.newPage(); // a second tab, opened before the close
     await page.bringToFront();
     await page.keyboard.press("Escape");
-    const hidden = await page.$eval(inWidget(".panel"), (e) => (e as unknown as { hidden: boolean }).hidden);
+    const hidden = await page.$eval(inWidget(".panel"), (e) => (e as HTMLElement).hidden);
     const focus = await focused(page);
     // At once (before the 2 s batch timer), the reader switches tabs: the page is hidden and the
     // queued widget_close leaves with sendBeacon.

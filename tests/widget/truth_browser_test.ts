@@ -203,7 +203,7 @@ Deno.test({
       assert.equal(i("total_queries"), 4);
       assert.equal(i("sessions_with_2_plus_queries"), 1);
 
-      const csp = await page.evaluate(() => (globalThis as unknown as { cspViolations?: string[] }).cspViolations);
+      const csp = await page.evaluate(() => (window as Window & { cspViolations?: string[] }).cspViolations);
       assert.ok(!csp?.length, `no CSP violation: ${csp}`);
       console.log(`screenshots: ${b.shotsDir}`);
     });
@@ -232,13 +232,12 @@ Deno.test({
         return [
           await post(`/widget/v1/${wd}/ask`, { query: "transit", session_id: "s_x", interaction_type: "free_form" }),
           await post(`/v1/events`, { widget_id: wd, events: [{ event_type: "widget_load", session_id: "s_x" }] }),
-          (globalThis as unknown as { navigator: { sendBeacon(url: string, body: Blob): boolean } }).navigator
-            .sendBeacon(
-              `${base}/v1/events`,
-              new Blob([JSON.stringify({ widget_id: wd, events: [{ event_type: "widget_load" }] })], {
-                type: "application/json",
-              }),
-            ),
+          navigator.sendBeacon(
+            `${base}/v1/events`,
+            new Blob([JSON.stringify({ widget_id: wd, events: [{ event_type: "widget_load" }] })], {
+              type: "application/json",
+            }),
+          ),
         ];
       },
       world.serviceUrl,
