@@ -5,7 +5,11 @@
  * @example
  * assert.deepEqual(await seriousViolations(page), []);
  */
+import type { AxeResults, RunOptions } from "axe-core";
 import type { Page } from "puppeteer-core";
+
+/** The part of axe-core's API these checks call. */
+type AxeApi = { run(options: RunOptions): Promise<AxeResults> };
 
 /** One rule that failed, with where (a few selectors) and how often. */
 export interface AxeViolation {
@@ -23,14 +27,13 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
   const present = await page.evaluate(() => typeof (globalThis as { axe?: unknown }).axe === "object");
   if (!present) await page.evaluate(source);
   return await page.evaluate(async () => {
-    type Result = {
-      violations: { id: string; impact: string | null; nodes: { target: string[] }[] }[];
-    };
-    const axe = (globalThis as unknown as { axe: { run(): Promise<Result> } }).axe;
-    const result = await axe.run();
+    // The global the axe source above defined.
+    const axe = (window as unknown as { axe: AxeApi }).axe;
+    // Only violations are read: axe then skips the details of passes and inapplicable rules (a quarter of its time).
+    const result = await axe.run({ resultTypes: ["violations"] });
     return result.violations.map((v) => ({
       id: v.id,
-      impact: v.impact,
+      impact: v.impact ?? null,
       nodes: v.nodes.length,
       where: v.nodes.slice(0, 3).map((n) => n.target.join(" ")),
     }));

@@ -5,11 +5,14 @@ import { base64url, randomBytes } from "../crypto.ts";
 /** The algorithm of our assertions and access tokens: Ed25519 signs and verifies an order of magnitude faster than ES256. */
 export const SIGNING_ALG = "EdDSA";
 
+/** An Ed25519 key as a JWK. Its "OKP" type is what makes jose's importJWK answer a CryptoKey, never raw bytes. */
+type OkpJwk = JWK & { kty: "OKP" };
+
 interface StoredKey {
   kid: string;
   alg: typeof SIGNING_ALG;
-  privateJwk: JWK;
-  publicJwk: JWK;
+  privateJwk: OkpJwk;
+  publicJwk: OkpJwk;
   createdAt: string;
   /** Set when a newer key took over signing; the public half stays published until `dropAfter`. */
   retiredAt?: string;
@@ -101,8 +104,8 @@ export class SigningKeyStore {
   async #generate(): Promise<StoredKey> {
     const { privateKey, publicKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
     const kid = base64url(randomBytes(12));
-    const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: SIGNING_ALG, use: "sig" };
-    const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: SIGNING_ALG };
+    const publicJwk = { ...okp(await exportJWK(publicKey)), kid, alg: SIGNING_ALG, use: "sig" };
+    const privateJwk = { ...okp(await exportJWK(privateKey)), kid, alg: SIGNING_ALG };
     return { kid, alg: SIGNING_ALG, privateJwk, publicJwk, createdAt: this.clock.now().toISOString() };
   }
 
@@ -129,10 +132,10 @@ export class SigningKeyStore {
         for await (const e of this.kv.list<StoredKey>({ prefix: ["storefront_signing", "key"] })) {
           const k = e.value;
           if (k.dropAfter && Date.parse(k.dropAfter) < now && k.kid !== currentKid) continue;
-          publicKeys.set(k.kid, (await importJWK(k.publicJwk, SIGNING_ALG)) as CryptoKey);
+          publicKeys.set(k.kid, await importJWK(k.publicJwk, SIGNING_ALG));
           jwks.push(k.publicJwk);
           if (k.kid === currentKid) {
-            current = { kid: k.kid, privateKey: (await importJWK(k.privateJwk, SIGNING_ALG)) as CryptoKey };
+            current = { kid: k.kid, privateKey: await importJWK(k.privateJwk, SIGNING_ALG) };
           }
         }
         this.#public = publicKeys;
@@ -145,4 +148,10 @@ export class SigningKeyStore {
     })();
     return this.#loading;
   }
+}
+
+/** The exported JWK of an Ed25519 key, typed as the OKP key it is. */
+function okp(jwk: JWK): OkpJwk {
+  if (jwk.kty !== "OKP") throw new Error("signing key: jose exported a key that is not OKP");
+  return { ...jwk, kty: "OKP" };
 }

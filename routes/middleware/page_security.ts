@@ -8,7 +8,11 @@ export type ContentSecurityPolicyOptions = NonNullable<
 
 /** The security headers one page family sends; anything not named here is not sent. */
 export interface PageSecurityOptions {
-  /** `Content-Security-Policy`, directive by directive (Hono writes `default-src 'none'; ...`). */
+  /**
+   * `Content-Security-Policy`, directive by directive (Hono writes `default-src 'none'; ...`). A
+   * source may be a function of the request's context, read once the handler has run: a page can
+   * name a source only its handler knows (where its form's answer redirects).
+   */
   csp: ContentSecurityPolicyOptions;
   /** `X-Frame-Options`, e.g. `DENY`. */
   frameOptions?: string;
@@ -26,8 +30,10 @@ export interface PageSecurityOptions {
  *
  * @example app.use("/docs/*", pageSecurity({ csp: { defaultSrc: ["'none'"] }, frameOptions: "DENY" }))
  */
-export function pageSecurity({ csp, frameOptions, referrerPolicy, nosniff = false }: PageSecurityOptions) {
-  const middleware: MiddlewareHandler = secureHeaders({
+export function pageSecurity(
+  { csp, frameOptions, referrerPolicy, nosniff = false }: PageSecurityOptions,
+): MiddlewareHandler {
+  const secure = secureHeaders({
     contentSecurityPolicy: csp,
     xFrameOptions: frameOptions ?? false,
     referrerPolicy: referrerPolicy ?? false,
@@ -43,5 +49,10 @@ export function pageSecurity({ csp, frameOptions, referrerPolicy, nosniff = fals
     xXssProtection: false,
     removePoweredBy: false,
   });
-  return middleware;
+  // Hono reads the CSP's functions before the handler; run it after, so they see what the handler decided.
+  const handled = () => Promise.resolve();
+  return async function pageSecurity(c, next) {
+    await next();
+    await secure(c, handled);
+  };
 }

@@ -8,6 +8,7 @@ import type { AuthorizationRequest, Seller } from "../../core/identity/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { FormCsrf } from "../middleware/form_csrf.ts";
+import { pageSecurity } from "../middleware/page_security.ts";
 import { styleHashSource } from "../inline_style.ts";
 import { sellerOf } from "./seller.ts";
 import { documented } from "../openapi.ts";
@@ -120,6 +121,21 @@ function formTarget(redirectUri: string): string {
   return url.protocol === "https:" || url.protocol === "http:" ? url.origin : url.protocol;
 }
 
+/** A page's form-action sources when its form's answer redirects to the client, set by the handler. */
+const formActions = new WeakMap<Context, string>();
+
+/** The page's security headers (hono/secure-headers), on every answer of its routes, errors included. */
+const SECURITY = pageSecurity({
+  csp: {
+    defaultSrc: ["'none'"],
+    styleSrc: [styleHashSource(STYLE)],
+    formAction: [(c) => formActions.get(c) ?? "'self'"],
+    frameAncestors: ["'none'"],
+  },
+  referrerPolicy: "same-origin",
+  frameOptions: "DENY",
+});
+
 /**
  * `GET /authorize` and `POST /authorize` in the `/oauth2` family app: the OAuth 2.1 authorization
  * endpoint and the human's consent page. The client and its exact registered redirect URI are
@@ -138,13 +154,7 @@ export function addAuthorizePage(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "con
   });
   const send = (c: Context<AppEnv>, status: number, body: Html, redirectUri?: string) => {
     c.header("Cache-Control", "no-store");
-    c.header("Referrer-Policy", "same-origin");
-    c.header("X-Frame-Options", "DENY");
-    const target = redirectUri ? ` ${formTarget(redirectUri)}` : "";
-    c.header(
-      "Content-Security-Policy",
-      `default-src 'none'; style-src ${styleHashSource(STYLE)}; form-action 'self'${target}; frame-ancestors 'none'`,
-    );
+    if (redirectUri) formActions.set(c, `'self' ${formTarget(redirectUri)}`);
     return c.html(body, status as 200);
   };
   const redirect = (c: Context<AppEnv>, location: string) => {
@@ -164,7 +174,7 @@ export function addAuthorizePage(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "con
     };
   };
 
-  documented(app, authorizeRoute, async (c) => {
+  documented(app, authorizeRoute, SECURITY, async (c) => {
     const seller = await sellerOf(c, deps);
     const checked = await oauth.checkAuthorization(new URL(c.req.url).searchParams);
     if ("kind" in checked) {
@@ -188,7 +198,7 @@ export function addAuthorizePage(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "con
     );
   });
 
-  app.post("/authorize", async (c) => {
+  app.post("/authorize", SECURITY, async (c) => {
     const seller = await sellerOf(c, deps);
     const form = new URLSearchParams(new TextDecoder().decode(await readBodyCapped(c.req.raw, 4096)));
     const csrf = form.get("csrf") ?? "";

@@ -1,22 +1,11 @@
 import assert from "node:assert/strict";
 import { seedDemo } from "../../fixtures/demo.ts";
-import { demoEventsStep } from "../../fixtures/demo_events.ts";
+import { demoEventsOf } from "../../fixtures/demo_events.ts";
 import { seedDemoArticles } from "../../fixtures/demo_articles.ts";
 import type { Page } from "puppeteer-core";
 import { openBrowser, serveLocal } from "../_browser.ts";
 import { pageFaults } from "../_axe.ts";
 import { createTestWorld } from "../_helpers.ts";
-
-/** The bits of the browser's DOM types these page functions use (the test is type-checked without lib.dom). */
-type Canvas = {
-  width: number;
-  height: number;
-  getContext(k: "2d"): { getImageData(...a: number[]): { data: Uint8ClampedArray } };
-};
-type DocLike = { getElementById(id: string): { textContent: string | null } | null };
-
-type Field = { value: string; dispatchEvent(e: Event): boolean };
-type Select = { selectedOptions: ArrayLike<{ textContent: string | null }> };
 
 /** The calendar date (`YYYY-MM-DD`) of an instant in a zone. */
 const dayIn = (zone: string, instant: Date) =>
@@ -29,7 +18,7 @@ const addDays = (day: string, n: number) =>
 function viewFields(page: Page): Promise<Record<string, string>> {
   return page.$$eval("#filters [name]", (els) =>
     Object.fromEntries(els.map((e) => {
-      const f = e as unknown as Field & { name: string };
+      const f = e as HTMLInputElement | HTMLSelectElement;
       return [f.name, f.value];
     })));
 }
@@ -46,10 +35,8 @@ const LONG_PAGE = `https://dailyledger.example/${"very-long-path-segment/".repea
 /** Tables and bar labels wider than their box, by panel (what a reader would have to scroll or could not see). */
 function overflowing(page: Page): Promise<string[]> {
   return page.evaluate(() => {
-    type Box = { scrollWidth: number; clientWidth: number; closest(s: string): { id: string } | null };
-    const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): ArrayLike<Box> } }).document;
     const out: string[] = [];
-    for (const box of Array.from(doc.querySelectorAll(".scroll, .bar > span:first-child"))) {
+    for (const box of document.querySelectorAll(".scroll, .bar > span:first-child")) {
       if (box.scrollWidth > box.clientWidth + 1) {
         out.push(`${box.closest("[id]")?.id}: ${box.scrollWidth} > ${box.clientWidth}`);
       }
@@ -59,18 +46,22 @@ function overflowing(page: Page): Promise<string[]> {
 }
 
 /** The computed text colour of an element. */
-const colourOf = (page: Page, selector: string) =>
-  page.$eval(selector, (e) =>
-    (globalThis as unknown as { getComputedStyle(e: unknown): { color: string } })
-      .getComputedStyle(e).color);
+const colourOf = (page: Page, selector: string) => page.$eval(selector, (e) => getComputedStyle(e).color);
 /** --bad in dashboard.css. */
 const BAD_RED = "rgb(180, 35, 24)";
 
 const DAY_MS = 86_400_000;
 
+/**
+ * The demo's events over 16 days at a third of its volume: the default view (the last 7 whole
+ * days), the 7 before it that it is compared with, and today, with every panel filled. Each view
+ * the page loads costs a quarter less to compute than over the 30-day demo.
+ */
+const DASHBOARD_EVENTS = demoEventsOf({ days: 16, eventsPerDay: 200 });
+
 async function dashboardWorld() {
   const w = await createTestWorld();
-  const seeded = await seedDemo(w.deps, [seedDemoArticles, demoEventsStep]);
+  const seeded = await seedDemo(w.deps, [seedDemoArticles, DASHBOARD_EVENTS]);
   const key = seeded.apiKey!;
   const tenantId = (await w.deps.apiKeys.authenticate(`Bearer ${key}`)).tenantId;
   const agent = (await w.deps.repos.aiModels.listByTenant(tenantId))[0]!;
@@ -153,8 +144,8 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         assert.deepEqual(await pageFaults(page), [], "signed in, comparing");
         // The chart has ink: some pixel of the canvas is not transparent.
         const inked = await page.$eval("#chart canvas", (el) => {
-          const c = el as unknown as Canvas;
-          const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+          const c = el as HTMLCanvasElement;
+          const d = c.getContext("2d")!.getImageData(0, 0, c.width, c.height).data;
           for (let i = 3; i < d.length; i += 4) if (d[i] !== 0) return true;
           return false;
         });
@@ -176,7 +167,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         // The legend tells the lines apart as the chart does: the earlier period's marker is dashed.
         const markers = await page.$$eval("#chart .u-legend .u-marker", (ms) =>
           ms.map((m) => {
-            const style = (m as unknown as { style: { borderStyle: string; borderColor: string } }).style;
+            const style = (m as HTMLElement).style;
             return `${style.borderStyle} ${style.borderColor}`;
           }));
         // (The first row is the day, which has no line.)
@@ -268,8 +259,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         await page.goto(`${origin}/dashboard?timezone=UTC&compare=previous_period`, { waitUntil: "domcontentloaded" });
         await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
         const overflow = await page.evaluate(() => {
-          const d = (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document;
-          return d.documentElement.scrollWidth;
+          return document.documentElement.scrollWidth;
         });
         assert.ok(overflow <= 360, `page is ${overflow} px wide`);
         assert.deepEqual(await overflowing(page), [], "no table scrolls sideways, no bar label is cut");
@@ -279,7 +269,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
       });
 
       await t.step("a prompt of <img src=x onerror=...> executes nothing and is shown as text", async () => {
-        const xss = await page.evaluate(() => (window as unknown as { __xss?: string }).__xss);
+        const xss = await page.evaluate(() => (window as Window & { __xss?: string }).__xss);
         assert.equal(xss, undefined);
         assert.equal(dialogs.length, 0);
         assert.equal(await page.$$eval("#logs img, #logs script, #logs b", (e) => e.length), 0);
@@ -314,7 +304,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
         assert.deepEqual(urlView(page), { compare: "previous_period" });
         assert.equal(
-          await page.$eval("input[name=end_date]", (i) => (i as unknown as Field).value),
+          await page.$eval("input[name=end_date]", (i) => i.value),
           addDays(dayIn("UTC", w.clock.now()), -1),
         );
       });
@@ -323,10 +313,9 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         // The end field showed the default view's last whole day.
         const end = addDays(dayIn("UTC", w.clock.now()), -1);
         await page.$eval("input[name=start_date]", (i, day) => {
-          const field = i as unknown as Field;
-          field.value = day;
-          field.dispatchEvent(new Event("input", { bubbles: true }));
-          field.dispatchEvent(new Event("change", { bubbles: true }));
+          i.value = day;
+          i.dispatchEvent(new Event("input", { bubbles: true }));
+          i.dispatchEvent(new Event("change", { bubbles: true }));
         }, addDays(end, -13));
         await page.click("#filters button[type=submit]");
         await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
@@ -360,7 +349,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         const fields = await viewFields(page);
         assert.deepEqual([fields.start_date, fields.end_date, fields.timezone], [addDays(end, -6), end, zone]);
         assert.equal(
-          await page.$eval("select[name=compare]", (s) => (s as unknown as Select).selectedOptions[0]?.textContent),
+          await page.$eval("select[name=compare]", (s) => s.selectedOptions[0]?.textContent),
           "None",
         );
         assert.deepEqual(urlView(page), { timezone: zone, compare: "" });
@@ -382,7 +371,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         });
         await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
         assert.equal(
-          await page.$eval("input[name=timezone]", (i) => (i as unknown as { value: string }).value),
+          await page.$eval("input[name=timezone]", (i) => i.value),
           "Asia/Tokyo",
         );
         assert.match(await page.$eval("#status", (e) => e.textContent ?? ""), /2026-11-01 to 2026-11-22 · Asia\/Tokyo/);
@@ -416,8 +405,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         }
         // Apply makes a new history entry: Back returns to the previous view, not to another page.
         await page.$eval("input[name=placement_id]", (i) => {
-          const field = i as unknown as Field;
-          field.value = "pl_sidebar";
+          i.value = "pl_sidebar";
         });
         await page.click("#filters button[type=submit]");
         await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
@@ -465,8 +453,8 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
         // Where the sessions line's blue is drawn, as a share of the canvas width.
         const blueAt = await page.$eval("#chart canvas", (el) => {
-          const c = el as unknown as Canvas;
-          const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+          const c = el as HTMLCanvasElement;
+          const d = c.getContext("2d")!.getImageData(0, 0, c.width, c.height).data;
           const xs: number[] = [];
           for (let i = 0; i < d.length; i += 4) {
             if (d[i] === 47 && d[i + 1] === 111 && d[i + 2] === 237) xs.push((i / 4) % c.width);
@@ -490,21 +478,18 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         await page.type("#key", key);
         await page.keyboard.press("Enter");
         await page.waitForSelector("body[data-loaded=true]", { timeout: 30_000 });
-        const focused = await page.evaluate(() =>
-          (globalThis as unknown as { document: { activeElement: { id: string } | null } }).document.activeElement?.id
-        );
+        const focused = await page.evaluate(() => document.activeElement?.id);
         assert.equal(focused, "title");
       });
 
       await t.step(
         "keyboard only: Tab reaches the view's fields, Enter applies them, Refresh works from the keyboard",
         async () => {
-          type Active = { document: { activeElement: { matches(s: string): boolean } | null } };
           const reach = async (selector: string) => {
             for (let i = 0; i < 40; i++) {
               await page.keyboard.press("Tab");
               const there = await page.evaluate(
-                (s) => (globalThis as unknown as Active).document.activeElement?.matches(s) ?? false,
+                (s) => document.activeElement?.matches(s) ?? false,
                 selector,
               );
               if (there) return;
@@ -552,10 +537,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
         await p2.waitForSelector("#signin:not(.hidden)");
         await p2.type("#key", "ak_this_key_does_not_exist");
         await p2.click("#signin button[type=submit]");
-        await p2.waitForFunction(() => {
-          const doc = (globalThis as unknown as { document: DocLike }).document;
-          return /not accepted/.test(doc.getElementById("message")?.textContent ?? "");
-        }, {
+        await p2.waitForFunction(() => /not accepted/.test(document.getElementById("message")?.textContent ?? ""), {
           timeout: 15_000,
         });
         assert.equal(await p2.evaluate(() => sessionStorage.getItem("analytics_api_key")), null);
@@ -640,7 +622,7 @@ Deno.test("GET /dashboard in headless Chromium: signs in, draws the demo data, s
           w2.clock.advance(61_000);
           await p3.click("#filters button[type=submit]");
           await p3.waitForFunction(() =>
-            (globalThis as unknown as { document: DocLike }).document.getElementById("status")?.textContent ===
+            document.getElementById("status")?.textContent ===
               "Loading…"
           );
           assert.equal(await p3.$$eval("main [aria-busy=true].stale", (e) => e.length), 13); // every panel, today included

@@ -30,26 +30,13 @@ Deno.test({
       await b.page.setViewport({ width, height: 800 });
       // Nothing is wider than the card it sits in, and the page does not scroll sideways.
       const over = await b.page.evaluate(() => {
-        type Box = {
-          getBoundingClientRect(): { left: number; right: number; width: number };
-          id: string;
-          tagName: string;
-        };
-        const doc = globalThis as unknown as {
-          document: {
-            querySelector(s: string): Box;
-            querySelectorAll(s: string): Box[];
-            documentElement: { scrollWidth: number };
-          };
-          innerWidth: number;
-        };
-        const card = doc.document.querySelector("main").getBoundingClientRect();
-        const out = [...doc.document.querySelectorAll("main *:not([type=hidden])")]
+        const card = document.querySelector("main")!.getBoundingClientRect();
+        const out = [...document.querySelectorAll("main *:not([type=hidden])")]
           .filter((e) =>
             e.getBoundingClientRect().right > card.right + 0.5 || e.getBoundingClientRect().left < card.left - 0.5
           )
           .map((e) => e.id || e.tagName);
-        if (doc.document.documentElement.scrollWidth > doc.innerWidth) out.push("page");
+        if (document.documentElement.scrollWidth > innerWidth) out.push("page");
         return out;
       });
       assert.deepEqual(over, [], `at ${width} px`);

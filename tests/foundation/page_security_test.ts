@@ -32,6 +32,28 @@ Deno.test("pageSecurity() leaves out what is not named (no HSTS, COOP, CORP or H
   assert.deepEqual([...res.headers.keys()].sort(), ["content-security-policy", "content-type"]);
 });
 
+Deno.test("pageSecurity() reads a CSP source given as a function after the handler ran", async () => {
+  const targets = new WeakMap<object, string>();
+  const app = new Hono();
+  app.use("*", pageSecurity({ csp: { formAction: [(c) => targets.get(c) ?? "'self'"] }, frameOptions: "DENY" }));
+  app.get("/", (c) => c.text("no form"));
+  app.get("/form", (c) => {
+    targets.set(c, "'self' https://client.example");
+    return c.text("a form");
+  });
+  app.get("/fails", () => {
+    throw new Error("boom");
+  });
+  assert.equal((await app.request("/")).headers.get("content-security-policy"), "form-action 'self'");
+  assert.equal(
+    (await app.request("/form")).headers.get("content-security-policy"),
+    "form-action 'self' https://client.example",
+  );
+  const failed = await app.request("/fails");
+  assert.equal(failed.status, 500);
+  assert.equal(failed.headers.get("x-frame-options"), "DENY", "error pages too");
+});
+
 Deno.test("the checkout page's security headers are the ones it set by hand before hono/secure-headers", async () => {
   const { CHECKOUT_HEADERS, CHECKOUT_SECURITY } = await import("../../routes/storefront/checkout_page.ts");
   const app = new Hono();

@@ -388,6 +388,17 @@ Deno.test("OAuth attacks: code reuse, wrong verifier, wrong redirect_uri, wrong 
     const headers = (await w.app.request(url.href)).headers;
     assert.equal(headers.get("x-frame-options"), "DENY");
     assert.match(headers.get("content-security-policy") ?? "", /frame-ancestors 'none'/);
+    // Its form may lead to the client's redirect URI (Chromium checks the redirect against form-action), nowhere else.
+    assert.match(
+      headers.get("content-security-policy") ?? "",
+      /^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]+=*'; form-action 'self' http:\/\/127\.0\.0\.1:53682; frame-ancestors 'none'$/,
+    );
+    assert.equal(headers.get("referrer-policy"), "same-origin");
+    // A page that cannot go on has no form to send anywhere but here.
+    const refused = await w.app.request(`${SF}/oauth2/authorize?response_type=code&client_id=nobody`);
+    assert.equal(refused.status, 400);
+    assert.match(refused.headers.get("content-security-policy") ?? "", /; form-action 'self'; frame-ancestors 'none'$/);
+    assert.equal(refused.headers.get("x-frame-options"), "DENY");
     const post = (h: Record<string, string>) =>
       w.app.request(`${SF}/oauth2/authorize`, {
         method: "POST",

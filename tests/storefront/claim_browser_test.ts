@@ -53,10 +53,7 @@ Deno.test({
       // The rest of the claim happens on a 360 px phone, where nothing may scroll sideways.
       await b.page.setViewport({ width: 360, height: 740 });
       await b.shot("code form 360");
-      const wide = await b.page.evaluate(() =>
-        (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document
-          .documentElement.scrollWidth
-      );
+      const wide = await b.page.evaluate(() => document.documentElement.scrollWidth);
       assert.ok(wide <= 360, `${wide} px wide`);
       assert.equal(await b.page.$("button[name=decision], input[name=decision]"), null);
       assert.match(await b.page.$eval("h1", (e) => e.textContent ?? ""), /maria@example\.com/);

@@ -3,12 +3,6 @@ import { createTestWorld } from "../_helpers.ts";
 import { openBrowser, serveLocal } from "../_browser.ts";
 import { pageFaults } from "../_axe.ts";
 
-/** The page's document, as far as these checks read it (the test is type-checked without the DOM library). */
-type Doc = {
-  documentElement: { scrollWidth: number };
-  activeElement: { getAttribute(name: string): string | null } | null;
-};
-
 Deno.test("GET / in Chromium: fits 360 and 1280 px, every link reachable by keyboard, 0 axe faults", async () => {
   await using w = await createTestWorld();
   await using server = serveLocal();
@@ -21,9 +15,7 @@ Deno.test("GET / in Chromium: fits 360 and 1280 px, every link reachable by keyb
     await page.setViewport({ width, height: 800 });
     await page.goto(`${server.url}/`, { waitUntil: "load" });
     console.log(`screenshot: ${await session.shot(`front page ${width}`)}`);
-    const scrollWidth = await page.evaluate(() =>
-      (globalThis as unknown as { document: Doc }).document.documentElement.scrollWidth
-    );
+    const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(scrollWidth <= width, `${scrollWidth} px wide at ${width}`);
     assert.deepEqual(await pageFaults(page), [], `${width} px`);
   }
@@ -33,9 +25,7 @@ Deno.test("GET / in Chromium: fits 360 and 1280 px, every link reachable by keyb
   for (let i = 0; i < links.length; i++) {
     await page.keyboard.press("Tab");
     reached.push(
-      await page.evaluate(() =>
-        (globalThis as unknown as { document: Doc }).document.activeElement?.getAttribute("href") ?? ""
-      ),
+      await page.evaluate(() => document.activeElement?.getAttribute("href") ?? ""),
     );
   }
   assert.deepEqual(reached, links);

@@ -3,7 +3,7 @@
  * publisher demo site on a second origin the seeded widget allows (DEMO_SITE_URL), a third origin
  * it does not allow, and a log of what the browser sent the service (paths, statuses, event batches).
  */
-import { openBrowser, serveLocal } from "../_browser.ts";
+import { openSharedBrowser, serveLocal } from "../_browser.ts";
 import { createTestWorld, type TestWorld } from "../_helpers.ts";
 import { seedDemo } from "../../fixtures/demo.ts";
 import { seedDemoArticles } from "../../fixtures/demo_articles.ts";
@@ -108,4 +108,4 @@ export async function widgetWorld(): Promise<WidgetWorld> {
   };
 }
 
-export { openBrowser };
+export { openSharedBrowser };

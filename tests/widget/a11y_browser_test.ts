@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
 import { seriousViolations } from "../_axe.ts";
-import { openBrowser, widgetWorld } from "./_browser_world.ts";
+import { openSharedBrowser, widgetWorld } from "./_browser_world.ts";
 
 const W = "ask-ai-widget";
 const inWidget = (sel: string) => `${W} >>> ${sel}`;
@@ -40,7 +40,7 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     await using world = await widgetWorld();
-    await using b = await openBrowser("widget axe");
+    await using b = await openSharedBrowser("widget axe");
     const csp = await watchCsp(b.page);
     await b.page.goto(`${world.siteUrl}/docked.html`, { waitUntil: "load" });
     await b.page.waitForSelector(`${W}[data-state=ready]`);
@@ -54,7 +54,7 @@ Deno.test({
 
     // The docked button also closes the panel it opened, and that is a widget_close.
     await b.page.click(inWidget(".launcher"));
-    assert.equal(await b.page.$eval(inWidget(".panel"), (e) => (e as unknown as { hidden: boolean }).hidden), true);
+    assert.equal(await b.page.$eval(inWidget(".panel"), (e) => (e as HTMLElement).hidden), true);
     assert.equal(await b.page.$eval(inWidget(".launcher"), (e) => e.getAttribute("aria-expanded")), "false");
 
     // The inline widget on the article page too.
@@ -73,7 +73,7 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     await using world = await widgetWorld();
-    await using b = await openBrowser("widget keyboard");
+    await using b = await openSharedBrowser("widget keyboard");
     const page = b.page;
     // Counts the page's sendBeacon calls and what they answered (installed over CDP).
     await page.evaluateOnNewDocument(`globalThis.beacons = [];
@@ -110,10 +110,10 @@ Deno.test({
     await answered(page);
     assert.equal(await page.$eval(inWidget(".turn:last-child .q"), (e) => e.textContent), chosen);
     await b.shot("follow-up by keyboard");
-    const other = await b.browser.newPage(); // a second tab, opened before the close
+    const other = await b.context.newPage(); // a second tab, opened before the close
     await page.bringToFront();
     await page.keyboard.press("Escape");
-    const hidden = await page.$eval(inWidget(".panel"), (e) => (e as unknown as { hidden: boolean }).hidden);
+    const hidden = await page.$eval(inWidget(".panel"), (e) => (e as HTMLElement).hidden);
     const focus = await focused(page);
     // At once (before the 2 s batch timer), the reader switches tabs: the page is hidden and the
     // queued widget_close leaves with sendBeacon.
@@ -143,7 +143,7 @@ Deno.test({
     const hostilePrompt = `<b>bold?</b> <a href="javascript:alert(1)">x</a>`;
     await repos.prompts.update({ ...prompt, text: hostilePrompt });
 
-    await using b = await openBrowser("widget safety");
+    await using b = await openSharedBrowser("widget safety");
     // The demo page with `data-no-track` on the script tag.
     await b.page.goto(`${world.siteUrl}/?no-track`, { waitUntil: "load" });
     await b.page.waitForSelector(`${W}[data-state=ready]`);
@@ -172,7 +172,7 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     await using world = await widgetWorld();
-    await using b = await openBrowser("widget isolation");
+    await using b = await openSharedBrowser("widget isolation");
     const page = b.page;
     await page.goto(world.siteUrl, { waitUntil: "load" });
     const paragraph = () =>

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { openBrowser, widgetWorld } from "./_browser_world.ts";
+import { openSharedBrowser, widgetWorld } from "./_browser_world.ts";
 
 const W = "ask-ai-widget";
 
@@ -15,7 +15,7 @@ Deno.test({
         headers: { "retry-after": "1" },
       })
     );
-    await using b = await openBrowser("widget events retry");
+    await using b = await openSharedBrowser("widget events retry");
     await b.page.goto(world.siteUrl, { waitUntil: "load" });
     await b.page.waitForSelector(`${W}[data-state=ready]`);
     await world.until("the refused batch", () => world.refused.length > 0);

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
-import { openBrowser, widgetWorld } from "./_browser_world.ts";
+import { openSharedBrowser, widgetWorld } from "./_browser_world.ts";
 
 const W = "ask-ai-widget";
 const inWidget = (sel: string) => `${W} >>> ${sel}`;
@@ -50,7 +50,7 @@ Deno.test({
   async fn(t) {
     await using world = await widgetWorld();
     const before = await snapshot(world);
-    await using b = await openBrowser("widget truth");
+    await using b = await openSharedBrowser("widget truth");
     const page = b.page;
     // CSP violations on the strict demo page would show here (the listener is installed by CDP, not inline).
     await page.evaluateOnNewDocument(`globalThis.cspViolations = [];
@@ -203,7 +203,7 @@ Deno.test({
       assert.equal(i("total_queries"), 4);
       assert.equal(i("sessions_with_2_plus_queries"), 1);
 
-      const csp = await page.evaluate(() => (globalThis as unknown as { cspViolations?: string[] }).cspViolations);
+      const csp = await page.evaluate(() => (window as Window & { cspViolations?: string[] }).cspViolations);
       assert.ok(!csp?.length, `no CSP violation: ${csp}`);
       console.log(`screenshots: ${b.shotsDir}`);
     });
@@ -217,7 +217,7 @@ Deno.test({
   async fn() {
     await using world = await widgetWorld();
     const before = await snapshot(world);
-    await using b = await openBrowser("widget stranger");
+    await using b = await openSharedBrowser("widget stranger");
     await b.page.goto(world.strangerUrl, { waitUntil: "load" });
     await b.page.waitForSelector(`${W}[data-state=unavailable]`);
     // The page tries the routes itself, as a script on that page could.
@@ -232,13 +232,12 @@ Deno.test({
         return [
           await post(`/widget/v1/${wd}/ask`, { query: "transit", session_id: "s_x", interaction_type: "free_form" }),
           await post(`/v1/events`, { widget_id: wd, events: [{ event_type: "widget_load", session_id: "s_x" }] }),
-          (globalThis as unknown as { navigator: { sendBeacon(url: string, body: Blob): boolean } }).navigator
-            .sendBeacon(
-              `${base}/v1/events`,
-              new Blob([JSON.stringify({ widget_id: wd, events: [{ event_type: "widget_load" }] })], {
-                type: "application/json",
-              }),
-            ),
+          navigator.sendBeacon(
+            `${base}/v1/events`,
+            new Blob([JSON.stringify({ widget_id: wd, events: [{ event_type: "widget_load" }] })], {
+              type: "application/json",
+            }),
+          ),
         ];
       },
       world.serviceUrl,
