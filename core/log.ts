@@ -31,16 +31,28 @@ export function redactText(text: string): string {
   return out;
 }
 
-// Field names repeat (every access-log line has the same seven): test each name once. Bounded, as
-// the names come from code, but capped in case one ever comes from data.
-const secretNames = new Map<string, boolean>();
-function isSecretName(name: string): boolean {
-  let secret = secretNames.get(name);
-  if (secret === undefined) {
-    secret = SECRET_FIELD.test(name);
-    if (secretNames.size < 1000) secretNames.set(name, secret);
+// Field names repeat (every access-log line has the same seven): each name is looked at once, for
+// whether it names a secret and how it is written in a line. Bounded, as the names come from code,
+// but capped in case one ever comes from data.
+interface FieldName {
+  secret: boolean;
+  /** `"name":`, or null for a name a hand-built line cannot place where JSON.stringify would. */
+  json: string | null;
+}
+const fieldNames = new Map<string, FieldName>();
+function fieldName(name: string): FieldName {
+  let known = fieldNames.get(name);
+  if (known === undefined) {
+    // An array-index name goes first in an object's JSON; ts, level and msg keep their place up
+    // front when a field overrides them; `__proto__` is no field of a plain object at all.
+    const placed = !/^(?:\d+|ts|level|msg|__proto__)$/.test(name);
+    known = { secret: SECRET_FIELD.test(name), json: placed ? `${JSON.stringify(name)}:` : null };
+    if (fieldNames.size < 1000) fieldNames.set(name, known);
   }
-  return secret;
+  return known;
+}
+function isSecretName(name: string): boolean {
+  return fieldName(name).secret;
 }
 
 /** Deep-copies log fields with secrets removed. */
@@ -63,7 +75,7 @@ function redactInto(out: Record<string, unknown>, fields: Record<string, unknown
 
 /**
  * A JSON-lines logger writing to `write` (stdout by default), dropping lines below `level`.
- * Every line passes through {@link redactFields}.
+ * Every line is redacted as {@link redactFields} does.
  */
 export function createLogger(
   { level = "info", write = (line: string) => console.log(line), clock }: {
@@ -84,11 +96,42 @@ export function createLogger(
         stampedMs = now.getTime();
         stamp = now.toISOString();
       }
-      // Built in one object (fields may override ts, level and msg, as a spread after them did).
-      const line: Record<string, unknown> = { ts: stamp, level: lvl, msg: redactText(msg) };
-      write(JSON.stringify(fields ? redactInto(line, fields) : line));
+      const head = `{"ts":"${stamp}","level":"${lvl}","msg":${JSON.stringify(redactText(msg))}`;
+      write(fields ? withFields(head, lvl, stamp, msg, fields) : head + "}");
     };
   return { debug: emit("debug"), info: emit("info"), warn: emit("warn"), error: emit("error") };
+}
+
+/**
+ * A line's fields written after `head` by hand: the bytes JSON.stringify makes of the redacted line
+ * object, without building that object (most lines hold only strings, numbers, booleans and null).
+ * A field of any other kind, or a name that changes the order, falls back to the object.
+ */
+function withFields(
+  head: string,
+  level: LogLevel,
+  stamp: string,
+  msg: string,
+  fields: Record<string, unknown>,
+): string {
+  let line = head;
+  for (const k in fields) {
+    const name = fieldName(k);
+    if (name.json === null) return objectLine(level, stamp, msg, fields);
+    const v = fields[k];
+    if (v === undefined) continue;
+    if (name.secret && v !== null && typeof v !== "boolean" && typeof v !== "number") {
+      line += `,${name.json}"[redacted]"`;
+    } else if (typeof v === "string") line += `,${name.json}${JSON.stringify(redactText(v))}`;
+    else if (typeof v === "number" || typeof v === "boolean" || v === null) line += `,${name.json}${JSON.stringify(v)}`;
+    else return objectLine(level, stamp, msg, fields);
+  }
+  return line + "}";
+}
+
+/** The line as one object (fields may override ts, level and msg, as a spread after them did). */
+function objectLine(level: LogLevel, stamp: string, msg: string, fields: Record<string, unknown>): string {
+  return JSON.stringify(redactInto({ ts: stamp, level, msg: redactText(msg) }, fields));
 }
 
 /** A logger that keeps its lines in memory; for tests. */

@@ -11,15 +11,25 @@
  */
 import type { TimerId } from "./timers.ts";
 
-/** Where batches go; the process's stdout by default. */
+/**
+ * Where batches go; the process's stdout by default. It must be done with the bytes when it
+ * returns: they are a view of the buffer the next lines are written into.
+ */
 export type WriteSync = (bytes: Uint8Array) => void;
 
 const encoder = new TextEncoder();
+// Room beyond `maxBytes`, so the line that crosses it still fits; a longer line goes out on its own.
+const SLACK_BYTES = 64 * 1024;
 
-/** Gathers lines and writes them out in batches. */
+/**
+ * Gathers lines and writes them out in batches. Each line is encoded into one reused byte buffer
+ * as it arrives: a line kept as a string until the batch went out lived long enough (up to
+ * `intervalMs`) to be promoted to the old generation, which then cost full garbage collections of
+ * the whole heap in proportion to the log (bench/RESULTS.md, "Fixed cost of a request").
+ */
 export class LineBuffer {
-  #lines: string[] = [];
-  #bytes = 0;
+  readonly #buffer: Uint8Array;
+  #used = 0;
   #timer: TimerId | undefined;
   #closed = false;
   readonly #out: WriteSync;
@@ -30,7 +40,7 @@ export class LineBuffer {
   constructor(
     { out = writeAllSync(Deno.stdout), maxBytes = 64 * 1024, intervalMs = 100 }: {
       out?: WriteSync;
-      /** Write as soon as this many bytes (about; counted in UTF-16 units) wait. */
+      /** Write as soon as this many bytes wait. */
       maxBytes?: number;
       /** Longest a line waits. */
       intervalMs?: number;
@@ -39,31 +49,45 @@ export class LineBuffer {
     this.#out = out;
     this.#maxBytes = maxBytes;
     this.#intervalMs = intervalMs;
+    this.#buffer = new Uint8Array(maxBytes + SLACK_BYTES);
     globalThis.addEventListener("unload", this.#onUnload);
   }
 
   /** Takes one line (without its newline). After {@link close}, lines are written at once. */
   write = (line: string): void => {
-    this.#lines.push(line);
-    this.#bytes += line.length + 1;
-    if (this.#closed || this.#bytes >= this.#maxBytes) {
+    if (!this.#append(line)) {
+      // It did not fit after what waits: that goes first, then the line into the emptied buffer,
+      // or on its own when even that is too small.
       this.flush();
-    } else if (this.#timer === undefined) {
+      if (!this.#append(line)) this.#out(encoder.encode(`${line}\n`));
+    }
+    if (this.#closed || this.#used >= this.#maxBytes) {
+      this.flush();
+    } else if (this.#timer === undefined && this.#used > 0) {
       this.#timer = setTimeout(() => this.flush(), this.#intervalMs);
       // A pending batch never keeps the process alive: exit flushes it.
       Deno.unrefTimer(this.#timer);
     }
   };
 
+  /** Encodes `line` and its newline after what waits; false (nothing taken) when it does not fit. */
+  #append(line: string): boolean {
+    const room = this.#buffer.subarray(this.#used, this.#buffer.length - 1);
+    const { read, written } = encoder.encodeInto(line, room);
+    if (read < line.length) return false;
+    this.#buffer[this.#used + written] = 0x0a;
+    this.#used += written + 1;
+    return true;
+  }
+
   /** Writes what waits, in one call. */
   flush(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (!this.#lines.length) return;
-    const text = this.#lines.join("\n") + "\n";
-    this.#lines = [];
-    this.#bytes = 0;
-    this.#out(encoder.encode(text));
+    if (this.#used === 0) return;
+    const used = this.#used;
+    this.#used = 0;
+    this.#out(this.#buffer.subarray(0, used));
   }
 
   /** Flushes and writes every later line at once (for the last lines of a shutdown). */

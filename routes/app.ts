@@ -1,7 +1,7 @@
 /**
  * The HTTP app. Every URL family is a sub-app mounted at its prefix, with its own `onError`
- * rendering its error body (routes/family.ts); the root only adds request ids, the access log and
- * the 404 of paths no family owns.
+ * rendering its error body (routes/family.ts); the root only adds request ids and the access log
+ * (one middleware, routes/middleware/request_envelope.ts) and the 404 of paths no family owns.
  *
  * Where each URL is served:
  *
@@ -53,8 +53,7 @@ import { createErrorHandler } from "./errors.ts";
 import { createEventRoutes } from "./events.ts";
 import { familyApp, mount } from "./family.ts";
 import { createImageRoutes } from "./images.ts";
-import { accessLog } from "./middleware/access_log.ts";
-import { requestId } from "./middleware/request_id.ts";
+import { requestEnvelope } from "./middleware/request_envelope.ts";
 import { createDatamodelLegacyRoutes } from "./datamodel_legacy.ts";
 import { createMcpCardRoutes, createMcpRoutes } from "./mcp/mod.ts";
 import { createPayproxyRoutes } from "./payproxy.ts";
@@ -91,11 +90,11 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
     },
     servers: [{ url: deps.config.baseUrl }],
   };
-  app.use("*", requestId());
-  app.use("*", accessLog(deps.log));
+  const onError = createErrorHandler(deps.log, "message");
+  app.use("*", requestEnvelope(deps.log, onError));
   // SEARCH_SHARD: a data model of another shard is 421 before any route (routes/shard_guard.ts).
   if (deps.config.searchShard) app.use("*", shardGuard(deps.config.searchShard));
-  app.onError(createErrorHandler(deps.log, "message"));
+  app.onError(onError);
   app.notFound(() => {
     throw notFound("Not found");
   });

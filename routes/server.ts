@@ -54,6 +54,15 @@ export function startServer(
     if (--inFlight === 0) onIdle?.();
   };
   const whenIdle = () => inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (onIdle = resolve));
+  // Made once, not per request.
+  const answered = (res: Response) => {
+    settled();
+    return releasingSentChunks(res);
+  };
+  const failed = (err: unknown): never => {
+    settled();
+    throw err;
+  };
   const server = Deno.serve({ hostname, port, onListen: () => {} }, (req, info) => {
     inFlight++;
     let out: Response | Promise<Response>;
@@ -67,13 +76,7 @@ export function startServer(
       settled();
       return releasingSentChunks(out);
     }
-    return out.then((res) => {
-      settled();
-      return releasingSentChunks(res);
-    }, (err) => {
-      settled();
-      throw err;
-    });
+    return out.then(answered, failed);
   });
   const addr = server.addr;
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { LineBuffer } from "../../core/log_buffer.ts";
-import { createLogger } from "../../core/log.ts";
+import { createLogger, redactFields } from "../../core/log.ts";
 
 const decoder = new TextDecoder();
 
@@ -72,4 +72,45 @@ Deno.test("createLogger(): lines of the same millisecond share a stamp; fields s
     { ts: "2026-11-26T10:00:00.000Z", level: "info", msg: "a", api_key: "[redacted]", path: "/x?token=[redacted]" },
     { ts: "2026-11-26T10:00:00.001Z", level: "info", msg: "overridden" },
   ]);
+});
+
+Deno.test("createLogger(): a line built by hand is byte for byte JSON.stringify of the redacted line object", () => {
+  const written: string[] = [];
+  const at = new Date("2026-11-26T10:00:00.000Z");
+  const log = createLogger({ clock: () => at, write: (l) => void written.push(l) });
+  const cases: Record<string, unknown>[] = [
+    { method: "GET", path: "/healthz", status: 200, duration_ms: 0.12, tenant: null, caller: null, request_id: "r-1" },
+    { quote: 'say "hi"\\ \n\t\u0001 é 😀 \ud800', n: -0, inf: Infinity, nan: NaN, yes: true, gone: undefined },
+    { path: "/r?token=abc&key=k", auth: "Bearer abc.def", jwt: "eyJa.eyJb.sig", key: "ak_12345678abcdef" },
+    { api_key: "x", token: 12, password: null, cookie: { a: 1 }, secret: undefined },
+    { nested: { authorization: "Basic abc", n: 1 }, list: [1, "ak_12345678abcdef"], when: at },
+    { "2": "index first", b: 1, "01": "not an index" },
+    { level: "overridden", msg: undefined, extra: "x" },
+    { 'we"ird': "name", "": "empty" },
+  ];
+  for (const fields of cases) log.warn("message with Bearer abc", fields);
+  log.error("no fields");
+  const expected = cases.map((fields) => {
+    const line: Record<string, unknown> = {
+      ts: at.toISOString(),
+      level: "warn",
+      msg: "message with Bearer [redacted]",
+    };
+    return JSON.stringify(Object.assign(line, redactFields(fields)));
+  });
+  expected.push(JSON.stringify({ ts: at.toISOString(), level: "error", msg: "no fields" }));
+  assert.deepEqual(written, expected);
+});
+
+Deno.test("LineBuffer keeps multi-byte text whole and sends a line longer than its buffer after what waits", () => {
+  const { writes, out } = collecting();
+  const buffer = new LineBuffer({ out, maxBytes: 10, intervalMs: 60_000 });
+  try {
+    buffer.write("é😀");
+    const long = "x".repeat(100_000);
+    buffer.write(long);
+    assert.deepEqual(writes, ["é😀\n", `${long}\n`]);
+  } finally {
+    buffer.close();
+  }
 });
