@@ -152,10 +152,12 @@ function shuffled(xs: Ev[], seed: number): Ev[] {
 
 // ---- The independent definition -------------------------------------------------------------
 
-/** UTC offset (ms) of `tz` at instant `ms`, from Intl. */
-function offsetMs(tz: string, ms: number): number {
-  const p = Object.fromEntries(
-    new Intl.DateTimeFormat("en-US", {
+// One formatter per zone (building one per event was a large part of the expectations' cost).
+const wallFormats = new Map<string, Intl.DateTimeFormat>();
+function wallFormat(tz: string): Intl.DateTimeFormat {
+  let f = wallFormats.get(tz);
+  if (!f) {
+    f = new Intl.DateTimeFormat("en-US", {
       timeZone: tz,
       hourCycle: "h23",
       year: "numeric",
@@ -164,8 +166,15 @@ function offsetMs(tz: string, ms: number): number {
       hour: "2-digit",
       minute: "2-digit",
       second: "2-digit",
-    }).formatToParts(new Date(ms)).map((x) => [x.type, x.value]),
-  );
+    });
+    wallFormats.set(tz, f);
+  }
+  return f;
+}
+
+/** UTC offset (ms) of `tz` at instant `ms`, from Intl. */
+function offsetMs(tz: string, ms: number): number {
+  const p = Object.fromEntries(wallFormat(tz).formatToParts(new Date(ms)).map((x) => [x.type, x.value]));
   return Date.UTC(+p.year!, +p.month! - 1, +p.day!, +p.hour!, +p.minute!, +p.second!) - ms;
 }
 /** The instant of local midnight starting `day` in `tz`. */
