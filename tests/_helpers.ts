@@ -44,9 +44,11 @@ export async function createTestWorld(
     ...env,
   });
   const kv = await Deno.openKv(":memory:");
-  // One DuckDB thread per world: a test's queries are small, and the suite runs two files at once on
-  // two cores, so a second thread per instance only added scheduling (about 15 % more CPU per file).
-  const duckdb = await AnalyticsDb.open({ threads: config.duckdbThreads ?? 1 });
+  // Opened on the first analytics query: most worlds never make one, and loading DuckDB cost each
+  // test file about 0.1 s of CPU. One thread per world: a test's queries are small, and the suite runs
+  // two files at once on two cores, so a second thread per instance only added scheduling (about
+  // 15 % more CPU per analytics file).
+  const duckdb = AnalyticsDb.lazy({ threads: config.duckdbThreads ?? 1 });
   const log = memoryLogger();
   const deps = buildDeps({ config, kv, duckdb, clock, log }, { fetch, ...overrides });
   await deps.start();
