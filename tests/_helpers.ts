@@ -44,8 +44,8 @@ export async function createTestWorld(
     ...env,
   });
   const kv = await Deno.openKv(":memory:");
-  // Opened on the first analytics query: most worlds never make one, and loading DuckDB cost each
-  // test file about 0.1 s of CPU. One thread per world: a test's queries are small, and the suite runs
+  // Opened on the first analytics query: most worlds never make one, and loading DuckDB and making
+  // its instance cost each world-building test file about 0.07 s of CPU. One thread per world: a test's queries are small, and the suite runs
   // two files at once on two cores, so a second thread per instance only added scheduling (about
   // 15 % more CPU per analytics file).
   const duckdb = AnalyticsDb.lazy({ threads: config.duckdbThreads ?? 1 });
