@@ -31,19 +31,25 @@ export class AnalyticsDb {
   #closed = false;
   readonly #whenClosed = Promise.withResolvers<void>();
 
-  private constructor(private readonly instance: DuckDBInstance) {}
+  /** The instance, once created ({@link lazy}: on the first connection). */
+  #instance: DuckDBInstance | null;
+  #opening: Promise<DuckDBInstance> | null = null;
 
-  static async open(
-    { path = ":memory:", threads, memoryLimit, allocatorFlush, libPath }: DuckDbOptions = {},
-  ): Promise<AnalyticsDb> {
-    preloadDuckDbLibrary(libPath);
-    // Imported here, after the preload, because importing the package loads the native addon.
-    const { DuckDBInstance } = await import("@duckdb/node-api");
-    const options: Record<string, string> = {};
-    if (allocatorFlush) options.allocator_bulk_deallocation_flush_threshold = allocatorFlush;
-    if (threads) options.threads = String(threads);
-    if (memoryLimit) options.memory_limit = memoryLimit;
-    return new AnalyticsDb(await DuckDBInstance.create(path, options));
+  private constructor(instance: DuckDBInstance | null, private readonly options: DuckDbOptions = {}) {
+    this.#instance = instance;
+  }
+
+  static async open(options: DuckDbOptions = {}): Promise<AnalyticsDb> {
+    return new AnalyticsDb(await createInstance(options));
+  }
+
+  /**
+   * An AnalyticsDb that loads DuckDB and creates its instance on the first connection, so a
+   * process (a test world) that never queries analytics never pays for either; a failure to open
+   * surfaces there instead of here.
+   */
+  static lazy(options: DuckDbOptions = {}): AnalyticsDb {
+    return new AnalyticsDb(null, options);
   }
 
   /**
@@ -68,7 +74,7 @@ export class AnalyticsDb {
     if (this.#closing) throw new Error("The analytics database is closed");
     this.#active++;
     try {
-      return await this.instance.connect();
+      return await (this.#instance ?? await this.#create()).connect();
     } catch (err) {
       this.#idle();
       throw err;
@@ -88,6 +94,17 @@ export class AnalyticsDb {
     }
   }
 
+  #create(): Promise<DuckDBInstance> {
+    this.#opening ??= createInstance(this.options).then(
+      (instance) => this.#instance = instance,
+      (err) => {
+        this.#opening = null; // the next connection tries again
+        throw err;
+      },
+    );
+    return this.#opening;
+  }
+
   #idle(): void {
     this.#active--;
     if (this.#closing && this.#active === 0) this.#closeNow();
@@ -97,7 +114,7 @@ export class AnalyticsDb {
     if (this.#closed) return;
     this.#closed = true;
     try {
-      this.instance.closeSync();
+      this.#instance?.closeSync();
     } finally {
       this.#whenClosed.resolve();
     }
@@ -127,4 +144,17 @@ export class AnalyticsDb {
     if (this.#active === 0) this.#closeNow();
     return this.#whenClosed.promise;
   }
+}
+
+async function createInstance(
+  { path = ":memory:", threads, memoryLimit, allocatorFlush, libPath }: DuckDbOptions,
+): Promise<DuckDBInstance> {
+  preloadDuckDbLibrary(libPath);
+  // Imported here, after the preload, because importing the package loads the native addon.
+  const { DuckDBInstance } = await import("@duckdb/node-api");
+  const options: Record<string, string> = {};
+  if (allocatorFlush) options.allocator_bulk_deallocation_flush_threshold = allocatorFlush;
+  if (threads) options.threads = String(threads);
+  if (memoryLimit) options.memory_limit = memoryLimit;
+  return await DuckDBInstance.create(path, options);
 }

@@ -4,7 +4,7 @@
  * files in analytics/sql/, run as prepared statements with bound parameters only. Every rollup
  * filters on the hive `date` column, which DuckDB uses to skip whole day folders.
  */
-import { BIGINT, BOOLEAN, DuckDBListValue, type DuckDBType, LIST, listValue, VARCHAR } from "@duckdb/node-api";
+import type { DuckDBListValue, DuckDBType } from "@duckdb/node-api";
 import { listEventDates } from "./compaction.ts";
 import type { AnalyticsDb } from "./duckdb.ts";
 import { EVENT_COLUMNS } from "./schema.ts";
@@ -62,12 +62,20 @@ export async function loadSql(name: RollupName): Promise<string> {
 }
 
 type Bound = string | null | bigint | boolean | DuckDBListValue;
+type DuckDbApi = typeof import("@duckdb/node-api");
 
-function bindValue(v: SqlParam): { value: Bound; type: DuckDBType } {
-  if (Array.isArray(v)) return { value: listValue(v), type: LIST(VARCHAR) };
-  if (typeof v === "boolean") return { value: v, type: BOOLEAN };
-  if (typeof v === "number") return { value: BigInt(Math.trunc(v)), type: BIGINT };
-  return { value: v, type: VARCHAR };
+/**
+ * DuckDB's value and type helpers, loaded with the first statement bound (its connection has
+ * loaded the package by then), never with the app: importing the package loads the native addon.
+ */
+let duckDbApi: Promise<DuckDbApi> | null = null;
+const loadDuckDbApi = () => duckDbApi ??= import("@duckdb/node-api");
+
+function bindValue(api: DuckDbApi, v: SqlParam): { value: Bound; type: DuckDBType } {
+  if (Array.isArray(v)) return { value: api.listValue(v), type: api.LIST(api.VARCHAR) };
+  if (typeof v === "boolean") return { value: v, type: api.BOOLEAN };
+  if (typeof v === "number") return { value: BigInt(Math.trunc(v)), type: api.BIGINT };
+  return { value: v, type: api.VARCHAR };
 }
 
 /**
@@ -182,7 +190,7 @@ export class AnalyticsEngine {
     return await this.db.withConnection(async (conn) => {
       const stmt = await conn.prepare(sql);
       try {
-        this.#bind(stmt, namedIn(sql, params));
+        this.#bind(await loadDuckDbApi(), stmt, namedIn(sql, params));
         const r = await stmt.run();
         return Number(r.rowsChanged);
       } finally {
@@ -192,13 +200,14 @@ export class AnalyticsEngine {
   }
 
   #bind(
+    api: DuckDbApi,
     stmt: { bind(values: Record<string, Bound>, types: Record<string, DuckDBType>): void },
     params: Record<string, SqlParam>,
   ) {
     const values: Record<string, Bound> = {};
     const types: Record<string, DuckDBType> = {};
     for (const [k, v] of Object.entries(params)) {
-      const b = bindValue(v);
+      const b = bindValue(api, v);
       values[k] = b.value;
       types[k] = b.type;
     }
@@ -212,7 +221,7 @@ export class AnalyticsEngine {
       this.db.withConnection(async (conn) => {
         const stmt = await conn.prepare(sql);
         try {
-          this.#bind(stmt, namedIn(sql, params));
+          this.#bind(await loadDuckDbApi(), stmt, namedIn(sql, params));
           return (await stmt.runAndReadAll()).getRowObjectsJS() as Record<string, unknown>[];
         } finally {
           stmt.destroySync();

@@ -76,14 +76,19 @@ export async function writeNdjsonAsParquet(
           : "";
         const select = `SELECT * FROM ${table} WHERE ts >= ${sqlString(date)}::TIMESTAMP
                    AND ts < ${sqlString(date)}::TIMESTAMP + INTERVAL 1 DAY ${notSeen}`;
-        const count = Number(
-          (await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM (${select})`))
-            .getRowObjectsJS()[0]!.n,
-        );
-        if (count === 0) continue;
-        await conn.run(`COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd)`);
+        // With other files to leave events out of, the day may have nothing left: count first and
+        // write no empty file. Without, the day has rows (its date came from them): the COPY counts.
+        let count: number | null = null;
+        if (others.length) {
+          count = Number(
+            (await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM (${select})`))
+              .getRowObjectsJS()[0]!.n,
+          );
+          if (count === 0) continue;
+        }
+        const copied = await conn.run(`COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd)`);
         await Deno.rename(tmp, final);
-        rows += count;
+        rows += count ?? Number(copied.rowsChanged);
         written.push(date);
       }
       return { dates: written, rows };

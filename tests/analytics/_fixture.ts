@@ -1,4 +1,5 @@
 import { writeRowsAsParquet } from "../../analytics/parquet_writer.ts";
+import type { EventRow } from "../../analytics/schema.ts";
 import { uuidv7 } from "../../analytics/uuid7.ts";
 import { generateDay } from "../../fixtures/events.ts";
 import { createTestWorld } from "../_helpers.ts";
@@ -235,11 +236,18 @@ export async function loadFixture(world: Awaited<ReturnType<typeof analyticsWorl
 
 /**
  * Writes generated traffic of the tenant's two widgets, one Parquet file for the days `from` ..
- * `to` (UTC), day i generated with seed `seed + i`.
+ * `to` (UTC), day i generated with seed `seed + i`; with `keep`, only the rows it keeps (a test
+ * that reads one kind of event need not write the others).
  */
 export async function loadGeneratedDays(
   world: Awaited<ReturnType<typeof analyticsWorld>>,
-  { from, to, events, seed }: { from: string; to: string; events: number; seed: number },
+  { from, to, events, seed, keep }: {
+    from: string;
+    to: string;
+    events: number;
+    seed: number;
+    keep?: (row: EventRow) => boolean;
+  },
 ): Promise<void> {
   const { deps } = world.w;
   const scope = {
@@ -252,7 +260,8 @@ export async function loadGeneratedDays(
   };
   const rows = [];
   for (let d = Date.parse(from), i = 0; d <= Date.parse(to); d += 86_400_000, i++) {
-    rows.push(...generateDay({ scope, date: new Date(d).toISOString().slice(0, 10), events, seed: seed + i }));
+    const day = generateDay({ scope, date: new Date(d).toISOString().slice(0, 10), events, seed: seed + i });
+    rows.push(...(keep ? day.filter(keep) : day));
   }
   await writeRowsAsParquet(deps.duckdb, deps.analytics.eventsDir, uuidv7(deps.clock), rows);
 }

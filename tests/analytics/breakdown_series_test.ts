@@ -15,8 +15,10 @@ const COUNTS = ["widget_loads", "viewable_sessions", "engagement_queries", "tota
 Deno.test("breakdown by date without a limit is the whole zero-filled series: rows add up to the summary", async (t) => {
   await using world = await analyticsWorld();
   await loadFixture(world);
-  // Traffic past the first 100 days of the 365-day window.
-  await loadGeneratedDays(world, { from: "2026-06-01", to: "2026-11-19", events: 20, seed: 3 });
+  // Traffic past the first 100 days of the 365-day window (June), and on the default 7 days' first
+  // days; the days between would only be more files for every request to read.
+  await loadGeneratedDays(world, { from: "2026-06-01", to: "2026-06-03", events: 20, seed: 3 });
+  await loadGeneratedDays(world, { from: "2026-11-13", to: "2026-11-19", events: 20, seed: 4 });
 
   await t.step("hourly over the default 7 days: 168 rows, the last day included", async () => {
     const b = await get(world, "ask-ai/breakdown?dimension=date&interval=hour");

@@ -23,6 +23,29 @@ Deno.test("AnalyticsDb.close() refuses new work and closes the instance only onc
   await db.close(); // again: already closed
 });
 
+Deno.test("AnalyticsDb.lazy() creates its instance on the first connection, once for connections at once", async () => {
+  const unused = AnalyticsDb.lazy();
+  await unused.close(); // never opened: nothing to close
+  await assert.rejects(unused.withConnection((c) => c.runAndReadAll("SELECT 1")), /analytics database is closed/);
+
+  const db = AnalyticsDb.lazy({ threads: 1 });
+  try {
+    // Two first connections at once get one instance (made with the options given): a later
+    // connection sees the tables both made.
+    await Promise.all(["a", "b"].map((t) => db.withConnection((c) => c.run(`CREATE TABLE t_${t} AS SELECT 7 AS n`))));
+    const rows = await db.withConnection(async (c) =>
+      (await c.runAndReadAll(
+        "SELECT (SELECT n FROM t_a) + (SELECT n FROM t_b) AS n, current_setting('threads') AS threads",
+      )).getRowObjectsJS()
+    );
+    assert.deepEqual(rows, [{ n: 14, threads: 1n }]);
+    assert.equal(await db.ping(), true);
+  } finally {
+    await db.close();
+  }
+  assert.equal(await db.ping(), false);
+});
+
 Deno.test("a dashboard stream whose client left keeps its queries to an open DuckDB until they finish", async () => {
   // Closing DuckDB under the panels' queries crashed the process (SIGSEGV) in about half the runs.
   for (let i = 0; i < 3; i++) {

@@ -152,10 +152,12 @@ function shuffled(xs: Ev[], seed: number): Ev[] {
 
 // ---- The independent definition -------------------------------------------------------------
 
-/** UTC offset (ms) of `tz` at instant `ms`, from Intl. */
-function offsetMs(tz: string, ms: number): number {
-  const p = Object.fromEntries(
-    new Intl.DateTimeFormat("en-US", {
+// One formatter per zone (building one per event was a large part of the expectations' cost).
+const wallFormats = new Map<string, Intl.DateTimeFormat>();
+function wallFormat(tz: string): Intl.DateTimeFormat {
+  let f = wallFormats.get(tz);
+  if (!f) {
+    f = new Intl.DateTimeFormat("en-US", {
       timeZone: tz,
       hourCycle: "h23",
       year: "numeric",
@@ -164,8 +166,15 @@ function offsetMs(tz: string, ms: number): number {
       hour: "2-digit",
       minute: "2-digit",
       second: "2-digit",
-    }).formatToParts(new Date(ms)).map((x) => [x.type, x.value]),
-  );
+    });
+    wallFormats.set(tz, f);
+  }
+  return f;
+}
+
+/** UTC offset (ms) of `tz` at instant `ms`, from Intl. */
+function offsetMs(tz: string, ms: number): number {
+  const p = Object.fromEntries(wallFormat(tz).formatToParts(new Date(ms)).map((x) => [x.type, x.value]));
   return Date.UTC(+p.year!, +p.month! - 1, +p.day!, +p.hour!, +p.minute!, +p.second!) - ms;
 }
 /** The instant of local midnight starting `day` in `tz`. */
@@ -186,14 +195,16 @@ interface Filters {
   placement_id?: string;
 }
 
-/** Every tenant event with its session (session_id, UTC day, number in time order) and MRC flag. */
-function sessionsSql(world: World, startMs: number, endMs: number, f: Filters): string {
+/**
+ * Every tenant event with its session (session_id, UTC day, number in time order) and MRC flag, as
+ * a table the expectations read: built from the Parquet files once per comparison
+ * ({@link assertExact}) rather than once per expected figure.
+ */
+async function materialiseVisits(world: World): Promise<void> {
   const files = `${world.w.deps.analytics.eventsDir}/date=*/*.parquet`;
-  const cond = [
-    f.deployment_type ? `deployment_type = '${f.deployment_type}'` : "true",
-    f.placement_id ? `placement_id = '${f.placement_id}'` : "true",
-  ].join(" AND ");
-  return `
+  await world.w.deps.duckdb.withConnection((c) =>
+    c.run(`
+    CREATE OR REPLACE TABLE exact_visits AS
     WITH e AS (
       SELECT *, CAST(ts AS DATE) AS utc_day,
         event_type = 'widget_viewable' AND in_view_pct >= 50 AND in_view_ms >= 1000 AS mrc
@@ -202,17 +213,25 @@ function sessionsSql(world: World, startMs: number, endMs: number, f: Filters): 
     ),
     ordered AS (
       SELECT *, lag(ts) OVER (PARTITION BY session_id, utc_day ORDER BY ts) AS prev_ts FROM e
-    ),
-    numbered AS (
-      SELECT *,
-        CASE WHEN session_id IS NOT NULL THEN session_id || '/' || utc_day || '/' || sum(
-          CASE WHEN prev_ts IS NULL OR ts - prev_ts > INTERVAL 30 MINUTE THEN 1 ELSE 0 END
-        ) OVER (PARTITION BY session_id, utc_day ORDER BY ts ROWS UNBOUNDED PRECEDING) END AS visit
-      FROM ordered
     )
+    SELECT *,
+      CASE WHEN session_id IS NOT NULL THEN session_id || '/' || utc_day || '/' || sum(
+        CASE WHEN prev_ts IS NULL OR ts - prev_ts > INTERVAL 30 MINUTE THEN 1 ELSE 0 END
+      ) OVER (PARTITION BY session_id, utc_day ORDER BY ts ROWS UNBOUNDED PRECEDING) END AS visit
+    FROM ordered`)
+  );
+}
+
+/** The visits table ({@link materialiseVisits}) with each event's window and block flags. */
+function sessionsSql(startMs: number, endMs: number, f: Filters): string {
+  const cond = [
+    f.deployment_type ? `deployment_type = '${f.deployment_type}'` : "true",
+    f.placement_id ? `placement_id = '${f.placement_id}'` : "true",
+  ].join(" AND ");
+  return `
     SELECT *, ts >= ${sqlTs(startMs)} AND ts < ${sqlTs(endMs)} AS in_window,
       ts >= ${sqlTs(startMs)} AND ts < ${sqlTs(endMs)} AND ${cond} AS blk
-    FROM numbered`;
+    FROM exact_visits`;
 }
 
 async function rowsOf(world: World, sql: string): Promise<Record<string, unknown>[]> {
@@ -225,7 +244,7 @@ const n = (v: unknown) => Number(v ?? 0);
 async function expectedAskAi(world: World, from: string, to: string, tz: string, f: Filters) {
   const start = localMidnight(from, tz);
   const end = localMidnight(iso(Date.parse(`${to}T00:00:00Z`) + 86_400_000).slice(0, 10), tz);
-  const base = sessionsSql(world, start, end, f);
+  const base = sessionsSql(start, end, f);
   // Sessions with a block event: their loads and viewability from their events in the window.
   const sessions = await rowsOf(
     world,
@@ -323,7 +342,7 @@ async function expectedByPlacement(world: World, from: string, to: string, tz: s
   const end = localMidnight(iso(Date.parse(`${to}T00:00:00Z`) + 86_400_000).slice(0, 10), tz);
   const rows = await rowsOf(
     world,
-    `WITH x AS (${sessionsSql(world, start, end, {})}),
+    `WITH x AS (${sessionsSql(start, end, {})}),
      s AS (
        SELECT visit, count(*) FILTER (WHERE event_type = 'widget_load') AS loads, bool_or(mrc) AS viewable
        FROM x WHERE in_window AND visit IS NOT NULL GROUP BY visit
@@ -360,7 +379,7 @@ async function expectedSessionIntelligence(world: World, from: string, to: strin
   const end = localMidnight(iso(Date.parse(`${to}T00:00:00Z`) + 86_400_000).slice(0, 10), tz);
   const rows = await rowsOf(
     world,
-    `WITH x AS (${sessionsSql(world, start, end, {})})
+    `WITH x AS (${sessionsSql(start, end, {})})
      SELECT visit, count(*) FILTER (WHERE event_type = 'query') AS queries,
        count(*) FILTER (WHERE event_type = 'heartbeat') AS heartbeats,
        arg_min(intent_type, ts) FILTER (WHERE event_type = 'query') AS intent
@@ -382,7 +401,7 @@ async function expectedSessionIntelligence(world: World, from: string, to: strin
   const categories = Object.fromEntries(
     (await rowsOf(
       world,
-      `WITH x AS (${sessionsSql(world, start, end, {})})
+      `WITH x AS (${sessionsSql(start, end, {})})
        SELECT coalesce(category, 'general') AS k, count(*) AS n FROM x
        WHERE blk AND visit IS NOT NULL AND event_type = 'query' GROUP BY 1`,
     )).map((r) => [String(r.k), n(r.n)]),
@@ -410,7 +429,7 @@ async function expectedSponsored(world: World, from: string, to: string, tz: str
   const end = localMidnight(iso(Date.parse(`${to}T00:00:00Z`) + 86_400_000).slice(0, 10), tz);
   const [r] = await rowsOf(
     world,
-    `WITH x AS (${sessionsSql(world, start, end, {})}),
+    `WITH x AS (${sessionsSql(start, end, {})}),
      -- Conversations: a session_id's events of the campaign with no gap over 30 minutes (over midnight too).
      conv AS (
        SELECT *, sum(CASE WHEN prev IS NULL OR ts - prev > INTERVAL 30 MINUTE THEN 1 ELSE 0 END)
@@ -435,7 +454,7 @@ async function expectedSponsored(world: World, from: string, to: string, tz: str
   );
   const events = await rowsOf(
     world,
-    `WITH x AS (${sessionsSql(world, start, end, {})})
+    `WITH x AS (${sessionsSql(start, end, {})})
      SELECT ts, event_type FROM x WHERE in_window AND campaign_id = 'cp_spring'`,
   );
   const days = new Map<string, { queries: number; impressions: number; clicks: number }>();
@@ -510,6 +529,7 @@ async function askAiFigures(world: World) {
 
 /** Compares every figure with the independent definition, on both paths. */
 async function assertExact(world: World, label: string) {
+  await materialiseVisits(world);
   const expected: Awaited<ReturnType<typeof expectedAskAi>>[] = [];
   for (const [tz, f] of CASES) expected.push(await expectedAskAi(world, FROM, TO, tz, f));
   assert.ok(expected[0]!.summary.sessions > 50 && expected[0]!.summary.viewable_sessions > 5, "the data has sessions");

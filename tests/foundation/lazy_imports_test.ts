@@ -43,3 +43,9 @@ Deno.test("the app's static import graph (tests/_helpers.ts) holds no mppx, viem
   assert.ok(npm.some((s) => s.includes("hono@")), "the walk sees the app's static npm imports");
   assert.deepEqual(npm.filter((s) => LAZY_PACKAGES.test(s)), []);
 });
+
+Deno.test("the app's static import graph (tests/_helpers.ts) holds no DuckDB: it loads with the first analytics query", async () => {
+  const npm = await staticNpmImports(new URL("../_helpers.ts", import.meta.url).href);
+  assert.ok(npm.some((s) => s.includes("hono@")), "the walk sees the app's static npm imports");
+  assert.deepEqual(npm.filter((s) => /^npm:\/?@duckdb\//.test(s)), []);
+});

@@ -35,13 +35,19 @@ Deno.test("analytics cache and compare memo: no tenant, filter, zone or comparis
     return { status: res.headers.get("x-cache"), body: await res.json() };
   };
   // Each variant twice per tenant, tenants interleaved, so every entry one request filled is
-  // offered to the others.
+  // offered to the others. The uncached world's answer to a tenant and variant is the reference for
+  // both rounds (nothing changes in between: the clock and the data stand still).
+  const reference = new Map<string, Awaited<ReturnType<typeof ask>>>();
   for (let round = 0; round < 2; round++) {
     for (const path of VARIANTS) {
       for (const who of ["key", "other"] as const) {
         const key = who === "key" ? cached.key : cached.other.key;
         const got = await ask(cached, key, path);
-        const want = await ask(plain, who === "key" ? plain.key : plain.other.key, path);
+        let want = reference.get(`${who} ${path}`);
+        if (!want) {
+          want = await ask(plain, who === "key" ? plain.key : plain.other.key, path);
+          reference.set(`${who} ${path}`, want);
+        }
         assert.equal(got.status, round === 0 ? "MISS" : "HIT", `${who} ${path} round ${round}`);
         assert.deepEqual(got.body, want.body, `${who} ${path} round ${round}`);
       }
@@ -62,7 +68,15 @@ async function exportScratch(scratch: string): Promise<string[]> {
 
 Deno.test("logs export: a client that leaves mid-download leaves no scratch file, no error, and the next export is whole", async () => {
   await using world = await analyticsWorld({ ANALYTICS_RATE_LIMIT_PER_MIN: "1000" });
-  await loadGeneratedDays(world, { from: "2026-11-01", to: "2026-11-12", events: 12_000, seed: 5 });
+  // 14,587 log rows (3.5 MB of CSV, six batches of two days). The export reads queries only, so only
+  // the generated days' queries are written: an eighth of the rows, the same export byte for byte.
+  await loadGeneratedDays(world, {
+    from: "2026-11-01",
+    to: "2026-11-12",
+    events: 12_000,
+    seed: 5,
+    keep: (row) => row.event_type === "query",
+  });
   const server = startServer(world.w.app.fetch, { log: world.w.log });
   const scratch = `${world.w.deps.analytics.eventsDir}/.tmp`;
   const exports = () => exportScratch(scratch);
