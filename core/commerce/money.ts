@@ -34,12 +34,9 @@ export function formatUsd(micros: number): string {
   return `${Math.floor(micros / MICROS_PER_USD)}.${String(micros % MICROS_PER_USD).padStart(6, "0")}`;
 }
 
-const DISPLAY_USD = new Intl.NumberFormat("en-US", {
-  style: "currency",
-  currency: "USD",
-  minimumFractionDigits: 2,
-  maximumFractionDigits: 6,
-});
+// Made on first use: building an ICU currency formatter costs about 12 ms, which every process
+// that imports the app (each test file among them) would pay whether it shows a price or not.
+let displayFormat: Intl.NumberFormat | undefined;
 
 /**
  * An amount as a person reads it: `$2.00`, `$1,250.50`, and sub-cent prices in full (`$0.015`).
@@ -47,7 +44,13 @@ const DISPLAY_USD = new Intl.NumberFormat("en-US", {
  */
 export function displayUsd(micros: number): string {
   if (!Number.isSafeInteger(micros) || micros < 0) throw new RangeError(`not a money amount: ${micros}`);
-  return DISPLAY_USD.format(micros / MICROS_PER_USD);
+  displayFormat ??= new Intl.NumberFormat("en-US", {
+    style: "currency",
+    currency: "USD",
+    minimumFractionDigits: 2,
+    maximumFractionDigits: 6,
+  });
+  return displayFormat.format(micros / MICROS_PER_USD);
 }
 
 /** Limits a credit purchase is checked against (micro-USD). */

@@ -9,10 +9,22 @@
  * (Content-Length, chunked, close-delimited) and refuses malformed responses; gzip and deflate are
  * decoded here, as `fetch` would.
  */
-import http from "node:http";
-import https from "node:https";
-import { isIP, type LookupFunction } from "node:net";
+import type http from "node:http";
+import type https from "node:https";
+import type { LookupFunction } from "node:net";
 import { smallChunks } from "../bytes.ts";
+import { lazily } from "../lazily.ts";
+
+// Loaded on the first pinned request: Node's HTTP, TLS and socket modules cost every process that
+// imports the app about 20 ms, and most never fetch a user-supplied URL.
+const nodeHttp = lazily(async () => {
+  const [{ default: http }, { default: https }, { isIP }] = await Promise.all([
+    import("node:http"),
+    import("node:https"),
+    import("node:net"),
+  ]);
+  return { http, https, isIP };
+});
 
 /** One request over a pinned address. */
 export interface PinnedRequest {
@@ -49,7 +61,7 @@ function isParseError(err: unknown): boolean {
 }
 
 /** A `lookup` that answers `address` whatever name is asked: the socket goes where the guard looked. */
-function pinnedLookup(address: string): LookupFunction {
+function pinnedLookup(address: string, isIP: (input: string) => number): LookupFunction {
   const family = isIP(address);
   if (family === 0) throw new TypeError("The pinned address is not an IP address");
   return (_hostname, options, callback) => {
@@ -111,7 +123,9 @@ function bodyStream(res: http.IncomingMessage, destroy: () => void): ReadableStr
  * @throws {HttpProtocolError} on a malformed response; connection and TLS errors as Node raises them;
  *   `TypeError` for a header value with a line break.
  */
-export const pinnedHttp: PinnedTransport = ({ url, address, method = "GET", headers = {}, signal, caCerts }) => {
+export const pinnedHttp: PinnedTransport = async ({ url, address, method = "GET", headers = {}, signal, caCerts }) => {
+  signal?.throwIfAborted();
+  const { http, https, isIP } = await nodeHttp();
   signal?.throwIfAborted();
   const secure = url.protocol === "https:";
   const hostname = url.hostname.replace(/^\[|\]$/g, "");
@@ -126,7 +140,7 @@ export const pinnedHttp: PinnedTransport = ({ url, address, method = "GET", head
     path: `${url.pathname}${url.search}`,
     method,
     headers: outgoing,
-    lookup: pinnedLookup(address),
+    lookup: pinnedLookup(address, isIP),
     agent: false,
     maxHeaderSize: MAX_HEADER_BYTES,
     // SNI carries host names only (RFC 6066); an IP-literal URL is verified against the IP.

@@ -12,7 +12,10 @@ interface InfoModule {
   dependencies?: { code?: { specifier?: string }; isDynamic?: boolean }[];
 }
 
-/** The npm packages a module loads at import time: static code imports only (no `import type`, no `import()`). */
+/**
+ * The npm packages and Node built-ins (`node:...`) a module loads at import time: static code
+ * imports only (no `import type`, no `import()`).
+ */
 async function staticNpmImports(root: string): Promise<string[]> {
   const out = await new Deno.Command(Deno.execPath(), { args: ["info", "--json", root], stdout: "piped" }).output();
   assert.ok(out.success, "deno info failed");
@@ -30,7 +33,7 @@ async function staticNpmImports(root: string): Promise<string[]> {
     const specifier = info.redirects[at] ?? at;
     if (seen.has(specifier)) continue;
     seen.add(specifier);
-    if (specifier.startsWith("npm:")) npm.add(specifier);
+    if (specifier.startsWith("npm:") || specifier.startsWith("node:")) npm.add(specifier);
     for (const dep of modules.get(specifier)?.dependencies ?? []) {
       if (dep.code?.specifier && !dep.isDynamic) stack.push(dep.code.specifier);
     }
@@ -48,4 +51,10 @@ Deno.test("the app's static import graph (tests/_helpers.ts) holds no DuckDB: it
   const npm = await staticNpmImports(new URL("../_helpers.ts", import.meta.url).href);
   assert.ok(npm.some((s) => s.includes("hono@")), "the walk sees the app's static npm imports");
   assert.deepEqual(npm.filter((s) => /^npm:\/?@duckdb\//.test(s)), []);
+});
+
+Deno.test("the app's static import graph (tests/_helpers.ts) holds no node:http, node:https or node:net: they load with the first pinned fetch", async () => {
+  const imports = await staticNpmImports(new URL("../_helpers.ts", import.meta.url).href);
+  assert.ok(imports.includes("node:crypto"), "the walk sees the app's static Node built-ins");
+  assert.deepEqual(imports.filter((s) => /^node:(http|https|net|tls)$/.test(s)), []);
 });

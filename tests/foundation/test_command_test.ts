@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { denoTestArgs, missingNeeds, NEEDS, onPath, TEST_PERMISSIONS } from "../../tools/test.ts";
+import { denoTestArgs, missingNeeds, NEEDS, onPath, TEST_PERMISSIONS, testJobs } from "../../tools/test.ts";
 
 /** A temp folder holding an executable named `name` and a non-executable `plain`. */
 async function binDir(name: string): Promise<string> {
@@ -47,4 +47,13 @@ Deno.test("tools/test.ts denoTestArgs(): --no-check --parallel, the suite's perm
     await denoTestArgs(["tests/foundation/", "--filter", "trending"]),
     [...fixed, "tests/foundation/", "--filter", "trending"],
   );
+});
+
+Deno.test("tools/test.ts testJobs(): one more file at a time than cores, unless DENO_JOBS says a count", () => {
+  const none = () => undefined;
+  assert.equal(testJobs(none, 2), "3");
+  assert.equal(testJobs(none, 8), "9");
+  assert.equal(testJobs((name) => name === "DENO_JOBS" ? "1" : undefined, 2), "1");
+  // A value that is not a count is not passed on to deno test.
+  assert.equal(testJobs((name) => name === "DENO_JOBS" ? "many" : undefined, 2), "3");
 });
