@@ -624,7 +624,8 @@ export class DataModelIndex {
    */
   similarities(slots: readonly number[]): { cosines: Float32Array; hasVector: Uint8Array } {
     const m = slots.length, dims = this.vectors.dims, u = this.removeCommonDirection ? this.direction : null;
-    const rows = new Float32Array(m * dims), hasVector = new Uint8Array(m);
+    // f64 rows: the pairwise loop below then multiplies without converting each element.
+    const rows = new Float64Array(m * dims), hasVector = new Uint8Array(m);
     for (let i = 0; i < m; i++) {
       const row = this.vectors.row(slots[i]!);
       if (u) {
@@ -642,11 +643,20 @@ export class DataModelIndex {
     for (let a = 0; a < m; a++) {
       if (hasVector[a] === 0) continue;
       cosines[a * m + a] = 1;
+      const oa = a * dims;
       for (let b = a + 1; b < m; b++) {
         if (hasVector[b] === 0) continue;
-        let dot = 0;
-        for (let j = 0, oa = a * dims, ob = b * dims; j < dims; j++) dot += rows[oa + j]! * rows[ob + j]!;
-        cosines[a * m + b] = cosines[b * m + a] = dot;
+        // Four running sums: independent additions the CPU can overlap (50 candidates: 1,225 pairs).
+        let s0 = 0, s1 = 0, s2 = 0, s3 = 0, j = 0;
+        const ob = b * dims;
+        for (; j + 3 < dims; j += 4) {
+          s0 += rows[oa + j]! * rows[ob + j]!;
+          s1 += rows[oa + j + 1]! * rows[ob + j + 1]!;
+          s2 += rows[oa + j + 2]! * rows[ob + j + 2]!;
+          s3 += rows[oa + j + 3]! * rows[ob + j + 3]!;
+        }
+        for (; j < dims; j++) s0 += rows[oa + j]! * rows[ob + j]!;
+        cosines[a * m + b] = cosines[b * m + a] = s0 + s1 + s2 + s3;
       }
     }
     return { cosines, hasVector };
