@@ -5,6 +5,7 @@
  * filters on the hive `date` column, which DuckDB uses to skip whole day folders.
  */
 import type { DuckDBListValue, DuckDBType } from "@duckdb/node-api";
+import { lazily } from "../core/lazily.ts";
 import { listEventDates } from "./compaction.ts";
 import type { AnalyticsDb } from "./duckdb.ts";
 import { EVENT_COLUMNS } from "./schema.ts";
@@ -68,8 +69,7 @@ type DuckDbApi = typeof import("@duckdb/node-api");
  * DuckDB's value and type helpers, loaded with the first statement bound (its connection has
  * loaded the package by then), never with the app: importing the package loads the native addon.
  */
-let duckDbApi: Promise<DuckDbApi> | null = null;
-const loadDuckDbApi = () => duckDbApi ??= import("@duckdb/node-api");
+const loadDuckDbApi = lazily((): Promise<DuckDbApi> => import("@duckdb/node-api"));
 
 function bindValue(api: DuckDbApi, v: SqlParam): { value: Bound; type: DuckDBType } {
   if (Array.isArray(v)) return { value: api.listValue(v), type: api.LIST(api.VARCHAR) };

@@ -38,11 +38,10 @@ import { NO_TERM_FEEDBACK, type TermFeedback } from "../core/search/rank/feedbac
 import { articleBag, type Candidate, DataModelIndex } from "../core/search/index/index.ts";
 import { FUSION_V2, SCORE_REGULARIZATION } from "../core/search/rank/retrieval_mode.ts";
 import { termsWithWords } from "../core/search/text/tokenizer.ts";
-import { prng } from "../fixtures/prng.ts";
+import { crossValidate, mean, repeatedGain } from "./_cv.ts";
 import { buildLsi, foldIn, type Lsi, lsiCosine } from "./_lsi.ts";
 import { regularizeScores } from "../core/search/rank/regularize.ts";
 
-const FOLDS = 5;
 const K = 100;
 const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
 const dirs = Deno.args.length ? Deno.args : ["fixtures/beir/cisi", "fixtures/beir-tiny"];
@@ -405,49 +404,10 @@ function scoreGrid(c: Collection, grid: Setting[]): number[][] {
   });
 }
 
-// ---- cross-validation (as bench/prf_cv.ts) ------------------------------------------------------
+// ---- output (cross-validation is bench/_cv.ts) ------------------------------------------------------
 
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 const fmt = (x: number) => x.toFixed(4);
 const signed = (x: number) => `${x >= 0 ? "+" : ""}${x.toFixed(4)}`;
-
-function crossValidate<T>(
-  cands: { key: T; scores: number[] }[],
-  foldOf: (i: number) => number = (i) => i % FOLDS,
-): { cv: number; picks: T[] } {
-  const n = cands[0]!.scores.length, held: number[] = [], picks: T[] = [];
-  for (let f = 0; f < FOLDS; f++) {
-    let best = cands[0]!, bestMean = -Infinity;
-    for (const c of cands) {
-      const m = mean(c.scores.filter((_, i) => foldOf(i) !== f));
-      if (m > bestMean) best = c, bestMean = m;
-    }
-    picks.push(best.key);
-    for (let i = 0; i < n; i++) if (foldOf(i) === f) held.push(best.scores[i]!);
-  }
-  return { cv: mean(held), picks };
-}
-
-function repeatedGain<T>(cands: { key: T; scores: number[] }[], off: number[], repeats = 50) {
-  const rand = prng(27), n = off.length, gains: number[] = [];
-  for (let r = 0; r < repeats; r++) {
-    const order = Array.from({ length: n }, (_, i) => i);
-    for (let i = n - 1; i > 0; i--) {
-      const j = Math.floor(rand() * (i + 1));
-      [order[i], order[j]] = [order[j]!, order[i]!];
-    }
-    const fold = new Int32Array(n);
-    order.forEach((q, pos) => fold[q] = pos % FOLDS);
-    gains.push(crossValidate(cands, (i) => fold[i]!).cv - mean(off));
-  }
-  gains.sort((a, b) => a - b);
-  return {
-    mean: mean(gains),
-    low: gains[Math.floor(repeats * 0.1)]!,
-    high: gains[Math.floor(repeats * 0.9)]!,
-    positive: gains.filter((g) => g > 0).length / repeats,
-  };
-}
 
 // ---- run ------------------------------------------------------------------------------------------
 

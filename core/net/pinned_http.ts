@@ -124,7 +124,6 @@ function bodyStream(res: http.IncomingMessage, destroy: () => void): ReadableStr
  *   `TypeError` for a header value with a line break.
  */
 export const pinnedHttp: PinnedTransport = async ({ url, address, method = "GET", headers = {}, signal, caCerts }) => {
-  signal?.throwIfAborted();
   const { http, https, isIP } = await nodeHttp();
   signal?.throwIfAborted();
   const secure = url.protocol === "https:";
