@@ -1,5 +1,14 @@
 import assert from "node:assert/strict";
-import { denoTestArgs, missingNeeds, NEEDS, onPath, TEST_PERMISSIONS, testJobs } from "../../tools/test.ts";
+import {
+  denoTestArgs,
+  missingNeeds,
+  NEEDS,
+  onPath,
+  SLOW_FIRST,
+  suiteFiles,
+  TEST_PERMISSIONS,
+  testJobs,
+} from "../../tools/test.ts";
 
 /** A temp folder holding an executable named `name` and a non-executable `plain`. */
 async function binDir(name: string): Promise<string> {
@@ -37,16 +46,47 @@ Deno.test("tools/test.ts missingNeeds() names the Debian packages not on PATH; C
   }
 });
 
-Deno.test("tools/test.ts denoTestArgs(): --no-check --parallel, the suite's permissions, tests/ unless a path is given", async () => {
+Deno.test("tools/test.ts denoTestArgs(): --no-check --parallel, the suite's permissions, the suite's files unless a path is given", async () => {
   const fixed = ["test", ...TEST_PERMISSIONS, "--no-check", "--parallel"];
-  assert.deepEqual(await denoTestArgs([]), [...fixed, "tests/"]);
+  const suite = () => Promise.resolve(["tests/slow_test.ts", "tests/a_test.ts"]);
+  assert.deepEqual(await denoTestArgs([], suite), [...fixed, "tests/slow_test.ts", "tests/a_test.ts"]);
   // A flag's value that is no path keeps the whole suite.
-  assert.deepEqual(await denoTestArgs(["--filter", "trending"]), [...fixed, "--filter", "trending", "tests/"]);
-  // A path replaces the default folder, flags pass through in order.
   assert.deepEqual(
-    await denoTestArgs(["tests/foundation/", "--filter", "trending"]),
+    await denoTestArgs(["--filter", "trending"], suite),
+    [...fixed, "--filter", "trending", "tests/slow_test.ts", "tests/a_test.ts"],
+  );
+  // A path replaces the default files, flags pass through in order.
+  assert.deepEqual(
+    await denoTestArgs(["tests/foundation/", "--filter", "trending"], suite),
     [...fixed, "tests/foundation/", "--filter", "trending"],
   );
+});
+
+Deno.test("tools/test.ts suiteFiles(): every test file deno test would find, the slow ones first in their order, then alphabetical", async () => {
+  const root = await Deno.makeTempDir({ prefix: "svc-suite-" });
+  try {
+    for (const dir of ["a", "b/c"]) await Deno.mkdir(`${root}/${dir}`, { recursive: true });
+    for (
+      const file of ["a/x_test.ts", "a/y.test.mts", "b/c/test.js", "b/z_test.ts", "b/_helpers.ts", "b/c/data.json"]
+    ) {
+      await Deno.writeTextFile(`${root}/${file}`, "");
+    }
+    const files = await suiteFiles(root, [`${root}/b/z_test.ts`, `${root}/gone_test.ts`, `${root}/a/x_test.ts`]);
+    assert.deepEqual(files, [
+      `${root}/b/z_test.ts`,
+      `${root}/a/x_test.ts`,
+      `${root}/a/y.test.mts`,
+      `${root}/b/c/test.js`,
+    ]);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("tools/test.ts SLOW_FIRST names files that exist, each once (a renamed file is not left behind)", async () => {
+  assert.equal(new Set(SLOW_FIRST).size, SLOW_FIRST.length);
+  const suite = new Set(await suiteFiles());
+  for (const path of SLOW_FIRST) assert.ok(suite.has(path), `${path} is not a test file of the suite`);
 });
 
 Deno.test("tools/test.ts testJobs(): one more file at a time than cores, unless DENO_JOBS says a count", () => {
