@@ -34,7 +34,8 @@
  * fusion of version 2 without regularization, 100 candidates); the vector cosines are the
  * index's own (`DataModelIndex.similarities`), so the shipped setting reproduces the harness.
  *
- *   deno run -A bench/neighbours_cv.ts fixtures/beir/cisi fixtures/beir-tiny
+ *   deno run -A bench/neighbours_cv.ts fixtures/beir/cisi fixtures/beir-tiny   (about 5 s; BENCH_DEBUG=1 lists
+ *   every setting's figure on each collection)
  */
 import type { Article } from "../core/search/store/articles.ts";
 import { embeddingText } from "../core/search/store/articles.ts";
@@ -336,6 +337,14 @@ for (const [oi, c] of others.entries()) {
   console.log(`${c.name}: off ${fmt(otherMeans[oi]![0]!)}, shipped ${fmt(otherMeans[oi]![1]!)}`);
 }
 
+if (Deno.env.get("BENCH_DEBUG")) {
+  console.log("\n## every setting (dev fitted, then each other collection)");
+  grid.forEach((s, i) =>
+    console.log(
+      `${show(s).padEnd(70)} ${fmt(mean(cands[i]!.scores))} ${otherMeans.map((o) => fmt(o[i]!)).join(" ")}`,
+    )
+  );
+}
 console.log("\n## best 10 settings on all dev queries (fitted, not held out)");
 for (const c of [...cands].sort((a, b) => mean(b.scores) - mean(a.scores)).slice(0, 10)) {
   console.log(
@@ -375,8 +384,18 @@ for (const kept of [true, false]) {
 
 console.log("\n## the fitted setting of each family on every collection");
 for (const [label, s] of fittedOf) {
-  const line = collections.map((c) => `${c.name} ${fmt(mean(score(c, s)))}`);
+  const changed: string[] = [];
+  const line = collections.map((c) => {
+    const [offQ, onQ] = [score(c, OFF), score(c, s)];
+    if (c !== dev) {
+      c.data.queries.forEach((q, i) => {
+        if (offQ[i] !== onQ[i]) changed.push(`    ${c.name} ${q.id}: ${fmt(offQ[i]!)} -> ${fmt(onQ[i]!)}`);
+      });
+    }
+    return `${c.name} ${fmt(mean(onQ))}`;
+  });
   console.log(`${label}: ${show(s)}\n  ${line.join("  ")}`);
+  if (Deno.env.get("BENCH_DEBUG")) { for (const l of changed) console.log(l); }
 }
 
 const ms = [...dev.profileMs].sort((a, b) => a - b);
