@@ -539,17 +539,20 @@ for (const [label, keep] of families) {
 
 console.log("\n## the fitted setting of each family on every collection");
 for (const [label, s] of fitted) {
+  const changed: string[] = [];
   const line = collections.map((c) => {
     const [offQ, onQ] = scoreGrid(c, [OFF, s]);
     const [off, on] = [mean(offQ!), mean(onQ!)];
-    if (Deno.env.get("BENCH_DEBUG") && c !== dev) {
+    if (c !== dev) {
       c.data.queries.forEach((q, i) => {
-        if (offQ![i] !== onQ![i]) console.log(`    ${c.name} ${q.id}: ${fmt(offQ![i]!)} -> ${fmt(onQ![i]!)}`);
+        if (offQ![i] !== onQ![i]) changed.push(`    ${c.name} ${q.id}: ${fmt(offQ![i]!)} -> ${fmt(onQ![i]!)}`);
       });
     }
     return `${c.name} ${fmt(on!)} (${signed(on! - off!)})`;
   });
   console.log(`${label}: ${show(s) || "off"}\n  ${line.join("  ")}`);
+  // After the line they belong to (they were printed before it).
+  if (Deno.env.get("BENCH_DEBUG")) { for (const l of changed) console.log(l); }
 }
 
 // ---- a third side: LSI fitted on the collection ---------------------------------------------------
