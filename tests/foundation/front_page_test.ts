@@ -45,21 +45,17 @@ Deno.test("GET / with Accept: application/json answers the same links and health
 });
 
 Deno.test("GET / says a store does not answer, and holds no secret", async () => {
-  const w = await createTestWorld();
-  try {
-    const { key } = await w.tenantWithKey();
-    w.deps.duckdb.close();
-    const res = await w.app.request("/", { headers: { accept: "application/json" } });
-    const body = await res.json();
-    assert.equal(body.status, "unavailable");
-    assert.equal(body.checks.duckdb, false);
-    const page = await (await w.app.request("/")).text();
-    assert.match(page, /DuckDB<\/dt>\s*<dd class="down">\s*does not answer/);
-    assert.ok(!page.includes(key), "no API key on the page");
-    assert.doesNotMatch(page, /ak_[A-Za-z0-9]/);
-  } finally {
-    w.deps.kv.close();
-  }
+  await using w = await createTestWorld();
+  const { key } = await w.tenantWithKey();
+  w.deps.duckdb.close();
+  const res = await w.app.request("/", { headers: { accept: "application/json" } });
+  const body = await res.json();
+  assert.equal(body.status, "unavailable");
+  assert.equal(body.checks.duckdb, false);
+  const page = await (await w.app.request("/")).text();
+  assert.match(page, /DuckDB<\/dt>\s*<dd class="down">\s*does not answer/);
+  assert.ok(!page.includes(key), "no API key on the page");
+  assert.doesNotMatch(page, /ak_[A-Za-z0-9]/);
 });
 
 Deno.test("prefersJson() follows the order of the Accept header", () => {

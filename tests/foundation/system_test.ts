@@ -17,15 +17,11 @@ Deno.test("GET /readyz checks KV and DuckDB", async () => {
 });
 
 Deno.test("GET /readyz answers 503 when a store is closed", async () => {
-  const w = await createTestWorld();
-  try {
-    w.deps.duckdb.close();
-    const res = await w.app.request("/readyz");
-    assert.equal(res.status, 503);
-    assert.equal((await res.json()).checks.duckdb, false);
-  } finally {
-    w.deps.kv.close();
-  }
+  await using w = await createTestWorld();
+  w.deps.duckdb.close();
+  const res = await w.app.request("/readyz");
+  assert.equal(res.status, 503);
+  assert.equal((await res.json()).checks.duckdb, false);
 });
 
 Deno.test("GET /openapi.json documents the routes from their zod schemas", async () => {
