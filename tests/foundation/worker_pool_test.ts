@@ -7,11 +7,8 @@ const pool = (options: { size: number; deadlineMs?: number; maxQueued?: number; 
     module: new URL("./_busy_worker.ts", import.meta.url),
     deadlineMs: 10_000,
     maxQueued: 100,
-    // A start that hangs is replaced well before a job's deadline. Seen in about 1 start of 10 when
-    // several test processes run at once: the worker's module has run and posted its ready message,
-    // and the pool never receives it. A healthy start takes 40 to 120 ms then; at 5 s, such a
-    // start held the first test for 5 s.
-    startLimitMs: 1_000,
+    // A start that hangs (seen now and then under `deno test --parallel`) is replaced well before a job's deadline.
+    startLimitMs: 5_000,
     ...options,
   });
 
