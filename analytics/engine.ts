@@ -87,6 +87,12 @@ function namedIn(sql: string, params: Record<string, SqlParam>): Record<string, 
   return Object.fromEntries(Object.entries(params).filter(([k]) => new RegExp(`\\$${k}\\b`).test(code)));
 }
 
+/**
+ * What DuckDB says when the `events` view no longer fits the files: none left, a file without a
+ * column the first file has, or a first file without a column a rollup reads.
+ */
+const STALE_VIEW = /No files found|schema mismatch in glob|Referenced column .* not found/i;
+
 /** Runs rollups; keeps the `events` view pointing at the files (or at an empty table before any exist). */
 export class AnalyticsEngine {
   /** `padded`: files exist but some lack a newer column, which the view fills with NULL until they have it. */
@@ -128,19 +134,34 @@ export class AnalyticsEngine {
       if (!force && this.#view === "empty" && !files) return;
       // Only the day folders: scratch under `.tmp/` (a Parquet export being downloaded) is not an
       // event file, and reading it broke every rollup of every tenant while it existed.
-      const scan = `read_parquet(${
-        sqlString(`${this.eventsDir}/date=*/*.parquet`)
-      }, hive_partitioning = true, hive_types = {'date': DATE}, union_by_name = true)`;
-      const sql = files
-        ? `CREATE OR REPLACE VIEW events AS SELECT * FROM ${scan}`
-        // No files yet: an empty view with the same columns, so rollups answer zeros.
-        : `CREATE OR REPLACE VIEW events AS SELECT ${
-          EVENT_COLUMNS.map(([n, t]) => `CAST(NULL AS ${t}) AS ${n}`).join(", ")
-        }, CAST(NULL AS DATE) AS date WHERE false`;
+      const glob = sqlString(`${this.eventsDir}/date=*/*.parquet`);
       let padded = false;
       await this.db.withConnection(async (c) => {
-        await c.run(sql);
-        if (!files) return;
+        if (!files) {
+          // No files yet: an empty view with the same columns, so rollups answer zeros.
+          await c.run(
+            `CREATE OR REPLACE VIEW events AS SELECT ${
+              EVENT_COLUMNS.map(([n, t]) => `CAST(NULL AS ${t}) AS ${n}`).join(", ")
+            }, CAST(NULL AS DATE) AS date WHERE false`,
+          );
+          return;
+        }
+        // union_by_name merges every file's schema on every scan of the view (about a tenth of a
+        // rollup's CPU): only files written before a column existed need it. While every file
+        // holds every column, which every file this version writes does, the view reads by name
+        // from the first file's schema; a file that breaks that later makes the next query
+        // rebuild the view (#retryOnStaleView).
+        const uniform = !(await c.runAndReadAll(
+          `SELECT file_name FROM parquet_schema(${glob}) GROUP BY file_name
+           HAVING count(DISTINCT name) FILTER (WHERE name IN (${
+            EVENT_COLUMNS.map(([n]) => sqlString(n)).join(", ")
+          })) < ${EVENT_COLUMNS.length} LIMIT 1`,
+        )).getRowObjectsJS().length;
+        const scan = `read_parquet(${glob}, hive_partitioning = true, hive_types = {'date': DATE}${
+          uniform ? "" : ", union_by_name = true"
+        })`;
+        await c.run(`CREATE OR REPLACE VIEW events AS SELECT * FROM ${scan}`);
+        if (uniform) return;
         // Files written before a column existed: that column reads as NULL (until a file has it).
         const have = new Set(
           (await c.runAndReadAll("DESCRIBE events")).getRowObjectsJS().map((r) => String(r.column_name)),
@@ -187,16 +208,18 @@ export class AnalyticsEngine {
   async #copy(name: RollupName, params: Record<string, SqlParam>, path: string, options: string): Promise<number> {
     await this.#ensureView();
     const sql = `COPY (${(await loadSql(name)).replace(/;\s*$/, "")}) TO ${sqlString(path)} (${options})`;
-    return await this.db.withConnection(async (conn) => {
-      const stmt = await conn.prepare(sql);
-      try {
-        this.#bind(await loadDuckDbApi(), stmt, namedIn(sql, params));
-        const r = await stmt.run();
-        return Number(r.rowsChanged);
-      } finally {
-        stmt.destroySync();
-      }
-    });
+    return await this.#retryOnStaleView(() =>
+      this.db.withConnection(async (conn) => {
+        const stmt = await conn.prepare(sql);
+        try {
+          this.#bind(await loadDuckDbApi(), stmt, namedIn(sql, params));
+          const r = await stmt.run();
+          return Number(r.rowsChanged);
+        } finally {
+          stmt.destroySync();
+        }
+      })
+    );
   }
 
   #bind(
@@ -227,13 +250,21 @@ export class AnalyticsEngine {
           stmt.destroySync();
         }
       });
+    return await this.#retryOnStaleView(run);
+  }
+
+  /**
+   * Runs `work`; when the view no longer fits the files (files removed under us, e.g. a wiped data
+   * dir; or a file without a column the view reads, written by an older version of the service),
+   * rebuilds the view once and runs it again.
+   */
+  async #retryOnStaleView<T>(work: () => Promise<T>): Promise<T> {
     try {
-      return await run();
+      return await work();
     } catch (err) {
-      // Files removed under us (e.g. a wiped data dir): rebuild the view once and retry.
-      if (/No files found/i.test(String((err as Error)?.message))) {
+      if (STALE_VIEW.test(String((err as Error)?.message))) {
         await this.#ensureView(true);
-        return await run();
+        return await work();
       }
       throw err;
     }

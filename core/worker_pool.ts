@@ -376,5 +376,9 @@ export function serveJobs<I, O>(handle: (input: I) => O, label: (err: unknown) =
     }
   };
   // Loading linkedom and friends takes a while on a busy machine; job deadlines start after it.
-  scope.postMessage({ ready: true });
+  // Said on the next task, not while the module is still being evaluated: a message posted then
+  // was now and then never delivered (Deno 2.9: 19 of 48 starts with six test processes at once,
+  // 0 of 48 deferred), and the pool waited out its start limit (60 s by default) for a worker that
+  // had started.
+  setTimeout(() => scope.postMessage({ ready: true }), 0);
 }

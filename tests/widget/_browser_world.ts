@@ -3,6 +3,7 @@
  * publisher demo site on a second origin the seeded widget allows (DEMO_SITE_URL), a third origin
  * it does not allow, and a log of what the browser sent the service (paths, statuses, event batches).
  */
+import type { Page } from "puppeteer-core";
 import { openSharedBrowser, serveLocal } from "../_browser.ts";
 import { createTestWorld, type TestWorld } from "../_helpers.ts";
 import { seedDemo } from "../../fixtures/demo.ts";
@@ -109,3 +110,26 @@ export async function widgetWorld(): Promise<WidgetWorld> {
 }
 
 export { openSharedBrowser };
+
+/**
+ * Runs `act` (a question typed and sent, a follow-up or a prompt picked) and waits for the widget
+ * to have answered it: one turn more than before and no longer busy, or an error in its status
+ * line (a failed question leaves no turn). Waiting for `[data-busy]` to show first cost a 2 s
+ * timeout whenever the answer had come and gone before the wait began.
+ */
+export async function answerTo(page: Page, act: () => Promise<unknown>): Promise<void> {
+  const turns = () =>
+    page.$eval("ask-ai-widget", (w) => w.shadowRoot?.querySelectorAll(".turn").length ?? 0) as Promise<number>;
+  const before = await turns();
+  await act();
+  await page.waitForFunction(
+    (n: number) => {
+      const w = document.querySelector("ask-ai-widget");
+      const root = w?.shadowRoot;
+      if (!w || !root || w.hasAttribute("data-busy")) return false;
+      return root.querySelectorAll(".turn").length > n || root.querySelector(".status[data-error]") !== null;
+    },
+    {},
+    before,
+  );
+}

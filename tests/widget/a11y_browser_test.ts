@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
 import { seriousViolations } from "../_axe.ts";
-import { openSharedBrowser, widgetWorld } from "./_browser_world.ts";
+import { answerTo, openSharedBrowser, widgetWorld } from "./_browser_world.ts";
 
 const W = "ask-ai-widget";
 const inWidget = (sel: string) => `${W} >>> ${sel}`;
@@ -29,10 +29,8 @@ const focused = (page: Page) =>
     return a.id || a.className || a.tagName.toLowerCase();
   })()`) as Promise<string>;
 
-async function answered(page: Page): Promise<void> {
-  await page.waitForSelector(`${W}[data-busy]`, { timeout: 2000 }).catch(() => {});
-  await page.waitForSelector(`${W}:not([data-busy])`);
-}
+/** Presses Enter (sends the question, or picks the focused question) and waits for the answer. */
+const enterAndAnswer = (page: Page) => answerTo(page, () => page.keyboard.press("Enter"));
 
 Deno.test({
   name: "widget a11y: axe-core reports no serious or critical violation with the docked panel open and answered",
@@ -46,8 +44,7 @@ Deno.test({
     await b.page.waitForSelector(`${W}[data-state=ready]`);
     await b.page.click(inWidget(".launcher"));
     await b.page.type(inWidget("#ask-q"), "What is happening with the harbour port strike?");
-    await b.page.keyboard.press("Enter");
-    await answered(b.page);
+    await enterAndAnswer(b.page);
     await b.page.waitForSelector(inWidget(".follow button"));
     await b.shot("docked open answered");
     assert.deepEqual(await seriousViolations(b.page), []);
@@ -87,8 +84,7 @@ Deno.test({
     assert.equal(await focused(page), "ask-q", "opening the panel puts focus in the question box");
     assert.equal(await page.$eval(inWidget(".launcher"), (e) => e.getAttribute("aria-expanded")), "true");
     await page.keyboard.type("What did the central bank decide on interest rates?");
-    await page.keyboard.press("Enter");
-    await answered(page);
+    await enterAndAnswer(page);
     await page.waitForSelector(inWidget(".follow button"));
     await b.shot("answered by keyboard");
     // Back from the question box to the last follow-up question.
@@ -106,8 +102,7 @@ Deno.test({
       (await page.$$eval(inWidget(".follow button"), (bs) => bs.map((x) => x.textContent))).includes(chosen as string),
       `focus reached a follow-up (${chosen})`,
     );
-    await page.keyboard.press("Enter");
-    await answered(page);
+    await enterAndAnswer(page);
     assert.equal(await page.$eval(inWidget(".turn:last-child .q"), (e) => e.textContent), chosen);
     await b.shot("follow-up by keyboard");
     const other = await b.context.newPage(); // a second tab, opened before the close
@@ -158,8 +153,7 @@ Deno.test({
 
     // The widget works with analytics off and sends nothing.
     await b.page.type(inWidget("#ask-q"), "What is happening with the harbour port strike?");
-    await b.page.keyboard.press("Enter");
-    await answered(b.page);
+    await enterAndAnswer(b.page);
     await b.page.goto("about:blank");
     assert.ok(world.seen.some((s) => s.path.endsWith("/ask") && s.status === 200), "the question was answered");
     assert.equal(world.seen.filter((s) => s.path === "/v1/events").length, 0, "no event under data-no-track");

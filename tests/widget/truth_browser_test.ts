@@ -6,21 +6,22 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
-import { openSharedBrowser, widgetWorld } from "./_browser_world.ts";
+import { answerTo, openSharedBrowser, widgetWorld } from "./_browser_world.ts";
 
 const W = "ask-ai-widget";
 const inWidget = (sel: string) => `${W} >>> ${sel}`;
 
 /** Ask through the question box and wait for the answer to finish. */
 async function askTyped(page: Page, question: string): Promise<void> {
-  await page.type(inWidget("#ask-q"), question);
-  await page.keyboard.press("Enter");
-  await answered(page);
+  await answered(page, async () => {
+    await page.type(inWidget("#ask-q"), question);
+    await page.keyboard.press("Enter");
+  });
 }
 
-async function answered(page: Page): Promise<void> {
-  await page.waitForSelector(`${W}[data-busy]`, { timeout: 2000 }).catch(() => {});
-  await page.waitForSelector(`${W}:not([data-busy])`);
+/** Runs `act` and waits for its answer, which must not be an error. */
+async function answered(page: Page, act: () => Promise<unknown>): Promise<void> {
+  await answerTo(page, act);
   const error = await page.$eval(inWidget(".status"), (e) => e.hasAttribute("data-error") ? e.textContent : "");
   assert.equal(error, "", "the widget shows no error");
 }
@@ -95,8 +96,7 @@ Deno.test({
     });
 
     await t.step("pick a follow-up question", async () => {
-      await page.click(inWidget(".follow li:first-child button"));
-      await answered(page);
+      await answered(page, () => page.click(inWidget(".follow li:first-child button")));
       await b.shot("follow-up answered");
     });
 
@@ -111,8 +111,7 @@ Deno.test({
     await t.step("pick the sponsored prompt: a sponsored conversation starts", async () => {
       const chip = await page.waitForSelector(inWidget(".chips button:has(.badge)"));
       sponsoredText = (await chip!.evaluate((e) => e.lastChild?.textContent ?? ""))!;
-      await chip!.click();
-      await answered(page);
+      await answered(page, () => chip!.click());
       await b.shot("sponsored answered");
     });
 
