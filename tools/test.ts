@@ -5,13 +5,16 @@
  * (Chromium, faketime, openssl, HAProxy) are installed with apt-get when missing, as root or
  * through `sudo -n`; where that cannot be done it fails with one line naming what to install.
  * The run itself is `deno test --no-check --parallel` (type-checking is `deno task check`, once), one
- * more file at a time than there are cores (`testJobs()`).
+ * more file at a time than there are cores (`testJobs()`): for the whole suite, as that many
+ * `deno test` processes over groups of files of about equal time (`tools/test_groups.ts`).
  *
  * @example
  * deno task test                                   # the whole suite
  * deno task test tests/search/                     # one folder (paths replace the default tests/)
  * deno task test tests/search/ --filter trending   # deno test flags pass through
  */
+
+import { fileSeconds, groupsByTime, runGroups } from "./test_groups.ts";
 
 /** A program the suite runs, and the Debian package that provides it. */
 export interface Need {
@@ -77,42 +80,11 @@ export async function missingNeeds(
   return missing;
 }
 
-/**
- * The suite's slowest files, as measured (wall seconds of their tests in a whole run, session 11):
- * they start first. `deno test --parallel` starts files in the order given as slots free up, and
- * in the folder's alphabetical order the slowest browser file started last and ran alone for the
- * suite's final 8 s while the other cores idled; longest first leaves only short files for the end.
- * Only the order depends on this list: a file missing from it still runs, after these.
- */
-export const SLOW_FIRST: readonly string[] = [
-  "tests/analytics/dashboard_test.ts",
-  "tests/analytics/compare_test.ts",
-  "tests/analytics/exact_sessions_test.ts",
-  "tests/widget/truth_browser_test.ts",
-  "tests/analytics/visit_figures_test.ts",
-  "tests/foundation/worker_pool_test.ts",
-  "tests/web/api_reference_test.ts",
-  "tests/widget/a11y_browser_test.ts",
-  "tests/cluster/two_processes_test.ts",
-  "tests/security/analytics_isolation_test.ts",
-  "tests/widget/events_retry_browser_test.ts",
-  "tests/security/page_analysis_test.ts",
-  "tests/analytics/wal_test.ts",
-  "tests/analytics/openapi_contract_test.ts",
-  "tests/storefront/identity_test.ts",
-  "tests/security/hostile_documents_test.ts",
-  "tests/commerce/stock_clients_test.ts",
-  "tests/commerce/checkout_browser_test.ts",
-];
-
 /** The file names `deno test` takes as tests when given a folder (`{*_,*.,}test.{ts,tsx,mts,js,mjs,jsx}`). */
 const TEST_FILE = /(^|[._])test\.(ts|tsx|mts|js|mjs|jsx)$/;
 
-/**
- * Every test file under `root`, the `slowFirst` ones first (in that order), then the rest in
- * alphabetical order, as paths relative to the working directory.
- */
-export async function suiteFiles(root = "tests", slowFirst: readonly string[] = SLOW_FIRST): Promise<string[]> {
+/** Every test file under `root`, in alphabetical order, as paths relative to the working directory. */
+export async function suiteFiles(root = "tests"): Promise<string[]> {
   const found: string[] = [];
   const walk = async (dir: string) => {
     for await (const entry of Deno.readDir(dir)) {
@@ -122,34 +94,29 @@ export async function suiteFiles(root = "tests", slowFirst: readonly string[] = 
     }
   };
   await walk(root);
-  found.sort();
-  const present = new Set(found);
-  const first = slowFirst.filter((path) => present.has(path));
-  const firstSet = new Set(first);
-  return [...first, ...found.filter((path) => !firstSet.has(path))];
+  return found.sort();
 }
 
-/**
- * The `deno test` arguments for the user's `args`: the suite's permissions, `--no-check`,
- * `--parallel`, then `args`; every file of `tests/`, slowest first (`suiteFiles()`), is added when
- * `args` name no existing path.
- */
-export async function denoTestArgs(
-  args: readonly string[],
-  suite: () => Promise<string[]> = () => suiteFiles(),
-): Promise<string[]> {
-  let namesPath = false;
+/** True when one of `args` names an existing path (then it replaces the whole suite). */
+export async function namesPath(args: readonly string[]): Promise<boolean> {
   for (const arg of args) {
     if (arg.startsWith("-")) continue;
     try {
       await Deno.stat(arg);
-      namesPath = true;
-      break;
+      return true;
     } catch {
       // a flag's value, e.g. the pattern after --filter
     }
   }
-  return ["test", ...TEST_PERMISSIONS, "--no-check", "--parallel", ...args, ...(namesPath ? [] : await suite())];
+  return false;
+}
+
+/**
+ * The `deno test` arguments for the user's `args` and `files`: the suite's permissions,
+ * `--no-check`, `--parallel`, then `args`, then `files`.
+ */
+export function denoTestArgs(args: readonly string[], files: readonly string[] = []): string[] {
+  return ["test", ...TEST_PERMISSIONS, "--no-check", "--parallel", ...args, ...files];
 }
 
 /**
@@ -225,14 +192,20 @@ if (import.meta.main) {
     console.error(failure);
     Deno.exit(1);
   }
-  const child = new Deno.Command(Deno.execPath(), {
-    args: await denoTestArgs(Deno.args),
-    env: { DENO_JOBS: testJobs() },
-    stdin: "inherit",
-    stdout: "inherit",
-    stderr: "inherit",
-  }).spawn();
   // Ctrl-C reaches the whole process group; wait for deno test to report and exit with its code.
   Deno.addSignalListener("SIGINT", () => {});
-  Deno.exit((await child.status).code);
+  if (await namesPath(Deno.args)) {
+    // Some files or folders: one deno test over them.
+    const child = new Deno.Command(Deno.execPath(), {
+      args: denoTestArgs(Deno.args),
+      env: { DENO_JOBS: testJobs() },
+      stdin: "inherit",
+      stdout: "inherit",
+      stderr: "inherit",
+    }).spawn();
+    Deno.exit((await child.status).code);
+  }
+  // The whole suite: one deno test per group of files of about equal time (tools/test_groups.ts).
+  const groups = groupsByTime(await suiteFiles(), Number(testJobs()), await fileSeconds());
+  Deno.exit(await runGroups(groups, (files) => denoTestArgs(Deno.args, files), { env: { DENO_JOBS: "1" } }));
 }

@@ -2,13 +2,21 @@ import assert from "node:assert/strict";
 import {
   denoTestArgs,
   missingNeeds,
+  namesPath,
   NEEDS,
   onPath,
-  SLOW_FIRST,
   suiteFiles,
   TEST_PERMISSIONS,
   testJobs,
 } from "../../tools/test.ts";
+import {
+  fileSeconds,
+  formatElapsed,
+  formatSummary,
+  groupsByTime,
+  parseSummary,
+  runGroups,
+} from "../../tools/test_groups.ts";
 
 /** A temp folder holding an executable named `name` and a non-executable `plain`. */
 async function binDir(name: string): Promise<string> {
@@ -46,47 +54,117 @@ Deno.test("tools/test.ts missingNeeds() names the Debian packages not on PATH; C
   }
 });
 
-Deno.test("tools/test.ts denoTestArgs(): --no-check --parallel, the suite's permissions, the suite's files unless a path is given", async () => {
+Deno.test("tools/test.ts denoTestArgs(): the suite's permissions, --no-check --parallel, then the user's flags and the files", () => {
   const fixed = ["test", ...TEST_PERMISSIONS, "--no-check", "--parallel"];
-  const suite = () => Promise.resolve(["tests/slow_test.ts", "tests/a_test.ts"]);
-  assert.deepEqual(await denoTestArgs([], suite), [...fixed, "tests/slow_test.ts", "tests/a_test.ts"]);
-  // A flag's value that is no path keeps the whole suite.
+  assert.deepEqual(denoTestArgs([]), fixed);
   assert.deepEqual(
-    await denoTestArgs(["--filter", "trending"], suite),
-    [...fixed, "--filter", "trending", "tests/slow_test.ts", "tests/a_test.ts"],
-  );
-  // A path replaces the default files, flags pass through in order.
-  assert.deepEqual(
-    await denoTestArgs(["tests/foundation/", "--filter", "trending"], suite),
-    [...fixed, "tests/foundation/", "--filter", "trending"],
+    denoTestArgs(["--filter", "trending"], ["tests/a_test.ts", "tests/b_test.ts"]),
+    [...fixed, "--filter", "trending", "tests/a_test.ts", "tests/b_test.ts"],
   );
 });
 
-Deno.test("tools/test.ts suiteFiles(): every test file deno test would find, the slow ones first in their order, then alphabetical", async () => {
+Deno.test("tools/test.ts namesPath(): a path replaces the whole suite; a flag's value does not", async () => {
+  assert.equal(await namesPath([]), false);
+  assert.equal(await namesPath(["--filter", "trending"]), false);
+  assert.equal(await namesPath(["tests/foundation/", "--filter", "trending"]), true);
+});
+
+Deno.test("tools/test.ts suiteFiles(): every file deno test takes as a test, in alphabetical order", async () => {
   const root = await Deno.makeTempDir({ prefix: "svc-suite-" });
   try {
     for (const dir of ["a", "b/c"]) await Deno.mkdir(`${root}/${dir}`, { recursive: true });
     for (
-      const file of ["a/x_test.ts", "a/y.test.mts", "b/c/test.js", "b/z_test.ts", "b/_helpers.ts", "b/c/data.json"]
+      const file of ["b/z_test.ts", "a/y.test.mts", "b/c/test.js", "a/x_test.ts", "b/_helpers.ts", "b/c/data.json"]
     ) {
       await Deno.writeTextFile(`${root}/${file}`, "");
     }
-    const files = await suiteFiles(root, [`${root}/b/z_test.ts`, `${root}/gone_test.ts`, `${root}/a/x_test.ts`]);
-    assert.deepEqual(files, [
-      `${root}/b/z_test.ts`,
+    assert.deepEqual(await suiteFiles(root), [
       `${root}/a/x_test.ts`,
       `${root}/a/y.test.mts`,
       `${root}/b/c/test.js`,
+      `${root}/b/z_test.ts`,
     ]);
   } finally {
     await Deno.remove(root, { recursive: true });
   }
 });
 
-Deno.test("tools/test.ts SLOW_FIRST names files that exist, each once (a renamed file is not left behind)", async () => {
-  assert.equal(new Set(SLOW_FIRST).size, SLOW_FIRST.length);
+Deno.test("tools/test_groups.ts groupsByTime(): longest first, each to the least loaded group; every file once", () => {
+  const seconds = { "slow": 10, "mid": 6, "five": 5, "four": 4 };
+  const files = ["a", "four", "b", "slow", "five", "mid", "c"];
+  const groups = groupsByTime(files, 3, { files: seconds, other: 1 });
+  // slow (10) | mid (6) + a + b + c (1 each) = 9 | five (5) + four (4) = 9
+  assert.deepEqual(groups, [["slow"], ["mid", "a", "b", "c"], ["five", "four"]]);
+  assert.deepEqual(groups.flat().sort(), [...files].sort());
+  // Never more groups than files, never an empty one.
+  assert.deepEqual(groupsByTime(["a", "b"], 3, { files: {}, other: 1 }), [["a"], ["b"]]);
+  assert.deepEqual(groupsByTime([], 3, { files: {}, other: 1 }), []);
+});
+
+Deno.test("tools/test_groups.ts fileSeconds(): the measured table names files of the suite (a renamed file is not left behind)", async () => {
+  const { files, other } = await fileSeconds();
+  assert.ok(other > 0 && Object.keys(files).length > 0);
   const suite = new Set(await suiteFiles());
-  for (const path of SLOW_FIRST) assert.ok(suite.has(path), `${path} is not a test file of the suite`);
+  for (const [path, seconds] of Object.entries(files)) {
+    assert.ok(suite.has(path), `${path} is not a test file of the suite`);
+    assert.ok(seconds >= other, `${path}: a listed file is one of the slower ones`);
+  }
+});
+
+Deno.test("tools/test_groups.ts parseSummary() reads deno test's last line; formatSummary() writes it back", () => {
+  const plain = "ok | 816 passed (442 steps) | 0 failed (1m47s)";
+  assert.deepEqual(parseSummary(plain), {
+    passed: 816,
+    passedSteps: 442,
+    failed: 0,
+    failedSteps: 0,
+    ignored: 0,
+    filteredOut: 0,
+  });
+  const colored = "\x1b[0m\x1b[32mok\x1b[0m | 3 passed | 0 failed \x1b[0m\x1b[38;5;245m(12ms)\x1b[0m";
+  assert.equal(parseSummary(colored)?.passed, 3);
+  const failed = parseSummary("FAILED | 5 passed (3 steps) | 2 failed (1 step) | 1 ignored | 4 filtered out (2s)")!;
+  assert.deepEqual(failed, { passed: 5, passedSteps: 3, failed: 2, failedSteps: 1, ignored: 1, filteredOut: 4 });
+  assert.equal(parseSummary("./tests/a_test.ts => a test ... ok (3ms)"), undefined);
+  assert.equal(formatSummary(parseSummary(plain)!, 107_400), plain);
+  assert.equal(
+    formatSummary(failed, 2_100),
+    "FAILED | 5 passed (3 steps) | 2 failed (1 step) | 1 ignored | 4 filtered out (2s)",
+  );
+  assert.deepEqual([formatElapsed(450), formatElapsed(12_900), formatElapsed(61_000)], ["450ms", "12s", "1m1s"]);
+});
+
+Deno.test("tools/test_groups.ts runGroups(): one deno test per group at once, one summary for all, a failure's report whole", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "svc-groups-" });
+  try {
+    await Deno.writeTextFile(`${dir}/a_test.ts`, `Deno.test("a passes", () => {});`);
+    await Deno.writeTextFile(
+      `${dir}/b_test.ts`,
+      `Deno.test("b has steps", async (t) => { await t.step("one", () => {}); await t.step("two", () => {}); });`,
+    );
+    await Deno.writeTextFile(`${dir}/c_test.ts`, `Deno.test("c fails", () => { throw new Error("c broke"); });`);
+    const lines: string[] = [];
+    const run = (groups: string[][]) =>
+      runGroups(groups, (files) => ["test", "--no-check", "--parallel", ...files], {
+        env: { NO_COLOR: "1", DENO_JOBS: "1" },
+        write: (line) => lines.push(line),
+        writeError: () => {},
+      });
+
+    assert.equal(await run([[`${dir}/a_test.ts`], [`${dir}/b_test.ts`]]), 0);
+    assert.match(lines.at(-1)!, /^ok \| 2 passed \(2 steps\) \| 0 failed \(\d+(ms|s)\)$/);
+    assert.equal(lines.filter((l) => parseSummary(l)).length, 1, "one summary line, not one a group");
+    assert.ok(lines.some((l) => l.includes("a passes")) && lines.some((l) => l.includes("b has steps")));
+
+    lines.length = 0;
+    assert.notEqual(await run([[`${dir}/a_test.ts`], [`${dir}/c_test.ts`]]), 0);
+    assert.match(lines.at(-1)!, /^FAILED \| 1 passed \| 1 failed /);
+    const report = lines.findIndex((l) => /^\s*ERRORS\s*$/.test(l));
+    assert.ok(report >= 0, "the failing group's report is printed");
+    assert.ok(lines.slice(report).some((l) => l.includes("c broke")), "with the error");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("tools/test.ts testJobs(): one more file at a time than cores, unless DENO_JOBS says a count", () => {
