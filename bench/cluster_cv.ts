@@ -30,10 +30,9 @@
  *
  *   deno run -A bench/cluster_cv.ts fixtures/beir/cisi fixtures/beir-tiny   (about 75 s)
  */
-import type { Article } from "../core/search/store/articles.ts";
 import { embeddingText } from "../core/search/store/articles.ts";
 import { loadWordVectors, LocalEmbeddings, rankIdf, sifWeight } from "../core/search/embeddings/wink.ts";
-import { type BeirDataset, loadBeir, ndcgAt } from "../cli/eval.ts";
+import { beirArticle, type BeirDataset, beirFields, loadBeir, ndcgAt } from "../cli/eval.ts";
 import { NO_TERM_FEEDBACK, type TermFeedback } from "../core/search/rank/feedback.ts";
 import { articleBag, type Candidate, DataModelIndex } from "../core/search/index/index.ts";
 import { FUSION_V2, SCORE_REGULARIZATION } from "../core/search/rank/retrieval_mode.ts";
@@ -174,7 +173,7 @@ function wordRank(word: string): number {
 
 async function prepare(dir: string): Promise<Collection> {
   const data = await loadBeir(dir);
-  const docs = data.corpus.map((d) => ({ title: d.title, summary: "", body: d.text }));
+  const docs = data.corpus.map(beirFields);
   const vectors = await embeddings.embed(docs.map(embeddingText));
   const index = new DataModelIndex("dm_cluster", embeddings.dims, {
     removeCommonDirection: embeddings.removeCommonDirection ?? false,
@@ -184,16 +183,7 @@ async function prepare(dir: string): Promise<Collection> {
   const ids: string[] = [];
   const bags: Map<string, number>[] = [];
   data.corpus.forEach((d, i) => {
-    const article = {
-      id: d.id,
-      url: `beir:${d.id}`,
-      site: "",
-      siteDomain: "",
-      pubdate: "",
-      pubdateUnix: 0,
-      previewContent: "",
-      ...docs[i]!,
-    } as unknown as Article;
+    const article = beirArticle(d);
     const packed = articleBag(docs[i]!);
     const slot = index.upsert(article, vectors[i]!, packed);
     ids[slot] = d.id;

@@ -37,10 +37,9 @@
  *   deno run -A bench/neighbours_cv.ts fixtures/beir/cisi fixtures/beir-tiny   (about 5 s; BENCH_DEBUG=1 lists
  *   every setting's figure on each collection)
  */
-import type { Article } from "../core/search/store/articles.ts";
 import { embeddingText } from "../core/search/store/articles.ts";
 import { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
-import { type BeirDataset, loadBeir, ndcgAt } from "../cli/eval.ts";
+import { beirArticle, type BeirDataset, beirFields, loadBeir, ndcgAt } from "../cli/eval.ts";
 import { articleBag, type Candidate, DataModelIndex } from "../core/search/index/index.ts";
 import { Bm25Index } from "../core/search/index/bm25.ts";
 import { terms } from "../core/search/text/tokenizer.ts";
@@ -180,7 +179,7 @@ function profileSimilarities(
 
 async function prepare(dir: string): Promise<Collection> {
   const data = await loadBeir(dir);
-  const docs = data.corpus.map((d) => ({ title: d.title, summary: "", body: d.text }));
+  const docs = data.corpus.map(beirFields);
   const vectors = await embeddings.embed(docs.map(embeddingText));
   const index = new DataModelIndex("dm_neighbours", embeddings.dims, {
     removeCommonDirection: embeddings.removeCommonDirection ?? false,
@@ -188,16 +187,7 @@ async function prepare(dir: string): Promise<Collection> {
   });
   const ids: string[] = [];
   data.corpus.forEach((d, i) => {
-    const article = {
-      id: d.id,
-      url: `beir:${d.id}`,
-      site: "",
-      siteDomain: "",
-      pubdate: "",
-      pubdateUnix: 0,
-      previewContent: "",
-      ...docs[i]!,
-    } as unknown as Article;
+    const article = beirArticle(d);
     ids[index.upsert(article, vectors[i]!, articleBag(docs[i]!))] = d.id;
   });
   const queryVectors = await embeddings.embed(data.queries.map((q) => q.text));

@@ -11,11 +11,10 @@
  *
  *   deno run -A bench/prf_cv.ts fixtures/beir/cisi fixtures/beir-tiny
  */
-import type { Article } from "../core/search/store/articles.ts";
 import { embeddingText } from "../core/search/store/articles.ts";
 import { Bm25Index } from "../core/search/index/bm25.ts";
 import { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
-import { type BeirDataset, loadBeir, ndcgAt } from "../cli/eval.ts";
+import { beirArticle, type BeirDataset, beirFields, loadBeir, ndcgAt } from "../cli/eval.ts";
 import { NO_TERM_FEEDBACK, type TermFeedback } from "../core/search/rank/feedback.ts";
 import { articleBag, DataModelIndex } from "../core/search/index/index.ts";
 import { FUSION_V2 } from "../core/search/rank/retrieval_mode.ts";
@@ -45,7 +44,7 @@ interface Collection {
 
 async function prepare(dir: string): Promise<Collection> {
   const data = await loadBeir(dir);
-  const docs = data.corpus.map((d) => ({ title: d.title, summary: "", body: d.text }));
+  const docs = data.corpus.map(beirFields);
   const vectors = await embeddings.embed(docs.map(embeddingText));
   const indexes = new Map<number, { index: DataModelIndex; ids: string[] }>();
   for (const forward of FORWARD) {
@@ -58,16 +57,7 @@ async function prepare(dir: string): Promise<Collection> {
     // Upserts one by one, as `deno task eval` does (same vectors' common direction, same figures).
     {
       data.corpus.forEach((d, i) => {
-        const article = {
-          id: d.id,
-          url: `beir:${d.id}`,
-          site: "",
-          siteDomain: "",
-          pubdate: "",
-          pubdateUnix: 0,
-          previewContent: "",
-          ...docs[i]!,
-        } as unknown as Article;
+        const article = beirArticle(d);
         ids[index.upsert(article, vectors[i]!, articleBag(docs[i]!))] = d.id;
       });
     }

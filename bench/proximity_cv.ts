@@ -14,11 +14,10 @@
  *
  *   deno run -A bench/proximity_cv.ts fixtures/beir/cisi fixtures/beir-tiny
  */
-import type { Article } from "../core/search/store/articles.ts";
 import { embeddingText } from "../core/search/store/articles.ts";
 import { Bm25Index } from "../core/search/index/bm25.ts";
 import { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
-import { type BeirDataset, loadBeir, ndcgAt } from "../cli/eval.ts";
+import { beirArticle, type BeirDataset, beirFields, loadBeir, ndcgAt } from "../cli/eval.ts";
 import { articleBag, DataModelIndex } from "../core/search/index/index.ts";
 import { FUSION_V2 } from "../core/search/rank/retrieval_mode.ts";
 import { terms } from "../core/search/text/tokenizer.ts";
@@ -65,7 +64,7 @@ function proximity(doc: string[], query: Set<string>, window: number): number {
 }
 
 async function score(data: BeirDataset): Promise<Scored[]> {
-  const docs = data.corpus.map((d) => ({ title: d.title, summary: "", body: d.text }));
+  const docs = data.corpus.map(beirFields);
   const vectors = await embeddings.embed(docs.map(embeddingText));
   const index = new DataModelIndex("dm_prox", embeddings.dims, {
     removeCommonDirection: embeddings.removeCommonDirection ?? false,
@@ -74,7 +73,7 @@ async function score(data: BeirDataset): Promise<Scored[]> {
   const ids: string[] = [];
   const tokens = new Map<string, string[]>();
   data.corpus.forEach((d, i) => {
-    const article = { id: d.id, url: `beir:${d.id}`, pubdateUnix: 0, ...docs[i]! } as unknown as Article;
+    const article = beirArticle(d);
     ids[index.upsert(article, vectors[i]!, articleBag(docs[i]!))] = d.id;
     tokens.set(d.id, terms(`${d.title} . ${d.text.slice(0, BODY_CHARS)}`));
   });

@@ -43,6 +43,31 @@ export interface BeirDataset {
   qrels: Map<string, Map<string, number>>;
 }
 
+/** A document of a {@link BeirDataset}. */
+export type BeirDocument = BeirDataset["corpus"][number];
+
+/** The fields of a BEIR document the index reads: its title, and its text as the body. */
+export function beirFields(doc: BeirDocument): { title: string; summary: string; body: string } {
+  return { title: doc.title, summary: "", body: doc.text };
+}
+
+/** A BEIR document as an article for `DataModelIndex.upsert`: no site, dates or preview. */
+export function beirArticle(doc: BeirDocument): Article {
+  return {
+    id: doc.id,
+    dataModelId: "",
+    url: `beir:${doc.id}`,
+    site: "",
+    siteDomain: "",
+    pubdate: "",
+    pubdateUnix: 0,
+    previewContent: "",
+    ...beirFields(doc),
+    createdAt: "",
+    updatedAt: "",
+  };
+}
+
 /** Metrics of one ranking method. */
 export interface MethodScores {
   ndcg10: number;
@@ -110,19 +135,10 @@ export async function evaluate(
   const ids: string[] = [];
   for (let i = 0; i < data.corpus.length; i += 256) {
     const chunk = data.corpus.slice(i, i + 256);
-    const docs = chunk.map((d) => ({ title: d.title, summary: "", body: d.text }));
+    const docs = chunk.map(beirFields);
     const vectors = await embeddings.embed(docs.map(embeddingText));
     chunk.forEach((d, j) => {
-      const article = {
-        id: d.id,
-        url: `beir:${d.id}`,
-        site: "",
-        siteDomain: "",
-        pubdate: "",
-        pubdateUnix: 0,
-        previewContent: "",
-        ...docs[j]!,
-      } as unknown as Article;
+      const article = beirArticle(d);
       ids[index.upsert(article, vectors[j]!, articleBag(docs[j]!))] = d.id;
     });
   }
