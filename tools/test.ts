@@ -5,8 +5,9 @@
  * (Chromium, faketime, openssl, HAProxy) are installed with apt-get when missing, as root or
  * through `sudo -n`; where that cannot be done it fails with one line naming what to install.
  * The run itself is `deno test --no-check --parallel` (type-checking is `deno task check`, once), one
- * more file at a time than there are cores (`testJobs()`): for the whole suite, as that many
- * `deno test` processes over groups of files of about equal time (`tools/test_groups.ts`).
+ * more file at a time than there are cores (`testJobs()`). The whole suite (no arguments) runs as
+ * that many `deno test` processes over groups of files of about equal time (`tools/test_groups.ts`);
+ * with arguments (paths, `--filter`, a reporter) it is one `deno test`.
  *
  * @example
  * deno task test                                   # the whole suite
@@ -194,10 +195,10 @@ if (import.meta.main) {
   }
   // Ctrl-C reaches the whole process group; wait for deno test to report and exit with its code.
   Deno.addSignalListener("SIGINT", () => {});
-  if (await namesPath(Deno.args)) {
-    // Some files or folders: one deno test over them.
+  if (Deno.args.length > 0) {
+    // Paths or flags (a filter, a reporter): one deno test, over `tests/` unless paths are named.
     const child = new Deno.Command(Deno.execPath(), {
-      args: denoTestArgs(Deno.args),
+      args: denoTestArgs(Deno.args, await namesPath(Deno.args) ? [] : ["tests/"]),
       env: { DENO_JOBS: testJobs() },
       stdin: "inherit",
       stdout: "inherit",
@@ -207,5 +208,5 @@ if (import.meta.main) {
   }
   // The whole suite: one deno test per group of files of about equal time (tools/test_groups.ts).
   const groups = groupsByTime(await suiteFiles(), Number(testJobs()), await fileSeconds());
-  Deno.exit(await runGroups(groups, (files) => denoTestArgs(Deno.args, files), { env: { DENO_JOBS: "1" } }));
+  Deno.exit(await runGroups(groups, (files) => denoTestArgs([], files), { env: { DENO_JOBS: "1" } }));
 }
