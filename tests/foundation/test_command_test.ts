@@ -162,6 +162,18 @@ Deno.test("tools/test_groups.ts runGroups(): one deno test per group at once, on
     const report = lines.findIndex((l) => /^\s*ERRORS\s*$/.test(l));
     assert.ok(report >= 0, "the failing group's report is printed");
     assert.ok(lines.slice(report).some((l) => l.includes("c broke")), "with the error");
+
+    // A group that ends without a summary (here: a file that is not there) counts as a failure.
+    lines.length = 0;
+    const errors: string[] = [];
+    const code = await runGroups([[`${dir}/a_test.ts`], [`${dir}/gone_test.ts`]], (files) => ["test", ...files], {
+      env: { NO_COLOR: "1" },
+      write: (line) => lines.push(line),
+      writeError: (line) => errors.push(line),
+    });
+    assert.notEqual(code, 0);
+    assert.match(lines.at(-1)!, /^FAILED \| 1 passed \| 1 failed /);
+    assert.ok(errors.some((l) => /ended without a summary/.test(l)), "says which group gave no summary");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
