@@ -152,6 +152,11 @@ async function createInstance(
   preloadDuckDbLibrary(libPath);
   // Imported here, after the preload, because importing the package loads the native addon.
   const { DuckDBInstance } = await import("@duckdb/node-api");
+  const options: Record<string, string> = {};
+  if (allocatorFlush) options.allocator_bulk_deallocation_flush_threshold = allocatorFlush;
+  if (threads) options.threads = String(threads);
+  if (memoryLimit) options.memory_limit = memoryLimit;
+  const instance = await DuckDBInstance.create(path, options);
   // Parquet footers are kept between queries (parquet_metadata_cache): each scan of the `events`
   // view globs every day's files and reads their footers (the schemas union_by_name merges, the
   // row-group statistics), and a rollup scans it several times. DuckDB re-reads a kept footer when
@@ -159,11 +164,6 @@ async function createInstance(
   // the cache is an LRU counted in its memory limit. A dashboard load (14 rollups over 16 days of
   // files) took 0.32 s of CPU without it, 0.25 s with it. Set once the instance is up: the
   // setting belongs to the parquet extension, which is not loaded while the instance is created.
-  const options: Record<string, string> = {};
-  if (allocatorFlush) options.allocator_bulk_deallocation_flush_threshold = allocatorFlush;
-  if (threads) options.threads = String(threads);
-  if (memoryLimit) options.memory_limit = memoryLimit;
-  const instance = await DuckDBInstance.create(path, options);
   const conn = await instance.connect();
   try {
     await conn.run("SET GLOBAL parquet_metadata_cache = true");

@@ -121,10 +121,10 @@ export function denoTestArgs(args: readonly string[], files: readonly string[] =
 }
 
 /**
- * How many test files run at once: `DENO_JOBS` when set, else one more than the cores. Many files
- * spend part of their time waiting (a browser drawing, a child process starting, a peer's timer),
- * and a third file keeps both cores busy meanwhile: on 2 cores the suite took 2:12 with 2 at once
- * and 2:03 with 3 (4 was no faster).
+ * How many test files run at once (for the whole suite: how many groups): `DENO_JOBS` when set,
+ * else one more than the cores. Many files spend part of their time waiting (a browser drawing, a
+ * child process starting, a peer's timer), and a third file keeps both cores busy meanwhile: on 2
+ * cores the suite took 1:54 in 2 groups, 1:45 in 3 and 1:48 in 4 (bench/RESULTS.md).
  */
 export function testJobs(
   env: (name: string) => string | undefined = (name) => Deno.env.get(name),

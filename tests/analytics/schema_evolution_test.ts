@@ -3,34 +3,12 @@ import { EVENT_COLUMNS } from "../../analytics/schema.ts";
 import { sqlString } from "../../analytics/sql_util.ts";
 import { createTestWorld } from "../_helpers.ts";
 
+const WITHOUT_CLIENT_KEY = EVENT_COLUMNS.filter(([n]) => n !== "client_key");
+
 Deno.test("AnalyticsEngine reads files written before a column existed: the column reads as NULL", async () => {
   await using w = await createTestWorld();
-  const dir = `${w.deps.analytics.eventsDir}/date=2026-11-22`;
-  await Deno.mkdir(dir, { recursive: true });
   // A file of the schema before `client_key`: one widget query.
-  const old = EVENT_COLUMNS.filter(([n]) => n !== "client_key");
-  const value = (n: string, t: string) =>
-    ({
-      event_id: "'ev-old-1'",
-      ts: "TIMESTAMP '2026-11-22 11:00:00'",
-      tenant_id: "'tn_old'",
-      event_type: "'query'",
-      ai_agent: "'am_old'",
-      session_id: "'s-1'",
-      interaction_type: "'free_form'",
-      prompt: "'Cup final'",
-      source: "'widget'",
-      visit_start: "false",
-      visit_viewable: "false",
-      sponsored_start: "false",
-    })[n] ?? `CAST(NULL AS ${t})`;
-  await w.deps.duckdb.withConnection((c) =>
-    c.run(
-      `COPY (SELECT ${old.map(([n, t]) => `${value(n, t)} AS ${n}`).join(", ")}) TO ${
-        sqlString(`${dir}/old.parquet`)
-      } (FORMAT parquet)`,
-    )
-  );
+  await writeQuery(w, { day: "2026-11-22", prompt: "Cup final", columns: WITHOUT_CLIENT_KEY, session: "s-1" });
   w.deps.analytics.refresh();
   const rows = await w.deps.analytics.query("trending_signals", {
     from_date: "2026-11-21",
@@ -47,10 +25,18 @@ Deno.test("AnalyticsEngine reads files written before a column existed: the colu
   assert.deepEqual(rows, [{ channel: "widget", text: "cup final", sender: "s-1", session: "s-1" }]);
 });
 
-/** Writes one widget query of tenant `tn_old` as a Parquet file of `columns` (a schema, old or current). */
+/**
+ * Writes one widget query of tenant `tn_old` as a Parquet file of `columns` (a schema, old or
+ * current), in session `s-<day>` unless `session` is given.
+ */
 async function writeQuery(
   w: Awaited<ReturnType<typeof createTestWorld>>,
-  { day, prompt, columns }: { day: string; prompt: string; columns: typeof EVENT_COLUMNS },
+  { day, prompt, columns, session = `s-${day}` }: {
+    day: string;
+    prompt: string;
+    columns: typeof EVENT_COLUMNS;
+    session?: string;
+  },
 ): Promise<void> {
   const dir = `${w.deps.analytics.eventsDir}/date=${day}`;
   await Deno.mkdir(dir, { recursive: true });
@@ -61,7 +47,7 @@ async function writeQuery(
       tenant_id: "'tn_old'",
       event_type: "'query'",
       ai_agent: "'am_old'",
-      session_id: sqlString(`s-${day}`),
+      session_id: sqlString(session),
       interaction_type: "'free_form'",
       prompt: sqlString(prompt),
       source: "'widget'",
@@ -92,8 +78,6 @@ const trendingTexts = async (w: Awaited<ReturnType<typeof createTestWorld>>) =>
     per_sender: 20,
     limit: 10,
   })).map((r) => r.text).sort();
-
-const WITHOUT_CLIENT_KEY = EVENT_COLUMNS.filter(([n]) => n !== "client_key");
 
 Deno.test("AnalyticsEngine reads files of the current schema and files written before a column existed together", async () => {
   await using w = await createTestWorld();

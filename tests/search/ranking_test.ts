@@ -4,22 +4,10 @@ import { DataModelIndex } from "../../core/search/index/index.ts";
 import { FUSION_V1, FUSION_V2 } from "../../core/search/rank/retrieval_mode.ts";
 import { terms } from "../../core/search/text/tokenizer.ts";
 import { normalized } from "../../core/search/index/vector_index.ts";
-import type { Article } from "../../core/search/store/articles.ts";
+import { indexArticle, leaningVectors } from "./_index_fixtures.ts";
 import { search, searchWorld } from "./_world.ts";
 
-const article = (i: number, title: string, body = "", summary = "") =>
-  ({
-    id: `ar_${i}`,
-    url: `https://site.example/${i}`,
-    title,
-    summary,
-    body,
-    site: "Site",
-    siteDomain: "site.example",
-    pubdate: "2026-01-01T00:00:00.000Z",
-    pubdateUnix: 1_767_225_600,
-    previewContent: "",
-  }) as unknown as Article;
+const article = indexArticle;
 
 Deno.test("BM25F with one field of weight 1 scores exactly as plain BM25", () => {
   const docs = ["storm storm flood", "storm harbour wall", "cup final goal", "budget vote storm"];
@@ -55,16 +43,8 @@ Deno.test("BM25F: a term in the title outweighs the same term once in the body; 
 
 Deno.test("removing the common direction: cosines equal those of the projected, renormalised vectors", () => {
   const dims = 8;
-  const rand = (seed: number) => () => (seed = (seed * 16807) % 2147483647) / 2147483647 - 0.5;
-  const r = rand(7);
-  // Every vector leans along one shared direction, as averaged word vectors do.
-  const common = normalized(Float32Array.from({ length: dims }, r));
   // 32 rows: the index computes its direction when it reaches 16 and 32 rows, so from all of them.
-  const vecs = Array.from({ length: 32 }, () => {
-    const v = Float32Array.from({ length: dims }, () => r() * 0.5);
-    for (let j = 0; j < dims; j++) v[j]! += 2 * common[j]!;
-    return normalized(v);
-  });
+  const { common, vecs } = leaningVectors(7, dims, 32);
   const index = new DataModelIndex("dm_v", dims, { removeCommonDirection: true, exactVectors: true });
   vecs.forEach((v, i) => index.upsert(article(i, `t${i}`), v));
   const q = vecs[3]!.map((x, j) => x + 0.3 * (j === 0 ? 1 : 0));

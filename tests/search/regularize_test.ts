@@ -11,21 +11,9 @@ import {
   SCORE_REGULARIZATION,
 } from "../../core/search/rank/retrieval_mode.ts";
 import { terms } from "../../core/search/text/tokenizer.ts";
-import type { Article } from "../../core/search/store/articles.ts";
+import { indexArticle, leaningVectors } from "./_index_fixtures.ts";
 
-const article = (i: number, title: string) =>
-  ({
-    id: `ar_${i}`,
-    url: `https://site.example/${i}`,
-    title,
-    summary: "",
-    body: "",
-    site: "Site",
-    siteDomain: "site.example",
-    pubdate: "2026-01-01T00:00:00.000Z",
-    pubdateUnix: 1_767_225_600,
-    previewContent: "",
-  }) as unknown as Article;
+const article = indexArticle;
 
 const close = (a: number, b: number) => Math.abs(a - b) < 1e-6;
 
@@ -86,14 +74,7 @@ Deno.test("regularizeScores(): a candidate without a vector keeps its score and 
 
 Deno.test("DataModelIndex.similarities() are the ranking's cosines between the rows (common direction removed)", () => {
   const dims = 8;
-  const rand = (seed: number) => () => (seed = (seed * 16807) % 2147483647) / 2147483647 - 0.5;
-  const r = rand(11);
-  const common = normalized(Float32Array.from({ length: dims }, r));
-  const vecs = Array.from({ length: 32 }, () => {
-    const v = Float32Array.from({ length: dims }, () => r() * 0.5);
-    for (let j = 0; j < dims; j++) v[j]! += 2 * common[j]!;
-    return normalized(v);
-  });
+  const { vecs } = leaningVectors(11, dims, 32);
   for (const exactVectors of [true, false]) {
     const index = new DataModelIndex("dm_s", dims, { removeCommonDirection: true, exactVectors });
     vecs.forEach((v, i) => index.upsert(article(i, `t${i}`), v));

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { Article } from "../../core/search/store/articles.ts";
+import { indexArticle } from "./_index_fixtures.ts";
 import { Bm25Index } from "../../core/search/index/bm25.ts";
 import { ForwardTerms, NO_TERM_FEEDBACK, type TermFeedback } from "../../core/search/rank/feedback.ts";
 import { articleBag, DataModelIndex, FORWARD_TERMS_PER_DOC } from "../../core/search/index/index.ts";
@@ -11,19 +11,7 @@ import {
 } from "../../core/search/rank/retrieval_mode.ts";
 import { terms } from "../../core/search/text/tokenizer.ts";
 
-const article = (i: number, title: string, body = "") =>
-  ({
-    id: `ar_${i}`,
-    url: `https://site.example/${i}`,
-    title,
-    summary: "",
-    body,
-    site: "Site",
-    siteDomain: "site.example",
-    pubdate: "2026-01-01T00:00:00.000Z",
-    pubdateUnix: 1_767_225_600,
-    previewContent: "",
-  }) as unknown as Article;
+const article = indexArticle;
 
 const one = [{ weight: 1, b: 0.75 }];
 
