@@ -5,11 +5,10 @@
  *
  * A second argument adds one piece of the service's fixed cost, to see what each costs alone:
  * `response-header` (one more response header), `read-header` (reading one request header),
- * `request-id` (routes/middleware/request_id.ts), `access-log` (routes/middleware/access_log.ts
- * with the buffered logger of main.ts), `envelope` (the app's root middleware,
- * routes/middleware/request_envelope.ts: both of those in one layer), `contract-id` (the least the
- * contract asks of every answer: `X-Request-Id` echoing a caller's id or a fresh one, written by
- * hand in the handler).
+ * `envelope` (the app's root, routes/middleware/request_envelope.ts: the request id in and out and
+ * the access-log line, with the buffered logger of main.ts), `contract-id` (the least the contract
+ * asks of every answer: `X-Request-Id` echoing a caller's id or a fresh one, written by hand in the
+ * handler).
  *
  *   deno run -A bench/_bare_hono.ts 8123 [piece]
  */
@@ -17,22 +16,10 @@ import { Hono } from "hono";
 import { createLogger } from "../core/log.ts";
 import { LineBuffer } from "../core/log_buffer.ts";
 import type { AppEnv } from "../routes/env.ts";
-import { accessLog } from "../routes/middleware/access_log.ts";
-import { requestEnvelope } from "../routes/middleware/request_envelope.ts";
-import { requestId } from "../routes/middleware/request_id.ts";
+import { withRequestEnvelope } from "../routes/middleware/request_envelope.ts";
 
 const app = new Hono<AppEnv>();
 const piece = Deno.args[1];
-if (piece === "request-id") app.use("*", requestId());
-if (piece === "access-log") {
-  const lines = new LineBuffer();
-  app.use("*", accessLog(createLogger({ clock: () => new Date(), write: lines.write })));
-}
-if (piece === "envelope") {
-  const lines = new LineBuffer();
-  const log = createLogger({ clock: () => new Date(), write: lines.write });
-  app.use("*", requestEnvelope(log, (_err, c) => c.json({ message: "Internal server error" }, 500)));
-}
 if (piece === "read-header") {
   app.use("*", async function readHeader(c, next) {
     c.req.header("x-request-id");
@@ -48,4 +35,8 @@ app.get(
       ? c.json({ status: "ok" }, 200, { "x-request-id": c.req.header("x-request-id") ?? crypto.randomUUID() })
       : c.json({ status: "ok" }),
 );
+if (piece === "envelope") {
+  const lines = new LineBuffer();
+  app.fetch = withRequestEnvelope(app.fetch, createLogger({ clock: () => new Date(), write: lines.write }));
+}
 Deno.serve({ hostname: "127.0.0.1", port: Number(Deno.args[0] ?? 0), onListen: () => console.log("ready") }, app.fetch);

@@ -11,8 +11,8 @@
  * `COMPARE_ROOT=<another checkout>` also starts that tree's service and measures it in the same
  * rounds (before and after a change, e.g. `git worktree add /tmp/before <commit>`). `PARTS=1` also
  * measures the bare app with one piece of the service's fixed cost added at a time
- * (bench/_bare_hono.ts: one more response header, reading a request header, the request id, the
- * access log, both in the app's one root middleware).
+ * (bench/_bare_hono.ts: one more response header, reading a request header, the app's root with
+ * the request id and the access log, the contract's id alone).
  *
  * Routes: `GET /healthz` on both; `POST /app/v2/search` (demo key, bodies rotating over
  * SEARCH_BODIES, result impressions recorded) on the service.
@@ -90,7 +90,7 @@ const fmt = (m: Measured) =>
   `p50 ${m.p50Ms.toFixed(2)} ms  p99 ${m.p99Ms.toFixed(2)} ms  failed ${m.failed}`;
 
 const compareRoot = Deno.env.get("COMPARE_ROOT");
-const PIECES = ["response-header", "read-header", "request-id", "access-log", "envelope", "contract-id"];
+const PIECES = ["response-header", "read-header", "envelope", "contract-id"];
 const bare = await startBare();
 const parts = Deno.env.get("PARTS") === "1" ? await Promise.all(PIECES.map((p) => startBare(p))) : [];
 const svc = await startDemoServer({ env: { LOG_LEVEL: "info" } });

@@ -157,7 +157,7 @@ async function answerContext(
   }
   return {
     tenantId,
-    requestId: c.get("requestId"),
+    requestId: c.env.requestId,
     widgetId,
     sessionId: optionalField(c, body, "session_id", "x-session-id", OPAQUE_ID),
     interactionType: optionalField(c, body, "interaction_type", "x-interaction-type", INTERACTION_TYPE),
@@ -260,7 +260,7 @@ export function createAiModelRoutes(
       } catch (err) {
         const { appError, unexpected } = toAppError(err, "message");
         deps.log[unexpected ? "error" : "warn"]("answer stream failed", {
-          request_id: c.get("requestId"),
+          request_id: c.env.requestId,
           code: appError.code,
           error: describeError(unexpected ? err : appError.cause ?? err),
         });

@@ -1,7 +1,8 @@
 /**
  * The HTTP app. Every URL family is a sub-app mounted at its prefix, with its own `onError`
- * rendering its error body (routes/family.ts); the root only adds request ids and the access log
- * (one middleware, routes/middleware/request_envelope.ts) and the 404 of paths no family owns.
+ * rendering its error body (routes/family.ts; the `message` family's is the root's); the root adds
+ * the 404 of paths no family owns, and its `fetch` is wrapped in the request envelope (request ids,
+ * the request's scope as `c.env`, the access log: routes/middleware/request_envelope.ts).
  *
  * Where each URL is served:
  *
@@ -53,7 +54,7 @@ import { createErrorHandler } from "./errors.ts";
 import { createEventRoutes } from "./events.ts";
 import { familyApp, mount } from "./family.ts";
 import { createImageRoutes } from "./images.ts";
-import { requestEnvelope } from "./middleware/request_envelope.ts";
+import { withRequestEnvelope } from "./middleware/request_envelope.ts";
 import { createDatamodelLegacyRoutes } from "./datamodel_legacy.ts";
 import { createMcpCardRoutes, createMcpRoutes } from "./mcp/mod.ts";
 import { createPayproxyRoutes } from "./payproxy.ts";
@@ -91,7 +92,6 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
     servers: [{ url: deps.config.baseUrl }],
   };
   const onError = createErrorHandler(deps.log, "message");
-  app.use("*", requestEnvelope(deps.log, onError));
   // SEARCH_SHARD: a data model of another shard is 421 before any route (routes/shard_guard.ts).
   if (deps.config.searchShard) app.use("*", shardGuard(deps.config.searchShard));
   app.onError(onError);
@@ -151,6 +151,8 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
     "/openapi-3.0.json",
     servedJson(() => withExamples(app.getOpenAPIDocument({ ...openApiConfig, openapi: "3.0.3" }))),
   );
+  // The root: every request's id, scope and access-log line (app.request() in tests goes through it).
+  app.fetch = withRequestEnvelope(app.fetch, deps.log);
   deps.loopback.bind(app.fetch);
   return app;
 }

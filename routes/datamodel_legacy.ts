@@ -65,7 +65,7 @@ export function createDatamodelLegacyRoutes(
   app.openapi(route, async (c) => {
     const out = await deps.search.recommend(c.get("dataModel"), c.req.valid("json"), {
       tenantId: c.get("tenantId"),
-      requestId: c.get("requestId"),
+      requestId: c.env.requestId,
     });
     return c.json({ results: out.response.results }, 200);
   });

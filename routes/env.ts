@@ -1,6 +1,7 @@
 import type { ApiKeyRecord } from "../core/auth/mod.ts";
 import type { AgentPrincipal, Seller } from "../core/identity/mod.ts";
 import type { DataModel, Widget } from "../core/store/mod.ts";
+import type { RequestScope } from "./request_scope.ts";
 
 /** The authenticated agent on storefront routes (set by routes/storefront/agent_auth.ts). */
 export interface AgentContext extends AgentPrincipal {
@@ -16,10 +17,13 @@ export interface AgentContext extends AgentPrincipal {
 /** `widget`: the public widget routes, `{message, code}` on every error. */
 export type ErrorFamily = "message" | "payproxy" | "zeroclick" | "storefront" | "oauth" | "widget";
 
-/** Hono environment shared by every route module. */
+/**
+ * Hono environment shared by every route module. `c.env` is the request's scope (its id, and who
+ * called, for the access log), made by the app's root (routes/middleware/request_envelope.ts).
+ */
 export type AppEnv = {
+  Bindings: RequestScope;
   Variables: {
-    requestId: string;
     /** Set by the API key middleware. */
     apiKey?: ApiKeyRecord;
     tenantId?: string;
@@ -43,7 +47,7 @@ export type AppEnv = {
  * built with one of these environments runs behind that middleware on every path it serves (its
  * own, or its family's when it is mounted inside one, e.g. the analytics insight routes).
  */
-type With<V> = { Variables: AppEnv["Variables"] & V };
+type With<V> = { Bindings: RequestScope; Variables: AppEnv["Variables"] & V };
 
 /** Behind the API key check (routes/middleware/api_key.ts). */
 export type TenantEnv = With<{ apiKey: ApiKeyRecord; tenantId: string }>;

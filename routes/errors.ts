@@ -107,13 +107,13 @@ export function createErrorHandler(log: Logger, family: ErrorFamily) {
       // The client left mid-request and what we were doing failed with it: a disconnect (499), not our 500.
       appError = new AppError("client_closed", "client_closed_request", "The client closed the connection");
       unexpected = false;
-      log.info("client disconnected", { request_id: c.get("requestId"), path: c.req.path });
+      log.info("client disconnected", { request_id: c.env.requestId, path: c.req.path });
     }
     if (unexpected) {
-      log.error("unexpected error", { request_id: c.get("requestId"), path: c.req.path, error: describeError(err) });
+      log.error("unexpected error", { request_id: c.env.requestId, path: c.req.path, error: describeError(err) });
     } else if (appError.cause !== undefined) {
       log.warn("request rejected", {
-        request_id: c.get("requestId"),
+        request_id: c.env.requestId,
         code: appError.code,
         why: describeError(appError.cause),
       });

@@ -11,6 +11,7 @@ import { WidgetOrigins } from "../core/widget_origins.ts";
 import { enforcePublicLimit } from "./middleware/public_limits.ts";
 import { clientAddress } from "./storefront/client_address.ts";
 import { clientKey, senderNetwork } from "../core/client_key.ts";
+import { actFor } from "./request_scope.ts";
 
 /** Most events one `POST /v1/events` may carry. */
 export const MAX_EVENTS_PER_BATCH = 500;
@@ -102,7 +103,7 @@ export function createEventRoutes(
     if (c.req.header("authorization") !== undefined) {
       const key = await deps.apiKeys.authenticate(c.req.header("authorization"));
       c.set("apiKey", key);
-      c.set("tenantId", key.tenantId);
+      actFor(c, key.tenantId);
       ctx = { source: "server", tenantId: key.tenantId };
     } else {
       origin = c.req.header("origin");
@@ -115,7 +116,7 @@ export function createEventRoutes(
       if (!widget || !widget.allowedOrigins.includes(origin)) throw originDenied();
       await enforcePublicLimit(limits.perWidget, "widget", widget.id, events.length);
       await enforcePublicLimit(limits.perWidgetDaily, "widget_daily", widget.id, events.length);
-      c.set("tenantId", widget.tenantId);
+      actFor(c, widget.tenantId);
       ctx = { source: "widget", widget, clientKey: await clientKey(address) };
     }
     const accepted = await deps.events.ingest(events, ctx);

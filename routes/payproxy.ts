@@ -69,6 +69,7 @@ import { requireOperator } from "./middleware/operator.ts";
 import { bodyReader, decodeJson } from "./middleware/body.ts";
 import { documented } from "./openapi.ts";
 import { describeIssue } from "./validation.ts";
+import { callerIs } from "./request_scope.ts";
 
 // The shared id format (core/ids.ts), checked before any lookup.
 const DM_ID_RE = idPattern("dm");
@@ -263,9 +264,9 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
         agentId: c.req.header(AGENT_ID_HEADER),
       },
       paths.caller,
-      c.get("requestId"),
+      c.env.requestId,
     );
-    c.set("caller", admission.caller);
+    callerIs(c, admission.caller);
     return admission;
   }
 
@@ -297,7 +298,7 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
       const result = await deps.search.recommend(dm, request, {
         caller: c.get("caller"),
         searchVersion: c.req.query("search_version"),
-        requestId: c.get("requestId"),
+        requestId: c.env.requestId,
       });
       return { result, slug };
     });
@@ -317,7 +318,7 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
     });
     const slug = serviceSlug(model);
     await admission.requireAllowance(slug);
-    const answer = await deps.answer.answer(model, query, { caller: c.get("caller"), requestId: c.get("requestId") });
+    const answer = await deps.answer.answer(model, query, { caller: c.get("caller"), requestId: c.env.requestId });
     const usage = admission.settle(slug);
     // Structured models emit their payload itself, not the {message} envelope (spec 2.3).
     const related = wantsRelated && answer.kind === "text" && deps.answer.relatedQuestions

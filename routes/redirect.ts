@@ -49,7 +49,7 @@ export function createRedirectRoutes(deps: Pick<Deps, "links" | "events" | "log"
         }
       } catch (err) {
         // A lost click must not cost the reader the article.
-        deps.log.warn("article_click not recorded", { request_id: c.get("requestId"), error: describeError(err) });
+        deps.log.warn("article_click not recorded", { request_id: c.env.requestId, error: describeError(err) });
       }
     }
     return c.body(null, 302, {

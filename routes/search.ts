@@ -133,7 +133,7 @@ export function createSearchRoutes(
     const body = c.req.valid("json");
     const out = await deps.search.recommend(c.get("dataModel"), body, {
       tenantId: c.get("tenantId"),
-      requestId: c.get("requestId"),
+      requestId: c.env.requestId,
       // A Web Bot Auth agent (routes/middleware/web_bot_auth.ts) is named in agent readership.
       caller: c.get("caller"),
       searchVersion,

@@ -253,7 +253,7 @@ export function createDashboardDataRoute(deps: DashboardDataDeps, answer: Return
         return { panel: p.panel, status: httpStatus(err), body: { message: err.message } };
       }
       deps.log.error("dashboard panel failed", {
-        request_id: c.get("requestId"),
+        request_id: c.env.requestId,
         panel: p.panel,
         error: describeError(err),
       });

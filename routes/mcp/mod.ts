@@ -35,6 +35,7 @@ import {
 } from "./access.ts";
 import { renderAnswer, renderArticle, renderBalance, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
+import { actFor, callerIs } from "../request_scope.ts";
 
 /** The MCP server's name in `initialize` and the server card. */
 export const MCP_SERVER_NAME = "article-search";
@@ -177,7 +178,7 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
     }
     const token = BEARER_RE.exec(header.trim())?.[1];
     if (!token) throw unauthorized("invalid_request", 'Authorization must be exactly one "Bearer <token>"');
-    const requestId = c.get("requestId");
+    const requestId = c.env.requestId;
     if (token.startsWith("ak_")) {
       let record;
       try {
@@ -186,7 +187,7 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
         if (err instanceof AppError) throw unauthorized("invalid_token", "Unknown or revoked API key");
         throw err;
       }
-      c.set("tenantId", record.tenantId);
+      actFor(c, record.tenantId);
       c.set("apiKey", record);
       // A Web Bot Auth agent is named in readership; verified only once the key is known good.
       const bot = WebBotAuth.present(c.req.raw.headers)
@@ -211,13 +212,13 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
     };
     await deps.commerce.service.agents.note(agent);
     const caller = `agent:${agent.credentialId}`;
-    c.set("caller", caller);
+    callerIs(c, caller);
     return { access: new AgentAccess(deps, proxy, seller, agent), limitKey: caller };
   }
 
   documented(app, mcpPostDoc, async (c) => {
     const { access, limitKey } = await authenticate(c);
-    const server = await mcpServer(access, deps, c.get("requestId"), limitKey);
+    const server = await mcpServer(access, deps, c.env.requestId, limitKey);
     const { WebStandardStreamableHTTPServerTransport } = await mcpSdk();
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import type { ApiKeyService } from "../../core/auth/mod.ts";
 import type { AppEnv } from "../env.ts";
+import { actFor } from "../request_scope.ts";
 
 /**
  * Bearer API key authentication: 401 when the header is missing or not `Bearer ak_...`, 403 when
@@ -12,7 +13,7 @@ export function apiKeyAuth(apiKeys: ApiKeyService): MiddlewareHandler<AppEnv> {
     if (c.get("apiKey")) return await next();
     const record = await apiKeys.authenticate(c.req.header("authorization"));
     c.set("apiKey", record);
-    c.set("tenantId", record.tenantId);
+    actFor(c, record.tenantId);
     await next();
   };
 }

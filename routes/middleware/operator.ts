@@ -3,6 +3,7 @@ import type { OperatorKeys } from "../../core/auth/mod.ts";
 import { AppError } from "../../core/errors.ts";
 import type { AppEnv, ErrorFamily } from "../env.ts";
 import { errorResponse } from "../errors.ts";
+import { callerIs } from "../request_scope.ts";
 
 /**
  * Lets only an operator key (`Authorization: Bearer op_...`) through: 401 otherwise, with
@@ -29,7 +30,7 @@ export function requireOperator(
       if (family) return errorResponse(err, family);
       throw err;
     }
-    c.set("caller", `operator:${record.id}`);
+    callerIs(c, `operator:${record.id}`);
     await next();
     return undefined;
   };

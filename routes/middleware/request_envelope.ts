@@ -1,35 +1,54 @@
-import type { ErrorHandler, MiddlewareHandler } from "hono";
 import type { Logger } from "../../core/log.ts";
-import type { AppEnv } from "../env.ts";
+import type { RequestScope } from "../request_scope.ts";
 import { logRequest } from "./access_log.ts";
-import { echoRequestId, requestIdAssigner, type RequestIdGenerator } from "./request_id.ts";
+import { echoRequestId, type RequestIdGenerator, requestIdOf } from "./request_id.ts";
+
+/** A fetch handler that takes the request's {@link RequestScope} as its environment (Hono's `app.fetch`). */
+export type ScopedFetch = (req: Request, scope: RequestScope) => Response | Promise<Response>;
 
 /**
- * The app's root middleware: every request's id (Hono's `requestId`, kept from `X-Request-Id` or
- * made; echoed on the response) and its JSON access-log line, in one layer. As two middleware
- * (routes/middleware/request_id.ts, access_log.ts) every request paid for two more async layers of
- * Hono's `compose()` (bench/RESULTS.md, "Fixed cost of a request").
+ * The app's root: gives every request its id and {@link RequestScope} (Hono's `c.env`), puts the id
+ * on the response and writes the request's JSON access-log line. It wraps `app.fetch` instead of
+ * being Hono middleware: a root middleware put every request on Hono's `compose()` path (an async
+ * layer a request, and routes that are one handler lost Hono's direct call), about 1.6 µs of a
+ * `/healthz` request's 13 µs of CPU (bench/RESULTS.md, "Fixed cost of a request, third pass").
  *
- * What the routes below do not answer themselves (a path no route serves, an error of a root-level
- * route) is answered here with `onError`, the root's error handler, as Hono's `compose()` would one
- * layer down: so that answer too carries the id and has its line.
+ * Errors are the app's to answer (its `onError` renders every thrown error, a path no route serves
+ * included), so every answer passes here. A rejection that still reaches here (a non-Error thrown)
+ * is logged as a 500 and passed on to the server.
  */
-export function requestEnvelope(
+export function withRequestEnvelope(
+  fetch: ScopedFetch,
   log: Logger,
-  onError: ErrorHandler<AppEnv>,
   { generator = () => crypto.randomUUID() }: { generator?: RequestIdGenerator } = {},
-): MiddlewareHandler<AppEnv> {
-  const assign = requestIdAssigner(generator);
-  return async function requestEnvelope(c, next) {
+): (req: Request, info?: { remoteAddr?: { hostname?: string } }) => Response | Promise<Response> {
+  return function requestEnvelope(req, info) {
     const start = performance.now();
+    const scope: RequestScope = {
+      requestId: requestIdOf(req, generator),
+      remoteAddr: info?.remoteAddr,
+      tenantId: null,
+      caller: null,
+    };
+    const answered = (res: Response): Response => {
+      echoRequestId(res, scope.requestId);
+      logRequest(log, req, res, scope, start);
+      return res;
+    };
+    let out: Response | Promise<Response>;
     try {
-      await assign(c, next);
+      out = fetch(req, scope);
     } catch (err) {
-      if (!(err instanceof Error)) throw err;
-      c.error = err;
-      c.res = await onError(err, c);
+      logRequest(log, req, FAILED, scope, start);
+      throw err;
     }
-    echoRequestId(c);
-    logRequest(log, c, start);
+    if (!(out instanceof Promise)) return answered(out);
+    return out.then(answered, (err) => {
+      logRequest(log, req, FAILED, scope, start);
+      throw err;
+    });
   };
 }
+
+// What a request that reached no answer is logged as (the server answers it 500).
+const FAILED = new Response(null, { status: 500 });

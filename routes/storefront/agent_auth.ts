@@ -4,6 +4,7 @@ import { sfError } from "../../core/identity/mod.ts";
 import type { TokenService } from "../../core/identity/mod.ts";
 import type { AgentContext, AppEnv } from "../env.ts";
 import { type SellerDeps, sellerOf } from "./seller.ts";
+import { callerIs } from "../request_scope.ts";
 
 /** Deps of the agent authentication middleware. */
 export interface AgentAuthDeps extends SellerDeps {
@@ -108,7 +109,7 @@ export function agentVerifier(deps: AgentAuthDeps): (c: Context<AppEnv>) => Prom
     }
     const agent = { ...principal, seller };
     c.set("agent", agent);
-    c.set("caller", `agent:${principal.credentialId}`);
+    callerIs(c, `agent:${principal.credentialId}`);
     return agent;
   };
 }

@@ -11,6 +11,7 @@ export function clientAddress(c: Context, trustProxy: number): string {
     const hop = xff[xff.length - trustProxy];
     if (hop) return hop;
   }
+  // The request's scope (routes/request_scope.ts) carries Deno.serve's peer; a bare app has none.
   const env = c.env as { remoteAddr?: { hostname?: string } } | undefined;
   return env?.remoteAddr?.hostname ?? "unknown";
 }

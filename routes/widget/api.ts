@@ -368,7 +368,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
     const query = standaloneQuery(input.query, input.history ?? [], MAX_WIDGET_QUERY_CHARS * 2);
     const context: AnswerContext = {
       tenantId: widget.tenantId,
-      requestId: c.get("requestId"),
+      requestId: c.env.requestId,
       widgetId: widget.id,
       sessionId: input.session_id,
       interactionType: input.interaction_type,
@@ -379,7 +379,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
       // The widget sends its own `query` event with prompt and response.
       recordQuery: false,
     };
-    const requestId = c.get("requestId");
+    const requestId = c.env.requestId;
     // Follow-ups come from the cited articles first, then the others the question retrieves.
     // The answer engine's choice when it has one (model-written with the OpenAI-compatible provider).
     const related = (citations: WidgetCitation[]) =>
@@ -437,7 +437,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
       search_algorithm: page || input.query ? "semantic" : "most_recent",
     }, {
       tenantId: widget.tenantId,
-      requestId: c.get("requestId"),
+      requestId: c.env.requestId,
       widgetId: widget.id,
       ...(input.session_id ? { sessionId: input.session_id } : {}),
       placement: placementOf(input, widget),
@@ -482,7 +482,7 @@ async function streamAnswer(
 ): Promise<Response> {
   const chunks = source[Symbol.asyncIterator]();
   const first = await chunks.next();
-  const requestId = c.get("requestId");
+  const requestId = c.env.requestId;
   return streamSSE(c, async (sse) => {
     sse.onAbort(() => void chunks.return?.(undefined));
     let shown = "";

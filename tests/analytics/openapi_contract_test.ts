@@ -4,6 +4,8 @@ import { DIMENSIONS, SORT_FIELDS } from "../../analytics/breakdown.ts";
 import { COMPARE_MODES } from "../../analytics/compare.ts";
 import { FORMATS } from "../../analytics/export.ts";
 import { INTERVALS } from "../../analytics/metrics.ts";
+import { memoryLogger } from "../../core/log.ts";
+import { withRequestEnvelope } from "../../routes/middleware/request_envelope.ts";
 import { bearer } from "../_helpers.ts";
 import { analyticsWorld, loadFixture } from "./_fixture.ts";
 
@@ -61,6 +63,8 @@ function recording(app: Hono) {
     await next();
   });
   outer.route("/", app);
+  // The app's root around the recorder, as around the app (routes/middleware/request_envelope.ts).
+  outer.fetch = withRequestEnvelope(outer.fetch, memoryLogger()) as typeof outer.fetch;
   return { outer, read };
 }
 

@@ -10,9 +10,8 @@ import { memoryLogger } from "../../core/log.ts";
 import { createRepos } from "../../core/store/repos.ts";
 import type { AppEnv } from "../../routes/env.ts";
 import { createErrorHandler } from "../../routes/errors.ts";
-import { accessLog } from "../../routes/middleware/access_log.ts";
 import { apiKeyAuth } from "../../routes/middleware/api_key.ts";
-import { requestId } from "../../routes/middleware/request_id.ts";
+import { withRequestEnvelope } from "../../routes/middleware/request_envelope.ts";
 import { bearer } from "../_basics.ts";
 
 /** `/v1/data-models` behind the key check, listing the data models of the tenant the key names. */
@@ -23,14 +22,13 @@ async function tinyApp() {
   const apiKeys = new ApiKeyService(kv, clock);
   const repos = createRepos(kv);
   const app = new Hono<AppEnv>();
-  app.use("*", requestId());
-  app.use("*", accessLog(log));
   app.onError(createErrorHandler(log, "message"));
   app.use("/v1/*", apiKeyAuth(apiKeys));
   app.get("/v1/data-models", async (c) => {
     const models = await repos.dataModels.listByTenant(c.get("tenantId")!);
     return c.json({ data: models.map((m) => ({ id: m.id })), tenant_id: c.get("tenantId") });
   });
+  app.fetch = withRequestEnvelope(app.fetch, log);
   return {
     app,
     kv,

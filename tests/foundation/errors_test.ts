@@ -5,7 +5,7 @@ import { memoryLogger } from "../../core/log.ts";
 import type { AppEnv, ErrorFamily } from "../../routes/env.ts";
 import { createErrorHandler, renderError } from "../../routes/errors.ts";
 import { bodyReader } from "../../routes/middleware/body.ts";
-import { requestId } from "../../routes/middleware/request_id.ts";
+import { withRequestEnvelope } from "../../routes/middleware/request_envelope.ts";
 
 const parse = (r: ReturnType<typeof renderError>) => (r.body ? JSON.parse(r.body) : null);
 
@@ -90,13 +90,13 @@ Deno.test("renderError() storefront and oauth families", () => {
 
 function familyApp(family: ErrorFamily, log = memoryLogger()) {
   const app = new OpenAPIHono<AppEnv>();
-  app.use("*", requestId());
   app.onError(createErrorHandler(log, family));
   app.use("/echo", bodyReader({ limit: 1024 }));
   app.post("/echo", async (c) => c.json(await c.req.json()));
   app.get("/boom", () => {
     throw new Error("db password=hunter2 leaked ak_abcdefghijklmnop");
   });
+  app.fetch = withRequestEnvelope(app.fetch, log);
   return { app, log };
 }
 

@@ -1,6 +1,6 @@
 /**
- * The app's root middleware (request id in and out, one access-log line), on a tiny Hono app:
- * nothing else of the service is built or imported.
+ * The app's root (request id in and out, the request's scope, one access-log line), around a tiny
+ * Hono app: nothing else of the service is built or imported.
  */
 import assert from "node:assert/strict";
 import { OpenAPIHono } from "@hono/zod-openapi";
@@ -8,24 +8,24 @@ import { memoryLogger } from "../../core/log.ts";
 import type { AppEnv } from "../../routes/env.ts";
 import { createErrorHandler } from "../../routes/errors.ts";
 import { familyApp, mount } from "../../routes/family.ts";
-import { requestEnvelope } from "../../routes/middleware/request_envelope.ts";
+import { withRequestEnvelope } from "../../routes/middleware/request_envelope.ts";
+import { actFor } from "../../routes/request_scope.ts";
 import { AppError } from "../../core/errors.ts";
 
 function tinyApp() {
   const log = memoryLogger();
   const app = new OpenAPIHono<AppEnv>();
   const onError = createErrorHandler(log, "message");
-  app.use("*", requestEnvelope(log, onError, { generator: () => "generated-id" }));
   app.onError(onError);
   app.notFound(() => {
     throw new AppError("not_found", "not_found", "Not found");
   });
   const api = familyApp("storefront", log);
   api.use("*", async (c, next) => {
-    c.set("tenantId", "tn_1");
+    actFor(c, "tn_1");
     await next();
   });
-  api.get("/sync", (c) => c.json({ id: c.get("requestId") }));
+  api.get("/sync", (c) => c.json({ id: c.env.requestId, tenant: c.get("tenantId") }));
   api.get("/async", async (c) => {
     await Promise.resolve();
     return c.json({ ok: true }, 201);
@@ -39,16 +39,17 @@ function tinyApp() {
     throw new Error("boom");
   });
   mount(app, "/api", api);
+  app.fetch = withRequestEnvelope(app.fetch, log, { generator: () => "generated-id" });
   return { app, log };
 }
 
 const requestLines = (log: ReturnType<typeof memoryLogger>) => log.lines.filter((l) => l.msg === "request");
 
-Deno.test("requestEnvelope() keeps a well-formed X-Request-Id, echoes it once and writes one line a request", async () => {
+Deno.test("withRequestEnvelope() keeps a well-formed X-Request-Id, echoes it once and writes one line a request", async () => {
   const { app, log } = tinyApp();
   const res = await app.request("/api/sync?token=secret", { headers: { "x-request-id": "trace.1:2" } });
   assert.equal(res.status, 200);
-  assert.deepEqual(await res.json(), { id: "trace.1:2" });
+  assert.deepEqual(await res.json(), { id: "trace.1:2", tenant: "tn_1" });
   assert.equal(res.headers.get("x-request-id"), "trace.1:2");
   const lines = requestLines(log);
   assert.equal(lines.length, 1);
@@ -67,7 +68,7 @@ Deno.test("requestEnvelope() keeps a well-formed X-Request-Id, echoes it once an
   });
 });
 
-Deno.test("requestEnvelope() puts its id on responses built by hand, async answers and family errors", async () => {
+Deno.test("withRequestEnvelope() puts its id on responses built by hand, async answers and family errors", async () => {
   const { app, log } = tinyApp();
   const raw = await app.request("/api/raw", { headers: { "x-request-id": "<bad>" } });
   assert.equal(await raw.text(), "raw");
@@ -89,11 +90,30 @@ Deno.test("requestEnvelope() puts its id on responses built by hand, async answe
   assert.deepEqual(requestLines(log).map((l) => l.status), [200, 201, 403, 500, 404]);
 });
 
-Deno.test("requestEnvelope() answers a path no route serves with the root's error handler, with its id and line", async () => {
+Deno.test("withRequestEnvelope() answers a path no route serves with the root's error handler, with its id and line", async () => {
   const { app, log } = tinyApp();
   const res = await app.request("/nope", { headers: { "x-request-id": "rq-404" } });
   assert.equal(res.status, 404);
   assert.deepEqual(await res.json(), { message: "Not found" });
   assert.equal(res.headers.get("x-request-id"), "rq-404");
   assert.deepEqual(requestLines(log).map((l) => [l.path, l.status, l.request_id]), [["/nope", 404, "rq-404"]]);
+});
+
+Deno.test("withRequestEnvelope() gives the connection's peer to the routes and logs a request that reached no answer", async () => {
+  const log = memoryLogger();
+  const app = new OpenAPIHono<AppEnv>();
+  app.get("/peer", (c) => c.text(c.env.remoteAddr?.hostname ?? "none"));
+  app.get("/odd", () => {
+    // Not an Error: Hono's onError does not take it, so no answer is made.
+    throw "a string";
+  });
+  const fetch = withRequestEnvelope(app.fetch, log, { generator: () => "id-1" });
+  const peer = await fetch(new Request("http://x/peer"), { remoteAddr: { hostname: "192.0.2.7" } });
+  assert.equal(await peer.text(), "192.0.2.7");
+  await assert.rejects(async () => await fetch(new Request("http://x/odd")));
+  assert.deepEqual(requestLines(log).map((l) => [l.path, l.status, l.request_id]), [["/peer", 200, "id-1"], [
+    "/odd",
+    500,
+    "id-1",
+  ]]);
 });

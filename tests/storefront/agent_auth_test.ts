@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { Hono } from "hono";
 import type { AppEnv } from "../../routes/env.ts";
 import { createErrorHandler } from "../../routes/errors.ts";
+import { withRequestEnvelope } from "../../routes/middleware/request_envelope.ts";
 import { agentAuth } from "../../routes/storefront/agent_auth.ts";
 import { json, SF, storefrontWorld } from "./_world.ts";
 
@@ -23,6 +24,7 @@ async function protectedWorld(env: Record<string, string> = {}) {
       seller: a.seller.sellerId,
     });
   });
+  app.fetch = withRequestEnvelope(app.fetch, w.log);
   const reg = await json(await w.post("/agent/identity", { type: "anonymous" }));
   const exchange = async (assertion: string) =>
     (await json(await w.form("/oauth2/token", { grant_type: JWT_BEARER, assertion }))).body.access_token as string;

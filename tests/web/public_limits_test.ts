@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { FixedClock } from "../../core/clock.ts";
 import { FixedWindowLimiter } from "../../core/rate_limit.ts";
+import { createErrorHandler } from "../../routes/errors.ts";
 import { familyApp } from "../../routes/family.ts";
 import { byClientAddress, publicRateLimit } from "../../routes/middleware/public_limits.ts";
 import { memoryLogger } from "../../core/log.ts";
@@ -31,7 +32,9 @@ Deno.test("publicRateLimit() answers 429 {message} with Retry-After per key, bef
   try {
     const clock = new FixedClock("2026-11-22T12:00:00Z");
     const limiter = new FixedWindowLimiter(kv, clock, { scope: "w", limit: 2, windowS: 60 });
+    // A message-family app answers its errors with the root's handler (routes/family.ts): as the root.
     const app = familyApp("message", memoryLogger());
+    app.onError(createErrorHandler(memoryLogger(), "message"));
     let ran = 0;
     app.use("*", publicRateLimit({ limiter, scope: "address", key: byClientAddress(1) }));
     app.get("/ask", (c) => {
@@ -57,7 +60,9 @@ Deno.test("publicRateLimit() by address counts an IPv6 /64 as one client", async
   try {
     const clock = new FixedClock("2026-11-22T12:00:00Z");
     const limiter = new FixedWindowLimiter(kv, clock, { scope: "v6", limit: 3, windowS: 60 });
+    // A message-family app answers its errors with the root's handler (routes/family.ts): as the root.
     const app = familyApp("message", memoryLogger());
+    app.onError(createErrorHandler(memoryLogger(), "message"));
     app.use("*", publicRateLimit({ limiter, scope: "address", key: byClientAddress(1) }));
     app.get("/", (c) => c.text("ok"));
     const from = (address: string) => app.request("/", { headers: { "x-forwarded-for": address } });

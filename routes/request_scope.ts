@@ -1,0 +1,32 @@
+import type { Context } from "hono";
+
+/**
+ * What the app's root knows of a request before any route runs, and what its access-log line
+ * reports after: Hono's `c.env` on every route (routes/middleware/request_envelope.ts makes one a
+ * request). The id lives here rather than among the context's variables so that the root needs no
+ * middleware layer of Hono's `compose()` (bench/RESULTS.md, "Fixed cost of a request").
+ */
+export interface RequestScope {
+  /** The request's id: a well-formed incoming `X-Request-Id`, or a fresh one. Echoed on the response. */
+  readonly requestId: string;
+  /** The connection's peer (Deno.serve's); absent for calls made in-process or by `app.request()`. */
+  readonly remoteAddr?: { hostname?: string };
+  /** The tenant the request acts for, once a key or widget names it ({@link actFor}). */
+  tenantId: string | null;
+  /** Who called, for the log, e.g. `payproxy:<agent-id>` ({@link callerIs}). */
+  caller: string | null;
+}
+
+type ScopedContext = Context<{ Bindings: RequestScope; Variables: { tenantId?: string; caller?: string } }>;
+
+/** Records the tenant a request acts for: for its handlers (`c.get("tenantId")`) and its log line. */
+export function actFor(c: ScopedContext, tenantId: string): void {
+  c.set("tenantId", tenantId);
+  c.env.tenantId = tenantId;
+}
+
+/** Records who called: for its handlers (`c.get("caller")`) and its log line. */
+export function callerIs(c: ScopedContext, caller: string): void {
+  c.set("caller", caller);
+  c.env.caller = caller;
+}
