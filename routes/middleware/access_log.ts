@@ -12,7 +12,7 @@ export function logRequest(log: Logger, req: Request, res: Response, scope: Requ
   // A failure of a request whose client already left is the client's disconnect (nginx's 499),
   // not our 500. The signal is read only then: building it costs every request a few us.
   const status = res.status >= 500 && req.signal.aborted ? 499 : res.status;
-  log.info("request", {
+  log.request({
     method: req.method,
     path: getPath(req),
     status,

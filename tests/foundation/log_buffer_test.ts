@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { LineBuffer } from "../../core/log_buffer.ts";
-import { createLogger, redactFields } from "../../core/log.ts";
+import { type AccessLine, createLogger, redactFields } from "../../core/log.ts";
 
 const decoder = new TextDecoder();
 
@@ -113,4 +113,42 @@ Deno.test("LineBuffer keeps multi-byte text whole and sends a line longer than i
   } finally {
     buffer.close();
   }
+});
+
+Deno.test("createLogger().request() writes the bytes info('request', fields) writes, and nothing below info", () => {
+  const fast: string[] = [];
+  const slow: string[] = [];
+  const at = new Date("2026-11-26T10:00:00.000Z");
+  const log = createLogger({ clock: () => at, write: (l) => void fast.push(l) });
+  const reference = createLogger({ clock: () => at, write: (l) => void slow.push(l) });
+  const cases: AccessLine[] = [
+    { method: "GET", path: "/healthz", status: 200, duration_ms: 0.12, tenant: null, caller: null, request_id: "r-1" },
+    {
+      method: "POST",
+      path: '/v1/api-keys/ak_12345678abcdef/"quoted"\\é😀\ud800',
+      status: 499,
+      duration_ms: 1234.5,
+      tenant: "tn_1",
+      caller: "payproxy:ag Bearer abc",
+      request_id: "3f0c6a8e-1b1e-4c3e-9a53-9b0f1c2d3e4f",
+    },
+    {
+      method: "ak_12345678",
+      path: "/",
+      status: 500,
+      duration_ms: -0,
+      tenant: "",
+      caller: null,
+      request_id: "eyJa.eyJb.c",
+    },
+    { method: "GET", path: "/", status: NaN, duration_ms: Infinity, tenant: null, caller: null, request_id: "r" },
+  ];
+  for (const line of cases) {
+    log.request(line);
+    reference.info("request", { ...line });
+  }
+  assert.deepEqual(fast, slow);
+  const quiet: string[] = [];
+  createLogger({ level: "warn", clock: () => at, write: (l) => void quiet.push(l) }).request(cases[0]!);
+  assert.deepEqual(quiet, []);
 });
