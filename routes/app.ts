@@ -71,6 +71,7 @@ import { acceptsGzip, AssetStore, type LoadedAsset, matchesEtag } from "./analyt
 import { createWidgetApiRoutes } from "./widget/api.ts";
 import { createWidgetAssetRoutes } from "./widget/assets.ts";
 import { shardGuard } from "./shard_guard.ts";
+import { PrefixSplitRouter } from "./router.ts";
 
 import { API_VERSION } from "./version.ts";
 
@@ -82,7 +83,8 @@ export { API_VERSION };
  * (`deps.loopback`). No I/O happens here beyond what the deps do.
  */
 export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
-  const app = new OpenAPIHono<AppEnv>();
+  // The widget's paths on a trie, every other path on Hono's RegExpRouter (routes/router.ts).
+  const app = new OpenAPIHono<AppEnv>({ router: new PrefixSplitRouter(["/widget/v1"]) });
   const openApiConfig = {
     openapi: "3.1.0",
     info: {
