@@ -66,7 +66,13 @@ async function serve(parsed: Config, env: Record<string, string>): Promise<void>
   let ready: ((req: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => Response | Promise<Response>) | null = null;
   // One JSON line per request: written in batches, not one synchronous write each (core/log_buffer.ts).
   const logLines = new LineBuffer();
-  const log = createLogger({ level: parsed.logLevel, clock: () => systemClock.now(), write: logLines.write });
+  const log = createLogger({
+    level: parsed.logLevel,
+    clock: () => systemClock.now(),
+    // The system clock's time without making a Date a line (the access log writes one a request).
+    nowMs: Date.now,
+    write: logLines.write,
+  });
   const server = startServer((req, info) => ready ? ready(req, info) : startingUp(), {
     hostname: parsed.host,
     port: parsed.port,

@@ -91,11 +91,13 @@ function redactInto(out: Record<string, unknown>, fields: Record<string, unknown
  * Every line is redacted as {@link redactFields} does.
  */
 export function createLogger(
-  { level = "info", write = (line: string) => console.log(line), clock }: {
+  { level = "info", write = (line: string) => console.log(line), clock, nowMs }: {
     level?: LogLevel;
     write?: (line: string) => void;
     /** Stamps each line; main.ts passes the wall clock, tests a fixed one. */
     clock: () => Date;
+    /** The clock's time in milliseconds, when it can be read without making a Date (`Date.now`). */
+    nowMs?: () => number;
   },
 ): Logger {
   const min = LOG_LEVELS.indexOf(level);
@@ -116,20 +118,28 @@ export function createLogger(
   // One line a request: written in one template, without the fields object and the per-field
   // checks of `withFields` (none of these names is a secret's; every string is still redacted).
   const request = LOG_LEVELS.indexOf("info") < min ? () => {} : (a: AccessLine) => {
-    const now = clock();
-    if (now.getTime() !== stampedMs) {
-      stampedMs = now.getTime();
-      stamp = now.toISOString();
-    }
     if (!Number.isFinite(a.status) || !Number.isFinite(a.duration_ms)) return info("request", { ...a });
+    const ms = nowMs ? nowMs() : clock().getTime();
+    if (ms !== stampedMs) {
+      stampedMs = ms;
+      stamp = new Date(ms).toISOString();
+    }
     write(
-      `{"ts":"${stamp}","level":"info","msg":"request","method":${jsonText(a.method)},"path":${jsonText(a.path)},` +
+      `{"ts":"${stamp}","level":"info","msg":"request","method":${METHOD_JSON[a.method] ?? jsonText(a.method)},"path":${
+        jsonText(a.path)
+      },` +
         `"status":${a.status},"duration_ms":${a.duration_ms},"tenant":${jsonTextOrNull(a.tenant)},` +
         `"caller":${jsonTextOrNull(a.caller)},"request_id":${jsonText(a.request_id)}}`,
     );
   };
   return { debug: emit("debug"), info, warn: emit("warn"), error: emit("error"), request };
 }
+
+// The methods most requests use, as a line writes them (no secret pattern can match them).
+const METHOD_JSON: Record<string, string | undefined> = Object.assign(
+  Object.create(null),
+  Object.fromEntries(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"].map((m) => [m, `"${m}"`])),
+);
 
 /** A string as a log line writes it: redacted, then JSON. */
 function jsonText(text: string): string {

@@ -22,6 +22,11 @@ export function withRequestEnvelope(
   log: Logger,
   { generator = () => crypto.randomUUID() }: { generator?: RequestIdGenerator } = {},
 ): (req: Request, info?: { remoteAddr?: { hostname?: string } }) => Response | Promise<Response> {
+  const answered = (req: Request, res: Response, scope: RequestScope, start: number): Response => {
+    echoRequestId(res, scope.requestId);
+    logRequest(log, req, res, scope, start);
+    return res;
+  };
   return function requestEnvelope(req, info) {
     const start = performance.now();
     const scope: RequestScope = {
@@ -30,11 +35,6 @@ export function withRequestEnvelope(
       tenantId: null,
       caller: null,
     };
-    const answered = (res: Response): Response => {
-      echoRequestId(res, scope.requestId);
-      logRequest(log, req, res, scope, start);
-      return res;
-    };
     let out: Response | Promise<Response>;
     try {
       out = fetch(req, scope);
@@ -42,8 +42,9 @@ export function withRequestEnvelope(
       logRequest(log, req, FAILED, scope, start);
       throw err;
     }
-    if (!(out instanceof Promise)) return answered(out);
-    return out.then(answered, (err) => {
+    // Most answers of a route that is one synchronous handler come back as a Response, not a promise.
+    if (!(out instanceof Promise)) return answered(req, out, scope, start);
+    return out.then((res) => answered(req, res, scope, start), (err) => {
       logRequest(log, req, FAILED, scope, start);
       throw err;
     });
