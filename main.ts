@@ -72,6 +72,7 @@ async function serve(parsed: Config, env: Record<string, string>): Promise<void>
     // The system clock's time without making a Date a line (the access log writes one a request).
     nowMs: Date.now,
     write: logLines.write,
+    lines: logLines,
   });
   const server = startServer((req, info) => ready ? ready(req, info) : startingUp(), {
     hostname: parsed.host,

@@ -37,6 +37,7 @@ app.get(
 );
 if (piece === "envelope") {
   const lines = new LineBuffer();
-  app.fetch = withRequestEnvelope(app.fetch, createLogger({ clock: () => new Date(), write: lines.write }));
+  const log = createLogger({ clock: () => new Date(), nowMs: Date.now, write: lines.write, lines });
+  app.fetch = withRequestEnvelope(app.fetch, log);
 }
 Deno.serve({ hostname: "127.0.0.1", port: Number(Deno.args[0] ?? 0), onListen: () => console.log("ready") }, app.fetch);

@@ -1,3 +1,5 @@
+import { accessLineMaxBytes, type AccessLineParts, writeAccessLine } from "./access_line.ts";
+
 /** Severity levels, lowest first. */
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -91,13 +93,18 @@ function redactInto(out: Record<string, unknown>, fields: Record<string, unknown
  * Every line is redacted as {@link redactFields} does.
  */
 export function createLogger(
-  { level = "info", write = (line: string) => console.log(line), clock, nowMs }: {
+  { level = "info", write = (line: string) => console.log(line), clock, nowMs, lines }: {
     level?: LogLevel;
     write?: (line: string) => void;
     /** Stamps each line; main.ts passes the wall clock, tests a fixed one. */
     clock: () => Date;
     /** The clock's time in milliseconds, when it can be read without making a Date (`Date.now`). */
     nowMs?: () => number;
+    /**
+     * Where `write` puts its lines, when it can take one written straight into its buffer
+     * (core/log_buffer.ts): access lines then skip being built as strings.
+     */
+    lines?: ByteLines;
   },
 ): Logger {
   const min = LOG_LEVELS.indexOf(level);
@@ -117,6 +124,18 @@ export function createLogger(
   const info = emit("info");
   // One line a request: written in one template, without the fields object and the per-field
   // checks of `withFields` (none of these names is a secret's; every string is still redacted).
+  // One line a request: no fields object and no per-field checks (none of these names is a
+  // secret's; every string is still redacted), and with `lines`, no string at all.
+  const parts: AccessLineParts = {
+    stamp: "",
+    method: "",
+    path: "",
+    status: 0,
+    durationMs: 0,
+    tenant: null,
+    caller: null,
+    requestId: "",
+  };
   const request = LOG_LEVELS.indexOf("info") < min ? () => {} : (a: AccessLine) => {
     if (!Number.isFinite(a.status) || !Number.isFinite(a.duration_ms)) return info("request", { ...a });
     const ms = nowMs ? nowMs() : clock().getTime();
@@ -124,29 +143,39 @@ export function createLogger(
       stampedMs = ms;
       stamp = new Date(ms).toISOString();
     }
-    write(
-      `{"ts":"${stamp}","level":"info","msg":"request","method":${METHOD_JSON[a.method] ?? jsonText(a.method)},"path":${
-        jsonText(a.path)
-      },` +
-        `"status":${a.status},"duration_ms":${a.duration_ms},"tenant":${jsonTextOrNull(a.tenant)},` +
-        `"caller":${jsonTextOrNull(a.caller)},"request_id":${jsonText(a.request_id)}}`,
-    );
+    parts.stamp = stamp;
+    parts.method = METHOD_SAFE[a.method] ? a.method : redactText(a.method);
+    parts.path = redactText(a.path);
+    parts.status = a.status;
+    parts.durationMs = a.duration_ms;
+    parts.tenant = a.tenant === null ? null : redactText(a.tenant);
+    parts.caller = a.caller === null ? null : redactText(a.caller);
+    parts.requestId = redactText(a.request_id);
+    if (lines?.writeBytes(accessLineMaxBytes(parts), writeAccessLine, parts)) return;
+    write(accessLineText(parts));
   };
   return { debug: emit("debug"), info, warn: emit("warn"), error: emit("error"), request };
 }
 
-// The methods most requests use, as a line writes them (no secret pattern can match them).
-const METHOD_JSON: Record<string, string | undefined> = Object.assign(
+/** Takes lines written straight into its buffer (core/log_buffer.ts `LineBuffer`). */
+export interface ByteLines {
+  writeBytes<T>(maxBytes: number, writeInto: (buffer: Uint8Array, at: number, item: T) => number, item: T): boolean;
+}
+
+// The methods most requests use: no secret pattern can match them.
+const METHOD_SAFE: Record<string, true | undefined> = Object.assign(
   Object.create(null),
-  Object.fromEntries(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"].map((m) => [m, `"${m}"`])),
+  Object.fromEntries(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"].map((m) => [m, true])),
 );
 
-/** A string as a log line writes it: redacted, then JSON. */
-function jsonText(text: string): string {
-  return JSON.stringify(redactText(text));
-}
-function jsonTextOrNull(text: string | null): string {
-  return text === null ? "null" : jsonText(text);
+/** The access line as a string: the text of what core/access_line.ts writes as bytes. */
+function accessLineText(p: AccessLineParts): string {
+  const orNull = (text: string | null) => text === null ? "null" : JSON.stringify(text);
+  return `{"ts":"${p.stamp}","level":"info","msg":"request","method":${JSON.stringify(p.method)},"path":${
+    JSON.stringify(p.path)
+  },"status":${p.status},"duration_ms":${p.durationMs},"tenant":${orNull(p.tenant)},"caller":${
+    orNull(p.caller)
+  },"request_id":${JSON.stringify(p.requestId)}}`;
 }
 
 /**

@@ -61,6 +61,24 @@ export class LineBuffer {
       this.flush();
       if (!this.#append(line)) this.#out(encoder.encode(`${line}\n`));
     }
+    this.#afterLine();
+  };
+
+  /**
+   * Takes one line that `writeInto` writes straight into the buffer at `at`, newline included,
+   * returning where it stopped; it must write at most `maxBytes`. Saves a line built as a string
+   * its string and its encoding (the access log, core/log.ts). False, with nothing taken, when
+   * `maxBytes` exceeds what the buffer can ever hold: the caller writes the line as a string.
+   */
+  writeBytes<T>(maxBytes: number, writeInto: (buffer: Uint8Array, at: number, item: T) => number, item: T): boolean {
+    if (maxBytes > this.#buffer.length) return false;
+    if (this.#used + maxBytes > this.#buffer.length) this.flush();
+    this.#used = writeInto(this.#buffer, this.#used, item);
+    this.#afterLine();
+    return true;
+  }
+
+  #afterLine(): void {
     if (this.#closed || this.#used >= this.#maxBytes) {
       this.flush();
     } else if (this.#timer === undefined && this.#used > 0) {
@@ -68,7 +86,7 @@ export class LineBuffer {
       // A pending batch never keeps the process alive: exit flushes it.
       Deno.unrefTimer(this.#timer);
     }
-  };
+  }
 
   /** Encodes `line` and its newline after what waits; false (nothing taken) when it does not fit. */
   #append(line: string): boolean {

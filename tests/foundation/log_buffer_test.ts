@@ -152,3 +152,51 @@ Deno.test("createLogger().request() writes the bytes info('request', fields) wri
   createLogger({ level: "warn", clock: () => at, write: (l) => void quiet.push(l) }).request(cases[0]!);
   assert.deepEqual(quiet, []);
 });
+
+Deno.test("createLogger({ lines }).request() writes into the buffer the bytes of the line as a string, a line too long for it as a string", () => {
+  const at = new Date("2026-11-26T10:00:00.000Z");
+  const batches: Uint8Array[] = [];
+  const lines = new LineBuffer({ out: (b) => void batches.push(b.slice()), maxBytes: 4096 });
+  const direct = createLogger({ clock: () => at, write: lines.write, lines });
+  const asText: string[] = [];
+  const reference = createLogger({ clock: () => at, write: (l) => void asText.push(l) });
+  const cases: AccessLine[] = [
+    { method: "GET", path: "/healthz", status: 200, duration_ms: 0.12, tenant: null, caller: null, request_id: "r-1" },
+    {
+      method: "PURGE",
+      path: '/x/"q"\\\u0001\u007f é 😀 \ud800 ak_12345678abcdef?token=abc',
+      status: 404,
+      duration_ms: 1e21,
+      tenant: "tn_é",
+      caller: "agent:Bearer abc.def",
+      request_id: "eyJa.eyJb.sig",
+    },
+    { method: "ak_12345678", path: "", status: 0, duration_ms: -0, tenant: "", caller: "", request_id: "" },
+    {
+      method: "GET",
+      path: "/" + "p".repeat(15_000),
+      status: 200,
+      duration_ms: 1,
+      tenant: null,
+      caller: null,
+      request_id: "r",
+    },
+    {
+      method: "GET",
+      path: "/v1/\u2028\u2029",
+      status: 201,
+      duration_ms: 3.5,
+      tenant: null,
+      caller: null,
+      request_id: "r-2",
+    },
+  ];
+  for (const line of cases) {
+    direct.request(line);
+    reference.request(line);
+  }
+  lines.close();
+  const written = new TextDecoder().decode(new Uint8Array(batches.flatMap((b) => [...b])));
+  assert.equal(written, asText.map((l) => `${l}\n`).join(""));
+  for (const l of asText) JSON.parse(l);
+});
