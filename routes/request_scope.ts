@@ -17,6 +17,40 @@ export interface RequestScope {
   caller: string | null;
 }
 
+/** Where a server's peer address comes from: Deno.serve's handler info (its getter asks the runtime). */
+export interface PeerInfo {
+  readonly remoteAddr?: { hostname?: string };
+}
+
+/**
+ * The scope of one request. The peer address is read from the server's info only when a route asks
+ * for it (the public rate limits): Deno answers `remoteAddr` with a call into the runtime and a new
+ * object each time, which most requests never need.
+ */
+export class Scope implements RequestScope {
+  tenantId: string | null = null;
+  caller: string | null = null;
+  readonly #info: PeerInfo | undefined;
+
+  constructor(readonly requestId: string, info?: PeerInfo) {
+    this.#info = info;
+  }
+
+  #remoteAddr: { hostname?: string } | undefined | null = null;
+
+  get remoteAddr(): { hostname?: string } | undefined {
+    if (this.#remoteAddr === null) {
+      try {
+        this.#remoteAddr = this.#info?.remoteAddr;
+      } catch {
+        // Asked after the answer went out: Deno no longer knows the connection.
+        this.#remoteAddr = undefined;
+      }
+    }
+    return this.#remoteAddr;
+  }
+}
+
 type ScopedContext = Context<{ Bindings: RequestScope; Variables: { tenantId?: string; caller?: string } }>;
 
 /** Records the tenant a request acts for: for its handlers (`c.get("tenantId")`) and its log line. */

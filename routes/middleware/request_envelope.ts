@@ -1,5 +1,5 @@
 import type { Logger } from "../../core/log.ts";
-import type { RequestScope } from "../request_scope.ts";
+import { type PeerInfo, type RequestScope, Scope } from "../request_scope.ts";
 import { logRequest } from "./access_log.ts";
 import { echoRequestId, type RequestIdGenerator, requestIdOf } from "./request_id.ts";
 
@@ -21,7 +21,7 @@ export function withRequestEnvelope(
   fetch: ScopedFetch,
   log: Logger,
   { generator = () => crypto.randomUUID() }: { generator?: RequestIdGenerator } = {},
-): (req: Request, info?: { remoteAddr?: { hostname?: string } }) => Response | Promise<Response> {
+): (req: Request, info?: PeerInfo) => Response | Promise<Response> {
   const answered = (req: Request, res: Response, scope: RequestScope, start: number): Response => {
     echoRequestId(res, scope.requestId);
     logRequest(log, req, res, scope, start);
@@ -29,12 +29,7 @@ export function withRequestEnvelope(
   };
   return function requestEnvelope(req, info) {
     const start = performance.now();
-    const scope: RequestScope = {
-      requestId: requestIdOf(req, generator),
-      remoteAddr: info?.remoteAddr,
-      tenantId: null,
-      caller: null,
-    };
+    const scope = new Scope(requestIdOf(req, generator), info);
     let out: Response | Promise<Response>;
     try {
       out = fetch(req, scope);
