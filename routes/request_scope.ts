@@ -4,7 +4,7 @@ import type { Context } from "hono";
  * What the app's root knows of a request before any route runs, and what its access-log line
  * reports after: Hono's `c.env` on every route (routes/middleware/request_envelope.ts makes one a
  * request). The id lives here rather than among the context's variables so that the root needs no
- * middleware layer of Hono's `compose()` (bench/RESULTS.md, "Fixed cost of a request").
+ * middleware layer of Hono's `compose()` (bench/RESULTS.md, "Fixed cost of a request, third pass").
  */
 export interface RequestScope {
   /** The request's id: a well-formed incoming `X-Request-Id`, or a fresh one. Echoed on the response. */
@@ -31,12 +31,12 @@ export class Scope implements RequestScope {
   tenantId: string | null = null;
   caller: string | null = null;
   readonly #info: PeerInfo | undefined;
+  // null until asked for.
+  #remoteAddr: { hostname?: string } | undefined | null = null;
 
   constructor(readonly requestId: string, info?: PeerInfo) {
     this.#info = info;
   }
-
-  #remoteAddr: { hostname?: string } | undefined | null = null;
 
   get remoteAddr(): { hostname?: string } | undefined {
     if (this.#remoteAddr === null) {
