@@ -147,7 +147,11 @@ try {
       console.log(`  healthz: compared / bare = ${(oh.cpuUsPerReq / b.cpuUsPerReq).toFixed(2)}x CPU per request`);
     }
   }
-  console.log(`load at the end ${Deno.loadavg()[0]}; CPU ratios ${ratios.map((r) => r.toFixed(2)).join(", ")}`);
+  const median = [...ratios].sort((a, b) => a - b)[Math.floor(ratios.length / 2)]!;
+  console.log(
+    `load at the end ${Deno.loadavg()[0]}; CPU ratios ${ratios.map((r) => r.toFixed(2)).join(", ")}; ` +
+      `median ${median.toFixed(2)}x`,
+  );
 } finally {
   await other?.stop();
   for (const part of parts) await part.stop();
