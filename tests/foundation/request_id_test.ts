@@ -68,3 +68,22 @@ Deno.test("the root generates a UUID by default", async () => {
   );
   await res.body?.cancel();
 });
+
+Deno.test("echoRequestId() leaves an immutable response that carries the id alone, and refuses one that carries another", async () => {
+  // A fetch's response has immutable headers, as the paid proxy passes some on.
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (req) => new Response("x", { headers: { "x-request-id": new URL(req.url).searchParams.get("id")! } }),
+  );
+  try {
+    const same = await fetch(`http://127.0.0.1:${server.addr.port}/?id=rq-1`);
+    echoRequestId(same, "rq-1");
+    assert.equal(same.headers.get("x-request-id"), "rq-1");
+    await same.body?.cancel();
+    const other = await fetch(`http://127.0.0.1:${server.addr.port}/?id=upstream-7`);
+    assert.throws(() => echoRequestId(other, "rq-1"), TypeError);
+    await other.body?.cancel();
+  } finally {
+    await server.shutdown();
+  }
+});
