@@ -56,6 +56,13 @@ Deno.test("requests: incoming X-Request-Id is kept; one JSON log line per reques
   // A hostile id is replaced, not echoed.
   const bad = await w.app.request("/healthz", { headers: { "x-request-id": "<script>" } });
   assert.notEqual(bad.headers.get("x-request-id"), "<script>");
+  // A request an API key authenticates names its tenant in its line.
+  const { tenantId, key } = await w.tenantWithKey();
+  const listed = await w.app.request("/v1/data-models", { headers: { authorization: `Bearer ${key}` } });
+  assert.equal(listed.status, 200);
+  await listed.body?.cancel();
+  const line = w.log.lines.findLast((l) => l.msg === "request")!;
+  assert.deepEqual([line.path, line.status, line.tenant, line.caller], ["/v1/data-models", 200, tenantId, null]);
 });
 
 Deno.test("unknown routes answer 404 {message}", async () => {
