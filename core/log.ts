@@ -111,19 +111,21 @@ export function createLogger(
   // Formatting a date costs about a microsecond; lines of the same millisecond share one stamp.
   let stampedMs = NaN;
   let stamp = "";
+  const stampNow = (): string => {
+    const ms = nowMs ? nowMs() : clock().getTime();
+    if (ms !== stampedMs) {
+      stampedMs = ms;
+      stamp = new Date(ms).toISOString();
+    }
+    return stamp;
+  };
   const emit = (lvl: LogLevel) =>
     LOG_LEVELS.indexOf(lvl) < min ? () => {} : (msg: string, fields?: Record<string, unknown>) => {
-      const now = clock();
-      if (now.getTime() !== stampedMs) {
-        stampedMs = now.getTime();
-        stamp = now.toISOString();
-      }
+      const stamp = stampNow();
       const head = `{"ts":"${stamp}","level":"${lvl}","msg":${JSON.stringify(redactText(msg))}`;
       write(fields ? withFields(head, lvl, stamp, msg, fields) : head + "}");
     };
   const info = emit("info");
-  // One line a request: written in one template, without the fields object and the per-field
-  // checks of `withFields` (none of these names is a secret's; every string is still redacted).
   // One line a request: no fields object and no per-field checks (none of these names is a
   // secret's; every string is still redacted), and with `lines`, no string at all.
   const parts: AccessLineParts = {
@@ -138,12 +140,7 @@ export function createLogger(
   };
   const request = LOG_LEVELS.indexOf("info") < min ? () => {} : (a: AccessLine) => {
     if (!Number.isFinite(a.status) || !Number.isFinite(a.duration_ms)) return info("request", { ...a });
-    const ms = nowMs ? nowMs() : clock().getTime();
-    if (ms !== stampedMs) {
-      stampedMs = ms;
-      stamp = new Date(ms).toISOString();
-    }
-    parts.stamp = stamp;
+    parts.stamp = stampNow();
     parts.method = METHOD_SAFE[a.method] ? a.method : redactText(a.method);
     parts.path = redactText(a.path);
     parts.status = a.status;
@@ -168,15 +165,13 @@ const METHOD_SAFE: Record<string, true | undefined> = Object.assign(
   Object.fromEntries(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"].map((m) => [m, true])),
 );
 
-/** The access line as a string: the text of what core/access_line.ts writes as bytes. */
-function accessLineText(p: AccessLineParts): string {
-  const orNull = (text: string | null) => text === null ? "null" : JSON.stringify(text);
-  return `{"ts":"${p.stamp}","level":"info","msg":"request","method":${JSON.stringify(p.method)},"path":${
-    JSON.stringify(p.path)
-  },"status":${p.status},"duration_ms":${p.durationMs},"tenant":${orNull(p.tenant)},"caller":${
-    orNull(p.caller)
-  },"request_id":${JSON.stringify(p.requestId)}}`;
+/** The access line as a string (no byte buffer to write it into): the text of the same bytes. */
+function accessLineText(parts: AccessLineParts): string {
+  const bytes = new Uint8Array(accessLineMaxBytes(parts));
+  // Without its newline.
+  return lineDecoder.decode(bytes.subarray(0, writeAccessLine(bytes, 0, parts) - 1));
 }
+const lineDecoder = new TextDecoder();
 
 /**
  * A line's fields written after `head` by hand: the bytes JSON.stringify makes of the redacted line

@@ -1,43 +1,38 @@
 import type { Context } from "hono";
 
-/**
- * What the app's root knows of a request before any route runs, and what its access-log line
- * reports after: Hono's `c.env` on every route (routes/middleware/request_envelope.ts makes one a
- * request). The id lives here rather than among the context's variables so that the root needs no
- * middleware layer of Hono's `compose()` (bench/RESULTS.md, "Fixed cost of a request, third pass").
- */
-export interface RequestScope {
-  /** The request's id: a well-formed incoming `X-Request-Id`, or a fresh one. Echoed on the response. */
-  readonly requestId: string;
-  /** The connection's peer (Deno.serve's); absent for calls made in-process or by `app.request()`. */
-  readonly remoteAddr?: { hostname?: string };
-  /** The tenant the request acts for, once a key or widget names it ({@link actFor}). */
-  tenantId: string | null;
-  /** Who called, for the log, e.g. `payproxy:<agent-id>` ({@link callerIs}). */
-  caller: string | null;
-}
-
 /** Where a server's peer address comes from: Deno.serve's handler info (its getter asks the runtime). */
 export interface PeerInfo {
   readonly remoteAddr?: { hostname?: string };
 }
 
 /**
- * The scope of one request. The peer address is read from the server's info only when a route asks
- * for it (the public rate limits): Deno answers `remoteAddr` with a call into the runtime and a new
- * object each time, which most requests never need.
+ * What the app's root knows of a request before any route runs, and what its access-log line
+ * reports after: Hono's `c.env` on every route (routes/middleware/request_envelope.ts makes one a
+ * request). The id lives here rather than among the context's variables so that the root needs no
+ * middleware layer of Hono's `compose()` (bench/RESULTS.md, "Fixed cost of a request, third pass").
  */
-export class Scope implements RequestScope {
+export class RequestScope {
+  /** The tenant the request acts for, once a key or widget names it ({@link actFor}). */
   tenantId: string | null = null;
+  /** Who called, for the log, e.g. `payproxy:<agent-id>` ({@link callerIs}). */
   caller: string | null = null;
   readonly #info: PeerInfo | undefined;
   // null until asked for.
   #remoteAddr: { hostname?: string } | undefined | null = null;
 
+  /**
+   * `requestId`: a well-formed incoming `X-Request-Id`, or a fresh one; echoed on the response.
+   * `info`: the server's, absent for calls made in-process or by `app.request()`.
+   */
   constructor(readonly requestId: string, info?: PeerInfo) {
     this.#info = info;
   }
 
+  /**
+   * The connection's peer, read from the server's info only when a route asks for it (the public
+   * rate limits): Deno answers `remoteAddr` with a call into the runtime and a new object each time,
+   * which most requests never need.
+   */
   get remoteAddr(): { hostname?: string } | undefined {
     if (this.#remoteAddr === null) {
       try {

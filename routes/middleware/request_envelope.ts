@@ -1,5 +1,5 @@
 import type { Logger } from "../../core/log.ts";
-import { type PeerInfo, type RequestScope, Scope } from "../request_scope.ts";
+import { type PeerInfo, RequestScope } from "../request_scope.ts";
 import { logRequest } from "./access_log.ts";
 import { echoRequestId, type RequestIdGenerator, requestIdOf } from "./request_id.ts";
 
@@ -29,7 +29,7 @@ export function withRequestEnvelope(
   };
   return function requestEnvelope(req, info) {
     const start = performance.now();
-    const scope = new Scope(requestIdOf(req, generator), info);
+    const scope = new RequestScope(requestIdOf(req, generator), info);
     let out: Response | Promise<Response>;
     try {
       out = fetch(req, scope);
