@@ -117,3 +117,20 @@ Deno.test("withRequestEnvelope() gives the connection's peer to the routes and l
     "id-1",
   ]]);
 });
+
+Deno.test("withRequestEnvelope() on Deno.serve: routes read the socket's peer, and the answer still carries the id", async () => {
+  const log = memoryLogger();
+  const app = new OpenAPIHono<AppEnv>();
+  app.get("/peer", (c) => c.text(c.env.remoteAddr?.hostname ?? "none"));
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    withRequestEnvelope(app.fetch, log, { generator: () => "id-2" }),
+  );
+  try {
+    const res = await fetch(`http://127.0.0.1:${server.addr.port}/peer`);
+    assert.equal(await res.text(), "127.0.0.1");
+    assert.equal(res.headers.get("x-request-id"), "id-2");
+  } finally {
+    await server.shutdown();
+  }
+});
