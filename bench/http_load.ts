@@ -5,6 +5,9 @@
  * so the client's CPU stays out of the figures. For each target and route it reports requests/s,
  * latency and the server's CPU microseconds per request (user + system of the server process,
  * from /proc). The targets take turns, `LOAD_ROUNDS` times, so a busy neighbour hits both alike.
+ * Each run also reports the share of the machine other processes took meanwhile ("others"): a
+ * neighbour slows the service more than the bare app (it wakes the load client more often per
+ * request), so the ratio is the figure of a quiet machine only where that share is near zero.
  *
  *   deno run -A bench/http_load.ts   (LOAD_SECONDS=8 LOAD_CONNECTIONS=32 LOAD_ROUNDS=2)
  *
@@ -36,23 +39,53 @@ async function cpuSeconds(pid: number): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** Busy CPU seconds of the whole machine so far, every core (/proc/stat: all but idle and iowait). */
+async function machineBusySeconds(): Promise<number> {
+  const [cpu] = (await Deno.readTextFile("/proc/stat")).split("\n");
+  const ticks = cpu!.trim().split(/\s+/).slice(1).map(Number);
+  const idle = ticks[3]! + ticks[4]!;
+  return (ticks.reduce((a, b) => a + b, 0) - idle) / 100;
+}
+
 interface Measured {
   rps: number;
   cpuUsPerReq: number;
   p50Ms: number;
   p99Ms: number;
   failed: number;
+  /**
+   * Share of the machine's cores other processes used during the run (all busy CPU less the
+   * server's and wrk's). A neighbour competes with the server and with wrk, and the slower server
+   * pays more to wake wrk, so ratios are only comparable where this is near zero.
+   */
+  othersShare: number;
 }
 
 /** One wrk run against `origin`, with the server's CPU over the run. */
 async function measure(pid: number, origin: string, requests: RawRequest[]): Promise<Measured> {
   let before = 0;
-  const startCpu = cpuSeconds(pid).then((s) => before = s);
+  let machineBefore = 0;
+  let startedAt = 0;
+  const startCpu = Promise.all([cpuSeconds(pid), machineBusySeconds()]).then(([s, m]) => {
+    before = s;
+    machineBefore = m;
+    startedAt = performance.now();
+  });
   const r = await runWrk(origin, requests, { seconds, connections, onStart: () => void startCpu });
   await startCpu;
-  const used = (await cpuSeconds(pid)) - before;
+  const [after, machineAfter] = await Promise.all([cpuSeconds(pid), machineBusySeconds()]);
+  const wall = (performance.now() - startedAt) / 1000;
+  const used = after - before;
+  const others = Math.max(0, machineAfter - machineBefore - used - r.cpuSeconds);
   const total = r.ok + r.failed;
-  return { rps: r.ok / r.seconds, cpuUsPerReq: (used / total) * 1e6, p50Ms: r.p50Ms, p99Ms: r.p99Ms, failed: r.failed };
+  return {
+    rps: r.ok / r.seconds,
+    cpuUsPerReq: (used / total) * 1e6,
+    p50Ms: r.p50Ms,
+    p99Ms: r.p99Ms,
+    failed: r.failed,
+    othersShare: others / (wall * navigator.hardwareConcurrency),
+  };
 }
 
 async function startBare(piece?: string): Promise<{ origin: string; pid: number; stop: () => Promise<void> }> {
@@ -87,7 +120,9 @@ async function startBare(piece?: string): Promise<{ origin: string; pid: number;
 
 const fmt = (m: Measured) =>
   `${m.rps.toFixed(0).padStart(6)} req/s  ${m.cpuUsPerReq.toFixed(1).padStart(7)} µs CPU/req  ` +
-  `p50 ${m.p50Ms.toFixed(2)} ms  p99 ${m.p99Ms.toFixed(2)} ms  failed ${m.failed}`;
+  `p50 ${m.p50Ms.toFixed(2)} ms  p99 ${m.p99Ms.toFixed(2)} ms  failed ${m.failed}  others ${
+    (m.othersShare * 100).toFixed(0)
+  } %`;
 
 const compareRoot = Deno.env.get("COMPARE_ROOT");
 const PIECES = ["response-header", "read-header", "envelope", "contract-id"];
@@ -119,11 +154,13 @@ try {
     `wrk -t1 -c${connections}, ${seconds} s a run, ${rounds} rounds, cores ${navigator.hardwareConcurrency}, load ${load1}`,
   );
   const ratios: number[] = [];
+  let busiest = 0;
   for (let round = 1; round <= rounds; round++) {
     const b = await measure(bare.pid, bare.origin, healthz);
     const s = await measure(svc.child.pid, svc.base, healthz);
     const q = await measure(svc.child.pid, svc.base, search);
     ratios.push(s.cpuUsPerReq / b.cpuUsPerReq);
+    busiest = Math.max(busiest, b.othersShare, s.othersShare);
     console.log(`round ${round}`);
     console.log(`  bare Hono  GET /healthz       ${fmt(b)}`);
     console.log(`  service    GET /healthz       ${fmt(s)}`);
@@ -150,7 +187,8 @@ try {
   const median = [...ratios].sort((a, b) => a - b)[Math.floor(ratios.length / 2)]!;
   console.log(
     `load at the end ${Deno.loadavg()[0]}; CPU ratios ${ratios.map((r) => r.toFixed(2)).join(", ")}; ` +
-      `median ${median.toFixed(2)}x`,
+      `median ${median.toFixed(2)}x; other processes took up to ${(busiest * 100).toFixed(0)} % of the machine ` +
+      `during the /healthz runs${busiest > 0.05 ? " (not a quiet machine: the ratios carry it)" : ""}`,
   );
 } finally {
   await other?.stop();
