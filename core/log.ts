@@ -35,8 +35,10 @@ const SECRET_TEXT: [RegExp, string][] = [
   [/([?&](?:key|token|api_key|access_token|secret)=)[^&\s]+/gi, "$1[redacted]"],
 ];
 
-// Text none of SECRET_TEXT can match (most log text: paths, ids, messages) skips the four scans.
-const MAY_HOLD_SECRET = /ak_|bearer|payment|basic|eyJ|[?&]/i;
+// Text none of SECRET_TEXT can match (most log text: paths and ids) skips the four scans. Each
+// pattern needs one of these: `ak_`, `eyJ`, `?` or `&`, or the white space after a scheme's name
+// (case-sensitive, so cheaper than naming the schemes in any case).
+const MAY_HOLD_SECRET = /ak_|eyJ|[?&\s]/;
 
 /** Removes credentials from a free-text string. */
 export function redactText(text: string): string {

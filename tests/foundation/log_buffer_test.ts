@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { LineBuffer } from "../../core/log_buffer.ts";
-import { type AccessLine, createLogger, redactFields } from "../../core/log.ts";
+import { type AccessLine, createLogger, redactFields, redactText } from "../../core/log.ts";
 
 const decoder = new TextDecoder();
 
@@ -199,4 +199,51 @@ Deno.test("createLogger({ lines }).request() writes into the buffer the bytes of
   const written = new TextDecoder().decode(new Uint8Array(batches.flatMap((b) => [...b])));
   assert.equal(written, asText.map((l) => `${l}\n`).join(""));
   for (const l of asText) JSON.parse(l);
+});
+
+Deno.test("createLogger({ lines }).request(): statuses and durations are written as JSON.stringify writes them", () => {
+  const at = new Date("2026-11-26T10:00:00.000Z");
+  let written = "";
+  const lines = new LineBuffer({ out: (b) => void (written += decoder.decode(b)), maxBytes: 1 << 16 });
+  const direct = createLogger({ clock: () => at, write: lines.write, lines });
+  const expected: string[] = [];
+  const reference = createLogger({ clock: () => at, write: (l) => void expected.push(`${l}\n`) });
+  // Every status; durations of whole and hundredths of milliseconds (how the access log rounds
+  // them) across magnitudes; and numbers of other shapes, which take String().
+  const values: number[] = [-0, -1, -0.5, 0.001, 0.125, 1 / 3, 5e-324, 1e12, 1e12 - 0.01, 1e21, 2 ** 53];
+  for (let status = 0; status < 1000; status++) values.push(status);
+  for (let cents = 0; cents < 20_000; cents++) values.push(cents / 100);
+  for (let scale = 1e2; scale <= 1e14; scale *= 10) {
+    for (let i = 1; i <= 300; i++) values.push(Math.round(scale * i * 0.7071) / 100);
+  }
+  for (const value of values) {
+    const line: AccessLine = {
+      method: "GET",
+      path: "/healthz",
+      status: value,
+      duration_ms: value,
+      tenant: null,
+      caller: null,
+      request_id: "r",
+    };
+    direct.request(line);
+    reference.info("request", { ...line });
+  }
+  lines.close();
+  assert.equal(written, expected.join(""));
+});
+
+Deno.test("redactText(): every credential shape, schemes in any case and after any white space", () => {
+  const cases: [string, string][] = [
+    ["/healthz", "/healthz"],
+    ["key ak_12345678abcdef here", "key ak_[redacted] here"],
+    ["Bearer abc.def", "Bearer [redacted]"],
+    ["BEARER abc", "BEARER [redacted]"],
+    ["payment\u00a0eyJhbGciOi", "payment [redacted]"],
+    ["Basic\tdXNlcjpwYXNz", "Basic [redacted]"],
+    ["jwt eyJa.eyJb.sig", "jwt [jwt redacted]"],
+    ["/x?api_key=k1&token=t2&page=3", "/x?api_key=[redacted]&token=[redacted]&page=3"],
+    ["/v1/data-models/dm_1/articles", "/v1/data-models/dm_1/articles"],
+  ];
+  for (const [text, want] of cases) assert.equal(redactText(text), want, text);
 });
