@@ -15,7 +15,8 @@
  * rounds (before and after a change, e.g. `git worktree add /tmp/before <commit>`). `PARTS=1` also
  * measures the bare app with one piece of the service's fixed cost added at a time
  * (bench/_bare_hono.ts: one more response header, reading a request header, the app's root with
- * the request id and the access log, the contract's id alone).
+ * the request id and the access log, the contract's id alone), and the service itself with
+ * `LOG_LEVEL=warn`: what its access line costs over HTTP.
  *
  * Routes: `GET /healthz` on both; `POST /app/v2/search` (demo key, bodies rotating over
  * SEARCH_BODIES, result impressions recorded) on the service.
@@ -129,6 +130,8 @@ const PIECES = ["response-header", "read-header", "envelope", "contract-id"];
 const bare = await startBare();
 const parts = Deno.env.get("PARTS") === "1" ? await Promise.all(PIECES.map((p) => startBare(p))) : [];
 const svc = await startDemoServer({ env: { LOG_LEVEL: "info" } });
+// The service without its access line (and without the demo site, whose port the first one holds).
+const unlogged = parts.length > 0 ? await startDemoServer({ env: { LOG_LEVEL: "warn", DEMO_SITE_URL: "off" } }) : null;
 const other = compareRoot ? await startDemoServer({ env: { LOG_LEVEL: "info" }, root: compareRoot }) : null;
 try {
   const healthz: RawRequest[] = [{ method: "GET", path: "/healthz", headers: {}, body: "" }];
@@ -145,6 +148,7 @@ try {
   for (const part of parts) await runWrk(part.origin, healthz, { seconds: 2, connections });
   await runWrk(svc.base, healthz, { seconds: 2, connections });
   await runWrk(svc.base, search, { seconds: 2, connections });
+  if (unlogged) await runWrk(unlogged.base, healthz, { seconds: 2, connections });
   if (other) {
     await runWrk(other.base, healthz, { seconds: 2, connections });
     await runWrk(other.base, otherSearch, { seconds: 2, connections });
@@ -176,6 +180,12 @@ try {
         console.log(`  healthz: service / (bare + contract-id) = ${(s.cpuUsPerReq / m.cpuUsPerReq).toFixed(2)}x CPU`);
       }
     }
+    if (unlogged) {
+      const m = await measure(unlogged.child.pid, unlogged.base, healthz);
+      console.log(
+        `  service, LOG_LEVEL=warn  ${fmt(m)}  (access line: ${(s.cpuUsPerReq - m.cpuUsPerReq).toFixed(1)} µs)`,
+      );
+    }
     if (other) {
       const oh = await measure(other.child.pid, other.base, healthz);
       const oq = await measure(other.child.pid, other.base, otherSearch);
@@ -193,6 +203,7 @@ try {
 } finally {
   await other?.stop();
   for (const part of parts) await part.stop();
+  await unlogged?.stop();
   await svc.stop();
   await bare.stop();
 }
