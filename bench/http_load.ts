@@ -42,8 +42,8 @@ async function cpuSeconds(pid: number): Promise<number> {
 
 /**
  * Waits until the process has been idle (under 2 % of a core) for a second, at most `limitS`: a
- * service just started is still building (the demo's closed-day figures in DuckDB, about a second
- * of CPU and more under load), and that work is no request's.
+ * service just started still has DuckDB work of its demo to do (about a second of CPU, longer
+ * under load), and that work is no request's.
  */
 async function untilIdle(pid: number, limitS = 60): Promise<void> {
   const deadline = performance.now() + limitS * 1000;
