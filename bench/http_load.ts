@@ -150,10 +150,10 @@ const svc = await startDemoServer({ env: { LOG_LEVEL: "info" } });
 // The service without its access line (and without the demo site, whose port the first one holds).
 const unlogged = parts.length > 0 ? await startDemoServer({ env: { LOG_LEVEL: "warn", DEMO_SITE_URL: "off" } }) : null;
 const other = compareRoot ? await startDemoServer({ env: { LOG_LEVEL: "info" }, root: compareRoot }) : null;
-for (const pid of [svc.child.pid, ...(unlogged ? [unlogged.child.pid] : []), ...(other ? [other.child.pid] : [])]) {
-  await untilIdle(pid);
-}
 try {
+  for (const pid of [svc.child.pid, ...(unlogged ? [unlogged.child.pid] : []), ...(other ? [other.child.pid] : [])]) {
+    await untilIdle(pid);
+  }
   const healthz: RawRequest[] = [{ method: "GET", path: "/healthz", headers: {}, body: "" }];
   const searchOf = (s: typeof svc) =>
     SEARCH_BODIES.map((body) => ({

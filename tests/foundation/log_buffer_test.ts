@@ -4,6 +4,18 @@ import { type AccessLine, createLogger, redactFields, redactText } from "../../c
 
 const decoder = new TextDecoder();
 
+/** The access line of a plain `/healthz` request; `fields` replace its own. */
+const accessLine = (fields: Partial<AccessLine> = {}): AccessLine => ({
+  method: "GET",
+  path: "/healthz",
+  status: 200,
+  duration_ms: 0.12,
+  tenant: null,
+  caller: null,
+  request_id: "r-1",
+  ...fields,
+});
+
 function collecting() {
   const writes: string[] = [];
   return { writes, out: (bytes: Uint8Array) => void writes.push(decoder.decode(bytes)) };
@@ -122,7 +134,7 @@ Deno.test("createLogger().request() writes the bytes info('request', fields) wri
   const log = createLogger({ clock: () => at, write: (l) => void fast.push(l) });
   const reference = createLogger({ clock: () => at, write: (l) => void slow.push(l) });
   const cases: AccessLine[] = [
-    { method: "GET", path: "/healthz", status: 200, duration_ms: 0.12, tenant: null, caller: null, request_id: "r-1" },
+    accessLine(),
     {
       method: "POST",
       path: '/v1/api-keys/ak_12345678abcdef/"quoted"\\é😀\ud800',
@@ -141,7 +153,7 @@ Deno.test("createLogger().request() writes the bytes info('request', fields) wri
       caller: null,
       request_id: "eyJa.eyJb.c",
     },
-    { method: "GET", path: "/", status: NaN, duration_ms: Infinity, tenant: null, caller: null, request_id: "r" },
+    accessLine({ path: "/", status: NaN, duration_ms: Infinity, request_id: "r" }),
   ];
   for (const line of cases) {
     log.request(line);
@@ -161,7 +173,7 @@ Deno.test("createLogger({ lines }).request() writes into the buffer the bytes of
   const asText: string[] = [];
   const reference = createLogger({ clock: () => at, write: (l) => void asText.push(l) });
   const cases: AccessLine[] = [
-    { method: "GET", path: "/healthz", status: 200, duration_ms: 0.12, tenant: null, caller: null, request_id: "r-1" },
+    accessLine(),
     {
       method: "PURGE",
       path: '/x/"q"\\\u0001\u007f é 😀 \ud800 ak_12345678abcdef?token=abc',
@@ -172,24 +184,8 @@ Deno.test("createLogger({ lines }).request() writes into the buffer the bytes of
       request_id: "eyJa.eyJb.sig",
     },
     { method: "ak_12345678", path: "", status: 0, duration_ms: -0, tenant: "", caller: "", request_id: "" },
-    {
-      method: "GET",
-      path: "/" + "p".repeat(15_000),
-      status: 200,
-      duration_ms: 1,
-      tenant: null,
-      caller: null,
-      request_id: "r",
-    },
-    {
-      method: "GET",
-      path: "/v1/\u2028\u2029",
-      status: 201,
-      duration_ms: 3.5,
-      tenant: null,
-      caller: null,
-      request_id: "r-2",
-    },
+    accessLine({ path: "/" + "p".repeat(15_000), duration_ms: 1, request_id: "r" }),
+    accessLine({ path: "/v1/\u2028\u2029", status: 201, duration_ms: 3.5, request_id: "r-2" }),
   ];
   for (const line of cases) {
     direct.request(line);
@@ -217,15 +213,7 @@ Deno.test("createLogger({ lines }).request(): statuses and durations are written
     for (let i = 1; i <= 300; i++) values.push(Math.round(scale * i * 0.7071) / 100);
   }
   for (const value of values) {
-    const line: AccessLine = {
-      method: "GET",
-      path: "/healthz",
-      status: value,
-      duration_ms: value,
-      tenant: null,
-      caller: null,
-      request_id: "r",
-    };
+    const line = accessLine({ status: value, duration_ms: value, request_id: "r" });
     direct.request(line);
     reference.info("request", { ...line });
   }
