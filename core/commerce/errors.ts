@@ -28,7 +28,12 @@ export const commerceErrors = declareErrors({
     detail: "checkout must be true or false",
   },
   plan_id_not_string: { kind: "bad_request", code: "invalid_request", message: "planId must be a string" },
-  plan_not_found: { kind: "not_found", message: "Unknown plan id" },
+  plan_not_found: {
+    kind: "not_found",
+    message: "Unknown plan id",
+    // Never the id asked for: the caller's text stays out of bodies.
+    detail: "GET /services lists this seller's plans",
+  },
   payg_not_purchasable: {
     kind: "bad_request",
     message: "Pay-as-you-go plans cannot be bought",

@@ -175,7 +175,7 @@ export class PurchaseFlow {
   async #planFor(input: PurchaseInput, plans: Plan[], fields: Record<string, unknown>): Promise<CreditPlan> {
     if (input.action === "purchase") {
       const plan = plans.find((p) => p.id === input.planId);
-      if (!plan) throw errors.plan_not_found({ detail: `no plan ${input.planId} here` });
+      if (!plan) throw errors.plan_not_found();
       if (plan.kind === "payg") throw errors.payg_not_purchasable();
       return plan;
     }
@@ -183,7 +183,7 @@ export class PurchaseFlow {
     if (fields.planId !== undefined) {
       if (typeof fields.planId !== "string") throw errors.plan_id_not_string();
       const plan = plans.find((p) => p.id === fields.planId);
-      if (!plan) throw errors.plan_not_found({ detail: `no plan ${fields.planId} here` });
+      if (!plan) throw errors.plan_not_found();
       if (plan.kind === "payg") throw errors.payg_not_extendable();
       return plan;
     }

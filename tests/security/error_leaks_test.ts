@@ -14,17 +14,12 @@ import { chatReply, failReply, type Reply, startChatServer } from "../answer/_ch
 import { signedInit } from "../payproxy/_helpers.ts";
 import { SF, storefrontWorld } from "../storefront/_world.ts";
 import { ORIGIN, widgetWorld } from "../widget/_world.ts";
-
-/** In every hostile input; must never come back. */
-const MARKER = "LEAK-7f3a<script>";
-/** Phrases of V8, zod and jose that must never be in a body. */
-const LIBRARY_TEXT =
-  /Unexpected token|JSON at position|is not valid JSON:|Unexpected end of JSON|Reference not found|ZodError|JWSInvalid|JWTInvalid|Invalid Compact JWS|JWS Protected Header|sk-leak/;
+import { echoesMarker, LIBRARY_TEXT, MARKER } from "./_leaks.ts";
 
 /** Reads a body, checks it carries neither the marker nor library text; JSON is parsed, text kept, empty is null. */
 async function body(res: Response): Promise<unknown> {
   const text = await res.text();
-  assert.ok(!text.includes("LEAK-7f3a"), `the input is echoed: ${text}`);
+  assert.ok(!echoesMarker(text), `the input is echoed: ${text}`);
   assert.ok(!LIBRARY_TEXT.test(text), `library text in the body: ${text}`);
   if (text === "") return null;
   return /json/.test(res.headers.get("content-type") ?? "") ? JSON.parse(text) : text;

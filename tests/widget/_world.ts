@@ -14,9 +14,11 @@ export const ORIGIN = "https://dailyledger.example";
 /** An origin no widget allows. */
 export const OTHER_ORIGIN = "https://evil.example";
 
-/** Builds the world; `env` adds configuration (limits). Always `await using`. */
-export async function widgetWorld({ env = {} }: { env?: Record<string, string> } = {}) {
-  const w = await createTestWorld({ env });
+/** Builds the world; `env` adds configuration (limits), `fetch` replaces its outbound fetch. Always `await using`. */
+export async function widgetWorld(
+  { env = {}, fetch }: { env?: Record<string, string>; fetch?: typeof globalThis.fetch } = {},
+) {
+  const w = await createTestWorld({ env, fetch });
   const now = w.clock.now().toISOString();
 
   /** One tenant with two data models, an AI model over both, and a widget. */
