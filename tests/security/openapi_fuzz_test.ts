@@ -47,23 +47,21 @@ const HOSTILE_VALUES: readonly unknown[] = [
 ];
 
 /**
- * What every path and query parameter takes in turn: text, so only the values whose text differs
- * (a JSON `[]`, `{}` or `true` reaches a parameter as just another string).
+ * What every path and query parameter takes in turn. A parameter is text, so a JSON `[]`, `{}` or
+ * `true` reaches it as just another string: only the texts that differ.
  */
 const HOSTILE_TEXTS: readonly string[] = [
   MARKER,
   "",
   "x".repeat(100_000),
-  "-1",
-  "1.5",
-  "1e999",
-  "9007199254740993",
-  "null",
   `\ud800${MARKER}`,
   `${MARKER}\u0000`,
   "../../etc/passwd",
   "%00",
 ];
+
+/** What a parameter that is not a plain string (a number, a boolean, an enum, a date) takes as well. */
+const HOSTILE_NUMBER_TEXTS: readonly string[] = ["-1", "0", "1.5", "1e999", "9007199254740993", "null", "true"];
 
 /** Whole bodies that are not what any route takes. */
 const HOSTILE_BODIES: readonly string[] = [
@@ -98,7 +96,12 @@ interface Parameter {
   name: string;
   in: "path" | "query" | "header";
   required?: boolean;
+  schema?: Schema;
 }
+
+/** True when `p` takes any text (a string with no enum, format or pattern). */
+const takesAnyText = (p: Parameter) =>
+  p.schema?.type === "string" && !p.schema.enum && !p.schema.format && !p.schema.pattern;
 interface Operation {
   parameters?: Parameter[];
   requestBody?: { content: Record<string, { schema: Schema }> };
@@ -187,7 +190,11 @@ function* probesOf(
   yield { label: "as documented", method, path: url(requiredQuery), headers, body };
   for (const p of params) {
     // A header value cannot hold `<`, a NUL or a lone surrogate: fetch refuses to send them.
-    const values = p.in === "header" ? [MARKER.replace("<script>", ""), "", "x".repeat(10_000)] : HOSTILE_TEXTS;
+    const values = p.in === "header"
+      ? [MARKER.replace("<script>", ""), "", "x".repeat(10_000)]
+      : takesAnyText(p)
+      ? HOSTILE_TEXTS
+      : [...HOSTILE_TEXTS, ...HOSTILE_NUMBER_TEXTS];
     for (const text of values) {
       const label = `${p.in} ${p.name}=${show(text)}`;
       if (p.in === "path") yield { label, method, path: url(requiredQuery, { [p.name]: text }), headers, body };
