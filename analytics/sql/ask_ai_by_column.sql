@@ -41,12 +41,9 @@ WITH fg AS (
         WHEN 'intent' THEN intent_type
         WHEN 'category' THEN category
       END, '') AS k,
-      ($ai_agent IS NULL OR ai_agent = $ai_agent)
-        AND ($placement_id IS NULL OR placement_id = $placement_id)
-        AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
-        AND ($creative_id IS NULL OR creative_id = $creative_id)
-        AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-        AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS blk
+      (
+        -- @include ask_ai_filters
+      ) AS blk
     FROM events
     WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
       AND ts >= CAST($start_ts AS TIMESTAMP)
@@ -100,12 +97,9 @@ ks AS (
         WHEN 'intent' THEN intent_type
         WHEN 'category' THEN category
       END, '') AS k,
-      ($ai_agent IS NULL OR ai_agent = $ai_agent)
-        AND ($placement_id IS NULL OR placement_id = $placement_id)
-        AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
-        AND ($creative_id IS NULL OR creative_id = $creative_id)
-        AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-        AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS blk
+      (
+        -- @include ask_ai_filters
+      ) AS blk
     FROM events
     WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
       AND ts >= CAST($start_ts AS TIMESTAMP)

@@ -47,12 +47,9 @@ WITH v AS (
       ) AS gk,
       hash(session_id) AS sk,
       ts, event_type, click_type, in_view_pct, in_view_ms,
-      ($ai_agent IS NULL OR ai_agent = $ai_agent)
-        AND ($placement_id IS NULL OR placement_id = $placement_id)
-        AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
-        AND ($creative_id IS NULL OR creative_id = $creative_id)
-        AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-        AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS blk
+      (
+        -- @include ask_ai_filters
+      ) AS blk
     FROM events
     WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
       AND ts >= CAST($start_ts AS TIMESTAMP)
@@ -90,12 +87,9 @@ steps AS (
     SELECT
       hash(session_id) AS sk, time_bucket(INTERVAL 15 MINUTE, ts) AS step,
       ts, event_type, click_type, in_view_pct, in_view_ms,
-      ($ai_agent IS NULL OR ai_agent = $ai_agent)
-        AND ($placement_id IS NULL OR placement_id = $placement_id)
-        AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
-        AND ($creative_id IS NULL OR creative_id = $creative_id)
-        AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-        AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS blk
+      (
+        -- @include ask_ai_filters
+      ) AS blk
     FROM events
     WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
       AND ts >= CAST($start_ts AS TIMESTAMP)

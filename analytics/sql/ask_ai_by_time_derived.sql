@@ -50,12 +50,9 @@ raw_steps AS (
       CASE WHEN session_id IS NOT NULL THEN hash(session_id) END AS sk,
       ts, event_type, click_type, in_view_pct, in_view_ms,
       time_bucket(INTERVAL 15 MINUTE, ts) AS step,
-      ($ai_agent IS NULL OR ai_agent = $ai_agent)
-        AND ($placement_id IS NULL OR placement_id = $placement_id)
-        AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
-        AND ($creative_id IS NULL OR creative_id = $creative_id)
-        AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-        AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS blk
+      (
+        -- @include ask_ai_filters
+      ) AS blk
     FROM events
     WHERE date BETWEEN CAST($raw_from AS DATE) AND CAST($raw_to AS DATE)
       AND list_contains($raw_days, strftime(date, '%Y-%m-%d'))

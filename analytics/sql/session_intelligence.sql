@@ -26,12 +26,9 @@ WITH fe AS (
       AND visit_id IS NOT NULL
       AND session_id IS NOT NULL
       AND event_type IN ('query', 'heartbeat')
-      AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
-      AND ($placement_id IS NULL OR placement_id = $placement_id)
-      AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
-      AND ($creative_id IS NULL OR creative_id = $creative_id)
-      AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-      AND ($publisher_id IS NULL OR publisher_id = $publisher_id)
+      AND (
+        -- @include ask_ai_filters
+      )
   )
   GROUP BY gk
 ),
@@ -56,12 +53,9 @@ steps AS (
     SELECT
       hash(session_id) AS sk, ts, event_type, intent_type,
       time_bucket(INTERVAL 15 MINUTE, ts) AS step,
-      ($ai_agent IS NULL OR ai_agent = $ai_agent)
-        AND ($placement_id IS NULL OR placement_id = $placement_id)
-        AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
-        AND ($creative_id IS NULL OR creative_id = $creative_id)
-        AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-        AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS in_scope
+      (
+        -- @include ask_ai_filters
+      ) AS in_scope
     FROM events
     WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
       AND ts >= CAST($start_ts AS TIMESTAMP)
@@ -105,12 +99,9 @@ queries AS (
     AND tenant_id = $tenant_id
     AND session_id IS NOT NULL
     AND event_type = 'query'
-    AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
-    AND ($placement_id IS NULL OR placement_id = $placement_id)
-    AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
-    AND ($creative_id IS NULL OR creative_id = $creative_id)
-    AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-    AND ($publisher_id IS NULL OR publisher_id = $publisher_id)
+    AND (
+      -- @include ask_ai_filters
+    )
 )
 SELECT 'summary' AS kind, NULL AS k1, NULL AS k2,
   count(*)::BIGINT AS n1,

@@ -54,12 +54,9 @@ c AS (
     SELECT
       hash(session_id) AS sk, ts,
       event_type = 'sponsored_impression' AS is_imp,
-      ($ai_agent IS NULL OR ai_agent = $ai_agent)
-        AND ($placement_id IS NULL OR placement_id = $placement_id)
-        AND ($prompt_id IS NULL OR prompt_id = $prompt_id)
-        AND ($creative_id IS NULL OR creative_id = $creative_id)
-        AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-        AND ($publisher_id IS NULL OR publisher_id = $publisher_id) AS in_scope
+      (
+        -- @include sponsored_filters
+      ) AS in_scope
     FROM events
     WHERE date BETWEEN CAST($from_date AS DATE) - 1 AND CAST($to_date AS DATE)
       AND ts < CAST($end_ts AS TIMESTAMP)
@@ -102,12 +99,9 @@ quarters AS (
     AND ts < CAST($end_ts AS TIMESTAMP)
     AND tenant_id = $tenant_id
     AND list_contains($campaign_ids, campaign_id)
-    AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
-    AND ($placement_id IS NULL OR placement_id = $placement_id)
-    AND ($prompt_id IS NULL OR prompt_id = $prompt_id)
-    AND ($creative_id IS NULL OR creative_id = $creative_id)
-    AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-    AND ($publisher_id IS NULL OR publisher_id = $publisher_id)
+    AND (
+      -- @include sponsored_filters
+    )
   GROUP BY q
   UNION ALL
   -- The derived sessions' flagged first impressions, taken back (a semi-join: skipped when none).
@@ -122,12 +116,9 @@ quarters AS (
       AND list_contains($campaign_ids, campaign_id)
       AND session_id IS NOT NULL
       AND sponsored_start
-      AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
-      AND ($placement_id IS NULL OR placement_id = $placement_id)
-      AND ($prompt_id IS NULL OR prompt_id = $prompt_id)
-      AND ($creative_id IS NULL OR creative_id = $creative_id)
-      AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-      AND ($publisher_id IS NULL OR publisher_id = $publisher_id)
+      AND (
+        -- @include sponsored_filters
+      )
   )
   SEMI JOIN redo USING (sk)
   GROUP BY 1

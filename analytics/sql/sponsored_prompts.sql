@@ -10,12 +10,9 @@ FROM events
   AND ts < CAST($end_ts AS TIMESTAMP)
     AND tenant_id = $tenant_id
     AND list_contains($campaign_ids, campaign_id)
-    AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
-    AND ($placement_id IS NULL OR placement_id = $placement_id)
-    AND ($prompt_id IS NULL OR prompt_id = $prompt_id)
-    AND ($creative_id IS NULL OR creative_id = $creative_id)
-    AND ($line_item_id IS NULL OR line_item_id = $line_item_id)
-    AND ($publisher_id IS NULL OR publisher_id = $publisher_id)
+    AND (
+      -- @include sponsored_filters
+    )
   AND event_type IN ('prompt_impression', 'query')
   AND coalesce(prompt_text, prompt) IS NOT NULL
 GROUP BY 1
