@@ -102,6 +102,7 @@ interface Parameter {
 /** True when `p` takes any text (a string with no enum, format or pattern). */
 const takesAnyText = (p: Parameter) =>
   p.schema?.type === "string" && !p.schema.enum && !p.schema.format && !p.schema.pattern;
+
 interface Operation {
   parameters?: Parameter[];
   requestBody?: { content: Record<string, { schema: Schema }> };
