@@ -23,11 +23,10 @@ import { echoesMarker, LIBRARY_TEXT, MARKER } from "./_leaks.ts";
 
 const HOST = "http://svc.test";
 
-/** What every parameter and field takes in turn. */
+/** What every body field and MCP argument takes in turn: each JSON type, and numbers at and past the edges. */
 const HOSTILE_VALUES: readonly unknown[] = [
   MARKER,
   "",
-  "x".repeat(100_000),
   -1,
   0,
   1.5,
@@ -39,6 +38,11 @@ const HOSTILE_VALUES: readonly unknown[] = [
   {},
   [MARKER],
   { a: MARKER },
+];
+
+/** What a field that takes text (or any type) takes as well: the strings that differ as text. */
+const HOSTILE_STRINGS: readonly string[] = [
+  "x".repeat(100_000),
   `\ud800${MARKER}`,
   `${MARKER}\u0000`,
   "../../etc/passwd",
@@ -116,6 +120,17 @@ interface Probe {
   path: string;
   headers: Record<string, string>;
   body?: string;
+}
+
+/**
+ * The hostile values of a field: every JSON type, and the strings that differ as text unless the
+ * field takes only numbers or booleans (to which any string is just the wrong type).
+ */
+function valuesFor(schema: Schema, schemas: Record<string, Schema>): readonly unknown[] {
+  while (schema?.$ref) schema = schemas[schema.$ref.split("/").pop()];
+  const types = [schema?.type, ...(schema?.anyOf ?? schema?.oneOf ?? []).map((s: Schema) => s?.type)].filter(Boolean);
+  const onlyScalars = types.length > 0 && types.every((t) => t === "integer" || t === "number" || t === "boolean");
+  return onlyScalars ? HOSTILE_VALUES : [...HOSTILE_VALUES, ...HOSTILE_STRINGS];
 }
 
 /** A minimal valid value of `schema`: its example, default or first enum value, else required fields only. */
@@ -211,8 +226,8 @@ function* probesOf(
   let properties = media.schema;
   while (properties?.$ref) properties = schemas[properties.$ref.split("/").pop()];
   const base = typeof sample === "object" && sample !== null ? sample : {};
-  for (const field of Object.keys(properties?.properties ?? {})) {
-    for (const v of HOSTILE_VALUES) {
+  for (const [field, schema] of Object.entries<Schema>(properties?.properties ?? {})) {
+    for (const v of valuesFor(schema, schemas)) {
       yield { label: `field ${field}=${show(v)}`, method, path, headers, body: encode({ ...base, [field]: v }) };
     }
   }
@@ -400,7 +415,9 @@ Deno.test("every operation in /openapi.json answers hostile input without a 5xx,
       if ("data_model_id" in properties) base.data_model_id = f.acme.dmNews;
       if ("ai_model_id" in properties) base.ai_model_id = f.acme.model.id;
       const calls = [
-        ...Object.keys(properties).flatMap((k) => HOSTILE_VALUES.map((v) => ({ ...base, [k]: v }))),
+        ...Object.entries<Schema>(properties).flatMap(([k, schema]) =>
+          valuesFor(schema, {}).map((v) => ({ ...base, [k]: v }))
+        ),
         null,
         [],
         MARKER,
