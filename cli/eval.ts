@@ -74,8 +74,17 @@ export interface MethodScores {
   recall100: number;
 }
 
-/** The three methods of one collection, and the p50 latency of a hybrid query in milliseconds. */
-export type CollectionScores = Record<"bm25" | "vector" | "hybrid", MethodScores> & { p50Ms: number };
+/** nDCG@10 of each method on one query. */
+export type QueryScores = { id: string } & Record<"bm25" | "vector" | "hybrid", number>;
+
+/**
+ * The three methods of one collection, the p50 latency of a hybrid query in milliseconds, and
+ * (from {@link evaluate}, not in a mean) each query's nDCG@10, for paired comparisons.
+ */
+export type CollectionScores = Record<"bm25" | "vector" | "hybrid", MethodScores> & {
+  p50Ms: number;
+  perQuery?: QueryScores[];
+};
 
 /** Reads a BEIR folder (only queries that have qrels are kept). */
 export async function loadBeir(dir: string): Promise<BeirDataset> {
@@ -149,6 +158,7 @@ export async function evaluate(
     hybrid: { ndcg10: 0, recall100: 0 },
   };
   const times: number[] = [];
+  const perQuery: QueryScores[] = [];
   for (const q of data.queries) {
     const rels = data.qrels.get(q.id)!;
     const started = performance.now();
@@ -171,10 +181,13 @@ export async function evaluate(
       vector: vecTop.drain().map((e) => ids[e.id]!),
       hybrid,
     };
+    const scores: QueryScores = { id: q.id, bm25: 0, vector: 0, hybrid: 0 };
     for (const m of ["bm25", "vector", "hybrid"] as const) {
-      totals[m].ndcg10 += ndcgAt(rankings[m], rels, 10);
+      scores[m] = ndcgAt(rankings[m], rels, 10);
+      totals[m].ndcg10 += scores[m];
       totals[m].recall100 += recallAt(rankings[m], rels, 100);
     }
+    perQuery.push(scores);
   }
   const n = Math.max(1, data.queries.length);
   for (const m of Object.values(totals)) {
@@ -182,7 +195,7 @@ export async function evaluate(
     m.recall100 /= n;
   }
   times.sort((a, b) => a - b);
-  return { ...totals, p50Ms: times[Math.floor((times.length - 1) / 2)] ?? 0 };
+  return { ...totals, p50Ms: times[Math.floor((times.length - 1) / 2)] ?? 0, perQuery };
 }
 
 const METHODS = ["bm25", "vector", "hybrid"] as const;

@@ -36,6 +36,12 @@ Deno.test("evaluate() on the tiny BEIR fixture: vector and hybrid beat BM25 on p
   assert.ok(scores.vector.ndcg10 > 0.8, String(scores.vector.ndcg10));
   assert.ok(scores.hybrid.recall100 >= 0.9, String(scores.hybrid.recall100));
   assert.ok(scores.p50Ms > 0);
+  // Each query's figures, in the queries' order, average to the method's.
+  assert.deepEqual(scores.perQuery!.map((q) => q.id), data.queries.map((q) => q.id));
+  for (const m of ["bm25", "vector", "hybrid"] as const) {
+    const mean = scores.perQuery!.reduce((s, q) => s + q[m], 0) / data.queries.length;
+    assert.ok(Math.abs(mean - scores[m].ndcg10) < 1e-12, m);
+  }
   const report = formatReport(data, scores, "beir-tiny");
   assert.match(
     report,
