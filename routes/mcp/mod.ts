@@ -35,6 +35,7 @@ import {
 } from "./access.ts";
 import { renderAnswer, renderArticle, renderBalance, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
+import { publicJsonRpcMessage } from "./jsonrpc_errors.ts";
 import { actFor, callerIs } from "../request_scope.ts";
 
 /** The MCP server's name in `initialize` and the server card. */
@@ -225,6 +226,14 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
       enableJsonResponse: true,
       maxRequestBodySize: deps.config.maxBodyBytes,
     });
+    // Every JSON-RPC error the SDK sends goes out in our words (routes/mcp/jsonrpc_errors.ts).
+    const send = transport.send.bind(transport);
+    transport.send = (message: Parameters<typeof send>[0], options?: Parameters<typeof send>[1]) =>
+      send(
+        publicJsonRpcMessage(message, (detail) =>
+          deps.log.error("MCP request failed", { request_id: c.env.requestId, error: detail })),
+        options,
+      );
     await server.connect(transport);
     try {
       return await transport.handleRequest(c.req.raw);

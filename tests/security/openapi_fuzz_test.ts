@@ -3,7 +3,8 @@
  * path, query and header parameter and each body field in turn takes an empty or 100,000-character
  * string, numbers at and past the edges, a lone surrogate, a NUL, a traversal, and (body fields) a
  * value of every wrong JSON type; the body as a whole is empty, cut short, not JSON, the wrong JSON type, nested 100,000
- * deep or 3 MB; MCP tools get the same values per argument. The request passes each gate as a real
+ * deep or 3 MB; MCP tools get the same values per argument, from a tenant's key and from an agent's
+ * token (the paid path), and `arguments` itself is null, an array or a string. The request passes each gate as a real
  * caller's would (bearer key, payproxy signature, agent token, widget origin; rate limits raised),
  * so validation is what answers.
  *
@@ -335,7 +336,8 @@ async function fuzzWorld() {
     const schemes = (op.security ?? []).flatMap((s) => Object.keys(s));
     return schemes.includes("agentToken") && !schemes.includes("bearerAuth") ? token.access_token : acme.key;
   };
-  return { w, acme, credential, param, send, outbound, [Symbol.asyncDispose]: close };
+  const agentToken = token.access_token as string;
+  return { w, acme, credential, agentToken, param, send, outbound, [Symbol.asyncDispose]: close };
 }
 
 /** What is wrong with one answer, or nothing. `jsonRpcId`: the marker is the request's JSON-RPC id, which must come back. */
@@ -349,6 +351,8 @@ async function faultsOf(res: Response, { mcp = false, jsonRpcId = false } = {}):
   const isError = res.status >= 400 || (mcp && /"isError":true|"error":\{/.test(text));
   if (isError && !jsonRpcId && echoesMarker(text)) faults.push(`echoed the input (${res.status})`);
   if (/json/.test(type) && LIBRARY_TEXT.test(text)) faults.push(`library text (${res.status})`);
+  // A caller's input is never our internal error: JSON-RPC -32603 is the MCP twin of a 500.
+  if (mcp && /"code":-32603\b/.test(text)) faults.push("JSON-RPC -32603 (internal error)");
   if (/json/.test(type) && text !== "") {
     // NDJSON (the dashboard's panels) is a JSON text a line.
     const texts = /ndjson/.test(type) ? text.split("\n").filter((line) => line !== "") : [text];
@@ -391,63 +395,65 @@ Deno.test("every operation in /openapi.json answers hostile input without a 5xx,
     }
   }
 
-  await t.step("MCP tools/call: each argument of each tool", async () => {
-    const rpc = (body: unknown): Probe => ({
-      label: "",
-      method: "POST",
-      path: "/mcp",
-      headers: {
-        authorization: `Bearer ${f.acme.key}`,
-        accept: "application/json, text/event-stream",
-        "content-type": "application/json",
-      },
-      body: JSON.stringify(body),
-    });
-    const listed = await (await f.send(rpc({ jsonrpc: "2.0", id: 1, method: "tools/list" }))).json();
-    const tools = listed.result.tools as { name: string; inputSchema: Schema }[];
-    assert.ok(tools.length >= 5, "the tools are listed");
-    const faults: string[] = [];
-    for (const tool of tools) {
-      const properties = tool.inputSchema.properties ?? {};
-      const base: Record<string, unknown> = Object.fromEntries(
-        (tool.inputSchema.required ?? []).map((k: string) => [k, sampleOf(properties[k], {})]),
-      );
-      if ("data_model_id" in properties) base.data_model_id = f.acme.dmNews;
-      if ("ai_model_id" in properties) base.ai_model_id = f.acme.model.id;
-      const calls = [
-        ...Object.entries<Schema>(properties).flatMap(([k, schema]) =>
-          valuesFor(schema, {}).map((v) => ({ ...base, [k]: v }))
-        ),
-        null,
-        [],
-        MARKER,
-      ];
-      for (const args of calls) {
-        sent++;
-        const res = await f.send(
-          rpc({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: tool.name, arguments: args } }),
+  for (const [caller, credential] of [["a tenant's key", f.acme.key], ["an agent's token", f.agentToken]] as const) {
+    await t.step(`MCP tools/call with ${caller}: each argument of each tool`, async () => {
+      const rpc = (body: unknown): Probe => ({
+        label: "",
+        method: "POST",
+        path: "/mcp",
+        headers: {
+          authorization: `Bearer ${credential}`,
+          accept: "application/json, text/event-stream",
+          "content-type": "application/json",
+        },
+        body: JSON.stringify(body),
+      });
+      const listed = await (await f.send(rpc({ jsonrpc: "2.0", id: 1, method: "tools/list" }))).json();
+      const tools = listed.result.tools as { name: string; inputSchema: Schema }[];
+      assert.ok(tools.length >= 5, "the tools are listed");
+      const faults: string[] = [];
+      for (const tool of tools) {
+        const properties = tool.inputSchema.properties ?? {};
+        const base: Record<string, unknown> = Object.fromEntries(
+          (tool.inputSchema.required ?? []).map((k: string) => [k, sampleOf(properties[k], {})]),
         );
-        for (const fault of await faultsOf(res, { mcp: true })) {
-          faults.push(`${tool.name} ${JSON.stringify(args).slice(0, 60)}: ${fault}`);
+        if ("data_model_id" in properties) base.data_model_id = f.acme.dmNews;
+        if ("ai_model_id" in properties) base.ai_model_id = f.acme.model.id;
+        const calls = [
+          ...Object.entries<Schema>(properties).flatMap(([k, schema]) =>
+            valuesFor(schema, {}).map((v) => ({ ...base, [k]: v }))
+          ),
+          null,
+          [],
+          MARKER,
+        ];
+        for (const args of calls) {
+          sent++;
+          const res = await f.send(
+            rpc({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: tool.name, arguments: args } }),
+          );
+          for (const fault of await faultsOf(res, { mcp: true })) {
+            faults.push(`${tool.name} ${JSON.stringify(args).slice(0, 60)}: ${fault}`);
+          }
         }
       }
-    }
-    for (
-      const body of [{ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: MARKER } }, {
-        jsonrpc: "1.0",
-        id: 4,
-        method: "tools/list",
-      }]
-    ) {
-      for (const fault of await faultsOf(await f.send(rpc(body)), { mcp: true })) {
-        faults.push(`${JSON.stringify(body)}: ${fault}`);
+      for (
+        const body of [{ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: MARKER } }, {
+          jsonrpc: "1.0",
+          id: 4,
+          method: "tools/list",
+        }]
+      ) {
+        for (const fault of await faultsOf(await f.send(rpc(body)), { mcp: true })) {
+          faults.push(`${JSON.stringify(body)}: ${fault}`);
+        }
       }
-    }
-    // JSON-RPC answers with the request's id, whatever it is: the one echo the protocol asks for.
-    const unknownMethod = await f.send(rpc({ jsonrpc: "2.0", id: MARKER, method: MARKER }));
-    const rpcFaults = await faultsOf(unknownMethod, { mcp: true, jsonRpcId: true });
-    assert.deepEqual([...faults, ...rpcFaults], []);
-  });
+      // JSON-RPC answers with the request's id, whatever it is: the one echo the protocol asks for.
+      const unknownMethod = await f.send(rpc({ jsonrpc: "2.0", id: MARKER, method: MARKER }));
+      const rpcFaults = await faultsOf(unknownMethod, { mcp: true, jsonRpcId: true });
+      assert.deepEqual([...faults, ...rpcFaults], []);
+    });
+  }
 
   await t.step("the walk got past every gate it can pass", () => {
     const stoppedAtGate = [...pastTheGate].filter(([name, passed]) => !passed && !(name in GATE_ONLY)).map(([n]) => n);
