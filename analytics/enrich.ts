@@ -3,6 +3,7 @@
  * defaults from the widget, the query classifier, and the sponsored-conversation freeze.
  */
 import type { Clock } from "../core/clock.ts";
+import { issuePath, issueText } from "../core/zod_issue.ts";
 import { analyticsErrors } from "./errors.ts";
 import type { AiModel, Repos, Widget } from "../core/store/mod.ts";
 import { classify } from "./classifier.ts";
@@ -113,9 +114,7 @@ export async function prepareEvents(
     const parsed = eventInputSchema.safeParse(normaliseInput(inputs[i], ctx.source === "internal"));
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      const field = issue.path.map(String).join(".");
-      const message = issue.code === "invalid_type" && issue.input === undefined ? "is required" : issue.message;
-      throw invalid(i, field, message);
+      throw invalid(i, issuePath(issue), issueText(issue));
     }
     const e = parsed.data;
     const tsMs = e.ts ? Date.parse(e.ts) : nowMs;

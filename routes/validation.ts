@@ -4,17 +4,10 @@ import type { z } from "zod";
 import { AppError } from "../core/errors.ts";
 import { idPattern, type IdPrefix, MAX_ID_BODY_CHARS } from "../core/ids.ts";
 import { sfError } from "../core/identity/mod.ts";
-import type { AppEnv, ErrorFamily } from "./env.ts";
+import { describeIssue } from "../core/zod_issue.ts";
 
-/** One zod issue as a sentence naming the field: `query: must not be empty`. */
-export function describeIssue(issue: z.core.$ZodIssue): string {
-  const field = issue.path.map(String).join(".");
-  // zod v4 leaves `input` off issues unless asked, so a wrong type would read as "required":
-  // only an input that is really absent is called missing.
-  const missing = "input" in issue ? issue.input === undefined : /received undefined$/.test(issue.message);
-  if (issue.code === "invalid_type" && missing) return `${field || "body"} is required`;
-  return field ? `${field}: ${issue.message}` : issue.message;
-}
+export { describeIssue };
+import type { AppEnv, ErrorFamily } from "./env.ts";
 
 /** The result a zod-openapi validation hook receives. */
 export type ValidationResult = { success: true } | { success: false; error: z.ZodError; target: string };

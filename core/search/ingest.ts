@@ -6,6 +6,7 @@
  */
 import type { z } from "zod";
 import type { Clock } from "../clock.ts";
+import { describeIssue, isMissing, issuePath } from "../zod_issue.ts";
 import { timeSlicer } from "../timers.ts";
 import { describeError, type Logger } from "../log.ts";
 import type { DataModel } from "../store/mod.ts";
@@ -102,9 +103,7 @@ async function htmlBodies(items: unknown[]): Promise<Map<number, Record<string, 
 /** Describes a zod issue for a per-item ingest error: `url: must be an absolute http(s) URL`. */
 function issueText(error: z.ZodError): string {
   const issue = error.issues[0]!;
-  const field = issue.path.map(String).join(".");
-  if (issue.code === "invalid_type" && issue.input === undefined) return `${field || "item"} is required`;
-  return field ? `${field}: ${issue.message}` : issue.message;
+  return issuePath(issue) === "" && isMissing(issue) ? "item is required" : describeIssue(issue);
 }
 
 /** Ingestion into the articles and indexes of a registry. */

@@ -99,7 +99,7 @@ Deno.test("GET /v1/analytics/dashboard counts once against the rate limit and ch
   const call = (q = "") => w.app.request(`/v1/analytics/dashboard${q}`, { headers: bearer(w.key) });
   const bad: [string, string][] = [
     ["?timezone=Mars/Olympus", "timezone must be a valid IANA time zone name"],
-    ["?compare=last_week", 'compare: Invalid option: expected one of "previous_period"|"previous_year"'],
+    ["?compare=last_week", "compare: must be one of previous_period, previous_year"],
     ["?start_date=2026-13-01", "start_date must be a valid date in YYYY-MM-DD format"],
   ];
   for (const [q, message] of bad) {

@@ -295,7 +295,7 @@ Deno.test("POST /app/aimodel/{id} refuses empty, missing, mistyped and overlong 
     [{ query: "" }, "query cannot be empty"],
     [{ query: "   \n " }, "query cannot be empty"],
     [{}, "query is required"],
-    [{ query: 42 }, "query: Invalid input: expected string, received number"],
+    [{ query: 42 }, "query: must be a string"],
     [{ query: "x".repeat(2001) }, "query is too long: the limit is 2000 characters"],
   ];
   for (const [body, message] of cases) {
