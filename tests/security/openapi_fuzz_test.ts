@@ -232,6 +232,8 @@ function* probesOf(
       yield { label: `field ${field}=${show(v)}`, method, path, headers, body: encode({ ...base, [field]: v }) };
     }
   }
+  // A field the schema does not have, named by the caller: a strict schema must refuse it without naming it.
+  yield { label: "a field named with the marker", method, path, headers, body: encode({ ...base, [MARKER]: 1 }) };
   yield {
     label: "field __proto__ and constructor",
     method,
