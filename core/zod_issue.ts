@@ -106,9 +106,12 @@ export function issueText(issue: Issue): string {
 /** A key of the caller's own (a record's, a bad key) is not named: only names a schema could have. */
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 
+/** True when `key` is a plain name a schema could have (`sources`, `page_url`), safe to say back. */
+export const isSchemaName = (key: string): boolean => SCHEMA_NAME.test(key);
+
 /** The issue's path as `sources.0.url`; a segment that is not a plain name reads `[key]`. */
 export function issuePath(issue: Issue): string {
-  return issue.path.map((p) => typeof p === "number" || SCHEMA_NAME.test(String(p)) ? String(p) : "[key]").join(".");
+  return issue.path.map((p) => typeof p === "number" || isSchemaName(String(p)) ? String(p) : "[key]").join(".");
 }
 
 /** One zod issue as a sentence naming the field: `query: must not be empty`, `body is required`. */

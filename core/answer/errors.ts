@@ -58,8 +58,8 @@ export const answerErrors = declareErrors({
     message: "AI provider failed while streaming",
   },
   /**
-   * `problems` are our descriptions of what is wrong: a path and zod's issue text (which names
-   * the expected shape, never the value), or our own phrase.
+   * `problems` are our descriptions of what is wrong: a path (of names a schema could have) and
+   * the problem in our words (core/zod_issue.ts), or our own phrase; never the output's values.
    */
   schema_mismatch: {
     kind: "upstream_failed",

@@ -508,7 +508,7 @@ export class ExtractiveProvider implements AnswerProvider {
     const problems = validator.validate(payload);
     if (problems.length > 0) {
       return Promise.reject(
-        answerErrors.schema_mismatch({ problems }),
+        answerErrors.schema_mismatch({ problems: problems.map((p) => p.text) }),
       );
     }
     return Promise.resolve(payload);

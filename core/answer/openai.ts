@@ -15,7 +15,7 @@ import type { AiModel } from "../store/mod.ts";
 import { NOTHING_FOUND } from "./extractive.ts";
 import { type ChatMessage, citedSourcesBlock, groundedMessages } from "./prompt.ts";
 import type { AnswerProvider, GroundedRequest } from "./provider.ts";
-import { parseJsonReply, type SchemaValidator } from "./schema.ts";
+import { parseJsonReply, type SchemaProblem, type SchemaValidator } from "./schema.ts";
 
 /** Dependencies and tuning of {@link OpenAiProvider}. */
 export interface OpenAiProviderOptions {
@@ -112,9 +112,9 @@ export class OpenAiProvider implements AnswerProvider {
     const settings = this.#settings(request.model);
     const messages = groundedMessages(request, schema);
     const format = { type: "json_schema", json_schema: { name: "answer", schema, strict: false } };
-    const check = (content: string) => {
+    const check = (content: string): { value?: unknown; problems: SchemaProblem[] } => {
       const parsed = parseJsonReply(content);
-      if (!parsed.ok) return { problems: [parsed.problem] };
+      if (!parsed.ok) return { problems: [{ text: parsed.problem, detail: parsed.problem }] };
       return { value: parsed.value, problems: validator.validate(parsed.value) };
     };
     const first = await this.complete(settings, messages, format);
@@ -123,20 +123,20 @@ export class OpenAiProvider implements AnswerProvider {
     // One repair round: show the model its reply and what was wrong with it.
     this.#o.log.info("ai provider output failed the schema; asking for a repair", {
       model: settings.model,
-      problems: firstCheck.problems.slice(0, 3),
+      problems: firstCheck.problems.slice(0, 3).map((p) => p.detail),
     });
     const repaired = await this.complete(settings, [
       ...messages,
       { role: "assistant", content: first },
       {
         role: "user",
-        content: `Your reply did not match the JSON schema: ${firstCheck.problems.join("; ")}. ` +
+        content: `Your reply did not match the JSON schema: ${firstCheck.problems.map((p) => p.detail).join("; ")}. ` +
           "Reply again with only the corrected JSON value.",
       },
     ], format);
     const second = check(repaired);
     if (second.problems.length === 0) return second.value;
-    throw answerErrors.schema_mismatch({ problems: second.problems });
+    throw answerErrors.schema_mismatch({ problems: second.problems.map((p) => p.text) });
   }
 
   /**

@@ -5,10 +5,19 @@
  */
 import { z } from "zod";
 import { boundedCache } from "../bounded_cache.ts";
+import { isMissing, isSchemaName, issueText } from "../zod_issue.ts";
 
-/** A compiled schema: `validate` returns the problems, one sentence each, empty when valid. */
+/** One way a value fails a schema, said twice. */
+export interface SchemaProblem {
+  /** For a public error: our words, and only the names a schema could have (`sources[0]: must be a string`). */
+  text: string;
+  /** For the model's repair turn only: zod's own sentence, keys as the output gave them. */
+  detail: string;
+}
+
+/** A compiled schema: `validate` returns the problems (at most 10), empty when valid. */
 export interface SchemaValidator {
-  validate(value: unknown): string[];
+  validate(value: unknown): SchemaProblem[];
 }
 
 /** Raised when a model's schema cannot be compiled: a configuration mistake, not a caller's. */
@@ -21,11 +30,20 @@ export class InvalidSchemaError extends Error {
 
 const cache = boundedCache<string, SchemaValidator>({ max: 256 });
 
-/** `answer.sources[0]: Invalid input: expected string, received number` */
-function describe(issue: z.core.$ZodIssue): string {
-  const path = issue.path.map((p, i) => typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)
-    .join("");
-  return `${path || "(root)"}: ${issue.message}`;
+/** `answer.sources[0]`; with `safe`, a key that is not a plain name reads `[key]`. */
+function pathOf(issue: z.core.$ZodIssue, safe: boolean): string {
+  return issue.path.map((p, i) => {
+    if (typeof p === "number") return `[${p}]`;
+    const name = safe && !isSchemaName(String(p)) ? "[key]" : String(p);
+    return i === 0 ? name : `.${name}`;
+  }).join("") || "(root)";
+}
+
+/** `answer.sources[0]: must be a string` for the public, zod's `Invalid input: ...` for the model. */
+function describe(issue: z.core.$ZodIssue): SchemaProblem {
+  const path = pathOf(issue, true);
+  const text = isMissing(issue) ? `${path} is required` : `${path}: ${issueText(issue)}`;
+  return { text, detail: `${pathOf(issue, false)}: ${issue.message}` };
 }
 
 /**

@@ -186,7 +186,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       // Whatever the provider did, nothing leaves unchecked.
       const problems = validator!.validate(payload);
       if (problems.length > 0) {
-        throw answerErrors.schema_mismatch({ problems });
+        throw answerErrors.schema_mismatch({ problems: problems.map((p) => p.text) });
       }
       result = { kind: "structured", payload, message: JSON.stringify(payload) };
     } else {

@@ -220,13 +220,27 @@ Deno.test("OpenAiProvider.structured() repairs schema-invalid output in one more
   assert.match(repair[1]!.content, /did not match the JSON schema: sources: Too small.*Unrecognized key: "mood"/);
 });
 
+Deno.test("OpenAiProvider.structured(): a key the model made up goes to its repair turn, never to the public message", async () => {
+  const reply = chatReply('{"answer":"Fares rise.","sources":["a"],"LEAK-7f3a<script>":1}');
+  await using server = startChatServer([reply, reply]);
+  const { p } = provider(server.baseUrl);
+  await rejectsWith(
+    p.structured(await request(), schema, compileSchema(schema)),
+    502,
+    "model output did not match the schema: (root): has a field it does not take",
+  );
+  const repair = (server.requests[1]!.body.messages as { content: string }[]).at(-1)!.content;
+  assert.match(repair, /Unrecognized key: "LEAK-7f3a<script>"/, "the model is told which key to drop");
+});
+
 Deno.test("OpenAiProvider.structured() fails clearly when the repair is still invalid", async () => {
   await using server = startChatServer([chatReply("Sure! Fares rise."), chatReply('{"answer":""}')]);
   const { p } = provider(server.baseUrl);
   await rejectsWith(
     p.structured(await request(), schema, compileSchema(schema)),
     502,
-    /^model output did not match the schema: answer: Too small: .*; sources: Invalid input: expected array, received undefined$/,
+    // Our words in the public message; zod's own sentences went only to the model's repair turn.
+    /^model output did not match the schema: answer: must not be empty; sources is required$/,
   );
   assert.match(
     (server.requests[1]!.body.messages as { content: string }[]).at(-1)!.content,

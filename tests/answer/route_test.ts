@@ -520,7 +520,7 @@ Deno.test("POST /app/aimodel/{id}: an OpenAI structured model answers checked JS
     const res = await t.ask(t.openaiJsonModel.id, { query: "bus fares" });
     assert.equal(res.status, 502);
     assert.deepEqual(await res.json(), {
-      message: "model output did not match the schema: sources: Invalid input: expected array, received undefined",
+      message: "model output did not match the schema: sources is required",
     });
     assert.equal(t.sink.events.length, 0);
   }
