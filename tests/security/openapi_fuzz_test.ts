@@ -1,12 +1,13 @@
 /**
- * Every operation the OpenAPI document describes, fed hostile input built from its own schema: each
- * path, query and header parameter and each body field in turn takes an empty or 100,000-character
- * string, numbers at and past the edges, a lone surrogate, a NUL, a traversal, and (body fields) a
- * value of every wrong JSON type; the body as a whole is empty, cut short, not JSON, the wrong JSON type, nested 100,000
- * deep or 3 MB; MCP tools get the same values per argument, from a tenant's key and from an agent's
- * token (the paid path), and `arguments` itself is null, an array or a string. The request passes each gate as a real
- * caller's would (bearer key, payproxy signature, agent token, widget origin; rate limits raised),
- * so validation is what answers.
+ * Every operation the OpenAPI document describes, fed hostile input built from its own schema.
+ * Each path, query and header parameter, each body field, and each field one level down (in an
+ * object or an array's element) takes in turn an empty or 100,000-character string, numbers at and
+ * past the edges, a lone surrogate, a NUL, a traversal and (body fields) every wrong JSON type. The
+ * body as a whole is empty, cut short, not JSON, the wrong JSON type, nested 100,000 deep or 3 MB.
+ * MCP tools get the same values per argument, from a tenant's key and from an agent's token (the
+ * paid path), and `arguments` itself is null, an array or a string. Each request passes the gates
+ * as a real caller's would (bearer key, payproxy signature, agent token, widget origin; rate limits
+ * raised), so validation is what answers.
  *
  * Whatever comes back: never a 5xx, never a library's words, never the input in an error, always an
  * `X-Request-Id`; a JSON body parses. And the walk reaches past the gates: an operation that only
@@ -123,6 +124,20 @@ interface Probe {
   body?: string;
 }
 
+/** The object schema a field holds (itself, or its array's elements), when it has named fields. */
+function innerObject(schema: Schema, schemas: Record<string, Schema>): { schema: Schema; array: boolean } | null {
+  const resolve = (s: Schema) => {
+    while (s?.$ref) s = schemas[s.$ref.split("/").pop()];
+    return s;
+  };
+  const own = resolve(schema);
+  const array = own?.type === "array";
+  const object = resolve(array ? own.items : own);
+  return object?.type === "object" && object.properties && Object.keys(object.properties).length > 0
+    ? { schema: object, array }
+    : null;
+}
+
 /**
  * The hostile values of a field: every JSON type, and the strings that differ as text unless the
  * field takes only numbers or booleans (to which any string is just the wrong type).
@@ -230,6 +245,23 @@ function* probesOf(
   for (const [field, schema] of Object.entries<Schema>(properties?.properties ?? {})) {
     for (const v of valuesFor(schema, schemas)) {
       yield { label: `field ${field}=${show(v)}`, method, path, headers, body: encode({ ...base, [field]: v }) };
+    }
+    if (form) continue;
+    // One level down: each field of an object, or of an array's one element, in turn.
+    const inner = innerObject(schema, schemas);
+    if (!inner) continue;
+    const element = sampleOf(inner.schema, schemas) as Record<string, unknown>;
+    for (const [key, innerSchema] of Object.entries<Schema>(inner.schema.properties)) {
+      for (const v of valuesFor(innerSchema, schemas)) {
+        const value = { ...element, [key]: v };
+        yield {
+          label: `field ${field}${inner.array ? "[0]" : ""}.${key}=${show(v)}`,
+          method,
+          path,
+          headers,
+          body: encode({ ...base, [field]: inner.array ? [value] : value }),
+        };
+      }
     }
   }
   // A field the schema does not have, named by the caller: a strict schema must refuse it without naming it.
