@@ -132,11 +132,12 @@ export class ArticleIngest {
       await slice();
       const parsed = articleInputSchema.safeParse(fromHtml.get(i) ?? item);
       if (!parsed.success) {
-        const url = (item as { url?: unknown } | null)?.url;
+        // The item's url names it in the report only when it is one: an invalid one is the caller's raw text.
+        const url = articleInputSchema.shape.url.safeParse((item as { url?: unknown } | null)?.url);
         results[i] = {
           index: i,
           status: "error",
-          url: typeof url === "string" ? url : undefined,
+          url: url.success ? url.data : undefined,
           error: issueText(parsed.error),
         };
         continue;

@@ -4,6 +4,7 @@
  * object or an array's element) takes in turn an empty or 100,000-character string, numbers at and
  * past the edges, a lone surrogate, a NUL, a traversal and (body fields) every wrong JSON type. The
  * body as a whole is empty, cut short, not JSON, the wrong JSON type, nested 100,000 deep or 3 MB.
+ * The two bodies the document describes in prose (events, articles) get each field of one item.
  * MCP tools get the same values per argument, from a tenant's key and from an agent's token (the
  * paid path), and `arguments` itself is null, an array or a string. Each request passes the gates
  * as a real caller's would (bearer key, payproxy signature, agent token, widget origin; rate limits
@@ -15,7 +16,10 @@
  * New routes are covered as soon as they are documented.
  */
 import assert from "node:assert/strict";
+import { z } from "zod";
+import { eventInputSchema } from "../../analytics/schema.ts";
 import { newId } from "../../core/ids.ts";
+import { articleInputSchema } from "../../core/search/store/articles.ts";
 import { seedCommerceDemo } from "../../fixtures/commerce_demo.ts";
 import { seedPayproxySecret } from "../../fixtures/payproxy_demo.ts";
 import { seedStorefront } from "../../fixtures/storefront.ts";
@@ -115,6 +119,13 @@ interface Operation {
   security?: Record<string, string[]>[];
 }
 
+/** A body validated item by item in code: the item's schema (JSON Schema), a valid item, the body that carries it. */
+interface ItemBody {
+  schema: Schema;
+  item: Record<string, unknown>;
+  wrap(item: Record<string, unknown>): unknown;
+}
+
 /** One request of the walk. */
 interface Probe {
   label: string;
@@ -144,7 +155,8 @@ function innerObject(schema: Schema, schemas: Record<string, Schema>): { schema:
  */
 function valuesFor(schema: Schema, schemas: Record<string, Schema>): readonly unknown[] {
   while (schema?.$ref) schema = schemas[schema.$ref.split("/").pop()];
-  const types = [schema?.type, ...(schema?.anyOf ?? schema?.oneOf ?? []).map((s: Schema) => s?.type)].filter(Boolean);
+  const types = [schema?.type, ...(schema?.anyOf ?? schema?.oneOf ?? []).map((s: Schema) => s?.type)].flat()
+    .filter((t) => t && t !== "null");
   const onlyScalars = types.length > 0 && types.every((t) => t === "integer" || t === "number" || t === "boolean");
   return onlyScalars ? HOSTILE_VALUES : [...HOSTILE_VALUES, ...HOSTILE_STRINGS];
 }
@@ -196,7 +208,7 @@ function* probesOf(
   template: string,
   op: Operation,
   schemas: Record<string, Schema>,
-  valid: { param(name: string, template: string): string; headers: Record<string, string> },
+  valid: { param(name: string, template: string): string; headers: Record<string, string>; items?: ItemBody },
 ): Generator<Probe> {
   const params = op.parameters ?? [];
   const pathWith = (over: Record<string, string> = {}) =>
@@ -260,6 +272,21 @@ function* probesOf(
           path,
           headers,
           body: encode({ ...base, [field]: inner.array ? [value] : value }),
+        };
+      }
+    }
+  }
+  // A body the document describes in prose, validated item by item: each field of a valid item in turn.
+  if (valid.items) {
+    const { schema: itemSchema, item, wrap } = valid.items;
+    for (const [field, fieldSchema] of Object.entries<Schema>(itemSchema.properties)) {
+      for (const v of valuesFor(fieldSchema, {})) {
+        yield {
+          label: `item ${field}=${show(v)}`,
+          method,
+          path,
+          headers,
+          body: JSON.stringify(wrap({ ...item, [field]: v })),
         };
       }
     }
@@ -364,6 +391,19 @@ async function fuzzWorld() {
     await w.close();
     await peer.close();
   };
+  /** The bodies the document describes only in prose, by operation: the code's own item schemas. */
+  const itemBodies: Record<string, ItemBody> = {
+    "POST /v1/events": {
+      schema: z.toJSONSchema(eventInputSchema, { io: "input", unrepresentable: "any" }),
+      item: { event_type: "query", prompt: "What did the council decide?", session_id: "fuzz-session" },
+      wrap: (item) => ({ widget_id: acme.widget.id, events: [item] }),
+    },
+    "POST /v1/data-models/{data_model_id}/articles": {
+      schema: z.toJSONSchema(articleInputSchema, { io: "input", unrepresentable: "any" }),
+      item: { url: "https://news.example/fuzz", title: "A fuzzed story", body: "The council met on Monday." },
+      wrap: (item) => [item],
+    },
+  };
   /** The credential a caller of `template` holds: the operator's, an agent's or the tenant's key. */
   const credential = (template: string, op: Operation): string => {
     if (template === "/payproxy/metrics") return operator.key;
@@ -371,18 +411,22 @@ async function fuzzWorld() {
     return schemes.includes("agentToken") && !schemes.includes("bearerAuth") ? token.access_token : acme.key;
   };
   const agentToken = token.access_token as string;
-  return { w, acme, credential, agentToken, param, send, outbound, [Symbol.asyncDispose]: close };
+  return { w, acme, credential, agentToken, itemBodies, param, send, outbound, [Symbol.asyncDispose]: close };
 }
 
-/** What is wrong with one answer, or nothing. `jsonRpcId`: the marker is the request's JSON-RPC id, which must come back. */
-async function faultsOf(res: Response, { mcp = false, jsonRpcId = false } = {}): Promise<string[]> {
+/**
+ * What is wrong with one answer, or nothing. `jsonRpcId`: the marker is the request's JSON-RPC id,
+ * which must come back. `report`: the answer reports on items (ids, statuses, errors) and names
+ * none of the caller's text, whatever its status.
+ */
+async function faultsOf(res: Response, { mcp = false, jsonRpcId = false, report = false } = {}): Promise<string[]> {
   const text = await res.text();
   const faults: string[] = [];
   const type = res.headers.get("content-type") ?? "";
   if (res.status >= 500) faults.push(`answered ${res.status}`);
   if (!res.headers.get("x-request-id")) faults.push("no X-Request-Id");
   // A success may name what was asked (a search's query, the filters echoed); an error never does.
-  const isError = res.status >= 400 || (mcp && /"isError":true|"error":\{/.test(text));
+  const isError = res.status >= 400 || report || (mcp && /"isError":true|"error":\{/.test(text));
   if (isError && !jsonRpcId && echoesMarker(text)) faults.push(`echoed the input (${res.status})`);
   if (/json/.test(type) && LIBRARY_TEXT.test(text)) faults.push(`library text (${res.status})`);
   // A caller's input is never our internal error: JSON-RPC -32603 is the MCP twin of a 500.
@@ -417,11 +461,13 @@ Deno.test("every operation in /openapi.json answers hostile input without a 5xx,
         };
         const faults: string[] = [];
         let passed = false;
-        for (const probe of probesOf(method, template, op, schemas, { param: f.param, headers })) {
+        const items = f.itemBodies[name];
+        for (const probe of probesOf(method, template, op, schemas, { param: f.param, headers, items })) {
           sent++;
           const res = await f.send(probe);
           passed ||= !GATE_STATUSES.has(res.status) && res.status !== 413;
-          for (const fault of await faultsOf(res)) faults.push(`${probe.label}: ${fault}`);
+          const report = probe.label.startsWith("item ");
+          for (const fault of await faultsOf(res, { report })) faults.push(`${probe.label}: ${fault}`);
         }
         pastTheGate.set(name, passed);
         assert.deepEqual(faults, [], name);
