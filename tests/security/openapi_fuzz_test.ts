@@ -10,10 +10,10 @@
  * as a real caller's would (bearer key, payproxy signature, agent token, widget origin; rate limits
  * raised), so validation is what answers.
  *
- * Whatever comes back: never a 5xx, never a library's words, never the input in an error, always an
- * `X-Request-Id`; a JSON body parses. And the walk reaches past the gates: an operation that only
- * ever answered 401/404/429 is named, so a harness that stopped authenticating cannot pass quietly.
- * New routes are covered as soon as they are documented.
+ * Whatever comes back: never a 5xx, never a library's words, never the input in an error or as
+ * markup in a page, always an `X-Request-Id`; a JSON body parses. And the walk reaches past the
+ * gates: an operation that only ever answered 401/404/429 is named, so a harness that stopped
+ * authenticating cannot pass quietly. New routes are covered as soon as they are documented.
  */
 import assert from "node:assert/strict";
 import { z } from "zod";
@@ -439,6 +439,8 @@ async function faultsOf(res: Response, { mcp = false, jsonRpcId = false, report 
   const isError = res.status >= 400 || report || (mcp && /"isError":true|"error":\{/.test(text));
   if (isError && !jsonRpcId && echoesMarker(text)) faults.push(`echoed the input (${res.status})`);
   if (/json/.test(type) && LIBRARY_TEXT.test(text)) faults.push(`library text (${res.status})`);
+  // A page may show what was asked, escaped; the marker's `<script>` as markup would be script injection.
+  if (/html/.test(type) && text.includes(MARKER)) faults.push(`the input as markup in a page (${res.status})`);
   // A caller's input is never our internal error: JSON-RPC -32603 is the MCP twin of a 500.
   if (mcp && /"code":-32603\b/.test(text)) faults.push("JSON-RPC -32603 (internal error)");
   if (/json/.test(type) && text !== "") {
