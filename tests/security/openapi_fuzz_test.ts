@@ -10,10 +10,11 @@
  * as a real caller's would (bearer key, payproxy signature, agent token, widget origin; rate limits
  * raised), so validation is what answers.
  *
- * Whatever comes back: never a 5xx, never a library's words, never the input in an error or as
- * markup in a page, always an `X-Request-Id`; a JSON body parses. And the walk reaches past the
- * gates: an operation that only ever answered 401/404/429 is named, so a harness that stopped
- * authenticating cannot pass quietly. New routes are covered as soon as they are documented.
+ * Whatever comes back: never a 5xx, never a library's words, never the input in an error, in a
+ * header or as markup in a page, always an `X-Request-Id`; a JSON body parses. Each operation also
+ * gets hostile `Authorization` headers. And the walk reaches past the gates: an operation that only
+ * ever answered 401/404/429 is named, so a harness that stopped authenticating cannot pass quietly.
+ * New routes are covered as soon as they are documented.
  */
 import assert from "node:assert/strict";
 import { z } from "zod";
@@ -72,6 +73,20 @@ const HOSTILE_TEXTS: readonly string[] = [
 
 /** What a parameter that is not a plain string (a number, a boolean, an enum, a date) takes as well. */
 const HOSTILE_NUMBER_TEXTS: readonly string[] = ["-1", "0", "1.5", "1e999", "9007199254740993", "null", "true"];
+
+/** What every header parameter takes in turn (a header cannot carry a NUL or a lone surrogate). */
+const HOSTILE_HEADER_VALUES: readonly string[] = [MARKER, "", "x".repeat(10_000)];
+
+/** `Authorization` headers no caller holds: a marker in each scheme's place, and no scheme at all. */
+const HOSTILE_AUTHORIZATIONS: readonly string[] = [
+  `Bearer ${MARKER}`,
+  `Bearer ak_${MARKER}`,
+  `Bearer eyJ${MARKER}.e30.x`,
+  `Payment ${MARKER}`,
+  `Basic ${MARKER}`,
+  MARKER,
+  `Bearer ${"x".repeat(10_000)}`,
+];
 
 /** Whole bodies that are not what any route takes. */
 const HOSTILE_BODIES: readonly string[] = [
@@ -242,10 +257,15 @@ function* probesOf(
   const show = (v: unknown) => (typeof v === "string" ? JSON.stringify(v) : String(JSON.stringify(v))).slice(0, 24);
 
   yield { label: "as documented", method, path: url(requiredQuery), headers, body };
+  // The credential itself, hostile: a gate's refusal names no part of it.
+  for (const authorization of HOSTILE_AUTHORIZATIONS) {
+    const label = `authorization=${show(authorization)}`;
+    yield { label, method, path: url(requiredQuery), headers: { ...headers, authorization }, body };
+  }
   for (const p of params) {
-    // A header value cannot hold `<`, a NUL or a lone surrogate: fetch refuses to send them.
+    // A header value cannot hold a NUL or a lone surrogate: fetch refuses to send them.
     const values = p.in === "header"
-      ? [MARKER.replace("<script>", ""), "", "x".repeat(10_000)]
+      ? HOSTILE_HEADER_VALUES
       : takesAnyText(p)
       ? HOSTILE_TEXTS
       : [...HOSTILE_TEXTS, ...HOSTILE_NUMBER_TEXTS];
@@ -435,6 +455,9 @@ async function faultsOf(res: Response, { mcp = false, jsonRpcId = false, report 
   const type = res.headers.get("content-type") ?? "";
   if (res.status >= 500) faults.push(`answered ${res.status}`);
   if (!res.headers.get("x-request-id")) faults.push("no X-Request-Id");
+  for (const [name, value] of res.headers) {
+    if (echoesMarker(value)) faults.push(`the input in the ${name} header (${res.status})`);
+  }
   // A success may name what was asked (a search's query, the filters echoed); an error never does.
   const isError = res.status >= 400 || report || (mcp && /"isError":true|"error":\{/.test(text));
   if (isError && !jsonRpcId && echoesMarker(text)) faults.push(`echoed the input (${res.status})`);
