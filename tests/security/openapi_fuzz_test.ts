@@ -461,7 +461,7 @@ async function faultsOf(res: Response, { mcp = false, jsonRpcId = false, report 
   // A success may name what was asked (a search's query, the filters echoed); an error never does.
   const isError = res.status >= 400 || report || (mcp && /"isError":true|"error":\{/.test(text));
   if (isError && !jsonRpcId && echoesMarker(text)) faults.push(`echoed the input (${res.status})`);
-  if (/json/.test(type) && LIBRARY_TEXT.test(text)) faults.push(`library text (${res.status})`);
+  if (/json|text\/plain/.test(type) && LIBRARY_TEXT.test(text)) faults.push(`library text (${res.status})`);
   // A page may show what was asked, escaped; the marker's `<script>` as markup would be script injection.
   if (/html/.test(type) && text.includes(MARKER)) faults.push(`the input as markup in a page (${res.status})`);
   // A caller's input is never our internal error: JSON-RPC -32603 is the MCP twin of a 500.
