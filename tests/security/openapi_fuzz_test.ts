@@ -24,6 +24,7 @@ import { articleInputSchema } from "../../core/search/store/articles.ts";
 import { seedCommerceDemo } from "../../fixtures/commerce_demo.ts";
 import { seedPayproxySecret } from "../../fixtures/payproxy_demo.ts";
 import { seedStorefront } from "../../fixtures/storefront.ts";
+import { startServer } from "../../routes/server.ts";
 import { signedInit, startAllowancePeer } from "../payproxy/_helpers.ts";
 import { ORIGIN, widgetWorld } from "../widget/_world.ts";
 import { echoesMarker, LIBRARY_TEXT, MARKER } from "./_leaks.ts";
@@ -570,6 +571,38 @@ Deno.test("every operation in /openapi.json answers hostile input without a 5xx,
       assert.deepEqual([...faults, ...rpcFaults], []);
     });
   }
+
+  await t.step(
+    "over real HTTP: each body operation takes the whole hostile bodies as a client sends them",
+    async () => {
+      const server = startServer(f.w.app.fetch);
+      try {
+        const faults: string[] = [];
+        for (const [template, operations] of Object.entries(doc.paths as Record<string, Record<string, Operation>>)) {
+          for (const [verb, op] of Object.entries(operations)) {
+            const method = verb.toUpperCase();
+            const name = `${method} ${template}`;
+            if (method === "GET" || !op.requestBody || name in TWINS) continue;
+            const headers = {
+              authorization: `Bearer ${f.credential(template, op)}`,
+              origin: ORIGIN,
+              accept: "application/json, text/event-stream",
+              "content-type": Object.keys(op.requestBody.content)[0]!,
+            };
+            const path = template.replace(/\{(\w+)\}/g, (_, p) => f.param(p, template));
+            for (const body of HOSTILE_BODIES) {
+              sent++;
+              const res = await fetch(`${server.url}${path}`, { method, headers, body });
+              for (const fault of await faultsOf(res)) faults.push(`${name} body ${body.slice(0, 12)}: ${fault}`);
+            }
+          }
+        }
+        assert.deepEqual(faults, []);
+      } finally {
+        await server.shutdown(1000);
+      }
+    },
+  );
 
   await t.step("the walk got past every gate it can pass", () => {
     const stoppedAtGate = [...pastTheGate].filter(([name, passed]) => !passed && !(name in GATE_ONLY)).map(([n]) => n);
