@@ -110,6 +110,12 @@ export const commerceErrors = declareErrors({
     message: "Malformed Payment credential",
     detail: "Authorization must be `Payment <base64url credential>` answering one of our challenges",
   },
+  x402_payload_malformed: {
+    kind: "bad_request",
+    code: "invalid_request",
+    message: "Malformed x402 payment",
+    detail: "PAYMENT-SIGNATURE must be the base64 JSON of an x402 payment payload answering our 402",
+  },
   token_required: {
     kind: "bad_request",
     code: "invalid_request",

@@ -14,7 +14,7 @@ import { commerceErrors as errors } from "./errors.ts";
 import { loadMppx } from "./mppx.ts";
 import { effectiveState, type PaymentRecord, type PaymentState, type PaymentStore, terminalError } from "./payments.ts";
 import { type PaymentProcessor, PaymentProviderUnavailable } from "./processor.ts";
-import { carriesStandardCredential, type StandardMethods } from "./standard_methods.ts";
+import { carriesStandardCredential, type StandardMethods, x402PayloadOf } from "./standard_methods.ts";
 import { type AuthenticatedAgent, type Rail, realmOf, type Seller } from "./types.ts";
 
 /** A charge `processing` for longer than this is taken to have been abandoned by a dead process. */
@@ -180,9 +180,15 @@ export class Settlement {
     return this.o.standard?.enabled ?? false;
   }
 
-  /** Whether the request answers a standard method (mppx `evm`/`stripe` credential, or x402). */
+  /**
+   * Whether the request answers a standard method (mppx `evm`/`stripe` credential, or x402).
+   * @throws {AppError} `invalid_request` for a `PAYMENT-SIGNATURE` that is no x402 payload (mppx
+   *   would take it for its own internal failure).
+   */
   async standardCredential(headers: Headers): Promise<boolean> {
     if (!this.o.standard?.enabled) return false;
+    const x402 = headers.get("payment-signature");
+    if (x402 !== null && this.o.standard.evmEnabled && !x402PayloadOf(x402)) throw errors.x402_payload_malformed();
     const { Credential } = await loadMppx();
     return carriesStandardCredential(headers, this.o.standard.evmEnabled, (auth) => {
       try {
@@ -296,13 +302,26 @@ export function standardOfferHeaders(offer: StandardOffer): [string, string][] {
   return headers;
 }
 
+/** The Payment auth scheme's problem types (RFC 9457 `type`), whose last segment names the reason. */
+const PROBLEM_TYPE = /^https:\/\/paymentauth\.org\/problems\/(?:[a-z]+\/)?([a-z0-9-]{1,64})$/;
+
+/**
+ * The `settlementReason` of mppx's problem: its type as a code (`invalid_challenge`,
+ * `verification_failed`, `malformed_credential`), like the card rail's `insufficient_funds`. Never
+ * its `detail`, a sentence of mppx's that can quote the credential (`Challenge "<id>" is invalid`).
+ */
+export function settlementReasonOf(problem: unknown): string {
+  const type = (problem as { type?: unknown } | null)?.type;
+  const slug = typeof type === "string" ? PROBLEM_TYPE.exec(type)?.[1] : undefined;
+  return slug ? slug.replaceAll("-", "_") : "payment_not_settled";
+}
+
 /**
  * A standard credential that did not settle, as the storefront's 402 `settlement_failed`, carrying
  * mppx's fresh challenges so the client can start again.
  */
 export async function settlementRefused(res: Response): Promise<AppError> {
-  const problem = await res.json().catch(() => null) as { detail?: unknown; title?: unknown } | null;
-  const reason = typeof problem?.detail === "string" ? problem.detail.slice(0, 200) : "payment_not_settled";
+  const reason = settlementReasonOf(await res.json().catch(() => null));
   const headers: Record<string, string> = { "cache-control": "no-store" };
   for (const [k, v] of standardOfferHeaders(await standardOfferOf(res))) headers[k] = v;
   return errors.settlement_failed({ extra: { settlementReason: reason }, headers });

@@ -317,6 +317,21 @@ async function evmReference(chainId: number, from: unknown, nonce: unknown): Pro
   return `evm_${await sha256Short(`${chainId}:${from.toLowerCase()}:${nonce.toLowerCase()}`)}`;
 }
 
+/**
+ * The x402 payment payload a `PAYMENT-SIGNATURE` header carries (base64 JSON with a numeric
+ * `x402Version` and a `payload` object), or null when the header is not one.
+ */
+export function x402PayloadOf(header: string): Record<string, unknown> | null {
+  try {
+    const value = JSON.parse(new TextDecoder().decode(base64Bytes(header)));
+    const ok = typeof value === "object" && value !== null && !Array.isArray(value) &&
+      typeof value.x402Version === "number" && typeof value.payload === "object" && value.payload !== null;
+    return ok ? value : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Standard or URL-safe base64, padded or not. */
 function base64Bytes(s: string): Uint8Array {
   const std = s.trim().replace(/-/g, "+").replace(/_/g, "/");

@@ -9,7 +9,7 @@ import type { PaymentTerms } from "../../core/commerce/challenges.ts";
 import { EntitlementLedger } from "../../core/commerce/entitlements.ts";
 import { type PaymentRecord, PaymentStore } from "../../core/commerce/payments.ts";
 import { SANDBOX_TOKENS, SandboxProcessor } from "../../core/commerce/processor.ts";
-import { Settlement, STALE_PROCESSING_MS } from "../../core/commerce/settlement.ts";
+import { Settlement, settlementReasonOf, STALE_PROCESSING_MS } from "../../core/commerce/settlement.ts";
 import { httpStatus } from "../../routes/error_status.ts";
 
 const TERMS: PaymentTerms = {
@@ -129,4 +129,20 @@ Deno.test("Settlement.chargeToken() takes over a claim left processing by a dead
   assert.equal(charged.entry.value.state, "processing");
   assert.equal(charged.entry.value.createdAt, at);
   assert.equal(s.processor.ledger.length, 1);
+});
+
+Deno.test("settlementReasonOf(): mppx's problem type as a code, never its detail", () => {
+  const cases: [unknown, string][] = [
+    [
+      { type: "https://paymentauth.org/problems/invalid-challenge", detail: 'Challenge "x" is invalid' },
+      "invalid_challenge",
+    ],
+    [{ type: "https://paymentauth.org/problems/verification-failed" }, "verification_failed"],
+    [{ type: "https://paymentauth.org/problems/session/insufficient-balance" }, "insufficient_balance"],
+    [{ type: "https://evil.example/problems/LEAK<x>", detail: "x" }, "payment_not_settled"],
+    [{ type: "https://paymentauth.org/problems/LEAK<x>" }, "payment_not_settled"],
+    [{ detail: "no type" }, "payment_not_settled"],
+    [null, "payment_not_settled"],
+  ];
+  for (const [problem, reason] of cases) assert.equal(settlementReasonOf(problem), reason);
 });

@@ -106,6 +106,55 @@ Deno.test("evm payments at the storefront: once only, bound to their terms, conf
       assert.equal(await chain.balanceOf(chain.addresses.buyer), before - 1_000_000n);
     });
 
+    await t.step("a hostile credential is refused by a reason code, never with its own text", async () => {
+      const { token } = await w.agents.issue();
+      const body = { amountUsd: "1.000000" };
+      const cred = await credentialFor(w, token, purchase, body);
+      const decoded = JSON.parse(atob(cred.replace(/^Payment\s+/, "").replace(/-/g, "+").replace(/_/g, "/")));
+      const marker = "LEAK-7f3a<script>";
+      const reencode = (c: unknown) =>
+        `Payment ${btoa(JSON.stringify(c)).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_")}`;
+      const cases: [string, string, string][] = [
+        // mppx's own sentence quoted the id: `Challenge "<id>" is invalid`.
+        [
+          "a challenge id of the caller's",
+          reencode({ ...decoded, challenge: { ...decoded.challenge, id: marker } }),
+          "invalid_challenge",
+        ],
+        [
+          "a payload field of the wrong kind",
+          reencode({ ...decoded, payload: { ...decoded.payload, from: marker } }),
+          "invalid_payload",
+        ],
+      ];
+      for (const [label, authorization, reason] of cases) {
+        const res = await send(w, token, purchase, body, authorization);
+        const text = await res.text();
+        assert.equal(res.status, 402, label);
+        assert.deepEqual(JSON.parse(text).settlementReason, reason, label);
+        assert.ok(!text.includes("LEAK-7f3a"), `${label}: ${text}`);
+      }
+      // A PAYMENT-SIGNATURE that is no x402 payload is the caller's mistake, not mppx's internal error.
+      for (const signature of [marker, btoa("[1,2]"), btoa(JSON.stringify({ x402Version: 2 }))]) {
+        const res = await w.app.fetch(
+          new Request(`http://store.test${purchase}`, {
+            ...postJson(body),
+            headers: {
+              host: "store.test",
+              "content-type": "application/json",
+              authorization: `Bearer ${token}`,
+              "payment-signature": signature,
+            },
+          }),
+        );
+        assert.equal(res.status, 400);
+        assert.deepEqual(await res.json(), {
+          error: "invalid_request",
+          detail: "PAYMENT-SIGNATURE must be the base64 JSON of an x402 payment payload answering our 402",
+        });
+      }
+    });
+
     await t.step("every consumed record is a distinct on-chain settlement of its amount", async () => {
       const consumed = (await records(w)).filter((r) => r.state === "consumed");
       assert.equal(consumed.length, 2);
