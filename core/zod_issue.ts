@@ -26,6 +26,10 @@ const TYPE_NAMES: Readonly<Record<string, string>> = {
   null: "null",
 };
 
+/** How a type zod expected is said (`must be an object`); undefined for a type without a phrase. */
+export const expectedTypeName = (expected: string): string | undefined =>
+  Object.hasOwn(TYPE_NAMES, expected) ? TYPE_NAMES[expected] : undefined;
+
 /** How a string format is said. */
 const FORMAT_NAMES: Readonly<Record<string, string>> = {
   url: "a URL",
@@ -78,7 +82,7 @@ export function issueText(issue: Issue): string {
   if (!isZodDefault(issue)) return issue.message;
   switch (issue.code) {
     case "invalid_type":
-      return `must be ${TYPE_NAMES[issue.expected] ?? "of another type"}`;
+      return `must be ${expectedTypeName(issue.expected) ?? "of another type"}`;
     case "too_big":
       return bound("at most", issue.maximum, issue.inclusive, issue.origin);
     case "too_small":

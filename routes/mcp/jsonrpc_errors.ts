@@ -6,6 +6,8 @@
  * error the SDK sends passes here on its way out (the transport's `send`).
  */
 
+import { expectedTypeName } from "../../core/zod_issue.ts";
+
 /** JSON-RPC 2.0's codes used here. */
 const INVALID_PARAMS = -32602;
 const INTERNAL_ERROR = -32603;
@@ -24,17 +26,6 @@ const NAMED_PARAMS = new Set([
   "ref",
   "argument",
 ]);
-
-/** How a zod `invalid_type` issue's expected type is said. */
-const EXPECTED: Readonly<Record<string, string>> = {
-  string: "a string",
-  number: "a number",
-  int: "an integer",
-  boolean: "true or false",
-  object: "an object",
-  record: "an object",
-  array: "an array",
-};
 
 /** A JSON-RPC error object. */
 export interface JsonRpcErrorObject {
@@ -63,7 +54,7 @@ function invalidParams(issue: { code: string; path: unknown[]; expected?: unknow
   const named = head === "params" && typeof param === "string" && NAMED_PARAMS.has(param) ? param : null;
   if (!named) return "Invalid params";
   const expected = issue.code === "invalid_type" && typeof issue.expected === "string"
-    ? EXPECTED[issue.expected]
+    ? expectedTypeName(issue.expected)
     : undefined;
   return expected ? `Invalid params: ${named} must be ${expected}` : `Invalid params: ${named} is not valid`;
 }

@@ -161,15 +161,17 @@ interface Probe {
   body?: string;
 }
 
+/** `schema` with its `$ref`s followed into the document's components. */
+function resolved(schema: Schema, schemas: Record<string, Schema>): Schema {
+  while (schema?.$ref) schema = schemas[schema.$ref.split("/").pop()];
+  return schema;
+}
+
 /** The object schema a field holds (itself, or its array's elements), when it has named fields. */
 function innerObject(schema: Schema, schemas: Record<string, Schema>): { schema: Schema; array: boolean } | null {
-  const resolve = (s: Schema) => {
-    while (s?.$ref) s = schemas[s.$ref.split("/").pop()];
-    return s;
-  };
-  const own = resolve(schema);
+  const own = resolved(schema, schemas);
   const array = own?.type === "array";
-  const object = resolve(array ? own.items : own);
+  const object = resolved(array ? own.items : own, schemas);
   return object?.type === "object" && object.properties && Object.keys(object.properties).length > 0
     ? { schema: object, array }
     : null;
@@ -180,7 +182,7 @@ function innerObject(schema: Schema, schemas: Record<string, Schema>): { schema:
  * field takes only numbers or booleans (to which any string is just the wrong type).
  */
 function valuesFor(schema: Schema, schemas: Record<string, Schema>): readonly unknown[] {
-  while (schema?.$ref) schema = schemas[schema.$ref.split("/").pop()];
+  schema = resolved(schema, schemas);
   const types = [schema?.type, ...(schema?.anyOf ?? schema?.oneOf ?? []).map((s: Schema) => s?.type)].flat()
     .filter((t) => t && t !== "null");
   const onlyScalars = types.length > 0 && types.every((t) => t === "integer" || t === "number" || t === "boolean");
@@ -189,7 +191,7 @@ function valuesFor(schema: Schema, schemas: Record<string, Schema>): readonly un
 
 /** A minimal valid value of `schema`: its example, default or first enum value, else required fields only. */
 function sampleOf(schema: Schema, schemas: Record<string, Schema>, depth = 0): unknown {
-  while (schema?.$ref) schema = schemas[schema.$ref.split("/").pop()];
+  schema = resolved(schema, schemas);
   if (!schema || depth > 6) return null;
   if (schema.example !== undefined) return schema.example;
   if (schema.default !== undefined) return schema.default;
@@ -282,8 +284,7 @@ function* probesOf(
   if (!media) return;
   const path = url(requiredQuery);
   for (const raw of HOSTILE_BODIES) yield { label: `body ${show(raw)}`, method, path, headers, body: raw };
-  let properties = media.schema;
-  while (properties?.$ref) properties = schemas[properties.$ref.split("/").pop()];
+  const properties = resolved(media.schema, schemas);
   const base = typeof sample === "object" && sample !== null ? sample : {};
   for (const [field, schema] of Object.entries<Schema>(properties?.properties ?? {})) {
     for (const v of valuesFor(schema, schemas)) {
