@@ -25,12 +25,6 @@ SELECT
   CASE WHEN regexp_matches(coalesce(response, ''), '^([\t\r\n]|[\s\x0B\p{Z}\x{FEFF}\x{200B}-\x{200D}\x{2060}]*[=+\-@])')
     THEN '''' || coalesce(response, '') ELSE coalesce(response, '') END AS response
 FROM read_parquet($files, union_by_name = true)
-WHERE ts >= CAST($start_ts AS TIMESTAMP)
-  AND ts < CAST($end_ts AS TIMESTAMP)
-  AND tenant_id = $tenant_id
-  AND event_type = 'query'
-  AND list_contains($interaction_types, interaction_type)
-  AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
-  AND ($placement_id IS NULL OR placement_id = $placement_id)
-  AND ($deployment_type IS NULL OR deployment_type = $deployment_type)
+WHERE
+  -- @include ask_ai_log_filters
 ORDER BY ts DESC, event_id DESC
