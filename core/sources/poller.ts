@@ -156,8 +156,11 @@ export class SourcePoller {
   }
 
   /**
-   * One round: polls every due source whose lease this process wins. Concurrent calls share
-   * the round in flight.
+   * One round: polls due sources whose lease this process wins, in passes. A pass polls one due
+   * source per data model (its most overdue), so a data model with many or slow sources takes
+   * turns with every other one instead of holding the round; a pass starts only while the round is
+   * younger than `tickMs`, and what is left waits for the next round, most overdue first.
+   * Concurrent calls share the round in flight.
    * @returns the outcomes of the polls this process made
    */
   tick(): Promise<PollOutcome[]> {
@@ -166,16 +169,34 @@ export class SourcePoller {
       const out: PollOutcome[] = [];
       const sources = await this.#deps.sources.listAll();
       const states = await this.#deps.sources.states(sources.map((s) => s.id));
-      const nowMs = this.#deps.clock.now().getTime();
+      const startedMs = this.#deps.clock.now().getTime();
+      const due = new Map<string, { source: Source; dueMs: number }[]>();
       for (const [i, source] of sources.entries()) {
-        const st = states[i];
-        if (st && Date.parse(st.nextPollAt) > nowMs) continue;
+        const dueMs = states[i] ? Date.parse(states[i]!.nextPollAt) : 0;
+        if (dueMs > startedMs) continue;
         if (this.#deps.serves && !this.#deps.serves(source.dataModelId)) continue;
-        const outcome = await this.pollIfDue(source).catch((err) => {
-          this.#deps.log.error("source poll failed", { source_id: source.id, error: describeError(err) });
-          return null;
-        });
-        if (outcome) out.push(outcome);
+        const queue = due.get(source.dataModelId) ?? [];
+        queue.push({ source, dueMs });
+        due.set(source.dataModelId, queue);
+      }
+      for (const queue of due.values()) queue.sort((a, b) => a.dueMs - b.dueMs);
+      for (let pass = 0; due.size > 0; pass++) {
+        if (pass > 0 && this.#deps.clock.now().getTime() - startedMs >= this.#settings.tickMs) break;
+        for (const [dataModelId, queue] of due) {
+          // The first of its due sources this process gets to poll (another may hold a lease).
+          while (queue.length) {
+            const { source } = queue.shift()!;
+            const outcome = await this.pollIfDue(source).catch((err) => {
+              this.#deps.log.error("source poll failed", { source_id: source.id, error: describeError(err) });
+              return null;
+            });
+            if (outcome) {
+              out.push(outcome);
+              break;
+            }
+          }
+          if (!queue.length) due.delete(dataModelId);
+        }
       }
       return out;
     };
