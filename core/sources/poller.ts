@@ -98,6 +98,19 @@ const HTML_TYPES = ["text/html", "application/xhtml+xml"] as const;
 // Who the poller is to the worker pools: one caller, taking turns with tenants and agents.
 const POLLER_CALLER = "poller";
 
+// An ETag is a short quoted token and Last-Modified an HTTP date (29 characters). A longer one, or
+// one outside visible ASCII, is dropped (that source then polls without a conditional GET) rather
+// than stored and sent back: near the 64 KiB header cap it would make the source's state too large
+// for KV, the state would never save, and the source would stay due at every tick.
+const MAX_VALIDATOR_CHARS = 256;
+const VALIDATOR_RE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+
+/** A response's `ETag` or `Last-Modified` when it is fit to keep and send back; undefined otherwise. */
+function validator(headers: Headers | undefined, name: "etag" | "last-modified"): string | undefined {
+  const value = headers?.get(name);
+  return value && value.length <= MAX_VALIDATOR_CHARS && VALIDATOR_RE.test(value) ? value : undefined;
+}
+
 /** Our words for a failed fetch (SafeFetchError messages are written to be shown). */
 function publicError(err: unknown): string {
   if (err instanceof SafeFetchError) return err.message;
@@ -262,8 +275,8 @@ export class SourcePoller {
           // Not modified: nothing to read, nothing to parse.
           outcome.status = "not_modified";
           outcome.httpStatus = 304;
-          next.etag = err.headers?.get("etag") ?? state.etag;
-          next.lastModified = err.headers?.get("last-modified") ?? state.lastModified;
+          next.etag = validator(err.headers, "etag") ?? state.etag;
+          next.lastModified = validator(err.headers, "last-modified") ?? state.lastModified;
           this.#succeeded(source, next, polledAt, "not_modified");
           return outcome;
         }
@@ -285,8 +298,8 @@ export class SourcePoller {
         outcome.itemsNew = report.created;
         outcome.itemsUpdated = report.updated;
       }
-      next.etag = res.headers.get("etag") ?? undefined;
-      next.lastModified = res.headers.get("last-modified") ?? undefined;
+      next.etag = validator(res.headers, "etag");
+      next.lastModified = validator(res.headers, "last-modified");
       next.itemsAdded = state.itemsAdded + outcome.itemsNew;
       next.itemsUpdated = state.itemsUpdated + outcome.itemsUpdated;
       this.#succeeded(source, next, polledAt, "ok");
