@@ -6,10 +6,11 @@
  * payproxy scheme (same seller key that verified the incoming request, a fresh `zc-request-id`).
  * Answers:
  * - 2xx `{"allowed": true}` -> allowed; 2xx `{"allowed": false}` -> denied (the route answers 402);
- * - unreachable, no answer within the timeout, or 5xx -> a transient outage: allowed ("fail open"),
+ * - unreachable, no status within the timeout, or 5xx -> a transient outage: allowed ("fail open"),
  *   with a warning log line and the `failOpen` counter;
- * - anything else (3xx, 4xx, a 2xx without a boolean `allowed`) -> denied: it is not an outage,
- *   so failing open would hand out free calls on a misconfiguration. Counted as `unexpected`.
+ * - anything else (3xx, 4xx, a 2xx without a boolean `allowed`, a 2xx whose body does not arrive
+ *   whole within the same timeout) -> denied: it is not an outage, so failing open would hand out
+ *   free calls on a misconfiguration or a slowed answer. Counted as `unexpected`.
  */
 import type { Clock } from "../clock.ts";
 import { unixSeconds } from "../clock.ts";
@@ -17,6 +18,7 @@ import type { HmacSha256 } from "../crypto.ts";
 import type { Logger } from "../log.ts";
 import { signRequest } from "./signature.ts";
 import { boundedCache, type LRUCache } from "../bounded_cache.ts";
+import { readStreamCapped } from "../bytes.ts";
 
 /** The meter of an article's licensed full text (search `contents: {text: true}`), one unit per text. */
 export const FULL_TEXT_METER = "full_text";
@@ -180,7 +182,6 @@ export class AllowanceClient {
     };
     const signal = AbortSignal.timeout(this.#timeoutMs);
     let res: Response;
-    let text: string;
     try {
       const signed = await signRequest({
         secret: key.secret,
@@ -192,31 +193,37 @@ export class AllowanceClient {
         requestId: callId,
         agentId: request.agentId,
       });
-      // The timeout covers reading the answer too, and holds when the payment layer is this
-      // process (an in-process loopback does not watch the signal).
-      [res, text] = await withDeadline(signal, async () => {
-        const answer = await this.#fetch(this.#url, {
+      // The timeout holds when the payment layer is this process too (an in-process loopback does
+      // not watch the signal).
+      res = await withDeadline(signal, () =>
+        this.#fetch(this.#url, {
           method: "POST",
           headers: { ...signed.headers, "content-type": "application/json", accept: "application/json" },
           body,
           redirect: "manual",
           signal,
-        });
-        return [answer, await answer.text()] as const;
-      });
+        }));
     } catch (err) {
       if (signal.aborted) return failOpen("timeout", `no answer within ${this.#timeoutMs} ms`);
       return failOpen("unreachable", err instanceof Error ? `${err.name}: ${err.message}` : String(err));
     }
-    if (res.status >= 500) return failOpen("server_error", `payment layer answered ${res.status}`);
+    // From here the payment layer has answered: only its status can still make this an outage. A
+    // body that then trickles past the deadline, breaks off or runs long is an answer not understood
+    // (denied): failing open on it would give free calls to whoever can slow the answer down.
+    if (res.status >= 500) {
+      await res.body?.cancel().catch(() => {});
+      return failOpen("server_error", `payment layer answered ${res.status}`);
+    }
     let allowed: unknown;
     if (res.ok) {
       try {
-        allowed = (JSON.parse(text) as { allowed?: unknown })?.allowed;
+        const bytes = await withDeadline(signal, () => readStreamCapped(res.body ?? emptyStream(), MAX_ANSWER_BYTES));
+        allowed = bytes ? (JSON.parse(new TextDecoder().decode(bytes)) as { allowed?: unknown })?.allowed : undefined;
       } catch {
         allowed = undefined;
       }
     }
+    await res.body?.cancel().catch(() => {});
     if (allowed === true) return { allowed: true };
     if (allowed !== false) {
       this.metrics.allowance.unexpected++;
@@ -225,6 +232,10 @@ export class AllowanceClient {
     return { allowed: false };
   }
 }
+
+// `{"allowed": true}` is a few bytes; anything far larger is not an answer of the payment layer.
+const MAX_ANSWER_BYTES = 64 * 1024;
+const emptyStream = () => new ReadableStream<Uint8Array>({ start: (c) => c.close() });
 
 /** Runs `work`, rejecting with the signal's reason as soon as it aborts (whether `work` watches it or not). */
 function withDeadline<T>(signal: AbortSignal, work: () => Promise<T>): Promise<T> {

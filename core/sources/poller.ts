@@ -98,6 +98,19 @@ const HTML_TYPES = ["text/html", "application/xhtml+xml"] as const;
 // Who the poller is to the worker pools: one caller, taking turns with tenants and agents.
 const POLLER_CALLER = "poller";
 
+// An ETag is a short quoted token and Last-Modified an HTTP date (29 characters). A longer one, or
+// one outside visible ASCII, is dropped (that source then polls without a conditional GET) rather
+// than stored and sent back: near the 64 KiB header cap it would make the source's state too large
+// for KV, the state would never save, and the source would stay due at every tick.
+const MAX_VALIDATOR_CHARS = 256;
+const VALIDATOR_RE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+
+/** A response's `ETag` or `Last-Modified` when it is fit to keep and send back; undefined otherwise. */
+function validator(headers: Headers | undefined, name: "etag" | "last-modified"): string | undefined {
+  const value = headers?.get(name);
+  return value && value.length <= MAX_VALIDATOR_CHARS && VALIDATOR_RE.test(value) ? value : undefined;
+}
+
 /** Our words for a failed fetch (SafeFetchError messages are written to be shown). */
 function publicError(err: unknown): string {
   if (err instanceof SafeFetchError) return err.message;
@@ -156,8 +169,11 @@ export class SourcePoller {
   }
 
   /**
-   * One round: polls every due source whose lease this process wins. Concurrent calls share
-   * the round in flight.
+   * One round: polls due sources whose lease this process wins, in passes. A pass polls one due
+   * source per data model (its most overdue), so a data model with many or slow sources takes
+   * turns with every other one instead of holding the round; a pass starts only while the round is
+   * younger than `tickMs`, and what is left waits for the next round, most overdue first.
+   * Concurrent calls share the round in flight.
    * @returns the outcomes of the polls this process made
    */
   tick(): Promise<PollOutcome[]> {
@@ -166,16 +182,34 @@ export class SourcePoller {
       const out: PollOutcome[] = [];
       const sources = await this.#deps.sources.listAll();
       const states = await this.#deps.sources.states(sources.map((s) => s.id));
-      const nowMs = this.#deps.clock.now().getTime();
+      const startedMs = this.#deps.clock.now().getTime();
+      const due = new Map<string, { source: Source; dueMs: number }[]>();
       for (const [i, source] of sources.entries()) {
-        const st = states[i];
-        if (st && Date.parse(st.nextPollAt) > nowMs) continue;
+        const dueMs = states[i] ? Date.parse(states[i]!.nextPollAt) : 0;
+        if (dueMs > startedMs) continue;
         if (this.#deps.serves && !this.#deps.serves(source.dataModelId)) continue;
-        const outcome = await this.pollIfDue(source).catch((err) => {
-          this.#deps.log.error("source poll failed", { source_id: source.id, error: describeError(err) });
-          return null;
-        });
-        if (outcome) out.push(outcome);
+        const queue = due.get(source.dataModelId) ?? [];
+        queue.push({ source, dueMs });
+        due.set(source.dataModelId, queue);
+      }
+      for (const queue of due.values()) queue.sort((a, b) => a.dueMs - b.dueMs);
+      for (let pass = 0; due.size > 0; pass++) {
+        if (pass > 0 && this.#deps.clock.now().getTime() - startedMs >= this.#settings.tickMs) break;
+        for (const [dataModelId, queue] of due) {
+          // The first of its due sources this process gets to poll (another may hold a lease).
+          while (queue.length) {
+            const { source } = queue.shift()!;
+            const outcome = await this.pollIfDue(source).catch((err) => {
+              this.#deps.log.error("source poll failed", { source_id: source.id, error: describeError(err) });
+              return null;
+            });
+            if (outcome) {
+              out.push(outcome);
+              break;
+            }
+          }
+          if (!queue.length) due.delete(dataModelId);
+        }
       }
       return out;
     };
@@ -241,8 +275,8 @@ export class SourcePoller {
           // Not modified: nothing to read, nothing to parse.
           outcome.status = "not_modified";
           outcome.httpStatus = 304;
-          next.etag = err.headers?.get("etag") ?? state.etag;
-          next.lastModified = err.headers?.get("last-modified") ?? state.lastModified;
+          next.etag = validator(err.headers, "etag") ?? state.etag;
+          next.lastModified = validator(err.headers, "last-modified") ?? state.lastModified;
           this.#succeeded(source, next, polledAt, "not_modified");
           return outcome;
         }
@@ -264,8 +298,8 @@ export class SourcePoller {
         outcome.itemsNew = report.created;
         outcome.itemsUpdated = report.updated;
       }
-      next.etag = res.headers.get("etag") ?? undefined;
-      next.lastModified = res.headers.get("last-modified") ?? undefined;
+      next.etag = validator(res.headers, "etag");
+      next.lastModified = validator(res.headers, "last-modified");
       next.itemsAdded = state.itemsAdded + outcome.itemsNew;
       next.itemsUpdated = state.itemsUpdated + outcome.itemsUpdated;
       this.#succeeded(source, next, polledAt, "ok");

@@ -5,6 +5,7 @@ import { AllowanceClient, PayproxyMetrics, serviceSlug, slugify } from "../../co
 import { PayproxySecretStore } from "../../core/payproxy/secrets.ts";
 import { SignatureVerifier } from "../../core/payproxy/signature.ts";
 import { deadAddress, startAllowancePeer } from "./_helpers.ts";
+import { startServer } from "../../routes/server.ts";
 
 const REQUEST = { agentId: "agent-1", serviceSlug: "demo-news", usage: [{ meterSlug: "query", quantity: 1 }] };
 
@@ -147,4 +148,44 @@ Deno.test("AllowanceClient: concurrent identical questions share one call", asyn
   assert.ok(answers.every((a) => !a.allowed));
   assert.equal(s.client.metrics.allowance.denied, 10);
   assert.equal(s.client.metrics.allowance.calls, 1);
+});
+
+Deno.test("AllowanceClient: an answer whose status arrived but whose body drips past the timeout is denied, never failed open", async (t) => {
+  // The payment layer answered (its status line and headers are in): it is up, so a body that
+  // trickles in too slowly is an answer not understood, not an outage.
+  const stopping = new AbortController();
+  const state = { status: 200 };
+  const server = startServer(() => {
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"allowed":'));
+        stopping.signal.addEventListener("abort", () => {
+          try {
+            controller.close();
+          } catch { /* the client went away first */ }
+        }, { once: true });
+      },
+    });
+    return new Response(body, { status: state.status, headers: { "content-type": "application/json" } });
+  });
+  try {
+    for (const status of [200, 402, 404]) {
+      await t.step(`status ${status}`, async () => {
+        state.status = status;
+        using s = await setup(server.url, 150);
+        assert.deepEqual(await s.client.check(REQUEST, s.key), { allowed: false });
+        assert.equal(s.client.metrics.allowance.failOpen, 0);
+        assert.equal(s.client.metrics.allowance.unexpected, 1);
+      });
+    }
+    await t.step("a 5xx whose body drips is an outage at once (fails open without waiting for the body)", async () => {
+      state.status = 503;
+      using s = await setup(server.url, 150);
+      assert.deepEqual(await s.client.check(REQUEST, s.key), { allowed: true, failedOpen: true });
+      assert.equal(s.client.metrics.allowance.failOpenByReason.server_error, 1);
+    });
+  } finally {
+    stopping.abort();
+    await server.shutdown(1000);
+  }
 });

@@ -91,6 +91,38 @@ Deno.test("poller: a 304 sends the validators back and costs no parse", async ()
   assert.equal(src.last_status, "not_modified");
 });
 
+Deno.test("poller: an ETag a hostile server makes huge is dropped, so the state saves and the interval holds", async () => {
+  await using feed = feedServer();
+  await using w = await sourcesWorld();
+  let hostile = false;
+  // An ETag just under the response-header cap: stored, it would take the source's state past KV's
+  // 64 KiB value limit, the state would never save, and the source would stay due at every tick.
+  feed.route(
+    "/feed.xml",
+    () =>
+      xml(rss([{ link: feed.url("/a/1"), title: "Ferry timetable changes", content: LONG("ferry") }]), {
+        ...(hostile ? { etag: `"${"e".repeat(65_350)}"` } : {}),
+        "last-modified": "Sat, 21 Nov 2026 10:00:00 GMT",
+      }),
+  );
+  const added = await w.addSource({ type: "rss", url: feed.url("/feed.xml"), interval_s: 300 });
+  assert.equal(added.status, 201, JSON.stringify(added.json));
+  hostile = true;
+  const p = w.poller();
+  assert.equal((await p.tick())[0]?.status, "ok");
+  const src = (await (await w.api("/sources")).json()).data[0];
+  assert.equal(src.last_status, "ok");
+  assert.equal(src.next_poll_at, new Date(w.clock.now().getTime() + 300_000).toISOString());
+  assert.equal(src.etag, null);
+  assert.equal(src.last_modified, "Sat, 21 Nov 2026 10:00:00 GMT");
+  assert.deepEqual(await p.tick(), [], "not due again before its interval");
+  w.clock.advance(300_000);
+  await p.tick();
+  const last = feed.seen.filter((s) => s.path === "/feed.xml").at(-1)!;
+  assert.equal(last.headers.get("if-none-match"), null);
+  assert.equal(last.headers.get("if-modified-since"), "Sat, 21 Nov 2026 10:00:00 GMT");
+});
+
 Deno.test("poller: 500s back off exponentially with jitter, Retry-After is honoured, a 200 recovers", async () => {
   await using feed = feedServer();
   await using w = await sourcesWorld();
