@@ -55,6 +55,10 @@ export class SourceService {
     } catch {
       throw sourcesErrors.invalid_url();
     }
+    const room = { dataModelId: dm.id, url, type: input.type };
+    // A duplicate or a data model at its cap is refused before the probe: no outbound fetch for a
+    // source that cannot be added. The add below checks again, atomically.
+    await this.#limitErrors(() => this.deps.sources.assertRoom(room, this.deps.limits.maxPerDataModel));
     try {
       const res = await this.deps.fetcher.fetch(url, {
         accept: SOURCE_MEDIA_TYPES[input.type],
@@ -83,16 +87,21 @@ export class SourceService {
       }
       throw err;
     }
-    try {
-      const source = await this.deps.sources.add({
-        dataModelId: dm.id,
+    const source = await this.#limitErrors(() =>
+      this.deps.sources.add({
+        ...room,
         tenantId: dm.tenantId,
-        type: input.type,
-        url,
         intervalS: input.interval_s,
         fetchPages: input.fetch_pages ?? input.type === "sitemap",
-      }, this.deps.limits.maxPerDataModel);
-      return sourceView(source, (await this.deps.sources.state(source.id)).value);
+      }, this.deps.limits.maxPerDataModel)
+    );
+    return sourceView(source, (await this.deps.sources.state(source.id)).value);
+  }
+
+  /** Runs `work`, turning a {@link SourceLimitError} into the public 409 it stands for. */
+  async #limitErrors<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
     } catch (err) {
       if (err instanceof SourceLimitError) {
         throw err.code === "source_exists"

@@ -120,6 +120,12 @@ export class SourceLimitError extends Error {
   }
 }
 
+/** Throws {@link SourceLimitError} when `existing` already has `fields`' URL of its type, or is at the cap. */
+function assertRoom(existing: readonly Source[], fields: Pick<Source, "url" | "type">, maxPerDataModel: number): void {
+  if (existing.some((s) => s.url === fields.url && s.type === fields.type)) throw new SourceLimitError("source_exists");
+  if (existing.length >= maxPerDataModel) throw new SourceLimitError("source_limit_reached");
+}
+
 /** Sources and their state in KV. */
 export class SourceRepo {
   constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
@@ -158,6 +164,15 @@ export class SourceRepo {
   }
 
   /**
+   * Throws what {@link add} would for `fields` now (a duplicate, or the cap reached), so a caller can
+   * refuse before doing work for a source that cannot be added. `add` checks again, atomically.
+   * @throws {SourceLimitError} at the cap, or when the model already has this URL
+   */
+  async assertRoom(fields: Pick<Source, "dataModelId" | "url" | "type">, maxPerDataModel: number): Promise<void> {
+    assertRoom(await this.list(fields.dataModelId), fields, maxPerDataModel);
+  }
+
+  /**
    * Adds a source, first poll due now. The per-model cap and URL uniqueness hold under
    * concurrent adds: the add commits only if the model's source list did not change meanwhile.
    * @throws {SourceLimitError} at the cap, or when the model already has this URL
@@ -170,12 +185,7 @@ export class SourceRepo {
     for (let attempt = 0; attempt < 8; attempt++) {
       const count = await this.kv.get<Deno.KvU64>(countKey);
       const existing = await this.list(fields.dataModelId);
-      if (existing.some((s) => s.url === fields.url && s.type === fields.type)) {
-        throw new SourceLimitError("source_exists");
-      }
-      if (existing.length >= maxPerDataModel) {
-        throw new SourceLimitError("source_limit_reached");
-      }
+      assertRoom(existing, fields, maxPerDataModel);
       const now = this.clock.now().toISOString();
       const source: Source = { ...fields, id: newId("src", this.clock), createdAt: now };
       const state: SourceState = { nextPollAt: now, itemsAdded: 0, itemsUpdated: 0, failures: 0 };

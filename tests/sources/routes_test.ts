@@ -76,6 +76,8 @@ Deno.test("sources routes: bad input gets a clear 4xx", async () => {
   const capped = await w.addSource({ type: "rss", url: feed.url("/f3.xml") });
   assert.equal(capped.status, 409);
   assert.equal(capped.json.message, "a data model has at most 2 sources; delete one first");
+  // Both refusals come before the probe: a tenant at its cap cannot make the service fetch for it.
+  assert.deepEqual([feed.hits("/f1.xml"), feed.hits("/f2.xml"), feed.hits("/f3.xml")], [1, 1, 0]);
 
   // Another tenant's data model and a missing key.
   const other = await w.tenantWithKey("Other");
