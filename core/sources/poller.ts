@@ -5,8 +5,9 @@
  * Every process runs a poller. A source is polled by one process at a time: a process takes the
  * source's KV lease, re-reads the source's state under it (another process may just have polled),
  * polls, writes the state, and gives the lease back. A process that dies mid-poll stops renewing,
- * so another one takes the source over within one lease period. Other processes learn about the
- * new articles through the engine's revision watch.
+ * so another one takes the source over within one lease period; a poll that outlives its lease (a
+ * stalled fetch) finds it taken at its next renewal and stops without writing. Other processes learn
+ * about the new articles through the engine's revision watch.
  */
 import type { Clock } from "../clock.ts";
 import { systemTimers, type TimerId, type Timers } from "../timers.ts";
@@ -109,6 +110,23 @@ const VALIDATOR_RE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
 function validator(headers: Headers | undefined, name: "etag" | "last-modified"): string | undefined {
   const value = headers?.get(name);
   return value && value.length <= MAX_VALIDATOR_CHARS && VALIDATOR_RE.test(value) ? value : undefined;
+}
+
+/**
+ * Thrown when a poll's lease could not be renewed: another process holds the source now (this poll
+ * outlived the lease), so this one stops instead of fetching and ingesting the same source twice, and
+ * leaves the state to the holder.
+ */
+class LeaseLostError extends Error {
+  constructor() {
+    super("source lease lost");
+    this.name = "LeaseLostError";
+  }
+}
+
+/** Renews `lease` before a slow step of a poll; throws {@link LeaseLostError} when another process has it. */
+async function renew(lease: KvLease): Promise<void> {
+  if (!(await lease.acquire())) throw new LeaseLostError();
 }
 
 /** Our words for a failed fetch (SafeFetchError messages are written to be shown). */
@@ -256,6 +274,7 @@ export class SourcePoller {
       ms: 0,
     };
     const next: SourceState = { ...state, lastPolledAt: polledAt.toISOString() };
+    let leaseLost = false;
     try {
       const dm = await this.#deps.dataModel(source.dataModelId);
       if (!dm) return null;
@@ -305,6 +324,11 @@ export class SourcePoller {
       this.#succeeded(source, next, polledAt, "ok");
       return outcome;
     } catch (err) {
+      if (err instanceof LeaseLostError) {
+        leaseLost = true;
+        log.warn("source poll stopped: another process took its lease", { source_id: source.id });
+        return null;
+      }
       outcome.status = "error";
       outcome.error = publicError(err);
       next.failures = state.failures + 1;
@@ -326,7 +350,7 @@ export class SourcePoller {
       return outcome;
     } finally {
       outcome.ms = Math.round(performance.now() - started);
-      if (await this.#deps.sources.saveState(source, next)) {
+      if (!leaseLost && await this.#deps.sources.saveState(source, next)) {
         log.info("source polled", {
           source_id: source.id,
           data_model_id: source.dataModelId,
@@ -392,7 +416,7 @@ export class SourcePoller {
       }
       if (wantsPage && outcome.pagesFetched < this.#settings.maxPageFetches) {
         outcome.pagesFetched++;
-        await lease.acquire(); // renew: page fetches are the slow part of a poll
+        await renew(lease); // page fetches are the slow part of a poll
         const page = await this.#readPage(url);
         if (page) {
           input.url = page.canonical;
@@ -429,7 +453,7 @@ export class SourcePoller {
     const items: FeedItem[] = [];
     outcome.sitemapsRead = 0;
     for (const child of children) {
-      await lease.acquire(); // renew: each child is a fetch of up to maxBytes
+      await renew(lease); // each child is a fetch of up to maxBytes
       try {
         const res = await this.#deps.fetcher.fetch(child.url, {
           accept: SOURCE_MEDIA_TYPES.sitemap,

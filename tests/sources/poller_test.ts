@@ -251,3 +251,45 @@ Deno.test("poller: summary-only items fetch their page (bounded) and dedupe by <
   for await (const a of engineOf(w.deps).articles.list(w.dm.id)) stored.push(a.url);
   assert.equal(stored.filter((u) => u.includes("story")).length, 1);
 });
+
+Deno.test("poller: a poll that loses its lease to another process stops: no more page fetches, no state, no ingest", async () => {
+  await using feed = feedServer();
+  await using w = await sourcesWorld();
+  const page = (n: number) =>
+    new Response(
+      `<!doctype html><html><head><title>Story ${n}</title></head><body><article><h1>Story ${n}</h1><p>${
+        LONG(`story ${n}`)
+      }</p></article></body></html>`,
+      { headers: { "content-type": "text/html; charset=utf-8" } },
+    );
+  feed.route(
+    "/feed.xml",
+    () => xml(rss([1, 2, 3].map((n) => ({ link: feed.url(`/p/${n}`), title: `Story ${n}`, description: "Teaser." })))),
+  );
+  const added = await w.addSource({ type: "rss", url: feed.url("/feed.xml"), fetch_pages: true });
+  const sourceId = added.json.id as string;
+  const before = await (await w.api(`/sources/${sourceId}`)).json();
+  // While the first page is read, another process takes the source's lease over (this poll has
+  // outlived it, as a poll stalled past its lease would).
+  feed.route("/p/1", async () => {
+    await w.deps.kv.set(["source_lease", sourceId], {
+      owner: "another-process",
+      until: w.clock.now().getTime() + 60_000,
+    });
+    return page(1);
+  });
+  feed.route("/p/2", () => page(2));
+  feed.route("/p/3", () => page(3));
+  assert.deepEqual(await w.poller().tick(), []);
+  assert.deepEqual([feed.hits("/p/1"), feed.hits("/p/2"), feed.hits("/p/3")], [1, 0, 0]);
+  const after = await (await w.api(`/sources/${sourceId}`)).json();
+  assert.deepEqual(
+    [after.last_polled_at, after.next_poll_at, after.last_status],
+    [before.last_polled_at, before.next_poll_at, before.last_status],
+  );
+  assert.equal(await w.deps.search.count(w.dm.id), 0);
+  assert.deepEqual(
+    w.log.lines.filter((l) => String(l.msg).startsWith("source poll stopped")).map((l) => l.source_id),
+    [sourceId],
+  );
+});
