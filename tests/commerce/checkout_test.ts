@@ -166,3 +166,40 @@ Deno.test("checkout page: unknown references are 404 and form posts need the for
   assert.equal(bad.status, 415);
   await bad.body?.cancel();
 });
+
+Deno.test("checkout lane: a checkout the human pays after its challenge's ten minutes still grants the credit", async () => {
+  await using w = await createCommerceWorld();
+  const { token, renew } = await w.agents.issue();
+  const body = { amountUsd: "4.000000", checkout: true };
+  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token });
+  const ch = challengesOf(first)[0]!;
+  const json = await first.json();
+  // The page is open for thirty minutes: the human pays at minute 20, the agent polls at minute 29.
+  w.clock.advance(20 * 60_000);
+  const paid =
+    await (await submitForm(w, json.card.checkout.url, { token: SANDBOX_TOKENS.card.success, action: "pay" }))
+      .text();
+  assert.equal(attr(paid, "state", "data-state"), "paid");
+  w.clock.advance(9 * 60_000);
+  const ok = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson(body, {
+      authorization: paymentAuthorization(ch, { checkout: true }),
+      "zc-agent-authorization": `Bearer ${await renew()}`,
+    }),
+  });
+  assert.equal(ok.status, 200, "the card was charged: the paid checkout must be redeemable");
+  assert.equal((await ok.json()).entitlement.remainingUsd, "4.000000");
+
+  // One nobody paid is released with its page, and its credential says so.
+  const unpaid = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token: await renew() });
+  const late = challengesOf(unpaid)[0]!;
+  await unpaid.body?.cancel();
+  w.clock.advance(31 * 60_000);
+  const gone = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson(body, {
+      authorization: paymentAuthorization(late, { checkout: true }),
+      "zc-agent-authorization": `Bearer ${await renew()}`,
+    }),
+  });
+  assert.equal((await gone.json()).error, "payment_released");
+});
