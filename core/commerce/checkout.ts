@@ -17,6 +17,11 @@ import type { AuthenticatedAgent, Seller } from "./types.ts";
 export const CHECKOUT_TTL_MS = 30 * 60_000;
 /** Cards a human may have declined on one hosted checkout before it ends as `failed`. */
 export const MAX_CHECKOUT_DECLINES = 5;
+/**
+ * Cards one client address may submit on hosted checkouts per hour, across every checkout: the
+ * per-checkout cap alone is dodged by opening checkout after checkout (each purchase opens one).
+ */
+export const CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR = 10;
 
 export class CheckoutLane {
   constructor(

@@ -22,7 +22,7 @@ import type { SigningSecrets } from "./signing.ts";
 import type { StandardMethods } from "./standard_methods.ts";
 import type { AuthenticatedAgent, CreditPlan, Plan, Seller } from "./types.ts";
 
-export { CHECKOUT_TTL_MS, MAX_CHECKOUT_DECLINES } from "./checkout.ts";
+export { CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR, CHECKOUT_TTL_MS, MAX_CHECKOUT_DECLINES } from "./checkout.ts";
 export { AgentIndex } from "./allowance.ts";
 export type { PaidPurchase, PurchaseChallenge, PurchaseInput, PurchaseOutcome } from "./purchase.ts";
 

@@ -1,6 +1,6 @@
-import { MAX_CHECKOUT_DECLINES } from "../../core/commerce/service.ts";
+import { CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR, MAX_CHECKOUT_DECLINES } from "../../core/commerce/service.ts";
 import assert from "node:assert/strict";
-import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
+import { SANDBOX_TOKENS, type SandboxProcessor } from "../../core/commerce/processor.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
 
 /** Opens the checkout page and submits its form the way a browser does (CSRF field, cookie, Origin). */
@@ -202,4 +202,38 @@ Deno.test("checkout lane: a checkout the human pays after its challenge's ten mi
     }),
   });
   assert.equal((await gone.json()).error, "payment_released");
+});
+
+Deno.test("checkout page: cards tried from one address are capped across checkouts, not only per checkout", async () => {
+  await using w = await createCommerceWorld();
+  const { renew } = await w.agents.issue();
+  const openCheckout = async () => {
+    const body = postJson({ amountUsd: "2.000000", checkout: true });
+    const r = await w.req(`/plans/${w.plan.id}/purchase`, { ...body, token: await renew() });
+    return (await r.json()).card.checkout.url as string;
+  };
+  // Two checkouts, each declined to its end: the card tester then opens another.
+  for (let i = 0; i < 2; i++) {
+    const url = await openCheckout();
+    for (let d = 0; d < MAX_CHECKOUT_DECLINES; d++) {
+      await (await submitForm(w, url, { token: SANDBOX_TOKENS.card.insufficientFunds, action: "pay" })).body?.cancel();
+    }
+  }
+  assert.equal(2 * MAX_CHECKOUT_DECLINES, CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR);
+  const third = await openCheckout();
+  const refused = await submitForm(w, third, { token: SANDBOX_TOKENS.card.success, action: "pay" });
+  assert.equal(refused.status, 429);
+  assert.ok(Number(refused.headers.get("retry-after")) > 0);
+  const html = await refused.text();
+  assert.equal(attr(html, "state", "data-state"), "open");
+  assert.match(html, /Too many card attempts from this address/);
+  assert.equal((w.deps.commerce.processor as SandboxProcessor).ledger.length, 0, "nothing charged");
+  // A cancel is no card attempt: it still works.
+  const cancelled = await (await submitForm(w, third, { action: "cancel" })).text();
+  assert.equal(attr(cancelled, "state", "data-state"), "released");
+  // The window passes: the address may pay again.
+  w.clock.advance(3600_000);
+  const fourth = await openCheckout();
+  const paid = await (await submitForm(w, fourth, { token: SANDBOX_TOKENS.card.success, action: "pay" })).text();
+  assert.equal(attr(paid, "state", "data-state"), "paid");
 });
