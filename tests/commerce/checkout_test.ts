@@ -1,4 +1,8 @@
-import { CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR, MAX_CHECKOUT_DECLINES } from "../../core/commerce/service.ts";
+import {
+  CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR,
+  CHECKOUT_OPENS_PER_ADDRESS_PER_HOUR,
+  MAX_CHECKOUT_DECLINES,
+} from "../../core/commerce/service.ts";
 import assert from "node:assert/strict";
 import { SANDBOX_TOKENS, type SandboxProcessor } from "../../core/commerce/processor.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
@@ -236,4 +240,39 @@ Deno.test("checkout page: cards tried from one address are capped across checkou
   const fourth = await openCheckout();
   const paid = await (await submitForm(w, fourth, { token: SANDBOX_TOKENS.card.success, action: "pay" })).text();
   assert.equal(attr(paid, "state", "data-state"), "paid");
+});
+
+Deno.test("checkout lane: hosted checkouts opened from one address are bounded (each is a record a 402 writes)", async () => {
+  await using w = await createCommerceWorld();
+  const { renew } = await w.agents.issue();
+  const open = async () =>
+    await w.req(`/plans/${w.plan.id}/purchase`, {
+      ...postJson({ amountUsd: "1.000000", checkout: true }),
+      token: await renew(),
+    });
+  for (let i = 0; i < CHECKOUT_OPENS_PER_ADDRESS_PER_HOUR; i++) {
+    const r = await open();
+    assert.equal(r.status, 402);
+    await r.body?.cancel();
+  }
+  const refused = await open();
+  assert.equal(refused.status, 429);
+  assert.ok(Number(refused.headers.get("retry-after")) > 0);
+  const body = await refused.json();
+  assert.equal(body.error, "rate_limit_exceeded");
+  assert.ok(body.retry_after > 0);
+  let records = 0;
+  for await (const _ of w.deps.kv.list({ prefix: ["commerce_payment"] })) records++;
+  assert.equal(records, CHECKOUT_OPENS_PER_ADDRESS_PER_HOUR, "the refused request wrote nothing");
+  // A plain 402 writes nothing and is not counted.
+  const plain = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson({ amountUsd: "1.000000" }),
+    token: await renew(),
+  });
+  assert.equal(plain.status, 402);
+  await plain.body?.cancel();
+  w.clock.advance(3600_000);
+  const later = await open();
+  assert.equal(later.status, 402);
+  await later.body?.cancel();
 });
