@@ -91,7 +91,7 @@ export class Challenges {
    * here for this realm and has not expired.
    * @returns null when `Authorization` does not carry the Payment scheme.
    * @throws {AppError} `invalid_request` for an undecodable credential, `payment_unknown` for a
-   *   challenge not issued here (or for another seller) or past its expiry.
+   *   challenge not issued here (or for another seller) or past its expiry (a checkout's: see below).
    */
   read(headers: Headers, realm: string): { challenge: StorefrontChallenge; payload: Record<string, unknown> } | null {
     const auth = headers.get("authorization");
@@ -113,7 +113,11 @@ export class Challenges {
     if (!ours) {
       throw errors.payment_unknown({ detail: NOTES.FRESH_402 });
     }
-    if (challenge.expires && Date.parse(challenge.expires) <= this.clock.now().getTime()) {
+    // A checkout's challenge lives as long as its checkout record, which outlasts the challenge's
+    // ten minutes: the human may pay late on the page, and a paid checkout stays redeemable until
+    // consumed (an expired unpaid one reads `released` there).
+    const checkout = challenge.request.checkout === true;
+    if (!checkout && challenge.expires && Date.parse(challenge.expires) <= this.clock.now().getTime()) {
       throw errors.challenge_expired();
     }
     return { challenge, payload };

@@ -4,6 +4,7 @@
  * with the same credential, which consumes it and grants the credit.
  */
 import type { Clock } from "../clock.ts";
+import type { FixedWindowLimiter } from "../rate_limit.ts";
 import type { Catalog } from "./catalog.ts";
 import type { PaymentTerms, StorefrontChallenge } from "./challenges.ts";
 import { commerceErrors as errors } from "./errors.ts";
@@ -17,6 +18,18 @@ import type { AuthenticatedAgent, Seller } from "./types.ts";
 export const CHECKOUT_TTL_MS = 30 * 60_000;
 /** Cards a human may have declined on one hosted checkout before it ends as `failed`. */
 export const MAX_CHECKOUT_DECLINES = 5;
+/**
+ * Cards one client address may submit on hosted checkouts per hour, across every checkout: the
+ * per-checkout cap alone is dodged by opening checkout after checkout (each purchase opens one).
+ */
+export const CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR = 10;
+/**
+ * Hosted checkouts one client address may open per hour. Opening one is the only state a 402
+ * writes: without a bound, any agent could fill KV with checkout records.
+ */
+export const CHECKOUT_OPENS_PER_ADDRESS_PER_HOUR = 20;
+// An open checkout nobody paid is dropped a day after it expired (it reads `released` until then).
+const OPEN_CHECKOUT_KEEP_MS = CHECKOUT_TTL_MS + 86_400_000;
 
 export class CheckoutLane {
   constructor(
@@ -27,6 +40,8 @@ export class CheckoutLane {
       processor: PaymentProcessor;
       settlement: Settlement;
       agentAuthUrl: string;
+      /** Checkouts opened per client address. */
+      opens?: FixedWindowLimiter;
     },
   ) {}
 
@@ -40,8 +55,27 @@ export class CheckoutLane {
     return `${this.o.agentAuthUrl}/checkout/${reference}`;
   }
 
-  /** Opens the hosted checkout of a card challenge (the one state a 402 writes). */
-  async open(challenge: StorefrontChallenge, sellerId: string, terms: PaymentTerms, micros: number): Promise<void> {
+  /**
+   * Opens the hosted checkout of a card challenge (the one state a 402 writes), counted against
+   * the client's address when it is known.
+   * @throws {AppError} 429 `rate_limit_exceeded` when the address opened too many this hour
+   */
+  async open(
+    challenge: StorefrontChallenge,
+    sellerId: string,
+    terms: PaymentTerms,
+    micros: number,
+    client?: string,
+  ): Promise<void> {
+    if (this.o.opens && client !== undefined) {
+      const hit = await this.o.opens.hit(client);
+      if (!hit.allowed) {
+        throw errors.checkout_opens_exhausted({
+          extra: { retry_after: hit.retryAfterS },
+          headers: { "retry-after": String(hit.retryAfterS) },
+        });
+      }
+    }
     const now = this.o.clock.now();
     await this.o.payments.openCheckout({
       reference: challenge.id,
@@ -53,7 +87,7 @@ export class CheckoutLane {
       createdAt: now.toISOString(),
       updatedAt: now.toISOString(),
       expiresAt: new Date(now.getTime() + CHECKOUT_TTL_MS).toISOString(),
-    });
+    }, OPEN_CHECKOUT_KEEP_MS);
   }
 
   /** The purchase that presents a checkout's credential: the human paid (state `paid`); consume and grant. */

@@ -135,6 +135,12 @@ export const commerceErrors = declareErrors({
     message: "Payment was issued for a different request",
     detail: "this payment answers another plan, action or agent; request a fresh 402",
   },
+  /** Raised with `Retry-After` and `extra.retry_after`. */
+  checkout_opens_exhausted: {
+    kind: "rate_limited",
+    code: "rate_limit_exceeded",
+    message: "Too many hosted checkouts opened from this address: retry later",
+  },
   checkout_exists: { kind: "conflict", code: "payment_request_mismatch", message: "This checkout already exists" },
   payment_amount_mismatch: { kind: "conflict", message: "amountUsd differs from the paid challenge" },
 

@@ -85,7 +85,7 @@ export function createCommerce(
   return { service, catalog, processor, secrets, sellers, proxy };
 }
 
-export { CommerceService } from "./service.ts";
+export { CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR, CommerceService } from "./service.ts";
 export type { AuthenticatedAgent, PaygPlan, Plan, Seller, Service } from "./types.ts";
 export { commerceErrors } from "./errors.ts";
 export { Settlement, standardOfferHeaders } from "./settlement.ts";

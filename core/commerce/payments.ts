@@ -81,10 +81,14 @@ export class PaymentStore {
     return this.kv.get<PaymentRecord>(paymentKey(sellerId, reference));
   }
 
-  /** Opens a checkout (the hosted page a human pays on). */
-  async openCheckout(record: PaymentRecord): Promise<void> {
+  /**
+   * Opens a checkout (the hosted page a human pays on), kept `keepMs` unless it moves on (a move
+   * writes the record anew, without expiry).
+   */
+  async openCheckout(record: PaymentRecord, keepMs: number): Promise<void> {
     const key = paymentKey(record.sellerId, record.reference);
-    const res = await this.kv.atomic().check({ key, versionstamp: null }).set(key, record).commit();
+    const res = await this.kv.atomic().check({ key, versionstamp: null }).set(key, record, { expireIn: keepMs })
+      .commit();
     if (!res.ok) throw errors.checkout_exists();
   }
 

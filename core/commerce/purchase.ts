@@ -35,6 +35,8 @@ export interface PurchaseInput {
   headers: Headers;
   /** The HTTP request itself: x402 binds a payment to its URL. Absent on the MCP path. */
   request?: Request;
+  /** The client's address, which hosted checkouts opened are counted against. */
+  client?: string;
 }
 
 /** A purchase that went through (or the replay of one under its Idempotency-Key). */
@@ -200,7 +202,7 @@ export class PurchaseFlow {
     plan: CreditPlan,
     terms: PaymentTerms,
     micros: number,
-    input: Pick<PurchaseInput, "seller" | "request" | "headers">,
+    input: Pick<PurchaseInput, "seller" | "request" | "headers" | "client">,
   ): Promise<PurchaseChallenge> {
     const challenges = await this.o.challenges();
     const realm = realmOf(input.seller);
@@ -208,7 +210,7 @@ export class PurchaseFlow {
     const railsOffered: Rail[] = terms.checkout ? ["card"] : cardAllowed ? ["card", "wallet"] : ["wallet"];
     const rails = railsOffered.map((rail) => challenges.offer(realm, rail, terms));
     const card = rails.find((i) => i.rail === "card")?.challenge;
-    if (terms.checkout && card) await this.o.checkout.open(card, input.seller.sellerId, terms, micros);
+    if (terms.checkout && card) await this.o.checkout.open(card, input.seller.sellerId, terms, micros, input.client);
     const standard = terms.checkout ? null : await this.o.settlement.standardOffer(
       this.#requestFor(input, terms),
       input.seller,

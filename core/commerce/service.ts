@@ -7,7 +7,8 @@ import type { Clock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 import type { Catalog } from "./catalog.ts";
 import { Challenges, loadChallengeKey } from "./challenges.ts";
-import { CheckoutLane } from "./checkout.ts";
+import { CHECKOUT_OPENS_PER_ADDRESS_PER_HOUR, CheckoutLane } from "./checkout.ts";
+import { FixedWindowLimiter } from "../rate_limit.ts";
 import { type CredentialsOfHuman, type Entitlement, EntitlementLedger } from "./entitlements.ts";
 import { entitlementView, EntitlementViews } from "./entitlement_views.ts";
 import { commerceErrors as errors } from "./errors.ts";
@@ -22,7 +23,12 @@ import type { SigningSecrets } from "./signing.ts";
 import type { StandardMethods } from "./standard_methods.ts";
 import type { AuthenticatedAgent, CreditPlan, Plan, Seller } from "./types.ts";
 
-export { CHECKOUT_TTL_MS, MAX_CHECKOUT_DECLINES } from "./checkout.ts";
+export {
+  CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR,
+  CHECKOUT_OPENS_PER_ADDRESS_PER_HOUR,
+  CHECKOUT_TTL_MS,
+  MAX_CHECKOUT_DECLINES,
+} from "./checkout.ts";
 export { AgentIndex } from "./allowance.ts";
 export type { PaidPurchase, PurchaseChallenge, PurchaseInput, PurchaseOutcome } from "./purchase.ts";
 
@@ -79,6 +85,11 @@ export class CommerceService {
       processor: o.processor,
       settlement: this.settlement,
       agentAuthUrl: o.agentAuthUrl,
+      opens: new FixedWindowLimiter(o.kv, o.clock, {
+        scope: "checkout_opens",
+        limit: CHECKOUT_OPENS_PER_ADDRESS_PER_HOUR,
+        windowS: 3600,
+      }),
     });
     this.#purchases = new PurchaseFlow({
       clock: o.clock,

@@ -96,7 +96,8 @@ export class TokenService {
   }
 
   /**
-   * A short-lived access token carrying the credential's state at this moment.
+   * A short-lived access token carrying the credential's state at this moment, ending no later
+   * than the credential.
    * @param opts.audience the resource it is bound to (RFC 8707; default: the storefront).
    * @param opts.clientId the OAuth client it was issued to (default: the credential itself).
    */
@@ -105,7 +106,10 @@ export class TokenService {
     opts: { audience?: string; clientId?: string } = {},
   ): Promise<{ accessToken: string; expiresIn: number }> {
     const now = unixSeconds(this.clock);
-    const ttl = this.settings.accessTokenTtlS;
+    // Like its assertion, an unclaimed credential's token never outlives it: a purchase made with
+    // it after the credential died would pay for a plan born dead.
+    let exp = now + this.settings.accessTokenTtlS;
+    if (cred.expiresAt) exp = Math.min(exp, Math.floor(Date.parse(cred.expiresAt) / 1000));
     const accessToken = await this.#sign(
       ACCESS_TOKEN_TYP,
       {
@@ -116,9 +120,9 @@ export class TokenService {
         ...(cred.accountId ? { acct: cred.accountId } : {}),
       },
       now,
-      now + ttl,
+      exp,
     );
-    return { accessToken, expiresIn: ttl };
+    return { accessToken, expiresIn: exp - now };
   }
 
   /**

@@ -3,7 +3,9 @@ import type { Context } from "hono";
 import { z } from "zod";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
-import { commerceErrors as errors } from "../../core/commerce/mod.ts";
+import { CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR, commerceErrors as errors } from "../../core/commerce/mod.ts";
+import { FixedWindowLimiter } from "../../core/rate_limit.ts";
+import { limitAddress } from "../middleware/public_limits.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { readBodyCapped } from "../middleware/body.ts";
@@ -38,7 +40,7 @@ const checkoutRoute: RouteConfig = {
  * `/checkout`; a human's page, so its errors stay minimal HTML).
  */
 export function createCheckoutRoutes(
-  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log">,
+  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log" | "kv" | "clock">,
 ): { payments: OpenAPIHono<AppEnv>; checkout: OpenAPIHono<AppEnv> } {
   const { seller } = commerceParties(deps);
   const { service, processor } = deps.commerce;
@@ -57,6 +59,12 @@ export function createCheckoutRoutes(
     cookie: "checkout_csrf",
     path: "/checkout/",
     secure: deps.config.agentAuthUrl.startsWith("https:"),
+  });
+  // Cards tried per client address across every checkout (each checkout also ends at its fifth decline).
+  const cardsPerAddress = new FixedWindowLimiter(deps.kv, deps.clock, {
+    scope: "checkout_cards",
+    limit: CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR,
+    windowS: 3600,
   });
   const checkoutView = async (c: Context<AppEnv>, message?: string, status = 200) => {
     const s = await seller(c);
@@ -88,6 +96,13 @@ export function createCheckoutRoutes(
     const token = (form.get("token") ?? "").trim();
     if (action === "pay" && (token.length === 0 || token.length > 512)) {
       return checkoutView(c, "Enter a card payment token.", 400);
+    }
+    if (action === "pay") {
+      const hit = await cardsPerAddress.hit(limitAddress(c, deps.config.trustProxy));
+      if (!hit.allowed) {
+        c.header("Retry-After", String(hit.retryAfterS));
+        return checkoutView(c, "Too many card attempts from this address: try again later.", 429);
+      }
     }
     let result;
     try {

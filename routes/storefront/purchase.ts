@@ -5,6 +5,7 @@ import { commerceErrors as errors } from "../../core/commerce/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { type BodyRejection, readJson } from "../middleware/body.ts";
+import { limitAddress } from "../middleware/public_limits.ts";
 import { documented } from "../openapi.ts";
 import { commerceParties, sendPurchase } from "./commerce_agent.ts";
 import { agentToken, errorResponse, jsonResponse, paid402 } from "./schemas.ts";
@@ -89,6 +90,7 @@ export function createPurchaseRoutes(
         body: await body(c.req.raw),
         headers: c.req.raw.headers,
         request: c.req.raw,
+        client: limitAddress(c, deps.config.trustProxy),
       }),
       service,
     );
@@ -106,6 +108,7 @@ export function createPurchaseRoutes(
         body: await body(c.req.raw),
         headers: c.req.raw.headers,
         request: c.req.raw,
+        client: limitAddress(c, deps.config.trustProxy),
       }),
       service,
     );

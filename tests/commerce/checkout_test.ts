@@ -1,6 +1,10 @@
-import { MAX_CHECKOUT_DECLINES } from "../../core/commerce/service.ts";
+import {
+  CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR,
+  CHECKOUT_OPENS_PER_ADDRESS_PER_HOUR,
+  MAX_CHECKOUT_DECLINES,
+} from "../../core/commerce/service.ts";
 import assert from "node:assert/strict";
-import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
+import { SANDBOX_TOKENS, type SandboxProcessor } from "../../core/commerce/processor.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
 
 /** Opens the checkout page and submits its form the way a browser does (CSRF field, cookie, Origin). */
@@ -165,4 +169,110 @@ Deno.test("checkout page: unknown references are 404 and form posts need the for
   });
   assert.equal(bad.status, 415);
   await bad.body?.cancel();
+});
+
+Deno.test("checkout lane: a checkout the human pays after its challenge's ten minutes still grants the credit", async () => {
+  await using w = await createCommerceWorld();
+  const { token, renew } = await w.agents.issue();
+  const body = { amountUsd: "4.000000", checkout: true };
+  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token });
+  const ch = challengesOf(first)[0]!;
+  const json = await first.json();
+  // The page is open for thirty minutes: the human pays at minute 20, the agent polls at minute 29.
+  w.clock.advance(20 * 60_000);
+  const paid =
+    await (await submitForm(w, json.card.checkout.url, { token: SANDBOX_TOKENS.card.success, action: "pay" }))
+      .text();
+  assert.equal(attr(paid, "state", "data-state"), "paid");
+  w.clock.advance(9 * 60_000);
+  const ok = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson(body, {
+      authorization: paymentAuthorization(ch, { checkout: true }),
+      "zc-agent-authorization": `Bearer ${await renew()}`,
+    }),
+  });
+  assert.equal(ok.status, 200, "the card was charged: the paid checkout must be redeemable");
+  assert.equal((await ok.json()).entitlement.remainingUsd, "4.000000");
+
+  // One nobody paid is released with its page, and its credential says so.
+  const unpaid = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token: await renew() });
+  const late = challengesOf(unpaid)[0]!;
+  await unpaid.body?.cancel();
+  w.clock.advance(31 * 60_000);
+  const gone = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson(body, {
+      authorization: paymentAuthorization(late, { checkout: true }),
+      "zc-agent-authorization": `Bearer ${await renew()}`,
+    }),
+  });
+  assert.equal((await gone.json()).error, "payment_released");
+});
+
+Deno.test("checkout page: cards tried from one address are capped across checkouts, not only per checkout", async () => {
+  await using w = await createCommerceWorld();
+  const { renew } = await w.agents.issue();
+  const openCheckout = async () => {
+    const body = postJson({ amountUsd: "2.000000", checkout: true });
+    const r = await w.req(`/plans/${w.plan.id}/purchase`, { ...body, token: await renew() });
+    return (await r.json()).card.checkout.url as string;
+  };
+  // Two checkouts, each declined to its end: the card tester then opens another.
+  for (let i = 0; i < 2; i++) {
+    const url = await openCheckout();
+    for (let d = 0; d < MAX_CHECKOUT_DECLINES; d++) {
+      await (await submitForm(w, url, { token: SANDBOX_TOKENS.card.insufficientFunds, action: "pay" })).body?.cancel();
+    }
+  }
+  assert.equal(2 * MAX_CHECKOUT_DECLINES, CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR);
+  const third = await openCheckout();
+  const refused = await submitForm(w, third, { token: SANDBOX_TOKENS.card.success, action: "pay" });
+  assert.equal(refused.status, 429);
+  assert.ok(Number(refused.headers.get("retry-after")) > 0);
+  const html = await refused.text();
+  assert.equal(attr(html, "state", "data-state"), "open");
+  assert.match(html, /Too many card attempts from this address/);
+  assert.equal((w.deps.commerce.processor as SandboxProcessor).ledger.length, 0, "nothing charged");
+  // A cancel is no card attempt: it still works.
+  const cancelled = await (await submitForm(w, third, { action: "cancel" })).text();
+  assert.equal(attr(cancelled, "state", "data-state"), "released");
+  // The window passes: the address may pay again.
+  w.clock.advance(3600_000);
+  const fourth = await openCheckout();
+  const paid = await (await submitForm(w, fourth, { token: SANDBOX_TOKENS.card.success, action: "pay" })).text();
+  assert.equal(attr(paid, "state", "data-state"), "paid");
+});
+
+Deno.test("checkout lane: hosted checkouts opened from one address are bounded (each is a record a 402 writes)", async () => {
+  await using w = await createCommerceWorld();
+  const { renew } = await w.agents.issue();
+  const open = async () =>
+    await w.req(`/plans/${w.plan.id}/purchase`, {
+      ...postJson({ amountUsd: "1.000000", checkout: true }),
+      token: await renew(),
+    });
+  for (let i = 0; i < CHECKOUT_OPENS_PER_ADDRESS_PER_HOUR; i++) {
+    const r = await open();
+    assert.equal(r.status, 402);
+    await r.body?.cancel();
+  }
+  const refused = await open();
+  assert.equal(refused.status, 429);
+  assert.ok(Number(refused.headers.get("retry-after")) > 0);
+  const body = await refused.json();
+  assert.equal(body.error, "rate_limit_exceeded");
+  assert.ok(body.retry_after > 0);
+  let records = 0;
+  for await (const _ of w.deps.kv.list({ prefix: ["commerce_payment"] })) records++;
+  assert.equal(records, CHECKOUT_OPENS_PER_ADDRESS_PER_HOUR, "the refused request wrote nothing");
+  // A plain 402 writes nothing and is not counted.
+  const plain = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson({ amountUsd: "1.000000" }),
+    token: await renew(),
+  });
+  assert.equal(plain.status, 402);
+  await plain.body?.cancel();
+  w.clock.advance(3600_000);
+  const later = await open();
+  assert.equal(later.status, 402);
+  await later.body?.cancel();
 });

@@ -386,6 +386,29 @@ Deno.test("entitlements: plans of an unclaimed anonymous credential die with it"
   assert.deepEqual(await w.deps.commerce.service.ledger.entries(agent, w.sellerId), []);
 });
 
+Deno.test("entitlements: an unclaimed credential's access token ends with it, so nothing is charged for a plan born dead", async () => {
+  await using w = await createCommerceWorld();
+  const { agent, renew } = await w.agents.issue();
+  // A token exchanged a minute before the credential expires (tokens otherwise live five minutes).
+  w.clock.advance(Date.parse(agent.expiresAt!) - w.clock.now().getTime() - 60_000);
+  const token = await renew();
+  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(amount("5.000000")), token });
+  const ch = challengesOf(first).find((c) => c.method === "card")!;
+  await first.body?.cancel();
+  w.clock.advance(61_000);
+  const late = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson(amount("5.000000"), {
+      authorization: paymentAuthorization(ch, { token: SANDBOX_TOKENS.card.success }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    }),
+  });
+  assert.equal(late.status, 401);
+  const body = await late.json();
+  assert.equal(body.error, "invalid_token");
+  assert.equal(body.reason, "token_expired");
+  assert.equal((w.deps.commerce.processor as SandboxProcessor).ledger.length, 0, "no card charged");
+});
+
 Deno.test("network view: on a network host of its own, GET /agent/entitlements there lists every seller", async () => {
   await using w = await createTestWorld({
     env: { AGENT_AUTH_URL: "http://store.test", NETWORK_API_URL: "http://network.test" },
