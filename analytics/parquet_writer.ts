@@ -32,8 +32,9 @@ async function dayFiles(dir: string): Promise<string[]> {
 
 /**
  * Writes the NDJSON file at `ndjsonPath` (one {@link EventRow} per line) as Parquet, deduplicated
- * by event_id within the batch and, unless `dedupeExisting` is false, against the day's other
- * files. Returns the days written and the row count.
+ * by (tenant_id, event_id) within the batch and, unless `dedupeExisting` is false, against the
+ * day's other files. Returns the days written and the row count. An event_id is its producer's:
+ * another tenant sending the same id (a guessable order number) must not hide this tenant's event.
  */
 export async function writeNdjsonAsParquet(
   db: AnalyticsDb,
@@ -48,9 +49,9 @@ export async function writeNdjsonAsParquet(
     await conn.run(
       `CREATE OR REPLACE TEMP TABLE ${table} AS
        SELECT * FROM (
-         SELECT DISTINCT ON (event_id) ${selectList()}
+         SELECT DISTINCT ON (tenant_id, event_id) ${selectList()}
          FROM read_json(${sqlString(ndjsonPath)}, format = 'newline_delimited', columns = ${jsonColumns()})
-         ORDER BY event_id, ts
+         ORDER BY tenant_id, event_id, ts
        ) ORDER BY ts`,
     );
     try {
@@ -66,15 +67,15 @@ export async function writeNdjsonAsParquet(
         const final = `${dir}/${fileId}.parquet`;
         const tmp = `${final}.tmp`;
         // Events already in the day's other files (a client retry flushed earlier) are left out, so
-        // an event_id is stored once. The file's own earlier version (a redone flush) is not a
-        // reason to leave anything out.
+        // a tenant's event_id is stored once. The file's own earlier version (a redone flush) is not
+        // a reason to leave anything out.
         const others = dedupeExisting ? (await dayFiles(dir)).filter((f) => f !== `${fileId}.parquet`) : [];
         const notSeen = others.length
-          ? `AND event_id NOT IN (SELECT event_id FROM read_parquet([${
+          ? `AND NOT EXISTS (SELECT 1 FROM read_parquet([${
             others.map((f) => sqlString(`${dir}/${f}`)).join(", ")
-          }]))`
+          }]) AS seen WHERE seen.event_id = b.event_id AND seen.tenant_id IS NOT DISTINCT FROM b.tenant_id)`
           : "";
-        const select = `SELECT * FROM ${table} WHERE ts >= ${sqlString(date)}::TIMESTAMP
+        const select = `SELECT * FROM ${table} AS b WHERE ts >= ${sqlString(date)}::TIMESTAMP
                    AND ts < ${sqlString(date)}::TIMESTAMP + INTERVAL 1 DAY ${notSeen}`;
         // With other files to leave events out of, the day may have nothing left: count first and
         // write no empty file. Without, the day has rows (its date came from them): the COPY counts.
