@@ -235,3 +235,21 @@ Deno.test("ImageService sheds resize jobs past its queue with ImageBusyError (50
     await server.shutdown();
   }
 });
+
+Deno.test("attack: GET /img of many sizes of one image at once fetches its origin once", async () => {
+  const { server, hits } = await imageOrigin();
+  await using w = await createTestWorld({ env: { ALLOW_PRIVATE_URLS: "true" } });
+  try {
+    const photo = w.deps.links.imageUrl({ image: `${server.url}/photo.jpg` })!.replace("http://svc.test", "");
+    // Each size is its own variant; none is cached yet. The origin must not see one fetch per size.
+    const statuses = await Promise.all(Array.from({ length: 24 }, async (_, i) => {
+      const res = await w.app.request(`${photo}&w=${100 + i}`, { headers: LEGACY });
+      await res.body?.cancel();
+      return res.status;
+    }));
+    assert.ok(statuses.every((s) => s === 200 || s === 503), statuses.join(","));
+    assert.equal(hits.get("/photo.jpg"), 1);
+  } finally {
+    await server.shutdown();
+  }
+});
