@@ -153,6 +153,16 @@ export class ImageService {
     );
   }
 
+  /** Whether `req` is served from the cache (no resize): what the endpoint's render limit leaves uncounted. */
+  async isCached(req: ImageRequest): Promise<boolean> {
+    if (this.#cacheMaxBytes === 0) return false;
+    try {
+      return (await Deno.stat(`${this.#dir}/v/${await this.key(req)}`)).isFile;
+    } catch {
+      return false;
+    }
+  }
+
   /**
    * Renders `req`, from the cache when it can.
    * @throws {ImageOriginError} when the origin is refused, fails, or sends something that is not an image.
