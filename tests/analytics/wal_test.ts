@@ -276,3 +276,28 @@ Deno.test("flush() and compact(): an event_id is one tenant's; another tenant's 
   assert.ok(await deps.events.compact() >= 2);
   assert.deepEqual(await tenantsOf(), ["other:2", "publisher:2"], "compaction keeps both tenants' events");
 });
+
+Deno.test("flush(): a widget batch retried just after midnight is stored once, not once per day", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  const batch = JSON.stringify({
+    widget_id: "wd_main",
+    events: [{ event_id: "ev_0123456789abcdef01234567", event_type: "widget_load", session_id: "s_night" }],
+  });
+  const post = () =>
+    world.w.app.request("/v1/events", {
+      method: "POST",
+      headers: { origin: "https://news.example", "content-type": "application/json" },
+      body: batch,
+    });
+  // The widget sends no timestamp: the server stamps arrival. The first try is stored, but its
+  // answer is lost; the widget sends the same batch again 20 s later, in the next UTC day.
+  world.w.clock.set("2026-11-21T23:59:50Z");
+  assert.equal((await post()).status, 202);
+  await deps.events.flush();
+  world.w.clock.set("2026-11-22T00:00:10Z");
+  assert.equal((await post()).status, 202);
+  await deps.events.flush();
+  const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+  assert.equal(counts.get("ev_0123456789abcdef01234567"), 1);
+});
