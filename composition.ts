@@ -28,7 +28,7 @@ import type { Logger } from "./core/log.ts";
 import { Loopback, SafeFetcher } from "./core/net/mod.ts";
 import { createPayproxyServices, type PayproxyServices } from "./core/payproxy/mod.ts";
 import { FixedWindowLimiter } from "./core/rate_limit.ts";
-import { type EventLimiters, eventLimiters } from "./core/public_limits.ts";
+import { type EventLimiters, eventLimiters, imageRenderLimiter } from "./core/public_limits.ts";
 import { ClickGate, SignedLinks } from "./core/links/mod.ts";
 import {
   defaultCacheName,
@@ -95,6 +95,8 @@ export interface Deps {
   readonly analyticsLimiter: FixedWindowLimiter;
   /** Widget events on `/v1/events`: per address, per widget, daily per widget. */
   readonly eventLimiters: EventLimiters;
+  /** Renders of `GET /img` per client address per minute. */
+  readonly imageRenderLimiter: FixedWindowLimiter;
   /** Which follows of a tracking link count as clicks (bots, repeats, floods and expired links do not). */
   readonly clickGate: ClickGate;
 
@@ -359,6 +361,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
       windowS: 60,
     }),
     eventLimiters: eventLimiters(kv, clock, config.eventLimits),
+    imageRenderLimiter: imageRenderLimiter(kv, clock, config.imageRendersPerMinPerAddress),
     clickGate: new ClickGate({
       kv,
       clock,

@@ -1,5 +1,5 @@
 /**
- * Per-day compaction: merges a day's small Parquet files into one (deduplicated by event_id) and
+ * Per-day compaction: merges a day's small Parquet files into one (deduplicated by tenant and event_id) and
  * removes the originals. Crash-safe through a KV manifest at `["ev_compaction", date]`:
  *   planned  -> the merged file is being written under a `.tmp` name (inputs untouched);
  *   written  -> the merged `.tmp` is complete; inputs are being deleted, then it is renamed.
@@ -97,8 +97,8 @@ export async function compactDay(
       conn.run(
         `COPY (
            SELECT * FROM (
-             SELECT DISTINCT ON (event_id) * FROM read_parquet(${list}, hive_partitioning = false, union_by_name = true)
-             ORDER BY event_id, ts
+             SELECT DISTINCT ON (tenant_id, event_id) * FROM read_parquet(${list}, hive_partitioning = false, union_by_name = true)
+             ORDER BY tenant_id, event_id, ts
            ) ORDER BY ts
          ) TO ${sqlString(`${dir}/${m.output}.tmp`)} (FORMAT parquet, COMPRESSION zstd)`,
       )

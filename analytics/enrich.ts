@@ -12,6 +12,7 @@ import {
   eventInputSchema,
   type EventRow,
   type EventSource,
+  HEARTBEAT_SECONDS,
   isMrcViewable,
   normaliseInput,
   SESSION_IDLE_MINUTES,
@@ -45,6 +46,10 @@ export interface SponsoredSession {
 export const SERVICE_EVENT_TYPES = ["result_impression", "api_call"] as const;
 
 const IDLE_MS = SESSION_IDLE_MINUTES * 60_000;
+const HEARTBEAT_MS = HEARTBEAT_SECONDS * 1000;
+// Heartbeats a visit may have beyond one per 5 s of its span: the one at its start, and one for
+// network jitter between the batches that carried them.
+const HEARTBEAT_SLACK = 2;
 // Session state outlives the 30 min idle window so late events still find it; the idle rule is
 // checked against `last_ms` on read, KV's expireIn only cleans up.
 const SESSION_STATE_TTL_MS = 24 * 3600_000;
@@ -181,8 +186,8 @@ export async function prepareEvents(
     }
     rows.push(row);
   }
-  const sessionSets = await sessionize(deps.kv, rows, nowMs, contended);
-  return { rows, sessionSets };
+  const { sets: sessionSets, dropped } = await sessionize(deps.kv, rows, nowMs, contended);
+  return { rows: dropped.size ? rows.filter((r) => !dropped.has(r)) : rows, sessionSets };
 }
 
 /** Per-session state kept in KV while a session lives (30 min idle). */
@@ -194,6 +199,10 @@ export interface SessionState {
   sponsor: SponsoredSession | null;
   /** An event of this session day was flagged `visit_late`: every later one is flagged too. */
   late?: boolean;
+  /** The visit's earliest event time (absent in states written before it was kept). */
+  first_ms?: number;
+  /** The visit's stored heartbeats. */
+  heartbeats?: number;
 }
 
 /** A random 53-bit visit id (exact in JSON numbers and DuckDB BIGINT). */
@@ -218,12 +227,22 @@ function newVisitId(): number {
  *   its visits in time order (each unflagged event was appended after the latest event of its day),
  *   so the rollups group it by `visit_id` and derive in time order only the session days of the
  *   window that hold a flagged event (analytics/sql).
+ * - a visit keeps at most one heartbeat per 5 s of its span (first to latest event) plus
+ *   {@link HEARTBEAT_SLACK}: the widget sends one every 5 s of attention, so more at once are forged
+ *   engaged time and are left out (not stored, not in `accepted`).
  * - the first `sponsored_impression` of a session fixes campaign_id, creative_id, line_item_id,
  *   publisher_id and ad_partner (`sponsored_start`); every later event of that session carries those
  *   values, whatever the page sent, and the deployment type `sponsored_conversation`.
- * Returns the state writes to commit with the batch, each checked against the version read.
+ * Returns the state writes to commit with the batch, each checked against the version read, and
+ * the rows left out.
  */
-async function sessionize(kv: Deno.Kv, rows: EventRow[], nowMs: number, contended: boolean): Promise<WalExtraSet[]> {
+async function sessionize(
+  kv: Deno.Kv,
+  rows: EventRow[],
+  nowMs: number,
+  contended: boolean,
+): Promise<{ sets: WalExtraSet[]; dropped: Set<EventRow> }> {
+  const dropped = new Set<EventRow>();
   const stateId = (r: EventRow, day: string) => `${r.tenant_id}\u0000${r.session_id}\u0000${day}`;
   // The events' days (written back) and the day before each (read only, to carry a sponsored
   // conversation across midnight).
@@ -235,7 +254,7 @@ async function sessionize(kv: Deno.Kv, rows: EventRow[], nowMs: number, contende
     days.set(stateId(r, day), sessionKey(r.tenant_id, r.session_id, day));
     before.set(stateId(r, dayBefore(day)), sessionKey(r.tenant_id, r.session_id, dayBefore(day)));
   }
-  if (!days.size) return [];
+  if (!days.size) return { sets: [], dropped };
   const checked = !contended && days.size <= MAX_CHECKED_STATES;
   const states = new Map<string, SessionState | null>();
   const versions = new Map<string, string | null>();
@@ -259,7 +278,15 @@ async function sessionize(kv: Deno.Kv, rows: EventRow[], nowMs: number, contende
     // A second impression at the instant the conversation started: which one is first is a tie.
     if (r.event_type === "sponsored_impression" && st?.sponsor?.started_ms === r.ts_ms) late = true;
     if (!st || r.ts_ms - st.last_ms > IDLE_MS) {
-      st = { visit_id: newVisitId(), last_ms: r.ts_ms, viewable: false, queries: 0, sponsor: null };
+      st = {
+        visit_id: newVisitId(),
+        last_ms: r.ts_ms,
+        viewable: false,
+        queries: 0,
+        sponsor: null,
+        first_ms: r.ts_ms,
+        heartbeats: 0,
+      };
       r.visit_start = true;
       // A conversation going on at midnight keeps its campaign in the new day's visit; without the
       // day before's state, kept surely only until an hour into this day, that cannot be told.
@@ -269,6 +296,15 @@ async function sessionize(kv: Deno.Kv, rows: EventRow[], nowMs: number, contende
       if (yesterday?.sponsor && r.ts_ms - yesterday.last_ms <= IDLE_MS) st.sponsor = { ...yesterday.sponsor };
       states.set(id, st);
     }
+    if (r.event_type === "heartbeat" && st.first_ms !== undefined) {
+      const span = Math.max(st.last_ms, r.ts_ms) - Math.min(st.first_ms, r.ts_ms);
+      if ((st.heartbeats ?? 0) >= Math.floor(span / HEARTBEAT_MS) + HEARTBEAT_SLACK) {
+        dropped.add(r);
+        continue;
+      }
+      st.heartbeats = (st.heartbeats ?? 0) + 1;
+    }
+    if (st.first_ms !== undefined && r.ts_ms < st.first_ms) st.first_ms = r.ts_ms;
     if (late) st.late = r.visit_late = true;
     r.visit_id = st.visit_id;
     if (!st.viewable && isMrcViewable(r)) {
@@ -299,7 +335,7 @@ async function sessionize(kv: Deno.Kv, rows: EventRow[], nowMs: number, contende
     }
     if (r.ts_ms > st.last_ms) st.last_ms = r.ts_ms;
   }
-  return [...days].filter(([id]) => states.get(id)).map(([id, key]) => ({
+  const sets = [...days].filter(([id]) => states.get(id)).map(([id, key]) => ({
     key,
     value: states.get(id)!,
     // Kept 24 h after the last write, and at least until 2 h after the day ends.
@@ -309,6 +345,7 @@ async function sessionize(kv: Deno.Kv, rows: EventRow[], nowMs: number, contende
     ),
     ...(checked ? { versionstamp: versions.get(id) ?? null } : {}),
   }));
+  return { sets, dropped };
 }
 
 const dayEndMs = (day: string) => parseDay(day)! + 86_400_000;

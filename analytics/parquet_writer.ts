@@ -23,17 +23,32 @@ function selectList(): string {
   return EVENT_COLUMNS.map(([name]) => (name === "ts" ? "epoch_ms(ts_ms) AS ts" : name)).join(", ");
 }
 
-/** The `.parquet` files of one day folder. */
+/** The `.parquet` files of one day folder (none when it does not exist). */
 async function dayFiles(dir: string): Promise<string[]> {
   const out: string[] = [];
-  for await (const e of Deno.readDir(dir)) if (e.isFile && e.name.endsWith(".parquet")) out.push(e.name);
+  try {
+    for await (const e of Deno.readDir(dir)) if (e.isFile && e.name.endsWith(".parquet")) out.push(e.name);
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  }
   return out.sort();
 }
 
 /**
+ * How far back into the day before a day's events are checked for ids already stored: the widget
+ * sends no timestamps (the server stamps arrival) and retries a batch within a few minutes, so a
+ * retry just after midnight lands in the next day and must still find its first copy.
+ */
+const RETRY_WINDOW_MINUTES = 10;
+
+/** The day before `date` (YYYY-MM-DD). */
+const dayBefore = (date: string) => new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
+
+/**
  * Writes the NDJSON file at `ndjsonPath` (one {@link EventRow} per line) as Parquet, deduplicated
- * by event_id within the batch and, unless `dedupeExisting` is false, against the day's other
- * files. Returns the days written and the row count.
+ * by (tenant_id, event_id) within the batch and, unless `dedupeExisting` is false, against the
+ * day's other files and the last {@link RETRY_WINDOW_MINUTES} of the day before. Returns the days written and the row count. An event_id is its producer's:
+ * another tenant sending the same id (a guessable order number) must not hide this tenant's event.
  */
 export async function writeNdjsonAsParquet(
   db: AnalyticsDb,
@@ -48,9 +63,9 @@ export async function writeNdjsonAsParquet(
     await conn.run(
       `CREATE OR REPLACE TEMP TABLE ${table} AS
        SELECT * FROM (
-         SELECT DISTINCT ON (event_id) ${selectList()}
+         SELECT DISTINCT ON (tenant_id, event_id) ${selectList()}
          FROM read_json(${sqlString(ndjsonPath)}, format = 'newline_delimited', columns = ${jsonColumns()})
-         ORDER BY event_id, ts
+         ORDER BY tenant_id, event_id, ts
        ) ORDER BY ts`,
     );
     try {
@@ -65,16 +80,22 @@ export async function writeNdjsonAsParquet(
         await Deno.mkdir(dir, { recursive: true });
         const final = `${dir}/${fileId}.parquet`;
         const tmp = `${final}.tmp`;
-        // Events already in the day's other files (a client retry flushed earlier) are left out, so
-        // an event_id is stored once. The file's own earlier version (a redone flush) is not a
-        // reason to leave anything out.
-        const others = dedupeExisting ? (await dayFiles(dir)).filter((f) => f !== `${fileId}.parquet`) : [];
+        // Events already in the day's other files, or in the last minutes of the day before (a client
+        // retry flushed earlier), are left out, so a tenant's event_id is stored once. The file's own
+        // earlier version (a redone flush) is not a reason to leave anything out.
+        const prevDir = `${eventsDir}/date=${dayBefore(date)}`;
+        const others = dedupeExisting
+          ? [
+            ...(await dayFiles(dir)).filter((f) => f !== `${fileId}.parquet`).map((f) => `${dir}/${f}`),
+            ...(await dayFiles(prevDir)).filter((f) => f !== `${fileId}.parquet`).map((f) => `${prevDir}/${f}`),
+          ]
+          : [];
         const notSeen = others.length
-          ? `AND event_id NOT IN (SELECT event_id FROM read_parquet([${
-            others.map((f) => sqlString(`${dir}/${f}`)).join(", ")
-          }]))`
+          ? `AND NOT EXISTS (SELECT 1 FROM read_parquet([${others.map(sqlString).join(", ")}]) AS seen
+               WHERE seen.ts >= ${sqlString(date)}::TIMESTAMP - INTERVAL ${RETRY_WINDOW_MINUTES} MINUTE
+                 AND seen.event_id = b.event_id AND seen.tenant_id IS NOT DISTINCT FROM b.tenant_id)`
           : "";
-        const select = `SELECT * FROM ${table} WHERE ts >= ${sqlString(date)}::TIMESTAMP
+        const select = `SELECT * FROM ${table} AS b WHERE ts >= ${sqlString(date)}::TIMESTAMP
                    AND ts < ${sqlString(date)}::TIMESTAMP + INTERVAL 1 DAY ${notSeen}`;
         // With other files to leave events out of, the day may have nothing left: count first and
         // write no empty file. Without, the day has rows (its date came from them): the COPY counts.

@@ -95,6 +95,7 @@ const envSchema = z.object({
   PAGE_ANALYSIS_QUEUE_PER_CALLER: int("PAGE_ANALYSIS_QUEUE_PER_CALLER", 1, 10_000).default(8),
   IMAGE_MAX_BYTES: int("IMAGE_MAX_BYTES", 1024, 64 * 1024 * 1024).default(10 * 1024 * 1024),
   IMAGE_MAX_DIMENSION: int("IMAGE_MAX_DIMENSION", 16, 8192).default(2048),
+  IMAGE_RENDERS_PER_MIN_PER_ADDRESS: int("IMAGE_RENDERS_PER_MIN_PER_ADDRESS", 1, 1_000_000).default(120),
   WIDGET_RATE_LIMIT_PER_ADDRESS: int("WIDGET_RATE_LIMIT_PER_ADDRESS", 1, 1_000_000).default(30),
   WIDGET_RATE_LIMIT_PER_WIDGET: int("WIDGET_RATE_LIMIT_PER_WIDGET", 1, 10_000_000).default(600),
   WIDGET_RATE_WINDOW_S: int("WIDGET_RATE_WINDOW_S", 1, 86_400).default(60),
@@ -230,6 +231,8 @@ export interface Config {
   imageMaxBytes: number;
   /** Largest `w` or `h` the image endpoint accepts (the smallest is 16). */
   imageMaxDimension: number;
+  /** Images the image endpoint renders (cache misses) per client address per minute. */
+  imageRendersPerMinPerAddress: number;
   /** Bounds of the public widget routes `/widget/v1/{wd}/...` (docs/widget.md, "Limits"). */
   widget: {
     /** Requests per client address per window, over every widget. */
@@ -427,6 +430,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     },
     imageMaxBytes: e.IMAGE_MAX_BYTES,
     imageMaxDimension: e.IMAGE_MAX_DIMENSION,
+    imageRendersPerMinPerAddress: e.IMAGE_RENDERS_PER_MIN_PER_ADDRESS,
     widget: {
       ratePerAddress: e.WIDGET_RATE_LIMIT_PER_ADDRESS,
       ratePerWidget: e.WIDGET_RATE_LIMIT_PER_WIDGET,

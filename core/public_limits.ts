@@ -22,6 +22,11 @@ export interface EventLimiters {
   perWidgetDaily: FixedWindowLimiter;
 }
 
+/** The KV counter of renders (cache misses) of `GET /img` per client address per minute. */
+export function imageRenderLimiter(kv: Deno.Kv, clock: Clock, perAddressPerMin: number): FixedWindowLimiter {
+  return new FixedWindowLimiter(kv, clock, { scope: "img_render_address", limit: perAddressPerMin, windowS: 60 });
+}
+
 /** Builds the `/v1/events` counters (the daily window is the UTC day). */
 export function eventLimiters(kv: Deno.Kv, clock: Clock, s: EventLimitSettings): EventLimiters {
   return {

@@ -3,6 +3,7 @@ import type { Deps } from "../composition.ts";
 import { AppError, notFound } from "../core/errors.ts";
 import { ImageBusyError, ImageOriginError, MIN_DIMENSION } from "../core/images/mod.ts";
 import { familyApp } from "./family.ts";
+import { enforcePublicLimit, limitAddress } from "./middleware/public_limits.ts";
 
 const dimension = (name: string, max: number) =>
   z.string().regex(/^\d{1,5}$/, { error: `must be a whole number from ${MIN_DIMENSION} to ${max}` })
@@ -26,7 +27,7 @@ function acceptsWebp(accept: string | undefined): boolean {
  * `GET /img?src={signed ref}&w=&h=&fit=` (mounted at `/img`): the endpoint behind every
  * `image_url`. Only sources signed by this service are served (never an open proxy).
  */
-export function createImageRoutes(deps: Pick<Deps, "links" | "images" | "log">) {
+export function createImageRoutes(deps: Pick<Deps, "links" | "images" | "log" | "imageRenderLimiter" | "config">) {
   const max = deps.images.maxDimension;
   const route = createRoute({
     method: "get",
@@ -58,6 +59,11 @@ export function createImageRoutes(deps: Pick<Deps, "links" | "images" | "log">) 
       400: { description: "Bad `w`, `h` or `fit`" },
       404: { description: "Unknown or tampered image reference" },
       502: { description: "The image origin failed or sent no usable image" },
+      429: {
+        description: "Over `IMAGE_RENDERS_PER_MIN_PER_ADDRESS` new renders (sizes not cached yet) a minute from this " +
+          "client address (`Retry-After`); cached sizes are still served",
+        content: { "application/json": { schema: z.object({ message: z.string() }) } },
+      },
       503: { description: "Too many resize jobs waiting; `Retry-After` says when to retry" },
     },
   });
@@ -78,6 +84,11 @@ export function createImageRoutes(deps: Pick<Deps, "links" | "images" | "log">) 
     const ifNoneMatch = c.req.header("if-none-match");
     if (ifNoneMatch && ifNoneMatch.split(",").map((t) => t.trim().replace(/^W\//, "")).includes(etag)) {
       return c.body(null, 304, { ...headers, etag });
+    }
+    // Every size is a resize and a cache file: one client walking through sizes would keep the
+    // resize slots busy and churn the cache, so renders (not cached answers) count per address.
+    if (!(await deps.images.isCached(request))) {
+      await enforcePublicLimit(deps.imageRenderLimiter, "address", limitAddress(c, deps.config.trustProxy));
     }
     try {
       const image = await deps.images.render(request);

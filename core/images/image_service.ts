@@ -123,6 +123,9 @@ export class ImageService {
   readonly #slots: Slots;
   readonly #vipsLibPath?: string;
   readonly #inflight = new Map<string, Promise<RenderedImage>>();
+  // Origin reads under way, by source: many sizes of one uncached image share one fetch (and one
+  // copy in memory) instead of one outbound request of up to `maxBytes` per size.
+  readonly #originInflight = new Map<string, Promise<Uint8Array>>();
   #cacheBytes?: number;
   #sweeping = false;
 
@@ -148,6 +151,16 @@ export class ImageService {
     return await sha256Hex(
       `${req.src}|${req.width ?? "-"}|${req.height ?? "-"}|${fit}|${req.webp ? "webp" : "legacy"}`,
     );
+  }
+
+  /** Whether `req` is served from the cache (no resize): what the endpoint's render limit leaves uncounted. */
+  async isCached(req: ImageRequest): Promise<boolean> {
+    if (this.#cacheMaxBytes === 0) return false;
+    try {
+      return (await Deno.stat(`${this.#dir}/v/${await this.key(req)}`)).isFile;
+    } catch {
+      return false;
+    }
   }
 
   /**
@@ -204,8 +217,16 @@ export class ImageService {
     return await image.toBuffer({ resolveWithObject: true });
   }
 
-  /** The origin bytes, from the cache or through the SSRF guard. */
-  async #original(src: string): Promise<Uint8Array> {
+  /** The origin bytes, from the cache or through the SSRF guard; one read per source at a time. */
+  #original(src: string): Promise<Uint8Array> {
+    const running = this.#originInflight.get(src);
+    if (running) return running;
+    const work = this.#readOriginal(src).finally(() => this.#originInflight.delete(src));
+    this.#originInflight.set(src, work);
+    return work;
+  }
+
+  async #readOriginal(src: string): Promise<Uint8Array> {
     const path = `${this.#dir}/o/${await sha256Hex(src)}`;
     const cached = await this.#readCache(path);
     if (cached) return cached;

@@ -3,12 +3,12 @@ import type { Deps } from "../../composition.ts";
 import { widgetRateLimited } from "../../core/widget/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { rateLimit } from "../middleware/rate_limit.ts";
-import { clientAddress } from "../storefront/client_address.ts";
+import { byClientAddress } from "../middleware/public_limits.ts";
 
 /**
- * The rate limits of a public widget route: per client address (over every widget), then, when
- * `perWidget`, per widget (over every address). Runs after the origin check, so a refused origin
- * is never counted. Over a limit: 429 `rate_limited` with `Retry-After`.
+ * The rate limits of a public widget route: per client address (over every widget; an IPv6 address
+ * as its /64, like `/v1/events`), then, when `perWidget`, per widget (over every address). Runs
+ * after the origin check, so a refused origin is never counted. Over a limit: 429 `rate_limited` with `Retry-After`.
  */
 export function widgetRateLimits(
   deps: Pick<Deps, "widgetLimits" | "config">,
@@ -16,7 +16,7 @@ export function widgetRateLimits(
 ): MiddlewareHandler<AppEnv>[] {
   const byAddress = rateLimit({
     limiter: deps.widgetLimits.perAddress,
-    key: (c) => clientAddress(c, deps.config.trustProxy),
+    key: byClientAddress(deps.config.trustProxy),
     onLimited: widgetRateLimited,
     policy: "widget-address",
   });

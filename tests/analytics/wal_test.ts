@@ -6,6 +6,7 @@ import { parseConfig } from "../../core/config.ts";
 import { openDeps } from "../../main.ts";
 import { analyticsWorld } from "./_fixture.ts";
 import { parquetFiles, parquetIdCounts } from "./_count.ts";
+import { sqlString } from "../../analytics/sql_util.ts";
 
 const evts = (prefix: string, n: number, ts?: string) =>
   Array.from({ length: n }, (_, i) => ({
@@ -247,4 +248,56 @@ Deno.test("flusher lease: with two processes on one KV only the holder flushes; 
   assert.equal((await deps.events.flush()).rows, 2);
   const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
   assert.equal(counts.size, 12);
+});
+
+Deno.test("flush() and compact(): an event_id is one tenant's; another tenant's same id never hides it", async () => {
+  await using world = await analyticsWorld({ EVENTS_COMPACT_MIN_FILES: "2" });
+  const { deps } = world.w;
+  const load = (agent: string, id: string) => ({ event_id: id, event_type: "widget_load", ai_agent: agent });
+  const tenantsOf = async () =>
+    await deps.duckdb.withConnection(async (c) =>
+      (await c.runAndReadAll(
+        `SELECT tenant_id, count(*)::INTEGER AS n FROM read_parquet(${
+          sqlString(`${deps.analytics.eventsDir}/*/*.parquet`)
+        }) GROUP BY tenant_id ORDER BY tenant_id`,
+      )).getRowObjectsJS().map((r) => `${r.tenant_id === world.tenantId ? "publisher" : "other"}:${r.n}`).sort()
+    );
+  // Another tenant sends the publisher's (guessable) ids first, in the same flush and in an earlier one.
+  await deps.events.record([load("am_other", "order-000001")]);
+  await deps.events.flush();
+  await deps.events.record([load("am_other", "order-000002"), load("am_main", "order-000002")]);
+  await deps.events.record([load("am_main", "order-000001")]);
+  await deps.events.flush();
+  assert.deepEqual(await tenantsOf(), ["other:2", "publisher:2"]);
+  // A retry of the publisher's own event is still stored once.
+  await deps.events.record([load("am_main", "order-000001")]);
+  await deps.events.flush();
+  assert.deepEqual(await tenantsOf(), ["other:2", "publisher:2"]);
+  assert.ok(await deps.events.compact() >= 2);
+  assert.deepEqual(await tenantsOf(), ["other:2", "publisher:2"], "compaction keeps both tenants' events");
+});
+
+Deno.test("flush(): a widget batch retried just after midnight is stored once, not once per day", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  const batch = JSON.stringify({
+    widget_id: "wd_main",
+    events: [{ event_id: "ev_0123456789abcdef01234567", event_type: "widget_load", session_id: "s_night" }],
+  });
+  const post = () =>
+    world.w.app.request("/v1/events", {
+      method: "POST",
+      headers: { origin: "https://news.example", "content-type": "application/json" },
+      body: batch,
+    });
+  // The widget sends no timestamp: the server stamps arrival. The first try is stored, but its
+  // answer is lost; the widget sends the same batch again 20 s later, in the next UTC day.
+  world.w.clock.set("2026-11-21T23:59:50Z");
+  assert.equal((await post()).status, 202);
+  await deps.events.flush();
+  world.w.clock.set("2026-11-22T00:00:10Z");
+  assert.equal((await post()).status, 202);
+  await deps.events.flush();
+  const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+  assert.equal(counts.get("ev_0123456789abcdef01234567"), 1);
 });

@@ -235,3 +235,49 @@ Deno.test("ImageService sheds resize jobs past its queue with ImageBusyError (50
     await server.shutdown();
   }
 });
+
+Deno.test("attack: GET /img of many sizes of one image at once fetches its origin once", async () => {
+  const { server, hits } = await imageOrigin();
+  await using w = await createTestWorld({ env: { ALLOW_PRIVATE_URLS: "true" } });
+  try {
+    const photo = w.deps.links.imageUrl({ image: `${server.url}/photo.jpg` })!.replace("http://svc.test", "");
+    // Each size is its own variant; none is cached yet. The origin must not see one fetch per size.
+    const statuses = await Promise.all(Array.from({ length: 24 }, async (_, i) => {
+      const res = await w.app.request(`${photo}&w=${100 + i}`, { headers: LEGACY });
+      await res.body?.cancel();
+      return res.status;
+    }));
+    assert.ok(statuses.every((s) => s === 200 || s === 503), statuses.join(","));
+    assert.equal(hits.get("/photo.jpg"), 1);
+  } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("attack: GET /img renders at most IMAGE_RENDERS_PER_MIN_PER_ADDRESS new sizes a minute per address", async () => {
+  const { server } = await imageOrigin();
+  await using w = await createTestWorld({
+    env: { ALLOW_PRIVATE_URLS: "true", IMAGE_RENDERS_PER_MIN_PER_ADDRESS: "4", TRUST_PROXY: "1" },
+  });
+  try {
+    const photo = w.deps.links.imageUrl({ image: `${server.url}/photo.jpg` })!.replace("http://svc.test", "");
+    const get = async (width: number, address: string) => {
+      const res = await w.app.request(`${photo}&w=${width}`, { headers: { ...LEGACY, "x-forwarded-for": address } });
+      return { status: res.status, retryAfter: res.headers.get("retry-after"), body: await res.text() };
+    };
+    // One client walking through sizes: every new size is a resize and a cache file.
+    const statuses = [];
+    for (let width = 100; width < 110; width++) statuses.push((await get(width, "203.0.113.5")).status);
+    assert.deepEqual(statuses, [200, 200, 200, 200, 429, 429, 429, 429, 429, 429]);
+    const limited = await get(200, "203.0.113.5");
+    assert.equal(limited.retryAfter, "60");
+    assert.deepEqual(JSON.parse(limited.body), { message: "rate limit exceeded: too many requests from this address" });
+    // A size already rendered costs nothing and is still served; another reader renders their own.
+    assert.equal((await get(101, "203.0.113.5")).status, 200);
+    assert.equal((await get(300, "203.0.113.6")).status, 200);
+    w.clock.advance(60_000);
+    assert.equal((await get(200, "203.0.113.5")).status, 200, "the next minute");
+  } finally {
+    await server.shutdown();
+  }
+});

@@ -264,3 +264,24 @@ Deno.test("attack: a non-browser client forging an allowed Origin is bounded by 
   assert.equal(refused, 120 - answered);
   assert.equal(await w.deps.widgetLimits.dailyCap.used(a.widget.id), 12);
 });
+
+Deno.test("attack: IPv6 addresses of one /64 share one per-address widget limit", async () => {
+  await using w = await widgetWorld({ env: { WIDGET_RATE_LIMIT_PER_ADDRESS: "3", TRUST_PROXY: "1" } });
+  const a = await w.tenant("Acme");
+  // One subscriber holds a whole /64: rotating the interface id is still one client.
+  const statuses = [];
+  for (let i = 1; i <= 6; i++) {
+    const res = await w.call(`/${a.widget.id}/recommend`, {
+      body: { query: "budget" },
+      headers: from(`2001:db8:7:9::${i.toString(16)}`),
+    });
+    await res.body?.cancel();
+    statuses.push(res.status);
+  }
+  assert.deepEqual(statuses, [200, 200, 200, 429, 429, 429]);
+  const config = await w.call(`/${a.widget.id}/config`, { headers: from("2001:db8:7:9:abcd::1") });
+  assert.equal(config.status, 429, "the configuration route counts the same /64");
+  // Another /64 is another client.
+  const other = await w.call(`/${a.widget.id}/config`, { headers: from("2001:db8:7:a::1") });
+  assert.equal(other.status, 200);
+});

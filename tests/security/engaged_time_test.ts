@@ -1,0 +1,61 @@
+/**
+ * Engaged time is 5 s per `heartbeat`, and the widget sends one every 5 s of attention. A batch of
+ * heartbeats for one session at one instant must not report a reader who stayed for half an hour.
+ */
+import assert from "node:assert/strict";
+import type { TestWorld } from "../_helpers.ts";
+import { analyticsWorld } from "../analytics/_fixture.ts";
+
+const ORIGIN = "https://news.example";
+
+function post(w: TestWorld, events: unknown[]) {
+  return w.app.request("/v1/events", {
+    method: "POST",
+    headers: { origin: ORIGIN, "content-type": "application/json", "x-forwarded-for": "198.51.100.1" },
+    body: JSON.stringify({ widget_id: "wd_main", events }),
+  });
+}
+
+async function summary(w: TestWorld, key: string) {
+  await w.deps.events.flush();
+  const res = await w.app.request("/v1/analytics/ask-ai?widget_id=wd_main", {
+    headers: { authorization: `Bearer ${key}`, "cache-control": "no-cache" },
+  });
+  return (await res.json()).summary;
+}
+
+const heartbeats = (session: string, n: number) =>
+  Array.from({ length: n }, () => ({ event_type: "heartbeat", session_id: session }));
+
+Deno.test("POST /v1/events: 400 heartbeats of one session at one instant are not 2,000 s of engaged time", async () => {
+  await using world = await analyticsWorld();
+  const w = world.w;
+  const res = await post(w, [{ event_type: "widget_load", session_id: "s_forged" }, ...heartbeats("s_forged", 400)]);
+  assert.equal(res.status, 202);
+  // The load and the heartbeats a session that lived 0 s can have (one, plus one of slack).
+  assert.deepEqual(await res.json(), { accepted: 3 });
+  // Sent again one by one, still at that instant: nothing more.
+  for (let i = 0; i < 5; i++) {
+    assert.deepEqual(await (await post(w, heartbeats("s_forged", 1))).json(), { accepted: 0 });
+  }
+  const s = await summary(w, world.key);
+  assert.equal(s.sessions, 1);
+  assert.equal(s.total_session_time_seconds, 10);
+});
+
+Deno.test("POST /v1/events: a reader's heartbeats every 5 s, or queued offline and sent together, all count", async () => {
+  await using world = await analyticsWorld();
+  const w = world.w;
+  assert.equal((await post(w, [{ event_type: "widget_load", session_id: "s_reader" }])).status, 202);
+  // Ten minutes of attention, one heartbeat per batch every 5 s (a little early or late by the network).
+  for (let i = 1; i <= 120; i++) {
+    w.clock.advance(i % 2 ? 4_900 : 5_100);
+    assert.deepEqual(await (await post(w, heartbeats("s_reader", 1))).json(), { accepted: 1 });
+  }
+  // Offline for a minute: the twelve heartbeats of that minute arrive in one batch.
+  w.clock.advance(60_000);
+  assert.deepEqual(await (await post(w, heartbeats("s_reader", 12))).json(), { accepted: 12 });
+  const s = await summary(w, world.key);
+  assert.equal(s.sessions, 1);
+  assert.equal(s.total_session_time_seconds, 132 * 5);
+});
