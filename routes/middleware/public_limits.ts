@@ -58,7 +58,7 @@ export interface PublicRateLimitOptions {
  * `{message: "rate limit exceeded: ..."}` with `Retry-After`, before the handler runs.
  * @example
  * app.use("/:wd/ask", publicRateLimit({ limiter: limits.widgetPerAddress, scope: "address",
- *   key: (c) => clientAddress(c, config.trustProxy) }));
+ *   key: byClientAddress(config.trustProxy) }));
  */
 export function publicRateLimit({ limiter, scope, key }: PublicRateLimitOptions): MiddlewareHandler<AppEnv> {
   return async function publicRateLimit(c, next) {

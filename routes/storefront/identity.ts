@@ -4,7 +4,7 @@ import { claimBlock, ID_JAG_TOKEN_TYPE, identityBody, sfError } from "../../core
 import { familyApp } from "../family.ts";
 import { bodyReader, type BodyRejection } from "../middleware/body.ts";
 import { rateLimit } from "../middleware/rate_limit.ts";
-import { clientAddress } from "./client_address.ts";
+import { byClientAddress } from "../middleware/public_limits.ts";
 import { requireSeller, sellerOf } from "./seller.ts";
 
 const storefrontError = z.object({
@@ -172,7 +172,7 @@ export function createIdentityRoutes(deps: Pick<Deps, "storefront" | "config" | 
   // Per client address; over the limit: 429 `rate_limit_exceeded` with `retry_after` and `Retry-After`.
   const limit = rateLimit({
     limiter: deps.storefront.limiter,
-    key: (c) => clientAddress(c, deps.config.trustProxy),
+    key: byClientAddress(deps.config.trustProxy),
     policy: "storefront",
     onLimited: (retryAfterS) =>
       sfError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {

@@ -6,7 +6,7 @@ import { familyApp } from "../family.ts";
 import { agentCors } from "../middleware/cors.ts";
 import { rateLimit } from "../middleware/rate_limit.ts";
 import { addAuthorizePage } from "./authorize_page.ts";
-import { clientAddress } from "./client_address.ts";
+import { byClientAddress } from "../middleware/public_limits.ts";
 import { addRegistrationRoute } from "./oauth_register.ts";
 import { addTokenRoute } from "./token.ts";
 
@@ -21,7 +21,7 @@ export function createOAuthRoutes(deps: Pick<Deps, "config" | "storefront" | "lo
   app.use("*", agentCors());
   const limit = rateLimit({
     limiter: deps.storefront.limiter,
-    key: (c) => clientAddress(c, deps.config.trustProxy),
+    key: byClientAddress(deps.config.trustProxy),
     policy: "storefront",
     onLimited: (retryAfterS) =>
       new AppError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {

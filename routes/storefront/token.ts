@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
 import type { AppEnv } from "../env.ts";
-import { clientAddress } from "./client_address.ts";
+import { limitAddress } from "../middleware/public_limits.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { documented } from "../openapi.ts";
 
@@ -91,7 +91,7 @@ export function addTokenRoute(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "storef
     if (!grantType) throw invalidRequest("grant_type is required");
     if (grantType === "authorization_code" || grantType === "refresh_token") {
       // The MCP clients' grants count per client address like registration and consent (jwt-bearer stays as it was).
-      const hit = await deps.storefront.limiter.hit(`oauth:${clientAddress(c, deps.config.trustProxy)}`);
+      const hit = await deps.storefront.limiter.hit(`oauth:${limitAddress(c, deps.config.trustProxy)}`);
       if (!hit.allowed) {
         throw new AppError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {
           extra: { retry_after: hit.retryAfterS },

@@ -234,6 +234,18 @@ Deno.test("rate limit: identity and claim routes answer 429 rate_limit_exceeded 
     w.clock.advance(60_000);
     assert.equal((await w.post("/agent/identity", { type: "anonymous" }, from("192.0.2.1"))).status, 201);
   });
+  await t.step(
+    "IPv6 addresses of one /64 are one client (rotating the interface id gets no fresh window)",
+    async () => {
+      const statuses = [];
+      for (let i = 1; i <= 4; i++) {
+        statuses.push((await w.post("/agent/identity", { type: "anonymous" }, from(`2001:db8:5:6::${i}`))).status);
+      }
+      assert.deepEqual(statuses, [201, 201, 201, 429]);
+      const otherNetwork = await w.post("/agent/identity", { type: "anonymous" }, from("2001:db8:5:7::1"));
+      assert.equal(otherNetwork.status, 201);
+    },
+  );
   await t.step("the token endpoint is not rate-limited here", async () => {
     for (let i = 0; i < 5; i++) {
       const res = await w.form("/oauth2/token", { grant_type: JWT_BEARER, assertion: "x" }, from("192.0.2.1"));
