@@ -22,6 +22,7 @@ const purchaseResponses = {
   402: paid402,
   404: errorResponse("plan_not_found or seller_not_found"),
   409: errorResponse("payment_request_mismatch, payment_amount_mismatch, payment_consumed, ..."),
+  429: errorResponse("rate_limit_exceeded: too many hosted checkouts opened from this client address (`Retry-After`)"),
   501: errorResponse("entitlements_not_available"),
 };
 
