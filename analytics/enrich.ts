@@ -24,8 +24,11 @@ import type { WalExtraSet } from "./wal.ts";
 
 /** Who is sending a batch. */
 export type IngestContext =
-  /** The Ask AI widget in a browser, authorised by widget id + allowed origin. */
-  | { source: "widget"; widget: Widget; clientKey?: string }
+  /**
+   * The Ask AI widget in a browser, authorised by widget id + allowed origin. `maxAgeMs`: how far
+   * back a sent `ts` may go (the public route's bound; default 30 days, as for a server).
+   */
+  | { source: "widget"; widget: Widget; clientKey?: string; maxAgeMs?: number }
   /** A server holding the tenant's API key. */
   | { source: "server"; tenantId: string }
   /** Another room of this service (trusted; tenant derived from widget or AI agent). */
@@ -125,6 +128,9 @@ export async function prepareEvents(
     const tsMs = e.ts ? Date.parse(e.ts) : nowMs;
     if (tsMs > nowMs + FUTURE_SKEW_MS) throw invalid(i, "ts", "must not be more than 5 minutes in the future");
     if (tsMs < nowMs - MAX_AGE_MS) throw invalid(i, "ts", "must not be more than 30 days in the past");
+    if (ctx.source === "widget" && ctx.maxAgeMs !== undefined && tsMs < nowMs - ctx.maxAgeMs) {
+      throw invalid(i, "ts", `must not be more than ${Math.round(ctx.maxAgeMs / 60_000)} minutes in the past here`);
+    }
     const row = toRow(e, { event_id: e.event_id ?? uuidv7(deps.clock), ts_ms: tsMs, source });
 
     // Ownership and defaults. Widget traffic cannot name another widget, tenant or agent identity,

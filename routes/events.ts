@@ -13,6 +13,14 @@ import { clientAddress } from "./storefront/client_address.ts";
 import { clientKey, senderNetwork } from "../core/client_key.ts";
 import { actFor } from "./request_scope.ts";
 
+/**
+ * How far back a widget batch's `ts` may go. The widget sends none (the service stamps arrival) and
+ * retries within minutes; an older one on this public path is a forger's, who could otherwise rewrite
+ * closed days' figures or stretch a visit's span past the heartbeat bound. A server batch, with the
+ * tenant's key, may still go back 30 days.
+ */
+export const WIDGET_TS_MAX_AGE_MS = 10 * 60_000;
+
 /** Most events one `POST /v1/events` may carry. */
 export const MAX_EVENTS_PER_BATCH = 500;
 
@@ -117,7 +125,7 @@ export function createEventRoutes(
       await enforcePublicLimit(limits.perWidget, "widget", widget.id, events.length);
       await enforcePublicLimit(limits.perWidgetDaily, "widget_daily", widget.id, events.length);
       actFor(c, widget.tenantId);
-      ctx = { source: "widget", widget, clientKey: await clientKey(address) };
+      ctx = { source: "widget", widget, clientKey: await clientKey(address), maxAgeMs: WIDGET_TS_MAX_AGE_MS };
     }
     const accepted = await deps.events.ingest(events, ctx);
     return c.json({ accepted }, 202, origin ? corsHeaders(origin) : {});

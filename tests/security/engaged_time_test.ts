@@ -59,3 +59,25 @@ Deno.test("POST /v1/events: a reader's heartbeats every 5 s, or queued offline a
   assert.equal(s.sessions, 1);
   assert.equal(s.total_session_time_seconds, 132 * 5);
 });
+
+Deno.test("POST /v1/events: the public widget path refuses a ts over 10 minutes back; an API key's batch may go back 30 days", async () => {
+  await using world = await analyticsWorld();
+  const w = world.w;
+  const at = (msBack: number) => new Date(w.clock.now().getTime() - msBack).toISOString();
+  // A forger stretching a visit back an hour to make room for heartbeats, or writing into a closed day.
+  for (const back of [11 * 60_000, 3600_000, 3 * 86_400_000]) {
+    const res = await post(w, [{ event_type: "widget_load", session_id: "s_back", ts: at(back) }]);
+    assert.equal(res.status, 422);
+    assert.match((await res.json()).message, /ts: must not be more than 10 minutes in the past here/);
+  }
+  // The widget's own retries (it sends no ts) and a page's few minutes of queue are within it.
+  const recent = await post(w, [{ event_type: "widget_load", session_id: "s_back", ts: at(9 * 60_000) }]);
+  assert.deepEqual(await recent.json(), { accepted: 1 });
+  // A publisher's server, with its key, may send what happened days ago.
+  const server = await w.app.request("/v1/events", {
+    method: "POST",
+    headers: { authorization: `Bearer ${world.key}`, "content-type": "application/json" },
+    body: JSON.stringify({ events: [{ event_type: "widget_load", widget_id: "wd_main", ts: at(3 * 86_400_000) }] }),
+  });
+  assert.deepEqual(await server.json(), { accepted: 1 });
+});
