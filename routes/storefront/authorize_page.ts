@@ -181,7 +181,8 @@ export function addAuthorizePage(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "con
     const name = client?.clientName ?? "An application";
     return {
       clientName: documentHost ? `${name} (${documentHost})` : name,
-      redirectHost: redirect.host || redirect.protocol,
+      // An app scheme may carry any host (`com.evil.app://claude.ai/cb`): the app that opens is the scheme's.
+      redirectHost: redirect.protocol === "https:" || redirect.protocol === "http:" ? redirect.host : redirect.protocol,
       sellerName: seller.name,
     };
   };

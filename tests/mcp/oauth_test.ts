@@ -472,3 +472,28 @@ Deno.test("OAuth attacks: a malformed request of a client registered with an htt
   assert.equal(back.searchParams.get("error"), "unsupported_response_type");
   assert.equal(back.searchParams.get("state"), "s-1");
 });
+
+Deno.test("consent page: an app-scheme redirect URI is named by its scheme, not by the host it carries", async () => {
+  await using w = await mcpWorld({ env: { STOREFRONT_RATE_LIMIT: "100000" } });
+  const redirectUri = "com.example.app://claude.ai/callback";
+  const reg = await w.app.request(`${SF}/oauth2/register`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ redirect_uris: [redirectUri], client_name: "Claude" }),
+  });
+  assert.equal(reg.status, 201);
+  const { client_id } = await reg.json();
+  const url = `${SF}/oauth2/authorize?${new URLSearchParams({
+    response_type: "code",
+    client_id,
+    redirect_uri: redirectUri,
+    code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()),
+    code_challenge_method: "S256",
+    state: "s",
+  })}`;
+  const page = await openConsent(w, url);
+  assert.equal(page.status, 200);
+  // The browser hands the code to whichever app owns the scheme; claude.ai is not where it goes.
+  assert.match(page.html, /sent back to <b>com\.example\.app:<\/b>/);
+  assert.doesNotMatch(page.html, /sent back to <b>claude\.ai<\/b>/);
+});
