@@ -7,7 +7,7 @@ export { claimBlock, identityBody } from "./identity_body.ts";
 export { SIGNING_ALG } from "./keys.ts";
 export { OutboxMailer } from "./mailer.ts";
 export type { Mailer } from "./mailer.ts";
-export { registrationBody } from "./oauth_clients.ts";
+export { redirectsUnasked, registrationBody } from "./oauth_clients.ts";
 export { oauthErrors } from "./oauth_errors.ts";
 export { normalizeHost } from "./sellers.ts";
 export type { SellerRegistry } from "./sellers.ts";

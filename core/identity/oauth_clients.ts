@@ -36,6 +36,20 @@ export function redirectUriProblem(uri: unknown): RedirectUriProblem | null {
   return PRIVATE_SCHEME_RE.test(url.protocol) ? null : "redirect_uri_scheme";
 }
 
+/**
+ * Whether the authorization endpoint may send the browser to a registered redirect URI without the
+ * human's click (an error of the request): a loopback address or an app's private-use scheme stays
+ * on the human's own machine. An https URI is whatever its registrant chose (registration is open),
+ * so redirecting there on a malformed request would make our origin an open redirector (RFC 9700
+ * section 4.11.2): the page asks first.
+ * @example redirectsUnasked("http://127.0.0.1:53682/cb") // true
+ * @example redirectsUnasked("https://phish.example/cb") // false
+ */
+export function redirectsUnasked(uri: string): boolean {
+  const url = new URL(uri);
+  return url.protocol !== "https:" || LOOPBACK_HOSTS.has(url.hostname);
+}
+
 /** Whether a client_id is a client ID metadata document URL (https, with a path). */
 export function isMetadataDocumentUrl(clientId: string): boolean {
   if (!clientId.startsWith("https://") || clientId.length > MAX_URI_CHARS) return false;

@@ -33,16 +33,21 @@ export class FormCsrf {
   }
 
   // A browser always sends Origin on a cross-site POST; its absence means a same-origin browser
-  // of old or a non-browser client, which the token alone covers.
+  // of old or a non-browser client, which the token alone covers. Our host is compared without the
+  // scheme (behind a TLS terminator the request URL says http), so an https deployment (Secure
+  // cookies) refuses any http Origin: a page on http://{our host}, which a network attacker can
+  // write and where a non-Secure cookie of the same name can be planted, is not us.
   #sameOrigin(c: Context): boolean {
     const origin = c.req.header("origin");
     if (origin === undefined) return true;
     if (this.opts.trustedOrigins?.includes(origin)) return true;
-    if (origin === new URL(c.req.url).origin) return true;
+    let url: URL;
     try {
-      return new URL(origin).host === c.req.header("host");
+      url = new URL(origin);
     } catch {
       return false;
     }
+    if (this.opts.secure && url.protocol !== "https:") return false;
+    return origin === new URL(c.req.url).origin || url.host === c.req.header("host");
   }
 }

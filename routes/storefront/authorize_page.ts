@@ -4,7 +4,7 @@ import { type Html, humanPage } from "./human_page.ts";
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
-import type { AuthorizationRequest, Seller } from "../../core/identity/mod.ts";
+import { type AuthorizationRequest, redirectsUnasked, type Seller } from "../../core/identity/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { FormCsrf } from "../middleware/form_csrf.ts";
@@ -98,6 +98,18 @@ ${errorLine(error)}
   );
 }
 
+/** A request error for a client whose redirect URI we do not follow unasked: the human chooses to go back. */
+function returnBody(message: string, location: string, host: string): Html {
+  return page(
+    "This request cannot go on",
+    html`
+      <h1>This request cannot go on</h1>
+      <p id="message">The application sent a request we cannot accept: ${message}.</p>
+      <p><a id="return" href="${location}">Return to ${host}</a></p>
+    `,
+  );
+}
+
 function messageBody(title: string, message: string): Html {
   return page(
     title,
@@ -169,7 +181,8 @@ export function addAuthorizePage(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "con
     const name = client?.clientName ?? "An application";
     return {
       clientName: documentHost ? `${name} (${documentHost})` : name,
-      redirectHost: redirect.host || redirect.protocol,
+      // An app scheme may carry any host (`com.evil.app://claude.ai/cb`): the app that opens is the scheme's.
+      redirectHost: redirect.protocol === "https:" || redirect.protocol === "http:" ? redirect.host : redirect.protocol,
       sellerName: seller.name,
     };
   };
@@ -179,14 +192,14 @@ export function addAuthorizePage(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "con
     const checked = await oauth.checkAuthorization(new URL(c.req.url).searchParams);
     if ("kind" in checked) {
       if (checked.kind === "page") return send(c, 400, messageBody("This request cannot go on", checked.message));
-      return redirect(
-        c,
-        redirectTo(checked.redirectUri, {
-          error: checked.error.code,
-          error_description: checked.error.message,
-          state: checked.state,
-        }),
-      );
+      const location = redirectTo(checked.redirectUri, {
+        error: checked.error.code,
+        error_description: checked.error.message,
+        state: checked.state,
+      });
+      if (redirectsUnasked(checked.redirectUri)) return redirect(c, location);
+      const back = new URL(checked.redirectUri);
+      return send(c, 400, returnBody(checked.error.message, location, back.host));
     }
     const request = await oauth.saveRequest(checked.request);
     const csrf = csrfGuard.issue(c);

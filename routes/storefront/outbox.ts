@@ -4,10 +4,19 @@ import { OutboxMailer } from "../../core/identity/mod.ts";
 import { requireOperator } from "../middleware/operator.ts";
 import { familyApp } from "../family.ts";
 import { pageSecurity } from "../middleware/page_security.ts";
+import { styleHashSource } from "../inline_style.ts";
 
-// Security headers of the outbox page (hono/secure-headers): no script, its inline style only.
+const STYLE = `body{font:15px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem}
+article{border-bottom:1px solid #ddd;padding:.5rem 0}h2{font-size:1.1rem;margin:.2rem 0}.meta{color:#555;margin:0}
+pre{white-space:pre-wrap}`;
+
+/**
+ * Security headers of the outbox page (hono/secure-headers), on its refusals too: no script, its own
+ * style by hash (never `'unsafe-inline'`: the page shows mail text), no framing (it lists live codes).
+ */
 const SECURITY = pageSecurity({
-  csp: { defaultSrc: ["'none'"], styleSrc: ["'unsafe-inline'"] },
+  csp: { defaultSrc: ["'none'"], styleSrc: [styleHashSource(STYLE)], frameAncestors: ["'none'"] },
+  frameOptions: "DENY",
   referrerPolicy: "no-referrer",
 });
 
@@ -21,7 +30,7 @@ export function createOutboxRoutes(deps: Pick<Deps, "mailer" | "operatorKeys" | 
   const app = familyApp("storefront", deps.log);
   const mailer = deps.mailer;
   if (!(mailer instanceof OutboxMailer)) return app;
-  app.get("/", requireOperator(deps.operatorKeys), SECURITY, async (c) => {
+  app.get("/", SECURITY, requireOperator(deps.operatorKeys), async (c) => {
     const items = await mailer.list(50);
     // Links become anchors; everything else is escaped by the html tag.
     const linkify = (text: string) =>
@@ -42,9 +51,7 @@ export function createOutboxRoutes(deps: Pick<Deps, "mailer" | "operatorKeys" | 
         <head>
           <meta charset="utf-8">
           <title>Outbox</title>
-          <style>body{font:15px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem}
-      article{border-bottom:1px solid #ddd;padding:.5rem 0}h2{font-size:1.1rem;margin:.2rem 0}.meta{color:#555;margin:0}
-      pre{white-space:pre-wrap}</style>
+          <style>${raw(STYLE)}</style>
         </head>
         <body><h1>Outbox</h1>
       <p>Mail the service would have sent (MAIL_OUTBOX is on, no SMTP_URL). Kept for a day.</p>

@@ -446,3 +446,54 @@ Deno.test("registration, the consent page and the code grants are rate-limited p
   for (let i = 0; i < 3; i++) assert.equal((await grant()).status, 401);
   assert.equal((await grant()).status, 429);
 });
+
+Deno.test("OAuth attacks: a malformed request of a client registered with an https redirect URI is not redirected unasked (RFC 9700 4.11.2)", async () => {
+  await using w = await mcpWorld({ env: { STOREFRONT_RATE_LIMIT: "100000" } });
+  // Registration is open: anyone can register a phishing page as a redirect URI.
+  const reg = await w.app.request(`${SF}/oauth2/register`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ redirect_uris: ["https://phish.example/cb"], client_name: "Phish" }),
+  });
+  assert.equal(reg.status, 201);
+  const { client_id } = await reg.json();
+  // A link on our origin, malformed on purpose so that no human step comes before the answer.
+  const url = `${SF}/oauth2/authorize?${new URLSearchParams({ response_type: "token", client_id, state: "s-1" })}`;
+  const res = await w.app.request(url, { redirect: "manual" });
+  const html = await res.text();
+  assert.equal(res.status, 400);
+  assert.equal(res.headers.get("location"), null);
+  assert.match(res.headers.get("content-security-policy") ?? "", /frame-ancestors 'none'/);
+  // The human may still go back, by a link that says where it goes.
+  const link = /<a id="return" href="([^"]+)">Return to phish\.example<\/a>/.exec(html);
+  assert.ok(link, html);
+  const back = new URL(link[1]!.replaceAll("&amp;", "&"));
+  assert.equal(back.origin + back.pathname, "https://phish.example/cb");
+  assert.equal(back.searchParams.get("error"), "unsupported_response_type");
+  assert.equal(back.searchParams.get("state"), "s-1");
+});
+
+Deno.test("consent page: an app-scheme redirect URI is named by its scheme, not by the host it carries", async () => {
+  await using w = await mcpWorld({ env: { STOREFRONT_RATE_LIMIT: "100000" } });
+  const redirectUri = "com.example.app://claude.ai/callback";
+  const reg = await w.app.request(`${SF}/oauth2/register`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ redirect_uris: [redirectUri], client_name: "Claude" }),
+  });
+  assert.equal(reg.status, 201);
+  const { client_id } = await reg.json();
+  const url = `${SF}/oauth2/authorize?${new URLSearchParams({
+    response_type: "code",
+    client_id,
+    redirect_uri: redirectUri,
+    code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()),
+    code_challenge_method: "S256",
+    state: "s",
+  })}`;
+  const page = await openConsent(w, url);
+  assert.equal(page.status, 200);
+  // The browser hands the code to whichever app owns the scheme; claude.ai is not where it goes.
+  assert.match(page.html, /sent back to <b>com\.example\.app:<\/b>/);
+  assert.doesNotMatch(page.html, /sent back to <b>claude\.ai<\/b>/);
+});

@@ -298,3 +298,37 @@ Deno.test("claim page: the decision needs the page's CSRF token and cookie", asy
     assert.equal((await w.app.request(`${SF}/claim/${"x".repeat(43)}`)).status, 404);
   });
 });
+
+Deno.test("claim page: page loads and code submits are rate-limited per client address, like the claim API", async (t) => {
+  await using w = await storefrontWorld({
+    env: { STOREFRONT_RATE_LIMIT: "3", STOREFRONT_RATE_WINDOW_S: "60", TRUST_PROXY: "1" },
+  });
+  // The agent's two API calls come from its own address.
+  const { verificationUri } = await startServiceAuthClaim(w, "flood@example.com");
+  const from = (addr: string) => ({ "x-forwarded-for": `10.9.9.9, ${addr}` });
+  const statuses: number[] = [];
+  for (let i = 0; i < 4; i++) {
+    const res = await w.app.request(verificationUri, { headers: from("192.0.2.7") });
+    statuses.push(res.status);
+    if (res.status === 429) {
+      assert.equal(res.headers.get("retry-after"), "60");
+      assert.equal((await res.json()).error, "rate_limit_exceeded");
+      assert.match(res.headers.get("content-security-policy") ?? "", /frame-ancestors 'none'/);
+    } else await res.body?.cancel();
+  }
+  assert.deepEqual(statuses, [200, 200, 200, 429]);
+  await t.step("a code submit from the same address is refused before it counts as a try", async () => {
+    const res = await w.form(
+      verificationUri.slice(SF.length),
+      { csrf: "x", mail_code: "BCDF-GHJK" },
+      from("192.0.2.7"),
+    );
+    assert.equal(res.status, 429);
+    await res.body?.cancel();
+  });
+  await t.step("another address has its own window", async () => {
+    const res = await w.app.request(verificationUri, { headers: from("192.0.2.8") });
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+  });
+});
