@@ -128,12 +128,22 @@ export async function askAiBreakdown(deps: RollupDeps, tenantId: string, q: Anal
   const w = await requestWindow(deps, q);
   const agent = await widgetAgent(deps, tenantId, q);
   const filters = blockFilters(tenantId, agent, q);
-  const grouping: Grouping = opts.dimension === "date" ? { interval: opts.interval } : { dimension: opts.dimension };
+  // A column's values come from the query already cut to the rows shown (a column may hold millions
+  // of values, placements and referrers come from pages); the earlier window counts the same values.
+  const column = opts.dimension === "date" ? null : opts.dimension;
+  const grouping: Grouping = column === null ? { interval: opts.interval } : {
+    dimension: column,
+    top: { sort: opts.sort, descending: opts.order === "desc", limit: opts.limit },
+  };
+  const sameValues = column === null ? undefined : (now: Map<string, Counts>): Grouping => ({
+    dimension: column,
+    keys: [...now.keys()].filter((k) => k !== BLOCK_TOTAL),
+  });
   const earlier = opts.compare ? { ...earlierWindow(w, opts.compare), tz: w.tz } : null;
   // A column grouping carries the whole block (each session once) under BLOCK_TOTAL; the day
   // series adds up to it.
   const [counts, earlierCounts] = earlier
-    ? await comparedCounts(deps, w, earlier, filters, grouping)
+    ? await comparedCounts(deps, w, earlier, filters, grouping, sameValues)
     : [await blockCounts(deps, w, filters, grouping), null];
   const totalOf = (m: Map<string, Counts>) => {
     if (opts.dimension === "date") return [...m.values()].reduce(addCounts, zeroCounts());

@@ -25,17 +25,34 @@ export interface CompareDeps extends BlockSource {
   memo?: WindowMemo;
 }
 
-/** The counts of `w` and of `earlier` (same zone, filters and grouping). */
+/**
+ * The counts of `w` and of `earlier` (same zone and filters). The earlier window is grouped as `w`,
+ * or, with `earlierGrouping`, as it says from the counts of `w` (a top-N column breakdown compares
+ * the same values: `w`'s are counted first).
+ */
 export async function comparedCounts(
   deps: CompareDeps,
   w: ZonedWindow,
   earlier: ZonedWindow,
   filters: BlockFilters,
   grouping: Grouping,
+  earlierGrouping?: (now: Map<string, Counts>) => Grouping,
 ): Promise<[Map<string, Counts>, Map<string, Counts>]> {
   const memo = deps.memo?.enabled ? deps.memo : null;
   const rollups = "interval" in grouping ? ["ask_ai_by_time"] as const : ["ask_ai_by_column"] as const;
-  const key = memo ? await memo.key(filters.tenant_id, rollups, { filters, grouping }, earlier) : null;
+  const memoKey = (g: Grouping) =>
+    memo ? memo.key(filters.tenant_id, rollups, { filters, grouping: g }, earlier) : null;
+  if (earlierGrouping) {
+    const now = await blockCounts(deps, w, filters, grouping);
+    const g = earlierGrouping(now);
+    const key = await memoKey(g);
+    const kept = key ? await memo!.get(key) : null;
+    if (kept) return [now, kept];
+    const before = await blockCounts(deps, earlier, filters, g);
+    if (key) await memo!.set(key, before);
+    return [now, before];
+  }
+  const key = await memoKey(grouping);
   const kept = key ? await memo!.get(key) : null;
   if (kept) return [await blockCounts(deps, w, filters, grouping), kept];
   const both = await Promise.all([

@@ -32,6 +32,8 @@ export const analyticsErrors = declareErrors({
   data_model_not_found: { ...badQuery, message: "data_model_id not found" },
   widget_not_found: { ...badQuery, message: "widget_id not found" },
   agent_not_found: { ...badQuery, message: "agent_id not found" },
+  /** A logs export while the tenant's others are still under way (analytics/export_slots.ts); spec 7.2's 429. */
+  exports_busy: { kind: "rate_limited", code: "rate_limited", message: "rate limit exceeded" },
   campaign_id_malformed: { ...badQuery, message: idFormatMessage("campaign_id", "cp") },
   /**
    * The first bad event of a batch: `field` is its path in our schema, `problem` our phrase or

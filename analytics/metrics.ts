@@ -70,8 +70,28 @@ export type ColumnDimension = (typeof COLUMN_DIMENSIONS)[number];
 export const INTERVALS = ["hour", "day", "week", "month"] as const;
 export type Interval = (typeof INTERVALS)[number];
 
+/**
+ * A column grouping: every value of the column, or (a dimension may hold millions of values) only
+ * the first `top.limit` in a breakdown's order, or only the values in `keys`; the whole block always.
+ */
+export interface ColumnGrouping {
+  dimension: ColumnDimension;
+  top?: { sort: string; descending: boolean; limit: number };
+  keys?: string[];
+}
+
 /** Group by a column, or by local time buckets. */
-export type Grouping = { dimension: ColumnDimension } | { interval: Interval };
+export type Grouping = ColumnGrouping | { interval: Interval };
+
+/** The bound parameters of a column grouping's pick (analytics/sql/ask_ai_by_column.sql). */
+const pickParams = ({ top, keys }: ColumnGrouping) => ({
+  sort: top?.sort ?? "key",
+  descending: top?.descending ?? false,
+  limit: top?.limit ?? Number.MAX_SAFE_INTEGER,
+  keyed: keys !== undefined,
+  keys: keys ?? [],
+  heartbeat_seconds: HEARTBEAT_SECONDS,
+});
 
 /** The integer counts of one block. */
 export interface Counts {
@@ -141,7 +161,12 @@ export async function blockCounts(
   const { engine } = source;
   if (!("interval" in grouping)) {
     return countsOf(
-      await engine.query("ask_ai_by_column", { ...windowParams(w), ...filters, dimension: grouping.dimension }),
+      await engine.query("ask_ai_by_column", {
+        ...windowParams(w),
+        ...filters,
+        ...pickParams(grouping),
+        dimension: grouping.dimension,
+      }),
     );
   }
   const edges = windowEdgesMs(w);

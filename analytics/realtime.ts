@@ -34,7 +34,9 @@ export async function realtimeCounters(deps: RealtimeDeps, tenantId: string, q: 
   const since30 = now - 30 * MIN_MS;
   const since5 = now - 5 * MIN_MS;
   const until = now + FUTURE_MS;
-  const walIds: string[] = [];
+  // A batch retried before the flush (its first answer lost) is in the log twice with the same
+  // event ids; the flush stores each once, so each counts once here too.
+  const walIds = new Set<string>();
   const visits5 = new Set<string>();
   const visits30 = new Set<string>();
   const wal = { queries_5: 0, queries_30: 0, clicks_5: 0, clicks_30: 0 };
@@ -44,8 +46,8 @@ export async function realtimeCounters(deps: RealtimeDeps, tenantId: string, q: 
       if (!line) continue;
       const r = JSON.parse(line) as EventRow;
       if (r.tenant_id !== tenantId || (agent !== null && r.ai_agent !== agent)) continue;
-      if (r.ts_ms < since30 || r.ts_ms > until) continue;
-      walIds.push(r.event_id);
+      if (r.ts_ms < since30 || r.ts_ms > until || walIds.has(r.event_id)) continue;
+      walIds.add(r.event_id);
       const recent = r.ts_ms >= since5;
       if (r.visit_id !== null) {
         visits30.add(String(r.visit_id));
@@ -63,7 +65,7 @@ export async function realtimeCounters(deps: RealtimeDeps, tenantId: string, q: 
     until: sqlTs(until),
     tenant_id: tenantId,
     ai_agent: agent,
-    wal_ids: walIds,
+    wal_ids: [...walIds],
     wal_visits_5: [...visits5],
     wal_visits_30: [...visits30],
   });
@@ -77,7 +79,7 @@ export async function realtimeCounters(deps: RealtimeDeps, tenantId: string, q: 
     filters: q.widget_id ? { widget_id: q.widget_id } : {},
     last_5_minutes: block(5),
     last_30_minutes: block(30),
-    unflushed_events: walIds.length,
+    unflushed_events: walIds.size,
     meta: { timezone: tz, generated_at: new Date(now).toISOString() },
   };
 }

@@ -27,7 +27,7 @@ async function gitSql(rev: string, name: string): Promise<string> {
 }
 const treeSql = (name: string) => Deno.readTextFile(new URL(`../analytics/sql/${name}.sql`, import.meta.url));
 
-type P = Record<string, string | null | number | string[]>;
+type P = Record<string, string | null | number | boolean | string[]>;
 async function run(sql: string, params: P): Promise<Record<string, unknown>[]> {
   const code = sql.replace(/--[^\n]*/g, "");
   const values: Record<string, unknown> = {};
@@ -76,7 +76,18 @@ const sp = {
 const cases: [string, string, P][] = [
   ["Ask AI by time, UTC, day", "ask_ai_by_time", { ...windowParams(w), ...f, interval: "day" }],
   ["Ask AI by time, New York, hour", "ask_ai_by_time", { ...windowParams(wNy), ...f, interval: "hour" }],
-  ["breakdown by placement_id", "ask_ai_by_column", { ...windowParams(w), ...f, dimension: "placement_id" }],
+  ["breakdown by placement_id", "ask_ai_by_column", {
+    ...windowParams(w),
+    ...f,
+    dimension: "placement_id",
+    // Every value, as before the query cut a breakdown to its rows.
+    sort: "key",
+    descending: false,
+    limit: Number.MAX_SAFE_INTEGER,
+    keyed: false,
+    keys: [],
+    heartbeat_seconds: 5,
+  }],
   ["session intelligence", "session_intelligence", { ...windowParams(w), ...f }],
   ["sponsored daily rows", "sponsored_daily", sp],
 ];

@@ -191,18 +191,60 @@ per_k AS (
   SELECT NULL, sum(loads), count(*) FILTER (WHERE viewable), 0, 0, 0, 0, count(*), count(*) FILTER (WHERE engaged), 0
   FROM v
   WHERE inb
+),
+totals AS (
+  SELECT k AS key,
+    sum(widget_loads)::BIGINT AS widget_loads,
+    sum(viewable_sessions)::BIGINT AS viewable_sessions,
+    sum(engagement_queries)::BIGINT AS engagement_queries,
+    sum(total_clicks)::BIGINT AS total_clicks,
+    sum(article_clicks)::BIGINT AS article_clicks,
+    sum(cta_clicks)::BIGINT AS cta_clicks,
+    sum(sessions)::BIGINT AS sessions,
+    sum(engaged_sessions)::BIGINT AS engaged_sessions,
+    sum(heartbeats)::BIGINT AS heartbeats
+  FROM per_k
+  GROUP BY 1
+  HAVING sum(engagement_queries) + sum(total_clicks) + sum(heartbeats) + sum(sessions) + sum(widget_loads) > 0
+),
+-- The values a caller gets: a dimension may hold millions of values (placements and referrers come from
+-- pages), so with $top only the first $limit in the breakdown's order ($sort, $descending; ties by key, as
+-- analytics/breakdown.ts sorts), and with $keyed only the values in $keys (an earlier window's rows for
+-- the current rows). Rates as summaryOf computes them (analytics/metrics.ts).
+ranked AS (
+  SELECT *,
+    CASE $sort
+      WHEN 'widget_loads' THEN widget_loads
+      WHEN 'viewable_sessions' THEN viewable_sessions
+      WHEN 'engagement_queries' THEN engagement_queries
+      WHEN 'total_clicks' THEN total_clicks
+      WHEN 'article_clicks' THEN article_clicks
+      WHEN 'cta_clicks' THEN cta_clicks
+      WHEN 'sessions' THEN sessions
+      WHEN 'total_session_time_seconds' THEN heartbeats * $heartbeat_seconds
+      WHEN 'avg_session_duration_seconds' THEN
+        CASE WHEN sessions = 0 THEN 0 ELSE round(heartbeats * $heartbeat_seconds / sessions) END
+      WHEN 'viewability_rate' THEN
+        CASE WHEN sessions = 0 THEN 0 ELSE round(viewable_sessions * 10000.0 / sessions) / 100 END
+      WHEN 'engagement_rate' THEN
+        CASE WHEN widget_loads = 0 THEN 0 ELSE round(engagement_queries * 10000.0 / widget_loads) / 100 END
+      WHEN 'engagement_session_rate' THEN
+        CASE WHEN sessions = 0 THEN 0 ELSE round(engaged_sessions * 10000.0 / sessions) / 100 END
+      WHEN 'query_to_click_rate' THEN
+        CASE WHEN engagement_queries = 0 THEN 0 ELSE round(total_clicks * 10000.0 / engagement_queries) / 100 END
+      ELSE 0
+    END::DOUBLE AS sort_value
+  FROM totals
+  WHERE key IS NOT NULL AND (NOT $keyed OR list_contains($keys, key))
 )
-SELECT k AS key,
-  sum(widget_loads)::BIGINT AS widget_loads,
-  sum(viewable_sessions)::BIGINT AS viewable_sessions,
-  sum(engagement_queries)::BIGINT AS engagement_queries,
-  sum(total_clicks)::BIGINT AS total_clicks,
-  sum(article_clicks)::BIGINT AS article_clicks,
-  sum(cta_clicks)::BIGINT AS cta_clicks,
-  sum(sessions)::BIGINT AS sessions,
-  sum(engaged_sessions)::BIGINT AS engaged_sessions,
-  sum(heartbeats)::BIGINT AS heartbeats
-FROM per_k
-GROUP BY 1
-HAVING sum(engagement_queries) + sum(total_clicks) + sum(heartbeats) + sum(sessions) + sum(widget_loads) > 0
-ORDER BY 1
+-- The whole block (key NULL) always.
+SELECT * FROM totals WHERE key IS NULL
+UNION ALL
+SELECT * EXCLUDE (sort_value) FROM (
+  SELECT * FROM ranked
+  ORDER BY
+    CASE WHEN $descending THEN -sort_value ELSE sort_value END,
+    CASE WHEN $descending AND $sort = 'key' THEN key END DESC NULLS LAST,
+    key
+  LIMIT $limit
+)

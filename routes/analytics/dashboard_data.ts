@@ -231,12 +231,23 @@ const dashboardRoute = createRoute({
 });
 
 /** What the combined call reads. */
-type DashboardDataDeps = Pick<Deps, "analytics" | "events" | "repos" | "clock" | "log" | "kv">;
+type DashboardDataDeps = Pick<
+  Deps,
+  "analytics" | "analyticsMemo" | "analyticsVisits" | "events" | "repos" | "clock" | "log" | "kv"
+>;
 
 /** Mounted inside the `/v1/analytics` sub-app (behind its key check and rate limit). */
 export function createDashboardDataRoute(deps: DashboardDataDeps, answer: ReturnType<typeof analyticsAnswerer>) {
   const app = familyApp<TenantEnv>("message", deps.log);
-  const rollupDeps: RollupDeps = { engine: deps.analytics, repos: deps.repos, clock: deps.clock };
+  // The same sources as the panels' own endpoints: closed days' visit figures and the compare memo
+  // (without them every dashboard load read each event of its window again, and both windows).
+  const rollupDeps: RollupDeps = {
+    engine: deps.analytics,
+    repos: deps.repos,
+    clock: deps.clock,
+    memo: deps.analyticsMemo,
+    visits: deps.analyticsVisits,
+  };
   const encoder = new TextEncoder();
 
   /** One panel's line: its answer, or the error its own endpoint would have answered. */

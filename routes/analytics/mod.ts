@@ -22,6 +22,8 @@ import {
   exportHeaders,
   type InsightDeps,
 } from "./insights.ts";
+import { ExportSlots, onStreamEnd } from "../../analytics/export_slots.ts";
+import { hasOwnedChunks, markOwnedChunks } from "../../core/owned_chunks.ts";
 import { checkLogsExport, logsCsvStream, logsParquet, PARQUET_TYPE, requestedFormat } from "../../analytics/export.ts";
 import type { Deps } from "../../composition.ts";
 import type { TenantEnv } from "../env.ts";
@@ -178,6 +180,7 @@ export function createAnalyticsRoutes(
   app.use("*", rateLimit({ limiter: deps.analyticsLimiter, key: (c) => c.get("apiKey")?.id }));
 
   const answerer = analyticsAnswerer(cache, rollupDeps);
+  const exportSlots = new ExportSlots(deps.clock);
   const answer = async (
     c: Context<TenantEnv>,
     endpoint: string,
@@ -208,10 +211,19 @@ export function createAnalyticsRoutes(
         await checkLogsExport(rollupDeps, tenantId, q);
         return c.body(null, 200, exportHeaders(format, "ask-ai-logs"));
       }
-      const stream = format === "csv"
-        ? await logsCsvStream(rollupDeps, tenantId, q)
-        : await logsParquet(rollupDeps, tenantId, q);
-      return c.body(stream, 200, exportHeaders(format, "ask-ai-logs"));
+      // A few at a time per tenant: each scans its whole window yet counts once against the rate limit.
+      const release = exportSlots.take(tenantId);
+      let stream: ReadableStream<Uint8Array>;
+      try {
+        stream = format === "csv"
+          ? await logsCsvStream(rollupDeps, tenantId, q)
+          : await logsParquet(rollupDeps, tenantId, q);
+      } catch (err) {
+        release();
+        throw err;
+      }
+      const body = onStreamEnd(stream, release);
+      return c.body(hasOwnedChunks(stream) ? markOwnedChunks(body) : body, 200, exportHeaders(format, "ask-ai-logs"));
     }),
   );
   app.openapi(

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { bearer } from "../_helpers.ts";
-import { analyticsWorld, loadFixture } from "./_fixture.ts";
+import { SORT_FIELDS } from "../../analytics/breakdown.ts";
+import { analyticsWorld, loadFixture, loadGeneratedDays } from "./_fixture.ts";
 
 type World = Awaited<ReturnType<typeof analyticsWorld>>;
 const get = async (world: World, path: string) => {
@@ -193,4 +194,71 @@ Deno.test("compare=previous_period|previous_year: a comparison block with the ea
     b.comparison.rows.map((r: { key: string }) => r.key),
     b.rows.map((r: { key: string }) => r.key),
   );
+});
+
+Deno.test("breakdown of a column with many values: the query hands over only the rows shown, in the same order as a whole sort", async () => {
+  await using world = await analyticsWorld({ ANALYTICS_CACHE_TTL_S: "0", ANALYTICS_RATE_LIMIT_PER_MIN: "10000" });
+  // Placements come from pages: a forger can give every event a value of its own. Here 400 values
+  // over generated traffic (so the metrics differ and tie), 1 in 7 events without one.
+  let i = 0;
+  await loadGeneratedDays(world, {
+    from: "2026-11-14",
+    to: "2026-11-15",
+    events: 1500,
+    seed: 11,
+    keep: (row) => {
+      const n = i++;
+      row.placement_id = n % 7 === 0 ? null : `pl_${(n * 7919) % 400}`;
+      return true;
+    },
+  });
+  const window = "start_date=2026-11-14&end_date=2026-11-15";
+  const handed: number[] = [];
+  const engine = world.w.deps.analytics;
+  const query = engine.query.bind(engine);
+  engine.query = async (name, params) => {
+    const rows = await query(name, params);
+    if (name === "ask_ai_by_column") handed.push(rows.length);
+    return rows;
+  };
+  const whole = await get(world, `ask-ai/breakdown?dimension=placement_id&${window}&limit=10000`);
+  assert.ok(whole.rows.length > 300, `${whole.rows.length} values`);
+  for (const sort of SORT_FIELDS) {
+    for (const order of ["asc", "desc"]) {
+      const all = await get(
+        world,
+        `ask-ai/breakdown?dimension=placement_id&${window}&sort=${sort}&order=${order}&limit=10000`,
+      );
+      handed.length = 0;
+      const top = await get(
+        world,
+        `ask-ai/breakdown?dimension=placement_id&${window}&sort=${sort}&order=${order}&limit=7`,
+      );
+      assert.deepEqual(top.rows, all.rows.slice(0, 7), `${sort} ${order}`);
+      assert.deepEqual(top.summary, whole.summary, `${sort} ${order}`);
+      // The 7 rows and the whole block, not every value.
+      assert.deepEqual(handed, [8], `${sort} ${order}`);
+    }
+  }
+  // A comparison counts the earlier window for the same values only.
+  handed.length = 0;
+  const cmp = await get(
+    world,
+    "ask-ai/breakdown?dimension=placement_id&start_date=2026-11-15&end_date=2026-11-15&compare=previous_period&limit=5",
+  );
+  const cmpHanded = [...handed];
+  const earlier = await get(
+    world,
+    "ask-ai/breakdown?dimension=placement_id&start_date=2026-11-14&end_date=2026-11-14&limit=10000",
+  );
+  const byKey = new Map(earlier.rows.map((r: { key: string | null }) => [r.key, r]));
+  assert.equal(cmp.comparison.rows.length, 5);
+  for (const [n, r] of cmp.comparison.rows.entries()) {
+    assert.equal(r.key, cmp.rows[n].key);
+    const want = byKey.get(r.key);
+    if (want) assert.deepEqual(r, want);
+    else assert.equal(r.sessions + r.engagement_queries + r.widget_loads, 0);
+  }
+  assert.deepEqual(cmp.comparison.summary, earlier.summary);
+  assert.deepEqual(cmpHanded, [6, 6]);
 });

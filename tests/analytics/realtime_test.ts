@@ -58,3 +58,38 @@ Deno.test("GET /v1/analytics/realtime: last 5 and 30 minutes, counting events no
   const anon = await w.app.request("/v1/analytics/realtime");
   assert.equal(anon.status, 401);
 });
+
+Deno.test("GET /v1/analytics/realtime: a batch retried before the flush (same event ids twice in the WAL) counts once", async () => {
+  await using world = await analyticsWorld();
+  const { w } = world;
+  const widget = (await w.deps.repos.widgets.get("wd_main"))!;
+  const at = (minAgo: number) => new Date(w.clock.now().getTime() - minAgo * 60_000).toISOString();
+  const batch = [
+    { event_id: "ev_retry_1", event_type: "widget_load", session_id: "s9", ts: at(2) },
+    {
+      event_id: "ev_retry_2",
+      event_type: "query",
+      session_id: "s9",
+      ts: at(2),
+      interaction_type: "free_form",
+      prompt: "q",
+    },
+    { event_id: "ev_retry_3", event_type: "click", session_id: "s9", click_type: "article", ts: at(1) },
+  ];
+  // The widget's first answer was lost: it sends the same batch again before the flusher runs.
+  await w.deps.events.ingest(batch, { source: "widget", widget });
+  await w.deps.events.ingest(batch, { source: "widget", widget });
+  const get = async () => {
+    const res = await w.app.request("/v1/analytics/realtime", { headers: bearer(world.key) });
+    assert.equal(res.status, 200);
+    return await res.json();
+  };
+  const before = await get();
+  assert.deepEqual(before.last_5_minutes, { active_sessions: 1, queries: 1, clicks: 1 });
+  assert.equal(before.unflushed_events, 3);
+  // The flush stores each event once; the figures do not move.
+  await w.deps.events.flush();
+  const after = await get();
+  assert.deepEqual(after.last_5_minutes, before.last_5_minutes);
+  assert.deepEqual(after.last_30_minutes, before.last_30_minutes);
+});

@@ -212,3 +212,30 @@ Deno.test("GET /v1/analytics/ask-ai: the same answer, with compare, before and a
   assert.deepEqual(await get(), before);
   assert.ok(before.summary.sessions > 0 && before.comparison.summary.sessions > 0);
 });
+
+Deno.test("GET /v1/analytics/dashboard: its panels read closed days' visit figures and the compare memo, as their own endpoints do", async () => {
+  await using world = await analyticsWorld();
+  await loadDays(world);
+  const { deps } = world.w;
+  assert.ok(await deps.analyticsVisits.buildClosedDays() > 0);
+  const ran: string[] = [];
+  const query = deps.analytics.query.bind(deps.analytics);
+  deps.analytics.query = (name, params) => (ran.push(name), query(name, params));
+  const res = await world.w.app.request(
+    "/v1/analytics/dashboard?start_date=2026-11-10&end_date=2026-11-21&compare=previous_period",
+    { headers: bearer(world.key) },
+  );
+  assert.equal(res.status, 200);
+  await res.text();
+  // The whole days of the view come from their figure files, not from every event again.
+  assert.ok(ran.includes("ask_ai_by_time_derived"), ran.join());
+  // The earlier window's counts were kept: the endpoint of the same view finds them (one window computed).
+  ran.length = 0;
+  const own = await world.w.app.request(
+    "/v1/analytics/ask-ai?start_date=2026-11-10&end_date=2026-11-21&compare=previous_period",
+    { headers: { ...bearer(world.key), "cache-control": "no-cache" } },
+  );
+  assert.equal(own.status, 200);
+  await own.body?.cancel();
+  assert.equal(ran.filter((n) => n.startsWith("ask_ai_by_time")).length, 1, ran.join());
+});

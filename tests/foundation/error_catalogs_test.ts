@@ -29,6 +29,7 @@ const PINNED_LOWER_CASE = new Set([
   "sources/source_not_found", // "source not found"
   "sources/source_limit_reached", // "a data model has at most N sources; delete one first"
   "analytics/range_too_long", // "date range must not exceed 365 days"
+  "analytics/exports_busy", // spec 7.2's 429 body: "rate limit exceeded"
   "commerce/checkout_not_boolean", // a field name (or the spec's wording) comes first
   "commerce/plan_id_not_string", // a field name (or the spec's wording) comes first
   "commerce/amount_required", // a field name (or the spec's wording) comes first

@@ -185,3 +185,43 @@ Deno.test("every analytics answer, export and error is served with X-Content-Typ
     await res.body?.cancel();
   }
 });
+
+Deno.test("logs exports: a tenant runs two at once; a third is 429 until one ends, other tenants are not held up", async () => {
+  await using world = await analyticsWorld({ ANALYTICS_RATE_LIMIT_PER_MIN: "1000" });
+  await loadFixture(world);
+  const url = (format: string) =>
+    `/v1/analytics/ask-ai/logs?start_date=2026-11-16&end_date=2026-11-22&format=${format}`;
+  const start = (format: string, key = world.key) => world.w.app.request(url(format), { headers: bearer(key) });
+  const csv = await start("csv");
+  const parquet = await start("parquet");
+  assert.equal(csv.status, 200);
+  assert.equal(parquet.status, 200);
+  // Both still under way (their clients have not read them): the tenant's third waits.
+  const third = await start("csv");
+  assert.equal(third.status, 429);
+  assert.deepEqual(await third.json(), { message: "rate limit exceeded" });
+  assert.ok(Number(third.headers.get("retry-after")) > 0);
+  // The JSON page, a HEAD of an export and another tenant's export are not exports under way.
+  const page = await world.w.app.request(url("json"), { headers: bearer(world.key) });
+  assert.equal(page.status, 200);
+  await page.body?.cancel();
+  const head = await world.w.app.request(url("csv"), { method: "HEAD", headers: bearer(world.key) });
+  assert.equal(head.status, 200);
+  const other = await start("csv", world.other.key);
+  assert.equal(other.status, 200);
+  await other.text();
+  // Read to its end: its slot is free again (the other is still held).
+  const rows = parseCsv(await csv.text()).length;
+  assert.ok(rows > 1, `${rows} rows`);
+  const next = await start("csv");
+  assert.equal(next.status, 200);
+  const refused = await start("parquet");
+  assert.equal(refused.status, 429);
+  await refused.body?.cancel();
+  // Abandoned by its client: free again too.
+  await parquet.body!.cancel();
+  const last = await start("parquet");
+  assert.equal(last.status, 200);
+  await last.arrayBuffer();
+  assert.equal(parseCsv(await next.text()).length, rows);
+});
