@@ -17,6 +17,8 @@ export const MAX_HIGHLIGHT_CHARACTERS = 10_000;
 /** Most highlights per result (request bound). */
 export const MAX_HIGHLIGHTS_PER_RESULT = 10;
 export const DEFAULT_HIGHLIGHT_CHARACTERS = 1000;
+/** Most characters of a result's highlights for a caller not licensed for the full text. */
+export const SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS = DEFAULT_HIGHLIGHT_CHARACTERS;
 export const DEFAULT_HIGHLIGHTS_PER_RESULT = 3;
 /**
  * Weight of the vector side in a window's score (lexical side 1). Chosen on CISI
