@@ -5,6 +5,7 @@
  */
 import type { Clock } from "../clock.ts";
 import { boundedCache } from "../bounded_cache.ts";
+import { timeSlicer } from "../timers.ts";
 import { AppError } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
 import type { DataModel } from "../store/mod.ts";
@@ -218,7 +219,10 @@ export class Recommender {
       ? await this.highlights(index, pageItems, stored, rep, highlightOptions, analysed ? undefined : query)
       : undefined;
     const results: SearchResult[] = [];
+    // Up to 1,000 results, each text made Markdown: other requests are served between them.
+    const slice = timeSlicer();
     for (let i = 0; i < pageItems.length; i++) {
+      if (textChars !== null) await slice();
       const { slot, score } = pageItems[i]!;
       const card = index.cards[slot]!;
       results.push({

@@ -135,6 +135,21 @@ Deno.test("highlightPage() embeds at most one provider batch of windows per page
   assert.ok(lists.every((l) => l.length === 1));
 });
 
+Deno.test("highlightPage() over a long page lets other work run between bodies (no event-loop stall)", async () => {
+  // 300 bodies of ~20,000 characters: hundreds of milliseconds of scanning in one request.
+  const long = Array.from({ length: 400 }, (_, i) => `Report ${i} on the mayor and the library budget.`).join(" ");
+  const bodies = Array.from({ length: 300 }, (_, i) => `${long} Body ${i}.`);
+  let timerRan = false;
+  const timer = setTimeout(() => timerRan = true, 0);
+  let ranBeforeDone: boolean | undefined;
+  await highlightPage(bodies, highlightQueryOfText("mayor library budget", flatIdf), {
+    maxCharacters: 10_000,
+    perResult: 10,
+  }).then(() => ranBeforeDone = timerRan);
+  clearTimeout(timer);
+  assert.equal(ranBeforeDone, true);
+});
+
 Deno.test("POST /app/v2/search with highlights: each result carries highlights within the budget", async () => {
   await using w = await searchWorld();
   await seed(w);

@@ -8,6 +8,7 @@
  * chooses non-overlapping windows within the budget.
  */
 import { boundedCache } from "../../bounded_cache.ts";
+import { timeSlicer } from "../../timers.ts";
 import { stem } from "../text/stemmer.ts";
 import { QUESTION_WORDS, splitSentences } from "../../text/mod.ts";
 import { foldText, termsWithWords } from "../text/tokenizer.ts";
@@ -276,7 +277,13 @@ export async function highlightPage(
   } = {},
 ): Promise<Highlight[][]> {
   const cache: StemCache = new Map();
-  const lists = bodies.map((b) => shortlistWindows(b, q, options, cache));
+  // A page may hold 1,000 bodies of 20,000 characters: other requests are served between them.
+  const slice = timeSlicer();
+  const lists: HighlightWindow[][] = [];
+  for (const b of bodies) {
+    lists.push(shortlistWindows(b, q, options, cache));
+    await slice();
+  }
   // Embedding is the costly part: only the windows the vector side could still move into the
   // picks are embedded (the best few, close to the best by terms); the rest keep a cosine of 0.
   let budget = MAX_EMBEDDED_WINDOWS;
