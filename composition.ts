@@ -93,6 +93,8 @@ export interface Deps {
   readonly analyticsVisits: VisitCube;
   /** Requests per API key per minute on the analytics rollups. */
   readonly analyticsLimiter: FixedWindowLimiter;
+  /** Bearer search and real-time requests per API key (`/app/v2/search`, `/app/aimodel`, `/app/datamodel`). */
+  readonly searchLimiter: FixedWindowLimiter;
   /** Widget events on `/v1/events`: per address, per widget, daily per widget. */
   readonly eventLimiters: EventLimiters;
   /** Renders of `GET /img` per client address per minute. */
@@ -358,6 +360,11 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     analyticsLimiter: new FixedWindowLimiter(kv, clock, {
       scope: "rate_limit_analytics",
       limit: config.analyticsRateLimitPerMin,
+      windowS: 60,
+    }),
+    searchLimiter: new FixedWindowLimiter(kv, clock, {
+      scope: "rate_limit_search",
+      limit: config.searchRateLimitPerMin,
       windowS: 60,
     }),
     eventLimiters: eventLimiters(kv, clock, config.eventLimits),
