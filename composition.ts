@@ -93,7 +93,7 @@ export interface Deps {
   readonly analyticsVisits: VisitCube;
   /** Requests per API key per minute on the analytics rollups. */
   readonly analyticsLimiter: FixedWindowLimiter;
-  /** Bearer search and real-time requests per API key (`/app/v2/search`, `/app/aimodel`, `/app/datamodel`). */
+  /** Bearer search, real-time and article reads per API key (`/app/...`, `/v1/data-models/{dm}/article`). */
   readonly searchLimiter: FixedWindowLimiter;
   /** Widget events on `/v1/events`: per address, per widget, daily per widget. */
   readonly eventLimiters: EventLimiters;

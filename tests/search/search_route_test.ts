@@ -249,3 +249,16 @@ Deno.test("POST /app/v2/search, /app/datamodel and /app/aimodel share a per-key 
   w.clock.advance(60_000);
   assert.equal((await search(w, { query: "bridge" })).status, 200);
 });
+
+Deno.test("GET /v1/data-models/{id}/article and /categories count in the key's search rate limit: 429 {message}", async () => {
+  await using w = await searchWorld({ env: { SEARCH_RATE_LIMIT_PER_MIN: "2" } });
+  const get = (path: string) => w.app.request(`/v1/data-models/${w.dm.id}${path}`, { headers: bearer(w.key) });
+  assert.equal((await get("/categories")).status, 200);
+  assert.equal((await get(`/article?url=${encodeURIComponent("https://alpha.example/none")}`)).status, 404);
+  for (const path of ["/categories", `/article?url=${encodeURIComponent("https://alpha.example/none")}`]) {
+    const limited = await get(path);
+    assert.equal(limited.status, 429, path);
+    assert.deepEqual(await limited.json(), { message: "rate limit exceeded" });
+  }
+  assert.equal((await search(w, { query: "bridge" })).status, 429);
+});
