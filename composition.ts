@@ -218,6 +218,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     querySource: overrides.querySource ?? new AnalyticsQuerySource(analytics, repos),
     onResults: (served) => impressions.add(served),
     shard: config.searchShard,
+    dataModels: repos.dataModels,
   });
   const answer = overrides.answer ?? createAnswerService({
     retrieve: (dataModelIds, query, options) => search.retrieve(dataModelIds, query, options),
