@@ -93,6 +93,8 @@ export interface Deps {
   readonly analyticsVisits: VisitCube;
   /** Requests per API key per minute on the analytics rollups. */
   readonly analyticsLimiter: FixedWindowLimiter;
+  /** Bearer search, real-time and article reads per API key (`/app/...`, `/v1/data-models/{dm}/article`). */
+  readonly searchLimiter: FixedWindowLimiter;
   /** Widget events on `/v1/events`: per address, per widget, daily per widget. */
   readonly eventLimiters: EventLimiters;
   /** Renders of `GET /img` per client address per minute. */
@@ -216,6 +218,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     querySource: overrides.querySource ?? new AnalyticsQuerySource(analytics, repos),
     onResults: (served) => impressions.add(served),
     shard: config.searchShard,
+    dataModels: repos.dataModels,
   });
   const answer = overrides.answer ?? createAnswerService({
     retrieve: (dataModelIds, query, options) => search.retrieve(dataModelIds, query, options),
@@ -358,6 +361,11 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     analyticsLimiter: new FixedWindowLimiter(kv, clock, {
       scope: "rate_limit_analytics",
       limit: config.analyticsRateLimitPerMin,
+      windowS: 60,
+    }),
+    searchLimiter: new FixedWindowLimiter(kv, clock, {
+      scope: "rate_limit_search",
+      limit: config.searchRateLimitPerMin,
       windowS: 60,
     }),
     eventLimiters: eventLimiters(kv, clock, config.eventLimits),

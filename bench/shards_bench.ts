@@ -176,7 +176,12 @@ if (phase === "seed-part") {
     }
 
     // Sharded: 4 processes started together.
-    const env = { DEMO_SEED: "false", SOURCES_POLLER: "false", EVENTS_FLUSH_INTERVAL_S: "5" };
+    const env = {
+      DEMO_SEED: "false",
+      SOURCES_POLLER: "false",
+      EVENTS_FLUSH_INTERVAL_S: "5",
+      SEARCH_RATE_LIMIT_PER_MIN: "10000000",
+    };
     const t1 = performance.now();
     const nodes: Node[] = dmIds.map((_, k) =>
       spawnNode({ name: `shard${k + 1}`, dataDir, env: { ...env, SEARCH_SHARD: `${k + 1}/${SHARDS}` } })

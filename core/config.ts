@@ -105,6 +105,7 @@ const envSchema = z.object({
   IMAGE_CACHE_MAX_BYTES: int("IMAGE_CACHE_MAX_BYTES", 0, 1024 * 1024 * 1024 * 1024).default(1024 * 1024 * 1024),
   ANALYTICS_CACHE_TTL_S: int("ANALYTICS_CACHE_TTL_S", 0, 86_400).default(1800),
   ANALYTICS_RATE_LIMIT_PER_MIN: int("ANALYTICS_RATE_LIMIT_PER_MIN", 1, 1_000_000).default(60),
+  SEARCH_RATE_LIMIT_PER_MIN: int("SEARCH_RATE_LIMIT_PER_MIN", 1, 10_000_000).default(600),
   EVENTS_FLUSHER: bool("EVENTS_FLUSHER").default(true),
   EVENTS_FLUSH_INTERVAL_S: int("EVENTS_FLUSH_INTERVAL_S", 1, 3600).default(10),
   EVENTS_FLUSH_MAX_EVENTS: int("EVENTS_FLUSH_MAX_EVENTS", 1, 10_000_000).default(50_000),
@@ -253,6 +254,8 @@ export interface Config {
   analyticsCacheTtlS: number;
   /** Analytics requests allowed per API key per minute. */
   analyticsRateLimitPerMin: number;
+  /** Bearer search and real-time requests (`/app/...`) allowed per API key per minute. */
+  searchRateLimitPerMin: number;
   /** Whether this process runs the event flusher (exactly one process per shared KV should). */
   eventsFlusher: boolean;
   /** Event WAL flush period in seconds. */
@@ -442,6 +445,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     vipsLibPath: e.VIPS_LIB_PATH,
     analyticsCacheTtlS: e.ANALYTICS_CACHE_TTL_S,
     analyticsRateLimitPerMin: e.ANALYTICS_RATE_LIMIT_PER_MIN,
+    searchRateLimitPerMin: e.SEARCH_RATE_LIMIT_PER_MIN,
     eventsFlusher: e.EVENTS_FLUSHER,
     eventsFlushIntervalS: e.EVENTS_FLUSH_INTERVAL_S,
     eventsFlushMaxEvents: e.EVENTS_FLUSH_MAX_EVENTS,

@@ -19,6 +19,7 @@ import type { AppEnv, TenantEnv } from "./env.ts";
 import { toAppError } from "./errors.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
+import { perApiKeyLimit, RATE_LIMITED_DOC } from "./middleware/rate_limit.ts";
 import { webBotIdentity } from "./middleware/web_bot_auth.ts";
 import { bodyReader } from "./middleware/body.ts";
 
@@ -110,6 +111,7 @@ const route = createRoute({
     403: errorBody("Unknown or revoked API key"),
     404: errorBody("No such AI model for this API key's tenant"),
     422: errorBody("Bad model id format, empty or too long query, or a bad optional field"),
+    429: errorBody(RATE_LIMITED_DOC),
     502: errorBody("The AI provider failed, answered malformed output, or output that did not match the schema"),
     503: errorBody("Article search is not available"),
     504: errorBody("The AI provider did not answer in time"),
@@ -175,11 +177,15 @@ async function answerContext(
  * when the caller accepts `text/event-stream`.
  */
 export function createAiModelRoutes(
-  deps: Pick<Deps, "apiKeys" | "repos" | "answer" | "search" | "config" | "log" | "webBotAuth" | "kv" | "clock">,
+  deps: Pick<
+    Deps,
+    "apiKeys" | "repos" | "answer" | "search" | "config" | "log" | "webBotAuth" | "kv" | "clock" | "searchLimiter"
+  >,
 ) {
   const app = familyApp<TenantEnv>("message", deps.log);
   const conversations = new ConversationStore(deps.kv, deps.clock);
   app.use("*", apiKeyAuth(deps.apiKeys));
+  app.use("*", perApiKeyLimit(deps.searchLimiter));
   // Web Bot Auth after the key: an unauthenticated request makes us fetch no key directory.
   app.use("*", webBotIdentity(deps.webBotAuth));
   app.use("/:ai_model_id", checkModelId());

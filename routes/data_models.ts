@@ -4,6 +4,7 @@ import { articleWithText, MAX_INGEST_ITEMS, MAX_LISTED_CATEGORIES, MAX_TEXT_CHAR
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
+import { perApiKeyLimit, RATE_LIMITED_DOC } from "./middleware/rate_limit.ts";
 import { tenantDataModel } from "./middleware/data_model.ts";
 import type { DataModelEnv } from "./env.ts";
 import { serveTenantList } from "./resources.ts";
@@ -91,6 +92,7 @@ const categoriesRoute = createRoute({
     403: { description: "Unknown or revoked API key" },
     404: { description: "Unknown data model, or one of another tenant" },
     422: { description: "Malformed data_model_id or limit" },
+    429: { description: RATE_LIMITED_DOC },
   },
 });
 
@@ -136,6 +138,7 @@ const articleRoute = createRoute({
     403: { description: "Unknown or revoked API key" },
     404: { description: "Unknown data model or one of another tenant, or no article at that URL" },
     422: { description: "Malformed data_model_id, url or max_characters" },
+    429: { description: RATE_LIMITED_DOC },
   },
 });
 
@@ -144,15 +147,17 @@ const articleRoute = createRoute({
  * authenticated bulk ingest for the owning tenant; sources and retention come from routes/sources.ts.
  */
 export function createDataModelRoutes(
-  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log" | "sources">,
+  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log" | "sources" | "searchLimiter">,
 ) {
   const app = familyApp<DataModelEnv>("message", deps.log);
   app.use("*", apiKeyAuth(deps.apiKeys));
   // The data model after the body reader: a body that cannot be read is answered first, as before.
   const dataModel = tenantDataModel({ repos: deps.repos, from: { param: "data_model_id" } });
   app.use("/:data_model_id/articles", bodyReader({ limit: deps.config.articlesMaxBodyBytes }), dataModel);
-  app.use("/:data_model_id/categories", dataModel);
-  app.use("/:data_model_id/article", dataModel);
+  // Agents' reads count in the bucket of the key's searches.
+  const readLimit = perApiKeyLimit(deps.searchLimiter);
+  app.use("/:data_model_id/categories", readLimit, dataModel);
+  app.use("/:data_model_id/article", readLimit, dataModel);
   serveTenantList(app, "/", "data-models", deps.repos.dataModels);
   app.openapi(upsertRoute, async (c) => {
     const body = c.req.valid("json");

@@ -9,6 +9,7 @@ import { idPattern } from "../core/ids.ts";
 import { searchRequestSchema } from "../core/search/mod.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
+import { perApiKeyLimit, RATE_LIMITED_DOC } from "./middleware/rate_limit.ts";
 import { bodyReader } from "./middleware/body.ts";
 import { tenantDataModel } from "./middleware/data_model.ts";
 import type { DataModelEnv } from "./env.ts";
@@ -46,6 +47,7 @@ const route = createRoute({
     401: { description: "Missing or malformed API key" },
     403: { description: "Unknown or revoked API key" },
     404: { description: "Unknown data model, or one of another tenant" },
+    429: { description: RATE_LIMITED_DOC },
     422: { description: "A field is empty, of the wrong type or out of range; the message names it" },
     503: { description: "A URL query found page analysis busy; `Retry-After` says when to try again" },
   },
@@ -53,12 +55,13 @@ const route = createRoute({
 
 /** The legacy recommendations sub-app. */
 export function createDatamodelLegacyRoutes(
-  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log">,
+  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log" | "searchLimiter">,
 ) {
   const app = familyApp<DataModelEnv>("message", deps.log);
   app.use(
     "/:dm_id",
     apiKeyAuth(deps.apiKeys),
+    perApiKeyLimit(deps.searchLimiter),
     bodyReader({ limit: deps.config.maxBodyBytes }),
     tenantDataModel({ repos: deps.repos, from: { param: "dm_id" } }),
   );

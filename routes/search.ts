@@ -7,6 +7,7 @@ import { SEARCH_ALGORITHMS, SEARCH_VERSION_DOC, SEARCH_VERSIONS, searchRequestSc
 import type { AppEnv, DataModelEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
+import { perApiKeyLimit, RATE_LIMITED_DOC } from "./middleware/rate_limit.ts";
 import { webBotIdentity } from "./middleware/web_bot_auth.ts";
 import { bodyReader } from "./middleware/body.ts";
 import { tenantDataModel } from "./middleware/data_model.ts";
@@ -85,6 +86,7 @@ const searchRoute = createRoute({
     401: { description: "Missing or malformed API key" },
     403: { description: "Unknown or revoked API key" },
     404: { description: "Unknown data model, or one of another tenant", content: messageBody },
+    429: { description: RATE_LIMITED_DOC, content: messageBody },
     422: {
       description: "A field is empty, of the wrong type or out of range; the message names it",
       content: messageBody,
@@ -117,13 +119,14 @@ const messageHook = validationHookFor("message");
 
 /** Mounted at `/app/v2/search`: `POST`, bearer-key article recommendations (spec 4.1). */
 export function createSearchRoutes(
-  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log" | "webBotAuth">,
+  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log" | "webBotAuth" | "searchLimiter">,
 ) {
   const app = familyApp<DataModelEnv>("message", deps.log);
   // Web Bot Auth after the key: an unauthenticated request makes us fetch no key directory.
   app.use(
     "/",
     apiKeyAuth(deps.apiKeys),
+    perApiKeyLimit(deps.searchLimiter),
     webBotIdentity(deps.webBotAuth),
     bodyReader({ limit: deps.config.maxBodyBytes }),
     tenantDataModel({ repos: deps.repos, from: { query: "data_model_id" } }),

@@ -17,6 +17,12 @@ export const CONVERSATION_TTL_MS = 30 * 60_000;
 export const MAX_TURNS = 20;
 /** Characters kept per turn (a long answer is remembered by its opening). */
 export const MAX_TURN_CHARS = 2000;
+/**
+ * Characters a kept conversation holds in all: KV refuses values over 64 KiB, and a character
+ * outside Latin-1 takes two bytes, so 20 full turns (80,000 bytes) would not fit. The oldest turns
+ * go first.
+ */
+export const MAX_KEPT_CHARS = 24_000;
 const CONVERSATION_ID = /^cv_[0-9a-z]{26}$/;
 
 /** The conversation fields of a real-time request (REST body and MCP `ask`). */
@@ -115,6 +121,8 @@ export class ConversationStore {
       role: "assistant" as const,
       content: answer,
     }].map(clipTurn).slice(-MAX_TURNS);
+    let kept = turns.reduce((n, t) => n + t.content.length, 0);
+    while (kept > MAX_KEPT_CHARS) kept -= turns.shift()!.content.length;
     const expiresAt = this.clock.now().getTime() + CONVERSATION_TTL_MS;
     const value: StoredConversation = { aiModelId, turns, expiresAt };
     await this.kv.set(this.#key(tenantId, turn.conversationId), value, { expireIn: CONVERSATION_TTL_MS });

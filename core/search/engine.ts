@@ -79,6 +79,8 @@ export interface SearchEngineOptions {
   onResults?: (served: ServedResults) => void;
   /** The data models this process indexes (`SEARCH_SHARD`); all when absent. */
   shard?: SearchShard | null;
+  /** Data model records, for retention in answer retrieval; without them retrieval keeps every article. */
+  dataModels?: { get(id: string): Promise<Pick<DataModel, "maxAgeDays"> | null> };
 }
 
 /**
@@ -117,7 +119,13 @@ export class SearchEngine implements Search {
       onResults: options.onResults,
     });
     this.queryLog = this.#recommender.queryLog;
-    this.#retriever = new Retriever(this.registry, { clock, embed, vectorWeight });
+    const dataModels = options.dataModels;
+    this.#retriever = new Retriever(this.registry, {
+      clock,
+      embed,
+      vectorWeight,
+      ...(dataModels ? { dataModel: (id: string) => dataModels.get(id) } : {}),
+    });
   }
 
   /** Vector weight of the default ranking version. */

@@ -5,12 +5,19 @@
  */
 import type { Clock } from "../clock.ts";
 import { boundedCache } from "../bounded_cache.ts";
+import { timeSlicer } from "../timers.ts";
 import { AppError } from "../errors.ts";
 import { describeError, type Logger } from "../log.ts";
 import type { DataModel } from "../store/mod.ts";
 import { explainSlots } from "./rank/explain.ts";
 import { filterPredicate, filtersOf } from "./rank/filters.ts";
-import { type Highlight, highlightPage, highlightQuery, highlightQueryOfText } from "./rank/highlights.ts";
+import {
+  type Highlight,
+  type HighlightOptions,
+  highlightPage,
+  highlightQuery,
+  highlightQueryOfText,
+} from "./rank/highlights.ts";
 import { highlightOptionsOf, textOptionOf } from "./result_options.ts";
 import { ALGORITHMS, candidatePool, mergeRanked, type Ranked } from "./rank/algorithms.ts";
 import { canonicalUrl, domainOf } from "./store/articles.ts";
@@ -118,7 +125,10 @@ export class Recommender {
     const filters = filtersOf(request);
     const textChars = textOptionOf(request);
     // Full text is the publisher's to license; the owning tenant always reads its own articles.
-    if (textChars !== null && !mayReadFullText(dataModel, context)) throw fullTextNotLicensed();
+    const licensed = mayReadFullText(dataModel, context);
+    if (textChars !== null && !licensed) throw fullTextNotLicensed();
+    // Highlights are passages, never the body: without the licence their budget is capped.
+    const highlightOptions = highlightOptionsOf(request, licensed);
     const index = await this.registry.index(dataModel.id);
     const now = this.options.clock.now();
     const nowUnix = Math.floor(now.getTime() / 1000);
@@ -202,12 +212,17 @@ export class Recommender {
     const explained = request.explain
       ? explainSlots(index, pageItems.map((r) => r.slot), { query: rep, cos, nowUnix, trends, refPlaced })
       : undefined;
-    const needBodies = textChars !== null || highlightOptionsOf(request) !== null;
+    const needBodies = textChars !== null || highlightOptions !== null;
     const stored = needBodies ? await this.bodies(dataModel.id, index, pageItems) : [];
     // A URL query's terms are its page's; words are matched as asked otherwise.
-    const highlighted = await this.highlights(index, pageItems, stored, rep, request, analysed ? undefined : query);
+    const highlighted = highlightOptions
+      ? await this.highlights(index, pageItems, stored, rep, highlightOptions, analysed ? undefined : query)
+      : undefined;
     const results: SearchResult[] = [];
+    // Up to 1,000 results, each text made Markdown: other requests are served between them.
+    const slice = timeSlicer();
     for (let i = 0; i < pageItems.length; i++) {
+      if (textChars !== null) await slice();
       const { slot, score } = pageItems[i]!;
       const card = index.cards[slot]!;
       results.push({
@@ -290,19 +305,17 @@ export class Recommender {
   }
 
   /**
-   * The highlights of a page of results when the request asks for them (else undefined): the
-   * bodies are read from KV in one round, their windows scored by the query's terms and vector.
+   * The highlights of a page of results within a budget: the bodies are read from KV in one
+   * round, their windows scored by the query's terms and vector.
    */
   private async highlights(
     index: DataModelIndex,
     pageItems: Ranked[],
     stored: (BodyText | null)[],
     rep: QueryRep,
-    request: SearchRequest,
+    options: HighlightOptions,
     queryText?: string,
-  ): Promise<Highlight[][] | undefined> {
-    const options = highlightOptionsOf(request);
-    if (!options) return undefined;
+  ): Promise<Highlight[][]> {
     const cards = pageItems.map((r) => index.cards[r.slot]!);
     const bodies = stored.map((a, i) => a?.body || cards[i]!.summary);
     const idf = (t: string) => index.bm25.idf(t);

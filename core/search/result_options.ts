@@ -10,6 +10,7 @@ import {
   type HighlightOptions,
   MAX_HIGHLIGHT_CHARACTERS,
   MAX_HIGHLIGHTS_PER_RESULT,
+  SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS,
 } from "./rank/highlights.ts";
 
 const int = (min: number, max: number) =>
@@ -59,11 +60,16 @@ export function textOptionOf(request: ResultOptionFields): number | null {
   return request.contents?.text ? request.contents.max_characters ?? MAX_TEXT_CHARACTERS : null;
 }
 
-/** The highlight budget of a request, or null when it asks for none. */
-export function highlightOptionsOf(request: ResultOptionFields): HighlightOptions | null {
+/**
+ * The highlight budget of a request, or null when it asks for none.
+ * @param fullTextLicensed whether the caller may read the full text; without it the budget is at
+ * most {@link SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS}, else a large budget in one passage is the body
+ */
+export function highlightOptionsOf(request: ResultOptionFields, fullTextLicensed = true): HighlightOptions | null {
   if (!request.highlights) return null;
+  const asked = request.highlights.max_characters ?? DEFAULT_HIGHLIGHT_CHARACTERS;
   return {
-    maxCharacters: request.highlights.max_characters ?? DEFAULT_HIGHLIGHT_CHARACTERS,
+    maxCharacters: fullTextLicensed ? asked : Math.min(asked, SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS),
     perResult: request.highlights.per_result ?? DEFAULT_HIGHLIGHTS_PER_RESULT,
   };
 }

@@ -3,6 +3,8 @@
  * more data models, fused across indexes, recency-weighted, best first, with the article bodies.
  */
 import type { Clock } from "../clock.ts";
+import type { DataModel } from "../store/mod.ts";
+import { liveSince } from "./store/retention.ts";
 import type { DataModelIndex } from "./index/index.ts";
 import { fuseAcrossIndexes } from "./rank/fusion.ts";
 import { FUSION_V2 } from "./rank/retrieval_mode.ts";
@@ -17,6 +19,11 @@ export interface RetrieverOptions {
   embed: EmbedSafely;
   /** Vector weight of the default ranking version. */
   vectorWeight: number;
+  /**
+   * A data model's record, for its retention (`maxAgeDays`): articles past it leave retrieval at
+   * once, as they leave every search ranking, not only at the next sweep. Absent: no retention.
+   */
+  dataModel?: (id: string) => Promise<Pick<DataModel, "maxAgeDays"> | null>;
 }
 
 /** Retrieval over the indexes of a registry. */
@@ -34,8 +41,12 @@ export class Retriever {
       const index = await this.registry.index(dm);
       if (index.size === 0) continue;
       const fusion = { ...FUSION_V2, vectorWeight: this.options.vectorWeight };
+      const dataModel = await this.options.dataModel?.(dm);
+      const since = dataModel ? liveSince(dataModel, this.options.clock) : undefined;
+      const pub = index.pubdates;
+      const allow = since === undefined ? undefined : (s: number) => pub[s]! >= since;
       const rep = await queryRep(index, query, this.options.embed, { fusion, pool: k * 3 });
-      for (const c of index.hybrid(rep, { k: k * 3, fusion })) {
+      for (const c of index.hybrid(rep, { k: k * 3, fusion, allow })) {
         drawn.push({ dm, slot: c.slot, score: c.score, bm25: c.bm25, cosine: c.cosine, index });
         contributing.add(dm);
       }

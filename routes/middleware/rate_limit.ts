@@ -20,6 +20,18 @@ const defaultLimited = (retryAfterS: number) =>
     headers: { "Retry-After": String(retryAfterS) },
   });
 
+/** How a route's OpenAPI 429 reads when it is limited per API key. */
+export const RATE_LIMITED_DOC =
+  "`rate limit exceeded`: too many requests for this API key this minute; `Retry-After` says when to try again";
+
+/**
+ * One hit per request on `limiter` in the bucket of the request's API key (after the key check);
+ * over the limit the family's 429 `{message: "rate limit exceeded"}` with `Retry-After`.
+ */
+export function perApiKeyLimit(limiter: FixedWindowLimiter): MiddlewareHandler<AppEnv> {
+  return rateLimit({ limiter, key: (c) => c.get("apiKey")?.id, policy: "api_key" });
+}
+
 /**
  * Fixed-window rate limiting per key, counted in KV (so every process shares the count).
  * Sets on every response:

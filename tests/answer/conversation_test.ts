@@ -87,3 +87,25 @@ Deno.test("POST /app/aimodel/{id}: messages history and kept conversations rewri
   });
   assert.equal(tooMany.status, 422);
 });
+
+Deno.test("ConversationStore.remember() keeps a conversation of 20 full turns in non-Latin script (KV's 64 KiB value bound)", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const clock = new FixedClock("2026-11-22T12:00:00Z");
+    const store = new ConversationStore(kv, clock);
+    // 2,000 characters a turn, each two bytes in V8's serialisation: 20 turns are 80,000 bytes.
+    const long = "橋の工事について市議会が決定した。".repeat(120).slice(0, 2000);
+    const messages = Array.from({ length: 20 }, (_, i) => ({
+      role: i % 2 === 0 ? "user" as const : "assistant" as const,
+      content: long,
+    }));
+    const first = await store.prepare("tn_a", "am_a", "橋はいつ開きますか?", { conversation: true, messages });
+    await store.remember("tn_a", "am_a", first, "橋はいつ開きますか?", long);
+    const next = await store.prepare("tn_a", "am_a", "and then?", { conversation_id: first.conversationId });
+    assert.ok(next.history.length >= 2);
+    // The newest turns are the ones kept.
+    assert.deepEqual(next.history.at(-2), { role: "user", content: "橋はいつ開きますか?" });
+  } finally {
+    kv.close();
+  }
+});

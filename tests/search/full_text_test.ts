@@ -173,3 +173,46 @@ Deno.test("POST /app/v2/search contents.text and highlights serve an updated art
   assert.equal(second.json.response.results[0].text, "Tolls rise to three dollars.");
   assert.equal(second.json.response.results[0].highlights[0].text, "Tolls rise to three dollars.");
 });
+
+Deno.test("POST /payproxy/v2/search highlights under a summary licence: at most the default budget of passages, never the body", async () => {
+  const peer = startAllowancePeer("allow");
+  await using w = await searchWorld({ env: { AGENT_AUTH_URL: peer.url } });
+  try {
+    await w.deps.repos.dataModels.update({ ...w.dm, marketplace: true });
+    // A 5,000-character body: a highlights budget of 10,000 in one passage would be the whole article.
+    const sentences = Array.from({ length: 100 }, (_, i) => `Paragraph ${i} of the bridge works report is here.`);
+    const body = sentences.join(" ");
+    const r = await w.deps.search.ingest(w.dm, [
+      { url: "https://alpha.example/works", title: "Bridge works", body, pubdate: hoursAgo(w, 1) },
+    ]);
+    assert.equal(r.failed, 0);
+    const secret = await w.deps.payproxy.secrets.create("seller-a");
+    const url = `/payproxy/v2/search?data_model_id=${w.dm.id}`;
+    const call = async (request: unknown) => {
+      const res = await w.app.request(
+        url,
+        await signedInit({ ...secret, clock: w.clock, url, body: JSON.stringify(request), agentId: "agent-h" }),
+      );
+      const text = await res.text();
+      assert.equal(res.status, 200, text);
+      const [first] = JSON.parse(text).response.results;
+      return (first.highlights as { text: string }[]).map((h) => h.text).join(" ");
+    };
+    for (const highlights of [{ max_characters: 10_000, per_result: 1 }, { max_characters: 10_000, per_result: 10 }]) {
+      const shown = await call({ query: "bridge works report", highlights });
+      assert.ok(shown.length > 0);
+      assert.ok(shown.length <= 1000, `${shown.length} characters of a summary-licensed body`);
+      assert.ok(!shown.includes(sentences.at(-1)!));
+    }
+
+    // Under a full_text licence the asked budget holds.
+    await w.deps.repos.dataModels.update({ ...w.dm, marketplace: true, license: "full_text" });
+    const licensed = await call({
+      query: "bridge works report",
+      highlights: { max_characters: 10_000, per_result: 1 },
+    });
+    assert.ok(licensed.length > 4000, `${licensed.length}`);
+  } finally {
+    await peer.close();
+  }
+});

@@ -8,6 +8,7 @@ import {
   cutAtWord,
   highlightPage,
   highlightQueryOfText,
+  MAX_EMBEDDED_WINDOWS,
   pickHighlights,
   shortlistWindows,
 } from "../../core/search/rank/highlights.ts";
@@ -112,6 +113,42 @@ async function seed(w: W) {
   ]);
   assert.equal(r.failed, 0);
 }
+
+Deno.test("highlightPage() embeds at most one provider batch of windows per page, the top results first", async () => {
+  const calls: string[][] = [];
+  const embed = (texts: string[]) => {
+    calls.push(texts);
+    return Promise.resolve(texts.map(() => Float32Array.of(1, 0)));
+  };
+  // 500 results whose windows tie by terms: unbounded, one search would embed 1,000 windows (with
+  // a remote provider, 16 outbound calls of 64 texts each).
+  const bodies = Array.from({ length: 500 }, () => BODY);
+  const q = highlightQueryOfText("mayor laptops", flatIdf);
+  const lists = await highlightPage(bodies, q, { maxCharacters: 80, perResult: 1 }, {
+    queryVector: Float32Array.of(1, 0),
+    embed,
+  });
+  assert.equal(calls.length, 1);
+  assert.ok(calls[0]!.length <= MAX_EMBEDDED_WINDOWS, `${calls[0]!.length} windows embedded`);
+  // Every result still gets its highlight (by terms where its windows were not embedded).
+  assert.equal(lists.length, 500);
+  assert.ok(lists.every((l) => l.length === 1));
+});
+
+Deno.test("highlightPage() over a long page lets other work run between bodies (no event-loop stall)", async () => {
+  // 300 bodies of ~20,000 characters: hundreds of milliseconds of scanning in one request.
+  const long = Array.from({ length: 400 }, (_, i) => `Report ${i} on the mayor and the library budget.`).join(" ");
+  const bodies = Array.from({ length: 300 }, (_, i) => `${long} Body ${i}.`);
+  let timerRan = false;
+  const timer = setTimeout(() => timerRan = true, 0);
+  let ranBeforeDone: boolean | undefined;
+  await highlightPage(bodies, highlightQueryOfText("mayor library budget", flatIdf), {
+    maxCharacters: 10_000,
+    perResult: 10,
+  }).then(() => ranBeforeDone = timerRan);
+  clearTimeout(timer);
+  assert.equal(ranBeforeDone, true);
+});
 
 Deno.test("POST /app/v2/search with highlights: each result carries highlights within the budget", async () => {
   await using w = await searchWorld();

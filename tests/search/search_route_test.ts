@@ -221,3 +221,44 @@ Deno.test("GET /openapi.json documents POST /app/v2/search and the article upser
   assert.ok(doc.paths["/app/v2/search"].post);
   assert.ok(doc.paths["/v1/data-models/{data_model_id}/articles"].post);
 });
+
+Deno.test("POST /app/v2/search, /app/datamodel and /app/aimodel share a per-key rate limit: 429 {message} with Retry-After", async () => {
+  await using w = await searchWorld({ env: { SEARCH_RATE_LIMIT_PER_MIN: "3" } });
+  const ok = await search(w, { query: "bridge" });
+  assert.equal(ok.status, 200, ok.text);
+  assert.equal(ok.headers.get("x-ratelimit-limit"), "3");
+  assert.equal(ok.headers.get("x-ratelimit-remaining"), "2");
+  const post = (path: string, key = w.key) =>
+    w.app.request(path, {
+      method: "POST",
+      headers: { ...bearer(key), "content-type": "application/json" },
+      body: JSON.stringify({ query: "bridge" }),
+    });
+  assert.equal((await post(`/app/datamodel/${w.dm.id}`)).status, 200);
+  // A real-time call counts in the same bucket (its own 404 here: the model does not exist).
+  assert.equal((await post(`/app/aimodel/am_${"0".repeat(26)}`)).status, 404);
+  for (const path of [`/app/v2/search?data_model_id=${w.dm.id}`, `/app/datamodel/${w.dm.id}`, `/app/aimodel/am_x1`]) {
+    const limited = await post(path);
+    assert.equal(limited.status, 429, path);
+    assert.deepEqual(await limited.json(), { message: "rate limit exceeded" });
+    assert.ok(Number(limited.headers.get("retry-after")) > 0);
+  }
+  // Another key has its own bucket; the next minute the first key searches again.
+  const other = await w.tenantWithKey("Other Media");
+  assert.equal((await post(`/app/datamodel/${w.dm.id}`, other.key)).status, 404);
+  w.clock.advance(60_000);
+  assert.equal((await search(w, { query: "bridge" })).status, 200);
+});
+
+Deno.test("GET /v1/data-models/{id}/article and /categories count in the key's search rate limit: 429 {message}", async () => {
+  await using w = await searchWorld({ env: { SEARCH_RATE_LIMIT_PER_MIN: "2" } });
+  const get = (path: string) => w.app.request(`/v1/data-models/${w.dm.id}${path}`, { headers: bearer(w.key) });
+  assert.equal((await get("/categories")).status, 200);
+  assert.equal((await get(`/article?url=${encodeURIComponent("https://alpha.example/none")}`)).status, 404);
+  for (const path of ["/categories", `/article?url=${encodeURIComponent("https://alpha.example/none")}`]) {
+    const limited = await get(path);
+    assert.equal(limited.status, 429, path);
+    assert.deepEqual(await limited.json(), { message: "rate limit exceeded" });
+  }
+  assert.equal((await search(w, { query: "bridge" })).status, 429);
+});

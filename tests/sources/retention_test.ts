@@ -63,3 +63,28 @@ Deno.test("retention: old articles leave search at once, then the index and KV o
   const r = await search(w, { query: "old flood barrier" });
   assert.deepEqual(r.json.response.results.map((x: { title: string }) => x.title), ["New flood barrier story"]);
 });
+
+Deno.test("retention: old articles leave answer retrieval at once too (answers, related questions), not only search rankings", async () => {
+  await using w = await sourcesWorld();
+  const day = 24;
+  const report = await w.deps.search.ingest(w.dm, [
+    {
+      url: "https://alpha.example/old",
+      title: "Old flood barrier story",
+      body: "The flood barrier was closed.",
+      pubdate: hoursAgo(w, 40 * day),
+    },
+    {
+      url: "https://alpha.example/new",
+      title: "New flood barrier story",
+      body: "The flood barrier was opened.",
+      pubdate: hoursAgo(w, 2 * day),
+    },
+  ]);
+  assert.equal(report.created, 2);
+  assert.equal((await w.deps.search.retrieve([w.dm.id], "flood barrier", { k: 5 })).length, 2);
+  assert.equal((await w.api("/retention", { method: "PUT", body: { max_age_days: 30 } })).status, 200);
+  // Before any sweep: the retention bound holds for retrieval as for every ranking.
+  const found = await w.deps.search.retrieve([w.dm.id], "flood barrier", { k: 5 });
+  assert.deepEqual(found.map((a) => a.title), ["New flood barrier story"]);
+});

@@ -8,6 +8,7 @@
  * chooses non-overlapping windows within the budget.
  */
 import { boundedCache } from "../../bounded_cache.ts";
+import { timeSlicer } from "../../timers.ts";
 import { stem } from "../text/stemmer.ts";
 import { QUESTION_WORDS, splitSentences } from "../../text/mod.ts";
 import { foldText, termsWithWords } from "../text/tokenizer.ts";
@@ -17,6 +18,8 @@ export const MAX_HIGHLIGHT_CHARACTERS = 10_000;
 /** Most highlights per result (request bound). */
 export const MAX_HIGHLIGHTS_PER_RESULT = 10;
 export const DEFAULT_HIGHLIGHT_CHARACTERS = 1000;
+/** Most characters of a result's highlights for a caller not licensed for the full text. */
+export const SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS = DEFAULT_HIGHLIGHT_CHARACTERS;
 export const DEFAULT_HIGHLIGHTS_PER_RESULT = 3;
 /**
  * Weight of the vector side in a window's score (lexical side 1). Chosen on CISI
@@ -30,6 +33,13 @@ const SHORTLIST_PER_HIGHLIGHT = 2;
 const SHORTLIST_EXTRA = 2;
 // A window this far below the best by terms is not embedded: the vector side cannot lift it.
 const VECTOR_MARGIN = 0.1;
+/**
+ * Most windows embedded for one page of results (one batch of a remote provider): a page of 1,000
+ * results with 10 highlights each would otherwise embed 11,000 windows, one cheap request making
+ * the service call its embedding provider over a hundred times. The top results are served first;
+ * the rest are scored by terms alone.
+ */
+export const MAX_EMBEDDED_WINDOWS = 64;
 // Sentences scanned per body: a 20k-character body has a few hundred.
 const MAX_SENTENCES = 400;
 
@@ -267,15 +277,24 @@ export async function highlightPage(
   } = {},
 ): Promise<Highlight[][]> {
   const cache: StemCache = new Map();
-  const lists = bodies.map((b) => shortlistWindows(b, q, options, cache));
+  // A page may hold 1,000 bodies of 20,000 characters: other requests are served between them.
+  const slice = timeSlicer();
+  const lists: HighlightWindow[][] = [];
+  for (const b of bodies) {
+    lists.push(shortlistWindows(b, q, options, cache));
+    await slice();
+  }
   // Embedding is the costly part: only the windows the vector side could still move into the
   // picks are embedded (the best few, close to the best by terms); the rest keep a cosine of 0.
+  let budget = MAX_EMBEDDED_WINDOWS;
   const contenders = lists.map((list) => {
     const best = list[0]?.lexical ?? 0;
     let n = 0;
     while (n < list.length && n < options.perResult + 1 && list[n]!.lexical >= best - margin) n++;
     // A lone contender is picked first whatever its cosine: nothing for the vector side to decide.
-    return n >= 2 ? n : 0;
+    if (n < 2 || n > budget) return 0;
+    budget -= n;
+    return n;
   });
   let vectors: Float32Array[] | null = null;
   if (queryVector && embed) {
