@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { newId } from "../../core/ids.ts";
-import { createCommerceWorld, postJson, TestAgents } from "./_helpers.ts";
+import { challengesOf, createCommerceWorld, paymentAuthorization, postJson, TestAgents } from "./_helpers.ts";
 
 /** The commerce world plus a second seller, `beta`, on its own host with its own plan. */
 async function twoSellerWorld() {
@@ -65,6 +65,17 @@ Deno.test("checkout lane on a seller's own host: the 402's checkout and status U
   const status = await polled.json();
   assert.equal(status.status, "open");
   assert.equal(status.checkoutUrl, url);
+  // Answering the card challenge before the human paid: payment_incomplete names the same status URL.
+  const [challenge] = challengesOf(res);
+  const early = await w.follow(`http://beta.test/plans/${w.beta.plan.id}/purchase`, {
+    ...postJson({ amountUsd: "3.000000", checkout: true }, {
+      authorization: paymentAuthorization(challenge!, body.card.checkout.credentialPayload),
+      "zc-agent-authorization": `Bearer ${token}`,
+    }),
+  });
+  const incomplete = await early.json();
+  assert.equal(incomplete.error, "payment_incomplete");
+  assert.equal(incomplete.statusUrl, statusUrl);
 });
 
 Deno.test("discovery documents name each seller's own host: beta's on beta.test (purchase.url buys from beta), AGENT_AUTH_URL's seller's unchanged", async () => {
