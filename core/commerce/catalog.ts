@@ -123,7 +123,7 @@ export class Catalog {
 }
 
 /** Public JSON of a plan, with its purchase block and URL. */
-export function planView(plan: Plan, agentAuthUrl: string): Record<string, unknown> {
+export function planView(plan: Plan, storefrontUrl: string): Record<string, unknown> {
   const base = {
     id: plan.id,
     name: plan.name,
@@ -138,13 +138,13 @@ export function planView(plan: Plan, agentAuthUrl: string): Record<string, unkno
     ...base,
     purchasable: true,
     purchase: {
-      url: `${agentAuthUrl}/plans/${plan.id}/purchase`,
+      url: `${storefrontUrl}/plans/${plan.id}/purchase`,
       method: "POST",
       minimumUsd: formatUsd(plan.minimumMicros),
       maximumUsd: formatUsd(plan.maximumMicros),
       cardMinimumUsd: formatUsd(CARD_MINIMUM_MICROS),
       currency: "usd",
     },
-    extend: { url: `${agentAuthUrl}/extend`, method: "POST" },
+    extend: { url: `${storefrontUrl}/extend`, method: "POST" },
   };
 }

@@ -39,20 +39,21 @@ export class CheckoutLane {
       payments: PaymentStore;
       processor: PaymentProcessor;
       settlement: Settlement;
-      agentAuthUrl: string;
+      /** A seller's storefront base URL (checkout and status URLs lead back to the same seller). */
+      storefrontUrl: (seller: Seller) => string;
       /** Checkouts opened per client address. */
       opens?: FixedWindowLimiter;
     },
   ) {}
 
   /** Where an agent polls a payment reference. */
-  statusUrl(reference: string): string {
-    return `${this.o.agentAuthUrl}/payments/${reference}`;
+  statusUrl(seller: Seller, reference: string): string {
+    return `${this.o.storefrontUrl(seller)}/payments/${reference}`;
   }
 
   /** Where a human pays a checkout. */
-  checkoutUrl(reference: string): string {
-    return `${this.o.agentAuthUrl}/checkout/${reference}`;
+  checkoutUrl(seller: Seller, reference: string): string {
+    return `${this.o.storefrontUrl(seller)}/checkout/${reference}`;
   }
 
   /**
@@ -91,13 +92,13 @@ export class CheckoutLane {
   }
 
   /** The purchase that presents a checkout's credential: the human paid (state `paid`); consume and grant. */
-  async settle(challenge: StorefrontChallenge, agent: AuthenticatedAgent): Promise<PaymentRecord> {
+  async settle(challenge: StorefrontChallenge, agent: AuthenticatedAgent, seller: Seller): Promise<PaymentRecord> {
     const sellerId = challenge.request.sellerId as string;
     const entry = await this.o.payments.get(sellerId, challenge.id);
     if (!entry.value) throw errors.payment_unknown({ detail: 'request a fresh 402 with {"checkout": true}' });
     const state = effectiveState(entry.value, this.o.clock);
-    if (state !== "paid") throw this.o.settlement.stateError(entry.value);
-    return await this.o.settlement.consumeAndGrant(entry as Deno.KvEntry<PaymentRecord>, agent, {});
+    if (state !== "paid") throw this.o.settlement.stateError(entry.value, seller);
+    return await this.o.settlement.consumeAndGrant(entry as Deno.KvEntry<PaymentRecord>, agent, {}, seller);
   }
 
   /** GET /payments/{reference}: the state an agent polls. */
@@ -113,7 +114,7 @@ export class CheckoutLane {
       planId: p.terms.planId,
       amountUsd: formatUsd(p.amountMicros),
       ...(p.settlementReason ? { settlementReason: p.settlementReason } : {}),
-      ...(state === "open" ? { checkoutUrl: this.checkoutUrl(reference), expiresAt: p.expiresAt } : {}),
+      ...(state === "open" ? { checkoutUrl: this.checkoutUrl(seller, reference), expiresAt: p.expiresAt } : {}),
       next: state === "paid"
         ? "retry the purchase with the same Payment credential"
         : state === "open"

@@ -12,7 +12,8 @@ export interface CatalogSnapshot {
   seller: Seller;
   services: Service[];
   plans: Plan[];
-  agentAuthUrl: string;
+  /** The seller's storefront base URL (identity's `sellerBaseUrl`): every URL named is on it. */
+  storefrontUrl: string;
   networkApiUrl: string;
   /** The processor behind the rails (`sandbox` documents its test tokens). */
   processor: string;
@@ -30,14 +31,14 @@ const mcpView = (url: string) => ({
   payment: "JSON-RPC error -32042 carries the Payment challenges; answer in params._meta",
 });
 
-const serviceView = (s: Service, agentAuthUrl: string) => ({
+const serviceView = (s: Service, storefrontUrl: string) => ({
   slug: s.slug,
   name: s.name,
   kind: s.kind,
   modelId: s.modelId,
   endpoint: s.kind === "search"
-    ? { method: "POST", url: `${agentAuthUrl}/v2/search?data_model_id=${s.modelId}`, body: '{"query": "..."}' }
-    : { method: "POST", url: `${agentAuthUrl}/aimodel/${s.modelId}`, body: '{"query": "..."}' },
+    ? { method: "POST", url: `${storefrontUrl}/v2/search?data_model_id=${s.modelId}`, body: '{"query": "..."}' }
+    : { method: "POST", url: `${storefrontUrl}/aimodel/${s.modelId}`, body: '{"query": "..."}' },
   meters: [
     { meterSlug: "query", priceUsd: formatUsd(s.meters.query), unit: "request" },
     ...(s.meters.full_text !== undefined
@@ -51,15 +52,15 @@ export function servicesDocument(c: CatalogSnapshot): Record<string, unknown> {
   return {
     seller: { id: c.seller.sellerId, name: c.seller.name },
     currency: "usd",
-    services: c.services.map((s) => serviceView(s, c.agentAuthUrl)),
-    plans: c.plans.map((p) => planView(p, c.agentAuthUrl)),
+    services: c.services.map((s) => serviceView(s, c.storefrontUrl)),
+    plans: c.plans.map((p) => planView(p, c.storefrontUrl)),
     ...(c.mcpUrl ? { mcp: mcpView(c.mcpUrl) } : {}),
   };
 }
 
 /** `GET /manifest.json`. */
 export function manifestDocument(c: CatalogSnapshot): Record<string, unknown> {
-  const u = c.agentAuthUrl;
+  const u = c.storefrontUrl;
   return {
     schemaVersion: "1.0",
     name: c.seller.name,
@@ -93,7 +94,7 @@ export function manifestDocument(c: CatalogSnapshot): Record<string, unknown> {
 
 /** `GET /llms.txt`: the short index. */
 export function llmsTxt(c: CatalogSnapshot): string {
-  const u = c.agentAuthUrl;
+  const u = c.storefrontUrl;
   const lines = [
     `# ${c.seller.name}`,
     "",
@@ -129,7 +130,7 @@ export function llmsTxt(c: CatalogSnapshot): string {
 
 /** `GET /llms-full.txt`: everything an agent needs to buy and use a plan. */
 export function llmsFullTxt(c: CatalogSnapshot): string {
-  const u = c.agentAuthUrl;
+  const u = c.storefrontUrl;
   const credit = c.plans.find((p) => p.kind === "credit");
   const example = credit?.id ?? "<planId>";
   const sandbox = c.processor === "sandbox"

@@ -27,7 +27,7 @@ export function entitlementView(e: Entitlement, plan: Plan | null, seller?: Sell
 
 export class EntitlementViews {
   constructor(
-    private readonly o: { catalog: Catalog; ledger: EntitlementLedger; agentAuthUrl: string },
+    private readonly o: { catalog: Catalog; ledger: EntitlementLedger; storefrontUrl: (seller: Seller) => string },
   ) {}
 
   /** GET /agent/entitlements: live plans at this seller (whose `plans` are given) with remaining credit. */
@@ -39,7 +39,7 @@ export class EntitlementViews {
       sellerId: seller.sellerId,
       holder: primaryHolder(agent).startsWith("h:") ? "human" : "credential",
       entitlements: active.map((e) => entitlementView(e, byId.get(e.planId) ?? null)),
-      payAsYouGo: plans.filter((p) => p.kind === "payg").map((p) => planView(p, this.o.agentAuthUrl)),
+      payAsYouGo: plans.filter((p) => p.kind === "payg").map((p) => planView(p, this.o.storefrontUrl(seller))),
     };
   }
 

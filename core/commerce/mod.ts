@@ -16,7 +16,8 @@ import { CommerceService } from "./service.ts";
 import { loadChallengeKey } from "./challenges.ts";
 import { StandardMethods } from "./standard_methods.ts";
 import type { SigningSecrets } from "./signing.ts";
-import type { SellerDirectory } from "./types.ts";
+import type { Seller, SellerDirectory } from "./types.ts";
+import { sellerBaseUrl } from "../identity/mod.ts";
 
 export {
   challengeList,
@@ -41,7 +42,9 @@ export interface Commerce {
 /** Builds the commerce services. Pure wiring: no I/O. */
 export function createCommerce(
   o: {
-    config: Pick<Config, "agentAuthUrl" | "baseUrl"> & Partial<Pick<Config, "payments">>;
+    config: Pick<Config, "agentAuthUrl" | "baseUrl"> & Partial<Pick<Config, "payments">> & {
+      storefront: Pick<Config["storefront"], "defaultSellerId">;
+    };
     kv: Deno.Kv;
     clock: Clock;
     log: Logger;
@@ -62,6 +65,8 @@ export function createCommerce(
   const processor = o.processor ?? new SandboxProcessor();
   const catalog = new Catalog(o.kv, o.repos, o.clock, sellers);
   // mppx's methods share the storefront's challenge key: one HMAC key for every challenge issued here.
+  const { agentAuthUrl, storefront: { defaultSellerId } } = o.config;
+  const storefrontUrl = (seller: Seller) => sellerBaseUrl(seller, { agentAuthUrl, defaultSellerId });
   const standard = o.config.payments ? new StandardMethods(o.config.payments, () => loadChallengeKey(o.kv)) : undefined;
   const service = new CommerceService({
     kv: o.kv,
@@ -70,7 +75,7 @@ export function createCommerce(
     catalog,
     processor,
     secrets,
-    agentAuthUrl: o.config.agentAuthUrl,
+    storefrontUrl,
     credentialsOfHuman: o.credentialsOfHuman,
     standard,
   });
@@ -79,7 +84,7 @@ export function createCommerce(
     clock: o.clock,
     log: o.log,
     baseUrl: o.config.baseUrl,
-    agentAuthUrl: o.config.agentAuthUrl,
+    storefrontUrl,
     upstream: o.upstream,
   });
   return { service, catalog, processor, secrets, sellers, proxy };

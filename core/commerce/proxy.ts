@@ -106,7 +106,8 @@ export class PaidProxy {
       clock: Clock;
       log: Logger;
       baseUrl: string;
-      agentAuthUrl: string;
+      /** A seller's storefront base URL: plan URLs and the request a payment binds to are on it. */
+      storefrontUrl: (seller: Seller) => string;
       upstream: Upstream;
     },
   ) {}
@@ -137,14 +138,14 @@ export class PaidProxy {
             : "buy a plan whose meters include full_text",
           extra: {
             meters: [{ serviceSlug: service.slug, meterSlug: FULL_TEXT_METER }],
-            plans: covering.map((p) => planView(p, this.o.agentAuthUrl)),
+            plans: covering.map((p) => planView(p, this.o.storefrontUrl(c.seller))),
           },
         });
       }
     }
     const creditIds = new Set(covering.filter((p) => p.kind === "credit").map((p) => p.id));
     const price = service.meters.query + texts * (service.meters.full_text ?? 0);
-    const views = () => covering.map((p) => planView(p, this.o.agentAuthUrl));
+    const views = () => covering.map((p) => planView(p, this.o.storefrontUrl(c.seller)));
 
     if (creditIds.size > 0) {
       const r = await commerce.ledger.reserve(c.agent, c.seller.sellerId, creditIds, price, requestId);
@@ -242,7 +243,7 @@ export class PaidProxy {
     const charged = await settlement.chargeToken({
       rail,
       reference: challenge.id,
-      sellerId: c.seller.sellerId,
+      seller: c.seller,
       terms,
       micros: plan.pricePerRequestMicros,
       token: settlement.tokenOf(payload),
@@ -317,7 +318,7 @@ export class PaidProxy {
   /** The request mppx binds a payment to: the agent's own (x402 echoes its URL), or a synthetic one. */
   #requestOf(c: ProxyCall): Request {
     return c.request ??
-      new Request(`${this.o.agentAuthUrl}${c.publicPath ?? "/"}`, { method: "POST", headers: c.headers });
+      new Request(`${this.o.storefrontUrl(c.seller)}${c.publicPath ?? "/"}`, { method: "POST", headers: c.headers });
   }
 
   /**

@@ -53,6 +53,8 @@ export interface PaidPurchase {
 /** The payment a purchase asks for: one challenge per rail of ours, and what mppx's methods offer. */
 export interface PurchaseChallenge {
   kind: "challenge";
+  /** The seller asked to be paid: its URLs (status, checkout) are the ones to hand out. */
+  seller: Seller;
   terms: PaymentTerms;
   plan: CreditPlan;
   /** Our rails' challenges (card, wallet), in the order they are offered. */
@@ -68,7 +70,8 @@ export class PurchaseFlow {
   constructor(
     private readonly o: {
       clock: Clock;
-      agentAuthUrl: string;
+      /** A seller's storefront base URL: plan URLs and the request a payment binds to are on it. */
+      storefrontUrl: (seller: Seller) => string;
       ledger: EntitlementLedger;
       challenges: () => Promise<Challenges>;
       settlement: Settlement;
@@ -103,8 +106,8 @@ export class PurchaseFlow {
       return await this.#holding(idem, async () => {
         const out = await settlement.standardPayment(this.#requestFor(input, terms), seller, terms, micros);
         if (out.status === 402) throw await settlementRefused(out.response);
-        const record = await settlement.consumeAndGrant(out.entry, agent, { processorRef: out.externalId });
-        return await this.#receipt(record, plan, agent, out.receiptHeaders);
+        const record = await settlement.consumeAndGrant(out.entry, agent, { processorRef: out.externalId }, seller);
+        return await this.#receipt(record, plan, seller, agent, out.receiptHeaders);
       });
     }
     const challenges = await this.o.challenges();
@@ -118,20 +121,20 @@ export class PurchaseFlow {
     if (rail === "card") checkAmount(micros, limits, "card");
     return await this.#holding(idem, async () => {
       let record: PaymentRecord;
-      if (checkout) record = await this.o.checkout.settle(challenge, agent);
+      if (checkout) record = await this.o.checkout.settle(challenge, agent, seller);
       else {
         const token = settlement.tokenOf(payload);
         const charged = await settlement.chargeToken({
           rail,
           reference: challenge.id,
-          sellerId: challenge.request.sellerId as string,
+          seller,
           terms: challenge.request as unknown as PaymentTerms,
           micros,
           token,
         }, `${plan.name} (${plan.id})`);
-        record = await settlement.consumeAndGrant(charged.entry, agent, { processorRef: charged.processorRef });
+        record = await settlement.consumeAndGrant(charged.entry, agent, { processorRef: charged.processorRef }, seller);
       }
-      return await this.#receipt(record, plan, agent);
+      return await this.#receipt(record, plan, seller, agent);
     });
   }
 
@@ -168,10 +171,10 @@ export class PurchaseFlow {
   }
 
   /** The request mppx sees: the route's own, or (MCP) one naming the purchase route. */
-  #requestFor(input: Pick<PurchaseInput, "request" | "headers">, terms: PaymentTerms): Request {
+  #requestFor(input: Pick<PurchaseInput, "seller" | "request" | "headers">, terms: PaymentTerms): Request {
     if (input.request) return input.request;
     const path = terms.action === "purchase" ? `/plans/${encodeURIComponent(terms.planId)}/purchase` : "/extend";
-    return new Request(`${this.o.agentAuthUrl}${path}`, { method: "POST", headers: input.headers });
+    return new Request(`${this.o.storefrontUrl(input.seller)}${path}`, { method: "POST", headers: input.headers });
   }
 
   async #planFor(input: PurchaseInput, plans: Plan[], fields: Record<string, unknown>): Promise<CreditPlan> {
@@ -192,7 +195,9 @@ export class PurchaseFlow {
     const held = (await this.o.ledger.entries(input.agent, input.seller.sellerId)).map((e) => e.value.planId);
     const plan = [...held].reverse().map((id) => plans.find((p) => p.id === id)).find((p) => p?.kind === "credit");
     if (!plan || plan.kind !== "credit") {
-      throw errors.nothing_to_extend({ extra: { plans: plans.map((p) => planView(p, this.o.agentAuthUrl)) } });
+      throw errors.nothing_to_extend({
+        extra: { plans: plans.map((p) => planView(p, this.o.storefrontUrl(input.seller))) },
+      });
     }
     return plan;
   }
@@ -217,12 +222,21 @@ export class PurchaseFlow {
       terms,
       micros,
     );
-    return { kind: "challenge", terms, plan, rails, cardMinimumMicros: CARD_MINIMUM_MICROS, standard };
+    return {
+      kind: "challenge",
+      seller: input.seller,
+      terms,
+      plan,
+      rails,
+      cardMinimumMicros: CARD_MINIMUM_MICROS,
+      standard,
+    };
   }
 
   async #receipt(
     p: PaymentRecord,
     plan: CreditPlan,
+    seller: Seller,
     agent: AuthenticatedAgent,
     receiptHeaders?: [string, string][],
   ): Promise<KeptResult> {
@@ -235,7 +249,7 @@ export class PurchaseFlow {
         reference: p.reference,
         rail: p.rail,
         amountUsd: formatUsd(p.amountMicros),
-        plan: planView(plan, this.o.agentAuthUrl),
+        plan: planView(plan, this.o.storefrontUrl(seller)),
         entitlement: ent ? entitlementView(ent, plan) : null,
       },
       receipts: receiptHeaders ??
@@ -244,10 +258,10 @@ export class PurchaseFlow {
   }
 }
 
-/** Where an agent polls a reference and where a human pays a checkout. */
+/** Where an agent polls a seller's reference and where a human pays its checkout. */
 export interface PaymentUrls {
-  statusUrl(reference: string): string;
-  checkoutUrl(reference: string): string;
+  statusUrl(seller: Seller, reference: string): string;
+  checkoutUrl(seller: Seller, reference: string): string;
 }
 
 /** The JSON body of a purchase challenge: the terms, one entry per rail, the card lane, mppx's methods. */
@@ -273,7 +287,7 @@ export function challengeView(ch: PurchaseChallenge, urls: PaymentUrls): Record<
     card: card
       ? {
         ...railView({ rail: "card", challenge: card }),
-        statusUrl: urls.statusUrl(card.id),
+        statusUrl: urls.statusUrl(ch.seller, card.id),
         cardMinimumUsd,
         sharedPaymentToken: {
           header: "Authorization: Payment <credential>",
@@ -281,7 +295,7 @@ export function challengeView(ch: PurchaseChallenge, urls: PaymentUrls): Record<
         },
         checkout: terms.checkout
           ? {
-            url: urls.checkoutUrl(card.id),
+            url: urls.checkoutUrl(ch.seller, card.id),
             expiresInSeconds: CHECKOUT_TTL_MS / 1000,
             credentialPayload: { checkout: true },
           }

@@ -39,7 +39,11 @@ export interface CommerceOptions {
   catalog: Catalog;
   processor: PaymentProcessor;
   secrets: SigningSecrets;
-  agentAuthUrl: string;
+  /**
+   * A seller's storefront base URL (identity's `sellerBaseUrl`): every URL handed to the seller's
+   * agents and humans is built on it.
+   */
+  storefrontUrl: (seller: Seller) => string;
   /** Every credential a human claimed (entitlements are shared across them). */
   credentialsOfHuman?: CredentialsOfHuman;
   /** mppx's own methods (evm with x402, stripe); absent or not enabled: only the card and wallet rails. */
@@ -69,7 +73,7 @@ export class CommerceService {
     this.ledger = new EntitlementLedger(o.kv, o.clock, o.credentialsOfHuman);
     this.payments = new PaymentStore(o.kv, o.clock);
     this.agents = new AgentIndex(o.kv, o.clock);
-    const statusUrl = (reference: string) => this.statusUrl(reference);
+    const statusUrl = (reference: string, seller: Seller) => this.statusUrl(seller, reference);
     this.settlement = new Settlement({
       clock: o.clock,
       payments: this.payments,
@@ -84,7 +88,7 @@ export class CommerceService {
       payments: this.payments,
       processor: o.processor,
       settlement: this.settlement,
-      agentAuthUrl: o.agentAuthUrl,
+      storefrontUrl: o.storefrontUrl,
       opens: new FixedWindowLimiter(o.kv, o.clock, {
         scope: "checkout_opens",
         limit: CHECKOUT_OPENS_PER_ADDRESS_PER_HOUR,
@@ -93,14 +97,14 @@ export class CommerceService {
     });
     this.#purchases = new PurchaseFlow({
       clock: o.clock,
-      agentAuthUrl: o.agentAuthUrl,
+      storefrontUrl: o.storefrontUrl,
       ledger: this.ledger,
       challenges: () => this.challenges(),
       settlement: this.settlement,
       checkout: this.checkoutLane,
       idempotency: new IdempotencyKeys(o.kv, o.clock),
     });
-    this.#views = new EntitlementViews({ catalog: o.catalog, ledger: this.ledger, agentAuthUrl: o.agentAuthUrl });
+    this.#views = new EntitlementViews({ catalog: o.catalog, ledger: this.ledger, storefrontUrl: o.storefrontUrl });
     this.#allowance = new Allowance({ catalog: o.catalog, ledger: this.ledger, agents: this.agents });
   }
 
@@ -110,14 +114,19 @@ export class CommerceService {
     return this.#challenges;
   }
 
+  /** The seller's storefront base URL, which every URL handed to its agents and humans starts with. */
+  storefrontUrl(seller: Seller): string {
+    return this.o.storefrontUrl(seller);
+  }
+
   /** Where an agent polls a payment reference. */
-  statusUrl(reference: string): string {
-    return this.checkoutLane.statusUrl(reference);
+  statusUrl(seller: Seller, reference: string): string {
+    return this.checkoutLane.statusUrl(seller, reference);
   }
 
   /** Where a human pays a checkout. */
-  checkoutUrl(reference: string): string {
-    return this.checkoutLane.checkoutUrl(reference);
+  checkoutUrl(seller: Seller, reference: string): string {
+    return this.checkoutLane.checkoutUrl(seller, reference);
   }
 
   /**
@@ -152,8 +161,8 @@ export class CommerceService {
   }
 
   /** The error for a reference that cannot be consumed in its current state. */
-  stateError(p: PaymentRecord) {
-    return this.settlement.stateError(p);
+  stateError(p: PaymentRecord, seller: Seller) {
+    return this.settlement.stateError(p, seller);
   }
 
   /** Public JSON of an entitlement. */

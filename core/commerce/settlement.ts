@@ -51,14 +51,14 @@ export class Settlement {
       payments: PaymentStore;
       ledger: EntitlementLedger;
       processor: PaymentProcessor;
-      /** Where an agent polls a reference. */
-      statusUrl: (reference: string) => string;
+      /** Where an agent polls a reference of this seller. */
+      statusUrl: (reference: string, seller: Seller) => string;
       standard?: StandardMethods;
     },
   ) {}
 
   /** The error for a reference that cannot be spent in its current state. */
-  stateError(p: PaymentRecord): AppError {
+  stateError(p: PaymentRecord, seller: Seller): AppError {
     const state: PaymentState = effectiveState(p, this.o.clock);
     const terminal = terminalError(p, state);
     if (terminal) return terminal;
@@ -66,7 +66,7 @@ export class Settlement {
       detail: p.rail === "card"
         ? "poll statusUrl until complete, then retry"
         : "a charge is in progress; retry shortly",
-      extra: { statusUrl: this.o.statusUrl(p.reference) },
+      extra: { statusUrl: this.o.statusUrl(p.reference, seller) },
     });
   }
 
@@ -91,19 +91,20 @@ export class Settlement {
    *   (the claim is released), `payment_incomplete` (released), `settlement_failed` (now `failed`)
    */
   async chargeToken(
-    input: { rail: Rail; reference: string; sellerId: string; terms: PaymentTerms; micros: number; token: string },
+    input: { rail: Rail; reference: string; seller: Seller; terms: PaymentTerms; micros: number; token: string },
     description: string,
   ): Promise<Charged> {
     const { payments, clock } = this.o;
-    const existing = await payments.get(input.sellerId, input.reference);
+    const sellerId = input.seller.sellerId;
+    const existing = await payments.get(sellerId, input.reference);
     const stale = existing.value?.state === "processing" &&
       clock.now().getTime() - Date.parse(existing.value.updatedAt) > STALE_PROCESSING_MS;
-    if (existing.value && !stale) throw this.stateError(existing.value);
+    if (existing.value && !stale) throw this.stateError(existing.value, input.seller);
     const now = clock.now().toISOString();
     const claimed = await payments.claim(
       {
         reference: input.reference,
-        sellerId: input.sellerId,
+        sellerId,
         rail: input.rail,
         state: "processing",
         terms: input.terms,
@@ -113,7 +114,7 @@ export class Settlement {
       },
       stale ? existing as Deno.KvEntry<PaymentRecord> : undefined,
     );
-    if (!claimed) throw this.stateError((await payments.get(input.sellerId, input.reference)).value!);
+    if (!claimed) throw this.stateError((await payments.get(sellerId, input.reference)).value!, input.seller);
 
     let outcome;
     try {
@@ -135,7 +136,7 @@ export class Settlement {
       await payments.release(claimed);
       throw errors.payment_incomplete({
         detail: "the payment needs a further step; poll statusUrl until complete, then retry",
-        extra: { statusUrl: this.o.statusUrl(input.reference) },
+        extra: { statusUrl: this.o.statusUrl(input.reference, input.seller) },
       });
     }
     if (outcome.status === "failed") {
@@ -154,6 +155,7 @@ export class Settlement {
     entry: Deno.KvEntry<PaymentRecord>,
     agent: AuthenticatedAgent,
     patch: Partial<PaymentRecord>,
+    seller: Seller,
   ): Promise<PaymentRecord> {
     const { payments, ledger } = this.o;
     let current = entry;
@@ -164,7 +166,7 @@ export class Settlement {
       if (done) return done;
       const again = await payments.get(p.sellerId, p.reference);
       if (!again.value) throw errors.payment_unknown();
-      if (again.value.state !== p.state) throw this.stateError(again.value);
+      if (again.value.state !== p.state) throw this.stateError(again.value, seller);
       current = again as Deno.KvEntry<PaymentRecord>;
     }
     throw new Error("payment consumption did not commit after many attempts");
@@ -230,7 +232,7 @@ export class Settlement {
     const known = await standard.referenceOf(request.headers);
     if (known) {
       const seen = (await payments.get(seller.sellerId, known)).value;
-      if (seen) throw this.stateError(seen);
+      if (seen) throw this.stateError(seen, seller);
     }
     let claimed: Deno.KvEntry<PaymentRecord> | null = null;
     const out = await standard.handle(request, realmOf(seller), terms, micros, async (pending) => {
@@ -245,7 +247,7 @@ export class Settlement {
         createdAt: now,
         updatedAt: now,
       });
-      if (!entry) throw this.stateError((await payments.get(seller.sellerId, pending.reference)).value!);
+      if (!entry) throw this.stateError((await payments.get(seller.sellerId, pending.reference)).value!, seller);
       claimed = entry;
       if (!beforeSettle) return;
       try {

@@ -12,7 +12,7 @@ import type { IssuedClaim, IssuedIdentity } from "./identity_body.ts";
 import type { Mailer, MailMessage } from "./mailer.ts";
 import type { RefreshTokens } from "./refresh_tokens.ts";
 import type { TokenService } from "./tokens.ts";
-import type { Claim, ClaimAttempt, Credential } from "./types.ts";
+import type { Claim, ClaimAttempt, Credential, Seller } from "./types.ts";
 import { formatUserCode, newUserCode, normalizeUserCode } from "./user_code.ts";
 
 /** Wrong user codes allowed per confirmed attempt; the next try answers `too_many_attempts`. */
@@ -74,7 +74,8 @@ export class ClaimService {
     private readonly log: Logger,
     private readonly opts: {
       claimTtlS: number;
-      claimPageUrl: (link: string) => string;
+      /** The claim page of a verification link, on the storefront of the seller it was asked at. */
+      claimPageUrl: (link: string, seller: Seller) => string;
       /**
        * Claim e-mails per recipient address and per seller, counted before a mail goes out: the
        * per-claim cap and the per-client-address limit alone let anyone mail a victim from many claims.
@@ -124,8 +125,9 @@ export class ClaimService {
   async requestVerification(
     claimToken: string,
     loginHint: string,
-    sellerName: string,
+    seller: Seller,
   ): Promise<{ verificationUri: string; expiresIn: number }> {
+    const sellerName = seller.name;
     let counted = false;
     for (let i = 0; i < 8; i++) {
       const { entry, claim, hash } = await this.#load(claimToken);
@@ -165,7 +167,7 @@ export class ClaimService {
         .set(["claim_link", linkHash], hash, { expireIn: (ttl + 86_400) * 1000 })
         .commit();
       if (!res.ok) continue;
-      const uri = this.opts.claimPageUrl(link);
+      const uri = this.opts.claimPageUrl(link, seller);
       try {
         await this.mailer.send(claimEmail({ to: email, sellerName, uri, mailCode, minutes: Math.round(ttl / 60) }));
       } catch (cause) {

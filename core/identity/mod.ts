@@ -9,7 +9,7 @@ export { OutboxMailer } from "./mailer.ts";
 export type { Mailer } from "./mailer.ts";
 export { redirectsUnasked, registrationBody } from "./oauth_clients.ts";
 export { oauthErrors } from "./oauth_errors.ts";
-export { normalizeHost } from "./sellers.ts";
+export { normalizeHost, sellerBaseUrl } from "./sellers.ts";
 export type { SellerRegistry } from "./sellers.ts";
 export { createMailer, createStorefront, mcpResource } from "./service.ts";
 export type { Storefront } from "./service.ts";

@@ -18,6 +18,27 @@ export function normalizeHost(host: string): string {
 }
 
 /**
+ * The base URL of a seller's storefront, from configuration only (never from a request's Host
+ * header, which anyone picks when a default seller answers every host): AGENT_AUTH_URL for the
+ * default seller, a seller without hosts, or one that lists AGENT_AUTH_URL's host; otherwise
+ * AGENT_AUTH_URL's scheme and path prefix on the seller's first host. Every URL handed to a
+ * seller's agents and humans (checkout, payment status, purchase, documents, claim link) is built
+ * on it, so it leads back to the same seller.
+ */
+export function sellerBaseUrl(
+  seller: Pick<Seller, "sellerId" | "hosts">,
+  config: { agentAuthUrl: string; defaultSellerId: string | null },
+): string {
+  const configured = new URL(config.agentAuthUrl);
+  const host = seller.hosts[0];
+  if (
+    host === undefined || seller.sellerId === config.defaultSellerId ||
+    seller.hosts.includes(normalizeHost(configured.host))
+  ) return config.agentAuthUrl;
+  return `${configured.protocol}//${host}${configured.pathname.replace(/\/+$/, "")}`;
+}
+
+/**
  * The seller registry: `["seller", id]` and the host index `["seller_by_host", host]`, written
  * together so a host maps to at most one seller.
  */

@@ -12,7 +12,7 @@ import { type Mailer, NoMailer, OutboxMailer, SmtpMailer } from "./mailer.ts";
 import { OAuthService } from "./oauth.ts";
 import { OAuthClients } from "./oauth_clients.ts";
 import { RefreshTokens } from "./refresh_tokens.ts";
-import { SellerRegistry } from "./sellers.ts";
+import { sellerBaseUrl, SellerRegistry } from "./sellers.ts";
 import { TokenService } from "./tokens.ts";
 
 /** The storefront's services, built once per process (`deps.storefront`). */
@@ -54,6 +54,7 @@ export function createStorefront(
   },
 ): Storefront {
   const s = config.storefront;
+  const urlConfig = { agentAuthUrl: config.agentAuthUrl, defaultSellerId: s.defaultSellerId };
   // A retired signing key keeps verifying as long as the longest token it signed can live.
   const keys = new SigningKeyStore(kv, clock, Math.max(s.assertionTtlS, s.anonymousTtlS, s.accessTokenTtlS));
   const tokens = new TokenService(keys, clock, {
@@ -66,7 +67,7 @@ export function createStorefront(
   const refresh = new RefreshTokens(kv, clock, s.refreshTokenTtlS);
   const claims = new ClaimService(kv, clock, accounts, refresh, tokens, mailer, log, {
     claimTtlS: s.claimTtlS,
-    claimPageUrl: (link) => `${config.agentAuthUrl}/claim/${link}`,
+    claimPageUrl: (link, seller) => `${sellerBaseUrl(seller, urlConfig)}/claim/${link}`,
     mailLimits: {
       perAddress: new FixedWindowLimiter(kv, clock, {
         scope: "claim_mail_to",

@@ -259,7 +259,7 @@ export function addAuthorizePage(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "con
         const email = (form.get("email") ?? "").trim();
         try {
           const claim = await identity.serviceAuth(seller, email);
-          const sent = await claims.requestVerification(claim.token, email, seller.name);
+          const sent = await claims.requestVerification(claim.token, email, seller);
           const link = new URL(sent.verificationUri).pathname.split("/").pop()!;
           await oauth.attachClaim(requestId, { token: claim.token, link, email: claim.loginHint ?? email });
           return send(c, 200, codeBody(a, ids, claim.loginHint ?? email), request.redirectUri);

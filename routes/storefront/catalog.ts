@@ -30,7 +30,7 @@ export function createCatalogRoutes(
       seller: s,
       services: await catalog.services(s),
       plans: await service.sellingPlans(s),
-      agentAuthUrl: deps.config.agentAuthUrl,
+      storefrontUrl: service.storefrontUrl(s),
       networkApiUrl: deps.config.networkApiUrl,
       processor: processor.name,
       mcpUrl: `${deps.config.baseUrl}/mcp`,

@@ -214,7 +214,7 @@ export function createIdentityRoutes(deps: Pick<Deps, "storefront" | "config" | 
   app.openapi(claimRoute, async (c) => {
     const body = c.req.valid("json");
     const seller = await sellerOf(c, deps);
-    const r = await claims.requestVerification(body.claim_token, body.login_hint as string, seller.name);
+    const r = await claims.requestVerification(body.claim_token, body.login_hint as string, seller);
     return c.json({ claim: { attempt: { verification_uri: r.verificationUri, expires_in: r.expiresIn } } }, 200);
   });
 

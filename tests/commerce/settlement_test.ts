@@ -10,7 +10,10 @@ import { EntitlementLedger } from "../../core/commerce/entitlements.ts";
 import { type PaymentRecord, PaymentStore } from "../../core/commerce/payments.ts";
 import { SANDBOX_TOKENS, SandboxProcessor } from "../../core/commerce/processor.ts";
 import { Settlement, settlementReasonOf, STALE_PROCESSING_MS } from "../../core/commerce/settlement.ts";
+import type { Seller } from "../../core/commerce/types.ts";
 import { httpStatus } from "../../routes/error_status.ts";
+
+const SELLER: Seller = { sellerId: "sel_1", tenantId: "t_1", name: "S1", hosts: ["store.test"], createdAt: "" };
 
 const TERMS: PaymentTerms = {
   action: "call",
@@ -36,7 +39,7 @@ async function setup() {
     statusUrl: (ref) => `http://store.test/payments/${ref}`,
   });
   const charge = (reference: string, token: string) =>
-    settlement.chargeToken({ rail: "wallet", reference, sellerId: "sel_1", terms: TERMS, micros: 10_000, token }, "q");
+    settlement.chargeToken({ rail: "wallet", reference, seller: SELLER, terms: TERMS, micros: 10_000, token }, "q");
   return { kv, clock, payments, processor, ledger, settlement, charge, [Symbol.dispose]: () => kv.close() };
 }
 
