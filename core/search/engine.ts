@@ -23,6 +23,7 @@ import { Recommender, type ServedResults } from "./recommend.ts";
 import { Retriever } from "./retrieve.ts";
 import { type CategoryCount, CategoryCounts } from "./categories.ts";
 import { queryRep } from "./query.ts";
+import { liveSince } from "./store/retention.ts";
 
 export { MAX_LISTED_CATEGORIES } from "./categories.ts";
 export type { CategoryCount } from "./categories.ts";
@@ -79,7 +80,10 @@ export interface SearchEngineOptions {
   onResults?: (served: ServedResults) => void;
   /** The data models this process indexes (`SEARCH_SHARD`); all when absent. */
   shard?: SearchShard | null;
-  /** Data model records, for retention in answer retrieval; without them retrieval keeps every article. */
+  /**
+   * Data model records, for retention in answer retrieval and category counts; without them both
+   * keep every article.
+   */
   dataModels?: { get(id: string): Promise<Pick<DataModel, "maxAgeDays"> | null> };
 }
 
@@ -162,7 +166,10 @@ export class SearchEngine implements Search {
   }
 
   async topCategories(dataModelId: string, limit = 20): Promise<CategoryCount[]> {
-    return this.#categories.top(await this.registry.index(dataModelId), limit);
+    // Retention: articles past the model's max age stop counting at once, as they leave search.
+    const dataModel = await this.#options.dataModels?.get(dataModelId);
+    const since = dataModel ? liveSince(dataModel, this.#options.clock) : undefined;
+    return this.#categories.top(await this.registry.index(dataModelId), limit, since);
   }
 
   expire(dataModelId: string, cutoffUnix: number): Promise<number> {

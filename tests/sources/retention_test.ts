@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { engineOf } from "../_helpers.ts";
+import { bearer, engineOf } from "../_helpers.ts";
+import { mcpWorld } from "../mcp/_world.ts";
 import { RetentionSweeper } from "../../core/search/store/retention.ts";
 import { hoursAgo, search } from "../search/_world.ts";
 import { sourcesWorld } from "./_world.ts";
@@ -87,4 +88,44 @@ Deno.test("retention: old articles leave answer retrieval at once too (answers, 
   // Before any sweep: the retention bound holds for retrieval as for every ranking.
   const found = await w.deps.search.retrieve([w.dm.id], "flood barrier", { k: 5 });
   assert.deepEqual(found.map((a) => a.title), ["New flood barrier story"]);
+});
+
+Deno.test("retention: an article past max_age_days stops counting in /categories and MCP list_data_models as the clock passes its cut-off, before any sweep", async () => {
+  await using w = await mcpWorld();
+  const dm = (await w.deps.repos.dataModels.get(w.ids.dataModelId))!;
+  const ago = (h: number) => new Date(w.clock.now().getTime() - h * 3_600_000).toISOString();
+  const report = await w.deps.search.ingest(dm, [
+    { url: "https://alpha.example/a", title: "Tide tables", categories: ["Harbour"], pubdate: ago(30 * 24 - 1) },
+    {
+      url: "https://alpha.example/b",
+      title: "Ferry times",
+      categories: ["Harbour", "Transport"],
+      pubdate: ago(29 * 24),
+    },
+    { url: "https://alpha.example/c", title: "Bus lanes", categories: ["Transport"], pubdate: ago(2) },
+  ]);
+  assert.equal(report.failed, 0);
+  await w.deps.repos.dataModels.update({ ...dm, maxAgeDays: 30 });
+  const client = await w.connect(`Bearer ${w.apiKey}`);
+  const counts = async () => {
+    const res = await w.app.request(`/v1/data-models/${dm.id}/categories`, { headers: bearer(w.apiKey) });
+    assert.equal(res.status, 200);
+    const rest = (await res.json()).categories;
+    const listed = await client.callTool({ name: "list_data_models", arguments: {} });
+    // deno-lint-ignore no-explicit-any
+    const entry = (listed.structuredContent as any).data_models.find((m: { id: string }) => m.id === dm.id);
+    return { rest, mcp: entry.top_categories };
+  };
+  const both = (categories: { category: string; count: number }[]) => ({ rest: categories, mcp: categories });
+  assert.deepEqual(await counts(), both([{ category: "Harbour", count: 2 }, { category: "Transport", count: 2 }]));
+
+  // "Tide tables" passes its cut-off (30 days) in an hour; no sweep runs.
+  w.clock.advance(2 * 3_600_000);
+  assert.deepEqual(await counts(), both([{ category: "Transport", count: 2 }, { category: "Harbour", count: 1 }]));
+  // Two more days: "Ferry times" too.
+  w.clock.advance(2 * 86_400_000);
+  assert.deepEqual(await counts(), both([{ category: "Transport", count: 1 }]));
+  // A longer retention keeps them again (nothing was deleted yet).
+  await w.deps.repos.dataModels.update({ ...dm, maxAgeDays: 60 });
+  assert.deepEqual(await counts(), both([{ category: "Harbour", count: 2 }, { category: "Transport", count: 2 }]));
 });
