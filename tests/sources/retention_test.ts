@@ -39,6 +39,7 @@ Deno.test("retention: old articles leave search at once, then the index and KV o
       log: w.log,
       engine: w.deps.search,
       dataModels: () => w.deps.repos.dataModels.listAll(),
+      dataModel: (id) => w.deps.repos.dataModels.get(id),
       owner,
     }, { intervalMs: 3600_000, leaseMs: 60_000 });
   await w.deps.kv.set(["retention_lease", w.dm.id], { owner: "other", until: w.clock.now().getTime() + 60_000 });
@@ -87,4 +88,29 @@ Deno.test("retention: old articles leave answer retrieval at once too (answers, 
   // Before any sweep: the retention bound holds for retrieval as for every ranking.
   const found = await w.deps.search.retrieve([w.dm.id], "flood barrier", { k: 5 });
   assert.deepEqual(found.map((a) => a.title), ["New flood barrier story"]);
+});
+
+Deno.test("retention: a sweep deletes by the retention in force when it takes the lease, not by its round's older list", async () => {
+  await using w = await sourcesWorld();
+  await w.deps.search.ingest(w.dm, [
+    { url: "https://alpha.example/old", title: "Old flood barrier story", pubdate: hoursAgo(w, 40 * 24) },
+  ]);
+  assert.equal((await w.api("/retention", { method: "PUT", body: { max_age_days: 30 } })).status, 200);
+  const sweeper = new RetentionSweeper({
+    kv: w.deps.kv,
+    clock: w.clock,
+    log: w.log,
+    engine: w.deps.search,
+    dataModels: async () => {
+      const listed = await w.deps.repos.dataModels.listAll();
+      // The round has its list; before it reaches this data model the operator keeps it forever.
+      assert.equal((await w.api("/retention", { method: "PUT", body: { max_age_days: null } })).status, 200);
+      return listed;
+    },
+    dataModel: (id) => w.deps.repos.dataModels.get(id),
+  }, { intervalMs: 3600_000, leaseMs: 60_000 });
+  assert.deepEqual(await sweeper.sweep(), [{ dataModelId: w.dm.id, deleted: 0, trimmed: 0 }]);
+  assert.ok(await w.deps.search.articleByUrl(w.dm.id, "https://alpha.example/old"), "kept, as now configured");
+  const r = await search(w, { query: "old flood barrier" });
+  assert.deepEqual(r.json.response.results.map((x: { title: string }) => x.title), ["Old flood barrier story"]);
 });
