@@ -313,6 +313,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     log,
     engine: search,
     dataModels: async () => (await repos.dataModels.listAll()).filter((dm) => search.serves?.(dm.id) ?? true),
+    dataModel: (id) => repos.dataModels.get(id),
   }, { intervalMs: sourceSettings.retentionSweepS * 1000, leaseMs: 10 * 60_000 });
 
   const parts = {

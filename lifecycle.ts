@@ -109,6 +109,7 @@ export class Lifecycle {
       p.mailer.close?.();
       p.urlAnalyzer.close?.();
       p.poller.close();
+      await p.links.close();
       await p.duckdb.close();
       try {
         p.kv.close();

@@ -24,6 +24,8 @@ const IMAGE_LINK_MEMO = 10_000;
 export const DEFAULT_CLICK_TTL_S = 7 * 86_400;
 // Verifying a token with an unknown kid reloads keys (another process may have rotated), at most this often.
 const RELOAD_INTERVAL_MS = 10_000;
+// A signing key rotated by another process (the admin CLI) is taken up this long after at most.
+const CURRENT_REFRESH_MS = 60_000;
 
 interface StoredKey {
   kid: string;
@@ -111,6 +113,7 @@ export class LinkKeys {
   readonly #keys = new Map<string, Mac>();
   #current?: string;
   #lastReload = -Infinity;
+  #refreshing: Promise<void> | null = null;
 
   constructor(kv: Deno.Kv, clock: Clock) {
     this.#kv = kv;
@@ -154,10 +157,29 @@ export class LinkKeys {
     return out.sort((a, b) => Number(b.current) - Number(a.current) || b.createdAt.localeCompare(a.createdAt));
   }
 
-  /** The signing key. @throws {Error} before {@link load} resolved. */
+  /**
+   * The signing key. Once a minute it also starts a reload in the background, so a rotation made
+   * by another process reaches this one's new links. @throws {Error} before {@link load} resolved.
+   */
   current(): { kid: string; mac: Mac } {
     if (!this.#current) throw new Error("Link keys are not loaded: await deps.links.init() at start");
-    return { kid: this.#current, mac: this.#keys.get(this.#current)! };
+    const current = { kid: this.#current, mac: this.#keys.get(this.#current)! };
+    void this.refresh();
+    return current;
+  }
+
+  /** Waits for a reload under way and starts no more (before the store closes). */
+  async close(): Promise<void> {
+    this.#lastReload = Infinity;
+    await this.#refreshing;
+  }
+
+  /** Reloads the keys when the last load is a minute old (one reload at a time; a failed one is retried a minute later). */
+  refresh(): Promise<void> {
+    if (this.#refreshing) return this.#refreshing;
+    if (this.#clock.now().getTime() - this.#lastReload < CURRENT_REFRESH_MS) return Promise.resolve();
+    this.#refreshing = this.#reload().catch(() => {}).finally(() => this.#refreshing = null);
+    return this.#refreshing;
   }
 
   /** The key `kid`, reloading once in a while when it is unknown. */
@@ -231,6 +253,11 @@ export class SignedLinks implements LinkBuilder {
   /** Loads (or creates) the signing keys. */
   init(): Promise<void> {
     return this.keys.load();
+  }
+
+  /** Waits for a key reload under way (before the store closes). */
+  close(): Promise<void> {
+    return this.keys.close();
   }
 
   /** @inheritdoc */

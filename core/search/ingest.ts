@@ -209,8 +209,12 @@ export class ArticleIngest {
     };
     try {
       const outcomes = await articles.upsertMany(firsts.map(withVector));
+      // Each stored article joins this index now: its change-log entries are this process's own,
+      // so following the log will never bring it here.
       for (const [k, j] of firsts.entries()) {
-        apply(j, outcomes[k]!);
+        const outcome = outcomes[k]!;
+        if ("error" in outcome) failed(j, outcome.error);
+        else apply(j, outcome);
         await slice();
       }
     } catch (err) {

@@ -246,9 +246,11 @@ export class SourcePoller {
     });
     if (!(await lease.acquire())) return null;
     try {
-      // Under the lease: a process that polled just before us has moved next_poll_at already.
+      // Under the lease: a process that polled just before us has moved next_poll_at already, and
+      // one that removed the source meanwhile took its state too (the round's list is older).
       const st = (await this.#deps.sources.state(source.id)).value;
       if (st && Date.parse(st.nextPollAt) > this.#deps.clock.now().getTime()) return null;
+      if (!st && !(await this.#deps.sources.get(source.id))) return null;
       return await this.#poll(
         source,
         st ?? { nextPollAt: source.createdAt, itemsAdded: 0, itemsUpdated: 0, failures: 0 },

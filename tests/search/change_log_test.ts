@@ -147,3 +147,59 @@ Deno.test("change log: trim keeps young entries and the newest maxEntries", asyn
   assert.equal(await e.articles.changes.trim(w.dm.id, now + 120_000, { maxAgeMs: 60_000, maxEntries: 10 }), 1);
   assert.equal(await e.trimChanges(w.dm.id), 0);
 });
+
+/** `kv` whose atomic commits after the first `winning` ones all lose their race (as against a busy writer elsewhere). */
+function losingRaces(kv: Deno.Kv) {
+  const state = { winning: Infinity, commits: 0 };
+  const wrapOp = (op: Deno.AtomicOperation): Deno.AtomicOperation => {
+    const proxy: Deno.AtomicOperation = new Proxy(op, {
+      get(target, prop) {
+        if (prop === "commit") {
+          return () => (state.commits >= state.winning
+            ? Promise.resolve({ ok: false })
+            : (state.commits++, target.commit()));
+        }
+        const v = Reflect.get(target, prop, target);
+        if (typeof v !== "function") return v;
+        return (...args: unknown[]) => {
+          const r = v.apply(target, args);
+          return r === target ? proxy : r;
+        };
+      },
+    });
+    return proxy;
+  };
+  const wrapped = new Proxy(kv, {
+    get(target, prop) {
+      if (prop === "atomic") return () => wrapOp(target.atomic());
+      const v = Reflect.get(target, prop, target);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
+  return { kv: wrapped, state };
+}
+
+Deno.test("change log: an ingest whose later commits lose every race reports and indexes the articles it did store", async () => {
+  await using w = await searchWorld();
+  const racing = losingRaces(w.deps.kv);
+  const a = new SearchEngine({ kv: racing.kv, clock: w.clock, log: w.log, embeddings: engineOf(w.deps).embeddings });
+  const b = new SearchEngine({ kv: w.deps.kv, clock: w.clock, log: w.log, embeddings: engineOf(w.deps).embeddings });
+  try {
+    assert.equal(await a.count(w.dm.id), 0);
+    assert.equal(await b.count(w.dm.id), 0);
+    // 60 new URLs: the first commit holds 48 of them; every commit after it loses (another process writes).
+    const items = Array.from({ length: 60 }, (_, i) => ({ url: `https://alpha.example/s${i}`, title: `Story ${i}` }));
+    racing.state.winning = racing.state.commits + 1;
+    const report = await a.ingest(w.dm, items);
+    let stored = 0;
+    for await (const _ of w.deps.kv.list({ prefix: ["article", w.dm.id] })) stored++;
+    assert.equal(stored, 48, "the first commit went through");
+    assert.equal(report.created, stored, "what was stored is reported stored");
+    assert.equal(report.failed, 60 - stored);
+    assert.equal(await b.registry.applyChanges(w.dm.id), stored);
+    assert.equal(await a.count(w.dm.id), stored, "the writer's own index holds what it stored, as the other's does");
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});

@@ -4,6 +4,7 @@ import { inlineSourceParser } from "../../core/sources/parser.ts";
 import { search } from "../search/_world.ts";
 import { feedServer, LONG, rss, xml } from "./_feed_server.ts";
 import { sourcesWorld } from "./_world.ts";
+import { SourceRepo } from "../../core/sources/source.ts";
 
 const titles = (r: { json: { response: { results: { title: string }[] } } }) =>
   r.json.response.results.map((x) => x.title);
@@ -292,4 +293,35 @@ Deno.test("poller: a poll that loses its lease to another process stops: no more
     w.log.lines.filter((l) => String(l.msg).startsWith("source poll stopped")).map((l) => l.source_id),
     [sourceId],
   );
+});
+
+Deno.test("poller: a source another process removed during a round is not fetched, ingested or given a state", async () => {
+  await using feed = feedServer();
+  await using w = await sourcesWorld();
+  const other = new SourceRepo(w.deps.kv, w.clock); // another process over the same KV
+  let polling = false;
+  feed.route("/first.xml", async () => {
+    // While this process polls the first source, another process removes the second one.
+    const second = (await w.repo.list(w.dm.id)).find((s) => s.url.endsWith("/second.xml"));
+    if (polling && second) assert.equal(await other.remove(second), true);
+    return xml(rss([{ link: feed.url("/a/1"), title: "Harbour bridge reopens", content: LONG("bridge") }]));
+  });
+  feed.route(
+    "/second.xml",
+    () => xml(rss([{ link: feed.url("/b/1"), title: "Removed feed item", content: LONG("x") }])),
+  );
+  assert.equal((await w.addSource({ type: "rss", url: feed.url("/first.xml") })).status, 201);
+  w.clock.advance(1);
+  assert.equal((await w.addSource({ type: "rss", url: feed.url("/second.xml") })).status, 201);
+
+  const fetchedAtAdd = feed.hits("/second.xml");
+  polling = true;
+  const outcomes = await w.poller().tick();
+  assert.deepEqual(outcomes.map((o) => o.status), ["ok"], "only the first source is polled");
+  assert.equal(feed.hits("/second.xml"), fetchedAtAdd, "the removed source is not fetched");
+  assert.deepEqual(
+    titles(await search(w, { query: "removed feed item" })).filter((t) => t === "Removed feed item"),
+    [],
+  );
+  assert.equal((await w.repo.listAll()).length, 1);
 });

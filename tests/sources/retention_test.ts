@@ -40,6 +40,7 @@ Deno.test("retention: old articles leave search at once, then the index and KV o
       log: w.log,
       engine: w.deps.search,
       dataModels: () => w.deps.repos.dataModels.listAll(),
+      dataModel: (id) => w.deps.repos.dataModels.get(id),
       owner,
     }, { intervalMs: 3600_000, leaseMs: 60_000 });
   await w.deps.kv.set(["retention_lease", w.dm.id], { owner: "other", until: w.clock.now().getTime() + 60_000 });
@@ -128,4 +129,29 @@ Deno.test("retention: an article past max_age_days stops counting in /categories
   // A longer retention keeps them again (nothing was deleted yet).
   await w.deps.repos.dataModels.update({ ...dm, maxAgeDays: 60 });
   assert.deepEqual(await counts(), both([{ category: "Harbour", count: 2 }, { category: "Transport", count: 2 }]));
+});
+
+Deno.test("retention: a sweep deletes by the retention in force when it takes the lease, not by its round's older list", async () => {
+  await using w = await sourcesWorld();
+  await w.deps.search.ingest(w.dm, [
+    { url: "https://alpha.example/old", title: "Old flood barrier story", pubdate: hoursAgo(w, 40 * 24) },
+  ]);
+  assert.equal((await w.api("/retention", { method: "PUT", body: { max_age_days: 30 } })).status, 200);
+  const sweeper = new RetentionSweeper({
+    kv: w.deps.kv,
+    clock: w.clock,
+    log: w.log,
+    engine: w.deps.search,
+    dataModels: async () => {
+      const listed = await w.deps.repos.dataModels.listAll();
+      // The round has its list; before it reaches this data model the operator keeps it forever.
+      assert.equal((await w.api("/retention", { method: "PUT", body: { max_age_days: null } })).status, 200);
+      return listed;
+    },
+    dataModel: (id) => w.deps.repos.dataModels.get(id),
+  }, { intervalMs: 3600_000, leaseMs: 60_000 });
+  assert.deepEqual(await sweeper.sweep(), [{ dataModelId: w.dm.id, deleted: 0, trimmed: 0 }]);
+  assert.ok(await w.deps.search.articleByUrl(w.dm.id, "https://alpha.example/old"), "kept, as now configured");
+  const r = await search(w, { query: "old flood barrier" });
+  assert.deepEqual(r.json.response.results.map((x: { title: string }) => x.title), ["Old flood barrier story"]);
 });

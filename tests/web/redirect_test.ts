@@ -118,6 +118,28 @@ Deno.test("link-key rotate: new links use the new key and old links keep working
   assert.deepEqual(keys.filter((k) => k.current).map((k) => k.kid), [rotated.kid]);
 });
 
+Deno.test("link-key rotate in another process (the admin CLI): a serving process signs with the new key within a minute", async () => {
+  await using w = await createTestWorld();
+  // w.deps plays the admin CLI; `serving` is a server process on the same KV.
+  const serving = new SignedLinks({ kv: w.deps.kv, clock: w.clock, baseUrl: "http://svc.test" });
+  await serving.init();
+  const kidOf = (link: string) => new URL(link).pathname.slice(3).split(".")[0];
+  const before = kidOf(serving.trackingUrl(article, {}));
+  const rotated = await runAdmin(w.deps, ["link-key", "rotate"]) as { kid: string };
+  w.clock.advance(30_000);
+  assert.equal(kidOf(serving.trackingUrl(article, {})), before, "within the minute the old key may still sign");
+  w.clock.advance(30_000);
+  serving.trackingUrl(article, {}); // notices the minute has passed and reloads the keys
+  await serving.keys.refresh();
+  const after = serving.trackingUrl(article, {});
+  assert.equal(kidOf(after), rotated.kid);
+  assert.equal(
+    serving.imageUrl({ image: "https://cdn.example.com/p.jpg" })!.split("src=")[1]!.split(".")[0],
+    rotated.kid,
+  );
+  assert.equal((await w.app.request(new URL(after).pathname)).status, 302, "the CLI's side verifies it");
+});
+
 Deno.test("SignedLinks.init() creates one key however many processes start at once", async () => {
   await using w = await createTestWorld();
   const kv = w.deps.kv;

@@ -294,6 +294,11 @@ export interface UpsertOutcome {
   created: boolean;
 }
 
+/** An item {@link ArticleRepo.upsertMany} did not store (nothing of it was written). */
+export interface UpsertFailure {
+  error: unknown;
+}
+
 /** Article persistence in Deno KV. */
 export class ArticleRepo {
   readonly changes: ArticleChangeLog;
@@ -370,10 +375,15 @@ export class ArticleRepo {
    * trips: URL keys and known articles are read ten at a time (all reads in flight together),
    * writes go out up to {@link UPSERT_BATCH} articles (and about 400 KB) per atomic commit, each
    * checked like a single upsert. A commit that loses a race is redone one article at a time.
-   * @returns the outcomes, in the order of `list`
+   * Never throws once a commit went through: the caller must learn what was stored (its index
+   * follows its own writes; the change log does not replay them to it).
+   * @returns the outcomes, in the order of `list`; a failure for each item not stored
+   * @throws when reading fails, before anything is written
    */
-  async upsertMany(list: Omit<Article, "id" | "createdAt" | "updatedAt">[]): Promise<UpsertOutcome[]> {
-    const out: UpsertOutcome[] = new Array(list.length);
+  async upsertMany(
+    list: Omit<Article, "id" | "createdAt" | "updatedAt">[],
+  ): Promise<(UpsertOutcome | UpsertFailure)[]> {
+    const out: (UpsertOutcome | UpsertFailure)[] = new Array(list.length);
     if (list.length === 0) return out;
     const dmId = list[0]!.dataModelId;
     const uKeys = await Promise.all(list.map(async (f) => urlKey(dmId, await sha256Hex(f.url))));
@@ -391,34 +401,45 @@ export class ArticleRepo {
     const nowDate = this.clock.now();
     const now = nowDate.toISOString();
     let head = await this.changes.head(dmId);
-    for (let start = 0, end = 0; start < list.length; start = end) {
-      const op = this.kv.atomic();
-      const pending: [number, UpsertOutcome][] = [];
-      let bytes = 0;
-      for (end = start; end < list.length && end - start < UPSERT_BATCH; end++) {
-        bytes += estimatedBytes(list[end]!);
-        if (bytes > UPSERT_COMMIT_BYTES && end > start) break;
-        const fields = list[end]!, k = known[end]!, prev = prevs[end];
-        if (k.value && prev) {
-          const article: Article = { ...fields, id: k.value, createdAt: prev.value?.createdAt ?? now, updatedAt: now };
-          op.check(k).check(prev).set(prev.key, article);
-          pending.push([end, { article, previous: prev.value ?? undefined, created: !prev.value }]);
+    let start = 0;
+    try {
+      for (let end = 0; start < list.length; start = end) {
+        const op = this.kv.atomic();
+        const pending: [number, UpsertOutcome][] = [];
+        let bytes = 0;
+        for (end = start; end < list.length && end - start < UPSERT_BATCH; end++) {
+          bytes += estimatedBytes(list[end]!);
+          if (bytes > UPSERT_COMMIT_BYTES && end > start) break;
+          const fields = list[end]!, k = known[end]!, prev = prevs[end];
+          if (k.value && prev) {
+            const article: Article = {
+              ...fields,
+              id: k.value,
+              createdAt: prev.value?.createdAt ?? now,
+              updatedAt: now,
+            };
+            op.check(k).check(prev).set(prev.key, article);
+            pending.push([end, { article, previous: prev.value ?? undefined, created: !prev.value }]);
+          } else {
+            const article: Article = { ...fields, id: newId("ar", this.clock), createdAt: now, updatedAt: now };
+            op.check(k).set(uKeys[end]!, article.id).set(articleKey(dmId, article.id), article);
+            pending.push([end, { article, created: true }]);
+          }
+        }
+        const logged = pending.map(([, o]) => ({ id: o.article.id, url: o.article.url, op: "upsert" as const }));
+        const next = this.changes.stage(op, dmId, head, logged, this.writer, +nowDate);
+        const res = await op.commit();
+        if (res.ok) {
+          for (const [i, o] of pending) out[i] = o;
+          head = { key: head.key, value: next, versionstamp: res.versionstamp };
         } else {
-          const article: Article = { ...fields, id: newId("ar", this.clock), createdAt: now, updatedAt: now };
-          op.check(k).set(uKeys[end]!, article.id).set(articleKey(dmId, article.id), article);
-          pending.push([end, { article, created: true }]);
+          for (const [i] of pending) out[i] = await this.upsert(list[i]!).catch((error: unknown) => ({ error }));
+          head = await this.changes.head(dmId);
         }
       }
-      const logged = pending.map(([, o]) => ({ id: o.article.id, url: o.article.url, op: "upsert" as const }));
-      const next = this.changes.stage(op, dmId, head, logged, this.writer, +nowDate);
-      const res = await op.commit();
-      if (res.ok) {
-        for (const [i, o] of pending) out[i] = o;
-        head = { key: head.key, value: next, versionstamp: res.versionstamp };
-      } else {
-        for (const [i] of pending) out[i] = await this.upsert(list[i]!);
-        head = await this.changes.head(dmId);
-      }
+    } catch (error) {
+      // A read or a commit failed: the items not decided yet are reported failed (a retry rewrites them).
+      for (let i = start; i < list.length; i++) out[i] ??= { error };
     }
     return out;
   }

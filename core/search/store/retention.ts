@@ -44,6 +44,8 @@ export class RetentionSweeper {
         trimChanges(dataModelId: string): Promise<number>;
       };
       dataModels(): Promise<DataModel[]>;
+      /** One data model as stored now (re-read under the lease: the round's list may be older). */
+      dataModel(id: string): Promise<DataModel | null>;
       timers?: Timers;
       owner?: string;
     },
@@ -81,8 +83,8 @@ export class RetentionSweeper {
     if (this.#sweeping) return this.#sweeping;
     const run = async () => {
       const out: SweepOutcome[] = [];
-      for (const dm of await this.deps.dataModels()) {
-        const since = liveSince(dm, this.deps.clock);
+      for (const listed of await this.deps.dataModels()) {
+        let dm = listed;
         const lease = new KvLease({
           kv: this.deps.kv,
           clock: this.deps.clock,
@@ -93,6 +95,11 @@ export class RetentionSweeper {
         const outcome: SweepOutcome = { dataModelId: dm.id, deleted: 0, trimmed: 0 };
         if (await lease.acquire()) {
           try {
+            // Deletion is final: it follows the retention in force now, which another process may
+            // have lengthened or cleared since the round listed the data models.
+            const current = await this.deps.dataModel(dm.id);
+            if (current) dm = current;
+            const since = current ? liveSince(current, this.deps.clock) : undefined;
             if (since !== undefined) outcome.deleted = await this.deps.engine.expire(dm.id, since);
             outcome.trimmed = await this.deps.engine.trimChanges(dm.id);
           } finally {
