@@ -154,8 +154,12 @@ export class IndexRegistry {
       const expired: number[] = [];
       const pub = index.pubdates;
       for (let s = 0; s < index.size; s++) if (pub[s]! < cutoffUnix) expired.push(s);
-      const cards = index.removeSlots(expired);
+      // KV first: a delete that gives up part way (lost races) leaves them in this index too, and the
+      // next sweep finds and deletes them again. Taken out of the index first, they would stay in KV
+      // (and in every other process) with nothing left to find them by.
+      const cards = index.liveCards(expired);
       await this.articles.deleteMany(dataModelId, cards);
+      index.removeSlots(expired);
       return cards.length;
     });
   }

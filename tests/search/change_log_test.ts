@@ -203,3 +203,34 @@ Deno.test("change log: an ingest whose later commits lose every race reports and
     await b.close();
   }
 });
+
+Deno.test("retention expire(): a delete that loses its races part way leaves the rest to the next sweep, in KV and in the index alike", async () => {
+  await using w = await searchWorld();
+  const racing = losingRaces(w.deps.kv);
+  const a = new SearchEngine({ kv: racing.kv, clock: w.clock, log: w.log, embeddings: engineOf(w.deps).embeddings });
+  try {
+    const old = Array.from({ length: 12 }, (_, i) => ({
+      url: `https://alpha.example/old${i}`,
+      title: `Old story ${i}`,
+      pubdate: hoursAgo(w, 40 * 24),
+    }));
+    assert.equal((await a.ingest(w.dm, old)).created, 12);
+    const cutoff = Math.floor(w.clock.now().getTime() / 1000) - 30 * 86_400;
+    // Deletes commit five at a time: the first commit goes through, every later one loses (another writer).
+    racing.state.winning = racing.state.commits + 1;
+    await assert.rejects(a.expire(w.dm.id, cutoff));
+    let inKv = 0;
+    for await (const _ of w.deps.kv.list({ prefix: ["article", w.dm.id] })) inKv++;
+    assert.equal(inKv, 7, "five deleted from KV");
+    assert.equal(await a.count(w.dm.id), 12, "the index still holds them, so the next sweep can find them");
+    // The races are over: the next sweep deletes what is left, and the index follows.
+    racing.state.winning = Infinity;
+    assert.equal(await a.expire(w.dm.id, cutoff), 12);
+    inKv = 0;
+    for await (const _ of w.deps.kv.list({ prefix: ["article", w.dm.id] })) inKv++;
+    assert.equal(inKv, 0);
+    assert.equal(await a.count(w.dm.id), 0);
+  } finally {
+    await a.close();
+  }
+});

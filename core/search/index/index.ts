@@ -483,13 +483,28 @@ export class DataModelIndex {
   removeSlots(slots: Iterable<number>): ArticleCard[] {
     const out: ArticleCard[] = [];
     for (const s of slots) {
-      const card = this.cards[s];
-      if (!card || this.deadSlots[s] === 1 || this.slotByUrl.get(card.url) !== s) continue;
+      const card = this.#liveCard(s);
+      if (!card) continue;
       out.push(card);
       this.retire(s);
     }
     if (out.length > 0) this.compactWhenDue();
     return out;
+  }
+
+  /** The cards of the articles `slots` hold, leaving them in the index (those {@link removeSlots} would take). */
+  liveCards(slots: Iterable<number>): ArticleCard[] {
+    const out: ArticleCard[] = [];
+    for (const s of slots) {
+      const card = this.#liveCard(s);
+      if (card) out.push(card);
+    }
+    return out;
+  }
+
+  #liveCard(s: number): ArticleCard | undefined {
+    const card = this.cards[s];
+    return card && this.deadSlots[s] !== 1 && this.slotByUrl.get(card.url) === s ? card : undefined;
   }
 
   /** Takes the article of a URL out of the index, when it holds that article (`id`). */
