@@ -1,6 +1,7 @@
 /**
  * The per-address limit of the public storefront families that have no limit of their own: payment
- * status (`statusUrl`), the checkout page, the catalog documents. One KV counter
+ * status (`statusUrl`), the checkout page, the catalog documents, and the agent's reads (entitlements,
+ * balance), whose token any address mints for free (an anonymous identity). One KV counter
  * (`PUBLIC_READS_PER_MIN_PER_ADDRESS`), a key prefix per family, so an agent polling its `statusUrl`
  * every second does not use up a human's checkout page on the same address.
  */
@@ -14,7 +15,7 @@ import { rateLimit } from "../middleware/rate_limit.ts";
 import type { Context } from "hono";
 
 /** A family counted by {@link publicReadLimit}: its key prefix. */
-export type PublicReadFamily = "payments" | "checkout" | "catalog";
+export type PublicReadFamily = "payments" | "checkout" | "catalog" | "agent_reads";
 
 /** How a limited storefront route's OpenAPI 429 reads. */
 export const PUBLIC_READS_LIMITED_DOC =

@@ -73,3 +73,21 @@ Deno.test("catalog documents: /services, /manifest.json, /llms.txt and /llms-ful
   assert.equal(body.retry_after, Number(refused.headers.get("retry-after")));
   assert.equal((await get("/services", "198.51.100.9")).status, 200);
 });
+
+Deno.test("agent reads: /agent/entitlements, the network view and /agent/balance count per address, whatever token (a free anonymous one) is sent", async () => {
+  await using w = await createCommerceWorld({ env: ENV });
+  // A fresh anonymous identity per request: rotating tokens does not open a new window.
+  const read = async (path: string, address: string) =>
+    w.req(path, { token: (await w.agents.issue()).token, headers: from(address) });
+  assert.equal((await read("/agent/entitlements", "203.0.113.5")).status, 200);
+  assert.equal((await read("/network/agent/entitlements", "203.0.113.5")).status, 200);
+  assert.equal((await read("/agent/balance", "203.0.113.5")).status, 200);
+  const refused = await read("/agent/entitlements", "203.0.113.5");
+  assert.equal(refused.status, 429);
+  const body = await refused.json();
+  assert.equal(body.error, "rate_limit_exceeded");
+  assert.equal(body.retry_after, Number(refused.headers.get("retry-after")));
+  // Without a token too: the limit counts before the token is checked.
+  assert.equal((await w.req("/agent/balance", { headers: from("203.0.113.5") })).status, 429);
+  assert.equal((await read("/agent/balance", "198.51.100.9")).status, 200);
+});
