@@ -91,3 +91,26 @@ Deno.test("agent reads: /agent/entitlements, the network view and /agent/balance
   assert.equal((await w.req("/agent/balance", { headers: from("203.0.113.5") })).status, 429);
   assert.equal((await read("/agent/balance", "198.51.100.9")).status, 200);
 });
+
+Deno.test("paid proxy: POST /v2/search and /aimodel/{id} count per agent credential (SEARCH_RATE_LIMIT_PER_MIN), another agent is not held up", async () => {
+  await using w = await createCommerceWorld({ env: { SEARCH_RATE_LIMIT_PER_MIN: "2" } });
+  const { token } = await w.agents.issue();
+  const call = (path: string, t: string) =>
+    w.req(path, {
+      method: "POST",
+      token: t,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: "ai" }),
+    });
+  // Calls no plan covers (403 plan_required) still cost the plan lookups: counted like paid ones.
+  assert.equal((await call(`/v2/search?data_model_id=${w.dataModelId}`, token)).status, 403);
+  assert.equal((await call(`/aimodel/${w.aiModelId}`, token)).status, 403);
+  const refused = await call(`/v2/search?data_model_id=${w.dataModelId}`, token);
+  assert.equal(refused.status, 429);
+  const body = await refused.json();
+  assert.equal(body.error, "rate_limit_exceeded");
+  assert.ok(Number(refused.headers.get("retry-after")) >= 1);
+  assert.equal(body.retry_after, Number(refused.headers.get("retry-after")));
+  const other = await w.agents.issue();
+  assert.equal((await call(`/v2/search?data_model_id=${w.dataModelId}`, other.token)).status, 403);
+});
