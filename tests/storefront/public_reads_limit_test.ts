@@ -114,3 +114,27 @@ Deno.test("paid proxy: POST /v2/search and /aimodel/{id} count per agent credent
   const other = await w.agents.issue();
   assert.equal((await call(`/v2/search?data_model_id=${w.dataModelId}`, other.token)).status, 403);
 });
+
+Deno.test("POST /mcp: an agent's requests (tool call or not) count per credential with its paid calls, 429 over the limit; an API key is not counted here", async () => {
+  await using w = await createCommerceWorld({ env: { SEARCH_RATE_LIMIT_PER_MIN: "2" } });
+  const initialize = (authorization: string) =>
+    w.req("/mcp", {
+      method: "POST",
+      headers: { authorization, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      }),
+    });
+  const { token } = await w.agents.issue();
+  for (let i = 0; i < 2; i++) assert.equal((await initialize(`Bearer ${token}`)).status, 200);
+  const refused = await initialize(`Bearer ${token}`);
+  assert.equal(refused.status, 429);
+  assert.equal((await refused.json()).error, "rate_limit_exceeded");
+  assert.ok(Number(refused.headers.get("retry-after")) >= 1);
+  assert.equal((await initialize(`Bearer ${(await w.agents.issue()).token}`)).status, 200);
+  const { key } = await w.tenantWithKey("Key Holder");
+  for (let i = 0; i < 3; i++) assert.equal((await initialize(`Bearer ${key}`)).status, 200);
+});
