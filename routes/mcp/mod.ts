@@ -262,8 +262,12 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
       },
       { status: 405, headers: { allow: "POST" } },
     );
-  documented(app, { ...mcpPostDoc, method: "get", summary: "Not served: stateless, POST only (405)" }, notAllowed);
-  documented(app, { ...mcpPostDoc, method: "delete", summary: "Not served: no session to end (405)" }, notAllowed);
+  // A constant 405 before any credential is read: never limited (the 429 is POST's).
+  const { 429: _limited, ...responses } = mcpPostDoc.responses;
+  const notServed = (method: "get" | "delete", summary: string) =>
+    documented(app, { ...mcpPostDoc, method, summary, responses }, notAllowed);
+  notServed("get", "Not served: stateless, POST only (405)");
+  notServed("delete", "Not served: no session to end (405)");
   return app;
 }
 

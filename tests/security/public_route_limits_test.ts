@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createTestWorld } from "../_helpers.ts";
 
 /**
- * Documented operations that need no credential in `security` yet answer no 429, each with why it
+ * Documented operations that need no credential (or only a free agent token) yet answer no 429, each with why it
  * may stay so. A new public operation fails the test below until it is limited (and its 429
  * documented) or listed here with a reason.
  */
@@ -30,19 +30,35 @@ const UNLIMITED_ON_PURPOSE: Record<string, string> = {
   "POST /zeroclick/aimodel/{aimodel_external_id}": "payproxy signature",
   "POST /internal/allowance": "payproxy signature",
   "GET /payproxy/metrics": "operator key",
+  // A constant 405 before any credential is read.
+  "GET /mcp": "constant 405 (stateless server, POST only)",
+  "DELETE /mcp": "constant 405 (no session to end)",
 };
 
-Deno.test("openapi: every operation without `security` is rate-limited (a documented 429) or listed as unlimited on purpose", async () => {
+/**
+ * Whether an operation is open to anyone: no `security`, or an alternative that is only an agent
+ * token, which any address mints for free (an anonymous identity, then POST /oauth2/token).
+ */
+function reachableForFree(security: Record<string, unknown>[] | undefined): boolean {
+  if (!security || security.length === 0) return true;
+  return security.some((alt) => Object.keys(alt).length === 1 && "agentToken" in alt);
+}
+
+Deno.test("openapi: every operation open without a credential or with a free agent token is rate-limited (a documented 429) or listed as unlimited on purpose", async () => {
   await using w = await createTestWorld();
   const doc = await (await w.app.request("/openapi.json")).json();
   const unlimited: string[] = [];
   const listedButLimited: string[] = [];
   const documented = new Set<string>();
-  for (const [path, ops] of Object.entries<Record<string, { security?: unknown[]; responses: object }>>(doc.paths)) {
+  for (
+    const [path, ops] of Object.entries<Record<string, { security?: Record<string, unknown>[]; responses: object }>>(
+      doc.paths,
+    )
+  ) {
     for (const [method, op] of Object.entries(ops)) {
       const name = `${method.toUpperCase()} ${path}`;
       documented.add(name);
-      if (op.security && op.security.length > 0) continue;
+      if (!reachableForFree(op.security)) continue;
       const limited = "429" in op.responses;
       if (!limited && !(name in UNLIMITED_ON_PURPOSE)) unlimited.push(name);
       if (limited && name in UNLIMITED_ON_PURPOSE) listedButLimited.push(name);
