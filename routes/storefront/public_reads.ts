@@ -1,9 +1,9 @@
 /**
  * The per-address limit of the public storefront families that have no limit of their own: payment
- * status (`statusUrl`), the checkout page, the catalog documents, and the agent's reads (entitlements,
- * balance), whose token any address mints for free (an anonymous identity). One KV counter
- * (`PUBLIC_READS_PER_MIN_PER_ADDRESS`), a key prefix per family, so an agent polling its `statusUrl`
- * every second does not use up a human's checkout page on the same address.
+ * status (`statusUrl`), the checkout page, the catalog documents, and what an anonymous identity (free
+ * to get) opens: the agent's reads (entitlements, balance) and its jwt-bearer token exchange. One KV
+ * counter (`PUBLIC_READS_PER_MIN_PER_ADDRESS`), a key prefix per family, so an agent polling its
+ * `statusUrl` every second does not use up a human's checkout page on the same address.
  */
 import type { MiddlewareHandler } from "hono";
 import type { Deps } from "../../composition.ts";
@@ -15,7 +15,7 @@ import { rateLimit } from "../middleware/rate_limit.ts";
 import type { Context } from "hono";
 
 /** A family counted by {@link publicReadLimit}: its key prefix. */
-export type PublicReadFamily = "payments" | "checkout" | "catalog" | "agent_reads";
+export type PublicReadFamily = "payments" | "checkout" | "catalog" | "agent_reads" | "agent_token";
 
 /** How a limited storefront route's OpenAPI 429 reads. */
 export const PUBLIC_READS_LIMITED_DOC =

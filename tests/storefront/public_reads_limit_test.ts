@@ -138,3 +138,18 @@ Deno.test("POST /mcp: an agent's requests (tool call or not) count per credentia
   const { key } = await w.tenantWithKey("Key Holder");
   for (let i = 0; i < 3; i++) assert.equal((await initialize(`Bearer ${key}`)).status, 200);
 });
+
+Deno.test("POST /oauth2/token jwt-bearer: exchanges of a free anonymous assertion count per client address, 429 rate_limit_exceeded", async () => {
+  await using w = await storefrontWorld({ env: ENV });
+  const registered = await (await w.post("/agent/identity", { type: "anonymous" })).json();
+  const assertion: string = registered.identity.assertion;
+  const exchange = (address: string) =>
+    w.form("/oauth2/token", { grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer", assertion }, from(address));
+  for (let i = 0; i < 3; i++) assert.equal((await exchange("203.0.113.5")).status, 200);
+  const refused = await exchange("203.0.113.5");
+  assert.equal(refused.status, 429);
+  const body = await refused.json();
+  assert.equal(body.error, "rate_limit_exceeded");
+  assert.equal(body.retry_after, Number(refused.headers.get("retry-after")));
+  assert.equal((await exchange("198.51.100.9")).status, 200);
+});
