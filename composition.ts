@@ -99,7 +99,7 @@ export interface Deps {
   readonly eventLimiters: EventLimiters;
   /** Renders of `GET /img` per client address per minute. */
   readonly imageRenderLimiter: FixedWindowLimiter;
-  /** Public storefront reads (payment status, checkout page, catalog) per client address per minute. */
+  /** Public storefront requests (routes/storefront/public_reads.ts) per client address per minute. */
   readonly publicReadLimiter: FixedWindowLimiter;
   /** Which follows of a tracking link count as clicks (bots, repeats, floods and expired links do not). */
   readonly clickGate: ClickGate;

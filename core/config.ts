@@ -237,7 +237,8 @@ export interface Config {
   imageRendersPerMinPerAddress: number;
   /**
    * Requests per client address per minute to each public storefront family with no limit of its own:
-   * payment status (`statusUrl`), the checkout page, the catalog documents.
+   * payment status (`statusUrl`), the checkout page, the catalog documents, and what a free anonymous
+   * identity opens (the agent's entitlements and balance, the jwt-bearer exchange).
    */
   publicReadsPerMinPerAddress: number;
   /** Bounds of the public widget routes `/widget/v1/{wd}/...` (docs/widget.md, "Limits"). */

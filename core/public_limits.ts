@@ -28,9 +28,10 @@ export function imageRenderLimiter(kv: Deno.Kv, clock: Clock, perAddressPerMin: 
 }
 
 /**
- * The KV counter of the public storefront reads with no limit of their own (payment status, the
- * checkout page, the catalog documents), per client address per minute. Each family counts under
- * its own key prefix, so an agent polling its `statusUrl` does not use up a human's checkout page.
+ * The KV counter of the public storefront families with no limit of their own (payment status, the
+ * checkout page, the catalog documents, an anonymous agent's reads and token exchange), per client
+ * address per minute. Each family counts under its own key prefix (routes/storefront/public_reads.ts),
+ * so an agent polling its `statusUrl` does not use up a human's checkout page.
  */
 export function publicReadLimiter(kv: Deno.Kv, clock: Clock, perAddressPerMin: number): FixedWindowLimiter {
   return new FixedWindowLimiter(kv, clock, { scope: "public_reads_address", limit: perAddressPerMin, windowS: 60 });
