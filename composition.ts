@@ -28,7 +28,7 @@ import type { Logger } from "./core/log.ts";
 import { Loopback, SafeFetcher } from "./core/net/mod.ts";
 import { createPayproxyServices, type PayproxyServices } from "./core/payproxy/mod.ts";
 import { FixedWindowLimiter } from "./core/rate_limit.ts";
-import { type EventLimiters, eventLimiters, imageRenderLimiter } from "./core/public_limits.ts";
+import { type EventLimiters, eventLimiters, imageRenderLimiter, publicReadLimiter } from "./core/public_limits.ts";
 import { ClickGate, SignedLinks } from "./core/links/mod.ts";
 import {
   defaultCacheName,
@@ -99,6 +99,8 @@ export interface Deps {
   readonly eventLimiters: EventLimiters;
   /** Renders of `GET /img` per client address per minute. */
   readonly imageRenderLimiter: FixedWindowLimiter;
+  /** Public storefront requests (routes/storefront/public_reads.ts) per client address per minute. */
+  readonly publicReadLimiter: FixedWindowLimiter;
   /** Which follows of a tracking link count as clicks (bots, repeats, floods and expired links do not). */
   readonly clickGate: ClickGate;
 
@@ -371,6 +373,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     }),
     eventLimiters: eventLimiters(kv, clock, config.eventLimits),
     imageRenderLimiter: imageRenderLimiter(kv, clock, config.imageRendersPerMinPerAddress),
+    publicReadLimiter: publicReadLimiter(kv, clock, config.publicReadsPerMinPerAddress),
     clickGate: new ClickGate({
       kv,
       clock,

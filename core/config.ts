@@ -86,6 +86,7 @@ const envSchema = z.object({
   TRUST_PROXY: int("TRUST_PROXY", 0, 10).default(0),
   STOREFRONT_RATE_LIMIT: int("STOREFRONT_RATE_LIMIT", 1, 1_000_000).default(30),
   STOREFRONT_RATE_WINDOW_S: int("STOREFRONT_RATE_WINDOW_S", 1, 86400).default(60),
+  PUBLIC_READS_PER_MIN_PER_ADDRESS: int("PUBLIC_READS_PER_MIN_PER_ADDRESS", 1, 1_000_000).default(600),
   ALLOW_PRIVATE_URLS: bool("ALLOW_PRIVATE_URLS").default(false),
   FETCH_TIMEOUT_MS: int("FETCH_TIMEOUT_MS", 100, 60_000).default(5000),
   FETCH_MAX_BYTES: int("FETCH_MAX_BYTES", 1024, 64 * 1024 * 1024).default(2 * 1024 * 1024),
@@ -234,6 +235,12 @@ export interface Config {
   imageMaxDimension: number;
   /** Images the image endpoint renders (cache misses) per client address per minute. */
   imageRendersPerMinPerAddress: number;
+  /**
+   * Requests per client address per minute to each public storefront family with no limit of its own:
+   * payment status (`statusUrl`), the checkout page, the catalog documents, and what a free anonymous
+   * identity opens (the agent's entitlements and balance, the jwt-bearer exchange).
+   */
+  publicReadsPerMinPerAddress: number;
   /** Bounds of the public widget routes `/widget/v1/{wd}/...` (docs/widget.md, "Limits"). */
   widget: {
     /** Requests per client address per window, over every widget. */
@@ -434,6 +441,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     imageMaxBytes: e.IMAGE_MAX_BYTES,
     imageMaxDimension: e.IMAGE_MAX_DIMENSION,
     imageRendersPerMinPerAddress: e.IMAGE_RENDERS_PER_MIN_PER_ADDRESS,
+    publicReadsPerMinPerAddress: e.PUBLIC_READS_PER_MIN_PER_ADDRESS,
     widget: {
       ratePerAddress: e.WIDGET_RATE_LIMIT_PER_ADDRESS,
       ratePerWidget: e.WIDGET_RATE_LIMIT_PER_WIDGET,

@@ -27,6 +27,16 @@ export function imageRenderLimiter(kv: Deno.Kv, clock: Clock, perAddressPerMin: 
   return new FixedWindowLimiter(kv, clock, { scope: "img_render_address", limit: perAddressPerMin, windowS: 60 });
 }
 
+/**
+ * The KV counter of the public storefront families with no limit of their own (payment status, the
+ * checkout page, the catalog documents, an anonymous agent's reads and token exchange), per client
+ * address per minute. Each family counts under its own key prefix (routes/storefront/public_reads.ts),
+ * so an agent polling its `statusUrl` does not use up a human's checkout page.
+ */
+export function publicReadLimiter(kv: Deno.Kv, clock: Clock, perAddressPerMin: number): FixedWindowLimiter {
+  return new FixedWindowLimiter(kv, clock, { scope: "public_reads_address", limit: perAddressPerMin, windowS: 60 });
+}
+
 /** Builds the `/v1/events` counters (the daily window is the UTC day). */
 export function eventLimiters(kv: Deno.Kv, clock: Clock, s: EventLimitSettings): EventLimiters {
   return {

@@ -141,6 +141,18 @@ export const commerceErrors = declareErrors({
     code: "rate_limit_exceeded",
     message: "Too many hosted checkouts opened from this address: retry later",
   },
+  /** Raised with `Retry-After` and `extra.retry_after` (payment status, catalog documents). */
+  public_reads_exhausted: {
+    kind: "rate_limited",
+    code: "rate_limit_exceeded",
+    message: "Too many requests from this address: retry later",
+  },
+  /** Raised with `Retry-After` and `extra.retry_after` (the paid proxy, per agent credential). */
+  paid_calls_exhausted: {
+    kind: "rate_limited",
+    code: "rate_limit_exceeded",
+    message: "Too many paid calls for this agent credential: retry later",
+  },
   checkout_exists: { kind: "conflict", code: "payment_request_mismatch", message: "This checkout already exists" },
   payment_amount_mismatch: { kind: "conflict", message: "amountUsd differs from the paid challenge" },
 

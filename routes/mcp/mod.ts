@@ -219,6 +219,17 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
 
   documented(app, mcpPostDoc, async (c) => {
     const { access, limitKey } = await authenticate(c);
+    // An agent's token is free to mint (an anonymous identity), and every request builds a server, tool
+    // call or not: an agent's requests count on the budget of its paid REST calls (routes/storefront/paid_proxy.ts).
+    if (access.kind === "agent") {
+      const hit = await deps.searchLimiter.hit(limitKey);
+      if (!hit.allowed) {
+        throw new AppError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {
+          extra: { retry_after: hit.retryAfterS },
+          headers: { "retry-after": String(hit.retryAfterS) },
+        });
+      }
+    }
     const server = await mcpServer(access, deps, c.env.requestId, limitKey);
     const { WebStandardStreamableHTTPServerTransport } = await mcpSdk();
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -251,8 +262,12 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
       },
       { status: 405, headers: { allow: "POST" } },
     );
-  documented(app, { ...mcpPostDoc, method: "get", summary: "Not served: stateless, POST only (405)" }, notAllowed);
-  documented(app, { ...mcpPostDoc, method: "delete", summary: "Not served: no session to end (405)" }, notAllowed);
+  // A constant 405 before any credential is read: never limited (the 429 is POST's).
+  const { 429: _limited, ...responses } = mcpPostDoc.responses;
+  const notServed = (method: "get" | "delete", summary: string) =>
+    documented(app, { ...mcpPostDoc, method, summary, responses }, notAllowed);
+  notServed("get", "Not served: stateless, POST only (405)");
+  notServed("delete", "Not served: no session to end (405)");
   return app;
 }
 
@@ -319,6 +334,11 @@ const mcpPostDoc = createRoute({
         '"{base_url}/.well-known/oauth-protected-resource/mcp"`)',
     },
     405: { description: "GET and DELETE: this server keeps no sessions" },
+    429: {
+      description: "`rate_limit_exceeded`: too many requests for this agent credential this minute " +
+        "(`SEARCH_RATE_LIMIT_PER_MIN`, shared with its paid REST calls); `Retry-After` says when to try again. " +
+        "Tool calls also count per caller and answer a tool error over their own limit",
+    },
   },
 });
 

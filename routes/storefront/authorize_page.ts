@@ -26,6 +26,10 @@ const authorizeRoute = createRoute({
     200: { description: "The consent page (HTML)" },
     303: { description: "Back to the client's redirect URI with error and state (a request it can fix)" },
     400: { description: "Unknown client or unregistered redirect URI: shown here, never redirected" },
+    429: {
+      description: "`rate_limit_exceeded`: too many requests from this client address (`STOREFRONT_RATE_LIMIT`); " +
+        "`retry_after` and `Retry-After` say when to try again",
+    },
   },
 });
 

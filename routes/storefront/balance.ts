@@ -6,6 +6,7 @@ import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { documented } from "../openapi.ts";
 import { commerceParties } from "./commerce_agent.ts";
+import { PUBLIC_READS_LIMITED_DOC, publicReadLimit } from "./public_reads.ts";
 import { agentToken, errorResponse } from "./schemas.ts";
 
 const balanceRoute: RouteConfig = {
@@ -34,15 +35,19 @@ const balanceRoute: RouteConfig = {
       },
     },
     401: errorResponse("bearer_required or invalid_token"),
+    429: errorResponse(PUBLIC_READS_LIMITED_DOC),
   },
 };
 
 /** `GET /agent/balance` (mounted there): the agent's credit at this seller. */
-export function createBalanceRoutes(deps: Pick<Deps, "config" | "storefront" | "commerce" | "log">) {
+export function createBalanceRoutes(
+  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log" | "publicReadLimiter">,
+) {
   const { seller, agent } = commerceParties(deps);
   const receipts = new UsageReceipts(deps.commerce.service);
   const app: OpenAPIHono<AppEnv> = familyApp("storefront", deps.log);
-  documented(app, balanceRoute, async (c) => {
+  // An anonymous identity's token is free to mint: counted per client address, before the token is checked.
+  documented(app, balanceRoute, publicReadLimit(deps, "agent_reads"), async (c) => {
     const s = await seller(c);
     const a = await agent(c);
     return c.json(await receipts.balance(s, a), 200, { "cache-control": "no-store" });

@@ -6,13 +6,15 @@ import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { documented } from "../openapi.ts";
 import { commerceParties } from "./commerce_agent.ts";
+import { PUBLIC_READS_LIMITED_DOC, publicReadLimit } from "./public_reads.ts";
+import { errorResponse } from "./schemas.ts";
 
 const route = (summary: string): RouteConfig => ({
   method: "get",
   path: "/",
   tags: ["storefront"],
   summary,
-  responses: { 200: { description: summary } },
+  responses: { 200: { description: summary }, 429: errorResponse(PUBLIC_READS_LIMITED_DOC) },
 });
 
 /**
@@ -20,7 +22,7 @@ const route = (summary: string): RouteConfig => ({
  * `/manifest.json`, `/llms.txt` and `/llms-full.txt`.
  */
 export function createCatalogRoutes(
-  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log">,
+  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log" | "publicReadLimiter">,
 ): Record<string, OpenAPIHono<AppEnv>> {
   const { seller } = commerceParties(deps);
   const { service, catalog, processor } = deps.commerce;
@@ -47,10 +49,12 @@ export function createCatalogRoutes(
       async (c) => c.text(llmsFullTxt(await snapshot(c)), 200, text),
     ],
   ];
+  // Each document reads the seller's plans and services from KV: counted per client address, together.
+  const limit = publicReadLimit(deps, "catalog");
   const apps: Record<string, OpenAPIHono<AppEnv>> = {};
   for (const [path, summary, handler] of documents) {
     const app = familyApp("storefront", deps.log);
-    documented(app, route(summary), handler);
+    documented(app, route(summary), limit, handler);
     apps[path] = app;
   }
   return apps;

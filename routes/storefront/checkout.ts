@@ -1,5 +1,5 @@
 import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { z } from "zod";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
@@ -15,6 +15,7 @@ import { FormCsrf } from "../middleware/form_csrf.ts";
 import { CHECKOUT_HEADERS, CHECKOUT_SECURITY, checkoutPage, checkoutShell } from "./checkout_page.ts";
 import { commerceParties, REFERENCE_RE } from "./commerce_agent.ts";
 import { errorResponse, jsonResponse } from "./schemas.ts";
+import { hitPublicRead, PUBLIC_READS_LIMITED_DOC, publicReadLimit } from "./public_reads.ts";
 
 const paymentRoute: RouteConfig = {
   method: "get",
@@ -22,7 +23,11 @@ const paymentRoute: RouteConfig = {
   tags: ["storefront"],
   summary: "Status of a payment reference (the card lane's statusUrl)",
   request: { params: z.object({ reference: z.string() }) },
-  responses: { 200: jsonResponse("Payment state"), 404: errorResponse("payment_unknown") },
+  responses: {
+    200: jsonResponse("Payment state"),
+    404: errorResponse("payment_unknown"),
+    429: errorResponse(PUBLIC_READS_LIMITED_DOC),
+  },
 };
 
 const checkoutRoute: RouteConfig = {
@@ -31,7 +36,12 @@ const checkoutRoute: RouteConfig = {
   tags: ["storefront"],
   summary: "Hosted checkout page where a human pays (HTML form)",
   request: { params: z.object({ reference: z.string() }) },
-  responses: { 200: { description: "HTML page" } },
+  responses: {
+    200: { description: "HTML page" },
+    429: {
+      description: "Too many requests from this client address this minute (a minimal HTML page, `Retry-After`)",
+    },
+  },
 };
 
 /**
@@ -40,13 +50,14 @@ const checkoutRoute: RouteConfig = {
  * `/checkout`; a human's page, so its errors stay minimal HTML).
  */
 export function createCheckoutRoutes(
-  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log" | "kv" | "clock">,
+  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log" | "kv" | "clock" | "publicReadLimiter">,
 ): { payments: OpenAPIHono<AppEnv>; checkout: OpenAPIHono<AppEnv> } {
   const { seller } = commerceParties(deps);
   const { service, processor } = deps.commerce;
 
   const payments = familyApp("storefront", deps.log);
-  documented(payments, paymentRoute, async (c) => {
+  // Agents poll it (a poll a second is well within the limit); a flood from one address is refused.
+  documented(payments, paymentRoute, publicReadLimit(deps, "payments"), async (c) => {
     const ref = c.req.param("reference") ?? "";
     if (!REFERENCE_RE.test(ref)) throw errors.payment_unknown();
     const body = await service.paymentStatus(await seller(c), ref);
@@ -78,8 +89,19 @@ export function createCheckoutRoutes(
     });
     return c.html(page, status as 200, CHECKOUT_HEADERS);
   };
-  documented(checkout, checkoutRoute, CHECKOUT_SECURITY, (c) => checkoutView(c));
-  checkout.post("/:reference", CHECKOUT_SECURITY, async (c) => {
+  // Page loads and submits (pay and cancel) per client address; a human's page, so the 429 is HTML too.
+  const pageLimit: MiddlewareHandler<AppEnv> = async function checkoutPageLimit(c, next) {
+    const hit = await hitPublicRead(deps, "checkout", c);
+    if (hit.allowed) return await next();
+    c.header("Retry-After", String(hit.retryAfterS));
+    return c.html(
+      checkoutShell("Too many requests", html`<p>Too many requests from this address: try again later.</p>`),
+      429,
+      CHECKOUT_HEADERS,
+    );
+  };
+  documented(checkout, checkoutRoute, CHECKOUT_SECURITY, pageLimit, (c) => checkoutView(c));
+  checkout.post("/:reference", CHECKOUT_SECURITY, pageLimit, async (c) => {
     const s = await seller(c);
     const ref = c.req.param("reference");
     if (!REFERENCE_RE.test(ref)) return checkoutView(c);

@@ -5,6 +5,7 @@ import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { documented } from "../openapi.ts";
 import { commerceParties } from "./commerce_agent.ts";
+import { PUBLIC_READS_LIMITED_DOC, publicReadLimit } from "./public_reads.ts";
 import { agentToken, errorResponse, jsonResponse } from "./schemas.ts";
 
 const route = (summary: string, ok: string): RouteConfig => ({
@@ -13,7 +14,11 @@ const route = (summary: string, ok: string): RouteConfig => ({
   tags: ["storefront"],
   summary,
   security: agentToken,
-  responses: { 200: jsonResponse(ok), 401: errorResponse("bearer_required or invalid_token") },
+  responses: {
+    200: jsonResponse(ok),
+    401: errorResponse("bearer_required or invalid_token"),
+    429: errorResponse(PUBLIC_READS_LIMITED_DOC),
+  },
 });
 const sellerRoute = route(
   "Active plans at this seller with remaining credit, for this credential and every credential its human claimed",
@@ -31,7 +36,7 @@ const networkRoute = route(
  * both views share `/agent/entitlements` and the Host header tells them apart.
  */
 export function createEntitlementRoutes(
-  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log">,
+  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log" | "publicReadLimiter">,
 ): Record<string, OpenAPIHono<AppEnv>> {
   const { seller, agent } = commerceParties(deps);
   const service = deps.commerce.service;
@@ -53,13 +58,21 @@ export function createEntitlementRoutes(
     return c.json(await service.entitlementsHere(s, a), 200, { "cache-control": "no-store" });
   };
 
+  // An anonymous identity's token is free to mint: counted per client address (with the balance),
+  // before the token is checked.
+  const limit = publicReadLimit(deps, "agent_reads");
   const here = familyApp("storefront", deps.log);
   if (networkPath === "/agent/entitlements") {
-    documented(here, sellerRoute, (c) => c.req.header("host") === networkUrl.host ? networkView(c) : sellerView(c));
+    documented(
+      here,
+      sellerRoute,
+      limit,
+      (c) => c.req.header("host") === networkUrl.host ? networkView(c) : sellerView(c),
+    );
     return { "/agent/entitlements": here };
   }
-  documented(here, sellerRoute, sellerView);
+  documented(here, sellerRoute, limit, sellerView);
   const network = familyApp("storefront", deps.log);
-  documented(network, networkRoute, networkView);
+  documented(network, networkRoute, limit, networkView);
   return { "/agent/entitlements": here, [networkPath]: network };
 }

@@ -13,10 +13,12 @@ import { addTokenRoute } from "./token.ts";
 /**
  * Mounted at `/oauth2` (RFC 6749 error body): `POST /token` (jwt-bearer, authorization_code,
  * refresh_token), `POST /register` (RFC 7591) and `GET|POST /authorize` (the consent page). CORS
- * for browser-hosted clients on all of them; registration and the consent page are rate-limited
- * per client address (the token endpoint is bounded by the grants it checks).
+ * for browser-hosted clients on all of them; registration, the consent page and every grant of the
+ * token endpoint are rate-limited per client address.
  */
-export function createOAuthRoutes(deps: Pick<Deps, "config" | "storefront" | "log">): OpenAPIHono<AppEnv> {
+export function createOAuthRoutes(
+  deps: Pick<Deps, "config" | "storefront" | "log" | "publicReadLimiter">,
+): OpenAPIHono<AppEnv> {
   const app = familyApp("oauth", deps.log);
   app.use("*", agentCors());
   const limit = rateLimit({

@@ -3,7 +3,12 @@ import { z } from "zod";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
 import { hasIdFormat, idFormatMessage } from "../../core/ids.ts";
-import { UsageReceipts, withUsageBlock } from "../../core/commerce/mod.ts";
+import {
+  type AuthenticatedAgent,
+  commerceErrors as errors,
+  UsageReceipts,
+  withUsageBlock,
+} from "../../core/commerce/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { readBodyCapped } from "../middleware/body.ts";
@@ -20,6 +25,10 @@ const paidResponses = {
   401: errorResponse("bearer_required or invalid_token"),
   402: paid402,
   403: errorResponse("plan_required (reason not_included_in_plan with meters, or access_not_found, with plans)"),
+  429: errorResponse(
+    "rate_limit_exceeded: too many calls for this agent credential this minute (`SEARCH_RATE_LIMIT_PER_MIN`, the " +
+      "budget of an API key on the bearer routes); `retry_after` and `Retry-After` say when to try again",
+  ),
 };
 
 const searchRoute: RouteConfig = {
@@ -58,17 +67,29 @@ const answerRoute: RouteConfig = {
  * call's receipt as a `usage` block.
  */
 export function createPaidProxyRoutes(
-  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log">,
+  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log" | "searchLimiter">,
 ): { search: OpenAPIHono<AppEnv>; aimodel: OpenAPIHono<AppEnv> } {
   const { seller, agent } = commerceParties(deps);
   const proxy = deps.commerce.proxy;
   const receipts = new UsageReceipts(deps.commerce.service);
   const limit = deps.config.maxBodyBytes;
+  // An anonymous agent's token is free to mint, and even an unpaid call costs a 402's lookups: calls
+  // count per agent credential, with an API key's budget on the bearer routes (as the MCP tools count).
+  const countCall = async (a: AuthenticatedAgent) => {
+    const hit = await deps.searchLimiter.hit(`agent:${a.credentialId}`);
+    if (!hit.allowed) {
+      throw errors.paid_calls_exhausted({
+        extra: { retry_after: hit.retryAfterS },
+        headers: { "retry-after": String(hit.retryAfterS) },
+      });
+    }
+  };
 
   const search = familyApp("storefront", deps.log);
   documented(search, searchRoute, async (c) => {
     const s = await seller(c);
     const a = await agent(c);
+    await countCall(a);
     const url = new URL(c.req.url);
     const dm = url.searchParams.get("data_model_id");
     if (!dm) throw new AppError("bad_request", "invalid_request", "data_model_id is required");
@@ -92,6 +113,7 @@ export function createPaidProxyRoutes(
   documented(aimodel, answerRoute, async (c) => {
     const s = await seller(c);
     const a = await agent(c);
+    await countCall(a);
     const url = new URL(c.req.url);
     const rawId = url.pathname.slice(url.pathname.lastIndexOf("/") + 1);
     if (!hasIdFormat("am", c.req.param("id"))) {

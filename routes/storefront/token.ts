@@ -5,6 +5,7 @@ import type { AppEnv } from "../env.ts";
 import { limitAddress } from "../middleware/public_limits.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { documented } from "../openapi.ts";
+import { hitPublicRead } from "./public_reads.ts";
 
 /** RFC 7523 grant type. */
 export const JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -58,7 +59,10 @@ const tokenRoute = createRoute({
         },
       },
     },
-    429: { description: "rate_limit_exceeded (authorization_code and refresh_token grants, per client address)" },
+    429: {
+      description: "rate_limit_exceeded, per client address: authorization_code and refresh_token grants " +
+        "(`STOREFRONT_RATE_LIMIT`), jwt-bearer exchanges (`PUBLIC_READS_PER_MIN_PER_ADDRESS`)",
+    },
     400: {
       description: "invalid_request, invalid_grant, invalid_target, unsupported_grant_type",
       content: { "application/json": { schema: oauthError } },
@@ -74,7 +78,10 @@ const invalidRequest = (message: string) => new AppError("bad_request", "invalid
  * its RFC 6749 code: a missing or repeated parameter is `invalid_request`, another grant type
  * `unsupported_grant_type`, an assertion that does not verify `invalid_grant`.
  */
-export function addTokenRoute(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "storefront" | "config" | "log">): void {
+export function addTokenRoute(
+  app: OpenAPIHono<AppEnv>,
+  deps: Pick<Deps, "storefront" | "config" | "log" | "publicReadLimiter">,
+): void {
   documented(app, tokenRoute, async (c) => {
     c.header("Cache-Control", "no-store");
     c.header("Pragma", "no-cache");
@@ -126,6 +133,15 @@ export function addTokenRoute(app: OpenAPIHono<AppEnv>, deps: Pick<Deps, "storef
     }
     const assertion = one("assertion");
     if (!assertion) throw invalidRequest("assertion is required");
+    // An anonymous identity's assertion is free to get: exchanges count per client address, with a
+    // budget generous enough for many agents behind one address renewing their five-minute tokens.
+    const hit = await hitPublicRead(deps, "agent_token", c);
+    if (!hit.allowed) {
+      throw new AppError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {
+        extra: { retry_after: hit.retryAfterS },
+        headers: { "retry-after": String(hit.retryAfterS) },
+      });
+    }
     const { accessToken, expiresIn } = await deps.storefront.identity.exchange(assertion);
     return c.json({ access_token: accessToken, token_type: "Bearer", expires_in: expiresIn }, 200);
   });

@@ -362,6 +362,7 @@ async function fuzzWorld() {
       WIDGET_RATE_LIMIT_PER_WIDGET: "10000000",
       WIDGET_DAILY_ANSWER_CAP: "10000000",
       STOREFRONT_RATE_LIMIT: "1000000",
+      PUBLIC_READS_PER_MIN_PER_ADDRESS: "1000000",
     },
   });
   const acme = await w.tenant("Acme");
