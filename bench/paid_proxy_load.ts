@@ -26,7 +26,8 @@ if (!["inprocess", "http", "peer"].includes(mode)) throw new Error("mode must be
 const late: { app?: { fetch(req: Request): Response | Promise<Response> } } = {};
 const server = startServer((req) => late.app!.fetch(req));
 // The seller answers any host, so the load client can use the server's 127.0.0.1 address.
-const env: Record<string, string> = { STOREFRONT_DEFAULT_SELLER: "acme" };
+// One agent makes every call: its per-agent allowance (SEARCH_RATE_LIMIT_PER_MIN) is raised past the run.
+const env: Record<string, string> = { STOREFRONT_DEFAULT_SELLER: "acme", SEARCH_RATE_LIMIT_PER_MIN: "1000000" };
 if (mode !== "peer") {
   Object.assign(env, { BASE_URL: server.url, AGENT_AUTH_URL: server.url, PAID_PROXY_UPSTREAM: mode });
 }

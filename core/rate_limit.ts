@@ -1,4 +1,5 @@
 import type { Clock } from "./clock.ts";
+import { boundedCache } from "./bounded_cache.ts";
 
 /** The outcome of one counted request. */
 export interface RateLimitResult {
@@ -26,10 +27,14 @@ const MAX_COMMIT_TRIES = 64;
  * never more than the limit through, never a refusal while quota is left. Within a process, the
  * hits of one key that arrive while a commit is under way are counted together in the next
  * commit, so concurrency does not turn into check-and-set conflicts; only other processes race.
- * Meant to be shared by the analytics and storefront limiters.
+ * The count this process last wrote (with its versionstamp) is kept, so a key counted here last
+ * costs one KV commit a hit instead of a read and a commit; a stale one fails its check and is
+ * read again. Meant to be shared by the analytics and storefront limiters.
  */
 export class FixedWindowLimiter {
   readonly #queues = new Map<string, Waiter[]>();
+  // The entry this process last committed per key and window: the check a next hit commits against.
+  readonly #written = boundedCache<string, Deno.KvEntry<number>>({ max: 10_000 });
 
   constructor(
     private readonly kv: Deno.Kv,
@@ -90,9 +95,11 @@ export class FixedWindowLimiter {
     const start = Math.floor(nowMs / windowMs) * windowMs;
     const retryAfterS = Math.max(1, Math.ceil((start + windowMs - nowMs) / 1000));
     const kvKey = ["rate", scope, key, start];
+    const cacheKey = `${key}\u0000${start}`;
     const refused: RateLimitResult = { allowed: false, limit, remaining: 0, retryAfterS };
+    let known: Deno.KvEntryMaybe<number> | undefined = this.#written.get(cacheKey);
     for (let i = 0; i < MAX_COMMIT_TRIES; i++) {
-      const entry = await this.kv.get<number>(kvKey);
+      const entry = known ?? await this.kv.get<number>(kvKey);
       const count = entry.value ?? 0;
       let used = count;
       const results = costs.map((cost): RateLimitResult => {
@@ -102,7 +109,16 @@ export class FixedWindowLimiter {
       });
       if (used === count) return results;
       const res = await this.kv.atomic().check(entry).set(kvKey, used, { expireIn: windowMs + 60_000 }).commit();
-      if (res.ok) return results;
+      if (res.ok) {
+        this.#written.set(cacheKey, { key: kvKey, value: used, versionstamp: res.versionstamp });
+        return results;
+      }
+      this.#written.delete(cacheKey);
+      // The kept count was stale (another process counted since): read it, no back-off.
+      if (known) {
+        known = undefined;
+        continue;
+      }
       // Another process counted first: back off a little (jittered) and count again.
       await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** i)));
     }

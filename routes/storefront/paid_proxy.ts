@@ -1,6 +1,7 @@
 import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
 import { z } from "zod";
 import type { Deps } from "../../composition.ts";
+import { boundedCache } from "../../core/bounded_cache.ts";
 import { AppError } from "../../core/errors.ts";
 import { hasIdFormat, idFormatMessage } from "../../core/ids.ts";
 import {
@@ -26,8 +27,8 @@ const paidResponses = {
   402: paid402,
   403: errorResponse("plan_required (reason not_included_in_plan with meters, or access_not_found, with plans)"),
   429: errorResponse(
-    "rate_limit_exceeded: too many calls for this agent credential this minute (`SEARCH_RATE_LIMIT_PER_MIN`, the " +
-      "budget of an API key on the bearer routes); `retry_after` and `Retry-After` say when to try again",
+    "rate_limit_exceeded: too many refused calls for this agent credential this minute (`SEARCH_RATE_LIMIT_PER_MIN`, " +
+      "the budget of an API key on the bearer routes); `retry_after` and `Retry-After` say when to try again",
   ),
 };
 
@@ -67,21 +68,38 @@ const answerRoute: RouteConfig = {
  * call's receipt as a `usage` block.
  */
 export function createPaidProxyRoutes(
-  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log" | "searchLimiter">,
+  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log" | "searchLimiter" | "clock">,
 ): { search: OpenAPIHono<AppEnv>; aimodel: OpenAPIHono<AppEnv> } {
   const { seller, agent } = commerceParties(deps);
   const proxy = deps.commerce.proxy;
   const receipts = new UsageReceipts(deps.commerce.service);
   const limit = deps.config.maxBodyBytes;
-  // An anonymous agent's token is free to mint, and even an unpaid call costs a 402's lookups: calls
-  // count per agent credential, with an API key's budget on the bearer routes (as the MCP tools count).
-  const countCall = async (a: AuthenticatedAgent) => {
-    const hit = await deps.searchLimiter.hit(`agent:${a.credentialId}`);
-    if (!hit.allowed) {
-      throw errors.paid_calls_exhausted({
-        extra: { retry_after: hit.retryAfterS },
-        headers: { "retry-after": String(hit.retryAfterS) },
-      });
+  // An anonymous agent's token is free to mint, and a refused call (402, 403 plan_required, a bad
+  // request) costs its lookups for nothing: refused calls count per agent credential, with an API
+  // key's budget on the bearer routes. A paid call is bounded by the credit it spends, and counting
+  // it would put a KV commit on every paid call's path (bench/paid_proxy_load.ts). Once an agent is
+  // over, this process answers its calls 429 at once until the window ends, without the lookups.
+  const overUntil = boundedCache<string, number>({ max: 10_000 });
+  const exhausted = (retryAfterS: number) =>
+    errors.paid_calls_exhausted({
+      extra: { retry_after: retryAfterS },
+      headers: { "retry-after": String(retryAfterS) },
+    });
+  const refuseWhenOver = (a: AuthenticatedAgent) => {
+    const until = overUntil.get(a.credentialId);
+    const leftMs = until === undefined ? 0 : until - deps.clock.now().getTime();
+    if (leftMs > 0) throw exhausted(Math.max(1, Math.ceil(leftMs / 1000)));
+  };
+  /** Runs one paid call; a refusal counts against the agent, and past its budget is a 429 instead. */
+  const paidCall = async <T>(a: AuthenticatedAgent, call: () => Promise<T>): Promise<T> => {
+    refuseWhenOver(a);
+    try {
+      return await call();
+    } catch (err) {
+      const hit = await deps.searchLimiter.hit(`agent:${a.credentialId}`);
+      if (hit.allowed) throw err;
+      overUntil.set(a.credentialId, deps.clock.now().getTime() + hit.retryAfterS * 1000);
+      throw exhausted(hit.retryAfterS);
     }
   };
 
@@ -89,22 +107,23 @@ export function createPaidProxyRoutes(
   documented(search, searchRoute, async (c) => {
     const s = await seller(c);
     const a = await agent(c);
-    await countCall(a);
     const url = new URL(c.req.url);
-    const dm = url.searchParams.get("data_model_id");
-    if (!dm) throw new AppError("bad_request", "invalid_request", "data_model_id is required");
-    if (!hasIdFormat("dm", dm)) {
-      throw new AppError("bad_request", "invalid_request", idFormatMessage("data_model_id", "dm"));
-    }
-    const res = await proxy.call({
-      seller: s,
-      agent: a,
-      kind: "search",
-      modelId: dm,
-      pathAndQuery: `/payproxy/v2/search${url.search}`,
-      body: await readBodyCapped(c.req.raw, limit),
-      headers: c.req.raw.headers,
-      request: c.req.raw,
+    const res = await paidCall(a, async () => {
+      const dm = url.searchParams.get("data_model_id");
+      if (!dm) throw new AppError("bad_request", "invalid_request", "data_model_id is required");
+      if (!hasIdFormat("dm", dm)) {
+        throw new AppError("bad_request", "invalid_request", idFormatMessage("data_model_id", "dm"));
+      }
+      return await proxy.call({
+        seller: s,
+        agent: a,
+        kind: "search",
+        modelId: dm,
+        pathAndQuery: `/payproxy/v2/search${url.search}`,
+        body: await readBodyCapped(c.req.raw, limit),
+        headers: c.req.raw.headers,
+        request: c.req.raw,
+      });
     });
     return await withUsageBlock(res, await receipts.forResponse(s, a, res));
   });
@@ -113,21 +132,22 @@ export function createPaidProxyRoutes(
   documented(aimodel, answerRoute, async (c) => {
     const s = await seller(c);
     const a = await agent(c);
-    await countCall(a);
     const url = new URL(c.req.url);
     const rawId = url.pathname.slice(url.pathname.lastIndexOf("/") + 1);
-    if (!hasIdFormat("am", c.req.param("id"))) {
-      throw new AppError("bad_request", "invalid_request", idFormatMessage("ai_model_id", "am"));
-    }
-    const res = await proxy.call({
-      seller: s,
-      agent: a,
-      kind: "aimodel",
-      modelId: c.req.param("id")!,
-      pathAndQuery: `/payproxy/aimodel/${rawId}${url.search}`,
-      body: await readBodyCapped(c.req.raw, limit),
-      headers: c.req.raw.headers,
-      request: c.req.raw,
+    const res = await paidCall(a, async () => {
+      if (!hasIdFormat("am", c.req.param("id"))) {
+        throw new AppError("bad_request", "invalid_request", idFormatMessage("ai_model_id", "am"));
+      }
+      return await proxy.call({
+        seller: s,
+        agent: a,
+        kind: "aimodel",
+        modelId: c.req.param("id")!,
+        pathAndQuery: `/payproxy/aimodel/${rawId}${url.search}`,
+        body: await readBodyCapped(c.req.raw, limit),
+        headers: c.req.raw.headers,
+        request: c.req.raw,
+      });
     });
     return await withUsageBlock(res, await receipts.forResponse(s, a, res));
   });

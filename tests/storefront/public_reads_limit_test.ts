@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { createCommerceWorld } from "../commerce/_helpers.ts";
+import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
+import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "../commerce/_helpers.ts";
 import { SF, storefrontWorld } from "./_world.ts";
 
 // Behind one trusted proxy, the client address is the last X-Forwarded-For entry.
@@ -92,7 +93,7 @@ Deno.test("agent reads: /agent/entitlements, the network view and /agent/balance
   assert.equal((await read("/agent/balance", "198.51.100.9")).status, 200);
 });
 
-Deno.test("paid proxy: POST /v2/search and /aimodel/{id} count per agent credential (SEARCH_RATE_LIMIT_PER_MIN), another agent is not held up", async () => {
+Deno.test("paid proxy: refused calls to POST /v2/search and /aimodel/{id} count per agent credential (SEARCH_RATE_LIMIT_PER_MIN), another agent is not held up", async () => {
   await using w = await createCommerceWorld({ env: { SEARCH_RATE_LIMIT_PER_MIN: "2" } });
   const { token } = await w.agents.issue();
   const call = (path: string, t: string) =>
@@ -102,7 +103,7 @@ Deno.test("paid proxy: POST /v2/search and /aimodel/{id} count per agent credent
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ query: "ai" }),
     });
-  // Calls no plan covers (403 plan_required) still cost the plan lookups: counted like paid ones.
+  // Calls no plan covers (403 plan_required) cost the plan lookups for nothing: counted per agent.
   assert.equal((await call(`/v2/search?data_model_id=${w.dataModelId}`, token)).status, 403);
   assert.equal((await call(`/aimodel/${w.aiModelId}`, token)).status, 403);
   const refused = await call(`/v2/search?data_model_id=${w.dataModelId}`, token);
@@ -113,6 +114,36 @@ Deno.test("paid proxy: POST /v2/search and /aimodel/{id} count per agent credent
   assert.equal(body.retry_after, Number(refused.headers.get("retry-after")));
   const other = await w.agents.issue();
   assert.equal((await call(`/v2/search?data_model_id=${w.dataModelId}`, other.token)).status, 403);
+});
+
+Deno.test("paid proxy: paid calls are bounded by the credit they spend, not by the refusal budget; refusals past it are 429 at once", async () => {
+  await using w = await createCommerceWorld({ env: { SEARCH_RATE_LIMIT_PER_MIN: "2" } });
+  const { token } = await w.agents.issue();
+  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson({ amountUsd: "1.00" }), token });
+  const ch = challengesOf(first).find((c) => c.method === "wallet")!;
+  await first.body?.cancel();
+  const bought = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson({ amountUsd: "1.00" }, {
+      authorization: paymentAuthorization(ch, { token: SANDBOX_TOKENS.wallet.success }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    }),
+  });
+  assert.equal(bought.status, 200);
+  await bought.body?.cancel();
+  const search = (dm: string) => w.req(`/v2/search?data_model_id=${dm}`, { ...postJson({ query: "rates" }), token });
+  for (let i = 0; i < 4; i++) {
+    const paid = await search(w.dataModelId);
+    assert.equal(paid.status, 200, "a paid call spends credit, whatever the refusal budget");
+    await paid.body?.cancel();
+  }
+  // Refusals (a data model this seller does not sell, 404) count: the third is 429, and so is the next paid call.
+  const unknown = "dm_00000000000000000000000000";
+  assert.equal((await search(unknown)).status, 404);
+  assert.equal((await search(unknown)).status, 404);
+  assert.equal((await search(unknown)).status, 429);
+  const after = await search(w.dataModelId);
+  assert.equal(after.status, 429, "past its refusal budget the agent waits for the window");
+  assert.equal((await after.json()).error, "rate_limit_exceeded");
 });
 
 Deno.test("POST /mcp: an agent's requests (tool call or not) count per credential with its paid calls, 429 over the limit; an API key is not counted here", async () => {
