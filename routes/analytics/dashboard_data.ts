@@ -5,6 +5,7 @@
  * (and the same cache entry) as its own endpoint for the same parameters.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { rollupDepsOf } from "./rollup_deps.ts";
 import type { Context } from "hono";
 import { askAiBreakdown, BREAKDOWN_PARAMS } from "../../analytics/breakdown.ts";
 import { COMPARE_MODES, parseCompare } from "../../analytics/compare.ts";
@@ -239,15 +240,9 @@ type DashboardDataDeps = Pick<
 /** Mounted inside the `/v1/analytics` sub-app (behind its key check and rate limit). */
 export function createDashboardDataRoute(deps: DashboardDataDeps, answer: ReturnType<typeof analyticsAnswerer>) {
   const app = familyApp<TenantEnv>("message", deps.log);
-  // The same sources as the panels' own endpoints: closed days' visit figures and the compare memo
-  // (without them every dashboard load read each event of its window again, and both windows).
-  const rollupDeps: RollupDeps = {
-    engine: deps.analytics,
-    repos: deps.repos,
-    clock: deps.clock,
-    memo: deps.analyticsMemo,
-    visits: deps.analyticsVisits,
-  };
+  // The same sources as the panels' own endpoints (without the closed days' visit figures and the
+  // compare memo every dashboard load read each event of its window again, and both windows).
+  const rollupDeps = rollupDepsOf(deps);
   const encoder = new TextEncoder();
 
   /** One panel's line: its answer, or the error its own endpoint would have answered. */

@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { rollupDepsOf } from "./rollup_deps.ts";
 import type { Context } from "hono";
 import {
   askAiBreakdown,
@@ -193,13 +194,7 @@ const agentsRoute = createRoute({
  */
 export function createAnalyticsInsightRoutes(deps: InsightDeps, answer: ReturnType<typeof analyticsAnswerer>) {
   const app = familyApp<TenantEnv>("message", deps.log);
-  const rollupDeps: RollupDeps = {
-    engine: deps.analytics,
-    repos: deps.repos,
-    clock: deps.clock,
-    memo: deps.analyticsMemo,
-    visits: deps.analyticsVisits,
-  };
+  const rollupDeps = rollupDepsOf(deps);
   // deno-lint-ignore no-explicit-any
   const h = (fn: (c: Context<TenantEnv>) => Promise<Response>) => fn as any;
   app.route("/", createDashboardDataRoute(deps, answer));

@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { rollupDepsOf } from "./rollup_deps.ts";
 import type { Context } from "hono";
 import {
   type AnalyticsQuery,
@@ -164,13 +165,7 @@ export function createAnalyticsRoutes(
 ) {
   const app = familyApp<TenantEnv>("message", deps.log);
   const cache = deps.analyticsCache;
-  const rollupDeps: RollupDeps = {
-    engine: deps.analytics,
-    repos: deps.repos,
-    clock: deps.clock,
-    memo: deps.analyticsMemo,
-    visits: deps.analyticsVisits,
-  };
+  const rollupDeps = rollupDepsOf(deps);
   // Tenant data and user text (prompts, answers) in JSON, CSV and Parquet: never sniffed as a page.
   app.use("*", async function noSniff(c, next) {
     await next();

@@ -1,16 +1,15 @@
 import type { Context } from "hono";
+import { storefrontAddressLimit } from "./address_limit.ts";
 import { html } from "hono/html";
 import { type Html, humanPage } from "./human_page.ts";
 import type { Deps } from "../../composition.ts";
-import { type ClaimPageState, sfError } from "../../core/identity/mod.ts";
+import type { ClaimPageState } from "../../core/identity/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { familyApp } from "../family.ts";
 import { FormCsrf } from "../middleware/form_csrf.ts";
 import { pageSecurity } from "../middleware/page_security.ts";
 import { styleHashSource } from "../inline_style.ts";
-import { rateLimit } from "../middleware/rate_limit.ts";
-import { byClientAddress } from "../middleware/public_limits.ts";
 
 const STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1b1b1b}
 h1{font-size:1.4rem}.code{font:700 2.2rem/1.2 ui-monospace,monospace;letter-spacing:.15em;padding:.6rem 1rem;
@@ -144,17 +143,8 @@ export function createClaimPageRoutes(deps: Pick<Deps, "config" | "storefront" |
     trustedOrigins: [new URL(deps.config.agentAuthUrl).origin],
   });
 
-  // Counted with the identity and claim API calls, per client address (its /64 for IPv6): a flood of
-  // page loads or code submits from one place gets 429 `rate_limit_exceeded` with `Retry-After`.
-  const limit = rateLimit({
-    limiter: deps.storefront.limiter,
-    key: byClientAddress(deps.config.trustProxy),
-    policy: "storefront",
-    onLimited: (retryAfterS) =>
-      sfError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {
-        extra: { retry_after: retryAfterS },
-      }),
-  });
+  // Counted with the identity and claim API calls: a flood of page loads or code submits from one place is 429.
+  const limit = storefrontAddressLimit(deps);
 
   const send = (c: Context<AppEnv>, status: number, body: Html) => {
     c.header("Cache-Control", "no-store");

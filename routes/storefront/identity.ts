@@ -1,10 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { storefrontAddressLimit } from "./address_limit.ts";
 import type { Deps } from "../../composition.ts";
 import { claimBlock, ID_JAG_TOKEN_TYPE, identityBody, sfError } from "../../core/identity/mod.ts";
 import { familyApp } from "../family.ts";
 import { bodyReader, type BodyRejection } from "../middleware/body.ts";
-import { rateLimit } from "../middleware/rate_limit.ts";
-import { byClientAddress } from "../middleware/public_limits.ts";
 import { requireSeller, sellerOf } from "./seller.ts";
 
 const storefrontError = z.object({
@@ -169,16 +168,7 @@ export const storefrontRejection: BodyRejection = (p) =>
 export function createIdentityRoutes(deps: Pick<Deps, "storefront" | "config" | "log">) {
   const app = familyApp("storefront", deps.log);
   const { identity, claims } = deps.storefront;
-  // Per client address; over the limit: 429 `rate_limit_exceeded` with `retry_after` and `Retry-After`.
-  const limit = rateLimit({
-    limiter: deps.storefront.limiter,
-    key: byClientAddress(deps.config.trustProxy),
-    policy: "storefront",
-    onLimited: (retryAfterS) =>
-      sfError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {
-        extra: { retry_after: retryAfterS },
-      }),
-  });
+  const limit = storefrontAddressLimit(deps);
   app.use("*", requireSeller(deps), limit);
   app.post(
     "*",
