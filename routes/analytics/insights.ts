@@ -11,7 +11,7 @@ import {
 import { FORMATS, PARQUET_TYPE, requestedFormat, toCsv, toParquet } from "../../analytics/export.ts";
 import { COMPARE_MODES } from "../../analytics/compare.ts";
 import { INTERVALS } from "../../analytics/metrics.ts";
-import { type AnalyticsQuery, ASK_AI_FILTERS, type RollupDeps, ZONE_PARAMS } from "../../analytics/rollups.ts";
+import { type AnalyticsQuery, ASK_AI_FILTERS, ZONE_PARAMS } from "../../analytics/rollups.ts";
 import { realtimeCounters } from "../../analytics/realtime.ts";
 import { agentReadership, READERSHIP_FILTERS, topArticles } from "../../analytics/readership.ts";
 import type { Deps } from "../../composition.ts";

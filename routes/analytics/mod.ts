@@ -8,7 +8,6 @@ import {
   askAiLogs,
   askAiRollup,
   LOGS_FILTERS,
-  type RollupDeps,
   SESSION_FILTERS,
   sessionIntelligence,
   SPONSORED_FILTERS,
