@@ -36,6 +36,7 @@ import {
 import { renderAnswer, renderArticle, renderBalance, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
 import { publicJsonRpcMessage } from "./jsonrpc_errors.ts";
+import { readMcpBody, repeatedIdResponse, repeatsRequestId } from "./batch.ts";
 import { actFor, callerIs } from "../request_scope.ts";
 
 /** The MCP server's name in `initialize` and the server card. */
@@ -230,6 +231,9 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
         });
       }
     }
+    // Read ahead so a batch repeating a request id is refused before any of its calls runs.
+    const body = await readMcpBody(c.req.raw, deps.config.maxBodyBytes);
+    if (repeatsRequestId(body)) return repeatedIdResponse();
     const server = await mcpServer(access, deps, c.env.requestId, limitKey);
     const { WebStandardStreamableHTTPServerTransport } = await mcpSdk();
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -247,7 +251,7 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
       );
     await server.connect(transport);
     try {
-      return await transport.handleRequest(c.req.raw);
+      return await transport.handleRequest(c.req.raw, body === undefined ? undefined : { parsedBody: body });
     } finally {
       await server.close();
     }

@@ -1,0 +1,46 @@
+/**
+ * JSON-RPC batches on `POST /mcp`. The SDK's JSON response mode matches responses to requests by
+ * id: in a batch where two requests share an id, the first response settles the HTTP answer and
+ * the others run to the end (a paid call debits) with their results dropped. Such a batch is
+ * refused whole before any of its calls runs.
+ */
+import { readStreamCapped } from "../../core/bytes.ts";
+
+/** The body of a POST /mcp read ahead of the SDK: its parsed JSON, or undefined (the SDK answers). */
+export async function readMcpBody(req: Request, limit: number): Promise<unknown> {
+  const declared = Number(req.headers.get("content-length") ?? "NaN");
+  if (!req.body || (Number.isFinite(declared) && declared > limit)) return undefined;
+  // A copy: when it is too large or not JSON, the SDK reads the original and answers in its words.
+  const bytes = await readStreamCapped(req.clone().body!, limit).catch(() => null);
+  if (!bytes) return undefined;
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether two requests of a batch share an id (`1` and `"1"` are different ids). */
+export function repeatsRequestId(body: unknown): boolean {
+  if (!Array.isArray(body)) return false;
+  const seen = new Set<string>();
+  for (const m of body) {
+    if (!m || typeof m !== "object" || typeof m.method !== "string" || !("id" in m)) continue;
+    const key = `${typeof m.id}:${String(m.id)}`;
+    if (seen.has(key)) return true;
+    seen.add(key);
+  }
+  return false;
+}
+
+/** The answer to a batch that repeats a request id (JSON-RPC -32600 Invalid Request, HTTP 400). */
+export function repeatedIdResponse(): Response {
+  return Response.json(
+    {
+      jsonrpc: "2.0",
+      error: { code: -32600, message: "Invalid Request: every request of a batch needs its own id" },
+      id: null,
+    },
+    { status: 400 },
+  );
+}
