@@ -106,7 +106,7 @@ async function mcpServer(
   requestId: string,
   limitKey: string,
 ): Promise<Server> {
-  const { Server, CallToolRequestSchema, ListToolsRequestSchema } = await mcpSdk();
+  const { Server, CallToolRequestSchema, ListToolsRequestSchema, CancelledNotificationSchema } = await mcpSdk();
   const server = new Server(
     { name: MCP_SERVER_NAME, version: API_VERSION },
     {
@@ -115,6 +115,10 @@ async function mcpServer(
         "then search_articles or ask with an id from them.",
     },
   );
+  // Stateless: a cancellation can only name a request of its own POST, whose answer the JSON response
+  // waits for. The SDK sends nothing for a cancelled request, so the response (and this server) would
+  // wait forever: every request of a POST is answered, cancellations are ignored.
+  server.setNotificationHandler(CancelledNotificationSchema, () => {});
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolListings(access.kind === "agent") }) as never);
   server.setRequestHandler(CallToolRequestSchema, async (request: CallToolRequest) => {
     const { name, arguments: args, _meta } = request.params;
