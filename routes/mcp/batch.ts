@@ -1,8 +1,9 @@
 /**
- * JSON-RPC batches on `POST /mcp`. The SDK's JSON response mode matches responses to requests by
- * id: in a batch where two requests share an id, the first response settles the HTTP answer and
- * the others run to the end (a paid call debits) with their results dropped. Such a batch is
- * refused whole before any of its calls runs.
+ * JSON-RPC batches on `POST /mcp`, read ahead of the SDK:
+ * - an agent's batch costs its number of requests on the agent's per-minute budget;
+ * - in the SDK's JSON response mode responses are matched to requests by id: in a batch where two
+ *   requests share an id, the first response settled the HTTP answer and the others ran to the end
+ *   (a paid call debits) with their results dropped. Such a batch is refused whole before any call runs.
  */
 import { readStreamCapped } from "../../core/bytes.ts";
 
@@ -18,6 +19,13 @@ export async function readMcpBody(req: Request, limit: number): Promise<unknown>
   } catch {
     return undefined;
   }
+}
+
+/** How many JSON-RPC requests a body carries (at least 1: a POST of notifications still costs one). */
+export function requestCount(body: unknown): number {
+  if (!Array.isArray(body)) return 1;
+  const requests = body.filter((m) => m && typeof m === "object" && typeof m.method === "string" && "id" in m);
+  return Math.max(1, requests.length);
 }
 
 /** Whether two requests of a batch share an id (`1` and `"1"` are different ids). */

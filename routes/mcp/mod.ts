@@ -36,7 +36,7 @@ import {
 import { renderAnswer, renderArticle, renderBalance, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
 import { publicJsonRpcMessage } from "./jsonrpc_errors.ts";
-import { readMcpBody, repeatedIdResponse, repeatsRequestId } from "./batch.ts";
+import { readMcpBody, repeatedIdResponse, repeatsRequestId, requestCount } from "./batch.ts";
 import { actFor, callerIs } from "../request_scope.ts";
 
 /** The MCP server's name in `initialize` and the server card. */
@@ -224,10 +224,13 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
 
   documented(app, mcpPostDoc, async (c) => {
     const { access, limitKey } = await authenticate(c);
+    // Read ahead: the batch's size is what the request costs, and a batch repeating an id is refused.
+    const body = await readMcpBody(c.req.raw, deps.config.maxBodyBytes);
     // An agent's token is free to mint (an anonymous identity), and every request builds a server, tool
-    // call or not: an agent's requests count on the budget of its paid REST calls (routes/storefront/paid_proxy.ts).
+    // call or not: an agent's requests count on the budget of its paid REST calls (routes/storefront/paid_proxy.ts),
+    // a batch by its number of requests (100 tools/list in one POST answer ~1 MB).
     if (access.kind === "agent") {
-      const hit = await deps.searchLimiter.hit(limitKey);
+      const hit = await deps.searchLimiter.hit(limitKey, requestCount(body));
       if (!hit.allowed) {
         throw new AppError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {
           extra: { retry_after: hit.retryAfterS },
@@ -235,8 +238,6 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
         });
       }
     }
-    // Read ahead so a batch repeating a request id is refused before any of its calls runs.
-    const body = await readMcpBody(c.req.raw, deps.config.maxBodyBytes);
     if (repeatsRequestId(body)) return repeatedIdResponse();
     const server = await mcpServer(access, deps, c.env.requestId, limitKey);
     const { WebStandardStreamableHTTPServerTransport } = await mcpSdk();
