@@ -6,6 +6,12 @@ import type { SafeFetcher } from "../net/mod.ts";
 import { MAX_URI_CHARS, oauthErrors, type RedirectUriProblem } from "./oauth_errors.ts";
 import type { OAuthClient } from "./types.ts";
 
+/**
+ * Registrations one client address may make a day. An MCP client registers once per server; each
+ * registration is kept 30 days (a body of up to 16 KiB), so the per-minute limit alone let one
+ * address store about 20 GB a month.
+ */
+export const REGISTRATIONS_PER_ADDRESS_PER_DAY = 100;
 /** Redirect URIs one client may register. */
 export const MAX_REDIRECT_URIS = 10;
 const MAX_NAME_CHARS = 128;

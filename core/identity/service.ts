@@ -10,7 +10,7 @@ import { IdentityService } from "./identity.ts";
 import { SigningKeyStore } from "./keys.ts";
 import { type Mailer, NoMailer, OutboxMailer, SmtpMailer } from "./mailer.ts";
 import { OAuthService } from "./oauth.ts";
-import { OAuthClients } from "./oauth_clients.ts";
+import { OAuthClients, REGISTRATIONS_PER_ADDRESS_PER_DAY } from "./oauth_clients.ts";
 import { RefreshTokens } from "./refresh_tokens.ts";
 import { sellerBaseUrl, SellerRegistry } from "./sellers.ts";
 import { TokenService } from "./tokens.ts";
@@ -28,6 +28,8 @@ export interface Storefront {
   oauth: OAuthService;
   /** Per-client-address limiter of the identity and claim routes. */
   limiter: FixedWindowLimiter;
+  /** Per-client-address daily limiter of dynamic client registration (what it stores lives 30 days). */
+  registrationLimiter: FixedWindowLimiter;
 }
 
 /**
@@ -97,7 +99,23 @@ export function createStorefront(
     resources: [mcpResource(config), config.agentAuthUrl],
     defaultResource: mcpResource(config),
   });
-  return { sellers: new SellerRegistry(kv, clock), keys, tokens, accounts, claims, identity, idJag, oauth, limiter };
+  const registrationLimiter = new FixedWindowLimiter(kv, clock, {
+    scope: "oauth_register",
+    limit: REGISTRATIONS_PER_ADDRESS_PER_DAY,
+    windowS: 86_400,
+  });
+  return {
+    sellers: new SellerRegistry(kv, clock),
+    keys,
+    tokens,
+    accounts,
+    claims,
+    identity,
+    idJag,
+    oauth,
+    limiter,
+    registrationLimiter,
+  };
 }
 
 /** The MCP endpoint as an OAuth protected resource (RFC 8707 / RFC 9728 identifier). */

@@ -36,6 +36,7 @@ import {
 import { renderAnswer, renderArticle, renderBalance, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
 import { publicJsonRpcMessage } from "./jsonrpc_errors.ts";
+import { readMcpBody, repeatedIdResponse, repeatsRequestId, requestCount } from "./batch.ts";
 import { actFor, callerIs } from "../request_scope.ts";
 
 /** The MCP server's name in `initialize` and the server card. */
@@ -105,7 +106,7 @@ async function mcpServer(
   requestId: string,
   limitKey: string,
 ): Promise<Server> {
-  const { Server, CallToolRequestSchema, ListToolsRequestSchema } = await mcpSdk();
+  const { Server, CallToolRequestSchema, ListToolsRequestSchema, CancelledNotificationSchema } = await mcpSdk();
   const server = new Server(
     { name: MCP_SERVER_NAME, version: API_VERSION },
     {
@@ -114,6 +115,10 @@ async function mcpServer(
         "then search_articles or ask with an id from them.",
     },
   );
+  // Stateless: a cancellation can only name a request of its own POST, whose answer the JSON response
+  // waits for. The SDK sends nothing for a cancelled request, so the response (and this server) would
+  // wait forever: every request of a POST is answered, cancellations are ignored.
+  server.setNotificationHandler(CancelledNotificationSchema, () => {});
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolListings(access.kind === "agent") }) as never);
   server.setRequestHandler(CallToolRequestSchema, async (request: CallToolRequest) => {
     const { name, arguments: args, _meta } = request.params;
@@ -219,10 +224,13 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
 
   documented(app, mcpPostDoc, async (c) => {
     const { access, limitKey } = await authenticate(c);
+    // Read ahead: the batch's size is what the request costs, and a batch repeating an id is refused.
+    const body = await readMcpBody(c.req.raw, deps.config.maxBodyBytes);
     // An agent's token is free to mint (an anonymous identity), and every request builds a server, tool
-    // call or not: an agent's requests count on the budget of its paid REST calls (routes/storefront/paid_proxy.ts).
+    // call or not: an agent's requests count on the budget of its paid REST calls (routes/storefront/paid_proxy.ts),
+    // a batch by its number of requests (100 tools/list in one POST answer ~1 MB).
     if (access.kind === "agent") {
-      const hit = await deps.searchLimiter.hit(limitKey);
+      const hit = await deps.searchLimiter.hit(limitKey, requestCount(body));
       if (!hit.allowed) {
         throw new AppError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {
           extra: { retry_after: hit.retryAfterS },
@@ -230,6 +238,7 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
         });
       }
     }
+    if (repeatsRequestId(body)) return repeatedIdResponse();
     const server = await mcpServer(access, deps, c.env.requestId, limitKey);
     const { WebStandardStreamableHTTPServerTransport } = await mcpSdk();
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -247,7 +256,7 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
       );
     await server.connect(transport);
     try {
-      return await transport.handleRequest(c.req.raw);
+      return await transport.handleRequest(c.req.raw, body === undefined ? undefined : { parsedBody: body });
     } finally {
       await server.close();
     }

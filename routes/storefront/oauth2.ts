@@ -21,16 +21,24 @@ export function createOAuthRoutes(
 ): OpenAPIHono<AppEnv> {
   const app = familyApp("oauth", deps.log);
   app.use("*", agentCors());
+  const limited = (retryAfterS: number) =>
+    new AppError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {
+      extra: { retry_after: retryAfterS },
+    });
   const limit = rateLimit({
     limiter: deps.storefront.limiter,
     key: byClientAddress(deps.config.trustProxy),
     policy: "storefront",
-    onLimited: (retryAfterS) =>
-      new AppError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {
-        extra: { retry_after: retryAfterS },
-      }),
+    onLimited: limited,
   });
-  app.use("/register", limit);
+  // Registrations are kept 30 days: a daily cap per address bounds what one address can store.
+  const dailyRegistrations = rateLimit({
+    limiter: deps.storefront.registrationLimiter,
+    key: byClientAddress(deps.config.trustProxy),
+    policy: "oauth_register",
+    onLimited: limited,
+  });
+  app.use("/register", limit, dailyRegistrations);
   app.use("/authorize", limit);
   addTokenRoute(app, deps);
   addRegistrationRoute(app, deps);
