@@ -43,6 +43,8 @@ export class CheckoutLane {
       storefrontUrl: (seller: Seller) => string;
       /** Checkouts opened per client address. */
       opens?: FixedWindowLimiter;
+      /** Cards submitted per client address, across every checkout. */
+      cards?: FixedWindowLimiter;
     },
   ) {}
 
@@ -89,6 +91,17 @@ export class CheckoutLane {
       updatedAt: now.toISOString(),
       expiresAt: new Date(now.getTime() + CHECKOUT_TTL_MS).toISOString(),
     }, OPEN_CHECKOUT_KEEP_MS);
+  }
+
+  /**
+   * Counts one card submitted on a hosted checkout from `client` (each checkout also ends at its
+   * fifth decline, a cap one address could dodge by opening checkout after checkout).
+   * @returns whether it may be tried now, and when to retry if not
+   */
+  async cardAttempt(client: string): Promise<{ allowed: boolean; retryAfterS: number }> {
+    if (!this.o.cards) return { allowed: true, retryAfterS: 0 };
+    const { allowed, retryAfterS } = await this.o.cards.hit(client);
+    return { allowed, retryAfterS };
   }
 
   /** The purchase that presents a checkout's credential: the human paid (state `paid`); consume and grant. */

@@ -7,7 +7,7 @@ import type { Clock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 import type { Catalog } from "./catalog.ts";
 import { Challenges, loadChallengeKey } from "./challenges.ts";
-import { CHECKOUT_OPENS_PER_ADDRESS_PER_HOUR, CheckoutLane } from "./checkout.ts";
+import { CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR, CHECKOUT_OPENS_PER_ADDRESS_PER_HOUR, CheckoutLane } from "./checkout.ts";
 import { FixedWindowLimiter } from "../rate_limit.ts";
 import { type CredentialsOfHuman, type Entitlement, EntitlementLedger } from "./entitlements.ts";
 import { entitlementView, EntitlementViews } from "./entitlement_views.ts";
@@ -92,6 +92,11 @@ export class CommerceService {
       opens: new FixedWindowLimiter(o.kv, o.clock, {
         scope: "checkout_opens",
         limit: CHECKOUT_OPENS_PER_ADDRESS_PER_HOUR,
+        windowS: 3600,
+      }),
+      cards: new FixedWindowLimiter(o.kv, o.clock, {
+        scope: "checkout_cards",
+        limit: CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR,
         windowS: 3600,
       }),
     });

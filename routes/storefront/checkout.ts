@@ -3,8 +3,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { z } from "zod";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
-import { CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR, commerceErrors as errors } from "../../core/commerce/mod.ts";
-import { FixedWindowLimiter } from "../../core/rate_limit.ts";
+import { commerceErrors as errors } from "../../core/commerce/mod.ts";
 import { limitAddress } from "../middleware/public_limits.ts";
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
@@ -50,7 +49,7 @@ const checkoutRoute: RouteConfig = {
  * `/checkout`; a human's page, so its errors stay minimal HTML).
  */
 export function createCheckoutRoutes(
-  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log" | "kv" | "clock" | "publicReadLimiter">,
+  deps: Pick<Deps, "config" | "storefront" | "commerce" | "log" | "publicReadLimiter">,
 ): { payments: OpenAPIHono<AppEnv>; checkout: OpenAPIHono<AppEnv> } {
   const { seller } = commerceParties(deps);
   const { service, processor } = deps.commerce;
@@ -70,12 +69,6 @@ export function createCheckoutRoutes(
     cookie: "checkout_csrf",
     path: "/checkout/",
     secure: deps.config.agentAuthUrl.startsWith("https:"),
-  });
-  // Cards tried per client address across every checkout (each checkout also ends at its fifth decline).
-  const cardsPerAddress = new FixedWindowLimiter(deps.kv, deps.clock, {
-    scope: "checkout_cards",
-    limit: CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR,
-    windowS: 3600,
   });
   const checkoutView = async (c: Context<AppEnv>, message?: string, status = 200) => {
     const s = await seller(c);
@@ -120,7 +113,7 @@ export function createCheckoutRoutes(
       return checkoutView(c, "Enter a card payment token.", 400);
     }
     if (action === "pay") {
-      const hit = await cardsPerAddress.hit(limitAddress(c, deps.config.trustProxy));
+      const hit = await service.checkoutLane.cardAttempt(limitAddress(c, deps.config.trustProxy));
       if (!hit.allowed) {
         c.header("Retry-After", String(hit.retryAfterS));
         return checkoutView(c, "Too many card attempts from this address: try again later.", 429);
