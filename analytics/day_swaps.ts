@@ -83,6 +83,9 @@ export function daysRead(params: Record<string, unknown>): DayScope {
   return () => true;
 }
 
+/** What DuckDB says when a file its glob listed is gone by the time it opens it. */
+const MISSING_FILE = /No such file|Cannot open file|could not open file/i;
+
 /** Tuning of {@link DaySwapGuard}. */
 export interface DaySwapGuardOptions {
   /** Runs of one query before it answers 503 (default 3). */
@@ -99,8 +102,8 @@ export interface DaySwapGuardOptions {
 }
 
 /**
- * Runs analytics queries so that none reports a figure computed over a half-swapped day folder
- * (see the module comment). Cost per query: two KV reads of one small key (about 50 µs).
+ * Runs analytics queries so that none reports a figure computed over a half-swapped day folder or
+ * fails because compaction deleted a file it had listed (see the module comment). Cost per query: two KV reads of one small key (about 50 µs).
  */
 export class DaySwapGuard {
   readonly #tries: number;
@@ -126,7 +129,14 @@ export class DaySwapGuard {
     for (let attempt = 0; attempt < this.#tries; attempt++) {
       const before = await this.#settled(days, waitUntil);
       if (!before) break;
-      const result = await work();
+      let result: T;
+      try {
+        result = await work();
+      } catch (err) {
+        // A file gone under the run: compaction's doing only when a swap of its days happened meanwhile.
+        if (!MISSING_FILE.test(String((err as Error)?.message)) || !(await this.#touched(before, days))) throw err;
+        continue;
+      }
       if (!(await this.#touched(before, days))) return result;
     }
     throw analyticsErrors.events_reorganising({ headers: { "retry-after": "1" } });

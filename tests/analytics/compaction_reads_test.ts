@@ -1,7 +1,7 @@
 /**
  * Analytics reads racing compaction (analytics/compaction.ts, analytics/day_swaps.ts): a query
  * never reports a figure computed over a day folder that holds neither all its inputs nor the
- * merged file, and a process that dies
+ * merged file, never fails because compaction deleted a file it had listed, and a process that dies
  * mid-swap leaves readers answering 503 (bounded) until the next flusher lease holder repairs the
  * day. Real flusher, real Parquet, real DuckDB; compaction is stopped between its deletes and its
  * rename through `compactDay`'s hook, and the query's DuckDB run is seen through a wrapped
@@ -139,6 +139,47 @@ Deno.test("a query that starts while compaction swaps its day (inputs deleted, m
   assert.equal(merged, 3);
   assert.equal(await reading, 3 * PER_FILE, "every event of the day, not the ones of a half-swapped folder");
   assert.equal(await questionsOn(world, engine, "2026-11-21"), 1);
+});
+
+Deno.test("a query whose files compaction deletes after it listed them runs again instead of failing with DuckDB's IO error", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  await threeFilesOnDay(world);
+  const removed = Promise.withResolvers<void>();
+  const release = Promise.withResolvers<void>();
+  let compacting: Promise<number> | null = null;
+  let firstError: unknown = null;
+  const { db, watch } = watchedDb(deps.duckdb, async (_run, start) => {
+    watch.armed = false; // only the first run is held
+    // The statement starts (DuckDB expands the view's glob), then compaction deletes the inputs.
+    const pending = start() as { readAll(): Promise<unknown> };
+    compacting = compactDay({ kv: deps.kv, db: deps.duckdb, clock: world.w.clock }, deps.analytics.eventsDir, DAY, 2, {
+      afterInputsRemoved: () => {
+        removed.resolve();
+        return release.promise;
+      },
+    });
+    await removed.promise;
+    try {
+      return await pending.readAll();
+    } catch (err) {
+      firstError = err;
+      throw err;
+    } finally {
+      release.resolve();
+    }
+  });
+  const engine = engineOf(world, db, deps.kv);
+  assert.equal(await questionsOn(world, engine), 3 * PER_FILE); // the view is built
+  watch.armed = true;
+  try {
+    assert.equal(await questionsOn(world, engine), 3 * PER_FILE);
+  } finally {
+    release.resolve();
+    await compacting;
+  }
+  assert.match(String(firstError), /No such file|Cannot open file/, "the first run met the deleted inputs");
+  assert.equal((await parquetFiles(deps.analytics.eventsDir)).filter((f) => f.startsWith(`date=${DAY}`)).length, 1);
 });
 
 Deno.test("a process that dies mid-swap: readers of the day answer 503 within their bound, other days answer, and the next lease holder's flush repairs the day", async () => {
