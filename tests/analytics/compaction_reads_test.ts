@@ -9,7 +9,15 @@
  */
 import assert from "node:assert/strict";
 import { compactDay } from "../../analytics/compaction.ts";
-import { DaySwapGuard, type DaySwapGuardOptions, SWAP_STATE_KEY, type SwapState } from "../../analytics/day_swaps.ts";
+import {
+  daysRead,
+  DaySwapGuard,
+  type DaySwapGuardOptions,
+  SWAP_STATE_KEY,
+  swapEnded,
+  swapStarted,
+  type SwapState,
+} from "../../analytics/day_swaps.ts";
 import type { AnalyticsDb } from "../../analytics/duckdb.ts";
 import { AnalyticsEngine } from "../../analytics/engine.ts";
 import { EventPipeline } from "../../analytics/events.ts";
@@ -215,4 +223,47 @@ Deno.test("a process that dies mid-swap: readers of the day answer 503 within th
   assert.equal(await questionsOn(world, engine), 3 * PER_FILE);
   assert.equal(await questionsOn(world, deps.analytics), 3 * PER_FILE);
   await other.stop();
+});
+
+Deno.test("daysRead(): a query waits only for swaps of its window's UTC days, the day before, and the folders of files it names", () => {
+  const window = daysRead({ from_date: "2026-11-20", to_date: "2026-11-22", tenant_id: "tn_x", keys: ["a"] });
+  // sponsored_daily.sql reads the evening before the window.
+  assert.deepEqual(["2026-11-18", "2026-11-19", "2026-11-22", "2026-11-23"].map(window), [false, true, true, false]);
+  const files = daysRead({ files: ["/d/events/date=2026-11-02/x.parquet", "/d/events/date=2026-11-04/y.parquet"] });
+  assert.deepEqual(["2026-11-02", "2026-11-03", "2026-11-04"].map(files), [true, false, true]);
+  assert.equal(daysRead({ tenant_id: "tn_x" })("1999-01-01"), true, "unknown days: every day");
+});
+
+Deno.test("DaySwapGuard.run(): a swap that starts and ends during a run repeats it only when it is of a day the run reads", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const guard = new DaySwapGuard({ kv, clock: { now: () => new Date("2026-11-22T12:00:00Z") } });
+    const swapDuring = (date: string, swaps: number) => {
+      let runs = 0;
+      return async () => {
+        if (runs++ < swaps) {
+          const s = (await kv.get<SwapState>(SWAP_STATE_KEY)).value;
+          await kv.set(SWAP_STATE_KEY, swapEnded(swapStarted(s, date, 0), date));
+        }
+        return runs;
+      };
+    };
+    const window = daysRead({ from_date: "2026-11-20", to_date: "2026-11-22" });
+    assert.equal(await guard.run(window, swapDuring("2026-11-10", 1)), 1, "another day: one run");
+    assert.equal(await guard.run(window, swapDuring("2026-11-21", 1)), 2, "its day: run again");
+    await assert.rejects(guard.run(window, swapDuring("2026-11-21", 3)), (err) => {
+      assert.ok(err instanceof AppError);
+      assert.equal(err.code, "events_reorganising");
+      return true;
+    });
+    // The state stays small however many swaps it has seen.
+    for (let i = 0; i < 100; i++) {
+      const s = (await kv.get<SwapState>(SWAP_STATE_KEY)).value;
+      await kv.set(SWAP_STATE_KEY, swapEnded(swapStarted(s, "2026-11-01", 0), "2026-11-01"));
+    }
+    const s = (await kv.get<SwapState>(SWAP_STATE_KEY)).value!;
+    assert.ok(s.recent.length <= 64 && s.swapping.length === 0);
+  } finally {
+    kv.close();
+  }
 });
