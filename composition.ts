@@ -7,6 +7,7 @@
 import { KvLease } from "./core/kv_lease.ts";
 import { AnalyticsCache } from "./analytics/cache.ts";
 import type { AnalyticsDb } from "./analytics/duckdb.ts";
+import { DaySwapGuard } from "./analytics/day_swaps.ts";
 import { AnalyticsEngine } from "./analytics/engine.ts";
 import { EventPipeline } from "./analytics/events.ts";
 import { ImpressionRecorder } from "./analytics/impressions.ts";
@@ -191,7 +192,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
   const repos = createRepos(kv);
 
   const eventsDir = `${config.dataDir.replace(/\/+$/, "")}/events`;
-  const analytics = new AnalyticsEngine(duckdb, eventsDir);
+  const analytics = new AnalyticsEngine(duckdb, eventsDir, new DaySwapGuard({ kv, clock }));
   const events = new EventPipeline({ kv, clock, log, repos, duckdb }, {
     eventsDir,
     flushIntervalMs: config.eventsFlushIntervalS * 1000,

@@ -5,9 +5,19 @@
  *   written  -> the merged `.tmp` is complete; inputs are being deleted, then it is renamed.
  * {@link recoverCompactions} finishes or undoes whatever a crash interrupted, so a day never holds
  * both the inputs and the merged file under `*.parquet` (no double counting).
+ *
+ * Readers (every process on the events folder) must not count a day while it holds only part of
+ * its inputs and no merged file yet: the commit that marks a manifest `written` also lists the day
+ * in the swap state (analytics/day_swaps.ts), and the commit that deletes the manifest, once the
+ * merged file is renamed in, removes it; readers run a query again when a swap of one of its days
+ * overlapped it. The order stays delete-then-rename: renaming first would put the inputs and the
+ * merged file side by side under `*.parquet`, which every reader of the folder (another engine
+ * too, which knows nothing of the swap state) would count twice; recovery could then no longer tell
+ * which files to delete from the folder alone either.
  */
 import type { Clock } from "../core/clock.ts";
 import type { AnalyticsDb } from "./duckdb.ts";
+import { SWAP_STATE_KEY, swapEnded, swapStarted, type SwapState } from "./day_swaps.ts";
 import { sqlString } from "./sql_util.ts";
 import { uuidv7 } from "./uuid7.ts";
 
@@ -50,18 +60,52 @@ const removeIfThere = async (path: string) => {
   });
 };
 
-async function finish(kv: Deno.Kv, dir: string, m: Manifest): Promise<void> {
+/** Test seams: steps of a compaction to stop at. */
+export interface CompactionHooks {
+  /** After the inputs are deleted, before the merged file is renamed in (the day is half-swapped). */
+  afterInputsRemoved?: () => Promise<void>;
+}
+
+/** Attempts of one swap-state commit that lost a race with another (a recovery beside a compaction). */
+const STATE_COMMIT_TRIES = 10;
+
+/**
+ * Commits `op` together with the swap state `next(current)`, checked against the state read, again
+ * while another commit changes the state first.
+ * @returns false when `op`'s own checks failed (the state was not the cause)
+ */
+async function commitWithState(
+  kv: Deno.Kv,
+  op: (atomic: Deno.AtomicOperation) => Deno.AtomicOperation,
+  next: (state: SwapState | null) => SwapState,
+  stillValid: () => Promise<boolean>,
+): Promise<boolean> {
+  for (let i = 0; i < STATE_COMMIT_TRIES; i++) {
+    const state = await kv.get<SwapState>(SWAP_STATE_KEY);
+    const r = await op(kv.atomic().check(state)).set(SWAP_STATE_KEY, next(state.value)).commit();
+    if (r.ok) return true;
+    if (!(await stillValid())) return false;
+  }
+  throw new Error("the compaction swap state kept changing");
+}
+
+async function finish(kv: Deno.Kv, dir: string, m: Manifest, hooks: CompactionHooks = {}): Promise<void> {
   for (const f of m.inputs) await removeIfThere(`${dir}/${f}`);
+  await hooks.afterInputsRemoved?.();
   const tmp = `${dir}/${m.output}.tmp`;
   try {
     await Deno.rename(tmp, `${dir}/${m.output}`);
   } catch (err) {
     if (!(err instanceof Deno.errors.NotFound)) throw err;
   }
-  await kv.delete(key(m.date));
+  // The day leaves the swap state with its manifest: readers may trust its files again.
+  await commitWithState(kv, (op) => op.delete(key(m.date)), (s) => swapEnded(s, m.date), () => Promise.resolve(true));
 }
 
-/** Completes or rolls back compactions a crash interrupted. */
+/**
+ * Completes or rolls back compactions a crash interrupted, and clears swaps no manifest explains
+ * (so readers never wait on a day nobody is swapping). Run by the flusher lease holder.
+ */
 export async function recoverCompactions(kv: Deno.Kv, eventsDir: string): Promise<void> {
   for await (const e of kv.list<Manifest>({ prefix: ["ev_compaction"] })) {
     const m = e.value;
@@ -71,6 +115,12 @@ export async function recoverCompactions(kv: Deno.Kv, eventsDir: string): Promis
       await removeIfThere(`${dir}/${m.output}.tmp`);
       await kv.delete(e.key);
     }
+  }
+  const state = (await kv.get<SwapState>(SWAP_STATE_KEY)).value;
+  for (const { date } of state?.swapping ?? []) {
+    const noManifest = async () => (await kv.get(key(date))).versionstamp === null;
+    const check = (op: Deno.AtomicOperation) => op.check({ key: key(date), versionstamp: null });
+    if (await noManifest()) await commitWithState(kv, check, (s) => swapEnded(s, date), noManifest);
   }
 }
 
@@ -83,6 +133,7 @@ export async function compactDay(
   eventsDir: string,
   date: string,
   minFiles = 2,
+  hooks: CompactionHooks = {},
 ): Promise<number> {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(date)) throw new Error(`bad date: ${date}`);
   const dir = `${eventsDir}/date=${date}`;
@@ -108,8 +159,20 @@ export async function compactDay(
     await deps.kv.delete(key(date));
     throw err;
   }
+  // Marked written together with the day's swap start, and only while our manifest is still the
+  // one stored: a lease holder that took over may have rolled it back (and removed our .tmp).
   const written: Manifest = { ...m, state: "written" };
-  await deps.kv.set(key(date), written);
-  await finish(deps.kv, dir, written);
+  const planned = claim.versionstamp;
+  const marked = await commitWithState(
+    deps.kv,
+    (op) => op.check({ key: key(date), versionstamp: planned }).set(key(date), written),
+    (s) => swapStarted(s, date, deps.clock.now().getTime()),
+    async () => (await deps.kv.get(key(date))).versionstamp === planned,
+  );
+  if (!marked) {
+    await removeIfThere(`${dir}/${m.output}.tmp`);
+    return 0;
+  }
+  await finish(deps.kv, dir, written, hooks);
   return inputs.length;
 }

@@ -7,6 +7,7 @@
 import type { DuckDBListValue, DuckDBType } from "@duckdb/node-api";
 import { lazily } from "../core/lazily.ts";
 import { listEventDates } from "./compaction.ts";
+import { daysRead, type DaySwapGuard } from "./day_swaps.ts";
 import type { AnalyticsDb } from "./duckdb.ts";
 import { EVENT_COLUMNS } from "./schema.ts";
 import { sqlString } from "./sql_util.ts";
@@ -99,7 +100,15 @@ export class AnalyticsEngine {
   #view: "none" | "empty" | "files" | "padded" = "none";
   #viewing: Promise<void> | null = null;
 
-  constructor(private readonly db: AnalyticsDb, readonly eventsDir: string) {}
+  /**
+   * @param swaps runs each query again when compaction swapped one of its day folders under it
+   *   (analytics/day_swaps.ts); absent (benchmarks, one-off tools): queries run once
+   */
+  constructor(
+    private readonly db: AnalyticsDb,
+    readonly eventsDir: string,
+    private readonly swaps?: DaySwapGuard,
+  ) {}
 
   #zones: Promise<ReadonlySet<string>> | null = null;
 
@@ -206,9 +215,8 @@ export class AnalyticsEngine {
   }
 
   async #copy(name: RollupName, params: Record<string, SqlParam>, path: string, options: string): Promise<number> {
-    await this.#ensureView();
     const sql = `COPY (${(await loadSql(name)).replace(/;\s*$/, "")}) TO ${sqlString(path)} (${options})`;
-    return await this.#retryOnStaleView(() =>
+    return await this.#guarded(params, () =>
       this.db.withConnection(async (conn) => {
         const stmt = await conn.prepare(sql);
         try {
@@ -218,8 +226,7 @@ export class AnalyticsEngine {
         } finally {
           stmt.destroySync();
         }
-      })
-    );
+      }));
   }
 
   #bind(
@@ -238,7 +245,6 @@ export class AnalyticsEngine {
   }
 
   async #run(name: RollupName, params: Record<string, SqlParam>, prefix: string): Promise<Record<string, unknown>[]> {
-    await this.#ensureView();
     const sql = prefix + await loadSql(name);
     const run = () =>
       this.db.withConnection(async (conn) => {
@@ -250,7 +256,20 @@ export class AnalyticsEngine {
           stmt.destroySync();
         }
       });
-    return await this.#retryOnStaleView(run);
+    return await this.#guarded(params, run);
+  }
+
+  /**
+   * Runs a statement over the view (built first when needed), under the swap guard when there is
+   * one: the view's glob is expanded as each run starts, so a run the guard repeats sees the files
+   * of its day folders as they are then.
+   */
+  #guarded<T>(params: Record<string, SqlParam>, work: () => Promise<T>): Promise<T> {
+    const once = async () => {
+      await this.#ensureView();
+      return await this.#retryOnStaleView(work);
+    };
+    return this.swaps ? this.swaps.run(daysRead(params), once) : once();
   }
 
   /**

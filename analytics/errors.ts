@@ -34,6 +34,14 @@ export const analyticsErrors = declareErrors({
   agent_not_found: { ...badQuery, message: "agent_id not found" },
   /** A logs export while the tenant's others are still under way (analytics/export_slots.ts); spec 7.2's 429. */
   exports_busy: { kind: "rate_limited", code: "rate_limited", message: "rate limit exceeded" },
+  /**
+   * A query's day folders were being swapped by compaction through all its runs
+   * (analytics/day_swaps.ts): a 503 to retry rather than a figure that misses the day's events.
+   */
+  events_reorganising: {
+    kind: "unavailable",
+    message: "Analytics data is being reorganised; retry in a moment",
+  },
   campaign_id_malformed: { ...badQuery, message: idFormatMessage("campaign_id", "cp") },
   /**
    * The first bad event of a batch: `field` is its path in our schema, `problem` our phrase or

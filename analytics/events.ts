@@ -142,6 +142,8 @@ export class EventPipeline implements EventSink {
             total.skipped = true;
             break;
           }
+          // A holder that died mid-compaction left a day half-swapped: repair it before writing beside it.
+          await recoverCompactions(this.deps.kv, this.options.eventsDir);
           const recovered = await this.#recoverPlans();
           total.rows += recovered.rows;
           total.files += recovered.files;
@@ -259,8 +261,9 @@ export class EventPipeline implements EventSink {
   async compact(): Promise<number> {
     // Never beside a flush: a flush reads the day's files (event_id check) that compaction deletes.
     while (this.#flushing || this.#compacting) await (this.#flushing ?? this.#compacting)?.catch(() => {});
-    if (!(await this.#acquireLease())) return 0;
     const run = async () => {
+      // Taken inside the run: a flush that starts meanwhile waits for it (it repairs compactions).
+      if (!(await this.#acquireLease())) return 0;
       let merged = 0;
       const kvDeps = { kv: this.deps.kv, db: this.deps.duckdb, clock: this.deps.clock };
       for (const date of await listEventDates(this.options.eventsDir)) {
@@ -277,7 +280,7 @@ export class EventPipeline implements EventSink {
     }
   }
 
-  /** Replays the log (recovering interrupted flushes and compactions), then flushes on a timer. */
+  /** Replays the log (recovering interrupted flushes and compactions: every flush does), then flushes on a timer. */
   async start(): Promise<FlushResult> {
     // Replay needs the lease. A holder that died loses it within one lease period, so wait that
     // long when the log holds events; a live holder keeps it and replays for us.
@@ -286,7 +289,6 @@ export class EventPipeline implements EventSink {
     for (let i = 0; i <= attempts; i++) {
       if (await this.#acquireLease()) {
         await this.#clearScratch();
-        await recoverCompactions(this.deps.kv, this.options.eventsDir);
         replayed = await this.flush();
         break;
       }
