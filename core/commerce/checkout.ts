@@ -182,12 +182,9 @@ export class CheckoutLane {
       });
       if (outcome.status === "succeeded") {
         // An earlier decline on this checkout is history once a card paid.
-        await payments.move(processing, {
-          state: "paid",
-          processorRef: outcome.processorRef,
-          settlementReason: undefined,
-        });
-        return { state: "paid" };
+        const paid = { state: "paid" as const, processorRef: outcome.processorRef, settlementReason: undefined };
+        if (await payments.move(processing, paid)) return { state: "paid" };
+        return await this.#chargedAfterMove(seller, reference, outcome.processorRef);
       }
       if (outcome.status === "failed") {
         // A decline leaves the checkout open for another card until it expires, up to a few tries
@@ -209,5 +206,48 @@ export class CheckoutLane {
       if (err instanceof PaymentProviderUnavailable) return { state: "open", retry: true };
       throw err;
     }
+  }
+
+  /**
+   * A charge that succeeded after its checkout moved on: the human cancelled once the charge had
+   * been processing past the grace period, or a second submit took the checkout over. Money moved,
+   * so the record must say so. A cancelled checkout is refunded (the human's last word); where the
+   * processor cannot refund, or any other state, the payment stands as `paid` and the agent may
+   * redeem it (the operator can still `payment refund` it). Never charged and recorded as released.
+   */
+  async #chargedAfterMove(
+    seller: Seller,
+    reference: string,
+    processorRef: string,
+  ): Promise<{ state: PaymentState; settlementReason?: string }> {
+    const { payments, processor } = this.o;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const e = await payments.get(seller.sellerId, reference);
+      if (!e.value) return { state: "released" };
+      const entry = e as Deno.KvEntry<PaymentRecord>;
+      const { state } = entry.value;
+      // Recorded by the submit that took over (the processor dedupes the charge by reference).
+      if (state === "paid" || state === "consumed" || state === "refunded" || state === "processing") {
+        return { state };
+      }
+      if (state === "released" && processor.refund) {
+        const refunded = await processor.refund({
+          rail: "card",
+          reference,
+          processorRef,
+          amountMicros: entry.value.amountMicros,
+          reason: "checkout_cancelled",
+        }).catch(() => null);
+        const patch = { state: "refunded" as const, processorRef, refundReason: "checkout_cancelled" };
+        if (refunded && await payments.move(entry, { ...patch, refundRef: refunded.refundRef })) {
+          return { state: "refunded" };
+        }
+        if (refunded) continue; // the record moved again: read it anew (the refund is idempotent)
+      }
+      if (await payments.move(entry, { state: "paid", processorRef, settlementReason: undefined })) {
+        return { state: "paid" };
+      }
+    }
+    return { state: (await payments.get(seller.sellerId, reference)).value?.state ?? "released" };
   }
 }

@@ -7,6 +7,7 @@
  *   processing (a charge in flight)          -> consumed | failed | (deleted: provider outage)
  *   open -> released (cancelled on the page, or expired)      paid/consumed -> refunded (operator)
  *   consumed -> refunded (a pay-as-you-go call whose upstream answered an error; automatic)
+ *   released -> refunded | paid (a checkout charge that succeeded after the human cancelled it)
  *
  * `consumed`, `failed`, `refunded`, `released` are terminal: the reference cannot be spent again.
  * Key: `["commerce_payment", sellerId, reference]`.

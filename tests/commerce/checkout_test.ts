@@ -12,20 +12,24 @@ const submitForm = async (
   w: Awaited<ReturnType<typeof createCommerceWorld>>,
   url: string,
   fields: Record<string, string>,
-) => {
+) => (await openTab(w, url))(fields);
+
+/** A checkout page the human opened (its form's CSRF field and cookie), to submit later. */
+const openTab = async (w: Awaited<ReturnType<typeof createCommerceWorld>>, url: string) => {
   const page = await w.app.request(url, { headers: { host: w.host } });
   const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? "";
   const cookie = page.headers.get("set-cookie")?.split(";")[0] ?? "";
-  return w.app.request(url, {
-    method: "POST",
-    headers: {
-      host: w.host,
-      cookie,
-      origin: `http://${w.host}`,
-      "content-type": "application/x-www-form-urlencoded",
-    },
-    body: new URLSearchParams({ csrf, ...fields }).toString(),
-  });
+  return (fields: Record<string, string>) =>
+    w.app.request(url, {
+      method: "POST",
+      headers: {
+        host: w.host,
+        cookie,
+        origin: `http://${w.host}`,
+        "content-type": "application/x-www-form-urlencoded",
+      },
+      body: new URLSearchParams({ csrf, ...fields }).toString(),
+    });
 };
 
 /** The value of an element's attribute in server-rendered HTML. */
@@ -275,4 +279,74 @@ Deno.test("checkout lane: hosted checkouts opened from one address are bounded (
   const later = await open();
   assert.equal(later.status, 402);
   await later.body?.cancel();
+});
+
+/** Holds the sandbox processor's card charges until the test lets them go (a processor slow but not dead). */
+function gateCharges(processor: SandboxProcessor): { release(): void; started: Promise<void> } {
+  const charge = processor.charge.bind(processor);
+  let release!: () => void, started!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  const began = new Promise<void>((r) => started = r);
+  processor.charge = async (input) => {
+    started();
+    await gate;
+    return await charge(input);
+  };
+  return { release, started: began };
+}
+
+Deno.test("checkout lane: a charge that succeeds after the human cancelled a stale checkout is refunded, never kept as released", async () => {
+  await using w = await createCommerceWorld();
+  const processor = w.deps.commerce.processor as SandboxProcessor;
+  const { token } = await w.agents.issue();
+  const body = { amountUsd: "2.000000", checkout: true };
+  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token });
+  const { card } = await first.json();
+  const url: string = card.checkout.url;
+  // The human has the page open in a second tab too.
+  const secondTab = await openTab(w, url);
+  const gate = gateCharges(processor);
+  const paying = submitForm(w, url, { token: SANDBOX_TOKENS.card.success, action: "pay" });
+  await gate.started;
+  // The charge hangs past the grace period; the human gives up and cancels in the other tab.
+  w.clock.advance(31_000);
+  const cancelled = await (await secondTab({ action: "cancel" })).text();
+  assert.equal(attr(cancelled, "state", "data-state"), "released");
+  gate.release();
+  const late = await (await paying).text();
+
+  assert.equal(processor.ledger.length, 1, "the card was charged once");
+  assert.deepEqual(processor.refunds.map((r) => [r.amountMicros, r.reason]), [[2_000_000, "checkout_cancelled"]]);
+  assert.equal(attr(late, "state", "data-state"), "refunded");
+  const status = await (await w.app.request(card.statusUrl, { headers: { host: w.host } })).json();
+  assert.equal(status.status, "refunded");
+});
+
+Deno.test("checkout lane: a late charge after a cancel stands as paid where the processor cannot refund, so the agent can redeem it", async () => {
+  await using w = await createCommerceWorld();
+  const processor = w.deps.commerce.processor as SandboxProcessor;
+  // A processor without refunds (the interface makes them optional).
+  Object.defineProperty(processor, "refund", { value: undefined });
+  const { token } = await w.agents.issue();
+  const body = { amountUsd: "2.000000", checkout: true };
+  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token });
+  const ch = challengesOf(first)[0]!;
+  const { url } = (await first.json()).card.checkout;
+  const secondTab = await openTab(w, url);
+  const gate = gateCharges(processor);
+  const paying = submitForm(w, url, { token: SANDBOX_TOKENS.card.success, action: "pay" });
+  await gate.started;
+  w.clock.advance(31_000);
+  await (await secondTab({ action: "cancel" })).body?.cancel();
+  gate.release();
+  assert.equal(attr(await (await paying).text(), "state", "data-state"), "paid");
+
+  const redeemed = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson(body, {
+      authorization: paymentAuthorization(ch, { checkout: true }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    }),
+  });
+  assert.equal(redeemed.status, 200, "the card was charged: the credit must be redeemable");
+  assert.equal((await redeemed.json()).entitlement.remainingUsd, "2.000000");
 });
