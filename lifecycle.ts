@@ -46,28 +46,43 @@ export class Lifecycle {
   readonly #parts: LifecycleParts;
   readonly #running = { links: false, indexes: false, poller: false, retention: false, events: false, visits: false };
   #stopping: Promise<void> | null = null;
+  /** Settles when every start called so far has (resolved or failed). */
+  #starts: Promise<unknown> = Promise.resolve();
   #disposing: Promise<void> | null = null;
 
   constructor(parts: LifecycleParts) {
     this.#parts = parts;
   }
 
-  /** Starts what `options` asks for and is not running yet: a later call may bring up more. */
-  async start(options: StartOptions = {}): Promise<void> {
+  /**
+   * Starts what `options` asks for and is not running yet: a later call may bring up more. Once a
+   * stop is asked for it starts nothing more, and the stop waits for it to settle.
+   */
+  start(options: StartOptions = {}): Promise<void> {
+    const run = this.#start(options);
+    this.#starts = Promise.all([this.#starts, run.catch(() => {})]);
+    return run;
+  }
+
+  async #start(options: StartOptions): Promise<void> {
     const p = this.#parts;
+    // Checked after each step that awaits: a signal may arrive during any of them.
+    const stopAsked = () => this.#stopping !== null;
+    if (stopAsked()) return;
     if (!this.#running.links) {
       await p.links.init();
       this.#running.links = true;
     }
-    if (options.indexes && !this.#running.indexes) {
+    if (options.indexes && !this.#running.indexes && !stopAsked()) {
       // Word vectors and every data model's index are loaded before the first request.
       await p.search.start();
       // Articles imported by `admin articles import` or another process reach this one's indexes.
       p.search.watch();
       this.#running.indexes = true;
     }
+    if (stopAsked()) return;
     await options.beforeBackground?.();
-    if (!options.background || this.#running.retention) return;
+    if (!options.background || this.#running.retention || stopAsked()) return;
     // Feeds and sitemaps: every process polls, KV leases give each source to one process at a time.
     if (p.config.sources.poller) {
       p.poller.start();
@@ -77,17 +92,25 @@ export class Lifecycle {
     this.#running.retention = true;
     // Replays the event write-ahead log into Parquet before serving, then flushes on a timer.
     if (p.config.eventsFlusher) {
-      await p.events.start();
+      // Marked before the replay: a stop waiting on this start (or after a failed replay) then
+      // releases the flusher lease the replay took, rather than leaving it to lapse.
       this.#running.events = true;
+      await p.events.start();
+      if (stopAsked()) return;
       // Closed days' visit figures, built by the process that writes the event files.
       p.analyticsVisits.start(VISIT_FIGURES_INTERVAL_MS);
       this.#running.visits = true;
     }
   }
 
-  /** Ends the background work in the reverse order of its start; every acknowledged event reaches Parquet. */
+  /**
+   * Ends the background work in the reverse order of its start; every acknowledged event reaches
+   * Parquet. A start under way (a signal during start-up) is let finish its step first, so what it
+   * took (the event flusher's lease, timers) is known here and released, not left to lapse.
+   */
   stop(): Promise<void> {
     return this.#stopping ??= (async () => {
+      await this.#starts;
       const p = this.#parts;
       if (this.#running.poller) await p.poller.stop();
       if (this.#running.retention) await p.retention.stop();

@@ -10,7 +10,7 @@ import { adminUsage, AdminUsageError, runAdmin } from "./cli/commands.ts";
 import { systemClock } from "./core/clock.ts";
 import { type Config, ConfigError, parseConfig } from "./core/config.ts";
 import { buildDeps, type Deps } from "./composition.ts";
-import { createLogger, describeError, type Logger } from "./core/log.ts";
+import { createLogger, describeError } from "./core/log.ts";
 import { LineBuffer } from "./core/log_buffer.ts";
 import { seedAnswerDemo } from "./fixtures/answer_demo.ts";
 import { seedCommerceDemo } from "./fixtures/commerce_demo.ts";
@@ -80,45 +80,21 @@ async function serve(parsed: Config, env: Record<string, string>): Promise<void>
     log,
   });
   let config: Config;
-  let deps: Deps;
-  try {
-    config = parsed.port === 0 && env.BASE_URL === undefined
-      ? parseConfig({ ...env, PORT: String(server.port) })
-      : parsed;
-    deps = await startService(config, log);
-  } catch (err) {
-    await server.shutdown(1_000);
-    throw err;
-  }
-  ready = createApp(deps).fetch;
-  deps.log.info("listening", { url: server.url, base_url: config.baseUrl });
-  // The publisher demo site on its own origin: the seeded widget embedded as a publisher would.
+  let opening: Promise<Deps | null> = Promise.resolve(null);
   let demoSite: Deno.HttpServer | null = null;
-  if (config.demoSeed && config.demoSiteUrl) {
-    const { ids } = await seedDemo(deps);
-    demoSite = startDemoSite(
-      config.demoSiteUrl,
-      { serviceUrl: config.baseUrl, widgetId: ids.widgetId },
-      (message) => deps.log.warn("demo site", { message }),
-    );
-    if (demoSite) deps.log.info("demo site", { url: config.demoSiteUrl, widget: ids.widgetId });
-  }
-  deps.log.info("storefront", {
-    agent_auth_url: config.agentAuthUrl,
-    default_seller: config.storefront.defaultSellerId,
-    mailer: deps.mailer.kind,
-    ...(deps.mailer.kind === "outbox" ? { outbox: `${config.agentAuthUrl}/dev/outbox (operator key)` } : {}),
-  });
-
-  // One shutdown, however many signals arrive. `server.finished` resolves as soon as the server
-  // stops listening, so serve() also waits for the rest of the shutdown (the final event flush)
-  // before main() exits the process.
+  // One shutdown, however many signals arrive, heard from before start-up: a signal while the
+  // service starts lets the step under way finish (Lifecycle.stop), then releases what the start
+  // took (the event flusher's lease, timers) instead of leaving it to lapse. `server.finished`
+  // resolves as soon as the server stops listening, so serve() also waits for the rest of the
+  // shutdown (the final event flush) before main() exits the process.
   let stopping: Promise<void> | null = null;
   const stop = (signal: string) =>
     stopping ??= (async () => {
-      deps.log.info("shutting down", { signal });
-      const ended = await server.shutdown(config.shutdownTimeoutS * 1000);
+      log.info("shutting down", { signal });
+      const ended = await server.shutdown(parsed.shutdownTimeoutS * 1000);
       await demoSite?.shutdown();
+      const deps = await opening.catch(() => null);
+      if (!deps) return;
       await deps.stop();
       if (ended.outcome === "timed_out" && ended.running > 0) {
         // Closing KV or DuckDB under a running handler fails it mid-write: leave them to the exit.
@@ -131,14 +107,45 @@ async function serve(parsed: Config, env: Record<string, string>): Promise<void>
     })();
   Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
   Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
+  let deps: Deps;
+  try {
+    config = parsed.port === 0 && env.BASE_URL === undefined
+      ? parseConfig({ ...env, PORT: String(server.port) })
+      : parsed;
+    opening = openDeps(config, log);
+    deps = (await opening)!;
+    await startService(deps, config);
+  } catch (err) {
+    await server.shutdown(1_000);
+    throw err;
+  }
+  if (!stopping) {
+    ready = createApp(deps).fetch;
+    deps.log.info("listening", { url: server.url, base_url: config.baseUrl });
+    // The publisher demo site on its own origin: the seeded widget embedded as a publisher would.
+    if (config.demoSeed && config.demoSiteUrl) {
+      const { ids } = await seedDemo(deps);
+      demoSite = startDemoSite(
+        config.demoSiteUrl,
+        { serviceUrl: config.baseUrl, widgetId: ids.widgetId },
+        (message) => deps.log.warn("demo site", { message }),
+      );
+      if (demoSite) deps.log.info("demo site", { url: config.demoSiteUrl, widget: ids.widgetId });
+    }
+    deps.log.info("storefront", {
+      agent_auth_url: config.agentAuthUrl,
+      default_seller: config.storefront.defaultSellerId,
+      mailer: deps.mailer.kind,
+      ...(deps.mailer.kind === "outbox" ? { outbox: `${config.agentAuthUrl}/dev/outbox (operator key)` } : {}),
+    });
+  }
   await server.finished;
   if (stopping) await stopping;
   logLines.close();
 }
 
-/** Opens the stores, loads the indexes, seeds the demo if asked and starts the background work. */
-async function startService(config: Config, log: Logger): Promise<Deps> {
-  const deps = await openDeps(config, log);
+/** Loads the indexes, seeds the demo if asked and starts the background work (a stop meanwhile ends it). */
+async function startService(deps: Deps, config: Config): Promise<void> {
   await deps.start({
     indexes: true,
     background: true,
@@ -146,7 +153,6 @@ async function startService(config: Config, log: Logger): Promise<Deps> {
       if (config.demoSeed) await seedDemoOnce(deps, config);
     },
   });
-  return deps;
 }
 
 /** Seeds the demo on an empty store and shows its keys once. */

@@ -353,7 +353,8 @@ export const adminCommands: Record<string, AdminCommand> = {
     options: { "data-model": { type: "string" } },
     async run(deps, v) {
       const dmId = need(v, "data-model");
-      return { dataModelId: dmId, articles: await deps.search.count(dmId) };
+      // What the service serves: articles past the retention are out before the sweep deletes them.
+      return { dataModelId: dmId, articles: await deps.search.countServed(dmId) };
     },
   },
   "source add": {

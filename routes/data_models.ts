@@ -147,7 +147,7 @@ const articleRoute = createRoute({
  * authenticated bulk ingest for the owning tenant; sources and retention come from routes/sources.ts.
  */
 export function createDataModelRoutes(
-  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log" | "sources" | "searchLimiter">,
+  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log" | "sources" | "searchLimiter" | "clock">,
 ) {
   const app = familyApp<DataModelEnv>("message", deps.log);
   app.use("*", apiKeyAuth(deps.apiKeys));
@@ -171,7 +171,7 @@ export function createDataModelRoutes(
   app.openapi(articleRoute, async (c) => {
     const { url, max_characters: max } = c.req.valid("query");
     // The owning tenant always reads its own full text (the licence binds other callers).
-    return c.json(await articleWithText(deps.search, c.get("dataModel"), url, max), 200);
+    return c.json(await articleWithText(deps.search, c.get("dataModel"), url, { clock: deps.clock, max }), 200);
   });
   app.route("/", createSourceRoutes(deps));
   return app;

@@ -42,8 +42,10 @@ export interface ArticleService {
   ingest(dataModel: DataModel, items: unknown[]): Promise<IngestReport>;
   /** Loads the embedding provider and builds every data model's index from KV. */
   start(): Promise<void>;
-  /** Articles in the index of a data model (loads it when needed). */
+  /** Articles in the index of a data model (loads it when needed), those past retention included until the sweep. */
   count(dataModelId: string): Promise<number>;
+  /** Articles a data model serves now: those in its index within its retention (see {@link liveSince}). */
+  countServed(dataModelId: string): Promise<number>;
   /** The stored article of a URL (canonical form), or null. */
   articleByUrl(dataModelId: string, url: string): Promise<Article | null>;
   /** The most used categories of a data model's live articles, most used first. */
@@ -163,6 +165,17 @@ export class SearchEngine implements Search {
 
   async count(dataModelId: string): Promise<number> {
     return (await this.registry.index(dataModelId)).liveCount;
+  }
+
+  async countServed(dataModelId: string): Promise<number> {
+    const index = await this.registry.index(dataModelId);
+    const dataModel = await this.#options.dataModels?.get(dataModelId);
+    const since = dataModel ? liveSince(dataModel, this.#options.clock) : undefined;
+    if (since === undefined) return index.liveCount;
+    // The rankings' rule (removed slots have a publication time of -Infinity, never counted).
+    let served = 0;
+    for (let s = 0; s < index.size; s++) if (index.pubdates[s]! >= since) served++;
+    return served;
   }
 
   async topCategories(dataModelId: string, limit = 20): Promise<CategoryCount[]> {

@@ -145,7 +145,10 @@ export class TenantAccess implements McpAccess {
   async getArticle(args: GetArticleArgs): Promise<ArticleText> {
     const dm = await this.deps.repos.dataModels.getForTenant(this.tenantId, args.data_model_id);
     if (!dm) throw dataModelNotFound();
-    return await articleWithText(this.deps.search, dm, args.url, args.max_characters);
+    return await articleWithText(this.deps.search, dm, args.url, {
+      clock: this.deps.clock,
+      max: args.max_characters,
+    });
   }
 
   async ask(args: AskArgs): Promise<AskOutcome> {

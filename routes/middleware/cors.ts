@@ -14,10 +14,14 @@ export const AGENT_CORS_ALLOW_HEADERS = [
 export const AGENT_CORS_EXPOSE_HEADERS = ["Mcp-Session-Id", "WWW-Authenticate", "MCP-Protocol-Version"];
 
 /**
- * CORS for what browser-hosted agents call: `/mcp`, `/oauth2/*` (token, registration) and the
- * well-known documents. Any origin, no credentials mode: these routes take bearer tokens in
- * `Authorization` and never read cookies, so a page on another origin gains nothing a script
- * without the token could not do.
+ * CORS for what browser-hosted agents call: `/mcp`, `/oauth2/*` (token, registration, and the
+ * consent page with them) and the well-known documents. Any origin, never credentials mode: a
+ * script on another origin sends no cookies, keeps none it is sent, and reads no credentialed
+ * response, so it gains nothing a script without the bearer token could not do. The API routes
+ * take bearer tokens in `Authorization` and read no cookies. The consent page
+ * (`/oauth2/authorize`) does read one, its own CSRF cookie (`oauth_csrf`, SameSite=Strict): a
+ * cross-origin script's POST arrives without it and with a foreign Origin, and is refused
+ * (routes/middleware/form_csrf.ts); what its GET can read is the form anyone may fetch.
  */
 export function agentCors(): MiddlewareHandler {
   return cors({

@@ -6,6 +6,7 @@
  * memory, cheaper to send than a limiter's KV write, and a CDN may cache them.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { createHash } from "node:crypto";
 import type { Context } from "hono";
 import type { Deps } from "../../composition.ts";
 import { notFound } from "../../core/errors.ts";
@@ -18,17 +19,29 @@ import widgetJs from "../../widget/dist/widget.js" with { type: "text" };
 const JS = "text/javascript; charset=UTF-8";
 /** The loader's URL never changes, so browsers keep it briefly and then revalidate (ETag). */
 export const LOADER_CACHE = "public, max-age=300, stale-while-revalidate=3600";
-/** Where the loader finds the widget script (its placeholder in widget/src/loader.ts). */
+/** Where the loader finds the widget script and its integrity (their placeholders in widget/src/loader.ts). */
 const WIDGET_PATH_PLACEHOLDER = "__ASK_AI_WIDGET_PATH__";
+const WIDGET_INTEGRITY_PLACEHOLDER = "__ASK_AI_WIDGET_INTEGRITY__";
 
-/** The widget script, then the loader pointing at the widget script's hashed URL. */
-export function widgetAssets(): { loader: LoadedAsset; widget: LoadedAsset; widgetPath: string } {
+/** The Subresource Integrity value (`sha384-...`) of `bytes`, as a browser checks a script's body. */
+export function subresourceIntegrity(bytes: Uint8Array): string {
+  return `sha384-${createHash("sha384").update(bytes).digest("base64")}`;
+}
+
+/**
+ * The widget script, then the loader pointing at the widget script's hashed URL with the integrity
+ * of the very bytes served there (gzip is only their transfer encoding: browsers check the body).
+ */
+export function widgetAssets(): { loader: LoadedAsset; widget: LoadedAsset; widgetPath: string; integrity: string } {
   const widget = new AssetStore({ w: { text: widgetJs, type: JS } }).get("w")!;
   const widgetPath = `/widget/v1/assets/widget.${widget.hash}.js`;
-  if (!loaderJs.includes(WIDGET_PATH_PLACEHOLDER)) throw new Error("widget/dist/loader.js has no widget path slot");
-  const loader = new AssetStore({ l: { text: loaderJs.replace(WIDGET_PATH_PLACEHOLDER, widgetPath), type: JS } })
-    .get("l")!;
-  return { loader, widget, widgetPath };
+  const integrity = subresourceIntegrity(widget.bytes);
+  for (const slot of [WIDGET_PATH_PLACEHOLDER, WIDGET_INTEGRITY_PLACEHOLDER]) {
+    if (!loaderJs.includes(slot)) throw new Error(`widget/dist/loader.js has no ${slot} slot`);
+  }
+  const text = loaderJs.replace(WIDGET_PATH_PLACEHOLDER, widgetPath).replace(WIDGET_INTEGRITY_PLACEHOLDER, integrity);
+  const loader = new AssetStore({ l: { text, type: JS } }).get("l")!;
+  return { loader, widget, widgetPath, integrity };
 }
 
 const loaderRoute = createRoute({
@@ -64,8 +77,10 @@ function send(c: Context<AppEnv>, asset: LoadedAsset, cacheControl: string): Res
     "cache-control": cacheControl,
     vary: "Accept-Encoding",
     "x-content-type-options": "nosniff",
-    // Loaded by publisher pages on other origins.
+    // Loaded by publisher pages on other origins: the widget script in CORS mode, so that the
+    // browser may check its integrity (constant public bytes, never credentials).
     "cross-origin-resource-policy": "cross-origin",
+    "access-control-allow-origin": "*",
   };
   if (matchesEtag(c.req.header("if-none-match"), asset.etag)) return c.body(null, 304, common);
   const gzip = acceptsGzip(c.req.header("accept-encoding"));

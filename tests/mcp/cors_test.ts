@@ -1,6 +1,6 @@
 /**
  * CORS for browser-hosted MCP clients (MCP spec, authorization and Streamable HTTP): preflights of
- * /mcp, /oauth2/token, /oauth2/register and the well-known documents are answered for any origin,
+ * /mcp, /oauth2/token, /oauth2/register, the consent page and the well-known documents are answered for any origin,
  * the headers the client sends are allowed, Mcp-Session-Id and WWW-Authenticate are exposed, and
  * no credentials mode is offered. Errors carry the headers too (a 401 must be readable).
  */
@@ -16,6 +16,8 @@ Deno.test("CORS preflights of /mcp, /oauth2/* and the well-known documents", asy
     "/mcp",
     "/oauth2/token",
     "/oauth2/register",
+    // The consent page reads its CSRF cookie: never credentials mode here either (routes/middleware/cors.ts).
+    "/oauth2/authorize",
     "/.well-known/oauth-protected-resource/mcp",
     "/.well-known/oauth-protected-resource",
     "/.well-known/oauth-authorization-server",

@@ -147,6 +147,10 @@ export class FixedArticlesSearchService implements Search {
     return Promise.resolve(this.articles.length);
   }
 
+  countServed(dataModelId: string): Promise<number> {
+    return this.count(dataModelId);
+  }
+
   articleByUrl(_dataModelId: string, _url: string): Promise<null> {
     return Promise.resolve(null);
   }

@@ -34,6 +34,8 @@ export interface WidgetWorld extends AsyncDisposable {
   refuseNextEvents(res: () => Response): void;
   /** Events of the batches refused by {@link refuseNextEvents}. */
   refused: Record<string, unknown>[];
+  /** While on, the widget script (`/widget/v1/assets/...`) is served with a line added to its built bytes. */
+  tamperWidgetScript(on: boolean): void;
   /** Waits (polling the logs above, not the clock) until `ok()` holds. */
   until(what: string, ok: () => boolean, timeoutMs?: number): Promise<void>;
   /** GET an analytics endpoint for the world's day, bypassing the cache. */
@@ -50,6 +52,7 @@ export async function widgetWorld(): Promise<WidgetWorld> {
   const events: Record<string, unknown>[] = [];
   const refused: Record<string, unknown>[] = [];
   let refuseNext: (() => Response) | null = null;
+  let tamper = false;
   svc.setHandler(async (req, info) => {
     const url = new URL(req.url);
     const isEvents = req.method === "POST" && url.pathname === "/v1/events";
@@ -63,6 +66,15 @@ export async function widgetWorld(): Promise<WidgetWorld> {
       res.headers.set("access-control-allow-credentials", "true");
       res.headers.set("access-control-expose-headers", "Retry-After");
       refused.push(...(JSON.parse(copy).events as Record<string, unknown>[]));
+    } else if (tamper && url.pathname.startsWith("/widget/v1/assets/")) {
+      // A copy changed on the way (a compromised CDN or cache): valid script, other bytes.
+      const headers = new Headers(req.headers);
+      headers.delete("accept-encoding");
+      headers.delete("if-none-match");
+      const built = await w.app.fetch(new Request(req.url, { headers }), info);
+      const out = new Headers(built.headers);
+      out.delete("content-length");
+      res = new Response(`${await built.text()}\n/* changed */\n`, { status: built.status, headers: out });
     } else res = await w.app.fetch(req, info);
     seen.push({ method: req.method, path: url.pathname, status: res.status, origin: req.headers.get("origin") });
     if (isEvents && res.status === 202) events.push(...(JSON.parse(copy).events as Record<string, unknown>[]));
@@ -89,6 +101,9 @@ export async function widgetWorld(): Promise<WidgetWorld> {
     refused,
     refuseNextEvents(r) {
       refuseNext = r;
+    },
+    tamperWidgetScript(on) {
+      tamper = on;
     },
     async until(what, ok, timeoutMs = 15_000) {
       const end = performance.now() + timeoutMs;

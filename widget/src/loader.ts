@@ -7,6 +7,8 @@
 
 /** Replaced when served with the path of the current hashed widget script (routes/widget/assets.ts). */
 const WIDGET_PATH = "__ASK_AI_WIDGET_PATH__";
+/** Replaced when served with the SHA-384 Subresource Integrity of that script's exact bytes. */
+const WIDGET_INTEGRITY = "__ASK_AI_WIDGET_INTEGRITY__";
 
 /** Attributes passed from the script tag to the element (each also as `data-...`). */
 const PASSED = [
@@ -58,6 +60,10 @@ const PASSED = [
     if (!customElements.get("ask-ai-widget") && !document.querySelector("script[data-ask-ai-widget]")) {
       const s = document.createElement("script");
       s.src = new URL(WIDGET_PATH, script.src).href;
+      // The browser runs the script only if its bytes are the ones built with this loader (a
+      // tampered copy or cache is refused); integrity on another origin needs a CORS fetch.
+      s.integrity = WIDGET_INTEGRITY;
+      s.crossOrigin = "anonymous";
       s.async = true;
       s.setAttribute("data-ask-ai-widget", "");
       document.head.append(s);

@@ -17,6 +17,15 @@ export function liveSince(dm: Pick<DataModel, "maxAgeDays">, clock: Clock): numb
   return Math.floor(clock.now().getTime() / 1000) - dm.maxAgeDays * 86_400;
 }
 
+/**
+ * Whether a data model serves an article published at `pubdateUnix` now: the rule every ranking
+ * applies ({@link liveSince}), for reads by URL and counts that do not go through a ranking.
+ */
+export function isLive(dm: Pick<DataModel, "maxAgeDays">, pubdateUnix: number, clock: Clock): boolean {
+  const since = liveSince(dm, clock);
+  return since === undefined || pubdateUnix >= since;
+}
+
 /** What one sweep did to a data model. */
 export interface SweepOutcome {
   dataModelId: string;

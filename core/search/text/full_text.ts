@@ -4,7 +4,9 @@
  * check the licence ({@link mayReadFullText}).
  */
 import { searchErrors } from "../errors.ts";
+import type { Clock } from "../../clock.ts";
 import type { DataModel } from "../../store/mod.ts";
+import { isLive } from "../store/retention.ts";
 import { type Article, canonicalUrl } from "../store/articles.ts";
 import type { SearchContext } from "../types.ts";
 import { clipMarkdown, textToMarkdown } from "../../text/mod.ts";
@@ -44,14 +46,15 @@ export function fullText(article: BodyText | null | undefined, summary: string, 
 export const articleNotFound = () => searchErrors.article_not_found();
 
 /**
- * The article at `url` with its text cut to `max` characters.
- * @throws {AppError} 404 when the URL is unreadable or holds no article
+ * The article at `url` with its text cut to `max` characters. An article past the data model's
+ * retention is not found, as it is in every ranking, though the sweep has not deleted it yet.
+ * @throws {AppError} 404 when the URL is unreadable or holds no article the data model serves
  */
 export async function articleWithText(
   search: { articleByUrl(dataModelId: string, url: string): Promise<Article | null> },
   dm: DataModel,
   url: string,
-  max = MAX_TEXT_CHARACTERS,
+  { clock, max = MAX_TEXT_CHARACTERS }: { clock: Clock; max?: number },
 ): Promise<ArticleText> {
   let canonical: string;
   try {
@@ -60,7 +63,7 @@ export async function articleWithText(
     throw articleNotFound();
   }
   const a = await search.articleByUrl(dm.id, canonical);
-  if (!a) throw articleNotFound();
+  if (!a || !isLive(dm, a.pubdateUnix, clock)) throw articleNotFound();
   return {
     id: a.id,
     url: a.url,
