@@ -6,8 +6,9 @@
  * through `sudo -n`; where that cannot be done it fails with one line naming what to install.
  * The run itself is `deno test --no-check --parallel` (type-checking is `deno task check`, once), one
  * more file at a time than there are cores (`testJobs()`). The whole suite (no arguments) runs as
- * that many `deno test` processes over groups of files of about equal time (`tools/test_groups.ts`);
- * with arguments (paths, `--filter`, a reporter) it is one `deno test`.
+ * that many `deno test` processes over groups of files of about equal time (`tools/test_groups.ts`),
+ * each group's files in one isolate (`TEST_ISOLATION=file`: an isolate per file); with arguments
+ * (paths, `--filter`, a reporter) it is one `deno test`, an isolate per file.
  *
  * @example
  * deno task test                                   # the whole suite
@@ -15,7 +16,7 @@
  * deno task test tests/search/ --filter trending   # deno test flags pass through
  */
 
-import { fileSeconds, groupsByTime, runGroups } from "./test_groups.ts";
+import { fileSeconds, groupsByTime, runGroups, writeGroupEntries } from "./test_groups.ts";
 
 /** A program the suite runs, and the Debian package that provides it. */
 export interface Need {
@@ -206,7 +207,21 @@ if (import.meta.main) {
     }).spawn();
     Deno.exit((await child.status).code);
   }
-  // The whole suite: one deno test per group of files of about equal time (tools/test_groups.ts).
+  // The whole suite: one deno test per group of files of about equal time, each group's files in
+  // one isolate unless TEST_ISOLATION=file (tools/test_groups.ts).
   const groups = groupsByTime(await suiteFiles(), Number(testJobs()), await fileSeconds());
-  Deno.exit(await runGroups(groups, (files) => denoTestArgs([], files), { env: { DENO_JOBS: "1" } }));
+  const env = { DENO_JOBS: "1" };
+  if (Deno.env.get("TEST_ISOLATION") === "file") {
+    Deno.exit(await runGroups(groups, (files) => denoTestArgs([], files), { env }));
+  }
+  const dir = await Deno.makeTempDir({ prefix: "test-groups-" });
+  let code = 1;
+  try {
+    const entries = await writeGroupEntries(groups, dir);
+    const entryOf = new Map(groups.map((files, i) => [files, entries[i]!]));
+    code = await runGroups(groups, (files) => denoTestArgs([], [entryOf.get(files)!]), { env });
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+  Deno.exit(code);
 }

@@ -13,9 +13,11 @@ import {
   fileSeconds,
   formatElapsed,
   formatSummary,
+  groupEntry,
   groupsByTime,
   parseSummary,
   runGroups,
+  writeGroupEntries,
 } from "../../tools/test_groups.ts";
 
 /** A temp folder holding an executable named `name` and a non-executable `plain`. */
@@ -174,6 +176,53 @@ Deno.test("tools/test_groups.ts runGroups(): one deno test per group at once, on
     assert.notEqual(code, 0);
     assert.match(lines.at(-1)!, /^FAILED \| 1 passed \| 1 failed /);
     assert.ok(errors.some((l) => /ended without a summary/.test(l)), "says which group gave no summary");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("tools/test_groups.ts groupEntry(): one import a file, as file URLs in the group's order", () => {
+  assert.equal(
+    groupEntry(["tests/b_test.ts", "/abs/a test.ts", "tests/../x_test.ts"], "/repo"),
+    'import "file:///repo/tests/b_test.ts";\n' +
+      'import "file:///abs/a%20test.ts";\n' +
+      'import "file:///repo/x_test.ts";\n',
+  );
+  assert.equal(groupEntry(["a_test.ts"], "/repo/"), 'import "file:///repo/a_test.ts";\n');
+});
+
+Deno.test("tools/test_groups.ts writeGroupEntries(): a group's files run in one isolate, a module they share loads once", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "svc-entries-" });
+  try {
+    // shared.ts counts its loads, each test file counts itself: in one isolate b sees both files and one load.
+    await Deno.writeTextFile(
+      `${dir}/shared.ts`,
+      `export const g = globalThis as { loads?: number; files?: number }; g.loads = (g.loads ?? 0) + 1;`,
+    );
+    for (const name of ["a", "b"]) {
+      await Deno.writeTextFile(
+        `${dir}/${name}_test.ts`,
+        `import { g } from "./shared.ts";\ng.files = (g.files ?? 0) + 1;\n` +
+          `Deno.test("${name} shares its isolate", () => { if (g.files !== 2 || g.loads !== 1) throw new Error("files " + g.files + ", loads " + g.loads); });`,
+      );
+    }
+    const groups = [[`${dir}/a_test.ts`, `${dir}/b_test.ts`]];
+    const [entry] = await writeGroupEntries(groups, dir);
+    assert.equal(entry, `${dir}/group-1-of-1.ts`);
+    const lines: string[] = [];
+    const code = await runGroups(groups, () => ["test", "--no-check", entry!], {
+      env: { NO_COLOR: "1" },
+      write: (line) => lines.push(line),
+      writeError: () => {},
+    });
+    assert.equal(code, 0, lines.join("\n"));
+    assert.match(lines.at(-1)!, /^ok \| 2 passed \| 0 failed /);
+    assert.ok(lines.some((l) => l.includes("a shares its isolate")) && lines.some((l) => l.includes("b shares")));
+    // The same files an isolate each (TEST_ISOLATION=file): each sees itself alone.
+    assert.notEqual(
+      await runGroups(groups, (files) => ["test", "--no-check", ...files], { writeError: () => {}, write: () => {} }),
+      0,
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
