@@ -19,6 +19,7 @@ import {
   runGroups,
   writeGroupEntries,
 } from "../../tools/test_groups.ts";
+import { fileTimesFromJunit } from "../../tools/test_times.ts";
 
 /** A temp folder holding an executable named `name` and a non-executable `plain`. */
 async function binDir(name: string): Promise<string> {
@@ -226,6 +227,24 @@ Deno.test("tools/test_groups.ts writeGroupEntries(): a group's files run in one 
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("tools/test_times.ts fileTimesFromJunit(): a file's time is the sum of its tests' times", () => {
+  const xml = `<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="deno test" tests="3" failures="0" errors="0" time="1.5">
+    <testsuite name="./tests/a_test.ts" tests="2" disabled="0" errors="0" failures="0">
+        <testcase name="one" classname="./tests/a_test.ts" time="0.25" line="3" col="6">
+        </testcase>
+        <testcase name="two" classname="./tests/a_test.ts" time="1.000" line="9" col="6">
+            <properties><property name="step[passed]" value="inner"/></properties>
+        </testcase>
+    </testsuite>
+    <testsuite name="./tests/b_test.ts" tests="1" disabled="0" errors="0" failures="0">
+        <testcase name="three" classname="./tests/b_test.ts" time="0.004" line="1" col="6">
+        </testcase>
+    </testsuite>
+</testsuites>`;
+  assert.deepEqual(fileTimesFromJunit(xml), { "tests/a_test.ts": 1.25, "tests/b_test.ts": 0.004 });
 });
 
 Deno.test("tools/test.ts testJobs(): one more file at a time than cores, unless DENO_JOBS says a count", () => {
