@@ -136,12 +136,22 @@ export class CheckoutLane {
     };
   }
 
-  /** The checkout a human opens, or null for an unknown reference. */
+  /**
+   * The checkout a human opens, or null for an unknown reference. `retryable`: a charge has been
+   * processing past the grace period (its process may have died), so the page offers paying again
+   * or cancelling, as {@link complete} accepts.
+   */
   async find(seller: Seller, reference: string) {
     const e = await this.o.payments.get(seller.sellerId, reference);
     if (!e.value || e.value.terms.checkout !== true) return null;
     const plan = await this.o.catalog.getPlan(seller.sellerId, e.value.terms.planId);
-    return { record: e.value, state: effectiveState(e.value, this.o.clock), plan };
+    const state = effectiveState(e.value, this.o.clock);
+    return { record: e.value, state, plan, retryable: this.#staleProcessing(e.value, state) };
+  }
+
+  /** A charge in flight for longer than the grace period: its submit may be made again. */
+  #staleProcessing(record: PaymentRecord, state: PaymentState): boolean {
+    return state === "processing" && this.o.clock.now().getTime() - Date.parse(record.updatedAt) > STALE_PROCESSING_MS;
   }
 
   /**
@@ -160,8 +170,7 @@ export class CheckoutLane {
     const entry = e as Deno.KvEntry<PaymentRecord>;
     const state = effectiveState(entry.value, clock);
     // A submit abandoned mid-charge by a dead process may be submitted again after the grace period.
-    const stale = state === "processing" &&
-      clock.now().getTime() - Date.parse(entry.value.updatedAt) > STALE_PROCESSING_MS;
+    const stale = this.#staleProcessing(entry.value, state);
     if (state !== "open" && !stale) return { state, settlementReason: entry.value.settlementReason };
     if (action === "cancel") {
       await payments.move(entry, { state: "released" });

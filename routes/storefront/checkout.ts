@@ -79,6 +79,7 @@ export function createCheckoutRoutes(
       sandbox: processor.name === "sandbox",
       csrf: checkoutCsrf.issue(c),
       message,
+      retryable: found.retryable,
     });
     return c.html(page, status as 200, CHECKOUT_HEADERS);
   };

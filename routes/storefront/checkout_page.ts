@@ -70,7 +70,7 @@ export function checkoutPage(
   record: PaymentRecord,
   state: PaymentState,
   plan: Plan | null,
-  opts: { sandbox: boolean; csrf: string; message?: string },
+  opts: { sandbox: boolean; csrf: string; message?: string; retryable?: boolean },
 ): Html {
   const amount = displayUsd(record.amountMicros);
   const what = `${plan?.name ?? record.terms.planId} (${record.terms.action})`;
@@ -79,7 +79,10 @@ export function checkoutPage(
     <p>${what}: <strong id="amount">${amount}</strong></p>
   `;
   const note = opts.message ? html`<p id="message" role="alert">${opts.message}</p>` : "";
-  if (state !== "open") {
+  // A charge stuck past the grace period may be paid again (the processor charges a reference
+  // once) or cancelled: without the forms the human could only reload until the checkout expired.
+  const retry = state === "processing" && opts.retryable === true;
+  if (state !== "open" && !retry) {
     return checkoutShell(
       "Checkout",
       html`${head}${note}<p id="state" data-state="${state}">${DONE[state] ?? state}</p>`,
@@ -90,7 +93,14 @@ export function checkoutPage(
     : "";
   return checkoutShell(
     "Checkout",
-    html`${head}${note}<p id="state" data-state="open">An agent asks you to pay for this plan.</p>
+    html`${head}${note}${
+      retry
+        ? html`
+          <p id="state"
+            data-state="processing">The last payment attempt did not finish. Pay again (a card is charged once for this checkout) or cancel.</p>
+        `
+        : html`<p id="state" data-state="open">An agent asks you to pay for this plan.</p>`
+    }
 <form method="post" id="pay"><input type="hidden" name="csrf" value="${opts.csrf}">
 <label for="token">Card payment token</label>
 <input id="token" name="token" autocomplete="off" required maxlength="512">

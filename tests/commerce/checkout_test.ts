@@ -281,15 +281,19 @@ Deno.test("checkout lane: hosted checkouts opened from one address are bounded (
   await later.body?.cancel();
 });
 
-/** Holds the sandbox processor's card charges until the test lets them go (a processor slow but not dead). */
+/** Holds the sandbox processor's next card charge until the test lets it go (a processor slow but not dead). */
 function gateCharges(processor: SandboxProcessor): { release(): void; started: Promise<void> } {
   const charge = processor.charge.bind(processor);
   let release!: () => void, started!: () => void;
   const gate = new Promise<void>((r) => release = r);
   const began = new Promise<void>((r) => started = r);
+  let held = false;
   processor.charge = async (input) => {
-    started();
-    await gate;
+    if (!held) {
+      held = true;
+      started();
+      await gate;
+    }
     return await charge(input);
   };
   return { release, started: began };
@@ -348,5 +352,45 @@ Deno.test("checkout lane: a late charge after a cancel stands as paid where the 
     }),
   });
   assert.equal(redeemed.status, 200, "the card was charged: the credit must be redeemable");
+  assert.equal((await redeemed.json()).entitlement.remainingUsd, "2.000000");
+});
+
+Deno.test("checkout page: a charge stuck past the grace period offers paying again or cancelling, and the card is charged once", async () => {
+  await using w = await createCommerceWorld();
+  const processor = w.deps.commerce.processor as SandboxProcessor;
+  const { token } = await w.agents.issue();
+  const body = { amountUsd: "2.000000", checkout: true };
+  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token });
+  const ch = challengesOf(first)[0]!;
+  const { card } = await first.json();
+  const url: string = card.checkout.url;
+  const gate = gateCharges(processor);
+  const stuck = submitForm(w, url, { token: SANDBOX_TOKENS.card.success, action: "pay" });
+  await gate.started;
+
+  // Within the grace period the page only says the payment is being processed.
+  const waiting = await (await w.app.request(url, { headers: { host: w.host } })).text();
+  assert.equal(attr(waiting, "state", "data-state"), "processing");
+  assert.ok(!waiting.includes('id="pay"'), "no second payment while the first may still finish");
+
+  // Past it (the process charging may have died), the human can pay again or cancel.
+  w.clock.advance(31_000);
+  const stale = await (await w.app.request(url, { headers: { host: w.host } })).text();
+  assert.equal(attr(stale, "state", "data-state"), "processing");
+  assert.ok(stale.includes('id="pay"') && stale.includes('id="cancel"'), "both forms are offered again");
+  const paid = await (await submitForm(w, url, { token: SANDBOX_TOKENS.card.success, action: "pay" })).text();
+  assert.equal(attr(paid, "state", "data-state"), "paid");
+
+  // The first charge finishes late: the checkout stays paid and the card was charged once.
+  gate.release();
+  assert.equal(attr(await (await stuck).text(), "state", "data-state"), "paid");
+  assert.equal(processor.ledger.length, 1);
+  const redeemed = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson(body, {
+      authorization: paymentAuthorization(ch, { checkout: true }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    }),
+  });
+  assert.equal(redeemed.status, 200);
   assert.equal((await redeemed.json()).entitlement.remainingUsd, "2.000000");
 });
