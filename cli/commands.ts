@@ -424,7 +424,8 @@ export const adminCommands: Record<string, AdminCommand> = {
     async run(deps, v) {
       const dm = await requireDataModel(deps, need(v, "data-model"));
       const license = check(z.enum(DATA_MODEL_LICENSES), need(v, "license"), "license");
-      const updated = await deps.repos.dataModels.update({ ...dm, license });
+      const updated = await deps.repos.dataModels.change(dm.id, (current) => ({ ...current, license }));
+      if (!updated) throw new AdminUsageError(`data model not found: ${dm.id}`);
       return { dataModelId: updated.id, license: updated.license ?? "summary" };
     },
   },

@@ -60,7 +60,33 @@ export class EntityRepo<T extends TenantOwned> {
     return value;
   }
 
-  /** Replaces an existing record (its tenant cannot change). */
+  /**
+   * Changes an existing record by `change`, applied to the record as stored: the write commits only
+   * if nobody wrote the record since it was read, else `change` runs again on the newer record, so
+   * two concurrent changes of different fields both stick (a blind {@link update} keeps only the last).
+   * `change` may throw to refuse; it may run more than once, so its side effects must be repeatable.
+   * @returns the changed record, or null when there is no record with this id
+   * @throws Error when the record kept changing under it, or `change` moved it to another tenant
+   */
+  async change(id: string, change: (current: T) => T | Promise<T>): Promise<T | null> {
+    if (this.prefix && !hasIdFormat(this.prefix, id)) return null;
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const current = await this.kv.get<T>([this.kind, id]);
+      if (!current.value) return null;
+      const next = await change(current.value);
+      if (next.id !== id || next.tenantId !== current.value.tenantId) {
+        throw new Error(`${this.kind} ${id} cannot change id or tenant`);
+      }
+      const res = await this.kv.atomic().check(current).set([this.kind, id], next).commit();
+      if (res.ok) return next;
+    }
+    throw new Error(`${this.kind} ${id} kept changing concurrently; retry`);
+  }
+
+  /**
+   * Replaces an existing record with a value made whole by the caller (its tenant cannot change). A
+   * change computed from an earlier read goes through {@link change}, which cannot lose another's.
+   */
   async update(value: T): Promise<T> {
     const current = await this.kv.get<T>([this.kind, value.id]);
     if (!current.value) throw new Error(`${this.kind} ${value.id} does not exist`);

@@ -125,9 +125,15 @@ export function serveWidgetResource(
   });
 
   app.openapi(patchWidget, async (c) => {
-    const widget = await ownWidget(c.get("tenantId"), c.req.valid("param").id);
-    const next = await applyWidgetSettings(deps, widget, c.req.valid("json"));
-    await deps.repos.widgets.update(next);
+    const tenantId = c.get("tenantId");
+    const { id } = c.req.valid("param");
+    const input = c.req.valid("json");
+    // Applied to the widget as stored when it commits: a concurrent change of other fields stays.
+    const next = await deps.repos.widgets.change(id, (widget) => {
+      if (widget.tenantId !== tenantId) throw widgetErrors.widget_not_found();
+      return applyWidgetSettings(deps, widget, input);
+    });
+    if (!next) throw widgetErrors.widget_not_found();
     return c.json(next as unknown as Record<string, unknown>, 200);
   });
 }

@@ -230,3 +230,23 @@ Deno.test("admin campaign active: a paused campaign's prompts leave the widget's
   assert.deepEqual((await (await w.call(`/${a.widget.id}/config`)).json()).sponsored, []);
   await assert.rejects(runAdmin(w.deps, ["campaign", "active", "--id", campaign.id]), AdminUsageError);
 });
+
+Deno.test("PATCH /v1/widgets/{id}: concurrent changes of different fields all stick, and none answers 500", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  // A publisher drops a compromised origin while a colleague retitles the widget: both must hold.
+  for (let round = 0; round < 10; round++) {
+    const origin = `https://site${round}.example`;
+    const [titled, moved, capped] = await Promise.all([
+      patch(w, a.key, a.widget.id, { title: `Round ${round}` }),
+      patch(w, a.key, a.widget.id, { allowed_origins: [origin] }),
+      runAdmin(w.deps, ["widget", "configure", "--id", a.widget.id, "--daily-cap", String(100 + round)]),
+    ]);
+    assert.deepEqual([titled.status, moved.status], [200, 200], `round ${round}`);
+    const saved = (await w.deps.repos.widgets.get(a.widget.id))!;
+    assert.equal(saved.title, `Round ${round}`, `round ${round}: the title stuck`);
+    assert.deepEqual(saved.allowedOrigins, [origin], `round ${round}: the origins stuck`);
+    assert.equal(saved.dailyAnswerCap, 100 + round, `round ${round}: the cap stuck`);
+    assert.equal((capped as Widget).dailyAnswerCap, 100 + round);
+  }
+});
