@@ -250,3 +250,41 @@ Deno.test("PATCH /v1/widgets/{id}: concurrent changes of different fields all st
     assert.equal((capped as Widget).dailyAnswerCap, 100 + round);
   }
 });
+
+Deno.test("admin widget create takes only http(s) origins, as PATCH does: a scheme-less host never becomes the null origin", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  const create = (...origins: string[]) =>
+    runAdmin(w.deps, [
+      "widget",
+      "create",
+      "--tenant",
+      a.tenantId,
+      "--name",
+      "Sidebar",
+      "--ai-model",
+      a.model.id,
+      ...origins.flatMap((o) => ["--origin", o]),
+    ]);
+  // `localhost:8001` parses as a URL of scheme `localhost:`, whose origin is "null": any sandboxed
+  // iframe or data: page sends `Origin: null`, so such a widget answered every page on the web.
+  for (const origin of ["localhost:8001", "file:///var/www/index.html", "data:text/html,hi", "ws://news.example"]) {
+    await assert.rejects(
+      create("https://news.example", origin),
+      (e) =>
+        e instanceof AdminUsageError &&
+        e.message === "--origin must be an http(s) origin such as https://news.example.com",
+      origin,
+    );
+  }
+  const before = await w.deps.repos.widgets.listByTenant(a.tenantId);
+  assert.equal(before.length, 1, "no widget was made by a refused command");
+  const made = await create(
+    "https://News.Example/some/page",
+    "http://127.0.0.1:8001",
+    "https://news.example",
+  ) as Widget;
+  assert.deepEqual(made.allowedOrigins, ["https://news.example", "http://127.0.0.1:8001"]);
+  assert.equal((await w.call(`/${made.id}/config`, { origin: "null" })).status, 403);
+  assert.equal((await w.call(`/${made.id}/config`, { origin: "https://news.example" })).status, 200);
+});
