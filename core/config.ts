@@ -149,6 +149,7 @@ const envSchema = z.object({
   SOURCE_PARSE_WORKERS: int("SOURCE_PARSE_WORKERS", 1, 64).default(1),
   SOURCE_PARSE_TIMEOUT_MS: int("SOURCE_PARSE_TIMEOUT_MS", 100, 120_000).default(10_000),
   SOURCE_FETCH_TIMEOUT_MS: int("SOURCE_FETCH_TIMEOUT_MS", 100, 600_000).default(10_000),
+  SOURCE_CHECKS_PER_MIN: int("SOURCE_CHECKS_PER_MIN", 1, 10_000).default(20),
   POLLER_TICK_S: int("POLLER_TICK_S", 1, 3600).default(5),
   RETENTION_SWEEP_S: int("RETENTION_SWEEP_S", 10, 7 * 86_400).default(3600),
   SEARCH_SHARD: z.string().max(10_000, { error: "SEARCH_SHARD is too long" }).optional(),
@@ -330,6 +331,8 @@ export interface Config {
     parseTimeoutMs: number;
     /** Deadline of fetching one source document, its body included. */
     fetchTimeoutMs: number;
+    /** Registrations (`POST .../sources`, each one probe fetch) per API key per minute. */
+    checksPerMin: number;
     tickS: number;
     retentionSweepS: number;
   };
@@ -505,6 +508,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       parseWorkers: e.SOURCE_PARSE_WORKERS,
       parseTimeoutMs: e.SOURCE_PARSE_TIMEOUT_MS,
       fetchTimeoutMs: e.SOURCE_FETCH_TIMEOUT_MS,
+      checksPerMin: e.SOURCE_CHECKS_PER_MIN,
       tickS: e.POLLER_TICK_S,
       retentionSweepS: e.RETENTION_SWEEP_S,
     },
