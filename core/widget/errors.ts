@@ -37,6 +37,12 @@ export const widgetErrors = declareErrors({
     code: "invalid_widget_settings",
     message: (p: { index: number }) => `prompts.${p.index}: prompt not found`,
   },
+  /** A suggested prompt may not be a campaign's: those show marked "Sponsored", while their campaign is active. */
+  prompt_of_campaign: {
+    kind: "unprocessable",
+    code: "invalid_widget_settings",
+    message: (p: { index: number }) => `prompts.${p.index}: a campaign's prompt shows only through campaign_ids`,
+  },
   /** A configuration change names a campaign the tenant does not own. */
   campaign_not_found: {
     kind: "unprocessable",

@@ -126,6 +126,7 @@ export async function applyWidgetSettings(
       if (hasIdFormat("pm", item)) {
         prompt = owned.find((p) => p.id === item);
         if (!prompt) throw widgetErrors.prompt_not_found({ index: i });
+        if (prompt.campaignId) throw widgetErrors.prompt_of_campaign({ index: i });
       } else {
         prompt = owned.find((p) => !p.campaignId && p.text === item);
         if (!prompt) {
@@ -223,9 +224,10 @@ export async function publicWidgetConfig(
   const tenantId = widget.tenantId;
   const prompts = await repos.prompts.listByTenant(tenantId);
   const byId = new Map(prompts.map((p) => [p.id, p]));
+  // A campaign's prompt is never shown unmarked (nor once its campaign is paused), whatever a widget holds.
   const suggested = (widget.promptIds ?? []).flatMap((id) => {
     const p = byId.get(id);
-    return p ? [{ id: p.id, text: p.text }] : [];
+    return p && !p.campaignId ? [{ id: p.id, text: p.text }] : [];
   });
   const sponsored: PublicSponsoredPrompt[] = [];
   for (const campaignId of widget.campaignIds ?? []) {

@@ -288,3 +288,42 @@ Deno.test("admin widget create takes only http(s) origins, as PATCH does: a sche
   assert.equal((await w.call(`/${made.id}/config`, { origin: "null" })).status, 403);
   assert.equal((await w.call(`/${made.id}/config`, { origin: "https://news.example" })).status, 200);
 });
+
+Deno.test("a campaign's prompt is never a suggested prompt: it shows marked Sponsored, and not at all once the campaign is paused", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  const now = w.clock.now().toISOString();
+  const campaign = await w.deps.repos.campaigns.create({
+    id: newId("cp", w.clock),
+    tenantId: a.tenantId,
+    name: "Spring",
+    creativeIds: [],
+    createdAt: now,
+  });
+  const sponsored = await w.deps.repos.prompts.create({
+    id: newId("pm", w.clock),
+    tenantId: a.tenantId,
+    campaignId: campaign.id,
+    text: "Where should I travel?",
+    createdAt: now,
+  });
+  // By id, a publisher could show an advertiser's prompt as its own (no "Sponsored" mark, counted as a
+  // suggested prompt), and keep showing it after the operator paused the campaign.
+  const res = await patch(w, a.key, a.widget.id, { prompts: ["What is new?", sponsored.id] });
+  assert.equal(res.status, 422);
+  assert.deepEqual(await res.json(), { message: "prompts.1: a campaign's prompt shows only through campaign_ids" });
+  await assert.rejects(
+    runAdmin(w.deps, ["widget", "configure", "--id", a.widget.id, "--prompt", sponsored.id]),
+    (e) =>
+      e instanceof AdminUsageError && e.message === "prompts.0: a campaign's prompt shows only through campaign_ids",
+  );
+  // A widget that already holds one (saved before this check) does not show it as a suggestion either.
+  await w.deps.repos.widgets.update({ ...a.widget, promptIds: [sponsored.id], campaignIds: [campaign.id] });
+  let config = await (await w.call(`/${a.widget.id}/config`)).json();
+  assert.deepEqual(config.prompts, []);
+  assert.deepEqual(config.sponsored.map((p: { prompt_id: string }) => p.prompt_id), [sponsored.id]);
+  await runAdmin(w.deps, ["campaign", "active", "--id", campaign.id, "--off"]);
+  w.clock.advance(6_000);
+  config = await (await w.call(`/${a.widget.id}/config`)).json();
+  assert.deepEqual([config.prompts, config.sponsored], [[], []]);
+});
