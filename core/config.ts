@@ -101,6 +101,7 @@ const envSchema = z.object({
   WIDGET_RATE_LIMIT_PER_WIDGET: int("WIDGET_RATE_LIMIT_PER_WIDGET", 1, 10_000_000).default(600),
   WIDGET_RATE_WINDOW_S: int("WIDGET_RATE_WINDOW_S", 1, 86_400).default(60),
   WIDGET_DAILY_ANSWER_CAP: int("WIDGET_DAILY_ANSWER_CAP", 0, 10_000_000).default(5000),
+  WIDGETS_MAX_PER_TENANT: int("WIDGETS_MAX_PER_TENANT", 1, 100_000).default(100),
   WIDGET_MAX_BODY_BYTES: int("WIDGET_MAX_BODY_BYTES", 1024, 1024 * 1024).default(16 * 1024),
   VIPS_LIB_PATH: z.string().min(1).optional(),
   IMAGE_CACHE_MAX_BYTES: int("IMAGE_CACHE_MAX_BYTES", 0, 1024 * 1024 * 1024 * 1024).default(1024 * 1024 * 1024),
@@ -253,6 +254,8 @@ export interface Config {
     dailyAnswerCap: number;
     /** Largest request body. */
     maxBodyBytes: number;
+    /** Most widgets one tenant may create through `POST /v1/widgets`. */
+    maxPerTenant: number;
   };
   /** Disk budget of the resized-image cache under `DATA_DIR/images`; 0 disables the cache. */
   imageCacheMaxBytes: number;
@@ -451,6 +454,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       rateWindowS: e.WIDGET_RATE_WINDOW_S,
       dailyAnswerCap: e.WIDGET_DAILY_ANSWER_CAP,
       maxBodyBytes: e.WIDGET_MAX_BODY_BYTES,
+      maxPerTenant: e.WIDGETS_MAX_PER_TENANT,
     },
     imageCacheMaxBytes: e.IMAGE_CACHE_MAX_BYTES,
     vipsLibPath: e.VIPS_LIB_PATH,

@@ -42,6 +42,13 @@ export class EntityRepo<T extends TenantOwned> {
     return out;
   }
 
+  /** How many records the tenant has (its index keys, not the records). */
+  async countByTenant(tenantId: string): Promise<number> {
+    let n = 0;
+    for await (const _ of this.kv.list({ prefix: [`${this.kind}_by_tenant`, tenantId] })) n++;
+    return n;
+  }
+
   /** Every record of the kind, oldest first. */
   async listAll(): Promise<T[]> {
     const out: T[] = [];
@@ -58,6 +65,35 @@ export class EntityRepo<T extends TenantOwned> {
       .commit();
     if (!res.ok) throw new Error(`${this.kind} ${value.id} already exists`);
     return value;
+  }
+
+  /**
+   * Inserts a new record unless its tenant already has `max` of the kind. Exact under concurrent
+   * creates: each commits only if the tenant's count guard (`[kind + "_count", tenantId]`) did not
+   * move since it counted, else it counts again.
+   * @returns the record, or null at the cap
+   * @throws Error when the id is taken, or the creates kept conflicting
+   */
+  async createWithin(value: T, max: number): Promise<T | null> {
+    const guardKey = [`${this.kind}_count`, value.tenantId];
+    // A lost race means another create committed, so the cap is reached within `max` losses.
+    for (let attempt = 0; attempt <= max + 8; attempt++) {
+      const guard = await this.kv.get<Deno.KvU64>(guardKey);
+      const n = await this.countByTenant(value.tenantId);
+      if (n >= max) return null;
+      const res = await this.kv.atomic()
+        .check(guard)
+        .check({ key: [this.kind, value.id], versionstamp: null })
+        .set(guardKey, new Deno.KvU64(BigInt(n + 1)))
+        .set([this.kind, value.id], value)
+        .set([`${this.kind}_by_tenant`, value.tenantId, value.id], value.id)
+        .commit();
+      if (res.ok) return value;
+      if ((await this.kv.get([this.kind, value.id])).versionstamp) {
+        throw new Error(`${this.kind} ${value.id} already exists`);
+      }
+    }
+    throw new Error(`${this.kind} creates kept conflicting; retry`);
   }
 
   /**

@@ -61,6 +61,11 @@ export const widgetErrors = declareErrors({
     code: "invalid_widget_settings",
     message: "attribution.show_powered_by: hiding it needs a white-label plan",
   },
+  /** A new widget past the tenant's cap (`WIDGETS_MAX_PER_TENANT`). */
+  widget_limit_reached: {
+    kind: "conflict",
+    message: (p: { max: number }) => `A tenant has at most ${p.max} widgets; change one of them instead`,
+  },
   /** A new widget names an AI model the tenant does not own. */
   ai_model_not_found: {
     kind: "unprocessable",

@@ -49,6 +49,7 @@ const createWidget = createRoute({
   responses: {
     201: { description: "The new widget", content: { "application/json": { schema: widgetRecord } } },
     ...common,
+    409: errorBody("The tenant has `WIDGETS_MAX_PER_TENANT` widgets already (100 by default)"),
     422: errorBody("A field is wrong, or names an AI model, prompt, campaign or data model the tenant does not own"),
   },
 });
@@ -102,6 +103,9 @@ export function serveWidgetResource(
   app.openapi(createWidget, async (c) => {
     const tenantId = c.get("tenantId");
     const { name, ai_model_id, deployment_type, ...settings } = c.req.valid("json");
+    // Every process keeps every widget's origins (core/widget_origins.ts): a tenant's widgets are bounded.
+    const max = deps.config.widget.maxPerTenant;
+    if (await deps.repos.widgets.countByTenant(tenantId) >= max) throw widgetErrors.widget_limit_reached({ max });
     if (!(await deps.repos.aiModels.getForTenant(tenantId, ai_model_id))) {
       throw widgetErrors.ai_model_not_found();
     }
@@ -115,7 +119,8 @@ export function serveWidgetResource(
       createdAt: deps.clock.now().toISOString(),
     };
     const widget = await applyWidgetSettings(deps, base, settings);
-    await deps.repos.widgets.create(widget);
+    // Checked again as it is stored: creates racing for the last places cannot pass the cap together.
+    if (!(await deps.repos.widgets.createWithin(widget, max))) throw widgetErrors.widget_limit_reached({ max });
     return c.json(widget as unknown as Record<string, unknown>, 201);
   });
 

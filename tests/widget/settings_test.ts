@@ -327,3 +327,30 @@ Deno.test("a campaign's prompt is never a suggested prompt: it shows marked Spon
   config = await (await w.call(`/${a.widget.id}/config`)).json();
   assert.deepEqual([config.prompts, config.sponsored], [[], []]);
 });
+
+Deno.test("POST /v1/widgets stops at WIDGETS_MAX_PER_TENANT, exactly, even when the creates race", async () => {
+  // Widgets were unbounded: every process loads every widget's origins for the /v1/events preflight
+  // (core/widget_origins.ts), so one key could fill every process's memory with made-up widgets.
+  await using w = await widgetWorld({ env: { WIDGETS_MAX_PER_TENANT: "5" } });
+  const a = await w.tenant("Acme");
+  const b = await w.tenant("Beta");
+  const post = (key: string, model: string, i: number) =>
+    w.app.request("/v1/widgets", {
+      method: "POST",
+      headers: { ...bearer(key), "content-type": "application/json" },
+      body: JSON.stringify({ name: `W${i}`, ai_model_id: model, allowed_origins: [`https://s${i}.example`] }),
+    });
+  // Acme holds one widget already: 4 more fit; 40 at once race for them.
+  const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => post(a.key, a.model.id, i)));
+  const statuses = answers.map((r) => r.status).sort();
+  assert.deepEqual(statuses, [...Array(4).fill(201), ...Array(36).fill(409)]);
+  for (const r of answers) {
+    const body = await r.json();
+    if (r.status === 409) {
+      assert.deepEqual(body, { message: "A tenant has at most 5 widgets; change one of them instead" });
+    }
+  }
+  assert.equal((await w.deps.repos.widgets.listByTenant(a.tenantId)).length, 5);
+  // The cap is per tenant: Beta still creates.
+  assert.equal((await post(b.key, b.model.id, 99)).status, 201);
+});
