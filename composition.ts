@@ -96,6 +96,8 @@ export interface Deps {
   readonly analyticsLimiter: FixedWindowLimiter;
   /** Bearer search, real-time and article reads per API key (`/app/...`, `/v1/data-models/{dm}/article`). */
   readonly searchLimiter: FixedWindowLimiter;
+  /** Source registrations per API key (each probes its URL): `POST /v1/data-models/{dm}/sources`. */
+  readonly sourceCheckLimiter: FixedWindowLimiter;
   /** Widget events on `/v1/events`: per address, per widget, daily per widget. */
   readonly eventLimiters: EventLimiters;
   /** Renders of `GET /img` per client address per minute. */
@@ -370,6 +372,11 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     searchLimiter: new FixedWindowLimiter(kv, clock, {
       scope: "rate_limit_search",
       limit: config.searchRateLimitPerMin,
+      windowS: 60,
+    }),
+    sourceCheckLimiter: new FixedWindowLimiter(kv, clock, {
+      scope: "rate_limit_source_checks",
+      limit: config.sources.checksPerMin,
       windowS: 60,
     }),
     eventLimiters: eventLimiters(kv, clock, config.eventLimits),

@@ -10,6 +10,7 @@ import { DATA_MODEL_LICENSES, domainSchema, slugSchema } from "../core/store/mod
 import type { AiModel, Campaign, DataModel, Prompt, Widget } from "../core/store/mod.ts";
 import { storefrontAdminCommands } from "./identity.ts";
 import { widgetAdminCommands } from "./widget.ts";
+import { allowedOriginsSchema } from "../core/widget/mod.ts";
 import { AppError } from "../core/errors.ts";
 
 export { type AdminCommand, type AdminDeps, AdminUsageError } from "./command.ts";
@@ -217,7 +218,8 @@ export const adminCommands: Record<string, AdminCommand> = {
       if (!(await deps.repos.aiModels.getForTenant(tenantId, aiModelId))) {
         throw new AdminUsageError(`ai model not found in tenant: ${aiModelId}`);
       }
-      const origins = list(v.origin).map((o) => check(z.url(), o, "origin")).map((o) => new URL(o).origin);
+      // The API's rule (http(s) only): a bare `localhost:8001` is a URL whose origin is "null".
+      const origins = [...new Set(check(allowedOriginsSchema, list(v.origin), "origin"))];
       const widget: Widget = {
         id: newId("wd", deps.clock),
         tenantId,
@@ -424,7 +426,8 @@ export const adminCommands: Record<string, AdminCommand> = {
     async run(deps, v) {
       const dm = await requireDataModel(deps, need(v, "data-model"));
       const license = check(z.enum(DATA_MODEL_LICENSES), need(v, "license"), "license");
-      const updated = await deps.repos.dataModels.update({ ...dm, license });
+      const updated = await deps.repos.dataModels.change(dm.id, (current) => ({ ...current, license }));
+      if (!updated) throw new AdminUsageError(`data model not found: ${dm.id}`);
       return { dataModelId: updated.id, license: updated.license ?? "summary" };
     },
   },

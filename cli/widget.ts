@@ -86,10 +86,11 @@ export const widgetAdminCommands: Record<string, AdminCommand> = {
     },
     async run(deps, v) {
       const id = need(v, "id");
-      const widget = await deps.repos.widgets.get(id);
-      if (!widget) throw new AdminUsageError(`widget not found: ${id}`);
+      const settings = settingsOf(v);
       try {
-        return await deps.repos.widgets.update(await applyWidgetSettings(deps, widget, settingsOf(v)));
+        const widget = await deps.repos.widgets.change(id, (widget) => applyWidgetSettings(deps, widget, settings));
+        if (!widget) throw new AdminUsageError(`widget not found: ${id}`);
+        return widget;
       } catch (err) {
         if (err instanceof AppError && !err.serverSide) throw new AdminUsageError(err.message);
         throw err;
@@ -112,9 +113,9 @@ export const widgetAdminCommands: Record<string, AdminCommand> = {
     async run(deps, v) {
       const id = need(v, "id");
       if ((v.on === true) === (v.off === true)) throw new AdminUsageError("give exactly one of --on or --off");
-      const campaign = await deps.repos.campaigns.get(id);
+      const campaign = await deps.repos.campaigns.change(id, (campaign) => ({ ...campaign, active: v.on === true }));
       if (!campaign) throw new AdminUsageError(`campaign not found: ${id}`);
-      return await deps.repos.campaigns.update({ ...campaign, active: v.on === true });
+      return campaign;
     },
   },
   "tenant white-label": {

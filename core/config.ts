@@ -101,6 +101,7 @@ const envSchema = z.object({
   WIDGET_RATE_LIMIT_PER_WIDGET: int("WIDGET_RATE_LIMIT_PER_WIDGET", 1, 10_000_000).default(600),
   WIDGET_RATE_WINDOW_S: int("WIDGET_RATE_WINDOW_S", 1, 86_400).default(60),
   WIDGET_DAILY_ANSWER_CAP: int("WIDGET_DAILY_ANSWER_CAP", 0, 10_000_000).default(5000),
+  WIDGETS_MAX_PER_TENANT: int("WIDGETS_MAX_PER_TENANT", 1, 100_000).default(100),
   WIDGET_MAX_BODY_BYTES: int("WIDGET_MAX_BODY_BYTES", 1024, 1024 * 1024).default(16 * 1024),
   VIPS_LIB_PATH: z.string().min(1).optional(),
   IMAGE_CACHE_MAX_BYTES: int("IMAGE_CACHE_MAX_BYTES", 0, 1024 * 1024 * 1024 * 1024).default(1024 * 1024 * 1024),
@@ -149,6 +150,7 @@ const envSchema = z.object({
   SOURCE_PARSE_WORKERS: int("SOURCE_PARSE_WORKERS", 1, 64).default(1),
   SOURCE_PARSE_TIMEOUT_MS: int("SOURCE_PARSE_TIMEOUT_MS", 100, 120_000).default(10_000),
   SOURCE_FETCH_TIMEOUT_MS: int("SOURCE_FETCH_TIMEOUT_MS", 100, 600_000).default(10_000),
+  SOURCE_CHECKS_PER_MIN: int("SOURCE_CHECKS_PER_MIN", 1, 10_000).default(20),
   POLLER_TICK_S: int("POLLER_TICK_S", 1, 3600).default(5),
   RETENTION_SWEEP_S: int("RETENTION_SWEEP_S", 10, 7 * 86_400).default(3600),
   SEARCH_SHARD: z.string().max(10_000, { error: "SEARCH_SHARD is too long" }).optional(),
@@ -252,6 +254,8 @@ export interface Config {
     dailyAnswerCap: number;
     /** Largest request body. */
     maxBodyBytes: number;
+    /** Most widgets one tenant may create through `POST /v1/widgets`. */
+    maxPerTenant: number;
   };
   /** Disk budget of the resized-image cache under `DATA_DIR/images`; 0 disables the cache. */
   imageCacheMaxBytes: number;
@@ -330,6 +334,8 @@ export interface Config {
     parseTimeoutMs: number;
     /** Deadline of fetching one source document, its body included. */
     fetchTimeoutMs: number;
+    /** Registrations (`POST .../sources`, each one probe fetch) per API key per minute. */
+    checksPerMin: number;
     tickS: number;
     retentionSweepS: number;
   };
@@ -448,6 +454,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       rateWindowS: e.WIDGET_RATE_WINDOW_S,
       dailyAnswerCap: e.WIDGET_DAILY_ANSWER_CAP,
       maxBodyBytes: e.WIDGET_MAX_BODY_BYTES,
+      maxPerTenant: e.WIDGETS_MAX_PER_TENANT,
     },
     imageCacheMaxBytes: e.IMAGE_CACHE_MAX_BYTES,
     vipsLibPath: e.VIPS_LIB_PATH,
@@ -505,6 +512,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       parseWorkers: e.SOURCE_PARSE_WORKERS,
       parseTimeoutMs: e.SOURCE_PARSE_TIMEOUT_MS,
       fetchTimeoutMs: e.SOURCE_FETCH_TIMEOUT_MS,
+      checksPerMin: e.SOURCE_CHECKS_PER_MIN,
       tickS: e.POLLER_TICK_S,
       retentionSweepS: e.RETENTION_SWEEP_S,
     },

@@ -147,7 +147,10 @@ const articleRoute = createRoute({
  * authenticated bulk ingest for the owning tenant; sources and retention come from routes/sources.ts.
  */
 export function createDataModelRoutes(
-  deps: Pick<Deps, "apiKeys" | "repos" | "search" | "config" | "log" | "sources" | "searchLimiter" | "clock">,
+  deps: Pick<
+    Deps,
+    "apiKeys" | "repos" | "search" | "config" | "log" | "sources" | "searchLimiter" | "sourceCheckLimiter" | "clock"
+  >,
 ) {
   const app = familyApp<DataModelEnv>("message", deps.log);
   app.use("*", apiKeyAuth(deps.apiKeys));

@@ -12,11 +12,13 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
 import { MAX_RETENTION_DAYS, SOURCE_KINDS, sourceInputSchema } from "../core/sources/mod.ts";
-import type { DataModelEnv } from "./env.ts";
+import type { MiddlewareHandler } from "hono";
+import type { AppEnv, DataModelEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
 import { apiKeyAuth } from "./middleware/api_key.ts";
 import { bodyReader } from "./middleware/body.ts";
 import { tenantDataModel } from "./middleware/data_model.ts";
+import { perApiKeyLimit } from "./middleware/rate_limit.ts";
 import { idSchema } from "./validation.ts";
 
 const bearer = [{ bearerAuth: [] }];
@@ -54,9 +56,19 @@ const retentionSchema = z.object({
 }).openapi("Retention");
 
 /** The sources and retention routes, routed inside the `/v1/data-models` family (routes/data_models.ts). */
-export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sources" | "log" | "config">) {
+export function createSourceRoutes(
+  deps: Pick<Deps, "apiKeys" | "repos" | "sources" | "log" | "config" | "sourceCheckLimiter">,
+) {
   const app = familyApp<DataModelEnv>("message", deps.log);
   app.use("*", apiKeyAuth(deps.apiKeys));
+  // Each registration fetches its URL (the probe), and one that fails stores nothing, so the per-model
+  // cap never stops a stream of them: they are counted per API key, refused or not.
+  const checkLimit = perApiKeyLimit(deps.sourceCheckLimiter);
+  const registrationLimit: MiddlewareHandler<AppEnv> = async function registrationLimit(c, next) {
+    if (c.req.method === "POST") return await checkLimit(c, next);
+    await next();
+  };
+  app.use("/:data_model_id/sources", registrationLimit);
   // Only these paths: the articles route in the same family reads its (much larger) body itself.
   // The data model after the body reader: a body that cannot be read is answered first, as before.
   const dataModel = tenantDataModel({ repos: deps.repos, from: { param: "data_model_id" } });
@@ -84,6 +96,10 @@ export function createSourceRoutes(deps: Pick<Deps, "apiKeys" | "repos" | "sourc
         },
         ...errors,
         409: { description: `At the cap of ${limits.maxPerDataModel} sources, or the URL is already a source` },
+        429: {
+          description: "`rate limit exceeded`: too many registrations for this API key this minute " +
+            "(`SOURCE_CHECKS_PER_MIN`, each one fetches its URL); `Retry-After` says when to try again",
+        },
         422: {
           description: "Malformed data_model_id, unknown type, interval out of range, blocked, unreachable or " +
             "unreadable URL",

@@ -2,6 +2,7 @@
  * Registering, listing and removing a data model's sources, and its retention: the rules the
  * HTTP routes and the admin commands share.
  */
+import { dataModelNotFound } from "../errors.ts";
 import { SourceFormatError, sourcesErrors } from "./errors.ts";
 import { SafeFetcher, SafeFetchError } from "../net/mod.ts";
 import type { DataModel, EntityRepo } from "../store/mod.ts";
@@ -130,11 +131,19 @@ export class SourceService {
     }
   }
 
-  /** Sets (or with null clears) the data model's retention in days. */
+  /**
+   * Sets (or with null clears) the data model's retention in days, on the record as stored (a
+   * concurrent change of its other fields, such as its licence, stays).
+   * @throws {AppError} 404 when the data model is gone
+   */
   async setRetention(dm: DataModel, maxAgeDays: number | null): Promise<DataModel> {
-    const next: DataModel = { ...dm };
-    if (maxAgeDays === null) delete next.maxAgeDays;
-    else next.maxAgeDays = maxAgeDays;
-    return await this.deps.dataModels.update(next);
+    const updated = await this.deps.dataModels.change(dm.id, (current) => {
+      const next: DataModel = { ...current };
+      if (maxAgeDays === null) delete next.maxAgeDays;
+      else next.maxAgeDays = maxAgeDays;
+      return next;
+    });
+    if (!updated) throw dataModelNotFound();
+    return updated;
   }
 }

@@ -37,6 +37,12 @@ export const widgetErrors = declareErrors({
     code: "invalid_widget_settings",
     message: (p: { index: number }) => `prompts.${p.index}: prompt not found`,
   },
+  /** A suggested prompt may not be a campaign's: those show marked "Sponsored", while their campaign is active. */
+  prompt_of_campaign: {
+    kind: "unprocessable",
+    code: "invalid_widget_settings",
+    message: (p: { index: number }) => `prompts.${p.index}: a campaign's prompt shows only through campaign_ids`,
+  },
   /** A configuration change names a campaign the tenant does not own. */
   campaign_not_found: {
     kind: "unprocessable",
@@ -54,6 +60,11 @@ export const widgetErrors = declareErrors({
     kind: "unprocessable",
     code: "invalid_widget_settings",
     message: "attribution.show_powered_by: hiding it needs a white-label plan",
+  },
+  /** A new widget past the tenant's cap (`WIDGETS_MAX_PER_TENANT`). */
+  widget_limit_reached: {
+    kind: "conflict",
+    message: (p: { max: number }) => `A tenant has at most ${p.max} widgets; change one of them instead`,
   },
   /** A new widget names an AI model the tenant does not own. */
   ai_model_not_found: {

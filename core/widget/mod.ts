@@ -13,5 +13,11 @@ export { scopedModel, splitAnswer, startsSourcesBlock, widgetCitations } from ".
 export type { WidgetCitation } from "./answer.ts";
 export { createWidgetLimits } from "./limits.ts";
 export type { WidgetLimits } from "./limits.ts";
-export { applyWidgetSettings, publicWidgetConfig, recommendationsDataModel, widgetSettingsSchema } from "./settings.ts";
+export {
+  allowedOriginsSchema,
+  applyWidgetSettings,
+  publicWidgetConfig,
+  recommendationsDataModel,
+  widgetSettingsSchema,
+} from "./settings.ts";
 export type { WidgetSettingsInput } from "./settings.ts";

@@ -46,6 +46,14 @@ const origin = z.string().max(2048).transform((v, ctx) => {
   ctx.addIssue({ code: "custom", message: "must be an http(s) origin such as https://news.example.com" });
   return z.NEVER;
 });
+/**
+ * A widget's allowed origins: each an http(s) URL reduced to its origin (a path is dropped, case and
+ * default ports normalised). One schema for the API and the admin CLI: anything else (a bare
+ * `localhost:8001`, `file:`, `data:`) has the origin "null", which every sandboxed page sends.
+ */
+export const allowedOriginsSchema = z.array(origin).max(MAX_WIDGET_ORIGINS, {
+  error: `must hold at most ${MAX_WIDGET_ORIGINS} origins`,
+});
 const idOf = (prefix: IdPrefix) => z.string().regex(idPattern(prefix), { error: `must be a ${prefix}_ id` });
 
 /**
@@ -70,9 +78,7 @@ export const widgetSettingsSchema = z.object({
   }).optional(),
   recommendations: z.object({ enabled: z.boolean(), data_model_id: idOf("dm").optional() }).strict().optional(),
   attribution: z.object({ show_powered_by: z.boolean() }).strict().optional(),
-  allowed_origins: z.array(origin).max(MAX_WIDGET_ORIGINS, {
-    error: `must hold at most ${MAX_WIDGET_ORIGINS} origins`,
-  }).optional(),
+  allowed_origins: allowedOriginsSchema.optional(),
   daily_answer_cap: z.number().int().min(0).max(MAX_DAILY_ANSWER_CAP).optional(),
 }).strict();
 export type WidgetSettingsInput = z.infer<typeof widgetSettingsSchema>;
@@ -120,6 +126,7 @@ export async function applyWidgetSettings(
       if (hasIdFormat("pm", item)) {
         prompt = owned.find((p) => p.id === item);
         if (!prompt) throw widgetErrors.prompt_not_found({ index: i });
+        if (prompt.campaignId) throw widgetErrors.prompt_of_campaign({ index: i });
       } else {
         prompt = owned.find((p) => !p.campaignId && p.text === item);
         if (!prompt) {
@@ -217,9 +224,10 @@ export async function publicWidgetConfig(
   const tenantId = widget.tenantId;
   const prompts = await repos.prompts.listByTenant(tenantId);
   const byId = new Map(prompts.map((p) => [p.id, p]));
+  // A campaign's prompt is never shown unmarked (nor once its campaign is paused), whatever a widget holds.
   const suggested = (widget.promptIds ?? []).flatMap((id) => {
     const p = byId.get(id);
-    return p ? [{ id: p.id, text: p.text }] : [];
+    return p && !p.campaignId ? [{ id: p.id, text: p.text }] : [];
   });
   const sponsored: PublicSponsoredPrompt[] = [];
   for (const campaignId of widget.campaignIds ?? []) {

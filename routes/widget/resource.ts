@@ -49,6 +49,7 @@ const createWidget = createRoute({
   responses: {
     201: { description: "The new widget", content: { "application/json": { schema: widgetRecord } } },
     ...common,
+    409: errorBody("The tenant has `WIDGETS_MAX_PER_TENANT` widgets already (100 by default)"),
     422: errorBody("A field is wrong, or names an AI model, prompt, campaign or data model the tenant does not own"),
   },
 });
@@ -102,6 +103,9 @@ export function serveWidgetResource(
   app.openapi(createWidget, async (c) => {
     const tenantId = c.get("tenantId");
     const { name, ai_model_id, deployment_type, ...settings } = c.req.valid("json");
+    // Every process keeps every widget's origins (core/widget_origins.ts): a tenant's widgets are bounded.
+    const max = deps.config.widget.maxPerTenant;
+    if (await deps.repos.widgets.countByTenant(tenantId) >= max) throw widgetErrors.widget_limit_reached({ max });
     if (!(await deps.repos.aiModels.getForTenant(tenantId, ai_model_id))) {
       throw widgetErrors.ai_model_not_found();
     }
@@ -115,7 +119,8 @@ export function serveWidgetResource(
       createdAt: deps.clock.now().toISOString(),
     };
     const widget = await applyWidgetSettings(deps, base, settings);
-    await deps.repos.widgets.create(widget);
+    // Checked again as it is stored: creates racing for the last places cannot pass the cap together.
+    if (!(await deps.repos.widgets.createWithin(widget, max))) throw widgetErrors.widget_limit_reached({ max });
     return c.json(widget as unknown as Record<string, unknown>, 201);
   });
 
@@ -125,9 +130,15 @@ export function serveWidgetResource(
   });
 
   app.openapi(patchWidget, async (c) => {
-    const widget = await ownWidget(c.get("tenantId"), c.req.valid("param").id);
-    const next = await applyWidgetSettings(deps, widget, c.req.valid("json"));
-    await deps.repos.widgets.update(next);
+    const tenantId = c.get("tenantId");
+    const { id } = c.req.valid("param");
+    const input = c.req.valid("json");
+    // Applied to the widget as stored when it commits: a concurrent change of other fields stays.
+    const next = await deps.repos.widgets.change(id, (widget) => {
+      if (widget.tenantId !== tenantId) throw widgetErrors.widget_not_found();
+      return applyWidgetSettings(deps, widget, input);
+    });
+    if (!next) throw widgetErrors.widget_not_found();
     return c.json(next as unknown as Record<string, unknown>, 200);
   });
 }

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { runAdmin } from "../../cli/commands.ts";
 import { bearer, engineOf } from "../_helpers.ts";
 import { mcpWorld } from "../mcp/_world.ts";
 import { RetentionSweeper } from "../../core/search/store/retention.ts";
@@ -154,4 +155,20 @@ Deno.test("retention: a sweep deletes by the retention in force when it takes th
   assert.ok(await w.deps.search.articleByUrl(w.dm.id, "https://alpha.example/old"), "kept, as now configured");
   const r = await search(w, { query: "old flood barrier" });
   assert.deepEqual(r.json.response.results.map((x: { title: string }) => x.title), ["Old flood barrier story"]);
+});
+
+Deno.test("PUT retention concurrent with a licence change keeps both (neither write undoes the other)", async () => {
+  await using w = await sourcesWorld();
+  for (let round = 0; round < 10; round++) {
+    const days = 30 + round;
+    const license = round % 2 === 0 ? "full_text" : "summary";
+    const [put] = await Promise.all([
+      w.api("/retention", { method: "PUT", body: { max_age_days: days } }),
+      runAdmin(w.deps, ["data-model", "license", "--data-model", w.dm.id, "--license", license]),
+    ]);
+    assert.equal(put.status, 200, `round ${round}`);
+    const saved = (await w.deps.repos.dataModels.get(w.dm.id))!;
+    assert.equal(saved.maxAgeDays, days, `round ${round}: the retention stuck`);
+    assert.equal(saved.license, license, `round ${round}: the licence stuck`);
+  }
 });

@@ -140,3 +140,31 @@ Deno.test("admin: source add, list, remove and data-model retention", async () =
   );
   assert.equal((await (await w.api("/retention")).json()).max_age_days, 30);
 });
+
+Deno.test("POST sources is limited per API key: failed probes cannot make the service fetch without end", async () => {
+  await using feed = feedServer();
+  await using w = await sourcesWorld({ SOURCE_CHECKS_PER_MIN: "5" });
+  // A page that is not a feed: every registration probes it, fails (422) and stores nothing, so the
+  // per-model cap never applies; each was one outbound fetch of up to SOURCE_MAX_BYTES.
+  feed.route("/big", () => new Response("<html><body>" + "x".repeat(64 * 1024) + "</body></html>"));
+  const statuses: number[] = [];
+  for (let i = 0; i < 12; i++) {
+    const res = await w.api("/sources", {
+      method: "POST",
+      body: { type: "rss", url: feed.url(`/big?n=${i}`), interval_s: 300 },
+    });
+    statuses.push(res.status);
+    if (res.status === 429) {
+      assert.deepEqual(await res.json(), { message: "rate limit exceeded" });
+      assert.equal(res.headers.get("retry-after"), "60");
+    } else await res.body?.cancel();
+  }
+  assert.deepEqual(statuses, [422, 422, 422, 422, 422, 429, 429, 429, 429, 429, 429, 429]);
+  assert.equal(feed.hits("/big"), 5, "one outbound fetch per allowed registration, none after");
+  // Reading the sources is not registering: it stays open.
+  assert.equal((await w.api("/sources")).status, 200);
+  // The next minute registers again.
+  w.clock.advance(60_000);
+  feed.route("/feed.xml", () => xml(rss([{ link: feed.url("/a/1"), title: "T", content: LONG("t") }])));
+  assert.equal((await w.addSource({ type: "rss", url: feed.url("/feed.xml") })).status, 201);
+});

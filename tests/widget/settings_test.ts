@@ -230,3 +230,127 @@ Deno.test("admin campaign active: a paused campaign's prompts leave the widget's
   assert.deepEqual((await (await w.call(`/${a.widget.id}/config`)).json()).sponsored, []);
   await assert.rejects(runAdmin(w.deps, ["campaign", "active", "--id", campaign.id]), AdminUsageError);
 });
+
+Deno.test("PATCH /v1/widgets/{id}: concurrent changes of different fields all stick, and none answers 500", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  // A publisher drops a compromised origin while a colleague retitles the widget: both must hold.
+  for (let round = 0; round < 10; round++) {
+    const origin = `https://site${round}.example`;
+    const [titled, moved, capped] = await Promise.all([
+      patch(w, a.key, a.widget.id, { title: `Round ${round}` }),
+      patch(w, a.key, a.widget.id, { allowed_origins: [origin] }),
+      runAdmin(w.deps, ["widget", "configure", "--id", a.widget.id, "--daily-cap", String(100 + round)]),
+    ]);
+    assert.deepEqual([titled.status, moved.status], [200, 200], `round ${round}`);
+    const saved = (await w.deps.repos.widgets.get(a.widget.id))!;
+    assert.equal(saved.title, `Round ${round}`, `round ${round}: the title stuck`);
+    assert.deepEqual(saved.allowedOrigins, [origin], `round ${round}: the origins stuck`);
+    assert.equal(saved.dailyAnswerCap, 100 + round, `round ${round}: the cap stuck`);
+    assert.equal((capped as Widget).dailyAnswerCap, 100 + round);
+  }
+});
+
+Deno.test("admin widget create takes only http(s) origins, as PATCH does: a scheme-less host never becomes the null origin", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  const create = (...origins: string[]) =>
+    runAdmin(w.deps, [
+      "widget",
+      "create",
+      "--tenant",
+      a.tenantId,
+      "--name",
+      "Sidebar",
+      "--ai-model",
+      a.model.id,
+      ...origins.flatMap((o) => ["--origin", o]),
+    ]);
+  // `localhost:8001` parses as a URL of scheme `localhost:`, whose origin is "null": any sandboxed
+  // iframe or data: page sends `Origin: null`, so such a widget answered every page on the web.
+  for (const origin of ["localhost:8001", "file:///var/www/index.html", "data:text/html,hi", "ws://news.example"]) {
+    await assert.rejects(
+      create("https://news.example", origin),
+      (e) =>
+        e instanceof AdminUsageError &&
+        e.message === "--origin must be an http(s) origin such as https://news.example.com",
+      origin,
+    );
+  }
+  const before = await w.deps.repos.widgets.listByTenant(a.tenantId);
+  assert.equal(before.length, 1, "no widget was made by a refused command");
+  const made = await create(
+    "https://News.Example/some/page",
+    "http://127.0.0.1:8001",
+    "https://news.example",
+  ) as Widget;
+  assert.deepEqual(made.allowedOrigins, ["https://news.example", "http://127.0.0.1:8001"]);
+  assert.equal((await w.call(`/${made.id}/config`, { origin: "null" })).status, 403);
+  assert.equal((await w.call(`/${made.id}/config`, { origin: "https://news.example" })).status, 200);
+});
+
+Deno.test("a campaign's prompt is never a suggested prompt: it shows marked Sponsored, and not at all once the campaign is paused", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  const now = w.clock.now().toISOString();
+  const campaign = await w.deps.repos.campaigns.create({
+    id: newId("cp", w.clock),
+    tenantId: a.tenantId,
+    name: "Spring",
+    creativeIds: [],
+    createdAt: now,
+  });
+  const sponsored = await w.deps.repos.prompts.create({
+    id: newId("pm", w.clock),
+    tenantId: a.tenantId,
+    campaignId: campaign.id,
+    text: "Where should I travel?",
+    createdAt: now,
+  });
+  // By id, a publisher could show an advertiser's prompt as its own (no "Sponsored" mark, counted as a
+  // suggested prompt), and keep showing it after the operator paused the campaign.
+  const res = await patch(w, a.key, a.widget.id, { prompts: ["What is new?", sponsored.id] });
+  assert.equal(res.status, 422);
+  assert.deepEqual(await res.json(), { message: "prompts.1: a campaign's prompt shows only through campaign_ids" });
+  await assert.rejects(
+    runAdmin(w.deps, ["widget", "configure", "--id", a.widget.id, "--prompt", sponsored.id]),
+    (e) =>
+      e instanceof AdminUsageError && e.message === "prompts.0: a campaign's prompt shows only through campaign_ids",
+  );
+  // A widget that already holds one (saved before this check) does not show it as a suggestion either.
+  await w.deps.repos.widgets.update({ ...a.widget, promptIds: [sponsored.id], campaignIds: [campaign.id] });
+  let config = await (await w.call(`/${a.widget.id}/config`)).json();
+  assert.deepEqual(config.prompts, []);
+  assert.deepEqual(config.sponsored.map((p: { prompt_id: string }) => p.prompt_id), [sponsored.id]);
+  await runAdmin(w.deps, ["campaign", "active", "--id", campaign.id, "--off"]);
+  w.clock.advance(6_000);
+  config = await (await w.call(`/${a.widget.id}/config`)).json();
+  assert.deepEqual([config.prompts, config.sponsored], [[], []]);
+});
+
+Deno.test("POST /v1/widgets stops at WIDGETS_MAX_PER_TENANT, exactly, even when the creates race", async () => {
+  // Widgets were unbounded: every process loads every widget's origins for the /v1/events preflight
+  // (core/widget_origins.ts), so one key could fill every process's memory with made-up widgets.
+  await using w = await widgetWorld({ env: { WIDGETS_MAX_PER_TENANT: "5" } });
+  const a = await w.tenant("Acme");
+  const b = await w.tenant("Beta");
+  const post = (key: string, model: string, i: number) =>
+    w.app.request("/v1/widgets", {
+      method: "POST",
+      headers: { ...bearer(key), "content-type": "application/json" },
+      body: JSON.stringify({ name: `W${i}`, ai_model_id: model, allowed_origins: [`https://s${i}.example`] }),
+    });
+  // Acme holds one widget already: 4 more fit; 40 at once race for them.
+  const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => post(a.key, a.model.id, i)));
+  const statuses = answers.map((r) => r.status).sort();
+  assert.deepEqual(statuses, [...Array(4).fill(201), ...Array(36).fill(409)]);
+  for (const r of answers) {
+    const body = await r.json();
+    if (r.status === 409) {
+      assert.deepEqual(body, { message: "A tenant has at most 5 widgets; change one of them instead" });
+    }
+  }
+  assert.equal((await w.deps.repos.widgets.listByTenant(a.tenantId)).length, 5);
+  // The cap is per tenant: Beta still creates.
+  assert.equal((await post(b.key, b.model.id, 99)).status, 201);
+});
