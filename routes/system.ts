@@ -40,14 +40,28 @@ export async function probeStores(deps: Pick<Deps, "kv" | "duckdb">): Promise<{ 
 }
 
 /**
+ * {@link probeStores} shared by the requests that arrive while one runs: `/readyz` is unthrottled
+ * (a balancer must never be refused), and a probe each meant one DuckDB connection each, so 5,000
+ * at once held 5,000 connections (+200 MB) and an analytics query waited most of a second. A
+ * request that arrives after the probe ended starts a new one, so a store that fails is seen.
+ */
+export function sharedStoreProbe(deps: Pick<Deps, "kv" | "duckdb">): () => Promise<{ kv: boolean; duckdb: boolean }> {
+  let running: Promise<{ kv: boolean; duckdb: boolean }> | null = null;
+  return () => running ??= probeStores(deps).finally(() => running = null);
+}
+
+/**
  * `/healthz` and `/readyz`, mounted at `/` (`/openapi.json` is mounted by createApp on the root
  * router; `/docs` is routes/api_reference.ts).
  */
-export function createSystemRoutes(deps: Pick<Deps, "kv" | "duckdb" | "log">) {
+export function createSystemRoutes(
+  deps: Pick<Deps, "log">,
+  { probe }: { probe: () => Promise<{ kv: boolean; duckdb: boolean }> },
+) {
   const app = familyApp("message", deps.log);
   app.openapi(healthRoute, (c) => c.json({ status: "ok" as const }, 200));
   app.openapi(readyRoute, async (c) => {
-    const { kv, duckdb } = await probeStores(deps);
+    const { kv, duckdb } = await probe();
     const ok = kv && duckdb;
     return c.json({ status: ok ? "ok" as const : "unavailable" as const, checks: { kv, duckdb } }, ok ? 200 : 503);
   });

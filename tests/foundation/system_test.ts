@@ -24,6 +24,34 @@ Deno.test("GET /readyz answers 503 when a store is closed", async () => {
   assert.equal((await res.json()).checks.duckdb, false);
 });
 
+Deno.test("GET /readyz: concurrent probes share one KV read and one DuckDB connection", async () => {
+  // /readyz is unthrottled (a balancer must never be refused): 5,000 probes at once from one client
+  // opened 5,000 DuckDB connections (+200 MB) and held an analytics query up for most of a second.
+  await using w = await createTestWorld();
+  const db = w.deps.duckdb;
+  const connect = db.connect.bind(db);
+  let connections = 0;
+  db.connect = () => (connections++, connect());
+  const kvGet = w.deps.kv.get.bind(w.deps.kv);
+  let kvReads = 0;
+  w.deps.kv.get = ((key: Deno.KvKey, opts?: { consistency?: Deno.KvConsistencyLevel }) => (
+    key[0] === "meta" && kvReads++, kvGet(key, opts)
+  )) as typeof w.deps.kv.get;
+  const statuses = await Promise.all(Array.from({ length: 200 }, async () => {
+    const res = await w.app.request("/readyz");
+    await res.body?.cancel();
+    return res.status;
+  }));
+  assert.deepEqual(new Set(statuses), new Set([200]));
+  assert.equal(connections, 1);
+  assert.equal(kvReads, 1);
+  // A probe after the shared one has finished asks the stores again: a balancer sees a store go down.
+  w.deps.duckdb.close();
+  const res = await w.app.request("/readyz");
+  assert.equal(res.status, 503);
+  assert.equal((await res.json()).checks.duckdb, false);
+});
+
 Deno.test("GET /openapi.json documents the routes from their zod schemas", async () => {
   await using w = await createTestWorld();
   const res = await w.app.request("/openapi.json");
