@@ -108,5 +108,11 @@ export function requestedDataModel(url: URL): string | null {
   const q = url.searchParams.get("data_model_id");
   if (q) return q;
   const m = /^\/v1\/data-models\/([^/]+)/.exec(url.pathname);
-  return m ? decodeURIComponent(m[1]!) : null;
+  if (!m) return null;
+  try {
+    return decodeURIComponent(m[1]!);
+  } catch {
+    // A broken escape (`%E0%A4%A`) names no data model: the route refuses the id as malformed.
+    return null;
+  }
 }
