@@ -105,6 +105,20 @@ export const adminCommands: Record<string, AdminCommand> = {
       return { id: record.id, name: record.name, key, note: "Store this key now: it is not shown again" };
     },
   },
+  "operator-key list": {
+    usage: "operator-key list",
+    options: {},
+    run: (deps) => deps.operatorKeys.list(),
+  },
+  "operator-key revoke": {
+    usage: "operator-key revoke --id <opk_...>",
+    options: { id: { type: "string" } },
+    async run(deps, v) {
+      const id = need(v, "id");
+      if (!(await deps.operatorKeys.revoke(id))) throw new AdminUsageError(`operator key not found: ${id}`);
+      return { id, revoked: true };
+    },
+  },
   "data-model create": {
     usage:
       "data-model create --tenant <tn_...> --name <name> [--tool-name <slug>] --site <domain=Site Name>... [--marketplace]",

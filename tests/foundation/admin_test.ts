@@ -100,3 +100,38 @@ Deno.test("admin: usage errors name the problem", async () => {
     /data model not found/,
   );
 });
+
+Deno.test("admin: a revoked operator key opens no operator route; listings show ids, never keys", async () => {
+  // An operator key printed at the demo's first start or pasted into a ticket could not be taken
+  // back: `operator-key create` was the only operator-key command.
+  await using w = await createTestWorld();
+  const made = await runAdmin(w.deps, ["operator-key", "create", "--name", "laptop"]) as { id: string; key: string };
+  const other = await runAdmin(w.deps, ["operator-key", "create"]) as { id: string; key: string };
+  const metrics = (key: string) => w.app.request("/payproxy/metrics", { headers: bearer(key) });
+  assert.equal((await metrics(made.key)).status, 200);
+
+  const listed = await runAdmin(w.deps, ["operator-key", "list"]) as Record<string, unknown>[];
+  assert.deepEqual(
+    listed.map((k) => [k.id, k.name, k.revokedAt]).sort(),
+    [
+      [made.id, "laptop", undefined],
+      [other.id, "operator", undefined],
+    ].sort(),
+  );
+  assert.ok(!JSON.stringify(listed).includes(made.key.slice(3)), "no key in a listing");
+
+  assert.deepEqual(await runAdmin(w.deps, ["operator-key", "revoke", "--id", made.id]), { id: made.id, revoked: true });
+  const refused = await metrics(made.key);
+  assert.equal(refused.status, 401);
+  assert.equal(refused.headers.get("www-authenticate"), 'Bearer realm="operator"');
+  await refused.body?.cancel();
+  assert.equal((await metrics(other.key)).status, 200, "the other key still works");
+  const after = await runAdmin(w.deps, ["operator-key", "list"]) as Record<string, unknown>[];
+  assert.equal(typeof after.find((k) => k.id === made.id)?.revokedAt, "string");
+  // Idempotent; an unknown id is a usage error.
+  assert.deepEqual(await runAdmin(w.deps, ["operator-key", "revoke", "--id", made.id]), { id: made.id, revoked: true });
+  await assert.rejects(
+    runAdmin(w.deps, ["operator-key", "revoke", "--id", "opk_missing"]),
+    (err: Error) => err instanceof AdminUsageError && /operator key not found/.test(err.message),
+  );
+});
