@@ -511,7 +511,8 @@ export function adminUsage(): string {
 export async function runAdmin(deps: AdminDeps, argv: string[]): Promise<unknown> {
   if (argv.length === 0 || argv[0] === "help" || argv[0] === "--help") return adminUsage();
   const name = argv.slice(0, 2).join(" ");
-  const command = adminCommands[name];
+  // Own entries only: `constructor` or `toString` would find what every object inherits.
+  const command = Object.hasOwn(adminCommands, name) ? adminCommands[name] : undefined;
   if (!command) throw new AdminUsageError(`unknown admin command: ${name || "(none)"}\n${adminUsage()}`);
   let values: Record<string, string | boolean | string[] | undefined>;
   try {

@@ -83,6 +83,10 @@ Deno.test("admin: usage errors name the problem", async () => {
     [["tenant", "create", "--name", "x", "--bogus"], /Unknown option/],
     [["key", "create", "--tenant", "tn_missing"], /tenant not found/],
     [["key", "revoke", "--id", "key_missing"], /api key not found/],
+    // Names an object literal inherits are no commands (they were a TypeError: command.run is not a function).
+    [["constructor"], /unknown admin command/],
+    [["toString"], /unknown admin command/],
+    [["hasOwnProperty"], /unknown admin command/],
   ];
   for (const [argv, re] of cases) {
     await assert.rejects(
