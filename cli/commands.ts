@@ -10,6 +10,7 @@ import { DATA_MODEL_LICENSES, domainSchema, slugSchema } from "../core/store/mod
 import type { AiModel, Campaign, DataModel, Prompt, Widget } from "../core/store/mod.ts";
 import { storefrontAdminCommands } from "./identity.ts";
 import { widgetAdminCommands } from "./widget.ts";
+import { widgetSettingsSchema } from "../core/widget/mod.ts";
 import { AppError } from "../core/errors.ts";
 
 export { type AdminCommand, type AdminDeps, AdminUsageError } from "./command.ts";
@@ -231,7 +232,11 @@ export const adminCommands: Record<string, AdminCommand> = {
       if (!(await deps.repos.aiModels.getForTenant(tenantId, aiModelId))) {
         throw new AdminUsageError(`ai model not found in tenant: ${aiModelId}`);
       }
-      const origins = list(v.origin).map((o) => check(z.url(), o, "origin")).map((o) => new URL(o).origin);
+      // The widget settings' own rule (http(s) origins only): `--origin localhost:3000` is a URL of
+      // scheme `localhost:` whose origin is "null", which would let any sandboxed page in.
+      const origins = [
+        ...new Set(check(widgetSettingsSchema.shape.allowed_origins.unwrap(), list(v.origin), "origin")),
+      ];
       const widget: Widget = {
         id: newId("wd", deps.clock),
         tenantId,

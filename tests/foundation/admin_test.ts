@@ -139,3 +139,44 @@ Deno.test("admin: a revoked operator key opens no operator route; listings show 
     (err: Error) => err instanceof AdminUsageError && /operator key not found/.test(err.message),
   );
 });
+
+Deno.test("admin: widget create takes only http(s) origins, as the widget settings do (no widget allows Origin: null)", async () => {
+  // `--origin localhost:3000` parsed as a URL of scheme `localhost:` whose origin is "null": the
+  // widget then answered any sandboxed iframe or data: page, on any site, with CORS for `null`.
+  await using w = await createTestWorld();
+  const tenant = await runAdmin(w.deps, ["tenant", "create", "--name", "Acme"]) as { id: string };
+  const dm = await runAdmin(w.deps, ["data-model", "create", "--tenant", tenant.id, "--name", "N"]) as { id: string };
+  const am = await runAdmin(w.deps, [
+    "ai-model",
+    "create",
+    "--tenant",
+    tenant.id,
+    "--name",
+    "Bot",
+    "--grounding",
+    dm.id,
+  ]) as { id: string };
+  const create = (origin: string) =>
+    runAdmin(w.deps, [
+      "widget",
+      "create",
+      "--tenant",
+      tenant.id,
+      "--name",
+      "W",
+      "--ai-model",
+      am.id,
+      "--origin",
+      origin,
+    ]);
+  for (const origin of ["localhost:3000", "javascript:alert(1)", "file:///tmp/x.html", "data:text/html,hi"]) {
+    await assert.rejects(
+      create(origin),
+      (err: Error) => err instanceof AdminUsageError && /^--origin /.test(err.message) && !err.message.includes(origin),
+      origin,
+    );
+  }
+  assert.deepEqual(await w.deps.repos.widgets.listByTenant(tenant.id), []);
+  const ok = await create("http://localhost:3000/page") as { allowedOrigins: string[] };
+  assert.deepEqual(ok.allowedOrigins, ["http://localhost:3000"]);
+});
