@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createTestWorld } from "../_helpers.ts";
+import { sharedStoreProbe } from "../../routes/system.ts";
 
 Deno.test("GET /healthz answers ok with an X-Request-Id", async () => {
   await using w = await createTestWorld();
@@ -122,4 +123,17 @@ Deno.test("GET /openapi.json documents every route family, storefront and discov
     ]
   ) assert.ok(doc.paths[path], `missing ${path}`);
   assert.equal(doc.components.securitySchemes.agentToken.scheme, "bearer");
+});
+
+Deno.test("sharedStoreProbe(): a store that does not answer within the deadline is down, and the next probe asks again", async () => {
+  await using w = await createTestWorld();
+  const kvGet = w.deps.kv.get.bind(w.deps.kv);
+  let stuck = true;
+  w.deps.kv.get =
+    ((key: Deno.KvKey, opts?: { consistency?: Deno.KvConsistencyLevel }) =>
+      key[0] === "meta" && stuck ? new Promise(() => {}) : kvGet(key, opts)) as typeof w.deps.kv.get;
+  const probe = sharedStoreProbe(w.deps, { timeoutMs: 20 });
+  assert.deepEqual(await probe(), { kv: false, duckdb: true });
+  stuck = false;
+  assert.deepEqual(await probe(), { kv: true, duckdb: true }, "a recovered store is seen at once");
 });
