@@ -18,7 +18,11 @@ export const trustedUrl = (name: string) =>
     v.replace(/\/+$/, "")
   );
 
-// The URL parser has normalised the host (`LOCALHOST` -> `localhost`, `0x7f.1` -> `127.0.0.1`).
-function isLoopbackHost(hostname: string): boolean {
+/**
+ * Whether a URL's host can only mean this machine: `localhost`, `127.x.x.x` or `[::1]`. The URL
+ * parser normalises http(s) hosts (`LOCALHOST` -> `localhost`, `0x7f.1` -> `127.0.0.1`); other
+ * schemes keep the host as written, so lower-case it first and take anything else as remote.
+ */
+export function isLoopbackHost(hostname: string): boolean {
   return hostname === "localhost" || /^127(\.\d{1,3}){3}$/.test(hostname) || hostname === "[::1]";
 }

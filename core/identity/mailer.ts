@@ -1,6 +1,7 @@
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes } from "../crypto.ts";
 import { lazily } from "../lazily.ts";
+import { isLoopbackHost } from "../trusted_url.ts";
 
 /** One outgoing e-mail. */
 export interface MailMessage {
@@ -32,18 +33,13 @@ export function smtpTransportOptions(smtpUrl: string) {
     host: url.hostname,
     port: Number(url.port) || (secure ? 465 : 587),
     secure,
-    requireTLS: !secure && !isLoopbackHost(url.hostname),
+    requireTLS: !secure && !isLoopbackHost(url.hostname.toLowerCase()),
     auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
     pool: true,
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,
     socketTimeout: 20_000,
   };
-}
-
-/** A host name that can only mean this machine (the URL parser has normalised it already). */
-function isLoopbackHost(hostname: string): boolean {
-  return hostname.toLowerCase() === "localhost" || /^127(\.\d{1,3}){3}$/.test(hostname) || hostname === "[::1]";
 }
 
 /** SMTP through nodemailer, with the options of {@link smtpTransportOptions}. */
