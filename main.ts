@@ -31,10 +31,12 @@ export async function openDeps(
   log = createLogger({ level: config.logLevel, clock: () => systemClock.now() }),
 ): Promise<Deps> {
   const isUrl = /^https?:\/\//.test(config.kvPath);
+  // Owner-only, like demo.env: the KV holds payproxy secrets and signing keys in clear. A folder
+  // that exists already keeps the mode its operator gave it.
   if (config.kvPath !== ":memory:" && !isUrl) {
-    await Deno.mkdir(config.kvPath.replace(/\/[^/]*$/, "") || ".", { recursive: true });
+    await Deno.mkdir(config.kvPath.replace(/\/[^/]*$/, "") || ".", { recursive: true, mode: 0o700 });
   }
-  await Deno.mkdir(config.dataDir, { recursive: true });
+  await Deno.mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   // Several processes may share one KV file (docs/operations.md): writes that meet another's lock wait and retry.
   const kv = retryBusyKv(await Deno.openKv(config.kvPath));
   const duckdb = await AnalyticsDb.open({

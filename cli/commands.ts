@@ -106,6 +106,20 @@ export const adminCommands: Record<string, AdminCommand> = {
       return { id: record.id, name: record.name, key, note: "Store this key now: it is not shown again" };
     },
   },
+  "operator-key list": {
+    usage: "operator-key list",
+    options: {},
+    run: (deps) => deps.operatorKeys.list(),
+  },
+  "operator-key revoke": {
+    usage: "operator-key revoke --id <opk_...>",
+    options: { id: { type: "string" } },
+    async run(deps, v) {
+      const id = need(v, "id");
+      if (!(await deps.operatorKeys.revoke(id))) throw new AdminUsageError(`operator key not found: ${id}`);
+      return { id, revoked: true };
+    },
+  },
   "data-model create": {
     usage:
       "data-model create --tenant <tn_...> --name <name> [--tool-name <slug>] --site <domain=Site Name>... [--marketplace]",
@@ -500,7 +514,8 @@ export function adminUsage(): string {
 export async function runAdmin(deps: AdminDeps, argv: string[]): Promise<unknown> {
   if (argv.length === 0 || argv[0] === "help" || argv[0] === "--help") return adminUsage();
   const name = argv.slice(0, 2).join(" ");
-  const command = adminCommands[name];
+  // Own entries only: `constructor` or `toString` would find what every object inherits.
+  const command = Object.hasOwn(adminCommands, name) ? adminCommands[name] : undefined;
   if (!command) throw new AdminUsageError(`unknown admin command: ${name || "(none)"}\n${adminUsage()}`);
   let values: Record<string, string | boolean | string[] | undefined>;
   try {

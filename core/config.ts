@@ -2,6 +2,7 @@ import { z } from "zod";
 import { LOG_LEVELS } from "./log.ts";
 import { paymentEnv, paymentsConfig, type StandardMethodsConfig } from "./payment_config.ts";
 import { parseSearchShard, type SearchShard } from "./search/mod.ts";
+import { trustedUrl } from "./trusted_url.ts";
 
 const bool = (name: string) =>
   z.enum(["true", "false", "1", "0", "yes", "no"], { error: `${name} must be true or false` })
@@ -64,9 +65,13 @@ const envSchema = z.object({
       return z.NEVER;
     }
   }).pipe(
-    z.array(z.object({ issuer: z.string().min(1), jwks_url: url("jwks_url") }).strict(), {
-      error: "TRUSTED_ISSUERS must be a JSON list of {issuer, jwks_url}",
-    }),
+    z.array(
+      z.object({
+        issuer: z.string().min(1),
+        jwks_url: trustedUrl("TRUSTED_ISSUERS jwks_url"),
+      }).strict(),
+      { error: "TRUSTED_ISSUERS must be a JSON list of {issuer, jwks_url}" },
+    ),
   ).optional(),
   ANONYMOUS_REGISTRATION: bool("ANONYMOUS_REGISTRATION").default(true),
   SERVICE_AUTH_REGISTRATION: bool("SERVICE_AUTH_REGISTRATION").default(true),

@@ -5,19 +5,11 @@
  * secret key is.
  */
 import { z } from "zod";
+import { trustedUrl } from "./trusted_url.ts";
 
 const address = (name: string) =>
   z.string().regex(/^0x[0-9a-fA-F]{40}$/, { error: `${name} must be a 0x-prefixed 20-byte hex address` })
     .transform((v) => v as `0x${string}`);
-
-const httpUrl = (name: string) =>
-  z.string().refine((v) => {
-    try {
-      return ["http:", "https:"].includes(new URL(v).protocol);
-    } catch {
-      return false;
-    }
-  }, { error: `${name} must be an absolute http(s) URL` }).transform((v) => v.replace(/\/+$/, ""));
 
 const whole = (name: string, min: number, max: number) =>
   z.string().regex(/^\d+$/, { error: `${name} must be a whole number from ${min} to ${max}` }).transform(Number)
@@ -58,10 +50,10 @@ export const paymentEnv = {
   PAY_EVM_TOKEN_VERSION: z.string().min(1).max(16).default("2"),
   PAY_EVM_DECIMALS: whole("PAY_EVM_DECIMALS", 0, 36).default(6),
   PAY_EVM_RECIPIENT: address("PAY_EVM_RECIPIENT").optional(),
-  PAY_EVM_RPC_URL: httpUrl("PAY_EVM_RPC_URL").optional(),
-  PAY_X402_FACILITATOR_URL: httpUrl("PAY_X402_FACILITATOR_URL").optional(),
+  PAY_EVM_RPC_URL: trustedUrl("PAY_EVM_RPC_URL").optional(),
+  PAY_X402_FACILITATOR_URL: trustedUrl("PAY_X402_FACILITATOR_URL").optional(),
   PAY_STRIPE_SECRET_KEY: z.string().min(1).optional(),
-  PAY_STRIPE_API_URL: httpUrl("PAY_STRIPE_API_URL").default("https://api.stripe.com"),
+  PAY_STRIPE_API_URL: trustedUrl("PAY_STRIPE_API_URL").default("https://api.stripe.com"),
   PAY_STRIPE_NETWORK_ID: z.string().min(1).max(64).default("internal"),
 };
 

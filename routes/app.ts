@@ -63,7 +63,7 @@ import { createRedirectRoutes } from "./redirect.ts";
 import { createResourceRoutes } from "./resources.ts";
 import { createSearchRoutes } from "./search.ts";
 import { mountStorefront } from "./storefront/mod.ts";
-import { createSystemRoutes, probeStores } from "./system.ts";
+import { createSystemRoutes, sharedStoreProbe } from "./system.ts";
 import { createFrontPageRoutes } from "./front_page.ts";
 import { createApiReferenceRoutes } from "./api_reference.ts";
 import { withExamples } from "./openapi_examples.ts";
@@ -102,9 +102,10 @@ export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   });
 
   // System routes have no common prefix; they sit at the root, in the root's own family.
-  app.route("/", createSystemRoutes(deps));
+  const probe = sharedStoreProbe(deps);
+  app.route("/", createSystemRoutes(deps, { probe }));
   app.route("/", createApiReferenceRoutes(deps, { title: openApiConfig.info.title }));
-  app.route("/", createFrontPageRoutes(deps, { probe: () => probeStores(deps), title: openApiConfig.info.title }));
+  app.route("/", createFrontPageRoutes(deps, { probe, title: openApiConfig.info.title }));
   // MCP (Streamable HTTP) and its server card, before the storefront's `/.well-known` family.
   app.route("/.well-known", createMcpCardRoutes(deps));
   mount(app, "/mcp", createMcpRoutes(deps));

@@ -1,6 +1,6 @@
 /**
  * The edge check of search shards (docs/operations.md, "Search shards"): a request naming a data
- * model (the `data_model_id` query parameter, or `/v1/data-models/{id}/...`) that this process's
+ * model (`/v1/data-models/{id}/...`, else the `data_model_id` query parameter) that this process's
  * `SEARCH_SHARD` does not serve is answered 421 with a JSON body before any route runs, so no route
  * answers from an index this process does not hold. Behind HAProxy, which retries 503 but not 421,
  * the balancer sends `X-Shard-Retry: 1` and gets the same body as 503 to retry on another server.

@@ -30,24 +30,54 @@ const readyRoute = createRoute({
   },
 });
 
-/** Whether Deno KV and DuckDB answer (a KV read and a DuckDB ping, side by side). */
-export async function probeStores(deps: Pick<Deps, "kv" | "duckdb">): Promise<{ kv: boolean; duckdb: boolean }> {
-  const [kv, duckdb] = await Promise.all([
-    deps.kv.get(["meta", "ready_probe"]).then(() => true, () => false),
-    deps.duckdb.ping(),
-  ]);
-  return { kv, duckdb };
+/**
+ * Whether Deno KV and DuckDB answer (a KV read and a DuckDB ping, side by side); a store that has
+ * not answered within `timeoutMs` counts as down.
+ */
+export async function probeStores(
+  deps: Pick<Deps, "kv" | "duckdb">,
+  { timeoutMs = 2_000 }: { timeoutMs?: number } = {},
+): Promise<{ kv: boolean; duckdb: boolean }> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), timeoutMs));
+  try {
+    const [kv, duckdb] = await Promise.all([
+      Promise.race([deps.kv.get(["meta", "ready_probe"]).then(() => true, () => false), late]),
+      Promise.race([deps.duckdb.ping(), late]),
+    ]);
+    return { kv, duckdb };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * {@link probeStores} shared by the requests that arrive while one runs: `/readyz` is unthrottled
+ * (a balancer must never be refused), and a probe each meant one DuckDB connection each, so 5,000
+ * at once held 5,000 connections (+200 MB) and an analytics query waited most of a second. A
+ * request that arrives after the probe ended starts a new one, so a store that fails is seen; the
+ * probe's deadline keeps one stuck call from holding every later request.
+ */
+export function sharedStoreProbe(
+  deps: Pick<Deps, "kv" | "duckdb">,
+  options: { timeoutMs?: number } = {},
+): () => Promise<{ kv: boolean; duckdb: boolean }> {
+  let running: Promise<{ kv: boolean; duckdb: boolean }> | null = null;
+  return () => running ??= probeStores(deps, options).finally(() => running = null);
 }
 
 /**
  * `/healthz` and `/readyz`, mounted at `/` (`/openapi.json` is mounted by createApp on the root
  * router; `/docs` is routes/api_reference.ts).
  */
-export function createSystemRoutes(deps: Pick<Deps, "kv" | "duckdb" | "log">) {
+export function createSystemRoutes(
+  deps: Pick<Deps, "log">,
+  { probe }: { probe: () => Promise<{ kv: boolean; duckdb: boolean }> },
+) {
   const app = familyApp("message", deps.log);
   app.openapi(healthRoute, (c) => c.json({ status: "ok" as const }, 200));
   app.openapi(readyRoute, async (c) => {
-    const { kv, duckdb } = await probeStores(deps);
+    const { kv, duckdb } = await probe();
     const ok = kv && duckdb;
     return c.json({ status: ok ? "ok" as const : "unavailable" as const, checks: { kv, duckdb } }, ok ? 200 : 503);
   });

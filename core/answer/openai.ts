@@ -201,7 +201,10 @@ export class OpenAiProvider implements AnswerProvider {
   #fetch(settings: OpenAiSettings, body: string, signal: AbortSignal): Promise<Response> {
     const base = (settings.baseUrl ?? this.#o.config.baseUrl).replace(/\/+$/, "");
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
-    if (this.#o.config.apiKey) headers.authorization = `Bearer ${this.#o.config.apiKey}`;
+    // The key is a credential of the configured server: a model served elsewhere never sees it.
+    if (this.#o.config.apiKey && sameOrigin(base, this.#o.config.baseUrl)) {
+      headers.authorization = `Bearer ${this.#o.config.apiKey}`;
+    }
     const f = this.#o.fetch;
     return f(`${base}/chat/completions`, { method: "POST", headers, body, signal });
   }
@@ -383,4 +386,13 @@ export function parseQuestions(reply: string): string[] {
     if (!out.some((o) => o.toLowerCase() === q.toLowerCase())) out.push(q);
   }
   return out;
+}
+
+/** Whether two absolute URLs share scheme, host and port (false when either does not parse). */
+function sameOrigin(a: string, b: string): boolean {
+  try {
+    return new URL(a).origin === new URL(b).origin;
+  } catch {
+    return false;
+  }
 }

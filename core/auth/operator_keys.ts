@@ -7,6 +7,8 @@ export interface OperatorKeyRecord {
   id: string;
   name: string;
   createdAt: string;
+  /** Set by {@link OperatorKeys.revoke}: the key opens nothing from then on. */
+  revokedAt?: string;
 }
 
 const KEY_PREFIX = "op_";
@@ -16,7 +18,8 @@ const KEY_RE = /^op_[A-Za-z0-9_-]{43}$/;
 /**
  * Operator keys: the credential of whoever runs the service (not a tenant). They guard operator
  * pages and counters such as the mail outbox and `/payproxy/metrics`. `op_` + 43 base64url
- * characters, shown once at creation, stored as SHA-256 under `["operator_key", hash]`.
+ * characters, shown once at creation, stored as SHA-256 under `["operator_key", hash]`. A leaked
+ * key is taken back with {@link revoke} (`deno task admin operator-key revoke --id opk_...`).
  */
 export class OperatorKeys {
   constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
@@ -33,13 +36,33 @@ export class OperatorKeys {
     return { key, record };
   }
 
+  /** Every operator key, revoked ones included, without secrets (operator keys are a handful). */
+  async list(): Promise<OperatorKeyRecord[]> {
+    const out: OperatorKeyRecord[] = [];
+    for await (const e of this.kv.list<OperatorKeyRecord>({ prefix: ["operator_key"] })) out.push(e.value);
+    return out;
+  }
+
+  /** Revokes a key by id; false when no such key exists. Idempotent. */
+  async revoke(id: string): Promise<boolean> {
+    for await (const e of this.kv.list<OperatorKeyRecord>({ prefix: ["operator_key"] })) {
+      if (e.value.id !== id) continue;
+      if (e.value.revokedAt) return true;
+      const res = await this.kv.atomic().check(e).set(e.key, { ...e.value, revokedAt: this.clock.now().toISOString() })
+        .commit();
+      return res.ok ? true : this.revoke(id);
+    }
+    return false;
+  }
+
   /**
-   * Whether an `Authorization` header carries a known operator key (`Bearer op_...`).
+   * Whether an `Authorization` header carries a known operator key (`Bearer op_...`) not revoked.
    * @returns the key's record, or null.
    */
   async authenticate(authorization: string | undefined): Promise<OperatorKeyRecord | null> {
     const m = /^Bearer (\S+)$/i.exec(authorization ?? "");
     if (!m || !KEY_RE.test(m[1]!)) return null;
-    return (await this.kv.get<OperatorKeyRecord>(["operator_key", await sha256Hex(m[1]!)])).value;
+    const record = (await this.kv.get<OperatorKeyRecord>(["operator_key", await sha256Hex(m[1]!)])).value;
+    return record && !record.revokedAt ? record : null;
   }
 }

@@ -1,6 +1,7 @@
 import type { Clock } from "../clock.ts";
 import { base64url, randomBytes } from "../crypto.ts";
 import { lazily } from "../lazily.ts";
+import { isLoopbackHost } from "../trusted_url.ts";
 
 /** One outgoing e-mail. */
 export interface MailMessage {
@@ -19,7 +20,29 @@ export interface Mailer {
   close?(): void;
 }
 
-/** SMTP through nodemailer. `smtpUrl` is `smtp://user:pass@host:port` or `smtps://...`. */
+/**
+ * nodemailer's transport options for `smtpUrl` (`smtp://user:pass@host:port` or `smtps://...`).
+ * `smtp://` to any host but this machine must upgrade with STARTTLS or send nothing: nodemailer
+ * upgrades only when the server offers it, so whoever sits on the path and strips the offer read
+ * the relay's password and every claim mail's verification code in clear text.
+ */
+export function smtpTransportOptions(smtpUrl: string) {
+  const url = new URL(smtpUrl);
+  const secure = url.protocol === "smtps:";
+  return {
+    host: url.hostname,
+    port: Number(url.port) || (secure ? 465 : 587),
+    secure,
+    requireTLS: !secure && !isLoopbackHost(url.hostname.toLowerCase()),
+    auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
+    pool: true,
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 20_000,
+  };
+}
+
+/** SMTP through nodemailer, with the options of {@link smtpTransportOptions}. */
 export class SmtpMailer implements Mailer {
   readonly kind = "smtp" as const;
   /** nodemailer's transport, made on the first send: a process that sends no mail does not load nodemailer. */
@@ -30,19 +53,7 @@ export class SmtpMailer implements Mailer {
 
   constructor(smtpUrl: string, private readonly from: string) {
     // Pooled connections; no connection is opened until the first send.
-    const url = new URL(smtpUrl);
-    const options = {
-      host: url.hostname,
-      port: Number(url.port) || (url.protocol === "smtps:" ? 465 : 587),
-      secure: url.protocol === "smtps:",
-      auth: url.username
-        ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) }
-        : undefined,
-      pool: true,
-      connectionTimeout: 10_000,
-      greetingTimeout: 10_000,
-      socketTimeout: 20_000,
-    };
+    const options = smtpTransportOptions(smtpUrl);
     this.#transport = lazily(async () => this.#made = (await import("nodemailer")).default.createTransport(options));
   }
 

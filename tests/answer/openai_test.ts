@@ -170,6 +170,20 @@ Deno.test("OpenAiProvider uses a model's own baseUrl over the configured one", a
   assert.equal(server.requests[0]!.body.model, "llama3");
 });
 
+Deno.test("OpenAiProvider sends OPENAI_API_KEY only to the configured server, never to a model's own baseUrl elsewhere", async () => {
+  // The key is a credential for OPENAI_BASE_URL's server; a model served elsewhere (an Ollama box, a
+  // tenant's own endpoint) got it in its Authorization header with every question.
+  await using configured = startChatServer([chatReply("From the configured server [1].")]);
+  await using elsewhere = startChatServer([chatReply("From the model's server [1].")]);
+  const { p } = provider(configured.baseUrl, { maxRetries: 0 });
+  const own = (baseUrl: string): AiModel => ({ ...model, provider: { kind: "openai", model: "llama3", baseUrl } });
+  await p.text(await request("bus fares", own(elsewhere.baseUrl)));
+  assert.equal(elsewhere.requests[0]!.headers.get("authorization"), null);
+  // The configured server, named by the model too, still gets it.
+  await p.text(await request("bus fares", own(`${configured.baseUrl}/`)));
+  assert.equal(configured.requests[0]!.headers.get("authorization"), `Bearer ${API_KEY}`);
+});
+
 Deno.test("OpenAiProvider.text() answers plainly without a call when there are no passages", async () => {
   await using server = startChatServer([]);
   const { p } = provider(server.baseUrl);

@@ -138,3 +138,29 @@ Deno.test("SEARCH_SHARD: start() builds only the shard's indexes", async () => {
   assert.equal(engine.registry.followStats("dm_colocated2").builds, 0, "not built, not followed");
   await engine.close();
 });
+
+Deno.test("SEARCH_SHARD: a path whose percent-encoding does not decode is the route's 422, not a 500", async () => {
+  await using w = await shardWorld("dm_served1");
+  const headers = { ...bearer(w.key), "content-type": "application/json" };
+  for (const path of ["/v1/data-models/%E0%A4%A/articles", "/v1/data-models/dm_%ZZ/sources"]) {
+    const res = await w.app.request(path, { method: "POST", headers, body: "[]" });
+    assert.equal(res.status, 422, path);
+    const body = await res.json();
+    assert.match(body.message, /^data_model_id: must be dm_/);
+    assert.ok(!JSON.stringify(body).includes("%"), "the raw id is not echoed");
+  }
+  assert.ok(!w.log.lines.some((l) => l.level === "error"), "nothing logged as an unexpected error");
+});
+
+Deno.test("SEARCH_SHARD: a /v1/data-models path names its data model whatever the query says, as HAProxy routes it", async () => {
+  await using w = await shardWorld("dm_served1");
+  const get = (path: string) => w.app.request(path, { headers: bearer(w.key) });
+  // HAProxy sends this by its path to dm_served1's shard; a stray data_model_id must not refuse it there.
+  let res = await get("/v1/data-models/dm_served1/categories?data_model_id=dm_elsewhere3");
+  assert.equal(res.status, 200);
+  assert.equal((await res.json()).data_model_id, "dm_served1");
+  // And the query cannot walk a request for another shard's data model past the edge check.
+  res = await get("/v1/data-models/dm_elsewhere3/sources?data_model_id=dm_served1");
+  assert.equal(res.status, 421);
+  assert.equal((await res.json()).error, "misdirected_request");
+});

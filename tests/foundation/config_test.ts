@@ -59,3 +59,33 @@ Deno.test("parseConfig() never echoes a value in its error", () => {
     (err: Error) => !err.message.includes("secret-value-123"),
   );
 });
+
+Deno.test("parseConfig() refuses plain http for URLs that vouch for identities or money, except on this machine", async (t) => {
+  // A key set, a chain node, a facilitator or Stripe's API reached over http: whoever is on the path
+  // serves their own signing key (any e-mail, born claimed), confirms a payment that never settled,
+  // or reads the Stripe secret key.
+  const issuers = (jwks: string) => JSON.stringify([{ issuer: "https://idp.example", jwks_url: jwks }]);
+  const cases: [string, (url: string) => Record<string, string>][] = [
+    ["TRUSTED_ISSUERS", (url) => ({ TRUSTED_ISSUERS: issuers(url) })],
+    ["PAY_EVM_RPC_URL", (url) => ({ PAY_EVM_RPC_URL: url })],
+    ["PAY_X402_FACILITATOR_URL", (url) => ({ PAY_X402_FACILITATOR_URL: url })],
+    ["PAY_STRIPE_API_URL", (url) => ({ PAY_STRIPE_API_URL: url })],
+  ];
+  for (const [name, env] of cases) {
+    await t.step(name, () => {
+      for (const remote of ["http://idp.example/jwks", "http://10.0.0.7:8545", "http://LOCALHOST.example"]) {
+        assert.throws(() => parseConfig(env(remote)), (err: unknown) => {
+          assert.ok(err instanceof ConfigError);
+          assert.match(err.message, new RegExp(`^Invalid configuration: ${name}\\b.*https`));
+          assert.ok(!err.message.includes(remote), "the value is not echoed");
+          return true;
+        });
+      }
+      for (
+        const ok of ["https://idp.example/jwks", "http://127.0.0.1:4021", "http://localhost:8545", "http://[::1]:9"]
+      ) {
+        parseConfig(env(ok));
+      }
+    });
+  }
+});

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createTestWorld } from "../_helpers.ts";
+import { sharedStoreProbe } from "../../routes/system.ts";
 
 Deno.test("GET /healthz answers ok with an X-Request-Id", async () => {
   await using w = await createTestWorld();
@@ -18,6 +19,34 @@ Deno.test("GET /readyz checks KV and DuckDB", async () => {
 
 Deno.test("GET /readyz answers 503 when a store is closed", async () => {
   await using w = await createTestWorld();
+  w.deps.duckdb.close();
+  const res = await w.app.request("/readyz");
+  assert.equal(res.status, 503);
+  assert.equal((await res.json()).checks.duckdb, false);
+});
+
+Deno.test("GET /readyz: concurrent probes share one KV read and one DuckDB connection", async () => {
+  // /readyz is unthrottled (a balancer must never be refused): 5,000 probes at once from one client
+  // opened 5,000 DuckDB connections (+200 MB) and held an analytics query up for most of a second.
+  await using w = await createTestWorld();
+  const db = w.deps.duckdb;
+  const connect = db.connect.bind(db);
+  let connections = 0;
+  db.connect = () => (connections++, connect());
+  const kvGet = w.deps.kv.get.bind(w.deps.kv);
+  let kvReads = 0;
+  w.deps.kv.get = ((key: Deno.KvKey, opts?: { consistency?: Deno.KvConsistencyLevel }) => (
+    key[0] === "meta" && kvReads++, kvGet(key, opts)
+  )) as typeof w.deps.kv.get;
+  const statuses = await Promise.all(Array.from({ length: 200 }, async () => {
+    const res = await w.app.request("/readyz");
+    await res.body?.cancel();
+    return res.status;
+  }));
+  assert.deepEqual(new Set(statuses), new Set([200]));
+  assert.equal(connections, 1);
+  assert.equal(kvReads, 1);
+  // A probe after the shared one has finished asks the stores again: a balancer sees a store go down.
   w.deps.duckdb.close();
   const res = await w.app.request("/readyz");
   assert.equal(res.status, 503);
@@ -94,4 +123,17 @@ Deno.test("GET /openapi.json documents every route family, storefront and discov
     ]
   ) assert.ok(doc.paths[path], `missing ${path}`);
   assert.equal(doc.components.securitySchemes.agentToken.scheme, "bearer");
+});
+
+Deno.test("sharedStoreProbe(): a store that does not answer within the deadline is down, and the next probe asks again", async () => {
+  await using w = await createTestWorld();
+  const kvGet = w.deps.kv.get.bind(w.deps.kv);
+  let stuck = true;
+  w.deps.kv.get =
+    ((key: Deno.KvKey, opts?: { consistency?: Deno.KvConsistencyLevel }) =>
+      key[0] === "meta" && stuck ? new Promise(() => {}) : kvGet(key, opts)) as typeof w.deps.kv.get;
+  const probe = sharedStoreProbe(w.deps, { timeoutMs: 20 });
+  assert.deepEqual(await probe(), { kv: false, duckdb: true });
+  stuck = false;
+  assert.deepEqual(await probe(), { kv: true, duckdb: true }, "a recovered store is seen at once");
 });

@@ -9,7 +9,8 @@ import { createTestWorld } from "../_helpers.ts";
 const UNLIMITED_ON_PURPOSE: Record<string, string> = {
   // Probes: a constant answer, and a store probe an orchestrator must always reach.
   "GET /healthz": "liveness probe: a constant answer, no store read",
-  "GET /readyz": "readiness probe: one KV read and a DuckDB ping; a load balancer must never be refused",
+  "GET /readyz":
+    "readiness probe: one KV read and a DuckDB ping, shared by the requests that arrive while it runs; a load balancer must never be refused",
   "GET /": "front page: an in-memory render; its store probe runs at most once a second whatever the traffic",
   // Served from memory with an ETag (304 on revalidation): cheaper than a limiter's KV write.
   "GET /dashboard": "page shell from memory with an ETag; the data behind it needs an API key",

@@ -74,3 +74,29 @@ Deno.test("publicRateLimit() by address counts an IPv6 /64 as one client", async
     kv.close();
   }
 });
+
+Deno.test("publicRateLimit() by address: a trusted proxy's hop written with a port is that address, whatever the port", async () => {
+  // Some balancers (Azure Application Gateway, for one) write `ip:port` into X-Forwarded-For: the
+  // port, new with every connection, made each connection a fresh bucket.
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const clock = new FixedClock("2026-11-22T12:00:00Z");
+    const limiter = new FixedWindowLimiter(kv, clock, { scope: "port", limit: 2, windowS: 60 });
+    const app = familyApp("message", memoryLogger());
+    app.onError(createErrorHandler(memoryLogger(), "message"));
+    app.use("*", publicRateLimit({ limiter, scope: "address", key: byClientAddress(1) }));
+    app.get("/", (c) => c.text("ok"));
+    const from = (hop: string) => app.request("/", { headers: { "x-forwarded-for": `10.9.9.9, ${hop}` } });
+    const v4 = [];
+    for (const port of [50001, 50002, 50003]) v4.push((await from(`198.51.100.7:${port}`)).status);
+    assert.deepEqual(v4, [200, 200, 429]);
+    assert.equal((await from("198.51.100.7")).status, 429, "the same client without a port");
+    const v6 = [];
+    for (const hop of ["[2001:db8:5:6::1]:40001", "[2001:db8:5:6::2]:40002", "2001:db8:5:6::3"]) {
+      v6.push((await from(hop)).status);
+    }
+    assert.deepEqual(v6, [200, 200, 429], "bracketed IPv6 with a port is its /64 too");
+  } finally {
+    kv.close();
+  }
+});

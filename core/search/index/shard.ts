@@ -101,12 +101,17 @@ export function outsideShard(shard: SearchShard, asRetryable = false): AppError 
 }
 
 /**
- * The data model a request names, as HAProxy reads it: the `data_model_id` query parameter, or
- * the id in `/v1/data-models/{id}/...` (path field 4 of `/`-split).
+ * The data model a request names, as HAProxy reads it (docs/operations.md) and the route uses it:
+ * the id in `/v1/data-models/{id}/...` (path field 4 of `/`-split), else the `data_model_id` query
+ * parameter. A query parameter beside such a path is ignored by the route, so it must not decide.
  */
 export function requestedDataModel(url: URL): string | null {
-  const q = url.searchParams.get("data_model_id");
-  if (q) return q;
   const m = /^\/v1\/data-models\/([^/]+)/.exec(url.pathname);
-  return m ? decodeURIComponent(m[1]!) : null;
+  if (!m) return url.searchParams.get("data_model_id") || null;
+  try {
+    return decodeURIComponent(m[1]!);
+  } catch {
+    // A broken escape (`%E0%A4%A`) names no data model: the route refuses the id as malformed.
+    return null;
+  }
 }
