@@ -127,12 +127,14 @@ Deno.test("GET /openapi.json documents every route family, storefront and discov
 
 Deno.test("sharedStoreProbe(): a store that does not answer within the deadline is down, and the next probe asks again", async () => {
   await using w = await createTestWorld();
+  // DuckDB opens on first use (seconds on a busy machine): opened first, so only the stuck KV is late.
+  assert.equal(await w.deps.duckdb.ping(), true);
   const kvGet = w.deps.kv.get.bind(w.deps.kv);
   let stuck = true;
   w.deps.kv.get =
     ((key: Deno.KvKey, opts?: { consistency?: Deno.KvConsistencyLevel }) =>
       key[0] === "meta" && stuck ? new Promise(() => {}) : kvGet(key, opts)) as typeof w.deps.kv.get;
-  const probe = sharedStoreProbe(w.deps, { timeoutMs: 20 });
+  const probe = sharedStoreProbe(w.deps, { timeoutMs: 300 });
   assert.deepEqual(await probe(), { kv: false, duckdb: true });
   stuck = false;
   assert.deepEqual(await probe(), { kv: true, duckdb: true }, "a recovered store is seen at once");
