@@ -19,7 +19,8 @@ export class WidgetOrigins {
 
   /** Whether any widget lists `origin` among its allowed origins. */
   async allows(origin: string): Promise<boolean> {
-    if (!origin) return false;
+    // The opaque origin never: sandboxed and data: pages on any site send it (widgetAllowsOrigin).
+    if (!origin || origin === "null") return false;
     return (await this.#current()).has(origin);
   }
 

@@ -8,6 +8,7 @@ import { familyApp } from "./family.ts";
 import { bodyReader } from "./middleware/body.ts";
 import { cors } from "hono/cors";
 import { WidgetOrigins } from "../core/widget_origins.ts";
+import { widgetAllowsOrigin } from "../core/widget/mod.ts";
 import { enforcePublicLimit } from "./middleware/public_limits.ts";
 import { clientAddress } from "./storefront/client_address.ts";
 import { clientKey, senderNetwork } from "../core/client_key.ts";
@@ -121,7 +122,7 @@ export function createEventRoutes(
       const address = clientAddress(c, deps.config.trustProxy);
       await enforcePublicLimit(limits.perAddress, "address", senderNetwork(address) ?? address, events.length);
       const widget = await deps.repos.widgets.get(widget_id);
-      if (!widget || !widget.allowedOrigins.includes(origin)) throw originDenied();
+      if (!widget || !widgetAllowsOrigin(widget, origin)) throw originDenied();
       await enforcePublicLimit(limits.perWidget, "widget", widget.id, events.length);
       await enforcePublicLimit(limits.perWidgetDaily, "widget_daily", widget.id, events.length);
       actFor(c, widget.tenantId);

@@ -18,6 +18,7 @@ export {
   applyWidgetSettings,
   publicWidgetConfig,
   recommendationsDataModel,
+  widgetAllowsOrigin,
   widgetSettingsSchema,
 } from "./settings.ts";
 export type { WidgetSettingsInput } from "./settings.ts";

@@ -54,6 +54,18 @@ const origin = z.string().max(2048).transform((v, ctx) => {
 export const allowedOriginsSchema = z.array(origin).max(MAX_WIDGET_ORIGINS, {
   error: `must hold at most ${MAX_WIDGET_ORIGINS} origins`,
 });
+/**
+ * Whether a request's `Origin` may use the widget: one of its allowed origins, and never the opaque
+ * origin `null` (sandboxed iframes, `data:` and `file:` pages send it, on any site), whatever a
+ * widget stored before origins were checked on the way in.
+ */
+export function widgetAllowsOrigin(
+  widget: Pick<Widget, "allowedOrigins">,
+  origin: string | undefined,
+): origin is string {
+  return !!origin && origin !== "null" && widget.allowedOrigins.includes(origin);
+}
+
 const idOf = (prefix: IdPrefix) => z.string().regex(idPattern(prefix), { error: `must be a ${prefix}_ id` });
 
 /**

@@ -28,6 +28,7 @@ import {
   scopedModel,
   splitAnswer,
   startsSourcesBlock,
+  widgetAllowsOrigin,
   type WidgetCitation,
   widgetCitations,
   widgetErrors,
@@ -264,7 +265,7 @@ function widgetGate(lookup: (id: string) => Promise<Widget | null>): MiddlewareH
     const widget = await lookup(c.req.param("wd") ?? "");
     if (!widget) throw widgetNotFound();
     const origin = c.req.header("origin");
-    if (!origin || !widget.allowedOrigins.includes(origin)) throw originNotAllowed();
+    if (!widgetAllowsOrigin(widget, origin)) throw originNotAllowed();
     c.set("widget", widget);
     if (c.req.method === "OPTIONS") {
       c.res = c.body(null, 204, {

@@ -285,3 +285,39 @@ Deno.test("attack: IPv6 addresses of one /64 share one per-address widget limit"
   const other = await w.call(`/${a.widget.id}/config`, { headers: from("2001:db8:7:a::1") });
   assert.equal(other.status, 200);
 });
+
+Deno.test("attack: a widget stored with the opaque origin null (before origins were checked) still refuses Origin: null", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  // What the admin CLI could store before it checked --origin (`localhost:8001` parsed to origin "null").
+  await w.deps.repos.widgets.update({ ...a.widget, allowedOrigins: [...a.widget.allowedOrigins, "null"] });
+  for (const [path, body] of [["/ask", ASK], ["/recommend", { query: "budget" }], ["/config", undefined]] as const) {
+    const res = await w.call(`/${a.widget.id}${path}`, {
+      origin: "null",
+      body,
+      headers: { accept: "text/event-stream" },
+    });
+    assert.equal(res.status, 403, path);
+    assert.equal(res.headers.get("access-control-allow-origin"), null);
+    await res.body?.cancel();
+  }
+  const event = { event_type: "widget_open", session_id: "sess-1", ts: w.clock.now().toISOString() };
+  const sent = await w.app.request("http://svc.test/v1/events", {
+    method: "POST",
+    headers: { origin: "null", "content-type": "application/json" },
+    body: JSON.stringify({ widget_id: a.widget.id, events: [event] }),
+  });
+  assert.equal(sent.status, 403, "a sandboxed page on any site cannot send the widget's events");
+  await sent.body?.cancel();
+  const preflight = await w.app.request("http://svc.test/v1/events", {
+    method: "OPTIONS",
+    headers: { origin: "null", "access-control-request-method": "POST" },
+  });
+  assert.equal(preflight.headers.get("access-control-allow-origin"), null);
+  await preflight.body?.cancel();
+  assert.deepEqual(await recorded(w), [], "nothing recorded");
+  // The widget's real origin still works.
+  const ok = await w.call(`/${a.widget.id}/config`);
+  assert.equal(ok.status, 200);
+  await ok.body?.cancel();
+});
