@@ -366,3 +366,25 @@ Deno.test("claim: a claim token sends its e-mail only from the storefront it was
   assert.equal(home.status, 200);
   assert.equal((await mails()).length, 1);
 });
+
+Deno.test("claim: the human's deny ends the claim; the agent cannot mail them again to undo it", async () => {
+  await using w = await storefrontWorld();
+  const mails = async () => (await (w.deps.mailer as unknown as { list(n: number): Promise<unknown[]> }).list(100));
+  const { claimToken, verificationUri } = await startServiceAuthClaim(w, "dora@example.com");
+  assert.equal((await decideOnPage(w, verificationUri, "deny")).userCode, null);
+  assert.equal((await mails()).length, 1);
+  // Asking again replaced the denied attempt with a fresh e-mail: the "no" was erased and the human asked anew.
+  const again = await json(
+    await w.post("/agent/identity/claim", {
+      type: "service_auth",
+      claim_token: claimToken,
+      login_hint: "dora@example.com",
+    }),
+  );
+  assert.equal(again.status, 403);
+  assert.equal(again.body.error, "claim_denied");
+  assert.equal((await mails()).length, 1, "no second e-mail");
+  const done = await json(await w.post("/agent/identity/claim/complete", complete(claimToken, "BCDFGHJK")));
+  assert.equal(done.status, 403);
+  assert.equal(done.body.error, "claim_denied");
+});
