@@ -120,7 +120,8 @@ export class ClaimService {
   /**
    * POST /agent/identity/claim: checks the address and e-mails the human a verification link.
    * A new request replaces the previous attempt (its link stops working).
-   * @throws `invalid_claim_token`, `already_claimed`, `claim_expired`, `invalid_login_hint`.
+   * @throws `invalid_claim_token` (also for a claim opened at another storefront), `already_claimed`,
+   * `claim_denied` (the human denied it), `claim_expired`, `invalid_login_hint`.
    */
   async requestVerification(
     claimToken: string,
@@ -131,6 +132,11 @@ export class ClaimService {
     let counted = false;
     for (let i = 0; i < 8; i++) {
       const { entry, claim, hash } = await this.#load(claimToken);
+      // The e-mail names the storefront asked and links to its claim page, and counts on its budget:
+      // only the storefront the claim was opened at (the one its page names) may send it.
+      if (claim.sellerId !== seller.sellerId) throw identityErrors.claim_other_storefront();
+      // The human's "no" is final for this claim: a new attempt would replace it and mail them again.
+      if (claim.attempt?.status === "denied") throw identityErrors.claim_denied();
       const now = this.clock.now();
       if (!isEmail(loginHint)) throw identityErrors.invalid_login_hint();
       if (isPlusAliased(loginHint)) {

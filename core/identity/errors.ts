@@ -85,6 +85,11 @@ export const identityErrors = declareErrors({
   user_code_expired: sf({ kind: "gone", message: "The user code expired: request a new claim e-mail" }),
   invalid_user_code: sf({ kind: "bad_request", message: "The user code is wrong" }),
   invalid_claim_token: sf({ kind: "unauthenticated", message: "Unknown claim token" }),
+  claim_other_storefront: sf({
+    kind: "unauthenticated",
+    code: "invalid_claim_token",
+    message: "This claim token belongs to another storefront: request the e-mail where the claim was opened",
+  }),
   claim_credential_gone: sf({
     kind: "unauthenticated",
     code: "invalid_claim_token",

@@ -332,3 +332,59 @@ Deno.test("claim page: page loads and code submits are rate-limited per client a
     await res.body?.cancel();
   });
 });
+
+Deno.test("claim: a claim token sends its e-mail only from the storefront it was opened at", async () => {
+  await using w = await storefrontWorld();
+  await w.deps.storefront.sellers.create({
+    sellerId: "acme",
+    tenantId: "tn_x",
+    name: "Acme",
+    hosts: ["shop.acme.test"],
+  });
+  const mails = async () => (await (w.deps.mailer as unknown as { list(n: number): Promise<unknown[]> }).list(100));
+  const reg = await json(await w.post("/agent/identity", { type: "service_auth", login_hint: "ann@example.com" }));
+  const claimToken = (reg.body.claim as { token: string }).token;
+  // Another seller's host: the e-mail would name Acme and link to Acme's claim page while the page named the
+  // demo seller, and it counted on the demo seller's claim e-mail budget, not Acme's.
+  const elsewhere = await json(
+    await w.app.request("http://shop.acme.test/agent/identity/claim", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ type: "service_auth", claim_token: claimToken, login_hint: "ann@example.com" }),
+    }),
+  );
+  assert.equal(elsewhere.status, 401);
+  assert.equal(elsewhere.body.error, "invalid_claim_token");
+  assert.ok(!JSON.stringify(elsewhere.body).includes(claimToken), "the token is not echoed");
+  assert.equal((await mails()).length, 0, "no e-mail went out");
+  // At its own storefront the same token still works.
+  const home = await w.post("/agent/identity/claim", {
+    type: "service_auth",
+    claim_token: claimToken,
+    login_hint: "ann@example.com",
+  });
+  assert.equal(home.status, 200);
+  assert.equal((await mails()).length, 1);
+});
+
+Deno.test("claim: the human's deny ends the claim; the agent cannot mail them again to undo it", async () => {
+  await using w = await storefrontWorld();
+  const mails = async () => (await (w.deps.mailer as unknown as { list(n: number): Promise<unknown[]> }).list(100));
+  const { claimToken, verificationUri } = await startServiceAuthClaim(w, "dora@example.com");
+  assert.equal((await decideOnPage(w, verificationUri, "deny")).userCode, null);
+  assert.equal((await mails()).length, 1);
+  // Asking again replaced the denied attempt with a fresh e-mail: the "no" was erased and the human asked anew.
+  const again = await json(
+    await w.post("/agent/identity/claim", {
+      type: "service_auth",
+      claim_token: claimToken,
+      login_hint: "dora@example.com",
+    }),
+  );
+  assert.equal(again.status, 403);
+  assert.equal(again.body.error, "claim_denied");
+  assert.equal((await mails()).length, 1, "no second e-mail");
+  const done = await json(await w.post("/agent/identity/claim/complete", complete(claimToken, "BCDFGHJK")));
+  assert.equal(done.status, 403);
+  assert.equal(done.body.error, "claim_denied");
+});
