@@ -20,7 +20,7 @@ import {
   widgetForbiddenField,
 } from "./schema.ts";
 import { uuidv7 } from "./uuid7.ts";
-import type { WalExtraSet } from "./wal.ts";
+import { CHUNK_BYTES, fitsChunk, type WalExtraSet } from "./wal.ts";
 
 /** Who is sending a batch. */
 export type IngestContext =
@@ -193,6 +193,9 @@ export async function prepareEvents(
     rows.push(row);
   }
   const { sets: sessionSets, dropped } = await sessionize(deps.kv, rows, nowMs, contended);
+  // Checked once enriched (the freeze may add values): a row the log cannot hold is this event's fault.
+  const tooLarge = rows.findIndex((r) => !dropped.has(r) && !fitsChunk(r));
+  if (tooLarge >= 0) throw invalid(tooLarge, "", `is too large to store (at most ${CHUNK_BYTES} bytes encoded)`);
   return { rows: dropped.size ? rows.filter((r) => !dropped.has(r)) : rows, sessionSets };
 }
 

@@ -31,6 +31,14 @@ export interface WalChunk {
 
 const enc = new TextEncoder();
 
+/**
+ * Whether a row, as its NDJSON line, fits one chunk. The fields' character limits do not bound it:
+ * JSON writes a control character or a lone surrogate as 6 bytes, so validation checks this too.
+ */
+export function fitsChunk(row: unknown): boolean {
+  return enc.encode(JSON.stringify(row) + "\n").byteLength <= CHUNK_BYTES;
+}
+
 /** Splits rows into NDJSON chunks of at most {@link CHUNK_BYTES} bytes. */
 export function toChunks(rows: unknown[]): Uint8Array[] {
   const out: Uint8Array[] = [];
