@@ -31,12 +31,22 @@ export interface WalChunk {
 
 const enc = new TextEncoder();
 
+// A lone surrogate (half of a pair; JSON lets a sender write "\ud800") becomes U+FFFD, as UTF-8
+// encoding does: JSON.stringify would escape it, and DuckDB refuses such a line, so one event would
+// stop every flush of the log.
+const wellFormed = (_key: string, v: unknown) => typeof v === "string" ? v.toWellFormed() : v;
+
+/** A row as its NDJSON line (UTF-8, newline included). */
+function ndjsonLine(row: unknown): Uint8Array {
+  return enc.encode(JSON.stringify(row, wellFormed) + "\n");
+}
+
 /**
  * Whether a row, as its NDJSON line, fits one chunk. The fields' character limits do not bound it:
- * JSON writes a control character or a lone surrogate as 6 bytes, so validation checks this too.
+ * JSON writes a control character as 6 bytes, so validation checks this too.
  */
 export function fitsChunk(row: unknown): boolean {
-  return enc.encode(JSON.stringify(row) + "\n").byteLength <= CHUNK_BYTES;
+  return ndjsonLine(row).byteLength <= CHUNK_BYTES;
 }
 
 /** Splits rows into NDJSON chunks of at most {@link CHUNK_BYTES} bytes. */
@@ -57,7 +67,7 @@ export function toChunks(rows: unknown[]): Uint8Array[] {
     size = 0;
   };
   for (const row of rows) {
-    const line = enc.encode(JSON.stringify(row) + "\n");
+    const line = ndjsonLine(row);
     if (line.byteLength > CHUNK_BYTES) throw new Error(`event too large for the log: ${line.byteLength} bytes`);
     if (size + line.byteLength > CHUNK_BYTES) close();
     parts.push(line);

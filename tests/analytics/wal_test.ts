@@ -26,6 +26,40 @@ Deno.test("toChunks() keeps every chunk under the KV value limit and loses no ro
   assert.equal(lines.length, 3000);
 });
 
+Deno.test("flush(): a widget text with a lone surrogate is stored as U+FFFD and stops no flush of the events after it", async () => {
+  await using world = await analyticsWorld();
+  const w = world.w;
+  // JSON lets a page send "\\ud800" (half a surrogate pair); the log's NDJSON carried it escaped, and
+  // DuckDB refuses such a line: every flush failed on it and no acknowledged event reached Parquet.
+  const res = await w.app.request("/v1/events", {
+    method: "POST",
+    headers: { origin: "https://news.example", "content-type": "application/json", "x-forwarded-for": "198.51.100.9" },
+    body: '{"widget_id":"wd_main","events":[{"event_id":"evt-lone-0001","event_type":"query","session_id":"s1",' +
+      '"prompt":"caf\\ud800 or \\udc00 tea"}]}',
+  });
+  assert.deepEqual(await res.json(), { accepted: 1 });
+  // A server's events after it, in the same log.
+  const other = await w.app.request("/v1/events", {
+    method: "POST",
+    headers: { authorization: `Bearer ${world.key}`, "content-type": "application/json" },
+    body: JSON.stringify({ events: evts("evt-after", 3) }),
+  });
+  assert.equal(other.status, 202);
+  await other.body?.cancel();
+  const flushed = await w.deps.events.flush();
+  assert.equal(flushed.rows, 4);
+  assert.equal((await w.deps.events.wal.take(1)).length, 0, "the log is empty");
+  const ids = await parquetIdCounts(w.deps.duckdb, w.deps.analytics.eventsDir);
+  assert.equal(ids.get("evt-lone-0001"), 1);
+  const prompt = await w.deps.duckdb.withConnection(async (c) =>
+    (await c.runAndReadAll(
+      `SELECT prompt FROM read_parquet(${sqlString(`${w.deps.analytics.eventsDir}/*/*.parquet`)})
+       WHERE event_id = 'evt-lone-0001'`,
+    )).getRowObjectsJS()[0]!.prompt
+  );
+  assert.equal(prompt, "caf\ufffd or \ufffd tea");
+});
+
 Deno.test("EventWal.append() splits a large batch across commits under the KV limits", async () => {
   await using world = await analyticsWorld();
   const big = Array.from({ length: 500 }, (_, i) => ({
