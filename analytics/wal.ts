@@ -41,6 +41,29 @@ function ndjsonLine(row: unknown): Uint8Array {
   return enc.encode(JSON.stringify(row, wellFormed) + "\n");
 }
 
+const dec = new TextDecoder();
+// What JSON.stringify writes for a lone surrogate (a pair is written as itself, never escaped).
+const ESCAPED_SURROGATE = /\\u[dD][89a-fA-F]/;
+
+/**
+ * A stored chunk as the flush may hand it to DuckDB: chunks logged before lines were written
+ * well-formed may hold an escaped lone surrogate, which would fail every flush; those lines are
+ * written again (the rest of the chunk, and every other chunk, is returned as it is).
+ */
+export function wellFormedChunk(bytes: Uint8Array): Uint8Array {
+  const text = dec.decode(bytes);
+  if (!ESCAPED_SURROGATE.test(text)) return bytes;
+  const lines = text.split("\n").filter((l) => l !== "");
+  const parts = lines.map((l) => ESCAPED_SURROGATE.test(l) ? ndjsonLine(JSON.parse(l)) : enc.encode(l + "\n"));
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
 /**
  * Whether a row, as its NDJSON line, fits one chunk. The fields' character limits do not bound it:
  * JSON writes a control character as 6 bytes, so validation checks this too.

@@ -60,6 +60,31 @@ Deno.test("flush(): a widget text with a lone surrogate is stored as U+FFFD and 
   assert.equal(prompt, "caf\ufffd or \ufffd tea");
 });
 
+Deno.test("flush(): a log written before lines were well-formed, holding an escaped lone surrogate, still flushes", async () => {
+  await using world = await analyticsWorld();
+  const w = world.w;
+  const res = await w.app.request("/v1/events", {
+    method: "POST",
+    headers: { authorization: `Bearer ${world.key}`, "content-type": "application/json" },
+    body: JSON.stringify({ events: [...evts("evt-old", 2), { ...evts("evt-mark", 1)[0], prompt: "cafMARK tea" }] }),
+  });
+  assert.equal(res.status, 202);
+  await res.body?.cancel();
+  // What the log held when JSON.stringify escaped a lone surrogate, and when a text had a backslash.
+  const [chunk] = await w.deps.events.wal.take(10);
+  const old = new TextDecoder().decode(chunk!.bytes).replace("MARK", "\\ud800 \\\\ud800");
+  await w.deps.kv.set(chunk!.key, new TextEncoder().encode(old));
+  const flushed = await w.deps.events.flush();
+  assert.equal(flushed.rows, 3);
+  const prompt = await w.deps.duckdb.withConnection(async (c) =>
+    (await c.runAndReadAll(
+      `SELECT prompt FROM read_parquet(${sqlString(`${w.deps.analytics.eventsDir}/*/*.parquet`)})
+       WHERE event_id = 'evt-mark-000000'`,
+    )).getRowObjectsJS()[0]!.prompt
+  );
+  assert.equal(prompt, "caf\ufffd \\ud800 tea");
+});
+
 Deno.test("EventWal.append() splits a large batch across commits under the KV limits", async () => {
   await using world = await analyticsWorld();
   const big = Array.from({ length: 500 }, (_, i) => ({
