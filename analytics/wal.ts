@@ -100,6 +100,17 @@ export function toChunks(rows: unknown[]): Uint8Array[] {
   return out;
 }
 
+/**
+ * An upper bound of what a KV write of `value` at `key` adds to a commit's size: KV stores values
+ * in V8's serialisation, at most 2 bytes a character of their JSON (a two-byte string), and the
+ * key's parts. A session state is about 200 to 900 bytes; a flat guess under-counted 500 of them
+ * and the commit went over KV's 800 KiB.
+ */
+function entryBytes(key: Deno.KvKey, value: unknown): number {
+  const keyBytes = key.reduce<number>((n, p) => n + (typeof p === "string" ? enc.encode(p).byteLength : 16) + 2, 0);
+  return keyBytes + 2 * (JSON.stringify(value) ?? "").length + 64;
+}
+
 /** Append, read and delete over the KV log. */
 export class EventWal {
   constructor(private readonly kv: Deno.Kv) {}
@@ -115,25 +126,32 @@ export class EventWal {
     let bytes = 0;
     let mutations = 0;
     let checked = false;
+    /** Commits what is gathered; false when a version check failed (then nothing of the batch is stored). */
+    const commit = async (): Promise<boolean> => {
+      if (checked && !(await op.commit()).ok) return false;
+      if (!checked) await this.#commit(op);
+      checked = false;
+      op = this.kv.atomic();
+      bytes = 0;
+      mutations = 0;
+      return true;
+    };
+    const full = (size: number) => mutations > 0 && (bytes + size > COMMIT_BYTES || mutations + 1 > COMMIT_MUTATIONS);
     for (const x of extra) {
+      const size = entryBytes(x.key, x.value);
+      // Checked writes stay together in the first commit (they are few); unchecked ones may fill several.
+      if (!checked && full(size)) await commit();
       if (x.versionstamp !== undefined) {
         op = op.check({ key: x.key, versionstamp: x.versionstamp });
         checked = true;
       }
       op = op.set(x.key, x.value, x.expireIn ? { expireIn: x.expireIn } : undefined);
       mutations++;
-      bytes += 512;
+      bytes += size;
     }
     for (let i = 0; i < chunks.length; i++) {
       const size = chunks[i]!.byteLength + 100;
-      if (mutations > 0 && (bytes + size > COMMIT_BYTES || mutations + 1 > COMMIT_MUTATIONS)) {
-        if (checked && !(await op.commit()).ok) return false;
-        if (!checked) await this.#commit(op);
-        checked = false;
-        op = this.kv.atomic();
-        bytes = 0;
-        mutations = 0;
-      }
+      if (full(size) && !(await commit())) return false;
       op = op.set([...WAL_PREFIX, batchId, i], chunks[i]!);
       bytes += size;
       mutations++;

@@ -85,6 +85,33 @@ Deno.test("flush(): a log written before lines were well-formed, holding an esca
   assert.equal(prompt, "caf\ufffd \\ud800 tea");
 });
 
+Deno.test("POST /v1/events: 500 sessions with long ad-render values commit under KV's 800 KiB, not a 500", async () => {
+  await using world = await analyticsWorld();
+  const w = world.w;
+  // Each event starts a sponsored conversation: 500 session states of about 900 bytes go in with
+  // the batch, which a flat 512 bytes apiece under-counted.
+  const long = (c: string, n: number) => c.repeat(n);
+  const events = Array.from({ length: 500 }, (_, i) => ({
+    event_type: "sponsored_impression",
+    campaign_id: "cp_spring",
+    session_id: `s${String(i).padStart(4, "0")}${long("x", 123)}`,
+    creative_id: long("c", 128),
+    line_item_id: long("l", 128),
+    publisher_id: long("p", 128),
+    ad_partner: long("a", 64),
+    placement_id: long("q", 128),
+    referring_url: `https://news.example/${long("r", 1500)}`,
+  }));
+  const res = await w.app.request("/v1/events", {
+    method: "POST",
+    headers: { origin: "https://news.example", "content-type": "application/json", "x-forwarded-for": "198.51.100.3" },
+    body: JSON.stringify({ widget_id: "wd_main", events }),
+  });
+  assert.equal(res.status, 202);
+  assert.deepEqual(await res.json(), { accepted: 500 });
+  assert.equal((await w.deps.events.flush()).rows, 500);
+});
+
 Deno.test("EventWal.append() splits a large batch across commits under the KV limits", async () => {
   await using world = await analyticsWorld();
   const big = Array.from({ length: 500 }, (_, i) => ({
