@@ -387,3 +387,33 @@ Deno.test("flush(): a widget batch retried just after midnight is stored once, n
   const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
   assert.equal(counts.get("ev_0123456789abcdef01234567"), 1);
 });
+
+Deno.test("flush(): an event_id is one day's, in one flush as across flushes (an id reused days apart is stored each time)", async () => {
+  // A server that numbers its events per day sends `daily-000001` on two days. Flushed apart, both
+  // are stored (the id was not stored that day); flushed together they must be too. A retry just
+  // after midnight in the same flush as its first try is still stored once.
+  const stored = async (together: boolean) => {
+    await using world = await analyticsWorld();
+    const { deps } = world.w;
+    const send = async (events: unknown[]) => {
+      const res = await world.w.app.request("/v1/events", {
+        method: "POST",
+        headers: { authorization: `Bearer ${world.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ events }),
+      });
+      assert.equal(res.status, 202);
+      await res.body?.cancel();
+      if (!together) await deps.events.flush();
+    };
+    const ev = (id: string, ts: string) => ({ event_id: id, event_type: "widget_load", ai_agent: "am_main", ts });
+    await send([ev("daily-000001", "2026-11-18T09:00:00Z")]);
+    await send([ev("daily-000001", "2026-11-20T09:00:00Z")]);
+    await send([ev("retry-000001", "2026-11-20T23:59:50Z")]);
+    await send([ev("retry-000001", "2026-11-21T00:00:10Z")]);
+    await deps.events.flush();
+    const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+    return [counts.get("daily-000001"), counts.get("retry-000001")];
+  };
+  assert.deepEqual(await stored(false), [2, 1]);
+  assert.deepEqual(await stored(true), [2, 1]);
+});
