@@ -20,7 +20,7 @@ import {
   widgetForbiddenField,
 } from "./schema.ts";
 import { uuidv7 } from "./uuid7.ts";
-import type { WalExtraSet } from "./wal.ts";
+import { CHUNK_BYTES, fitsChunk, type WalExtraSet } from "./wal.ts";
 
 /** Who is sending a batch. */
 export type IngestContext =
@@ -53,6 +53,9 @@ const HEARTBEAT_MS = HEARTBEAT_SECONDS * 1000;
 // Heartbeats a visit may have beyond one per 5 s of its span: the one at its start, and one for
 // network jitter between the batches that carried them.
 const HEARTBEAT_SLACK = 2;
+// Heartbeat ids a session state remembers: the widget retries a batch 3 times within about a minute
+// (12 heartbeats); a 429's Retry-After can stretch that to 3 minutes (36).
+const RECENT_HEARTBEAT_IDS = 40;
 // Session state outlives the 30 min idle window so late events still find it; the idle rule is
 // checked against `last_ms` on read, KV's expireIn only cleans up.
 const SESSION_STATE_TTL_MS = 24 * 3600_000;
@@ -193,6 +196,9 @@ export async function prepareEvents(
     rows.push(row);
   }
   const { sets: sessionSets, dropped } = await sessionize(deps.kv, rows, nowMs, contended);
+  // Checked once enriched (the freeze may add values): a row the log cannot hold is this event's fault.
+  const tooLarge = rows.findIndex((r) => !dropped.has(r) && !fitsChunk(r));
+  if (tooLarge >= 0) throw invalid(tooLarge, "", `is too large to store (at most ${CHUNK_BYTES} bytes encoded)`);
   return { rows: dropped.size ? rows.filter((r) => !dropped.has(r)) : rows, sessionSets };
 }
 
@@ -209,6 +215,8 @@ export interface SessionState {
   first_ms?: number;
   /** The visit's stored heartbeats. */
   heartbeats?: number;
+  /** Ids of its latest counted heartbeats (a retried batch's are not counted again). */
+  heartbeat_ids?: string[];
 }
 
 /** A random 53-bit visit id (exact in JSON numbers and DuckDB BIGINT). */
@@ -302,13 +310,17 @@ async function sessionize(
       if (yesterday?.sponsor && r.ts_ms - yesterday.last_ms <= IDLE_MS) st.sponsor = { ...yesterday.sponsor };
       states.set(id, st);
     }
-    if (r.event_type === "heartbeat" && st.first_ms !== undefined) {
+    // A heartbeat already counted (a batch sent again, same id: the flush stores it once) does not
+    // use the budget again, else a widget's retries would cost its reader later heartbeats.
+    const recounted = r.event_type === "heartbeat" && (st.heartbeat_ids ?? []).includes(r.event_id);
+    if (r.event_type === "heartbeat" && st.first_ms !== undefined && !recounted) {
       const span = Math.max(st.last_ms, r.ts_ms) - Math.min(st.first_ms, r.ts_ms);
       if ((st.heartbeats ?? 0) >= Math.floor(span / HEARTBEAT_MS) + HEARTBEAT_SLACK) {
         dropped.add(r);
         continue;
       }
       st.heartbeats = (st.heartbeats ?? 0) + 1;
+      st.heartbeat_ids = [...(st.heartbeat_ids ?? []), r.event_id].slice(-RECENT_HEARTBEAT_IDS);
     }
     if (st.first_ms !== undefined && r.ts_ms < st.first_ms) st.first_ms = r.ts_ms;
     if (late) st.late = r.visit_late = true;

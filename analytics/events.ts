@@ -13,7 +13,7 @@ import type { AnalyticsDb } from "./duckdb.ts";
 import { type IngestContext, prepareEvents } from "./enrich.ts";
 import { writeAll, writeNdjsonAsParquet } from "./parquet_writer.ts";
 import { uuidv7 } from "./uuid7.ts";
-import { EventWal, type WalChunk } from "./wal.ts";
+import { EventWal, type WalChunk, wellFormedChunk } from "./wal.ts";
 
 export type { EventInput, EventSink } from "../core/events.ts";
 import type { EventInput, EventSink } from "../core/events.ts";
@@ -186,7 +186,7 @@ export class EventPipeline implements EventSink {
       try {
         const f = await Deno.open(tmp, { write: true, create: true, truncate: true });
         try {
-          for (const c of chunks) await writeAll(f, c.bytes);
+          for (const c of chunks) await writeAll(f, wellFormedChunk(c.bytes));
         } finally {
           f.close();
         }

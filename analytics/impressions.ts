@@ -21,6 +21,7 @@
  */
 import type { CitedArticles } from "../core/answer/mod.ts";
 import type { Clock } from "../core/clock.ts";
+import { AppError } from "../core/errors.ts";
 import { systemTimers, type TimerId, type Timers } from "../core/timers.ts";
 import { describeError, type Logger } from "../core/log.ts";
 import type { ServedResults } from "../core/search/mod.ts";
@@ -157,11 +158,11 @@ export class ImpressionRecorder {
           const batch = this.#buffer;
           this.#buffer = [];
           this.#reportDropped();
-          try {
-            await this.sink.record(batch);
-          } catch (err) {
+          const unwritten = await this.#write(batch);
+          if (unwritten) {
+            const { events, error: err } = unwritten;
             // Kept, oldest first, for the next flush; the bound still holds.
-            this.#buffer = batch.concat(this.#buffer);
+            this.#buffer = events.concat(this.#buffer);
             const excess = this.#buffer.length - this.#maxEvents;
             if (excess > 0) {
               this.#buffer.splice(0, excess);
@@ -169,7 +170,7 @@ export class ImpressionRecorder {
             }
             this.#oldestMs = this.clock.now().getTime();
             this.log.error("search impressions not recorded yet, kept for the next flush", {
-              events: batch.length,
+              events: events.length,
               error: describeError(err),
             });
             return;
@@ -180,6 +181,38 @@ export class ImpressionRecorder {
       }
     })();
     return this.#writing;
+  }
+
+  /**
+   * Writes a batch. A batch mixes the pages of many requests and tenants, and the log takes a batch
+   * whole or not at all: an event it refuses (422) would hold back every other for ever, retried at
+   * each flush. So a refused batch is halved until the refused events stand alone; they are dropped
+   * and counted. Returns what is not written yet when a write failed otherwise (KV down), else null.
+   */
+  async #write(batch: EventInput[]): Promise<{ events: EventInput[]; error: unknown } | null> {
+    const parts = [batch];
+    let refused = 0;
+    try {
+      while (parts.length) {
+        const part = parts[0]!;
+        try {
+          await this.sink.record(part);
+        } catch (err) {
+          if (!(err instanceof AppError && err.kind === "unprocessable")) return { events: parts.flat(), error: err };
+          parts.splice(
+            0,
+            1,
+            ...(part.length > 1 ? [part.slice(0, part.length >> 1), part.slice(part.length >> 1)] : []),
+          );
+          if (part.length === 1) refused++;
+          continue;
+        }
+        parts.shift();
+      }
+      return null;
+    } finally {
+      if (refused) this.log.error("search impressions refused by the event log, dropped", { events: refused });
+    }
   }
 
   #reportDropped(): void {

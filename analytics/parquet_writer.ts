@@ -45,9 +45,10 @@ const RETRY_WINDOW_MINUTES = 10;
 const dayBefore = (date: string) => new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
 
 /**
- * Writes the NDJSON file at `ndjsonPath` (one {@link EventRow} per line) as Parquet, deduplicated
- * by (tenant_id, event_id) within the batch and, unless `dedupeExisting` is false, against the
- * day's other files and the last {@link RETRY_WINDOW_MINUTES} of the day before. Returns the days written and the row count. An event_id is its producer's:
+ * Writes the NDJSON file at `ndjsonPath` (one {@link EventRow} per line) as Parquet, an event left
+ * out when its (tenant_id, event_id) came earlier that UTC day or in the last
+ * {@link RETRY_WINDOW_MINUTES} of the day before: within the batch and, unless `dedupeExisting` is
+ * false, in the day's other files and the day before's. Returns the days written and the row count. An event_id is its producer's:
  * another tenant sending the same id (a guessable order number) must not hide this tenant's event.
  */
 export async function writeNdjsonAsParquet(
@@ -60,13 +61,22 @@ export async function writeNdjsonAsParquet(
   if (!FILE_ID_RE.test(fileId)) throw new Error(`bad file id: ${fileId}`);
   const table = `ev_batch_${fileId.replaceAll("-", "")}`;
   return await db.withConnection(async (conn) => {
+    // Within the batch the rule is the one against earlier files below: an event is left out when the
+    // same tenant's id came earlier that UTC day or in the last minutes of the day before, so an id
+    // reused days apart is stored each time whether or not one flush carries both.
     await conn.run(
       `CREATE OR REPLACE TEMP TABLE ${table} AS
-       SELECT * FROM (
-         SELECT DISTINCT ON (tenant_id, event_id) ${selectList()}
+       WITH src AS MATERIALIZED (
+         SELECT ${selectList()}, row_number() OVER (PARTITION BY tenant_id, event_id ORDER BY ts_ms) AS seq
          FROM read_json(${sqlString(ndjsonPath)}, format = 'newline_delimited', columns = ${jsonColumns()})
-         ORDER BY tenant_id, event_id, ts
-       ) ORDER BY ts`,
+       )
+       SELECT * EXCLUDE (seq) FROM src AS b
+       WHERE NOT EXISTS (
+         SELECT 1 FROM src AS a
+         WHERE a.event_id = b.event_id AND a.tenant_id IS NOT DISTINCT FROM b.tenant_id AND a.seq < b.seq
+           AND a.ts >= date_trunc('day', b.ts) - INTERVAL ${RETRY_WINDOW_MINUTES} MINUTE
+       )
+       ORDER BY ts`,
     );
     try {
       const dates = (await conn.runAndReadAll(

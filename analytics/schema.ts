@@ -94,7 +94,8 @@ export const eventInputSchema = z.object({
   line_item_id: token().optional(),
   publisher_id: token().optional(),
   ad_partner: token(64).optional(),
-  agent_identity: z.string().min(1).max(200).optional(),
+  // Every caller the service names fits: `payproxy:` + a 256-character agent id, `webbot:` + a host and port.
+  agent_identity: z.string().min(1).max(300).optional(),
   client_key: z.string().regex(/^[0-9a-f]{16}$/, { error: "must be 16 hex digits" }).optional(),
   in_view_pct: z.number().min(0).max(100).optional(),
   in_view_ms: z.number().int().min(0).max(86_400_000).optional(),

@@ -31,6 +31,47 @@ export interface WalChunk {
 
 const enc = new TextEncoder();
 
+// A lone surrogate (half of a pair; JSON lets a sender write "\ud800") becomes U+FFFD, as UTF-8
+// encoding does: JSON.stringify would escape it, and DuckDB refuses such a line, so one event would
+// stop every flush of the log.
+const wellFormed = (_key: string, v: unknown) => typeof v === "string" ? v.toWellFormed() : v;
+
+/** A row as its NDJSON line (UTF-8, newline included). */
+function ndjsonLine(row: unknown): Uint8Array {
+  return enc.encode(JSON.stringify(row, wellFormed) + "\n");
+}
+
+const dec = new TextDecoder();
+// What JSON.stringify writes for a lone surrogate (a pair is written as itself, never escaped).
+const ESCAPED_SURROGATE = /\\u[dD][89a-fA-F]/;
+
+/**
+ * A stored chunk as the flush may hand it to DuckDB: chunks logged before lines were written
+ * well-formed may hold an escaped lone surrogate, which would fail every flush; those lines are
+ * written again (the rest of the chunk, and every other chunk, is returned as it is).
+ */
+export function wellFormedChunk(bytes: Uint8Array): Uint8Array {
+  const text = dec.decode(bytes);
+  if (!ESCAPED_SURROGATE.test(text)) return bytes;
+  const lines = text.split("\n").filter((l) => l !== "");
+  const parts = lines.map((l) => ESCAPED_SURROGATE.test(l) ? ndjsonLine(JSON.parse(l)) : enc.encode(l + "\n"));
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+/**
+ * Whether a row, as its NDJSON line, fits one chunk. The fields' character limits do not bound it:
+ * JSON writes a control character as 6 bytes, so validation checks this too.
+ */
+export function fitsChunk(row: unknown): boolean {
+  return ndjsonLine(row).byteLength <= CHUNK_BYTES;
+}
+
 /** Splits rows into NDJSON chunks of at most {@link CHUNK_BYTES} bytes. */
 export function toChunks(rows: unknown[]): Uint8Array[] {
   const out: Uint8Array[] = [];
@@ -49,7 +90,7 @@ export function toChunks(rows: unknown[]): Uint8Array[] {
     size = 0;
   };
   for (const row of rows) {
-    const line = enc.encode(JSON.stringify(row) + "\n");
+    const line = ndjsonLine(row);
     if (line.byteLength > CHUNK_BYTES) throw new Error(`event too large for the log: ${line.byteLength} bytes`);
     if (size + line.byteLength > CHUNK_BYTES) close();
     parts.push(line);
@@ -57,6 +98,17 @@ export function toChunks(rows: unknown[]): Uint8Array[] {
   }
   close();
   return out;
+}
+
+/**
+ * An upper bound of what a KV write of `value` at `key` adds to a commit's size: KV stores values
+ * in V8's serialisation, at most 2 bytes a character of their JSON (a two-byte string), and the
+ * key's parts. A session state is about 200 to 900 bytes; a flat guess under-counted 500 of them
+ * and the commit went over KV's 800 KiB.
+ */
+function entryBytes(key: Deno.KvKey, value: unknown): number {
+  const keyBytes = key.reduce<number>((n, p) => n + (typeof p === "string" ? enc.encode(p).byteLength : 16) + 2, 0);
+  return keyBytes + 2 * (JSON.stringify(value) ?? "").length + 64;
 }
 
 /** Append, read and delete over the KV log. */
@@ -74,25 +126,32 @@ export class EventWal {
     let bytes = 0;
     let mutations = 0;
     let checked = false;
+    /** Commits what is gathered; false when a version check failed (then nothing of the batch is stored). */
+    const commit = async (): Promise<boolean> => {
+      if (checked && !(await op.commit()).ok) return false;
+      if (!checked) await this.#commit(op);
+      checked = false;
+      op = this.kv.atomic();
+      bytes = 0;
+      mutations = 0;
+      return true;
+    };
+    const full = (size: number) => mutations > 0 && (bytes + size > COMMIT_BYTES || mutations + 1 > COMMIT_MUTATIONS);
     for (const x of extra) {
+      const size = entryBytes(x.key, x.value);
+      // Checked writes stay together in the first commit (they are few); unchecked ones may fill several.
+      if (!checked && full(size)) await commit();
       if (x.versionstamp !== undefined) {
         op = op.check({ key: x.key, versionstamp: x.versionstamp });
         checked = true;
       }
       op = op.set(x.key, x.value, x.expireIn ? { expireIn: x.expireIn } : undefined);
       mutations++;
-      bytes += 512;
+      bytes += size;
     }
     for (let i = 0; i < chunks.length; i++) {
       const size = chunks[i]!.byteLength + 100;
-      if (mutations > 0 && (bytes + size > COMMIT_BYTES || mutations + 1 > COMMIT_MUTATIONS)) {
-        if (checked && !(await op.commit()).ok) return false;
-        if (!checked) await this.#commit(op);
-        checked = false;
-        op = this.kv.atomic();
-        bytes = 0;
-        mutations = 0;
-      }
+      if (full(size) && !(await commit())) return false;
       op = op.set([...WAL_PREFIX, batchId, i], chunks[i]!);
       bytes += size;
       mutations++;

@@ -126,6 +126,43 @@ Deno.test("ImpressionRecorder keeps a batch whose write failed and writes it at 
   assert.equal((await logged(w.deps.events)).rows.length, 55, "every event arrives, none twice");
 });
 
+Deno.test("ImpressionRecorder: one caller's refused impression does not hold back other tenants' impressions", async () => {
+  await using w = await createTestWorld();
+  const log = memoryLogger();
+  const recorder = new ImpressionRecorder(w.deps.events, w.deps.clock, log, { timers: manualTimers().timers });
+  for (let n = 0; n < 3; n++) recorder.add(page(w, n));
+  // A Web Bot Auth caller at a long host (253 characters), or a payproxy agent id of 256: a caller the
+  // service itself names. Its page shares the batch with the other searches of the moment.
+  const longHost = `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(53)}.example`;
+  recorder.add({ ...page(w, 3), caller: `webbot:${longHost}` });
+  recorder.add({ ...page(w, 4), caller: "webbot:x", tenantId: "tn_other", results: [] });
+  await recorder.flush();
+  await recorder.flush();
+  assert.equal(recorder.waiting, 0, "nothing waits for ever behind one event");
+  const { rows } = await logged(w.deps.events);
+  assert.equal(rows.length, 4 * 11 + 1, "every page is logged, the long caller's too");
+  assert.equal(rows.filter((r) => r.agent_identity === `webbot:${longHost}`).length, 11);
+});
+
+Deno.test("ImpressionRecorder: an event the log refuses is dropped and counted alone; its batch is written", async () => {
+  await using w = await createTestWorld();
+  const log = memoryLogger();
+  const recorder = new ImpressionRecorder(w.deps.events, w.deps.clock, log, { timers: manualTimers().timers });
+  for (let n = 0; n < 3; n++) recorder.add(page(w, n));
+  // A row no validation accepts (a position past the schema's bound) between good pages.
+  recorder.add({
+    ...page(w, 3, 1),
+    results: [{ articleId: "ar_bad", url: "https://news.example/x", position: 20_001 }],
+  });
+  recorder.add(page(w, 4));
+  await recorder.flush();
+  assert.equal(recorder.waiting, 0, "a refusal that no retry can cure is not kept");
+  const { rows } = await logged(w.deps.events);
+  assert.equal(rows.length, 4 * 11 + 1, "every other event of the batch is logged, once");
+  assert.ok(!rows.some((r) => r.article_id === "ar_bad"));
+  assert.equal(log.lines.filter((l) => l.level === "error").length, 1, "the dropped event is counted in one line");
+});
+
 Deno.test("ImpressionRecorder is bounded: past maxEvents the oldest are dropped and counted in an error line", async () => {
   await using w = await createTestWorld();
   const log = memoryLogger();

@@ -174,6 +174,32 @@ Deno.test("POST /v1/events: batches of 1 to 500; one bad event rejects the whole
   await res.body?.cancel();
 });
 
+Deno.test("POST /v1/events: an event whose stored row would not fit a log chunk is a 422 naming it, not a 500", async () => {
+  await using world = await analyticsWorld();
+  // JSON escapes a control character (or a lone surrogate) as 6 bytes: texts within their character
+  // limits (2,000 + 2,000 + 10,000) make a row of about 84 KB, over the 64 KiB a KV value holds.
+  const escaped = (n: number) => "\u0001".repeat(n);
+  const huge = {
+    event_type: "query",
+    session_id: "s_huge",
+    prompt: escaped(2_000),
+    prompt_text: escaped(2_000),
+    response: escaped(10_000),
+  };
+  const widget = { origin: "https://news.example", "x-forwarded-for": "198.51.100.7" };
+  const before = await walCount(world.w.deps.kv);
+  const res = await post(world, { widget_id: "wd_main", events: [{ event_type: "widget_load" }, huge] }, widget);
+  assert.equal(res.status, 422);
+  const { message } = await res.json();
+  assert.match(message, /^events\.1: is too large to store/);
+  assert.ok(!message.includes("\u0001"), "the text is not echoed");
+  assert.equal(await walCount(world.w.deps.kv), before, "nothing of the batch is stored");
+  // The same texts in plain letters fit, and are stored whole.
+  const plain = { ...huge, prompt: "a".repeat(2_000), prompt_text: "b".repeat(2_000), response: "c".repeat(10_000) };
+  const ok = await post(world, { widget_id: "wd_main", events: [plain] }, widget);
+  assert.deepEqual(await ok.json(), { accepted: 1 });
+});
+
 Deno.test("OPTIONS /v1/events answers the CORS preflight", async () => {
   await using world = await analyticsWorld();
   const res = await world.w.app.request("/v1/events", {

@@ -26,6 +26,92 @@ Deno.test("toChunks() keeps every chunk under the KV value limit and loses no ro
   assert.equal(lines.length, 3000);
 });
 
+Deno.test("flush(): a widget text with a lone surrogate is stored as U+FFFD and stops no flush of the events after it", async () => {
+  await using world = await analyticsWorld();
+  const w = world.w;
+  // JSON lets a page send "\\ud800" (half a surrogate pair); the log's NDJSON carried it escaped, and
+  // DuckDB refuses such a line: every flush failed on it and no acknowledged event reached Parquet.
+  const res = await w.app.request("/v1/events", {
+    method: "POST",
+    headers: { origin: "https://news.example", "content-type": "application/json", "x-forwarded-for": "198.51.100.9" },
+    body: '{"widget_id":"wd_main","events":[{"event_id":"evt-lone-0001","event_type":"query","session_id":"s1",' +
+      '"prompt":"caf\\ud800 or \\udc00 tea"}]}',
+  });
+  assert.deepEqual(await res.json(), { accepted: 1 });
+  // A server's events after it, in the same log.
+  const other = await w.app.request("/v1/events", {
+    method: "POST",
+    headers: { authorization: `Bearer ${world.key}`, "content-type": "application/json" },
+    body: JSON.stringify({ events: evts("evt-after", 3) }),
+  });
+  assert.equal(other.status, 202);
+  await other.body?.cancel();
+  const flushed = await w.deps.events.flush();
+  assert.equal(flushed.rows, 4);
+  assert.equal((await w.deps.events.wal.take(1)).length, 0, "the log is empty");
+  const ids = await parquetIdCounts(w.deps.duckdb, w.deps.analytics.eventsDir);
+  assert.equal(ids.get("evt-lone-0001"), 1);
+  const prompt = await w.deps.duckdb.withConnection(async (c) =>
+    (await c.runAndReadAll(
+      `SELECT prompt FROM read_parquet(${sqlString(`${w.deps.analytics.eventsDir}/*/*.parquet`)})
+       WHERE event_id = 'evt-lone-0001'`,
+    )).getRowObjectsJS()[0]!.prompt
+  );
+  assert.equal(prompt, "caf\ufffd or \ufffd tea");
+});
+
+Deno.test("flush(): a log written before lines were well-formed, holding an escaped lone surrogate, still flushes", async () => {
+  await using world = await analyticsWorld();
+  const w = world.w;
+  const res = await w.app.request("/v1/events", {
+    method: "POST",
+    headers: { authorization: `Bearer ${world.key}`, "content-type": "application/json" },
+    body: JSON.stringify({ events: [...evts("evt-old", 2), { ...evts("evt-mark", 1)[0], prompt: "cafMARK tea" }] }),
+  });
+  assert.equal(res.status, 202);
+  await res.body?.cancel();
+  // What the log held when JSON.stringify escaped a lone surrogate, and when a text had a backslash.
+  const [chunk] = await w.deps.events.wal.take(10);
+  const old = new TextDecoder().decode(chunk!.bytes).replace("MARK", "\\ud800 \\\\ud800");
+  await w.deps.kv.set(chunk!.key, new TextEncoder().encode(old));
+  const flushed = await w.deps.events.flush();
+  assert.equal(flushed.rows, 3);
+  const prompt = await w.deps.duckdb.withConnection(async (c) =>
+    (await c.runAndReadAll(
+      `SELECT prompt FROM read_parquet(${sqlString(`${w.deps.analytics.eventsDir}/*/*.parquet`)})
+       WHERE event_id = 'evt-mark-000000'`,
+    )).getRowObjectsJS()[0]!.prompt
+  );
+  assert.equal(prompt, "caf\ufffd \\ud800 tea");
+});
+
+Deno.test("POST /v1/events: 500 sessions with long ad-render values commit under KV's 800 KiB, not a 500", async () => {
+  await using world = await analyticsWorld();
+  const w = world.w;
+  // Each event starts a sponsored conversation: 500 session states of about 900 bytes go in with
+  // the batch, which a flat 512 bytes apiece under-counted.
+  const long = (c: string, n: number) => c.repeat(n);
+  const events = Array.from({ length: 500 }, (_, i) => ({
+    event_type: "sponsored_impression",
+    campaign_id: "cp_spring",
+    session_id: `s${String(i).padStart(4, "0")}${long("x", 123)}`,
+    creative_id: long("c", 128),
+    line_item_id: long("l", 128),
+    publisher_id: long("p", 128),
+    ad_partner: long("a", 64),
+    placement_id: long("q", 128),
+    referring_url: `https://news.example/${long("r", 1500)}`,
+  }));
+  const res = await w.app.request("/v1/events", {
+    method: "POST",
+    headers: { origin: "https://news.example", "content-type": "application/json", "x-forwarded-for": "198.51.100.3" },
+    body: JSON.stringify({ widget_id: "wd_main", events }),
+  });
+  assert.equal(res.status, 202);
+  assert.deepEqual(await res.json(), { accepted: 500 });
+  assert.equal((await w.deps.events.flush()).rows, 500);
+});
+
 Deno.test("EventWal.append() splits a large batch across commits under the KV limits", async () => {
   await using world = await analyticsWorld();
   const big = Array.from({ length: 500 }, (_, i) => ({
@@ -300,4 +386,34 @@ Deno.test("flush(): a widget batch retried just after midnight is stored once, n
   await deps.events.flush();
   const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
   assert.equal(counts.get("ev_0123456789abcdef01234567"), 1);
+});
+
+Deno.test("flush(): an event_id is one day's, in one flush as across flushes (an id reused days apart is stored each time)", async () => {
+  // A server that numbers its events per day sends `daily-000001` on two days. Flushed apart, both
+  // are stored (the id was not stored that day); flushed together they must be too. A retry just
+  // after midnight in the same flush as its first try is still stored once.
+  const stored = async (together: boolean) => {
+    await using world = await analyticsWorld();
+    const { deps } = world.w;
+    const send = async (events: unknown[]) => {
+      const res = await world.w.app.request("/v1/events", {
+        method: "POST",
+        headers: { authorization: `Bearer ${world.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ events }),
+      });
+      assert.equal(res.status, 202);
+      await res.body?.cancel();
+      if (!together) await deps.events.flush();
+    };
+    const ev = (id: string, ts: string) => ({ event_id: id, event_type: "widget_load", ai_agent: "am_main", ts });
+    await send([ev("daily-000001", "2026-11-18T09:00:00Z")]);
+    await send([ev("daily-000001", "2026-11-20T09:00:00Z")]);
+    await send([ev("retry-000001", "2026-11-20T23:59:50Z")]);
+    await send([ev("retry-000001", "2026-11-21T00:00:10Z")]);
+    await deps.events.flush();
+    const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+    return [counts.get("daily-000001"), counts.get("retry-000001")];
+  };
+  assert.deepEqual(await stored(false), [2, 1]);
+  assert.deepEqual(await stored(true), [2, 1]);
 });

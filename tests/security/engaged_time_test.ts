@@ -81,3 +81,27 @@ Deno.test("POST /v1/events: the public widget path refuses a ts over 10 minutes 
   });
   assert.deepEqual(await server.json(), { accepted: 1 });
 });
+
+Deno.test("POST /v1/events: a batch sent again (same event ids) uses no heartbeat budget; the reader's later heartbeats all count", async () => {
+  await using world = await analyticsWorld();
+  const w = world.w;
+  const beat = (n: number) => ({
+    event_id: `ev_beat_${String(n).padStart(6, "0")}`,
+    event_type: "heartbeat",
+    session_id: "s_retry",
+  });
+  assert.equal((await post(w, [{ event_type: "widget_load", session_id: "s_retry" }])).status, 202);
+  let n = 0;
+  // Five minutes of attention, one heartbeat every 5 s; every batch's answer is lost once, so the
+  // widget sends each batch twice (the second try a few seconds later, the same ids).
+  for (let i = 0; i < 60; i++) {
+    w.clock.advance(4_000);
+    const batch = [beat(++n)];
+    assert.deepEqual(await (await post(w, batch)).json(), { accepted: 1 });
+    w.clock.advance(1_000);
+    assert.deepEqual(await (await post(w, batch)).json(), { accepted: 1 }, "the retry is in the log: stored once");
+  }
+  const s = await summary(w, world.key);
+  assert.equal(s.sessions, 1);
+  assert.equal(s.total_session_time_seconds, 60 * 5, "every heartbeat counts, once");
+});
