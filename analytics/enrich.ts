@@ -163,7 +163,12 @@ export async function prepareEvents(
     }
     if (widget) {
       row.tenant_id = widget.tenantId;
-      row.ai_agent = widget.aiModelId;
+      // A widget's own events are its model's. The service's and the tenant's name the model that
+      // answered (`/app/aimodel/{id}` may be asked with any of the tenant's widgets): theirs stands.
+      if (ctx.source === "widget" || !row.ai_agent) row.ai_agent = widget.aiModelId;
+      else if ((await modelOf(row.ai_agent))?.tenantId !== widget.tenantId) {
+        throw invalid(i, "ai_agent", "ai_agent not found");
+      }
       row.deployment_type ??= widget.deploymentType;
     } else if (row.ai_agent) {
       const model = await modelOf(row.ai_agent);

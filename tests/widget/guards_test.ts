@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { TestWorld } from "../_helpers.ts";
 import { ORIGIN, OTHER_ORIGIN, sseEvents, widgetWorld } from "./_world.ts";
+import { newId } from "../../core/ids.ts";
 
 /** The event rows the real pipeline holds in its write-ahead log. */
 async function recorded(w: TestWorld): Promise<Record<string, unknown>[]> {
@@ -320,4 +321,22 @@ Deno.test("attack: a widget stored with the opaque origin null (before origins w
   const ok = await w.call(`/${a.widget.id}/config`);
   assert.equal(ok.status, 200);
   await ok.body?.cancel();
+});
+
+Deno.test("a question asked of one AI model with a widget bound to another is filed under the model that answered", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  const other = { ...a.model, id: newId("am", w.clock), name: "Acme Second" };
+  await w.deps.repos.aiModels.create(other);
+  const res = await w.app.request(`http://svc.test/app/aimodel/${other.id}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${a.key}`, "content-type": "application/json" },
+    body: JSON.stringify({ query: "What did the council decide about the budget?", widget_id: a.widget.id }),
+  });
+  assert.equal(res.status, 200);
+  await res.body?.cancel();
+  const queries = (await recorded(w)).filter((e) => e.event_type === "query");
+  assert.equal(queries.length, 1);
+  assert.equal(queries[0]!.ai_agent, other.id, "the model asked, not the widget's own");
+  assert.equal(queries[0]!.widget_id, a.widget.id);
 });
