@@ -18,6 +18,7 @@ import type { CommerceService } from "./service.ts";
 import { settlementRefused } from "./settlement.ts";
 import { unixSeconds } from "../clock.ts";
 import { signRequest } from "../payproxy/mod.ts";
+import { SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS } from "../search/mod.ts";
 import { type AuthenticatedAgent, type PaygPlan, type Rail, realmOf, type Seller, type Service } from "./types.ts";
 
 /**
@@ -126,6 +127,7 @@ export class PaidProxy {
     // Full text is its own meter: only plans that name it pay for it, and the reservation holds the
     // most texts the call can return (it is settled at the texts actually served).
     const texts = c.kind === "search" ? fullTextsAsked(c.body) : 0;
+    if (c.kind === "search" && texts === 0) c = { ...c, body: passagesCapped(c.body) };
     if (texts > 0) {
       covering = service.meters.full_text === undefined
         ? []
@@ -465,18 +467,39 @@ export class PaidProxy {
 }
 
 /**
- * How many full texts a search body may return (`contents: {text: true}`): its page size, at most
- * its `similarity_top_k`; 0 when it asks for none or is unreadable (the upstream then answers it).
+ * A search body that pays for no full text, with its highlight budget cut to the summary
+ * licence's: highlights of a large budget are the article body itself, and the `full_text` meter
+ * bills texts, not passages. Other bodies are returned as they are.
  */
-export function fullTextsAsked(body: Uint8Array): number {
+export function passagesCapped(body: Uint8Array): Uint8Array {
+  const parsed = searchBodyOf(body);
+  const highlights = parsed?.highlights as { max_characters?: unknown } | undefined;
+  if (!highlights || typeof highlights !== "object" || typeof highlights.max_characters !== "number") return body;
+  if (highlights.max_characters <= SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS) return body;
+  const capped = { ...parsed, highlights: { ...highlights, max_characters: SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS } };
+  return new TextEncoder().encode(JSON.stringify(capped));
+}
+
+/** A search body as a JSON object, or null when it is not one (the upstream then answers it). */
+function searchBodyOf(body: Uint8Array): Record<string, unknown> | null {
   let parsed: unknown;
   try {
     parsed = JSON.parse(new TextDecoder().decode(body));
   } catch {
-    return 0;
+    return null;
   }
-  const b = parsed as { contents?: { text?: unknown }; num_results?: unknown; similarity_top_k?: unknown } | null;
-  if (!b || typeof b !== "object" || b.contents?.text !== true) return 0;
+  return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? parsed as Record<string, unknown> : null;
+}
+
+/**
+ * How many full texts a search body may return (`contents: {text: true}`): its page size, at most
+ * its `similarity_top_k`; 0 when it asks for none or is unreadable (the upstream then answers it).
+ */
+export function fullTextsAsked(body: Uint8Array): number {
+  const b = searchBodyOf(body) as
+    | { contents?: { text?: unknown }; num_results?: unknown; similarity_top_k?: unknown }
+    | null;
+  if (!b || b.contents?.text !== true) return 0;
   const count = (v: unknown, fallback: number) =>
     Number.isSafeInteger(v) && (v as number) >= 1 ? Math.min(v as number, 1000) : fallback;
   return Math.min(count(b.num_results, 10), count(b.similarity_top_k, 9));

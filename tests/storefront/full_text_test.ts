@@ -135,3 +135,50 @@ Deno.test("storefront full_text: priced meter in /services and llms.txt; 403 not
   // 1.00 - 0.01 (query) - 0.03 per text.
   assert.equal(left.remainingUsd, (1 - 0.01 - 0.03 * texts).toFixed(6));
 });
+
+Deno.test("storefront highlights without full text paid for: at most the summary budget of passages, never the body", async () => {
+  const { w, ids } = await world();
+  await using _ = w;
+  const dm = (await w.deps.repos.dataModels.get(ids.dataModelId))!;
+  // Licensed for full text, which the storefront sells as its own meter.
+  await w.deps.repos.dataModels.update({ ...dm, license: "full_text" });
+  const sentences = Array.from({ length: 100 }, (_, i) => `Paragraph ${i} of the bridge works report is here.`);
+  const ingested = await w.deps.search.ingest(dm, [
+    { url: "https://alpha.example/works", title: "Bridge works", body: sentences.join(" ") },
+  ]);
+  assert.equal(ingested.failed, 0);
+  const agents = new TestAgents(w.deps, "demo");
+  const { token } = await agents.issue();
+  // The query-only demo credit plan: a query costs 0.01, a text would need a full_text plan.
+  const plan = (await w.deps.commerce.catalog.listPlans("demo")).find((p) => p.kind === "credit")!;
+  const first = await w.app.request(
+    `http://svc.test/plans/${plan.id}/purchase`,
+    on({ ...postJson({ amountUsd: "1.000000" }), token }),
+  );
+  const wallet = challengesOf(first).find((c) => c.method === "wallet")!;
+  await first.body?.cancel();
+  const bought = await w.app.request(
+    `http://svc.test/plans/${plan.id}/purchase`,
+    on(postJson({ amountUsd: "1.000000" }, {
+      authorization: paymentAuthorization(wallet, { token: SANDBOX_TOKENS.wallet.success }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    })),
+  );
+  assert.equal(bought.status, 200);
+  await bought.body?.cancel();
+
+  for (const highlights of [{ max_characters: 10_000, per_result: 1 }, { max_characters: 10_000, per_result: 10 }]) {
+    const res = await w.app.request(
+      `http://svc.test/v2/search?data_model_id=${dm.id}`,
+      on({ ...postJson({ query: "bridge works report", num_results: 1, highlights }), token }),
+    );
+    const text = await res.text();
+    assert.equal(res.status, 200, text);
+    const body = JSON.parse(text);
+    const shown = (body.response.results[0].highlights as { text: string }[]).map((h) => h.text).join(" ");
+    assert.ok(shown.length > 0);
+    assert.ok(shown.length <= 1000, `${shown.length} characters of the body for the price of a query`);
+    assert.ok(!shown.includes(sentences.at(-1)!));
+    assert.equal(body.usage.cost_usd, "0.010000");
+  }
+});
