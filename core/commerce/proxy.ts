@@ -151,7 +151,7 @@ export class PaidProxy {
 
     if (creditIds.size > 0) {
       const r = await commerce.ledger.reserve(c.agent, c.seller.sellerId, creditIds, price, requestId);
-      if (r.ok) return await this.#forwardAndBill(c, service, services, requestId);
+      if (r.ok) return await this.#forwardAndBill(c, service, requestId);
       if (r.why === "duplicate") {
         throw errors.request_id_reused();
       }
@@ -409,7 +409,7 @@ export class PaidProxy {
     );
   }
 
-  async #forwardAndBill(c: ProxyCall, service: Service, services: Service[], requestId: string): Promise<Response> {
+  async #forwardAndBill(c: ProxyCall, service: Service, requestId: string): Promise<Response> {
     const { ledger } = this.o.commerce;
     let res: Response;
     try {
@@ -432,7 +432,9 @@ export class PaidProxy {
       problem = "invalid_usage_header";
     } else {
       for (const line of usage) {
-        const meters = services.find((s) => s.slug === line.serviceSlug)?.meters;
+        // Priced at the service called, never at another of the same slug (two data models may share
+        // a tool name) nor at one the upstream names instead.
+        const meters = line.serviceSlug === service.slug ? service.meters : undefined;
         const unit = line.meterSlug === "query"
           ? meters?.query
           : line.meterSlug === FULL_TEXT_METER

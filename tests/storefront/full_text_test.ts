@@ -11,6 +11,7 @@ import { seedCommerceDemo } from "../../fixtures/commerce_demo.ts";
 import { seedDemo } from "../../fixtures/demo.ts";
 import { seedPayproxySecret } from "../../fixtures/payproxy_demo.ts";
 import { seedStorefront } from "../../fixtures/storefront.ts";
+import { newId } from "../../core/ids.ts";
 import { createTestWorld } from "../_helpers.ts";
 import { challengesOf, paymentAuthorization, postJson, TestAgents } from "../commerce/_helpers.ts";
 
@@ -181,4 +182,61 @@ Deno.test("storefront highlights without full text paid for: at most the summary
     assert.ok(!shown.includes(sentences.at(-1)!));
     assert.equal(body.usage.cost_usd, "0.010000");
   }
+});
+
+Deno.test("storefront billing: usage is priced at the service called, not at another data model of the same slug", async () => {
+  const { w, ids } = await world();
+  await using _ = w;
+  const { catalog } = w.deps.commerce;
+  const demo = (await w.deps.repos.dataModels.get(ids.dataModelId))!;
+  // A second marketplace data model sold under the same tool name, this one licensed for full text
+  // (made later, so it is listed after the first).
+  w.clock.advance(1000);
+  const twin = {
+    ...demo,
+    id: newId("dm", w.clock),
+    name: "Demo News (full text)",
+    license: "full_text" as const,
+    createdAt: w.clock.now().toISOString(),
+  };
+  await w.deps.repos.dataModels.create(twin);
+  const ingested = await w.deps.search.ingest(twin, [
+    { url: "https://alpha.example/budget", title: "City council passes the budget", body: "Buses get money." },
+  ]);
+  assert.equal(ingested.failed, 0);
+  const plan = await catalog.addCreditPlan("demo", {
+    name: "Full text credit",
+    meters: ["query", "full_text"],
+    minimumMicros: 100_000,
+    maximumMicros: 100_000_000,
+  });
+  const agents = new TestAgents(w.deps, "demo");
+  const { token } = await agents.issue();
+  const first = await w.app.request(
+    `http://svc.test/plans/${plan.id}/purchase`,
+    on({ ...postJson({ amountUsd: "1.000000" }), token }),
+  );
+  const wallet = challengesOf(first).find((c) => c.method === "wallet")!;
+  await first.body?.cancel();
+  const bought = await w.app.request(
+    `http://svc.test/plans/${plan.id}/purchase`,
+    on(postJson({ amountUsd: "1.000000" }, {
+      authorization: paymentAuthorization(wallet, { token: SANDBOX_TOKENS.wallet.success }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    })),
+  );
+  assert.equal(bought.status, 200);
+  await bought.body?.cancel();
+
+  const res = await w.app.request(
+    `http://svc.test/v2/search?data_model_id=${twin.id}`,
+    on({ ...postJson({ query: "city council budget", contents: { text: true }, num_results: 1 }), token }),
+  );
+  const body = await res.json();
+  assert.equal(res.status, 200);
+  assert.equal(body.response.results.filter((r: { text?: string }) => typeof r.text === "string").length, 1);
+  // A query (0.01) and a text (0.02): the text is not free because the other model sells none.
+  assert.equal(res.headers.get("zc-usage-error"), null);
+  assert.equal(body.usage.cost_usd, "0.030000");
+  assert.equal(body.usage.balance_usd, "0.970000");
 });
