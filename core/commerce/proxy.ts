@@ -251,7 +251,7 @@ export class PaidProxy {
       token: settlement.tokenOf(payload),
     }, `${service.slug} query`);
     const processorRef = charged.processorRef;
-    await settlement.consumeCall(charged.entry, processorRef);
+    await settlement.consumeCall(charged.entry, processorRef, c.seller);
     // The paid call is in flight: the allowance check the upstream makes sees it through this hold.
     const { ledger } = commerce;
     await ledger.holdCall(c.seller.sellerId, c.agent.credentialId, requestId, plan.pricePerRequestMicros);
@@ -378,7 +378,7 @@ export class PaidProxy {
       throw err;
     }
     if (out.status === 402) throw await settlementRefused(out.response);
-    await settlement.consumeCall(out.entry, out.externalId);
+    await settlement.consumeCall(out.entry, out.externalId, c.seller);
     const res = upstream as Response | null;
     if (!res) throw new Error("standard payment settled without forwarding the call");
     const headers = relayHeaders(res, requestId);
