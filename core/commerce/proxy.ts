@@ -350,15 +350,10 @@ export class PaidProxy {
           // The paid call is in flight: the allowance check the upstream makes sees it through this hold.
           await ledger.holdCall(c.seller.sellerId, c.agent.credentialId, requestId, plan.pricePerRequestMicros);
           try {
-            const res = await this.#forward(c, requestId).catch((err) => {
+            // Read whole (#forward): the answer must be complete before the payment for it settles.
+            upstream = await this.#forward(c, requestId).catch((err) => {
               if (err instanceof AppError) throw err;
               throw errors.upstream_unavailable({ cause: err });
-            });
-            // Buffered: the answer must be complete before the payment for it settles.
-            upstream = new Response(await res.arrayBuffer(), {
-              status: res.status,
-              statusText: res.statusText,
-              headers: res.headers,
             });
           } finally {
             await ledger.endCall(c.seller.sellerId, c.agent.credentialId, requestId);
@@ -404,9 +399,13 @@ export class PaidProxy {
       ...signed.headers,
       "content-type": c.headers.get("content-type") ?? "application/json",
     });
-    return await this.o.upstream(
+    const res = await this.o.upstream(
       new Request(`${this.o.baseUrl}${c.pathAndQuery}`, { method: "POST", headers, body: c.body as BodyInit }),
     );
+    // Read whole before anything is billed: an answer that breaks off after its usage was reported
+    // fails here, as an upstream that did not answer, and is not charged.
+    const body = res.body === null ? null : await res.arrayBuffer();
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   }
 
   async #forwardAndBill(c: ProxyCall, service: Service, requestId: string): Promise<Response> {

@@ -73,6 +73,36 @@ Deno.test("paid proxy: upstream errors pass through unchanged and are not billed
   assert.equal(await remaining(w, token), "1.000000");
 });
 
+Deno.test("paid proxy: an answer that breaks off after its usage was reported is not billed", async () => {
+  await using w = await createCommerceWorld({ upstream: true });
+  const { token } = await w.agents.issue();
+  await buy(w, token, "1.000000");
+  w.upstream.mode = "broken_body";
+  const res = await search(w, token);
+  const text = await res.text().catch(() => "(the body broke off)");
+  assert.equal(res.status, 502, text);
+  assert.equal(JSON.parse(text).error, "upstream_unavailable");
+  assert.equal(await remaining(w, token), "1.000000");
+
+  // Pay per call: the charge is given back, and the receipt says so.
+  await using p = await createCommerceWorld({ upstream: true, withPlan: false });
+  await p.addPayg(20_000);
+  const agent = await p.agents.issue();
+  const [ch] = challengesOf(await search(p, agent.token));
+  p.upstream.mode = "broken_body";
+  const paid = await p.req(`/v2/search?data_model_id=${p.dataModelId}`, {
+    ...postJson({ query: "rates" }, {
+      authorization: paymentAuthorization(ch!, { token: SANDBOX_TOKENS.wallet.success }),
+      "zc-agent-authorization": `Bearer ${agent.token}`,
+    }),
+  });
+  const paidText = await paid.text().catch(() => "(the body broke off)");
+  assert.equal(paid.status, 502, paidText);
+  const processor = p.deps.commerce.service.processor as SandboxProcessor;
+  assert.equal(processor.refunds.length, 1);
+  assert.match(paid.headers.get("payment-receipt") ?? "", /./);
+});
+
 Deno.test("paid proxy: unbillable usage reports name the problem in zc-usage-error and are not charged", async () => {
   await using w = await createCommerceWorld({ upstream: true });
   const { token } = await w.agents.issue();
