@@ -118,6 +118,23 @@ export class EntitlementLedger {
   }
 
   /**
+   * The live entitlement of `planId` a grant to this agent lands on, or null when a grant opens one:
+   * top-ups land on the plan the agent already holds (its human's first, then its own, then its
+   * human's other credentials') before opening a new one.
+   */
+  async grantTarget(
+    agent: AuthenticatedAgent,
+    sellerId: string,
+    planId: string,
+  ): Promise<Deno.KvEntry<Entitlement> | null> {
+    for (const holder of await this.holders(agent)) {
+      const e = await this.kv.get<Entitlement>(entKey(holder, sellerId, planId));
+      if (e.value && this.#alive(e.value, agent)) return e as Deno.KvEntry<Entitlement>;
+    }
+    return null;
+  }
+
+  /**
    * The entitlement a grant of `amountMicros` on `planId` would write, with the entry it must check.
    * Callers commit it together with their own state change (the payment record) in one atomic op.
    */
@@ -127,15 +144,7 @@ export class EntitlementLedger {
     planId: string,
     amountMicros: number,
   ): Promise<{ key: Deno.KvKey; current: Deno.KvEntryMaybe<Entitlement>; next: Entitlement }> {
-    // Top-ups land on the plan the agent already holds (own or its human's) before opening a new one.
-    let current: Deno.KvEntryMaybe<Entitlement> | null = null;
-    for (const holder of await this.holders(agent)) {
-      const e = await this.kv.get<Entitlement>(entKey(holder, sellerId, planId));
-      if (e.value && this.#alive(e.value, agent)) {
-        current = e;
-        break;
-      }
-    }
+    let current: Deno.KvEntryMaybe<Entitlement> | null = await this.grantTarget(agent, sellerId, planId);
     const key = current?.value ? current.key : entKey(primaryHolder(agent), sellerId, planId);
     current ??= await this.kv.get<Entitlement>(key);
     const now = this.clock.now().toISOString();

@@ -18,6 +18,7 @@ import type { CommerceService } from "./service.ts";
 import { settlementRefused } from "./settlement.ts";
 import { unixSeconds } from "../clock.ts";
 import { signRequest } from "../payproxy/mod.ts";
+import { SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS } from "../search/mod.ts";
 import { type AuthenticatedAgent, type PaygPlan, type Rail, realmOf, type Seller, type Service } from "./types.ts";
 
 /**
@@ -126,6 +127,7 @@ export class PaidProxy {
     // Full text is its own meter: only plans that name it pay for it, and the reservation holds the
     // most texts the call can return (it is settled at the texts actually served).
     const texts = c.kind === "search" ? fullTextsAsked(c.body) : 0;
+    if (c.kind === "search" && texts === 0) c = { ...c, body: passagesCapped(c.body) };
     if (texts > 0) {
       covering = service.meters.full_text === undefined
         ? []
@@ -149,7 +151,7 @@ export class PaidProxy {
 
     if (creditIds.size > 0) {
       const r = await commerce.ledger.reserve(c.agent, c.seller.sellerId, creditIds, price, requestId);
-      if (r.ok) return await this.#forwardAndBill(c, service, services, requestId);
+      if (r.ok) return await this.#forwardAndBill(c, service, requestId);
       if (r.why === "duplicate") {
         throw errors.request_id_reused();
       }
@@ -249,7 +251,7 @@ export class PaidProxy {
       token: settlement.tokenOf(payload),
     }, `${service.slug} query`);
     const processorRef = charged.processorRef;
-    await settlement.consumeCall(charged.entry, processorRef);
+    await settlement.consumeCall(charged.entry, processorRef, c.seller);
     // The paid call is in flight: the allowance check the upstream makes sees it through this hold.
     const { ledger } = commerce;
     await ledger.holdCall(c.seller.sellerId, c.agent.credentialId, requestId, plan.pricePerRequestMicros);
@@ -348,15 +350,10 @@ export class PaidProxy {
           // The paid call is in flight: the allowance check the upstream makes sees it through this hold.
           await ledger.holdCall(c.seller.sellerId, c.agent.credentialId, requestId, plan.pricePerRequestMicros);
           try {
-            const res = await this.#forward(c, requestId).catch((err) => {
+            // Read whole (#forward): the answer must be complete before the payment for it settles.
+            upstream = await this.#forward(c, requestId).catch((err) => {
               if (err instanceof AppError) throw err;
               throw errors.upstream_unavailable({ cause: err });
-            });
-            // Buffered: the answer must be complete before the payment for it settles.
-            upstream = new Response(await res.arrayBuffer(), {
-              status: res.status,
-              statusText: res.statusText,
-              headers: res.headers,
             });
           } finally {
             await ledger.endCall(c.seller.sellerId, c.agent.credentialId, requestId);
@@ -376,7 +373,7 @@ export class PaidProxy {
       throw err;
     }
     if (out.status === 402) throw await settlementRefused(out.response);
-    await settlement.consumeCall(out.entry, out.externalId);
+    await settlement.consumeCall(out.entry, out.externalId, c.seller);
     const res = upstream as Response | null;
     if (!res) throw new Error("standard payment settled without forwarding the call");
     const headers = relayHeaders(res, requestId);
@@ -402,12 +399,16 @@ export class PaidProxy {
       ...signed.headers,
       "content-type": c.headers.get("content-type") ?? "application/json",
     });
-    return await this.o.upstream(
+    const res = await this.o.upstream(
       new Request(`${this.o.baseUrl}${c.pathAndQuery}`, { method: "POST", headers, body: c.body as BodyInit }),
     );
+    // Read whole before anything is billed: an answer that breaks off after its usage was reported
+    // fails here, as an upstream that did not answer, and is not charged.
+    const body = res.body === null ? null : await res.arrayBuffer();
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   }
 
-  async #forwardAndBill(c: ProxyCall, service: Service, services: Service[], requestId: string): Promise<Response> {
+  async #forwardAndBill(c: ProxyCall, service: Service, requestId: string): Promise<Response> {
     const { ledger } = this.o.commerce;
     let res: Response;
     try {
@@ -430,7 +431,9 @@ export class PaidProxy {
       problem = "invalid_usage_header";
     } else {
       for (const line of usage) {
-        const meters = services.find((s) => s.slug === line.serviceSlug)?.meters;
+        // Priced at the service called, never at another of the same slug (two data models may share
+        // a tool name) nor at one the upstream names instead.
+        const meters = line.serviceSlug === service.slug ? service.meters : undefined;
         const unit = line.meterSlug === "query"
           ? meters?.query
           : line.meterSlug === FULL_TEXT_METER
@@ -465,18 +468,39 @@ export class PaidProxy {
 }
 
 /**
- * How many full texts a search body may return (`contents: {text: true}`): its page size, at most
- * its `similarity_top_k`; 0 when it asks for none or is unreadable (the upstream then answers it).
+ * A search body that pays for no full text, with its highlight budget cut to the summary
+ * licence's: highlights of a large budget are the article body itself, and the `full_text` meter
+ * bills texts, not passages. Other bodies are returned as they are.
  */
-export function fullTextsAsked(body: Uint8Array): number {
+export function passagesCapped(body: Uint8Array): Uint8Array {
+  const parsed = searchBodyOf(body);
+  const highlights = parsed?.highlights as { max_characters?: unknown } | undefined;
+  if (!highlights || typeof highlights !== "object" || typeof highlights.max_characters !== "number") return body;
+  if (highlights.max_characters <= SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS) return body;
+  const capped = { ...parsed, highlights: { ...highlights, max_characters: SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS } };
+  return new TextEncoder().encode(JSON.stringify(capped));
+}
+
+/** A search body as a JSON object, or null when it is not one (the upstream then answers it). */
+function searchBodyOf(body: Uint8Array): Record<string, unknown> | null {
   let parsed: unknown;
   try {
     parsed = JSON.parse(new TextDecoder().decode(body));
   } catch {
-    return 0;
+    return null;
   }
-  const b = parsed as { contents?: { text?: unknown }; num_results?: unknown; similarity_top_k?: unknown } | null;
-  if (!b || typeof b !== "object" || b.contents?.text !== true) return 0;
+  return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? parsed as Record<string, unknown> : null;
+}
+
+/**
+ * How many full texts a search body may return (`contents: {text: true}`): its page size, at most
+ * its `similarity_top_k`; 0 when it asks for none or is unreadable (the upstream then answers it).
+ */
+export function fullTextsAsked(body: Uint8Array): number {
+  const b = searchBodyOf(body) as
+    | { contents?: { text?: unknown }; num_results?: unknown; similarity_top_k?: unknown }
+    | null;
+  if (!b || b.contents?.text !== true) return 0;
   const count = (v: unknown, fallback: number) =>
     Number.isSafeInteger(v) && (v as number) >= 1 ? Math.min(v as number, 1000) : fallback;
   return Math.min(count(b.num_results, 10), count(b.similarity_top_k, 9));

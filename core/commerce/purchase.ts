@@ -240,7 +240,8 @@ export class PurchaseFlow {
     agent: AuthenticatedAgent,
     receiptHeaders?: [string, string][],
   ): Promise<KeptResult> {
-    const ent = (await this.o.ledger.entries(agent, p.sellerId)).find((e) => e.value.planId === plan.id)?.value;
+    // The entitlement the credit landed on (the agent may also see older ones of the same plan).
+    const ent = (await this.o.ledger.grantTarget(agent, p.sellerId, plan.id))?.value;
     const at = this.o.clock.now();
     return {
       body: {

@@ -172,9 +172,18 @@ export class Settlement {
     throw new Error("payment consumption did not commit after many attempts");
   }
 
-  /** Marks a pay-as-you-go call's reference consumed (it buys the call, no credit). */
-  async consumeCall(entry: Deno.KvEntry<PaymentRecord>, processorRef: string): Promise<void> {
-    await this.o.payments.move(entry, { state: "consumed", processorRef });
+  /**
+   * Marks a pay-as-you-go call's reference consumed (it buys the call, no credit). Only the request
+   * whose claim still stands consumes it: a claim taken over after a stall lost the reference to
+   * the request that took it, which is the one served.
+   * @throws {AppError} the reference's state error when it moved meanwhile
+   */
+  async consumeCall(entry: Deno.KvEntry<PaymentRecord>, processorRef: string, seller: Seller): Promise<void> {
+    const { payments } = this.o;
+    if (await payments.move(entry, { state: "consumed", processorRef })) return;
+    const now = (await payments.get(entry.value.sellerId, entry.value.reference)).value;
+    if (!now) throw errors.payment_unknown();
+    throw this.stateError(now, seller);
   }
 
   /** Whether mppx's standard methods are offered. */

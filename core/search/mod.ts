@@ -42,6 +42,7 @@ export type { LinkBuilder, QueryCount, QuerySource, TrendChannel } from "./ports
 export { filtersOf } from "./rank/filters.ts";
 export type { Fusion } from "./rank/retrieval_mode.ts";
 export { contentsField, MAX_TEXT_CHARACTERS, textOptionOf } from "./result_options.ts";
+export { SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS } from "./rank/highlights.ts";
 export type { Article } from "./store/articles.ts";
 export { RetentionSweeper } from "./store/retention.ts";
 export { articleWithText } from "./text/full_text.ts";

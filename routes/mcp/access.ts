@@ -269,17 +269,18 @@ export class AgentAccess implements McpAccess {
     // The history travels with the call: the follow-up is made standalone before it is paid for.
     const query = standaloneQuery(args.query, args.messages ?? [], MAX_TURN_CHARS);
     const ask = { query, ...(args.related_questions ? { related_questions: true } : {}) };
-    const body = await this.paidCall("aimodel", id, `/payproxy/aimodel/${id}`, ask, payment);
+    const answer = await this.paidCall("aimodel", id, `/payproxy/aimodel/${id}`, ask, payment);
     const explained = args.explain ? { explain: { query, history_turns: args.messages?.length ?? 0 } } : {};
     // Text models answer {message}; structured models their payload itself (spec 2.3).
     const textKeys = ["message", "citations", "related_questions"];
+    const body = (answer && typeof answer === "object" ? answer : {}) as Record<string, unknown>;
     if (typeof body.message === "string" && Object.keys(body).every((k) => textKeys.includes(k))) {
       const related = Array.isArray(body.related_questions)
         ? { related_questions: body.related_questions.filter((q): q is string => typeof q === "string") }
         : {};
       return { message: body.message, ...citationsOf(body), ...related, ...explained };
     }
-    return { message: JSON.stringify(body), payload: body, ...explained };
+    return { message: JSON.stringify(answer), payload: answer, ...explained };
   }
 
   async listDataModels(): Promise<ModelListing[]> {
@@ -326,7 +327,7 @@ export class AgentAccess implements McpAccess {
     pathAndQuery: string,
     request: Record<string, unknown>,
     payment: CallPayment,
-  ): Promise<Record<string, unknown>> {
+  ): Promise<unknown> {
     // The binding's constants (the -32042 code, the `_meta` keys) are mppx's: a paid call loads it.
     const mppx = await loadMppx();
     const headers = new Headers({ "content-type": "application/json" });
@@ -365,17 +366,20 @@ export class AgentAccess implements McpAccess {
       throw await this.paymentError(mppx, err, kind, modelId);
     }
     const text = await res.text();
-    let body: Record<string, unknown> | undefined;
+    let answer: { value: unknown } | null = null;
     try {
-      body = JSON.parse(text);
+      answer = { value: JSON.parse(text) };
     } catch { /* empty or non-JSON error body */ }
+    const body = answer?.value as Record<string, unknown> | null | undefined;
     // This call's receipt, also when the upstream erred (the charge was refunded; the receipt says so).
     if (credential && !payment.receipt) {
       payment.receipt = mcpReceipt(mppx, res.headers.get("payment-receipt"), credential.value.challenge.id);
     }
-    if (res.ok && body && typeof body === "object") {
+    // Any JSON answer was billed, so it is answered: a structured model's payload may be a string,
+    // a number or null (a schema whose root is not an object).
+    if (res.ok && answer) {
       payment.usage = await this.receipts.forResponse(this.seller, this.agent, res) ?? undefined;
-      return body;
+      return answer.value;
     }
     if (res.status === 404) {
       throw kind === "search" ? dataModelNotFound() : aiModelNotFound();

@@ -63,7 +63,7 @@ export class TestAgents {
 }
 
 /** How the upstream peer answers. */
-export type UpstreamMode = "ok" | "error" | "bad_usage" | "unpriced_usage" | "no_usage";
+export type UpstreamMode = "ok" | "error" | "bad_usage" | "unpriced_usage" | "no_usage" | "broken_body";
 
 export interface CommerceWorld extends TestWorld {
   agents: TestAgents;
@@ -117,6 +117,18 @@ export async function createCommerceWorld(
       if (state.mode === "error") return Response.json({ message: "upstream broke" }, { status: 500 });
       const headers: Record<string, string> = { "content-type": "application/json" };
       if (state.mode !== "no_usage") headers["zc-usage"] = usage;
+      if (state.mode === "broken_body") {
+        // Usage reported, then the answer breaks off after its first bytes.
+        const body = new ReadableStream<Uint8Array>({
+          start(c) {
+            c.enqueue(new TextEncoder().encode('{"status":"ok","respo'));
+          },
+          pull(c) {
+            c.error(new Error("upstream broke off"));
+          },
+        });
+        return new Response(body, { status: 200, headers });
+      }
       return new Response(JSON.stringify({ status: "ok", echo: JSON.parse(new TextDecoder().decode(body)) }), {
         status: 200,
         headers,

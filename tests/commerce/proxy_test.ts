@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
+import { SANDBOX_TOKENS, type SandboxProcessor } from "../../core/commerce/processor.ts";
 import { unixSeconds } from "../../core/clock.ts";
 import { signRequest } from "../../core/payproxy/signature.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
@@ -71,6 +71,36 @@ Deno.test("paid proxy: upstream errors pass through unchanged and are not billed
   assert.equal(res.status, 500);
   assert.deepEqual(await res.json(), { message: "upstream broke" });
   assert.equal(await remaining(w, token), "1.000000");
+});
+
+Deno.test("paid proxy: an answer that breaks off after its usage was reported is not billed", async () => {
+  await using w = await createCommerceWorld({ upstream: true });
+  const { token } = await w.agents.issue();
+  await buy(w, token, "1.000000");
+  w.upstream.mode = "broken_body";
+  const res = await search(w, token);
+  const text = await res.text().catch(() => "(the body broke off)");
+  assert.equal(res.status, 502, text);
+  assert.equal(JSON.parse(text).error, "upstream_unavailable");
+  assert.equal(await remaining(w, token), "1.000000");
+
+  // Pay per call: the charge is given back, and the receipt says so.
+  await using p = await createCommerceWorld({ upstream: true, withPlan: false });
+  await p.addPayg(20_000);
+  const agent = await p.agents.issue();
+  const [ch] = challengesOf(await search(p, agent.token));
+  p.upstream.mode = "broken_body";
+  const paid = await p.req(`/v2/search?data_model_id=${p.dataModelId}`, {
+    ...postJson({ query: "rates" }, {
+      authorization: paymentAuthorization(ch!, { token: SANDBOX_TOKENS.wallet.success }),
+      "zc-agent-authorization": `Bearer ${agent.token}`,
+    }),
+  });
+  const paidText = await paid.text().catch(() => "(the body broke off)");
+  assert.equal(paid.status, 502, paidText);
+  const processor = p.deps.commerce.service.processor as SandboxProcessor;
+  assert.equal(processor.refunds.length, 1);
+  assert.match(paid.headers.get("payment-receipt") ?? "", /./);
 });
 
 Deno.test("paid proxy: unbillable usage reports name the problem in zc-usage-error and are not charged", async () => {
@@ -186,6 +216,46 @@ Deno.test("paid proxy: pay as you go answers the per-call 402 with a payment blo
   // Purchasing the pay-as-you-go plan is refused.
   const buyIt = await w.req(`/plans/${payg.id}/purchase`, { ...postJson({ amountUsd: "1.000000" }), token });
   assert.equal((await buyIt.json()).error, "payg_not_purchasable");
+});
+
+Deno.test("paid proxy: a pay-per-call credential whose charge was taken over after a stall pays for one call, not two", async () => {
+  await using w = await createCommerceWorld({ upstream: true, withPlan: false });
+  await w.addPayg(20_000);
+  const { token } = await w.agents.issue();
+  const first = await search(w, token);
+  const [ch] = challengesOf(first);
+  const auth = paymentAuthorization(ch!, { token: SANDBOX_TOKENS.wallet.success });
+  // The first charge stalls at the processor past the grace period; a retry with the same
+  // credential takes the reference over and is served (the processor dedupes the charge).
+  const processor = w.deps.commerce.service.processor as SandboxProcessor;
+  const charge = processor.charge.bind(processor);
+  let stalled = true;
+  let resume!: () => void;
+  const resumed = new Promise<void>((r) => (resume = r));
+  processor.charge = async (input) => {
+    if (stalled) {
+      stalled = false;
+      await resumed;
+    }
+    return await charge(input);
+  };
+  const call = () =>
+    w.req(`/v2/search?data_model_id=${w.dataModelId}`, {
+      ...postJson({ query: "rates" }, { authorization: auth, "zc-agent-authorization": `Bearer ${token}` }),
+    });
+  const slow = call();
+  while (stalled) await new Promise((r) => setTimeout(r, 1));
+  w.clock.advance(31_000);
+  const retry = await call();
+  assert.equal(retry.status, 200);
+  await retry.body?.cancel();
+  resume();
+  const late = await slow;
+  const lateBody = await late.json();
+  assert.equal(late.status, 409, JSON.stringify(lateBody));
+  assert.equal(lateBody.error, "payment_consumed");
+  assert.equal(w.upstream.calls, 1);
+  assert.equal(processor.ledger.length, 1);
 });
 
 Deno.test("paid proxy: 100 parallel calls against credit for exactly 50 succeed 50 times and leave exactly zero", async () => {

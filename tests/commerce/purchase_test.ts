@@ -5,6 +5,7 @@ import { Mppx } from "mppx/client";
 import { FixedClock } from "../../core/clock.ts";
 import { loadChallengeKey } from "../../core/commerce/challenges.ts";
 import { SANDBOX_TOKENS, type SandboxProcessor } from "../../core/commerce/processor.ts";
+import { type Entitlement, entKey } from "../../core/commerce/entitlements.ts";
 import { createTestWorld } from "../_helpers.ts";
 import {
   challengesOf,
@@ -368,6 +369,41 @@ Deno.test("extend: tops up the plan held, shared by every credential of the same
   const netBody = await net.json();
   assert.equal(netBody.entitlements.length, 1);
   assert.equal(netBody.entitlements[0].seller.id, w.sellerId);
+});
+
+Deno.test("purchase: the receipt shows the entitlement the credit landed on, not an older one of the same plan", async () => {
+  await using w = await createCommerceWorld();
+  const b = await w.agents.issue({ humanId: "hu_1" });
+  // The human's credential A bought the plan before it was claimed (its own entitlement, older),
+  // and the human's shared entitlement of the plan was opened after.
+  const a = await w.agents.issue({ humanId: "hu_1" });
+  for (const id of [a.agent.credentialId, b.agent.credentialId]) {
+    await w.deps.kv.set(["account_credential", "hu_1", id], id);
+  }
+  const ent = (holder: string, micros: number, createdAt: string): Entitlement => ({
+    holder,
+    sellerId: w.sellerId,
+    planId: w.plan.id,
+    creditMicros: micros,
+    purchasedMicros: micros,
+    createdAt,
+    updatedAt: createdAt,
+  });
+  const before = (days: number) => new Date(w.clock.now().getTime() - days * 86400_000).toISOString();
+  await w.deps.kv.set(
+    entKey(`c:${a.agent.credentialId}`, w.sellerId, w.plan.id),
+    ent(`c:${a.agent.credentialId}`, 9_000_000, before(2)),
+  );
+  await w.deps.kv.set(entKey("h:hu_1", w.sellerId, w.plan.id), ent("h:hu_1", 1_000_000, before(1)));
+
+  const { res } = await pay(w, b.token, SANDBOX_TOKENS.wallet.success, { rail: "wallet", usd: "2.000000" });
+  assert.equal(res.status, 200);
+  const body = await res.json();
+  // The top-up went to the human's entitlement (1.00 + 2.00), and the receipt says so.
+  const shared = (await w.deps.kv.get<Entitlement>(entKey("h:hu_1", w.sellerId, w.plan.id))).value!;
+  assert.equal(shared.creditMicros, 3_000_000);
+  assert.equal(body.entitlement.remainingUsd, "3.000000");
+  assert.equal(body.entitlement.sharedWithHuman, true);
 });
 
 Deno.test("entitlements: plans of an unclaimed anonymous credential die with it", async () => {

@@ -89,7 +89,7 @@ Deno.test("Settlement.chargeToken(): concurrent charges of one reference charge 
     }
   }
   const charged = (ok[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof s.charge>>>).value;
-  await s.settlement.consumeCall(charged.entry, charged.processorRef);
+  await s.settlement.consumeCall(charged.entry, charged.processorRef, SELLER);
   const spent = await s.charge("ref_once_00001", SANDBOX_TOKENS.wallet.success).then(() => null, (e) => e);
   assert.equal(spent?.code, "payment_consumed");
   assert.equal(httpStatus(spent), 409);

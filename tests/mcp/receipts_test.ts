@@ -156,3 +156,27 @@ Deno.test("UsageReceipts.forResponse(): a payment receipt naming no record of ou
   // No request id: no receipt.
   assert.equal(await new UsageReceipts(w.deps.commerce.service).forResponse(seller, agent, new Response("{}")), null);
 });
+
+Deno.test("MCP paid ask: a structured model whose payload is not an object is answered, as it was charged", async () => {
+  await using w = await mcpWorld();
+  const model = (await w.deps.repos.aiModels.get(w.ids.aiModelId))!;
+  // A schema whose root is a string: the payload is the answer text itself.
+  await w.deps.repos.aiModels.update({ ...model, output: { kind: "structured", schema: { type: "string" } } });
+  const { token } = await w.agents.issue();
+  await w.buyCredit(token, "0.100000");
+  const client = await w.connect(`Bearer ${token}`);
+  const res = await client.callTool({
+    name: "ask",
+    arguments: { ai_model_id: w.ids.aiModelId, query: "What did the council decide?" },
+  });
+  assert.equal(res.isError, undefined, JSON.stringify(res.content));
+  const out = res.structuredContent as Json;
+  assert.equal(typeof out.payload, "string");
+  const usage = (res._meta as Json).usage;
+  assert.ok(Number(usage.cost_usd) > 0);
+  assert.equal(usage.balance_usd, (0.1 - Number(usage.cost_usd)).toFixed(6));
+  const rest: Json = await (await w.app.request(`${SF}/agent/balance`, {
+    headers: { host: "svc.test", authorization: `Bearer ${token}` },
+  })).json();
+  assert.equal(rest.balance_usd, usage.balance_usd);
+});

@@ -11,6 +11,7 @@ import { seedCommerceDemo } from "../../fixtures/commerce_demo.ts";
 import { seedDemo } from "../../fixtures/demo.ts";
 import { seedPayproxySecret } from "../../fixtures/payproxy_demo.ts";
 import { seedStorefront } from "../../fixtures/storefront.ts";
+import { newId } from "../../core/ids.ts";
 import { createTestWorld } from "../_helpers.ts";
 import { challengesOf, paymentAuthorization, postJson, TestAgents } from "../commerce/_helpers.ts";
 
@@ -134,4 +135,108 @@ Deno.test("storefront full_text: priced meter in /services and llms.txt; 403 not
   const left = ents.find((e: { planId: string }) => e.planId === withText.id);
   // 1.00 - 0.01 (query) - 0.03 per text.
   assert.equal(left.remainingUsd, (1 - 0.01 - 0.03 * texts).toFixed(6));
+});
+
+Deno.test("storefront highlights without full text paid for: at most the summary budget of passages, never the body", async () => {
+  const { w, ids } = await world();
+  await using _ = w;
+  const dm = (await w.deps.repos.dataModels.get(ids.dataModelId))!;
+  // Licensed for full text, which the storefront sells as its own meter.
+  await w.deps.repos.dataModels.update({ ...dm, license: "full_text" });
+  const sentences = Array.from({ length: 100 }, (_, i) => `Paragraph ${i} of the bridge works report is here.`);
+  const ingested = await w.deps.search.ingest(dm, [
+    { url: "https://alpha.example/works", title: "Bridge works", body: sentences.join(" ") },
+  ]);
+  assert.equal(ingested.failed, 0);
+  const agents = new TestAgents(w.deps, "demo");
+  const { token } = await agents.issue();
+  // The query-only demo credit plan: a query costs 0.01, a text would need a full_text plan.
+  const plan = (await w.deps.commerce.catalog.listPlans("demo")).find((p) => p.kind === "credit")!;
+  const first = await w.app.request(
+    `http://svc.test/plans/${plan.id}/purchase`,
+    on({ ...postJson({ amountUsd: "1.000000" }), token }),
+  );
+  const wallet = challengesOf(first).find((c) => c.method === "wallet")!;
+  await first.body?.cancel();
+  const bought = await w.app.request(
+    `http://svc.test/plans/${plan.id}/purchase`,
+    on(postJson({ amountUsd: "1.000000" }, {
+      authorization: paymentAuthorization(wallet, { token: SANDBOX_TOKENS.wallet.success }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    })),
+  );
+  assert.equal(bought.status, 200);
+  await bought.body?.cancel();
+
+  for (const highlights of [{ max_characters: 10_000, per_result: 1 }, { max_characters: 10_000, per_result: 10 }]) {
+    const res = await w.app.request(
+      `http://svc.test/v2/search?data_model_id=${dm.id}`,
+      on({ ...postJson({ query: "bridge works report", num_results: 1, highlights }), token }),
+    );
+    const text = await res.text();
+    assert.equal(res.status, 200, text);
+    const body = JSON.parse(text);
+    const shown = (body.response.results[0].highlights as { text: string }[]).map((h) => h.text).join(" ");
+    assert.ok(shown.length > 0);
+    assert.ok(shown.length <= 1000, `${shown.length} characters of the body for the price of a query`);
+    assert.ok(!shown.includes(sentences.at(-1)!));
+    assert.equal(body.usage.cost_usd, "0.010000");
+  }
+});
+
+Deno.test("storefront billing: usage is priced at the service called, not at another data model of the same slug", async () => {
+  const { w, ids } = await world();
+  await using _ = w;
+  const { catalog } = w.deps.commerce;
+  const demo = (await w.deps.repos.dataModels.get(ids.dataModelId))!;
+  // A second marketplace data model sold under the same tool name, this one licensed for full text
+  // (made later, so it is listed after the first).
+  w.clock.advance(1000);
+  const twin = {
+    ...demo,
+    id: newId("dm", w.clock),
+    name: "Demo News (full text)",
+    license: "full_text" as const,
+    createdAt: w.clock.now().toISOString(),
+  };
+  await w.deps.repos.dataModels.create(twin);
+  const ingested = await w.deps.search.ingest(twin, [
+    { url: "https://alpha.example/budget", title: "City council passes the budget", body: "Buses get money." },
+  ]);
+  assert.equal(ingested.failed, 0);
+  const plan = await catalog.addCreditPlan("demo", {
+    name: "Full text credit",
+    meters: ["query", "full_text"],
+    minimumMicros: 100_000,
+    maximumMicros: 100_000_000,
+  });
+  const agents = new TestAgents(w.deps, "demo");
+  const { token } = await agents.issue();
+  const first = await w.app.request(
+    `http://svc.test/plans/${plan.id}/purchase`,
+    on({ ...postJson({ amountUsd: "1.000000" }), token }),
+  );
+  const wallet = challengesOf(first).find((c) => c.method === "wallet")!;
+  await first.body?.cancel();
+  const bought = await w.app.request(
+    `http://svc.test/plans/${plan.id}/purchase`,
+    on(postJson({ amountUsd: "1.000000" }, {
+      authorization: paymentAuthorization(wallet, { token: SANDBOX_TOKENS.wallet.success }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    })),
+  );
+  assert.equal(bought.status, 200);
+  await bought.body?.cancel();
+
+  const res = await w.app.request(
+    `http://svc.test/v2/search?data_model_id=${twin.id}`,
+    on({ ...postJson({ query: "city council budget", contents: { text: true }, num_results: 1 }), token }),
+  );
+  const body = await res.json();
+  assert.equal(res.status, 200);
+  assert.equal(body.response.results.filter((r: { text?: string }) => typeof r.text === "string").length, 1);
+  // A query (0.01) and a text (0.02): the text is not free because the other model sells none.
+  assert.equal(res.headers.get("zc-usage-error"), null);
+  assert.equal(body.usage.cost_usd, "0.030000");
+  assert.equal(body.usage.balance_usd, "0.970000");
 });
