@@ -21,3 +21,13 @@ export function link(url: unknown, text: string, cls?: string): HTMLElement {
   if (!href) return el("span", { class: cls, text });
   return el("a", { class: cls, text, attrs: { href, target: "_blank", rel: "noopener" } });
 }
+
+/**
+ * The script tag running now, read through `Document.prototype`: a page's `<img name="currentScript">`
+ * (HTML a comment or a feed may carry, no script needed) hides `document.currentScript` (DOM
+ * clobbering), and its `src` would become the origin our requests, questions and events go to.
+ */
+export function runningScript(): HTMLScriptElement | null {
+  const current = Object.getOwnPropertyDescriptor(Document.prototype, "currentScript")?.get?.call(document);
+  return current instanceof HTMLScriptElement ? current : null;
+}

@@ -5,7 +5,7 @@
  */
 import { WidgetApi, WidgetApiError } from "./api.ts";
 import { watchAttention } from "./attention.ts";
-import { el, link } from "./dom.ts";
+import { el, link, runningScript } from "./dom.ts";
 import { hexColor, safeHref, textOn } from "./values.ts";
 import { WIDGET_CSS } from "./styles.ts";
 import { type EventFields, sessionIdFor, Tracker } from "./tracker.ts";
@@ -13,7 +13,7 @@ import type { Citation, InteractionType, PromptChip, Recommendation, SponsoredCh
 
 /** Our origin: where this script came from (the API and the events live there). */
 const SCRIPT_ORIGIN = (() => {
-  const src = (document.currentScript as HTMLScriptElement | null)?.src;
+  const src = runningScript()?.src;
   return src ? new URL(src).origin : location.origin;
 })();
 
