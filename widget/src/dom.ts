@@ -8,9 +8,14 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   children: Node[] = [],
 ): HTMLElementTagNameMap[K] {
   const node = document.createElement(tag);
-  if (props.class) node.className = props.class;
-  if (props.text !== undefined) node.textContent = props.text;
-  for (const [k, v] of Object.entries(props.attrs ?? {})) node.setAttribute(k, v);
+  // Own fields only: on a page whose Object.prototype was polluted (a query-string parser fed
+  // `?__proto__[attrs][onmouseover]=...`), inherited ones would put handlers and text on every element.
+  const own = <F extends keyof typeof props>(f: F) => Object.hasOwn(props, f) ? props[f] : undefined;
+  const cls = own("class");
+  const text = own("text");
+  if (cls) node.className = cls;
+  if (text !== undefined) node.textContent = text;
+  for (const [k, v] of Object.entries(own("attrs") ?? {})) node.setAttribute(k, v);
   for (const c of children) node.append(c);
   return node;
 }
