@@ -21,6 +21,8 @@ const SCRIPT_ORIGIN = (() => {
 const TOKEN = /^[A-Za-z0-9._:@/+-]{1,128}$/;
 const MAX_QUERY = 500;
 const MAX_HISTORY = 6;
+/** The ask route's limit on one history turn: a longer answer kept whole would get the next question refused. */
+const MAX_TURN = 2000;
 const MAX_RESPONSE = 10_000;
 
 let sheet: CSSStyleSheet | undefined;
@@ -403,7 +405,7 @@ export class AskAiWidget extends HTMLElement {
       answer.textContent = full;
       this.#setStatus("");
       if (src.sponsored) this.#history = [];
-      this.#history.push({ role: "user", content: query }, { role: "assistant", content: full.slice(0, 4000) });
+      this.#history.push({ role: "user", content: query }, { role: "assistant", content: cut(full, MAX_TURN) });
       const configured = src.sponsored
         ? {
           campaign_id: src.sponsored.campaign_id,
@@ -493,4 +495,10 @@ function pageHeadline(): string {
   if (og) return og;
   const h1 = document.querySelector("h1")?.textContent?.trim();
   return h1 || document.title.trim();
+}
+
+/** The first `max` UTF-16 units of `text`, without half of a surrogate pair at the cut. */
+function cut(text: string, max: number): string {
+  const head = text.slice(0, max);
+  return /[\uD800-\uDBFF]$/.test(head) ? head.slice(0, -1) : head;
 }
