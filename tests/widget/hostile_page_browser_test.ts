@@ -138,3 +138,52 @@ Deno.test({
     assert.deepEqual(found, { handlers: 0, classes: 0, text: false, ran: false });
   },
 });
+
+Deno.test({
+  name:
+    "widget in Chromium: a polluted Object.prototype does not fill the fields the configuration left out (sponsored events' line_item_id)",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    await using world = await widgetWorld();
+    await using b = await openSharedBrowser("widget polluted fields");
+    const page = b.page;
+    await using site = await publisherSite(world);
+    // The seeded campaign's prompts name a creative and no line item: a crafted link to a page with
+    // a pollution bug (`?__proto__[line_item_id]=li_other`) must not credit that line item.
+    const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>City news</title>
+      <script>
+        Object.prototype.line_item_id = "li_polluted";
+        const timer = setInterval(() => {
+          const root = document.querySelector("ask-ai-widget")?.shadowRoot;
+          const chip = [...(root?.querySelectorAll(".chips button") ?? [])].find((c) => c.querySelector(".badge"));
+          if (!chip) return;
+          clearInterval(timer);
+          chip.click();
+          delete Object.prototype.line_item_id;
+          document.body.dataset.clicked = "";
+        }, 20);
+      </script></head><body>
+      <h1>City news</h1>
+      <div id="slot" style="min-height:480px"></div>
+      <script src="${world.serviceUrl}/widget/v1/loader.js" data-widget-id="${world.widgetId}"
+        data-target="#slot" async></script>
+      </body></html>`;
+    site.setHandler(() => new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } }));
+    await page.goto(`${site.url}/article.html`, { waitUntil: "load" });
+    await page.waitForSelector("body[data-clicked]");
+    await world.until(
+      "the sponsored impression",
+      () => world.events.some((e) => e.event_type === "sponsored_impression"),
+    );
+    await b.shot("sponsored chip chosen");
+    const sponsored = world.events.filter((e) =>
+      e.event_type === "sponsored_impression" || e.event_type === "prompt_impression"
+    );
+    assert.ok(sponsored.length >= 2);
+    for (const e of sponsored) {
+      assert.equal(e.line_item_id, undefined, `${e.event_type} names no line item`);
+      assert.equal(e.creative_id, "cr_1001");
+    }
+  },
+});
