@@ -286,6 +286,9 @@ export class AskAiWidget extends HTMLElement {
         document.createTextNode(s.text),
       ]);
       b.addEventListener("click", () => {
+        // While an answer is coming a click starts nothing (#ask ignores it), so it is no impression
+        // either: a double click or an impatient reader would count a conversation twice.
+        if (this.#busy) return;
         // A chip chosen was seen: its impression goes first if the observer has not sent it yet.
         const unseen = this.#impressions.get(b);
         if (unseen) {
