@@ -10,6 +10,8 @@ export class WidgetApiError extends Error {
 
 /** What {@link ask} reports while an answer streams. */
 export interface AnswerHandlers {
+  /** The service took the question: the answer is coming (a refusal throws instead). */
+  started?(): void;
   token(text: string): void;
   citations(list: Citation[]): void;
   related(questions: string[]): void;
@@ -85,6 +87,7 @@ export class WidgetApi {
       signal,
     });
     if (!res.ok || !res.body) throw await failure(res);
+    on.started?.();
     let answer = "";
     let done = false;
     for await (const ev of sseEvents(res.body)) {

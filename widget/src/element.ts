@@ -286,23 +286,12 @@ export class AskAiWidget extends HTMLElement {
         document.createTextNode(s.text),
       ]);
       b.addEventListener("click", () => {
-        // While an answer is coming a click starts nothing (#ask ignores it), so it is no impression
-        // either: a double click or an impatient reader would count a conversation twice.
-        if (this.#busy) return;
         // A chip chosen was seen: its impression goes first if the observer has not sent it yet.
         const unseen = this.#impressions.get(b);
         if (unseen) {
           this.#impressions.delete(b);
           this.#tracker.send("prompt_impression", unseen);
         }
-        // Choosing it starts the sponsored conversation: the session is frozen to this campaign.
-        this.#tracker.send("sponsored_impression", {
-          campaign_id: s.campaign_id,
-          prompt_id: s.prompt_id,
-          prompt_text: s.text,
-          creative_id: s.creative_id,
-          line_item_id: s.line_item_id,
-        });
         void this.#ask(s.text, { interaction: "sponsored_prompt", sponsored: s });
       });
       list.append(el("li", {}, [b]));
@@ -401,6 +390,19 @@ export class AskAiWidget extends HTMLElement {
         page_url: this.#pageUrl(),
         ...this.#placement,
       }, {
+        // A sponsored prompt's conversation starts when the service takes it (not when it refuses
+        // it: daily cap, rate limit), and the session is frozen to its campaign from here on.
+        started: () => {
+          const s = src.sponsored;
+          if (!s) return;
+          this.#tracker.send("sponsored_impression", {
+            campaign_id: s.campaign_id,
+            prompt_id: s.prompt_id,
+            prompt_text: s.text,
+            creative_id: s.creative_id,
+            line_item_id: s.line_item_id,
+          });
+        },
         token: (t) => answer.append(t),
         citations: (list) => this.#drawCitations(cites, list),
         related: (qs) => this.#drawFollowUps(qs),
