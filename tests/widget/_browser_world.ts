@@ -42,11 +42,12 @@ export interface WidgetWorld extends AsyncDisposable {
   analytics(path: string, query?: Record<string, string>): Promise<Record<string, unknown>>;
 }
 
-export async function widgetWorld(): Promise<WidgetWorld> {
+/** `env`: more settings for the service (an AI provider's address, say). */
+export async function widgetWorld(options: { env?: Record<string, string> } = {}): Promise<WidgetWorld> {
   const svc = serveLocal();
   const site = serveLocal();
   const stranger = serveLocal();
-  const w = await createTestWorld({ env: { BASE_URL: svc.url, DEMO_SITE_URL: site.url } });
+  const w = await createTestWorld({ env: { ...options.env, BASE_URL: svc.url, DEMO_SITE_URL: site.url } });
   const seeded = await seedDemo(w.deps, [seedDemoArticles]);
   const seen: Seen[] = [];
   const events: Record<string, unknown>[] = [];

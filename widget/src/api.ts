@@ -10,6 +10,8 @@ export class WidgetApiError extends Error {
 
 /** What {@link ask} reports while an answer streams. */
 export interface AnswerHandlers {
+  /** The service took the question: the answer is coming (a refusal throws instead). */
+  started?(): void;
   token(text: string): void;
   citations(list: Citation[]): void;
   related(questions: string[]): void;
@@ -26,8 +28,24 @@ export interface AskBody {
   [placement: string]: unknown;
 }
 
+/**
+ * JSON from the server as objects without a prototype: on a page whose `Object.prototype` was
+ * polluted (`?__proto__[line_item_id]=...` through a page's query-string parser), a field the server
+ * left out reads as absent, not as the pollution (which would end up in events and on screen).
+ */
+export function parseJson(text: string): unknown {
+  return JSON.parse(
+    text,
+    (_key, v) => v && typeof v === "object" && !Array.isArray(v) ? Object.assign(Object.create(null), v) : v,
+  );
+}
+
+async function json(res: Response): Promise<unknown> {
+  return parseJson(await res.text());
+}
+
 async function failure(res: Response): Promise<WidgetApiError> {
-  const body = await res.json().catch(() => null) as { message?: unknown; code?: unknown } | null;
+  const body = await json(res).catch(() => null) as { message?: unknown; code?: unknown } | null;
   const message = typeof body?.message === "string" ? body.message : "The answer service is unavailable";
   return new WidgetApiError(message, typeof body?.code === "string" ? body.code : `http_${res.status}`);
 }
@@ -44,7 +62,7 @@ export class WidgetApi {
   async config(started?: Promise<Response>): Promise<WidgetConfig> {
     const res = await (started ?? fetch(this.#url("config"), { credentials: "omit" }));
     if (!res.ok) throw await failure(res);
-    return await res.json() as WidgetConfig;
+    return await json(res) as WidgetConfig;
   }
 
   async recommend(body: Record<string, string | number | undefined>): Promise<Recommendation[]> {
@@ -55,7 +73,7 @@ export class WidgetApi {
       body: JSON.stringify(body),
     });
     if (!res.ok) throw await failure(res);
-    const out = await res.json() as { results?: Recommendation[] };
+    const out = await json(res) as { results?: Recommendation[] };
     return Array.isArray(out.results) ? out.results : [];
   }
 
@@ -69,12 +87,13 @@ export class WidgetApi {
       signal,
     });
     if (!res.ok || !res.body) throw await failure(res);
+    on.started?.();
     let answer = "";
     let done = false;
     for await (const ev of sseEvents(res.body)) {
       let data: Record<string, unknown>;
       try {
-        data = JSON.parse(ev.data);
+        data = parseJson(ev.data) as Record<string, unknown>;
       } catch {
         continue;
       }

@@ -21,25 +21,30 @@ export function watchAttention(
   let viewed = false;
   let lastInput = performance.now();
 
-  const io = new IntersectionObserver((entries) => {
-    for (const e of entries) {
-      ratio = e.isIntersecting ? e.intersectionRatio : 0;
-      if (viewed) continue;
-      if (ratio >= VIEWABLE_RATIO && viewTimer === undefined) {
-        since = performance.now();
-        viewTimer = setTimeout(() => {
-          viewTimer = undefined;
-          if (ratio < VIEWABLE_RATIO || document.visibilityState !== "visible") return;
-          viewed = true;
-          on.viewable(Math.round(ratio * 100), Math.round(performance.now() - since));
-        }, VIEWABLE_MS);
-      } else if (ratio < VIEWABLE_RATIO && viewTimer !== undefined) {
-        clearTimeout(viewTimer);
+  // The viewable second runs while the page is visible and the widget half in view, and starts
+  // again after a break of either (a hidden tab is a break the observer does not report).
+  const check = () => {
+    const inView = ratio >= VIEWABLE_RATIO && document.visibilityState === "visible";
+    if (viewed) return;
+    if (inView && viewTimer === undefined) {
+      since = performance.now();
+      viewTimer = setTimeout(() => {
         viewTimer = undefined;
-      }
+        if (ratio < VIEWABLE_RATIO || document.visibilityState !== "visible") return;
+        viewed = true;
+        on.viewable(Math.round(ratio * 100), Math.round(performance.now() - since));
+      }, VIEWABLE_MS);
+    } else if (!inView && viewTimer !== undefined) {
+      clearTimeout(viewTimer);
+      viewTimer = undefined;
     }
+  };
+  const io = new IntersectionObserver((entries) => {
+    for (const e of entries) ratio = e.isIntersecting ? e.intersectionRatio : 0;
+    check();
   }, { threshold: [0, 0.25, VIEWABLE_RATIO, 0.75, 1] });
   io.observe(target);
+  document.addEventListener("visibilitychange", check);
 
   const active = () => {
     lastInput = performance.now();
@@ -55,6 +60,7 @@ export function watchAttention(
 
   return () => {
     io.disconnect();
+    document.removeEventListener("visibilitychange", check);
     clearTimeout(viewTimer);
     clearInterval(beat);
     for (const t of inputs) removeEventListener(t, active, { capture: true });

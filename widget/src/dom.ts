@@ -8,9 +8,14 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   children: Node[] = [],
 ): HTMLElementTagNameMap[K] {
   const node = document.createElement(tag);
-  if (props.class) node.className = props.class;
-  if (props.text !== undefined) node.textContent = props.text;
-  for (const [k, v] of Object.entries(props.attrs ?? {})) node.setAttribute(k, v);
+  // Own fields only: on a page whose Object.prototype was polluted (a query-string parser fed
+  // `?__proto__[attrs][onmouseover]=...`), inherited ones would put handlers and text on every element.
+  const own = <F extends keyof typeof props>(f: F) => Object.hasOwn(props, f) ? props[f] : undefined;
+  const cls = own("class");
+  const text = own("text");
+  if (cls) node.className = cls;
+  if (text !== undefined) node.textContent = text;
+  for (const [k, v] of Object.entries(own("attrs") ?? {})) node.setAttribute(k, v);
   for (const c of children) node.append(c);
   return node;
 }
@@ -20,4 +25,14 @@ export function link(url: unknown, text: string, cls?: string): HTMLElement {
   const href = safeHref(url);
   if (!href) return el("span", { class: cls, text });
   return el("a", { class: cls, text, attrs: { href, target: "_blank", rel: "noopener" } });
+}
+
+/**
+ * The script tag running now, read through `Document.prototype`: a page's `<img name="currentScript">`
+ * (HTML a comment or a feed may carry, no script needed) hides `document.currentScript` (DOM
+ * clobbering), and its `src` would become the origin our requests, questions and events go to.
+ */
+export function runningScript(): HTMLScriptElement | null {
+  const current = Object.getOwnPropertyDescriptor(Document.prototype, "currentScript")?.get?.call(document);
+  return current instanceof HTMLScriptElement ? current : null;
 }

@@ -5,7 +5,7 @@
  */
 import { WidgetApi, WidgetApiError } from "./api.ts";
 import { watchAttention } from "./attention.ts";
-import { el, link } from "./dom.ts";
+import { el, link, runningScript } from "./dom.ts";
 import { hexColor, safeHref, textOn } from "./values.ts";
 import { WIDGET_CSS } from "./styles.ts";
 import { type EventFields, sessionIdFor, Tracker } from "./tracker.ts";
@@ -13,7 +13,7 @@ import type { Citation, InteractionType, PromptChip, Recommendation, SponsoredCh
 
 /** Our origin: where this script came from (the API and the events live there). */
 const SCRIPT_ORIGIN = (() => {
-  const src = (document.currentScript as HTMLScriptElement | null)?.src;
+  const src = runningScript()?.src;
   return src ? new URL(src).origin : location.origin;
 })();
 
@@ -21,6 +21,8 @@ const SCRIPT_ORIGIN = (() => {
 const TOKEN = /^[A-Za-z0-9._:@/+-]{1,128}$/;
 const MAX_QUERY = 500;
 const MAX_HISTORY = 6;
+/** The ask route's limit on one history turn: a longer answer kept whole would get the next question refused. */
+const MAX_TURN = 2000;
 const MAX_RESPONSE = 10_000;
 
 let sheet: CSSStyleSheet | undefined;
@@ -290,14 +292,6 @@ export class AskAiWidget extends HTMLElement {
           this.#impressions.delete(b);
           this.#tracker.send("prompt_impression", unseen);
         }
-        // Choosing it starts the sponsored conversation: the session is frozen to this campaign.
-        this.#tracker.send("sponsored_impression", {
-          campaign_id: s.campaign_id,
-          prompt_id: s.prompt_id,
-          prompt_text: s.text,
-          creative_id: s.creative_id,
-          line_item_id: s.line_item_id,
-        });
         void this.#ask(s.text, { interaction: "sponsored_prompt", sponsored: s });
       });
       list.append(el("li", {}, [b]));
@@ -396,6 +390,19 @@ export class AskAiWidget extends HTMLElement {
         page_url: this.#pageUrl(),
         ...this.#placement,
       }, {
+        // A sponsored prompt's conversation starts when the service takes it (not when it refuses
+        // it: daily cap, rate limit), and the session is frozen to its campaign from here on.
+        started: () => {
+          const s = src.sponsored;
+          if (!s) return;
+          this.#tracker.send("sponsored_impression", {
+            campaign_id: s.campaign_id,
+            prompt_id: s.prompt_id,
+            prompt_text: s.text,
+            creative_id: s.creative_id,
+            line_item_id: s.line_item_id,
+          });
+        },
         token: (t) => answer.append(t),
         citations: (list) => this.#drawCitations(cites, list),
         related: (qs) => this.#drawFollowUps(qs),
@@ -403,7 +410,7 @@ export class AskAiWidget extends HTMLElement {
       answer.textContent = full;
       this.#setStatus("");
       if (src.sponsored) this.#history = [];
-      this.#history.push({ role: "user", content: query }, { role: "assistant", content: full.slice(0, 4000) });
+      this.#history.push({ role: "user", content: query }, { role: "assistant", content: cut(full, MAX_TURN) });
       const configured = src.sponsored
         ? {
           campaign_id: src.sponsored.campaign_id,
@@ -493,4 +500,10 @@ function pageHeadline(): string {
   if (og) return og;
   const h1 = document.querySelector("h1")?.textContent?.trim();
   return h1 || document.title.trim();
+}
+
+/** The first `max` UTF-16 units of `text`, without half of a surrogate pair at the cut. */
+function cut(text: string, max: number): string {
+  const head = text.slice(0, max);
+  return /[\uD800-\uDBFF]$/.test(head) ? head.slice(0, -1) : head;
 }

@@ -5,6 +5,8 @@
  * It runs after the page's own parsing (async) and does nothing else, so it never blocks rendering.
  */
 
+import { runningScript } from "./dom.ts";
+
 /** Replaced when served with the path of the current hashed widget script (routes/widget/assets.ts). */
 const WIDGET_PATH = "__ASK_AI_WIDGET_PATH__";
 /** Replaced when served with the SHA-384 Subresource Integrity of that script's exact bytes. */
@@ -26,7 +28,7 @@ const PASSED = [
 ];
 
 (() => {
-  const script = document.currentScript as HTMLScriptElement | null;
+  const script = runningScript();
   if (!script?.src) return;
   const get = (name: string) => script.getAttribute(`data-${name}`) ?? script.getAttribute(name);
   const widgetId = get("widget-id");
