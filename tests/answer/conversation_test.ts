@@ -6,7 +6,10 @@
 import assert from "node:assert/strict";
 import { CONVERSATION_TTL_MS, ConversationStore } from "../../core/answer/conversation.ts";
 import { FixedClock } from "../../core/clock.ts";
-import { bearer } from "../_helpers.ts";
+import type { AnswerService } from "../../core/answer/types.ts";
+import { newId } from "../../core/ids.ts";
+import type { AiModel } from "../../core/store/models.ts";
+import { bearer, createTestWorld } from "../_helpers.ts";
 import { widgetWorld } from "../widget/_world.ts";
 
 Deno.test("ConversationStore.prepare() rewrites a follow-up from the history and forgets after 30 minutes", async () => {
@@ -108,4 +111,60 @@ Deno.test("ConversationStore.remember() keeps a conversation of 20 full turns in
   } finally {
     kv.close();
   }
+});
+
+Deno.test("POST /app/aimodel/{id}: a streamed turn the caller abandons is not remembered in its conversation", async () => {
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  let finished = false;
+  // An answer that sends its opening, then holds the rest until the test lets it go.
+  const answer: AnswerService = {
+    answer: () => Promise.resolve({ kind: "text", message: "Whole answer.", citations: [] }),
+    async *stream() {
+      try {
+        yield "Cut ";
+        await released;
+        yield "answer.";
+        return [];
+      } finally {
+        finished = true;
+      }
+    },
+  };
+  await using w = await createTestWorld({ overrides: { answer } });
+  const { tenantId, key } = await w.tenantWithKey();
+  const model: AiModel = {
+    id: newId("am", w.clock),
+    tenantId,
+    name: "Newsroom",
+    groundingDataModelIds: [],
+    provider: { kind: "extractive" },
+    output: { kind: "text" },
+    private: false,
+    marketplace: false,
+    createdAt: w.clock.now().toISOString(),
+  };
+  await w.deps.repos.aiModels.create(model);
+  const ask = (body: unknown, accept = "application/json") =>
+    w.app.request(`/app/aimodel/${model.id}`, {
+      method: "POST",
+      headers: { ...bearer(key), "content-type": "application/json", accept },
+      body: JSON.stringify(body),
+    });
+  const started = await (await ask({ query: "What did the council decide?", conversation: true })).json();
+  const id = started.conversation_id;
+
+  // The follow-up streams; the caller reads the first chunk and goes away.
+  const res = await ask({ query: "And the budget for the parks?", conversation_id: id }, "text/event-stream");
+  assert.equal(res.status, 200);
+  const reader = res.body!.getReader();
+  await reader.read();
+  await reader.cancel();
+  release();
+  for (let i = 0; i < 50 && !finished; i++) await new Promise((r) => setTimeout(r, 0));
+  assert.ok(finished);
+  for (let i = 0; i < 20; i++) await new Promise((r) => setTimeout(r, 0));
+
+  const kept = (await w.deps.kv.get<{ turns: { content: string }[] }>(["conversation", tenantId, id])).value!;
+  assert.deepEqual(kept.turns.map((t) => t.content), ["What did the council decide?", "Whole answer."]);
 });
