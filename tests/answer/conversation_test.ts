@@ -168,3 +168,34 @@ Deno.test("POST /app/aimodel/{id}: a streamed turn the caller abandons is not re
   const kept = (await w.deps.kv.get<{ turns: { content: string }[] }>(["conversation", tenantId, id])).value!;
   assert.deepEqual(kept.turns.map((t) => t.content), ["What did the council decide?", "Whole answer."]);
 });
+
+Deno.test("ConversationStore.remember(): two follow-ups of one conversation answered at once are both kept", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const clock = new FixedClock("2026-11-22T12:00:00Z");
+    const store = new ConversationStore(kv, clock);
+    const first = await store.prepare("tn_a", "am_a", "Storm flooding closes coastal roads?", { conversation: true });
+    await store.remember("tn_a", "am_a", first, "Storm flooding closes coastal roads?", "Roads closed.");
+    const id = first.conversationId!;
+    // Both read the same history; each is answered, then kept.
+    const [a, b] = await Promise.all([
+      store.prepare("tn_a", "am_a", "and the trains?", { conversation_id: id }),
+      store.prepare("tn_a", "am_a", "and the ferries?", { conversation_id: id }),
+    ]);
+    await Promise.all([
+      store.remember("tn_a", "am_a", a, "and the trains?", "Trains stopped."),
+      store.remember("tn_a", "am_a", b, "and the ferries?", "Ferries sail."),
+    ]);
+    const next = await store.prepare("tn_a", "am_a", "and then?", { conversation_id: id });
+    assert.deepEqual(next.history.map((t) => t.content).sort(), [
+      "Ferries sail.",
+      "Roads closed.",
+      "Storm flooding closes coastal roads?",
+      "Trains stopped.",
+      "and the ferries?",
+      "and the trains?",
+    ]);
+  } finally {
+    kv.close();
+  }
+});
