@@ -257,6 +257,9 @@ export function createAiModelRoutes(
           message += r.value;
           await sse.writeSSE({ data: JSON.stringify({ delta: r.value }) });
         }
+        // A caller gone mid-answer never saw it (nor, for a new conversation, its id): the turn is
+        // not remembered, and no follow-ups are written for nobody.
+        if (sse.aborted) return;
         // The generator's return value: the citations of a text answer.
         await remember(message);
         const done = r.value

@@ -24,6 +24,8 @@ export const MAX_TURN_CHARS = 2000;
  */
 export const MAX_KEPT_CHARS = 24_000;
 const CONVERSATION_ID = /^cv_[0-9a-z]{26}$/;
+/** Rounds of check-and-set a turn gets against other turns kept at the same time. */
+const MAX_KEEP_ATTEMPTS = 5;
 
 /** The conversation fields of a real-time request (REST body and MCP `ask`). */
 export const conversationFields = {
@@ -73,6 +75,9 @@ export interface PreparedTurn {
   conversationId?: string;
   /** Turns before this one. */
   history: ConversationTurn[];
+  /** Of {@link history}: the kept turns as read, and the ones the request added (`messages`). */
+  kept?: ConversationTurn[];
+  added?: ConversationTurn[];
 }
 
 export const conversationNotFound = (): AppError => answerErrors.conversation_not_found();
@@ -100,32 +105,51 @@ export class ConversationStore {
     query: string,
     request: ConversationRequest,
   ): Promise<PreparedTurn> {
-    let history = (request.messages ?? []).map(clipTurn);
+    const added = (request.messages ?? []).map(clipTurn);
+    let history = added;
+    let kept: ConversationTurn[] = [];
     let conversationId: string | undefined;
     if (request.conversation_id) {
-      const stored = (await this.kv.get<StoredConversation>(this.#key(tenantId, request.conversation_id))).value;
-      const now = this.clock.now().getTime();
-      if (!stored || stored.aiModelId !== aiModelId || stored.expiresAt <= now) throw conversationNotFound();
+      const stored = this.#live(
+        (await this.kv.get<StoredConversation>(this.#key(tenantId, request.conversation_id))).value,
+        aiModelId,
+      );
+      if (!stored) throw conversationNotFound();
       conversationId = request.conversation_id;
-      history = [...stored.turns, ...history].slice(-MAX_TURNS);
+      kept = stored.turns;
+      history = [...kept, ...added].slice(-MAX_TURNS);
     } else if (request.conversation) {
       conversationId = newId("cv", this.clock);
     }
-    return { query: standaloneQuery(query, history, MAX_TURN_CHARS), conversationId, history };
+    return { query: standaloneQuery(query, history, MAX_TURN_CHARS), conversationId, history, kept, added };
+  }
+
+  #live(stored: StoredConversation | null, aiModelId: string): StoredConversation | null {
+    return stored && stored.aiModelId === aiModelId && stored.expiresAt > this.clock.now().getTime() ? stored : null;
   }
 
   /** Remembers a turn (question and answer) of a kept conversation and renews its 30 minutes. */
   async remember(tenantId: string, aiModelId: string, turn: PreparedTurn, question: string, answer: string) {
     if (!turn.conversationId) return;
-    const turns = [...turn.history, { role: "user" as const, content: question }, {
+    const key = this.#key(tenantId, turn.conversationId);
+    const fresh = [...turn.added ?? [], { role: "user" as const, content: question }, {
       role: "assistant" as const,
       content: answer,
-    }].map(clipTurn).slice(-MAX_TURNS);
-    let kept = turns.reduce((n, t) => n + t.content.length, 0);
-    while (kept > MAX_KEPT_CHARS) kept -= turns.shift()!.content.length;
-    const expiresAt = this.clock.now().getTime() + CONVERSATION_TTL_MS;
-    const value: StoredConversation = { aiModelId, turns, expiresAt };
-    await this.kv.set(this.#key(tenantId, turn.conversationId), value, { expireIn: CONVERSATION_TTL_MS });
+    }];
+    // Another turn of this conversation may have been kept while this one was answered: this
+    // turn goes after it (check-and-set), rather than writing over it with the history as read.
+    for (let attempt = 0; attempt < MAX_KEEP_ATTEMPTS; attempt++) {
+      const current = await this.kv.get<StoredConversation>(key);
+      const before = this.#live(current.value, aiModelId)?.turns ?? turn.kept ?? turn.history;
+      const turns = [...before, ...fresh].map(clipTurn).slice(-MAX_TURNS);
+      let kept = turns.reduce((n, t) => n + t.content.length, 0);
+      while (kept > MAX_KEPT_CHARS) kept -= turns.shift()!.content.length;
+      const expiresAt = this.clock.now().getTime() + CONVERSATION_TTL_MS;
+      const value: StoredConversation = { aiModelId, turns, expiresAt };
+      const done = await this.kv.atomic().check(current).set(key, value, { expireIn: CONVERSATION_TTL_MS }).commit();
+      if (done.ok) return;
+    }
+    throw new Error("conversation turn not kept: too many concurrent turns");
   }
 }
 

@@ -6,7 +6,10 @@
 import assert from "node:assert/strict";
 import { CONVERSATION_TTL_MS, ConversationStore } from "../../core/answer/conversation.ts";
 import { FixedClock } from "../../core/clock.ts";
-import { bearer } from "../_helpers.ts";
+import type { AnswerService } from "../../core/answer/types.ts";
+import { newId } from "../../core/ids.ts";
+import type { AiModel } from "../../core/store/models.ts";
+import { bearer, createTestWorld } from "../_helpers.ts";
 import { widgetWorld } from "../widget/_world.ts";
 
 Deno.test("ConversationStore.prepare() rewrites a follow-up from the history and forgets after 30 minutes", async () => {
@@ -105,6 +108,93 @@ Deno.test("ConversationStore.remember() keeps a conversation of 20 full turns in
     assert.ok(next.history.length >= 2);
     // The newest turns are the ones kept.
     assert.deepEqual(next.history.at(-2), { role: "user", content: "橋はいつ開きますか?" });
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("POST /app/aimodel/{id}: a streamed turn the caller abandons is not remembered in its conversation", async () => {
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  let finished = false;
+  // An answer that sends its opening, then holds the rest until the test lets it go.
+  const answer: AnswerService = {
+    answer: () => Promise.resolve({ kind: "text", message: "Whole answer.", citations: [] }),
+    async *stream() {
+      try {
+        yield "Cut ";
+        await released;
+        yield "answer.";
+        return [];
+      } finally {
+        finished = true;
+      }
+    },
+  };
+  await using w = await createTestWorld({ overrides: { answer } });
+  const { tenantId, key } = await w.tenantWithKey();
+  const model: AiModel = {
+    id: newId("am", w.clock),
+    tenantId,
+    name: "Newsroom",
+    groundingDataModelIds: [],
+    provider: { kind: "extractive" },
+    output: { kind: "text" },
+    private: false,
+    marketplace: false,
+    createdAt: w.clock.now().toISOString(),
+  };
+  await w.deps.repos.aiModels.create(model);
+  const ask = (body: unknown, accept = "application/json") =>
+    w.app.request(`/app/aimodel/${model.id}`, {
+      method: "POST",
+      headers: { ...bearer(key), "content-type": "application/json", accept },
+      body: JSON.stringify(body),
+    });
+  const started = await (await ask({ query: "What did the council decide?", conversation: true })).json();
+  const id = started.conversation_id;
+
+  // The follow-up streams; the caller reads the first chunk and goes away.
+  const res = await ask({ query: "And the budget for the parks?", conversation_id: id }, "text/event-stream");
+  assert.equal(res.status, 200);
+  const reader = res.body!.getReader();
+  await reader.read();
+  await reader.cancel();
+  release();
+  for (let i = 0; i < 50 && !finished; i++) await new Promise((r) => setTimeout(r, 0));
+  assert.ok(finished);
+  for (let i = 0; i < 20; i++) await new Promise((r) => setTimeout(r, 0));
+
+  const kept = (await w.deps.kv.get<{ turns: { content: string }[] }>(["conversation", tenantId, id])).value!;
+  assert.deepEqual(kept.turns.map((t) => t.content), ["What did the council decide?", "Whole answer."]);
+});
+
+Deno.test("ConversationStore.remember(): two follow-ups of one conversation answered at once are both kept", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const clock = new FixedClock("2026-11-22T12:00:00Z");
+    const store = new ConversationStore(kv, clock);
+    const first = await store.prepare("tn_a", "am_a", "Storm flooding closes coastal roads?", { conversation: true });
+    await store.remember("tn_a", "am_a", first, "Storm flooding closes coastal roads?", "Roads closed.");
+    const id = first.conversationId!;
+    // Both read the same history; each is answered, then kept.
+    const [a, b] = await Promise.all([
+      store.prepare("tn_a", "am_a", "and the trains?", { conversation_id: id }),
+      store.prepare("tn_a", "am_a", "and the ferries?", { conversation_id: id }),
+    ]);
+    await Promise.all([
+      store.remember("tn_a", "am_a", a, "and the trains?", "Trains stopped."),
+      store.remember("tn_a", "am_a", b, "and the ferries?", "Ferries sail."),
+    ]);
+    const next = await store.prepare("tn_a", "am_a", "and then?", { conversation_id: id });
+    assert.deepEqual(next.history.map((t) => t.content).sort(), [
+      "Ferries sail.",
+      "Roads closed.",
+      "Storm flooding closes coastal roads?",
+      "Trains stopped.",
+      "and the ferries?",
+      "and the trains?",
+    ]);
   } finally {
     kv.close();
   }
