@@ -16,7 +16,7 @@ import { KvLease } from "../kv_lease.ts";
 import { SafeFetcher, SafeFetchError } from "../net/mod.ts";
 import type { ArticleExtractor } from "../extract/mod.ts";
 import { decodeHtml } from "../extract/mod.ts";
-import { type Article, cleanCategories, cutBody, parsePubdate } from "../search/mod.ts";
+import { type Article, cleanCategories, cleanLabel, cutBody, parsePubdate } from "../search/mod.ts";
 import type { IngestReport } from "../search/mod.ts";
 import type { DataModel } from "../store/mod.ts";
 import { backoffSeconds, retryAfterSeconds } from "./backoff.ts";
@@ -505,7 +505,8 @@ export class SourcePoller {
 
 /** Whether an item says what the stored article already says (no update needed). */
 function sameContent(a: Article, input: Record<string, unknown>): boolean {
-  const title = String(input.title ?? "").replace(/\s+/g, " ").trim();
+  // Compared as stored, or a title with an invisible character would read as edited at every poll.
+  const title = cleanLabel(String(input.title ?? ""));
   const body = cutBody(String(input.body ?? ""));
   const pub = parsePubdate(input.pubdate as string | undefined);
   const categories = cleanCategories((input.categories as string[] | undefined) ?? []);
