@@ -5,7 +5,7 @@ import { newId } from "../../ids.ts";
 import type { DataModel } from "../../store/mod.ts";
 import { ArticleChangeLog, type ChangeLogHead, headKey } from "./change_log.ts";
 import { clip, summarize } from "../text/summarize.ts";
-import { clipMarkdown, withoutDisguise } from "../../text/mod.ts";
+import { clipMarkdown, safeMarkdown, withoutDisguise } from "../../text/mod.ts";
 
 /**
  * Articles of a data model as stored in Deno KV.
@@ -256,7 +256,10 @@ function serializedBytes(s: string): number {
 }
 
 function markdownOf(markdown: string | null | undefined, body: string): { markdown?: string } {
-  const md = markdown?.replace(/\r\n?/g, "\n").replace(/\n{3,}/g, "\n\n").trim();
+  // Markdown a caller sent carries no raw HTML or script links, like the Markdown converted from HTML.
+  // (A head twice what is kept bounds the work: the rest is clipped below anyway.)
+  const md = markdown &&
+    safeMarkdown(markdown.slice(0, 2 * MAX_MARKDOWN).replace(/\r\n?/g, "\n")).replace(/\n{3,}/g, "\n\n").trim();
   if (!md) return {};
   const room = TEXT_BYTES - serializedBytes(body);
   const max = Math.min(MAX_MARKDOWN, Math.floor(room / (serializedBytes(md) === md.length ? 1 : 2)));
