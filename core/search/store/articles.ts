@@ -79,7 +79,11 @@ const httpUrl = z.string().trim().max(2048, { error: "must be at most 2048 chara
   } catch {
     return false;
   }
-}, { error: "must be an absolute http(s) URL" });
+}, { error: "must be an absolute http(s) URL" }).refine((v) => {
+  // `https://dailyledger.example@evil.example/` reads as the first host and is the second.
+  const u = URL.parse(v);
+  return !u || (u.username === "" && u.password === "");
+}, { error: "must not carry a user name or password" });
 
 const text = (max: number) => z.string().max(max, { error: `must be at most ${max} characters` });
 
