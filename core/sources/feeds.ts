@@ -118,7 +118,8 @@ export function parseFeed(xml: string): ParsedSource {
     const item: Record<string, unknown> = { url, title: htmlToText(title), body: htmlToText(bodyHtml) };
     // The markup too, kept as Markdown for licensed full text.
     if (/<[a-z]/i.test(bodyHtml)) item.body_html = bodyHtml;
-    if (author) item.author = author;
+    // Byline, site and categories are text as the title is: markup in them (often CDATA) is read, not kept.
+    if (author) item.author = htmlToText(author);
     if (pubdate) item.pubdate = pubdate;
     if (image) {
       // Feeds often give image paths relative to the article; an unusable one is dropped, not fatal.
@@ -128,11 +129,11 @@ export function parseFeed(xml: string): ParsedSource {
       } catch { /* no image */ }
     }
     if (summaryHtml && summaryHtml !== bodyHtml) item.summary = htmlToText(summaryHtml).slice(0, 1000);
-    if (siteTitle && rss.length) item.site = siteTitle;
+    if (siteTitle && rss.length) item.site = htmlToText(siteTitle);
     // RSS <category>text</category>, Atom <category term="..."/>.
-    const categories = ([...el.getElementsByTagName("category")] as El[])
-      .map((c) => (c.getAttribute("term") ?? c.textContent ?? "").trim()).filter(Boolean);
-    if (categories.length) item.categories = categories.slice(0, 200);
+    const categories = ([...el.getElementsByTagName("category")] as El[]).slice(0, 200)
+      .map((c) => htmlToText(c.getAttribute("term") ?? c.textContent ?? "")).filter(Boolean);
+    if (categories.length) item.categories = categories;
     out.items.push(item);
   });
   return out;
