@@ -22,6 +22,7 @@ import type { DataModel } from "../store/mod.ts";
 import { backoffSeconds, retryAfterSeconds } from "./backoff.ts";
 import { canonicalLink, withoutTracking } from "./item_url.ts";
 import {
+  entriesOfOwnSite,
   type FeedItem,
   FULL_TEXT_MIN_CHARS,
   isSitemapIndex,
@@ -309,9 +310,14 @@ export class SourcePoller {
       }
       outcome.httpStatus = res.status;
       const text = await sourceText(res, this.#settings.maxBytes);
-      const items = source.type === "sitemap" && isSitemapIndex(text)
+      const items = source.type !== "sitemap"
+        ? await this.#deps.parser.document(POLLER_CALLER, source.type, text, this.#settings.maxItems)
+        : isSitemapIndex(text)
         ? await this.#readSitemapIndex(text, res.url, outcome, lease)
-        : await this.#deps.parser.document(POLLER_CALLER, source.type, text, this.#settings.maxItems);
+        : entriesOfOwnSite(
+          await this.#deps.parser.document(POLLER_CALLER, "sitemap", text, this.#settings.maxItems),
+          res.url,
+        );
       outcome.itemsSeen = items.length;
       const articles = await this.#articlesOf(source, dm, items, outcome, lease);
       if (articles.length) {
@@ -463,7 +469,8 @@ export class SourcePoller {
           timeoutMs: this.#settings.timeoutMs,
         });
         const text = await sourceText(res, this.#settings.maxBytes);
-        items.push(...await this.#deps.parser.document(POLLER_CALLER, "sitemap", text, this.#settings.maxItems));
+        const entries = await this.#deps.parser.document(POLLER_CALLER, "sitemap", text, this.#settings.maxItems);
+        items.push(...entriesOfOwnSite(entries, res.url));
         outcome.sitemapsRead++;
       } catch (err) {
         if (!(err instanceof SafeFetchError || err instanceof SourceFormatError)) throw err;
