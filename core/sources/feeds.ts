@@ -1,5 +1,6 @@
 import { DOMParser } from "linkedom";
 import { guardMarkup } from "./markup_guard.ts";
+import { stripTags } from "../text/markdown_text.ts";
 
 /**
  * Readers for the article import formats: JSON Lines (one article object per line, the bulk
@@ -57,6 +58,14 @@ export function htmlToText(html: string): string {
   );
   for (const el of [...doc.querySelectorAll("script,style,noscript")]) el.remove();
   return (doc.body?.textContent ?? "").replace(/[ \t]+/g, " ").replace(/\n\s*\n+/g, "\n\n").trim();
+}
+
+/**
+ * Plain text of a short label a feed gives (byline, site, category, sitemap title): markup read as
+ * text without a parse, so thousands of entries cost a regex each; the head is enough for a label.
+ */
+export function labelText(value: string): string {
+  return /[<&]/.test(value) ? stripTags(value.slice(0, 2000)) : value.trim();
 }
 
 // deno-lint-ignore no-explicit-any
@@ -119,7 +128,7 @@ export function parseFeed(xml: string): ParsedSource {
     // The markup too, kept as Markdown for licensed full text.
     if (/<[a-z]/i.test(bodyHtml)) item.body_html = bodyHtml;
     // Byline, site and categories are text as the title is: markup in them (often CDATA) is read, not kept.
-    if (author) item.author = htmlToText(author);
+    if (author) item.author = labelText(author);
     if (pubdate) item.pubdate = pubdate;
     if (image) {
       // Feeds often give image paths relative to the article; an unusable one is dropped, not fatal.
@@ -129,10 +138,10 @@ export function parseFeed(xml: string): ParsedSource {
       } catch { /* no image */ }
     }
     if (summaryHtml && summaryHtml !== bodyHtml) item.summary = htmlToText(summaryHtml).slice(0, 1000);
-    if (siteTitle && rss.length) item.site = htmlToText(siteTitle);
+    if (siteTitle && rss.length) item.site = labelText(siteTitle);
     // RSS <category>text</category>, Atom <category term="..."/>.
     const categories = ([...el.getElementsByTagName("category")] as El[]).slice(0, 200)
-      .map((c) => htmlToText(c.getAttribute("term") ?? c.textContent ?? "")).filter(Boolean);
+      .map((c) => labelText(c.getAttribute("term") ?? c.textContent ?? "")).filter(Boolean);
     if (categories.length) item.categories = categories;
     out.items.push(item);
   });
