@@ -77,7 +77,10 @@ async function htmlBodies(items: unknown[]): Promise<Map<number, Record<string, 
     import("../text/markdown.ts"),
     import("../sources/feeds.ts"),
   ]);
+  // Each item's markup is up to 100k characters: other requests are served between items.
+  const slice = timeSlicer();
   for (const { i, html } of withHtml) {
+    await slice();
     const item = items[i] as Record<string, unknown>;
     const base = typeof item.url === "string" ? item.url : undefined;
     // Markdown and the plain body keep 20k characters: a bounded head of the markup is all they need.

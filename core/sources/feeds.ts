@@ -1,5 +1,6 @@
 import { DOMParser } from "linkedom";
 import { guardMarkup } from "./markup_guard.ts";
+import { stripTags } from "../text/markdown_text.ts";
 
 /**
  * Readers for the article import formats: JSON Lines (one article object per line, the bulk
@@ -61,17 +62,10 @@ export function htmlToText(html: string): string {
 
 /**
  * Plain text of a short label a feed gives (byline, site, category, sitemap title): markup read as
- * text without a parse, in one linear pass, so thousands of entries cost little; the head is enough for a label.
+ * text without a parse (stripTags is one linear pass), so thousands of entries cost little; the head is enough.
  */
 export function labelText(value: string): string {
-  if (!/[<&]/.test(value)) return value.trim();
-  // Each pattern stops at the next `<`, so a label of many unclosed tags still costs one pass.
-  return value.slice(0, 2000)
-    .replace(/<(script|style)\b[^<>]*>[^<]*<\/\1\s*>/gi, " ")
-    .replace(/<[^<>]*>/g, " ")
-    .replace(/&nbsp;/g, " ").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&#39;/g, "'")
-    .replace(/&amp;/g, "&")
-    .replace(/\s+/g, " ").trim();
+  return /[<&]/.test(value) ? stripTags(value.slice(0, 2000)).replace(/\s+/g, " ") : value.trim();
 }
 
 // deno-lint-ignore no-explicit-any

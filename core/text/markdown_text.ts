@@ -50,12 +50,31 @@ export function markupWithinLimits(html: string): boolean {
   return true;
 }
 
-/** Plain text of markup without parsing it: tags dropped, a few entities decoded, blocks as paragraphs. */
+/**
+ * Markup without its `<script>` and `<style>` elements (an unclosed one runs to the end, as in a
+ * browser), found by forward searches only: one pass however many unclosed tags the text has.
+ */
+function withoutScripts(html: string): string {
+  const open = /<(script|style)\b/gi;
+  let out = "", at = 0, m: RegExpExecArray | null;
+  while ((m = open.exec(html))) {
+    out += html.slice(at, m.index) + " ";
+    const close = new RegExp(`</${m[1]}\\s*>`, "gi");
+    close.lastIndex = open.lastIndex;
+    if (!close.exec(html)) return out;
+    at = open.lastIndex = close.lastIndex;
+  }
+  return out + html.slice(at);
+}
+
+/**
+ * Plain text of markup without parsing it: tags dropped, a few entities decoded, blocks as
+ * paragraphs. Linear in the length: every pattern stops at the next `<`.
+ */
 export function stripTags(html: string): string {
-  return html
-    .replace(/<(script|style)[^>]*>[\s\S]*?<\/\1>/gi, " ")
+  return withoutScripts(html)
     .replace(/<\/(?:p|div|h[1-6]|li|blockquote|section|article)>/gi, "\n\n")
-    .replace(/<[^>]*>/g, " ")
+    .replace(/<[^<>]*>/g, " ")
     .replace(/&nbsp;/g, " ").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&#39;/g, "'")
     .replace(/&amp;/g, "&")
     .replace(/[ \t]+/g, " ").replace(/\n\s*\n+/g, "\n\n").trim();
