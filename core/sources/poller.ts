@@ -13,6 +13,7 @@ import type { Clock } from "../clock.ts";
 import { systemTimers, type TimerId, type Timers } from "../timers.ts";
 import { describeError, type Logger } from "../log.ts";
 import { KvLease } from "../kv_lease.ts";
+import { boundedCache } from "../bounded_cache.ts";
 import { SafeFetcher, SafeFetchError } from "../net/mod.ts";
 import type { ArticleExtractor } from "../extract/mod.ts";
 import { decodeHtml } from "../extract/mod.ts";
@@ -147,6 +148,9 @@ export class SourcePoller {
   readonly #random: () => number;
   #timer: TimerId | undefined;
   #running = false;
+  // Item URL -> the canonical URL its page named (AMP copies, redirecting links): without it such an
+  // item is never found stored under its own URL, and its page would be fetched again at every poll.
+  readonly #canonicalOf = boundedCache<string, string>({ max: 10_000 });
   #ticking: Promise<PollOutcome[]> | null = null;
 
   constructor(deps: PollerDeps, settings: PollerSettings) {
@@ -404,7 +408,9 @@ export class SourcePoller {
         continue; // not an absolute URL: nothing to identify the article by
       }
       if (!/^https?:/.test(url)) continue;
-      const existing = await this.#deps.articleByUrl(dm.id, url);
+      const alias = this.#canonicalOf.get(`${dm.id} ${url}`);
+      const existing = await this.#deps.articleByUrl(dm.id, url) ??
+        (alias ? await this.#deps.articleByUrl(dm.id, alias) : null);
       const input: Record<string, unknown> = {
         url,
         title: item.title,
@@ -428,6 +434,7 @@ export class SourcePoller {
         const page = await this.#readPage(url);
         if (page) {
           input.url = page.canonical;
+          if (page.canonical !== url) this.#canonicalOf.set(`${dm.id} ${url}`, page.canonical);
           input.body = page.text || input.body;
           if (page.markdown) input.body_markdown = page.markdown;
           input.title ??= page.title;
@@ -438,7 +445,7 @@ export class SourcePoller {
       }
       if (!input.title) continue; // a sitemap entry whose page could not be read
       // The page may name another URL as canonical: that is the article to compare and update.
-      const stored = input.url === url ? existing : await this.#deps.articleByUrl(dm.id, String(input.url));
+      const stored = input.url === existing?.url ? existing : await this.#deps.articleByUrl(dm.id, String(input.url));
       if (stored && sameContent(stored, input)) continue;
       for (const k of Object.keys(input)) if (input[k] === undefined) delete input[k];
       byUrl.set(String(input.url), input);
