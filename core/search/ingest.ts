@@ -32,6 +32,9 @@ const INGEST_EMBED_BATCH = 64;
 export const MAX_INGEST_ITEMS = 1000;
 // Characters of an item's `body_html` converted to Markdown (bounds the parse on the ingest path).
 const MAX_HTML_CONVERTED = 100_000;
+// How far ahead of now a pubdate may be: a clock off by a time zone or a post scheduled for later
+// today passes; a date in a later year would hold the top of `most_recent` until then.
+const MAX_PUBDATE_AHEAD_S = 86_400;
 
 /** Outcome of one ingested item. */
 export interface IngestItemResult {
@@ -74,7 +77,10 @@ async function htmlBodies(items: unknown[]): Promise<Map<number, Record<string, 
     import("../text/markdown.ts"),
     import("../sources/feeds.ts"),
   ]);
+  // Each item's markup is up to 100k characters: other requests are served between items.
+  const slice = timeSlicer();
   for (const { i, html } of withHtml) {
+    await slice();
     const item = items[i] as Record<string, unknown>;
     const base = typeof item.url === "string" ? item.url : undefined;
     // Markdown and the plain body keep 20k characters: a bounded head of the markup is all they need.
@@ -146,6 +152,10 @@ export class ArticleIngest {
         const fields = normalizeArticle(dm, parsed.data as ArticleInput, this.options.clock);
         if (fields.pubdateUnix < (liveSince(dm, this.options.clock) ?? -Infinity)) {
           results[i] = { index: i, status: "error", url: fields.url, error: "pubdate: older than max_age_days" };
+          continue;
+        }
+        if (fields.pubdateUnix > this.options.clock.now().getTime() / 1000 + MAX_PUBDATE_AHEAD_S) {
+          results[i] = { index: i, status: "error", url: fields.url, error: "pubdate: more than a day in the future" };
           continue;
         }
         valid.push({ i, fields });

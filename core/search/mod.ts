@@ -21,6 +21,7 @@ export {
   ArticleRepo,
   canonicalUrl,
   cleanCategories,
+  cleanLabel,
   cutBody,
   domainOf,
   embeddingText,

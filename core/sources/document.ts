@@ -95,3 +95,19 @@ export async function sourceText(
     (res.body[0] === 0x1f && res.body[1] === 0x8b);
   return decodeSource(gzipped ? await gunzipCapped(res.body, maxBytes) : res.body, gzipped ? undefined : res.charset);
 }
+
+/** The site a sitemap may list children and entries of: its own, with or without `www.`. */
+export const siteOf = (u: URL) => u.hostname.toLowerCase().replace(/^www\./, "");
+
+/**
+ * The entries of a sitemap on its own site (with or without `www.`): the protocol requires it, and
+ * a sitemap elsewhere must not name, date or retitle another site's articles.
+ * @param sitemapUrl the URL the sitemap was read from (after redirects)
+ */
+export function entriesOfOwnSite<T extends { url: string }>(entries: T[], sitemapUrl: string): T[] {
+  const site = siteOf(new URL(sitemapUrl));
+  return entries.filter((e) => {
+    const u = URL.parse(e.url);
+    return u !== null && siteOf(u) === site;
+  });
+}

@@ -1,5 +1,6 @@
 import { DOMParser } from "linkedom";
 import { guardMarkup } from "./markup_guard.ts";
+import { stripTags } from "../text/markdown_text.ts";
 
 /**
  * Readers for the article import formats: JSON Lines (one article object per line, the bulk
@@ -57,6 +58,14 @@ export function htmlToText(html: string): string {
   );
   for (const el of [...doc.querySelectorAll("script,style,noscript")]) el.remove();
   return (doc.body?.textContent ?? "").replace(/[ \t]+/g, " ").replace(/\n\s*\n+/g, "\n\n").trim();
+}
+
+/**
+ * Plain text of a short label a feed gives (byline, site, category, sitemap title): markup read as
+ * text without a parse (stripTags is one linear pass), so thousands of entries cost little; the head is enough.
+ */
+export function labelText(value: string): string {
+  return /[<&]/.test(value) ? stripTags(value.slice(0, 2000)).replace(/\s+/g, " ") : value.trim();
 }
 
 // deno-lint-ignore no-explicit-any
@@ -118,7 +127,8 @@ export function parseFeed(xml: string): ParsedSource {
     const item: Record<string, unknown> = { url, title: htmlToText(title), body: htmlToText(bodyHtml) };
     // The markup too, kept as Markdown for licensed full text.
     if (/<[a-z]/i.test(bodyHtml)) item.body_html = bodyHtml;
-    if (author) item.author = author;
+    // Byline, site and categories are text as the title is: markup in them (often CDATA) is read, not kept.
+    if (author) item.author = labelText(author);
     if (pubdate) item.pubdate = pubdate;
     if (image) {
       // Feeds often give image paths relative to the article; an unusable one is dropped, not fatal.
@@ -128,11 +138,11 @@ export function parseFeed(xml: string): ParsedSource {
       } catch { /* no image */ }
     }
     if (summaryHtml && summaryHtml !== bodyHtml) item.summary = htmlToText(summaryHtml).slice(0, 1000);
-    if (siteTitle && rss.length) item.site = siteTitle;
+    if (siteTitle && rss.length) item.site = labelText(siteTitle);
     // RSS <category>text</category>, Atom <category term="..."/>.
-    const categories = ([...el.getElementsByTagName("category")] as El[])
-      .map((c) => (c.getAttribute("term") ?? c.textContent ?? "").trim()).filter(Boolean);
-    if (categories.length) item.categories = categories.slice(0, 200);
+    const categories = ([...el.getElementsByTagName("category")] as El[]).slice(0, 200)
+      .map((c) => labelText(c.getAttribute("term") ?? c.textContent ?? "")).filter(Boolean);
+    if (categories.length) item.categories = categories;
     out.items.push(item);
   });
   return out;

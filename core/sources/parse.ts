@@ -4,7 +4,7 @@
  * the Google News and image extensions).
  */
 import { DOMParser } from "linkedom";
-import { htmlToText, isFeed, parseFeed } from "./feeds.ts";
+import { htmlToText, isFeed, labelText, parseFeed } from "./feeds.ts";
 import type { SourceKind } from "./source.ts";
 import { type FeedItem, newestFirst } from "./document.ts";
 
@@ -94,7 +94,7 @@ export function parseSitemap(xml: string): FeedItem[] {
     if (!url) continue;
     out.push({
       url,
-      title: t.get("news:title") || undefined,
+      title: labelText(t.get("news:title") ?? "") || undefined, // text, as a feed item's title is
       pubdate: t.get("news:publication_date") || t.get("lastmod") || undefined,
       image: t.get("image:loc") || undefined,
       ...keywordsOf(t.get("news:keywords") || undefined),

@@ -13,15 +13,17 @@ import type { Clock } from "../clock.ts";
 import { systemTimers, type TimerId, type Timers } from "../timers.ts";
 import { describeError, type Logger } from "../log.ts";
 import { KvLease } from "../kv_lease.ts";
+import { boundedCache } from "../bounded_cache.ts";
 import { SafeFetcher, SafeFetchError } from "../net/mod.ts";
 import type { ArticleExtractor } from "../extract/mod.ts";
 import { decodeHtml } from "../extract/mod.ts";
-import { type Article, cleanCategories, cutBody, parsePubdate } from "../search/mod.ts";
+import { type Article, cleanCategories, cleanLabel, cutBody, parsePubdate } from "../search/mod.ts";
 import type { IngestReport } from "../search/mod.ts";
 import type { DataModel } from "../store/mod.ts";
 import { backoffSeconds, retryAfterSeconds } from "./backoff.ts";
 import { canonicalLink, withoutTracking } from "./item_url.ts";
 import {
+  entriesOfOwnSite,
   type FeedItem,
   FULL_TEXT_MIN_CHARS,
   isSitemapIndex,
@@ -146,6 +148,9 @@ export class SourcePoller {
   readonly #random: () => number;
   #timer: TimerId | undefined;
   #running = false;
+  // Item URL -> the canonical URL its page named (AMP copies, redirecting links): without it such an
+  // item is never found stored under its own URL, and its page would be fetched again at every poll.
+  readonly #canonicalOf = boundedCache<string, string>({ max: 10_000 });
   #ticking: Promise<PollOutcome[]> | null = null;
 
   constructor(deps: PollerDeps, settings: PollerSettings) {
@@ -309,9 +314,14 @@ export class SourcePoller {
       }
       outcome.httpStatus = res.status;
       const text = await sourceText(res, this.#settings.maxBytes);
-      const items = source.type === "sitemap" && isSitemapIndex(text)
+      const items = source.type !== "sitemap"
+        ? await this.#deps.parser.document(POLLER_CALLER, source.type, text, this.#settings.maxItems)
+        : isSitemapIndex(text)
         ? await this.#readSitemapIndex(text, res.url, outcome, lease)
-        : await this.#deps.parser.document(POLLER_CALLER, source.type, text, this.#settings.maxItems);
+        : entriesOfOwnSite(
+          await this.#deps.parser.document(POLLER_CALLER, "sitemap", text, this.#settings.maxItems),
+          res.url,
+        );
       outcome.itemsSeen = items.length;
       const articles = await this.#articlesOf(source, dm, items, outcome, lease);
       if (articles.length) {
@@ -398,7 +408,9 @@ export class SourcePoller {
         continue; // not an absolute URL: nothing to identify the article by
       }
       if (!/^https?:/.test(url)) continue;
-      const existing = await this.#deps.articleByUrl(dm.id, url);
+      const alias = this.#canonicalOf.get(`${dm.id} ${url}`);
+      const existing = await this.#deps.articleByUrl(dm.id, url) ??
+        (alias ? await this.#deps.articleByUrl(dm.id, alias) : null);
       const input: Record<string, unknown> = {
         url,
         title: item.title,
@@ -422,6 +434,7 @@ export class SourcePoller {
         const page = await this.#readPage(url);
         if (page) {
           input.url = page.canonical;
+          if (page.canonical !== url) this.#canonicalOf.set(`${dm.id} ${url}`, page.canonical);
           input.body = page.text || input.body;
           if (page.markdown) input.body_markdown = page.markdown;
           input.title ??= page.title;
@@ -432,7 +445,7 @@ export class SourcePoller {
       }
       if (!input.title) continue; // a sitemap entry whose page could not be read
       // The page may name another URL as canonical: that is the article to compare and update.
-      const stored = input.url === url ? existing : await this.#deps.articleByUrl(dm.id, String(input.url));
+      const stored = input.url === existing?.url ? existing : await this.#deps.articleByUrl(dm.id, String(input.url));
       if (stored && sameContent(stored, input)) continue;
       for (const k of Object.keys(input)) if (input[k] === undefined) delete input[k];
       byUrl.set(String(input.url), input);
@@ -463,7 +476,8 @@ export class SourcePoller {
           timeoutMs: this.#settings.timeoutMs,
         });
         const text = await sourceText(res, this.#settings.maxBytes);
-        items.push(...await this.#deps.parser.document(POLLER_CALLER, "sitemap", text, this.#settings.maxItems));
+        const entries = await this.#deps.parser.document(POLLER_CALLER, "sitemap", text, this.#settings.maxItems);
+        items.push(...entriesOfOwnSite(entries, res.url));
         outcome.sitemapsRead++;
       } catch (err) {
         if (!(err instanceof SafeFetchError || err instanceof SourceFormatError)) throw err;
@@ -505,7 +519,8 @@ export class SourcePoller {
 
 /** Whether an item says what the stored article already says (no update needed). */
 function sameContent(a: Article, input: Record<string, unknown>): boolean {
-  const title = String(input.title ?? "").replace(/\s+/g, " ").trim();
+  // Compared as stored, or a title with an invisible character would read as edited at every poll.
+  const title = cleanLabel(String(input.title ?? ""));
   const body = cutBody(String(input.body ?? ""));
   const pub = parsePubdate(input.pubdate as string | undefined);
   const categories = cleanCategories((input.categories as string[] | undefined) ?? []);

@@ -8,7 +8,7 @@
  * skipped.
  */
 import { DOMParser } from "linkedom";
-import { isSitemapIndex } from "./document.ts";
+import { isSitemapIndex, siteOf } from "./document.ts";
 import { SourceFormatError } from "./errors.ts";
 import { guardMarkup } from "./markup_guard.ts";
 
@@ -21,9 +21,6 @@ export interface ChildSitemap {
   /** `lastmod` in ms since the epoch, when given and valid. */
   lastmodMs?: number;
 }
-
-/** The host a sitemap may list children of: its own, with or without `www.`. */
-const siteOf = (u: URL) => u.hostname.toLowerCase().replace(/^www\./, "");
 
 /**
  * The child sitemaps of an index on the index's own site (the protocol forbids others),

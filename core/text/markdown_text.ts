@@ -50,13 +50,80 @@ export function markupWithinLimits(html: string): boolean {
   return true;
 }
 
-/** Plain text of markup without parsing it: tags dropped, a few entities decoded, blocks as paragraphs. */
+/**
+ * Markup without its `<script>` and `<style>` elements (an unclosed one runs to the end, as in a
+ * browser), found by forward searches only: one pass however many unclosed tags the text has.
+ */
+function withoutScripts(html: string): string {
+  const open = /<(script|style)\b/gi;
+  let out = "", at = 0, m: RegExpExecArray | null;
+  while ((m = open.exec(html))) {
+    out += html.slice(at, m.index) + " ";
+    const close = new RegExp(`</${m[1]}\\s*>`, "gi");
+    close.lastIndex = open.lastIndex;
+    if (!close.exec(html)) return out;
+    at = open.lastIndex = close.lastIndex;
+  }
+  return out + html.slice(at);
+}
+
+/**
+ * Plain text of markup without parsing it: tags dropped, a few entities decoded, blocks as
+ * paragraphs. Linear in the length: every pattern stops at the next `<`.
+ */
 export function stripTags(html: string): string {
-  return html
-    .replace(/<(script|style)[^>]*>[\s\S]*?<\/\1>/gi, " ")
+  return withoutScripts(html)
     .replace(/<\/(?:p|div|h[1-6]|li|blockquote|section|article)>/gi, "\n\n")
-    .replace(/<[^>]*>/g, " ")
+    .replace(/<[^<>]*>/g, " ")
     .replace(/&nbsp;/g, " ").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&#39;/g, "'")
     .replace(/&amp;/g, "&")
     .replace(/[ \t]+/g, " ").replace(/\n\s*\n+/g, "\n\n").trim();
+}
+
+// Link targets kept in Markdown a caller sent: web and mail addresses, and relative ones whose
+// first segment has no scheme (a `:`, or an entity or escape that a renderer would turn into one).
+const SAFE_TARGET = /^(?:https?:\/\/|mailto:|[#/?.]|[\w-]+(?:[/?#.]|$))/i;
+const INLINE_TARGET = /(\]\(\s*)(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)/g;
+const REFERENCE_TARGET = /^( {0,3}\[[^\]\n]+\]:[ \t]*)(<[^<>\n]*>|\S+)/;
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+// A backslash escape (kept), or a `<` that would open raw HTML, a comment or an autolink.
+const OPENING_TAG = /\\[\s\S]|<(?=[A-Za-z/!?])/g;
+
+function safeTarget(target: string): string {
+  const bare = target.startsWith("<") ? target.slice(1, -1).trim() : target;
+  return SAFE_TARGET.test(bare) && !/\s/.test(bare) ? bare : "#";
+}
+
+function safeLine(line: string): string {
+  // Code spans are shown as written: only the text around them is rewritten.
+  return line.split(/(`+[^`]*`+)/).map((part, i) => {
+    if (i % 2 === 1) return part;
+    return part.replace(INLINE_TARGET, (_, open: string, target: string) => open + safeTarget(target))
+      .replace(REFERENCE_TARGET, (_, open: string, target: string) => open + safeTarget(target))
+      .replace(OPENING_TAG, (m) => m === "<" ? "\\<" : m);
+  }).join("");
+}
+
+/**
+ * Markdown a caller sent, made as safe as the Markdown converted from HTML: raw HTML and
+ * autolinks are escaped (shown as text), and link and image targets that are not http(s), mailto
+ * or relative become `#`, so no `javascript:` link or `<script>` reaches a reader's renderer.
+ * Fenced code blocks and code spans are kept as written.
+ */
+export function safeMarkdown(md: string): string {
+  let fence: string | undefined;
+  // A target may follow its `](` or `]:` on the next line: joined, the line rules below see it.
+  const joined = md.replace(/\]\([ \t]*\n[ \t]*/g, "](").replace(/^( {0,3}\[[^\]\n]+\]:)[ \t]*\n[ \t]*/gm, "$1 ");
+  return joined.split("\n").map((line) => {
+    const open = line.match(FENCE)?.[1];
+    if (fence) {
+      if (open && open[0] === fence[0] && open.length >= fence.length) fence = undefined;
+      return line;
+    }
+    if (open) {
+      fence = open;
+      return line;
+    }
+    return safeLine(line);
+  }).join("\n");
 }

@@ -5,7 +5,7 @@ import { newId } from "../../ids.ts";
 import type { DataModel } from "../../store/mod.ts";
 import { ArticleChangeLog, type ChangeLogHead, headKey } from "./change_log.ts";
 import { clip, summarize } from "../text/summarize.ts";
-import { clipMarkdown } from "../../text/mod.ts";
+import { clipMarkdown, safeMarkdown, withoutDisguise } from "../../text/mod.ts";
 
 /**
  * Articles of a data model as stored in Deno KV.
@@ -79,7 +79,11 @@ const httpUrl = z.string().trim().max(2048, { error: "must be at most 2048 chara
   } catch {
     return false;
   }
-}, { error: "must be an absolute http(s) URL" });
+}, { error: "must be an absolute http(s) URL" }).refine((v) => {
+  // `https://dailyledger.example@evil.example/` reads as the first host and is the second.
+  const u = URL.parse(v);
+  return !u || (u.username === "" && u.password === "");
+}, { error: "must not carry a user name or password" });
 
 const text = (max: number) => z.string().max(max, { error: `must be at most ${max} characters` });
 
@@ -94,14 +98,15 @@ const categoryList = z.array(
 ).max(200, { error: "at most 200 entries" });
 
 /**
- * Categories as stored: whitespace collapsed, each at most {@link MAX_CATEGORY_CHARS} characters,
- * duplicates (ignoring case) dropped, at most {@link MAX_CATEGORIES}.
+ * Categories as stored: without disguising characters (bidi controls, zero-width spaces), whitespace
+ * collapsed, each at most {@link MAX_CATEGORY_CHARS} characters, duplicates (ignoring case) dropped,
+ * at most {@link MAX_CATEGORIES}.
  */
 export function cleanCategories(values: Iterable<string | null | undefined>): string[] {
   const out: string[] = [];
   const seen = new Set<string>();
   for (const v of values) {
-    const c = (v ?? "").replace(/\s+/g, " ").trim().slice(0, MAX_CATEGORY_CHARS).trim();
+    const c = withoutDisguise(v ?? "").replace(/\s+/g, " ").trim().slice(0, MAX_CATEGORY_CHARS).trim();
     const key = categoryKey(c);
     if (!key || seen.has(key)) continue;
     seen.add(key);
@@ -181,6 +186,10 @@ export function parsePubdate(value: string | number | null | undefined): number 
   return Number.isFinite(ms) ? Math.floor(ms / 1000) : undefined;
 }
 
+/** A one-line label (title, author, site) as stored: no disguising characters, whitespace collapsed. */
+export const cleanLabel = (value: string | null | undefined) =>
+  withoutDisguise(value ?? "").replace(/\s+/g, " ").trim();
+
 /** Cuts a body to {@link MAX_BODY_CHARS}, preferring the end of a sentence. */
 export function cutBody(body: string): string {
   const b = body.replace(/\r\n?/g, "\n").replace(/[ \t]+/g, " ").replace(/\n{3,}/g, "\n\n").trim();
@@ -199,7 +208,7 @@ export class ArticleInputError extends Error {
  * Builds the stored article from an input (without id, timestamps or embedding), filling the
  * defaults: site domain from the URL, site name from the data model, pubdate now, extractive
  * summary and preview from the body.
- * @throws {ArticleInputError} when the pubdate is present but unreadable
+ * @throws {ArticleInputError} when the pubdate is present but unreadable, or the title is only invisible characters
  */
 export function normalizeArticle(
   dm: DataModel,
@@ -208,7 +217,8 @@ export function normalizeArticle(
 ): Omit<Article, "id" | "createdAt" | "updatedAt" | "embedding"> {
   const url = canonicalUrl(input.url);
   const siteDomain = domainOf(input.site_domain || url) || domainOf(url);
-  const site = input.site?.trim() ||
+  // Labels readers and agents see carry no bidi controls or invisible characters (core/text/disguise.ts).
+  const site = cleanLabel(input.site) ||
     dm.sites.find((s) => s.domain === siteDomain || siteDomain.endsWith(`.${s.domain}`))?.name || siteDomain;
   let unix = parsePubdate(input.pubdate ?? undefined) ?? parsePubdate(input.pubdate_unix ?? undefined);
   if (unix === undefined && (input.pubdate || input.pubdate_unix)) {
@@ -216,14 +226,15 @@ export function normalizeArticle(
   }
   unix ??= Math.floor(clock.now().getTime() / 1000);
   const body = cutBody(input.body ?? input.content ?? input.text ?? "");
-  const title = input.title.replace(/\s+/g, " ").trim();
-  const summary = clip(input.summary?.trim() || summarize(title, body) || title, MAX_SUMMARY);
-  const previewContent = clip(input.preview_content?.trim() || body || summary, MAX_PREVIEW);
+  const title = cleanLabel(input.title);
+  if (!title) throw new ArticleInputError("title: must not be empty");
+  const summary = withoutDisguise(clip(input.summary?.trim() || summarize(title, body) || title, MAX_SUMMARY));
+  const previewContent = withoutDisguise(clip(input.preview_content?.trim() || body || summary, MAX_PREVIEW));
   return {
     dataModelId: dm.id,
     url,
     title,
-    author: input.author?.trim() || undefined,
+    author: cleanLabel(input.author) || undefined,
     site,
     siteDomain,
     pubdate: new Date(unix * 1000).toISOString(),
@@ -249,7 +260,10 @@ function serializedBytes(s: string): number {
 }
 
 function markdownOf(markdown: string | null | undefined, body: string): { markdown?: string } {
-  const md = markdown?.replace(/\r\n?/g, "\n").replace(/\n{3,}/g, "\n\n").trim();
+  // Markdown a caller sent carries no raw HTML or script links, like the Markdown converted from HTML.
+  // (A head twice what is kept bounds the work: the rest is clipped below anyway.)
+  const md = markdown &&
+    safeMarkdown(markdown.slice(0, 2 * MAX_MARKDOWN).replace(/\r\n?/g, "\n")).replace(/\n{3,}/g, "\n\n").trim();
   if (!md) return {};
   const room = TEXT_BYTES - serializedBytes(body);
   const max = Math.min(MAX_MARKDOWN, Math.floor(room / (serializedBytes(md) === md.length ? 1 : 2)));

@@ -1,0 +1,39 @@
+import assert from "node:assert/strict";
+import { bearer } from "../_helpers.ts";
+import { searchWorld } from "./_world.ts";
+
+Deno.test("article ingest keeps body_markdown without raw HTML or script links, as Markdown converted from HTML is", async () => {
+  await using w = await searchWorld();
+  const url = "https://alpha.example/md";
+  const res = await w.app.request(`/v1/data-models/${w.dm.id}/articles`, {
+    method: "POST",
+    headers: { ...bearer(w.key), "content-type": "application/json" },
+    body: JSON.stringify([{
+      url,
+      title: "Harbour report",
+      body: "The harbour reopened.",
+      body_markdown: [
+        "The harbour <img src=x onerror=alert(1)> reopened <script>steal()</script>.",
+        "",
+        "[Read more](javascript:alert(1)) [Escaped](java&#115;cript:alert(1)) [Split](",
+        "  javascript:alert(2)) <javascript:alert(3)> ![pixel](data:image/svg+xml,x)",
+        "",
+        "[ref]: vbscript:msgbox",
+        "",
+        "[Source](https://alpha.example/source) and [More](/more) with `a <b> c` as code.",
+      ].join("\n"),
+    }]),
+  });
+  assert.equal((await res.json()).created, 1);
+  const article = await (await w.app.request(
+    `/v1/data-models/${w.dm.id}/article?url=${encodeURIComponent(url)}`,
+    { headers: bearer(w.key) },
+  )).json();
+  const text: string = article.text;
+  assert.doesNotMatch(text, /(?<!\\)<(?:img|script|javascript)/i, "raw HTML and autolinks are shown as text");
+  assert.doesNotMatch(text, /\]\(\s*(?:java|data|vb)/i);
+  assert.doesNotMatch(text, /\]:\s*vbscript/i);
+  assert.match(text, /\[Source\]\(https:\/\/alpha\.example\/source\)/);
+  assert.match(text, /\[More\]\(\/more\)/);
+  assert.match(text, /`a <b> c`/, "code spans stay as written");
+});
