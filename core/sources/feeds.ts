@@ -1,6 +1,6 @@
 import { DOMParser } from "linkedom";
 import { guardMarkup } from "./markup_guard.ts";
-import { stripTags } from "../text/markdown_text.ts";
+import { stripTags } from "../text/mod.ts";
 
 /**
  * Readers for the article import formats: JSON Lines (one article object per line, the bulk
