@@ -7,7 +7,7 @@
 import type { DuckDBListValue, DuckDBType } from "@duckdb/node-api";
 import { lazily } from "../core/lazily.ts";
 import { listEventDates } from "./compaction.ts";
-import { daysRead, type DaySwapGuard } from "./day_swaps.ts";
+import { type DayScope, daysRead, type DaySwapGuard } from "./day_swaps.ts";
 import type { AnalyticsDb } from "./duckdb.ts";
 import { EVENT_COLUMNS } from "./schema.ts";
 import { sqlString } from "./sql_util.ts";
@@ -196,6 +196,16 @@ export class AnalyticsEngine {
   /** Runs a rollup with named parameters; returns rows as plain objects (BIGINT as bigint). */
   query(name: RollupName, params: Record<string, SqlParam>): Promise<Record<string, unknown>[]> {
     return this.#run(name, params, "");
+  }
+
+  /**
+   * Runs `work`, which lists day folders itself and then queries the files it found, under the swap
+   * guard for `days`: a listing taken while compaction swaps a day (inputs deleted, merged file not
+   * renamed in yet) finds none of that day's files, and a query of those files alone would then
+   * leave the day out without any error to show it. Each run lists again.
+   */
+  listingThenQuery<T>(days: DayScope, work: () => Promise<T>): Promise<T> {
+    return this.swaps ? this.swaps.run(days, work) : work();
   }
 
   /** The rollup's `EXPLAIN ANALYZE` profile for these parameters (shows the day folders read). */

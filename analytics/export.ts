@@ -134,12 +134,18 @@ export async function logsCsvStream(deps: RollupDeps, tenantId: string, q: Analy
   // day's files between the listing and the read: the batch is then listed and written again.
   const write = async (i: number): Promise<string | null> => {
     const path = `${dir}/${i}.csv`;
+    const { newest, oldest } = batches[i]!;
     for (let attempt = 0;; attempt++) {
-      const files = await parquetFiles(engine.eventsDir, batches[i]!);
-      if (!files.length) return null;
+      let files: string[] = [];
       try {
-        await engine.copyToCsv("ask_ai_logs_day", { ...params, files }, path);
-        return path;
+        // Listed under the swap guard too: a day being swapped lists no file and would be left out.
+        const wrote = await engine.listingThenQuery((day) => day >= oldest && day <= newest, async () => {
+          files = await parquetFiles(engine.eventsDir, batches[i]!);
+          if (!files.length) return false;
+          await engine.copyToCsv("ask_ai_logs_day", { ...params, files }, path);
+          return true;
+        });
+        return wrote ? path : null;
       } catch (err) {
         if (attempt > 0 || (await parquetFiles(engine.eventsDir, batches[i]!)).join() === files.join()) throw err;
       }

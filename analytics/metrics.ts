@@ -3,6 +3,7 @@
  * or by local time buckets. The ask-ai rollup, the breakdown and the comparison all read it, so a
  * figure means the same everywhere; ratios are computed here from the integer counts beside them.
  */
+import { daysRead } from "./day_swaps.ts";
 import type { AnalyticsEngine } from "./engine.ts";
 import { VisitCube } from "./visit_cube.ts";
 import { avgInt, type DateWindow, formatDay, parseDay, pct, utcDay } from "./filters.ts";
@@ -171,20 +172,24 @@ export async function blockCounts(
   }
   const edges = windowEdgesMs(w);
   const params = { ...windowParams(w, edges), ...filters, interval: grouping.interval };
-  const plan = source.visits && VisitCube.fits(edges.start, edges.end)
-    ? await source.visits.plan(params.from_date, params.to_date)
-    : null;
-  if (!plan?.files.length) return countsOf(await engine.query("ask_ai_by_time", params));
-  const raw = plan.rawDays;
-  return countsOf(
-    await engine.query("ask_ai_by_time_derived", {
-      ...params,
-      derived_files: plan.files,
-      raw_days: raw,
-      raw_from: raw[0] ?? null,
-      raw_to: raw.at(-1) ?? null,
-    }),
-  );
+  const visits = source.visits && VisitCube.fits(edges.start, edges.end) ? source.visits : null;
+  if (!visits) return countsOf(await engine.query("ask_ai_by_time", params));
+  // The plan lists the day folders: under the swap guard with the query, or a day being swapped
+  // (no file listed) would be in neither the figure files nor the raw days, and left out.
+  return await engine.listingThenQuery(daysRead(params), async () => {
+    const plan = await visits.plan(params.from_date, params.to_date);
+    if (!plan.files.length) return countsOf(await engine.query("ask_ai_by_time", params));
+    const raw = plan.rawDays;
+    return countsOf(
+      await engine.query("ask_ai_by_time_derived", {
+        ...params,
+        derived_files: plan.files,
+        raw_days: raw,
+        raw_from: raw[0] ?? null,
+        raw_to: raw.at(-1) ?? null,
+      }),
+    );
+  });
 }
 
 /** Where {@link blockCounts} reads: the engine, and derived visit figures where they exist. */

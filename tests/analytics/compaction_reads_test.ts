@@ -21,7 +21,8 @@ import {
 import type { AnalyticsDb } from "../../analytics/duckdb.ts";
 import { AnalyticsEngine } from "../../analytics/engine.ts";
 import { EventPipeline } from "../../analytics/events.ts";
-import { windowParams } from "../../analytics/metrics.ts";
+import { logsCsvStream } from "../../analytics/export.ts";
+import { blockCounts, windowParams } from "../../analytics/metrics.ts";
 import { AppError } from "../../core/errors.ts";
 import { analyticsWorld } from "./_fixture.ts";
 import { parquetFiles } from "./_count.ts";
@@ -147,6 +148,66 @@ Deno.test("a query that starts while compaction swaps its day (inputs deleted, m
   assert.equal(merged, 3);
   assert.equal(await reading, 3 * PER_FILE, "every event of the day, not the ones of a half-swapped folder");
   assert.equal(await questionsOn(world, engine, "2026-11-21"), 1);
+});
+
+Deno.test("a logs CSV export that lists its day folders while compaction swaps one of them still holds every row of that day", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  await threeFilesOnDay(world);
+  const sawSwap = Promise.withResolvers<void>();
+  const kv = watchedKv(deps.kv, (s) => s?.swapping.some((d) => d.date === DAY) && sawSwap.resolve());
+  const engine = engineOf(world, deps.duckdb, kv);
+  const rollupDeps = { engine, repos: deps.repos, clock: world.w.clock };
+  // One batch of two UTC days (the swapped day and the day before, which keeps the listing non-empty).
+  const q = { start_date: "2026-11-21", end_date: DAY };
+  const rows = async () => {
+    const text = await new Response(await logsCsvStream(rollupDeps, world.tenantId, q)).text();
+    return text.trim().split("\n").length - 1;
+  };
+  assert.equal(await rows(), 3 * PER_FILE + 1);
+  let exporting: Promise<number> | null = null;
+  await compactDay({ kv: deps.kv, db: deps.duckdb, clock: world.w.clock }, deps.analytics.eventsDir, DAY, 2, {
+    afterInputsRemoved: async () => {
+      exporting = rows();
+      // The export has listed the half-swapped day and waits for the swap to end.
+      await sawSwap.promise;
+    },
+  });
+  assert.equal(await exporting, 3 * PER_FILE + 1, "the swapped day's rows are exported, not skipped");
+});
+
+Deno.test("an Ask AI rollup that plans its days from derived visit figures while compaction swaps one of them counts that day", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  await threeFilesOnDay(world);
+  // The day before is closed: its figures are built, so the window reads them and DAY's events.
+  assert.equal(await deps.analyticsVisits.build("2026-11-21"), true);
+  const sawSwap = Promise.withResolvers<void>();
+  const kv = watchedKv(deps.kv, (s) => s?.swapping.some((d) => d.date === DAY) && sawSwap.resolve());
+  const source = { engine: engineOf(world, deps.duckdb, kv), visits: deps.analyticsVisits };
+  const filters = {
+    tenant_id: world.tenantId,
+    ai_agent: null,
+    placement_id: null,
+    deployment_type: null,
+    creative_id: null,
+    line_item_id: null,
+    publisher_id: null,
+  };
+  const questionsIn = async () => {
+    const w = { start: "2026-11-21", end: DAY, days: ["2026-11-21", DAY], tz: "UTC" };
+    const byDay = await blockCounts(source, w, filters, { interval: "day" });
+    return [...byDay.values()].reduce((n, c) => n + c.engagement_queries, 0);
+  };
+  assert.equal(await questionsIn(), 3 * PER_FILE + 1);
+  let reading: Promise<number> | null = null;
+  await compactDay({ kv: deps.kv, db: deps.duckdb, clock: world.w.clock }, deps.analytics.eventsDir, DAY, 2, {
+    afterInputsRemoved: async () => {
+      reading = questionsIn();
+      await sawSwap.promise;
+    },
+  });
+  assert.equal(await reading, 3 * PER_FILE + 1, "the swapped day's events are counted, not left out of the plan");
 });
 
 Deno.test("a query whose files compaction deletes after it listed them runs again instead of failing with DuckDB's IO error", async () => {
