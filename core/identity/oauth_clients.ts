@@ -3,6 +3,7 @@ import type { Clock } from "../clock.ts";
 import { base64url, randomBytes } from "../crypto.ts";
 import type { Logger } from "../log.ts";
 import type { SafeFetcher } from "../net/mod.ts";
+import { withoutDisguise } from "../text/mod.ts";
 import { MAX_URI_CHARS, oauthErrors, type RedirectUriProblem } from "./oauth_errors.ts";
 import type { OAuthClient } from "./types.ts";
 
@@ -54,6 +55,16 @@ export function redirectUriProblem(uri: unknown): RedirectUriProblem | null {
 export function redirectsUnasked(uri: string): boolean {
   const url = new URL(uri);
   return url.protocol !== "https:" || LOOPBACK_HOSTS.has(url.hostname);
+}
+
+/**
+ * A client's name as the consent page shows it: one line without disguising characters. A bidi
+ * override in the name reorders what follows it on the page (the document host beside it, the
+ * seller's name), so the human would read a host other than the one serving the document.
+ */
+function clientLabel(name: unknown): { clientName: string } | Record<never, never> {
+  const label = typeof name === "string" ? withoutDisguise(name).replace(/\s+/g, " ").trim() : "";
+  return label ? { clientName: label } : {};
 }
 
 /** Whether a client_id is a client ID metadata document URL (https, with a path). */
@@ -126,7 +137,7 @@ export class OAuthClients {
     }
     const client: OAuthClient = {
       clientId: "oc_" + base64url(randomBytes(16)),
-      ...(typeof name === "string" && name.trim() ? { clientName: name.trim() } : {}),
+      ...clientLabel(name),
       redirectUris: [...new Set(uris as string[])],
       createdAt: this.clock.now().toISOString(),
     };
@@ -167,7 +178,7 @@ export class OAuthClients {
         ) {
           client = {
             clientId: url,
-            ...(typeof name === "string" && name.trim() ? { clientName: name.trim() } : {}),
+            ...clientLabel(name),
             redirectUris: [...new Set(uris as string[])],
             createdAt: this.clock.now().toISOString(),
           };

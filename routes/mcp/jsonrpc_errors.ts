@@ -92,3 +92,21 @@ export function publicJsonRpcMessage<T>(message: T, onInternal?: (detail: string
   const replaced = publicJsonRpcError(error as JsonRpcErrorObject, onInternal);
   return replaced ? { ...message, error: replaced } : message;
 }
+
+/**
+ * The 400 for an unsupported `MCP-Protocol-Version` header, in our words: the SDK's own answer
+ * echoes the header as sent. Checked where the SDK checks it (a POST without an `initialize`
+ * request) and before it; null when the header is absent or supported, or the body did not parse
+ * (the SDK's parse error comes first).
+ */
+export function unsupportedProtocolVersion(
+  header: string | null,
+  body: unknown,
+  supported: readonly string[],
+): Response | null {
+  if (header === null || supported.includes(header) || body === undefined) return null;
+  const messages = Array.isArray(body) ? body : [body];
+  if (messages.some((m) => m && typeof m === "object" && m.method === "initialize")) return null;
+  const message = `Bad Request: unsupported MCP-Protocol-Version (supported versions: ${supported.join(", ")})`;
+  return Response.json({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }, { status: 400 });
+}

@@ -35,7 +35,7 @@ import {
 } from "./access.ts";
 import { renderAnswer, renderArticle, renderBalance, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
-import { publicJsonRpcMessage } from "./jsonrpc_errors.ts";
+import { publicJsonRpcMessage, unsupportedProtocolVersion } from "./jsonrpc_errors.ts";
 import { readMcpBody, repeatedIdResponse, repeatsRequestId, requestCount } from "./batch.ts";
 import { actFor, callerIs } from "../request_scope.ts";
 
@@ -239,8 +239,11 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
       }
     }
     if (repeatsRequestId(body)) return repeatedIdResponse();
+    const { WebStandardStreamableHTTPServerTransport, SUPPORTED_PROTOCOL_VERSIONS } = await mcpSdk();
+    const version = c.req.header("mcp-protocol-version") ?? null;
+    const unsupported = unsupportedProtocolVersion(version, body, SUPPORTED_PROTOCOL_VERSIONS);
+    if (unsupported) return unsupported;
     const server = await mcpServer(access, deps, c.env.requestId, limitKey);
-    const { WebStandardStreamableHTTPServerTransport } = await mcpSdk();
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { publicJsonRpcError, publicJsonRpcMessage } from "../../routes/mcp/jsonrpc_errors.ts";
 import { createTestWorld } from "../_helpers.ts";
+import { mcpWorld } from "./_world.ts";
 
 /** What the MCP SDK sends when its own schema refuses a request's params: zod's issue list as the message. */
 const zodMessage = (issues: unknown[]) => JSON.stringify(issues, null, 2);
@@ -92,4 +93,35 @@ Deno.test("POST /mcp: params the SDK refuses answer -32602 in our words, never z
     code: -32602,
     message: "Invalid params: protocolVersion must be a string",
   });
+});
+
+Deno.test("POST /mcp: an unsupported MCP-Protocol-Version header is refused with 400 -32000 naming the supported versions, never echoing the header", async () => {
+  await using w = await mcpWorld();
+  const post = (version: string, body: unknown) =>
+    fetch(`${w.url}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${w.apiKey}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": version,
+      },
+      body: JSON.stringify(body),
+    });
+  const res = await post("LEAK<b>1999-01-01</b>", { jsonrpc: "2.0", id: 1, method: "tools/list" });
+  assert.equal(res.status, 400);
+  const answer = await res.json();
+  assert.deepEqual(answer, {
+    jsonrpc: "2.0",
+    error: {
+      code: -32000,
+      message: "Bad Request: unsupported MCP-Protocol-Version (supported versions: 2025-11-25, 2025-06-18, " +
+        "2025-03-26, 2024-11-05, 2024-10-07)",
+    },
+    id: null,
+  });
+  // A supported version still gets its answer.
+  const ok = await post("2025-06-18", { jsonrpc: "2.0", id: 1, method: "tools/list" });
+  assert.equal(ok.status, 200);
+  assert.ok((await ok.json()).result.tools.length > 0);
 });

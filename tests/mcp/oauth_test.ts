@@ -497,3 +497,39 @@ Deno.test("consent page: an app-scheme redirect URI is named by its scheme, not 
   assert.match(page.html, /sent back to <b>com\.example\.app:<\/b>/);
   assert.doesNotMatch(page.html, /sent back to <b>claude\.ai<\/b>/);
 });
+
+Deno.test("consent page: a client name's bidi overrides and invisible characters are dropped at registration, so the name cannot reorder the page", async () => {
+  await using w = await mcpWorld({ env: { STOREFRONT_RATE_LIMIT: "100000" } });
+  // U+202E shows the rest of the heading right to left; U+200B and U+2066 are invisible.
+  const reg = await w.app.request(`${SF}/oauth2/register`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ redirect_uris: [REDIRECT], client_name: "Cla\u200Bude\n(claude.ai)\u2066\u202E" }),
+  });
+  assert.equal(reg.status, 201);
+  const { client_id, client_name } = await reg.json();
+  assert.equal(client_name, "Claude (claude.ai)");
+  const url = `${SF}/oauth2/authorize?${new URLSearchParams({
+    response_type: "code",
+    client_id,
+    redirect_uri: REDIRECT,
+    code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()),
+    code_challenge_method: "S256",
+    state: "s",
+  })}`;
+  const page = await openConsent(w, url);
+  assert.equal(page.status, 200);
+  assert.match(page.html, /<h1>Claude \(claude\.ai\) wants to act as your agent at /);
+  assert.doesNotMatch(page.html, /[\u200B\u202A-\u202E\u2066-\u2069]/);
+});
+
+Deno.test("dynamic registration: a client name made only of invisible characters is no name", async () => {
+  await using w = await mcpWorld({ env: { STOREFRONT_RATE_LIMIT: "100000" } });
+  const reg = await w.app.request(`${SF}/oauth2/register`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ redirect_uris: [REDIRECT], client_name: "\u202E\u200B " }),
+  });
+  assert.equal(reg.status, 201);
+  assert.equal((await reg.json()).client_name, undefined);
+});
