@@ -145,6 +145,7 @@ const SECURITY = pageSecurity({
   csp: {
     defaultSrc: ["'none'"],
     styleSrc: [styleHashSource(STYLE)],
+    baseUri: ["'none'"],
     formAction: [(c) => formActions.get(c) ?? "'self'"],
     frameAncestors: ["'none'"],
   },

@@ -25,6 +25,7 @@ export const CHECKOUT_SECURITY = pageSecurity({
   csp: {
     defaultSrc: ["'none'"],
     styleSrc: [styleHashSource(STYLE)],
+    baseUri: ["'none'"],
     formAction: ["'self'"],
     frameAncestors: ["'none'"],
   },

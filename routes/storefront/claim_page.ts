@@ -27,6 +27,7 @@ const SECURITY = pageSecurity({
   csp: {
     defaultSrc: ["'none'"],
     styleSrc: [styleHashSource(STYLE)],
+    baseUri: ["'none'"],
     formAction: ["'self'"],
     frameAncestors: ["'none'"],
   },

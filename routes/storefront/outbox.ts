@@ -15,7 +15,14 @@ pre{white-space:pre-wrap}`;
  * style by hash (never `'unsafe-inline'`: the page shows mail text), no framing (it lists live codes).
  */
 const SECURITY = pageSecurity({
-  csp: { defaultSrc: ["'none'"], styleSrc: [styleHashSource(STYLE)], frameAncestors: ["'none'"] },
+  csp: {
+    defaultSrc: ["'none'"],
+    styleSrc: [styleHashSource(STYLE)],
+    // Neither falls back to default-src: an injected <base> or form would otherwise be followed.
+    baseUri: ["'none'"],
+    formAction: ["'none'"],
+    frameAncestors: ["'none'"],
+  },
   frameOptions: "DENY",
   referrerPolicy: "no-referrer",
 });

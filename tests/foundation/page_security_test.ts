@@ -62,7 +62,7 @@ Deno.test("the checkout page's security headers are the ones it set by hand befo
   const headers = Object.fromEntries(res.headers);
   assert.match(
     headers["content-security-policy"]!,
-    /^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]+=*'; form-action 'self'; frame-ancestors 'none'$/,
+    /^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]+=*'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'$/,
   );
   delete headers["content-security-policy"];
   assert.deepEqual(headers, {

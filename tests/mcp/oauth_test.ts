@@ -391,7 +391,7 @@ Deno.test("OAuth attacks: code reuse, wrong verifier, wrong redirect_uri, wrong 
     // Its form may lead to the client's redirect URI (Chromium checks the redirect against form-action), nowhere else.
     assert.match(
       headers.get("content-security-policy") ?? "",
-      /^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]+=*'; form-action 'self' http:\/\/127\.0\.0\.1:53682; frame-ancestors 'none'$/,
+      /^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]+=*'; base-uri 'none'; form-action 'self' http:\/\/127\.0\.0\.1:53682; frame-ancestors 'none'$/,
     );
     assert.equal(headers.get("referrer-policy"), "same-origin");
     // A page that cannot go on has no form to send anywhere but here.
