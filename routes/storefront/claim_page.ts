@@ -153,6 +153,7 @@ export function createClaimPageRoutes(deps: Pick<Deps, "config" | "storefront" |
   };
   const minutesLeft = (expiresAt: string) =>
     Math.max(1, Math.round((Date.parse(expiresAt) - claims.now().getTime()) / 60_000));
+  const minutesText = (n: number) => `${n} minute${n === 1 ? "" : "s"}`;
   const sellerName = async (sellerId: string) => (await sellers.get(sellerId))?.name ?? "this storefront";
 
   const codeForm = async (
@@ -233,7 +234,7 @@ ${error ? html`<p class="error" id="error" role="alert">${error}</p>` : ""}
             <form method="post" action="/claim/${link}"
               id="deny"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="proof" value="${r
                 .proof}"><input type="hidden" name="decision" value="deny"><button type="submit">Deny</button></form>
-            <p class="muted">This link expires in about ${minutesLeft(r.expiresAt)} minutes.</p>
+            <p class="muted">This link expires in about ${minutesText(minutesLeft(r.expiresAt))}.</p>
           `,
         ),
       );
@@ -267,9 +268,9 @@ ${error ? html`<p class="error" id="error" role="alert">${error}</p>` : ""}
             <h1>Confirmed</h1>
             <p>Give this code to your agent:</p>
             <p class="code" id="user-code">${result.userCode}</p>
-            <p class="muted">It is shown only once and expires in ${Math.round(
-              deps.config.storefront.claimTtlS / 60,
-            )} minutes.</p>
+            <p class="muted">It is shown only once and expires in ${minutesText(
+              Math.max(1, Math.round(deps.config.storefront.claimTtlS / 60)),
+            )}.</p>
           `,
         ),
       );
