@@ -11,7 +11,7 @@ import { commerceErrors as errors } from "./errors.ts";
 import { formatUsd } from "./money.ts";
 import { effectiveState, type PaymentRecord, type PaymentState, type PaymentStore } from "./payments.ts";
 import { type PaymentProcessor, PaymentProviderUnavailable } from "./processor.ts";
-import { type Settlement, STALE_PROCESSING_MS } from "./settlement.ts";
+import { type Settlement, staleProcessing } from "./settlement.ts";
 import type { AuthenticatedAgent, Seller } from "./types.ts";
 
 /** How long a hosted checkout waits for its human. */
@@ -146,12 +146,7 @@ export class CheckoutLane {
     if (!e.value || e.value.terms.checkout !== true) return null;
     const plan = await this.o.catalog.getPlan(seller.sellerId, e.value.terms.planId);
     const state = effectiveState(e.value, this.o.clock);
-    return { record: e.value, state, plan, retryable: this.#staleProcessing(e.value, state) };
-  }
-
-  /** A charge in flight for longer than the grace period: its submit may be made again. */
-  #staleProcessing(record: PaymentRecord, state: PaymentState): boolean {
-    return state === "processing" && this.o.clock.now().getTime() - Date.parse(record.updatedAt) > STALE_PROCESSING_MS;
+    return { record: e.value, state, plan, retryable: staleProcessing(e.value, this.o.clock) };
   }
 
   /**
@@ -170,7 +165,7 @@ export class CheckoutLane {
     const entry = e as Deno.KvEntry<PaymentRecord>;
     const state = effectiveState(entry.value, clock);
     // A submit abandoned mid-charge by a dead process may be submitted again after the grace period.
-    const stale = this.#staleProcessing(entry.value, state);
+    const stale = staleProcessing(entry.value, clock);
     if (state !== "open" && !stale) return { state, settlementReason: entry.value.settlementReason };
     if (action === "cancel") {
       await payments.move(entry, { state: "released" });

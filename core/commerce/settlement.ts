@@ -20,6 +20,11 @@ import { type AuthenticatedAgent, type Rail, realmOf, type Seller } from "./type
 /** A charge `processing` for longer than this is taken to have been abandoned by a dead process. */
 export const STALE_PROCESSING_MS = 30_000;
 
+/** A charge left `processing` past {@link STALE_PROCESSING_MS}: its submit may be made again. */
+export function staleProcessing(p: PaymentRecord, clock: Clock): boolean {
+  return p.state === "processing" && clock.now().getTime() - Date.parse(p.updatedAt) > STALE_PROCESSING_MS;
+}
+
 /** A token charge that succeeded: the reference is still `processing` until the caller consumes it. */
 export interface Charged {
   entry: Deno.KvEntry<PaymentRecord>;
@@ -97,8 +102,7 @@ export class Settlement {
     const { payments, clock } = this.o;
     const sellerId = input.seller.sellerId;
     const existing = await payments.get(sellerId, input.reference);
-    const stale = existing.value?.state === "processing" &&
-      clock.now().getTime() - Date.parse(existing.value.updatedAt) > STALE_PROCESSING_MS;
+    const stale = existing.value !== null && staleProcessing(existing.value, clock);
     if (existing.value && !stale) throw this.stateError(existing.value, input.seller);
     const now = clock.now().toISOString();
     const claimed = await payments.claim(
