@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
+import { SANDBOX_TOKENS, type SandboxProcessor } from "../../core/commerce/processor.ts";
 import { MAX_CHECKOUT_DECLINES } from "../../core/commerce/service.ts";
 import { openBrowser, serveLocal } from "../_browser.ts";
 import { pageFaults } from "../_axe.ts";
@@ -108,7 +108,44 @@ Deno.test({
       await b.shot("ended");
       assert.deepEqual(await pageFaults(b.page), [], "ended");
     });
-    assert.equal(b.shots.length, 6);
+    await t.step("a charge stuck past its grace period: the page offers paying again or cancelling", async () => {
+      const url = (await (await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token })).json()).card
+        .checkout.url as string;
+      // The processor holds the first charge (a process slow or dead mid-charge).
+      const processor = w.deps.commerce.processor as SandboxProcessor;
+      const charge = processor.charge.bind(processor);
+      let release!: () => void, started!: () => void;
+      const gate = new Promise<void>((r) => release = r), began = new Promise<void>((r) => started = r);
+      processor.charge = async (input) => {
+        processor.charge = charge;
+        started();
+        await gate;
+        return await charge(input);
+      };
+      await b.page.goto(url);
+      await b.page.type("#token", SANDBOX_TOKENS.card.success);
+      const paying = Promise.all([b.page.waitForNavigation(), b.page.click("#pay-button")]);
+      await began;
+      w.clock.advance(31_000);
+      const tab = await b.context.newPage();
+      try {
+        await tab.goto(url);
+        assert.equal(await tab.$eval("#state", (e) => e.getAttribute("data-state")), "processing");
+        assert.match(await tab.$eval("#state", (e) => e.textContent ?? ""), /did not finish/);
+        assert.ok(await tab.$("#pay-button") && await tab.$("#cancel-button"), "both forms are offered");
+        await tab.setViewport({ width: 360, height: 800 });
+        const shot = `${b.shotsDir}/07-stuck-retry.png`;
+        await tab.screenshot({ path: shot, fullPage: true });
+        b.shots.push(shot);
+        assert.deepEqual(await pageFaults(tab), [], "stuck charge, retry offered");
+      } finally {
+        await tab.close();
+      }
+      release();
+      await paying;
+      assert.equal(await state(), "paid");
+    });
+    assert.equal(b.shots.length, 7);
     console.log(`screenshots: ${b.shotsDir}`);
   },
 });
