@@ -12,7 +12,7 @@ import { seedDemo } from "../../fixtures/demo.ts";
 import { seedPayproxySecret } from "../../fixtures/payproxy_demo.ts";
 import { seedStorefront } from "../../fixtures/storefront.ts";
 import { newId } from "../../core/ids.ts";
-import { createTestWorld } from "../_helpers.ts";
+import { createTestWorld, type TestWorld } from "../_helpers.ts";
 import { challengesOf, paymentAuthorization, postJson, TestAgents } from "../commerce/_helpers.ts";
 
 async function world() {
@@ -35,6 +35,25 @@ const on = (init: RequestInit & { token?: string }) => {
   if (init.token) headers.set("authorization", `Bearer ${init.token}`);
   return { ...init, headers };
 };
+
+/** Buys $1 of `planId` for the agent holding `token`, with the sandbox wallet. */
+async function buyWithWallet(w: TestWorld, planId: string, token: string): Promise<void> {
+  const first = await w.app.request(
+    `http://svc.test/plans/${planId}/purchase`,
+    on({ ...postJson({ amountUsd: "1.000000" }), token }),
+  );
+  const wallet = challengesOf(first).find((c) => c.method === "wallet")!;
+  await first.body?.cancel();
+  const bought = await w.app.request(
+    `http://svc.test/plans/${planId}/purchase`,
+    on(postJson({ amountUsd: "1.000000" }, {
+      authorization: paymentAuthorization(wallet, { token: SANDBOX_TOKENS.wallet.success }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    })),
+  );
+  assert.equal(bought.status, 200);
+  await bought.body?.cancel();
+}
 
 Deno.test("fullTextsAsked(): the page size at most similarity_top_k when contents.text is true, else 0", () => {
   const b = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
@@ -79,23 +98,7 @@ Deno.test("storefront full_text: priced meter in /services and llms.txt; 403 not
   // An agent holding the query-only demo credit plan: full text is not included.
   const agents = new TestAgents(w.deps, "demo");
   const { token } = await agents.issue();
-  const buy = async (planId: string) => {
-    const first = await w.app.request(
-      `http://svc.test/plans/${planId}/purchase`,
-      on({ ...postJson({ amountUsd: "1.000000" }), token }),
-    );
-    const wallet = challengesOf(first).find((c) => c.method === "wallet")!;
-    await first.body?.cancel();
-    const bought = await w.app.request(
-      `http://svc.test/plans/${planId}/purchase`,
-      on(postJson({ amountUsd: "1.000000" }, {
-        authorization: paymentAuthorization(wallet, { token: SANDBOX_TOKENS.wallet.success }),
-        "zc-agent-authorization": `Bearer ${token}`,
-      })),
-    );
-    assert.equal(bought.status, 200);
-    await bought.body?.cancel();
-  };
+  const buy = (planId: string) => buyWithWallet(w, planId, token);
   const queryOnly = (await catalog.listPlans("demo")).find((p) => p.kind === "credit")!;
   await buy(queryOnly.id);
   const withText = await catalog.addCreditPlan("demo", {
@@ -152,21 +155,7 @@ Deno.test("storefront highlights without full text paid for: at most the summary
   const { token } = await agents.issue();
   // The query-only demo credit plan: a query costs 0.01, a text would need a full_text plan.
   const plan = (await w.deps.commerce.catalog.listPlans("demo")).find((p) => p.kind === "credit")!;
-  const first = await w.app.request(
-    `http://svc.test/plans/${plan.id}/purchase`,
-    on({ ...postJson({ amountUsd: "1.000000" }), token }),
-  );
-  const wallet = challengesOf(first).find((c) => c.method === "wallet")!;
-  await first.body?.cancel();
-  const bought = await w.app.request(
-    `http://svc.test/plans/${plan.id}/purchase`,
-    on(postJson({ amountUsd: "1.000000" }, {
-      authorization: paymentAuthorization(wallet, { token: SANDBOX_TOKENS.wallet.success }),
-      "zc-agent-authorization": `Bearer ${token}`,
-    })),
-  );
-  assert.equal(bought.status, 200);
-  await bought.body?.cancel();
+  await buyWithWallet(w, plan.id, token);
 
   for (const highlights of [{ max_characters: 10_000, per_result: 1 }, { max_characters: 10_000, per_result: 10 }]) {
     const res = await w.app.request(
@@ -212,21 +201,7 @@ Deno.test("storefront billing: usage is priced at the service called, not at ano
   });
   const agents = new TestAgents(w.deps, "demo");
   const { token } = await agents.issue();
-  const first = await w.app.request(
-    `http://svc.test/plans/${plan.id}/purchase`,
-    on({ ...postJson({ amountUsd: "1.000000" }), token }),
-  );
-  const wallet = challengesOf(first).find((c) => c.method === "wallet")!;
-  await first.body?.cancel();
-  const bought = await w.app.request(
-    `http://svc.test/plans/${plan.id}/purchase`,
-    on(postJson({ amountUsd: "1.000000" }, {
-      authorization: paymentAuthorization(wallet, { token: SANDBOX_TOKENS.wallet.success }),
-      "zc-agent-authorization": `Bearer ${token}`,
-    })),
-  );
-  assert.equal(bought.status, 200);
-  await bought.body?.cancel();
+  await buyWithWallet(w, plan.id, token);
 
   const res = await w.app.request(
     `http://svc.test/v2/search?data_model_id=${twin.id}`,
