@@ -28,6 +28,7 @@ import { startServer } from "../../routes/server.ts";
 import { signedInit, startAllowancePeer } from "../payproxy/_helpers.ts";
 import { ORIGIN, widgetWorld } from "../widget/_world.ts";
 import { echoesMarker, LIBRARY_TEXT, MARKER } from "./_leaks.ts";
+import { type Operation, type Parameter, resolved, sampleOf, type Schema } from "./_openapi.ts";
 
 const HOST = "http://svc.test";
 
@@ -126,24 +127,9 @@ const GATE_ONLY: Readonly<Record<string, string>> = {
   "GET /widget/v1/assets/{name}": "only the built assets' names exist (404)",
 };
 
-// deno-lint-ignore no-explicit-any
-type Schema = any;
-interface Parameter {
-  name: string;
-  in: "path" | "query" | "header";
-  required?: boolean;
-  schema?: Schema;
-}
-
 /** True when `p` takes any text (a string with no enum, format or pattern). */
 const takesAnyText = (p: Parameter) =>
   p.schema?.type === "string" && !p.schema.enum && !p.schema.format && !p.schema.pattern;
-
-interface Operation {
-  parameters?: Parameter[];
-  requestBody?: { content: Record<string, { schema: Schema }> };
-  security?: Record<string, string[]>[];
-}
 
 /** A body validated item by item in code: the item's schema (JSON Schema), a valid item, the body that carries it. */
 interface ItemBody {
@@ -159,12 +145,6 @@ interface Probe {
   path: string;
   headers: Record<string, string>;
   body?: string;
-}
-
-/** `schema` with its `$ref`s followed into the document's components. */
-function resolved(schema: Schema, schemas: Record<string, Schema>): Schema {
-  while (schema?.$ref) schema = schemas[schema.$ref.split("/").pop()];
-  return schema;
 }
 
 /** The object schema a field holds (itself, or its array's elements), when it has named fields. */
@@ -187,34 +167,6 @@ function valuesFor(schema: Schema, schemas: Record<string, Schema>): readonly un
     .filter((t) => t && t !== "null");
   const onlyScalars = types.length > 0 && types.every((t) => t === "integer" || t === "number" || t === "boolean");
   return onlyScalars ? HOSTILE_VALUES : [...HOSTILE_VALUES, ...HOSTILE_STRINGS];
-}
-
-/** A minimal valid value of `schema`: its example, default or first enum value, else required fields only. */
-function sampleOf(schema: Schema, schemas: Record<string, Schema>, depth = 0): unknown {
-  schema = resolved(schema, schemas);
-  if (!schema || depth > 6) return null;
-  if (schema.example !== undefined) return schema.example;
-  if (schema.default !== undefined) return schema.default;
-  if (schema.enum) return schema.enum[0];
-  const alternatives = schema.anyOf ?? schema.oneOf;
-  if (alternatives) return sampleOf(alternatives[0], schemas, depth + 1);
-  if (schema.allOf) return Object.assign({}, ...schema.allOf.map((s: Schema) => sampleOf(s, schemas, depth + 1)));
-  switch (schema.type) {
-    case "object":
-      return Object.fromEntries(
-        (schema.required ?? []).map((k: string) => [k, sampleOf(schema.properties?.[k], schemas, depth + 1)]),
-      );
-    case "array":
-      return [];
-    case "string":
-      return "x";
-    case "integer":
-    case "number":
-      return 1;
-    case "boolean":
-      return true;
-  }
-  return null;
 }
 
 /** A path segment for `value`, also for a string URL encoding refuses (a lone surrogate: its raw bytes). */
