@@ -190,3 +190,46 @@ Deno.test("every authenticated operation refuses the wrong kind of credential, f
   // The right caller got a success on most tenant operations: the walk reached past the gates.
   assert.ok(exercised.length >= 26, `only ${exercised.length} operations answered their own tenant: ${exercised}`);
 });
+
+Deno.test("MCP tools: another tenant's key and an agent's token reach none of a tenant's private resources", async () => {
+  await using m = await matrixWorld();
+  const calls: [string, Record<string, unknown>][] = [
+    ["search_articles", { data_model_id: m.acme.dmNews, query: "council" }],
+    ["get_article", { data_model_id: m.acme.dmNews, url: m.acme.articles[0]!.url }],
+    ["ask", { ai_model_id: m.acme.model.id, query: "What did the council decide?" }],
+    ["analytics_summary", { widget_id: m.acme.widget.id }],
+  ];
+  const call = async (key: string, name: string, args: unknown) => {
+    const res = await m.w.app.request(`${HOST}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }),
+    });
+    const text = await res.text();
+    const refused = res.status !== 200 || /"isError":true|"error":\{/.test(text);
+    return { refused, text };
+  };
+  const faults: string[] = [];
+  for (const [name, args] of calls) {
+    const own = await call(m.acme.key, name, args);
+    if (own.refused) faults.push(`${name}: the owner is refused: ${own.text.slice(0, 160)}`);
+    for (const [caller, key] of [["another tenant's key", m.bobco.key], ["an agent's token", m.agentToken]]) {
+      const other = await call(key, name, args);
+      if (!other.refused) faults.push(`${name} with ${caller}: answered ${other.text.slice(0, 160)}`);
+      const leaked = m.acmeMarks.filter((mark) => other.text.includes(mark));
+      if (leaked.length > 0) faults.push(`${name} with ${caller} names ${leaked.join(", ")}`);
+    }
+  }
+  for (const name of ["list_data_models", "list_ai_models"]) {
+    for (const [caller, key] of [["another tenant's key", m.bobco.key], ["an agent's token", m.agentToken]]) {
+      const other = await call(key, name, {});
+      const leaked = m.acmeMarks.filter((mark) => other.text.includes(mark));
+      if (leaked.length > 0) faults.push(`${name} with ${caller} names ${leaked.join(", ")}`);
+    }
+  }
+  assert.deepEqual(faults, []);
+});
