@@ -140,7 +140,10 @@ export class OAuthService {
   async attachClaim(id: string, claim: AuthorizationRequest["claim"]): Promise<void> {
     const entry = await this.loadRequest(id);
     if (!entry) return;
-    await this.kv.set(entry.key, { ...entry.value, claim }, { expireIn: (REQUEST_TTL_S + 3600) * 1000 });
+    // Against the entry read: a request decided meanwhile (another tab) is not brought back to life.
+    await this.kv.atomic().check(entry).set(entry.key, { ...entry.value, claim }, {
+      expireIn: (REQUEST_TTL_S + 3600) * 1000,
+    }).commit();
   }
 
   /**
