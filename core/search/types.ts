@@ -84,6 +84,11 @@ export interface SearchContext {
   widgetId?: string;
   sessionId?: string;
   placement?: LinkPlacement;
+  /**
+   * Which results of the page the caller shows (the widget leaves out the reader's own page and
+   * repeated headlines): only those are answered and recorded as impressions. Default: all.
+   */
+  select?: (results: SearchResult[]) => SearchResult[];
 }
 
 /** A stored article as retrieval returns it, for grounding answers. */
