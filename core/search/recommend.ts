@@ -49,6 +49,8 @@ export interface ServedResults {
   dataModelId: string;
   query: string;
   caller?: string;
+  /** The reader's network on a public route (see SearchContext). */
+  clientKey?: string;
   at: Date;
   results: { articleId: string; url: string; position: number }[];
 }
@@ -261,6 +263,7 @@ export class Recommender {
       dataModelId: dataModel.id,
       query,
       caller: context.caller,
+      ...(context.clientKey ? { clientKey: context.clientKey } : {}),
       at: this.options.clock.now(),
       results: pageItems.flatMap(({ slot }, i) =>
         shown && !shown.has(results[i]!) ? [] : [{

@@ -13,6 +13,7 @@ import type { Deps } from "../../composition.ts";
 import { followUpQuestions, standaloneQuery } from "../../core/answer/mod.ts";
 import type { AnswerContext, Citation } from "../../core/answer/mod.ts";
 import { boundedCache } from "../../core/bounded_cache.ts";
+import { clientKey } from "../../core/client_key.ts";
 import { sha256Hex } from "../../core/crypto.ts";
 import { hasIdFormat } from "../../core/ids.ts";
 import { describeError } from "../../core/log.ts";
@@ -38,6 +39,7 @@ import type { AppEnv, WidgetEnv } from "../env.ts";
 import { toAppError } from "../errors.ts";
 import { familyApp } from "../family.ts";
 import { bodyReader, type BodyRejection } from "../middleware/body.ts";
+import { clientAddress } from "../storefront/client_address.ts";
 import { widgetRateLimits } from "./limits.ts";
 
 /** Longest question the widget may ask. */
@@ -443,6 +445,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
         return true;
       }).slice(0, input.limit);
     };
+    const sender = await clientKey(clientAddress(c, deps.config.trustProxy));
     const response = await deps.search.recommend(dm, {
       query: text,
       // Room for the page itself and syndicated copies, which `shown` leaves out.
@@ -455,6 +458,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
       widgetId: widget.id,
       ...(input.session_id ? { sessionId: input.session_id } : {}),
       placement: placementOf(input, widget),
+      ...(sender ? { clientKey: sender } : {}),
       // Only what the reader is shown counts as an impression.
       select: shown,
     });
