@@ -34,6 +34,8 @@ export function impressionEvents(s: ServedResults): EventInput[] {
     tenant_id: s.tenantId,
     data_model_id: s.dataModelId,
     ...(s.caller ? { agent_identity: s.caller } : {}),
+    // A search a public route served counts in trending as its reader's network, not as a sender of its own.
+    ...(s.clientKey ? { client_key: s.clientKey } : {}),
   };
   return [
     { ...base, event_type: "api_call", interaction_type: "search", prompt: s.query.slice(0, 2000) },

@@ -101,6 +101,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
           requestId: context.requestId,
           query: request.query,
           position: i + 1,
+          aiModelId: request.model.id,
           widgetId: context.widgetId,
           sessionId: context.sessionId,
           ...(context.widgetId

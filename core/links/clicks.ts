@@ -25,6 +25,8 @@ export function clickEvent(
     ...(clientKey ? { client_key: clientKey } : {}),
     // A widget's citation: the click counts in that widget's figures and its reader's session.
     ...(click.widgetId ? { widget_id: click.widgetId } : {}),
+    // An answer's citation: the click counts for the model that answered, as its query does.
+    ...(click.aiModelId ? { ai_agent: click.aiModelId } : {}),
     ...(click.sessionId ? { session_id: click.sessionId } : {}),
     ...click.placement,
   };

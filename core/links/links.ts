@@ -25,6 +25,8 @@ export interface LinkContext {
   position?: number;
   /** The Ask AI widget that showed the link: its click counts in that widget's figures. */
   widgetId?: string;
+  /** The AI model whose answer cited the article: the click counts for it, as the answer's query does. */
+  aiModelId?: string;
   /** The reader's widget session: the click joins that session. */
   sessionId?: string;
   /** Where on the page the widget showed it: the click event carries these fields too. */

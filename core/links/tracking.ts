@@ -46,6 +46,8 @@ export interface ClickPayload {
   position?: number;
   /** The widget that showed the link. */
   widgetId?: string;
+  /** The AI model whose answer cited the article. */
+  aiModelId?: string;
   /** The reader's widget session. */
   sessionId?: string;
   /** The widget's placement fields. */
@@ -83,6 +85,7 @@ const clickWire = z.object({
   r: z.string().max(128).optional(),
   p: z.number().int().min(0).max(100_000).optional(),
   w: z.string().max(128).optional(),
+  g: z.string().max(128).optional(),
   s: z.string().max(128).optional(),
   m: z.object({
     placement_id: z.string().max(128).optional(),
@@ -278,6 +281,7 @@ export class SignedLinks implements LinkBuilder {
     if (ctx.requestId) wire.r = ctx.requestId.slice(0, 128);
     if (ctx.position !== undefined) wire.p = Math.min(100_000, Math.max(0, Math.trunc(ctx.position)));
     if (ctx.widgetId) wire.w = ctx.widgetId.slice(0, 128);
+    if (ctx.aiModelId) wire.g = ctx.aiModelId.slice(0, 128);
     if (ctx.sessionId) wire.s = ctx.sessionId.slice(0, 128);
     const placement = placementWire(ctx.placement);
     if (placement) wire.m = placement;
@@ -318,6 +322,7 @@ export class SignedLinks implements LinkBuilder {
       requestId: w.r,
       position: w.p,
       widgetId: w.w,
+      ...(w.g !== undefined ? { aiModelId: w.g } : {}),
       sessionId: w.s,
       placement: w.m,
       issuedAt: w.i,

@@ -49,6 +49,8 @@ export interface ServedResults {
   dataModelId: string;
   query: string;
   caller?: string;
+  /** The reader's network on a public route (see SearchContext). */
+  clientKey?: string;
   at: Date;
   results: { articleId: string; url: string; position: number }[];
 }
@@ -253,24 +255,30 @@ export class Recommender {
         ...(textChars !== null ? { text: fullText(stored[i], card.summary, textChars) } : {}),
       });
     }
+    // An impression is an article shown: only the results the caller keeps, at the positions their links carry.
+    const shown = context.select ? new Set(context.select(results)) : null;
+    const served = shown ? results.filter((r) => shown.has(r)) : results;
     this.options.onResults?.({
       tenantId: dataModel.tenantId,
       dataModelId: dataModel.id,
       query,
       caller: context.caller,
+      ...(context.clientKey ? { clientKey: context.clientKey } : {}),
       at: this.options.clock.now(),
-      results: pageItems.map(({ slot }, i) => ({
-        articleId: index.cards[slot]!.id,
-        url: index.cards[slot]!.url,
-        position: start + i + 1,
-      })),
+      results: pageItems.flatMap(({ slot }, i) =>
+        shown && !shown.has(results[i]!) ? [] : [{
+          articleId: index.cards[slot]!.id,
+          url: index.cards[slot]!.url,
+          position: start + i + 1,
+        }]
+      ),
     });
     return {
       status: "success",
       response: {
         query,
-        results,
-        message: this.message(algorithm, ranked.length, results.length, analysed, query, trends),
+        results: served,
+        message: this.message(algorithm, ranked.length, served.length, analysed, query, trends),
       },
     };
   }

@@ -84,6 +84,16 @@ export interface SearchContext {
   widgetId?: string;
   sessionId?: string;
   placement?: LinkPlacement;
+  /**
+   * The reader's network on a public route (core/client_key.ts): the sender its search counts as in
+   * trending signals, so asking again and again is one voice, not one per request.
+   */
+  clientKey?: string;
+  /**
+   * Which results of the page the caller shows (the widget leaves out the reader's own page and
+   * repeated headlines): only those are answered and recorded as impressions. Default: all.
+   */
+  select?: (results: SearchResult[]) => SearchResult[];
 }
 
 /** A stored article as retrieval returns it, for grounding answers. */

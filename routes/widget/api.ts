@@ -13,10 +13,11 @@ import type { Deps } from "../../composition.ts";
 import { followUpQuestions, standaloneQuery } from "../../core/answer/mod.ts";
 import type { AnswerContext, Citation } from "../../core/answer/mod.ts";
 import { boundedCache } from "../../core/bounded_cache.ts";
+import { clientKey } from "../../core/client_key.ts";
 import { sha256Hex } from "../../core/crypto.ts";
 import { hasIdFormat } from "../../core/ids.ts";
 import { describeError } from "../../core/log.ts";
-import { isUrlQuery } from "../../core/search/mod.ts";
+import { isUrlQuery, type SearchResult } from "../../core/search/mod.ts";
 import type { LinkPlacement } from "../../core/links/mod.ts";
 import type { Widget } from "../../core/store/mod.ts";
 import {
@@ -38,6 +39,7 @@ import type { AppEnv, WidgetEnv } from "../env.ts";
 import { toAppError } from "../errors.ts";
 import { familyApp } from "../family.ts";
 import { bodyReader, type BodyRejection } from "../middleware/body.ts";
+import { clientAddress } from "../storefront/client_address.ts";
 import { widgetRateLimits } from "./limits.ts";
 
 /** Longest question the widget may ask. */
@@ -430,9 +432,23 @@ export function createWidgetApiRoutes(deps: Deps_) {
     const text = page
       ? `${page.title}. ${page.summary ?? ""}`.slice(0, 2000)
       : input.query || (input.page_url ? addressWords(input.page_url) : "") || dm.name;
+    // Not the page itself (known by URL, or by its headline when the page is not in the data model),
+    // and one article per headline (a story syndicated to several sites is one recommendation).
+    const headline = (t: string | undefined) => (t ?? "").trim().toLowerCase().replace(/\s+/g, " ");
+    const own = headline(page?.title ?? input.query);
+    const shown = (found: SearchResult[]) => {
+      const seen = new Set<string>();
+      return found.filter((r) => {
+        const h = headline(r.title);
+        if ((page && r.url === page.url) || (h && h === own) || seen.has(h)) return false;
+        seen.add(h);
+        return true;
+      }).slice(0, input.limit);
+    };
+    const sender = await clientKey(clientAddress(c, deps.config.trustProxy));
     const response = await deps.search.recommend(dm, {
       query: text,
-      // Room for the page itself and syndicated copies, which are left out below.
+      // Room for the page itself and syndicated copies, which `shown` leaves out.
       similarity_top_k: input.limit + 4,
       num_results: input.limit + 4,
       search_algorithm: page || input.query ? "semantic" : "most_recent",
@@ -442,20 +458,12 @@ export function createWidgetApiRoutes(deps: Deps_) {
       widgetId: widget.id,
       ...(input.session_id ? { sessionId: input.session_id } : {}),
       placement: placementOf(input, widget),
+      ...(sender ? { clientKey: sender } : {}),
+      // Only what the reader is shown counts as an impression.
+      select: shown,
     });
-    // Not the page itself (known by URL, or by its headline when the page is not in the data model),
-    // and one article per headline (a story syndicated to several sites is one recommendation).
-    const headline = (t: string | undefined) => (t ?? "").trim().toLowerCase().replace(/\s+/g, " ");
-    const own = headline(page?.title ?? input.query);
-    const seen = new Set<string>();
-    const results = response.response.results
-      .filter((r) => {
-        const h = headline(r.title);
-        if ((page && r.url === page.url) || (h && h === own) || seen.has(h)) return false;
-        seen.add(h);
-        return true;
-      })
-      .slice(0, input.limit)
+    // Idempotent on what the engine kept; a Search that ignores `select` answers the whole page.
+    const results = shown(response.response.results)
       .map((r) => ({
         title: r.title ?? "",
         site: r.site ?? r.site_domain ?? "",

@@ -150,3 +150,25 @@ Deno.test("trending: searches count per caller (one paying agent repeating a sea
   const several = await w.trending();
   assert.ok(several.words.includes("watches"), several.words.join());
 });
+
+Deno.test("trending: widget recommendations asked again and again from one address are one sender, not one per request", async () => {
+  await using w = await world();
+  for (let i = 0; i < 4; i++) await w.send(`203.0.113.${i + 1}`, [w.ask(`r-cup-${i}`, "who won the cup final")]);
+  for (let i = 0; i < 3; i++) await w.send(`198.51.100.${i + 1}`, [w.ask(`r-storm-${i}`, "storm evacuation")]);
+  const before = await w.trending();
+  // The public recommendations route, within its per-address limit: each request is a served search.
+  const wd = (await w.widget()).id;
+  for (let i = 0; i < 20; i++) {
+    const res = await w.app.request(`/widget/v1/${wd}/recommend`, {
+      method: "POST",
+      headers: { origin: ORIGIN, "content-type": "application/json", "x-forwarded-for": "192.0.2.66" },
+      body: JSON.stringify({ query: "replica luxury watches discount", session_id: `forged-${i}` }),
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    await res.body?.cancel();
+  }
+  await w.deps.events.stop(); // hands in the buffered search events
+  const after = await w.trending();
+  assert.deepEqual(after.words, before.words);
+  assert.ok(!after.urls.includes("https://gamma.example/watches"), after.urls.join());
+});
