@@ -63,12 +63,29 @@ export function groupsByTime(files: readonly string[], count: number, seconds: F
  * @param files paths of test files, relative to `cwd` or absolute
  * @param cwd the folder relative paths start from (default: the working directory)
  * @example
- * groupEntry(["tests/a_test.ts"], "/repo") // 'import "file:///repo/tests/a_test.ts";\n'
+ * groupEntry(["tests/a_test.ts"], "/repo") // 'import "file:///repo/tests/a_test.ts";\n' + UNHANDLED_GUARD
  */
 export function groupEntry(files: readonly string[], cwd = Deno.cwd()): string {
   const base = new URL(`file://${cwd.endsWith("/") ? cwd : `${cwd}/`}`);
-  return files.map((file) => `import ${JSON.stringify(new URL(file, base).href)};\n`).join("");
+  return files.map((file) => `import ${JSON.stringify(new URL(file, base).href)};\n`).join("") + UNHANDLED_GUARD;
 }
+
+/**
+ * The end of every {@link groupEntry}: a promise rejected with nobody left to catch it (a test that
+ * failed with work still pending, whose work is then closed under it) would stop the whole group's
+ * isolate and cancel every test after it, where an isolate of its own stops only that file. It is
+ * kept instead, and the group's last test fails with it, its stack naming where it came from.
+ */
+export const UNHANDLED_GUARD = `
+const unhandled: unknown[] = [];
+globalThis.addEventListener("unhandledrejection", (event) => {
+  event.preventDefault();
+  unhandled.push(event.reason);
+});
+Deno.test("no test of this group left a promise rejection unhandled", () => {
+  if (unhandled.length > 0) throw new AggregateError(unhandled, \`\${unhandled.length} promise rejection(s) left unhandled\`);
+});
+`;
 
 /**
  * Writes one {@link groupEntry} module per group under `dir`.

@@ -17,6 +17,7 @@ import {
   groupsByTime,
   parseSummary,
   runGroups,
+  UNHANDLED_GUARD,
   writeGroupEntries,
 } from "../../tools/test_groups.ts";
 import { fileTimesFromJunit } from "../../tools/test_times.ts";
@@ -187,9 +188,39 @@ Deno.test("tools/test_groups.ts groupEntry(): one import a file, as file URLs in
     groupEntry(["tests/b_test.ts", "/abs/a test.ts", "tests/../x_test.ts"], "/repo"),
     'import "file:///repo/tests/b_test.ts";\n' +
       'import "file:///abs/a%20test.ts";\n' +
-      'import "file:///repo/x_test.ts";\n',
+      'import "file:///repo/x_test.ts";\n' + UNHANDLED_GUARD,
   );
-  assert.equal(groupEntry(["a_test.ts"], "/repo/"), 'import "file:///repo/a_test.ts";\n');
+  assert.equal(groupEntry(["a_test.ts"], "/repo/"), 'import "file:///repo/a_test.ts";\n' + UNHANDLED_GUARD);
+});
+
+Deno.test("tools/test_groups.ts groupEntry(): a rejection a test leaves unhandled fails the group's last test, and the tests after it still run", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "svc-unhandled-" });
+  try {
+    await Deno.writeTextFile(
+      `${dir}/a_test.ts`,
+      `Deno.test("a leaves work behind", () => { Promise.reject(new Error("work closed under a test")); });`,
+    );
+    await Deno.writeTextFile(
+      `${dir}/b_test.ts`,
+      `Deno.test("b runs after it", async () => { await new Promise((r) => setTimeout(r, 20)); });`,
+    );
+    const groups = [[`${dir}/a_test.ts`, `${dir}/b_test.ts`]];
+    const [entry] = await writeGroupEntries(groups, dir);
+    const lines: string[] = [];
+    const code = await runGroups(groups, () => ["test", "--no-check", entry!], {
+      env: { NO_COLOR: "1" },
+      write: (line) => lines.push(line),
+      writeError: () => {},
+    });
+    assert.notEqual(code, 0);
+    const out = lines.join("\n");
+    assert.match(out, /b runs after it \.\.\. ok/);
+    assert.match(out, /no test of this group left a promise rejection unhandled \.\.\. FAILED/);
+    assert.match(out, /work closed under a test/);
+    assert.match(lines.at(-1)!, /2 passed \| 1 failed/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("tools/test_groups.ts writeGroupEntries(): a group's files run in one isolate, a module they share loads once", async () => {
@@ -217,7 +248,8 @@ Deno.test("tools/test_groups.ts writeGroupEntries(): a group's files run in one 
       writeError: () => {},
     });
     assert.equal(code, 0, lines.join("\n"));
-    assert.match(lines.at(-1)!, /^ok \| 2 passed \| 0 failed /);
+    // The two files' tests and the group's check for unhandled rejections.
+    assert.match(lines.at(-1)!, /^ok \| 3 passed \| 0 failed /);
     assert.ok(lines.some((l) => l.includes("a shares its isolate")) && lines.some((l) => l.includes("b shares")));
     // The same files an isolate each (TEST_ISOLATION=file): each sees itself alone.
     assert.notEqual(
