@@ -61,3 +61,36 @@ Deno.test("http edges: TRACE and TRACK get the route family's 404 with a request
     await server.shutdown(1000);
   }
 });
+
+Deno.test("http edges: a Host header that is not a host name is 400, so it cannot change the path the app serves behind a proxy's path rules", async () => {
+  await using w = await createTestWorld();
+  const server = startServer(w.app.fetch, { log: w.log });
+  try {
+    const exchange = async (target: string, host: string | null, version = "1.1") => {
+      const hostLine = host === null ? "" : `Host: ${host}\r\n`;
+      const answer = await rawExchange(
+        server.port,
+        `GET ${target} HTTP/${version}\r\n${hostLine}Connection: close\r\n\r\n`,
+      );
+      const [head, body] = answer.split("\r\n\r\n");
+      return { status: Number(head!.split(" ")[1]), body: body! };
+    };
+    // Deno.serve builds the request URL as `http://{Host}{target}`: a Host holding a path made the
+    // app serve `/payproxy/metrics` for what HAProxy (which passes Host through) saw as `/healthz`,
+    // past an edge rule such as `http-request deny if { path_beg /payproxy/metrics }`.
+    for (const host of ["svc.test/payproxy/metrics?", "svc.test/payproxy/metrics#", "user@svc.test", "svc.test\\x"]) {
+      const res = await exchange("/healthz", host);
+      assert.equal(res.status, 400, host);
+      assert.deepEqual(JSON.parse(res.body), { message: "The Host header must be a host name with an optional port" });
+    }
+    // Host names, ports, IP literals and HTTP/1.0 without Host are served as before.
+    for (const host of ["svc.test", "SVC.test:8080", "127.0.0.1:80", "[::1]:8000", "my_service"]) {
+      assert.equal((await exchange("/healthz", host)).status, 200, host);
+    }
+    assert.equal((await exchange("/healthz", null, "1.0")).status, 200);
+    const refused = w.log.lines.filter((l) => l.msg === "request" && l.status === 400);
+    assert.equal(refused.length, 4);
+  } finally {
+    await server.shutdown(1000);
+  }
+});
