@@ -44,7 +44,7 @@ import { createRepos, type Repos } from "./core/store/mod.ts";
 import type { Mailer } from "./core/identity/mod.ts";
 import { createMailer, createStorefront, type Storefront } from "./core/identity/mod.ts";
 import { createWidgetLimits, type WidgetLimits } from "./core/widget/mod.ts";
-import { WebBotAuth } from "./core/web_bot_auth/mod.ts";
+import { ownAuthorities, WebBotAuth } from "./core/web_bot_auth/mod.ts";
 
 /** Everything the app is built from. Every field is set by {@link buildDeps}; none changes after. */
 export interface Deps {
@@ -402,7 +402,16 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     poller,
     retention,
     // mppx's Web Bot Auth verifier judges signature lifetimes on the wall clock; its nonce store must too.
-    webBotAuth: new WebBotAuth({ kv, fetcher: safeFetch, log, signatureClockMs: () => Date.now() }),
+    webBotAuth: new WebBotAuth({
+      kv,
+      fetcher: safeFetch,
+      log,
+      signatureClockMs: () => Date.now(),
+      isOwnAuthority: ownAuthorities(
+        [config.baseUrl, config.agentAuthUrl],
+        (host) => storefront.sellers.listsHost(host, config.storefront.defaultSellerId),
+      ),
+    }),
   };
   const lifecycle = new Lifecycle(parts);
   return Object.freeze({

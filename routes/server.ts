@@ -9,6 +9,10 @@ import { BodyStalledError } from "./middleware/body.ts";
  */
 export const BODY_IDLE_TIMEOUT_MS = 10_000;
 
+// Methods the Fetch standard's `Request` refuses to carry (CONNECT never reaches a handler). No
+// route serves them, so their body is never read: the request goes on as it came, to the app's 404.
+const UNWRAPPABLE_METHODS = new Set(["TRACE", "TRACK"]);
+
 /** A running HTTP server and how to stop it. */
 export interface RunningServer {
   /** The bound address, e.g. `http://127.0.0.1:43123`. */
@@ -67,7 +71,8 @@ export function startServer(
     inFlight++;
     let out: Response | Promise<Response>;
     try {
-      out = handler(req.body ? withBodyIdleTimeout(req, bodyIdleTimeoutMs) : req, info);
+      const timed = req.body !== null && !UNWRAPPABLE_METHODS.has(req.method);
+      out = handler(timed ? withBodyIdleTimeout(req, bodyIdleTimeoutMs) : req, info);
     } catch (err) {
       settled();
       throw err;

@@ -106,4 +106,11 @@ export class SellerRegistry {
     this.#cache.set(key, { seller });
     return seller;
   }
+
+  /** Whether some seller lists `host` as its own (the default seller answering an unknown host does not count). */
+  async listsHost(host: string, defaultSellerId: string | null): Promise<boolean> {
+    // Through resolve() with the storefront's default: its cache keeps one answer per host.
+    const seller = await this.resolve(host, defaultSellerId);
+    return seller !== null && seller.hosts.includes(normalizeHost(host));
+  }
 }

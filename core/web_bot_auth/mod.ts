@@ -1,3 +1,3 @@
 /** The web_bot_auth room's face: what other rooms and the routes may use. */
 
-export { botCaller, WebBotAuth } from "./verifier.ts";
+export { botCaller, ownAuthorities, WebBotAuth } from "./verifier.ts";

@@ -28,12 +28,26 @@ export type BotIdentity =
 export class WebBotAuth {
   /** mppx's verifier, built on the first signed request: mppx takes about 300 ms to import. */
   readonly #verifier: () => Promise<ReturnType<typeof Server.verifier>>;
+  readonly #isOwnAuthority: (authority: string) => boolean | Promise<boolean>;
 
   /**
    * @param o.signatureClockMs the clock signature lifetimes are judged on. mppx's verifier reads the
    * wall clock itself (`Date.now()`), so the nonce store must be given the same one.
+   * @param o.isOwnAuthority whether a request's `host[:port]` is one this service is reached at.
+   * The signed `@authority` is read from the request's URL, that is its Host header, which the
+   * sender picks: a signature the agent made for another site (the profile covers nothing but
+   * `@authority` and `Signature-Agent`) would verify here when replayed with that site's Host.
    */
-  constructor(o: { kv: Deno.Kv; fetcher: SafeFetcher; log: Logger; signatureClockMs: () => number }) {
+  constructor(
+    o: {
+      kv: Deno.Kv;
+      fetcher: SafeFetcher;
+      log: Logger;
+      signatureClockMs: () => number;
+      isOwnAuthority: (authority: string) => boolean | Promise<boolean>;
+    },
+  ) {
+    this.#isOwnAuthority = o.isOwnAuthority;
     const directories = new KeyDirectories({ fetcher: o.fetcher, log: o.log });
     this.#verifier = lazily(async () => {
       const { Server } = await import("mppx/attestation/web-bot-auth");
@@ -53,6 +67,8 @@ export class WebBotAuth {
   /** The agent identity of a request. */
   async identify(req: Request): Promise<BotIdentity> {
     if (!WebBotAuth.present(req.headers)) return { status: "absent" };
+    // Signed for someone else: not verified, and no directory is fetched for it.
+    if (!(await this.#isOwnAuthority(new URL(req.url).host))) return { status: "unverified" };
     const verifier = await this.#verifier();
     let result;
     try {
@@ -78,3 +94,15 @@ export function botCaller(identity: BotIdentity): string | undefined {
 
 /** The caller of signed requests that did not verify: counted, never under the name they claim. */
 export const UNVERIFIED_BOT_CALLER = "webbot-unverified";
+
+/**
+ * The authorities (`host[:port]`) this service is reached at: those of `urls` (BASE_URL,
+ * AGENT_AUTH_URL) and any `other` says are ours (a seller's own host).
+ */
+export function ownAuthorities(
+  urls: string[],
+  other: (authority: string) => Promise<boolean>,
+): (authority: string) => boolean | Promise<boolean> {
+  const fixed = new Set(urls.map((u) => new URL(u).host));
+  return (authority) => fixed.has(authority.toLowerCase()) || other(authority);
+}

@@ -30,6 +30,7 @@ export function withRequestEnvelope(
   return function requestEnvelope(req, info) {
     const start = performance.now();
     const scope = new RequestScope(requestIdOf(req, generator), info);
+    if (!wellFormedHost(req.headers.get("host"))) return answered(req, badHost(), scope, start);
     let out: Response | Promise<Response>;
     try {
       out = fetch(req, scope);
@@ -45,6 +46,18 @@ export function withRequestEnvelope(
     });
   };
 }
+
+// A Host header is `host[:port]` (RFC 9110 7.2): a name, an IPv4 or an IPv6 literal; empty where the
+// target has no authority. Deno.serve builds the request URL as `http://{Host}{target}`, so a Host
+// holding `/`, `?`, `#`, `@` or `\` would change the path the routes see from the one a reverse
+// proxy in front judged (its path rules, HAProxy's shard and retry ACLs): such a request is 400.
+const HOST = /^(?:[A-Za-z0-9._~-]*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
+const wellFormedHost = (host: string | null): boolean => host === null || HOST.test(host);
+const badHost = () =>
+  Response.json({ message: "The Host header must be a host name with an optional port" }, {
+    status: 400,
+    headers: { connection: "close" },
+  });
 
 // What a request that reached no answer is logged as (the server answers it 500).
 const FAILED = new Response(null, { status: 500 });

@@ -175,3 +175,57 @@ Deno.test("kvNonceStore().tryClaim() takes a nonce once until it expires, then i
     kv.close();
   }
 });
+
+Deno.test("Web Bot Auth: a signature made for another site's authority, replayed here under that Host, is unverified", async () => {
+  const bot = await botKey();
+  const directory = await startDirectory([bot.jwk]);
+  try {
+    await using w = await searchWorld({ overrides: { safeFetch: loopbackFetcher(directory.cert) } });
+    await w.deps.search.ingest(w.dm, [{
+      url: "https://alpha.example/rates",
+      title: "Central bank holds rates",
+      body: "The central bank kept interest rates unchanged as inflation cooled.",
+      pubdate: hoursAgo(w, 3),
+    }]);
+    const signer = Client.signer({ key: bot.privateKey, keyId: bot.keyId, signatureAgent: directory.origin });
+    // What the bot sent to a site that keeps its headers: the profile covers `@authority` and
+    // `Signature-Agent`, nothing of the path, so the captured headers fit any request to that host.
+    const captured = await signer.sign(new Request("https://capturing-site.example/some/page"));
+    const replayHeaders = (authority: string) => {
+      const headers = new Headers({ ...bearer(w.key), "content-type": "application/json" });
+      for (const name of ["signature", "signature-input", "signature-agent"]) {
+        headers.set(name, captured.headers.get(name)!);
+      }
+      return new Request(`http://${authority}/app/v2/search?data_model_id=${w.dm.id}`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ query: "interest rates" }),
+      });
+    };
+    // Replayed with that site's Host (what `Deno.serve` builds the URL from): not ours.
+    const replayed = await w.app.request(replayHeaders("capturing-site.example"));
+    assert.equal(replayed.status, 200, await replayed.clone().text());
+    await replayed.body?.cancel();
+    // The bot's own signature for our host still names it.
+    const own = await w.app.request(
+      await signer.sign(
+        new Request(`http://svc.test/app/v2/search?data_model_id=${w.dm.id}`, {
+          method: "POST",
+          headers: { ...bearer(w.key), "content-type": "application/json" },
+          body: JSON.stringify({ query: "interest rates" }),
+        }),
+      ),
+    );
+    assert.equal(own.status, 200);
+    await own.body?.cancel();
+
+    await w.deps.events.stop();
+    const res = await w.app.request("/v1/analytics/agents", { headers: bearer(w.key) });
+    const agents = (await res.json()).agents as Record<string, unknown>[];
+    const searches = Object.fromEntries(agents.map((a) => [a.agent_identity, a.searches]));
+    const host = new URL(directory.origin).host;
+    assert.deepEqual(searches, { [`webbot:${host}`]: 1, "webbot-unverified": 1 });
+  } finally {
+    await directory.close();
+  }
+});
