@@ -1,0 +1,57 @@
+/**
+ * Round 6, secrets and personal data where they should not be: in caches, in logs, at rest.
+ * Each test fails on the code before its fix (docs/security.md, "Logic review, round 6").
+ */
+import assert from "node:assert/strict";
+import { storefrontWorld } from "../storefront/_world.ts";
+
+/** A response that carries a credential must not be kept by any cache (RFC 6749 5.1, RFC 9111 5.2.2.5). */
+function assertNotCacheable(res: Response, label: string): void {
+  assert.equal(res.headers.get("cache-control"), "no-store", `${label}: Cache-Control`);
+  assert.equal(res.headers.get("pragma"), "no-cache", `${label}: Pragma`);
+}
+
+Deno.test("agent identity: every answer that carries an assertion, a refresh token or a claim token or link is no-store", async () => {
+  await using w = await storefrontWorld();
+  const anonymous = await w.post("/agent/identity", { type: "anonymous" });
+  assert.equal(anonymous.status, 201);
+  assertNotCacheable(anonymous, "anonymous (assertion)");
+
+  const assertion = await w.post("/agent/identity", {
+    type: "identity_assertion",
+    assertion_type: "urn:ietf:params:oauth:token-type:id-jag",
+    assertion: await w.idp.mint({ email: "linus@example.com" }),
+  });
+  assert.equal(assertion.status, 201);
+  assertNotCacheable(assertion, "identity_assertion (assertion, refresh token)");
+  const refreshToken = (await assertion.json()).identity.refresh_token.value;
+
+  const refreshed = await w.post("/agent/identity", { type: "refresh", refresh_token: refreshToken });
+  assert.equal(refreshed.status, 200);
+  assertNotCacheable(refreshed, "refresh (assertion, rotated refresh token)");
+
+  const serviceAuth = await w.post("/agent/identity", { type: "service_auth", login_hint: "ada@example.com" });
+  assert.equal(serviceAuth.status, 200);
+  assertNotCacheable(serviceAuth, "service_auth (claim token)");
+  const claimToken = (await serviceAuth.json()).claim.token;
+
+  const claim = await w.post("/agent/identity/claim", {
+    type: "service_auth",
+    claim_token: claimToken,
+    login_hint: "ada@example.com",
+  });
+  assert.equal(claim.status, 200);
+  assertNotCacheable(claim, "claim (verification link)");
+
+  // An error can carry a claim block too (interaction_required): the whole family is no-store.
+  const again = await w.post("/agent/identity", {
+    type: "identity_assertion",
+    assertion_type: "urn:ietf:params:oauth:token-type:id-jag",
+    assertion: await w.idp.mint({ email: "linus@example.com" }),
+  });
+  const againBody = await again.json();
+  assert.equal(again.status, 401, JSON.stringify(againBody));
+  assert.equal(againBody.error, "interaction_required");
+  assert.equal(typeof againBody.claim?.token, "string");
+  assertNotCacheable(again, "interaction_required (claim token)");
+});
