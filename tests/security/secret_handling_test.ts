@@ -3,7 +3,7 @@
  * Each test fails on the code before its fix (docs/security.md, "Logic review, round 6").
  */
 import assert from "node:assert/strict";
-import { storefrontWorld } from "../storefront/_world.ts";
+import { startServiceAuthClaim, storefrontWorld } from "../storefront/_world.ts";
 
 /** A response that carries a credential must not be kept by any cache (RFC 6749 5.1, RFC 9111 5.2.2.5). */
 function assertNotCacheable(res: Response, label: string): void {
@@ -54,4 +54,26 @@ Deno.test("agent identity: every answer that carries an assertion, a refresh tok
   assert.equal(againBody.error, "interaction_required");
   assert.equal(typeof againBody.claim?.token, "string");
   assertNotCacheable(again, "interaction_required (claim token)");
+});
+
+Deno.test("access log: claim links and checkout and payment references in a path are redacted", async () => {
+  await using w = await storefrontWorld();
+  const { verificationUri } = await startServiceAuthClaim(w, "ada@example.com");
+  const link = new URL(verificationUri).pathname.split("/").pop()!;
+  assert.equal(link.length, 43);
+  const page = await w.app.request(verificationUri);
+  assert.equal(page.status, 200);
+  await page.body?.cancel();
+  // A reference has the shape of a challenge id; the page and the status route log it whether or not it is known.
+  const reference = "Qm9vdHN0cmFwUmVmZXJlbmNlT2ZBQ2hlY2tvdXRYWFg";
+  for (const path of [`/checkout/${reference}`, `/payments/${reference}`]) {
+    const res = await w.app.request(`http://svc.test${path}`);
+    await res.body?.cancel();
+  }
+  const requests = w.log.lines.filter((l) => l.msg === "request").map((l) => l.path);
+  assert.deepEqual(requests.slice(-3), ["/claim/[redacted]", "/checkout/[redacted]", "/payments/[redacted]"]);
+  assert.ok(requests.includes("/agent/identity/claim"), "a path that is no capability stays readable");
+  const text = JSON.stringify(w.log.lines);
+  assert.ok(!text.includes(link), "the claim link is in a log line");
+  assert.ok(!text.includes(reference), "the checkout reference is in a log line");
 });
