@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { startServiceAuthClaim, storefrontWorld } from "../storefront/_world.ts";
+import { createTestWorld } from "../_helpers.ts";
 
 /** A response that carries a credential must not be kept by any cache (RFC 6749 5.1, RFC 9111 5.2.2.5). */
 function assertNotCacheable(res: Response, label: string): void {
@@ -76,4 +77,23 @@ Deno.test("access log: claim links and checkout and payment references in a path
   const text = JSON.stringify(w.log.lines);
   assert.ok(!text.includes(link), "the claim link is in a log line");
   assert.ok(!text.includes(reference), "the checkout reference is in a log line");
+});
+
+Deno.test("article clicks: the reader's page is kept as origin and path, never its query or fragment", async () => {
+  await using w = await createTestWorld();
+  const link = w.deps.links.trackingUrl({
+    id: "ar_01JX0000000000000000000000",
+    url: "https://news.example.com/2026/11/flood-barrier",
+    dataModelId: "dm_01JX0000000000000000000000",
+  }, { tenantId: "tn_01JX0000000000000000000000", position: 1 });
+  // A page whose Referrer-Policy sends its whole address (no-referrer-when-downgrade, unsafe-url): a magic link.
+  const referer = "https://mail.example.net/login?token=ml_3f9c2a7b1e&email=ada%40example.com#inbox";
+  const res = await w.app.request(new URL(link).pathname, { headers: { referer } });
+  assert.equal(res.status, 302);
+  const chunks = await w.deps.events.wal.take(1000);
+  const rows = chunks.flatMap((c) => new TextDecoder().decode(c.bytes).split("\n").filter(Boolean))
+    .map((line) => JSON.parse(line));
+  assert.equal(rows.length, 1);
+  assert.equal(rows[0].referring_url, "https://mail.example.net/login");
+  assert.ok(!JSON.stringify(rows).includes("ml_3f9c2a7b1e"), "the page's token is stored");
 });
