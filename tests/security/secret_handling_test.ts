@@ -4,7 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { startServiceAuthClaim, storefrontWorld } from "../storefront/_world.ts";
-import { createTestWorld } from "../_helpers.ts";
+import { bearer, createTestWorld } from "../_helpers.ts";
+import { analyticsWorld, loadFixture } from "../analytics/_fixture.ts";
 
 /** A response that carries a credential must not be kept by any cache (RFC 6749 5.1, RFC 9111 5.2.2.5). */
 function assertNotCacheable(res: Response, label: string): void {
@@ -96,4 +97,22 @@ Deno.test("article clicks: the reader's page is kept as origin and path, never i
   assert.equal(rows.length, 1);
   assert.equal(rows[0].referring_url, "https://mail.example.net/login");
   assert.ok(!JSON.stringify(rows).includes("ml_3f9c2a7b1e"), "the page's token is stored");
+});
+
+Deno.test("analytics: answers with readers' prompts, answers and pages are no-store, as the dashboard expects", async () => {
+  await using world = await analyticsWorld();
+  await loadFixture(world);
+  for (
+    const path of [
+      "/v1/analytics/ask-ai/logs",
+      "/v1/analytics/realtime",
+      "/v1/analytics/ask-ai",
+      "/v1/analytics/ask-ai/logs?start_date=2026-11-20&end_date=2026-11-01",
+    ]
+  ) {
+    const res = await world.w.app.request(path, { headers: bearer(world.key) });
+    await res.body?.cancel();
+    assert.ok(res.status === 200 || res.status === 400, `${path}: ${res.status}`);
+    assert.equal(res.headers.get("cache-control"), "no-store", path);
+  }
 });
