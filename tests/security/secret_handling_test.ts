@@ -3,8 +3,10 @@
  * Each test fails on the code before its fix (docs/security.md, "Logic review, round 6").
  */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { startServiceAuthClaim, storefrontWorld } from "../storefront/_world.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
+import { ClientKeys } from "../../core/client_key.ts";
 import { analyticsWorld, loadFixture } from "../analytics/_fixture.ts";
 
 /** A response that carries a credential must not be kept by any cache (RFC 6749 5.1, RFC 9111 5.2.2.5). */
@@ -115,4 +117,28 @@ Deno.test("analytics: answers with readers' prompts, answers and pages are no-st
     assert.ok(res.status === 200 || res.status === 400, `${path}: ${res.status}`);
     assert.equal(res.headers.get("cache-control"), "no-store", path);
   }
+});
+
+Deno.test("sender keys: a stored client_key cannot be turned back into the reader's address without the server's key", async () => {
+  await using w = await createTestWorld({ env: { TRUST_PROXY: "1" } });
+  const link = w.deps.links.trackingUrl({
+    id: "ar_01JX0000000000000000000000",
+    url: "https://news.example.com/2026/11/flood-barrier",
+    dataModelId: "dm_01JX0000000000000000000000",
+  }, { tenantId: "tn_01JX0000000000000000000000", position: 1 });
+  const res = await w.app.request(new URL(link).pathname, { headers: { "x-forwarded-for": "198.51.100.23" } });
+  assert.equal(res.status, 302);
+  const chunks = await w.deps.events.wal.take(1000);
+  const [row] = chunks.flatMap((c) => new TextDecoder().decode(c.bytes).split("\n").filter(Boolean))
+    .map((line) => JSON.parse(line));
+  const stored = String(row.client_key);
+  assert.match(stored, /^[0-9a-f]{16}$/);
+  // Whoever reads the events (a Parquet file, a backup) tries every IPv4 address: one unkeyed hash each.
+  const unkeyed = (address: string) => createHash("sha256").update(`sender:${address}`).digest("hex").slice(0, 16);
+  assert.notEqual(stored, unkeyed("198.51.100.23"), "the key is an unkeyed hash of the address");
+  // The same network still gets the same key (trending counts one sender per key), in another process too.
+  assert.equal(await w.deps.clientKeys.of("198.51.100.23"), stored);
+  assert.equal(await new ClientKeys(w.deps.kv).of("198.51.100.23"), stored);
+  await using other = await createTestWorld();
+  assert.notEqual(await other.deps.clientKeys.of("198.51.100.23"), stored, "another store has its own key");
 });
