@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { SMTPServer } from "smtp-server";
 import { startServiceAuthClaim, storefrontWorld } from "../storefront/_world.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
 import { ClientKeys } from "../../core/client_key.ts";
@@ -141,4 +142,41 @@ Deno.test("sender keys: a stored client_key cannot be turned back into the reade
   assert.equal(await new ClientKeys(w.deps.kv).of("198.51.100.23"), stored);
   await using other = await createTestWorld();
   assert.notEqual(await other.deps.clientKeys.of("198.51.100.23"), stored, "another store has its own key");
+});
+
+Deno.test("claim mail refused by the relay: the log names the claim, not the human's e-mail address", async () => {
+  // A relay that refuses the recipient as Postfix does, quoting the address in its reply.
+  const relay = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ["STARTTLS", "AUTH"],
+    logger: false,
+    // deno-lint-ignore no-explicit-any
+    onRcptTo(address: any, _session: unknown, callback: (err?: Error | null) => void) {
+      const err = new Error(`5.1.1 <${address.address}>: Recipient address rejected: User unknown`);
+      (err as Error & { responseCode: number }).responseCode = 550;
+      callback(err);
+    },
+  });
+  const port = await new Promise<number>((resolve) =>
+    relay.listen(0, "127.0.0.1", () => resolve((relay.server.address() as { port: number }).port))
+  );
+  try {
+    await using w = await storefrontWorld({ env: { SMTP_URL: `smtp://127.0.0.1:${port}` } });
+    const email = "ada.lovelace@example.com";
+    const reg = await w.post("/agent/identity", { type: "service_auth", login_hint: email });
+    const claimToken = (await reg.json()).claim.token;
+    const res = await w.post("/agent/identity/claim", {
+      type: "service_auth",
+      claim_token: claimToken,
+      login_hint: email,
+    });
+    assert.equal(res.status, 503);
+    assert.equal((await res.json()).error, "mail_unavailable");
+    assert.ok(w.log.lines.some((l) => l.msg === "claim e-mail not sent"));
+    const text = JSON.stringify(w.log.lines);
+    assert.ok(text.includes("Recipient address rejected"), "the relay's reason is still logged");
+    assert.ok(!text.includes(email), `the e-mail address is in a log line: ${text}`);
+  } finally {
+    await new Promise<void>((resolve) => relay.close(() => resolve()));
+  }
 });
