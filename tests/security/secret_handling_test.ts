@@ -8,6 +8,7 @@ import { SMTPServer } from "smtp-server";
 import { startServiceAuthClaim, storefrontWorld } from "../storefront/_world.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
 import { ClientKeys } from "../../core/client_key.ts";
+import { latestMailCode, openConsent } from "../mcp/_consent.ts";
 import { analyticsWorld, loadFixture } from "../analytics/_fixture.ts";
 
 /** A response that carries a credential must not be kept by any cache (RFC 6749 5.1, RFC 9111 5.2.2.5). */
@@ -179,4 +180,44 @@ Deno.test("claim mail refused by the relay: the log names the claim, not the hum
   } finally {
     await new Promise<void>((resolve) => relay.close(() => resolve()));
   }
+});
+
+Deno.test("consent page: a KV dump holds no claim token or claim link of a human's pending consent", async () => {
+  await using w = await storefrontWorld();
+  const reg = await w.app.request("http://svc.test/oauth2/register", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:53682/callback"], client_name: "Client" }),
+  });
+  const { client_id } = await reg.json();
+  const page = await openConsent(
+    w,
+    `http://svc.test/oauth2/authorize?${new URLSearchParams({
+      response_type: "code",
+      client_id,
+      redirect_uri: "http://127.0.0.1:53682/callback",
+      code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+      code_challenge_method: "S256",
+      state: "s",
+    })}`,
+  );
+  assert.equal(page.status, 200);
+  const sent = await page.post({ action: "email", email: "ada@example.com" });
+  assert.equal(sent.status, 200);
+  await sent.body?.cancel();
+  const mail = (await (w.deps.mailer as unknown as { list(n: number): Promise<{ text: string }[]> }).list(10))[0]!;
+  const link = /\/claim\/([A-Za-z0-9_-]{43})/.exec(mail.text)![1]!;
+
+  const dump: string[] = [];
+  for await (const e of w.deps.kv.list({ prefix: [] })) {
+    if (e.key[0] !== "outbox") dump.push(JSON.stringify([e.key, e.value]));
+  }
+  const text = dump.join("\n");
+  assert.ok(!/clt_[A-Za-z0-9_-]{43}/.test(text), "a claim token is in KV in the clear");
+  assert.ok(!text.includes(link), "the claim link is in KV in the clear");
+
+  // The page still finishes the claim with the code from the e-mail.
+  const done = await page.post({ action: "code", mail_code: await latestMailCode(w, "ada@example.com") });
+  assert.equal(done.status, 303, await done.clone().text());
+  assert.match(done.headers.get("location") ?? "", /^http:\/\/127\.0\.0\.1:53682\/callback\?code=/);
 });
