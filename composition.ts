@@ -31,6 +31,7 @@ import { createPayproxyServices, type PayproxyServices } from "./core/payproxy/m
 import { FixedWindowLimiter } from "./core/rate_limit.ts";
 import { type EventLimiters, eventLimiters, imageRenderLimiter, publicReadLimiter } from "./core/public_limits.ts";
 import { ClickGate, SignedLinks } from "./core/links/mod.ts";
+import { ClientKeys } from "./core/client_key.ts";
 import {
   defaultCacheName,
   LocalEmbeddings,
@@ -106,6 +107,8 @@ export interface Deps {
   readonly publicReadLimiter: FixedWindowLimiter;
   /** Which follows of a tracking link count as clicks (bots, repeats, floods and expired links do not). */
   readonly clickGate: ClickGate;
+  /** Readers' network keys on widget events and clicks (keyed, so no address can be read back). */
+  readonly clientKeys: ClientKeys;
 
   /** Rate limits and the daily answer cap of the public widget routes. */
   readonly widgetLimits: WidgetLimits;
@@ -382,6 +385,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     eventLimiters: eventLimiters(kv, clock, config.eventLimits),
     imageRenderLimiter: imageRenderLimiter(kv, clock, config.imageRendersPerMinPerAddress),
     publicReadLimiter: publicReadLimiter(kv, clock, config.publicReadsPerMinPerAddress),
+    clientKeys: new ClientKeys(kv),
     clickGate: new ClickGate({
       kv,
       clock,

@@ -1,4 +1,4 @@
-import { sha256Hex } from "./crypto.ts";
+import { base64url, fromBase64url, HmacSha256, randomBytes } from "./crypto.ts";
 
 /**
  * The network a client address stands for when counting distinct senders: an IPv4 address as
@@ -22,12 +22,42 @@ export function senderNetwork(address: string): string | null {
   return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
 }
 
+// The HMAC key of sender keys: made once per store, never rotated (a new key would count every
+// sender of the trending window twice), read by every process.
+const SECRET_KEY: Deno.KvKey = ["client_key_secret"];
+
 /**
- * A pseudonymous key of the sender's network (16 hex digits of SHA-256), stored on widget events
- * so trending can count distinct senders without storing addresses. Undefined for non-IP addresses.
- * @example await clientKey("2001:db8:1:2:aaaa::1") === await clientKey("2001:db8:1:2::9") // same /64
+ * Pseudonymous keys of senders' networks (16 hex digits of an HMAC-SHA256 under a key kept in KV),
+ * stored on widget events and clicks so trending can count distinct senders without storing
+ * addresses. Keyed, because an unkeyed hash of an IPv4 address is reversed by trying all 2^32: whoever
+ * reads the events (a Parquet file, a backup) would have had every reader's address.
  */
-export async function clientKey(address: string): Promise<string | undefined> {
-  const network = senderNetwork(address);
-  return network === null ? undefined : (await sha256Hex(`sender:${network}`)).slice(0, 16);
+export class ClientKeys {
+  #mac?: Promise<HmacSha256>;
+  constructor(private readonly kv: Deno.Kv) {}
+
+  /**
+   * The key of `address`'s network; undefined for non-IP addresses.
+   * @example await keys.of("2001:db8:1:2:aaaa::1") === await keys.of("2001:db8:1:2::9") // same /64
+   */
+  async of(address: string): Promise<string | undefined> {
+    const network = senderNetwork(address);
+    if (network === null) return undefined;
+    this.#mac ??= this.#load().catch((err) => {
+      this.#mac = undefined;
+      throw err;
+    });
+    return (await this.#mac).digest(`sender:${network}`).toString("hex").slice(0, 16);
+  }
+
+  /** The store's key, made by the first process that needs it. */
+  async #load(): Promise<HmacSha256> {
+    for (;;) {
+      const got = await this.kv.get<string>(SECRET_KEY);
+      if (got.value) return new HmacSha256(fromBase64url(got.value));
+      const made = base64url(randomBytes(32));
+      const res = await this.kv.atomic().check(got).set(SECRET_KEY, made).commit();
+      if (res.ok) return new HmacSha256(fromBase64url(made));
+    }
+  }
 }

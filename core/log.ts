@@ -33,12 +33,19 @@ const SECRET_TEXT: [RegExp, string][] = [
   [/\b(Bearer|Payment|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, "$1 [redacted]"],
   [/\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, "[jwt redacted]"],
   [/([?&](?:key|token|api_key|access_token|secret)=)[^&\s]+/gi, "$1[redacted]"],
+  // Paths that are themselves capabilities: a claim link (who holds it sees the human's e-mail and can
+  // lock the link with wrong codes), a checkout or payment reference (who holds it can cancel the
+  // checkout). Their secret parts are 43 characters; `/claim/complete` and the like stay readable.
+  [/\/(claim|checkout|payments)\/[A-Za-z0-9_-]{16,}/g, "/$1/[redacted]"],
+  // A human's e-mail address (personal data): a mail relay's refusal quotes the recipient.
+  [/[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g, "[e-mail redacted]"],
 ];
 
-// Text none of SECRET_TEXT can match (most log text: paths and ids) skips the four scans. Each
-// pattern needs one of these: `ak_`, `eyJ`, `?` or `&`, or the white space after a scheme's name
-// (case-sensitive, so cheaper than naming the schemes in any case).
-const MAY_HOLD_SECRET = /ak_|eyJ|[?&\s]/;
+// Text none of SECRET_TEXT can match (most log text: paths and ids) skips the scans. Each pattern
+// needs one of these: `ak_`, `eyJ`, `?` or `&`, the white space after a scheme's name
+// (case-sensitive, so cheaper than naming the schemes in any case), a capability path's prefix or
+// an `@`.
+const MAY_HOLD_SECRET = /ak_|eyJ|[?&\s@]|\/(?:claim|checkout|payments)\//;
 
 /** Removes credentials from a free-text string. */
 export function redactText(text: string): string {

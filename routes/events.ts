@@ -11,7 +11,7 @@ import { WidgetOrigins } from "../core/widget_origins.ts";
 import { widgetAllowsOrigin } from "../core/widget/mod.ts";
 import { enforcePublicLimit } from "./middleware/public_limits.ts";
 import { clientAddress } from "./storefront/client_address.ts";
-import { clientKey, senderNetwork } from "../core/client_key.ts";
+import { senderNetwork } from "../core/client_key.ts";
 import { actFor } from "./request_scope.ts";
 
 /**
@@ -78,7 +78,7 @@ const route = createRoute({
  * pipeline.
  */
 export function createEventRoutes(
-  deps: Pick<Deps, "apiKeys" | "repos" | "events" | "config" | "log" | "clock" | "eventLimiters">,
+  deps: Pick<Deps, "apiKeys" | "repos" | "events" | "config" | "log" | "clock" | "eventLimiters" | "clientKeys">,
 ) {
   const limits = deps.eventLimiters;
   const app = familyApp("message", deps.log);
@@ -126,7 +126,7 @@ export function createEventRoutes(
       await enforcePublicLimit(limits.perWidget, "widget", widget.id, events.length);
       await enforcePublicLimit(limits.perWidgetDaily, "widget_daily", widget.id, events.length);
       actFor(c, widget.tenantId);
-      ctx = { source: "widget", widget, clientKey: await clientKey(address), maxAgeMs: WIDGET_TS_MAX_AGE_MS };
+      ctx = { source: "widget", widget, clientKey: await deps.clientKeys.of(address), maxAgeMs: WIDGET_TS_MAX_AGE_MS };
     }
     const accepted = await deps.events.ingest(events, ctx);
     return c.json({ accepted }, 202, origin ? corsHeaders(origin) : {});

@@ -5,7 +5,6 @@ import { clickEvent, linkErrors } from "../core/links/mod.ts";
 import { familyApp } from "./family.ts";
 import { limitAddress } from "./middleware/public_limits.ts";
 import { clientAddress } from "./storefront/client_address.ts";
-import { clientKey } from "../core/client_key.ts";
 
 const clickRoute = createRoute({
   method: "get",
@@ -28,7 +27,9 @@ const clickRoute = createRoute({
 });
 
 /** `GET /r/{token}` (mounted at `/r`): the click-tracking redirect behind every `source_url`. */
-export function createRedirectRoutes(deps: Pick<Deps, "links" | "events" | "log" | "clock" | "clickGate" | "config">) {
+export function createRedirectRoutes(
+  deps: Pick<Deps, "links" | "events" | "log" | "clock" | "clickGate" | "clientKeys" | "config">,
+) {
   const app = familyApp("message", deps.log);
   app.openapi(clickRoute, async (c) => {
     const token = c.req.param("token");
@@ -44,7 +45,7 @@ export function createRedirectRoutes(deps: Pick<Deps, "links" | "events" | "log"
         });
         if (verdict === "counted") {
           // The clicker's network key: trending counts one sender per network (docs/events-and-metrics.md).
-          const sender = await clientKey(clientAddress(c, deps.config.trustProxy));
+          const sender = await deps.clientKeys.of(clientAddress(c, deps.config.trustProxy));
           await deps.events.record([clickEvent(click, deps.clock.now(), c.req.header("referer"), sender)]);
         }
       } catch (err) {

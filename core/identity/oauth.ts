@@ -1,5 +1,5 @@
 import type { Clock } from "../clock.ts";
-import { base64url, randomBytes, sha256Hex, timingSafeEqual } from "../crypto.ts";
+import { base64url, fromBase64url, randomBytes, sha256Hex, timingSafeEqual } from "../crypto.ts";
 import { AppError } from "../errors.ts";
 import type { AccountStore } from "./accounts.ts";
 import type { OAuthClients } from "./oauth_clients.ts";
@@ -131,19 +131,25 @@ export class OAuthService {
   /** The pending request of a consent form, or null (unknown, expired or already decided). */
   async loadRequest(id: string): Promise<Deno.KvEntry<AuthorizationRequest> | null> {
     if (!REQUEST_ID_RE.test(id)) return null;
-    const entry = await this.kv.get<AuthorizationRequest>(["oauth_request", await sha256Hex(id)]);
+    const entry = await this.kv.get<StoredRequest>(["oauth_request", await sha256Hex(id)]);
     if (!entry.value || Date.parse(entry.value.expiresAt) <= this.clock.now().getTime()) return null;
-    return entry as Deno.KvEntry<AuthorizationRequest>;
+    const { sealedClaim, ...request } = entry.value;
+    // A request stored before claims were sealed holds its claim as is.
+    const claim = sealedClaim ? await openClaim(id, sealedClaim) : request.claim;
+    return { ...entry, value: { ...request, ...(claim ? { claim } : {}) } } as Deno.KvEntry<AuthorizationRequest>;
   }
 
-  /** Records the claim the human started on the consent page. */
-  async attachClaim(id: string, claim: AuthorizationRequest["claim"]): Promise<void> {
+  /**
+   * Records the claim the human started on the consent page, sealed with the request id: the claim
+   * token and link reach the store only encrypted, under a key only the consent form holds.
+   */
+  async attachClaim(id: string, claim: NonNullable<AuthorizationRequest["claim"]>): Promise<void> {
     const entry = await this.loadRequest(id);
     if (!entry) return;
+    const { claim: _previous, ...request } = entry.value;
+    const stored: StoredRequest = { ...request, sealedClaim: await sealClaim(id, claim) };
     // Against the entry read: a request decided meanwhile (another tab) is not brought back to life.
-    await this.kv.atomic().check(entry).set(entry.key, { ...entry.value, claim }, {
-      expireIn: (REQUEST_TTL_S + 3600) * 1000,
-    }).commit();
+    await this.kv.atomic().check(entry).set(entry.key, stored, { expireIn: (REQUEST_TTL_S + 3600) * 1000 }).commit();
   }
 
   /**
@@ -278,3 +284,44 @@ export class OAuthService {
 }
 
 const enc = new TextEncoder();
+
+/**
+ * A pending request as kept in KV (under the SHA-256 of its id): its claim, once the human started
+ * one, sealed with AES-256-GCM under a key derived from the request id, which the store never holds
+ * (a KV dump or backup then shows no claim token or link).
+ */
+type StoredRequest = AuthorizationRequest & { sealedClaim?: string };
+
+async function claimKey(id: string): Promise<CryptoKey> {
+  // Its own domain: the KV key is the plain SHA-256 of the id, which must not open the claim.
+  const raw = Uint8Array.fromHex(await sha256Hex(`oauth_request_claim:${id}`));
+  return await crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]);
+}
+
+async function sealClaim(id: string, claim: NonNullable<AuthorizationRequest["claim"]>): Promise<string> {
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const sealed = await crypto.subtle.encrypt(
+    { name: "AES-GCM", iv },
+    await claimKey(id),
+    new TextEncoder().encode(JSON.stringify(claim)),
+  );
+  const out = new Uint8Array(iv.length + sealed.byteLength);
+  out.set(iv);
+  out.set(new Uint8Array(sealed), iv.length);
+  return base64url(out);
+}
+
+/** The claim sealed for this request id, or undefined when it does not open (another id, tampered). */
+async function openClaim(id: string, sealed: string): Promise<AuthorizationRequest["claim"]> {
+  try {
+    const bytes = new Uint8Array(fromBase64url(sealed));
+    const plain = await crypto.subtle.decrypt(
+      { name: "AES-GCM", iv: bytes.subarray(0, 12) },
+      await claimKey(id),
+      bytes.subarray(12),
+    );
+    return JSON.parse(new TextDecoder().decode(plain));
+  } catch {
+    return undefined;
+  }
+}

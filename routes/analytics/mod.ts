@@ -165,10 +165,13 @@ export function createAnalyticsRoutes(
   const app = familyApp<TenantEnv>("message", deps.log);
   const cache = deps.analyticsCache;
   const rollupDeps = rollupDepsOf(deps);
-  // Tenant data and user text (prompts, answers) in JSON, CSV and Parquet: never sniffed as a page.
-  app.use("*", async function noSniff(c, next) {
+  // Tenant data and user text (prompts, answers, readers' pages) in JSON, CSV and Parquet: never
+  // sniffed as a page, and kept by no cache, the browser's of a dashboard included (the answer
+  // cache is ours, server-side; `X-Cache` says how it answered).
+  app.use("*", async function noSniffNoStore(c, next) {
     await next();
     c.res.headers.set("x-content-type-options", "nosniff");
+    c.res.headers.set("cache-control", "no-store");
   });
   app.use("*", apiKeyAuth(deps.apiKeys));
   app.use("*", rateLimit({ limiter: deps.analyticsLimiter, key: (c) => c.get("apiKey")?.id }));

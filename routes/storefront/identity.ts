@@ -4,6 +4,7 @@ import type { Deps } from "../../composition.ts";
 import { claimBlock, ID_JAG_TOKEN_TYPE, identityBody, sfError } from "../../core/identity/mod.ts";
 import { familyApp } from "../family.ts";
 import { bodyReader, type BodyRejection } from "../middleware/body.ts";
+import { noStore } from "../middleware/no_store.ts";
 import { requireSeller, sellerOf } from "./seller.ts";
 
 const storefrontError = z.object({
@@ -169,7 +170,8 @@ export function createIdentityRoutes(deps: Pick<Deps, "storefront" | "config" | 
   const app = familyApp("storefront", deps.log);
   const { identity, claims } = deps.storefront;
   const limit = storefrontAddressLimit(deps);
-  app.use("*", requireSeller(deps), limit);
+  // Assertions, refresh tokens, claim tokens and links (in errors too: interaction_required): no cache keeps them.
+  app.use("*", noStore, requireSeller(deps), limit);
   app.post(
     "*",
     bodyReader({ limit: deps.config.maxBodyBytes, object: true, reject: storefrontRejection }),
@@ -211,7 +213,6 @@ export function createIdentityRoutes(deps: Pick<Deps, "storefront" | "config" | 
   app.openapi(completeRoute, async (c) => {
     const body = c.req.valid("json");
     const r = await claims.complete(body.claim_token, body.user_code);
-    c.header("Cache-Control", "no-store");
     return c.json(asIdentity(identityBody(r)), 200);
   });
   return app;

@@ -13,7 +13,6 @@ import type { Deps } from "../../composition.ts";
 import { followUpQuestions, standaloneQuery } from "../../core/answer/mod.ts";
 import type { AnswerContext, Citation } from "../../core/answer/mod.ts";
 import { boundedCache } from "../../core/bounded_cache.ts";
-import { clientKey } from "../../core/client_key.ts";
 import { sha256Hex } from "../../core/crypto.ts";
 import { hasIdFormat } from "../../core/ids.ts";
 import { describeError } from "../../core/log.ts";
@@ -233,7 +232,7 @@ const widgetBodyRejection: BodyRejection = (p) =>
     ? widgetErrors.body_malformed({ why: p.why })
     : widgetErrors.body_not_object();
 
-type Deps_ = Pick<Deps, "repos" | "answer" | "search" | "config" | "log" | "clock" | "widgetLimits">;
+type Deps_ = Pick<Deps, "repos" | "answer" | "search" | "config" | "log" | "clock" | "widgetLimits" | "clientKeys">;
 
 /**
  * The widget of the path, read through a short-lived bounded cache (misses too), so a flood of
@@ -445,7 +444,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
         return true;
       }).slice(0, input.limit);
     };
-    const sender = await clientKey(clientAddress(c, deps.config.trustProxy));
+    const sender = await deps.clientKeys.of(clientAddress(c, deps.config.trustProxy));
     const response = await deps.search.recommend(dm, {
       query: text,
       // Room for the page itself and syndicated copies, which `shown` leaves out.
