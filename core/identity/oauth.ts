@@ -10,6 +10,12 @@ import type { AuthorizationCodeRecord, AuthorizationRequest, OAuthClient } from 
 
 /** Authorization codes live this long (OAuth 2.1 recommends minutes at most). */
 export const CODE_TTL_S = 60;
+/**
+ * A rotated refresh token presented again this soon is a client's own parallel refresh (the MCP
+ * SDK refreshes once per request that met a 401), answered with the same successor; later it is a
+ * replay and revokes the family.
+ */
+export const REFRESH_REUSE_GRACE_S = 30;
 /** The human has this long on the consent page (the e-mailed code included). */
 export const REQUEST_TTL_S = 15 * 60;
 // RFC 7636 section 4.1/4.2: verifier 43-128 unreserved characters; an S256 challenge is 43 base64url characters.
@@ -252,7 +258,7 @@ export class OAuthService {
           throw oauthErrors.grant_identity_gone();
         }
         op.check(cred);
-      });
+      }, { reuseGraceS: REFRESH_REUSE_GRACE_S });
     } catch (err) {
       // The store's own refusals (unknown, expired, reused, revoked) are invalid_grant here.
       if (err instanceof AppError && err.code === "invalid_refresh_token") {

@@ -105,6 +105,10 @@ export interface RefreshTokenRecord {
   status: "active" | "rotated";
   createdAt: string;
   expiresAt: string;
+  /** When it was rotated (set with `rotated`). */
+  rotatedAt?: string;
+  /** Its successor, sealed under a key only this token gives (a rotation with a reuse grace). */
+  successorSealed?: string;
 }
 
 /** A rotation family: every refresh token descending from one issuance. */
