@@ -230,6 +230,7 @@ export class OAuthService {
       audience: rec.resource,
       clientId: client.clientId,
     });
+    await this.clients.renew(client);
     return { access_token: accessToken, token_type: "Bearer", expires_in: expiresIn, refresh_token: refresh.token };
   }
 
@@ -271,6 +272,7 @@ export class OAuthService {
       audience: resource,
       clientId: client.clientId,
     });
+    await this.clients.renew(client);
     return {
       access_token: accessToken,
       token_type: "Bearer",

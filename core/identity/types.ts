@@ -134,6 +134,8 @@ export interface OAuthClient {
   /** Exact redirect URIs; an authorization request must name one of them. */
   redirectUris: string[];
   createdAt: string;
+  /** The last grant that renewed the registration (a registration lives `CLIENT_TTL_S` from it). */
+  renewedAt?: string;
 }
 
 /** A validated authorization request, kept while the human is on the consent page. */
