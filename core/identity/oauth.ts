@@ -2,7 +2,7 @@ import type { Clock } from "../clock.ts";
 import { base64url, randomBytes, sha256Hex, timingSafeEqual } from "../crypto.ts";
 import { AppError } from "../errors.ts";
 import type { AccountStore } from "./accounts.ts";
-import type { OAuthClients } from "./oauth_clients.ts";
+import { isRegisteredRedirect, type OAuthClients } from "./oauth_clients.ts";
 import { oauthErrors } from "./oauth_errors.ts";
 import type { RefreshTokens } from "./refresh_tokens.ts";
 import type { TokenService } from "./tokens.ts";
@@ -84,7 +84,7 @@ export class OAuthService {
     if (!client) return { kind: "page", message: "This application is not registered here (unknown client_id)" };
     const asked = single("redirect_uri");
     const redirectUri = asked ?? (client.redirectUris.length === 1 ? client.redirectUris[0] : undefined);
-    if (!redirectUri || !client.redirectUris.includes(redirectUri)) {
+    if (!redirectUri || !isRegisteredRedirect(client.redirectUris, redirectUri)) {
       return { kind: "page", message: "The redirect_uri is not one this application registered" };
     }
     const state = single("state");

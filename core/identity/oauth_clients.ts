@@ -44,6 +44,34 @@ export function redirectUriProblem(uri: unknown): RedirectUriProblem | null {
 }
 
 /**
+ * Whether `asked` names one of the `registered` redirect URIs: byte for byte, except the port of a
+ * loopback http URI (RFC 8252 section 7.3: a native client listens on a port the operating system
+ * gives it when it starts). Scheme, host, path and query must still be the registered ones, and
+ * `asked` must be in its normal form, so the URI the code is bound to is the one the browser is sent to.
+ * @example isRegisteredRedirect(["http://127.0.0.1:53682/cb"], "http://127.0.0.1:60111/cb") // true
+ * @example isRegisteredRedirect(["http://127.0.0.1:53682/cb"], "http://localhost:53682/cb") // false
+ */
+export function isRegisteredRedirect(registered: readonly string[], asked: string): boolean {
+  if (registered.includes(asked)) return true;
+  const portless = loopbackWithoutPort(asked);
+  return portless !== null && new URL(asked).href === asked &&
+    registered.some((r) => loopbackWithoutPort(r) === portless);
+}
+
+/** A loopback http URI without its port (`http://127.0.0.1/cb?x`), or null for any other URI. */
+function loopbackWithoutPort(uri: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== "http:" || !LOOPBACK_HOSTS.has(url.hostname)) return null;
+  if (url.username || url.password || uri.includes("#")) return null;
+  return `http://${url.hostname}${url.pathname}${url.search}`;
+}
+
+/**
  * Whether the authorization endpoint may send the browser to a registered redirect URI without the
  * human's click (an error of the request): a loopback address or an app's private-use scheme stays
  * on the human's own machine. An https URI is whatever its registrant chose (registration is open),
