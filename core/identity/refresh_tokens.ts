@@ -8,7 +8,8 @@ const TOKEN_RE = /^rt_[A-Za-z0-9_-]{43}$/;
 
 /**
  * Rotating refresh tokens (stored by SHA-256). Each use hands out a successor and marks the used
- * token `rotated`; presenting a rotated token again means it leaked, so its whole family is revoked.
+ * token `rotated`; presenting a rotated token again means it leaked, so its whole family is revoked
+ * (unless the caller grants a reuse grace: see {@link RefreshTokens.rotate}).
  */
 export class RefreshTokens {
   constructor(private readonly kv: Deno.Kv, private readonly clock: Clock, private readonly ttlS: number) {}
@@ -52,7 +53,7 @@ export class RefreshTokens {
 
   /**
    * Spends a refresh token and returns its successor, atomically (of two concurrent uses one wins;
-   * the other counts as reuse).
+   * the other counts as reuse, or, within `reuseGraceS`, gets the same successor).
    * @param extra lets the caller check more state in the same commit (e.g. the credential) and
    * refuse a family that is not its kind (it gets the family record).
    * @throws AppError 401 `invalid_refresh_token`: unknown, expired, revoked family, or reuse (which revokes the family).
