@@ -53,6 +53,12 @@ interface GateContext {
 }
 
 const FACILITATOR_TIMEOUT_MS = 30_000;
+/**
+ * How long the storefront's node may lag the facilitator's: a receipt not found at once is asked
+ * for again, since a settlement refused with a 402 is paid again by mppx's client, with new money.
+ */
+const RECEIPT_WAIT_MS = 10_000;
+const RECEIPT_POLL_MS = 250;
 const REALM_CACHE_MAX = 256;
 
 // deno-lint-ignore no-explicit-any
@@ -364,10 +370,22 @@ async function confirmTransfer(
   from: string,
   value: bigint,
 ): Promise<void> {
-  const { createPublicClient, http, parseEventLogs, isAddressEqual } = await import("viem");
+  const { createPublicClient, http, parseEventLogs, isAddressEqual, TransactionReceiptNotFoundError } = await import(
+    "viem"
+  );
   if (typeof tx !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(tx)) throw new Error("no transaction hash");
   const client = createPublicClient({ transport: http(evm.rpcUrl!, { timeout: FACILITATOR_TIMEOUT_MS }) });
-  const receipt = await client.getTransactionReceipt({ hash: tx as `0x${string}` });
+  const deadline = Date.now() + RECEIPT_WAIT_MS;
+  let receipt;
+  for (;;) {
+    try {
+      receipt = await client.getTransactionReceipt({ hash: tx as `0x${string}` });
+      break;
+    } catch (err) {
+      if (!(err instanceof TransactionReceiptNotFoundError) || Date.now() + RECEIPT_POLL_MS > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, RECEIPT_POLL_MS));
+    }
+  }
   const transferAbi = [{
     type: "event",
     name: "Transfer",

@@ -2,7 +2,7 @@ import type { Clock } from "../clock.ts";
 import { base64url, fromBase64url, randomBytes, sha256Hex, timingSafeEqual } from "../crypto.ts";
 import { AppError } from "../errors.ts";
 import type { AccountStore } from "./accounts.ts";
-import type { OAuthClients } from "./oauth_clients.ts";
+import { isRegisteredRedirect, type OAuthClients } from "./oauth_clients.ts";
 import { oauthErrors } from "./oauth_errors.ts";
 import type { RefreshTokens } from "./refresh_tokens.ts";
 import type { TokenService } from "./tokens.ts";
@@ -10,6 +10,12 @@ import type { AuthorizationCodeRecord, AuthorizationRequest, OAuthClient } from 
 
 /** Authorization codes live this long (OAuth 2.1 recommends minutes at most). */
 export const CODE_TTL_S = 60;
+/**
+ * A rotated refresh token presented again this soon is a client's own parallel refresh (the MCP
+ * SDK refreshes once per request that met a 401), answered with the same successor; later it is a
+ * replay and revokes the family.
+ */
+export const REFRESH_REUSE_GRACE_S = 30;
 /** The human has this long on the consent page (the e-mailed code included). */
 export const REQUEST_TTL_S = 15 * 60;
 // RFC 7636 section 4.1/4.2: verifier 43-128 unreserved characters; an S256 challenge is 43 base64url characters.
@@ -78,7 +84,7 @@ export class OAuthService {
     if (!client) return { kind: "page", message: "This application is not registered here (unknown client_id)" };
     const asked = single("redirect_uri");
     const redirectUri = asked ?? (client.redirectUris.length === 1 ? client.redirectUris[0] : undefined);
-    if (!redirectUri || !client.redirectUris.includes(redirectUri)) {
+    if (!redirectUri || !isRegisteredRedirect(client.redirectUris, redirectUri)) {
       return { kind: "page", message: "The redirect_uri is not one this application registered" };
     }
     const state = single("state");
@@ -233,6 +239,7 @@ export class OAuthService {
       audience: rec.resource,
       clientId: client.clientId,
     });
+    await this.clients.renew(client);
     return { access_token: accessToken, token_type: "Bearer", expires_in: expiresIn, refresh_token: refresh.token };
   }
 
@@ -261,7 +268,7 @@ export class OAuthService {
           throw oauthErrors.grant_identity_gone();
         }
         op.check(cred);
-      });
+      }, { reuseGraceS: REFRESH_REUSE_GRACE_S });
     } catch (err) {
       // The store's own refusals (unknown, expired, reused, revoked) are invalid_grant here.
       if (err instanceof AppError && err.code === "invalid_refresh_token") {
@@ -274,6 +281,7 @@ export class OAuthService {
       audience: resource,
       clientId: client.clientId,
     });
+    await this.clients.renew(client);
     return {
       access_token: accessToken,
       token_type: "Bearer",

@@ -44,6 +44,34 @@ export function redirectUriProblem(uri: unknown): RedirectUriProblem | null {
 }
 
 /**
+ * Whether `asked` names one of the `registered` redirect URIs: byte for byte, except the port of a
+ * loopback http URI (RFC 8252 section 7.3: a native client listens on a port the operating system
+ * gives it when it starts). Scheme, host, path and query must still be the registered ones, and
+ * `asked` must be in its normal form, so the URI the code is bound to is the one the browser is sent to.
+ * @example isRegisteredRedirect(["http://127.0.0.1:53682/cb"], "http://127.0.0.1:60111/cb") // true
+ * @example isRegisteredRedirect(["http://127.0.0.1:53682/cb"], "http://localhost:53682/cb") // false
+ */
+export function isRegisteredRedirect(registered: readonly string[], asked: string): boolean {
+  if (registered.includes(asked)) return true;
+  const portless = loopbackWithoutPort(asked);
+  return portless !== null && new URL(asked).href === asked &&
+    registered.some((r) => loopbackWithoutPort(r) === portless);
+}
+
+/** A loopback http URI without its port (`http://127.0.0.1/cb?x`), or null for any other URI. */
+function loopbackWithoutPort(uri: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== "http:" || !LOOPBACK_HOSTS.has(url.hostname)) return null;
+  if (url.username || url.password || uri.includes("#")) return null;
+  return `http://${url.hostname}${url.pathname}${url.search}`;
+}
+
+/**
  * Whether the authorization endpoint may send the browser to a registered redirect URI without the
  * human's click (an error of the request): a loopback address or an app's private-use scheme stays
  * on the human's own machine. An https URI is whatever its registrant chose (registration is open),
@@ -78,6 +106,8 @@ export function isMetadataDocumentUrl(clientId: string): boolean {
   }
 }
 
+/** A used registration is written at most this often (a client refreshes every few minutes). */
+const RENEW_EVERY_MS = 86_400_000;
 const DOCUMENT_MAX_BYTES = 16 * 1024;
 const DOCUMENT_FRESH_MS = 5 * 60_000;
 const DOCUMENT_FAILED_MS = 60_000;
@@ -85,8 +115,9 @@ const DOCUMENT_FAILED_MS = 60_000;
 /**
  * The clients of the authorization code flow, public only (`token_endpoint_auth_method` none;
  * PKCE proves possession), known two ways:
- * - RFC 7591 dynamic registration: records live `CLIENT_TTL_S` in KV; a client that is gone
- *   registers again (the MCP SDK does so on `invalid_client`);
+ * - RFC 7591 dynamic registration: records live `CLIENT_TTL_S` in KV from registration or from
+ *   their latest grant ({@link OAuthClients.renew}); a client that is gone registers again (the MCP
+ *   SDK does so on `invalid_client`);
  * - client ID metadata documents (the MCP authorization spec): the client_id is an https URL whose
  *   JSON names the client and its redirect URIs. Fetched through the SSRF guard (public addresses,
  *   16 KiB, no redirects), cached a few minutes (a failure one minute).
@@ -151,8 +182,26 @@ export class OAuthClients {
     if (!clientId || !CLIENT_ID_RE.test(clientId)) return null;
     const client = (await this.kv.get<OAuthClient>(["oauth_client", clientId])).value;
     if (!client) return null;
-    const ageMs = this.clock.now().getTime() - Date.parse(client.createdAt);
+    const ageMs = this.clock.now().getTime() - Date.parse(client.renewedAt ?? client.createdAt);
     return ageMs < OAuthClients.CLIENT_TTL_S * 1000 ? client : null;
+  }
+
+  /**
+   * Keeps a registered client `CLIENT_TTL_S` from its latest grant: the MCP SDK keeps its client_id
+   * with its refresh token (which lives longer than a registration), so a client in use must not
+   * expire under it. A client ID metadata document's client is not stored and needs nothing.
+   */
+  async renew(client: OAuthClient): Promise<void> {
+    if (!CLIENT_ID_RE.test(client.clientId)) return;
+    const now = this.clock.now();
+    if (now.getTime() - Date.parse(client.renewedAt ?? client.createdAt) < RENEW_EVERY_MS) return;
+    const key = ["oauth_client", client.clientId];
+    const entry = await this.kv.get<OAuthClient>(key);
+    if (!entry.value) return;
+    // Of two grants at once one renews; the other finds it done.
+    await this.kv.atomic().check(entry).set(key, { ...entry.value, renewedAt: now.toISOString() }, {
+      expireIn: OAuthClients.CLIENT_TTL_S * 1000,
+    }).commit();
   }
 
   async #document(url: string): Promise<OAuthClient | null> {

@@ -1,5 +1,5 @@
 import type { Clock } from "../clock.ts";
-import { base64url, randomBytes, sha256Hex } from "../crypto.ts";
+import { base64url, fromBase64url, randomBytes, sha256Hex } from "../crypto.ts";
 import { identityErrors } from "./errors.ts";
 import { newId } from "../ids.ts";
 import type { OAuthBinding, RefreshFamily, RefreshTokenRecord } from "./types.ts";
@@ -8,7 +8,8 @@ const TOKEN_RE = /^rt_[A-Za-z0-9_-]{43}$/;
 
 /**
  * Rotating refresh tokens (stored by SHA-256). Each use hands out a successor and marks the used
- * token `rotated`; presenting a rotated token again means it leaked, so its whole family is revoked.
+ * token `rotated`; presenting a rotated token again means it leaked, so its whole family is revoked
+ * (unless the caller grants a reuse grace: see {@link RefreshTokens.rotate}).
  */
 export class RefreshTokens {
   constructor(private readonly kv: Deno.Kv, private readonly clock: Clock, private readonly ttlS: number) {}
@@ -52,7 +53,7 @@ export class RefreshTokens {
 
   /**
    * Spends a refresh token and returns its successor, atomically (of two concurrent uses one wins;
-   * the other counts as reuse).
+   * the other counts as reuse, or, within `reuseGraceS`, gets the same successor).
    * @param extra lets the caller check more state in the same commit (e.g. the credential) and
    * refuse a family that is not its kind (it gets the family record).
    * @throws AppError 401 `invalid_refresh_token`: unknown, expired, revoked family, or reuse (which revokes the family).
@@ -60,6 +61,13 @@ export class RefreshTokens {
   async rotate(
     token: string,
     extra: (credentialId: string, op: Deno.AtomicOperation, family: RefreshFamily) => Promise<void> = async () => {},
+    { reuseGraceS = 0 }: {
+      /**
+       * A rotated token presented again this soon gets the successor of its rotation instead of
+       * revoking the family, as long as that successor is unused (a client's parallel refreshes).
+       */
+      reuseGraceS?: number;
+    } = {},
   ): Promise<{ credentialId: string; token: string; expiresIn: number; familyId: string }> {
     if (!TOKEN_RE.test(token)) throw identityErrors.invalid_refresh_token();
     const hash = await sha256Hex(token);
@@ -69,20 +77,48 @@ export class RefreshTokens {
       if (!rec) throw identityErrors.invalid_refresh_token();
       const famEntry = await this.kv.get<RefreshFamily>(["refresh_family", rec.familyId]);
       if (!famEntry.value || famEntry.value.revokedAt) throw identityErrors.refresh_token_revoked();
+      const now = this.clock.now().getTime();
       if (rec.status === "rotated") {
-        await this.#revokeFamily(rec.familyId);
-        throw identityErrors.refresh_token_reused();
+        const successor = await this.#successorInGrace(token, rec, now, reuseGraceS);
+        if (!successor) {
+          await this.#revokeFamily(rec.familyId);
+          throw identityErrors.refresh_token_reused();
+        }
+        // The same answer as the rotation's, checked as it was: the family, the caller's own checks.
+        const op = this.kv.atomic().check(entry).check(famEntry).check(successor.entry);
+        await extra(rec.credentialId, op, famEntry.value);
+        if (!(await op.commit()).ok) continue;
+        const expiresIn = Math.floor((Date.parse(successor.entry.value.expiresAt) - now) / 1000);
+        return { credentialId: rec.credentialId, token: successor.token, expiresIn, familyId: rec.familyId };
       }
-      if (Date.parse(rec.expiresAt) <= this.clock.now().getTime()) throw identityErrors.refresh_token_expired();
-      const op = this.kv.atomic().check(entry).check(famEntry)
-        .set(["refresh_token", hash], { ...rec, status: "rotated" }, { expireIn: (this.ttlS + 86400) * 1000 });
+      if (Date.parse(rec.expiresAt) <= now) throw identityErrors.refresh_token_expired();
+      const op = this.kv.atomic().check(entry).check(famEntry);
       await extra(rec.credentialId, op, famEntry.value);
       const next = await this.issueInto(op, rec.credentialId, rec.familyId);
+      const rotated: RefreshTokenRecord = {
+        ...rec,
+        status: "rotated",
+        rotatedAt: new Date(now).toISOString(),
+        ...(reuseGraceS > 0 ? { successorSealed: await seal(token, next.token) } : {}),
+      };
+      op.set(["refresh_token", hash], rotated, { expireIn: (this.ttlS + 86400) * 1000 });
       if ((await op.commit()).ok) {
         return { credentialId: rec.credentialId, token: next.token, expiresIn: next.expiresIn, familyId: rec.familyId };
       }
     }
     throw new Error("refresh rotation kept conflicting");
+  }
+
+  /** The unused, live successor of a token rotated less than `graceS` ago, or null (a replay). */
+  async #successorInGrace(token: string, rec: RefreshTokenRecord, now: number, graceS: number) {
+    if (graceS <= 0 || !rec.rotatedAt || !rec.successorSealed) return null;
+    if (now - Date.parse(rec.rotatedAt) >= graceS * 1000) return null;
+    const successor = await unseal(token, rec.successorSealed);
+    if (!successor) return null;
+    const entry = await this.kv.get<RefreshTokenRecord>(["refresh_token", await sha256Hex(successor)]);
+    const next = entry.value;
+    if (!next || next.status !== "active" || Date.parse(next.expiresAt) <= now) return null;
+    return { token: successor, entry: entry as Deno.KvEntry<RefreshTokenRecord> };
   }
 
   /** Whether the family exists and is not revoked (assertions issued with it check this at exchange). */
@@ -120,4 +156,27 @@ export class RefreshTokens {
       if (res.ok) return;
     }
   }
+}
+
+/**
+ * The successor sealed with a one-time pad drawn from the token it replaces (SHA-512 of the token,
+ * domain-separated from the SHA-256 that keys its record): only a holder of that token unseals it,
+ * never a reader of the store.
+ */
+async function seal(token: string, successor: string): Promise<string> {
+  return base64url(xor(new TextEncoder().encode(successor), await pad(token)));
+}
+
+async function unseal(token: string, sealed: string): Promise<string | null> {
+  const successor = new TextDecoder().decode(xor(fromBase64url(sealed), await pad(token)));
+  return TOKEN_RE.test(successor) ? successor : null;
+}
+
+async function pad(token: string): Promise<Uint8Array> {
+  const input = new TextEncoder().encode(`refresh-successor-pad:${token}`);
+  return new Uint8Array(await crypto.subtle.digest("SHA-512", input));
+}
+
+function xor(data: Uint8Array, key: Uint8Array): Uint8Array {
+  return data.map((b, i) => b ^ key[i]!);
 }

@@ -105,6 +105,10 @@ export interface RefreshTokenRecord {
   status: "active" | "rotated";
   createdAt: string;
   expiresAt: string;
+  /** When it was rotated (set with `rotated`). */
+  rotatedAt?: string;
+  /** Its successor, sealed under a key only this token gives (a rotation with a reuse grace). */
+  successorSealed?: string;
 }
 
 /** A rotation family: every refresh token descending from one issuance. */
@@ -130,6 +134,8 @@ export interface OAuthClient {
   /** Exact redirect URIs; an authorization request must name one of them. */
   redirectUris: string[];
   createdAt: string;
+  /** The last grant that renewed the registration (a registration lives `CLIENT_TTL_S` from it). */
+  renewedAt?: string;
 }
 
 /** A validated authorization request, kept while the human is on the consent page. */

@@ -137,13 +137,15 @@ export function createDiscoveryRoutes(deps: Pick<Deps, "config" | "storefront" |
     cache(c);
     return c.json(protectedResourceMetadata(deps));
   };
-  // The root document is the one a strict client starting from BASE_URL (or AGENT_AUTH_URL) finds:
-  // it names that origin as issuer. The network issuer's own document is at its path-inserted URL.
+  // The root document is the one a strict client starting from BASE_URL, AGENT_AUTH_URL or a pathless
+  // NETWORK_API_URL (the issuer on a host of its own) finds: it names that origin as issuer. A network
+  // issuer with a path has its own document at its path-inserted URL.
   documented(app, authorizationServerRoute, (c) => {
     cache(c);
     const origin = new URL(c.req.url).origin;
-    const { baseUrl, agentAuthUrl } = deps.config;
-    const root = [baseUrl, agentAuthUrl].map((u) => new URL(u)).find((u) => u.origin === origin && u.pathname === "/");
+    const { baseUrl, agentAuthUrl, networkApiUrl } = deps.config;
+    const root = [networkApiUrl, baseUrl, agentAuthUrl].map((u) => new URL(u))
+      .find((u) => u.origin === origin && u.pathname === "/");
     return c.json(authorizationServerMetadata(deps, root ? root.origin : new URL(agentAuthUrl).origin));
   });
   const asPath = new URL(deps.config.networkApiUrl).pathname.replace(/\/+$/, "");

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import * as oauth from "oauth4webapi";
 import { decodeJwt } from "jose";
+import { REFRESH_REUSE_GRACE_S } from "../../core/identity/oauth.ts";
 import { consent, openConsent } from "./_consent.ts";
 import { mcpWorld } from "./_world.ts";
 
@@ -156,6 +157,15 @@ Deno.test("oauth4webapi: discovery, registration, consent (anonymous), code + PK
     );
     assert.notEqual(next.refresh_token, tokens.refresh_token);
     assert.equal(decodeJwt(next.access_token).aud, MCP);
+    // Within the grace a client's own parallel refresh gets the same successor (oauth_refresh_race_test.ts);
+    // after it, the old token is a replay.
+    const parallel = await oauth.processRefreshTokenResponse(
+      as,
+      a.client,
+      await oauth.refreshTokenGrantRequest(as, a.client, oauth.None(), tokens.refresh_token!, opts),
+    );
+    assert.equal(parallel.refresh_token, next.refresh_token);
+    w.clock.advance(REFRESH_REUSE_GRACE_S * 1000);
     const reused = await oauthError(
       await oauth.refreshTokenGrantRequest(as, a.client, oauth.None(), tokens.refresh_token!, opts),
     );

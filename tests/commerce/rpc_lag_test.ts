@@ -1,0 +1,102 @@
+/**
+ * With `PAY_EVM_RPC_URL` set, a settlement counts once the storefront's own node shows its Transfer.
+ * The facilitator answers once its node mined the transaction; the storefront's node (another node
+ * of a provider, a block behind) may not know the receipt yet. That was read once and taken for
+ * "not on chain": the payment was refused with a 402 carrying fresh challenges, and mppx's stock
+ * client (which answers a post-payment 402 with a new credential, up to three times) paid again
+ * each time, every payment settled on chain and none credited. The receipt is now awaited.
+ */
+import assert from "node:assert/strict";
+import { Mppx } from "mppx/client";
+import { evm } from "mppx/evm/client";
+import { privateKeyToAccount } from "viem/accounts";
+import { FixedClock } from "../../core/clock.ts";
+import { LOCAL_KEYS, startLocalChain, TOKEN_DOMAIN } from "../../fixtures/chain/local.ts";
+import { type CommerceWorld, createCommerceWorld, postJson } from "./_helpers.ts";
+
+/** The app on a real port; every request reaches it as the seller's host (store.test). */
+function serve(w: CommerceWorld) {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const url = new URL(req.url);
+    const headers = new Headers(req.headers);
+    headers.set("host", "store.test");
+    return w.app.fetch(
+      new Request(`http://store.test${url.pathname}${url.search}`, {
+        method: req.method,
+        headers,
+        body: req.body,
+        // deno-lint-ignore no-explicit-any
+        duplex: "half" as any,
+      } as RequestInit),
+    );
+  });
+  return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
+}
+
+/**
+ * A JSON-RPC node a little behind the chain: the first `behind` receipt lookups of each transaction
+ * answer null (not mined yet, as far as this node knows); everything else is forwarded.
+ */
+function laggingNode(rpcUrl: string, behind: number) {
+  const seen = new Map<string, number>();
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const body = await req.text();
+    const call = JSON.parse(body);
+    if (!Array.isArray(call) && call.method === "eth_getTransactionReceipt") {
+      const hash = String(call.params?.[0]);
+      const n = seen.get(hash) ?? 0;
+      seen.set(hash, n + 1);
+      if (n < behind) return Response.json({ jsonrpc: "2.0", id: call.id, result: null });
+    }
+    const res = await fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
+    return new Response(res.body, { status: res.status, headers: { "content-type": "application/json" } });
+  });
+  return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
+}
+
+Deno.test("mppx evm client: a settlement the storefront's node has not seen yet is awaited, paid once and credited once", async () => {
+  const chain = await startLocalChain();
+  const node = laggingNode(chain.rpcUrl, 2);
+  const clock = new FixedClock(new Date().toISOString());
+  const w = await createCommerceWorld({
+    clock,
+    env: {
+      PAY_EVM_CHAIN_ID: String(chain.chainId),
+      PAY_EVM_TOKEN: chain.token,
+      PAY_EVM_TOKEN_NAME: TOKEN_DOMAIN.name,
+      PAY_EVM_TOKEN_VERSION: TOKEN_DOMAIN.version,
+      PAY_EVM_RECIPIENT: chain.addresses.seller,
+      PAY_X402_FACILITATOR_URL: chain.facilitatorUrl,
+      PAY_EVM_RPC_URL: node.url,
+    },
+  });
+  const http = serve(w);
+  try {
+    const { token } = await w.agents.issue();
+    const buyer0 = await chain.balanceOf(chain.addresses.buyer);
+    const client = Mppx.create({
+      methods: [evm({ account: privateKeyToAccount(LOCAL_KEYS.buyer), authorization: TOKEN_DOMAIN })],
+      fetch: (input, init) => {
+        const req = new Request(input, init);
+        req.headers.set("zc-agent-authorization", `Bearer ${token}`);
+        return fetch(req);
+      },
+      polyfill: false,
+    });
+    const bought = await client.fetch(`${http.url}/plans/${w.plan.id}/purchase`, postJson({ amountUsd: "1.000000" }));
+    const text = await bought.text();
+    assert.equal(
+      await chain.balanceOf(chain.addresses.buyer),
+      buyer0 - 1_000_000n,
+      "the buyer paid once",
+    );
+    assert.equal(chain.settlements.length, 1);
+    assert.equal(bought.status, 200, text);
+    assert.equal(JSON.parse(text).entitlement.remainingUsd, "1.000000");
+  } finally {
+    await http.close();
+    await node.close();
+    await w.close();
+    await chain.close();
+  }
+});

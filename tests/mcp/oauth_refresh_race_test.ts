@@ -1,0 +1,109 @@
+/**
+ * The MCP SDK's OAuth client refreshes once per request that met a 401: an MCP host that sends
+ * calls in parallel when its access token (five minutes) expires refreshes with the same refresh
+ * token several times at once. Refresh tokens rotate, and a rotated one presented again revokes its
+ * family; without a grace, the host lost its sign-in (and sent the human back to the consent page)
+ * every time its parallel calls met an expiry. A rotated token presented again within
+ * `REFRESH_REUSE_GRACE_S` gets the same successor; after it, a replay still revokes the family.
+ */
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from "@modelcontextprotocol/sdk/shared/auth.js";
+import { REFRESH_REUSE_GRACE_S } from "../../core/identity/oauth.ts";
+import { consent } from "./_consent.ts";
+import { mcpWorld } from "./_world.ts";
+
+/** An MCP host's token store; counts the times it had to send the human to the consent page. */
+class HostProvider implements OAuthClientProvider {
+  info?: OAuthClientInformationMixed;
+  saved?: OAuthTokens;
+  verifier = "";
+  authorizationUrl?: URL;
+  consentsAsked = 0;
+  constructor(readonly redirectUrl: string) {}
+  get clientMetadata(): OAuthClientMetadata {
+    return { redirect_uris: [this.redirectUrl], client_name: "Parallel host", token_endpoint_auth_method: "none" };
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.info = info;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens;
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+    this.consentsAsked++;
+  }
+  saveCodeVerifier(v: string) {
+    this.verifier = v;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
+  invalidateCredentials(scope: "all" | "client" | "tokens" | "verifier" | "discovery") {
+    if (scope === "all" || scope === "tokens") this.saved = undefined;
+    if (scope === "all" || scope === "client") this.info = undefined;
+  }
+}
+
+Deno.test("MCP SDK OAuth client: parallel calls at token expiry all refresh and the host stays signed in; a replay after the grace still revokes", async (t) => {
+  await using w = await mcpWorld({ realBase: true });
+  const provider = new HostProvider("http://127.0.0.1:53682/callback");
+  const mcpUrl = new URL(`${w.base}/mcp`);
+  const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
+  await new Client({ name: "host", version: "1" }).connect(first).catch(() => {});
+  const back = await consent(w, provider.authorizationUrl!.href, "anonymous");
+  await first.finishAuth(back.searchParams.get("code")!);
+  const client = new Client({ name: "host", version: "1" });
+  await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
+  assert.equal(provider.consentsAsked, 1);
+  const ttlMs = w.deps.config.storefront.accessTokenTtlS * 1000;
+  const signedIn = provider.saved!.refresh_token!;
+
+  await t.step("three calls sent at once after the access token expired all succeed", async () => {
+    w.clock.advance(ttlMs + 1000);
+    const results = await Promise.allSettled([client.listTools(), client.listTools(), client.listTools()]);
+    assert.deepEqual(results.map((r) => r.status === "fulfilled" ? "ok" : String(r.reason)), ["ok", "ok", "ok"]);
+    assert.equal(provider.consentsAsked, 1, "the human was not asked again");
+    assert.notEqual(provider.saved?.refresh_token, signedIn, "the refresh token rotated");
+  });
+
+  await t.step("at the next expiry the host refreshes again: the family is alive", async () => {
+    w.clock.advance(ttlMs + 1000);
+    assert.ok((await client.listTools()).tools.length > 0);
+    assert.equal(provider.consentsAsked, 1);
+  });
+
+  await t.step("the first refresh token presented after the grace is a replay: the family is revoked", async () => {
+    w.clock.advance(REFRESH_REUSE_GRACE_S * 1000);
+    const refresh = (token: string) =>
+      fetch(`${w.base}/oauth2/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({
+          grant_type: "refresh_token",
+          refresh_token: token,
+          client_id: provider.info!.client_id,
+        })
+          .toString(),
+      }).then(async (res) => ({ status: res.status, ...(await res.json()) }));
+    const replay = await refresh(signedIn);
+    assert.equal(replay.status, 400);
+    assert.equal(replay.error, "invalid_grant");
+    const current = await refresh(provider.saved!.refresh_token!);
+    assert.equal(current.error, "invalid_grant", "the newest token of the family is refused too");
+  });
+  await client.close();
+});
