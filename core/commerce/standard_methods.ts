@@ -375,14 +375,17 @@ async function confirmTransfer(
   );
   if (typeof tx !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(tx)) throw new Error("no transaction hash");
   const client = createPublicClient({ transport: http(evm.rpcUrl!, { timeout: FACILITATOR_TIMEOUT_MS }) });
-  const deadline = Date.now() + RECEIPT_WAIT_MS;
+  // Elapsed time on the monotonic clock: a timeout, not a date.
+  const deadline = performance.now() + RECEIPT_WAIT_MS;
   let receipt;
   for (;;) {
     try {
       receipt = await client.getTransactionReceipt({ hash: tx as `0x${string}` });
       break;
     } catch (err) {
-      if (!(err instanceof TransactionReceiptNotFoundError) || Date.now() + RECEIPT_POLL_MS > deadline) throw err;
+      if (!(err instanceof TransactionReceiptNotFoundError) || performance.now() + RECEIPT_POLL_MS > deadline) {
+        throw err;
+      }
       await new Promise((resolve) => setTimeout(resolve, RECEIPT_POLL_MS));
     }
   }
