@@ -85,13 +85,15 @@ export interface CommerceWorld extends TestWorld {
 
 /** Builds the world. `upstream: true` starts the payproxy peer and points BASE_URL at it. */
 export async function createCommerceWorld(
-  { upstream = false, withSecret = true, withPlan = true, env: extraEnv = {}, clock: worldClock }: {
+  { upstream = false, withSecret = true, withPlan = true, env: extraEnv = {}, clock: worldClock, wrapKv }: {
     upstream?: boolean;
     withSecret?: boolean;
     withPlan?: boolean;
     env?: Record<string, string>;
     /** The world's clock; a client that reads the process clock (mppx) needs one anchored there. */
     clock?: FixedClock;
+    /** Stands in front of the world's KV (see `createTestWorld`). */
+    wrapKv?: (kv: Deno.Kv) => Deno.Kv;
   } = {},
 ): Promise<CommerceWorld & AsyncDisposable> {
   const state = { mode: "ok" as UpstreamMode, calls: 0, verified: 0, url: "", agentIds: [] as (string | null)[] };
@@ -144,7 +146,7 @@ export async function createCommerceWorld(
   };
   if (upstream) Object.assign(env, { BASE_URL: state.url, PAID_PROXY_UPSTREAM: "http" });
   Object.assign(env, extraEnv);
-  const w = await createTestWorld({ env, clock: worldClock });
+  const w = await createTestWorld({ env, clock: worldClock, wrapKv });
   const { deps, clock } = w;
   const now = clock.now().toISOString();
   const { tenantId } = await w.tenantWithKey("Seller Media");
