@@ -150,3 +150,43 @@ Deno.test("purchase: declined tokens, a declined card on a checkout and a cancel
   await ok.body?.cancel();
   assert.deepEqual(keptForGood(writes!.writes()), ["commerce_ent", "commerce_payment"]);
 });
+
+Deno.test("paid proxy: calls the upstream refuses (not billed) leave no debit KV keeps for good; a billed one stays", async () => {
+  let writes: ReturnType<typeof recordKvWrites> | undefined;
+  await using w = await createCommerceWorld({ upstream: true, wrapKv: (kv) => (writes = recordKvWrites(kv)).kv });
+  const { token } = await w.agents.issue();
+  // One cent of credit buys one billed query: enough to send refused calls without end.
+  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson({ amountUsd: "1.000000" }), token });
+  const wallet = challengesOf(first).find((c) => c.method === "wallet")!;
+  await first.body?.cancel();
+  const bought = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson({ amountUsd: "1.000000" }, {
+      authorization: paymentAuthorization(wallet, { token: SANDBOX_TOKENS.wallet.success }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    }),
+  });
+  assert.equal(bought.status, 200);
+  await bought.body?.cancel();
+  writes!.reset();
+  const search = () => w.req(`/v2/search?data_model_id=${w.dataModelId}`, { ...postJson({ query: "rates" }), token });
+
+  w.upstream.mode = "error";
+  for (let i = 0; i < 5; i++) {
+    const refused = await search();
+    assert.equal(refused.status, 500);
+    await refused.body?.cancel();
+  }
+  const debits = (kept: boolean) =>
+    writes!.writes().filter((x) => x.key[0] === "commerce_debit" && (x.expireIn === undefined) === kept);
+  assert.equal(debits(true).length, 0, "debits of unbilled calls kept for good");
+  assert.equal(debits(false).length, 5);
+  for (const d of debits(false)) assert.ok(d.expireIn! <= DAY_MS);
+  // The credit itself is one record, whatever the number of calls.
+  assert.equal(writes!.writes().filter((x) => x.key[0] === "commerce_ent").length, 1);
+
+  w.upstream.mode = "ok";
+  const billed = await search();
+  assert.equal(billed.status, 200);
+  await billed.body?.cancel();
+  assert.equal(debits(true).length, 1, "a billed call's debit is the agent's record of what it paid");
+});
