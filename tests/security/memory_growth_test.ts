@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { SANDBOX_TOKENS, SandboxProcessor } from "../../core/commerce/processor.ts";
+import { createTestWorld } from "../_helpers.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "../commerce/_helpers.ts";
 
 Deno.test("sandbox processor: a flood of purchases with made-up and working tokens keeps at most its bound of charges in memory", async () => {
@@ -32,4 +33,18 @@ Deno.test("sandbox processor: a flood of purchases with made-up and working toke
   for (let i = 0; i < 6; i++) assert.equal(await buy(SANDBOX_TOKENS.wallet.success), 200);
   assert.equal(processor.remembered, 3);
   assert.equal(processor.ledger.length, 3, "the ledger keeps the newest charges");
+});
+
+Deno.test("storefront: a Host no seller can have (overlong, or not a host name) is an unknown host, never a KV read or a cache entry of its own", async () => {
+  await using w = await createTestWorld({ env: { AGENT_AUTH_URL: "http://store.test" } });
+  for (const host of ["a".repeat(3000) + ".test", "shop.test/../x", "a".repeat(300)]) {
+    const res = await w.app.request("http://store.test/agent/identity", {
+      method: "POST",
+      headers: { host, "content-type": "application/json" },
+      body: JSON.stringify({ type: "anonymous" }),
+    });
+    assert.equal(res.status, 404, host.slice(0, 40));
+    assert.equal((await res.json()).error, "seller_not_found");
+  }
+  assert.deepEqual(w.log.lines.filter((l) => l.level === "error"), []);
 });
