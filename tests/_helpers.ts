@@ -26,13 +26,15 @@ export interface TestWorld {
 
 /** Builds the app with injected deps. Always `await using` it or call `close()` in `finally`. */
 export async function createTestWorld(
-  { env = {}, fetch, clock = new FixedClock("2026-11-22T12:00:00Z"), overrides = {} }: {
+  { env = {}, fetch, clock = new FixedClock("2026-11-22T12:00:00Z"), overrides = {}, wrapKv }: {
     env?: Record<string, string>;
     fetch?: typeof globalThis.fetch;
     /** The clock to build with (e.g. one a local peer shares). */
     clock?: FixedClock;
     /** Parts that replace what the builder would make (in-test services, local peers). */
     overrides?: DepsOverrides;
+    /** Stands in front of the world's KV (e.g. `recordKvWrites` from `_kv_writes.ts`). */
+    wrapKv?: (kv: Deno.Kv) => Deno.Kv;
   } = {},
 ): Promise<TestWorld & AsyncDisposable> {
   const dataDir = await Deno.makeTempDir({ prefix: "svc-test-" });
@@ -43,7 +45,8 @@ export async function createTestWorld(
     EMBEDDINGS_CACHE_PATH: SHARED_EMBEDDINGS_CACHE,
     ...env,
   });
-  const kv = await Deno.openKv(":memory:");
+  const opened = await Deno.openKv(":memory:");
+  const kv = wrapKv ? wrapKv(opened) : opened;
   // Opened on the first analytics query: most worlds never make one, and loading DuckDB and making
   // its instance cost each world-building test file about 0.07 s of CPU. One thread per world: a
   // test's queries are small, and the suite runs two files at once on two cores, so a second thread

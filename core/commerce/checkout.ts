@@ -28,8 +28,6 @@ export const CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR = 10;
  * writes: without a bound, any agent could fill KV with checkout records.
  */
 export const CHECKOUT_OPENS_PER_ADDRESS_PER_HOUR = 20;
-// An open checkout nobody paid is dropped a day after it expired (it reads `released` until then).
-const OPEN_CHECKOUT_KEEP_MS = CHECKOUT_TTL_MS + 86_400_000;
 
 export class CheckoutLane {
   constructor(
@@ -90,7 +88,7 @@ export class CheckoutLane {
       createdAt: now.toISOString(),
       updatedAt: now.toISOString(),
       expiresAt: new Date(now.getTime() + CHECKOUT_TTL_MS).toISOString(),
-    }, OPEN_CHECKOUT_KEEP_MS);
+    });
   }
 
   /**

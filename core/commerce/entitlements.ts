@@ -61,6 +61,11 @@ export const holdKey = (sellerId: string, credentialId: string, requestId: strin
 ];
 
 const MAX_ATTEMPTS = 500;
+/**
+ * How long the debit of a call that was billed nothing (the upstream refused it) stays: the
+ * call's usage receipt and a retry with its request id read it; then it goes.
+ */
+const UNBILLED_DEBIT_KEEP_MS = 86_400_000;
 
 /** Result of {@link EntitlementLedger.reserve}. */
 export type ReserveResult =
@@ -238,7 +243,13 @@ export class EntitlementLedger {
       const change = delta > 0 ? delta : -Math.min(credit, -delta);
       const billed = d.value.amountMicros - change;
       const op = this.kv.atomic().check(d).check(e).delete(holdKey(sellerId, d.value.credentialId, requestId))
-        .set(d.key, { ...d.value, amountMicros: billed, state: billed === 0 ? "refunded" : "billed" } satisfies Debit);
+        .set(
+          d.key,
+          { ...d.value, amountMicros: billed, state: billed === 0 ? "refunded" : "billed" } satisfies Debit,
+          // A call that cost nothing is no one's record: an agent with a cent of credit could
+          // otherwise leave one for good per refused call.
+          billed === 0 ? { expireIn: UNBILLED_DEBIT_KEEP_MS } : undefined,
+        );
       if (e.value) {
         op.set(
           eKey,

@@ -11,11 +11,16 @@
  *
  * `consumed`, `failed`, `refunded`, `released` are terminal: the reference cannot be spent again.
  * Key: `["commerce_payment", sellerId, reference]`.
+ *
+ * Lifetimes in KV ({@link keepInKv}): a record of money that moved (or may be moving) is kept for
+ * good; a card or wallet record that moved none (`open`, `failed`, `released`) goes a day after
+ * its reference can no longer be presented. Any agent may answer fresh 402s with made-up tokens,
+ * as often as it likes: their `failed` records would otherwise fill KV.
  */
 import type { Clock } from "../clock.ts";
 import type { AppError } from "../errors.ts";
 import { commerceErrors as errors } from "./errors.ts";
-import type { PaymentTerms } from "./challenges.ts";
+import { CHALLENGE_TTL_MS, type PaymentTerms } from "./challenges.ts";
 import type { PaymentMethodName } from "./types.ts";
 
 export type PaymentState = "open" | "processing" | "paid" | "consumed" | "failed" | "refunded" | "released";
@@ -74,6 +79,22 @@ export function terminalError(p: PaymentRecord, state: PaymentState): AppError |
   }
 }
 
+const DAY_MS = 86_400_000;
+
+/**
+ * How long KV keeps a record as it now stands: undefined (for good) once money moved or may be
+ * moving (`processing`, `paid`, `consumed`, `refunded`) and for the standard methods (whose
+ * credentials carry validity of their own); otherwise a day past the last moment the reference can
+ * be presented: a card or wallet challenge's ten minutes, a checkout's expiry.
+ */
+export function keepInKv(p: PaymentRecord, nowMs: number): { expireIn: number } | undefined {
+  if (p.rail !== "card" && p.rail !== "wallet") return undefined;
+  if (p.state !== "open" && p.state !== "failed" && p.state !== "released") return undefined;
+  // A challenge is answered at most its ten minutes after it was issued, which was before the record.
+  const lastUse = p.expiresAt ? Date.parse(p.expiresAt) : Date.parse(p.createdAt) + CHALLENGE_TTL_MS;
+  return { expireIn: Math.max(0, lastUse - nowMs) + DAY_MS };
+}
+
 /** Reads and moves payment records. */
 export class PaymentStore {
   constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
@@ -82,13 +103,10 @@ export class PaymentStore {
     return this.kv.get<PaymentRecord>(paymentKey(sellerId, reference));
   }
 
-  /**
-   * Opens a checkout (the hosted page a human pays on), kept `keepMs` unless it moves on (a move
-   * writes the record anew, without expiry).
-   */
-  async openCheckout(record: PaymentRecord, keepMs: number): Promise<void> {
+  /** Opens a checkout (the hosted page a human pays on), kept in KV by {@link keepInKv}. */
+  async openCheckout(record: PaymentRecord): Promise<void> {
     const key = paymentKey(record.sellerId, record.reference);
-    const res = await this.kv.atomic().check({ key, versionstamp: null }).set(key, record, { expireIn: keepMs })
+    const res = await this.kv.atomic().check({ key, versionstamp: null }).set(key, record, this.#keep(record))
       .commit();
     if (!res.ok) throw errors.checkout_exists();
   }
@@ -104,7 +122,12 @@ export class PaymentStore {
     takeOver?: Deno.KvEntry<PaymentRecord>,
   ): Promise<Deno.KvEntry<PaymentRecord> | null> {
     const key = paymentKey(record.sellerId, record.reference);
-    const res = await this.kv.atomic().check(takeOver ?? { key, versionstamp: null }).set(key, record).commit();
+    const res = await this.kv.atomic().check(takeOver ?? { key, versionstamp: null }).set(
+      key,
+      record,
+      this.#keep(record),
+    )
+      .commit();
     return res.ok ? { key, value: record, versionstamp: res.versionstamp } : null;
   }
 
@@ -118,7 +141,7 @@ export class PaymentStore {
    */
   async move(entry: Deno.KvEntry<PaymentRecord>, patch: Partial<PaymentRecord>): Promise<boolean> {
     const next = { ...entry.value, ...patch, updatedAt: this.clock.now().toISOString() };
-    return (await this.kv.atomic().check(entry).set(entry.key, next).commit()).ok;
+    return (await this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next)).commit()).ok;
   }
 
   /**
@@ -136,9 +159,13 @@ export class PaymentStore {
       state: "consumed",
       updatedAt: this.clock.now().toISOString(),
     };
-    const res = await this.kv.atomic().check(entry).check(grant.current).set(entry.key, next).set(grant.key, grant.next)
-      .commit();
+    const res = await this.kv.atomic().check(entry).check(grant.current).set(entry.key, next, this.#keep(next))
+      .set(grant.key, grant.next).commit();
     return res.ok ? next : null;
+  }
+
+  #keep(p: PaymentRecord): { expireIn: number } | undefined {
+    return keepInKv(p, this.clock.now().getTime());
   }
 
   /** Operator refund of a paid or consumed reference (credit already granted is not clawed back here). */

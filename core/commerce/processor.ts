@@ -1,3 +1,4 @@
+import { boundedCache, type LRUCache } from "../bounded_cache.ts";
 import type { Rail } from "./types.ts";
 
 /** What a charge attempt came to. */
@@ -74,25 +75,44 @@ export const SANDBOX_TOKENS = {
 } as const;
 
 /**
- * Sandbox processor: deterministic outcomes from the test tokens in {@link SANDBOX_TOKENS}. Charges
- * are remembered by reference so a retry of a succeeded charge returns the same result (what real
- * processors do with idempotency keys).
+ * Charges the sandbox remembers (the newest): far more than can still be retried, refunded or
+ * charged late (minutes), few enough that a flood of purchases cannot grow the process.
+ */
+export const SANDBOX_REMEMBERED_CHARGES = 10_000;
+
+/**
+ * Sandbox processor: deterministic outcomes from the test tokens in {@link SANDBOX_TOKENS}. Succeeded
+ * charges are remembered by reference so a retry returns the same result (what real processors do
+ * with idempotency keys). It serves production's card and wallet rails, where any agent may charge
+ * made-up tokens as often as it likes: only succeeded charges are remembered, and only the newest.
  */
 export class SandboxProcessor implements PaymentProcessor {
   readonly name = "sandbox";
-  readonly #charges = new Map<string, ChargeOutcome>();
-  /** Charges that actually moved money, for tests and the operator. */
+  readonly #remember: number;
+  readonly #charges: LRUCache<string, { outcome: ChargeOutcome; refunded: boolean }>;
+  /** The newest charges that actually moved money, for tests and the operator. */
   readonly ledger: { reference: string; rail: Rail; amountMicros: number }[] = [];
-  /** Refunds given back, one per refunded reference. */
+  /** The newest refunds given back, one per refunded reference. */
   readonly refunds: { reference: string; rail: Rail; amountMicros: number; reason: string }[] = [];
+
+  /** @param remember how many succeeded charges (and ledger and refund lines) are kept */
+  constructor({ remember = SANDBOX_REMEMBERED_CHARGES }: { remember?: number } = {}) {
+    this.#remember = remember;
+    this.#charges = boundedCache({ max: remember });
+  }
+
+  /** Charges remembered now (at most `remember`). */
+  get remembered(): number {
+    return this.#charges.size;
+  }
 
   refund(input: RefundInput): Promise<{ refundRef: string }> {
     const refundRef = `sbx_re_${input.reference.slice(0, 21)}`;
-    if (this.#charges.get(input.reference)?.status !== "succeeded") {
-      return Promise.reject(new Error("sandbox refund of a charge that did not succeed"));
-    }
-    if (!this.refunds.some((r) => r.reference === input.reference)) {
-      this.refunds.push({
+    const charged = this.#charges.get(input.reference);
+    if (!charged) return Promise.reject(new Error("sandbox refund of a charge that did not succeed"));
+    if (!charged.refunded) {
+      charged.refunded = true;
+      this.#keep(this.refunds, {
         reference: input.reference,
         rail: input.rail,
         amountMicros: input.amountMicros,
@@ -104,27 +124,30 @@ export class SandboxProcessor implements PaymentProcessor {
 
   charge(input: ChargeInput): Promise<ChargeOutcome> {
     const seen = this.#charges.get(input.reference);
-    if (seen?.status === "succeeded") return Promise.resolve(seen);
+    if (seen) return Promise.resolve(seen.outcome);
     const prefix = input.rail === "card" ? "spt_test_" : "wal_test_";
     const kind = input.token.startsWith(prefix) ? input.token.slice(prefix.length) : "";
-    let outcome: ChargeOutcome;
     switch (kind) {
-      case "success":
-        outcome = { status: "succeeded", processorRef: `sbx_${input.reference.slice(0, 24)}` };
-        this.ledger.push({ reference: input.reference, rail: input.rail, amountMicros: input.amountMicros });
-        break;
+      case "success": {
+        const outcome: ChargeOutcome = { status: "succeeded", processorRef: `sbx_${input.reference.slice(0, 24)}` };
+        this.#charges.set(input.reference, { outcome, refunded: false });
+        this.#keep(this.ledger, { reference: input.reference, rail: input.rail, amountMicros: input.amountMicros });
+        return Promise.resolve(outcome);
+      }
       case "insufficient_funds":
-        outcome = { status: "failed", settlementReason: "insufficient_funds" };
-        break;
+        return Promise.resolve({ status: "failed", settlementReason: "insufficient_funds" });
       case "requires_action":
-        outcome = { status: "incomplete" };
-        break;
+        return Promise.resolve({ status: "incomplete" });
       case "provider_unavailable":
         return Promise.reject(new PaymentProviderUnavailable("sandbox outage token"));
       default:
-        outcome = { status: "failed", settlementReason: "invalid_token" };
+        return Promise.resolve({ status: "failed", settlementReason: "invalid_token" });
     }
-    this.#charges.set(input.reference, outcome);
-    return Promise.resolve(outcome);
+  }
+
+  /** Appends to a history, dropping its oldest line past `remember`. */
+  #keep<T>(lines: T[], line: T): void {
+    lines.push(line);
+    if (lines.length > this.#remember) lines.splice(0, lines.length - this.#remember);
   }
 }

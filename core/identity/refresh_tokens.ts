@@ -10,9 +10,28 @@ const TOKEN_RE = /^rt_[A-Za-z0-9_-]{43}$/;
  * Rotating refresh tokens (stored by SHA-256). Each use hands out a successor and marks the used
  * token `rotated`; presenting a rotated token again means it leaked, so its whole family is revoked
  * (unless the caller grants a reuse grace: see {@link RefreshTokens.rotate}).
+ *
+ * A family (and its entry under its credential) is kept `familyKeepS` plus a day past its newest
+ * write: the OAuth consent makes families for free anonymous identities, which would otherwise
+ * stay in KV for good. A family gone reads as revoked everywhere, so it may go once nothing issued
+ * with it can be presented: its newest token (`ttlS`) and the assertions minted with it.
  */
 export class RefreshTokens {
-  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock, private readonly ttlS: number) {}
+  readonly #familyKeep: { expireIn: number };
+
+  /**
+   * @param ttlS lifetime of a refresh token
+   * @param familyKeepS how long a family outlives its newest write: at least `ttlS` and the longest
+   *   assertion lifetime (assertions carry their family, checked at exchange)
+   */
+  constructor(
+    private readonly kv: Deno.Kv,
+    private readonly clock: Clock,
+    private readonly ttlS: number,
+    familyKeepS = ttlS,
+  ) {
+    this.#familyKeep = { expireIn: (Math.max(ttlS, familyKeepS) + 86400) * 1000 };
+  }
 
   /**
    * Adds a fresh token (in a new family unless `familyId` is given) to an atomic operation, so it
@@ -36,8 +55,15 @@ export class RefreshTokens {
         createdAt: now.toISOString(),
         ...(oauth ? { oauth } : {}),
       };
-      op.check({ key: ["refresh_family", fam], versionstamp: null }).set(["refresh_family", fam], family)
-        .set(["credential_refresh_family", credentialId, fam], fam);
+      op.check({ key: ["refresh_family", fam], versionstamp: null }).set(
+        ["refresh_family", fam],
+        family,
+        this.#familyKeep,
+      )
+        .set(["credential_refresh_family", credentialId, fam], fam, this.#familyKeep);
+    } else {
+      // A successor in the family: the family lives on as long as it.
+      op.set(["credential_refresh_family", credentialId, fam], fam, this.#familyKeep);
     }
     const rec: RefreshTokenRecord = {
       familyId: fam,
@@ -92,7 +118,8 @@ export class RefreshTokens {
         return { credentialId: rec.credentialId, token: successor.token, expiresIn, familyId: rec.familyId };
       }
       if (Date.parse(rec.expiresAt) <= now) throw identityErrors.refresh_token_expired();
-      const op = this.kv.atomic().check(entry).check(famEntry);
+      const op = this.kv.atomic().check(entry).check(famEntry)
+        .set(["refresh_family", rec.familyId], famEntry.value, this.#familyKeep);
       await extra(rec.credentialId, op, famEntry.value);
       const next = await this.issueInto(op, rec.credentialId, rec.familyId);
       const rotated: RefreshTokenRecord = {
@@ -152,7 +179,8 @@ export class RefreshTokens {
       const e = await this.kv.get<RefreshFamily>(["refresh_family", familyId]);
       if (!e.value || e.value.revokedAt) return;
       const res = await this.kv.atomic().check(e)
-        .set(["refresh_family", familyId], { ...e.value, revokedAt: this.clock.now().toISOString() }).commit();
+        .set(["refresh_family", familyId], { ...e.value, revokedAt: this.clock.now().toISOString() }, this.#familyKeep)
+        .commit();
       if (res.ok) return;
     }
   }

@@ -7,10 +7,16 @@ import { boundedCache } from "../bounded_cache.ts";
 export const sellerIdSchema = z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, {
   error: "must be lowercase letters, digits and dashes (at most 64)",
 });
+/** The longest Host a seller can have: a DNS name (253) and a port. */
+const MAX_HOST_CHARS = 253 + 6;
+
 /** A Host header value: hostname or IP, optional port. */
-export const hostSchema = z.string().regex(/^(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::\d{1,5})?$/, {
-  error: "must be a host name with an optional port",
-});
+export const hostSchema = z.string().max(MAX_HOST_CHARS, { error: "must be a host name with an optional port" }).regex(
+  /^(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::\d{1,5})?$/,
+  {
+    error: "must be a host name with an optional port",
+  },
+);
 
 /** Normalizes a Host header for lookup: lowercase, default ports dropped. */
 export function normalizeHost(host: string): string {
@@ -97,7 +103,10 @@ export class SellerRegistry {
    * default seller (when configured), else null.
    */
   async resolve(host: string | undefined, defaultSellerId: string | null): Promise<Seller | null> {
-    const key = host ? normalizeHost(host) : "";
+    // A Host no seller can have (not a host name, or longer than any) is no host: no KV read (an
+    // overlong key is an error there) and no cache entry of its own (the header is the caller's).
+    const normal = host ? normalizeHost(host) : "";
+    const key = hostSchema.safeParse(normal).success ? normal : "";
     const hit = this.#cache.get(key);
     if (hit) return hit.seller;
     const id = key ? (await this.kv.get<string>(["seller_by_host", key])).value : null;

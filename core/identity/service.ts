@@ -66,7 +66,7 @@ export function createStorefront(
     assertionTtlS: s.assertionTtlS,
   });
   const accounts = new AccountStore(kv, clock);
-  const refresh = new RefreshTokens(kv, clock, s.refreshTokenTtlS);
+  const refresh = new RefreshTokens(kv, clock, s.refreshTokenTtlS, s.assertionTtlS);
   const claims = new ClaimService(kv, clock, accounts, refresh, tokens, mailer, log, {
     claimTtlS: s.claimTtlS,
     claimPageUrl: (link, seller) => `${sellerBaseUrl(seller, urlConfig)}/claim/${link}`,

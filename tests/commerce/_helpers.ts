@@ -8,7 +8,7 @@ import { Challenge, Credential, Method, z } from "mppx";
 import type { FixedClock } from "../../core/clock.ts";
 import type { AuthenticatedAgent, CreditPlan, PaygPlan } from "../../core/commerce/types.ts";
 import type { PayproxySecretStore } from "../../core/payproxy/secrets.ts";
-import type { Deps } from "../../composition.ts";
+import type { Deps, DepsOverrides } from "../../composition.ts";
 import { newId } from "../../core/ids.ts";
 import type { Credential as AgentCredential } from "../../core/identity/types.ts";
 import { createTestWorld, type TestWorld } from "../_helpers.ts";
@@ -85,13 +85,17 @@ export interface CommerceWorld extends TestWorld {
 
 /** Builds the world. `upstream: true` starts the payproxy peer and points BASE_URL at it. */
 export async function createCommerceWorld(
-  { upstream = false, withSecret = true, withPlan = true, env: extraEnv = {}, clock: worldClock }: {
+  { upstream = false, withSecret = true, withPlan = true, env: extraEnv = {}, clock: worldClock, wrapKv, overrides }: {
     upstream?: boolean;
     withSecret?: boolean;
     withPlan?: boolean;
     env?: Record<string, string>;
     /** The world's clock; a client that reads the process clock (mppx) needs one anchored there. */
     clock?: FixedClock;
+    /** Stands in front of the world's KV (see `createTestWorld`). */
+    wrapKv?: (kv: Deno.Kv) => Deno.Kv;
+    /** Parts the builder should not make (e.g. a processor). */
+    overrides?: DepsOverrides;
   } = {},
 ): Promise<CommerceWorld & AsyncDisposable> {
   const state = { mode: "ok" as UpstreamMode, calls: 0, verified: 0, url: "", agentIds: [] as (string | null)[] };
@@ -144,7 +148,7 @@ export async function createCommerceWorld(
   };
   if (upstream) Object.assign(env, { BASE_URL: state.url, PAID_PROXY_UPSTREAM: "http" });
   Object.assign(env, extraEnv);
-  const w = await createTestWorld({ env, clock: worldClock });
+  const w = await createTestWorld({ env, clock: worldClock, wrapKv, overrides });
   const { deps, clock } = w;
   const now = clock.now().toISOString();
   const { tenantId } = await w.tenantWithKey("Seller Media");

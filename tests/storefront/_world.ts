@@ -19,13 +19,19 @@ export interface StorefrontWorld extends TestWorld, AsyncDisposable {
 }
 
 export async function storefrontWorld(
-  { env = {}, fetch }: { env?: Record<string, string>; fetch?: typeof globalThis.fetch } = {},
+  { env = {}, fetch, wrapKv }: {
+    env?: Record<string, string>;
+    fetch?: typeof globalThis.fetch;
+    /** Stands in front of the world's KV (see `createTestWorld`). */
+    wrapKv?: (kv: Deno.Kv) => Deno.Kv;
+  } = {},
 ): Promise<StorefrontWorld> {
   const clock = new FixedClock("2026-11-22T12:00:00Z");
   const idp = await startLocalIdp({ audience: ISSUER, clock });
   const w = await createTestWorld({
     clock,
     fetch,
+    wrapKv,
     env: {
       TRUSTED_ISSUERS: JSON.stringify([{ issuer: idp.issuer, jwks_url: idp.jwksUrl }]),
       STOREFRONT_RATE_LIMIT: "100000",
