@@ -77,13 +77,41 @@ export function matchesEtag(ifNoneMatch: string | undefined, etag: string): bool
   });
 }
 
-/** Whether the client takes gzip (`Accept-Encoding`, q=0 refuses). */
+/**
+ * Whether to answer with the gzip copy, by RFC 9110 12.5.3: `gzip` (or its alias `x-gzip`) takes
+ * the weight of its own entry, else of `*` (which stands only for codings not listed), else none
+ * (q=0 refuses). It is sent unless refused or the client weighs the uncompressed bytes
+ * (`identity`, or `*` when identity is not listed) above it. No header: the uncompressed bytes.
+ * An entry with a malformed weight counts as absent.
+ * @example acceptsGzip("gzip;q=0, *") === false
+ */
 export function acceptsGzip(acceptEncoding: string | undefined): boolean {
-  if (!acceptEncoding) return false;
-  return acceptEncoding.split(",").some((part) => {
-    const [coding, ...params] = part.trim().toLowerCase().split(";");
-    if (coding !== "gzip" && coding !== "*") return false;
-    const q = params.map((p) => p.trim()).find((p) => p.startsWith("q="));
-    return !q || Number(q.slice(2)) > 0;
-  });
+  if (acceptEncoding === undefined) return false;
+  const weights = codingWeights(acceptEncoding);
+  const star = weights.get("*");
+  const gzip = weights.get("gzip") ?? weights.get("x-gzip") ?? star ?? 0;
+  const identity = weights.get("identity") ?? star ?? 0;
+  return gzip > 0 && gzip >= identity;
+}
+
+/**
+ * The weight of each coding an `Accept-Encoding` value lists (lower-cased); a coding listed twice
+ * takes its lower weight, so a refusal is never outweighed.
+ */
+function codingWeights(acceptEncoding: string): Map<string, number> {
+  const weights = new Map<string, number>();
+  for (const element of acceptEncoding.split(",")) {
+    const [coding, ...params] = element.split(";").map((p) => p.trim().toLowerCase());
+    if (!coding || !/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(coding)) continue;
+    const q = params.find((p) => /^q\s*=/.test(p));
+    const weight = q === undefined ? 1 : qvalue(q.slice(q.indexOf("=") + 1).trim());
+    if (weight === null) continue;
+    weights.set(coding, Math.min(weight, weights.get(coding) ?? 1));
+  }
+  return weights;
+}
+
+/** A `qvalue` (RFC 9110 12.4.2: 0 to 1, at most three decimals), or null when malformed. */
+function qvalue(text: string): number | null {
+  return /^(?:0(?:\.\d{0,3})?|1(?:\.0{0,3})?)$/.test(text) ? Number(text) : null;
 }
