@@ -12,7 +12,7 @@ export interface RateLimitResult {
 
 /** One waiting hit of a key. */
 interface Waiter {
-  /** Units it takes (all or none). */
+  /** Units it takes (all or none); negative for units given back ({@link FixedWindowLimiter.refund}). */
   cost: number;
   resolve(result: RateLimitResult): void;
   reject(err: unknown): void;
@@ -58,15 +58,30 @@ export class FixedWindowLimiter {
    */
   hit(key: string, cost = 1): Promise<RateLimitResult> {
     const n = Math.max(1, Math.trunc(cost));
-    return new Promise((resolve, reject) => {
-      const queue = this.#queues.get(key);
-      if (queue) {
-        queue.push({ cost: n, resolve, reject });
-        return;
-      }
-      this.#queues.set(key, [{ cost: n, resolve, reject }]);
-      void this.#drain(key);
-    });
+    return new Promise((resolve, reject) => this.#enqueue(key, { cost: n, resolve, reject }));
+  }
+
+  /**
+   * Gives back `cost` units counted for `key` in the current window: for a limit that counts only
+   * some outcomes (failed guesses), a request is counted before it runs, so concurrent ones cannot
+   * all slip under the limit, and given back when it turns out not to count. Never below zero;
+   * taken from the window current when given back (a request that spanned a window's end gives
+   * back one unit of the next).
+   */
+  refund(key: string, cost = 1): Promise<void> {
+    const n = -Math.max(1, Math.trunc(cost));
+    return new Promise((resolve, reject) => this.#enqueue(key, { cost: n, resolve: () => resolve(), reject }));
+  }
+
+  /** Queues a hit or refund of `key`; the first of a key starts its drain. */
+  #enqueue(key: string, waiter: Waiter): void {
+    const queue = this.#queues.get(key);
+    if (queue) {
+      queue.push(waiter);
+      return;
+    }
+    this.#queues.set(key, [waiter]);
+    void this.#drain(key);
   }
 
   /** Commits the queued hits of `key`, batch by batch, until none wait. */
@@ -103,6 +118,10 @@ export class FixedWindowLimiter {
       const count = entry.value ?? 0;
       let used = count;
       const results = costs.map((cost): RateLimitResult => {
+        if (cost < 0) { // a refund
+          used = Math.max(0, used + cost);
+          return { allowed: true, limit, remaining: limit - used, retryAfterS };
+        }
         if (used + cost > limit) return { ...refused, remaining: Math.max(0, limit - used) };
         used += cost;
         return { allowed: true, limit, remaining: limit - used, retryAfterS };

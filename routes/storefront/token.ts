@@ -1,6 +1,9 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
+import type { OAuthTokens } from "../../core/identity/oauth.ts";
+import { describeError } from "../../core/log.ts";
 import type { AppEnv } from "../env.ts";
 import { limitAddress } from "../middleware/public_limits.ts";
 import { readBodyCapped } from "../middleware/body.ts";
@@ -72,6 +75,11 @@ const tokenRoute = createRoute({
 });
 
 const invalidRequest = (message: string) => new AppError("bad_request", "invalid_request", message);
+const tokenLimited = (retryAfterS: number) =>
+  new AppError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {
+    extra: { retry_after: retryAfterS },
+    headers: { "retry-after": String(retryAfterS) },
+  });
 
 /**
  * `POST /token` (in the `/oauth2` family app, see oauth2.ts). The form is parsed by hand (not by the zod validator) so every problem gets
@@ -97,32 +105,7 @@ export function addTokenRoute(
     const grantType = one("grant_type");
     if (!grantType) throw invalidRequest("grant_type is required");
     if (grantType === "authorization_code" || grantType === "refresh_token") {
-      // The MCP clients' grants count per client address like registration and consent (jwt-bearer stays as it was).
-      const hit = await deps.storefront.limiter.hit(`oauth:${limitAddress(c, deps.config.trustProxy)}`);
-      if (!hit.allowed) {
-        throw new AppError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {
-          extra: { retry_after: hit.retryAfterS },
-          headers: { "retry-after": String(hit.retryAfterS) },
-        });
-      }
-    }
-    if (grantType === "authorization_code") {
-      const tokens = await deps.storefront.oauth.exchangeCode({
-        code: one("code"),
-        clientId: one("client_id"),
-        redirectUri: one("redirect_uri"),
-        codeVerifier: one("code_verifier"),
-        resource: one("resource"),
-      });
-      return c.json(tokens, 200);
-    }
-    if (grantType === "refresh_token") {
-      const tokens = await deps.storefront.oauth.refreshGrant({
-        refreshToken: one("refresh_token"),
-        clientId: one("client_id"),
-        resource: one("resource"),
-      });
-      return c.json(tokens, 200);
+      return c.json(await codeOrRefreshGrant(c, deps, grantType, one), 200);
     }
     if (grantType !== JWT_BEARER_GRANT) {
       throw new AppError(
@@ -136,13 +119,47 @@ export function addTokenRoute(
     // An anonymous identity's assertion is free to get: exchanges count per client address, with a
     // budget generous enough for many agents behind one address renewing their five-minute tokens.
     const hit = await hitPublicRead(deps, "agent_token", c);
-    if (!hit.allowed) {
-      throw new AppError("rate_limited", "rate_limit_exceeded", "Too many requests: retry later", {
-        extra: { retry_after: hit.retryAfterS },
-        headers: { "retry-after": String(hit.retryAfterS) },
-      });
-    }
+    if (!hit.allowed) throw tokenLimited(hit.retryAfterS);
     const { accessToken, expiresIn } = await deps.storefront.identity.exchange(assertion);
     return c.json({ access_token: accessToken, token_type: "Bearer", expires_in: expiresIn }, 200);
   });
+}
+
+/**
+ * An MCP client's code or refresh grant, under two per-address limits: every grant counts against
+ * the address's token budget (`agent_token`, shared with jwt-bearer exchanges: the ceiling against
+ * floods), and only a grant that fails uses up the guessing budget (`STOREFRONT_RATE_LIMIT`, key
+ * `oauth:`). A grant is counted there before it runs, so parallel guesses cannot all pass under
+ * the limit, and given back once it succeeds: many users refreshing behind one host's address
+ * never meet the guessing budget (a 429 makes the MCP SDK drop its tokens and ask the human again).
+ */
+async function codeOrRefreshGrant(
+  c: Context<AppEnv>,
+  deps: Pick<Deps, "storefront" | "config" | "log" | "publicReadLimiter">,
+  grantType: (typeof CODE_GRANTS)[number],
+  one: (name: string) => string | null,
+): Promise<OAuthTokens> {
+  const all = await hitPublicRead(deps, "agent_token", c);
+  if (!all.allowed) throw tokenLimited(all.retryAfterS);
+  const guessKey = `oauth:${limitAddress(c, deps.config.trustProxy)}`;
+  const guess = await deps.storefront.limiter.hit(guessKey);
+  if (!guess.allowed) throw tokenLimited(guess.retryAfterS);
+  const tokens = grantType === "authorization_code"
+    ? await deps.storefront.oauth.exchangeCode({
+      code: one("code"),
+      clientId: one("client_id"),
+      redirectUri: one("redirect_uri"),
+      codeVerifier: one("code_verifier"),
+      resource: one("resource"),
+    })
+    : await deps.storefront.oauth.refreshGrant({
+      refreshToken: one("refresh_token"),
+      clientId: one("client_id"),
+      resource: one("resource"),
+    });
+  // The tokens are issued (a refresh token already rotated): a refund that fails costs a unit, never the answer.
+  await deps.storefront.limiter.refund(guessKey).catch((err) =>
+    deps.log.warn("oauth grant refund failed", { request_id: c.env.requestId, error: describeError(err) })
+  );
+  return tokens;
 }

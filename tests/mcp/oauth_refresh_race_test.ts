@@ -8,55 +8,11 @@
  */
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type {
-  OAuthClientInformationMixed,
-  OAuthClientMetadata,
-  OAuthTokens,
-} from "@modelcontextprotocol/sdk/shared/auth.js";
 import { REFRESH_REUSE_GRACE_S } from "../../core/identity/oauth.ts";
 import { consent } from "./_consent.ts";
+import { HostProvider } from "./_host_provider.ts";
 import { mcpWorld } from "./_world.ts";
-
-/** An MCP host's token store; counts the times it had to send the human to the consent page. */
-class HostProvider implements OAuthClientProvider {
-  info?: OAuthClientInformationMixed;
-  saved?: OAuthTokens;
-  verifier = "";
-  authorizationUrl?: URL;
-  consentsAsked = 0;
-  constructor(readonly redirectUrl: string) {}
-  get clientMetadata(): OAuthClientMetadata {
-    return { redirect_uris: [this.redirectUrl], client_name: "Parallel host", token_endpoint_auth_method: "none" };
-  }
-  clientInformation() {
-    return this.info;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.info = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-    this.consentsAsked++;
-  }
-  saveCodeVerifier(v: string) {
-    this.verifier = v;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-  invalidateCredentials(scope: "all" | "client" | "tokens" | "verifier" | "discovery") {
-    if (scope === "all" || scope === "tokens") this.saved = undefined;
-    if (scope === "all" || scope === "client") this.info = undefined;
-  }
-}
 
 Deno.test("MCP SDK OAuth client: parallel calls at token expiry all refresh and the host stays signed in; a replay after the grace still revokes", async (t) => {
   await using w = await mcpWorld({ realBase: true });

@@ -27,6 +27,26 @@ Deno.test("FixedWindowLimiter.hit(key, cost) grants a cost whole or not at all, 
   }
 });
 
+Deno.test("FixedWindowLimiter.refund(key) gives back counted units of the current window, never below zero", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const clock = new FixedClock("2026-11-22T12:00:30Z");
+    const limiter = new FixedWindowLimiter(kv, clock, { scope: "t", limit: 2, windowS: 60 });
+    // Counted before the outcome is known, given back when it turns out not to count: a limit on failures only.
+    const [a, b] = await Promise.all([limiter.hit("k"), limiter.hit("k")]);
+    assert.ok(a.allowed && b.allowed);
+    assert.equal((await limiter.hit("k")).allowed, false, "parallel hits cannot slip under the limit");
+    await Promise.all([limiter.refund("k"), limiter.refund("k"), limiter.refund("k")]);
+    assert.equal((await kv.get<number>(["rate", "t", "k", Date.parse("2026-11-22T12:00:00Z")])).value, 0);
+    assert.equal((await limiter.hit("k", 2)).remaining, 0);
+    clock.advance(60_000);
+    await limiter.refund("k");
+    assert.equal((await limiter.hit("k", 2)).allowed, true, "a new window starts at zero");
+  } finally {
+    kv.close();
+  }
+});
+
 Deno.test("publicRateLimit() answers 429 {message} with Retry-After per key, before the handler runs", async () => {
   const kv = await Deno.openKv(":memory:");
   try {
