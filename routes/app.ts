@@ -43,6 +43,7 @@
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { getPath } from "hono/utils/url";
 import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
 import { createAiModelRoutes } from "./aimodel.ts";
@@ -84,7 +85,7 @@ export { API_VERSION };
  */
 export function createApp(deps: Deps): OpenAPIHono<AppEnv> {
   // The widget's paths on a trie, every other path on Hono's RegExpRouter (routes/router.ts).
-  const app = new OpenAPIHono<AppEnv>({ router: new PrefixSplitRouter(["/widget/v1"]) });
+  const app = new OpenAPIHono<AppEnv>({ router: new PrefixSplitRouter(["/widget/v1"]), getPath: mcpEndpointPath });
   const openApiConfig = {
     openapi: "3.1.0",
     info: {
@@ -176,4 +177,14 @@ function servedJson(build: () => unknown) {
       ? c.body(doc.gzip, 200, { ...headers, "content-type": doc.type, "content-encoding": "gzip" })
       : c.body(doc.bytes, 200, { ...headers, "content-type": doc.type });
   };
+}
+
+/**
+ * The routed path: Hono's, with `/mcp/` read as `/mcp`. Streamable HTTP has one endpoint, and
+ * several MCP hosts normalise a configured server URL to a trailing slash; every method (CORS
+ * preflight included) then meets the same routes. The documented path stays `/mcp`.
+ */
+function mcpEndpointPath(request: Request): string {
+  const path = getPath(request);
+  return path === "/mcp/" ? "/mcp" : path;
 }
