@@ -44,10 +44,15 @@ export function requestedFormat(format: string | undefined, accept: string | und
     }
     return format as ExportFormat;
   }
-  const ranked = parseAccept(accept ?? "").filter((a) => a.q > 0).sort((a, b) => b.q - a.q);
+  const ranges = parseAccept(accept ?? "");
+  // A type refused by name is not brought back by a range that covers it (`text/csv;q=0, text/*`).
+  const refused = new Set(
+    ranges.filter((a) => a.q <= 0 && !a.type.includes("*")).map((a) => MEDIA_FORMATS[a.type.toLowerCase()]),
+  );
+  const ranked = ranges.filter((a) => a.q > 0).sort((a, b) => b.q - a.q);
   for (const a of ranked) {
     const f = MEDIA_FORMATS[a.type.toLowerCase()];
-    if (f) return f;
+    if (f && !(a.type.includes("*") && refused.has(f))) return f;
   }
   return "json";
 }
