@@ -60,6 +60,21 @@ function declaredShare(req: Request, limit: number): number {
   return declared;
 }
 
+/**
+ * Takes a body's share of `budget` for a reader of its own (one that answers an oversized body in
+ * its own words): the declared `Content-Length` up to `limit`, or `limit`. Resolves with the
+ * function that gives it back.
+ * @throws {AppError} 503 `server_busy` when the budget has no room in time
+ */
+export function takeBodyShare(
+  req: Request,
+  limit: number,
+  budget: BodyBudget = processBodyBudget,
+): Promise<() => void> {
+  const declared = Number(req.headers.get("content-length") ?? "NaN");
+  return budget.take(!req.body ? 0 : Number.isFinite(declared) ? Math.min(declared, limit) : limit);
+}
+
 /** Reads a body whose share of the budget is taken already. */
 async function readTaken(req: Request, limit: number): Promise<Uint8Array> {
   if (!req.body) return new Uint8Array();
