@@ -84,6 +84,21 @@ export class FixedWindowLimiter {
     void this.#drain(key);
   }
 
+  /**
+   * What is left for `key` in this window, counting nothing: `allowed` is false once nothing is
+   * left. A check before costly work (reading a body), which the work's own {@link hit} then counts.
+   */
+  async peek(key: string): Promise<RateLimitResult> {
+    const { scope, limit, windowS } = this.opts;
+    const nowMs = this.clock.now().getTime();
+    const windowMs = windowS * 1000;
+    const start = Math.floor(nowMs / windowMs) * windowMs;
+    const retryAfterS = Math.max(1, Math.ceil((start + windowMs - nowMs) / 1000));
+    const entry = this.#written.get(`${key}\u0000${start}`) ?? await this.kv.get<number>(["rate", scope, key, start]);
+    const remaining = Math.max(0, limit - (entry.value ?? 0));
+    return { allowed: remaining > 0, limit, remaining, retryAfterS };
+  }
+
   /** Commits the queued hits of `key`, batch by batch, until none wait. */
   async #drain(key: string): Promise<void> {
     const queue = this.#queues.get(key)!;

@@ -9,9 +9,8 @@ import { bodyReader } from "./middleware/body.ts";
 import { cors } from "hono/cors";
 import { WidgetOrigins } from "../core/widget_origins.ts";
 import { widgetAllowsOrigin } from "../core/widget/mod.ts";
-import { enforcePublicLimit } from "./middleware/public_limits.ts";
+import { enforcePublicLimit, limitAddress, publicLimitExceeded } from "./middleware/public_limits.ts";
 import { clientAddress } from "./storefront/client_address.ts";
-import { senderNetwork } from "../core/client_key.ts";
 import { actFor } from "./request_scope.ts";
 
 /**
@@ -85,6 +84,19 @@ export function createEventRoutes(
   // The preflight answers only origins some widget allows (it carries no widget id); the POST
   // then checks the origin against its own widget.
   const widgetOrigins = new WidgetOrigins(deps.repos, deps.clock);
+  const addressOf = (c: Context<AppEnv>) => limitAddress(c, deps.config.trustProxy);
+  /**
+   * A batch of too many events was read and decoded all the same: it costs its address one more
+   * than the most a batch may carry, or, when that does not fit, all that is left (and is 429),
+   * so the next batch is refused before it is read. Without this such batches cost nothing, and
+   * one address could have 8 MiB after 8 MiB decoded.
+   */
+  const spendOnOversize = async (address: string) => {
+    const hit = await limits.perAddress.hit(address, MAX_EVENTS_PER_BATCH + 1);
+    if (hit.allowed) return;
+    if (hit.remaining > 0) await limits.perAddress.hit(address, hit.remaining);
+    throw publicLimitExceeded("address", hit.retryAfterS);
+  };
   app.use(
     "/",
     cors({
@@ -99,28 +111,46 @@ export function createEventRoutes(
       maxAge: 600,
     }),
   );
+  // Before the body is read (up to 8 MiB): the key of a server batch, or for a widget batch an
+  // Origin that some widget allows. A sender that is neither is refused unread.
+  app.use("/", async function eventSender(c, next) {
+    if (c.req.method !== "POST") return await next();
+    if (c.req.header("authorization") !== undefined) {
+      const key = await deps.apiKeys.authenticate(c.req.header("authorization"));
+      c.set("apiKey", key);
+      actFor(c, key.tenantId);
+    } else {
+      const origin = c.req.header("origin");
+      if (!origin || !(await widgetOrigins.allows(origin))) throw originDenied();
+      const left = await limits.perAddress.peek(addressOf(c));
+      if (!left.allowed) throw publicLimitExceeded("address", left.retryAfterS);
+    }
+    await next();
+  });
   app.use("/", bodyReader({ limit: deps.config.eventsMaxBodyBytes }));
   // bodyReader caps the size and checks the JSON; the route schema then checks the batch shape.
   const handler = async (c: Context<AppEnv>) => {
     const { events, widget_id } = (c.req as unknown as { valid(t: "json"): { events: unknown[]; widget_id?: string } })
       .valid("json");
-    if (events.length < 1 || events.length > MAX_EVENTS_PER_BATCH) {
+    const key = c.get("apiKey");
+    const outOfRange = events.length < 1 || events.length > MAX_EVENTS_PER_BATCH;
+    if (!key) {
+      // Anyone can name a public widget id and set an Origin header: the widget path is bounded
+      // per address and per widget, counted in events, before anything is looked up or stored.
+      if (events.length > MAX_EVENTS_PER_BATCH) await spendOnOversize(addressOf(c));
+      else await enforcePublicLimit(limits.perAddress, "address", addressOf(c), events.length);
+    }
+    if (outOfRange) {
       throw unprocessable(`events: must contain 1 to ${MAX_EVENTS_PER_BATCH} events`, "invalid_request");
     }
     let ctx: IngestContext;
     let origin: string | undefined;
-    if (c.req.header("authorization") !== undefined) {
-      const key = await deps.apiKeys.authenticate(c.req.header("authorization"));
-      c.set("apiKey", key);
-      actFor(c, key.tenantId);
+    if (key) {
       ctx = { source: "server", tenantId: key.tenantId };
     } else {
       origin = c.req.header("origin");
       if (typeof widget_id !== "string" || !origin) throw originDenied();
-      // Anyone can name a public widget id and set an Origin header: the widget path is bounded
-      // per address and per widget, counted in events, before anything is looked up or stored.
       const address = clientAddress(c, deps.config.trustProxy);
-      await enforcePublicLimit(limits.perAddress, "address", senderNetwork(address) ?? address, events.length);
       const widget = await deps.repos.widgets.get(widget_id);
       if (!widget || !widgetAllowsOrigin(widget, origin)) throw originDenied();
       await enforcePublicLimit(limits.perWidget, "widget", widget.id, events.length);

@@ -252,6 +252,16 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
   const { gate, metrics } = deps.payproxy;
   const readBody = bodyReader({ limit: deps.config.maxBodyBytes, json: false });
 
+  /** Step 3's checks that need no body (header form, ids, timestamp, key), before the body is read. */
+  async function signedHeaders(c: Ctx, next: () => Promise<void>): Promise<void> {
+    await gate.checkHeaders({
+      signature: c.req.header(SIGNATURE_HEADER),
+      requestId: c.req.header(REQUEST_ID_HEADER),
+      agentId: c.req.header(AGENT_ID_HEADER),
+    });
+    await next();
+  }
+
   /** Step 3 (core): the signature and its single-use mark; sets the caller identity for logs and analytics. */
   async function admit(c: Ctx): Promise<Admission> {
     const admission = await gate.admit(
@@ -280,7 +290,7 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
     return res;
   };
 
-  documented(app, forPaths(searchDoc, paths), requireSearchQuery, readBody, async (c) => {
+  documented(app, forPaths(searchDoc, paths), requireSearchQuery, signedHeaders, readBody, async (c) => {
     const admission = await admit(c);
     const { result, slug } = await admission.whileConsuming(async () => {
       const request = parseBody(c, searchRequestSchema);
@@ -306,7 +316,7 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
     return withUsage(c.json(result, 200), admission.settle(slug, texts));
   });
 
-  documented(app, forPaths(realtimeDoc, paths), readBody, async (c) => {
+  documented(app, forPaths(realtimeDoc, paths), signedHeaders, readBody, async (c) => {
     const admission = await admit(c);
     const { query, wantsRelated, model } = await admission.whileConsuming(async () => {
       const id = c.req.param("aimodel_external_id") ?? "";

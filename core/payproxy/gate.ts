@@ -48,6 +48,21 @@ export class PayproxyGate {
   ) {}
 
   /**
+   * Step 3, the part without the body: the signature header, the ids, the timestamp and the key,
+   * so a request that cannot verify is refused before its body is read.
+   * @throws {AppError} 401 `invalid_payproxy_signature`, counted as {@link admit} counts it
+   */
+  async checkHeaders(input: Pick<VerifyInput, "signature" | "requestId" | "agentId">): Promise<void> {
+    try {
+      await this.o.verifier.checkHeaders(input);
+    } catch (err) {
+      if (!(err instanceof SignatureError)) throw err;
+      this.o.metrics.requests.rejected++;
+      throw errors.invalid_payproxy_signature({ cause: err });
+    }
+  }
+
+  /**
    * Step 3: verifies the signature and starts its single-use mark. A signature used before is
    * refused by {@link Admission.whileConsuming}: at once, before any step, when this process made
    * the mark; otherwise when KV has decided.

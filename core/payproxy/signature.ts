@@ -291,6 +291,28 @@ export class SignatureVerifier {
    * @throws {SignatureError} naming the reason.
    */
   async check(input: VerifyInput): Promise<VerifiedRequest> {
+    const { parts, requestId, agentId, t, record } = await this.checkHeaders(input);
+    const canonical = canonicalString({
+      t: parts.t,
+      method: input.method,
+      pathAndQuery: pathAndQuery(input.url),
+      bodySha256: bodyDigest(input.body),
+      requestId,
+      agentId,
+    });
+    const key = this.#key(record);
+    if (!key.verify(canonical, Buffer.from(parts.v1, "hex"))) {
+      throw new SignatureError("mismatch", `signature does not match (kid ${parts.kid})`);
+    }
+    return { kid: parts.kid, sellerId: record.sellerId, agentId, requestId, t, v1: parts.v1, key };
+  }
+
+  /**
+   * Everything {@link check} checks before the MAC, which needs the body: the header's form, the
+   * ids, the timestamp and the key. A request that fails here is refused before its body is read.
+   * @throws {SignatureError} naming the reason.
+   */
+  async checkHeaders(input: Pick<VerifyInput, "signature" | "requestId" | "agentId">) {
     const parts = parseSignatureHeader(input.signature);
     const requestId = input.requestId ?? "";
     if (!HEADER_ID_RE.test(requestId)) throw new SignatureError("request_id", "zc-request-id is missing or malformed");
@@ -308,19 +330,7 @@ export class SignatureVerifier {
     if (record.status !== "current" && record.status !== "previous") {
       throw new SignatureError("retired_kid", `signing secret ${parts.kid} is retired`);
     }
-    const canonical = canonicalString({
-      t: parts.t,
-      method: input.method,
-      pathAndQuery: pathAndQuery(input.url),
-      bodySha256: bodyDigest(input.body),
-      requestId,
-      agentId,
-    });
-    const key = this.#key(record);
-    if (!key.verify(canonical, Buffer.from(parts.v1, "hex"))) {
-      throw new SignatureError("mismatch", `signature does not match (kid ${parts.kid})`);
-    }
-    return { kid: parts.kid, sellerId: record.sellerId, agentId, requestId, t, v1: parts.v1, key };
+    return { parts, requestId, agentId, t, record };
   }
 
   /** The keyed HMAC of a stored secret (cached). */

@@ -37,6 +37,7 @@ import { renderAnswer, renderArticle, renderBalance, renderModels, renderSearch,
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
 import { publicJsonRpcMessage, unsupportedProtocolVersion } from "./jsonrpc_errors.ts";
 import { readMcpBody, repeatedIdResponse, repeatsRequestId, requestCount } from "./batch.ts";
+import { takeBodyShare } from "../middleware/body.ts";
 import { actFor, callerIs } from "../request_scope.ts";
 
 /** The MCP server's name in `initialize` and the server card. */
@@ -224,6 +225,17 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
 
   documented(app, mcpPostDoc, async (c) => {
     const { access, limitKey } = await authenticate(c);
+    // The body and what is decoded from it are held until the answer: its share of the process's
+    // body budget too (routes/middleware/body_budget.ts).
+    const giveBack = await takeBodyShare(c.req.raw, deps.config.maxBodyBytes);
+    try {
+      return await servePost(c, access, limitKey);
+    } finally {
+      giveBack();
+    }
+  });
+
+  async function servePost(c: Context<AppEnv>, access: McpAccess, limitKey: string): Promise<Response> {
     // Read ahead: the batch's size is what the request costs, and a batch repeating an id is refused.
     const body = await readMcpBody(c.req.raw, deps.config.maxBodyBytes);
     // An agent's token is free to mint (an anonymous identity), and every request builds a server, tool
@@ -263,7 +275,7 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
     } finally {
       await server.close();
     }
-  });
+  }
   // Stateless: no server-initiated stream to open and no session to end.
   const notAllowed = () =>
     Response.json(

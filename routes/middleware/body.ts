@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import { readStreamCapped } from "../../core/bytes.ts";
 import { AppError } from "../../core/errors.ts";
 import type { AppEnv } from "../env.ts";
+import { type BodyBudget, processBodyBudget } from "./body_budget.ts";
 
 const JSON_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json\s*(?:;|$)/i;
 
@@ -43,16 +44,61 @@ function bodyReadError(err: unknown): never {
   );
 }
 
-/** Reads a request body to bytes, refusing more than `limit` bytes without buffering the rest. */
-export async function readBodyCapped(req: Request, limit: number): Promise<Uint8Array> {
-  const tooLarge = () =>
-    new AppError("too_large", "body_too_large", `Request body too large: the limit is ${limit} bytes`);
+const tooLarge = (limit: number) =>
+  new AppError("too_large", "body_too_large", `Request body too large: the limit is ${limit} bytes`);
+
+/**
+ * The bytes a body may take, known before it is read: its declared `Content-Length`, or `limit`
+ * when it declares none (chunked).
+ * @throws {AppError} 413 `body_too_large` when it declares more than `limit`
+ */
+function declaredShare(req: Request, limit: number): number {
+  if (!req.body) return 0;
   const declared = Number(req.headers.get("content-length") ?? "NaN");
-  if (Number.isFinite(declared) && declared > limit) throw tooLarge();
+  if (!Number.isFinite(declared)) return limit;
+  if (declared > limit) throw tooLarge(limit);
+  return declared;
+}
+
+/**
+ * Takes a body's share of `budget` for a reader of its own (one that answers an oversized body in
+ * its own words): the declared `Content-Length` up to `limit`, or `limit`. Resolves with the
+ * function that gives it back.
+ * @throws {AppError} 503 `server_busy` when the budget has no room in time
+ */
+export function takeBodyShare(
+  req: Request,
+  limit: number,
+  budget: BodyBudget = processBodyBudget,
+): Promise<() => void> {
+  const declared = Number(req.headers.get("content-length") ?? "NaN");
+  return budget.take(!req.body ? 0 : Number.isFinite(declared) ? Math.min(declared, limit) : limit);
+}
+
+/** Reads a body whose share of the budget is taken already. */
+async function readTaken(req: Request, limit: number): Promise<Uint8Array> {
   if (!req.body) return new Uint8Array();
   const body = await readStreamCapped(req.body, limit).catch(bodyReadError);
-  if (!body) throw tooLarge();
+  if (!body) throw tooLarge(limit);
   return body;
+}
+
+/**
+ * Reads a request body to bytes, refusing more than `limit` bytes without buffering the rest. The
+ * body takes its share of `budget` first (it may wait there, unread) and gives it back once read.
+ * @throws {AppError} 413 `body_too_large`; 503 `server_busy` when the budget has no room in time
+ */
+export async function readBodyCapped(
+  req: Request,
+  limit: number,
+  budget: BodyBudget = processBodyBudget,
+): Promise<Uint8Array> {
+  const giveBack = await budget.take(declaredShare(req, limit));
+  try {
+    return await readTaken(req, limit);
+  } finally {
+    giveBack();
+  }
 }
 
 /**
@@ -96,30 +142,21 @@ export function decodeJson(
 
 /** Bodies at least this large are decoded in a worker: JSON.parse of 30 MB holds the event loop about 1 s. */
 export const OFF_THREAD_JSON_BYTES = 1024 * 1024;
-// Large bodies decoded at once, and waiting: a bound on threads and on buffered bodies.
+// Large bodies decoded at once: a bound on threads. Those waiting are bounded by the body budget
+// (body_budget.ts), whose share each holds until it is answered.
 const JSON_WORKERS = 2;
-const JSON_WAITING = 16;
 let jsonRunning = 0;
 const jsonWaiting: (() => void)[] = [];
 
-/**
- * {@link decodeJson}, in a one-off worker for bodies of {@link OFF_THREAD_JSON_BYTES} or more.
- * @throws {AppError} 503 `server_busy` when too many large bodies wait already
- */
+/** {@link decodeJson}, in a one-off worker for bodies of {@link OFF_THREAD_JSON_BYTES} or more. */
 export async function decodeJsonOffThread(
   bytes: Uint8Array,
   options: { object?: boolean; empty?: unknown } = {},
 ): Promise<{ value: unknown } | BodyProblem> {
   if (bytes.length < OFF_THREAD_JSON_BYTES) return decodeJson(bytes, options);
-  if (jsonRunning >= JSON_WORKERS) {
-    if (jsonWaiting.length >= JSON_WAITING) {
-      throw new AppError("unavailable", "server_busy", "Too many large request bodies at once, try again shortly", {
-        headers: { "Retry-After": "1" },
-      });
-    }
-    await new Promise<void>((resolve) => jsonWaiting.push(resolve));
-  }
-  jsonRunning++;
+  // A finished decode hands its slot straight to the next in line, so none starts past the bound.
+  if (jsonRunning >= JSON_WORKERS) await new Promise<void>((resolve) => jsonWaiting.push(resolve));
+  else jsonRunning++;
   const worker = new Worker(new URL("./json_worker.ts", import.meta.url), { type: "module" });
   try {
     const reply = await new Promise<{ value?: unknown; why?: string }>((resolve, reject) => {
@@ -138,8 +175,9 @@ export async function decodeJsonOffThread(
     return { value };
   } finally {
     worker.terminate();
-    jsonRunning--;
-    jsonWaiting.shift()?.();
+    const next = jsonWaiting.shift();
+    if (next) next();
+    else jsonRunning--;
   }
 }
 
@@ -155,14 +193,16 @@ export interface JsonBodyOptions {
   empty?: unknown;
   /** How problems are worded (default: {@link messageRejection}). */
   reject?: BodyRejection;
+  /** The budget the body takes its share from (default: the process's, {@link processBodyBudget}). */
+  budget?: BodyBudget;
 }
 
-/** Reads and decodes a JSON body with a size cap; problems are thrown as `reject` words them. */
-export async function readJson(
+/** Reads and decodes a JSON body whose share of the budget is taken already. */
+async function readJsonTaken(
   req: Request,
   { limit, requireJsonType = true, object, empty, reject = messageRejection }: JsonBodyOptions,
 ): Promise<{ bytes: Uint8Array; value: unknown }> {
-  const bytes = await readBodyCapped(req, limit);
+  const bytes = await readTaken(req, limit);
   if (requireJsonType && !isJsonType(req.headers.get("content-type") ?? undefined)) {
     throw reject({ kind: "media_type" });
   }
@@ -171,32 +211,53 @@ export async function readJson(
   return { bytes, value: decoded.value };
 }
 
+/**
+ * Reads and decodes a JSON body with a size cap; problems are thrown as `reject` words them. The
+ * body holds its share of the budget until it is decoded.
+ */
+export async function readJson(req: Request, options: JsonBodyOptions): Promise<{ bytes: Uint8Array; value: unknown }> {
+  const giveBack = await (options.budget ?? processBodyBudget).take(declaredShare(req, options.limit));
+  try {
+    return await readJsonTaken(req, options);
+  } finally {
+    giveBack();
+  }
+}
+
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /**
  * Middleware: reads the body once with a size cap and keeps the exact bytes in `c.var.rawBody`
  * (signatures need them). With `json` (the default) the body must be JSON as {@link readJson}
- * checks it. The request is rebuilt over the bytes so later validators can read it again.
+ * checks it. The request is rebuilt over the bytes so later validators can read it again. The
+ * body's share of the budget is taken before it is read and held until the request is answered:
+ * its bytes and what is decoded from them live that long.
  */
 export function bodyReader(
   { json = true, ...options }: JsonBodyOptions & { json?: boolean },
 ): MiddlewareHandler<AppEnv> {
+  const budget = options.budget ?? processBodyBudget;
   return async function bodyReader(c, next) {
     // Only methods our routes take a body with: any other (GET, OPTIONS, TRACE, a made-up one) is
     // served by no route that reads one, so it goes on to its 404 without its body being read.
     if (!BODY_METHODS.has(c.req.method)) return await next();
-    const read = json ? await readJson(c.req.raw, options) : undefined;
-    const bytes = read ? read.bytes : await readBodyCapped(c.req.raw, options.limit);
-    c.set("rawBody", bytes);
-    // No `signal`: touching the incoming request's signal makes Deno build an AbortSignal and an
-    // AbortError for every request (~5 us), and nothing downstream listens to it.
-    c.req.raw = new Request(c.req.raw.url, {
-      method: c.req.raw.method,
-      headers: c.req.raw.headers,
-      body: bytes as BodyInit,
-    });
-    // The validators read the value decoded here: parsing a 30 MB body twice held the event loop twice.
-    if (read) c.req.json = <T>() => Promise.resolve(read.value as T);
-    await next();
+    const giveBack = await budget.take(declaredShare(c.req.raw, options.limit));
+    try {
+      const read = json ? await readJsonTaken(c.req.raw, options) : undefined;
+      const bytes = read ? read.bytes : await readTaken(c.req.raw, options.limit);
+      c.set("rawBody", bytes);
+      // No `signal`: touching the incoming request's signal makes Deno build an AbortSignal and an
+      // AbortError for every request (~5 us), and nothing downstream listens to it.
+      c.req.raw = new Request(c.req.raw.url, {
+        method: c.req.raw.method,
+        headers: c.req.raw.headers,
+        body: bytes as BodyInit,
+      });
+      // The validators read the value decoded here: parsing a 30 MB body twice held the event loop twice.
+      if (read) c.req.json = <T>() => Promise.resolve(read.value as T);
+      await next();
+    } finally {
+      giveBack();
+    }
   };
 }

@@ -420,11 +420,52 @@ Deno.test("GET /openapi.json documents both payproxy routes and their signed hea
 
 Deno.test("payproxy routes answer an oversized body with 422 {message, code}", async () => {
   await using w = await createTestWorld({ env: { MAX_BODY_BYTES: "1024" } });
+  // Signed: a request whose signature headers cannot verify is refused (401) before its body is read.
+  const key = await w.deps.payproxy.secrets.create("seller-a");
   for (const url of ["/payproxy/v2/search?data_model_id=dm_x", "/payproxy/aimodel/am_x"]) {
-    const res = await w.app.request(url, { method: "POST", body: JSON.stringify({ query: "x".repeat(2000) }) });
+    const oversized = JSON.stringify({ query: "x".repeat(2000) });
+    const res = await w.app.request(
+      url,
+      await signedInit({ secret: key.secret, kid: key.kid, clock: w.clock, url, body: oversized }),
+    );
     assert.equal(res.status, 422);
     const body = await res.json();
     assert.equal(body.code, "body_too_large");
     assert.match(body.message, /1024 bytes/);
   }
+});
+
+Deno.test("payproxy routes refuse a signature that cannot verify without the body (header, ids, timestamp, key) before the body is read", async (t) => {
+  await using w = await payproxyWorld();
+  const routes = [searchUrl(w.models.market.id), `/payproxy/aimodel/${w.models.text.id}`];
+  for (const url of routes) {
+    const good = await signedInit({ secret: w.key.secret, kid: w.key.kid, clock: w.w.clock, url, body: QUERY });
+    const headers = good.headers as Record<string, string>;
+    const without = (name: string) => Object.fromEntries(Object.entries(headers).filter(([k]) => k !== name));
+    const stale = await signedInit({ secret: w.key.secret, kid: w.key.kid, clock: w.w.clock, url, tOffset: -301 });
+    const unknown = await signedInit({ secret: "pps_unknown", kid: "ppk_unknown", clock: w.w.clock, url });
+    const cases: [string, Record<string, string>][] = [
+      ["no zc-signature", without("zc-signature")],
+      ["no zc-request-id", without("zc-request-id")],
+      ["a timestamp 301 s old", stale.headers as Record<string, string>],
+      ["a kid with no configured secret", unknown.headers as Record<string, string>],
+    ];
+    for (const [name, sent] of cases) {
+      await t.step(`${url.split("?")[0]}: ${name}`, async () => {
+        let pulled = false;
+        const body = new ReadableStream<Uint8Array>({
+          pull(controller) {
+            pulled = true;
+            controller.enqueue(new TextEncoder().encode(QUERY));
+            controller.close();
+          },
+        }, { highWaterMark: 0 });
+        const res = await w.w.app.request(url, { method: "POST", headers: sent, body });
+        assert.equal(res.status, 401);
+        assert.deepEqual(await res.json(), SIG_ERROR);
+        assert.equal(pulled, false, "the body was not read");
+      });
+    }
+  }
+  assert.equal(w.search.calls.length, 0);
 });

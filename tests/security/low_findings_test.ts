@@ -39,11 +39,14 @@ async function rawRequest(port: number, head: string, until = /^$/) {
 Deno.test("security: a request body that stalls is answered 408 with Connection: close", async () => {
   await using w = await createTestWorld();
   const server = startServer(w.app.fetch, { bodyIdleTimeoutMs: 300 });
+  // A sender the route reads a body for (a tenant's key): one it would refuse is refused unread.
+  const { key } = await w.tenantWithKey();
   try {
     const started = performance.now();
     const { conn, answer } = await rawRequest(
       server.port,
-      'POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"widget',
+      `POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
+        'Content-Length: 100\r\n\r\n{"widget',
       /stalled[^}]*\}/,
     );
     const text = await answer;
@@ -61,10 +64,12 @@ Deno.test("security: a request body that stalls is answered 408 with Connection:
 Deno.test("security: a client that disconnects mid-body is logged as 499, never 500", async () => {
   await using w = await createTestWorld();
   const server = startServer(w.app.fetch);
+  const { key } = await w.tenantWithKey();
   try {
     const { conn } = await rawRequest(
       server.port,
-      'POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"a":',
+      `POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
+        'Content-Length: 1000\r\n\r\n{"a":',
     );
     await new Promise((r) => setTimeout(r, 50));
     conn.close();
@@ -172,9 +177,10 @@ Deno.test("security: error bodies never echo the input or a library's message (o
   const secretish = '{"prompt": "SECRET-INPUT-123", oops';
   await t.step("malformed JSON, bearer family", async () => {
     await using w = await createTestWorld();
+    const { key } = await w.tenantWithKey();
     const res = await w.app.request("/v1/events", {
       method: "POST",
-      headers: { "content-type": "application/json", origin: "https://news.example" },
+      headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
       body: secretish,
     });
     assert.equal(res.status, 400);

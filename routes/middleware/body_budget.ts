@@ -1,0 +1,113 @@
+import { AppError } from "../../core/errors.ts";
+
+/**
+ * Bodies of at most this many bytes take nothing from the budget: they cost about what their
+ * connection's own buffers do, and the widget's and the storefront's small bodies never wait
+ * behind a flood of large ones.
+ */
+export const SMALL_BODY_BYTES = 64 * 1024;
+
+/** Settings of a {@link BodyBudget}. */
+export interface BodyBudgetOptions {
+  /** Bytes of bodies read and held at once, all requests together. */
+  bytes: number;
+  /** Requests waiting for room; past it a request is refused (503 `server_busy`). */
+  maxWaiting: number;
+  /** How long a request may wait for room before it is refused. */
+  waitMs: number;
+}
+
+/** The process's default: 32 MiB of bodies, 256 requests waiting at most 30 s each. */
+export const DEFAULT_BODY_BUDGET: BodyBudgetOptions = { bytes: 32 * 1024 * 1024, maxWaiting: 256, waitMs: 30_000 };
+
+interface Waiter {
+  bytes: number;
+  admit(): void;
+}
+
+const busy = () =>
+  new AppError("unavailable", "server_busy", "Too many large request bodies at once, try again shortly", {
+    headers: { "Retry-After": "1" },
+  });
+
+/**
+ * A process-wide budget of request-body bytes being read and held at once. A request takes its
+ * share before its body is read and gives it back when it is answered; one that does not fit waits,
+ * unread (TCP holds its bytes at the sender), in a bounded first-come queue with a deadline. A body
+ * larger than the whole budget takes all of it and runs alone.
+ */
+export class BodyBudget {
+  readonly #o: BodyBudgetOptions;
+  #held = 0;
+  readonly #waiting: Waiter[] = [];
+
+  constructor(options: BodyBudgetOptions = DEFAULT_BODY_BUDGET) {
+    this.#o = options;
+  }
+
+  /** Bytes taken right now (for tests and logs). */
+  get held(): number {
+    return this.#held;
+  }
+
+  /** Requests waiting for room right now. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  /**
+   * Takes `bytes` (nothing for a small body) and resolves with the function that gives them back
+   * (calling it twice gives back once).
+   * @throws {AppError} 503 `server_busy` with `Retry-After` when the queue is full or the wait passes its deadline
+   */
+  async take(bytes: number): Promise<() => void> {
+    if (bytes <= SMALL_BODY_BYTES) return () => {};
+    const share = Math.min(bytes, this.#o.bytes);
+    if (this.#waiting.length > 0 || this.#held + share > this.#o.bytes) {
+      if (this.#waiting.length >= this.#o.maxWaiting) throw busy();
+      await this.#wait(share);
+    } else {
+      this.#held += share;
+    }
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      this.#held -= share;
+      this.#admit();
+    };
+  }
+
+  #wait(share: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        bytes: share,
+        admit: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        const at = this.#waiting.indexOf(waiter);
+        if (at < 0) return;
+        this.#waiting.splice(at, 1);
+        // The head leaving may let the ones behind it in.
+        if (at === 0) this.#admit();
+        reject(busy());
+      }, this.#o.waitMs);
+      this.#waiting.push(waiter);
+    });
+  }
+
+  /** Lets waiters in, first come first served, while the head fits. */
+  #admit(): void {
+    while (this.#waiting.length > 0 && this.#held + this.#waiting[0]!.bytes <= this.#o.bytes) {
+      const next = this.#waiting.shift()!;
+      this.#held += next.bytes;
+      next.admit();
+    }
+  }
+}
+
+/** The budget every body reader shares unless given its own (one per process, as the name says). */
+export const processBodyBudget = new BodyBudget();

@@ -1,0 +1,121 @@
+/**
+ * The process-wide budget of request-body bytes (routes/middleware/body_budget.ts): a body takes
+ * its share before it is read and holds it until it is answered; one that does not fit waits
+ * unread in a bounded queue with a deadline, and is then served as sent. On a tiny Hono app.
+ */
+import assert from "node:assert/strict";
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { memoryLogger } from "../../core/log.ts";
+import type { AppEnv } from "../../routes/env.ts";
+import { createErrorHandler } from "../../routes/errors.ts";
+import { bodyReader } from "../../routes/middleware/body.ts";
+import { BodyBudget, SMALL_BODY_BYTES } from "../../routes/middleware/body_budget.ts";
+
+const KiB = 1024;
+
+/** An app whose `/echo` answers the length of the JSON body's `pad`, and the budget held while it ran. */
+function echoApp(budget: BodyBudget, hold?: Promise<void>) {
+  const app = new OpenAPIHono<AppEnv>();
+  app.onError(createErrorHandler(memoryLogger(), "message"));
+  app.use("/echo", bodyReader({ limit: 1024 * KiB, budget }));
+  let peak = 0;
+  app.post("/echo", async (c) => {
+    peak = Math.max(peak, budget.held);
+    await hold;
+    const body = await c.req.json() as { pad: string };
+    return c.json({ length: body.pad.length });
+  });
+  return { app, peak: () => peak };
+}
+
+/** A JSON body of about `bytes`, as a stream that records whether it was pulled. */
+function watchedBody(bytes: number) {
+  const text = new TextEncoder().encode(JSON.stringify({ pad: "x".repeat(bytes - 10) }));
+  let pulled = false;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      pulled = true;
+      controller.enqueue(text);
+      controller.close();
+    },
+    // Pulled only when read, not ahead of it.
+  }, { highWaterMark: 0 });
+  return { stream, length: text.length, pulled: () => pulled };
+}
+
+const post = (app: OpenAPIHono<AppEnv>, body: { stream: ReadableStream<Uint8Array>; length: number }) =>
+  app.request("/echo", {
+    method: "POST",
+    headers: { "content-type": "application/json", "content-length": String(body.length) },
+    body: body.stream,
+  });
+
+/** Lets pending promise callbacks and timers of 0 ms run. */
+const settle = () => new Promise((r) => setTimeout(r, 0));
+
+Deno.test("bodyReader() with a full budget: a large body waits unread, then is served as sent once room is given back", async () => {
+  const budget = new BodyBudget({ bytes: 256 * KiB, maxWaiting: 4, waitMs: 30_000 });
+  const { app } = echoApp(budget);
+  const giveBack = await budget.take(256 * KiB);
+  const body = watchedBody(200 * KiB);
+  const answer = post(app, body);
+  await settle();
+  assert.equal(budget.waiting, 1);
+  assert.equal(body.pulled(), false, "not read while it waits");
+  giveBack();
+  const res = await answer;
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), { length: 200 * KiB - 10 });
+  assert.equal(budget.held, 0, "its share is given back once answered");
+});
+
+Deno.test("bodyReader(): 8 concurrent 200 KiB bodies under a 512 KiB budget are all served, never more than 2 held at once", async () => {
+  const budget = new BodyBudget({ bytes: 512 * KiB, maxWaiting: 16, waitMs: 30_000 });
+  let open!: () => void;
+  const { app, peak } = echoApp(budget, new Promise<void>((r) => (open = r)));
+  const answers = Array.from({ length: 8 }, () => post(app, watchedBody(200 * KiB)));
+  await settle();
+  assert.equal(budget.waiting, 6);
+  open();
+  const statuses = await Promise.all(answers.map(async (a) => {
+    const res = await a;
+    return [res.status, (await res.json()).length];
+  }));
+  assert.deepEqual(statuses, Array(8).fill([200, 200 * KiB - 10]));
+  assert.ok(peak() <= 512 * KiB && peak() >= 400 * KiB, `peak ${peak()}`);
+  assert.equal(budget.held, 0);
+});
+
+Deno.test("bodyReader(): a small body never waits, and a body over the whole budget runs alone", async () => {
+  const budget = new BodyBudget({ bytes: 128 * KiB, maxWaiting: 4, waitMs: 30_000 });
+  const { app } = echoApp(budget);
+  const giveBack = await budget.take(128 * KiB);
+  const small = await post(app, watchedBody(SMALL_BODY_BYTES));
+  assert.equal(small.status, 200, "a small body passes a full budget");
+  giveBack();
+  const large = await post(app, watchedBody(600 * KiB));
+  assert.equal(large.status, 200, "a body larger than the budget takes all of it");
+  assert.equal(budget.held, 0);
+});
+
+Deno.test("bodyReader(): past the queue's bound or its deadline a body is refused 503 server_busy with Retry-After, unread", async () => {
+  const budget = new BodyBudget({ bytes: 128 * KiB, maxWaiting: 1, waitMs: 50 });
+  const { app } = echoApp(budget);
+  const giveBack = await budget.take(128 * KiB);
+  const first = watchedBody(100 * KiB);
+  const waiting = post(app, first);
+  await settle();
+  const second = watchedBody(100 * KiB);
+  const full = await post(app, second);
+  assert.equal(full.status, 503);
+  assert.equal(full.headers.get("retry-after"), "1");
+  assert.deepEqual(await full.json(), { message: "Too many large request bodies at once, try again shortly" });
+  assert.equal(second.pulled(), false);
+  const late = await waiting;
+  assert.equal(late.status, 503, "the deadline passed");
+  await late.body?.cancel();
+  assert.equal(first.pulled(), false);
+  assert.equal(budget.waiting, 0);
+  giveBack();
+  assert.equal(budget.held, 0);
+});
