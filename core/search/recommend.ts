@@ -51,6 +51,11 @@ export interface ServedResults {
   caller?: string;
   /** The reader's network on a public route (see SearchContext). */
   clientKey?: string;
+  /**
+   * The request that asked (`X-Request-Id`): a balancer's retry resends it with the same id, and the
+   * recorded events are then the same, stored once.
+   */
+  requestId?: string;
   at: Date;
   results: { articleId: string; url: string; position: number }[];
 }
@@ -264,6 +269,7 @@ export class Recommender {
       query,
       caller: context.caller,
       ...(context.clientKey ? { clientKey: context.clientKey } : {}),
+      ...(context.requestId ? { requestId: context.requestId } : {}),
       at: this.options.clock.now(),
       results: pageItems.flatMap(({ slot }, i) =>
         shown && !shown.has(results[i]!) ? [] : [{
