@@ -31,11 +31,11 @@ import type { EventInput, EventSink } from "./events.ts";
 /**
  * Event ids of a served page that are the same for every attempt of one request: a balancer resends
  * a search that timed out to another process with the same `X-Request-Id` (docs/operations.md), and
- * the event log stores an event id once per tenant and day. Without a request id, fresh ids.
+ * the event log stores an event id once per tenant and day. Without an idempotency key, fresh ids.
  */
 function requestEventIds(s: ServedResults): { call?: string; impression: (position: number) => string | undefined } {
-  if (!s.requestId) return { impression: () => undefined };
-  const key = createHash("sha256").update([s.tenantId, s.requestId, s.dataModelId, s.query].join("\u0000"))
+  if (!s.idempotencyKey) return { impression: () => undefined };
+  const key = createHash("sha256").update([s.tenantId, s.idempotencyKey, s.dataModelId, s.query].join("\u0000"))
     .digest("hex").slice(0, 32);
   return { call: `rq-${key}`, impression: (position) => `rq-${key}.${position}` };
 }

@@ -59,3 +59,18 @@ Deno.test("POST /app/v2/search: two requests asking the same are two searches", 
   assert.equal((await stored(w, "api_call")).length, 4);
   assert.deepEqual(await stored(w, "result_impression"), [1, 1, 1, 1, 2, 2, 2, 2]);
 });
+
+Deno.test("search: two searches of one request (an MCP batch) share its request id and are two searches", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  const dm = (await w.deps.repos.dataModels.get(a.dmNews))!;
+  for (let i = 0; i < 2; i++) {
+    await w.deps.search.recommend(dm, { query: "council budget", num_results: 2, similarity_top_k: 2 }, {
+      tenantId: a.tenantId,
+      caller: "mcp",
+      requestId: "one-http-request",
+    });
+  }
+  await w.deps.events.stop();
+  assert.equal((await stored(w, "api_call")).length, 2);
+});
