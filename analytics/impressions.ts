@@ -27,6 +27,7 @@ import { systemTimers, type TimerId, type Timers } from "../core/timers.ts";
 import { describeError, type Logger } from "../core/log.ts";
 import type { ServedResults } from "../core/search/mod.ts";
 import type { EventInput, EventSink } from "./events.ts";
+import { uuidv7 } from "./uuid7.ts";
 
 /**
  * Event ids of a served page that are the same for every attempt of one request: a balancer resends
@@ -138,7 +139,9 @@ export class ImpressionRecorder {
     if (!events.length) return;
     const nowMs = this.clock.now().getTime();
     if (!this.#buffer.length) this.#oldestMs = nowMs;
-    for (const e of events) this.#buffer.push(e);
+    // Each event's id is fixed here, not at each write: a write that reached the log but whose answer
+    // was lost is written again under the same ids, which the log stores once.
+    for (const e of events) this.#buffer.push(e.event_id ? e : { ...e, event_id: uuidv7(this.clock) });
     if (this.#buffer.length > this.#maxEvents) {
       const excess = this.#buffer.length - this.#maxEvents;
       this.#buffer.splice(0, excess);
