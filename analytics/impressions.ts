@@ -19,6 +19,7 @@
  * - the buffer is bounded (`maxEvents`, 50,000 by default): reached only when the log refuses
  *   writes for a long while, and then the oldest events are dropped and counted in an error line.
  */
+import { createHash } from "node:crypto";
 import type { CitedArticles } from "../core/answer/mod.ts";
 import type { Clock } from "../core/clock.ts";
 import { AppError } from "../core/errors.ts";
@@ -26,9 +27,23 @@ import { systemTimers, type TimerId, type Timers } from "../core/timers.ts";
 import { describeError, type Logger } from "../core/log.ts";
 import type { ServedResults } from "../core/search/mod.ts";
 import type { EventInput, EventSink } from "./events.ts";
+import { uuidv7 } from "./uuid7.ts";
+
+/**
+ * Event ids of a served page that are the same for every attempt of one request: a balancer resends
+ * a search that timed out to another process with the same `X-Request-Id` (docs/operations.md), and
+ * the event log stores an event id once per tenant and day. Without an idempotency key, fresh ids.
+ */
+function requestEventIds(s: ServedResults): { call?: string; impression: (position: number) => string | undefined } {
+  if (!s.idempotencyKey) return { impression: () => undefined };
+  const key = createHash("sha256").update([s.tenantId, s.idempotencyKey, s.dataModelId, s.query].join("\u0000"))
+    .digest("hex").slice(0, 32);
+  return { call: `rq-${key}`, impression: (position) => `rq-${key}.${position}` };
+}
 
 /** The events one served page of results stands for. */
 export function impressionEvents(s: ServedResults): EventInput[] {
+  const ids = requestEventIds(s);
   const base = {
     ts: s.at.toISOString(),
     tenant_id: s.tenantId,
@@ -37,10 +52,12 @@ export function impressionEvents(s: ServedResults): EventInput[] {
     // A search a public route served counts in trending as its reader's network, not as a sender of its own.
     ...(s.clientKey ? { client_key: s.clientKey } : {}),
   };
+  const idOf = (id: string | undefined) => id ? { event_id: id } : {};
   return [
-    { ...base, event_type: "api_call", interaction_type: "search", prompt: s.query.slice(0, 2000) },
+    { ...base, ...idOf(ids.call), event_type: "api_call", interaction_type: "search", prompt: s.query.slice(0, 2000) },
     ...s.results.map((r) => ({
       ...base,
+      ...idOf(ids.impression(r.position)),
       event_type: "result_impression",
       article_id: r.articleId,
       article_url: r.url,
@@ -122,7 +139,9 @@ export class ImpressionRecorder {
     if (!events.length) return;
     const nowMs = this.clock.now().getTime();
     if (!this.#buffer.length) this.#oldestMs = nowMs;
-    for (const e of events) this.#buffer.push(e);
+    // Each event's id is fixed here, not at each write: a write that reached the log but whose answer
+    // was lost is written again under the same ids, which the log stores once.
+    for (const e of events) this.#buffer.push(e.event_id ? e : { ...e, event_id: uuidv7(this.clock) });
     if (this.#buffer.length > this.#maxEvents) {
       const excess = this.#buffer.length - this.#maxEvents;
       this.#buffer.splice(0, excess);

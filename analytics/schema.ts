@@ -4,7 +4,7 @@
  * "Analytics events and metrics" documents every column; keep the two in step.
  */
 import { z } from "zod";
-import { MAX_PROMPT_CHARS, MAX_RESPONSE_CHARS } from "../core/events.ts";
+import { MAX_PROMPT_CHARS, MAX_RESPONSE_CHARS, pageAddress } from "../core/events.ts";
 
 /** Every event type the pipeline accepts. */
 export const EVENT_TYPES = [
@@ -148,6 +148,8 @@ export function normaliseInput(input: unknown, internal: boolean): unknown {
     e.click_type ??= "article";
     if (typeof e.url === "string" && e.article_url === undefined) e.article_url = e.url;
   }
+  // Every event keeps its page as origin and path, whoever sent it (docs/events-and-metrics.md).
+  if (typeof e.referring_url === "string") e.referring_url = pageAddress(e.referring_url) ?? e.referring_url;
   if (internal) {
     for (const k of ["referring_url", "article_url"]) {
       if (typeof e[k] === "string" && !isHttpUrl(e[k] as string)) delete e[k];

@@ -9,6 +9,17 @@ export const MAX_PROMPT_CHARS = 2000;
 export const MAX_RESPONSE_CHARS = 10_000;
 
 /**
+ * A page's address as events keep it (`referring_url`): origin and path, no query or fragment (a
+ * page's query string may carry a reader's e-mail or a session token, and the tenant reads the
+ * column). Anything but an http(s) URL is undefined.
+ */
+export function pageAddress(address: string | undefined): string | undefined {
+  const url = address ? URL.parse(address) : null;
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) return undefined;
+  return (url.origin + url.pathname).slice(0, 2048);
+}
+
+/**
  * An event as producers hand it in; the pipeline fills event_id, ts and enrichment. The full
  * column list is `eventInputSchema` in analytics/schema.ts.
  * @example deps.events.record([{ event_type: "click", click_type: "article", ai_agent: "am_...", article_url: "https://..." }])

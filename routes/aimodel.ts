@@ -239,6 +239,8 @@ export function createAiModelRoutes(
       );
     }
 
+    const left = new AbortController();
+    context.left = left.signal;
     const source = answer.stream ? answer.stream(model, asked, context) : (async function* () {
       const result = await answer.answer(model, asked, context);
       yield result.message;
@@ -249,7 +251,10 @@ export function createAiModelRoutes(
     // timeout) still gets its proper status and `{message}` body.
     const first = await chunks.next();
     return streamSSE(c, async (sse) => {
-      sse.onAbort(() => void chunks.return?.());
+      sse.onAbort(() => {
+        left.abort();
+        void chunks.return?.();
+      });
       let message = "";
       try {
         let r = first;

@@ -69,6 +69,8 @@ export function createDatamodelLegacyRoutes(
     const out = await deps.search.recommend(c.get("dataModel"), c.req.valid("json"), {
       tenantId: c.get("tenantId"),
       requestId: c.env.requestId,
+      // One search per request: a resend with the same X-Request-Id is stored once.
+      idempotencyKey: c.env.requestId,
     });
     return c.json({ results: out.response.results }, 200);
   });

@@ -137,6 +137,8 @@ export function createSearchRoutes(
     const out = await deps.search.recommend(c.get("dataModel"), body, {
       tenantId: c.get("tenantId"),
       requestId: c.env.requestId,
+      // One search per request: a balancer's retry (same X-Request-Id) is stored once.
+      idempotencyKey: c.env.requestId,
       // A Web Bot Auth agent (routes/middleware/web_bot_auth.ts) is named in agent readership.
       caller: c.get("caller"),
       searchVersion,

@@ -207,11 +207,19 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
     const provider = providerFor(model);
     const request = await ground(model, query, provider);
     let message = "";
-    for await (const chunk of provider.streamText(request)) {
-      message += chunk;
-      yield chunk;
+    let whole = false;
+    try {
+      for await (const chunk of provider.streamText(request)) {
+        message += chunk;
+        yield chunk;
+      }
+      whole = true;
+    } finally {
+      // Recorded once: a whole answer, or one its caller left mid-way (`context.left`), with the
+      // answer as far as it went, even when the provider failed after the caller left. A provider
+      // failing while the caller is there is an error, not recorded, as for a non-streamed answer.
+      if (whole || (message && context.left?.aborted)) await record(model, query, message, context, request.now);
     }
-    await record(model, query, message, context, request.now);
     return citationsOf(message, request, context);
   }
 
@@ -228,5 +236,8 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
     return await followUpQuestions(options.retrieve, model.groundingDataModelIds, query, cited);
   };
 
-  return { answer, stream, relatedQuestions };
+  const recordInteraction = (model: AiModel, query: string, message: string, context: AnswerContext) =>
+    record(model, query, message, { ...context, recordQuery: true }, clock.now());
+
+  return { answer, stream, relatedQuestions, recordInteraction };
 }

@@ -30,6 +30,11 @@ export interface AnswerContext {
   recordQuery?: boolean;
   /** What the reader typed, when the engine answers a rewritten query (a follow-up made standalone). */
   prompt?: string;
+  /**
+   * Aborted when the caller of a streamed answer leaves mid-answer: the engine then records the
+   * question with the answer as far as it went (a stream it could not finish is otherwise not one).
+   */
+  left?: AbortSignal;
 }
 
 /** An article a text answer cites. */
@@ -80,4 +85,10 @@ export interface AnswerService {
    * when it writes them, else extractive from the cited articles (core/answer/related.ts).
    */
   relatedQuestions?(model: AiModel, query: string, cited: { title: string }[]): Promise<string[]>;
+  /**
+   * Records one exchange as the engine records its own (a `query` event; never throws), for a route
+   * that answered with `recordQuery: false` because its client records what it receives, when the
+   * client never received the whole answer (the widget's stream, cut short).
+   */
+  recordInteraction?(model: AiModel, query: string, message: string, context: AnswerContext): Promise<void>;
 }

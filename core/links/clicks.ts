@@ -1,16 +1,5 @@
-import type { EventInput } from "../events.ts";
+import { type EventInput, pageAddress } from "../events.ts";
 import type { ClickPayload } from "./tracking.ts";
-
-/**
- * The page of a `Referer`, as the widget reports its own page: origin and path, no query or fragment
- * (a page whose Referrer-Policy sends its whole address may carry a session token or an e-mail
- * there, and the tenant reads `referring_url`). Anything but an http(s) URL is left out.
- */
-function pageAddress(referer: string | undefined): string | undefined {
-  const url = referer ? URL.parse(referer) : null;
-  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) return undefined;
-  return (url.origin + url.pathname).slice(0, 2048);
-}
 
 /**
  * The `article_click` event of a followed tracking link: who served the result (tenant, caller),
@@ -32,6 +21,7 @@ export function clickEvent(
     article_id: click.articleId,
     url: click.url,
     position: click.position,
+    // Its page as every event keeps one; a Referer that is no http(s) URL is left out, not the click.
     referring_url: pageAddress(referringUrl),
     ...(clientKey ? { client_key: clientKey } : {}),
     // A widget's citation: the click counts in that widget's figures and its reader's session.

@@ -51,6 +51,8 @@ export interface ServedResults {
   caller?: string;
   /** The reader's network on a public route (see SearchContext). */
   clientKey?: string;
+  /** The search across resends of its request (SearchContext): its events are stored once. */
+  idempotencyKey?: string;
   at: Date;
   results: { articleId: string; url: string; position: number }[];
 }
@@ -264,6 +266,7 @@ export class Recommender {
       query,
       caller: context.caller,
       ...(context.clientKey ? { clientKey: context.clientKey } : {}),
+      ...(context.idempotencyKey ? { idempotencyKey: context.idempotencyKey } : {}),
       at: this.options.clock.now(),
       results: pageItems.flatMap(({ slot }, i) =>
         shown && !shown.has(results[i]!) ? [] : [{

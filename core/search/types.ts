@@ -94,6 +94,12 @@ export interface SearchContext {
    * repeated headlines): only those are answered and recorded as impressions. Default: all.
    */
   select?: (results: SearchResult[]) => SearchResult[];
+  /**
+   * Names this search across resends of its request (a balancer's retry of `POST /app/v2/search`
+   * after a response timeout keeps the `X-Request-Id`): its events are then stored once. Set only by
+   * routes that serve one search per request; a request holding several (an MCP batch) sets none.
+   */
+  idempotencyKey?: string;
 }
 
 /** A stored article as retrieval returns it, for grounding answers. */

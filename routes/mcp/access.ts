@@ -36,6 +36,7 @@ import {
 import type { AuthenticatedAgent, PaidProxy, PaygPlan, Plan, Seller, Service } from "../../core/commerce/mod.ts";
 import type { Deps } from "../../composition.ts";
 import { aiModelNotFound, AppError, dataModelNotFound } from "../../core/errors.ts";
+import { describeError } from "../../core/log.ts";
 import type { SearchRequest, SearchResponse } from "../../core/search/mod.ts";
 
 /** A payment receipt as the MCP binding returns it: the `Payment-Receipt` fields and the challenge it paid. */
@@ -110,7 +111,16 @@ export interface McpAccess {
 
 type TenantDeps = Pick<
   Deps,
-  "repos" | "search" | "answer" | "analytics" | "clock" | "analyticsCache" | "analyticsMemo" | "analyticsVisits" | "kv"
+  | "repos"
+  | "search"
+  | "answer"
+  | "analytics"
+  | "clock"
+  | "analyticsCache"
+  | "analyticsMemo"
+  | "analyticsVisits"
+  | "kv"
+  | "log"
 >;
 
 /**
@@ -162,7 +172,11 @@ export class TenantAccess implements McpAccess {
       requestId: this.requestId,
       ...(turn.query !== args.query ? { prompt: args.query } : {}),
     });
-    await conversations.remember(this.tenantId, model.id, turn, args.query, answer.message);
+    // The answer is recorded and the caller's: a turn not kept (KV contention) is no failure of the
+    // call, which the agent would ask again, and be answered and counted twice (as on /app/aimodel).
+    await conversations.remember(this.tenantId, model.id, turn, args.query, answer.message).catch((err) =>
+      this.deps.log.warn("conversation turn not kept", { request_id: this.requestId, error: describeError(err) })
+    );
     const related = args.related_questions && answer.kind === "text"
       ? {
         related_questions: this.deps.answer.relatedQuestions

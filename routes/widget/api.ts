@@ -413,6 +413,17 @@ export function createWidgetApiRoutes(deps: Deps_) {
         return result.kind === "text" ? result.citations : undefined;
       })(),
       related,
+      // The widget sends the `query` event once it has read `done`; a reader who left before asked
+      // all the same, so the service records the question, with the answer as far as it was shown,
+      // as the widget would have.
+      unfinished: async (shown) => {
+        const sender = await deps.clientKeys.of(clientAddress(c, deps.config.trustProxy));
+        await deps.answer.recordInteraction?.(model, query, shown, {
+          ...context,
+          prompt: input.query,
+          ...(sender ? { clientKey: sender } : {}),
+        });
+      },
     }) as never;
   });
 
@@ -483,9 +494,11 @@ export function createWidgetApiRoutes(deps: Deps_) {
 async function streamAnswer(
   c: Context<WidgetEnv>,
   deps: Deps_,
-  { source, related }: {
+  { source, related, unfinished }: {
     source: AsyncGenerator<string, Citation[] | void>;
     related: (citations: WidgetCitation[]) => Promise<string[]>;
+    /** Told once, with the text shown, when the reader left before `done` reached them. */
+    unfinished: (shown: string) => Promise<void>;
   },
 ): Promise<Response> {
   const chunks = source[Symbol.asyncIterator]();
@@ -495,6 +508,7 @@ async function streamAnswer(
     sse.onAbort(() => void chunks.return?.(undefined));
     let shown = "";
     let sources = "";
+    let delivered = false;
     try {
       let r = first;
       for (; !r.done; r = await chunks.next()) {
@@ -507,10 +521,14 @@ async function streamAnswer(
         shown += r.value;
         await sse.writeSSE({ event: "token", data: JSON.stringify({ text: r.value }) });
       }
+      // A reader gone mid-answer gets no follow-ups written for nobody.
+      if (sse.aborted) return;
       const citations = widgetCitations(r.value ?? [], sources);
       await sse.writeSSE({ event: "citations", data: JSON.stringify({ citations }) });
       await sse.writeSSE({ event: "related", data: JSON.stringify({ questions: await related(citations) }) });
       await sse.writeSSE({ event: "done", data: JSON.stringify({ answer: shown, request_id: requestId }) });
+      // A write to a stream the reader left does not fail: `aborted` tells.
+      delivered = !sse.aborted;
     } catch (err) {
       const { appError, unexpected } = toAppError(err, "widget");
       deps.log[unexpected ? "error" : "warn"]("widget answer stream failed", {
@@ -522,6 +540,13 @@ async function streamAnswer(
         event: "error",
         data: JSON.stringify({ message: appError.message, code: appError.code }),
       });
+    } finally {
+      // A provider failing while the reader is there ends with `error`: no answer, as a 502 is none.
+      if (!delivered && sse.aborted) {
+        await unfinished(shown).catch((err) =>
+          deps.log.error("unfinished widget answer not recorded", { request_id: requestId, error: describeError(err) })
+        );
+      }
     }
   });
 }

@@ -11,6 +11,7 @@ import { memoryLogger } from "../../core/log.ts";
 import type { ServedResults } from "../../core/search/engine.ts";
 import type { TimerId, Timers } from "../../core/timers.ts";
 import { bearer, createTestWorld } from "../_helpers.ts";
+import { parquetIdCounts } from "./_count.ts";
 import { hoursAgo, search, searchWorld } from "../search/_world.ts";
 
 /** Timers run by hand: `run()` fires what is due, in order. */
@@ -124,6 +125,28 @@ Deno.test("ImpressionRecorder keeps a batch whose write failed and writes it at 
   await recorder.flush();
   assert.equal(recorder.waiting, 0);
   assert.equal((await logged(w.deps.events)).rows.length, 55, "every event arrives, none twice");
+});
+
+Deno.test("ImpressionRecorder: a write that landed but whose answer was lost is written again under the same ids, stored once", async () => {
+  await using w = await createTestWorld();
+  const log = memoryLogger();
+  let lost = 1;
+  // The commit reaches the log, the answer does not (a remote KV's timeout): the batch is kept and written again.
+  const flaky: EventSink = {
+    record: async (events: EventInput[]) => {
+      await w.deps.events.record(events);
+      if (lost-- > 0) throw new Error("event log commit answer lost");
+    },
+  };
+  const recorder = new ImpressionRecorder(flaky, w.deps.clock, log, { timers: manualTimers().timers });
+  for (let n = 0; n < 5; n++) recorder.add(page(w, n));
+  await recorder.flush();
+  await recorder.flush();
+  assert.equal(recorder.waiting, 0);
+  await w.deps.events.flush();
+  const counts = await parquetIdCounts(w.deps.duckdb, `${w.deps.config.dataDir.replace(/\/+$/, "")}/events`);
+  assert.equal(counts.size, 55, "every event stored");
+  assert.ok([...counts.values()].every((n) => n === 1), "none twice");
 });
 
 Deno.test("ImpressionRecorder: one caller's refused impression does not hold back other tenants' impressions", async () => {

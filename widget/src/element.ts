@@ -46,6 +46,7 @@ export class AskAiWidget extends HTMLElement {
   #history: { role: "user" | "assistant"; content: string }[] = [];
   #busy = false;
   #stop: (() => void) | undefined;
+  #viewableSent = false;
   /** The campaign prompts drawn, each with its `prompt_impression` (sent once it is at least half in view). */
   #impressions = new Map<Element, EventFields>();
   /** Custom properties from the configuration (CSSOM: allowed under a strict CSP). */
@@ -76,7 +77,11 @@ export class AskAiWidget extends HTMLElement {
   }
 
   connectedCallback(): void {
-    if (this.#started) return;
+    // Moved in the page (a framework re-parenting it): it is still being read, so it is watched again.
+    if (this.#started) {
+      if (this.#tracker && !this.#stop) this.#watch();
+      return;
+    }
     const widgetId = this.#attr("widget-id");
     if (!widgetId || !TOKEN.test(widgetId)) return;
     this.#started = true;
@@ -87,6 +92,7 @@ export class AskAiWidget extends HTMLElement {
 
   disconnectedCallback(): void {
     this.#stop?.();
+    this.#stop = undefined;
   }
 
   async #start(widgetId: string): Promise<void> {
@@ -124,17 +130,30 @@ export class AskAiWidget extends HTMLElement {
     this.#draw();
     this.setAttribute("data-state", "ready");
     this.#tracker.send("widget_load");
-    const watched = this.#ui.launcher ?? this.#ui.panel;
-    this.#stop = watchAttention(watched, {
-      viewable: (pct, ms) => this.#tracker.send("widget_viewable", { in_view_pct: pct, in_view_ms: ms }),
-      heartbeat: () => this.#tracker.send("heartbeat"),
-    });
-    this.#watchImpressions();
+    // Taken out of the page before it was ready: watched when it comes back.
+    if (this.isConnected) this.#watch();
     // The page's headline stands in when the page is not an article of the widget's data model.
     const title = pageHeadline().slice(0, 200);
     if (this.#recommendationsOn()) {
       void this.#loadRecommendations({ page_url: this.#pageUrl(), ...(title ? { query: title } : {}) });
     }
+  }
+
+  /**
+   * Viewability, engaged time and prompt impressions while the widget is in the page. Viewable is
+   * one event per widget: watching again after a move does not count it twice.
+   */
+  #watch(): void {
+    const watched = this.#ui.launcher ?? this.#ui.panel;
+    this.#stop = watchAttention(watched, {
+      viewable: (pct, ms) => {
+        if (this.#viewableSent) return;
+        this.#viewableSent = true;
+        this.#tracker.send("widget_viewable", { in_view_pct: pct, in_view_ms: ms });
+      },
+      heartbeat: () => this.#tracker.send("heartbeat"),
+    });
+    this.#watchImpressions();
   }
 
   /** The page's canonical address when it names one (as publisher pages do), else its own. */

@@ -1,0 +1,205 @@
+/**
+ * A question answered as server-sent events is one Ask AI interaction, recorded once, whether the
+ * reader reads it to the end or leaves mid-answer (then with the answer as far as it went, even if
+ * the provider fails after); a provider failing while the reader is there is an error, recorded as
+ * the 502 of a non-streamed answer is: not at all. The widget's route leaves the answers its reader
+ * read to `done` to the widget (which sends their `query` event) and records the ones left itself.
+ */
+import assert from "node:assert/strict";
+import type { EventInput } from "../../core/events.ts";
+import { startServer } from "../../routes/server.ts";
+import { bearer, within } from "../_helpers.ts";
+import { type Reply, sseReply, startChatServer } from "./_chat_server.ts";
+import { ORIGIN, sseEvents, widgetWorld } from "../widget/_world.ts";
+
+const enc = new TextEncoder();
+const delta = (d: string) => enc.encode(`data: ${JSON.stringify({ choices: [{ delta: { content: d } }] })}\n\n`);
+
+/**
+ * A provider stream that sends its first piece, then the rest once released (the test releases it
+ * after the reader left, and the server saw it leave).
+ */
+function heldStream({ fail = false } = {}): { reply: Reply; release: () => void } {
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  const reply: Reply = () =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(delta("Bus fares rise "));
+          await released;
+          if (fail) {
+            controller.enqueue(enc.encode(`data: ${JSON.stringify({ error: { message: "overloaded" } })}\n\n`));
+            controller.close();
+            return;
+          }
+          controller.enqueue(delta("by 25 cents."));
+          controller.enqueue(enc.encode("data: [DONE]\n\n"));
+          controller.close();
+        },
+      }),
+      { headers: { "content-type": "text/event-stream" } },
+    );
+  return { reply, release };
+}
+
+/** A provider stream that fails after its first piece. */
+const brokenStream = sseReply(["Bus fares rise "], {
+  raw: [`data: ${JSON.stringify({ error: { message: "overloaded" } })}\n\n`],
+  done: false,
+});
+
+async function world(replies: Reply[]) {
+  const chat = startChatServer(replies);
+  const w = await widgetWorld({ env: { OPENAI_BASE_URL: chat.baseUrl, OPENAI_API_KEY: "sk-stream-test" } });
+  const a = await w.tenant("Acme");
+  await w.deps.repos.aiModels.update({ ...a.model, provider: { kind: "openai", model: "gpt-test" } });
+  // Every query event the service records, as it hands it to the event log.
+  const queries: EventInput[] = [];
+  let told!: () => void;
+  const recorded = new Promise<void>((r) => told = r);
+  const record = w.deps.events.record.bind(w.deps.events);
+  w.deps.events.record = async (events) => {
+    const q = events.filter((e) => e.event_type === "query");
+    queries.push(...q);
+    if (q.length) told();
+    return await record(events);
+  };
+  const server = startServer(w.app.fetch);
+  return Object.assign(w, {
+    a,
+    queries,
+    recorded,
+    server,
+    async [Symbol.asyncDispose]() {
+      await server.shutdown();
+      await chat.close();
+      await w.close();
+    },
+  });
+}
+
+/** Lets the server see what just happened on the wire (a closed connection, a last write). */
+const settle = () => new Promise((r) => setTimeout(r, 150));
+
+/** Reads a stream's first event, then leaves (closes the connection); the provider goes on after. */
+async function readFirstEventAndLeave(res: Response, release: () => void): Promise<string> {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let seen = "";
+  while (!seen.includes("\n\n")) seen += (await reader.read()).value ?? "";
+  await reader.cancel();
+  await settle();
+  release();
+  return seen;
+}
+
+const askModel = (w: Awaited<ReturnType<typeof world>>) =>
+  fetch(`${w.server.url}/app/aimodel/${w.a.model.id}`, {
+    method: "POST",
+    headers: { ...bearer(w.a.key), "content-type": "application/json", accept: "text/event-stream" },
+    body: JSON.stringify({ query: "Why are bus fares rising?", session_id: "sess-1" }),
+  });
+
+const askWidget = (w: Awaited<ReturnType<typeof world>>) =>
+  fetch(`${w.server.url}/widget/v1/${w.a.widget.id}/ask`, {
+    method: "POST",
+    headers: { origin: ORIGIN, "content-type": "application/json", accept: "text/event-stream" },
+    body: JSON.stringify({ query: "Why are bus fares rising?", session_id: "sess-1" }),
+  });
+
+Deno.test("POST /app/aimodel/{id} SSE: a reader who leaves mid-answer is one query event, with the answer so far", async () => {
+  const held = heldStream();
+  await using w = await world([held.reply]);
+  const res = await askModel(w);
+  assert.equal(res.status, 200);
+  assert.match(await readFirstEventAndLeave(res, held.release), /Bus fares rise/);
+  await within(w.recorded, 5_000, "the query event of the answer the reader left");
+  await settle();
+  assert.equal(w.queries.length, 1);
+  assert.equal(w.queries[0]!.prompt, "Why are bus fares rising?");
+  // As far as the answer went when the service stopped it.
+  assert.match(w.queries[0]!.response ?? "", /^Bus fares rise /);
+  assert.equal(w.queries[0]!.ai_agent, w.a.model.id);
+});
+
+Deno.test("POST /app/aimodel/{id} SSE: a provider failing mid-answer to a reader still there is an error, not a query", async () => {
+  await using w = await world([brokenStream]);
+  const res = await askModel(w);
+  assert.equal(res.status, 200);
+  const events = sseEvents(await res.text());
+  assert.deepEqual(events.map((e) => e.event), ["message", "error"]);
+  await settle();
+  assert.equal(w.queries.length, 0, "as the 502 of a non-streamed answer");
+});
+
+Deno.test("POST /app/aimodel/{id} SSE: a reader who left, then the provider failed, is one query event", async () => {
+  const held = heldStream({ fail: true });
+  await using w = await world([held.reply]);
+  const res = await askModel(w);
+  await readFirstEventAndLeave(res, held.release);
+  await within(w.recorded, 5_000, "the query event of the answer the reader left");
+  await settle();
+  assert.equal(w.queries.length, 1);
+  assert.equal(w.queries[0]!.response, "Bus fares rise ");
+});
+
+Deno.test("POST /app/aimodel/{id} SSE: an answer read to the end is one query event", async () => {
+  await using w = await world([sseReply(["Bus fares rise ", "by 25 cents."])]);
+  const res = await askModel(w);
+  const events = sseEvents(await res.text());
+  assert.equal(events.at(-1)!.event, "done");
+  await settle();
+  assert.equal(w.queries.length, 1);
+  assert.equal(w.queries[0]!.response, "Bus fares rise by 25 cents.");
+});
+
+Deno.test("POST /widget/v1/{wd}/ask SSE: a reader who leaves mid-answer is recorded once by the service", async () => {
+  const held = heldStream();
+  await using w = await world([held.reply]);
+  const res = await askWidget(w);
+  assert.equal(res.status, 200);
+  assert.match(await readFirstEventAndLeave(res, held.release), /event: token/);
+  await within(w.recorded, 5_000, "the query event of the answer the reader left");
+  await settle();
+  assert.equal(w.queries.length, 1);
+  const q = w.queries[0]!;
+  assert.equal(q.prompt, "Why are bus fares rising?");
+  assert.match(q.response ?? "", /^Bus fares rise /);
+  assert.equal(q.widget_id, w.a.widget.id);
+  assert.equal(q.session_id, "sess-1");
+  assert.equal(q.interaction_type, "free_form");
+  assert.match(q.client_key ?? "", /^[0-9a-f]{16}$/, "one network is one sender in trending");
+  // It reached the log: it counts in the widget's figures.
+  await w.deps.events.stop();
+  const fig = await w.app.request(`/v1/analytics/ask-ai?widget_id=${w.a.widget.id}`, { headers: bearer(w.a.key) });
+  assert.equal((await fig.json()).summary.engagement_queries, 1);
+});
+
+Deno.test("POST /widget/v1/{wd}/ask SSE: a provider failing mid-answer to a reader still there records none", async () => {
+  await using w = await world([brokenStream]);
+  const res = await askWidget(w);
+  const events = sseEvents(await res.text());
+  assert.deepEqual(events.map((e) => e.event), ["token", "error"]);
+  await settle();
+  assert.equal(w.queries.length, 0, "the widget drops a failed turn; the service records none either");
+});
+
+Deno.test("POST /widget/v1/{wd}/ask SSE: a reader who left, then the provider failed, is recorded once", async () => {
+  const held = heldStream({ fail: true });
+  await using w = await world([held.reply]);
+  const res = await askWidget(w);
+  await readFirstEventAndLeave(res, held.release);
+  await within(w.recorded, 5_000, "the query event of the answer the reader left");
+  await settle();
+  assert.equal(w.queries.length, 1);
+  assert.equal(w.queries[0]!.response, "Bus fares rise ");
+});
+
+Deno.test("POST /widget/v1/{wd}/ask SSE: an answer read to `done` is the widget's to record (the service records none)", async () => {
+  await using w = await world([sseReply(["Bus fares rise ", "by 25 cents."])]);
+  const res = await askWidget(w);
+  const events = sseEvents(await res.text());
+  assert.equal(events.at(-1)!.event, "done");
+  await settle();
+  assert.equal(w.queries.length, 0);
+});
