@@ -10,7 +10,9 @@
  *   released -> refunded | paid (a checkout charge that succeeded after the human cancelled it)
  *
  * `consumed`, `failed`, `refunded`, `released` are terminal: the reference cannot be spent again.
- * Key: `["commerce_payment", sellerId, reference]`.
+ * Key: `["commerce_payment", sellerId, reference]`. A purchase settled by a facilitator whose
+ * transfer the storefront's node has not confirmed yet stays `processing` and is listed for its
+ * agent under `["commerce_unconfirmed", sellerId, credentialId, reference]` until it is resolved.
  *
  * Lifetimes in KV ({@link keepInKv}): a record of money that moved (or may be moving) is kept for
  * good; a card or wallet record that moved none (`open`, `failed`, `released`) goes a day after
@@ -21,6 +23,7 @@ import type { Clock } from "../clock.ts";
 import type { AppError } from "../errors.ts";
 import { commerceErrors as errors } from "./errors.ts";
 import { CHALLENGE_TTL_MS, type PaymentTerms } from "./challenges.ts";
+import type { ChainTransfer } from "./standard_methods.ts";
 import type { PaymentMethodName } from "./types.ts";
 
 export type PaymentState = "open" | "processing" | "paid" | "consumed" | "failed" | "refunded" | "released";
@@ -45,12 +48,22 @@ export interface PaymentRecord {
   declines?: number;
   /** The response of the request that consumed it, replayed for the same Idempotency-Key. */
   idempotencyKey?: string;
+  /** A standard settlement the storefront's node has not confirmed yet (the state stays `processing`). */
+  pendingTransfer?: ChainTransfer;
 }
 
 export const paymentKey = (sellerId: string, reference: string): Deno.KvKey => [
   "commerce_payment",
   sellerId,
   reference,
+];
+
+/** Where an agent's purchases awaiting their on-chain confirmation are listed. */
+const unconfirmedKey = (p: PaymentRecord): Deno.KvKey => [
+  "commerce_unconfirmed",
+  p.sellerId,
+  p.terms.agent,
+  p.reference,
 ];
 
 /** The state as of now: an open checkout past its expiry reads as released. */
@@ -141,7 +154,37 @@ export class PaymentStore {
    */
   async move(entry: Deno.KvEntry<PaymentRecord>, patch: Partial<PaymentRecord>): Promise<boolean> {
     const next = { ...entry.value, ...patch, updatedAt: this.clock.now().toISOString() };
-    return (await this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next)).commit()).ok;
+    const op = this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next));
+    if (entry.value.pendingTransfer && next.state !== "processing") op.delete(unconfirmedKey(entry.value));
+    return (await op.commit()).ok;
+  }
+
+  /**
+   * Keeps a claimed reference `processing` with the settlement its facilitator reported, until the
+   * storefront's node confirms the transfer; a purchase is listed for its agent, so a later read of
+   * its entitlements grants the credit.
+   */
+  async awaitTransfer(entry: Deno.KvEntry<PaymentRecord>, transfer: ChainTransfer): Promise<boolean> {
+    const next: PaymentRecord = {
+      ...entry.value,
+      processorRef: transfer.transaction,
+      pendingTransfer: transfer,
+      updatedAt: this.clock.now().toISOString(),
+    };
+    const op = this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next));
+    if (next.terms.action !== "call") op.set(unconfirmedKey(next), next.reference);
+    return (await op.commit()).ok;
+  }
+
+  /** References of this agent's purchases here awaiting their on-chain confirmation (at most `limit`). */
+  async unconfirmed(sellerId: string, credentialId: string, limit: number): Promise<string[]> {
+    const out: string[] = [];
+    for await (
+      const e of this.kv.list<string>({ prefix: ["commerce_unconfirmed", sellerId, credentialId] }, { limit })
+    ) {
+      out.push(e.value);
+    }
+    return out;
   }
 
   /**
@@ -159,8 +202,10 @@ export class PaymentStore {
       state: "consumed",
       updatedAt: this.clock.now().toISOString(),
     };
-    const res = await this.kv.atomic().check(entry).check(grant.current).set(entry.key, next, this.#keep(next))
-      .set(grant.key, grant.next).commit();
+    const op = this.kv.atomic().check(entry).check(grant.current).set(entry.key, next, this.#keep(next))
+      .set(grant.key, grant.next);
+    if (entry.value.pendingTransfer) op.delete(unconfirmedKey(entry.value));
+    const res = await op.commit();
     return res.ok ? next : null;
   }
 

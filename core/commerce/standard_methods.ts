@@ -45,11 +45,35 @@ export type StandardOutcome =
     receiptHeaders: [string, string][];
   };
 
+/** The EIP-3009 transfer a settlement moved: what the storefront's node must show before it counts. */
+export interface ChainTransfer {
+  /** The settlement's transaction hash, as the facilitator named it. */
+  transaction: string;
+  payer: string;
+  /** Atomic units of the token. */
+  value: string;
+}
+
+/**
+ * The facilitator settled but the storefront's node could not say whether the transfer is on chain
+ * (unreachable, or behind): the money may have moved, so the payment is neither refused nor credited.
+ */
+export class SettlementUnconfirmed extends Error {
+  constructor(readonly transfer: ChainTransfer) {
+    super("settlement not yet confirmed on chain");
+  }
+}
+
+/** What the storefront's node says of a settlement's transfer. */
+export type TransferCheck = "confirmed" | "unconfirmed" | "refused";
+
 interface GateContext {
   gate: SettlementGate;
   pending?: PendingSettlement;
   /** Why the gate refused, rethrown after mppx turned it into a 402. */
   refused?: unknown;
+  /** A settlement the node could not confirm, rethrown as {@link SettlementUnconfirmed}. */
+  unconfirmed?: ChainTransfer;
 }
 
 const FACILITATOR_TIMEOUT_MS = 30_000;
@@ -59,6 +83,8 @@ const FACILITATOR_TIMEOUT_MS = 30_000;
  */
 const RECEIPT_WAIT_MS = 10_000;
 const RECEIPT_POLL_MS = 250;
+/** A later look at a pending settlement (a retry, an entitlements read) asks the node once, briefly. */
+const RECHECK_TIMEOUT_MS = 5_000;
 const REALM_CACHE_MAX = 256;
 
 // deno-lint-ignore no-explicit-any
@@ -169,6 +195,7 @@ export class StandardMethods {
     const ctx: GateContext = { gate };
     const result = await this.#als.run(ctx, () => mppx.compose(...entries)(input));
     if (ctx.refused !== undefined) throw ctx.refused;
+    if (ctx.unconfirmed) throw new SettlementUnconfirmed(ctx.unconfirmed);
     if (result.status === 402) return { status: 402, response: result.challenge as Response };
     const receipted: Response = result.withReceipt(new Response(null));
     const receiptHeaders: [string, string][] = [];
@@ -259,7 +286,12 @@ export class StandardMethods {
         if (settled?.success === true) {
           try {
             await confirmTransfer(evm, settled.transaction, auth.from, BigInt(auth.value));
-          } catch {
+          } catch (err) {
+            // The node cannot tell yet: the money may have moved, so the payment is kept pending.
+            const ctx = this.#als.getStore();
+            if (err instanceof ReceiptUnavailable && ctx) {
+              ctx.unconfirmed = { transaction: settled.transaction, payer: auth.from, value: String(auth.value) };
+            }
             const { Errors } = await import("mppx");
             throw new Errors.VerificationFailedError({ reason: "settlement transaction not confirmed on chain" });
           }
@@ -267,6 +299,25 @@ export class StandardMethods {
       }
       return res;
     };
+  }
+
+  /**
+   * Asks the storefront's node, once, whether a settlement left pending ({@link SettlementUnconfirmed})
+   * is on chain: `confirmed`, `refused` (mined without the transfer, or unknown to a node that is in
+   * sync), or still `unconfirmed`.
+   */
+  async checkTransfer(transfer: ChainTransfer): Promise<TransferCheck> {
+    const evm = this.config.evm;
+    if (!evm?.rpcUrl) return "unconfirmed";
+    try {
+      await confirmTransfer(evm, transfer.transaction, transfer.payer, BigInt(transfer.value), {
+        waitMs: 0,
+        timeoutMs: RECHECK_TIMEOUT_MS,
+      });
+      return "confirmed";
+    } catch (err) {
+      return err instanceof ReceiptUnavailable ? "unconfirmed" : "refused";
+    }
   }
 
   /** Stripe's PaymentIntents over fetch (mppx's duck-typed client), passing the gate first. */
@@ -360,34 +411,56 @@ async function sha256Short(s: string): Promise<string> {
   return Array.from(d.subarray(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/** The storefront's node cannot say whether a transaction is on chain (unreachable, erring, or behind). */
+class ReceiptUnavailable extends Error {}
+
 /**
  * Confirms on chain that a settlement transaction succeeded and moved `value` of the token from the
  * payer to the recipient: the facilitator's word alone never grants credit.
+ * @throws {ReceiptUnavailable} when the node cannot tell (unreachable, behind, the transaction still
+ *   pending there); any other error is a refusal
  */
 async function confirmTransfer(
   evm: NonNullable<StandardMethodsConfig["evm"]>,
   tx: unknown,
   from: string,
   value: bigint,
+  wait: { waitMs: number; timeoutMs: number } = { waitMs: RECEIPT_WAIT_MS, timeoutMs: FACILITATOR_TIMEOUT_MS },
 ): Promise<void> {
   const { createPublicClient, http, parseEventLogs, isAddressEqual, TransactionReceiptNotFoundError } = await import(
     "viem"
   );
   if (typeof tx !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(tx)) throw new Error("no transaction hash");
-  const client = createPublicClient({ transport: http(evm.rpcUrl!, { timeout: FACILITATOR_TIMEOUT_MS }) });
+  const hash = tx as `0x${string}`;
+  const client = createPublicClient({ transport: http(evm.rpcUrl!, { timeout: wait.timeoutMs }) });
   // Elapsed time on the monotonic clock: a timeout, not a date.
-  const deadline = performance.now() + RECEIPT_WAIT_MS;
+  const deadline = performance.now() + wait.waitMs;
   let receipt;
-  for (;;) {
-    try {
-      receipt = await client.getTransactionReceipt({ hash: tx as `0x${string}` });
-      break;
-    } catch (err) {
-      if (!(err instanceof TransactionReceiptNotFoundError) || performance.now() + RECEIPT_POLL_MS > deadline) {
-        throw err;
+  try {
+    for (;;) {
+      try {
+        receipt = await client.getTransactionReceipt({ hash });
+        break;
+      } catch (err) {
+        if (!(err instanceof TransactionReceiptNotFoundError)) throw new ReceiptUnavailable("node unavailable");
+        if (performance.now() + RECEIPT_POLL_MS > deadline) {
+          // Not mined as far as this node knows: pending there, or the node is catching up, may
+          // still become a transfer; a node in sync that never heard of it says it is not one.
+          const known = await client.getTransaction({ hash }).then(() => true, () => false);
+          // `eth_syncing` is standard JSON-RPC that viem's public schema leaves out.
+          const ask = client.request as (call: { method: string }) => Promise<unknown>;
+          if (known || await ask({ method: "eth_syncing" }).then((s) => s !== false)) {
+            throw new ReceiptUnavailable("transaction not mined on this node yet");
+          }
+          throw err;
+        }
+        await new Promise((resolve) => setTimeout(resolve, RECEIPT_POLL_MS));
       }
-      await new Promise((resolve) => setTimeout(resolve, RECEIPT_POLL_MS));
     }
+  } catch (err) {
+    if (err instanceof TransactionReceiptNotFoundError) throw err;
+    if (err instanceof ReceiptUnavailable) throw err;
+    throw new ReceiptUnavailable("node unavailable", { cause: err });
   }
   const transferAbi = [{
     type: "event",
