@@ -15,8 +15,8 @@
  * agent under `["commerce_unconfirmed", sellerId, credentialId, reference]` until it is resolved.
  *
  * Lifetimes in KV ({@link keepInKv}): a record of money that moved (or may be moving) is kept for
- * good; a card or wallet record that moved none (`open`, `failed`, `released`) goes a day after
- * its reference can no longer be presented. Any agent may answer fresh 402s with made-up tokens,
+ * good; a record that moved none (`open`, `failed`, `released`) goes a day after its reference can
+ * no longer be presented. Any agent may answer fresh 402s with made-up tokens,
  * as often as it likes: their `failed` records would otherwise fill KV.
  */
 import type { Clock } from "../clock.ts";
@@ -48,6 +48,11 @@ export interface PaymentRecord {
   declines?: number;
   /** The response of the request that consumed it, replayed for the same Idempotency-Key. */
   idempotencyKey?: string;
+  /**
+   * Standard methods: the last moment the credential can be presented again (its challenge's expiry,
+   * or an x402 authorization's `validBefore`, at most {@link STANDARD_PRESENTABLE_MAX_MS} ahead).
+   */
+  presentableUntil?: string;
   /** A standard settlement the storefront's node has not confirmed yet (the state stays `processing`). */
   pendingTransfer?: ChainTransfer;
 }
@@ -95,16 +100,26 @@ export function terminalError(p: PaymentRecord, state: PaymentState): AppError |
 const DAY_MS = 86_400_000;
 
 /**
+ * How far ahead a standard credential's own validity is believed: an x402 payer picks its EIP-3009
+ * `validBefore` freely. Past this its failed record goes, and the credential, presented again, is
+ * settled afresh (it pays what it was signed for, or fails again).
+ */
+export const STANDARD_PRESENTABLE_MAX_MS = 7 * DAY_MS;
+
+/**
  * How long KV keeps a record as it now stands: undefined (for good) once money moved or may be
- * moving (`processing`, `paid`, `consumed`, `refunded`) and for the standard methods (whose
- * credentials carry validity of their own); otherwise a day past the last moment the reference can
- * be presented: a card or wallet challenge's ten minutes, a checkout's expiry.
+ * moving (`processing`, `paid`, `consumed`, `refunded`); otherwise a day past the last moment the
+ * reference can be presented: a card or wallet challenge's ten minutes, a checkout's expiry, a
+ * standard credential's {@link PaymentRecord.presentableUntil} (kept for good without one).
  */
 export function keepInKv(p: PaymentRecord, nowMs: number): { expireIn: number } | undefined {
-  if (p.rail !== "card" && p.rail !== "wallet") return undefined;
   if (p.state !== "open" && p.state !== "failed" && p.state !== "released") return undefined;
-  // A challenge is answered at most its ten minutes after it was issued, which was before the record.
-  const lastUse = p.expiresAt ? Date.parse(p.expiresAt) : Date.parse(p.createdAt) + CHALLENGE_TTL_MS;
+  let lastUse: number;
+  if (p.rail === "card" || p.rail === "wallet") {
+    // A challenge is answered at most its ten minutes after it was issued, which was before the record.
+    lastUse = p.expiresAt ? Date.parse(p.expiresAt) : Date.parse(p.createdAt) + CHALLENGE_TTL_MS;
+  } else if (p.presentableUntil) lastUse = Date.parse(p.presentableUntil);
+  else return undefined;
   return { expireIn: Math.max(0, lastUse - nowMs) + DAY_MS };
 }
 

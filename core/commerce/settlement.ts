@@ -12,7 +12,14 @@ import { type PaymentTerms, receiptHeader } from "./challenges.ts";
 import type { EntitlementLedger } from "./entitlements.ts";
 import { commerceErrors as errors } from "./errors.ts";
 import { loadMppx } from "./mppx.ts";
-import { effectiveState, type PaymentRecord, type PaymentState, type PaymentStore, terminalError } from "./payments.ts";
+import {
+  effectiveState,
+  type PaymentRecord,
+  type PaymentState,
+  type PaymentStore,
+  STANDARD_PRESENTABLE_MAX_MS,
+  terminalError,
+} from "./payments.ts";
 import { type PaymentProcessor, PaymentProviderUnavailable } from "./processor.ts";
 import {
   carriesStandardCredential,
@@ -259,6 +266,11 @@ export class Settlement {
       }
       if (seen.value) throw this.stateError(seen.value, seller);
     }
+    // A record that moved no money is kept only while its credential can be presented again.
+    const until = await standard.presentableUntil(request.headers);
+    const presentableUntil = until === null
+      ? undefined
+      : new Date(Math.min(until, clock.now().getTime() + STANDARD_PRESENTABLE_MAX_MS)).toISOString();
     let claimed: Deno.KvEntry<PaymentRecord> | null = null;
     const settle = () =>
       standard.handle(request, realmOf(seller), terms, micros, async (pending) => {
@@ -272,6 +284,7 @@ export class Settlement {
           amountMicros: micros,
           createdAt: now,
           updatedAt: now,
+          ...(presentableUntil ? { presentableUntil } : {}),
         });
         if (!entry) throw this.stateError((await payments.get(seller.sellerId, pending.reference)).value!, seller);
         claimed = entry;

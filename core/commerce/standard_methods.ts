@@ -160,6 +160,30 @@ export class StandardMethods {
     return null;
   }
 
+  /**
+   * The last moment (epoch ms) the presented credential can be presented at all, as mppx enforces
+   * it: an MPP credential's challenge `expires` (mppx refuses one without), an x402 authorization's
+   * EIP-3009 `validBefore` (x402 answers a challenge mppx makes afresh for each request); null when
+   * there is none to read (mppx then refuses the credential before anything is claimed).
+   */
+  async presentableUntil(headers: Headers): Promise<number | null> {
+    const x402 = headers.get("payment-signature");
+    if (x402 && this.config.evm) {
+      const validBefore = (x402PayloadOf(x402)?.payload as { authorization?: { validBefore?: unknown } } | undefined)
+        ?.authorization?.validBefore;
+      return typeof validBefore === "string" && /^[0-9]{1,78}$/.test(validBefore) ? Number(validBefore) * 1000 : null;
+    }
+    const header = headers.get("authorization");
+    if (!header) return null;
+    const { Credential } = await import("mppx");
+    try {
+      const expires = Date.parse(Credential.deserialize(header.trim()).challenge.expires ?? "");
+      return Number.isFinite(expires) ? expires : null;
+    } catch {
+      return null;
+    }
+  }
+
   /** Whether the `evm` method, and with it x402, is offered. */
   get evmEnabled(): boolean {
     return this.config.evm !== null;
