@@ -304,8 +304,9 @@ export class Settlement {
       const left = claimed as Deno.KvEntry<PaymentRecord> | null;
       if (!(err instanceof SettlementUnconfirmed) || !left) throw err;
       // The money may have moved: the reference stays claimed, neither refused (a stock client
-      // would pay again) nor credited (the facilitator's word alone grants nothing).
-      await payments.awaitTransfer(left, err.transfer);
+      // would pay again) nor credited (the facilitator's word alone grants nothing). An evm transfer
+      // is looked for again later; a Stripe charge of unknown outcome is the operator's to reconcile.
+      if (err.transfer) await payments.awaitTransfer(left, err.transfer);
       throw this.#unconfirmed(left.value, seller, err);
     }
     if (out.status === 402) {

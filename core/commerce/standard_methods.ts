@@ -55,12 +55,14 @@ export interface ChainTransfer {
 }
 
 /**
- * The facilitator settled but the storefront's node could not say whether the transfer is on chain
- * (unreachable, or behind): the money may have moved, so the payment is neither refused nor credited.
+ * The money may have moved, but the storefront cannot tell: a facilitator settled and the storefront's
+ * node could not say whether the transfer is on chain (unreachable, or behind), with that `transfer`;
+ * or Stripe's answer never came (a network error, a 5xx: "the request may have run"), with none. The
+ * payment is neither refused nor credited.
  */
 export class SettlementUnconfirmed extends Error {
-  constructor(readonly transfer: ChainTransfer) {
-    super("settlement not yet confirmed on chain");
+  constructor(readonly transfer: ChainTransfer | null) {
+    super("settlement outcome not known yet");
   }
 }
 
@@ -72,8 +74,8 @@ interface GateContext {
   pending?: PendingSettlement;
   /** Why the gate refused, rethrown after mppx turned it into a 402. */
   refused?: unknown;
-  /** A settlement the node could not confirm, rethrown as {@link SettlementUnconfirmed}. */
-  unconfirmed?: ChainTransfer;
+  /** A settlement whose outcome is not known, rethrown as {@link SettlementUnconfirmed}. */
+  unconfirmed?: { transfer: ChainTransfer | null };
 }
 
 const FACILITATOR_TIMEOUT_MS = 30_000;
@@ -219,7 +221,7 @@ export class StandardMethods {
     const ctx: GateContext = { gate };
     const result = await this.#als.run(ctx, () => mppx.compose(...entries)(input));
     if (ctx.refused !== undefined) throw ctx.refused;
-    if (ctx.unconfirmed) throw new SettlementUnconfirmed(ctx.unconfirmed);
+    if (ctx.unconfirmed) throw new SettlementUnconfirmed(ctx.unconfirmed.transfer);
     if (result.status === 402) return { status: 402, response: result.challenge as Response };
     const receipted: Response = result.withReceipt(new Response(null));
     const receiptHeaders: [string, string][] = [];
@@ -314,7 +316,9 @@ export class StandardMethods {
             // The node cannot tell yet: the money may have moved, so the payment is kept pending.
             const ctx = this.#als.getStore();
             if (err instanceof ReceiptUnavailable && ctx) {
-              ctx.unconfirmed = { transaction: settled.transaction, payer: auth.from, value: String(auth.value) };
+              ctx.unconfirmed = {
+                transfer: { transaction: settled.transaction, payer: auth.from, value: String(auth.value) },
+              };
             }
             const { Errors } = await import("mppx");
             throw new Errors.VerificationFailedError({ reason: "settlement transaction not confirmed on chain" });
@@ -354,6 +358,13 @@ export class StandardMethods {
           await this.#pass({ method: "stripe", reference: `stripe_${await sha256Short(key)}` });
           const form = new URLSearchParams();
           for (const [k, v] of Object.entries(params)) appendForm(form, k, v);
+          // No answer, a 5xx, or a charge still `processing`: the card may be charged, so the payment
+          // is neither refused (a stock client would pay again) nor credited.
+          const unknown = () => {
+            const ctx = this.#als.getStore();
+            if (ctx) ctx.unconfirmed = { transfer: null };
+            return new Error("Stripe's outcome is not known");
+          };
           const res = await fetch(`${stripe.apiUrl}/v1/payment_intents`, {
             method: "POST",
             headers: {
@@ -364,9 +375,16 @@ export class StandardMethods {
             },
             body: form,
             signal: AbortSignal.timeout(FACILITATOR_TIMEOUT_MS),
+          }).catch(() => {
+            throw unknown();
           });
+          if (res.status >= 500) {
+            await res.body?.cancel();
+            throw unknown();
+          }
           const json = await res.json().catch(() => ({}));
           if (!res.ok) throw new Error(json?.error?.message ?? `Stripe answered ${res.status}`);
+          if (json?.status === "processing") throw unknown();
           return { ...json, lastResponse: { headers: Object.fromEntries(res.headers) } };
         },
       },
