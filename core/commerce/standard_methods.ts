@@ -57,8 +57,8 @@ export interface ChainTransfer {
 /**
  * The money may have moved, but the storefront cannot tell: a facilitator settled and the storefront's
  * node could not say whether the transfer is on chain (unreachable, or behind), with that `transfer`;
- * or Stripe's answer never came (a network error, a 5xx: "the request may have run"), with none. The
- * payment is neither refused nor credited.
+ * or the facilitator's or Stripe's answer never came (a network error, a 5xx: "the request may have
+ * run"), with none. The payment is neither refused nor credited.
  */
 export class SettlementUnconfirmed extends Error {
   constructor(readonly transfer: ChainTransfer | null) {
@@ -306,7 +306,22 @@ export class StandardMethods {
         reference: (await evmReference(evm.chainId, auth.from, auth.nonce))!,
       };
       await this.#pass(pending);
-      const res = await fetch(input, { ...init, signal });
+      // No answer, or a 5xx: the facilitator may have broadcast the transfer, so the payment is
+      // neither refused (a stock client would pay again) nor credited.
+      const lost = async () => {
+        const ctx = this.#als.getStore();
+        if (ctx) ctx.unconfirmed = { transfer: null };
+        // A payment error to mppx (it logs anything else as an internal failure); the caller answers 503.
+        const { Errors } = await import("mppx");
+        return new Errors.VerificationFailedError({ reason: "facilitator answer lost" });
+      };
+      const res = await fetch(input, { ...init, signal }).catch(async () => {
+        throw await lost();
+      });
+      if (res.status >= 500) {
+        await res.body?.cancel();
+        throw await lost();
+      }
       if (evm.rpcUrl && res.ok) {
         const settled = await res.clone().json().catch(() => null);
         if (settled?.success === true) {

@@ -227,3 +227,67 @@ Deno.test("mppx evm client: a settlement the storefront's node cannot confirm is
     await chain.close();
   }
 });
+
+Deno.test("mppx evm client: a facilitator whose settle answer is lost is 503 payment_provider_unavailable, kept processing and never paid again", async () => {
+  const chain = await startLocalChain();
+  // The facilitator settled on chain; its answer never reached the storefront.
+  const lossy = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const path = new URL(req.url).pathname;
+    const res = await fetch(`${chain.facilitatorUrl}${path}`, {
+      method: req.method,
+      headers: { "content-type": "application/json" },
+      body: req.method === "POST" ? await req.text() : undefined,
+    });
+    if (path !== "/settle") return res;
+    await res.body?.cancel();
+    return new Response("bad gateway", { status: 502 });
+  });
+  const w = await createCommerceWorld({
+    clock: new FixedClock(new Date().toISOString()),
+    env: {
+      PAY_EVM_CHAIN_ID: String(chain.chainId),
+      PAY_EVM_TOKEN: chain.token,
+      PAY_EVM_TOKEN_NAME: TOKEN_DOMAIN.name,
+      PAY_EVM_TOKEN_VERSION: TOKEN_DOMAIN.version,
+      PAY_EVM_RECIPIENT: chain.addresses.seller,
+      PAY_X402_FACILITATOR_URL: `http://127.0.0.1:${lossy.addr.port}`,
+      PAY_EVM_RPC_URL: chain.rpcUrl,
+    },
+  });
+  const http = serve(w);
+  try {
+    const { token } = await w.agents.issue();
+    const buyer0 = await chain.balanceOf(chain.addresses.buyer);
+    const client = Mppx.create({
+      methods: [evm({ account: privateKeyToAccount(LOCAL_KEYS.buyer), authorization: TOKEN_DOMAIN })],
+      fetch: (input, init) => {
+        const req = new Request(input, init);
+        req.headers.set("zc-agent-authorization", `Bearer ${token}`);
+        return fetch(req);
+      },
+      polyfill: false,
+    });
+    const purchase = `${http.url}/plans/${w.plan.id}/purchase`;
+    const lost = await client.fetch(purchase, postJson({ amountUsd: "1.000000" }));
+    const lostBody = await lost.json();
+    assert.equal(lost.status, 503, JSON.stringify(lostBody));
+    assert.equal(lostBody.error, "payment_provider_unavailable");
+    assert.equal(chain.settlements.length, 1, "mppx's client paid once");
+    assert.equal(await chain.balanceOf(chain.addresses.buyer), buyer0 - 1_000_000n);
+
+    // Where the money went is the operator's to reconcile: kept `processing`, nothing granted, nothing failed.
+    const kept: PaymentRecord[] = [];
+    for await (const e of w.deps.kv.list<PaymentRecord>({ prefix: ["commerce_payment", w.sellerId] })) {
+      kept.push(e.value);
+    }
+    assert.deepEqual(kept.map((r) => [r.rail, r.state]), [["evm", "processing"]]);
+    const ent = await (await fetch(`${http.url}/agent/entitlements`, { headers: { authorization: `Bearer ${token}` } }))
+      .json();
+    assert.equal(ent.entitlements.length, 0);
+  } finally {
+    await http.close();
+    await lossy.shutdown();
+    await w.close();
+    await chain.close();
+  }
+});
