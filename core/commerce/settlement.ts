@@ -374,10 +374,10 @@ export class Settlement {
     };
   }
 
-  /** The answer to a settlement not confirmed yet: the spec's one payment error to retry unchanged. */
+  /** The answer to a settlement of unknown outcome: the spec's one payment error to retry unchanged. */
   #unconfirmed(p: PaymentRecord, seller: Seller, cause?: unknown): AppError {
     return errors.payment_provider_unavailable({
-      detail: "the payment settled and awaits confirmation on chain; retry unchanged (nothing is charged again)",
+      detail: "the payment's outcome is not known yet; retry unchanged (the same credential is never charged twice)",
       extra: { statusUrl: this.o.statusUrl(p.reference, seller) },
       headers: { "retry-after": "5" },
       cause,
