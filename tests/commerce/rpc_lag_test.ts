@@ -102,12 +102,19 @@ Deno.test("mppx evm client: a settlement the storefront's node has not seen yet 
   }
 });
 
-/** A JSON-RPC node that can be taken down (it answers 503 to everything) and brought back. */
+/**
+ * A JSON-RPC node that can be taken down (it answers 503 to everything), or left behind (it knows
+ * every transaction but no receipt: mined elsewhere, not here yet), and brought back.
+ */
 function flakyNode(rpcUrl: string) {
-  const state = { down: true };
+  const state = { down: true, behind: false };
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
     const body = await req.text();
     if (state.down) return new Response("node unavailable", { status: 503 });
+    const call = JSON.parse(body);
+    if (state.behind && !Array.isArray(call) && call.method === "eth_getTransactionReceipt") {
+      return Response.json({ jsonrpc: "2.0", id: call.id, result: null });
+    }
     const res = await fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
     return new Response(res.body, { status: res.status, headers: { "content-type": "application/json" } });
   });
@@ -214,11 +221,23 @@ Deno.test("mppx evm client: a settlement the storefront's node cannot confirm is
     assert.equal(late.status, 409);
     assert.equal((await late.json()).error, "payment_consumed");
 
-    // One payment, one credit each: two settlements on chain, two consumed records.
-    assert.equal(chain.settlements.length, 2);
-    assert.equal(await chain.balanceOf(chain.addresses.buyer), buyer0 - 2_000_000n);
+    // A node behind past the 10 s wait (it knows the transaction, not its receipt): the same.
+    node.state.behind = true;
+    const carol = await agent();
+    const lagged = await carol.client.fetch(purchase, postJson({ amountUsd: "1.000000" }));
+    assert.equal(lagged.status, 503);
+    await lagged.body?.cancel();
+    assert.equal(chain.settlements.length, 3, "mppx's client paid once");
+    node.state.behind = false;
+    const caughtUp = await carol.retry();
+    assert.equal(caughtUp.status, 200, await caughtUp.clone().text());
+    assert.equal((await caughtUp.json()).entitlement.remainingUsd, "1.000000");
+
+    // One payment, one credit each: three settlements on chain, three consumed records.
+    assert.equal(chain.settlements.length, 3);
+    assert.equal(await chain.balanceOf(chain.addresses.buyer), buyer0 - 3_000_000n);
     const records = await evmRecords();
-    assert.deepEqual(records.map((r) => r.state), ["consumed", "consumed"]);
+    assert.deepEqual(records.map((r) => r.state), ["consumed", "consumed", "consumed"]);
     assert.deepEqual(new Set(records.map((r) => r.processorRef)), new Set(chain.settlements));
   } finally {
     await http.close();
