@@ -262,7 +262,7 @@ export class Settlement {
       const seen = await payments.get(seller.sellerId, known);
       // Settled before, its transfer not confirmed then: the retry asks the chain again.
       if (seen.value?.state === "processing" && seen.value.pendingTransfer) {
-        return await this.#resumeUnconfirmed(seen as Deno.KvEntry<PaymentRecord>, seller, beforeSettle);
+        return await this.#resumeUnconfirmed(seen as Deno.KvEntry<PaymentRecord>, seller, terms, beforeSettle);
       }
       if (seen.value) throw this.stateError(seen.value, seller);
     }
@@ -351,8 +351,17 @@ export class Settlement {
   async #resumeUnconfirmed(
     entry: Deno.KvEntry<PaymentRecord>,
     seller: Seller,
+    terms: PaymentTerms,
     beforeSettle?: () => Promise<void>,
   ): Promise<StandardSettled> {
+    // mppx bound the credential to its terms when it settled; the retry does not pass mppx again,
+    // so it must ask for exactly those terms (another agent, amount or plan buys nothing with it).
+    const paid = entry.value.terms;
+    const fields = ["action", "sellerId", "planId", "currency", "agent", "service"] as const;
+    if (fields.some((k) => (paid[k] ?? undefined) !== (terms[k] ?? undefined))) throw errors.payment_request_mismatch();
+    if (paid.amountUsd !== terms.amountUsd) {
+      throw errors.payment_amount_mismatch({ detail: `the payment was for ${paid.amountUsd} USD` });
+    }
     const transfer = entry.value.pendingTransfer!;
     const check = await this.o.standard!.checkTransfer(transfer);
     if (check === "unconfirmed") throw this.#unconfirmed(entry.value, seller);

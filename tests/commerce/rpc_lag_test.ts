@@ -153,12 +153,12 @@ Deno.test("mppx evm client: a settlement the storefront's node cannot confirm is
       },
       polyfill: false,
     });
-    const retry = () =>
+    const retry = (as = token, amountUsd = "1.000000") =>
       fetch(purchase, {
-        ...postJson({ amountUsd: "1.000000" }),
+        ...postJson({ amountUsd }),
         headers: {
           "content-type": "application/json",
-          "zc-agent-authorization": `Bearer ${token}`,
+          "zc-agent-authorization": `Bearer ${as}`,
           authorization: sent.authorization!,
         },
       });
@@ -195,8 +195,22 @@ Deno.test("mppx evm client: a settlement the storefront's node cannot confirm is
     await stillDown.body?.cancel();
     assert.equal(chain.settlements.length, 1);
 
-    // The node is back: the retry with the same credential is credited, once.
+    // The node is back. Alice's credential sent by another agent, or for another amount, buys nothing.
     node.state.down = false;
+    const mallory = await w.agents.issue();
+    for (
+      const [who, amountUsd, error] of [
+        [mallory.token, "1.000000", "payment_request_mismatch"],
+        [null, "2.000000", "payment_amount_mismatch"],
+      ] as const
+    ) {
+      const stolen = await alice.retry(who ?? undefined, amountUsd);
+      assert.equal(stolen.status, 409);
+      assert.equal((await stolen.json()).error, error);
+    }
+    assert.equal((await evmRecords())[0].state, "processing");
+
+    // Alice's retry with the same credential is credited, once.
     const credited = await alice.retry();
     const creditedBody = await credited.json();
     assert.equal(credited.status, 200, JSON.stringify(creditedBody));
