@@ -10,17 +10,20 @@
  *   released -> refunded | paid (a checkout charge that succeeded after the human cancelled it)
  *
  * `consumed`, `failed`, `refunded`, `released` are terminal: the reference cannot be spent again.
- * Key: `["commerce_payment", sellerId, reference]`.
+ * Key: `["commerce_payment", sellerId, reference]`. A purchase settled by a facilitator whose
+ * transfer the storefront's node has not confirmed yet stays `processing` and is listed for its
+ * agent under `["commerce_unconfirmed", sellerId, credentialId, reference]` until it is resolved.
  *
  * Lifetimes in KV ({@link keepInKv}): a record of money that moved (or may be moving) is kept for
- * good; a card or wallet record that moved none (`open`, `failed`, `released`) goes a day after
- * its reference can no longer be presented. Any agent may answer fresh 402s with made-up tokens,
+ * good; a record that moved none (`open`, `failed`, `released`) goes a day after its reference can
+ * no longer be presented. Any agent may answer fresh 402s with made-up tokens,
  * as often as it likes: their `failed` records would otherwise fill KV.
  */
 import type { Clock } from "../clock.ts";
 import type { AppError } from "../errors.ts";
 import { commerceErrors as errors } from "./errors.ts";
 import { CHALLENGE_TTL_MS, type PaymentTerms } from "./challenges.ts";
+import type { ChainTransfer } from "./standard_methods.ts";
 import type { PaymentMethodName } from "./types.ts";
 
 export type PaymentState = "open" | "processing" | "paid" | "consumed" | "failed" | "refunded" | "released";
@@ -45,12 +48,27 @@ export interface PaymentRecord {
   declines?: number;
   /** The response of the request that consumed it, replayed for the same Idempotency-Key. */
   idempotencyKey?: string;
+  /**
+   * Standard methods: the last moment the credential can be presented again (its challenge's expiry,
+   * or an x402 authorization's `validBefore`, at most {@link STANDARD_PRESENTABLE_MAX_MS} ahead).
+   */
+  presentableUntil?: string;
+  /** A standard settlement the storefront's node has not confirmed yet (the state stays `processing`). */
+  pendingTransfer?: ChainTransfer;
 }
 
 export const paymentKey = (sellerId: string, reference: string): Deno.KvKey => [
   "commerce_payment",
   sellerId,
   reference,
+];
+
+/** Where an agent's purchases awaiting their on-chain confirmation are listed. */
+const unconfirmedKey = (p: PaymentRecord): Deno.KvKey => [
+  "commerce_unconfirmed",
+  p.sellerId,
+  p.terms.agent,
+  p.reference,
 ];
 
 /** The state as of now: an open checkout past its expiry reads as released. */
@@ -82,16 +100,26 @@ export function terminalError(p: PaymentRecord, state: PaymentState): AppError |
 const DAY_MS = 86_400_000;
 
 /**
+ * How far ahead a standard credential's own validity is believed: an x402 payer picks its EIP-3009
+ * `validBefore` freely. Past this its failed record goes, and the credential, presented again, is
+ * settled afresh (it pays what it was signed for, or fails again).
+ */
+export const STANDARD_PRESENTABLE_MAX_MS = 7 * DAY_MS;
+
+/**
  * How long KV keeps a record as it now stands: undefined (for good) once money moved or may be
- * moving (`processing`, `paid`, `consumed`, `refunded`) and for the standard methods (whose
- * credentials carry validity of their own); otherwise a day past the last moment the reference can
- * be presented: a card or wallet challenge's ten minutes, a checkout's expiry.
+ * moving (`processing`, `paid`, `consumed`, `refunded`); otherwise a day past the last moment the
+ * reference can be presented: a card or wallet challenge's ten minutes, a checkout's expiry, a
+ * standard credential's {@link PaymentRecord.presentableUntil} (kept for good without one).
  */
 export function keepInKv(p: PaymentRecord, nowMs: number): { expireIn: number } | undefined {
-  if (p.rail !== "card" && p.rail !== "wallet") return undefined;
   if (p.state !== "open" && p.state !== "failed" && p.state !== "released") return undefined;
-  // A challenge is answered at most its ten minutes after it was issued, which was before the record.
-  const lastUse = p.expiresAt ? Date.parse(p.expiresAt) : Date.parse(p.createdAt) + CHALLENGE_TTL_MS;
+  let lastUse: number;
+  if (p.rail === "card" || p.rail === "wallet") {
+    // A challenge is answered at most its ten minutes after it was issued, which was before the record.
+    lastUse = p.expiresAt ? Date.parse(p.expiresAt) : Date.parse(p.createdAt) + CHALLENGE_TTL_MS;
+  } else if (p.presentableUntil) lastUse = Date.parse(p.presentableUntil);
+  else return undefined;
   return { expireIn: Math.max(0, lastUse - nowMs) + DAY_MS };
 }
 
@@ -141,7 +169,37 @@ export class PaymentStore {
    */
   async move(entry: Deno.KvEntry<PaymentRecord>, patch: Partial<PaymentRecord>): Promise<boolean> {
     const next = { ...entry.value, ...patch, updatedAt: this.clock.now().toISOString() };
-    return (await this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next)).commit()).ok;
+    const op = this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next));
+    if (entry.value.pendingTransfer && next.state !== "processing") op.delete(unconfirmedKey(entry.value));
+    return (await op.commit()).ok;
+  }
+
+  /**
+   * Keeps a claimed reference `processing` with the settlement its facilitator reported, until the
+   * storefront's node confirms the transfer; a purchase is listed for its agent, so a later read of
+   * its entitlements grants the credit.
+   */
+  async awaitTransfer(entry: Deno.KvEntry<PaymentRecord>, transfer: ChainTransfer): Promise<boolean> {
+    const next: PaymentRecord = {
+      ...entry.value,
+      processorRef: transfer.transaction,
+      pendingTransfer: transfer,
+      updatedAt: this.clock.now().toISOString(),
+    };
+    const op = this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next));
+    if (next.terms.action !== "call") op.set(unconfirmedKey(next), next.reference);
+    return (await op.commit()).ok;
+  }
+
+  /** References of this agent's purchases here awaiting their on-chain confirmation (at most `limit`). */
+  async unconfirmed(sellerId: string, credentialId: string, limit: number): Promise<string[]> {
+    const out: string[] = [];
+    for await (
+      const e of this.kv.list<string>({ prefix: ["commerce_unconfirmed", sellerId, credentialId] }, { limit })
+    ) {
+      out.push(e.value);
+    }
+    return out;
   }
 
   /**
@@ -159,8 +217,10 @@ export class PaymentStore {
       state: "consumed",
       updatedAt: this.clock.now().toISOString(),
     };
-    const res = await this.kv.atomic().check(entry).check(grant.current).set(entry.key, next, this.#keep(next))
-      .set(grant.key, grant.next).commit();
+    const op = this.kv.atomic().check(entry).check(grant.current).set(entry.key, next, this.#keep(next))
+      .set(grant.key, grant.next);
+    if (entry.value.pendingTransfer) op.delete(unconfirmedKey(entry.value));
+    const res = await op.commit();
     return res.ok ? next : null;
   }
 

@@ -177,6 +177,8 @@ export class CommerceService {
 
   /** GET /agent/entitlements: live plans at this seller with remaining credit. */
   async entitlementsHere(seller: Seller, agent: AuthenticatedAgent): Promise<Record<string, unknown>> {
+    // Purchases settled while the storefront's node could not confirm them are credited here too.
+    await this.settlement.settleUnconfirmed(seller, agent);
     return await this.#views.here(seller, await this.sellingPlans(seller), agent);
   }
 

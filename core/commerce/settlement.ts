@@ -8,14 +8,29 @@
 import type { Challenge } from "mppx";
 import type { Clock } from "../clock.ts";
 import type { AppError } from "../errors.ts";
-import type { PaymentTerms } from "./challenges.ts";
+import { type PaymentTerms, receiptHeader } from "./challenges.ts";
 import type { EntitlementLedger } from "./entitlements.ts";
 import { commerceErrors as errors } from "./errors.ts";
 import { loadMppx } from "./mppx.ts";
-import { effectiveState, type PaymentRecord, type PaymentState, type PaymentStore, terminalError } from "./payments.ts";
+import {
+  effectiveState,
+  type PaymentRecord,
+  type PaymentState,
+  type PaymentStore,
+  STANDARD_PRESENTABLE_MAX_MS,
+  terminalError,
+} from "./payments.ts";
 import { type PaymentProcessor, PaymentProviderUnavailable } from "./processor.ts";
-import { carriesStandardCredential, type StandardMethods, x402PayloadOf } from "./standard_methods.ts";
+import {
+  carriesStandardCredential,
+  SettlementUnconfirmed,
+  type StandardMethods,
+  x402PayloadOf,
+} from "./standard_methods.ts";
 import { type AuthenticatedAgent, type Rail, realmOf, type Seller } from "./types.ts";
+
+/** How many of an agent's unconfirmed purchases one entitlements read looks at. */
+const UNCONFIRMED_PER_READ = 5;
 
 /** A charge `processing` for longer than this is taken to have been abandoned by a dead process. */
 export const STALE_PROCESSING_MS = 30_000;
@@ -244,33 +259,56 @@ export class Settlement {
     // A credential already spent (or in flight) is named as such before mppx looks at it again.
     const known = await standard.referenceOf(request.headers);
     if (known) {
-      const seen = (await payments.get(seller.sellerId, known)).value;
-      if (seen) throw this.stateError(seen, seller);
-    }
-    let claimed: Deno.KvEntry<PaymentRecord> | null = null;
-    const out = await standard.handle(request, realmOf(seller), terms, micros, async (pending) => {
-      const now = clock.now().toISOString();
-      const entry = await payments.claim({
-        reference: pending.reference,
-        sellerId: seller.sellerId,
-        rail: pending.method,
-        state: "processing",
-        terms,
-        amountMicros: micros,
-        createdAt: now,
-        updatedAt: now,
-      });
-      if (!entry) throw this.stateError((await payments.get(seller.sellerId, pending.reference)).value!, seller);
-      claimed = entry;
-      if (!beforeSettle) return;
-      try {
-        await beforeSettle();
-      } catch (err) {
-        await payments.release(entry);
-        claimed = null;
-        throw err;
+      const seen = await payments.get(seller.sellerId, known);
+      // Settled before, its transfer not confirmed then: the retry asks the chain again.
+      if (seen.value?.state === "processing" && seen.value.pendingTransfer) {
+        return await this.#resumeUnconfirmed(seen as Deno.KvEntry<PaymentRecord>, seller, terms, beforeSettle);
       }
-    });
+      if (seen.value) throw this.stateError(seen.value, seller);
+    }
+    // A record that moved no money is kept only while its credential can be presented again.
+    const until = await standard.presentableUntil(request.headers);
+    const presentableUntil = until === null
+      ? undefined
+      : new Date(Math.min(until, clock.now().getTime() + STANDARD_PRESENTABLE_MAX_MS)).toISOString();
+    let claimed: Deno.KvEntry<PaymentRecord> | null = null;
+    const settle = () =>
+      standard.handle(request, realmOf(seller), terms, micros, async (pending) => {
+        const now = clock.now().toISOString();
+        const entry = await payments.claim({
+          reference: pending.reference,
+          sellerId: seller.sellerId,
+          rail: pending.method,
+          state: "processing",
+          terms,
+          amountMicros: micros,
+          createdAt: now,
+          updatedAt: now,
+          ...(presentableUntil ? { presentableUntil } : {}),
+        });
+        if (!entry) throw this.stateError((await payments.get(seller.sellerId, pending.reference)).value!, seller);
+        claimed = entry;
+        if (!beforeSettle) return;
+        try {
+          await beforeSettle();
+        } catch (err) {
+          await payments.release(entry);
+          claimed = null;
+          throw err;
+        }
+      });
+    let out;
+    try {
+      out = await settle();
+    } catch (err) {
+      const left = claimed as Deno.KvEntry<PaymentRecord> | null;
+      if (!(err instanceof SettlementUnconfirmed) || !left) throw err;
+      // The money may have moved: the reference stays claimed, neither refused (a stock client
+      // would pay again) nor credited (the facilitator's word alone grants nothing). An evm transfer
+      // is looked for again later; a Stripe charge of unknown outcome is the operator's to reconcile.
+      if (err.transfer) await payments.awaitTransfer(left, err.transfer);
+      throw this.#unconfirmed(left.value, seller, err);
+    }
     if (out.status === 402) {
       const left = claimed as Deno.KvEntry<PaymentRecord> | null;
       if (left) await payments.move(left, { state: "failed", settlementReason: "settlement_failed" });
@@ -278,6 +316,81 @@ export class Settlement {
     }
     if (!claimed) throw new Error("standard payment settled without a claimed reference");
     return { status: 200, entry: claimed, externalId: out.externalId, receiptHeaders: out.receiptHeaders };
+  }
+
+  /**
+   * Grants the credit of this agent's purchases whose settlement the storefront's node could not
+   * confirm at the time, once it does (an agent that stopped retrying still gets its credit); a
+   * transfer the chain refutes leaves its reference `failed`. Errors leave them for the next read.
+   */
+  async settleUnconfirmed(seller: Seller, agent: AuthenticatedAgent): Promise<void> {
+    const { payments, standard } = this.o;
+    if (!standard) return;
+    const references = await payments.unconfirmed(seller.sellerId, agent.credentialId, UNCONFIRMED_PER_READ);
+    for (const reference of references) {
+      const entry = await payments.get(seller.sellerId, reference);
+      const p = entry.value;
+      if (!p?.pendingTransfer || p.state !== "processing") continue;
+      const check = await standard.checkTransfer(p.pendingTransfer);
+      const current = entry as Deno.KvEntry<PaymentRecord>;
+      if (check === "refused") {
+        await payments.move(current, { state: "failed", settlementReason: "transfer_not_on_chain" });
+      }
+      if (check !== "confirmed") continue;
+      // A retry of the agent's may consume it at the same moment: one of the two commits wins.
+      await this.consumeAndGrant(current, agent, { processorRef: p.pendingTransfer.transaction }, seller).catch(
+        () => {},
+      );
+    }
+  }
+
+  /**
+   * A retry of a settlement left unconfirmed: granted once the node shows its transfer (the paid
+   * proxy's call is forwarded then), `failed` when the chain refutes it, else 503 again.
+   */
+  async #resumeUnconfirmed(
+    entry: Deno.KvEntry<PaymentRecord>,
+    seller: Seller,
+    terms: PaymentTerms,
+    beforeSettle?: () => Promise<void>,
+  ): Promise<StandardSettled> {
+    // mppx bound the credential to its terms when it settled; the retry does not pass mppx again,
+    // so it must ask for exactly those terms (another agent, amount or plan buys nothing with it).
+    const paid = entry.value.terms;
+    const fields = ["action", "sellerId", "planId", "currency", "agent", "service"] as const;
+    if (fields.some((k) => (paid[k] ?? undefined) !== (terms[k] ?? undefined))) throw errors.payment_request_mismatch();
+    if (paid.amountUsd !== terms.amountUsd) {
+      throw errors.payment_amount_mismatch({ detail: `the payment was for ${paid.amountUsd} USD` });
+    }
+    const transfer = entry.value.pendingTransfer!;
+    const check = await this.o.standard!.checkTransfer(transfer);
+    if (check === "unconfirmed") throw this.#unconfirmed(entry.value, seller);
+    if (check === "refused") {
+      await this.o.payments.move(entry, { state: "failed", settlementReason: "transfer_not_on_chain" });
+      throw errors.settlement_failed({ extra: { settlementReason: "transfer_not_on_chain" } });
+    }
+    // Paid, so an upstream error here leaves the reference as it is, for the next retry.
+    await beforeSettle?.();
+    const at = this.o.clock.now();
+    return {
+      status: 200,
+      entry,
+      externalId: transfer.transaction,
+      receiptHeaders: [[
+        "payment-receipt",
+        await receiptHeader(entry.value.rail, entry.value.reference, transfer.transaction, at),
+      ]],
+    };
+  }
+
+  /** The answer to a settlement of unknown outcome: the spec's one payment error to retry unchanged. */
+  #unconfirmed(p: PaymentRecord, seller: Seller, cause?: unknown): AppError {
+    return errors.payment_provider_unavailable({
+      detail: "the payment's outcome is not known yet; retry unchanged (the same credential is never charged twice)",
+      extra: { statusUrl: this.o.statusUrl(p.reference, seller) },
+      headers: { "retry-after": "5" },
+      cause,
+    });
   }
 }
 

@@ -45,11 +45,37 @@ export type StandardOutcome =
     receiptHeaders: [string, string][];
   };
 
+/** The EIP-3009 transfer a settlement moved: what the storefront's node must show before it counts. */
+export interface ChainTransfer {
+  /** The settlement's transaction hash, as the facilitator named it. */
+  transaction: string;
+  payer: string;
+  /** Atomic units of the token. */
+  value: string;
+}
+
+/**
+ * The money may have moved, but the storefront cannot tell: a facilitator settled and the storefront's
+ * node could not say whether the transfer is on chain (unreachable, or behind), with that `transfer`;
+ * or the facilitator's or Stripe's answer never came (a network error, a 5xx: "the request may have
+ * run"), with none. The payment is neither refused nor credited.
+ */
+export class SettlementUnconfirmed extends Error {
+  constructor(readonly transfer: ChainTransfer | null) {
+    super("settlement outcome not known yet");
+  }
+}
+
+/** What the storefront's node says of a settlement's transfer. */
+export type TransferCheck = "confirmed" | "unconfirmed" | "refused";
+
 interface GateContext {
   gate: SettlementGate;
   pending?: PendingSettlement;
   /** Why the gate refused, rethrown after mppx turned it into a 402. */
   refused?: unknown;
+  /** A settlement whose outcome is not known, rethrown as {@link SettlementUnconfirmed}. */
+  unconfirmed?: { transfer: ChainTransfer | null };
 }
 
 const FACILITATOR_TIMEOUT_MS = 30_000;
@@ -59,6 +85,8 @@ const FACILITATOR_TIMEOUT_MS = 30_000;
  */
 const RECEIPT_WAIT_MS = 10_000;
 const RECEIPT_POLL_MS = 250;
+/** A later look at a pending settlement (a retry, an entitlements read) asks the node once, briefly. */
+const RECHECK_TIMEOUT_MS = 5_000;
 const REALM_CACHE_MAX = 256;
 
 // deno-lint-ignore no-explicit-any
@@ -134,6 +162,30 @@ export class StandardMethods {
     return null;
   }
 
+  /**
+   * The last moment (epoch ms) the presented credential can be presented at all, as mppx enforces
+   * it: an MPP credential's challenge `expires` (mppx refuses one without), an x402 authorization's
+   * EIP-3009 `validBefore` (x402 answers a challenge mppx makes afresh for each request); null when
+   * there is none to read (mppx then refuses the credential before anything is claimed).
+   */
+  async presentableUntil(headers: Headers): Promise<number | null> {
+    const x402 = headers.get("payment-signature");
+    if (x402 && this.config.evm) {
+      const validBefore = (x402PayloadOf(x402)?.payload as { authorization?: { validBefore?: unknown } } | undefined)
+        ?.authorization?.validBefore;
+      return typeof validBefore === "string" && /^[0-9]{1,78}$/.test(validBefore) ? Number(validBefore) * 1000 : null;
+    }
+    const header = headers.get("authorization");
+    if (!header) return null;
+    const { Credential } = await import("mppx");
+    try {
+      const expires = Date.parse(Credential.deserialize(header.trim()).challenge.expires ?? "");
+      return Number.isFinite(expires) ? expires : null;
+    } catch {
+      return null;
+    }
+  }
+
   /** Whether the `evm` method, and with it x402, is offered. */
   get evmEnabled(): boolean {
     return this.config.evm !== null;
@@ -169,6 +221,7 @@ export class StandardMethods {
     const ctx: GateContext = { gate };
     const result = await this.#als.run(ctx, () => mppx.compose(...entries)(input));
     if (ctx.refused !== undefined) throw ctx.refused;
+    if (ctx.unconfirmed) throw new SettlementUnconfirmed(ctx.unconfirmed.transfer);
     if (result.status === 402) return { status: 402, response: result.challenge as Response };
     const receipted: Response = result.withReceipt(new Response(null));
     const receiptHeaders: [string, string][] = [];
@@ -253,13 +306,35 @@ export class StandardMethods {
         reference: (await evmReference(evm.chainId, auth.from, auth.nonce))!,
       };
       await this.#pass(pending);
-      const res = await fetch(input, { ...init, signal });
+      // No answer, or a 5xx: the facilitator may have broadcast the transfer, so the payment is
+      // neither refused (a stock client would pay again) nor credited.
+      const lost = async () => {
+        const ctx = this.#als.getStore();
+        if (ctx) ctx.unconfirmed = { transfer: null };
+        // A payment error to mppx (it logs anything else as an internal failure); the caller answers 503.
+        const { Errors } = await import("mppx");
+        return new Errors.VerificationFailedError({ reason: "facilitator answer lost" });
+      };
+      const res = await fetch(input, { ...init, signal }).catch(async () => {
+        throw await lost();
+      });
+      if (res.status >= 500) {
+        await res.body?.cancel();
+        throw await lost();
+      }
       if (evm.rpcUrl && res.ok) {
         const settled = await res.clone().json().catch(() => null);
         if (settled?.success === true) {
           try {
             await confirmTransfer(evm, settled.transaction, auth.from, BigInt(auth.value));
-          } catch {
+          } catch (err) {
+            // The node cannot tell yet: the money may have moved, so the payment is kept pending.
+            const ctx = this.#als.getStore();
+            if (err instanceof ReceiptUnavailable && ctx) {
+              ctx.unconfirmed = {
+                transfer: { transaction: settled.transaction, payer: auth.from, value: String(auth.value) },
+              };
+            }
             const { Errors } = await import("mppx");
             throw new Errors.VerificationFailedError({ reason: "settlement transaction not confirmed on chain" });
           }
@@ -267,6 +342,25 @@ export class StandardMethods {
       }
       return res;
     };
+  }
+
+  /**
+   * Asks the storefront's node, once, whether a settlement left pending ({@link SettlementUnconfirmed})
+   * is on chain: `confirmed`, `refused` (mined without the transfer, or unknown to a node that is in
+   * sync), or still `unconfirmed`.
+   */
+  async checkTransfer(transfer: ChainTransfer): Promise<TransferCheck> {
+    const evm = this.config.evm;
+    if (!evm?.rpcUrl) return "unconfirmed";
+    try {
+      await confirmTransfer(evm, transfer.transaction, transfer.payer, BigInt(transfer.value), {
+        waitMs: 0,
+        timeoutMs: RECHECK_TIMEOUT_MS,
+      });
+      return "confirmed";
+    } catch (err) {
+      return err instanceof ReceiptUnavailable ? "unconfirmed" : "refused";
+    }
   }
 
   /** Stripe's PaymentIntents over fetch (mppx's duck-typed client), passing the gate first. */
@@ -279,6 +373,13 @@ export class StandardMethods {
           await this.#pass({ method: "stripe", reference: `stripe_${await sha256Short(key)}` });
           const form = new URLSearchParams();
           for (const [k, v] of Object.entries(params)) appendForm(form, k, v);
+          // No answer, a 5xx, or a charge still `processing`: the card may be charged, so the payment
+          // is neither refused (a stock client would pay again) nor credited.
+          const unknown = () => {
+            const ctx = this.#als.getStore();
+            if (ctx) ctx.unconfirmed = { transfer: null };
+            return new Error("Stripe's outcome is not known");
+          };
           const res = await fetch(`${stripe.apiUrl}/v1/payment_intents`, {
             method: "POST",
             headers: {
@@ -289,9 +390,16 @@ export class StandardMethods {
             },
             body: form,
             signal: AbortSignal.timeout(FACILITATOR_TIMEOUT_MS),
+          }).catch(() => {
+            throw unknown();
           });
+          if (res.status >= 500) {
+            await res.body?.cancel();
+            throw unknown();
+          }
           const json = await res.json().catch(() => ({}));
           if (!res.ok) throw new Error(json?.error?.message ?? `Stripe answered ${res.status}`);
+          if (json?.status === "processing") throw unknown();
           return { ...json, lastResponse: { headers: Object.fromEntries(res.headers) } };
         },
       },
@@ -360,34 +468,56 @@ async function sha256Short(s: string): Promise<string> {
   return Array.from(d.subarray(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/** The storefront's node cannot say whether a transaction is on chain (unreachable, erring, or behind). */
+class ReceiptUnavailable extends Error {}
+
 /**
  * Confirms on chain that a settlement transaction succeeded and moved `value` of the token from the
  * payer to the recipient: the facilitator's word alone never grants credit.
+ * @throws {ReceiptUnavailable} when the node cannot tell (unreachable, behind, the transaction still
+ *   pending there); any other error is a refusal
  */
 async function confirmTransfer(
   evm: NonNullable<StandardMethodsConfig["evm"]>,
   tx: unknown,
   from: string,
   value: bigint,
+  wait: { waitMs: number; timeoutMs: number } = { waitMs: RECEIPT_WAIT_MS, timeoutMs: FACILITATOR_TIMEOUT_MS },
 ): Promise<void> {
   const { createPublicClient, http, parseEventLogs, isAddressEqual, TransactionReceiptNotFoundError } = await import(
     "viem"
   );
   if (typeof tx !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(tx)) throw new Error("no transaction hash");
-  const client = createPublicClient({ transport: http(evm.rpcUrl!, { timeout: FACILITATOR_TIMEOUT_MS }) });
+  const hash = tx as `0x${string}`;
+  const client = createPublicClient({ transport: http(evm.rpcUrl!, { timeout: wait.timeoutMs }) });
   // Elapsed time on the monotonic clock: a timeout, not a date.
-  const deadline = performance.now() + RECEIPT_WAIT_MS;
+  const deadline = performance.now() + wait.waitMs;
   let receipt;
-  for (;;) {
-    try {
-      receipt = await client.getTransactionReceipt({ hash: tx as `0x${string}` });
-      break;
-    } catch (err) {
-      if (!(err instanceof TransactionReceiptNotFoundError) || performance.now() + RECEIPT_POLL_MS > deadline) {
-        throw err;
+  try {
+    for (;;) {
+      try {
+        receipt = await client.getTransactionReceipt({ hash });
+        break;
+      } catch (err) {
+        if (!(err instanceof TransactionReceiptNotFoundError)) throw new ReceiptUnavailable("node unavailable");
+        if (performance.now() + RECEIPT_POLL_MS > deadline) {
+          // Not mined as far as this node knows: pending there, or the node is catching up, may
+          // still become a transfer; a node in sync that never heard of it says it is not one.
+          const known = await client.getTransaction({ hash }).then(() => true, () => false);
+          // `eth_syncing` is standard JSON-RPC that viem's public schema leaves out.
+          const ask = client.request as (call: { method: string }) => Promise<unknown>;
+          if (known || await ask({ method: "eth_syncing" }).then((s) => s !== false)) {
+            throw new ReceiptUnavailable("transaction not mined on this node yet");
+          }
+          throw err;
+        }
+        await new Promise((resolve) => setTimeout(resolve, RECEIPT_POLL_MS));
       }
-      await new Promise((resolve) => setTimeout(resolve, RECEIPT_POLL_MS));
     }
+  } catch (err) {
+    if (err instanceof TransactionReceiptNotFoundError) throw err;
+    if (err instanceof ReceiptUnavailable) throw err;
+    throw new ReceiptUnavailable("node unavailable", { cause: err });
   }
   const transferAbi = [{
     type: "event",

@@ -128,3 +128,44 @@ Deno.test("mppx's stripe method: the stock client buys and tops up with an SPT; 
     await standIn.close();
   }
 });
+
+Deno.test("mppx's stripe method: a PaymentIntent whose answer is lost is 503 payment_provider_unavailable, stays processing, and is not paid again", async () => {
+  const standIn = startStripeStandIn();
+  // Stripe charged, its answer never arrived (a 502 from the way back, Stripe's "the request may have run").
+  const lossy = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const url = new URL(req.url);
+    const res = await fetch(`${standIn.url}${url.pathname}${url.search}`, {
+      method: req.method,
+      headers: req.headers,
+      body: req.method === "POST" ? await req.text() : undefined,
+    });
+    if (url.pathname === "/v1/payment_intents") {
+      await res.body?.cancel();
+      return new Response("bad gateway", { status: 502 });
+    }
+    return res;
+  });
+  await using w = await createCommerceWorld({
+    clock: new FixedClock(new Date().toISOString()),
+    env: { PAY_STRIPE_SECRET_KEY: standIn.secretKey, PAY_STRIPE_API_URL: `http://127.0.0.1:${lossy.addr.port}` },
+  });
+  try {
+    const { token } = await w.agents.issue();
+    const card = cardClient(w, standIn, token, "pm_card_visa");
+    const res = await card.client.fetch(
+      `http://store.test/plans/${w.plan.id}/purchase`,
+      postJson({ amountUsd: "5.000000" }),
+    );
+    const body = await res.json();
+    assert.equal(res.status, 503, JSON.stringify(body));
+    assert.equal(body.error, "payment_provider_unavailable");
+    assert.equal(res.headers.get("www-authenticate"), null, "no fresh challenge to pay again");
+    assert.equal(standIn.captured.length, 1, "the card was charged once");
+    assert.deepEqual((await stripeRecords(w)).map((r) => r.state), ["processing"]);
+    const ent = await (await card.transport("http://store.test/agent/entitlements")).json();
+    assert.equal(ent.entitlements.length, 0, "nothing granted on an answer never seen");
+  } finally {
+    await lossy.shutdown();
+    await standIn.close();
+  }
+});

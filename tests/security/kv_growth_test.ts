@@ -4,9 +4,18 @@
  * every key a flow writes must be one KV drops in time, or be named here with why it stays.
  */
 import assert from "node:assert/strict";
+import { Mppx } from "mppx/client";
+import { evm } from "mppx/evm/client";
+import { x402Client } from "@x402/core/client";
+import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { wrapFetchWithPayment } from "@x402/fetch";
+import { privateKeyToAccount } from "viem/accounts";
+import { FixedClock } from "../../core/clock.ts";
 import { CHECKOUT_TTL_MS } from "../../core/commerce/checkout.ts";
 import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "../commerce/_helpers.ts";
+import type { PaymentRecord } from "../../core/commerce/payments.ts";
+import { LOCAL_CHAIN_ID, LOCAL_KEYS, TOKEN_DOMAIN } from "../../fixtures/chain/local.ts";
 import { consent } from "../mcp/_consent.ts";
 import { keptForGood, recordKvWrites } from "../_kv_writes.ts";
 import { SF, storefrontWorld } from "../storefront/_world.ts";
@@ -189,4 +198,82 @@ Deno.test("paid proxy: calls the upstream refuses (not billed) leave no debit KV
   assert.equal(billed.status, 200);
   await billed.body?.cancel();
   assert.equal(debits(true).length, 1, "a billed call's debit is the agent's record of what it paid");
+});
+
+Deno.test("standard methods: evm and x402 payments that did not settle leave no payment record KV keeps for good; each goes a day after its credential expires", async () => {
+  // A facilitator that accepts every authorization and settles none (the payer had no funds).
+  const facilitator = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const body = await req.json().catch(() => null);
+    const payer = body?.paymentPayload?.payload?.authorization?.from;
+    if (new URL(req.url).pathname === "/verify") return Response.json({ isValid: true, payer });
+    return Response.json({
+      success: false,
+      errorReason: "insufficient_funds",
+      payer,
+      transaction: "",
+      network: `eip155:${LOCAL_CHAIN_ID}`,
+    });
+  });
+  const token = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+  let writes: ReturnType<typeof recordKvWrites> | undefined;
+  try {
+    await using w = await createCommerceWorld({
+      wrapKv: (kv) => (writes = recordKvWrites(kv)).kv,
+      // mppx and x402 read the process clock for a credential's validity: the world's is anchored there.
+      clock: new FixedClock(new Date().toISOString()),
+      env: {
+        PAY_EVM_CHAIN_ID: String(LOCAL_CHAIN_ID),
+        PAY_EVM_TOKEN: token,
+        PAY_EVM_TOKEN_NAME: TOKEN_DOMAIN.name,
+        PAY_EVM_TOKEN_VERSION: TOKEN_DOMAIN.version,
+        PAY_EVM_RECIPIENT: privateKeyToAccount(LOCAL_KEYS.seller).address,
+        PAY_X402_FACILITATOR_URL: `http://127.0.0.1:${facilitator.addr.port}`,
+      },
+    });
+    const { token: agent } = await w.agents.issue();
+    const purchase = `http://store.test/plans/${w.plan.id}/purchase`;
+    const app: typeof fetch = (input, init) => {
+      const req = new Request(input, init);
+      req.headers.set("host", "store.test");
+      req.headers.set("zc-agent-authorization", `Bearer ${agent}`);
+      return Promise.resolve(w.app.fetch(req));
+    };
+    await w.deps.commerce.service.challenges();
+    writes!.reset();
+
+    // mppx's client with its evm method, and @x402/fetch: each signs an authorization that never settles.
+    const buyer = privateKeyToAccount(LOCAL_KEYS.buyer);
+    const mppx = Mppx.create({
+      methods: [evm({ account: buyer, authorization: TOKEN_DOMAIN })],
+      fetch: app,
+      polyfill: false,
+    });
+    const viaMppx = await mppx.fetch(purchase, postJson({ amountUsd: "1.000000" }));
+    assert.equal(viaMppx.status, 402);
+    assert.equal((await viaMppx.json()).error, "settlement_failed");
+    const network = `eip155:${LOCAL_CHAIN_ID}` as const;
+    const x402 = x402Client.fromConfig({
+      schemes: [{ network, client: new ExactEvmScheme(buyer) }],
+      spendControls: { allowedAssets: [{ network, asset: token }] },
+    });
+    const viaX402 = await wrapFetchWithPayment(app, x402)(purchase, postJson({ amountUsd: "2.000000" }));
+    assert.equal(viaX402.status, 402);
+    await viaX402.body?.cancel();
+
+    const failed: PaymentRecord[] = [];
+    for await (const e of w.deps.kv.list<PaymentRecord>({ prefix: ["commerce_payment", w.sellerId] })) {
+      failed.push(e.value);
+    }
+    // Each client answers the refusal's fresh challenge once more, with another authorization.
+    assert.ok(failed.length >= 2, `${failed.length}`);
+    assert.ok(failed.every((p) => p.rail === "evm" && p.state === "failed"));
+    const payments = writes!.writes().filter((x) => x.key[0] === "commerce_payment");
+    assert.equal(payments.length, failed.length);
+    assert.deepEqual(keptForGood(writes!.writes()), [], "records of unsettled payments that KV keeps for good");
+    // A day past the credential's own end: mppx's challenge (5 minutes), x402's validBefore (300 s
+    // ahead), read on a clock fixed when the test began (a minute of slack).
+    for (const p of payments) assert.ok(p.expireIn! > DAY_MS && p.expireIn! <= DAY_MS + 6 * 60_000, `${p.expireIn}`);
+  } finally {
+    await facilitator.shutdown();
+  }
 });
