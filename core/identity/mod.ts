@@ -8,6 +8,7 @@ export { SIGNING_ALG } from "./keys.ts";
 export { OutboxMailer } from "./mailer.ts";
 export type { Mailer } from "./mailer.ts";
 export { redirectsUnasked, registrationBody } from "./oauth_clients.ts";
+export type { OAuthTokens } from "./oauth.ts";
 export { oauthErrors } from "./oauth_errors.ts";
 export { normalizeHost, sellerBaseUrl } from "./sellers.ts";
 export type { SellerRegistry } from "./sellers.ts";

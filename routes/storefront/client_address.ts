@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { parseIPv4, parseIPv6 } from "../../core/net/ip.ts";
+import { parseIPv4, parseIPv6 } from "../../core/net/mod.ts";
 
 /**
  * The client's address: the socket peer, or, behind `trustProxy` reverse proxies, the entry of

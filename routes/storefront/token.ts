@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../../composition.ts";
 import { AppError } from "../../core/errors.ts";
-import type { OAuthTokens } from "../../core/identity/oauth.ts";
+import type { OAuthTokens } from "../../core/identity/mod.ts";
 import { describeError } from "../../core/log.ts";
 import type { AppEnv } from "../env.ts";
 import { limitAddress } from "../middleware/public_limits.ts";
