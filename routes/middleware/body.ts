@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import { readStreamCapped } from "../../core/bytes.ts";
 import { AppError } from "../../core/errors.ts";
 import type { AppEnv } from "../env.ts";
+import { MAX_JSON_DEPTH, nestsAtMost } from "./json_depth.ts";
 
 const JSON_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json\s*(?:;|$)/i;
 
@@ -86,13 +87,18 @@ export function decodeJson(
   if (bytes.length === 0 && empty !== undefined) return { value: empty };
   let value: unknown;
   try {
-    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    if (!nestsAtMost(text)) return { kind: "syntax", why: TOO_DEEP };
+    value = JSON.parse(text);
   } catch (err) {
     return { kind: "syntax", why: err instanceof SyntaxError ? "not valid JSON" : "not valid UTF-8" };
   }
   if (object && (typeof value !== "object" || value === null || Array.isArray(value))) return { kind: "not_object" };
   return { value };
 }
+
+/** Why a body nested too deep is refused (one of our fixed phrases, see {@link BodyProblem}). */
+export const TOO_DEEP = `nested deeper than ${MAX_JSON_DEPTH} levels`;
 
 /** Bodies at least this large are decoded in a worker: JSON.parse of 30 MB holds the event loop about 1 s. */
 export const OFF_THREAD_JSON_BYTES = 1024 * 1024;
@@ -135,7 +141,7 @@ export async function decodeJsonOffThread(
         e.preventDefault();
         reject(new Error("JSON body worker failed"));
       };
-      worker.postMessage({ bytes, maxValues: MAX_OFF_THREAD_JSON_VALUES });
+      worker.postMessage({ bytes, maxValues: MAX_OFF_THREAD_JSON_VALUES, tooDeep: TOO_DEEP });
     });
     if (reply.why !== undefined) return { kind: "syntax", why: reply.why };
     if (reply.tooManyValues) {

@@ -1,17 +1,25 @@
 /**
  * Decodes one large JSON request body off the main thread (see `decodeJsonOffThread` in body.ts):
- * receives the bytes and the most values the body may hold, answers `{ value }`, `{ why }` with one
- * of our fixed phrases (never the parser's message: it quotes the body), or `{ tooManyValues }`.
+ * receives the bytes, the most values the body may hold and the phrase for a body nested too deep,
+ * answers `{ value }`, `{ why }` with one of our fixed phrases (never the parser's message: it
+ * quotes the body), or `{ tooManyValues }`.
  */
+import { nestsAtMost } from "./json_depth.ts";
+
 interface Scope {
-  onmessage: ((e: MessageEvent<{ bytes: Uint8Array; maxValues: number }>) => void) | null;
+  onmessage: ((e: MessageEvent<{ bytes: Uint8Array; maxValues: number; tooDeep: string }>) => void) | null;
   postMessage(message: unknown): void;
 }
 const scope = self as unknown as Scope;
 scope.onmessage = (e) => {
   let value: unknown;
   try {
-    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(e.data.bytes));
+    const text = new TextDecoder("utf-8", { fatal: true }).decode(e.data.bytes);
+    if (!nestsAtMost(text)) {
+      scope.postMessage({ why: e.data.tooDeep });
+      return;
+    }
+    value = JSON.parse(text);
   } catch (err) {
     scope.postMessage({ why: err instanceof SyntaxError ? "not valid JSON" : "not valid UTF-8" });
     return;
