@@ -2,7 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import { readStreamCapped } from "../../core/bytes.ts";
 import { AppError } from "../../core/errors.ts";
 import type { AppEnv } from "../env.ts";
-import { MAX_JSON_DEPTH, nestsAtMost } from "./json_depth.ts";
+import { MAX_JSON_DEPTH, nestsAtMost } from "../../core/json_depth.ts";
 
 const JSON_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json\s*(?:;|$)/i;
 

@@ -4,7 +4,7 @@
  * answers `{ value }`, `{ why }` with one of our fixed phrases (never the parser's message: it
  * quotes the body), or `{ tooManyValues }`.
  */
-import { nestsAtMost } from "./json_depth.ts";
+import { nestsAtMost } from "../../core/json_depth.ts";
 
 interface Scope {
   onmessage: ((e: MessageEvent<{ bytes: Uint8Array; maxValues: number; tooDeep: string }>) => void) | null;

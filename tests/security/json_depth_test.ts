@@ -4,7 +4,7 @@
  * copied back (stack overflow: 500). Bodies are now refused past 128 levels, before parsing.
  */
 import assert from "node:assert/strict";
-import { nestsAtMost } from "../../routes/middleware/json_depth.ts";
+import { nestsAtMost } from "../../core/json_depth.ts";
 import { createTestWorld } from "../_helpers.ts";
 
 const deepEvents = (depth: number, pad = "") =>
