@@ -161,7 +161,9 @@ function inlineOf(el: Node, ctx: Ctx, state: { elements: number }): string {
 }
 
 function wrap(text: string, mark: string): string {
-  const lead = text.match(/^\s*/)![0], trail = text.match(/\s*$/)![0];
+  // Trimmed by hand: `/\s*$/` was retried at each character of a run of white space inside the
+  // text (2.5 s for `<b>x</b>` around 90,000 spaces).
+  const lead = text.slice(0, text.length - text.trimStart().length), trail = text.slice(text.trimEnd().length);
   return `${lead}${mark}${text.trim()}${mark}${trail}`;
 }
 

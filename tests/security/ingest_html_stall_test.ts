@@ -71,3 +71,31 @@ Deno.test("POST articles with body_html of 100,000 characters of '<a' and no '>'
     await server.shutdown();
   }
 });
+
+Deno.test("POST articles with body_html of bold text around 90,000 spaces: /healthz answers within 1 s throughout", async () => {
+  // The converter kept the white space around bold text with `/\s*$/`, retried at every space (2.5 s an item).
+  await using w = await searchWorld();
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, w.app.fetch);
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  try {
+    await w.deps.search.ingest(w.dm, [{ url: "https://alpha.example/first", title: "First", body: "First words." }]);
+    const html = `<p><b>Harbour${" ".repeat(90_000)}news</b></p>`;
+    await using prober = await healthzProber(base);
+    const { out, window } = await prober.measure(async () => {
+      const res = await fetch(`${base}/v1/data-models/${w.dm.id}/articles`, {
+        method: "POST",
+        headers: { ...bearer(w.key), "content-type": "application/json" },
+        body: JSON.stringify([{ url: "https://alpha.example/bold", title: "Bold", body_html: html }]),
+      });
+      return { status: res.status, json: await res.json() };
+    });
+    assert.equal(out.status, 200);
+    assert.equal(out.json.created, 1);
+    assert.equal(window.failures, 0);
+    assert.ok(window.worstMs < 1000, `worst /healthz latency ${window.worstMs} ms`);
+    const stored = await w.deps.search.articleByUrl(w.dm.id, "https://alpha.example/bold");
+    assert.equal(stored!.markdown, "**Harbour news**");
+  } finally {
+    await server.shutdown();
+  }
+});
