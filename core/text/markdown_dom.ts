@@ -97,7 +97,7 @@ function blocks(el: Node, ctx: Ctx, state: { elements: number }): string {
       if (inner) out += `${inner.split("\n").map((l) => (l ? `> ${l}` : ">")).join("\n")}\n\n`;
     } else if (name === "PRE") {
       flush();
-      const code = (child.textContent ?? "").replace(/\n+$/, "");
+      const code = withoutTrailingNewlines(child.textContent ?? "");
       if (code.trim()) out += `\`\`\`\n${code.replaceAll("```", "ʼʼʼ")}\n\`\`\`\n\n`;
     } else if (name === "BR") {
       inline += "\n";
@@ -158,6 +158,13 @@ function inlineOf(el: Node, ctx: Ctx, state: { elements: number }): string {
   if (name === "EM" || name === "I") return wrap(inner, "_");
   if (name === "CODE") return `\`${(el.textContent ?? "").replaceAll("`", "ʼ")}\``;
   return inner;
+}
+
+/** `text` without its trailing newlines. By hand: `/\n+$/` was retried at every newline of a run inside it. */
+function withoutTrailingNewlines(text: string): string {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === 10) end--;
+  return text.slice(0, end);
 }
 
 function wrap(text: string, mark: string): string {
