@@ -28,17 +28,17 @@ export interface AccessLine {
 // Field names whose values are credentials: never written, whatever their content.
 const SECRET_FIELD = /authorization|secret|password|passwd|token|api_?key|cookie|assertion|credential/i;
 // Credential shapes that might ride inside free text (an error message, a URL).
-const SECRET_TEXT: [RegExp, string][] = [
-  [/\bak_[A-Za-z0-9_-]{8,}/g, "ak_[redacted]"],
-  [/\b(Bearer|Payment|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, "$1 [redacted]"],
-  [/\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, "[jwt redacted]"],
-  [/([?&](?:key|token|api_key|access_token|secret)=)[^&\s]+/gi, "$1[redacted]"],
+const SECRET_TEXT: ((text: string) => string)[] = [
+  (text) => text.replace(/\bak_[A-Za-z0-9_-]{8,}/g, "ak_[redacted]"),
+  (text) => text.replace(/\b(Bearer|Payment|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, "$1 [redacted]"),
+  redactJwts,
+  (text) => text.replace(/([?&](?:key|token|api_key|access_token|secret)=)[^&\s]+/gi, "$1[redacted]"),
   // Paths that are themselves capabilities: a claim link (who holds it sees the human's e-mail and can
   // lock the link with wrong codes), a checkout or payment reference (who holds it can cancel the
   // checkout). Their secret parts are 43 characters; `/claim/complete` and the like stay readable.
-  [/\/(claim|checkout|payments)\/[A-Za-z0-9_-]{16,}/g, "/$1/[redacted]"],
+  (text) => text.replace(/\/(claim|checkout|payments)\/[A-Za-z0-9_-]{16,}/g, "/$1/[redacted]"),
   // A human's e-mail address (personal data): a mail relay's refusal quotes the recipient.
-  [/[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g, "[e-mail redacted]"],
+  redactEmails,
 ];
 
 // Text none of SECRET_TEXT can match (most log text: paths and ids) skips the scans. Each pattern
@@ -51,8 +51,61 @@ const MAY_HOLD_SECRET = /ak_|eyJ|[?&\s@]|\/(?:claim|checkout|payments)\//;
 export function redactText(text: string): string {
   if (!MAY_HOLD_SECRET.test(text)) return text;
   let out = text;
-  for (const [re, sub] of SECRET_TEXT) out = out.replace(re, sub);
+  for (const redact of SECRET_TEXT) out = redact(out);
   return out;
+}
+
+const JWT_START = /\beyJ/g;
+const JWT_AT = /eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/y;
+const TOKEN_RUN = /[A-Za-z0-9_-]*/y;
+
+/**
+ * Replaces what `/\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\/g` matches, in linear time.
+ * That pattern alone was quadratic: `-` makes a word boundary, so in a path of 64 KB of `eyJ-`
+ * every `eyJ` was a start that scanned to the end of the run (1.2 s a request). A start that fails
+ * fails for every later `eyJ` of its run (all reach the same first `.`), so the search skips the run.
+ */
+function redactJwts(text: string): string {
+  if (!text.includes("eyJ")) return text;
+  let out = "", from = 0;
+  JWT_START.lastIndex = 0;
+  for (let start = JWT_START.exec(text); start; start = JWT_START.exec(text)) {
+    JWT_AT.lastIndex = start.index;
+    if (JWT_AT.test(text)) {
+      out += `${text.slice(from, start.index)}[jwt redacted]`;
+      from = JWT_START.lastIndex = JWT_AT.lastIndex;
+    } else {
+      TOKEN_RUN.lastIndex = start.index;
+      TOKEN_RUN.test(text);
+      JWT_START.lastIndex = TOKEN_RUN.lastIndex;
+    }
+  }
+  return from === 0 ? text : out + text.slice(from);
+}
+
+// An e-mail address's parts, read outward from its `@` with bounded runs: a pattern that starts
+// anywhere (`[...]+@`) retries at every character of a long run without an `@` after it, quadratic
+// in a 64 KB request path (tests/security/log_redaction_stall_test.ts).
+const LOCAL_PART_CHAR = /[A-Za-z0-9._%+-]/;
+const DOMAIN_AT = /[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/y;
+const MAX_LOCAL_PART = 64;
+const MAX_DOMAIN = 255;
+
+/** Replaces each e-mail address in `text` with `[e-mail redacted]`, in one pass. */
+function redactEmails(text: string): string {
+  let out = "", from = 0;
+  for (let at = text.indexOf("@"); at !== -1; at = text.indexOf("@", at + 1)) {
+    let start = at;
+    while (start > from && at - start < MAX_LOCAL_PART && LOCAL_PART_CHAR.test(text[start - 1]!)) start--;
+    if (start === at) continue;
+    const domain = text.slice(at + 1, at + 1 + MAX_DOMAIN);
+    DOMAIN_AT.lastIndex = 0;
+    if (!DOMAIN_AT.test(domain)) continue;
+    out += `${text.slice(from, start)}[e-mail redacted]`;
+    from = at + 1 + DOMAIN_AT.lastIndex;
+    at = from - 1;
+  }
+  return from === 0 ? text : out + text.slice(from);
 }
 
 // Field names repeat (every access-log line has the same seven): each name is looked at once, for

@@ -70,6 +70,7 @@ import { bodyReader, decodeJson } from "./middleware/body.ts";
 import { documented } from "./openapi.ts";
 import { describeIssue } from "./validation.ts";
 import { callerIs } from "./request_scope.ts";
+import { searchJson } from "./search_json.ts";
 
 // The shared id format (core/ids.ts), checked before any lookup.
 const DM_ID_RE = idPattern("dm");
@@ -313,7 +314,7 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
       return { result, slug };
     });
     const texts = result.response.results.filter((r) => r.text !== undefined).length;
-    return withUsage(c.json(result, 200), admission.settle(slug, texts));
+    return withUsage(await searchJson(c, result), admission.settle(slug, texts));
   });
 
   documented(app, forPaths(realtimeDoc, paths), signedHeaders, readBody, async (c) => {

@@ -12,6 +12,7 @@ import { webBotIdentity } from "./middleware/web_bot_auth.ts";
 import { bodyReader } from "./middleware/body.ts";
 import { tenantDataModel } from "./middleware/data_model.ts";
 import { describeIssue, validationHookFor } from "./validation.ts";
+import { searchJson } from "./search_json.ts";
 
 const resultSchema = z.object({
   author: z.string().optional(),
@@ -143,7 +144,7 @@ export function createSearchRoutes(
       caller: c.get("caller"),
       searchVersion,
     });
-    return c.json(out, 200);
+    return await searchJson(c, out) as never;
   }, searchHook as never);
   return app;
 }

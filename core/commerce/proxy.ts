@@ -17,6 +17,7 @@ import type { PaymentRecord } from "./payments.ts";
 import type { CommerceService } from "./service.ts";
 import { settlementRefused } from "./settlement.ts";
 import { unixSeconds } from "../clock.ts";
+import { nestsAtMost } from "../json_depth.ts";
 import { signRequest } from "../payproxy/mod.ts";
 import { SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS } from "../search/mod.ts";
 import { type AuthenticatedAgent, type PaygPlan, type Rail, realmOf, type Seller, type Service } from "./types.ts";
@@ -481,15 +482,27 @@ export function passagesCapped(body: Uint8Array): Uint8Array {
   return new TextEncoder().encode(JSON.stringify(capped));
 }
 
-/** A search body as a JSON object, or null when it is not one (the upstream then answers it). */
+// The call reads its body twice (texts asked, passages capped): it is parsed once.
+const searchBodies = new WeakMap<Uint8Array, Record<string, unknown> | null>();
+
+/**
+ * A search body as a JSON object, or null when it is not one or nests deeper than request bodies may
+ * (the upstream then refuses it). Any agent reaches this before paying: `JSON.parse` of 1 MB of `[`
+ * held the event loop 250 ms, twice a call.
+ */
 function searchBodyOf(body: Uint8Array): Record<string, unknown> | null {
+  const known = searchBodies.get(body);
+  if (known !== undefined) return known;
   let parsed: unknown;
   try {
-    parsed = JSON.parse(new TextDecoder().decode(body));
+    const text = new TextDecoder().decode(body);
+    parsed = nestsAtMost(text) ? JSON.parse(text) : null;
   } catch {
-    return null;
+    parsed = null;
   }
-  return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? parsed as Record<string, unknown> : null;
+  const out = parsed && typeof parsed === "object" && !Array.isArray(parsed) ? parsed as Record<string, unknown> : null;
+  searchBodies.set(body, out);
+  return out;
 }
 
 /**

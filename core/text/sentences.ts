@@ -66,11 +66,12 @@ export function splitSentences(text: string): string[] {
     const flat = para.replace(/\s+/g, " ").trim();
     if (!flat) continue;
     let start = 0;
-    const re = /[.!?]+["'”’)\]]*(?=\s+["'“‘(\[]?[\p{Lu}\p{N}])/gu;
+    // Linear on hostile text: a match starts only at the first mark of a run (a start inside a
+    // run of 50,000 "!" rescanned the rest of it), and the word before is read backwards.
+    const re = /(?<![.!?])[.!?]+["'”’)\]]*(?=\s+["'“‘(\[]?[\p{Lu}\p{N}])/gu;
     for (const m of flat.matchAll(re)) {
       const end = m.index! + m[0].length;
-      const before = flat.slice(start, m.index!);
-      const lastWord = (before.match(/([\p{L}.]+)$/u)?.[1] ?? "").toLowerCase();
+      const lastWord = wordBefore(flat, start, m.index!).toLowerCase();
       if (m[0].startsWith(".") && (ABBREVIATIONS.has(lastWord) || /^\p{L}$/u.test(lastWord))) continue;
       const sentence = flat.slice(start, end).trim();
       if (sentence) out.push(sentence);
@@ -81,3 +82,24 @@ export function splitSentences(text: string): string[] {
   }
   return out;
 }
+
+const WORD_CHAR = /^[\p{L}.]$/u;
+
+/**
+ * The run of letters and periods that ends at `at` and starts no earlier than `from`. Read
+ * backwards so its cost is the word's length; a `$`-anchored pattern retried every start.
+ */
+function wordBefore(text: string, from: number, at: number): string {
+  let i = at;
+  while (i > from) {
+    // A letter outside the BMP is a surrogate pair: step over both halves.
+    const pair = i - 2 >= from && isLowSurrogate(text.charCodeAt(i - 1)) && isHighSurrogate(text.charCodeAt(i - 2));
+    const width = pair ? 2 : 1;
+    if (!WORD_CHAR.test(text.slice(i - width, i))) break;
+    i -= width;
+  }
+  return text.slice(i, at);
+}
+
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
+const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;

@@ -215,3 +215,14 @@ Deno.test("storefront billing: usage is priced at the service called, not at ano
   assert.equal(body.usage.cost_usd, "0.030000");
   assert.equal(body.usage.balance_usd, "0.970000");
 });
+
+Deno.test("fullTextsAsked() of 8 MB nested 4,000,000 deep: 0 within 0.5 s, without parsing it", () => {
+  // Any agent's paid search body is read here before it pays: JSON.parse of deep nesting is slow.
+  const deep = new TextEncoder().encode(
+    `{"contents":{"text":true},"x":${"[".repeat(4_000_000)}${"]".repeat(4_000_000)}}`,
+  );
+  const started = performance.now();
+  assert.equal(fullTextsAsked(deep), 0);
+  const ms = performance.now() - started;
+  assert.ok(ms < 500, `${Math.round(ms)} ms`);
+});
