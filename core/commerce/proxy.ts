@@ -252,17 +252,21 @@ export class PaidProxy {
     }, `${service.slug} query`);
     const processorRef = charged.processorRef;
     await settlement.consumeCall(charged.entry, processorRef, c.seller);
-    // The paid call is in flight: the allowance check the upstream makes sees it through this hold.
+    // From here the call is paid for: whatever fails before the upstream answers (the hold's write
+    // too) is refunded below, never left charged for a call that was not made.
     const { ledger } = commerce;
-    await ledger.holdCall(c.seller.sellerId, c.agent.credentialId, requestId, plan.pricePerRequestMicros);
     let res: Response | null = null;
     let failure: unknown = null;
     try {
-      res = await this.#forward(c, requestId);
+      // The paid call is in flight: the allowance check the upstream makes sees it through this hold.
+      await ledger.holdCall(c.seller.sellerId, c.agent.credentialId, requestId, plan.pricePerRequestMicros);
+      try {
+        res = await this.#forward(c, requestId);
+      } finally {
+        await this.#endCall(c, requestId);
+      }
     } catch (err) {
       failure = err;
-    } finally {
-      await ledger.endCall(c.seller.sellerId, c.agent.credentialId, requestId);
     }
     const charge = { rail: rail as Rail, reference: challenge.id, processorRef };
     if (res?.ok) {
@@ -356,7 +360,7 @@ export class PaidProxy {
               throw errors.upstream_unavailable({ cause: err });
             });
           } finally {
-            await ledger.endCall(c.seller.sellerId, c.agent.credentialId, requestId);
+            await this.#endCall(c, requestId);
           }
           if (!upstream.ok) throw refused;
         },
@@ -380,6 +384,16 @@ export class PaidProxy {
     for (const [k, v] of out.receiptHeaders) headers.set(k, v);
     this.o.log.debug("pay-per-call settled", { service: service.slug, method: out.entry.value.rail });
     return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+  }
+
+  /**
+   * Removes a paid call's hold. The hold lapses on its own (10 minutes), so a failed removal is
+   * logged, never thrown: it must not turn an answer the agent paid for into an error.
+   */
+  async #endCall(c: ProxyCall, requestId: string): Promise<void> {
+    await this.o.commerce.ledger.endCall(c.seller.sellerId, c.agent.credentialId, requestId).catch((err) =>
+      this.o.log.warn("paid call hold not removed", { request_id: requestId, error: describeError(err) })
+    );
   }
 
   async #forward(c: ProxyCall, requestId: string): Promise<Response> {
