@@ -3,6 +3,7 @@ import { SANDBOX_TOKENS, type SandboxProcessor } from "../../core/commerce/proce
 import { unixSeconds } from "../../core/clock.ts";
 import { signRequest } from "../../core/payproxy/signature.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
+import { kvFaults } from "../_kv_faults.ts";
 
 type World = Awaited<ReturnType<typeof createCommerceWorld>>;
 
@@ -350,34 +351,13 @@ Deno.test("allowance: only whole, non-negative query usage of a named agent is p
   assert.equal(await allow([{ meterSlug: "query", quantity: 1 }], ""), false, "no agent, no allowance");
 });
 
-/** The world's KV, whose `set` or `delete` of a key under `prefix` throws `left` more times (a KV write that errors). */
-function failingWrites(prefix: string) {
-  const state = { left: 0, method: "set" as "set" | "delete" };
-  const wrap = (kv: Deno.Kv): Deno.Kv =>
-    new Proxy(kv, {
-      get(target, prop) {
-        const v = Reflect.get(target, prop, target);
-        if (typeof v !== "function") return v;
-        return (...args: unknown[]) => {
-          const key = args[0] as Deno.KvKey;
-          if (prop === state.method && key[0] === prefix && state.left > 0) {
-            state.left--;
-            return Promise.reject(new Error("KV write failed"));
-          }
-          return v.apply(target, args);
-        };
-      },
-    });
-  return { state, wrap };
-}
-
 Deno.test("paid proxy: a pay-per-call charge whose call could not be started (its hold write failed) is refunded", async () => {
-  const fault = failingWrites("commerce_hold");
-  await using w = await createCommerceWorld({ upstream: true, withPlan: false, wrapKv: fault.wrap });
+  const faults = kvFaults();
+  await using w = await createCommerceWorld({ upstream: true, withPlan: false, wrapKv: faults.wrap });
   await w.addPayg(20_000);
   const { token } = await w.agents.issue();
   const [ch] = challengesOf(await search(w, token));
-  fault.state.left = 1;
+  faults.failNext(1, { op: "set", entity: "commerce_hold" });
   const res = await w.req(`/v2/search?data_model_id=${w.dataModelId}`, {
     ...postJson({ query: "rates" }, {
       authorization: paymentAuthorization(ch!, { token: SANDBOX_TOKENS.wallet.success }),
@@ -397,13 +377,12 @@ Deno.test("paid proxy: a pay-per-call charge whose call could not be started (it
 });
 
 Deno.test("paid proxy: a paid call whose hold could not be removed afterwards still answers, charged once", async () => {
-  const fault = failingWrites("commerce_hold");
-  await using w = await createCommerceWorld({ upstream: true, withPlan: false, wrapKv: fault.wrap });
+  const faults = kvFaults();
+  await using w = await createCommerceWorld({ upstream: true, withPlan: false, wrapKv: faults.wrap });
   await w.addPayg(20_000);
   const { token } = await w.agents.issue();
   const [ch] = challengesOf(await search(w, token));
-  fault.state.method = "delete";
-  fault.state.left = 1;
+  faults.failNext(1, { op: "delete", entity: "commerce_hold" });
   const res = await w.req(`/v2/search?data_model_id=${w.dataModelId}`, {
     ...postJson({ query: "rates" }, {
       authorization: paymentAuthorization(ch!, { token: SANDBOX_TOKENS.wallet.success }),
@@ -412,7 +391,7 @@ Deno.test("paid proxy: a paid call whose hold could not be removed afterwards st
   });
   const text = await res.text();
   assert.equal(res.status, 200, text);
-  assert.equal(fault.state.left, 0, "the hold's removal failed");
+  assert.equal(faults.left, 0, "the hold's removal failed");
   const processor = w.deps.commerce.service.processor as SandboxProcessor;
   assert.equal(processor.ledger.length, 1);
   assert.equal(processor.refunds.length, 0);
