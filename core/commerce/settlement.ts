@@ -241,11 +241,18 @@ export class Settlement {
   ): Promise<{ status: 402; response: Response } | StandardSettled> {
     const { payments, clock } = this.o;
     const standard = this.o.standard!;
-    // A credential already spent (or in flight) is named as such before mppx looks at it again.
+    // A credential already spent (or in flight) is named as such before mppx looks at it again; one
+    // that settled but was never consumed (its credit failed to commit) is handed back to be.
     const known = await standard.referenceOf(request.headers);
     if (known) {
-      const seen = (await payments.get(seller.sellerId, known)).value;
-      if (seen) throw this.stateError(seen, seller);
+      const seen = await payments.get(seller.sellerId, known);
+      if (seen.value) {
+        if (seen.value.state === "paid" && sameTerms(seen.value.terms, terms) && terms.action !== "call") {
+          const entry = seen as Deno.KvEntry<PaymentRecord>;
+          return { status: 200, entry, externalId: seen.value.processorRef ?? "", receiptHeaders: [] };
+        }
+        throw this.stateError(seen.value, seller);
+      }
     }
     let claimed: Deno.KvEntry<PaymentRecord> | null = null;
     const out = await standard.handle(request, realmOf(seller), terms, micros, async (pending) => {
@@ -277,8 +284,41 @@ export class Settlement {
       return out;
     }
     if (!claimed) throw new Error("standard payment settled without a claimed reference");
-    return { status: 200, entry: claimed, externalId: out.externalId, receiptHeaders: out.receiptHeaders };
+    const settled = await this.#recordSettled(claimed, out.externalId);
+    return { status: 200, entry: settled, externalId: out.externalId, receiptHeaders: out.receiptHeaders };
   }
+
+  /**
+   * Records a standard payment that settled (`processing` -> `paid`, with its external id) before
+   * anything else may fail: money moved, so a credit that then fails to commit is still owed, and
+   * the same credential sent again redeems it instead of reading "in progress" for good. A failed
+   * commit (a KV error) is made again a few times.
+   * @returns the `paid` entry, which the caller consumes
+   */
+  async #recordSettled(claimed: Deno.KvEntry<PaymentRecord>, externalId: string): Promise<Deno.KvEntry<PaymentRecord>> {
+    const { payments } = this.o;
+    const { sellerId, reference } = claimed.value;
+    for (let attempt = 1;; attempt++) {
+      let moved: boolean;
+      try {
+        moved = await payments.move(claimed, { state: "paid", processorRef: externalId });
+      } catch (err) {
+        if (attempt >= RECORD_SETTLED_TRIES) throw err;
+        continue;
+      }
+      if (!moved) throw new Error("a settled payment's claim changed before it was recorded");
+      return (await payments.get(sellerId, reference)) as Deno.KvEntry<PaymentRecord>;
+    }
+  }
+}
+
+/** Commits of a settled standard payment's `paid` record tried before the error is given up. */
+const RECORD_SETTLED_TRIES = 3;
+
+/** Whether a stored payment's terms are the ones this request would pay for (same agent, plan, amount). */
+function sameTerms(a: PaymentTerms, b: PaymentTerms): boolean {
+  return a.action === b.action && a.sellerId === b.sellerId && a.planId === b.planId &&
+    a.amountUsd === b.amountUsd && a.currency === b.currency && a.agent === b.agent && a.service === b.service;
 }
 
 /** The challenges a standard-method 402 carries, as header values and as challenge values. */
