@@ -5,6 +5,7 @@
  *
  *   open (checkout page waiting for a human) -> paid -> consumed
  *   processing (a charge in flight)          -> consumed | failed | (deleted: provider outage)
+ *   processing -> paid (a standard method settled; consumed next, or redeemed by its credential)
  *   open -> released (cancelled on the page, or expired)      paid/consumed -> refunded (operator)
  *   consumed -> refunded (a pay-as-you-go call whose upstream answered an error; automatic)
  *   released -> refunded | paid (a checkout charge that succeeded after the human cancelled it)
@@ -66,6 +67,11 @@ export function terminalError(p: PaymentRecord, state: PaymentState): AppError |
   switch (state) {
     case "consumed":
       return errors.payment_consumed({ detail: `reference ${p.reference} was consumed` });
+    case "paid":
+      // A pay-as-you-go call is settled only after its upstream answered: paid, it was served.
+      return p.terms.action === "call"
+        ? errors.payment_consumed({ detail: `reference ${p.reference} was consumed` })
+        : null;
     case "failed":
       return errors.payment_failed({
         detail: p.settlementReason ? `settlementReason: ${p.settlementReason}` : undefined,

@@ -377,7 +377,16 @@ export class PaidProxy {
       throw err;
     }
     if (out.status === 402) throw await settlementRefused(out.response);
-    await settlement.consumeCall(out.entry, out.externalId, c.seller);
+    // Settled and answered: the reference is `paid`, which spends it for good. A consume that fails to
+    // commit (a KV error) must not turn the answer the agent paid for into an error.
+    await settlement.consumeCall(out.entry, out.externalId, c.seller).catch((err) => {
+      if (err instanceof AppError) throw err;
+      this.o.log.error("pay-per-call consume not recorded", {
+        request_id: requestId,
+        reference: out.entry.value.reference,
+        error: describeError(err),
+      });
+    });
     const res = upstream as Response | null;
     if (!res) throw new Error("standard payment settled without forwarding the call");
     const headers = relayHeaders(res, requestId);
