@@ -13,6 +13,8 @@ const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 // A request that held a key this long without finishing died with its process: the key is taken over.
 const IDEMPOTENCY_STALE_MS = 60_000;
 const IDEMPOTENCY_RE = /^[\x21-\x7e]{1,255}$/;
+// Writes of a paid result tried before it is given up (and logged by the caller).
+const REMEMBER_TRIES = 3;
 
 /** What a paid request keeps under its key: the receipt body and the receipt header pairs. */
 export interface KeptResult {
@@ -80,7 +82,12 @@ export class IdempotencyKeys {
     await this.kv.atomic().check({ key: held.key, versionstamp: held.versionstamp }).delete(held.key).commit();
   }
 
-  /** Keeps the paid result under the held key for repeats. */
+  /**
+   * Keeps the paid result under the held key for repeats. Money moved already, so a failed write (a
+   * KV error) is made again: a key left `running` is taken over after a minute, and a retry with a
+   * new credential would then be charged again.
+   * @throws the last error when every attempt failed
+   */
   async remember(held: HeldKey, result: KeptResult): Promise<void> {
     const stored: Stored = {
       hash: held.hash,
@@ -89,7 +96,14 @@ export class IdempotencyKeys {
       body: result.body,
       headers: [["cache-control", "no-store"], ...result.receipts],
     };
-    await this.kv.set(held.key, stored, { expireIn: IDEMPOTENCY_TTL_MS });
+    for (let attempt = 1;; attempt++) {
+      try {
+        await this.kv.set(held.key, stored, { expireIn: IDEMPOTENCY_TTL_MS });
+        return;
+      } catch (err) {
+        if (attempt >= REMEMBER_TRIES) throw err;
+      }
+    }
   }
 
   /** What a request finds under its key: the result to replay, or 422 / 409 thrown. */

@@ -5,6 +5,7 @@
  */
 import type { Challenge } from "mppx";
 import type { Clock } from "../clock.ts";
+import { describeError, type Logger } from "../log.ts";
 import { planView } from "./catalog.ts";
 import {
   type Challenges,
@@ -77,6 +78,7 @@ export class PurchaseFlow {
       settlement: Settlement;
       checkout: CheckoutLane;
       idempotency: IdempotencyKeys;
+      log: Logger;
     },
   ) {}
 
@@ -166,7 +168,13 @@ export class PurchaseFlow {
       if (held) await idempotency.release(held as HeldKey);
       throw err;
     }
-    if (held) await idempotency.remember(held as HeldKey, result);
+    if (held) {
+      // Charged and credited: a result that could not be kept is logged, never answered as an error
+      // (which the client would retry, with new money).
+      await idempotency.remember(held as HeldKey, result).catch((err) =>
+        this.o.log.error("purchase result not kept under its Idempotency-Key", { error: describeError(err) })
+      );
+    }
     return { kind: "paid", ...result, replayed: false };
   }
 
