@@ -106,13 +106,18 @@ export class CheckoutLane {
   }
 
   /** The purchase that presents a checkout's credential: the human paid (state `paid`); consume and grant. */
-  async settle(challenge: StorefrontChallenge, agent: AuthenticatedAgent, seller: Seller): Promise<PaymentRecord> {
+  async settle(
+    challenge: StorefrontChallenge,
+    agent: AuthenticatedAgent,
+    seller: Seller,
+    also?: (op: Deno.AtomicOperation) => Deno.AtomicOperation,
+  ): Promise<PaymentRecord> {
     const sellerId = challenge.request.sellerId as string;
     const entry = await this.o.payments.get(sellerId, challenge.id);
     if (!entry.value) throw errors.payment_unknown({ detail: 'request a fresh 402 with {"checkout": true}' });
     const state = effectiveState(entry.value, this.o.clock);
     if (state !== "paid") throw this.o.settlement.stateError(entry.value, seller);
-    return await this.o.settlement.consumeAndGrant(entry as Deno.KvEntry<PaymentRecord>, agent, {}, seller);
+    return await this.o.settlement.consumeAndGrant(entry as Deno.KvEntry<PaymentRecord>, agent, {}, seller, also);
   }
 
   /** GET /payments/{reference}: the state an agent polls. */

@@ -152,12 +152,14 @@ export class PaymentStore {
 
   /**
    * Marks the exact entry read `consumed` with `patch` and commits `grant` (the credit it buys) in
-   * the same atomic operation; false when either changed meanwhile.
+   * the same atomic operation, with `also` (the caller's own record of it, e.g. its Idempotency-Key);
+   * false when either changed meanwhile.
    */
   async consume(
     entry: Deno.KvEntry<PaymentRecord>,
     patch: Partial<PaymentRecord>,
     grant: { key: Deno.KvKey; current: Deno.KvEntryMaybe<unknown>; next: unknown },
+    also: (op: Deno.AtomicOperation) => Deno.AtomicOperation = (op) => op,
   ): Promise<PaymentRecord | null> {
     const next: PaymentRecord = {
       ...entry.value,
@@ -165,8 +167,12 @@ export class PaymentStore {
       state: "consumed",
       updatedAt: this.clock.now().toISOString(),
     };
-    const res = await this.kv.atomic().check(entry).check(grant.current).set(entry.key, next, this.#keep(next))
-      .set(grant.key, grant.next).commit();
+    const res = await also(
+      this.kv.atomic().check(entry).check(grant.current).set(entry.key, next, this.#keep(next)).set(
+        grant.key,
+        grant.next,
+      ),
+    ).commit();
     return res.ok ? next : null;
   }
 

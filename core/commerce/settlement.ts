@@ -62,6 +62,11 @@ export class Settlement {
     },
   ) {}
 
+  /** The payment record of a reference, or null. */
+  async payment(sellerId: string, reference: string): Promise<PaymentRecord | null> {
+    return (await this.o.payments.get(sellerId, reference)).value;
+  }
+
   /** The error for a reference that cannot be spent in its current state. */
   stateError(p: PaymentRecord, seller: Seller): AppError {
     const state: PaymentState = effectiveState(p, this.o.clock);
@@ -152,7 +157,7 @@ export class Settlement {
 
   /**
    * Marks the reference consumed and grants the credit it bought in one atomic commit (retried on
-   * conflict).
+   * conflict), with `also` (see {@link PaymentStore.consume}) in it.
    * @throws {AppError} the state error when the reference moved meanwhile, `payment_unknown` when it went
    */
   async consumeAndGrant(
@@ -160,13 +165,14 @@ export class Settlement {
     agent: AuthenticatedAgent,
     patch: Partial<PaymentRecord>,
     seller: Seller,
+    also?: (op: Deno.AtomicOperation) => Deno.AtomicOperation,
   ): Promise<PaymentRecord> {
     const { payments, ledger } = this.o;
     let current = entry;
     for (let attempt = 0; attempt < 100; attempt++) {
       const p = current.value;
       const grant = await ledger.prepareGrant(agent, p.sellerId, p.terms.planId, p.amountMicros);
-      const done = await payments.consume(current, patch, grant);
+      const done = await payments.consume(current, patch, grant, also);
       if (done) return done;
       const again = await payments.get(p.sellerId, p.reference);
       if (!again.value) throw errors.payment_unknown();
