@@ -101,6 +101,21 @@ export function keepInKv(p: PaymentRecord, nowMs: number): { expireIn: number } 
   return { expireIn: Math.max(0, lastUse - nowMs) + DAY_MS };
 }
 
+/** A pay-as-you-go call charged and not ended yet (see {@link PaymentStore.callOpened}). */
+export interface OpenCall {
+  sellerId: string;
+  reference: string;
+  rail: "card" | "wallet";
+  processorRef: string;
+  amountMicros: number;
+  requestId: string;
+  /** When it was charged (ISO): the mark sorts by it. */
+  at: string;
+}
+
+const OPEN_CALL_PREFIX = "commerce_call_open";
+const openCallKey = (c: OpenCall): Deno.KvKey => [OPEN_CALL_PREFIX, c.at, c.sellerId, c.reference];
+
 /** Reads and moves payment records. */
 export class PaymentStore {
   constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
@@ -143,11 +158,38 @@ export class PaymentStore {
   }
 
   /**
-   * Moves a record from the exact entry read to `patch`, atomically; false when it changed meanwhile.
+   * Moves a record from the exact entry read to `patch`, atomically, with `also` in the same commit;
+   * false when it changed meanwhile.
    */
-  async move(entry: Deno.KvEntry<PaymentRecord>, patch: Partial<PaymentRecord>): Promise<boolean> {
+  async move(
+    entry: Deno.KvEntry<PaymentRecord>,
+    patch: Partial<PaymentRecord>,
+    also: (op: Deno.AtomicOperation) => Deno.AtomicOperation = (op) => op,
+  ): Promise<boolean> {
     const next = { ...entry.value, ...patch, updatedAt: this.clock.now().toISOString() };
-    return (await this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next)).commit()).ok;
+    return (await also(this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next))).commit()).ok;
+  }
+
+  /**
+   * The mark of a pay-as-you-go call whose charge is consumed and whose answer is not given yet,
+   * written in the commit that consumes it: a process killed before the call ends leaves it, and
+   * {@link staleCalls} finds it to refund.
+   */
+  callOpened(call: OpenCall): (op: Deno.AtomicOperation) => Deno.AtomicOperation {
+    return (op) => op.set(openCallKey(call), call);
+  }
+
+  /** Removes the mark of a call that ended (answered, or refunded). */
+  async callEnded(call: OpenCall): Promise<void> {
+    await this.kv.delete(openCallKey(call));
+  }
+
+  /** The oldest marks of calls opened before `before` (ISO), at most `limit`: their process died mid-call. */
+  async staleCalls(before: string, limit: number): Promise<OpenCall[]> {
+    const out: OpenCall[] = [];
+    const sel = { prefix: [OPEN_CALL_PREFIX], end: [OPEN_CALL_PREFIX, before] };
+    for await (const e of this.kv.list<OpenCall>(sel, { limit })) out.push(e.value);
+    return out;
   }
 
   /**

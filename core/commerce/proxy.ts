@@ -13,7 +13,8 @@ import { describeError, type Logger } from "../log.ts";
 import { FULL_TEXT_METER, planCovers, planMeters, planView } from "./catalog.ts";
 import { matchTerms, type PaymentTerms, receiptHeader, type RefundNote } from "./challenges.ts";
 import { CARD_MINIMUM_MICROS, formatUsd } from "./money.ts";
-import type { PaymentRecord } from "./payments.ts";
+import type { OpenCall, PaymentRecord } from "./payments.ts";
+import { STALE_RESERVATION_MS } from "./entitlements.ts";
 import type { CommerceService } from "./service.ts";
 import { settlementRefused } from "./settlement.ts";
 import { unixSeconds } from "../clock.ts";
@@ -99,6 +100,9 @@ export function parseUsageHeader(value: string | null): UsageLine[] | null {
   }
   return out;
 }
+
+// Abandoned pay-as-you-go calls refunded per paid call: bounded work on the request path.
+const ABANDONED_CALLS_PER_CALL = 5;
 
 export class PaidProxy {
   constructor(
@@ -242,6 +246,7 @@ export class PaidProxy {
     if (rail !== "card" && rail !== "wallet") throw errors.payment_method_unknown();
     matchTerms(challenge, terms);
     const { settlement } = commerce;
+    await this.#refundAbandonedCalls();
     const charged = await settlement.chargeToken({
       rail,
       reference: challenge.id,
@@ -251,7 +256,22 @@ export class PaidProxy {
       token: settlement.tokenOf(payload),
     }, `${service.slug} query`);
     const processorRef = charged.processorRef;
-    await settlement.consumeCall(charged.entry, processorRef, c.seller);
+    // Consumed with the mark of a call in flight: a process killed before the call ends leaves the
+    // mark, and the charge is refunded once it is stale (#refundAbandonedCalls).
+    const open: OpenCall = {
+      sellerId: c.seller.sellerId,
+      reference: challenge.id,
+      rail,
+      processorRef,
+      amountMicros: plan.pricePerRequestMicros,
+      requestId,
+      at: this.o.clock.now().toISOString(),
+    };
+    await settlement.consumeCall(charged.entry, processorRef, c.seller, commerce.payments.callOpened(open));
+    const ended = () =>
+      commerce.payments.callEnded(open).catch((err) =>
+        this.o.log.warn("paid call mark not removed", { request_id: requestId, error: describeError(err) })
+      );
     // From here the call is paid for: whatever fails before the upstream answers (the hold's write
     // too) is refunded below, never left charged for a call that was not made.
     const { ledger } = commerce;
@@ -270,6 +290,7 @@ export class PaidProxy {
     }
     const charge = { rail: rail as Rail, reference: challenge.id, processorRef };
     if (res?.ok) {
+      await ended();
       const headers = relayHeaders(res, requestId);
       headers.set("payment-receipt", await receiptHeader(rail, challenge.id, processorRef, this.o.clock.now()));
       return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
@@ -277,6 +298,7 @@ export class PaidProxy {
     // Errors are not charged, as on credit (whose reservation goes back): the charge is refunded
     // and the receipt says so.
     const refund = await this.#refund(c.seller.sellerId, charge, plan.pricePerRequestMicros, requestId);
+    await ended();
     const receipt = await receiptHeader(rail, challenge.id, processorRef, this.o.clock.now(), refund);
     if (!res) {
       const err = failure instanceof AppError ? failure : errors.upstream_unavailable({ cause: failure });
@@ -297,9 +319,9 @@ export class PaidProxy {
     charged: { rail: Rail; reference: string; processorRef: string },
     amountMicros: number,
     requestId: string,
+    reason = "upstream_error",
   ): Promise<RefundNote> {
     const { commerce } = this.o;
-    const reason = "upstream_error";
     try {
       const processor = commerce.processor;
       if (!processor.refund) throw new Error(`processor ${processor.name} cannot refund`);
@@ -318,6 +340,24 @@ export class PaidProxy {
         error: describeError(err),
       });
       return { status: "pending", reason };
+    }
+  }
+
+  /**
+   * Refunds pay-as-you-go charges whose call never ended: consumed, then the process died before the
+   * upstream answered or the refund was made. A mark older than {@link STALE_RESERVATION_MS} (the life
+   * of a call's hold) is one; a few are handled per paid call, so the next call of any agent recovers
+   * them. A charge still `consumed` is refunded (`call_not_finished`); one that moved on is left.
+   */
+  async #refundAbandonedCalls(): Promise<void> {
+    const { payments } = this.o.commerce;
+    const before = new Date(this.o.clock.now().getTime() - STALE_RESERVATION_MS).toISOString();
+    for (const call of await payments.staleCalls(before, ABANDONED_CALLS_PER_CALL)) {
+      const p = (await payments.get(call.sellerId, call.reference)).value;
+      if (p?.state === "consumed") {
+        await this.#refund(call.sellerId, call, call.amountMicros, call.requestId, "call_not_finished");
+      }
+      await payments.callEnded(call);
     }
   }
 

@@ -188,9 +188,14 @@ export class Settlement {
    * the request that took it, which is the one served.
    * @throws {AppError} the reference's state error when it moved meanwhile
    */
-  async consumeCall(entry: Deno.KvEntry<PaymentRecord>, processorRef: string, seller: Seller): Promise<void> {
+  async consumeCall(
+    entry: Deno.KvEntry<PaymentRecord>,
+    processorRef: string,
+    seller: Seller,
+    also?: (op: Deno.AtomicOperation) => Deno.AtomicOperation,
+  ): Promise<void> {
     const { payments } = this.o;
-    if (await payments.move(entry, { state: "consumed", processorRef })) return;
+    if (await payments.move(entry, { state: "consumed", processorRef }, also)) return;
     const now = (await payments.get(entry.value.sellerId, entry.value.reference)).value;
     if (!now) throw errors.payment_unknown();
     throw this.stateError(now, seller);
