@@ -144,7 +144,14 @@ export class EventPipeline implements EventSink {
           }
           // A holder that died mid-compaction left a day half-swapped: repair it before writing beside it.
           await recoverCompactions(this.deps.kv, this.options.eventsDir);
-          const recovered = await this.#recoverPlans();
+          const recovered = await this.#recoverPlans().catch((err) => {
+            if (err instanceof FlushLeaseLost) return null;
+            throw err;
+          });
+          if (!recovered) {
+            total.skipped = true;
+            break;
+          }
           total.rows += recovered.rows;
           total.files += recovered.files;
           if (recovered.files) { for (const fn of this.#listeners) fn(); }
@@ -153,7 +160,14 @@ export class EventPipeline implements EventSink {
             if (!chunks.length) break;
             if (!(await this.#acquireLease())) break; // renew; lost only after stalling a whole lease
             this.#pending = 0;
-            const r = await this.#flushChunks(chunks);
+            const r = await this.#flushChunks(chunks).catch((err) => {
+              if (err instanceof FlushLeaseLost) return null;
+              throw err;
+            });
+            if (!r) {
+              total.skipped = true;
+              break;
+            }
             total.rows += r.rows;
             total.files += r.files;
             // Tell the query engine at once (a long flush under load may run many rounds).
@@ -190,7 +204,15 @@ export class EventPipeline implements EventSink {
         } finally {
           f.close();
         }
-        const w = await writeNdjsonAsParquet(this.deps.duckdb, this.options.eventsDir, plan.fileId, tmp);
+        // A holder that stalled past its lease (a long write, a paused process) must not rename its
+        // file in: the next holder redid this plan and may have compacted the day since, so the file
+        // would count its events twice. Renewed just before each rename, the lease cannot lapse
+        // between the check and the rename.
+        const w = await writeNdjsonAsParquet(this.deps.duckdb, this.options.eventsDir, plan.fileId, tmp, {
+          beforeRename: async () => {
+            if (!(await this.#acquireLease())) throw new FlushLeaseLost();
+          },
+        });
         result = { rows: w.rows, files: w.dates.length };
       } finally {
         await Deno.remove(tmp).catch(() => {});
@@ -329,6 +351,14 @@ export class EventPipeline implements EventSink {
     const r = await this.flush();
     await this.#releaseLease();
     return r;
+  }
+}
+
+/** The flusher lost its lease mid-flush: the next holder redoes the flush from its plan. */
+class FlushLeaseLost extends Error {
+  constructor() {
+    super("the event flusher lease was lost mid-flush");
+    this.name = "FlushLeaseLost";
   }
 }
 

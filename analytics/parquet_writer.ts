@@ -56,7 +56,14 @@ export async function writeNdjsonAsParquet(
   eventsDir: string,
   fileId: string,
   ndjsonPath: string,
-  { dedupeExisting = true }: { dedupeExisting?: boolean } = {},
+  { dedupeExisting = true, beforeRename }: {
+    dedupeExisting?: boolean;
+    /**
+     * Runs before each file is renamed into place; throwing leaves the file out (its `.tmp` removed).
+     * The flusher checks there that it still holds its lease.
+     */
+    beforeRename?: () => Promise<void>;
+  } = {},
 ): Promise<{ dates: string[]; rows: number }> {
   if (!FILE_ID_RE.test(fileId)) throw new Error(`bad file id: ${fileId}`);
   const table = `ev_batch_${fileId.replaceAll("-", "")}`;
@@ -118,6 +125,12 @@ export async function writeNdjsonAsParquet(
           if (count === 0) continue;
         }
         const copied = await conn.run(`COPY (${select}) TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd)`);
+        try {
+          await beforeRename?.();
+        } catch (err) {
+          await Deno.remove(tmp).catch(() => {});
+          throw err;
+        }
         await Deno.rename(tmp, final);
         rows += count ?? Number(copied.rowsChanged);
         written.push(date);

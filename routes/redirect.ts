@@ -36,19 +36,24 @@ export function createRedirectRoutes(
     const click = await deps.links.verifyClick(token);
     if (!click) throw linkErrors.link_not_found();
     if (deps.events) {
+      const address = limitAddress(c, deps.config.trustProxy);
+      let counted = false;
       try {
         const verdict = await deps.clickGate.verdict(click, {
           method: c.req.method,
           userAgent: c.req.header("user-agent"),
-          address: limitAddress(c, deps.config.trustProxy),
+          address,
           token,
         });
-        if (verdict === "counted") {
+        counted = verdict === "counted";
+        if (counted) {
           // The clicker's network key: trending counts one sender per network (docs/events-and-metrics.md).
           const sender = await deps.clientKeys.of(clientAddress(c, deps.config.trustProxy));
           await deps.events.record([clickEvent(click, deps.clock.now(), c.req.header("referer"), sender)]);
         }
       } catch (err) {
+        // Counted but not stored: the mark goes, so the reader's next follow is counted, not a duplicate.
+        if (counted) await deps.clickGate.forget(token, address).catch(() => {});
         // A lost click must not cost the reader the article.
         deps.log.warn("article_click not recorded", { request_id: c.env.requestId, error: describeError(err) });
       }

@@ -10,9 +10,12 @@ import type { PaymentTerms, StorefrontChallenge } from "./challenges.ts";
 import { commerceErrors as errors } from "./errors.ts";
 import { formatUsd } from "./money.ts";
 import { effectiveState, type PaymentRecord, type PaymentState, type PaymentStore } from "./payments.ts";
-import { type PaymentProcessor, PaymentProviderUnavailable } from "./processor.ts";
+import { type ChargeOutcome, type PaymentProcessor, PaymentProviderUnavailable } from "./processor.ts";
 import { type Settlement, staleProcessing } from "./settlement.ts";
 import type { AuthenticatedAgent, Seller } from "./types.ts";
+
+/** Commits of a charged checkout's `paid` record tried before the error is given up to the page. */
+const RECORD_PAID_TRIES = 3;
 
 /** How long a hosted checkout waits for its human. */
 export const CHECKOUT_TTL_MS = 30 * 60_000;
@@ -103,13 +106,18 @@ export class CheckoutLane {
   }
 
   /** The purchase that presents a checkout's credential: the human paid (state `paid`); consume and grant. */
-  async settle(challenge: StorefrontChallenge, agent: AuthenticatedAgent, seller: Seller): Promise<PaymentRecord> {
+  async settle(
+    challenge: StorefrontChallenge,
+    agent: AuthenticatedAgent,
+    seller: Seller,
+    also?: (op: Deno.AtomicOperation) => Deno.AtomicOperation,
+  ): Promise<PaymentRecord> {
     const sellerId = challenge.request.sellerId as string;
     const entry = await this.o.payments.get(sellerId, challenge.id);
     if (!entry.value) throw errors.payment_unknown({ detail: 'request a fresh 402 with {"checkout": true}' });
     const state = effectiveState(entry.value, this.o.clock);
     if (state !== "paid") throw this.o.settlement.stateError(entry.value, seller);
-    return await this.o.settlement.consumeAndGrant(entry as Deno.KvEntry<PaymentRecord>, agent, {}, seller);
+    return await this.o.settlement.consumeAndGrant(entry as Deno.KvEntry<PaymentRecord>, agent, {}, seller, also);
   }
 
   /** GET /payments/{reference}: the state an agent polls. */
@@ -174,20 +182,27 @@ export class CheckoutLane {
       return { state: (await payments.get(seller.sellerId, reference)).value!.state };
     }
     const processing = (await payments.get(seller.sellerId, reference)) as Deno.KvEntry<PaymentRecord>;
+    let outcome: ChargeOutcome;
     try {
-      const outcome = await this.o.processor.charge({
+      outcome = await this.o.processor.charge({
         rail: "card",
         token: cardToken,
         amountMicros: entry.value.amountMicros,
         reference,
         description: `checkout ${entry.value.terms.planId}`,
       });
-      if (outcome.status === "succeeded") {
-        // An earlier decline on this checkout is history once a card paid.
-        const paid = { state: "paid" as const, processorRef: outcome.processorRef, settlementReason: undefined };
-        if (await payments.move(processing, paid)) return { state: "paid" };
-        return await this.#chargedAfterMove(seller, reference, outcome.processorRef);
-      }
+    } catch (err) {
+      await payments.move(processing, { state: "open" });
+      if (err instanceof PaymentProviderUnavailable) return { state: "open", retry: true };
+      throw err;
+    }
+    if (outcome.status === "succeeded") {
+      // An earlier decline on this checkout is history once a card paid.
+      const paid = { state: "paid" as const, processorRef: outcome.processorRef, settlementReason: undefined };
+      if (await this.#recordPaid(processing, paid)) return { state: "paid" };
+      return await this.#chargedAfterMove(seller, reference, outcome.processorRef);
+    }
+    try {
       if (outcome.status === "failed") {
         // A decline leaves the checkout open for another card until it expires, up to a few tries
         // (more would let the page test stolen cards); the last decline ends it.
@@ -204,9 +219,26 @@ export class CheckoutLane {
       await payments.move(processing, { state: "open" });
       return { state: "open", retry: true };
     } catch (err) {
-      await payments.move(processing, { state: "open" });
-      if (err instanceof PaymentProviderUnavailable) return { state: "open", retry: true };
+      await payments.move(processing, { state: "open" }).catch(() => {});
       throw err;
+    }
+  }
+
+  /**
+   * Moves this submit's `processing` claim to `paid` once the card was charged; false when another
+   * commit moved the record first. Money moved, so a failed commit (a KV error) is made again from
+   * the claim rather than reopening the checkout, which a cancel or its expiry would then record
+   * released. One that keeps failing is thrown with the record left `processing`: a submit after the
+   * grace period records it paid (the processor dedupes the charge by reference).
+   */
+  async #recordPaid(claim: Deno.KvEntry<PaymentRecord>, paid: Partial<PaymentRecord>): Promise<boolean> {
+    const { payments } = this.o;
+    for (let attempt = 1;; attempt++) {
+      try {
+        return await payments.move(claim, paid);
+      } catch (err) {
+        if (attempt >= RECORD_PAID_TRIES) throw err;
+      }
     }
   }
 

@@ -6,7 +6,8 @@
  * plans die with it (`expiresAt`). Money moves only inside `kv.atomic().check(...)` commits, retried
  * on conflict, and a balance never goes below zero. Debits are idempotent per request id.
  *
- * Keys: `["commerce_ent", holder, sellerId, planId]`, `["commerce_debit", sellerId, requestId]`.
+ * Keys: `["commerce_ent", holder, sellerId, planId]`, `["commerce_debit", sellerId, requestId]`,
+ * `["commerce_debit_open", at, sellerId, requestId]` (a reservation not settled yet, by age).
  */
 import type { Clock } from "../clock.ts";
 import type { AuthenticatedAgent } from "./types.ts";
@@ -59,6 +60,25 @@ export const holdKey = (sellerId: string, credentialId: string, requestId: strin
   credentialId,
   requestId,
 ];
+
+/**
+ * A reservation not settled yet, listed by when it was made: a call whose process died (or whose
+ * settle failed) between reserve and settle is found here and given back.
+ */
+const openKey = (d: Pick<Debit, "at" | "requestId">, sellerId: string): Deno.KvKey => [
+  "commerce_debit_open",
+  d.at,
+  sellerId,
+  d.requestId,
+];
+
+/**
+ * Age past which a reservation still `reserved` belongs to a call that will never settle it (its
+ * process died, or its settle failed): the life of its hold, the longest a paid call is in flight.
+ */
+export const STALE_RESERVATION_MS = 10 * 60_000;
+// Stale reservations given back per paid call: bounded work on the request path.
+const STALE_PER_CALL = 5;
 
 const MAX_ATTEMPTS = 500;
 /**
@@ -186,6 +206,7 @@ export class EntitlementLedger {
     amountMicros: number,
     requestId: string,
   ): Promise<ReserveResult> {
+    await this.returnStale();
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const entries = (await this.entries(agent, sellerId)).filter((e) => planIds.has(e.value.planId));
       if (entries.length === 0) return { ok: false, why: "no_plan" };
@@ -212,7 +233,8 @@ export class EntitlementLedger {
           } satisfies Entitlement,
         )
         .set(debitKey(sellerId, requestId), debit)
-        .set(holdKey(sellerId, agent.credentialId, requestId), amountMicros, { expireIn: 10 * 60_000 })
+        .set(holdKey(sellerId, agent.credentialId, requestId), amountMicros, { expireIn: STALE_RESERVATION_MS })
+        .set(openKey(debit, sellerId), true)
         .commit();
       if (res.ok) return { ok: true, debit };
       if ((await this.kv.get(debitKey(sellerId, requestId))).versionstamp) return { ok: false, why: "duplicate" };
@@ -233,7 +255,7 @@ export class EntitlementLedger {
       const eKey = entKey(d.value.holder, sellerId, d.value.planId);
       if (billedMicros === d.value.amountMicros) {
         const res = await this.kv.atomic().check(d).set(d.key, { ...d.value, state: "billed" } satisfies Debit)
-          .delete(holdKey(sellerId, d.value.credentialId, requestId)).commit();
+          .delete(holdKey(sellerId, d.value.credentialId, requestId)).delete(openKey(d.value, sellerId)).commit();
         if (res.ok) return billedMicros;
         continue;
       }
@@ -243,6 +265,7 @@ export class EntitlementLedger {
       const change = delta > 0 ? delta : -Math.min(credit, -delta);
       const billed = d.value.amountMicros - change;
       const op = this.kv.atomic().check(d).check(e).delete(holdKey(sellerId, d.value.credentialId, requestId))
+        .delete(openKey(d.value, sellerId))
         .set(
           d.key,
           { ...d.value, amountMicros: billed, state: billed === 0 ? "refunded" : "billed" } satisfies Debit,
@@ -263,6 +286,25 @@ export class EntitlementLedger {
       if ((await op.commit()).ok) return billed;
     }
     throw new Error("entitlement settle did not commit after many attempts");
+  }
+
+  /**
+   * Gives back the oldest reservations left `reserved` past {@link STALE_RESERVATION_MS} (at most a
+   * few per call), settled at nothing: their call's process died, or its settle failed, so the agent
+   * was never billed for an answer it may not have had. Run on every reserve, so the next paid call
+   * of any agent recovers them; a late settle of one finds it settled and charges nothing.
+   */
+  async returnStale(): Promise<void> {
+    const cutoff = new Date(this.clock.now().getTime() - STALE_RESERVATION_MS).toISOString();
+    const stale = this.kv.list<true>({ prefix: ["commerce_debit_open"], end: ["commerce_debit_open", cutoff] }, {
+      limit: STALE_PER_CALL,
+    });
+    for await (const e of stale) {
+      const [, , sellerId, requestId] = e.key as [string, string, string, string];
+      await this.settle(sellerId, requestId, 0);
+      // Settled meanwhile by its own call, whose commit already removed it: this is a no-op.
+      await this.kv.atomic().check(e).delete(e.key).commit();
+    }
   }
 
   /** The debit of one proxied request, or null. */

@@ -13,6 +13,8 @@ const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 // A request that held a key this long without finishing died with its process: the key is taken over.
 const IDEMPOTENCY_STALE_MS = 60_000;
 const IDEMPOTENCY_RE = /^[\x21-\x7e]{1,255}$/;
+// Writes of a paid result tried before it is given up (and logged by the caller).
+const REMEMBER_TRIES = 3;
 
 /** What a paid request keeps under its key: the receipt body and the receipt header pairs. */
 export interface KeptResult {
@@ -22,9 +24,15 @@ export interface KeptResult {
 }
 
 // The stored shape predates the split (responses written by older processes replay the same).
+// `charged` is written in the commit that consumes the payment and grants its credit, so a request
+// that died before its result was kept is answered from the payment, never charged again.
 type Stored =
   | { hash: string; state: "running"; startedAt: string }
+  | { hash: string; state: "charged"; reference: string; startedAt: string }
   | { hash: string; state?: "done"; status: number; body: Record<string, unknown>; headers: [string, string][] };
+
+/** What a key says of an earlier request: its result to replay, or the payment it consumed. */
+export type Earlier = { kept: KeptResult } | { charged: string };
 
 /** A key as one request sees it: where it lives and the hash of the terms it was sent with. */
 export interface KeyRef {
@@ -47,26 +55,26 @@ export class IdempotencyKeys {
    * @throws {AppError} `invalid_request` for a malformed key, `idempotency_key_reused`,
    *   `idempotency_key_in_use`
    */
-  async lookup(headers: Headers, terms: PaymentTerms): Promise<(KeyRef & { kept: KeptResult | null }) | null> {
+  async lookup(headers: Headers, terms: PaymentTerms): Promise<(KeyRef & { earlier: Earlier | null }) | null> {
     const raw = headers.get("idempotency-key");
     if (raw === null) return null;
     if (!IDEMPOTENCY_RE.test(raw)) throw errors.idempotency_key_malformed();
     const hash = await sha256Hex(JSON.stringify(terms));
     const key: Deno.KvKey = ["commerce_idem", terms.sellerId, terms.agent, raw];
     const got = await this.kv.get<Stored>(key);
-    return { key, hash, kept: got.value ? this.#replayOrRefuse(got.value, hash) : null };
+    return { key, hash, earlier: got.value ? this.#replayOrRefuse(got.value, hash) : null };
   }
 
   /**
    * Claims the key for this request, atomically: exactly one of concurrent requests gets it; the
    * others replay its result (done) or get 409 (running). A stale claim is taken over.
    */
-  async hold(ref: KeyRef): Promise<{ kept: KeptResult } | HeldKey> {
+  async hold(ref: KeyRef): Promise<Earlier | HeldKey> {
     for (let i = 0; i < 8; i++) {
       const got = await this.kv.get<Stored>(ref.key);
       if (got.value) {
-        const kept = this.#replayOrRefuse(got.value, ref.hash);
-        if (kept) return { kept };
+        const earlier = this.#replayOrRefuse(got.value, ref.hash);
+        if (earlier) return earlier;
       }
       const running: Stored = { hash: ref.hash, state: "running", startedAt: this.clock.now().toISOString() };
       const res = await this.kv.atomic().check(got).set(ref.key, running, { expireIn: IDEMPOTENCY_TTL_MS }).commit();
@@ -75,12 +83,26 @@ export class IdempotencyKeys {
     throw inUse();
   }
 
+  /**
+   * The write that marks the held key `charged` with the payment `reference`, for the commit that
+   * consumes the payment and grants its credit (never checked: that commit must not fail on it).
+   */
+  markCharged(held: HeldKey, reference: string): (op: Deno.AtomicOperation) => Deno.AtomicOperation {
+    const charged: Stored = { hash: held.hash, state: "charged", reference, startedAt: this.clock.now().toISOString() };
+    return (op) => op.set(held.key, charged, { expireIn: IDEMPOTENCY_TTL_MS });
+  }
+
   /** Frees a held key: nothing to replay (a decline, a checkout not paid yet), the retry may run. */
   async release(held: HeldKey): Promise<void> {
     await this.kv.atomic().check({ key: held.key, versionstamp: held.versionstamp }).delete(held.key).commit();
   }
 
-  /** Keeps the paid result under the held key for repeats. */
+  /**
+   * Keeps the paid result under the held key for repeats. Money moved already, so a failed write (a
+   * KV error) is made again: a key left `running` is taken over after a minute, and a retry with a
+   * new credential would then be charged again.
+   * @throws the last error when every attempt failed
+   */
   async remember(held: HeldKey, result: KeptResult): Promise<void> {
     const stored: Stored = {
       hash: held.hash,
@@ -89,16 +111,24 @@ export class IdempotencyKeys {
       body: result.body,
       headers: [["cache-control", "no-store"], ...result.receipts],
     };
-    await this.kv.set(held.key, stored, { expireIn: IDEMPOTENCY_TTL_MS });
+    for (let attempt = 1;; attempt++) {
+      try {
+        await this.kv.set(held.key, stored, { expireIn: IDEMPOTENCY_TTL_MS });
+        return;
+      } catch (err) {
+        if (attempt >= REMEMBER_TRIES) throw err;
+      }
+    }
   }
 
-  /** What a request finds under its key: the result to replay, or 422 / 409 thrown. */
-  #replayOrRefuse(got: Stored, hash: string): KeptResult | null {
+  /** What a request finds under its key: the result to replay, the payment consumed, or 422 / 409 thrown. */
+  #replayOrRefuse(got: Stored, hash: string): Earlier | null {
     if (got.hash !== hash) throw errors.idempotency_key_reused();
     if (got.state === "running") {
       if (this.clock.now().getTime() - Date.parse(got.startedAt) > IDEMPOTENCY_STALE_MS) return null;
       throw inUse();
     }
-    return { body: got.body, receipts: got.headers.filter(([k]) => k.toLowerCase() !== "cache-control") };
+    if (got.state === "charged") return { charged: got.reference };
+    return { kept: { body: got.body, receipts: got.headers.filter(([k]) => k.toLowerCase() !== "cache-control") } };
   }
 }

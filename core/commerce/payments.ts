@@ -5,6 +5,7 @@
  *
  *   open (checkout page waiting for a human) -> paid -> consumed
  *   processing (a charge in flight)          -> consumed | failed | (deleted: provider outage)
+ *   processing -> paid (a standard method settled; consumed next, or redeemed by its credential)
  *   open -> released (cancelled on the page, or expired)      paid/consumed -> refunded (operator)
  *   consumed -> refunded (a pay-as-you-go call whose upstream answered an error; automatic)
  *   released -> refunded | paid (a checkout charge that succeeded after the human cancelled it)
@@ -84,6 +85,11 @@ export function terminalError(p: PaymentRecord, state: PaymentState): AppError |
   switch (state) {
     case "consumed":
       return errors.payment_consumed({ detail: `reference ${p.reference} was consumed` });
+    case "paid":
+      // A pay-as-you-go call is settled only after its upstream answered: paid, it was served.
+      return p.terms.action === "call"
+        ? errors.payment_consumed({ detail: `reference ${p.reference} was consumed` })
+        : null;
     case "failed":
       return errors.payment_failed({
         detail: p.settlementReason ? `settlementReason: ${p.settlementReason}` : undefined,
@@ -122,6 +128,21 @@ export function keepInKv(p: PaymentRecord, nowMs: number): { expireIn: number } 
   else return undefined;
   return { expireIn: Math.max(0, lastUse - nowMs) + DAY_MS };
 }
+
+/** A pay-as-you-go call charged and not ended yet (see {@link PaymentStore.callOpened}). */
+export interface OpenCall {
+  sellerId: string;
+  reference: string;
+  rail: "card" | "wallet";
+  processorRef: string;
+  amountMicros: number;
+  requestId: string;
+  /** When it was charged (ISO): the mark sorts by it. */
+  at: string;
+}
+
+const OPEN_CALL_PREFIX = "commerce_call_open";
+const openCallKey = (c: OpenCall): Deno.KvKey => [OPEN_CALL_PREFIX, c.at, c.sellerId, c.reference];
 
 /** Reads and moves payment records. */
 export class PaymentStore {
@@ -165,13 +186,18 @@ export class PaymentStore {
   }
 
   /**
-   * Moves a record from the exact entry read to `patch`, atomically; false when it changed meanwhile.
+   * Moves a record from the exact entry read to `patch`, atomically, with `also` in the same commit;
+   * false when it changed meanwhile.
    */
-  async move(entry: Deno.KvEntry<PaymentRecord>, patch: Partial<PaymentRecord>): Promise<boolean> {
+  async move(
+    entry: Deno.KvEntry<PaymentRecord>,
+    patch: Partial<PaymentRecord>,
+    also: (op: Deno.AtomicOperation) => Deno.AtomicOperation = (op) => op,
+  ): Promise<boolean> {
     const next = { ...entry.value, ...patch, updatedAt: this.clock.now().toISOString() };
     const op = this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next));
     if (entry.value.pendingTransfer && next.state !== "processing") op.delete(unconfirmedKey(entry.value));
-    return (await op.commit()).ok;
+    return (await also(op).commit()).ok;
   }
 
   /**
@@ -203,13 +229,37 @@ export class PaymentStore {
   }
 
   /**
+   * The mark of a pay-as-you-go call whose charge is consumed and whose answer is not given yet,
+   * written in the commit that consumes it: a process killed before the call ends leaves it, and
+   * {@link staleCalls} finds it to refund.
+   */
+  callOpened(call: OpenCall): (op: Deno.AtomicOperation) => Deno.AtomicOperation {
+    return (op) => op.set(openCallKey(call), call);
+  }
+
+  /** Removes the mark of a call that ended (answered, or refunded). */
+  async callEnded(call: OpenCall): Promise<void> {
+    await this.kv.delete(openCallKey(call));
+  }
+
+  /** The oldest marks of calls opened before `before` (ISO), at most `limit`: their process died mid-call. */
+  async staleCalls(before: string, limit: number): Promise<OpenCall[]> {
+    const out: OpenCall[] = [];
+    const sel = { prefix: [OPEN_CALL_PREFIX], end: [OPEN_CALL_PREFIX, before] };
+    for await (const e of this.kv.list<OpenCall>(sel, { limit })) out.push(e.value);
+    return out;
+  }
+
+  /**
    * Marks the exact entry read `consumed` with `patch` and commits `grant` (the credit it buys) in
-   * the same atomic operation; false when either changed meanwhile.
+   * the same atomic operation, with `also` (the caller's own record of it, e.g. its Idempotency-Key);
+   * false when either changed meanwhile.
    */
   async consume(
     entry: Deno.KvEntry<PaymentRecord>,
     patch: Partial<PaymentRecord>,
     grant: { key: Deno.KvKey; current: Deno.KvEntryMaybe<unknown>; next: unknown },
+    also: (op: Deno.AtomicOperation) => Deno.AtomicOperation = (op) => op,
   ): Promise<PaymentRecord | null> {
     const next: PaymentRecord = {
       ...entry.value,
@@ -220,7 +270,7 @@ export class PaymentStore {
     const op = this.kv.atomic().check(entry).check(grant.current).set(entry.key, next, this.#keep(next))
       .set(grant.key, grant.next);
     if (entry.value.pendingTransfer) op.delete(unconfirmedKey(entry.value));
-    const res = await op.commit();
+    const res = await also(op).commit();
     return res.ok ? next : null;
   }
 

@@ -13,7 +13,8 @@ import { describeError, type Logger } from "../log.ts";
 import { FULL_TEXT_METER, planCovers, planMeters, planView } from "./catalog.ts";
 import { matchTerms, type PaymentTerms, receiptHeader, type RefundNote } from "./challenges.ts";
 import { CARD_MINIMUM_MICROS, formatUsd } from "./money.ts";
-import type { PaymentRecord } from "./payments.ts";
+import type { OpenCall, PaymentRecord } from "./payments.ts";
+import { STALE_RESERVATION_MS } from "./entitlements.ts";
 import type { CommerceService } from "./service.ts";
 import { settlementRefused } from "./settlement.ts";
 import { unixSeconds } from "../clock.ts";
@@ -100,6 +101,9 @@ export function parseUsageHeader(value: string | null): UsageLine[] | null {
   }
   return out;
 }
+
+// Abandoned pay-as-you-go calls refunded per paid call: bounded work on the request path.
+const ABANDONED_CALLS_PER_CALL = 5;
 
 export class PaidProxy {
   constructor(
@@ -243,6 +247,7 @@ export class PaidProxy {
     if (rail !== "card" && rail !== "wallet") throw errors.payment_method_unknown();
     matchTerms(challenge, terms);
     const { settlement } = commerce;
+    await this.#refundAbandonedCalls();
     const charged = await settlement.chargeToken({
       rail,
       reference: challenge.id,
@@ -252,21 +257,41 @@ export class PaidProxy {
       token: settlement.tokenOf(payload),
     }, `${service.slug} query`);
     const processorRef = charged.processorRef;
-    await settlement.consumeCall(charged.entry, processorRef, c.seller);
-    // The paid call is in flight: the allowance check the upstream makes sees it through this hold.
+    // Consumed with the mark of a call in flight: a process killed before the call ends leaves the
+    // mark, and the charge is refunded once it is stale (#refundAbandonedCalls).
+    const open: OpenCall = {
+      sellerId: c.seller.sellerId,
+      reference: challenge.id,
+      rail,
+      processorRef,
+      amountMicros: plan.pricePerRequestMicros,
+      requestId,
+      at: this.o.clock.now().toISOString(),
+    };
+    await settlement.consumeCall(charged.entry, processorRef, c.seller, commerce.payments.callOpened(open));
+    const ended = () =>
+      commerce.payments.callEnded(open).catch((err) =>
+        this.o.log.warn("paid call mark not removed", { request_id: requestId, error: describeError(err) })
+      );
+    // From here the call is paid for: whatever fails before the upstream answers (the hold's write
+    // too) is refunded below, never left charged for a call that was not made.
     const { ledger } = commerce;
-    await ledger.holdCall(c.seller.sellerId, c.agent.credentialId, requestId, plan.pricePerRequestMicros);
     let res: Response | null = null;
     let failure: unknown = null;
     try {
-      res = await this.#forward(c, requestId);
+      // The paid call is in flight: the allowance check the upstream makes sees it through this hold.
+      await ledger.holdCall(c.seller.sellerId, c.agent.credentialId, requestId, plan.pricePerRequestMicros);
+      try {
+        res = await this.#forward(c, requestId);
+      } finally {
+        await this.#endCall(c, requestId);
+      }
     } catch (err) {
       failure = err;
-    } finally {
-      await ledger.endCall(c.seller.sellerId, c.agent.credentialId, requestId);
     }
     const charge = { rail: rail as Rail, reference: challenge.id, processorRef };
     if (res?.ok) {
+      await ended();
       const headers = relayHeaders(res, requestId);
       headers.set("payment-receipt", await receiptHeader(rail, challenge.id, processorRef, this.o.clock.now()));
       return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
@@ -274,6 +299,7 @@ export class PaidProxy {
     // Errors are not charged, as on credit (whose reservation goes back): the charge is refunded
     // and the receipt says so.
     const refund = await this.#refund(c.seller.sellerId, charge, plan.pricePerRequestMicros, requestId);
+    await ended();
     const receipt = await receiptHeader(rail, challenge.id, processorRef, this.o.clock.now(), refund);
     if (!res) {
       const err = failure instanceof AppError ? failure : errors.upstream_unavailable({ cause: failure });
@@ -294,9 +320,9 @@ export class PaidProxy {
     charged: { rail: Rail; reference: string; processorRef: string },
     amountMicros: number,
     requestId: string,
+    reason = "upstream_error",
   ): Promise<RefundNote> {
     const { commerce } = this.o;
-    const reason = "upstream_error";
     try {
       const processor = commerce.processor;
       if (!processor.refund) throw new Error(`processor ${processor.name} cannot refund`);
@@ -315,6 +341,24 @@ export class PaidProxy {
         error: describeError(err),
       });
       return { status: "pending", reason };
+    }
+  }
+
+  /**
+   * Refunds pay-as-you-go charges whose call never ended: consumed, then the process died before the
+   * upstream answered or the refund was made. A mark older than {@link STALE_RESERVATION_MS} (the life
+   * of a call's hold) is one; a few are handled per paid call, so the next call of any agent recovers
+   * them. A charge still `consumed` is refunded (`call_not_finished`); one that moved on is left.
+   */
+  async #refundAbandonedCalls(): Promise<void> {
+    const { payments } = this.o.commerce;
+    const before = new Date(this.o.clock.now().getTime() - STALE_RESERVATION_MS).toISOString();
+    for (const call of await payments.staleCalls(before, ABANDONED_CALLS_PER_CALL)) {
+      const p = (await payments.get(call.sellerId, call.reference)).value;
+      if (p?.state === "consumed") {
+        await this.#refund(call.sellerId, call, call.amountMicros, call.requestId, "call_not_finished");
+      }
+      await payments.callEnded(call);
     }
   }
 
@@ -357,7 +401,7 @@ export class PaidProxy {
               throw errors.upstream_unavailable({ cause: err });
             });
           } finally {
-            await ledger.endCall(c.seller.sellerId, c.agent.credentialId, requestId);
+            await this.#endCall(c, requestId);
           }
           if (!upstream.ok) throw refused;
         },
@@ -374,13 +418,32 @@ export class PaidProxy {
       throw err;
     }
     if (out.status === 402) throw await settlementRefused(out.response);
-    await settlement.consumeCall(out.entry, out.externalId, c.seller);
+    // Settled and answered: the reference is `paid`, which spends it for good. A consume that fails to
+    // commit (a KV error) must not turn the answer the agent paid for into an error.
+    await settlement.consumeCall(out.entry, out.externalId, c.seller).catch((err) => {
+      if (err instanceof AppError) throw err;
+      this.o.log.error("pay-per-call consume not recorded", {
+        request_id: requestId,
+        reference: out.entry.value.reference,
+        error: describeError(err),
+      });
+    });
     const res = upstream as Response | null;
     if (!res) throw new Error("standard payment settled without forwarding the call");
     const headers = relayHeaders(res, requestId);
     for (const [k, v] of out.receiptHeaders) headers.set(k, v);
     this.o.log.debug("pay-per-call settled", { service: service.slug, method: out.entry.value.rail });
     return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+  }
+
+  /**
+   * Removes a paid call's hold. The hold lapses on its own (10 minutes), so a failed removal is
+   * logged, never thrown: it must not turn an answer the agent paid for into an error.
+   */
+  async #endCall(c: ProxyCall, requestId: string): Promise<void> {
+    await this.o.commerce.ledger.endCall(c.seller.sellerId, c.agent.credentialId, requestId).catch((err) =>
+      this.o.log.warn("paid call hold not removed", { request_id: requestId, error: describeError(err) })
+    );
   }
 
   async #forward(c: ProxyCall, requestId: string): Promise<Response> {

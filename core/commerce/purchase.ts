@@ -5,6 +5,7 @@
  */
 import type { Challenge } from "mppx";
 import type { Clock } from "../clock.ts";
+import { describeError, type Logger } from "../log.ts";
 import { planView } from "./catalog.ts";
 import {
   type Challenges,
@@ -77,6 +78,7 @@ export class PurchaseFlow {
       settlement: Settlement;
       checkout: CheckoutLane;
       idempotency: IdempotencyKeys;
+      log: Logger;
     },
   ) {}
 
@@ -98,15 +100,29 @@ export class PurchaseFlow {
     checkAmount(micros, limits, checkout ? "card" : "any");
     const terms = termsOf(input.action, seller, plan, agent, micros, checkout);
 
-    const idem = await this.o.idempotency.lookup(input.headers, terms);
-    if (idem?.kept) return replay(idem.kept);
-
     const { settlement } = this.o;
+    // A key whose request consumed a payment and died before keeping its result: the payment's receipt.
+    const earlier = async (reference: string): Promise<PaidPurchase> => {
+      const p = await settlement.payment(seller.sellerId, reference);
+      if (!p) throw errors.payment_unknown();
+      if (p.state !== "consumed") throw settlement.stateError(p, seller);
+      return replay(await this.#receipt(p, plan, seller, agent));
+    };
+    const idem = await this.o.idempotency.lookup(input.headers, terms);
+    if (idem?.earlier) return "kept" in idem.earlier ? replay(idem.earlier.kept) : await earlier(idem.earlier.charged);
+
     if (!checkout && await settlement.standardCredential(input.headers)) {
-      return await this.#holding(idem, async () => {
+      return await this.#holding(idem, earlier, async (also) => {
         const out = await settlement.standardPayment(this.#requestFor(input, terms), seller, terms, micros);
         if (out.status === 402) throw await settlementRefused(out.response);
-        const record = await settlement.consumeAndGrant(out.entry, agent, { processorRef: out.externalId }, seller);
+        const patch = { processorRef: out.externalId };
+        const record = await settlement.consumeAndGrant(
+          out.entry,
+          agent,
+          patch,
+          seller,
+          also(out.entry.value.reference),
+        );
         return await this.#receipt(record, plan, seller, agent, out.receiptHeaders);
       });
     }
@@ -119,9 +135,9 @@ export class PurchaseFlow {
     if (rail !== "card" && rail !== "wallet") throw errors.payment_unknown();
     matchTerms(challenge, terms);
     if (rail === "card") checkAmount(micros, limits, "card");
-    return await this.#holding(idem, async () => {
+    return await this.#holding(idem, earlier, async (also) => {
       let record: PaymentRecord;
-      if (checkout) record = await this.o.checkout.settle(challenge, agent, seller);
+      if (checkout) record = await this.o.checkout.settle(challenge, agent, seller, also(challenge.id));
       else {
         const token = settlement.tokenOf(payload);
         const charged = await settlement.chargeToken({
@@ -132,7 +148,8 @@ export class PurchaseFlow {
           micros,
           token,
         }, `${plan.name} (${plan.id})`);
-        record = await settlement.consumeAndGrant(charged.entry, agent, { processorRef: charged.processorRef }, seller);
+        const patch = { processorRef: charged.processorRef };
+        record = await settlement.consumeAndGrant(charged.entry, agent, patch, seller, also(challenge.id));
       }
       return await this.#receipt(record, plan, seller, agent);
     });
@@ -149,24 +166,37 @@ export class PurchaseFlow {
 
   /**
    * Runs a charge while holding the request's Idempotency-Key (if any): only a request that can
-   * charge holds it; concurrent ones replay its result or get 409. A failure frees the key.
+   * charge holds it; concurrent ones replay its result or get 409. A failure frees the key. `charge`
+   * gets, per payment reference, the write to join its consume commit: the key marked `charged`
+   * with the payment, which `earlier` answers from if the request dies before its result is kept.
    */
   async #holding(
     idem: { key: Deno.KvKey; hash: string } | null,
-    charge: () => Promise<KeptResult>,
+    earlier: (reference: string) => Promise<PaidPurchase>,
+    charge: (also: (reference: string) => ((op: Deno.AtomicOperation) => Deno.AtomicOperation) | undefined) => Promise<
+      KeptResult
+    >,
   ): Promise<PaidPurchase> {
     const { idempotency } = this.o;
     const held = idem ? await idempotency.hold(idem) : null;
     if (held && "kept" in held) return replay(held.kept);
+    if (held && "charged" in held) return await earlier(held.charged);
+    const mark = (reference: string) => held ? idempotency.markCharged(held, reference) : undefined;
     let result: KeptResult;
     try {
-      result = await charge();
+      result = await charge(mark);
     } catch (err) {
       // Nothing to replay (a decline, a checkout not paid yet): the key is free for the retry.
       if (held) await idempotency.release(held as HeldKey);
       throw err;
     }
-    if (held) await idempotency.remember(held as HeldKey, result);
+    if (held) {
+      // Charged and credited: a result that could not be kept is logged, never answered as an error
+      // (which the client would retry, with new money).
+      await idempotency.remember(held as HeldKey, result).catch((err) =>
+        this.o.log.error("purchase result not kept under its Idempotency-Key", { error: describeError(err) })
+      );
+    }
     return { kind: "paid", ...result, replayed: false };
   }
 

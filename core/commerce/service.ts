@@ -108,6 +108,7 @@ export class CommerceService {
       settlement: this.settlement,
       checkout: this.checkoutLane,
       idempotency: new IdempotencyKeys(o.kv, o.clock),
+      log: o.log,
     });
     this.#views = new EntitlementViews({ catalog: o.catalog, ledger: this.ledger, storefrontUrl: o.storefrontUrl });
     this.#allowance = new Allowance({ catalog: o.catalog, ledger: this.ledger, agents: this.agents });

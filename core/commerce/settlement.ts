@@ -77,6 +77,11 @@ export class Settlement {
     },
   ) {}
 
+  /** The payment record of a reference, or null. */
+  async payment(sellerId: string, reference: string): Promise<PaymentRecord | null> {
+    return (await this.o.payments.get(sellerId, reference)).value;
+  }
+
   /** The error for a reference that cannot be spent in its current state. */
   stateError(p: PaymentRecord, seller: Seller): AppError {
     const state: PaymentState = effectiveState(p, this.o.clock);
@@ -167,7 +172,7 @@ export class Settlement {
 
   /**
    * Marks the reference consumed and grants the credit it bought in one atomic commit (retried on
-   * conflict).
+   * conflict), with `also` (see {@link PaymentStore.consume}) in it.
    * @throws {AppError} the state error when the reference moved meanwhile, `payment_unknown` when it went
    */
   async consumeAndGrant(
@@ -175,13 +180,14 @@ export class Settlement {
     agent: AuthenticatedAgent,
     patch: Partial<PaymentRecord>,
     seller: Seller,
+    also?: (op: Deno.AtomicOperation) => Deno.AtomicOperation,
   ): Promise<PaymentRecord> {
     const { payments, ledger } = this.o;
     let current = entry;
     for (let attempt = 0; attempt < 100; attempt++) {
       const p = current.value;
       const grant = await ledger.prepareGrant(agent, p.sellerId, p.terms.planId, p.amountMicros);
-      const done = await payments.consume(current, patch, grant);
+      const done = await payments.consume(current, patch, grant, also);
       if (done) return done;
       const again = await payments.get(p.sellerId, p.reference);
       if (!again.value) throw errors.payment_unknown();
@@ -197,9 +203,14 @@ export class Settlement {
    * the request that took it, which is the one served.
    * @throws {AppError} the reference's state error when it moved meanwhile
    */
-  async consumeCall(entry: Deno.KvEntry<PaymentRecord>, processorRef: string, seller: Seller): Promise<void> {
+  async consumeCall(
+    entry: Deno.KvEntry<PaymentRecord>,
+    processorRef: string,
+    seller: Seller,
+    also?: (op: Deno.AtomicOperation) => Deno.AtomicOperation,
+  ): Promise<void> {
     const { payments } = this.o;
-    if (await payments.move(entry, { state: "consumed", processorRef })) return;
+    if (await payments.move(entry, { state: "consumed", processorRef }, also)) return;
     const now = (await payments.get(entry.value.sellerId, entry.value.reference)).value;
     if (!now) throw errors.payment_unknown();
     throw this.stateError(now, seller);
@@ -256,13 +267,19 @@ export class Settlement {
   ): Promise<{ status: 402; response: Response } | StandardSettled> {
     const { payments, clock } = this.o;
     const standard = this.o.standard!;
-    // A credential already spent (or in flight) is named as such before mppx looks at it again.
+    // A credential already spent (or in flight) is named as such before mppx looks at it again; one
+    // that settled but was never consumed (its credit failed to commit) is handed back to be.
     const known = await standard.referenceOf(request.headers);
     if (known) {
       const seen = await payments.get(seller.sellerId, known);
       // Settled before, its transfer not confirmed then: the retry asks the chain again.
       if (seen.value?.state === "processing" && seen.value.pendingTransfer) {
         return await this.#resumeUnconfirmed(seen as Deno.KvEntry<PaymentRecord>, seller, terms, beforeSettle);
+      }
+      // Settled and recorded paid, its credit never committed: the same terms take it now.
+      if (seen.value?.state === "paid" && sameTerms(seen.value.terms, terms) && terms.action !== "call") {
+        const entry = seen as Deno.KvEntry<PaymentRecord>;
+        return { status: 200, entry, externalId: seen.value.processorRef ?? "", receiptHeaders: [] };
       }
       if (seen.value) throw this.stateError(seen.value, seller);
     }
@@ -315,7 +332,8 @@ export class Settlement {
       return out;
     }
     if (!claimed) throw new Error("standard payment settled without a claimed reference");
-    return { status: 200, entry: claimed, externalId: out.externalId, receiptHeaders: out.receiptHeaders };
+    const settled = await this.#recordSettled(claimed, out.externalId);
+    return { status: 200, entry: settled, externalId: out.externalId, receiptHeaders: out.receiptHeaders };
   }
 
   /**
@@ -392,6 +410,38 @@ export class Settlement {
       cause,
     });
   }
+
+  /**
+   * Records a standard payment that settled (`processing` -> `paid`, with its external id) before
+   * anything else may fail: money moved, so a credit that then fails to commit is still owed, and
+   * the same credential sent again redeems it instead of reading "in progress" for good. A failed
+   * commit (a KV error) is made again a few times.
+   * @returns the `paid` entry, which the caller consumes
+   */
+  async #recordSettled(claimed: Deno.KvEntry<PaymentRecord>, externalId: string): Promise<Deno.KvEntry<PaymentRecord>> {
+    const { payments } = this.o;
+    const { sellerId, reference } = claimed.value;
+    for (let attempt = 1;; attempt++) {
+      let moved: boolean;
+      try {
+        moved = await payments.move(claimed, { state: "paid", processorRef: externalId });
+      } catch (err) {
+        if (attempt >= RECORD_SETTLED_TRIES) throw err;
+        continue;
+      }
+      if (!moved) throw new Error("a settled payment's claim changed before it was recorded");
+      return (await payments.get(sellerId, reference)) as Deno.KvEntry<PaymentRecord>;
+    }
+  }
+}
+
+/** Commits of a settled standard payment's `paid` record tried before the error is given up. */
+const RECORD_SETTLED_TRIES = 3;
+
+/** Whether a stored payment's terms are the ones this request would pay for (same agent, plan, amount). */
+function sameTerms(a: PaymentTerms, b: PaymentTerms): boolean {
+  return a.action === b.action && a.sellerId === b.sellerId && a.planId === b.planId &&
+    a.amountUsd === b.amountUsd && a.currency === b.currency && a.agent === b.agent && a.service === b.service;
 }
 
 /** The challenges a standard-method 402 carries, as header values and as challenge values. */

@@ -168,8 +168,9 @@ export class ClaimService {
         wrongMailCodes: 0,
         wrongCodes: 0,
       };
+      const keep = { expireIn: this.#keepMs(claim) };
       const res = await this.kv.atomic().check(entry)
-        .set(["claim", hash], { ...claim, attempt, emailsSent: sent + 1 }, { expireIn: this.#keepMs(claim) })
+        .set(["claim", hash], { ...claim, attempt, emailsSent: sent + 1 }, keep)
         .set(["claim_link", linkHash], hash, { expireIn: (ttl + 86_400) * 1000 })
         .commit();
       if (!res.ok) continue;
@@ -182,6 +183,10 @@ export class ClaimService {
           mailer: this.mailer.kind,
           error: String(cause),
         });
+        // Not sent, so not one of the claim's five: a mailer outage must not use them up. The attempt
+        // stays (its link reached no one), unless the claim moved on meanwhile.
+        await this.kv.atomic().check({ key: ["claim", hash], versionstamp: res.versionstamp })
+          .set(["claim", hash], { ...claim, attempt, emailsSent: sent }, keep).commit().catch(() => {});
         throw identityErrors.mail_unavailable({ cause });
       }
       return { verificationUri: uri, expiresIn: ttl };

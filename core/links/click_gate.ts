@@ -124,9 +124,17 @@ export class ClickGate {
     return await this.#firstSeen(req.token, req.address, nowMs) ? "counted" : "duplicate";
   }
 
+  /**
+   * Takes back the (link, address) mark of a click that was `counted` but could not be recorded, so
+   * the reader's next follow counts it instead of being a duplicate of a click never stored.
+   */
+  async forget(token: string, address: string): Promise<void> {
+    await this.opts.kv.delete(await seenKey(token, address));
+  }
+
   /** Inserts the (link, address) mark unless a live one exists; true when this call inserted it. */
   async #firstSeen(token: string, address: string, nowMs: number): Promise<boolean> {
-    const key = [SEEN_PREFIX, await sha256Hex(`${token}\n${address}`)];
+    const key = await seenKey(token, address);
     const windowMs = this.opts.dedupeWindowS * 1000;
     const entry = await this.opts.kv.get<number>(key);
     // KV's expireIn only sets the earliest deletion: the stored time decides.
@@ -134,4 +142,9 @@ export class ClickGate {
     const res = await this.opts.kv.atomic().check(entry).set(key, nowMs + windowMs, { expireIn: windowMs }).commit();
     return res.ok;
   }
+}
+
+/** The KV key of one (link, address) mark: hashed, so KV holds no list of who followed what. */
+async function seenKey(token: string, address: string): Promise<Deno.KvKey> {
+  return [SEEN_PREFIX, await sha256Hex(`${token}\n${address}`)];
 }

@@ -417,3 +417,56 @@ Deno.test("flush(): an event_id is one day's, in one flush as across flushes (an
   assert.deepEqual(await stored(false), [2, 1]);
   assert.deepEqual(await stored(true), [2, 1]);
 });
+
+Deno.test("flusher lease: a holder stalled past its lease mid-write renames nothing after the next holder redid and compacted its flush", async () => {
+  await using world = await analyticsWorld({ EVENTS_COMPACT_MIN_FILES: "2" });
+  const { deps } = world.w;
+  const db = deps.duckdb;
+  const withConnection = db.withConnection.bind(db);
+  // The first Parquet COPY (this holder's) stalls before it runs: its day's other files were listed
+  // already, and it writes its `.tmp` and renames it only once released.
+  let armed = true;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  let stalled!: () => void;
+  const started = new Promise<void>((r) => stalled = r);
+  db.withConnection = ((fn: (conn: unknown) => Promise<unknown>) =>
+    withConnection((conn) =>
+      fn(
+        new Proxy(conn, {
+          get(target, prop) {
+            const v = Reflect.get(target, prop, target);
+            if (prop !== "run" || typeof v !== "function") return typeof v === "function" ? v.bind(target) : v;
+            return async (sql: string, ...rest: unknown[]) => {
+              if (armed && sql.startsWith("COPY") && sql.includes(".parquet.tmp")) {
+                armed = false;
+                stalled();
+                await gate;
+              }
+              return await v.apply(target, [sql, ...rest]);
+            };
+          },
+        }),
+      )
+    )) as typeof db.withConnection;
+
+  await deps.events.record(evts("p", 40));
+  const stalledFlush = deps.events.flush().catch((err) => err);
+  await started;
+  // The holder stalls past its lease: another process takes over, redoes the planned flush,
+  // flushes more and compacts the day (the redone file merged away).
+  world.w.clock.advance(deps.events.options.leaseMs + 1);
+  const other = new EventPipeline({ ...deps, repos: deps.repos }, { ...deps.events.options });
+  assert.equal((await other.flush()).rows, 40);
+  await other.record(evts("q", 10));
+  assert.equal((await other.flush()).rows, 10);
+  assert.equal(await other.compact(), 2);
+  release();
+  await stalledFlush;
+  db.withConnection = withConnection;
+
+  const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+  assert.equal(counts.size, 50);
+  assert.deepEqual([...counts.entries()].filter(([, n]) => n !== 1), [], "no event stored twice");
+  assert.equal((await parquetFiles(deps.analytics.eventsDir)).length, 1);
+});

@@ -6,6 +6,7 @@ import {
 import assert from "node:assert/strict";
 import { SANDBOX_TOKENS, type SandboxProcessor } from "../../core/commerce/processor.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
+import { kvFaults } from "../_kv_faults.ts";
 
 /** Opens the checkout page and submits its form the way a browser does (CSRF field, cookie, Origin). */
 const submitForm = async (
@@ -393,4 +394,37 @@ Deno.test("checkout page: a charge stuck past the grace period offers paying aga
   });
   assert.equal(redeemed.status, 200);
   assert.equal((await redeemed.json()).entitlement.remainingUsd, "2.000000");
+});
+
+Deno.test("checkout lane: a card charged whose paid record failed to commit once is recorded paid, never reopened", async () => {
+  const faults = kvFaults();
+  await using w = await createCommerceWorld({ wrapKv: faults.wrap });
+  const processor = w.deps.commerce.processor as SandboxProcessor;
+  const { token } = await w.agents.issue();
+  const body = { amountUsd: "2.000000", checkout: true };
+  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson(body), token });
+  const ch = challengesOf(first)[0]!;
+  const { card } = await first.json();
+  // The card is charged; the commit that records the checkout paid fails once (a KV backend error).
+  faults.failNext(1, {
+    op: "set",
+    entity: "commerce_payment",
+    value: (v) => (v as { state?: string }).state === "paid",
+  });
+  const page = await (await submitForm(w, card.checkout.url, { token: SANDBOX_TOKENS.card.success, action: "pay" }))
+    .text();
+  assert.equal(faults.left, 0, "the paid record's commit failed");
+  assert.equal(processor.ledger.length, 1);
+  assert.equal(attr(page, "state", "data-state"), "paid");
+  const status = await (await w.app.request(card.statusUrl, { headers: { host: w.host } })).json();
+  assert.equal(status.status, "paid", "money moved: the checkout is not open to cancel or expire as released");
+  const redeemed = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson(body, {
+      authorization: paymentAuthorization(ch, { checkout: true }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    }),
+  });
+  assert.equal(redeemed.status, 200);
+  assert.equal((await redeemed.json()).entitlement.remainingUsd, "2.000000");
+  assert.equal(processor.ledger.length, 1, "charged once");
 });

@@ -3,6 +3,7 @@ import { SANDBOX_TOKENS, type SandboxProcessor } from "../../core/commerce/proce
 import { unixSeconds } from "../../core/clock.ts";
 import { signRequest } from "../../core/payproxy/signature.ts";
 import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
+import { kvFaults } from "../_kv_faults.ts";
 
 type World = Awaited<ReturnType<typeof createCommerceWorld>>;
 
@@ -348,4 +349,100 @@ Deno.test("allowance: only whole, non-negative query usage of a named agent is p
   assert.equal(await allow([{ meterSlug: "query", quantity: 1.5 }]), false);
   assert.equal(await allow([null]), false);
   assert.equal(await allow([{ meterSlug: "query", quantity: 1 }], ""), false, "no agent, no allowance");
+});
+
+Deno.test("paid proxy: a pay-per-call charge whose call could not be started (its hold write failed) is refunded", async () => {
+  const faults = kvFaults();
+  await using w = await createCommerceWorld({ upstream: true, withPlan: false, wrapKv: faults.wrap });
+  await w.addPayg(20_000);
+  const { token } = await w.agents.issue();
+  const [ch] = challengesOf(await search(w, token));
+  faults.failNext(1, { op: "set", entity: "commerce_hold" });
+  const res = await w.req(`/v2/search?data_model_id=${w.dataModelId}`, {
+    ...postJson({ query: "rates" }, {
+      authorization: paymentAuthorization(ch!, { token: SANDBOX_TOKENS.wallet.success }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    }),
+  });
+  const text = await res.text();
+  assert.equal(res.status, 502, text);
+  assert.equal(JSON.parse(text).error, "upstream_unavailable");
+  assert.equal(w.upstream.calls, 0);
+  const processor = w.deps.commerce.service.processor as SandboxProcessor;
+  assert.equal(processor.ledger.length, 1);
+  assert.equal(processor.refunds.length, 1, "the charge for a call never made is given back");
+  assert.match(res.headers.get("payment-receipt") ?? "", /./);
+  const record = (await w.deps.commerce.service.payments.get(w.sellerId, ch!.id)).value;
+  assert.equal(record?.state, "refunded");
+});
+
+Deno.test("paid proxy: a paid call whose hold could not be removed afterwards still answers, charged once", async () => {
+  const faults = kvFaults();
+  await using w = await createCommerceWorld({ upstream: true, withPlan: false, wrapKv: faults.wrap });
+  await w.addPayg(20_000);
+  const { token } = await w.agents.issue();
+  const [ch] = challengesOf(await search(w, token));
+  faults.failNext(1, { op: "delete", entity: "commerce_hold" });
+  const res = await w.req(`/v2/search?data_model_id=${w.dataModelId}`, {
+    ...postJson({ query: "rates" }, {
+      authorization: paymentAuthorization(ch!, { token: SANDBOX_TOKENS.wallet.success }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    }),
+  });
+  const text = await res.text();
+  assert.equal(res.status, 200, text);
+  assert.equal(faults.left, 0, "the hold's removal failed");
+  const processor = w.deps.commerce.service.processor as SandboxProcessor;
+  assert.equal(processor.ledger.length, 1);
+  assert.equal(processor.refunds.length, 0);
+  assert.equal((await w.deps.commerce.service.payments.get(w.sellerId, ch!.id)).value?.state, "consumed");
+});
+
+Deno.test("paid proxy: a pay-per-call charge whose process died before the call ended is refunded on a later paid call", async () => {
+  await using w = await createCommerceWorld({ upstream: true, withPlan: false });
+  await w.addPayg(20_000);
+  const processor = w.deps.commerce.service.processor as SandboxProcessor;
+  const pay = async (token: string) => {
+    const [ch] = challengesOf(await search(w, token));
+    return {
+      ch: ch!,
+      send: () =>
+        w.req(`/v2/search?data_model_id=${w.dataModelId}`, {
+          ...postJson({ query: "rates" }, {
+            authorization: paymentAuthorization(ch!, { token: SANDBOX_TOKENS.wallet.success }),
+            "zc-agent-authorization": `Bearer ${token}`,
+          }),
+        }),
+    };
+  };
+  // The process dies once the charge is consumed, before the call is forwarded: its request never ends.
+  const ledger = w.deps.commerce.service.ledger;
+  const holdCall = ledger.holdCall.bind(ledger);
+  ledger.holdCall = () => new Promise<void>(() => {});
+  const dead = await pay((await w.agents.issue()).token);
+  void dead.send();
+  while (processor.ledger.length === 0) await new Promise((r) => setTimeout(r, 1));
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal((await w.deps.commerce.service.payments.get(w.sellerId, dead.ch.id)).value?.state, "consumed");
+  ledger.holdCall = holdCall;
+
+  // Within the time a call may take, another paid call leaves it alone.
+  w.clock.advance(5 * 60_000);
+  const soon = await (await pay((await w.agents.issue()).token)).send();
+  assert.equal(soon.status, 200);
+  await soon.body?.cancel();
+  assert.equal(processor.refunds.length, 0);
+
+  // Past it, the next paid call (another agent's) gives the abandoned charge back, once.
+  w.clock.advance(6 * 60_000);
+  for (let i = 0; i < 2; i++) {
+    const later = await (await pay((await w.agents.issue()).token)).send();
+    assert.equal(later.status, 200);
+    await later.body?.cancel();
+  }
+  assert.deepEqual(processor.refunds.map((r) => [r.reference, r.reason]), [[dead.ch.id, "call_not_finished"]]);
+  const record = (await w.deps.commerce.service.payments.get(w.sellerId, dead.ch.id)).value;
+  assert.equal(record?.state, "refunded");
+  assert.equal(record?.refundReason, "call_not_finished");
+  assert.equal(processor.ledger.length, 4);
 });

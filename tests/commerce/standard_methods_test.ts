@@ -14,6 +14,7 @@ import { FixedClock } from "../../core/clock.ts";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import { LOCAL_KEYS, type LocalChain, startLocalChain, TOKEN_DOMAIN } from "../../fixtures/chain/local.ts";
 import { type CommerceWorld, createCommerceWorld, postJson } from "./_helpers.ts";
+import { kvFaults } from "../_kv_faults.ts";
 
 function envFor(chain: LocalChain, facilitatorUrl = chain.facilitatorUrl): Record<string, string> {
   return {
@@ -268,6 +269,48 @@ Deno.test("evm payments at the storefront: once only, bound to their terms, conf
         await liar.shutdown();
       }
     });
+  } finally {
+    await chain.close();
+  }
+});
+
+Deno.test("evm pay-per-call: a call settled on chain whose consume failed to commit keeps its answer and is spent", async () => {
+  const chain = await startLocalChain();
+  const clock = new FixedClock(new Date().toISOString());
+  const faults = kvFaults();
+  try {
+    await using w = await createCommerceWorld({
+      upstream: true,
+      withPlan: false,
+      clock,
+      env: envFor(chain),
+      wrapKv: faults.wrap,
+    });
+    await w.addPayg(20_000);
+    const { token } = await w.agents.issue();
+    const path = `/v2/search?data_model_id=${w.dataModelId}`;
+    const before = await chain.balanceOf(chain.addresses.buyer);
+    const cred = await credentialFor(w, token, path, { query: "rates" });
+    // Settled on chain after the upstream answered; the commit that consumes the reference fails.
+    faults.failNext(1, {
+      op: "set",
+      entity: "commerce_payment",
+      value: (v) => (v as PaymentRecord).state === "consumed",
+    });
+    const res = await send(w, token, path, { query: "rates" }, cred);
+    const text = await res.text();
+    assert.equal(faults.left, 0, "the consume's commit failed");
+    assert.equal(res.status, 200, text);
+    assert.ok(res.headers.get("payment-receipt"), "the receipt of the settlement");
+    assert.equal(await chain.balanceOf(chain.addresses.buyer), before - 20_000n);
+    assert.equal(w.upstream.calls, 1);
+
+    // The credential bought that one call: sent again it is spent, served and charged nothing more.
+    const again = await send(w, token, path, { query: "rates" }, cred);
+    assert.equal(again.status, 409);
+    assert.equal((await again.json()).error, "payment_consumed");
+    assert.equal(w.upstream.calls, 1);
+    assert.equal(await chain.balanceOf(chain.addresses.buyer), before - 20_000n);
   } finally {
     await chain.close();
   }

@@ -10,6 +10,7 @@ import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import { type CommerceWorld, createCommerceWorld, postJson } from "./_helpers.ts";
 import { startStripeStandIn, type StripeStandIn } from "./_stripe_standin.ts";
 import { FixedClock } from "../../core/clock.ts";
+import { kvFaults } from "../_kv_faults.ts";
 
 /** The mppx client for one agent, paying with a card through SPTs the stand-in grants. */
 function cardClient(w: CommerceWorld, standIn: StripeStandIn, token: string, paymentMethod: string) {
@@ -166,6 +167,72 @@ Deno.test("mppx's stripe method: a PaymentIntent whose answer is lost is 503 pay
     assert.equal(ent.entitlements.length, 0, "nothing granted on an answer never seen");
   } finally {
     await lossy.shutdown();
+    await standIn.close();
+  }
+});
+
+Deno.test("mppx's stripe method: a settled payment whose credit failed to commit is credited when the credential is sent again", async () => {
+  const standIn = startStripeStandIn();
+  const faults = kvFaults();
+  await using w = await createCommerceWorld({
+    clock: new FixedClock(new Date().toISOString()),
+    env: { PAY_STRIPE_SECRET_KEY: standIn.secretKey, PAY_STRIPE_API_URL: standIn.url },
+    wrapKv: faults.wrap,
+  });
+  try {
+    const { token } = await w.agents.issue();
+    const card = cardClient(w, standIn, token, "pm_card_visa");
+    // The PaymentIntent succeeds; the commit that consumes the reference and grants the credit fails.
+    faults.failNext(1, {
+      op: "set",
+      entity: "commerce_payment",
+      value: (v) => (v as PaymentRecord).state === "consumed",
+    });
+    const failed = await card.client.fetch(
+      `http://store.test/plans/${w.plan.id}/purchase`,
+      postJson({ amountUsd: "5.000000" }),
+    );
+    assert.equal(failed.status, 500, await failed.clone().text());
+    await failed.body?.cancel();
+    assert.equal(faults.left, 0);
+    assert.equal(standIn.captured.length, 1, "the card was charged");
+
+    // The agent sends the same credential again: the payment is credited once, never charged again.
+    const again = await card.transport(`http://store.test/plans/${w.plan.id}/purchase`, {
+      ...postJson({ amountUsd: "5.000000" }),
+      headers: { "content-type": "application/json", authorization: card.sent.at(-1)! },
+    });
+    const body = await again.json();
+    assert.equal(again.status, 200, JSON.stringify(body));
+    assert.equal(body.entitlement.remainingUsd, "5.000000");
+    const third = await card.transport(`http://store.test/plans/${w.plan.id}/purchase`, {
+      ...postJson({ amountUsd: "5.000000" }),
+      headers: { "content-type": "application/json", authorization: card.sent.at(-1)! },
+    });
+    assert.equal(third.status, 409);
+    assert.equal((await third.json()).error, "payment_consumed");
+    assert.equal(standIn.captured.length, 1);
+    const [record] = await stripeRecords(w);
+    assert.equal(record?.state, "consumed");
+    assert.equal(record?.processorRef, standIn.captured[0]!.id);
+
+    // Another agent presenting that credential gets nothing of it.
+    const other = await w.agents.issue();
+    const stolen = await w.app.fetch(
+      new Request(`http://store.test/plans/${w.plan.id}/purchase`, {
+        method: "POST",
+        headers: {
+          host: "store.test",
+          "content-type": "application/json",
+          authorization: card.sent.at(-1)!,
+          "zc-agent-authorization": `Bearer ${other.token}`,
+        },
+        body: JSON.stringify({ amountUsd: "5.000000" }),
+      }),
+    );
+    assert.notEqual(stolen.status, 200);
+    await stolen.body?.cancel();
+  } finally {
     await standIn.close();
   }
 });

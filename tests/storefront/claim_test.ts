@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { decideOnPage, json, mailCodeIn, SF, startServiceAuthClaim, storefrontWorld } from "./_world.ts";
 import { startLocalSmtp } from "./_smtp.ts";
+import { kvFaults } from "../_kv_faults.ts";
 
 const complete = (claimToken: string, userCode: string) => ({ claim_token: claimToken, user_code: userCode });
 
@@ -387,4 +388,25 @@ Deno.test("claim: the human's deny ends the claim; the agent cannot mail them ag
   const done = await json(await w.post("/agent/identity/claim/complete", complete(claimToken, "BCDFGHJK")));
   assert.equal(done.status, 403);
   assert.equal(done.body.error, "claim_denied");
+});
+
+Deno.test("claim: e-mails that could not be sent do not count against the claim's five", async () => {
+  const faults = kvFaults();
+  await using w = await storefrontWorld({ wrapKv: faults.wrap });
+  const email = "outage@example.com";
+  const reg = await json(await w.post("/agent/identity", { type: "service_auth", login_hint: email }));
+  const claimToken = (reg.body.claim as { token: string }).token;
+  const ask = () =>
+    w.post("/agent/identity/claim", { type: "service_auth", claim_token: claimToken, login_hint: email });
+  // The mailer is down for five tries (the outbox's write fails each time).
+  faults.failNext(5, { op: "set", entity: "outbox" });
+  for (let i = 0; i < 5; i++) {
+    const r = await json(await ask());
+    assert.equal(r.status, 503, JSON.stringify(r.body));
+    assert.equal(r.body.error, "mail_unavailable");
+  }
+  assert.equal(faults.left, 0);
+  // Back up: the human gets the e-mail, since none was sent.
+  const sent = await json(await ask());
+  assert.equal(sent.status, 200, JSON.stringify(sent.body));
 });

@@ -4,6 +4,7 @@ import { createHmac } from "node:crypto";
 import { runAdmin } from "../../cli/commands.ts";
 import { SignedLinks } from "../../core/links/tracking.ts";
 import { createTestWorld, type TestWorld } from "../_helpers.ts";
+import { kvFaults } from "../_kv_faults.ts";
 
 /** The event rows the real pipeline holds in its write-ahead log (what a flush will store). */
 async function recorded(w: TestWorld): Promise<Record<string, unknown>[]> {
@@ -104,6 +105,26 @@ Deno.test("GET /r/{token} still redirects when the click cannot be recorded, and
   assert.equal(res.status, 302);
   assert.equal(res.headers.get("location"), article.url);
   assert.ok(w.log.lines.some((l) => l.msg === "article_click not recorded"));
+});
+
+Deno.test("GET /r/{token}: a click whose event failed to commit is counted when the reader follows the link again", async () => {
+  const faults = kvFaults();
+  await using w = await createTestWorld({ wrapKv: faults.wrap });
+  const path = new URL(w.deps.links.trackingUrl(article, { tenantId: "tn_01JX0000000000000000000000", position: 1 }))
+    .pathname;
+  // The click passes the dedupe; the write-ahead log's commit of its event fails once.
+  faults.failNext(1, { op: "set", entity: "ev_wal" });
+  const first = await w.app.request(path);
+  assert.equal(first.status, 302);
+  assert.equal(faults.left, 0, "the event's commit failed");
+  assert.deepEqual(await recorded(w), []);
+  // The same reader follows again: the click is stored once, not taken for a duplicate of one never stored.
+  const again = await w.app.request(path);
+  assert.equal(again.status, 302);
+  assert.equal((await recorded(w)).length, 1);
+  const third = await w.app.request(path);
+  assert.equal(third.status, 302);
+  assert.equal((await recorded(w)).length, 1, "a real repeat is still a duplicate");
 });
 
 Deno.test("link-key rotate: new links use the new key and old links keep working", async () => {
