@@ -22,9 +22,17 @@ export interface KeptResult {
 }
 
 // The stored shape predates the split (responses written by older processes replay the same).
+// `keptUntil` (unix ms) ends the record's life on read: KV's expireIn only sets its earliest deletion.
 type Stored =
-  | { hash: string; state: "running"; startedAt: string }
-  | { hash: string; state?: "done"; status: number; body: Record<string, unknown>; headers: [string, string][] };
+  | { hash: string; state: "running"; startedAt: string; keptUntil?: number }
+  | {
+    hash: string;
+    state?: "done";
+    status: number;
+    body: Record<string, unknown>;
+    headers: [string, string][];
+    keptUntil?: number;
+  };
 
 /** A key as one request sees it: where it lives and the hash of the terms it was sent with. */
 export interface KeyRef {
@@ -53,8 +61,8 @@ export class IdempotencyKeys {
     if (!IDEMPOTENCY_RE.test(raw)) throw errors.idempotency_key_malformed();
     const hash = await sha256Hex(JSON.stringify(terms));
     const key: Deno.KvKey = ["commerce_idem", terms.sellerId, terms.agent, raw];
-    const got = await this.kv.get<Stored>(key);
-    return { key, hash, kept: got.value ? this.#replayOrRefuse(got.value, hash) : null };
+    const got = this.#live(await this.kv.get<Stored>(key));
+    return { key, hash, kept: got ? this.#replayOrRefuse(got, hash) : null };
   }
 
   /**
@@ -64,11 +72,18 @@ export class IdempotencyKeys {
   async hold(ref: KeyRef): Promise<{ kept: KeptResult } | HeldKey> {
     for (let i = 0; i < 8; i++) {
       const got = await this.kv.get<Stored>(ref.key);
-      if (got.value) {
-        const kept = this.#replayOrRefuse(got.value, ref.hash);
+      const live = this.#live(got);
+      if (live) {
+        const kept = this.#replayOrRefuse(live, ref.hash);
         if (kept) return { kept };
       }
-      const running: Stored = { hash: ref.hash, state: "running", startedAt: this.clock.now().toISOString() };
+      const now = this.clock.now();
+      const running: Stored = {
+        hash: ref.hash,
+        state: "running",
+        startedAt: now.toISOString(),
+        keptUntil: now.getTime() + IDEMPOTENCY_TTL_MS,
+      };
       const res = await this.kv.atomic().check(got).set(ref.key, running, { expireIn: IDEMPOTENCY_TTL_MS }).commit();
       if (res.ok) return { key: ref.key, hash: ref.hash, versionstamp: res.versionstamp };
     }
@@ -88,8 +103,15 @@ export class IdempotencyKeys {
       status: 200,
       body: result.body,
       headers: [["cache-control", "no-store"], ...result.receipts],
+      keptUntil: this.clock.now().getTime() + IDEMPOTENCY_TTL_MS,
     };
     await this.kv.set(held.key, stored, { expireIn: IDEMPOTENCY_TTL_MS });
+  }
+
+  /** What the key holds now: nothing once its day is over, whether or not KV has dropped it yet. */
+  #live(got: Deno.KvEntryMaybe<Stored>): Stored | null {
+    const v = got.value;
+    return v && (v.keptUntil === undefined || v.keptUntil > this.clock.now().getTime()) ? v : null;
   }
 
   /** What a request finds under its key: the result to replay, or 422 / 409 thrown. */
