@@ -4,7 +4,7 @@
  * one arriving while the first still runs waits its turn (409). Key:
  * `["commerce_idem", sellerId, agent, key]`.
  */
-import type { Clock } from "../clock.ts";
+import { type Clock, KV_EXPIRY_SLACK_MS } from "../clock.ts";
 import { sha256Hex } from "../crypto.ts";
 import type { PaymentTerms } from "./challenges.ts";
 import { commerceErrors as errors } from "./errors.ts";
@@ -84,7 +84,9 @@ export class IdempotencyKeys {
         startedAt: now.toISOString(),
         keptUntil: now.getTime() + IDEMPOTENCY_TTL_MS,
       };
-      const res = await this.kv.atomic().check(got).set(ref.key, running, { expireIn: IDEMPOTENCY_TTL_MS }).commit();
+      const res = await this.kv.atomic().check(got).set(ref.key, running, {
+        expireIn: IDEMPOTENCY_TTL_MS + KV_EXPIRY_SLACK_MS,
+      }).commit();
       if (res.ok) return { key: ref.key, hash: ref.hash, versionstamp: res.versionstamp };
     }
     throw inUse();
@@ -105,7 +107,7 @@ export class IdempotencyKeys {
       headers: [["cache-control", "no-store"], ...result.receipts],
       keptUntil: this.clock.now().getTime() + IDEMPOTENCY_TTL_MS,
     };
-    await this.kv.set(held.key, stored, { expireIn: IDEMPOTENCY_TTL_MS });
+    await this.kv.set(held.key, stored, { expireIn: IDEMPOTENCY_TTL_MS + KV_EXPIRY_SLACK_MS });
   }
 
   /** What the key holds now: nothing once its day is over, whether or not KV has dropped it yet. */
