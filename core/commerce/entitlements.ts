@@ -62,6 +62,19 @@ export const holdKey = (sellerId: string, credentialId: string, requestId: strin
 
 const MAX_ATTEMPTS = 500;
 /**
+ * How long an open reservation (a proxied call paid for, in flight) counts, by the injected clock:
+ * for the allowance check, and as its debit. A reservation still unsettled after it died with the
+ * process that forwarded the call, and goes back (see {@link EntitlementLedger.reserve}).
+ */
+export const HOLD_MS = 10 * 60_000;
+/** A hold as stored: until when it counts (unix ms). Older processes stored the amount alone. */
+interface Hold {
+  amountMicros: number;
+  untilMs: number;
+}
+// KV keeps a hold a day past its end, so a lapsed one is still found and its reservation given back.
+const HOLD_KEEP = { expireIn: HOLD_MS + 86_400_000 };
+/**
  * How long the debit of a call that was billed nothing (the upstream refused it) stays: the
  * call's usage receipt and a retry with its request id read it; then it goes.
  */
@@ -186,6 +199,7 @@ export class EntitlementLedger {
     amountMicros: number,
     requestId: string,
   ): Promise<ReserveResult> {
+    await this.#releaseLapsed(sellerId, agent.credentialId);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const entries = (await this.entries(agent, sellerId)).filter((e) => planIds.has(e.value.planId));
       if (entries.length === 0) return { ok: false, why: "no_plan" };
@@ -212,7 +226,7 @@ export class EntitlementLedger {
           } satisfies Entitlement,
         )
         .set(debitKey(sellerId, requestId), debit)
-        .set(holdKey(sellerId, agent.credentialId, requestId), amountMicros, { expireIn: 10 * 60_000 })
+        .set(holdKey(sellerId, agent.credentialId, requestId), this.#hold(amountMicros), HOLD_KEEP)
         .commit();
       if (res.ok) return { ok: true, debit };
       if ((await this.kv.get(debitKey(sellerId, requestId))).versionstamp) return { ok: false, why: "duplicate" };
@@ -275,7 +289,7 @@ export class EntitlementLedger {
    * forwarded), so the upstream's allowance check sees it; {@link endCall} removes the mark.
    */
   async holdCall(sellerId: string, credentialId: string, requestId: string, amountMicros: number): Promise<void> {
-    await this.kv.set(holdKey(sellerId, credentialId, requestId), amountMicros, { expireIn: 10 * 60_000 });
+    await this.kv.set(holdKey(sellerId, credentialId, requestId), this.#hold(amountMicros), HOLD_KEEP);
   }
 
   /** Ends what {@link holdCall} started. */
@@ -285,9 +299,37 @@ export class EntitlementLedger {
 
   /** Does the credential hold an open reservation at this seller (a proxied call in flight)? */
   async hasHold(sellerId: string, credentialId: string): Promise<boolean> {
-    for await (const _ of this.kv.list({ prefix: ["commerce_hold", sellerId, credentialId] }, { limit: 1 })) {
-      return true;
+    const now = this.clock.now().getTime();
+    const holds = this.kv.list<Hold | number>({ prefix: ["commerce_hold", sellerId, credentialId] }, { limit: 100 });
+    for await (const h of holds) {
+      // A hold an older process wrote (the amount alone) lives as KV kept it.
+      if (typeof h.value === "number" || h.value.untilMs > now) return true;
     }
     return false;
+  }
+
+  #hold(amountMicros: number): Hold {
+    return { amountMicros, untilMs: this.clock.now().getTime() + HOLD_MS };
+  }
+
+  /**
+   * Gives back this credential's reservations at this seller whose hold lapsed: the process that
+   * forwarded the call died (a restart, a crash) before settling it, and the credit would stay
+   * taken for good. Were the call still running, its late settlement finds the debit settled at
+   * nothing (only a reserved debit moves), so nothing is charged twice. Lapsed holds of
+   * pay-as-you-go calls are dropped.
+   */
+  async #releaseLapsed(sellerId: string, credentialId: string): Promise<void> {
+    const now = this.clock.now().getTime();
+    const holds = this.kv.list<Hold | number>({ prefix: ["commerce_hold", sellerId, credentialId] }, { limit: 100 });
+    for await (const h of holds) {
+      const requestId = String(h.key[3]);
+      const debit = (await this.kv.get<Debit>(debitKey(sellerId, requestId))).value;
+      if (debit?.state === "reserved") {
+        if (Date.parse(debit.at) + HOLD_MS <= now) await this.settle(sellerId, requestId, 0);
+      } else if (typeof h.value !== "number" && h.value.untilMs <= now) {
+        await this.kv.atomic().check(h).delete(h.key).commit();
+      }
+    }
   }
 }
