@@ -323,13 +323,12 @@ export class EntitlementLedger {
     const now = this.clock.now().getTime();
     const holds = this.kv.list<Hold | number>({ prefix: ["commerce_hold", sellerId, credentialId] }, { limit: 100 });
     for await (const h of holds) {
+      // Live holds (calls in flight) cost nothing more; an older process's hold is left to KV.
+      if (typeof h.value === "number" || h.value.untilMs > now) continue;
       const requestId = String(h.key[3]);
       const debit = (await this.kv.get<Debit>(debitKey(sellerId, requestId))).value;
-      if (debit?.state === "reserved") {
-        if (Date.parse(debit.at) + HOLD_MS <= now) await this.settle(sellerId, requestId, 0);
-      } else if (typeof h.value !== "number" && h.value.untilMs <= now) {
-        await this.kv.atomic().check(h).delete(h.key).commit();
-      }
+      if (debit?.state === "reserved") await this.settle(sellerId, requestId, 0);
+      else await this.kv.atomic().check(h).delete(h.key).commit();
     }
   }
 }
