@@ -34,3 +34,11 @@ export class FixedClock implements Clock {
 export function unixSeconds(clock: Clock): number {
   return Math.floor(clock.now().getTime() / 1000);
 }
+
+/**
+ * How long past a record's logical expiry KV is asked to keep it. KV drops entries by its own
+ * clock (the KV server's, under KV Connect) while each process judges the logical expiry by its
+ * own, a few seconds apart; a record dropped at the very instant of its logical end would be gone
+ * while a process still honours it.
+ */
+export const KV_EXPIRY_SLACK_MS = 60_000;

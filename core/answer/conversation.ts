@@ -5,7 +5,7 @@
  * is what the engine answers and what `explain` shows.
  */
 import { z } from "zod";
-import type { Clock } from "../clock.ts";
+import { type Clock, KV_EXPIRY_SLACK_MS } from "../clock.ts";
 import type { AppError } from "../errors.ts";
 import { answerErrors } from "./errors.ts";
 import { newId } from "../ids.ts";
@@ -146,7 +146,9 @@ export class ConversationStore {
       while (kept > MAX_KEPT_CHARS) kept -= turns.shift()!.content.length;
       const expiresAt = this.clock.now().getTime() + CONVERSATION_TTL_MS;
       const value: StoredConversation = { aiModelId, turns, expiresAt };
-      const done = await this.kv.atomic().check(current).set(key, value, { expireIn: CONVERSATION_TTL_MS }).commit();
+      const done = await this.kv.atomic().check(current).set(key, value, {
+        expireIn: CONVERSATION_TTL_MS + KV_EXPIRY_SLACK_MS,
+      }).commit();
       if (done.ok) return;
     }
     throw new Error("conversation turn not kept: too many concurrent turns");

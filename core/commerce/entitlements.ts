@@ -72,15 +72,28 @@ const openKey = (d: Pick<Debit, "at" | "requestId">, sellerId: string): Deno.KvK
   d.requestId,
 ];
 
-/**
- * Age past which a reservation still `reserved` belongs to a call that will never settle it (its
- * process died, or its settle failed): the life of its hold, the longest a paid call is in flight.
- */
-export const STALE_RESERVATION_MS = 10 * 60_000;
 // Stale reservations given back per paid call: bounded work on the request path.
 const STALE_PER_CALL = 5;
 
 const MAX_ATTEMPTS = 500;
+/**
+ * How long an open reservation (a proxied call paid for, in flight) counts, by the injected clock:
+ * for the allowance check, and as its debit. A reservation still unsettled after it died with the
+ * process that forwarded the call, and goes back (see {@link EntitlementLedger.reserve}).
+ */
+export const HOLD_MS = 10 * 60_000;
+/** A hold as stored: until when it counts (unix ms). Older processes stored the amount alone. */
+interface Hold {
+  amountMicros: number;
+  untilMs: number;
+}
+// KV keeps a hold a day past its end, so a lapsed one is still found and its reservation given back.
+const HOLD_KEEP = { expireIn: HOLD_MS + 86_400_000 };
+/**
+ * Age past which a reservation still `reserved` belongs to a call that will never settle it (its
+ * process died, or its settle failed): the life of its hold, the longest a paid call is in flight.
+ */
+export const STALE_RESERVATION_MS = HOLD_MS;
 /**
  * How long the debit of a call that was billed nothing (the upstream refused it) stays: the
  * call's usage receipt and a retry with its request id read it; then it goes.
@@ -233,7 +246,7 @@ export class EntitlementLedger {
           } satisfies Entitlement,
         )
         .set(debitKey(sellerId, requestId), debit)
-        .set(holdKey(sellerId, agent.credentialId, requestId), amountMicros, { expireIn: STALE_RESERVATION_MS })
+        .set(holdKey(sellerId, agent.credentialId, requestId), this.#hold(amountMicros), HOLD_KEEP)
         .set(openKey(debit, sellerId), true)
         .commit();
       if (res.ok) return { ok: true, debit };
@@ -295,7 +308,9 @@ export class EntitlementLedger {
    * of any agent recovers them; a late settle of one finds it settled and charges nothing.
    */
   async returnStale(): Promise<void> {
-    const cutoff = new Date(this.clock.now().getTime() - STALE_RESERVATION_MS).toISOString();
+    // Made at or before now - STALE_RESERVATION_MS (the list's end is exclusive; ISO times are to the
+    // millisecond): the instant its hold lapses ({@link hasHold}).
+    const cutoff = new Date(this.clock.now().getTime() - STALE_RESERVATION_MS + 1).toISOString();
     const stale = this.kv.list<true>({ prefix: ["commerce_debit_open"], end: ["commerce_debit_open", cutoff] }, {
       limit: STALE_PER_CALL,
     });
@@ -317,7 +332,7 @@ export class EntitlementLedger {
    * forwarded), so the upstream's allowance check sees it; {@link endCall} removes the mark.
    */
   async holdCall(sellerId: string, credentialId: string, requestId: string, amountMicros: number): Promise<void> {
-    await this.kv.set(holdKey(sellerId, credentialId, requestId), amountMicros, { expireIn: 10 * 60_000 });
+    await this.kv.set(holdKey(sellerId, credentialId, requestId), this.#hold(amountMicros), HOLD_KEEP);
   }
 
   /** Ends what {@link holdCall} started. */
@@ -327,9 +342,16 @@ export class EntitlementLedger {
 
   /** Does the credential hold an open reservation at this seller (a proxied call in flight)? */
   async hasHold(sellerId: string, credentialId: string): Promise<boolean> {
-    for await (const _ of this.kv.list({ prefix: ["commerce_hold", sellerId, credentialId] }, { limit: 1 })) {
-      return true;
+    const now = this.clock.now().getTime();
+    const holds = this.kv.list<Hold | number>({ prefix: ["commerce_hold", sellerId, credentialId] }, { limit: 100 });
+    for await (const h of holds) {
+      // A hold an older process wrote (the amount alone) lives as KV kept it.
+      if (typeof h.value === "number" || h.value.untilMs > now) return true;
     }
     return false;
+  }
+
+  #hold(amountMicros: number): Hold {
+    return { amountMicros, untilMs: this.clock.now().getTime() + HOLD_MS };
   }
 }

@@ -4,7 +4,7 @@
  * one arriving while the first still runs waits its turn (409). Key:
  * `["commerce_idem", sellerId, agent, key]`.
  */
-import type { Clock } from "../clock.ts";
+import { type Clock, KV_EXPIRY_SLACK_MS } from "../clock.ts";
 import { sha256Hex } from "../crypto.ts";
 import type { PaymentTerms } from "./challenges.ts";
 import { commerceErrors as errors } from "./errors.ts";
@@ -26,10 +26,18 @@ export interface KeptResult {
 // The stored shape predates the split (responses written by older processes replay the same).
 // `charged` is written in the commit that consumes the payment and grants its credit, so a request
 // that died before its result was kept is answered from the payment, never charged again.
+// `keptUntil` (unix ms) ends the record's life on read: KV's expireIn only sets its earliest deletion.
 type Stored =
-  | { hash: string; state: "running"; startedAt: string }
-  | { hash: string; state: "charged"; reference: string; startedAt: string }
-  | { hash: string; state?: "done"; status: number; body: Record<string, unknown>; headers: [string, string][] };
+  | { hash: string; state: "running"; startedAt: string; keptUntil?: number }
+  | { hash: string; state: "charged"; reference: string; startedAt: string; keptUntil?: number }
+  | {
+    hash: string;
+    state?: "done";
+    status: number;
+    body: Record<string, unknown>;
+    headers: [string, string][];
+    keptUntil?: number;
+  };
 
 /** What a key says of an earlier request: its result to replay, or the payment it consumed. */
 export type Earlier = { kept: KeptResult } | { charged: string };
@@ -61,8 +69,8 @@ export class IdempotencyKeys {
     if (!IDEMPOTENCY_RE.test(raw)) throw errors.idempotency_key_malformed();
     const hash = await sha256Hex(JSON.stringify(terms));
     const key: Deno.KvKey = ["commerce_idem", terms.sellerId, terms.agent, raw];
-    const got = await this.kv.get<Stored>(key);
-    return { key, hash, earlier: got.value ? this.#replayOrRefuse(got.value, hash) : null };
+    const got = this.#live(await this.kv.get<Stored>(key));
+    return { key, hash, earlier: got ? this.#replayOrRefuse(got, hash) : null };
   }
 
   /**
@@ -72,12 +80,21 @@ export class IdempotencyKeys {
   async hold(ref: KeyRef): Promise<Earlier | HeldKey> {
     for (let i = 0; i < 8; i++) {
       const got = await this.kv.get<Stored>(ref.key);
-      if (got.value) {
-        const earlier = this.#replayOrRefuse(got.value, ref.hash);
+      const live = this.#live(got);
+      if (live) {
+        const earlier = this.#replayOrRefuse(live, ref.hash);
         if (earlier) return earlier;
       }
-      const running: Stored = { hash: ref.hash, state: "running", startedAt: this.clock.now().toISOString() };
-      const res = await this.kv.atomic().check(got).set(ref.key, running, { expireIn: IDEMPOTENCY_TTL_MS }).commit();
+      const now = this.clock.now();
+      const running: Stored = {
+        hash: ref.hash,
+        state: "running",
+        startedAt: now.toISOString(),
+        keptUntil: now.getTime() + IDEMPOTENCY_TTL_MS,
+      };
+      const res = await this.kv.atomic().check(got).set(ref.key, running, {
+        expireIn: IDEMPOTENCY_TTL_MS + KV_EXPIRY_SLACK_MS,
+      }).commit();
       if (res.ok) return { key: ref.key, hash: ref.hash, versionstamp: res.versionstamp };
     }
     throw inUse();
@@ -88,8 +105,15 @@ export class IdempotencyKeys {
    * consumes the payment and grants its credit (never checked: that commit must not fail on it).
    */
   markCharged(held: HeldKey, reference: string): (op: Deno.AtomicOperation) => Deno.AtomicOperation {
-    const charged: Stored = { hash: held.hash, state: "charged", reference, startedAt: this.clock.now().toISOString() };
-    return (op) => op.set(held.key, charged, { expireIn: IDEMPOTENCY_TTL_MS });
+    const now = this.clock.now();
+    const charged: Stored = {
+      hash: held.hash,
+      state: "charged",
+      reference,
+      startedAt: now.toISOString(),
+      keptUntil: now.getTime() + IDEMPOTENCY_TTL_MS,
+    };
+    return (op) => op.set(held.key, charged, { expireIn: IDEMPOTENCY_TTL_MS + KV_EXPIRY_SLACK_MS });
   }
 
   /** Frees a held key: nothing to replay (a decline, a checkout not paid yet), the retry may run. */
@@ -110,15 +134,22 @@ export class IdempotencyKeys {
       status: 200,
       body: result.body,
       headers: [["cache-control", "no-store"], ...result.receipts],
+      keptUntil: this.clock.now().getTime() + IDEMPOTENCY_TTL_MS,
     };
     for (let attempt = 1;; attempt++) {
       try {
-        await this.kv.set(held.key, stored, { expireIn: IDEMPOTENCY_TTL_MS });
+        await this.kv.set(held.key, stored, { expireIn: IDEMPOTENCY_TTL_MS + KV_EXPIRY_SLACK_MS });
         return;
       } catch (err) {
         if (attempt >= REMEMBER_TRIES) throw err;
       }
     }
+  }
+
+  /** What the key holds now: nothing once its day is over, whether or not KV has dropped it yet. */
+  #live(got: Deno.KvEntryMaybe<Stored>): Stored | null {
+    const v = got.value;
+    return v && (v.keptUntil === undefined || v.keptUntil > this.clock.now().getTime()) ? v : null;
   }
 
   /** What a request finds under its key: the result to replay, the payment consumed, or 422 / 409 thrown. */

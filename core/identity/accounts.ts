@@ -37,8 +37,13 @@ export class AccountStore {
       const e = await this.kv.get<Credential>(["credential", id]);
       if (!e.value) return false;
       if (e.value.revokedAt) return true;
+      const now = this.clock.now();
+      // An unclaimed credential keeps the lifetime it was written with: KV drops it a day past its expiry.
+      const keep = e.value.expiresAt
+        ? { expireIn: Math.max(0, Date.parse(e.value.expiresAt) - now.getTime()) + 86_400_000 }
+        : undefined;
       const res = await this.kv.atomic().check(e)
-        .set(["credential", id], { ...e.value, revokedAt: this.clock.now().toISOString() }).commit();
+        .set(["credential", id], { ...e.value, revokedAt: now.toISOString() }, keep).commit();
       if (res.ok) return true;
     }
     throw new Error("credential revocation kept conflicting");

@@ -158,11 +158,14 @@ export class ClaimService {
       const linkHash = await sha256Hex(link);
       const mailCode = newUserCode();
       const ttl = this.opts.claimTtlS;
+      // The attempt ends with the claim at the latest (an anonymous identity's claim dies with it).
+      const endsAt = this.#endsBy(claim, now, ttl);
+      const expiresIn = Math.floor((Date.parse(endsAt) - now.getTime()) / 1000);
       const attempt: ClaimAttempt = {
         linkHash,
         email,
         sentAt: now.toISOString(),
-        expiresAt: new Date(now.getTime() + ttl * 1000).toISOString(),
+        expiresAt: endsAt,
         status: "sent",
         mailCodeHash: await sha256Hex(mailCode),
         wrongMailCodes: 0,
@@ -176,7 +179,9 @@ export class ClaimService {
       if (!res.ok) continue;
       const uri = this.opts.claimPageUrl(link, seller);
       try {
-        await this.mailer.send(claimEmail({ to: email, sellerName, uri, mailCode, minutes: Math.round(ttl / 60) }));
+        await this.mailer.send(
+          claimEmail({ to: email, sellerName, uri, mailCode, minutes: Math.max(1, Math.round(expiresIn / 60)) }),
+        );
       } catch (cause) {
         this.log.error("claim e-mail not sent", {
           claim_id: claim.claimId,
@@ -189,7 +194,7 @@ export class ClaimService {
           .set(["claim", hash], { ...claim, attempt, emailsSent: sent }, keep).commit().catch(() => {});
         throw identityErrors.mail_unavailable({ cause });
       }
-      return { verificationUri: uri, expiresIn: ttl };
+      return { verificationUri: uri, expiresIn };
     }
     throw new Error("claim update kept conflicting");
   }
@@ -297,7 +302,7 @@ export class ClaimService {
           status: "confirmed",
           decidedAt: now.toISOString(),
           userCodeHash: await sha256Hex(code),
-          userCodeExpiresAt: new Date(now.getTime() + this.opts.claimTtlS * 1000).toISOString(),
+          userCodeExpiresAt: this.#endsBy(claim, now, this.opts.claimTtlS),
         };
       }
       const res = await this.kv.atomic().check(entry)
@@ -409,6 +414,11 @@ export class ClaimService {
   // KV may drop a claim a day after it expires (expiry itself is checked on read).
   #keepMs(claim: Claim): number {
     return Math.max(Date.parse(claim.expiresAt) - this.clock.now().getTime(), 0) + 86_400_000;
+  }
+
+  /** `ttlS` from `now`, or the claim's own end when that comes first (ISO 8601). */
+  #endsBy(claim: Claim, now: Date, ttlS: number): string {
+    return new Date(Math.min(now.getTime() + ttlS * 1000, Date.parse(claim.expiresAt))).toISOString();
   }
 
   #past(iso: string): boolean {

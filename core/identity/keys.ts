@@ -37,6 +37,11 @@ export interface SigningKey {
 export class SigningKeyStore {
   static readonly RELOAD_MS = 30_000;
   static readonly UNKNOWN_KID_RELOAD_MS = 1_000;
+  /**
+   * How much longer than `retainS` a retired key stays published: other processes sign with the key
+   * they loaded for up to `RELOAD_MS` after a rotation, by clocks that may run ahead of this one.
+   */
+  static readonly RETIRED_GRACE_MS = SigningKeyStore.RELOAD_MS + 60_000;
   #loadedAt = -Infinity;
   #unknownReloadAt = -Infinity;
   #loading: Promise<void> | null = null;
@@ -75,7 +80,10 @@ export class SigningKeyStore {
     return { keys: this.#jwks };
   }
 
-  /** Makes a new current key; the previous one keeps verifying for `retainS`. Returns the new kid. */
+  /**
+   * Makes a new current key; the previous one keeps verifying for `retainS` (plus
+   * {@link SigningKeyStore.RETIRED_GRACE_MS}). Returns the new kid.
+   */
   async rotate(): Promise<string> {
     const fresh = await this.#generate();
     for (let i = 0; i < 10; i++) {
@@ -89,7 +97,7 @@ export class SigningKeyStore {
           op = op.check(old).set(keyOf(cur.value), {
             ...old.value,
             retiredAt: now.toISOString(),
-            dropAfter: new Date(now.getTime() + this.retainS * 1000).toISOString(),
+            dropAfter: new Date(now.getTime() + this.retainS * 1000 + SigningKeyStore.RETIRED_GRACE_MS).toISOString(),
           });
         }
       }

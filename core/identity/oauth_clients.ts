@@ -1,5 +1,5 @@
 import { boundedCache } from "../bounded_cache.ts";
-import type { Clock } from "../clock.ts";
+import { type Clock, KV_EXPIRY_SLACK_MS } from "../clock.ts";
 import { base64url, randomBytes } from "../crypto.ts";
 import type { Logger } from "../log.ts";
 import type { SafeFetcher } from "../net/mod.ts";
@@ -172,7 +172,9 @@ export class OAuthClients {
       redirectUris: [...new Set(uris as string[])],
       createdAt: this.clock.now().toISOString(),
     };
-    await this.kv.set(["oauth_client", client.clientId], client, { expireIn: OAuthClients.CLIENT_TTL_S * 1000 });
+    await this.kv.set(["oauth_client", client.clientId], client, {
+      expireIn: OAuthClients.CLIENT_TTL_S * 1000 + KV_EXPIRY_SLACK_MS,
+    });
     return client;
   }
 
@@ -200,7 +202,7 @@ export class OAuthClients {
     if (!entry.value) return;
     // Of two grants at once one renews; the other finds it done.
     await this.kv.atomic().check(entry).set(key, { ...entry.value, renewedAt: now.toISOString() }, {
-      expireIn: OAuthClients.CLIENT_TTL_S * 1000,
+      expireIn: OAuthClients.CLIENT_TTL_S * 1000 + KV_EXPIRY_SLACK_MS,
     }).commit();
   }
 

@@ -3,7 +3,7 @@
  * never loses the article); only counting is gated: readers count, robots, repeats and floods do
  * not. Rules and their reasons: docs/events-and-metrics.md, "Click counting".
  */
-import type { Clock } from "../clock.ts";
+import { type Clock, KV_EXPIRY_SLACK_MS } from "../clock.ts";
 import { sha256Hex } from "../crypto.ts";
 import type { FixedWindowLimiter } from "../rate_limit.ts";
 import type { ClickPayload } from "./tracking.ts";
@@ -139,7 +139,9 @@ export class ClickGate {
     const entry = await this.opts.kv.get<number>(key);
     // KV's expireIn only sets the earliest deletion: the stored time decides.
     if (entry.value !== null && entry.value > nowMs) return false;
-    const res = await this.opts.kv.atomic().check(entry).set(key, nowMs + windowMs, { expireIn: windowMs }).commit();
+    const res = await this.opts.kv.atomic().check(entry).set(key, nowMs + windowMs, {
+      expireIn: windowMs + KV_EXPIRY_SLACK_MS,
+    }).commit();
     return res.ok;
   }
 }
