@@ -32,6 +32,8 @@ export interface StandardMethodsConfig {
     facilitatorUrl: string;
     /** JSON-RPC of the chain: each settlement's Transfer is confirmed there before credit is granted. */
     rpcUrl: string | null;
+    /** How long a receipt that node does not know yet is asked for again before the settlement is left unconfirmed. */
+    receiptWaitMs: number;
   } | null;
   /** The `stripe` charge with shared payment tokens; null when not offered. */
   stripe: {
@@ -51,6 +53,7 @@ export const paymentEnv = {
   PAY_EVM_DECIMALS: whole("PAY_EVM_DECIMALS", 0, 36).default(6),
   PAY_EVM_RECIPIENT: address("PAY_EVM_RECIPIENT").optional(),
   PAY_EVM_RPC_URL: trustedUrl("PAY_EVM_RPC_URL").optional(),
+  PAY_EVM_RECEIPT_WAIT_MS: whole("PAY_EVM_RECEIPT_WAIT_MS", 0, 120_000).default(10_000),
   PAY_X402_FACILITATOR_URL: trustedUrl("PAY_X402_FACILITATOR_URL").optional(),
   PAY_STRIPE_SECRET_KEY: z.string().min(1).optional(),
   PAY_STRIPE_API_URL: trustedUrl("PAY_STRIPE_API_URL").default("https://api.stripe.com"),
@@ -74,6 +77,7 @@ export function paymentsConfig(e: PaymentEnv): StandardMethodsConfig {
         recipient: e.PAY_EVM_RECIPIENT!,
         facilitatorUrl: e.PAY_X402_FACILITATOR_URL!,
         rpcUrl: e.PAY_EVM_RPC_URL ?? null,
+        receiptWaitMs: e.PAY_EVM_RECEIPT_WAIT_MS,
       }
       : null,
     stripe: e.PAY_STRIPE_SECRET_KEY

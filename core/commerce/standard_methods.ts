@@ -79,11 +79,6 @@ interface GateContext {
 }
 
 const FACILITATOR_TIMEOUT_MS = 30_000;
-/**
- * How long the storefront's node may lag the facilitator's: a receipt not found at once is asked
- * for again, since a settlement refused with a 402 is paid again by mppx's client, with new money.
- */
-const RECEIPT_WAIT_MS = 10_000;
 const RECEIPT_POLL_MS = 250;
 /** A later look at a pending settlement (a retry, an entitlements read) asks the node once, briefly. */
 const RECHECK_TIMEOUT_MS = 5_000;
@@ -482,7 +477,10 @@ async function confirmTransfer(
   tx: unknown,
   from: string,
   value: bigint,
-  wait: { waitMs: number; timeoutMs: number } = { waitMs: RECEIPT_WAIT_MS, timeoutMs: FACILITATOR_TIMEOUT_MS },
+  // How long the storefront's node may lag the facilitator's (`PAY_EVM_RECEIPT_WAIT_MS`): a receipt
+  // not found at once is asked for again, since a settlement refused with a 402 is paid again by
+  // mppx's client, with new money.
+  wait: { waitMs: number; timeoutMs: number } = { waitMs: evm.receiptWaitMs, timeoutMs: FACILITATOR_TIMEOUT_MS },
 ): Promise<void> {
   const { createPublicClient, http, parseEventLogs, isAddressEqual, TransactionReceiptNotFoundError } = await import(
     "viem"

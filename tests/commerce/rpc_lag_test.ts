@@ -69,6 +69,8 @@ Deno.test("mppx evm client: a settlement the storefront's node has not seen yet 
       PAY_EVM_RECIPIENT: chain.addresses.seller,
       PAY_X402_FACILITATOR_URL: chain.facilitatorUrl,
       PAY_EVM_RPC_URL: node.url,
+      // The receipt wait, shortened from 10 s: long enough for a node two lookups behind.
+      PAY_EVM_RECEIPT_WAIT_MS: "1500",
     },
   });
   const http = serve(w);
@@ -135,6 +137,8 @@ Deno.test("mppx evm client: a settlement the storefront's node cannot confirm is
       PAY_EVM_RECIPIENT: chain.addresses.seller,
       PAY_X402_FACILITATOR_URL: chain.facilitatorUrl,
       PAY_EVM_RPC_URL: node.url,
+      // The receipt wait, shortened from 10 s: long enough for a node two lookups behind.
+      PAY_EVM_RECEIPT_WAIT_MS: "1500",
     },
   });
   const http = serve(w);

@@ -25,6 +25,8 @@ function envFor(chain: LocalChain, facilitatorUrl = chain.facilitatorUrl): Recor
     PAY_EVM_RECIPIENT: chain.addresses.seller,
     PAY_X402_FACILITATOR_URL: facilitatorUrl,
     PAY_EVM_RPC_URL: chain.rpcUrl,
+    // A receipt the node never shows (the lying facilitator) is waited for this long, not 10 s.
+    PAY_EVM_RECEIPT_WAIT_MS: "500",
   };
 }
 

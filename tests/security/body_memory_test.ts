@@ -34,9 +34,14 @@ function batchOf(widgetId: string, bytes: number): Uint8Array {
 }
 
 /** Sends `CONCURRENT` copies of `body` at once; the statuses, in order. */
-async function flood(url: string, body: Uint8Array, headers: Record<string, string>): Promise<number[]> {
+async function flood(
+  url: string,
+  body: Uint8Array,
+  headers: Record<string, string>,
+  count = CONCURRENT,
+): Promise<number[]> {
   return await Promise.all(
-    Array.from({ length: CONCURRENT }, async () => {
+    Array.from({ length: count }, async () => {
       const res = await fetch(`${url}/v1/events`, {
         method: "POST",
         headers: { "content-type": "application/json", ...headers },
@@ -53,7 +58,7 @@ const tally = (statuses: number[]) =>
 
 Deno.test({
   name:
-    "POST /v1/events: 60 concurrent 8 MiB batches: a foreign origin is refused unread, an allowed one is read within the budget",
+    "POST /v1/events: 60 concurrent 8 MiB batches from a foreign origin are refused unread; 20 from an allowed one are read within the budget",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -86,7 +91,9 @@ Deno.test({
       // The demo widget's own origin (anyone can send it): every batch is read within the budget and
       // answered, none refused as busy (each is over 500 events: 422, then 429 once the address's
       // quota is spent).
-      const allowed = await flood(node.url, body, { origin: "https://dailyledger.example" });
+      // A third of the flood: each allowed batch is decoded (about 0.3 s of CPU), and what the budget
+      // bounds is how many at once, not how many in all.
+      const allowed = await flood(node.url, body, { origin: "https://dailyledger.example" }, CONCURRENT / 3);
       const peak = await procBytes(node.pid, "VmHWM");
       console.log(`allowed origin: ${tally(allowed)}; peak ${peak / MiB | 0} MiB (+${(peak - idle) / MiB | 0} MiB)`);
       assert.ok(allowed.every((s) => s === 422 || s === 429), tally(allowed));
