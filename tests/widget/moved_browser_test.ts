@@ -28,6 +28,13 @@ Deno.test({
       e.scrollIntoView({ block: "center" });
     });
     await page.mouse.move(200, 200);
+    // The page's clock runs ahead to the next heartbeat (5 s) and the send after it (2 s) at once:
+    // virtual time advances only while no request is pending, so the batch still reaches the server.
+    const cdp = await page.createCDPSession();
+    await cdp.send("Emulation.setVirtualTimePolicy", {
+      policy: "pauseIfNetworkFetchesPending",
+      budget: 8000,
+    });
     await world.until("a heartbeat", () => world.events.some((e) => e.event_type === "heartbeat"), 12_000);
     assert.equal(world.events.filter((e) => e.event_type === "widget_viewable").length, 1);
     assert.equal(world.events.filter((e) => e.event_type === "widget_load").length, 1);
