@@ -7,61 +7,17 @@
  */
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type {
-  OAuthClientInformationMixed,
-  OAuthClientMetadata,
-  OAuthTokens,
-} from "@modelcontextprotocol/sdk/shared/auth.js";
 import { OAuthClients } from "../../core/identity/oauth_clients.ts";
 import { consent } from "./_consent.ts";
+import { HostProvider } from "./_host_provider.ts";
 import { mcpWorld } from "./_world.ts";
 
 const DAY_MS = 86_400_000;
 
-/** An MCP host's store; counts the times it had to send the human to the consent page. */
-class HostProvider implements OAuthClientProvider {
-  info?: OAuthClientInformationMixed;
-  saved?: OAuthTokens;
-  verifier = "";
-  authorizationUrl?: URL;
-  consentsAsked = 0;
-  constructor(readonly redirectUrl: string) {}
-  get clientMetadata(): OAuthClientMetadata {
-    return { redirect_uris: [this.redirectUrl], client_name: "Daily host", token_endpoint_auth_method: "none" };
-  }
-  clientInformation() {
-    return this.info;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.info = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-    this.consentsAsked++;
-  }
-  saveCodeVerifier(v: string) {
-    this.verifier = v;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-  invalidateCredentials(scope: "all" | "client" | "tokens" | "verifier" | "discovery") {
-    if (scope === "all" || scope === "tokens") this.saved = undefined;
-    if (scope === "all" || scope === "client") this.info = undefined;
-  }
-}
-
 Deno.test("MCP SDK OAuth client: a host signing in daily keeps its registration past 30 days; an idle registration still expires", async (t) => {
   await using w = await mcpWorld({ realBase: true, env: { MAIL_OUTBOX: "true" } });
-  const provider = new HostProvider("http://127.0.0.1:53682/callback");
+  const provider = new HostProvider("http://127.0.0.1:53682/callback", "Daily host");
   const mcpUrl = new URL(`${w.base}/mcp`);
   const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
   await new Client({ name: "host", version: "1" }).connect(first).catch(() => {});

@@ -10,47 +10,10 @@
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type {
-  OAuthClientInformationMixed,
-  OAuthClientMetadata,
-  OAuthTokens,
-} from "@modelcontextprotocol/sdk/shared/auth.js";
 import { consent } from "./_consent.ts";
+import { HostProvider } from "./_host_provider.ts";
 import { mcpWorld } from "./_world.ts";
-
-/** An MCP host's store, listening for the redirect on `redirectUrl` this run. */
-class HostProvider implements OAuthClientProvider {
-  saved?: OAuthTokens;
-  verifier = "";
-  authorizationUrl?: URL;
-  constructor(readonly redirectUrl: string, public info?: OAuthClientInformationMixed) {}
-  get clientMetadata(): OAuthClientMetadata {
-    return { redirect_uris: [this.redirectUrl], client_name: "Native host", token_endpoint_auth_method: "none" };
-  }
-  clientInformation() {
-    return this.info;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.info = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(v: string) {
-    this.verifier = v;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-}
 
 /** Signs in through the consent page; returns a connected client. */
 async function signIn(w: Awaited<ReturnType<typeof mcpWorld>>, provider: HostProvider): Promise<Client> {
@@ -68,12 +31,14 @@ async function signIn(w: Awaited<ReturnType<typeof mcpWorld>>, provider: HostPro
 
 Deno.test("MCP SDK OAuth client: a host listening on another loopback port than it registered with signs in (RFC 8252 7.3)", async (t) => {
   await using w = await mcpWorld({ realBase: true });
-  const monday = new HostProvider("http://127.0.0.1:53682/callback");
+  const monday = new HostProvider("http://127.0.0.1:53682/callback", "Native host");
   const first = await signIn(w, monday);
   await first.close();
 
   await t.step("the next run, on port 60111, keeps its registration and signs in", async () => {
-    const tuesday = new HostProvider("http://127.0.0.1:60111/callback", monday.info);
+    // The same host another day: its registration kept, listening on another loopback port.
+    const tuesday = new HostProvider("http://127.0.0.1:60111/callback", "Native host");
+    tuesday.info = monday.info;
     const client = await signIn(w, tuesday);
     assert.equal(tuesday.info?.client_id, monday.info?.client_id, "no new registration");
     assert.ok((await client.listTools()).tools.length > 0);

@@ -12,6 +12,7 @@ import { seedStorefront } from "../../fixtures/storefront.ts";
 import { SourceRepo } from "../../core/sources/source.ts";
 import { startAllowancePeer } from "../payproxy/_helpers.ts";
 import { ORIGIN, widgetWorld } from "../widget/_world.ts";
+import { anonymousAgentToken } from "./_agent_token.ts";
 import { type Operation, sampleOf, type Schema } from "./_openapi.ts";
 
 const HOST = "http://svc.test";
@@ -70,21 +71,7 @@ async function matrixWorld() {
   await seedStorefront(w.deps, { tenantId: acme.tenantId } as never);
   await seedCommerceDemo(w.deps, {} as never);
   const operator = await w.deps.operatorKeys.create();
-  const identity = await (await w.app.request(`${HOST}/agent/identity`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ type: "anonymous" }),
-  })).json();
-  const token = await (await w.app.request(`${HOST}/oauth2/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({
-      grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer",
-      assertion: identity.identity.assertion,
-    }).toString(),
-  })).json();
-  const agentToken = token.access_token as string;
-  assert.ok(agentToken, "the agent has an access token");
+  const agentToken = await anonymousAgentToken(w.app, HOST);
 
   /** Acme's resource for a path or required query parameter, by name. */
   const param = (name: string, template: string): string => {

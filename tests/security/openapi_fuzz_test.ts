@@ -28,6 +28,7 @@ import { startServer } from "../../routes/server.ts";
 import { signedInit, startAllowancePeer } from "../payproxy/_helpers.ts";
 import { ORIGIN, widgetWorld } from "../widget/_world.ts";
 import { echoesMarker, LIBRARY_TEXT, MARKER } from "./_leaks.ts";
+import { anonymousAgentToken } from "./_agent_token.ts";
 import { type Operation, type Parameter, resolved, sampleOf, type Schema } from "./_openapi.ts";
 
 const HOST = "http://svc.test";
@@ -329,21 +330,7 @@ async function fuzzWorld() {
   // PATCH /v1/widgets/{id} changes the widget it is given: a spare one, so the widget routes keep theirs.
   const spareWidget = await w.deps.repos.widgets.create({ ...acme.widget, id: newId("wd", w.clock), name: "Spare" });
   const operator = await w.deps.operatorKeys.create();
-  const identity = await (await w.app.request(`${HOST}/agent/identity`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ type: "anonymous" }),
-  })).json();
-  const token = await (await w.app.request(`${HOST}/oauth2/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({
-      grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer",
-      assertion: identity.identity.assertion,
-    }).toString(),
-  })).json();
-  const agentToken = token.access_token as string;
-  assert.ok(agentToken, "the agent has an access token");
+  const agentToken = await anonymousAgentToken(w.app, HOST);
 
   /** A valid value of a path or required query parameter, by name. */
   const param = (name: string, template: string): string => {
