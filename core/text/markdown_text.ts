@@ -87,7 +87,17 @@ export function stripTags(html: string): string {
 // first segment has no scheme (a `:`, or an entity or escape that a renderer would turn into one).
 const SAFE_TARGET = /^(?:https?:\/\/|mailto:|[#/?.]|[\w-]+(?:[/?#.]|$))/i;
 const INLINE_TARGET = /(\]\(\s*)(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)/g;
-const REFERENCE_TARGET = /^( {0,3}\[[^\]\n]+\]:[ \t]*)(<[^<>\n]*>|\S+)/;
+// A reference definition applies to the whole document wherever it stands, in a block quote or a
+// list item too: the container markers before it are read first (each consumes a marker, so the
+// pattern cannot split white space two ways), and a label may hold escaped brackets.
+const CONTAINER_PREFIX = String.raw`(?:[ \t]*(?:>|[-+*]|\d{1,9}[.)]))*[ \t]*`;
+const REFERENCE_LABEL = String.raw`\[(?:\\.|[^\]\\\n])+\]:`;
+const REFERENCE_TARGET = new RegExp(String.raw`^(${CONTAINER_PREFIX}${REFERENCE_LABEL}[ \t]*)(<[^<>\n]*>|\S+)`);
+// A definition whose target is on the next line (after that line's own block-quote markers).
+const REFERENCE_SPLIT = new RegExp(
+  String.raw`^(${CONTAINER_PREFIX}${REFERENCE_LABEL})[ \t]*\n(?:[ \t]*>)*[ \t]*`,
+  "gm",
+);
 const FENCE = /^ {0,3}(`{3,}|~{3,})/;
 // A backslash escape (kept), or a `<` that would open raw HTML, a comment or an autolink.
 const OPENING_TAG = /\\[\s\S]|<(?=[A-Za-z/!?])/g;
@@ -99,12 +109,42 @@ function safeTarget(target: string): string {
 
 function safeLine(line: string): string {
   // Code spans are shown as written: only the text around them is rewritten.
-  return line.split(/(`+[^`]*`+)/).map((part, i) => {
+  return splitCodeSpans(line).map((part, i) => {
     if (i % 2 === 1) return part;
     return part.replace(INLINE_TARGET, (_, open: string, target: string) => open + safeTarget(target))
       .replace(REFERENCE_TARGET, (_, open: string, target: string) => open + safeTarget(target))
       .replace(OPENING_TAG, (m) => m === "<" ? "\\<" : m);
   }).join("");
+}
+
+/**
+ * `line` cut into text and code spans, alternating (text first): a code span opens with a run of
+ * backticks and closes at the next run of exactly as many (CommonMark 6.1); a run with no such
+ * closer is text. Linear: each run is looked at once, the next run of its length found by a cursor.
+ * @example splitCodeSpans("a ``b`` `c") // ["a ", "``b``", " `c"]
+ */
+export function splitCodeSpans(line: string): string[] {
+  const runs: { start: number; end: number }[] = [];
+  for (const m of line.matchAll(/`+/g)) runs.push({ start: m.index, end: m.index + m[0].length });
+  const byLength = new Map<number, number[]>();
+  runs.forEach((r, i) => byLength.set(r.end - r.start, [...byLength.get(r.end - r.start) ?? [], i]));
+  const cursor = new Map<number, number>();
+  const parts: string[] = [];
+  let text = 0;
+  for (let i = 0; i < runs.length; i++) {
+    const length = runs[i]!.end - runs[i]!.start;
+    const same = byLength.get(length)!;
+    let at = cursor.get(length) ?? 0;
+    while (at < same.length && same[at]! <= i) at++;
+    cursor.set(length, at);
+    if (at === same.length) continue; // no closer: these backticks are text
+    const close = runs[same[at]!]!;
+    parts.push(line.slice(text, runs[i]!.start), line.slice(runs[i]!.start, close.end));
+    text = close.end;
+    i = same[at]!;
+  }
+  parts.push(line.slice(text));
+  return parts;
 }
 
 /**
@@ -116,7 +156,7 @@ function safeLine(line: string): string {
 export function safeMarkdown(md: string): string {
   let fence: string | undefined;
   // A target may follow its `](` or `]:` on the next line: joined, the line rules below see it.
-  const joined = md.replace(/\]\([ \t]*\n[ \t]*/g, "](").replace(/^( {0,3}\[[^\]\n]+\]:)[ \t]*\n[ \t]*/gm, "$1 ");
+  const joined = md.replace(/\]\([ \t]*\n[ \t]*/g, "](").replace(REFERENCE_SPLIT, "$1 ");
   return joined.split("\n").map((line) => {
     const open = line.match(FENCE)?.[1];
     if (fence) {
