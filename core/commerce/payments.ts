@@ -231,7 +231,7 @@ export class PaymentStore {
   /**
    * The mark of a pay-as-you-go call whose charge is consumed and whose answer is not given yet,
    * written in the commit that consumes it: a process killed before the call ends leaves it, and
-   * {@link staleCalls} finds it to refund.
+   * {@link takeStaleCalls} finds it to refund.
    */
   callOpened(call: OpenCall): (op: Deno.AtomicOperation) => Deno.AtomicOperation {
     return (op) => op.set(openCallKey(call), call);
@@ -242,11 +242,17 @@ export class PaymentStore {
     await this.kv.delete(openCallKey(call));
   }
 
-  /** The oldest marks of calls opened before `before` (ISO), at most `limit`: their process died mid-call. */
-  async staleCalls(before: string, limit: number): Promise<OpenCall[]> {
+  /**
+   * Takes the oldest marks of calls opened before `before` (ISO), at most `limit`: their process
+   * died mid-call. Each is removed atomically as it is taken, so of two callers sweeping at once only
+   * one gets a mark (and refunds its charge once).
+   */
+  async takeStaleCalls(before: string, limit: number): Promise<OpenCall[]> {
     const out: OpenCall[] = [];
     const sel = { prefix: [OPEN_CALL_PREFIX], end: [OPEN_CALL_PREFIX, before] };
-    for await (const e of this.kv.list<OpenCall>(sel, { limit })) out.push(e.value);
+    for await (const e of this.kv.list<OpenCall>(sel, { limit })) {
+      if ((await this.kv.atomic().check(e).delete(e.key).commit()).ok) out.push(e.value);
+    }
     return out;
   }
 

@@ -353,12 +353,11 @@ export class PaidProxy {
   async #refundAbandonedCalls(): Promise<void> {
     const { payments } = this.o.commerce;
     const before = new Date(this.o.clock.now().getTime() - STALE_RESERVATION_MS).toISOString();
-    for (const call of await payments.staleCalls(before, ABANDONED_CALLS_PER_CALL)) {
+    for (const call of await payments.takeStaleCalls(before, ABANDONED_CALLS_PER_CALL)) {
       const p = (await payments.get(call.sellerId, call.reference)).value;
       if (p?.state === "consumed") {
         await this.#refund(call.sellerId, call, call.amountMicros, call.requestId, "call_not_finished");
       }
-      await payments.callEnded(call);
     }
   }
 

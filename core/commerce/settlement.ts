@@ -345,21 +345,22 @@ export class Settlement {
     const { payments, standard } = this.o;
     if (!standard) return;
     const references = await payments.unconfirmed(seller.sellerId, agent.credentialId, UNCONFIRMED_PER_READ);
-    for (const reference of references) {
+    // At once, not one after another: the read waits for the slowest node answer, not their sum.
+    await Promise.all(references.map(async (reference) => {
       const entry = await payments.get(seller.sellerId, reference);
       const p = entry.value;
-      if (!p?.pendingTransfer || p.state !== "processing") continue;
+      if (!p?.pendingTransfer || p.state !== "processing") return;
       const check = await standard.checkTransfer(p.pendingTransfer);
       const current = entry as Deno.KvEntry<PaymentRecord>;
       if (check === "refused") {
         await payments.move(current, { state: "failed", settlementReason: "transfer_not_on_chain" });
       }
-      if (check !== "confirmed") continue;
+      if (check !== "confirmed") return;
       // A retry of the agent's may consume it at the same moment: one of the two commits wins.
       await this.consumeAndGrant(current, agent, { processorRef: p.pendingTransfer.transaction }, seller).catch(
         () => {},
       );
-    }
+    }));
   }
 
   /**

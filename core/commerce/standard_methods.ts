@@ -348,9 +348,12 @@ export class StandardMethods {
     const evm = this.config.evm;
     if (!evm?.rpcUrl) return "unconfirmed";
     try {
+      // No waiting and no transport retries: a recheck runs on a read of the agent's entitlements,
+      // and the next read asks again.
       await confirmTransfer(evm, transfer.transaction, transfer.payer, BigInt(transfer.value), {
         waitMs: 0,
         timeoutMs: RECHECK_TIMEOUT_MS,
+        retryCount: 0,
       });
       return "confirmed";
     } catch (err) {
@@ -480,14 +483,19 @@ async function confirmTransfer(
   // How long the storefront's node may lag the facilitator's (`PAY_EVM_RECEIPT_WAIT_MS`): a receipt
   // not found at once is asked for again, since a settlement refused with a 402 is paid again by
   // mppx's client, with new money.
-  wait: { waitMs: number; timeoutMs: number } = { waitMs: evm.receiptWaitMs, timeoutMs: FACILITATOR_TIMEOUT_MS },
+  wait: { waitMs: number; timeoutMs: number; retryCount?: number } = {
+    waitMs: evm.receiptWaitMs,
+    timeoutMs: FACILITATOR_TIMEOUT_MS,
+  },
 ): Promise<void> {
   const { createPublicClient, http, parseEventLogs, isAddressEqual, TransactionReceiptNotFoundError } = await import(
     "viem"
   );
   if (typeof tx !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(tx)) throw new Error("no transaction hash");
   const hash = tx as `0x${string}`;
-  const client = createPublicClient({ transport: http(evm.rpcUrl!, { timeout: wait.timeoutMs }) });
+  const client = createPublicClient({
+    transport: http(evm.rpcUrl!, { timeout: wait.timeoutMs, retryCount: wait.retryCount }),
+  });
   // Elapsed time on the monotonic clock: a timeout, not a date.
   const deadline = performance.now() + wait.waitMs;
   let receipt;
