@@ -127,7 +127,11 @@ export function createEventRoutes(
     }
     await next();
   });
-  app.use("/", bodyReader({ limit: deps.config.eventsMaxBodyBytes }));
+  // A keyless batch's share of the body budget counts against its sender's address.
+  app.use(
+    "/",
+    bodyReader({ limit: deps.config.eventsMaxBodyBytes, holder: (c) => c.get("apiKey") ? undefined : addressOf(c) }),
+  );
   // The batch size is checked before the route schema reads each event: 8 MB of `0,` is 4 million
   // events, which the schema took seconds to refuse one by one (and overflowed the stack listing why).
   app.use("/", async function eventCount(c, next) {

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { readStreamCapped } from "../../core/bytes.ts";
 import { AppError } from "../../core/errors.ts";
 import type { AppEnv } from "../env.ts";
@@ -220,6 +220,9 @@ export interface JsonBodyOptions {
   budget?: BodyBudget;
 }
 
+/** Who a body's share of the budget counts against (a keyless sender's address), or none. */
+export type BodyHolder = (c: Context<AppEnv>) => string | undefined;
+
 /** Reads and decodes a JSON body whose share of the budget is taken already. */
 async function readJsonTaken(
   req: Request,
@@ -257,14 +260,14 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
  * its bytes and what is decoded from them live that long.
  */
 export function bodyReader(
-  { json = true, ...options }: JsonBodyOptions & { json?: boolean },
+  { json = true, holder, ...options }: JsonBodyOptions & { json?: boolean; holder?: BodyHolder },
 ): MiddlewareHandler<AppEnv> {
   const budget = options.budget ?? processBodyBudget;
   return async function bodyReader(c, next) {
     // Only methods our routes take a body with: any other (GET, OPTIONS, TRACE, a made-up one) is
     // served by no route that reads one, so it goes on to its 404 without its body being read.
     if (!BODY_METHODS.has(c.req.method)) return await next();
-    const giveBack = await budget.take(declaredShare(c.req.raw, options.limit));
+    const giveBack = await budget.take(declaredShare(c.req.raw, options.limit), holder?.(c));
     try {
       const read = json ? await readJsonTaken(c.req.raw, options) : undefined;
       const bytes = read ? read.bytes : await readTaken(c.req.raw, options.limit);

@@ -15,13 +15,24 @@ export interface BodyBudgetOptions {
   maxWaiting: number;
   /** How long a request may wait for room before it is refused. */
   waitMs: number;
+  /**
+   * Bytes one holder (a keyless sender's address) may hold at once: a body taking its share before
+   * it is read keeps it while the read goes on, so one address trickling a few large bodies would
+   * otherwise hold the whole budget. Default: a quarter of `bytes`.
+   */
+  perHolderBytes?: number;
 }
 
-/** The process's default: 32 MiB of bodies, 256 requests waiting at most 30 s each. */
-export const DEFAULT_BODY_BUDGET: BodyBudgetOptions = { bytes: 32 * 1024 * 1024, maxWaiting: 256, waitMs: 30_000 };
+/** The process's default: 32 MiB of bodies (8 MiB a holder), 256 requests waiting at most 30 s each. */
+const DEFAULT_BODY_BUDGET: BodyBudgetOptions = {
+  bytes: 32 * 1024 * 1024,
+  maxWaiting: 256,
+  waitMs: 30_000,
+};
 
 interface Waiter {
   bytes: number;
+  holder?: string;
   admit(): void;
 }
 
@@ -39,6 +50,7 @@ const busy = () =>
 export class BodyBudget {
   readonly #o: BodyBudgetOptions;
   #held = 0;
+  readonly #byHolder = new Map<string, number>();
   readonly #waiting: Waiter[] = [];
 
   constructor(options: BodyBudgetOptions = DEFAULT_BODY_BUDGET) {
@@ -56,32 +68,50 @@ export class BodyBudget {
   }
 
   /**
-   * Takes `bytes` (nothing for a small body) and resolves with the function that gives them back
-   * (calling it twice gives back once).
+   * Takes `bytes` (nothing for a small body), within `holder`'s part when one is named, and resolves
+   * with the function that gives them back (calling it twice gives back once).
    * @throws {AppError} 503 `server_busy` with `Retry-After` when the queue is full or the wait passes its deadline
    */
-  async take(bytes: number): Promise<() => void> {
+  async take(bytes: number, holder?: string): Promise<() => void> {
     if (bytes <= SMALL_BODY_BYTES) return () => {};
     const share = Math.min(bytes, this.#o.bytes);
-    if (this.#waiting.length > 0 || this.#held + share > this.#o.bytes) {
+    if (this.#waiting.length > 0 || !this.#fits(share, holder)) {
       if (this.#waiting.length >= this.#o.maxWaiting) throw busy();
-      await this.#wait(share);
+      await this.#wait(share, holder);
     } else {
-      this.#held += share;
+      this.#hold(share, holder);
     }
     let given = false;
     return () => {
       if (given) return;
       given = true;
-      this.#held -= share;
+      this.#hold(-share, holder);
       this.#admit();
     };
   }
 
-  #wait(share: number): Promise<void> {
+  /** Whether `share` fits now: in the budget, and (with a holder) in that holder's part of it. */
+  #fits(share: number, holder: string | undefined): boolean {
+    if (this.#held + share > this.#o.bytes) return false;
+    if (holder === undefined) return true;
+    const mine = this.#byHolder.get(holder) ?? 0;
+    // A holder with nothing held may take a body larger than its part (it runs alone in it).
+    return mine === 0 || mine + share <= (this.#o.perHolderBytes ?? this.#o.bytes / 4);
+  }
+
+  #hold(delta: number, holder: string | undefined): void {
+    this.#held += delta;
+    if (holder === undefined) return;
+    const mine = (this.#byHolder.get(holder) ?? 0) + delta;
+    if (mine > 0) this.#byHolder.set(holder, mine);
+    else this.#byHolder.delete(holder);
+  }
+
+  #wait(share: number, holder: string | undefined): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         bytes: share,
+        holder,
         admit: () => {
           clearTimeout(timer);
           resolve();
@@ -96,14 +126,26 @@ export class BodyBudget {
         reject(busy());
       }, this.#o.waitMs);
       this.#waiting.push(waiter);
+      // Those ahead may be held back by their holder's part only: this one may go in past them.
+      this.#admit();
     });
   }
 
-  /** Lets waiters in, first come first served, while the head fits. */
+  /**
+   * Lets waiters in, first come first served, while the first one that fits the budget fits. A
+   * waiter held back only by its holder's part is passed over, so one holder's queued bodies never
+   * keep another's out.
+   */
   #admit(): void {
-    while (this.#waiting.length > 0 && this.#held + this.#waiting[0]!.bytes <= this.#o.bytes) {
-      const next = this.#waiting.shift()!;
-      this.#held += next.bytes;
+    for (let i = 0; i < this.#waiting.length;) {
+      const next = this.#waiting[i]!;
+      if (this.#held + next.bytes > this.#o.bytes) return;
+      if (!this.#fits(next.bytes, next.holder)) {
+        i++;
+        continue;
+      }
+      this.#waiting.splice(i, 1);
+      this.#hold(next.bytes, next.holder);
       next.admit();
     }
   }

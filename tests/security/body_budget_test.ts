@@ -119,3 +119,24 @@ Deno.test("bodyReader(): past the queue's bound or its deadline a body is refuse
   giveBack();
   assert.equal(budget.held, 0);
 });
+
+Deno.test("BodyBudget: one holder (a keyless sender's address) holds at most its part, and its queued bodies never keep another's out", async () => {
+  // 1 MiB, a quarter of it (256 KiB) per holder: one address trickling large bodies cannot hold it all.
+  const budget = new BodyBudget({ bytes: 1024 * KiB, maxWaiting: 8, waitMs: 30_000 });
+  const order: string[] = [];
+  const first = await budget.take(200 * KiB, "203.0.113.7");
+  const second = budget.take(200 * KiB, "203.0.113.7").then((give) => (order.push("a2"), give));
+  await settle();
+  assert.equal(budget.waiting, 1, "the same address's second large body waits");
+  const other = await budget.take(200 * KiB, "198.51.100.4");
+  order.push("b1");
+  assert.deepEqual(order, ["b1"], "another address's body is let in past it");
+  first();
+  (await second)();
+  other();
+  assert.deepEqual(order, ["b1", "a2"]);
+  assert.equal(budget.held, 0);
+  // A holder with nothing held may take a body larger than its part; no holder takes from the whole.
+  (await budget.take(600 * KiB, "203.0.113.7"))();
+  (await budget.take(600 * KiB))();
+});
