@@ -70,19 +70,19 @@ export async function writeNdjsonAsParquet(
   return await db.withConnection(async (conn) => {
     // Within the batch the rule is the one against earlier files below: an event is left out when the
     // same tenant's id came earlier that UTC day or in the last minutes of the day before, so an id
-    // reused days apart is stored each time whether or not one flush carries both.
+    // reused days apart is stored each time whether or not one flush carries both. An earlier copy
+    // inside that window exists exactly when the latest earlier copy is inside it: one window pass
+    // (`lag`), where a self-join on the id took k^2 steps for k copies (152 s for 40,000).
     await conn.run(
       `CREATE OR REPLACE TEMP TABLE ${table} AS
-       WITH src AS MATERIALIZED (
-         SELECT ${selectList()}, row_number() OVER (PARTITION BY tenant_id, event_id ORDER BY ts_ms) AS seq
+       WITH src AS (
+         SELECT ${selectList()}
          FROM read_json(${sqlString(ndjsonPath)}, format = 'newline_delimited', columns = ${jsonColumns()})
+       ), ordered AS (
+         SELECT *, lag(ts) OVER (PARTITION BY tenant_id, event_id ORDER BY ts) AS prev_ts FROM src
        )
-       SELECT * EXCLUDE (seq) FROM src AS b
-       WHERE NOT EXISTS (
-         SELECT 1 FROM src AS a
-         WHERE a.event_id = b.event_id AND a.tenant_id IS NOT DISTINCT FROM b.tenant_id AND a.seq < b.seq
-           AND a.ts >= date_trunc('day', b.ts) - INTERVAL ${RETRY_WINDOW_MINUTES} MINUTE
-       )
+       SELECT * EXCLUDE (prev_ts) FROM ordered
+       WHERE prev_ts IS NULL OR prev_ts < date_trunc('day', ts) - INTERVAL ${RETRY_WINDOW_MINUTES} MINUTE
        ORDER BY ts`,
     );
     try {
