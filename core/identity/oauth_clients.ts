@@ -198,12 +198,18 @@ export class OAuthClients {
     const now = this.clock.now();
     if (now.getTime() - Date.parse(client.renewedAt ?? client.createdAt) < RENEW_EVERY_MS) return;
     const key = ["oauth_client", client.clientId];
-    const entry = await this.kv.get<OAuthClient>(key);
-    if (!entry.value) return;
-    // Of two grants at once one renews; the other finds it done.
-    await this.kv.atomic().check(entry).set(key, { ...entry.value, renewedAt: now.toISOString() }, {
-      expireIn: OAuthClients.CLIENT_TTL_S * 1000 + KV_EXPIRY_SLACK_MS,
-    }).commit();
+    // Best effort: the grant it follows is committed already (a code spent, a token rotated), so a
+    // store error here must not fail it; the next grant renews.
+    try {
+      const entry = await this.kv.get<OAuthClient>(key);
+      if (!entry.value) return;
+      // Of two grants at once one renews; the other finds it done.
+      await this.kv.atomic().check(entry).set(key, { ...entry.value, renewedAt: now.toISOString() }, {
+        expireIn: OAuthClients.CLIENT_TTL_S * 1000 + KV_EXPIRY_SLACK_MS,
+      }).commit();
+    } catch {
+      // Left for the next grant.
+    }
   }
 
   async #document(url: string): Promise<OAuthClient | null> {
