@@ -1,4 +1,5 @@
 import { base64url, fromBase64url, HmacSha256, randomBytes } from "./crypto.ts";
+import { lazily } from "./lazily.ts";
 
 /**
  * The network a client address stands for when counting distinct senders: an IPv4 address as
@@ -33,7 +34,8 @@ const SECRET_KEY: Deno.KvKey = ["client_key_secret"];
  * reads the events (a Parquet file, a backup) would have had every reader's address.
  */
 export class ClientKeys {
-  #mac?: Promise<HmacSha256>;
+  // Loaded once; a failed load is tried again on the next call.
+  readonly #mac = lazily(() => this.#load());
   constructor(private readonly kv: Deno.Kv) {}
 
   /**
@@ -43,11 +45,7 @@ export class ClientKeys {
   async of(address: string): Promise<string | undefined> {
     const network = senderNetwork(address);
     if (network === null) return undefined;
-    this.#mac ??= this.#load().catch((err) => {
-      this.#mac = undefined;
-      throw err;
-    });
-    return (await this.#mac).digest(`sender:${network}`).toString("hex").slice(0, 16);
+    return (await this.#mac()).digest(`sender:${network}`).toString("hex").slice(0, 16);
   }
 
   /** The store's key, made by the first process that needs it. */

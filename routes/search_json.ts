@@ -11,7 +11,7 @@ const RESULTS_MARK = "\u0000";
  * results with full text are 21 MB, and one `JSON.stringify` of them, then the encoding of that one
  * string, held the event loop 300 ms and 200 ms. Joined, the pieces are the bytes of `JSON.stringify(out)`.
  */
-export async function searchResponsePieces(out: SearchResponse): Promise<Uint8Array[]> {
+async function searchResponsePieces(out: SearchResponse): Promise<Uint8Array[]> {
   const [head, tail] = objectJson(
     out,
     (key, value) =>

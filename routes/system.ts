@@ -34,7 +34,7 @@ const readyRoute = createRoute({
  * Whether Deno KV and DuckDB answer (a KV read and a DuckDB ping, side by side); a store that has
  * not answered within `timeoutMs` counts as down.
  */
-export async function probeStores(
+async function probeStores(
   deps: Pick<Deps, "kv" | "duckdb">,
   { timeoutMs = 2_000 }: { timeoutMs?: number } = {},
 ): Promise<{ kv: boolean; duckdb: boolean }> {

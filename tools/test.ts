@@ -218,8 +218,7 @@ if (import.meta.main) {
   let code = 1;
   try {
     const entries = await writeGroupEntries(groups, dir);
-    const entryOf = new Map(groups.map((files, i) => [files, entries[i]!]));
-    code = await runGroups(groups, (files) => denoTestArgs([], [entryOf.get(files)!]), { env });
+    code = await runGroups(groups, (files) => denoTestArgs([], [entries[groups.indexOf(files)]!]), { env });
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }

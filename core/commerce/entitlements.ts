@@ -9,7 +9,7 @@
  * Keys: `["commerce_ent", holder, sellerId, planId]`, `["commerce_debit", sellerId, requestId]`,
  * `["commerce_debit_open", at, sellerId, requestId]` (a reservation not settled yet, by age).
  */
-import type { Clock } from "../clock.ts";
+import { type Clock, KV_EXPIRY_SLACK_MS } from "../clock.ts";
 import type { AuthenticatedAgent } from "./types.ts";
 
 /** One plan held by one holder at one seller. */
@@ -87,8 +87,9 @@ interface Hold {
   amountMicros: number;
   untilMs: number;
 }
-// KV keeps a hold a day past its end, so a lapsed one is still found and its reservation given back.
-const HOLD_KEEP = { expireIn: HOLD_MS + 86_400_000 };
+// KV keeps a hold just past its end (hasHold reads its end; returnStale finds lapsed reservations
+// through their own index), so lapsed holds do not pile up under a credential.
+const HOLD_KEEP = { expireIn: HOLD_MS + KV_EXPIRY_SLACK_MS };
 /**
  * Age past which a reservation still `reserved` belongs to a call that will never settle it (its
  * process died, or its settle failed): the life of its hold, the longest a paid call is in flight.

@@ -144,7 +144,7 @@ export function decodeJson(
 }
 
 /** Why a body nested too deep is refused (one of our fixed phrases, see {@link BodyProblem}). */
-export const TOO_DEEP = `nested deeper than ${MAX_JSON_DEPTH} levels`;
+const TOO_DEEP = `nested deeper than ${MAX_JSON_DEPTH} levels`;
 
 /** Bodies at least this large are decoded in a worker: JSON.parse of 30 MB holds the event loop about 1 s. */
 export const OFF_THREAD_JSON_BYTES = 1024 * 1024;
@@ -153,7 +153,7 @@ export const OFF_THREAD_JSON_BYTES = 1024 * 1024;
  * The decoded value is copied back to the event loop value by value, about 0.35 µs each: this bound
  * keeps that near 100 ms. 1,000 articles with 200 categories each are 220,000.
  */
-export const MAX_OFF_THREAD_JSON_VALUES = 300_000;
+const MAX_OFF_THREAD_JSON_VALUES = 300_000;
 // Large bodies decoded at once: a bound on threads. Those waiting are bounded by the body budget
 // (body_budget.ts), whose share each holds until it is answered.
 const JSON_WORKERS = 2;

@@ -24,7 +24,7 @@ const WIDGET_PATH_PLACEHOLDER = "__ASK_AI_WIDGET_PATH__";
 const WIDGET_INTEGRITY_PLACEHOLDER = "__ASK_AI_WIDGET_INTEGRITY__";
 
 /** The Subresource Integrity value (`sha384-...`) of `bytes`, as a browser checks a script's body. */
-export function subresourceIntegrity(bytes: Uint8Array): string {
+function subresourceIntegrity(bytes: Uint8Array): string {
   return `sha384-${createHash("sha384").update(bytes).digest("base64")}`;
 }
 
@@ -32,7 +32,7 @@ export function subresourceIntegrity(bytes: Uint8Array): string {
  * The widget script, then the loader pointing at the widget script's hashed URL with the integrity
  * of the very bytes served there (gzip is only their transfer encoding: browsers check the body).
  */
-export function widgetAssets(): { loader: LoadedAsset; widget: LoadedAsset; widgetPath: string; integrity: string } {
+export function widgetAssets(): { loader: LoadedAsset; widget: LoadedAsset; widgetPath: string } {
   const widget = new AssetStore({ w: { text: widgetJs, type: JS } }).get("w")!;
   const widgetPath = `/widget/v1/assets/widget.${widget.hash}.js`;
   const integrity = subresourceIntegrity(widget.bytes);
@@ -41,7 +41,7 @@ export function widgetAssets(): { loader: LoadedAsset; widget: LoadedAsset; widg
   }
   const text = loaderJs.replace(WIDGET_PATH_PLACEHOLDER, widgetPath).replace(WIDGET_INTEGRITY_PLACEHOLDER, integrity);
   const loader = new AssetStore({ l: { text, type: JS } }).get("l")!;
-  return { loader, widget, widgetPath, integrity };
+  return { loader, widget, widgetPath };
 }
 
 const loaderRoute = createRoute({
