@@ -3,6 +3,7 @@
  * human pays; the agent polls the reference's status and, once it is `paid`, repeats the purchase
  * with the same credential, which consumes it and grants the credit.
  */
+import { retryWrite } from "../store/mod.ts";
 import type { Clock } from "../clock.ts";
 import type { FixedWindowLimiter } from "../rate_limit.ts";
 import type { Catalog } from "./catalog.ts";
@@ -232,14 +233,7 @@ export class CheckoutLane {
    * grace period records it paid (the processor dedupes the charge by reference).
    */
   async #recordPaid(claim: Deno.KvEntry<PaymentRecord>, paid: Partial<PaymentRecord>): Promise<boolean> {
-    const { payments } = this.o;
-    for (let attempt = 1;; attempt++) {
-      try {
-        return await payments.move(claim, paid);
-      } catch (err) {
-        if (attempt >= RECORD_PAID_TRIES) throw err;
-      }
-    }
+    return await retryWrite(() => this.o.payments.move(claim, paid), RECORD_PAID_TRIES);
   }
 
   /**

@@ -4,6 +4,7 @@
  * one arriving while the first still runs waits its turn (409). Key:
  * `["commerce_idem", sellerId, agent, key]`.
  */
+import { retryWrite } from "../store/mod.ts";
 import { type Clock, KV_EXPIRY_SLACK_MS } from "../clock.ts";
 import { sha256Hex } from "../crypto.ts";
 import type { PaymentTerms } from "./challenges.ts";
@@ -136,14 +137,10 @@ export class IdempotencyKeys {
       headers: [["cache-control", "no-store"], ...result.receipts],
       keptUntil: this.clock.now().getTime() + IDEMPOTENCY_TTL_MS,
     };
-    for (let attempt = 1;; attempt++) {
-      try {
-        await this.kv.set(held.key, stored, { expireIn: IDEMPOTENCY_TTL_MS + KV_EXPIRY_SLACK_MS });
-        return;
-      } catch (err) {
-        if (attempt >= REMEMBER_TRIES) throw err;
-      }
-    }
+    await retryWrite(
+      () => this.kv.set(held.key, stored, { expireIn: IDEMPOTENCY_TTL_MS + KV_EXPIRY_SLACK_MS }),
+      REMEMBER_TRIES,
+    );
   }
 
   /** What the key holds now: nothing once its day is over, whether or not KV has dropped it yet. */

@@ -5,6 +5,7 @@
  * consumed reference never settles again. Standard methods (mppx's `evm`/`stripe`, x402) settle
  * here too, claiming the reference just before mppx moves the funds.
  */
+import { retryWrite } from "../store/mod.ts";
 import type { Challenge } from "mppx";
 import type { Clock } from "../clock.ts";
 import type { AppError } from "../errors.ts";
@@ -422,17 +423,12 @@ export class Settlement {
   async #recordSettled(claimed: Deno.KvEntry<PaymentRecord>, externalId: string): Promise<Deno.KvEntry<PaymentRecord>> {
     const { payments } = this.o;
     const { sellerId, reference } = claimed.value;
-    for (let attempt = 1;; attempt++) {
-      let moved: boolean;
-      try {
-        moved = await payments.move(claimed, { state: "paid", processorRef: externalId });
-      } catch (err) {
-        if (attempt >= RECORD_SETTLED_TRIES) throw err;
-        continue;
-      }
-      if (!moved) throw new Error("a settled payment's claim changed before it was recorded");
-      return (await payments.get(sellerId, reference)) as Deno.KvEntry<PaymentRecord>;
-    }
+    const moved = await retryWrite(
+      () => payments.move(claimed, { state: "paid", processorRef: externalId }),
+      RECORD_SETTLED_TRIES,
+    );
+    if (!moved) throw new Error("a settled payment's claim changed before it was recorded");
+    return (await payments.get(sellerId, reference)) as Deno.KvEntry<PaymentRecord>;
   }
 }
 

@@ -34,6 +34,21 @@ export async function retryBusy<T>(op: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Runs a write that records what already happened (money moved, a result to keep) up to `tries`
+ * times on any error, at once: such a write must not be lost to one failed commit, and a failed
+ * commit was not applied. The last error is thrown.
+ */
+export async function retryWrite<T>(op: () => Promise<T>, tries = 3): Promise<T> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await op();
+    } catch (err) {
+      if (attempt >= tries) throw err;
+    }
+  }
+}
+
 const RETRIED = new Set(["get", "getMany", "set", "delete", "enqueue"]);
 
 /** The atomic operation with `commit()` retried; builder calls return the wrapper for chaining. */
