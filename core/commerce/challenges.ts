@@ -160,13 +160,26 @@ export interface RefundNote {
  *   409 `payment_request_mismatch` when anything else does.
  */
 export function matchTerms(challenge: StorefrontChallenge, expected: PaymentTerms): void {
-  const got = challenge.request as Record<string, unknown>;
-  const fields: (keyof PaymentTerms)[] = ["action", "sellerId", "planId", "currency", "agent", "service"];
-  const differs = (k: keyof PaymentTerms) => (got[k] ?? undefined) !== (expected[k] ?? undefined);
-  if (fields.some(differs) || Boolean(got.checkout) !== Boolean(expected.checkout)) {
-    throw errors.payment_request_mismatch();
-  }
-  if (got.amountUsd !== expected.amountUsd) {
+  const got = challenge.request as Partial<Record<keyof PaymentTerms, unknown>>;
+  const differs = termsDiffer(got, expected);
+  if (differs === "request") throw errors.payment_request_mismatch();
+  if (differs === "amount") {
     throw errors.payment_amount_mismatch({ detail: `the challenge was for ${String(got.amountUsd)} USD` });
   }
+}
+
+/** What binds a payment to what it pays for, beside its amount. */
+const BOUND_FIELDS: readonly (keyof PaymentTerms)[] = ["action", "sellerId", "planId", "currency", "agent", "service"];
+
+/**
+ * How the terms a payment was made for (`got`) differ from those a request asks for: `"request"`
+ * (another action, seller, plan, currency, agent, service or checkout), `"amount"`, or null.
+ */
+export function termsDiffer(
+  got: Partial<Record<keyof PaymentTerms, unknown>>,
+  expected: PaymentTerms,
+): "request" | "amount" | null {
+  const differs = (k: keyof PaymentTerms) => (got[k] ?? undefined) !== (expected[k] ?? undefined);
+  if (BOUND_FIELDS.some(differs) || Boolean(got.checkout) !== Boolean(expected.checkout)) return "request";
+  return got.amountUsd !== expected.amountUsd ? "amount" : null;
 }

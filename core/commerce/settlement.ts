@@ -9,7 +9,7 @@ import { retryWrite } from "../store/mod.ts";
 import type { Challenge } from "mppx";
 import type { Clock } from "../clock.ts";
 import type { AppError } from "../errors.ts";
-import { type PaymentTerms, receiptHeader } from "./challenges.ts";
+import { type PaymentTerms, receiptHeader, termsDiffer } from "./challenges.ts";
 import type { EntitlementLedger } from "./entitlements.ts";
 import { commerceErrors as errors } from "./errors.ts";
 import { loadMppx } from "./mppx.ts";
@@ -377,9 +377,9 @@ export class Settlement {
     // mppx bound the credential to its terms when it settled; the retry does not pass mppx again,
     // so it must ask for exactly those terms (another agent, amount or plan buys nothing with it).
     const paid = entry.value.terms;
-    const fields = ["action", "sellerId", "planId", "currency", "agent", "service"] as const;
-    if (fields.some((k) => (paid[k] ?? undefined) !== (terms[k] ?? undefined))) throw errors.payment_request_mismatch();
-    if (paid.amountUsd !== terms.amountUsd) {
+    const differs = termsDiffer(paid, terms);
+    if (differs === "request") throw errors.payment_request_mismatch();
+    if (differs === "amount") {
       throw errors.payment_amount_mismatch({ detail: `the payment was for ${paid.amountUsd} USD` });
     }
     const transfer = entry.value.pendingTransfer!;
@@ -437,8 +437,7 @@ const RECORD_SETTLED_TRIES = 3;
 
 /** Whether a stored payment's terms are the ones this request would pay for (same agent, plan, amount). */
 function sameTerms(a: PaymentTerms, b: PaymentTerms): boolean {
-  return a.action === b.action && a.sellerId === b.sellerId && a.planId === b.planId &&
-    a.amountUsd === b.amountUsd && a.currency === b.currency && a.agent === b.agent && a.service === b.service;
+  return termsDiffer(a, b) === null;
 }
 
 /** The challenges a standard-method 402 carries, as header values and as challenge values. */
