@@ -287,3 +287,22 @@ export function tokenMethod(name: "card" | "wallet", token: string) {
       Promise.resolve(Credential.serialize(Credential.from({ challenge, payload: { token } }))),
   });
 }
+
+/** The app on a real port; every request reaches it as the seller's host (store.test). */
+export function serveAsStore(w: CommerceWorld) {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+    const url = new URL(req.url);
+    const headers = new Headers(req.headers);
+    headers.set("host", "store.test");
+    return w.app.fetch(
+      new Request(`http://store.test${url.pathname}${url.search}`, {
+        method: req.method,
+        headers,
+        body: req.body,
+        // deno-lint-ignore no-explicit-any
+        duplex: "half" as any,
+      } as RequestInit),
+    );
+  });
+  return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
+}

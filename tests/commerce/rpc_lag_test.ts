@@ -13,26 +13,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { FixedClock } from "../../core/clock.ts";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import { LOCAL_KEYS, startLocalChain, TOKEN_DOMAIN } from "../../fixtures/chain/local.ts";
-import { type CommerceWorld, createCommerceWorld, postJson } from "./_helpers.ts";
-
-/** The app on a real port; every request reaches it as the seller's host (store.test). */
-function serve(w: CommerceWorld) {
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
-    const url = new URL(req.url);
-    const headers = new Headers(req.headers);
-    headers.set("host", "store.test");
-    return w.app.fetch(
-      new Request(`http://store.test${url.pathname}${url.search}`, {
-        method: req.method,
-        headers,
-        body: req.body,
-        // deno-lint-ignore no-explicit-any
-        duplex: "half" as any,
-      } as RequestInit),
-    );
-  });
-  return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
-}
+import { createCommerceWorld, postJson, serveAsStore } from "./_helpers.ts";
 
 /**
  * A JSON-RPC node a little behind the chain: the first `behind` receipt lookups of each transaction
@@ -73,7 +54,7 @@ Deno.test("mppx evm client: a settlement the storefront's node has not seen yet 
       PAY_EVM_RECEIPT_WAIT_MS: "1500",
     },
   });
-  const http = serve(w);
+  const http = serveAsStore(w);
   try {
     const { token } = await w.agents.issue();
     const buyer0 = await chain.balanceOf(chain.addresses.buyer);
@@ -141,7 +122,7 @@ Deno.test("mppx evm client: a settlement the storefront's node cannot confirm is
       PAY_EVM_RECEIPT_WAIT_MS: "1500",
     },
   });
-  const http = serve(w);
+  const http = serveAsStore(w);
   const purchase = `${http.url}/plans/${w.plan.id}/purchase`;
   /** A stock mppx client for a new agent, keeping the last `Authorization` it sent (the spec's "retry unchanged"). */
   const agent = async () => {
@@ -291,7 +272,7 @@ Deno.test("mppx evm client: a facilitator whose settle answer is lost is 503 pay
       PAY_EVM_RPC_URL: chain.rpcUrl,
     },
   });
-  const http = serve(w);
+  const http = serveAsStore(w);
   try {
     const { token } = await w.agents.issue();
     const buyer0 = await chain.balanceOf(chain.addresses.buyer);

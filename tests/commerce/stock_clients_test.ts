@@ -20,28 +20,9 @@ import { wrapFetchWithPayment } from "@x402/fetch";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import { LOCAL_KEYS, type LocalChain, startLocalChain, TOKEN_DOMAIN } from "../../fixtures/chain/local.ts";
 import { FixedClock } from "../../core/clock.ts";
-import { type CommerceWorld, createCommerceWorld, postJson } from "./_helpers.ts";
+import { type CommerceWorld, createCommerceWorld, postJson, serveAsStore } from "./_helpers.ts";
 
 const ONE_USD = 1_000_000n;
-
-/** The app on a real port; every request reaches it as the seller's host (store.test). */
-function serve(w: CommerceWorld) {
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
-    const url = new URL(req.url);
-    const headers = new Headers(req.headers);
-    headers.set("host", "store.test");
-    return w.app.fetch(
-      new Request(`http://store.test${url.pathname}${url.search}`, {
-        method: req.method,
-        headers,
-        body: req.body,
-        // deno-lint-ignore no-explicit-any
-        duplex: "half" as any,
-      } as RequestInit),
-    );
-  });
-  return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
-}
 
 /** Payment records the storefront holds for the seller, by method and state. */
 async function payments(w: CommerceWorld): Promise<PaymentRecord[]> {
@@ -76,7 +57,7 @@ Deno.test("stock clients (mppx evm, x402 fetch, mppx MCP wrapper, mppx validate)
       PAY_EVM_RPC_URL: chain.rpcUrl,
     },
   });
-  const http = serve(w);
+  const http = serveAsStore(w);
   const payg = await w.addPayg(20_000);
   const seller0 = await chain.balanceOf(chain.addresses.seller);
   const buyer0 = await chain.balanceOf(chain.addresses.buyer);
