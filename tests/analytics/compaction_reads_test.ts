@@ -25,6 +25,7 @@ import { logsCsvStream } from "../../analytics/export.ts";
 import { blockCounts, windowParams } from "../../analytics/metrics.ts";
 import { AppError } from "../../core/errors.ts";
 import { analyticsWorld } from "./_fixture.ts";
+import { kvThrough } from "../_kv_proxy.ts";
 import { parquetFiles } from "./_count.ts";
 
 type World = Awaited<ReturnType<typeof analyticsWorld>>;
@@ -98,16 +99,11 @@ function watchedDb(db: AnalyticsDb, around: (run: () => Promise<unknown>, start:
 
 /** A KV whose reads of the swap state are reported to `seen`. */
 function watchedKv(kv: Deno.Kv, seen: (state: SwapState | null) => void): Deno.Kv {
-  return new Proxy(kv, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target);
-      if (typeof value !== "function") return value;
-      if (prop !== "get") return value.bind(target);
-      return async (key: Deno.KvKey) => {
-        const entry = await target.get<SwapState>(key);
-        if (JSON.stringify(key) === JSON.stringify(SWAP_STATE_KEY)) seen(entry.value);
-        return entry;
-      };
+  return kvThrough(kv, {
+    get: async (key, real) => {
+      const entry = await real();
+      if (JSON.stringify(key) === JSON.stringify(SWAP_STATE_KEY)) seen(entry.value as SwapState | null);
+      return entry;
     },
   });
 }
