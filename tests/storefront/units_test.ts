@@ -76,6 +76,29 @@ Deno.test("FixedWindowLimiter.hit(): a key this process counted last costs one c
   }
 });
 
+Deno.test("FixedWindowLimiter.peek() counts nothing, and the hit after it reads the count no second time", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const clock = new FixedClock("2026-11-22T12:00:10Z");
+    const reads = { n: 0 };
+    const a = new FixedWindowLimiter(readCounting(kv, reads), clock, { scope: "t", limit: 3, windowS: 60 });
+    const b = new FixedWindowLimiter(kv, clock, { scope: "t", limit: 3, windowS: 60 });
+    assert.deepEqual(await a.peek("k"), { allowed: true, limit: 3, remaining: 3, retryAfterS: 50 });
+    assert.equal((await a.hit("k")).remaining, 2);
+    assert.equal(reads.n, 1, "a new sender's peek and hit read its count once");
+    assert.equal((await a.peek("k")).remaining, 2, "a peek counts nothing");
+    // Another process counts the rest: the kept count is stale; the hit finds out and refuses.
+    await b.hit("k", 2);
+    const refused = await a.hit("k");
+    assert.deepEqual([refused.allowed, refused.remaining, reads.n], [false, 0, 2]);
+    assert.deepEqual(await a.peek("k"), { allowed: false, limit: 3, remaining: 0, retryAfterS: 50 });
+    clock.advance(50_000);
+    assert.equal((await a.peek("k")).remaining, 3, "a new window");
+  } finally {
+    kv.close();
+  }
+});
+
 Deno.test("parseConfig() storefront settings: defaults, TRUSTED_ISSUERS, the default seller", () => {
   const d = parseConfig({});
   assert.equal(d.storefront.defaultSellerId, "demo", "the embedded default serves the demo seller on any host");
