@@ -13,6 +13,7 @@
  * days either with every input (before the swap) or with the merged file alone (after), the same
  * events either way: its figure is right. The guard runs the query again otherwise.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { Clock } from "../core/clock.ts";
 import { analyticsErrors } from "./errors.ts";
 import { formatDay, parseDay } from "./filters.ts";
@@ -101,11 +102,20 @@ export interface DaySwapGuardOptions {
   abandonedAfterMs?: number;
 }
 
+/** The days an outer run covers: its own and those of the runs nested in it, while it lasts. */
+interface OuterRun {
+  scopes: DayScope[];
+  open: boolean;
+}
+
 /**
  * Runs analytics queries so that none reports a figure computed over a half-swapped day folder or
  * fails because compaction deleted a file it had listed (see the module comment). Cost per query: two KV reads of one small key (about 50 µs).
+ * A run inside another (a query of a listing the outer run guards) adds its days to the outer
+ * run's and runs once: the outer run's two reads cover it.
  */
 export class DaySwapGuard {
+  readonly #outer = new AsyncLocalStorage<OuterRun>();
   readonly #tries: number;
   readonly #waitMs: number;
   readonly #pollMs: number;
@@ -125,19 +135,33 @@ export class DaySwapGuard {
    *   wait; whatever else `work` throws
    */
   async run<T>(days: DayScope, work: () => Promise<T>): Promise<T> {
+    const outer = this.#outer.getStore();
+    if (outer?.open) {
+      // The outer run reads the state after its work, this run's included: it checks these days too.
+      outer.scopes.push(days);
+      return await work();
+    }
+    const run: OuterRun = { scopes: [days], open: true };
+    // The days of every run so far: nested runs found in one attempt are waited for in the next.
+    const read: DayScope = (day) => run.scopes.some((scope) => scope(day));
     const waitUntil = performance.now() + this.#waitMs;
-    for (let attempt = 0; attempt < this.#tries; attempt++) {
-      const before = await this.#settled(days, waitUntil);
-      if (!before) break;
-      let result: T;
-      try {
-        result = await work();
-      } catch (err) {
-        // A file gone under the run: compaction's doing only when a swap of its days happened meanwhile.
-        if (!MISSING_FILE.test(String((err as Error)?.message)) || !(await this.#touched(before, days))) throw err;
-        continue;
+    try {
+      for (let attempt = 0; attempt < this.#tries; attempt++) {
+        const before = await this.#settled(read, waitUntil);
+        if (!before) break;
+        let result: T;
+        try {
+          result = await this.#outer.run(run, work);
+        } catch (err) {
+          // A file gone under the run: compaction's doing only when a swap of its days happened meanwhile.
+          if (!MISSING_FILE.test(String((err as Error)?.message)) || !(await this.#touched(before, read))) throw err;
+          continue;
+        }
+        if (!(await this.#touched(before, read))) return result;
       }
-      if (!(await this.#touched(before, days))) return result;
+    } finally {
+      // Work it left running (a stream read later) guards itself from now on.
+      run.open = false;
     }
     throw analyticsErrors.events_reorganising({ headers: { "retry-after": "1" } });
   }

@@ -202,7 +202,8 @@ export class AnalyticsEngine {
    * Runs `work`, which lists day folders itself and then queries the files it found, under the swap
    * guard for `days`: a listing taken while compaction swaps a day (inputs deleted, merged file not
    * renamed in yet) finds none of that day's files, and a query of those files alone would then
-   * leave the day out without any error to show it. Each run lists again.
+   * leave the day out without any error to show it. Each run lists again; the queries `work` runs
+   * are covered by its reads of the swap state, not by reads of their own.
    */
   listingThenQuery<T>(days: DayScope, work: () => Promise<T>): Promise<T> {
     return this.swaps ? this.swaps.run(days, work) : work();

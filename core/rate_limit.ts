@@ -27,14 +27,14 @@ const MAX_COMMIT_TRIES = 64;
  * never more than the limit through, never a refusal while quota is left. Within a process, the
  * hits of one key that arrive while a commit is under way are counted together in the next
  * commit, so concurrency does not turn into check-and-set conflicts; only other processes race.
- * The count this process last wrote (with its versionstamp) is kept, so a key counted here last
- * costs one KV commit a hit instead of a read and a commit; a stale one fails its check and is
- * read again. Meant to be shared by the analytics and storefront limiters.
+ * The count this process last wrote or peeked at (with its versionstamp) is kept, so a key counted
+ * here last costs one KV commit a hit instead of a read and a commit, and a hit after a peek reads
+ * nothing again; a stale one fails its check and is read again. Meant to be shared by the analytics and storefront limiters.
  */
 export class FixedWindowLimiter {
   readonly #queues = new Map<string, Waiter[]>();
-  // The entry this process last committed per key and window: the check a next hit commits against.
-  readonly #written = boundedCache<string, Deno.KvEntry<number>>({ max: 10_000 });
+  // The entry this process last committed (or peeked) per key and window: the check a next hit commits against.
+  readonly #written = boundedCache<string, Deno.KvEntryMaybe<number>>({ max: 10_000 });
 
   constructor(
     private readonly kv: Deno.Kv,
@@ -89,14 +89,28 @@ export class FixedWindowLimiter {
    * left. A check before costly work (reading a body), which the work's own {@link hit} then counts.
    */
   async peek(key: string): Promise<RateLimitResult> {
-    const { scope, limit, windowS } = this.opts;
+    const { kvKey, cacheKey, retryAfterS } = this.#window(key);
+    let entry: Deno.KvEntryMaybe<number> | undefined = this.#written.get(cacheKey);
+    if (!entry) {
+      entry = await this.kv.get<number>(kvKey);
+      // Kept as if written here: the hit that follows a peek commits against it without reading again.
+      this.#written.set(cacheKey, entry);
+    }
+    const remaining = Math.max(0, this.opts.limit - (entry.value ?? 0));
+    return { allowed: remaining > 0, limit: this.opts.limit, remaining, retryAfterS };
+  }
+
+  /** The current window of `key`: its KV key, its key in {@link #written}, its length and what is left of it. */
+  #window(key: string) {
     const nowMs = this.clock.now().getTime();
-    const windowMs = windowS * 1000;
+    const windowMs = this.opts.windowS * 1000;
     const start = Math.floor(nowMs / windowMs) * windowMs;
-    const retryAfterS = Math.max(1, Math.ceil((start + windowMs - nowMs) / 1000));
-    const entry = this.#written.get(`${key}\u0000${start}`) ?? await this.kv.get<number>(["rate", scope, key, start]);
-    const remaining = Math.max(0, limit - (entry.value ?? 0));
-    return { allowed: remaining > 0, limit, remaining, retryAfterS };
+    return {
+      kvKey: ["rate", this.opts.scope, key, start] as Deno.KvKey,
+      cacheKey: `${key}\u0000${start}`,
+      windowMs,
+      retryAfterS: Math.max(1, Math.ceil((start + windowMs - nowMs) / 1000)),
+    };
   }
 
   /** Commits the queued hits of `key`, batch by batch, until none wait. */
@@ -119,13 +133,8 @@ export class FixedWindowLimiter {
 
   /** Counts queued hits in one commit; each (in order) is allowed when its whole cost still fits. */
   async #count(key: string, costs: number[]): Promise<RateLimitResult[]> {
-    const { scope, limit, windowS } = this.opts;
-    const nowMs = this.clock.now().getTime();
-    const windowMs = windowS * 1000;
-    const start = Math.floor(nowMs / windowMs) * windowMs;
-    const retryAfterS = Math.max(1, Math.ceil((start + windowMs - nowMs) / 1000));
-    const kvKey = ["rate", scope, key, start];
-    const cacheKey = `${key}\u0000${start}`;
+    const { limit } = this.opts;
+    const { kvKey, cacheKey, windowMs, retryAfterS } = this.#window(key);
     const refused: RateLimitResult = { allowed: false, limit, remaining: 0, retryAfterS };
     let known: Deno.KvEntryMaybe<number> | undefined = this.#written.get(cacheKey);
     for (let i = 0; i < MAX_COMMIT_TRIES; i++) {

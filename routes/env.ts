@@ -1,5 +1,6 @@
 import type { ApiKeyRecord } from "../core/auth/mod.ts";
 import type { AgentPrincipal, Seller } from "../core/identity/mod.ts";
+import type { CheckedHeaders } from "../core/payproxy/signature.ts";
 import type { DataModel, Widget } from "../core/store/mod.ts";
 import type { RequestScope } from "./request_scope.ts";
 
@@ -29,6 +30,8 @@ export type AppEnv = {
     tenantId?: string;
     /** The raw request body bytes, set by the body reader (signatures need exact bytes). */
     rawBody?: Uint8Array;
+    /** Payproxy: the signature headers as checked before the body was read (routes/payproxy.ts). */
+    signatureHeaders?: CheckedHeaders;
     /** Caller identity for logs, e.g. `payproxy:<agent-id>`. */
     caller?: string;
     /** Storefront: the seller resolved from the Host header. */

@@ -253,13 +253,19 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
   const { gate, metrics } = deps.payproxy;
   const readBody = bodyReader({ limit: deps.config.maxBodyBytes, json: false });
 
-  /** Step 3's checks that need no body (header form, ids, timestamp, key), before the body is read. */
+  /**
+   * Step 3's checks that need no body (header form, ids, timestamp, key), before the body is read;
+   * what they found is kept for {@link admit}, which then checks only the MAC.
+   */
   async function signedHeaders(c: Ctx, next: () => Promise<void>): Promise<void> {
-    await gate.checkHeaders({
-      signature: c.req.header(SIGNATURE_HEADER),
-      requestId: c.req.header(REQUEST_ID_HEADER),
-      agentId: c.req.header(AGENT_ID_HEADER),
-    });
+    c.set(
+      "signatureHeaders",
+      await gate.checkHeaders({
+        signature: c.req.header(SIGNATURE_HEADER),
+        requestId: c.req.header(REQUEST_ID_HEADER),
+        agentId: c.req.header(AGENT_ID_HEADER),
+      }),
+    );
     await next();
   }
 
@@ -273,6 +279,7 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
         body: c.get("rawBody") ?? new Uint8Array(),
         requestId: c.req.header(REQUEST_ID_HEADER),
         agentId: c.req.header(AGENT_ID_HEADER),
+        checked: c.get("signatureHeaders"),
       },
       paths.caller,
       c.env.requestId,

@@ -5,6 +5,8 @@
  * mutation alike. Everything else passes through unchanged.
  */
 
+import { kvThrough } from "./_kv_proxy.ts";
+
 /** Which write fails: a set or a delete of a key, and for sets optionally the value written. */
 export interface KvFaultRule {
   op: "set" | "delete";
@@ -26,34 +28,16 @@ export function kvFaults() {
     return Promise.reject(new Error("KV write failed (injected)"));
   };
 
-  const wrapAtomic = (op: Deno.AtomicOperation): Deno.AtomicOperation => {
-    let doomed = false;
-    const proxy: Deno.AtomicOperation = new Proxy(op, {
-      get(target, prop) {
-        const v = Reflect.get(target, prop, target);
-        if (typeof v !== "function") return v;
-        return (...args: unknown[]) => {
-          if (prop === "set" && hits("set", args[0] as Deno.KvKey, args[1])) doomed = true;
-          if (prop === "delete" && hits("delete", args[0] as Deno.KvKey)) doomed = true;
-          if (prop === "commit" && doomed) return fail();
-          const out = v.apply(target, args);
-          return out === target ? proxy : out;
-        };
-      },
-    });
-    return proxy;
-  };
-
   const wrap = (kv: Deno.Kv): Deno.Kv =>
-    new Proxy(kv, {
-      get(target, prop) {
-        const v = Reflect.get(target, prop, target);
-        if (typeof v !== "function") return v;
-        return (...args: unknown[]) => {
-          if (prop === "set" && hits("set", args[0] as Deno.KvKey, args[1])) return fail();
-          if (prop === "delete" && hits("delete", args[0] as Deno.KvKey)) return fail();
-          const out = v.apply(target, args);
-          return prop === "atomic" ? wrapAtomic(out as Deno.AtomicOperation) : out;
+    kvThrough(kv, {
+      set: (key, value, _options, real) => hits("set", key, value) ? fail() : real(),
+      delete: (key, real) => hits("delete", key) ? fail() : real(),
+      atomic: () => {
+        let doomed = false;
+        return {
+          set: (key, value) => void (doomed ||= hits("set", key, value)),
+          delete: (key) => void (doomed ||= hits("delete", key)),
+          commit: (real) => doomed ? fail() : real(),
         };
       },
     });

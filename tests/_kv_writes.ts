@@ -5,6 +5,8 @@
  * read the lifetimes asked for here instead.
  */
 
+import { kvThrough } from "./_kv_proxy.ts";
+
 /** The last write of one key. */
 export interface KvWrite {
   key: Deno.KvKey;
@@ -30,46 +32,12 @@ export function recordKvWrites(kv: Deno.Kv): KvWrites {
       ...(options?.expireIn ? { expireIn: options.expireIn } : {}),
     });
   };
-  const atomic = (): Deno.AtomicOperation => {
-    const op = kv.atomic();
-    const wrapped: Deno.AtomicOperation = new Proxy(op, {
-      get(target, prop) {
-        if (prop === "set") {
-          return (key: Deno.KvKey, value: unknown, options?: { expireIn?: number }) => {
-            note(key, options);
-            target.set(key, value, options);
-            return wrapped;
-          };
-        }
-        if (prop === "sum") {
-          return (key: Deno.KvKey, n: bigint) => {
-            note(key);
-            target.sum(key, n);
-            return wrapped;
-          };
-        }
-        const v = Reflect.get(target, prop, target);
-        if (typeof v !== "function") return v;
-        return (...args: unknown[]) => {
-          const out = v.apply(target, args);
-          return out === target ? wrapped : out;
-        };
-      },
-    });
-    return wrapped;
-  };
-  const recording = new Proxy(kv, {
-    get(target, prop) {
-      if (prop === "set") {
-        return (key: Deno.KvKey, value: unknown, options?: { expireIn?: number }) => {
-          note(key, options);
-          return target.set(key, value, options);
-        };
-      }
-      if (prop === "atomic") return atomic;
-      const v = Reflect.get(target, prop, target);
-      return typeof v === "function" ? v.bind(target) : v;
+  const recording = kvThrough(kv, {
+    set: (key, _value, options, real) => {
+      note(key, options);
+      return real();
     },
+    atomic: () => ({ set: (key, _value, options) => note(key, options), sum: (key) => note(key) }),
   });
   return { kv: recording, writes: () => [...seen.values()], reset: () => (seen = new Map()) };
 }

@@ -131,8 +131,9 @@ export class PaidProxy {
     let covering = plans.filter((p) => planCovers(p, service.slug));
     // Full text is its own meter: only plans that name it pay for it, and the reservation holds the
     // most texts the call can return (it is settled at the texts actually served).
-    const texts = c.kind === "search" ? fullTextsAsked(c.body) : 0;
-    if (c.kind === "search" && texts === 0) c = { ...c, body: passagesCapped(c.body) };
+    const search = c.kind === "search" ? searchBodyOf(c.body) : null;
+    const texts = fullTextsAsked(search);
+    if (c.kind === "search" && texts === 0) c = { ...c, body: passagesCapped(c.body, search) };
     if (texts > 0) {
       covering = service.meters.full_text === undefined
         ? []
@@ -530,13 +531,16 @@ export class PaidProxy {
   }
 }
 
+/** A paid search's body as a JSON object ({@link searchBodyOf}), read once per call. */
+export type SearchBody = Record<string, unknown>;
+
 /**
  * A search body that pays for no full text, with its highlight budget cut to the summary
  * licence's: highlights of a large budget are the article body itself, and the `full_text` meter
  * bills texts, not passages. Other bodies are returned as they are.
+ * @param parsed `body` as {@link searchBodyOf} read it
  */
-export function passagesCapped(body: Uint8Array): Uint8Array {
-  const parsed = searchBodyOf(body);
+export function passagesCapped(body: Uint8Array, parsed: SearchBody | null): Uint8Array {
   const highlights = parsed?.highlights as { max_characters?: unknown } | undefined;
   if (!highlights || typeof highlights !== "object" || typeof highlights.max_characters !== "number") return body;
   if (highlights.max_characters <= SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS) return body;
@@ -544,17 +548,12 @@ export function passagesCapped(body: Uint8Array): Uint8Array {
   return new TextEncoder().encode(JSON.stringify(capped));
 }
 
-// The call reads its body twice (texts asked, passages capped): it is parsed once.
-const searchBodies = new WeakMap<Uint8Array, Record<string, unknown> | null>();
-
 /**
  * A search body as a JSON object, or null when it is not one or nests deeper than request bodies may
  * (the upstream then refuses it). Any agent reaches this before paying: `JSON.parse` of 1 MB of `[`
- * held the event loop 250 ms, twice a call.
+ * held the event loop 250 ms, so a call parses its body once and hands the result on.
  */
-function searchBodyOf(body: Uint8Array): Record<string, unknown> | null {
-  const known = searchBodies.get(body);
-  if (known !== undefined) return known;
+export function searchBodyOf(body: Uint8Array): SearchBody | null {
   let parsed: unknown;
   try {
     const text = new TextDecoder().decode(body);
@@ -562,19 +561,15 @@ function searchBodyOf(body: Uint8Array): Record<string, unknown> | null {
   } catch {
     parsed = null;
   }
-  const out = parsed && typeof parsed === "object" && !Array.isArray(parsed) ? parsed as Record<string, unknown> : null;
-  searchBodies.set(body, out);
-  return out;
+  return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? parsed as SearchBody : null;
 }
 
 /**
  * How many full texts a search body may return (`contents: {text: true}`): its page size, at most
  * its `similarity_top_k`; 0 when it asks for none or is unreadable (the upstream then answers it).
  */
-export function fullTextsAsked(body: Uint8Array): number {
-  const b = searchBodyOf(body) as
-    | { contents?: { text?: unknown }; num_results?: unknown; similarity_top_k?: unknown }
-    | null;
+export function fullTextsAsked(body: SearchBody | null): number {
+  const b = body as { contents?: { text?: unknown }; num_results?: unknown; similarity_top_k?: unknown } | null;
   if (!b || b.contents?.text !== true) return 0;
   const count = (v: unknown, fallback: number) =>
     Number.isSafeInteger(v) && (v as number) >= 1 ? Math.min(v as number, 1000) : fallback;

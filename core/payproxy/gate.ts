@@ -12,7 +12,13 @@ import type { AppError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { type AllowanceClient, FULL_TEXT_METER, type PayproxyMetrics, type UsageItem } from "./allowance.ts";
 import { payproxyErrors as errors } from "./errors.ts";
-import { SignatureError, type SignatureVerifier, type VerifiedRequest, type VerifyInput } from "./signature.ts";
+import {
+  type CheckedHeaders,
+  SignatureError,
+  type SignatureVerifier,
+  type VerifiedRequest,
+  type VerifyInput,
+} from "./signature.ts";
 
 /** Every payproxy call is metered as one `query`. */
 export const QUERY_USAGE: readonly UsageItem[] = [{ meterSlug: "query", quantity: 1 }];
@@ -50,11 +56,12 @@ export class PayproxyGate {
   /**
    * Step 3, the part without the body: the signature header, the ids, the timestamp and the key,
    * so a request that cannot verify is refused before its body is read.
+   * @returns what {@link admit} then takes as the input's `checked`, so it does not check them again
    * @throws {AppError} 401 `invalid_payproxy_signature`, counted as {@link admit} counts it
    */
-  async checkHeaders(input: Pick<VerifyInput, "signature" | "requestId" | "agentId">): Promise<void> {
+  async checkHeaders(input: Pick<VerifyInput, "signature" | "requestId" | "agentId">): Promise<CheckedHeaders> {
     try {
-      await this.o.verifier.checkHeaders(input);
+      return await this.o.verifier.checkHeaders(input);
     } catch (err) {
       if (!(err instanceof SignatureError)) throw err;
       this.o.metrics.requests.rejected++;

@@ -229,6 +229,23 @@ export interface VerifyInput {
   body: Uint8Array;
   requestId: string | null | undefined;
   agentId: string | null | undefined;
+  /**
+   * What {@link SignatureVerifier.checkHeaders} found for these headers, when the caller checked them
+   * before reading the body: the MAC then uses it instead of parsing and looking the key up again.
+   */
+  checked?: CheckedHeaders;
+}
+
+/** Signature headers that passed {@link SignatureVerifier.checkHeaders}: all the MAC still needs but the body. */
+export interface CheckedHeaders {
+  /** The header values checked (a later check reuses this only for the same values). */
+  signature: string;
+  requestId: string;
+  agentId: string;
+  parts: SignatureParts;
+  /** The timestamp, as a number. */
+  t: number;
+  record: VerificationKey;
 }
 
 /** A verified request: who signed it and for which agent. */
@@ -291,7 +308,7 @@ export class SignatureVerifier {
    * @throws {SignatureError} naming the reason.
    */
   async check(input: VerifyInput): Promise<VerifiedRequest> {
-    const { parts, requestId, agentId, t, record } = await this.checkHeaders(input);
+    const { parts, requestId, agentId, t, record } = this.#stillChecked(input) ?? await this.checkHeaders(input);
     const canonical = canonicalString({
       t: parts.t,
       method: input.method,
@@ -312,7 +329,7 @@ export class SignatureVerifier {
    * ids, the timestamp and the key. A request that fails here is refused before its body is read.
    * @throws {SignatureError} naming the reason.
    */
-  async checkHeaders(input: Pick<VerifyInput, "signature" | "requestId" | "agentId">) {
+  async checkHeaders(input: Pick<VerifyInput, "signature" | "requestId" | "agentId">): Promise<CheckedHeaders> {
     const parts = parseSignatureHeader(input.signature);
     const requestId = input.requestId ?? "";
     if (!HEADER_ID_RE.test(requestId)) throw new SignatureError("request_id", "zc-request-id is missing or malformed");
@@ -321,16 +338,33 @@ export class SignatureVerifier {
       throw new SignatureError("agent_id", "zc-agent-id is malformed");
     }
     const t = Number(parts.t);
-    const now = this.#clock.now().getTime() / 1000;
-    if (!(Math.abs(now - t) <= this.#skewS)) {
-      throw new SignatureError("timestamp", `timestamp ${Math.round(now - t)} s away from the server clock`);
-    }
+    this.#checkTime(t);
     const record = await this.#keys.get(parts.kid);
     if (!record) throw new SignatureError("unknown_kid", `no signing secret configured for kid ${parts.kid}`);
     if (record.status !== "current" && record.status !== "previous") {
       throw new SignatureError("retired_kid", `signing secret ${parts.kid} is retired`);
     }
-    return { parts, requestId, agentId, t, record };
+    return { signature: input.signature!, requestId, agentId, parts, t, record };
+  }
+
+  /** The timestamp is within the allowed skew of the clock. @throws {SignatureError} when not. */
+  #checkTime(t: number): void {
+    const now = this.#clock.now().getTime() / 1000;
+    if (!(Math.abs(now - t) <= this.#skewS)) {
+      throw new SignatureError("timestamp", `timestamp ${Math.round(now - t)} s away from the server clock`);
+    }
+  }
+
+  /**
+   * The input's earlier header check, when it was made for these very header values; its timestamp
+   * is checked again (the body may have taken a while), its parse and key lookup are not redone.
+   */
+  #stillChecked(input: VerifyInput): CheckedHeaders | null {
+    const c = input.checked;
+    if (!c || c.signature !== input.signature) return null;
+    if (c.requestId !== (input.requestId ?? "") || c.agentId !== (input.agentId ?? "")) return null;
+    this.#checkTime(c.t);
+    return c;
   }
 
   /** The keyed HMAC of a stored secret (cached). */

@@ -25,6 +25,7 @@ import { logsCsvStream } from "../../analytics/export.ts";
 import { blockCounts, windowParams } from "../../analytics/metrics.ts";
 import { AppError } from "../../core/errors.ts";
 import { analyticsWorld } from "./_fixture.ts";
+import { kvThrough, readCounting } from "../_kv_proxy.ts";
 import { parquetFiles } from "./_count.ts";
 
 type World = Awaited<ReturnType<typeof analyticsWorld>>;
@@ -98,16 +99,11 @@ function watchedDb(db: AnalyticsDb, around: (run: () => Promise<unknown>, start:
 
 /** A KV whose reads of the swap state are reported to `seen`. */
 function watchedKv(kv: Deno.Kv, seen: (state: SwapState | null) => void): Deno.Kv {
-  return new Proxy(kv, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target);
-      if (typeof value !== "function") return value;
-      if (prop !== "get") return value.bind(target);
-      return async (key: Deno.KvKey) => {
-        const entry = await target.get<SwapState>(key);
-        if (JSON.stringify(key) === JSON.stringify(SWAP_STATE_KEY)) seen(entry.value);
-        return entry;
-      };
+  return kvThrough(kv, {
+    get: async (key, real) => {
+      const entry = await real();
+      if (JSON.stringify(key) === JSON.stringify(SWAP_STATE_KEY)) seen(entry.value as SwapState | null);
+      return entry;
     },
   });
 }
@@ -324,6 +320,47 @@ Deno.test("DaySwapGuard.run(): a swap that starts and ends during a run repeats 
     }
     const s = (await kv.get<SwapState>(SWAP_STATE_KEY)).value!;
     assert.ok(s.recent.length <= 64 && s.swapping.length === 0);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("DaySwapGuard.run(): a run inside a run costs no reads of its own, and a swap of a day only it reads repeats the outer run", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const reads = { n: 0 };
+    const guard = new DaySwapGuard({
+      kv: readCounting(kv, reads),
+      clock: { now: () => new Date("2026-11-22T12:00:00Z") },
+    });
+    const swap = async (date: string) => {
+      const s = (await kv.get<SwapState>(SWAP_STATE_KEY)).value;
+      await kv.set(SWAP_STATE_KEY, swapEnded(swapStarted(s, date, 0), date));
+    };
+    const window = daysRead({ from_date: "2026-11-21", to_date: "2026-11-22" });
+    const inner = daysRead({ files: ["/d/events/date=2026-11-10/x.parquet"] });
+    let outerRuns = 0, innerRuns = 0;
+    const nested = (swapOnce: string | null) => () =>
+      guard.run(window, async () => {
+        outerRuns++;
+        return await guard.run(inner, async () => {
+          if (innerRuns++ === 0 && swapOnce) await swap(swapOnce);
+          return innerRuns;
+        });
+      });
+    assert.equal(await nested(null)(), 1);
+    assert.deepEqual([reads.n, outerRuns], [2, 1], "two reads of the state for the pair, as for one run");
+    reads.n = outerRuns = innerRuns = 0;
+    assert.equal(await nested("2026-11-01")(), 1, "a day neither reads: one run");
+    reads.n = outerRuns = innerRuns = 0;
+    assert.equal(await nested("2026-11-10")(), 2, "a day only the inner run reads: both run again");
+    assert.deepEqual([reads.n, outerRuns], [4, 2]);
+    // Work a run leaves behind (read after it ended) guards itself.
+    let later!: () => Promise<number>;
+    await guard.run(window, () => Promise.resolve(later = () => guard.run(inner, () => Promise.resolve(7))));
+    reads.n = 0;
+    assert.equal(await later(), 7);
+    assert.equal(reads.n, 2);
   } finally {
     kv.close();
   }

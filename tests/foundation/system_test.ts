@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createTestWorld } from "../_helpers.ts";
+import { kvThrough } from "../_kv_proxy.ts";
 import { sharedStoreProbe } from "../../routes/system.ts";
 
 Deno.test("GET /healthz answers ok with an X-Request-Id", async () => {
@@ -28,16 +29,15 @@ Deno.test("GET /readyz answers 503 when a store is closed", async () => {
 Deno.test("GET /readyz: concurrent probes share one KV read and one DuckDB connection", async () => {
   // /readyz is unthrottled (a balancer must never be refused): 5,000 probes at once from one client
   // opened 5,000 DuckDB connections (+200 MB) and held an analytics query up for most of a second.
-  await using w = await createTestWorld();
+  let kvReads = 0;
+  await using w = await createTestWorld({
+    wrapKv: (kv) => kvThrough(kv, { get: (key, real) => (key[0] === "meta" && kvReads++, real()) }),
+  });
+  kvReads = 0;
   const db = w.deps.duckdb;
   const connect = db.connect.bind(db);
   let connections = 0;
   db.connect = () => (connections++, connect());
-  const kvGet = w.deps.kv.get.bind(w.deps.kv);
-  let kvReads = 0;
-  w.deps.kv.get = ((key: Deno.KvKey, opts?: { consistency?: Deno.KvConsistencyLevel }) => (
-    key[0] === "meta" && kvReads++, kvGet(key, opts)
-  )) as typeof w.deps.kv.get;
   const statuses = await Promise.all(Array.from({ length: 200 }, async () => {
     const res = await w.app.request("/readyz");
     await res.body?.cancel();

@@ -1,23 +1,18 @@
 import assert from "node:assert/strict";
 import { FixedClock } from "../../core/clock.ts";
 import { OAuthService } from "../../core/identity/oauth.ts";
+import { kvThrough } from "../_kv_proxy.ts";
 
 /** `kv` whose next `get` runs `meanwhile` before it answers: another request's step between a read and a write. */
 function kvWithInterleaving(kv: Deno.Kv): { kv: Deno.Kv; next(meanwhile: () => Promise<unknown>): void } {
   let pending: (() => Promise<unknown>) | null = null;
-  const wrapped = new Proxy(kv, {
-    get(target, prop) {
-      if (prop === "get") {
-        return async (...args: Parameters<Deno.Kv["get"]>) => {
-          const entry = await target.get(...args);
-          const meanwhile = pending;
-          pending = null;
-          await meanwhile?.();
-          return entry;
-        };
-      }
-      const value = Reflect.get(target, prop);
-      return typeof value === "function" ? value.bind(target) : value;
+  const wrapped = kvThrough(kv, {
+    get: async (_key, real) => {
+      const entry = await real();
+      const meanwhile = pending;
+      pending = null;
+      await meanwhile?.();
+      return entry;
     },
   });
   return { kv: wrapped, next: (meanwhile) => (pending = meanwhile) };

@@ -20,7 +20,9 @@ async function setup(peerUrl: string) {
   const secrets = new PayproxySecretStore(kv, clock);
   const key = await secrets.create("seller-a");
   const metrics = new PayproxyMetrics();
-  const verifier = new SignatureVerifier({ keys: secrets, kv, clock });
+  // Key lookups counted: a check that is not made again costs none.
+  const lookups = { n: 0 };
+  const verifier = new SignatureVerifier({ keys: { get: (kid) => (lookups.n++, secrets.get(kid)) }, kv, clock });
   const allowance = new AllowanceClient({ agentAuthUrl: peerUrl, fetch, clock, log, cacheMs: 0, metrics });
   const gate = new PayproxyGate({ verifier, allowance, metrics, log });
   /** A signed call as a route reads it off the request. */
@@ -36,7 +38,7 @@ async function setup(peerUrl: string) {
       agentId: agentId ?? null,
     };
   };
-  return { kv, gate, metrics, signed, [Symbol.dispose]: () => kv.close() };
+  return { kv, clock, gate, metrics, signed, lookups, [Symbol.dispose]: () => kv.close() };
 }
 
 Deno.test("PayproxyGate.admit() names the caller, checks the allowance and settles one query as zc-usage", async () => {
@@ -120,4 +122,32 @@ Deno.test("PayproxyGate.whileConsuming(): a refused mark wins over the steps' ow
   assert.equal(failedStep?.code, "invalid_payproxy_signature");
   const okStep = await admission.whileConsuming(() => Promise.resolve("result")).then(() => null, (e) => e);
   assert.equal(okStep?.code, "invalid_payproxy_signature");
+});
+
+Deno.test("PayproxyGate.admit() of headers checked before the body verifies the MAC without looking the key up again", async () => {
+  await using peer = startAllowancePeer("allow");
+  using s = await setup(peer.url);
+  const input = s.signed("bot-7");
+  const checked = await s.gate.checkHeaders(input);
+  assert.equal(s.lookups.n, 1);
+  const admission = await s.gate.admit({ ...input, checked }, "payproxy");
+  assert.equal(s.lookups.n, 1, "the key found by the header check is the one the MAC uses");
+  assert.equal(await admission.whileConsuming(() => Promise.resolve("ok")), "ok");
+  assert.equal(admission.verified.agentId, "bot-7");
+  // A check of other header values is not taken for these: they are checked afresh (and fail here).
+  const other = s.signed("bot-8");
+  const refused = await s.gate.admit({ ...other, signature: input.signature, checked }, "payproxy").then(
+    () => null,
+    (e) => e,
+  );
+  assert.equal(refused?.code, "invalid_payproxy_signature");
+  assert.match(String((refused.cause as Error).message), /does not match/);
+  // The timestamp is checked again when the MAC is: a body that took past the skew is refused.
+  const slow = s.signed("bot-9");
+  const early = await s.gate.checkHeaders(slow);
+  s.clock.advance(301_000);
+  const late = await s.gate.admit({ ...slow, checked: early }, "payproxy").then(() => null, (e) => e);
+  assert.equal(late?.code, "invalid_payproxy_signature");
+  assert.match(String((late.cause as Error).message), /timestamp/);
+  assert.deepEqual(s.metrics.requests, { verified: 1, rejected: 2, paymentRequired: 0, served: 0 });
 });

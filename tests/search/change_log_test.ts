@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { SearchEngine } from "../../core/search/engine.ts";
 import type { DataModel } from "../../core/store/models.ts";
 import { engineOf, within } from "../_helpers.ts";
+import { kvThrough } from "../_kv_proxy.ts";
 import { hoursAgo, searchWorld } from "./_world.ts";
 
 type W = Awaited<ReturnType<typeof searchWorld>>;
@@ -151,30 +152,10 @@ Deno.test("change log: trim keeps young entries and the newest maxEntries", asyn
 /** `kv` whose atomic commits after the first `winning` ones all lose their race (as against a busy writer elsewhere). */
 function losingRaces(kv: Deno.Kv) {
   const state = { winning: Infinity, commits: 0 };
-  const wrapOp = (op: Deno.AtomicOperation): Deno.AtomicOperation => {
-    const proxy: Deno.AtomicOperation = new Proxy(op, {
-      get(target, prop) {
-        if (prop === "commit") {
-          return () => (state.commits >= state.winning
-            ? Promise.resolve({ ok: false })
-            : (state.commits++, target.commit()));
-        }
-        const v = Reflect.get(target, prop, target);
-        if (typeof v !== "function") return v;
-        return (...args: unknown[]) => {
-          const r = v.apply(target, args);
-          return r === target ? proxy : r;
-        };
-      },
-    });
-    return proxy;
-  };
-  const wrapped = new Proxy(kv, {
-    get(target, prop) {
-      if (prop === "atomic") return () => wrapOp(target.atomic());
-      const v = Reflect.get(target, prop, target);
-      return typeof v === "function" ? v.bind(target) : v;
-    },
+  const wrapped = kvThrough(kv, {
+    atomic: () => ({
+      commit: (real) => state.commits >= state.winning ? Promise.resolve({ ok: false }) : (state.commits++, real()),
+    }),
   });
   return { kv: wrapped, state };
 }

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
-import { fullTextsAsked } from "../../core/commerce/proxy.ts";
+import { fullTextsAsked, searchBodyOf } from "../../core/commerce/proxy.ts";
 import { seedCommerceDemo } from "../../fixtures/commerce_demo.ts";
 import { seedDemo } from "../../fixtures/demo.ts";
 import { seedPayproxySecret } from "../../fixtures/payproxy_demo.ts";
@@ -56,13 +56,13 @@ async function buyWithWallet(w: TestWorld, planId: string, token: string): Promi
 }
 
 Deno.test("fullTextsAsked(): the page size at most similarity_top_k when contents.text is true, else 0", () => {
-  const b = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+  const b = (v: unknown) => searchBodyOf(new TextEncoder().encode(JSON.stringify(v)));
   assert.equal(fullTextsAsked(b({ query: "x" })), 0);
   assert.equal(fullTextsAsked(b({ query: "x", contents: { text: false } })), 0);
   assert.equal(fullTextsAsked(b({ query: "x", contents: { text: true } })), 9);
   assert.equal(fullTextsAsked(b({ query: "x", contents: { text: true }, num_results: 3 })), 3);
   assert.equal(fullTextsAsked(b({ query: "x", contents: { text: true }, similarity_top_k: 2 })), 2);
-  assert.equal(fullTextsAsked(new TextEncoder().encode("{not json")), 0);
+  assert.equal(fullTextsAsked(searchBodyOf(new TextEncoder().encode("{not json"))), 0);
 });
 
 Deno.test("storefront full_text: priced meter in /services and llms.txt; 403 not_included_in_plan without it; billed per text with it", async () => {
@@ -216,13 +216,13 @@ Deno.test("storefront billing: usage is priced at the service called, not at ano
   assert.equal(body.usage.balance_usd, "0.970000");
 });
 
-Deno.test("fullTextsAsked() of 8 MB nested 4,000,000 deep: 0 within 0.5 s, without parsing it", () => {
+Deno.test("searchBodyOf() of 8 MB nested 4,000,000 deep: 0 within 0.5 s, without parsing it", () => {
   // Any agent's paid search body is read here before it pays: JSON.parse of deep nesting is slow.
   const deep = new TextEncoder().encode(
     `{"contents":{"text":true},"x":${"[".repeat(4_000_000)}${"]".repeat(4_000_000)}}`,
   );
   const started = performance.now();
-  assert.equal(fullTextsAsked(deep), 0);
+  assert.equal(fullTextsAsked(searchBodyOf(deep)), 0);
   const ms = performance.now() - started;
   assert.ok(ms < 500, `${Math.round(ms)} ms`);
 });

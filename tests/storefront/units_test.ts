@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { FixedClock } from "../../core/clock.ts";
 import { parseConfig } from "../../core/config.ts";
 import { FixedWindowLimiter } from "../../core/rate_limit.ts";
+import { readCounting } from "../_kv_proxy.ts";
 import { isEmail, isPlusAliased, normalizeEmail } from "../../core/identity/emails.ts";
 import { formatUserCode, newUserCode, normalizeUserCode, USER_CODE_ALPHABET } from "../../core/identity/user_code.ts";
 
@@ -57,30 +58,42 @@ Deno.test("FixedWindowLimiter.hit(): a key this process counted last costs one c
   const kv = await Deno.openKv(":memory:");
   try {
     const clock = new FixedClock("2026-11-22T12:00:10Z");
-    let reads = 0;
-    const counted = new Proxy(kv, {
-      get(target, prop) {
-        if (prop === "get") {
-          return (...args: Parameters<Deno.Kv["get"]>) => {
-            reads++;
-            return target.get(...args);
-          };
-        }
-        const v = Reflect.get(target, prop, target);
-        return typeof v === "function" ? v.bind(target) : v;
-      },
-    });
+    const reads = { n: 0 };
+    const counted = readCounting(kv, reads);
     const a = new FixedWindowLimiter(counted, clock, { scope: "t", limit: 10, windowS: 60 });
     const b = new FixedWindowLimiter(kv, clock, { scope: "t", limit: 10, windowS: 60 });
     for (let i = 0; i < 4; i++) assert.ok((await a.hit("k")).allowed);
-    assert.equal(reads, 1, "only the first hit of the window reads the count");
+    assert.equal(reads.n, 1, "only the first hit of the window reads the count");
     // Another process counts in between: this one's kept count is stale, fails its check and is read again.
     for (let i = 0; i < 3; i++) assert.ok((await b.hit("k")).allowed);
     const after = await a.hit("k");
-    assert.deepEqual([after.allowed, after.remaining, reads], [true, 2, 2]);
+    assert.deepEqual([after.allowed, after.remaining, reads.n], [true, 2, 2]);
     // Two processes at once on the last two units: exactly two go through, whichever they are.
     const last = await Promise.all([a.hit("k"), b.hit("k"), a.hit("k")]);
     assert.equal(last.filter((r) => r.allowed).length, 2);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("FixedWindowLimiter.peek() counts nothing, and the hit after it reads the count no second time", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const clock = new FixedClock("2026-11-22T12:00:10Z");
+    const reads = { n: 0 };
+    const a = new FixedWindowLimiter(readCounting(kv, reads), clock, { scope: "t", limit: 3, windowS: 60 });
+    const b = new FixedWindowLimiter(kv, clock, { scope: "t", limit: 3, windowS: 60 });
+    assert.deepEqual(await a.peek("k"), { allowed: true, limit: 3, remaining: 3, retryAfterS: 50 });
+    assert.equal((await a.hit("k")).remaining, 2);
+    assert.equal(reads.n, 1, "a new sender's peek and hit read its count once");
+    assert.equal((await a.peek("k")).remaining, 2, "a peek counts nothing");
+    // Another process counts the rest: the kept count is stale; the hit finds out and refuses.
+    await b.hit("k", 2);
+    const refused = await a.hit("k");
+    assert.deepEqual([refused.allowed, refused.remaining, reads.n], [false, 0, 2]);
+    assert.deepEqual(await a.peek("k"), { allowed: false, limit: 3, remaining: 0, retryAfterS: 50 });
+    clock.advance(50_000);
+    assert.equal((await a.peek("k")).remaining, 3, "a new window");
   } finally {
     kv.close();
   }
