@@ -8,7 +8,7 @@
 import { retryWrite } from "../store/mod.ts";
 import type { Challenge } from "mppx";
 import type { Clock } from "../clock.ts";
-import type { AppError } from "../errors.ts";
+import { AppError } from "../errors.ts";
 import { type PaymentTerms, receiptHeader, termsDiffer } from "./challenges.ts";
 import type { EntitlementLedger } from "./entitlements.ts";
 import { commerceErrors as errors } from "./errors.ts";
@@ -24,6 +24,7 @@ import {
 import { type PaymentProcessor, PaymentProviderUnavailable } from "./processor.ts";
 import {
   carriesStandardCredential,
+  type SettlementRecheck,
   SettlementUnconfirmed,
   type StandardMethods,
   x402PayloadOf,
@@ -35,6 +36,12 @@ const UNCONFIRMED_PER_READ = 5;
 
 /** A charge `processing` for longer than this is taken to have been abandoned by a dead process. */
 export const STALE_PROCESSING_MS = 30_000;
+
+/**
+ * How long an `evm` settlement may stay `processing` before the settlement sweep asks the chain about
+ * it: its agent's own retries (told 503, retry unchanged) and entitlements reads come first.
+ */
+export const SETTLE_RECHECK_GRACE_MS = 5 * 60_000;
 
 /** A charge left `processing` past {@link STALE_PROCESSING_MS}: its submit may be made again. */
 export function staleProcessing(p: PaymentRecord, clock: Clock): boolean {
@@ -277,10 +284,16 @@ export class Settlement {
       if (seen.value?.state === "processing" && seen.value.pendingTransfer) {
         return await this.#resumeUnconfirmed(seen as Deno.KvEntry<PaymentRecord>, seller, terms, beforeSettle);
       }
-      // Settled and recorded paid, its credit never committed: the same terms take it now.
-      if (seen.value?.state === "paid" && sameTerms(seen.value.terms, terms) && terms.action !== "call") {
+      // Settled and recorded paid, its credit never committed (or, a call confirmed by the sweep, its
+      // answer never delivered): the same terms take it now, a call forwarded once more.
+      const owed = terms.action !== "call" || seen.value?.answerOwed === true;
+      if (seen.value?.state === "paid" && sameTerms(seen.value.terms, terms) && owed) {
         const entry = seen as Deno.KvEntry<PaymentRecord>;
-        return { status: 200, entry, externalId: seen.value.processorRef ?? "", receiptHeaders: [] };
+        const externalId = seen.value.processorRef ?? "";
+        if (terms.action !== "call") return { status: 200, entry, externalId, receiptHeaders: [] };
+        await beforeSettle?.();
+        const receipt = await receiptHeader(entry.value.rail, entry.value.reference, externalId, clock.now());
+        return { status: 200, entry, externalId, receiptHeaders: [["payment-receipt", receipt]] };
       }
       if (seen.value) throw this.stateError(seen.value, seller);
     }
@@ -303,6 +316,10 @@ export class Settlement {
           createdAt: now,
           updatedAt: now,
           ...(presentableUntil ? { presentableUntil } : {}),
+          // An evm settlement can be asked about on chain later: the sweep resolves it if nobody else does.
+          ...(pending.authorization
+            ? { authorization: pending.authorization, recheckAt: clock.now().getTime() + SETTLE_RECHECK_GRACE_MS }
+            : {}),
         });
         if (!entry) throw this.stateError((await payments.get(seller.sellerId, pending.reference)).value!, seller);
         claimed = entry;
@@ -362,6 +379,38 @@ export class Settlement {
         () => {},
       );
     }));
+  }
+
+  /**
+   * Moves a settlement the sweep rechecked to its final state, once: a confirmed purchase is consumed
+   * with its credit granted (one atomic commit), a confirmed pay-as-you-go call becomes `paid` with
+   * its answer owed (the agent was told 503: the same credential sent again is served), a refused one
+   * `failed` (no money moved; a call's hold ended with its request). A concurrent retry, read or sweep
+   * that moved it first wins, and this one does nothing.
+   * @returns whether this call moved it
+   */
+  async settleRechecked(
+    entry: Deno.KvEntry<PaymentRecord>,
+    recheck: Exclude<SettlementRecheck, { check: "unconfirmed" }>,
+    agent: AuthenticatedAgent,
+    seller: Seller,
+  ): Promise<boolean> {
+    const { payments } = this.o;
+    if (recheck.check === "refused") {
+      return await payments.move(entry, { state: "failed", settlementReason: recheck.reason });
+    }
+    const processorRef = recheck.transfer.transaction;
+    if (entry.value.terms.action === "call") {
+      return await payments.move(entry, { state: "paid", processorRef, answerOwed: true });
+    }
+    try {
+      await this.consumeAndGrant(entry, agent, { processorRef }, seller);
+      return true;
+    } catch (err) {
+      // Moved meanwhile (its agent's retry or read consumed it): the state error says so.
+      if (err instanceof AppError) return false;
+      throw err;
+    }
   }
 
   /**
