@@ -61,6 +61,8 @@ export interface PaymentRecord {
   pendingTransfer?: ChainTransfer;
   /** An `evm` settlement: the EIP-3009 authorization it submits, what the chain is asked about later. */
   authorization?: EvmAuthorization;
+  /** An `evm` settlement whose facilitator answer never came (no transaction named): a retry asks the chain. */
+  answerLost?: boolean;
   /** While `processing`: when the settlement sweep next asks the chain (ms since the epoch; see {@link recheckKey}). */
   recheckAt?: number;
   /** How often the sweep asked already without an answer (its backoff grows with it). */

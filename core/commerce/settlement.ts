@@ -280,8 +280,9 @@ export class Settlement {
     const known = await standard.referenceOf(request.headers);
     if (known) {
       const seen = await payments.get(seller.sellerId, known);
-      // Settled before, its transfer not confirmed then: the retry asks the chain again.
-      if (seen.value?.state === "processing" && seen.value.pendingTransfer) {
+      // Settled before, its transfer not confirmed then (or the facilitator's answer lost): the retry
+      // asks the chain again.
+      if (seen.value?.state === "processing" && (seen.value.pendingTransfer || seen.value.answerLost)) {
         return await this.#resumeUnconfirmed(seen as Deno.KvEntry<PaymentRecord>, seller, terms, beforeSettle);
       }
       // Settled and recorded paid, its credit never committed (or, a call confirmed by the sweep, its
@@ -342,6 +343,8 @@ export class Settlement {
       // would pay again) nor credited (the facilitator's word alone grants nothing). An evm transfer
       // is looked for again later; a Stripe charge of unknown outcome is the operator's to reconcile.
       if (err.transfer) await payments.awaitTransfer(left, err.transfer);
+      // No transaction named (the facilitator's answer lost): a retry asks the chain by the authorization.
+      else if (left.value.authorization) await payments.move(left, { answerLost: true }).catch(() => false);
       throw this.#unconfirmed(left.value, seller, err);
     }
     if (out.status === 402) {
@@ -414,7 +417,8 @@ export class Settlement {
   }
 
   /**
-   * A retry of a settlement left unconfirmed: granted once the node shows its transfer (the paid
+   * A retry of a settlement left unconfirmed: granted once the node shows its transfer (the
+   * facilitator's, or the one the authorization's log names when its answer was lost; the paid
    * proxy's call is forwarded then), `failed` when the chain refutes it, else 503 again.
    */
   async #resumeUnconfirmed(
@@ -431,13 +435,13 @@ export class Settlement {
     if (differs === "amount") {
       throw errors.payment_amount_mismatch({ detail: `the payment was for ${paid.amountUsd} USD` });
     }
-    const transfer = entry.value.pendingTransfer!;
-    const check = await this.o.standard!.checkTransfer(transfer);
-    if (check === "unconfirmed") throw this.#unconfirmed(entry.value, seller);
-    if (check === "refused") {
-      await this.o.payments.move(entry, { state: "failed", settlementReason: "transfer_not_on_chain" });
-      throw errors.settlement_failed({ extra: { settlementReason: "transfer_not_on_chain" } });
+    const recheck = await this.o.standard!.recheckSettlement(entry.value);
+    if (recheck.check === "unconfirmed") throw this.#unconfirmed(entry.value, seller);
+    if (recheck.check === "refused") {
+      await this.o.payments.move(entry, { state: "failed", settlementReason: recheck.reason });
+      throw errors.settlement_failed({ extra: { settlementReason: recheck.reason } });
     }
+    const { transfer } = recheck;
     // Paid, so an upstream error here leaves the reference as it is, for the next retry.
     await beforeSettle?.();
     const at = this.o.clock.now();

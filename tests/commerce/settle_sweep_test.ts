@@ -65,20 +65,31 @@ async function chainWorld(
   return { chain, clock, w };
 }
 
-/** A stock mppx evm client for a new agent, and the agent's entitlements read. */
+/** A stock mppx evm client for a new agent, and the same credential sent again unchanged (the spec's retry). */
 async function buyer(w: CommerceWorld, url: string) {
   const { token, agent } = await w.agents.issue();
+  const sent: { authorization: string | null } = { authorization: null };
   const client = Mppx.create({
     methods: [evm({ account: privateKeyToAccount(LOCAL_KEYS.buyer), authorization: TOKEN_DOMAIN })],
     fetch: (input, init) => {
       const req = new Request(input, init);
       req.headers.set("zc-agent-authorization", `Bearer ${token}`);
+      sent.authorization = req.headers.get("authorization");
       return fetch(req);
     },
     polyfill: false,
   });
   const purchase = () => client.fetch(`${url}/plans/${w.plan.id}/purchase`, postJson({ amountUsd: "1.000000" }));
-  return { agent, purchase };
+  const retry = () =>
+    fetch(`${url}/plans/${w.plan.id}/purchase`, {
+      ...postJson({ amountUsd: "1.000000" }),
+      headers: {
+        "content-type": "application/json",
+        "zc-agent-authorization": `Bearer ${token}`,
+        authorization: sent.authorization!,
+      },
+    });
+  return { agent, purchase, retry };
 }
 
 async function evmRecords(w: CommerceWorld): Promise<Deno.KvEntry<PaymentRecord>[]> {
@@ -409,4 +420,75 @@ Deno.test("settlement sweep: runs every PAY_SETTLE_SWEEP_INTERVAL_S from deps.st
   assert.ok((await w.deps.kv.get(["commerce_settle_sweep_lease"])).value, "the lease is held");
   await own.stop();
   assert.equal((await w.deps.kv.get(["commerce_settle_sweep_lease"])).value, null, "stop() frees the lease");
+});
+
+Deno.test("a retry of a purchase whose facilitator settle answer was lost asks the chain and is credited at once; one that never settled is 503 until its authorization expires, then settlement_failed", async () => {
+  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
+  let settles = true;
+  const { chain, w } = await chainWorld((c) => {
+    const paid = lossyFacilitator(c, true);
+    const unpaid = lossyFacilitator(c, false);
+    const front = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+      const u = new URL(req.url);
+      return fetch(`${settles ? paid.url : unpaid.url}${u.pathname}`, {
+        method: req.method,
+        headers: req.headers,
+        body: req.body,
+      });
+    });
+    lossy = {
+      url: `http://127.0.0.1:${front.addr.port}`,
+      close: async () => {
+        await front.shutdown();
+        await paid.close();
+        await unpaid.close();
+      },
+    };
+    return lossy.url;
+  });
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    const lost = await alice.purchase();
+    assert.equal(lost.status, 503);
+    await lost.body?.cancel();
+    assert.equal(chain.settlements.length, 1);
+    // Retried unchanged, as the 503 says: the chain shows the transfer the authorization made.
+    const credited = await alice.retry();
+    const body = await credited.json();
+    assert.equal(credited.status, 200, JSON.stringify(body));
+    assert.equal(body.entitlement.remainingUsd, "1.000000");
+    assert.equal((await evmRecords(w))[0].value.processorRef, chain.settlements[0]);
+    const again = await alice.retry();
+    assert.equal(again.status, 409);
+    assert.equal((await again.json()).error, "payment_consumed");
+    assert.equal(await creditOf(w, alice.agent), 1_000_000);
+
+    // Nothing settled behind the lost answer: 503 while the authorization may still be used.
+    settles = false;
+    const bob = await buyer(w, http.url);
+    const unknown = await bob.purchase();
+    assert.equal(unknown.status, 503);
+    await unknown.body?.cancel();
+    const stillUnknown = await bob.retry();
+    assert.equal(stillUnknown.status, 503);
+    assert.equal((await stillUnknown.json()).error, "payment_provider_unavailable");
+    const rpc = (method: string, params: unknown[] = []) =>
+      fetch(chain.rpcUrl, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })
+        .then((r) => r.json());
+    await rpc("evm_increaseTime", [8 * 86_400]);
+    await rpc("evm_mine");
+    const expired = await bob.retry();
+    const expiredBody = await expired.json();
+    assert.equal(expired.status, 402, JSON.stringify(expiredBody));
+    assert.equal(expiredBody.error, "settlement_failed");
+    assert.equal(expiredBody.settlementReason, "authorization_expired");
+    assert.equal(chain.settlements.length, 1);
+    assert.equal(await creditOf(w, bob.agent), 0);
+  } finally {
+    await http.close();
+    await lossy?.close();
+    await w.close();
+    await chain.close();
+  }
 });
