@@ -14,9 +14,10 @@
  * Key: `["commerce_payment", sellerId, reference]`. A purchase settled by a facilitator whose
  * transfer the storefront's node has not confirmed yet stays `processing` and is listed for its
  * agent under `["commerce_unconfirmed", sellerId, credentialId, reference]` until it is resolved.
- * An `evm` settlement is also listed by when it is next rechecked
- * (`["commerce_settle_recheck", recheckAt, sellerId, reference]`) from its claim until it leaves
- * `processing`: the settlement sweep (settle_sweep.ts) resolves one whose agent never came back.
+ * A standard settlement is also listed by when the settlement sweep (settle_sweep.ts) next looks at
+ * it (`["commerce_settle_recheck", recheckAt, sellerId, reference]`), an `evm` one from its claim and
+ * a `stripe` one once `paid`, until it is resolved ({@link sweepable}): the sweep resolves one whose
+ * agent never came back.
  *
  * Lifetimes in KV ({@link keepInKv}): a record of money that moved (or may be moving) is kept for
  * good; a record that moved none (`open`, `failed`, `released`) goes a day after its reference can
@@ -29,6 +30,8 @@ import { commerceErrors as errors } from "./errors.ts";
 import { CHALLENGE_TTL_MS, type PaymentTerms } from "./challenges.ts";
 import type { ChainTransfer, EvmAuthorization } from "./standard_methods.ts";
 import type { PaymentMethodName } from "./types.ts";
+
+const DAY_MS = 86_400_000;
 
 export type PaymentState = "open" | "processing" | "paid" | "consumed" | "failed" | "refunded" | "released";
 
@@ -63,7 +66,7 @@ export interface PaymentRecord {
   authorization?: EvmAuthorization;
   /** An `evm` settlement whose facilitator answer never came (no transaction named): a retry asks the chain. */
   answerLost?: boolean;
-  /** While `processing`: when the settlement sweep next asks the chain (ms since the epoch; see {@link recheckKey}). */
+  /** While {@link sweepable}: when the settlement sweep next looks at it (ms since the epoch; see {@link recheckKey}). */
   recheckAt?: number;
   /** How often the sweep asked already without an answer (its backoff grows with it). */
   rechecks?: number;
@@ -89,6 +92,11 @@ const unconfirmedKey = (p: PaymentRecord): Deno.KvKey => [
 ];
 
 const RECHECK_PREFIX = "commerce_settle_recheck";
+/**
+ * How long KV keeps one recheck listing, so none is kept for good: far past the sweep's longest
+ * backoff (each relisting writes a new key); only a listing no sweep reads (no `PAY_EVM_RPC_URL`) lapses.
+ */
+const RECHECK_LISTING_TTL_MS = 30 * DAY_MS;
 /** Where a `processing` settlement is listed by when the sweep next looks at it. */
 const recheckKey = (p: PaymentRecord): Deno.KvKey => [RECHECK_PREFIX, p.recheckAt!, p.sellerId, p.reference];
 
@@ -100,10 +108,27 @@ export interface DueRecheck {
   entry: Deno.KvEntry<string>;
 }
 
-/** Removes a record's recheck listing in `op` when `next` is no longer `processing`. */
-function unlistWhenSettled(op: Deno.AtomicOperation, prev: PaymentRecord, next: PaymentRecord | null): void {
-  if (prev.recheckAt !== undefined && next?.state !== "processing") op.delete(recheckKey(prev));
-  if (prev.pendingTransfer && next?.state !== "processing") op.delete(unconfirmedKey(prev));
+/**
+ * Whether the settlement sweep looks at a record in this state: `processing` (its outcome unknown),
+ * or a standard settlement `paid` and never consumed (its credit failed to commit; a call's
+ * answer given but its consume not recorded). A call `paid` with its answer owed waits for its agent.
+ */
+export function sweepable(p: PaymentRecord): boolean {
+  return p.recheckAt !== undefined && (p.state === "processing" || (p.state === "paid" && !p.answerOwed));
+}
+
+/**
+ * Keeps the listings of a record that moves from `prev` to `next` (null: deleted) in step, in `op`:
+ * its recheck listing while it is {@link sweepable} (moved with its due time), its agent's
+ * unconfirmed listing while it is `processing`.
+ */
+function relist(op: Deno.AtomicOperation, prev: PaymentRecord | null, next: PaymentRecord | null): void {
+  const was = prev && sweepable(prev) ? recheckKey(prev) : null;
+  const is = next && sweepable(next) ? recheckKey(next) : null;
+  const same = was !== null && is !== null && prev!.recheckAt === next!.recheckAt;
+  if (was && !same) op.delete(was);
+  if (is && !same) op.set(is, next!.reference, { expireIn: RECHECK_LISTING_TTL_MS });
+  if (prev?.pendingTransfer && next?.state !== "processing") op.delete(unconfirmedKey(prev));
 }
 
 /** The state as of now: an open checkout past its expiry reads as released. */
@@ -137,8 +162,6 @@ export function terminalError(p: PaymentRecord, state: PaymentState): AppError |
       return null;
   }
 }
-
-const DAY_MS = 86_400_000;
 
 /**
  * How far ahead a standard credential's own validity is believed: an x402 payer picks its EIP-3009
@@ -207,7 +230,7 @@ export class PaymentStore {
   ): Promise<Deno.KvEntry<PaymentRecord> | null> {
     const key = paymentKey(record.sellerId, record.reference);
     const op = this.kv.atomic().check(takeOver ?? { key, versionstamp: null }).set(key, record, this.#keep(record));
-    if (record.recheckAt !== undefined) op.set(recheckKey(record), record.reference);
+    relist(op, null, record);
     const res = await op.commit();
     return res.ok ? { key, value: record, versionstamp: res.versionstamp } : null;
   }
@@ -215,7 +238,7 @@ export class PaymentStore {
   /** Gives a claim back (nothing was charged): the reference is free again. False when it changed meanwhile. */
   async release(entry: Deno.KvEntry<PaymentRecord>): Promise<boolean> {
     const op = this.kv.atomic().check(entry).delete(entry.key);
-    unlistWhenSettled(op, entry.value, null);
+    relist(op, entry.value, null);
     return (await op.commit()).ok;
   }
 
@@ -230,7 +253,7 @@ export class PaymentStore {
   ): Promise<boolean> {
     const next = { ...entry.value, ...patch, updatedAt: this.clock.now().toISOString() };
     const op = this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next));
-    unlistWhenSettled(op, entry.value, next);
+    relist(op, entry.value, next);
     return (await also(op).commit()).ok;
   }
 
@@ -287,8 +310,7 @@ export class PaymentStore {
   async recheckLater(entry: Deno.KvEntry<PaymentRecord>, atMs: number): Promise<boolean> {
     const next: PaymentRecord = { ...entry.value, recheckAt: atMs, rechecks: (entry.value.rechecks ?? 0) + 1 };
     const op = this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next));
-    if (entry.value.recheckAt !== undefined) op.delete(recheckKey(entry.value));
-    op.set(recheckKey(next), next.reference);
+    relist(op, entry.value, next);
     return (await op.commit()).ok;
   }
 
@@ -339,7 +361,7 @@ export class PaymentStore {
     };
     const op = this.kv.atomic().check(entry).check(grant.current).set(entry.key, next, this.#keep(next))
       .set(grant.key, grant.next);
-    unlistWhenSettled(op, entry.value, next);
+    relist(op, entry.value, next);
     const res = await also(op).commit();
     return res.ok ? next : null;
   }

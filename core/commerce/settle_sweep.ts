@@ -1,25 +1,28 @@
 /**
- * The settlement sweep: resolves `evm` settlements left `processing` that nobody else resolves. A
+ * The settlement sweep: resolves standard settlements that nobody else resolves: `evm` ones left
+ * `processing`, and any left `paid` whose credit never committed. A
  * settlement whose outcome was not known (the facilitator's answer lost, the storefront's node unable
  * to confirm the transfer) is answered 503 and resolved by its agent's retry or entitlements read; an
  * agent that gave up, or a process killed between a settlement and its `paid` record, would leave it
- * `processing` for good, the money perhaps moved and neither credited nor refused.
+ * `processing` for good, the money perhaps moved and neither credited nor refused; a credit whose
+ * commit failed after the settlement was granted only if the agent sent the credential again.
  *
- * Every claimed `evm` settlement is listed by when it is next due (payments.ts `recheckAt`); once its
+ * Every claimed `evm` settlement (and every standard one once `paid`) is listed by when it is next
+ * due (payments.ts `recheckAt`, {@link sweepable}); once its
  * grace period has passed, one process at a time (a KV lease) takes a bounded batch of the due ones,
  * asks the chain ({@link StandardMethods.recheckSettlement}) and moves each to its final state in one
  * atomic commit checked against the record it read ({@link Settlement.settleRechecked}), so a retry,
  * a read or another sweep racing it moves it once. One still unknown is listed again, later each time.
  * Stripe charges of unknown outcome are not listed: its stand-in keeps no record to ask, so they stay
- * the operator's to reconcile.
+ * the operator's to reconcile (a `paid` Stripe charge is: its outcome is known).
  */
 import type { Clock } from "../clock.ts";
 import { KvLease } from "../kv_lease.ts";
 import { describeError, type Logger } from "../log.ts";
 import { systemTimers, type TimerId, type Timers } from "../timers.ts";
 import type { AgentIndex } from "./allowance.ts";
-import type { PaymentRecord, PaymentStore } from "./payments.ts";
-import { SETTLE_RECHECK_GRACE_MS, type Settlement } from "./settlement.ts";
+import { type PaymentRecord, type PaymentStore, sweepable } from "./payments.ts";
+import { SETTLE_RECHECK_GRACE_MS, type SettledOutcome, type Settlement } from "./settlement.ts";
 import type { StandardMethods } from "./standard_methods.ts";
 import type { AuthenticatedAgent, Seller } from "./types.ts";
 
@@ -119,7 +122,7 @@ export class SettlementSweep {
       const entry = await payments.get(due.sellerId, due.reference);
       const p = entry.value;
       // Moved on (or relisted) since it was listed: the listing is stale.
-      if (!p || p.state !== "processing" || p.recheckAt !== due.at) {
+      if (!p || !sweepable(p) || p.recheckAt !== due.at) {
         await payments.dropRecheck(due);
         continue;
       }
@@ -146,8 +149,9 @@ export class SettlementSweep {
   ): Promise<"consumed" | "paid" | "failed" | "deferred" | "moved"> {
     const { payments, clock, settlement, standard } = this.o;
     const p = entry.value;
-    const recheck = await standard.recheckSettlement(p);
-    if (recheck.check === "unconfirmed") {
+    // Paid and never consumed: the money is known to have moved; only the credit is owed.
+    const recheck = p.state === "paid" ? null : await standard.recheckSettlement(p);
+    if (recheck?.check === "unconfirmed") {
       const rechecks = p.rechecks ?? 0;
       await payments.recheckLater(entry, nextRecheckMs(clock.now().getTime(), rechecks + 1));
       if (nextRecheckMs(0, rechecks + 1) >= SETTLE_RECHECK_MAX_MS) {
@@ -163,8 +167,13 @@ export class SettlementSweep {
     }
     const agent: AuthenticatedAgent = (await this.o.agents.get(p.terms.agent)) ??
       { credentialId: p.terms.agent, claimed: false };
-    if (!(await settlement.settleRechecked(entry, recheck, agent, seller))) return "moved";
-    if (recheck.check === "refused") return "failed";
-    return p.terms.action === "call" ? "paid" : "consumed";
+    const outcome: SettledOutcome = recheck === null
+      ? { check: "confirmed", processorRef: p.processorRef ?? "" }
+      : recheck.check === "confirmed"
+      ? { check: "confirmed", processorRef: recheck.transfer.transaction }
+      : recheck;
+    if (!(await settlement.settleRechecked(entry, outcome, agent, seller))) return "moved";
+    if (outcome.check === "refused") return "failed";
+    return p.terms.action === "call" && p.state === "processing" ? "paid" : "consumed";
   }
 }

@@ -385,16 +385,17 @@ export class Settlement {
   }
 
   /**
-   * Moves a settlement the sweep rechecked to its final state, once: a confirmed purchase is consumed
-   * with its credit granted (one atomic commit), a confirmed pay-as-you-go call becomes `paid` with
-   * its answer owed (the agent was told 503: the same credential sent again is served), a refused one
-   * `failed` (no money moved; a call's hold ended with its request). A concurrent retry, read or sweep
-   * that moved it first wins, and this one does nothing.
+   * Moves a settlement the sweep rechecked (or found `paid` and never consumed) to its final state,
+   * once: a confirmed purchase is consumed with its credit granted (one atomic commit), a confirmed
+   * pay-as-you-go call becomes `paid` with its answer owed (the agent was told 503: the same
+   * credential sent again is served), or `consumed` when it was `paid` (served), a refused one
+   * `failed` (no money moved; a call's hold ended with its request). A concurrent retry, read or
+   * sweep that moved it first wins, and this one does nothing.
    * @returns whether this call moved it
    */
   async settleRechecked(
     entry: Deno.KvEntry<PaymentRecord>,
-    recheck: Exclude<SettlementRecheck, { check: "unconfirmed" }>,
+    recheck: SettledOutcome,
     agent: AuthenticatedAgent,
     seller: Seller,
   ): Promise<boolean> {
@@ -402,8 +403,10 @@ export class Settlement {
     if (recheck.check === "refused") {
       return await payments.move(entry, { state: "failed", settlementReason: recheck.reason });
     }
-    const processorRef = recheck.transfer.transaction;
+    const processorRef = recheck.processorRef;
     if (entry.value.terms.action === "call") {
+      // Recorded `paid` already, the call was served (its consume failed to commit): spent now.
+      if (entry.value.state === "paid") return await payments.move(entry, { state: "consumed" });
       return await payments.move(entry, { state: "paid", processorRef, answerOwed: true });
     }
     try {
@@ -477,13 +480,25 @@ export class Settlement {
     const { payments } = this.o;
     const { sellerId, reference } = claimed.value;
     const moved = await retryWrite(
-      () => payments.move(claimed, { state: "paid", processorRef: externalId }),
+      // Listed for the settlement sweep (an evm one already is, from its claim): a credit that fails
+      // to commit below is granted by it if the agent never sends the credential again.
+      () =>
+        payments.move(claimed, {
+          state: "paid",
+          processorRef: externalId,
+          recheckAt: claimed.value.recheckAt ?? this.o.clock.now().getTime() + SETTLE_RECHECK_GRACE_MS,
+        }),
       RECORD_SETTLED_TRIES,
     );
     if (!moved) throw new Error("a settled payment's claim changed before it was recorded");
     return (await payments.get(sellerId, reference)) as Deno.KvEntry<PaymentRecord>;
   }
 }
+
+/** A settlement's known outcome: money moved (with the settlement's id), or refused with why. */
+export type SettledOutcome =
+  | { check: "confirmed"; processorRef: string }
+  | Extract<SettlementRecheck, { check: "refused" }>;
 
 /** Commits of a settled standard payment's `paid` record tried before the error is given up. */
 const RECORD_SETTLED_TRIES = 3;

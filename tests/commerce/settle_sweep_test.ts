@@ -67,8 +67,10 @@ async function chainWorld(
 
 /** A stock mppx evm client for a new agent, and the same credential sent again unchanged (the spec's retry). */
 async function buyer(w: CommerceWorld, url: string) {
-  const { token, agent } = await w.agents.issue();
+  const { token, agent, renew } = await w.agents.issue();
   const sent: { authorization: string | null } = { authorization: null };
+  // The access token of a retry: renewed after the clock moved past its 5 minutes.
+  const current = { token };
   const client = Mppx.create({
     methods: [evm({ account: privateKeyToAccount(LOCAL_KEYS.buyer), authorization: TOKEN_DOMAIN })],
     fetch: (input, init) => {
@@ -85,11 +87,12 @@ async function buyer(w: CommerceWorld, url: string) {
       ...postJson({ amountUsd: "1.000000" }),
       headers: {
         "content-type": "application/json",
-        "zc-agent-authorization": `Bearer ${token}`,
+        "zc-agent-authorization": `Bearer ${current.token}`,
         authorization: sent.authorization!,
       },
     });
-  return { agent, purchase, retry };
+  const renewToken = async () => void (current.token = await renew());
+  return { agent, purchase, retry, renewToken };
 }
 
 async function evmRecords(w: CommerceWorld): Promise<Deno.KvEntry<PaymentRecord>[]> {
@@ -284,15 +287,11 @@ Deno.test("settlement sweep: two resolutions of one rechecked settlement racing 
     const [entry] = await evmRecords(w);
     const { settlement } = w.deps.commerce.service;
     const seller = (await w.deps.commerce.catalog.getSeller(w.sellerId))!;
-    const transfer = {
-      transaction: chain.settlements[0],
-      payer: entry.value.authorization!.from,
-      value: entry.value.authorization!.value,
-    };
+    const confirmed = { check: "confirmed", processorRef: chain.settlements[0] } as const;
     // Both read the same record (a lease that lapsed mid-sweep): one commit wins.
     const moved = await Promise.all([
-      settlement.settleRechecked(entry, { check: "confirmed", transfer }, alice.agent, seller),
-      settlement.settleRechecked(entry, { check: "confirmed", transfer }, alice.agent, seller),
+      settlement.settleRechecked(entry, confirmed, alice.agent, seller),
+      settlement.settleRechecked(entry, confirmed, alice.agent, seller),
     ]);
     assert.deepEqual(moved.sort(), [false, true]);
     assert.equal(await creditOf(w, alice.agent), 1_000_000);
@@ -488,6 +487,46 @@ Deno.test("a retry of a purchase whose facilitator settle answer was lost asks t
   } finally {
     await http.close();
     await lossy?.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: a settled purchase whose credit failed to commit, its agent never sending the credential again, is credited once", async () => {
+  const faults = kvFaults();
+  const { chain, clock, w } = await chainWorld((c) => c.facilitatorUrl, { wrapKv: faults.wrap });
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    // Every try at the commit that consumes the payment and grants its credit fails (a KV outage).
+    faults.failNext(20, {
+      op: "set",
+      entity: "commerce_payment",
+      value: (v) => (v as PaymentRecord).state === "consumed",
+    });
+    const failed = await alice.purchase();
+    await failed.body?.cancel();
+    assert.equal(failed.status, 500);
+    faults.failNext(0, { op: "set", entity: "commerce_payment" });
+    assert.equal(chain.settlements.length, 1, "paid on chain");
+    assert.equal((await evmRecords(w))[0].value.state, "paid");
+    assert.equal(await creditOf(w, alice.agent), 0);
+
+    const sweep = w.deps.commerce.settleSweep!;
+    assert.deepEqual((await sweep.sweep()).resolved, [], "its agent's own retry comes first");
+    clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+    const swept = await sweep.sweep();
+    assert.deepEqual(swept.resolved.map((r) => r.state), ["consumed"]);
+    assert.equal(await creditOf(w, alice.agent), 1_000_000);
+    assert.equal(await rechecksListed(w), 0);
+    // The credential sent again now: spent, nothing granted twice.
+    await alice.renewToken();
+    const late = await alice.retry();
+    assert.equal(late.status, 409);
+    assert.equal((await late.json()).error, "payment_consumed");
+    assert.equal(await creditOf(w, alice.agent), 1_000_000);
+  } finally {
+    await http.close();
     await w.close();
     await chain.close();
   }
