@@ -119,6 +119,8 @@ export class SettlementSweep {
     out.swept = true;
     const { payments, clock } = this.o;
     for (const due of await payments.dueRechecks(clock.now().getTime(), SETTLE_SWEEP_BATCH)) {
+      // Renewed before each: node calls may outlast the lease, and a sweep that lost it stops.
+      if (!(await this.#lease.acquire())) break;
       const entry = await payments.get(due.sellerId, due.reference);
       const p = entry.value;
       // Moved on (or relisted) since it was listed: the listing is stale.
