@@ -176,6 +176,10 @@ export class SettlementSweep {
       : recheck;
     if (!(await settlement.settleRechecked(entry, outcome, agent, seller))) return "moved";
     if (outcome.check === "refused") return "failed";
-    return p.terms.action === "call" && p.state === "processing" ? "paid" : "consumed";
+    if (p.terms.action !== "call" || p.state !== "processing") return "consumed";
+    // Paid on chain for an answer never delivered: served if its agent comes back; the chain cannot
+    // give the money back by itself, so the operator hears of it.
+    this.o.log.warn("pay-as-you-go call paid, answer owed", { reference: p.reference, seller: p.sellerId });
+    return "paid";
   }
 }
