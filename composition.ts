@@ -124,6 +124,8 @@ export interface Deps {
   readonly poller: SourcePoller;
   /** Retention of articles past a data model's max age; started and stopped by main.ts. */
   readonly retention: RetentionSweeper;
+  /** Resolves evm settlements left `processing` (`commerce.settleSweep`, started with the background work). */
+  readonly settleSweep: Commerce["settleSweep"];
   /** Agent identity from Web Bot Auth signatures (directory keys fetched through `safeFetch`). */
   readonly webBotAuth: WebBotAuth;
   /** Brings the services up in dependency order (see {@link Lifecycle.start}). */
@@ -405,6 +407,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     sources,
     poller,
     retention,
+    settleSweep: commerce.settleSweep,
     // mppx's Web Bot Auth verifier judges signature lifetimes on the wall clock; its nonce store must too.
     webBotAuth: new WebBotAuth({
       kv,

@@ -14,7 +14,10 @@ export interface StartOptions {
   indexes?: boolean;
   /** Runs once the indexes are up and before the background work starts (the demo seed). */
   beforeBackground?: () => Promise<void>;
-  /** The poller, retention, the event flusher (after replaying the WAL) and visit figures, as the config enables them. */
+  /**
+   * The poller, retention, the settlement sweep, the event flusher (after replaying the WAL) and
+   * visit figures, as the config enables them.
+   */
   background?: boolean;
 }
 
@@ -32,6 +35,8 @@ export interface LifecycleParts {
   retention: RetentionSweeper;
   events: EventPipeline;
   analyticsVisits: VisitCube;
+  /** Resolves payment settlements left `processing` (core/commerce/settle_sweep.ts); null when off. */
+  settleSweep: { start(): void; stop(): Promise<void> } | null;
 }
 
 /** How often closed day folders are checked for visit figures to build (a pass over built days is cheap). */
@@ -44,7 +49,15 @@ export const VISIT_FIGURES_INTERVAL_MS = 10 * 60_000;
  */
 export class Lifecycle {
   readonly #parts: LifecycleParts;
-  readonly #running = { links: false, indexes: false, poller: false, retention: false, events: false, visits: false };
+  readonly #running = {
+    links: false,
+    indexes: false,
+    poller: false,
+    retention: false,
+    settleSweep: false,
+    events: false,
+    visits: false,
+  };
   #stopping: Promise<void> | null = null;
   /** Settles when every start called so far has (resolved or failed). */
   #starts: Promise<unknown> = Promise.resolve();
@@ -90,6 +103,11 @@ export class Lifecycle {
     }
     p.retention.start();
     this.#running.retention = true;
+    // Payments left `processing`: every process runs one, a KV lease lets one sweep at a time.
+    if (p.settleSweep) {
+      p.settleSweep.start();
+      this.#running.settleSweep = true;
+    }
     // Replays the event write-ahead log into Parquet before serving, then flushes on a timer.
     if (p.config.eventsFlusher) {
       // Marked before the replay: a stop waiting on this start (or after a failed replay) then
@@ -113,6 +131,7 @@ export class Lifecycle {
       await this.#starts;
       const p = this.#parts;
       if (this.#running.poller) await p.poller.stop();
+      if (this.#running.settleSweep) await p.settleSweep!.stop();
       if (this.#running.retention) await p.retention.stop();
       if (this.#running.visits) await p.analyticsVisits.stop();
       if (this.#running.events) {

@@ -34,6 +34,11 @@ export interface StandardMethodsConfig {
     rpcUrl: string | null;
     /** How long a receipt that node does not know yet is asked for again before the settlement is left unconfirmed. */
     receiptWaitMs: number;
+    /**
+     * How often the settlement sweep (core/commerce/settle_sweep.ts) looks for settlements left
+     * `processing` past their grace period; it runs only with `rpcUrl` set.
+     */
+    settleSweepIntervalMs: number;
   } | null;
   /** The `stripe` charge with shared payment tokens; null when not offered. */
   stripe: {
@@ -54,6 +59,7 @@ export const paymentEnv = {
   PAY_EVM_RECIPIENT: address("PAY_EVM_RECIPIENT").optional(),
   PAY_EVM_RPC_URL: trustedUrl("PAY_EVM_RPC_URL").optional(),
   PAY_EVM_RECEIPT_WAIT_MS: whole("PAY_EVM_RECEIPT_WAIT_MS", 0, 120_000).default(10_000),
+  PAY_SETTLE_SWEEP_INTERVAL_S: whole("PAY_SETTLE_SWEEP_INTERVAL_S", 1, 86_400).default(60),
   PAY_X402_FACILITATOR_URL: trustedUrl("PAY_X402_FACILITATOR_URL").optional(),
   PAY_STRIPE_SECRET_KEY: z.string().min(1).optional(),
   PAY_STRIPE_API_URL: trustedUrl("PAY_STRIPE_API_URL").default("https://api.stripe.com"),
@@ -78,6 +84,7 @@ export function paymentsConfig(e: PaymentEnv): StandardMethodsConfig {
         facilitatorUrl: e.PAY_X402_FACILITATOR_URL!,
         rpcUrl: e.PAY_EVM_RPC_URL ?? null,
         receiptWaitMs: e.PAY_EVM_RECEIPT_WAIT_MS,
+        settleSweepIntervalMs: e.PAY_SETTLE_SWEEP_INTERVAL_S * 1000,
       }
       : null,
     stripe: e.PAY_STRIPE_SECRET_KEY

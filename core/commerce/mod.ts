@@ -15,6 +15,7 @@ import { type PaymentProcessor, SandboxProcessor } from "./processor.ts";
 import { CommerceService } from "./service.ts";
 import { loadChallengeKey } from "./challenges.ts";
 import { StandardMethods } from "./standard_methods.ts";
+import { SettlementSweep } from "./settle_sweep.ts";
 import type { SigningSecrets } from "./signing.ts";
 import type { Seller, SellerDirectory } from "./types.ts";
 import { sellerBaseUrl } from "../identity/mod.ts";
@@ -37,6 +38,11 @@ export interface Commerce {
   sellers: SellerDirectory;
   /** Paid calls to a seller's payproxy routes, billed against the agent's entitlement. */
   proxy: PaidProxy;
+  /**
+   * Resolves `evm` settlements left `processing` (started with the background work); null unless the
+   * chain can be asked (`PAY_EVM_RPC_URL`).
+   */
+  settleSweep: SettlementSweep | null;
 }
 
 /** Builds the commerce services. Pure wiring: no I/O. */
@@ -87,7 +93,21 @@ export function createCommerce(
     storefrontUrl,
     upstream: o.upstream,
   });
-  return { service, catalog, processor, secrets, sellers, proxy };
+  const evm = o.config.payments?.evm;
+  const settleSweep = standard && evm?.rpcUrl
+    ? new SettlementSweep({
+      kv: o.kv,
+      clock: o.clock,
+      log: o.log,
+      payments: service.payments,
+      settlement: service.settlement,
+      standard,
+      agents: service.agents,
+      sellers: catalog,
+      intervalMs: evm.settleSweepIntervalMs,
+    })
+    : null;
+  return { service, catalog, processor, secrets, sellers, proxy, settleSweep };
 }
 
 export { CHECKOUT_CARDS_PER_ADDRESS_PER_HOUR, CommerceService } from "./service.ts";
@@ -105,5 +125,6 @@ export type { PaidProxy } from "./proxy.ts";
 export { loadMppx } from "./mppx.ts";
 export type { Mppx } from "./mppx.ts";
 export type { StandardMethodsConfig } from "./standard_methods.ts";
+export type { SettlementSweep } from "./settle_sweep.ts";
 export { UsageReceipts, withUsageBlock } from "./usage_receipt.ts";
 export type { Balance, UsageReceipt } from "./usage_receipt.ts";

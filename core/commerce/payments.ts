@@ -14,6 +14,10 @@
  * Key: `["commerce_payment", sellerId, reference]`. A purchase settled by a facilitator whose
  * transfer the storefront's node has not confirmed yet stays `processing` and is listed for its
  * agent under `["commerce_unconfirmed", sellerId, credentialId, reference]` until it is resolved.
+ * A standard settlement is also listed by when the settlement sweep (settle_sweep.ts) next looks at
+ * it (`["commerce_settle_recheck", recheckAt, sellerId, reference]`), an `evm` one from its claim and
+ * a `stripe` one once `paid`, until it is resolved ({@link sweepable}): the sweep resolves one whose
+ * agent never came back.
  *
  * Lifetimes in KV ({@link keepInKv}): a record of money that moved (or may be moving) is kept for
  * good; a record that moved none (`open`, `failed`, `released`) goes a day after its reference can
@@ -24,8 +28,10 @@ import type { Clock } from "../clock.ts";
 import type { AppError } from "../errors.ts";
 import { commerceErrors as errors } from "./errors.ts";
 import { CHALLENGE_TTL_MS, type PaymentTerms } from "./challenges.ts";
-import type { ChainTransfer } from "./standard_methods.ts";
+import type { ChainTransfer, EvmAuthorization } from "./standard_methods.ts";
 import type { PaymentMethodName } from "./types.ts";
+
+const DAY_MS = 86_400_000;
 
 export type PaymentState = "open" | "processing" | "paid" | "consumed" | "failed" | "refunded" | "released";
 
@@ -56,6 +62,19 @@ export interface PaymentRecord {
   presentableUntil?: string;
   /** A standard settlement the storefront's node has not confirmed yet (the state stays `processing`). */
   pendingTransfer?: ChainTransfer;
+  /** An `evm` settlement: the EIP-3009 authorization it submits, what the chain is asked about later. */
+  authorization?: EvmAuthorization;
+  /** An `evm` settlement whose facilitator answer never came (no transaction named): a retry asks the chain. */
+  answerLost?: boolean;
+  /** While {@link sweepable}: when the settlement sweep next looks at it (ms since the epoch; see {@link recheckKey}). */
+  recheckAt?: number;
+  /** How often the sweep asked already without an answer (its backoff grows with it). */
+  rechecks?: number;
+  /**
+   * A pay-as-you-go call `paid` by the sweep: its settlement was confirmed after the agent was told
+   * 503, so the answer it paid for was never delivered; the same credential sent again is served once.
+   */
+  answerOwed?: boolean;
 }
 
 export const paymentKey = (sellerId: string, reference: string): Deno.KvKey => [
@@ -72,6 +91,46 @@ const unconfirmedKey = (p: PaymentRecord): Deno.KvKey => [
   p.reference,
 ];
 
+const RECHECK_PREFIX = "commerce_settle_recheck";
+/**
+ * How long KV keeps one recheck listing, so none is kept for good: far past the sweep's longest
+ * backoff (each relisting writes a new key); only a listing no sweep reads (no `PAY_EVM_RPC_URL`) lapses.
+ */
+const RECHECK_LISTING_TTL_MS = 30 * DAY_MS;
+/** Where a `processing` settlement is listed by when the sweep next looks at it. */
+const recheckKey = (p: PaymentRecord): Deno.KvKey => [RECHECK_PREFIX, p.recheckAt!, p.sellerId, p.reference];
+
+/** One due entry of the recheck list: the reference, and the entry to remove it by. */
+export interface DueRecheck {
+  sellerId: string;
+  reference: string;
+  at: number;
+  entry: Deno.KvEntry<string>;
+}
+
+/**
+ * Whether the settlement sweep looks at a record in this state: `processing` (its outcome unknown),
+ * or a standard settlement `paid` and never consumed (its credit failed to commit; a call's
+ * answer given but its consume not recorded). A call `paid` with its answer owed waits for its agent.
+ */
+export function sweepable(p: PaymentRecord): boolean {
+  return p.recheckAt !== undefined && (p.state === "processing" || (p.state === "paid" && !p.answerOwed));
+}
+
+/**
+ * Keeps the listings of a record that moves from `prev` to `next` (null: deleted) in step, in `op`:
+ * its recheck listing while it is {@link sweepable} (moved with its due time), its agent's
+ * unconfirmed listing while it is `processing`.
+ */
+function relist(op: Deno.AtomicOperation, prev: PaymentRecord | null, next: PaymentRecord | null): void {
+  const was = prev && sweepable(prev) ? recheckKey(prev) : null;
+  const is = next && sweepable(next) ? recheckKey(next) : null;
+  const same = was !== null && is !== null && prev!.recheckAt === next!.recheckAt;
+  if (was && !same) op.delete(was);
+  if (is && !same) op.set(is, next!.reference, { expireIn: RECHECK_LISTING_TTL_MS });
+  if (prev?.pendingTransfer && next?.state !== "processing") op.delete(unconfirmedKey(prev));
+}
+
 /** The state as of now: an open checkout past its expiry reads as released. */
 export function effectiveState(p: PaymentRecord, clock: Clock): PaymentState {
   if (p.state === "open" && p.expiresAt && Date.parse(p.expiresAt) <= clock.now().getTime()) return "released";
@@ -86,8 +145,9 @@ export function terminalError(p: PaymentRecord, state: PaymentState): AppError |
     case "consumed":
       return errors.payment_consumed({ detail: `reference ${p.reference} was consumed` });
     case "paid":
-      // A pay-as-you-go call is settled only after its upstream answered: paid, it was served.
-      return p.terms.action === "call"
+      // A pay-as-you-go call is settled only after its upstream answered: paid, it was served (unless
+      // the sweep confirmed it after the agent was told 503: its answer is still owed).
+      return p.terms.action === "call" && !p.answerOwed
         ? errors.payment_consumed({ detail: `reference ${p.reference} was consumed` })
         : null;
     case "failed":
@@ -102,8 +162,6 @@ export function terminalError(p: PaymentRecord, state: PaymentState): AppError |
       return null;
   }
 }
-
-const DAY_MS = 86_400_000;
 
 /**
  * How far ahead a standard credential's own validity is believed: an x402 payer picks its EIP-3009
@@ -171,18 +229,17 @@ export class PaymentStore {
     takeOver?: Deno.KvEntry<PaymentRecord>,
   ): Promise<Deno.KvEntry<PaymentRecord> | null> {
     const key = paymentKey(record.sellerId, record.reference);
-    const res = await this.kv.atomic().check(takeOver ?? { key, versionstamp: null }).set(
-      key,
-      record,
-      this.#keep(record),
-    )
-      .commit();
+    const op = this.kv.atomic().check(takeOver ?? { key, versionstamp: null }).set(key, record, this.#keep(record));
+    relist(op, null, record);
+    const res = await op.commit();
     return res.ok ? { key, value: record, versionstamp: res.versionstamp } : null;
   }
 
   /** Gives a claim back (nothing was charged): the reference is free again. False when it changed meanwhile. */
   async release(entry: Deno.KvEntry<PaymentRecord>): Promise<boolean> {
-    return (await this.kv.atomic().check(entry).delete(entry.key).commit()).ok;
+    const op = this.kv.atomic().check(entry).delete(entry.key);
+    relist(op, entry.value, null);
+    return (await op.commit()).ok;
   }
 
   /**
@@ -196,7 +253,7 @@ export class PaymentStore {
   ): Promise<boolean> {
     const next = { ...entry.value, ...patch, updatedAt: this.clock.now().toISOString() };
     const op = this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next));
-    if (entry.value.pendingTransfer && next.state !== "processing") op.delete(unconfirmedKey(entry.value));
+    relist(op, entry.value, next);
     return (await also(op).commit()).ok;
   }
 
@@ -226,6 +283,35 @@ export class PaymentStore {
       out.push(e.value);
     }
     return out;
+  }
+
+  /**
+   * Settlements due for a recheck at `nowMs` (listed at their claim, oldest first), at most `limit`.
+   */
+  async dueRechecks(nowMs: number, limit: number): Promise<DueRecheck[]> {
+    const out: DueRecheck[] = [];
+    const sel = { prefix: [RECHECK_PREFIX], end: [RECHECK_PREFIX, nowMs + 1] };
+    for await (const e of this.kv.list<string>(sel, { limit })) {
+      const [, at, sellerId] = e.key as [string, number, string, string];
+      out.push({ sellerId, reference: e.value, at, entry: e });
+    }
+    return out;
+  }
+
+  /** Drops a recheck listing whose record moved on (or is gone), if it is still exactly that entry. */
+  async dropRecheck(due: DueRecheck): Promise<void> {
+    await this.kv.atomic().check(due.entry).delete(due.entry.key).commit();
+  }
+
+  /**
+   * Lists a still-unknown settlement again for `atMs` (one more recheck counted), atomically with
+   * the exact entry read: of two sweeps that looked at it, one reschedules it. False when it changed.
+   */
+  async recheckLater(entry: Deno.KvEntry<PaymentRecord>, atMs: number): Promise<boolean> {
+    const next: PaymentRecord = { ...entry.value, recheckAt: atMs, rechecks: (entry.value.rechecks ?? 0) + 1 };
+    const op = this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next));
+    relist(op, entry.value, next);
+    return (await op.commit()).ok;
   }
 
   /**
@@ -275,7 +361,7 @@ export class PaymentStore {
     };
     const op = this.kv.atomic().check(entry).check(grant.current).set(entry.key, next, this.#keep(next))
       .set(grant.key, grant.next);
-    if (entry.value.pendingTransfer) op.delete(unconfirmedKey(entry.value));
+    relist(op, entry.value, next);
     const res = await also(op).commit();
     return res.ok ? next : null;
   }

@@ -8,7 +8,7 @@
 import { retryWrite } from "../store/mod.ts";
 import type { Challenge } from "mppx";
 import type { Clock } from "../clock.ts";
-import type { AppError } from "../errors.ts";
+import { AppError } from "../errors.ts";
 import { type PaymentTerms, receiptHeader, termsDiffer } from "./challenges.ts";
 import type { EntitlementLedger } from "./entitlements.ts";
 import { commerceErrors as errors } from "./errors.ts";
@@ -24,6 +24,7 @@ import {
 import { type PaymentProcessor, PaymentProviderUnavailable } from "./processor.ts";
 import {
   carriesStandardCredential,
+  type SettlementRecheck,
   SettlementUnconfirmed,
   type StandardMethods,
   x402PayloadOf,
@@ -35,6 +36,12 @@ const UNCONFIRMED_PER_READ = 5;
 
 /** A charge `processing` for longer than this is taken to have been abandoned by a dead process. */
 export const STALE_PROCESSING_MS = 30_000;
+
+/**
+ * How long an `evm` settlement may stay `processing` before the settlement sweep asks the chain about
+ * it: its agent's own retries (told 503, retry unchanged) and entitlements reads come first.
+ */
+export const SETTLE_RECHECK_GRACE_MS = 5 * 60_000;
 
 /** A charge left `processing` past {@link STALE_PROCESSING_MS}: its submit may be made again. */
 export function staleProcessing(p: PaymentRecord, clock: Clock): boolean {
@@ -273,14 +280,21 @@ export class Settlement {
     const known = await standard.referenceOf(request.headers);
     if (known) {
       const seen = await payments.get(seller.sellerId, known);
-      // Settled before, its transfer not confirmed then: the retry asks the chain again.
-      if (seen.value?.state === "processing" && seen.value.pendingTransfer) {
+      // Settled before, its transfer not confirmed then (or the facilitator's answer lost): the retry
+      // asks the chain again.
+      if (seen.value?.state === "processing" && (seen.value.pendingTransfer || seen.value.answerLost)) {
         return await this.#resumeUnconfirmed(seen as Deno.KvEntry<PaymentRecord>, seller, terms, beforeSettle);
       }
-      // Settled and recorded paid, its credit never committed: the same terms take it now.
-      if (seen.value?.state === "paid" && sameTerms(seen.value.terms, terms) && terms.action !== "call") {
+      // Settled and recorded paid, its credit never committed (or, a call confirmed by the sweep, its
+      // answer never delivered): the same terms take it now, a call forwarded once more.
+      const owed = terms.action !== "call" || seen.value?.answerOwed === true;
+      if (seen.value?.state === "paid" && sameTerms(seen.value.terms, terms) && owed) {
         const entry = seen as Deno.KvEntry<PaymentRecord>;
-        return { status: 200, entry, externalId: seen.value.processorRef ?? "", receiptHeaders: [] };
+        const externalId = seen.value.processorRef ?? "";
+        if (terms.action !== "call") return { status: 200, entry, externalId, receiptHeaders: [] };
+        await beforeSettle?.();
+        const receipt = await receiptHeader(entry.value.rail, entry.value.reference, externalId, clock.now());
+        return { status: 200, entry, externalId, receiptHeaders: [["payment-receipt", receipt]] };
       }
       if (seen.value) throw this.stateError(seen.value, seller);
     }
@@ -303,6 +317,10 @@ export class Settlement {
           createdAt: now,
           updatedAt: now,
           ...(presentableUntil ? { presentableUntil } : {}),
+          // An evm settlement can be asked about on chain later: the sweep resolves it if nobody else does.
+          ...(pending.authorization
+            ? { authorization: pending.authorization, recheckAt: clock.now().getTime() + SETTLE_RECHECK_GRACE_MS }
+            : {}),
         });
         if (!entry) throw this.stateError((await payments.get(seller.sellerId, pending.reference)).value!, seller);
         claimed = entry;
@@ -325,6 +343,8 @@ export class Settlement {
       // would pay again) nor credited (the facilitator's word alone grants nothing). An evm transfer
       // is looked for again later; a Stripe charge of unknown outcome is the operator's to reconcile.
       if (err.transfer) await payments.awaitTransfer(left, err.transfer);
+      // No transaction named (the facilitator's answer lost): a retry asks the chain by the authorization.
+      else if (left.value.authorization) await payments.move(left, { answerLost: true }).catch(() => false);
       throw this.#unconfirmed(left.value, seller, err);
     }
     if (out.status === 402) {
@@ -365,7 +385,43 @@ export class Settlement {
   }
 
   /**
-   * A retry of a settlement left unconfirmed: granted once the node shows its transfer (the paid
+   * Moves a settlement the sweep rechecked (or found `paid` and never consumed) to its final state,
+   * once: a confirmed purchase is consumed with its credit granted (one atomic commit), a confirmed
+   * pay-as-you-go call becomes `paid` with its answer owed (the agent was told 503: the same
+   * credential sent again is served), or `consumed` when it was `paid` (served), a refused one
+   * `failed` (no money moved; a call's hold ended with its request). A concurrent retry, read or
+   * sweep that moved it first wins, and this one does nothing.
+   * @returns whether this call moved it
+   */
+  async settleRechecked(
+    entry: Deno.KvEntry<PaymentRecord>,
+    recheck: SettledOutcome,
+    agent: AuthenticatedAgent,
+    seller: Seller,
+  ): Promise<boolean> {
+    const { payments } = this.o;
+    if (recheck.check === "refused") {
+      return await payments.move(entry, { state: "failed", settlementReason: recheck.reason });
+    }
+    const processorRef = recheck.processorRef;
+    if (entry.value.terms.action === "call") {
+      // Recorded `paid` already, the call was served (its consume failed to commit): spent now.
+      if (entry.value.state === "paid") return await payments.move(entry, { state: "consumed" });
+      return await payments.move(entry, { state: "paid", processorRef, answerOwed: true });
+    }
+    try {
+      await this.consumeAndGrant(entry, agent, { processorRef }, seller);
+      return true;
+    } catch (err) {
+      // Moved meanwhile (its agent's retry or read consumed it): the state error says so.
+      if (err instanceof AppError) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * A retry of a settlement left unconfirmed: granted once the node shows its transfer (the
+   * facilitator's, or the one the authorization's log names when its answer was lost; the paid
    * proxy's call is forwarded then), `failed` when the chain refutes it, else 503 again.
    */
   async #resumeUnconfirmed(
@@ -382,13 +438,13 @@ export class Settlement {
     if (differs === "amount") {
       throw errors.payment_amount_mismatch({ detail: `the payment was for ${paid.amountUsd} USD` });
     }
-    const transfer = entry.value.pendingTransfer!;
-    const check = await this.o.standard!.checkTransfer(transfer);
-    if (check === "unconfirmed") throw this.#unconfirmed(entry.value, seller);
-    if (check === "refused") {
-      await this.o.payments.move(entry, { state: "failed", settlementReason: "transfer_not_on_chain" });
-      throw errors.settlement_failed({ extra: { settlementReason: "transfer_not_on_chain" } });
+    const recheck = await this.o.standard!.recheckSettlement(entry.value);
+    if (recheck.check === "unconfirmed") throw this.#unconfirmed(entry.value, seller);
+    if (recheck.check === "refused") {
+      await this.o.payments.move(entry, { state: "failed", settlementReason: recheck.reason });
+      throw errors.settlement_failed({ extra: { settlementReason: recheck.reason } });
     }
+    const { transfer } = recheck;
     // Paid, so an upstream error here leaves the reference as it is, for the next retry.
     await beforeSettle?.();
     const at = this.o.clock.now();
@@ -424,13 +480,25 @@ export class Settlement {
     const { payments } = this.o;
     const { sellerId, reference } = claimed.value;
     const moved = await retryWrite(
-      () => payments.move(claimed, { state: "paid", processorRef: externalId }),
+      // Listed for the settlement sweep (an evm one already is, from its claim): a credit that fails
+      // to commit below is granted by it if the agent never sends the credential again.
+      () =>
+        payments.move(claimed, {
+          state: "paid",
+          processorRef: externalId,
+          recheckAt: claimed.value.recheckAt ?? this.o.clock.now().getTime() + SETTLE_RECHECK_GRACE_MS,
+        }),
       RECORD_SETTLED_TRIES,
     );
     if (!moved) throw new Error("a settled payment's claim changed before it was recorded");
     return (await payments.get(sellerId, reference)) as Deno.KvEntry<PaymentRecord>;
   }
 }
+
+/** A settlement's known outcome: money moved (with the settlement's id), or refused with why. */
+export type SettledOutcome =
+  | { check: "confirmed"; processorRef: string }
+  | Extract<SettlementRecheck, { check: "refused" }>;
 
 /** Commits of a settled standard payment's `paid` record tried before the error is given up. */
 const RECORD_SETTLED_TRIES = 3;

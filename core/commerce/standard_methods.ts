@@ -23,7 +23,28 @@ export interface PendingSettlement {
   method: "evm" | "stripe";
   /** Unique per settlement: the EIP-3009 authorization (chain, payer, nonce) or the Stripe idempotency key. */
   reference: string;
+  /** `evm`: the authorization about to be submitted, kept so the chain can be asked about it later. */
+  authorization?: EvmAuthorization;
 }
+
+/** The parts of an EIP-3009 authorization the chain can be asked about (addresses and nonce as hex, numbers as decimal). */
+export interface EvmAuthorization {
+  from: string;
+  nonce: string;
+  /** Atomic units of the token. */
+  value: string;
+  /** Unix seconds: no block at or after it can use the authorization. */
+  validBefore: string;
+}
+
+/**
+ * What the chain says of a settlement whose answer was lost: `confirmed` with the transfer it made,
+ * `refused` with why (the authorization can no longer be used, or was cancelled), or `unconfirmed`.
+ */
+export type SettlementRecheck =
+  | { check: "confirmed"; transfer: ChainTransfer }
+  | { check: "refused"; reason: "transfer_not_on_chain" | "authorization_expired" | "authorization_canceled" }
+  | { check: "unconfirmed" };
 
 /**
  * Runs just before funds move. Throwing stops the settlement (nothing is charged); the error is
@@ -83,6 +104,12 @@ const RECEIPT_POLL_MS = 250;
 /** A later look at a pending settlement (a retry, an entitlements read) asks the node once, briefly. */
 const RECHECK_TIMEOUT_MS = 5_000;
 const REALM_CACHE_MAX = 256;
+/**
+ * How far back (blocks) the token's `AuthorizationUsed` log of a settlement whose answer was lost is
+ * looked for: hours to a day of blocks on common chains, within what RPC providers serve in one
+ * `eth_getLogs`. The sweep rechecks within minutes; an older one is left to the operator.
+ */
+const AUTHORIZATION_LOG_LOOKBACK_BLOCKS = 10_000n;
 
 // deno-lint-ignore no-explicit-any
 type AnyMppx = any;
@@ -299,6 +326,12 @@ export class StandardMethods {
       const pending: PendingSettlement = {
         method: "evm",
         reference: (await evmReference(evm.chainId, auth.from, auth.nonce))!,
+        authorization: {
+          from: auth.from,
+          nonce: auth.nonce,
+          value: String(auth.value),
+          validBefore: String(auth.validBefore),
+        },
       };
       await this.#pass(pending);
       // No answer, or a 5xx: the facilitator may have broadcast the transfer, so the payment is
@@ -359,6 +392,41 @@ export class StandardMethods {
     } catch (err) {
       return err instanceof ReceiptUnavailable ? "unconfirmed" : "refused";
     }
+  }
+
+  /**
+   * Asks the storefront's node, once, what became of an `evm` settlement left `processing`: by its
+   * transaction when the facilitator named one, else by the authorization itself (the facilitator's
+   * answer was lost, or the process died before recording it). The token's `AuthorizationUsed` log
+   * names the transaction that used it, whose Transfer is then confirmed as any settlement's; an
+   * authorization unused once the chain's time reached its `validBefore` can never move money.
+   * Without `PAY_EVM_RPC_URL` nothing can be told.
+   */
+  async recheckSettlement(
+    p: { pendingTransfer?: ChainTransfer; authorization?: EvmAuthorization },
+  ): Promise<SettlementRecheck> {
+    const evm = this.config.evm;
+    if (!evm?.rpcUrl) return { check: "unconfirmed" };
+    if (p.pendingTransfer) {
+      const check = await this.checkTransfer(p.pendingTransfer);
+      if (check === "confirmed") return { check, transfer: p.pendingTransfer };
+      return check === "refused" ? { check, reason: "transfer_not_on_chain" } : { check };
+    }
+    const auth = p.authorization;
+    if (!auth) return { check: "unconfirmed" };
+    let found: { transaction: string } | "unused" | "canceled" | "expired" | "unknown";
+    try {
+      found = await findAuthorizationUse(evm, auth);
+    } catch {
+      return { check: "unconfirmed" };
+    }
+    if (found === "expired") return { check: "refused", reason: "authorization_expired" };
+    if (found === "canceled") return { check: "refused", reason: "authorization_canceled" };
+    if (found === "unused" || found === "unknown") return { check: "unconfirmed" };
+    const transfer: ChainTransfer = { transaction: found.transaction, payer: auth.from, value: auth.value };
+    const check = await this.checkTransfer(transfer);
+    if (check === "confirmed") return { check, transfer };
+    return check === "refused" ? { check, reason: "transfer_not_on_chain" } : { check };
   }
 
   /** Stripe's PaymentIntents over fetch (mppx's duck-typed client), passing the gate first. */
@@ -464,6 +532,50 @@ function appendForm(form: URLSearchParams, key: string, value: unknown): void {
 async function sha256Short(s: string): Promise<string> {
   const d = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s)));
   return Array.from(d.subarray(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * What the token says of an EIP-3009 authorization: the transaction whose `AuthorizationUsed` log
+ * names it; `canceled` (`AuthorizationCanceled`); `expired` (unused, and the latest block's time has
+ * reached its `validBefore`, so no block can use it any more); `unused` (it still may be); or
+ * `unknown` (marked used, but no log within the lookback).
+ * @throws when the node cannot answer
+ */
+async function findAuthorizationUse(
+  evm: NonNullable<StandardMethodsConfig["evm"]>,
+  auth: EvmAuthorization,
+): Promise<{ transaction: string } | "unused" | "canceled" | "expired" | "unknown"> {
+  const { createPublicClient, http, parseAbi } = await import("viem");
+  if (!/^0x[0-9a-fA-F]{40}$/.test(auth.from) || !/^0x[0-9a-fA-F]{64}$/.test(auth.nonce)) return "unknown";
+  if (!/^[0-9]{1,78}$/.test(auth.validBefore)) return "unknown";
+  const client = createPublicClient({
+    transport: http(evm.rpcUrl!, { timeout: RECHECK_TIMEOUT_MS, retryCount: 0 }),
+  });
+  const abi = parseAbi([
+    "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
+    "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
+    "event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)",
+  ]);
+  const from = auth.from as `0x${string}`;
+  const nonce = auth.nonce as `0x${string}`;
+  // Read at one block, so "unused" and the block's time agree.
+  const latest = await client.getBlock({ blockTag: "latest" });
+  const used = await client.readContract({
+    address: evm.token,
+    abi,
+    functionName: "authorizationState",
+    args: [from, nonce],
+    blockNumber: latest.number,
+  });
+  if (!used) return latest.timestamp >= BigInt(auth.validBefore) ? "expired" : "unused";
+  const fromBlock = latest.number > AUTHORIZATION_LOG_LOOKBACK_BLOCKS
+    ? latest.number - AUTHORIZATION_LOG_LOOKBACK_BLOCKS
+    : 0n;
+  const range = { address: evm.token, args: { authorizer: from, nonce }, fromBlock, toBlock: latest.number };
+  const [use] = await client.getLogs({ ...range, event: abi[1] });
+  if (use?.transactionHash) return { transaction: use.transactionHash };
+  const canceled = await client.getLogs({ ...range, event: abi[2] });
+  return canceled.length > 0 ? "canceled" : "unknown";
 }
 
 /** The storefront's node cannot say whether a transaction is on chain (unreachable, erring, or behind). */

@@ -293,7 +293,8 @@ Deno.test("mppx evm client: a facilitator whose settle answer is lost is 503 pay
     assert.equal(chain.settlements.length, 1, "mppx's client paid once");
     assert.equal(await chain.balanceOf(chain.addresses.buyer), buyer0 - 1_000_000n);
 
-    // Where the money went is the operator's to reconcile: kept `processing`, nothing granted, nothing failed.
+    // Where the money went is the settlement sweep's to find (settle_sweep_test.ts): kept `processing`, nothing
+    // granted, nothing failed.
     const kept: PaymentRecord[] = [];
     for await (const e of w.deps.kv.list<PaymentRecord>({ prefix: ["commerce_payment", w.sellerId] })) {
       kept.push(e.value);

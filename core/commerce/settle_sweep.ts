@@ -1,0 +1,185 @@
+/**
+ * The settlement sweep: resolves standard settlements that nobody else resolves: `evm` ones left
+ * `processing`, and any left `paid` whose credit never committed. A
+ * settlement whose outcome was not known (the facilitator's answer lost, the storefront's node unable
+ * to confirm the transfer) is answered 503 and resolved by its agent's retry or entitlements read; an
+ * agent that gave up, or a process killed between a settlement and its `paid` record, would leave it
+ * `processing` for good, the money perhaps moved and neither credited nor refused; a credit whose
+ * commit failed after the settlement was granted only if the agent sent the credential again.
+ *
+ * Every claimed `evm` settlement (and every standard one once `paid`) is listed by when it is next
+ * due (payments.ts `recheckAt`, {@link sweepable}); once its
+ * grace period has passed, one process at a time (a KV lease) takes a bounded batch of the due ones,
+ * asks the chain ({@link StandardMethods.recheckSettlement}) and moves each to its final state in one
+ * atomic commit checked against the record it read ({@link Settlement.settleRechecked}), so a retry,
+ * a read or another sweep racing it moves it once. One still unknown is listed again, later each time.
+ * Stripe charges of unknown outcome are not listed: its stand-in keeps no record to ask, so they stay
+ * the operator's to reconcile (a `paid` Stripe charge is: its outcome is known).
+ */
+import type { Clock } from "../clock.ts";
+import { KvLease } from "../kv_lease.ts";
+import { describeError, type Logger } from "../log.ts";
+import { systemTimers, type TimerId, type Timers } from "../timers.ts";
+import type { AgentIndex } from "./allowance.ts";
+import { type PaymentRecord, type PaymentStore, sweepable } from "./payments.ts";
+import { SETTLE_RECHECK_GRACE_MS, type SettledOutcome, type Settlement } from "./settlement.ts";
+import type { StandardMethods } from "./standard_methods.ts";
+import type { AuthenticatedAgent, Seller } from "./types.ts";
+
+/** Settlements looked at per sweep: bounded work (each may take a few node calls). */
+export const SETTLE_SWEEP_BATCH = 20;
+/** The longest wait between two rechecks of a settlement still unknown. */
+export const SETTLE_RECHECK_MAX_MS = 60 * 60_000;
+
+/** What one sweep did. */
+export interface SettleSweepOutcome {
+  /** False when another process held the lease (nothing was looked at). */
+  swept: boolean;
+  /** Moved to their final state by this sweep: credited (`consumed`), `paid` (a call), or `failed`. */
+  resolved: { reference: string; state: "consumed" | "paid" | "failed" }[];
+  /** Still unknown, listed again for later. */
+  deferred: number;
+}
+
+/** When a settlement still unknown after `rechecks` looks is next due: the grace period, doubling, capped. */
+export function nextRecheckMs(nowMs: number, rechecks: number): number {
+  return nowMs + Math.min(SETTLE_RECHECK_GRACE_MS * 2 ** Math.min(rechecks, 16), SETTLE_RECHECK_MAX_MS);
+}
+
+export class SettlementSweep {
+  readonly #lease: KvLease;
+  readonly #timers: Timers;
+  #timer: TimerId | undefined;
+  #running = false;
+  #sweeping: Promise<SettleSweepOutcome> | null = null;
+
+  constructor(
+    private readonly o: {
+      kv: Deno.Kv;
+      clock: Clock;
+      log: Logger;
+      payments: PaymentStore;
+      settlement: Settlement;
+      standard: StandardMethods;
+      /** The agents seen on the storefront: a purchase's credit goes to its agent's human when claimed. */
+      agents: AgentIndex;
+      sellers: { getSeller(id: string): Promise<Seller | null> };
+      intervalMs: number;
+      timers?: Timers;
+      owner?: string;
+    },
+  ) {
+    this.#timers = o.timers ?? systemTimers;
+    this.#lease = new KvLease({
+      kv: o.kv,
+      clock: o.clock,
+      key: ["commerce_settle_sweep_lease"],
+      owner: o.owner ?? crypto.randomUUID(),
+      // Renewed by each sweep; a dead holder's lapses within a few intervals.
+      ttlMs: Math.max(3 * o.intervalMs, 60_000),
+    });
+  }
+
+  /** Sweeps every `intervalMs` until {@link stop}. */
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    const schedule = () => {
+      this.#timer = this.#timers.setTimeout(() => {
+        this.sweep().catch((err) => this.o.log.error("settlement sweep failed", { error: describeError(err) }))
+          .finally(() => {
+            if (this.#running) schedule();
+          });
+      }, this.o.intervalMs);
+    };
+    schedule();
+  }
+
+  /** Stops the schedule, waits for a sweep in flight and gives the lease up. */
+  async stop(): Promise<void> {
+    this.#running = false;
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#sweeping?.catch(() => {});
+    await this.#lease.release().catch(() => {});
+  }
+
+  /** One sweep (one at a time in this process; under the lease across processes). */
+  sweep(): Promise<SettleSweepOutcome> {
+    if (this.#sweeping) return this.#sweeping;
+    this.#sweeping = this.#sweep().finally(() => {
+      this.#sweeping = null;
+    });
+    return this.#sweeping;
+  }
+
+  async #sweep(): Promise<SettleSweepOutcome> {
+    const out: SettleSweepOutcome = { swept: false, resolved: [], deferred: 0 };
+    if (!(await this.#lease.acquire())) return out;
+    out.swept = true;
+    const { payments, clock } = this.o;
+    for (const due of await payments.dueRechecks(clock.now().getTime(), SETTLE_SWEEP_BATCH)) {
+      // Renewed before each: node calls may outlast the lease, and a sweep that lost it stops.
+      if (!(await this.#lease.acquire())) break;
+      const entry = await payments.get(due.sellerId, due.reference);
+      const p = entry.value;
+      // Moved on (or relisted) since it was listed: the listing is stale.
+      if (!p || !sweepable(p) || p.recheckAt !== due.at) {
+        await payments.dropRecheck(due);
+        continue;
+      }
+      try {
+        const done = await this.#resolve(entry as Deno.KvEntry<PaymentRecord>);
+        if (done === "deferred") out.deferred++;
+        else if (done !== "moved") out.resolved.push({ reference: p.reference, state: done });
+      } catch (err) {
+        // One settlement's failure (a KV error) does not stop the others; it is due again later.
+        this.o.log.error("settlement recheck failed", { reference: p.reference, error: describeError(err) });
+        await payments.recheckLater(entry as Deno.KvEntry<PaymentRecord>, nextRecheckMs(clock.now().getTime(), 0))
+          .catch(() => {});
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The final state it moved the settlement to; `deferred` when it is still unknown (listed again),
+   * `moved` when a retry, a read or another sweep moved it first.
+   */
+  async #resolve(
+    entry: Deno.KvEntry<PaymentRecord>,
+  ): Promise<"consumed" | "paid" | "failed" | "deferred" | "moved"> {
+    const { payments, clock, settlement, standard } = this.o;
+    const p = entry.value;
+    // Paid and never consumed: the money is known to have moved; only the credit is owed.
+    const recheck = p.state === "paid" ? null : await standard.recheckSettlement(p);
+    if (recheck?.check === "unconfirmed") {
+      const rechecks = p.rechecks ?? 0;
+      await payments.recheckLater(entry, nextRecheckMs(clock.now().getTime(), rechecks + 1));
+      if (nextRecheckMs(0, rechecks + 1) >= SETTLE_RECHECK_MAX_MS) {
+        // Hours without an answer: the operator should look (the sweep keeps asking, hourly).
+        this.o.log.warn("settlement still unknown", { reference: p.reference, rechecks: rechecks + 1 });
+      }
+      return "deferred";
+    }
+    const seller = await this.o.sellers.getSeller(p.sellerId);
+    if (!seller) {
+      await payments.recheckLater(entry, nextRecheckMs(clock.now().getTime(), (p.rechecks ?? 0) + 1));
+      return "deferred";
+    }
+    const agent: AuthenticatedAgent = (await this.o.agents.get(p.terms.agent)) ??
+      { credentialId: p.terms.agent, claimed: false };
+    const outcome: SettledOutcome = recheck === null
+      ? { check: "confirmed", processorRef: p.processorRef ?? "" }
+      : recheck.check === "confirmed"
+      ? { check: "confirmed", processorRef: recheck.transfer.transaction }
+      : recheck;
+    if (!(await settlement.settleRechecked(entry, outcome, agent, seller))) return "moved";
+    if (outcome.check === "refused") return "failed";
+    if (p.terms.action !== "call" || p.state !== "processing") return "consumed";
+    // Paid on chain for an answer never delivered: served if its agent comes back; the chain cannot
+    // give the money back by itself, so the operator hears of it.
+    this.o.log.warn("pay-as-you-go call paid, answer owed", { reference: p.reference, seller: p.sellerId });
+    return "paid";
+  }
+}

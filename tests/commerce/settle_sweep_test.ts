@@ -1,0 +1,533 @@
+/**
+ * The settlement sweep (core/commerce/settle_sweep.ts): an `evm` settlement left `processing` (the
+ * facilitator's answer lost, or the process gone before its `paid` record) was resolved only by its
+ * agent's retry, or by the operator; an agent that gave up left a charge possibly paid on chain and
+ * never credited nor refused. Past its grace period the sweep asks the chain and moves it to its
+ * final state once. Real local peers: the EVM chain and the x402 facilitator, with a stock mppx client.
+ */
+import assert from "node:assert/strict";
+import { Mppx } from "mppx/client";
+import { evm } from "mppx/evm/client";
+import { privateKeyToAccount } from "viem/accounts";
+import { FixedClock } from "../../core/clock.ts";
+import type { PaymentRecord } from "../../core/commerce/payments.ts";
+import { SETTLE_RECHECK_GRACE_MS } from "../../core/commerce/settlement.ts";
+import { SettlementSweep } from "../../core/commerce/settle_sweep.ts";
+import { loadChallengeKey } from "../../core/commerce/challenges.ts";
+import { StandardMethods } from "../../core/commerce/standard_methods.ts";
+import { LOCAL_KEYS, type LocalChain, startLocalChain, TOKEN_DOMAIN } from "../../fixtures/chain/local.ts";
+import { kvFaults } from "../_kv_faults.ts";
+import { type CommerceWorld, createCommerceWorld, postJson, serveAsStore } from "./_helpers.ts";
+
+/**
+ * A facilitator in front of the real one whose `/settle` answer never reaches the storefront (502):
+ * `settles` says whether the settlement is made behind it (money moved) or never made.
+ */
+function lossyFacilitator(chain: LocalChain, settles: boolean) {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const path = new URL(req.url).pathname;
+    if (path === "/settle" && !settles) {
+      await req.body?.cancel();
+      return new Response("bad gateway", { status: 502 });
+    }
+    const res = await fetch(`${chain.facilitatorUrl}${path}`, {
+      method: req.method,
+      headers: { "content-type": "application/json" },
+      body: req.method === "POST" ? await req.text() : undefined,
+    });
+    if (path !== "/settle") return res;
+    await res.body?.cancel();
+    return new Response("bad gateway", { status: 502 });
+  });
+  return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
+}
+
+async function chainWorld(
+  facilitatorUrl: (chain: LocalChain) => string,
+  opts: { wrapKv?: (kv: Deno.Kv) => Deno.Kv; upstream?: boolean } = {},
+) {
+  const chain = await startLocalChain();
+  const clock = new FixedClock(new Date().toISOString());
+  const w = await createCommerceWorld({
+    clock,
+    wrapKv: opts.wrapKv,
+    upstream: opts.upstream,
+    env: {
+      PAY_EVM_CHAIN_ID: String(chain.chainId),
+      PAY_EVM_TOKEN: chain.token,
+      PAY_EVM_TOKEN_NAME: TOKEN_DOMAIN.name,
+      PAY_EVM_TOKEN_VERSION: TOKEN_DOMAIN.version,
+      PAY_EVM_RECIPIENT: chain.addresses.seller,
+      PAY_X402_FACILITATOR_URL: facilitatorUrl(chain),
+      PAY_EVM_RPC_URL: chain.rpcUrl,
+    },
+  });
+  return { chain, clock, w };
+}
+
+/** A stock mppx evm client for a new agent, and the same credential sent again unchanged (the spec's retry). */
+async function buyer(w: CommerceWorld, url: string) {
+  const { token, agent, renew } = await w.agents.issue();
+  const sent: { authorization: string | null } = { authorization: null };
+  // The access token of a retry: renewed after the clock moved past its 5 minutes.
+  const current = { token };
+  const client = Mppx.create({
+    methods: [evm({ account: privateKeyToAccount(LOCAL_KEYS.buyer), authorization: TOKEN_DOMAIN })],
+    fetch: (input, init) => {
+      const req = new Request(input, init);
+      req.headers.set("zc-agent-authorization", `Bearer ${token}`);
+      sent.authorization = req.headers.get("authorization");
+      return fetch(req);
+    },
+    polyfill: false,
+  });
+  const purchase = () => client.fetch(`${url}/plans/${w.plan.id}/purchase`, postJson({ amountUsd: "1.000000" }));
+  const retry = () =>
+    fetch(`${url}/plans/${w.plan.id}/purchase`, {
+      ...postJson({ amountUsd: "1.000000" }),
+      headers: {
+        "content-type": "application/json",
+        "zc-agent-authorization": `Bearer ${current.token}`,
+        authorization: sent.authorization!,
+      },
+    });
+  const renewToken = async () => void (current.token = await renew());
+  return { agent, purchase, retry, renewToken };
+}
+
+async function evmRecords(w: CommerceWorld): Promise<Deno.KvEntry<PaymentRecord>[]> {
+  const out: Deno.KvEntry<PaymentRecord>[] = [];
+  for await (const e of w.deps.kv.list<PaymentRecord>({ prefix: ["commerce_payment", w.sellerId] })) {
+    if (e.value.rail === "evm") out.push(e);
+  }
+  return out;
+}
+
+/** The agent's credit at the seller (micro-USD), read from the ledger (no request: a read would settle it too). */
+async function creditOf(w: CommerceWorld, agent: { credentialId: string; claimed: boolean }): Promise<number> {
+  const entries = await w.deps.commerce.service.ledger.entries(agent, w.sellerId);
+  return entries.reduce((sum, e) => sum + e.value.creditMicros, 0);
+}
+
+async function rechecksListed(w: CommerceWorld): Promise<number> {
+  let n = 0;
+  for await (const _ of w.deps.kv.list({ prefix: ["commerce_settle_recheck"] })) n++;
+  return n;
+}
+
+Deno.test("settlement sweep: a purchase whose facilitator settle answer was lost, its agent never retrying, is credited once past its grace period", async () => {
+  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
+  const { chain, clock, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, true)).url);
+  const http = serveAsStore(w);
+  try {
+    const buyer0 = await chain.balanceOf(chain.addresses.buyer);
+    const alice = await buyer(w, http.url);
+    const lost = await alice.purchase();
+    assert.equal(lost.status, 503);
+    assert.equal((await lost.json()).error, "payment_provider_unavailable");
+    assert.equal(chain.settlements.length, 1, "paid on chain, once");
+    assert.equal(await chain.balanceOf(chain.addresses.buyer), buyer0 - 1_000_000n);
+    const [pending] = await evmRecords(w);
+    assert.equal(pending.value.state, "processing");
+    assert.equal(pending.value.pendingTransfer, undefined, "the facilitator named no transaction");
+
+    const sweep = w.deps.commerce.settleSweep!;
+    // Within the grace period the agent's own retries come first: the sweep leaves it.
+    const early = await sweep.sweep();
+    assert.deepEqual([early.swept, early.resolved, early.deferred], [true, [], 0]);
+    assert.equal((await evmRecords(w))[0].value.state, "processing");
+
+    // The agent never comes back: past the grace period the chain says it was paid, and it is credited.
+    clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+    const swept = await sweep.sweep();
+    assert.deepEqual(swept.resolved, [{ reference: pending.value.reference, state: "consumed" }]);
+    const [done] = await evmRecords(w);
+    assert.equal(done.value.state, "consumed");
+    assert.equal(done.value.processorRef, chain.settlements[0], "the transaction found on chain");
+    assert.equal(await creditOf(w, alice.agent), 1_000_000);
+    assert.equal(await rechecksListed(w), 0, "no longer listed");
+
+    // Swept again: nothing left to do, credited once.
+    clock.advance(24 * 3600_000);
+    assert.deepEqual((await sweep.sweep()).resolved, []);
+    assert.equal(await creditOf(w, alice.agent), 1_000_000);
+    assert.equal(chain.settlements.length, 1);
+  } finally {
+    await http.close();
+    await lossy?.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: a settlement whose process died before its paid record is credited once", async () => {
+  const faults = kvFaults();
+  const { chain, clock, w } = await chainWorld((c) => c.facilitatorUrl, { wrapKv: faults.wrap });
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    // Every try at the `paid` record fails, as if the process were killed right after the settlement.
+    faults.failNext(3, {
+      op: "set",
+      entity: "commerce_payment",
+      value: (v) => (v as PaymentRecord).state === "paid",
+    });
+    const died = await alice.purchase();
+    await died.body?.cancel();
+    assert.equal(died.status, 500);
+    assert.equal(chain.settlements.length, 1, "the settlement moved the money");
+    assert.equal((await evmRecords(w))[0].value.state, "processing");
+    assert.equal(await creditOf(w, alice.agent), 0);
+
+    clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+    const swept = await w.deps.commerce.settleSweep!.sweep();
+    assert.equal(swept.resolved.length, 1);
+    assert.equal(swept.resolved[0].state, "consumed");
+    assert.equal(await creditOf(w, alice.agent), 1_000_000);
+  } finally {
+    await http.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: a settlement that never happened is rechecked with backoff, then failed once its authorization can no longer be used", async () => {
+  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
+  const { chain, clock, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, false)).url);
+  const http = serveAsStore(w);
+  try {
+    const buyer0 = await chain.balanceOf(chain.addresses.buyer);
+    const alice = await buyer(w, http.url);
+    const lost = await alice.purchase();
+    assert.equal(lost.status, 503);
+    await lost.body?.cancel();
+    assert.equal(chain.settlements.length, 0);
+
+    const sweep = w.deps.commerce.settleSweep!;
+    clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+    // Unused and still usable: the facilitator may yet submit it. Listed again, later.
+    const first = await sweep.sweep();
+    assert.deepEqual([first.resolved, first.deferred], [[], 1]);
+    const [kept] = await evmRecords(w);
+    assert.equal(kept.value.state, "processing");
+    assert.equal(kept.value.rechecks, 1);
+    assert.ok(kept.value.recheckAt! > clock.now().getTime() + SETTLE_RECHECK_GRACE_MS, "backoff grows");
+    assert.equal((await sweep.sweep()).deferred, 0, "not due again yet");
+
+    // The chain's time passes the authorization's validBefore: no block can use it now.
+    const rpc = (method: string, params: unknown[] = []) =>
+      fetch(chain.rpcUrl, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })
+        .then((r) => r.json());
+    await rpc("evm_increaseTime", [8 * 86_400]);
+    await rpc("evm_mine");
+    clock.advance(2 * 3600_000);
+    const swept = await sweep.sweep();
+    assert.deepEqual(swept.resolved, [{ reference: kept.value.reference, state: "failed" }]);
+    const [failed] = await evmRecords(w);
+    assert.equal(failed.value.state, "failed");
+    assert.equal(failed.value.settlementReason, "authorization_expired");
+    assert.equal(await creditOf(w, alice.agent), 0);
+    assert.equal(await chain.balanceOf(chain.addresses.buyer), buyer0, "no money moved");
+    assert.equal(await rechecksListed(w), 0);
+  } finally {
+    await http.close();
+    await lossy?.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: two processes sweeping at once credit a settlement once", async () => {
+  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
+  const { chain, clock, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, true)).url);
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    const lost = await alice.purchase();
+    assert.equal(lost.status, 503);
+    await lost.body?.cancel();
+    clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+
+    const { service } = w.deps.commerce;
+    const evmSettings = w.deps.config.payments.evm!;
+    const another = () =>
+      new SettlementSweep({
+        kv: w.deps.kv,
+        clock,
+        log: w.deps.log,
+        payments: service.payments,
+        settlement: service.settlement,
+        standard: new StandardMethods(w.deps.config.payments, () => loadChallengeKey(w.deps.kv)),
+        agents: service.agents,
+        sellers: w.deps.commerce.catalog,
+        intervalMs: evmSettings.settleSweepIntervalMs,
+      });
+    // Two processes at once: the lease gives the sweep to one of them.
+    const outcomes = await Promise.all([w.deps.commerce.settleSweep!.sweep(), another().sweep()]);
+    assert.equal(outcomes.filter((o) => o.swept).length, 1);
+    assert.equal(outcomes.flatMap((o) => o.resolved).length, 1);
+    assert.equal(await creditOf(w, alice.agent), 1_000_000);
+    assert.equal((await evmRecords(w))[0].value.state, "consumed");
+  } finally {
+    await http.close();
+    await lossy?.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: two resolutions of one rechecked settlement racing move it once", async () => {
+  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
+  const { chain, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, true)).url);
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    const lost = await alice.purchase();
+    await lost.body?.cancel();
+    const [entry] = await evmRecords(w);
+    const { settlement } = w.deps.commerce.service;
+    const seller = (await w.deps.commerce.catalog.getSeller(w.sellerId))!;
+    const confirmed = { check: "confirmed", processorRef: chain.settlements[0] } as const;
+    // Both read the same record (a lease that lapsed mid-sweep): one commit wins.
+    const moved = await Promise.all([
+      settlement.settleRechecked(entry, confirmed, alice.agent, seller),
+      settlement.settleRechecked(entry, confirmed, alice.agent, seller),
+    ]);
+    assert.deepEqual(moved.sort(), [false, true]);
+    assert.equal(await creditOf(w, alice.agent), 1_000_000);
+    assert.equal(await rechecksListed(w), 0);
+  } finally {
+    await http.close();
+    await lossy?.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: a pay-as-you-go call whose settle answer was lost is recorded paid with its answer owed, and the same credential sent again is served once", async () => {
+  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
+  const { chain, clock, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, true)).url, { upstream: true });
+  const http = serveAsStore(w);
+  try {
+    await w.addPayg(20_000);
+    const buyer0 = await chain.balanceOf(chain.addresses.buyer);
+    const { token, renew } = await w.agents.issue();
+    const sent: { authorization: string | null } = { authorization: null };
+    const client = Mppx.create({
+      methods: [evm({ account: privateKeyToAccount(LOCAL_KEYS.buyer), authorization: TOKEN_DOMAIN })],
+      fetch: (input, init) => {
+        const req = new Request(input, init);
+        req.headers.set("zc-agent-authorization", `Bearer ${token}`);
+        sent.authorization = req.headers.get("authorization");
+        return fetch(req);
+      },
+      polyfill: false,
+    });
+    const searchUrl = `${http.url}/v2/search?data_model_id=${w.dataModelId}`;
+    const lost = await client.fetch(searchUrl, postJson({ query: "budget" }));
+    assert.equal(lost.status, 503);
+    assert.equal((await lost.json()).error, "payment_provider_unavailable");
+    assert.equal(chain.settlements.length, 1);
+    assert.equal(w.upstream.verified, 1, "the call ran, its answer not delivered");
+
+    // The agent gave up: the sweep finds the transfer on chain; the call stays owed, not consumed.
+    clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+    const swept = await w.deps.commerce.settleSweep!.sweep();
+    assert.equal(swept.resolved[0]?.state, "paid");
+    const [owed] = await evmRecords(w);
+    assert.deepEqual([owed.value.state, owed.value.answerOwed], ["paid", true]);
+    assert.equal(owed.value.processorRef, chain.settlements[0]);
+
+    // Back later with the same credential (and a fresh access token): served once, never charged again.
+    const later = await renew();
+    const retry = () =>
+      fetch(searchUrl, {
+        ...postJson({ query: "budget" }),
+        headers: {
+          "content-type": "application/json",
+          "zc-agent-authorization": `Bearer ${later}`,
+          authorization: sent.authorization!,
+        },
+      });
+    const served = await retry();
+    assert.equal(served.status, 200, await served.clone().text());
+    assert.ok(served.headers.get("payment-receipt"));
+    await served.body?.cancel();
+    assert.equal(w.upstream.verified, 2);
+    const again = await retry();
+    assert.equal(again.status, 409);
+    assert.equal((await again.json()).error, "payment_consumed");
+    assert.equal(w.upstream.verified, 2);
+    assert.equal((await evmRecords(w))[0].value.state, "consumed");
+    assert.equal(chain.settlements.length, 1);
+    assert.equal(await chain.balanceOf(chain.addresses.buyer), buyer0 - 20_000n, "paid once");
+  } finally {
+    await http.close();
+    await lossy?.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: runs every PAY_SETTLE_SWEEP_INTERVAL_S from deps.start({background}) under a lease, and stop() ends it and frees the lease", async () => {
+  const clock = new FixedClock("2026-11-22T12:00:00Z");
+  // The chain is never asked: nothing is due.
+  await using w = await createCommerceWorld({
+    clock,
+    env: {
+      PAY_EVM_CHAIN_ID: "31337",
+      PAY_EVM_TOKEN: `0x${"11".repeat(20)}`,
+      PAY_EVM_RECIPIENT: `0x${"22".repeat(20)}`,
+      PAY_X402_FACILITATOR_URL: "http://127.0.0.1:9",
+      PAY_EVM_RPC_URL: "http://127.0.0.1:9",
+      PAY_SETTLE_SWEEP_INTERVAL_S: "30",
+    },
+  });
+  assert.equal(w.deps.config.payments.evm!.settleSweepIntervalMs, 30_000);
+  const calls: string[] = [];
+  const sweep = w.deps.settleSweep!;
+  const { start, stop } = sweep;
+  sweep.start = () => (calls.push("start"), start.call(sweep));
+  sweep.stop = () => (calls.push("stop"), stop.call(sweep));
+  await w.deps.start({ background: true });
+  assert.deepEqual(calls, ["start"]);
+  await w.deps.stop();
+  assert.deepEqual(calls, ["start", "stop"]);
+
+  // Its own schedule, on injected timers: one sweep per interval, the lease held while it runs.
+  const timers: { fn: () => void; ms: number }[] = [];
+  const { service } = w.deps.commerce;
+  const own = new SettlementSweep({
+    kv: w.deps.kv,
+    clock,
+    log: w.deps.log,
+    payments: service.payments,
+    settlement: service.settlement,
+    standard: new StandardMethods(w.deps.config.payments, () => loadChallengeKey(w.deps.kv)),
+    agents: service.agents,
+    sellers: w.deps.commerce.catalog,
+    intervalMs: 30_000,
+    timers: {
+      setTimeout: (fn, ms) => (timers.push({ fn, ms }), timers.length as unknown as ReturnType<typeof setTimeout>),
+      clearTimeout: () => {},
+    },
+  });
+  own.start();
+  assert.deepEqual(timers.map((t) => t.ms), [30_000]);
+  timers[0].fn();
+  assert.equal((await own.sweep()).swept, true);
+  assert.ok((await w.deps.kv.get(["commerce_settle_sweep_lease"])).value, "the lease is held");
+  await own.stop();
+  assert.equal((await w.deps.kv.get(["commerce_settle_sweep_lease"])).value, null, "stop() frees the lease");
+});
+
+Deno.test("a retry of a purchase whose facilitator settle answer was lost asks the chain and is credited at once; one that never settled is 503 until its authorization expires, then settlement_failed", async () => {
+  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
+  let settles = true;
+  const { chain, w } = await chainWorld((c) => {
+    const paid = lossyFacilitator(c, true);
+    const unpaid = lossyFacilitator(c, false);
+    const front = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
+      const u = new URL(req.url);
+      return fetch(`${settles ? paid.url : unpaid.url}${u.pathname}`, {
+        method: req.method,
+        headers: req.headers,
+        body: req.body,
+      });
+    });
+    lossy = {
+      url: `http://127.0.0.1:${front.addr.port}`,
+      close: async () => {
+        await front.shutdown();
+        await paid.close();
+        await unpaid.close();
+      },
+    };
+    return lossy.url;
+  });
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    const lost = await alice.purchase();
+    assert.equal(lost.status, 503);
+    await lost.body?.cancel();
+    assert.equal(chain.settlements.length, 1);
+    // Retried unchanged, as the 503 says: the chain shows the transfer the authorization made.
+    const credited = await alice.retry();
+    const body = await credited.json();
+    assert.equal(credited.status, 200, JSON.stringify(body));
+    assert.equal(body.entitlement.remainingUsd, "1.000000");
+    assert.equal((await evmRecords(w))[0].value.processorRef, chain.settlements[0]);
+    const again = await alice.retry();
+    assert.equal(again.status, 409);
+    assert.equal((await again.json()).error, "payment_consumed");
+    assert.equal(await creditOf(w, alice.agent), 1_000_000);
+
+    // Nothing settled behind the lost answer: 503 while the authorization may still be used.
+    settles = false;
+    const bob = await buyer(w, http.url);
+    const unknown = await bob.purchase();
+    assert.equal(unknown.status, 503);
+    await unknown.body?.cancel();
+    const stillUnknown = await bob.retry();
+    assert.equal(stillUnknown.status, 503);
+    assert.equal((await stillUnknown.json()).error, "payment_provider_unavailable");
+    const rpc = (method: string, params: unknown[] = []) =>
+      fetch(chain.rpcUrl, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })
+        .then((r) => r.json());
+    await rpc("evm_increaseTime", [8 * 86_400]);
+    await rpc("evm_mine");
+    const expired = await bob.retry();
+    const expiredBody = await expired.json();
+    assert.equal(expired.status, 402, JSON.stringify(expiredBody));
+    assert.equal(expiredBody.error, "settlement_failed");
+    assert.equal(expiredBody.settlementReason, "authorization_expired");
+    assert.equal(chain.settlements.length, 1);
+    assert.equal(await creditOf(w, bob.agent), 0);
+  } finally {
+    await http.close();
+    await lossy?.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: a settled purchase whose credit failed to commit, its agent never sending the credential again, is credited once", async () => {
+  const faults = kvFaults();
+  const { chain, clock, w } = await chainWorld((c) => c.facilitatorUrl, { wrapKv: faults.wrap });
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    // Every try at the commit that consumes the payment and grants its credit fails (a KV outage).
+    faults.failNext(20, {
+      op: "set",
+      entity: "commerce_payment",
+      value: (v) => (v as PaymentRecord).state === "consumed",
+    });
+    const failed = await alice.purchase();
+    await failed.body?.cancel();
+    assert.equal(failed.status, 500);
+    faults.failNext(0, { op: "set", entity: "commerce_payment" });
+    assert.equal(chain.settlements.length, 1, "paid on chain");
+    assert.equal((await evmRecords(w))[0].value.state, "paid");
+    assert.equal(await creditOf(w, alice.agent), 0);
+
+    const sweep = w.deps.commerce.settleSweep!;
+    assert.deepEqual((await sweep.sweep()).resolved, [], "its agent's own retry comes first");
+    clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+    const swept = await sweep.sweep();
+    assert.deepEqual(swept.resolved.map((r) => r.state), ["consumed"]);
+    assert.equal(await creditOf(w, alice.agent), 1_000_000);
+    assert.equal(await rechecksListed(w), 0);
+    // The credential sent again now: spent, nothing granted twice.
+    await alice.renewToken();
+    const late = await alice.retry();
+    assert.equal(late.status, 409);
+    assert.equal((await late.json()).error, "payment_consumed");
+    assert.equal(await creditOf(w, alice.agent), 1_000_000);
+  } finally {
+    await http.close();
+    await w.close();
+    await chain.close();
+  }
+});
