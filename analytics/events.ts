@@ -108,7 +108,7 @@ export class EventPipeline implements EventSink {
     for (let attempt = 0;; attempt++) {
       const prepared = await prepareEvents(this.deps, events, ctx, attempt >= MAX_SESSION_RETRIES);
       rows = prepared.rows;
-      if (await this.wal.append(uuidv7(this.deps.clock), rows, prepared.sessionSets)) break;
+      if (await this.wal.append(uuidv7(this.deps.clock), prepared.lines, prepared.sessionSets)) break;
     }
     this.#pending += rows.length;
     if (this.#started && this.#pending >= this.options.flushMaxEvents) {

@@ -36,8 +36,11 @@ const enc = new TextEncoder();
 // stop every flush of the log.
 const wellFormed = (_key: string, v: unknown) => typeof v === "string" ? v.toWellFormed() : v;
 
-/** A row as its NDJSON line (UTF-8, newline included). */
-function ndjsonLine(row: unknown): Uint8Array {
+/**
+ * A row as its NDJSON line (UTF-8, newline included): the bytes the log stores. Encoded once per
+ * row; callers check the size of the line they then append.
+ */
+export function ndjsonLine(row: unknown): Uint8Array {
   return enc.encode(JSON.stringify(row, wellFormed) + "\n");
 }
 
@@ -65,15 +68,15 @@ export function wellFormedChunk(bytes: Uint8Array): Uint8Array {
 }
 
 /**
- * Whether a row, as its NDJSON line, fits one chunk. The fields' character limits do not bound it:
- * JSON writes a control character as 6 bytes, so validation checks this too.
+ * Whether a row's NDJSON line fits one chunk. The fields' character limits do not bound it: JSON
+ * writes a control character as 6 bytes, so validation checks this too.
  */
-export function fitsChunk(row: unknown): boolean {
-  return ndjsonLine(row).byteLength <= CHUNK_BYTES;
+export function fitsChunk(line: Uint8Array): boolean {
+  return line.byteLength <= CHUNK_BYTES;
 }
 
-/** Splits rows into NDJSON chunks of at most {@link CHUNK_BYTES} bytes. */
-export function toChunks(rows: unknown[]): Uint8Array[] {
+/** Packs NDJSON lines ({@link ndjsonLine}) into chunks of at most {@link CHUNK_BYTES} bytes. */
+export function toChunks(lines: Uint8Array[]): Uint8Array[] {
   const out: Uint8Array[] = [];
   let parts: Uint8Array[] = [];
   let size = 0;
@@ -89,9 +92,8 @@ export function toChunks(rows: unknown[]): Uint8Array[] {
     parts = [];
     size = 0;
   };
-  for (const row of rows) {
-    const line = ndjsonLine(row);
-    if (line.byteLength > CHUNK_BYTES) throw new Error(`event too large for the log: ${line.byteLength} bytes`);
+  for (const line of lines) {
+    if (!fitsChunk(line)) throw new Error(`event too large for the log: ${line.byteLength} bytes`);
     if (size + line.byteLength > CHUNK_BYTES) close();
     parts.push(line);
     size += line.byteLength;
@@ -116,12 +118,13 @@ export class EventWal {
   constructor(private readonly kv: Deno.Kv) {}
 
   /**
-   * Durably appends a batch. Resolves only once every chunk is committed.
+   * Durably appends a batch, its rows as {@link ndjsonLine} encoded them. Resolves only once every
+   * chunk is committed.
    * @param extra writes that commit together with the first group of chunks.
    * @returns false, with nothing stored, when an extra write's versionstamp check failed.
    */
-  async append(batchId: string, rows: unknown[], extra: WalExtraSet[] = []): Promise<boolean> {
-    const chunks = toChunks(rows);
+  async append(batchId: string, lines: Uint8Array[], extra: WalExtraSet[] = []): Promise<boolean> {
+    const chunks = toChunks(lines);
     let op = this.kv.atomic();
     let bytes = 0;
     let mutations = 0;
