@@ -42,6 +42,16 @@ export const analyticsErrors = declareErrors({
     kind: "unavailable",
     message: "Analytics data is being reorganised; retry in a moment",
   },
+  /**
+   * The event log holds its most (`EVENTS_WAL_MAX_BYTES`) while its flush cannot keep up; raised
+   * with `Retry-After`. Refused before anything of the batch is stored, so no acknowledged event is
+   * ever dropped for room.
+   */
+  event_log_full: {
+    kind: "unavailable",
+    code: "server_busy",
+    message: "The event log is full until it is written out, try again shortly",
+  },
   campaign_id_malformed: { ...badQuery, message: idFormatMessage("campaign_id", "cp") },
   /**
    * The first bad event of a batch: `field` is its path in our schema, `problem` our phrase or
