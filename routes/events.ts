@@ -12,6 +12,7 @@ import { widgetAllowsOrigin } from "../core/widget/mod.ts";
 import { enforcePublicLimit, limitAddress, publicLimitExceeded } from "./middleware/public_limits.ts";
 import { clientAddress } from "./storefront/client_address.ts";
 import { actFor } from "./request_scope.ts";
+import { arrayMemberLongerThan } from "../core/json_count.ts";
 
 /**
  * How far back a widget batch's `ts` may go. The widget sends none (the service stamps arrival) and
@@ -127,10 +128,34 @@ export function createEventRoutes(
     }
     await next();
   });
+  /**
+   * A keyless batch's address is checked again once its body may be read: batches sent at once all
+   * passed the first check before any was counted, then waited for the body budget (one address's
+   * large bodies are read one at a time), so those past the limit by now are refused unread.
+   */
+  const beforeRead = async (c: Context<AppEnv>) => {
+    if (c.get("apiKey")) return;
+    const left = await limits.perAddress.peek(addressOf(c));
+    if (!left.allowed) throw publicLimitExceeded("address", left.retryAfterS);
+  };
+  /**
+   * A batch of too many events is refused as soon as its 501st event is seen, undecoded: decoding
+   * takes several times a body's size (8 MiB of small events took about 40 MiB and 0.3 s).
+   */
+  const beforeDecode = async (c: Context<AppEnv>, bytes: Uint8Array) => {
+    if (!(await arrayMemberLongerThan(bytes, "events", MAX_EVENTS_PER_BATCH))) return;
+    if (!c.get("apiKey")) await spendOnOversize(addressOf(c));
+    throw eventCountInvalid();
+  };
   // A keyless batch's share of the body budget counts against its sender's address.
   app.use(
     "/",
-    bodyReader({ limit: deps.config.eventsMaxBodyBytes, holder: (c) => c.get("apiKey") ? undefined : addressOf(c) }),
+    bodyReader({
+      limit: deps.config.eventsMaxBodyBytes,
+      holder: (c) => c.get("apiKey") ? undefined : addressOf(c),
+      beforeRead,
+      beforeDecode,
+    }),
   );
   // The batch size is checked before the route schema reads each event: 8 MB of `0,` is 4 million
   // events, which the schema took seconds to refuse one by one (and overflowed the stack listing why).
@@ -179,7 +204,8 @@ export function createEventRoutes(
 }
 
 function checkEventCount(events: unknown[]): void {
-  if (events.length < 1 || events.length > MAX_EVENTS_PER_BATCH) {
-    throw unprocessable(`events: must contain 1 to ${MAX_EVENTS_PER_BATCH} events`, "invalid_request");
-  }
+  if (events.length < 1 || events.length > MAX_EVENTS_PER_BATCH) throw eventCountInvalid();
 }
+
+const eventCountInvalid = () =>
+  unprocessable(`events: must contain 1 to ${MAX_EVENTS_PER_BATCH} events`, "invalid_request");
