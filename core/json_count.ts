@@ -1,13 +1,24 @@
+/** Bounds {@link boundPassed} checks a JSON body against, before it is decoded. */
+export interface JsonShapeBounds {
+  /** The top-level member whose array is counted ... */
+  key: string;
+  /** ... and the most elements it may have. */
+  maxElements: number;
+  /** The most values the body may hold, every element and member at any depth (default: no bound). */
+  maxValues?: number;
+}
+
 /**
- * Whether a JSON object's top-level member `key` is an array of more than `max` elements, by one
+ * Which bound a JSON object body passes first, `elements` (its top-level member `key` is an array of
+ * more than `maxElements`) or `values` (it holds more than `maxValues` values), or null, by one
  * pass over the bytes that stops as soon as it knows (it does not check the syntax: the parser
- * does). A body that must be refused for its length is then refused without being decoded:
- * decoding 8 MiB of small elements took about 40 MiB and 0.3 s, for an answer known after the first
- * few kilobytes. The pass gives the event loop a turn after each {@link SLICE_BYTES} (an 8 MiB body
- * of tiny values is a few tens of milliseconds of it).
+ * does). A body a route must refuse for its shape is then refused without being decoded: decoding 8
+ * MiB of small elements took about 40 MiB and 0.3 s, for an answer known after the first few
+ * kilobytes. The pass gives the event loop a turn after each {@link SLICE_BYTES} (an 8 MiB body of
+ * tiny values is a few tens of milliseconds of it).
  */
-export async function arrayMemberLongerThan(bytes: Uint8Array, key: string, max: number): Promise<boolean> {
-  const pass = scan(bytes, key, max);
+export async function boundPassed(bytes: Uint8Array, bounds: JsonShapeBounds): Promise<"elements" | "values" | null> {
+  const pass = scan(bytes, bounds);
   for (let step = pass.next();; step = pass.next()) {
     if (step.done) return step.value;
     await new Promise<void>((resolve) => setTimeout(resolve, 0));
@@ -17,12 +28,15 @@ export async function arrayMemberLongerThan(bytes: Uint8Array, key: string, max:
 /** Bytes scanned between turns of the event loop (about 3 ms at worst). */
 export const SLICE_BYTES = 1024 * 1024;
 
-/** {@link arrayMemberLongerThan}'s pass, yielding after each {@link SLICE_BYTES}. */
-function* scan(bytes: Uint8Array, key: string, max: number): Generator<void, boolean> {
+/** {@link boundPassed}'s pass, yielding after each {@link SLICE_BYTES}. */
+function* scan(
+  bytes: Uint8Array,
+  { key, maxElements, maxValues = Infinity }: JsonShapeBounds,
+): Generator<void, "elements" | "values" | null> {
   const QUOTE = 0x22, COMMA = 0x2c;
   let i = 0;
   while (i < bytes.length && isSpace(bytes[i]!)) i++;
-  if (bytes[i] !== 0x7b /* { */) return false;
+  if (bytes[i] !== 0x7b /* { */) return null;
   let depth = 0;
   // In the top-level object: whether the next string is a member's name, and the last name read.
   let expectName = false;
@@ -31,6 +45,9 @@ function* scan(bytes: Uint8Array, key: string, max: number): Generator<void, boo
   let counting = false;
   let expectElement = false;
   let elements = 0;
+  // Values, counted from above: a container and each comma start at most one value each (the
+  // body itself is the first container).
+  let values = 0;
   let turn = SLICE_BYTES;
   for (; i < bytes.length; i++) {
     if (i >= turn) {
@@ -40,7 +57,7 @@ function* scan(bytes: Uint8Array, key: string, max: number): Generator<void, boo
     const c = bytes[i]!;
     if (isSpace(c)) continue;
     if (counting && depth === 2 && expectElement && c !== 0x5d /* ] */) {
-      if (++elements > max) return true;
+      if (++elements > maxElements) return "elements";
       expectElement = false;
     }
     if (c === QUOTE) {
@@ -51,6 +68,7 @@ function* scan(bytes: Uint8Array, key: string, max: number): Generator<void, boo
         expectName = false;
       }
     } else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
+      if (++values > maxValues) return "values";
       depth++;
       if (depth === 1) expectName = true;
       else if (depth === 2 && c === 0x5b && name === key) {
@@ -62,11 +80,12 @@ function* scan(bytes: Uint8Array, key: string, max: number): Generator<void, boo
       if (depth === 2) counting = false;
       depth--;
     } else if (c === COMMA) {
+      if (++values > maxValues) return "values";
       if (depth === 1) expectName = true;
       else if (depth === 2 && counting) expectElement = true;
     }
   }
-  return false;
+  return null;
 }
 
 const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
-import { arrayMemberLongerThan, SLICE_BYTES } from "../../core/json_count.ts";
+import { boundPassed, SLICE_BYTES } from "../../core/json_count.ts";
 
-const longer = (text: string, max = 3) => arrayMemberLongerThan(new TextEncoder().encode(text), "events", max);
+const longer = async (text: string, max = 3) =>
+  (await boundPassed(new TextEncoder().encode(text), { key: "events", maxElements: max })) === "elements";
 
-Deno.test("arrayMemberLongerThan(): counts the top-level member's elements as the parser reads them", async () => {
+Deno.test("boundPassed(): counts the top-level member's elements as the parser reads them", async () => {
   const cases: [string, boolean][] = [
     [`{"events":[1,2,3]}`, false],
     [`{"events":[1,2,3,4]}`, true],
@@ -26,7 +27,7 @@ Deno.test("arrayMemberLongerThan(): counts the top-level member's elements as th
   for (const [text, expected] of cases) assert.equal(await longer(text), expected, text);
 });
 
-Deno.test("arrayMemberLongerThan(): stops at the first element past the bound, and gives the event loop turns on a long pass", async () => {
+Deno.test("boundPassed(): stops at the first element past the bound, and gives the event loop turns on a long pass", async () => {
   const many = `{"events":[${Array(2_000_000).fill("0").join(",")}]}`;
   assert.equal(await longer(many, 500), true);
   assert.equal(await longer(many, 2_000_000), false);
@@ -36,4 +37,18 @@ Deno.test("arrayMemberLongerThan(): stops at the first element past the bound, a
   assert.ok(many.length > 2 * SLICE_BYTES);
   assert.equal(await longer(many, 2_000_000), false);
   assert.equal(ticked, true);
+});
+
+Deno.test("boundPassed(): counts values at any depth from above, members and elements alike", async () => {
+  const over = (text: string, maxValues: number) =>
+    boundPassed(new TextEncoder().encode(text), { key: "events", maxElements: 500, maxValues });
+  // The body, its events array, one event and its two members: 5 values.
+  const body = `{"widget_id":"wd_x","events":[{"event_type":"query","prompt":"a, b, [c]"}]}`;
+  assert.equal(await over(body, 5), null);
+  assert.equal(await over(body, 4), "values");
+  const fields = `{"events":[{${Array.from({ length: 1000 }, (_, i) => `"k${i}":1`).join(",")}}]}`;
+  assert.equal(await over(fields, 999), "values");
+  assert.equal(await over(fields, 1003), null);
+  // The element bound is told apart.
+  assert.equal(await over(`{"events":[${Array(501).fill("{}").join(",")}]}`, 10_000), "elements");
 });

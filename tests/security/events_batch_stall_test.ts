@@ -31,11 +31,12 @@ Deno.test("POST /v1/events with 8 MB of events of 0: /healthz answers within 1 s
   const base = `http://127.0.0.1:${server.addr.port}`;
   try {
     await using prober = await healthzProber(base);
-    const send = async (body: string) => {
+    const { key } = await w.tenantWithKey("Publisher");
+    const send = async (body: string, sender: Record<string, string> = { origin: READER_ORIGIN }) => {
       assert.ok(body.length <= w.deps.config.eventsMaxBodyBytes);
       const res = await fetch(`${base}/v1/events`, {
         method: "POST",
-        headers: { "content-type": "application/json", origin: READER_ORIGIN },
+        headers: { "content-type": "application/json", ...sender },
         body,
       });
       return { status: res.status, json: await res.json() };
@@ -46,9 +47,19 @@ Deno.test("POST /v1/events with 8 MB of events of 0: /healthz answers within 1 s
     assert.deepEqual(many.out.json, { message: "events: must contain 1 to 500 events" });
     assert.equal(many.window.failures, 0);
     assert.ok(many.window.worstMs < 1000, `worst /healthz latency ${many.window.worstMs} ms`);
-    // One event of 3.9 million zeros is decoded in the worker and refused there for its values
+    // One event of 3.9 million zeros: a widget batch is refused from its bytes for its values
+    // (events_decode_memory_test.ts); a server's is decoded in the worker and refused there
     // (large_ingest_test.ts).
-    const deep = await prober.measure(() => send(`{"widget_id":"wd_x","events":[[${"0,".repeat(3_899_999)}0]]}`));
+    const deepBody = `{"widget_id":"wd_x","events":[[${"0,".repeat(3_899_999)}0]]}`;
+    // The next minute: the batch above spent the address's events (it is charged for its size too).
+    w.clock.advance(60_000);
+    const widget = await prober.measure(() => send(deepBody));
+    assert.equal(widget.out.status, 413);
+    assert.deepEqual(widget.out.json, {
+      message: "Request body too large: a widget batch holds at most 32000 JSON values",
+    });
+    assert.ok(widget.window.worstMs < 1000, `worst /healthz latency ${widget.window.worstMs} ms`);
+    const deep = await prober.measure(() => send(deepBody, { authorization: `Bearer ${key}` }));
     assert.equal(deep.out.status, 413);
     assert.deepEqual(deep.out.json, { message: "Request body too large: the limit is 300000 JSON values" });
     assert.equal(deep.window.failures, 0);
