@@ -1,3 +1,5 @@
+import { MAX_JSON_DEPTH } from "./json_depth.ts";
+
 /** Bounds {@link boundPassed} checks a JSON body against, before it is decoded. */
 export interface JsonShapeBounds {
   /** The top-level member whose array is counted ... */
@@ -15,7 +17,8 @@ export interface JsonShapeBounds {
  * does). A body a route must refuse for its shape is then refused without being decoded: decoding 8
  * MiB of small elements took about 40 MiB and 0.3 s, for an answer known after the first few
  * kilobytes. The pass gives the event loop a turn after each {@link SLICE_BYTES} (an 8 MiB body of
- * tiny values is a few tens of milliseconds of it).
+ * tiny values is a few tens of milliseconds of it). A body nested deeper than {@link MAX_JSON_DEPTH}
+ * is left to the decoder, which refuses it for that before parsing.
  */
 export async function boundPassed(bytes: Uint8Array, bounds: JsonShapeBounds): Promise<"elements" | "values" | null> {
   const pass = scan(bytes, bounds);
@@ -68,8 +71,8 @@ function* scan(
         expectName = false;
       }
     } else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
+      if (++depth > MAX_JSON_DEPTH) return null;
       if (++values > maxValues) return "values";
-      depth++;
       if (depth === 1) expectName = true;
       else if (depth === 2 && c === 0x5b && name === key) {
         counting = true;

@@ -49,6 +49,8 @@ Deno.test("boundPassed(): counts values at any depth from above, members and ele
   const fields = `{"events":[{${Array.from({ length: 1000 }, (_, i) => `"k${i}":1`).join(",")}}]}`;
   assert.equal(await over(fields, 999), "values");
   assert.equal(await over(fields, 1003), null);
+  // A body nested past the decoder's depth limit is left to the decoder (400 for its depth).
+  assert.equal(await over(`{"events":[${"[".repeat(200)}${"]".repeat(200)}]}`, 1000), null);
   // The element bound is told apart.
   assert.equal(await over(`{"events":[${Array(501).fill("{}").join(",")}]}`, 10_000), "elements");
 });
