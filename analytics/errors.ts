@@ -52,6 +52,12 @@ export const analyticsErrors = declareErrors({
     code: "server_busy",
     message: "The event log is full until it is written out, try again shortly",
   },
+  /** A widget batch holding more JSON values than its events can use, refused before it is decoded. */
+  widget_batch_too_many_values: {
+    kind: "too_large",
+    code: "body_too_large",
+    message: (p: { max: number }) => `Request body too large: a widget batch holds at most ${p.max} JSON values`,
+  },
   campaign_id_malformed: { ...badQuery, message: idFormatMessage("campaign_id", "cp") },
   /**
    * The first bad event of a batch: `field` is its path in our schema, `problem` our phrase or

@@ -13,6 +13,7 @@ import { enforcePublicLimit, limitAddress, publicLimitExceeded } from "./middlew
 import { clientAddress } from "./storefront/client_address.ts";
 import { actFor } from "./request_scope.ts";
 import { boundPassed } from "../core/json_count.ts";
+import { analyticsErrors } from "../analytics/errors.ts";
 
 /**
  * How far back a widget batch's `ts` may go. The widget sends none (the service stamps arrival) and
@@ -27,10 +28,10 @@ export const MAX_EVENTS_PER_BATCH = 500;
 
 /**
  * Body bytes a widget batch may take per event it is charged: a larger body costs its address one
- * event per this many bytes. A widget event is well under it (a question with its answer, 12,000
- * characters at most, about 36 KB in a script of three-byte characters, is the largest), and a body
- * is decoded whatever it holds: one event carrying 8 MiB of text or 290,000 fields was decoded for
- * the price of one event (+300 to +450 MiB for a dozen at once).
+ * event per this many bytes. A body is decoded whatever it holds: one event carrying 8 MiB of text
+ * or 290,000 fields was decoded for the price of one event (+300 to +450 MiB for a dozen at once).
+ * The widget's events are a few hundred bytes; the largest, a question with its whole answer (12,000
+ * characters at most, up to about 36 KB in a script of three-byte characters), may cost up to 5.
  */
 export const WIDGET_BYTES_PER_EVENT = 8 * 1024;
 
@@ -38,7 +39,7 @@ export const WIDGET_BYTES_PER_EVENT = 8 * 1024;
  * Most JSON values a widget batch may hold: 500 events of every field are about 16,000. A body over
  * it is refused before it is decoded (413): one event of 290,000 unknown fields took 2 s and 80 MiB.
  */
-const MAX_WIDGET_BATCH_VALUES = MAX_EVENTS_PER_BATCH * 64;
+export const MAX_WIDGET_BATCH_VALUES = MAX_EVENTS_PER_BATCH * 64;
 
 const originDenied = () => new AppError("forbidden", "origin_not_allowed", "widget_id not found or origin not allowed");
 
@@ -182,7 +183,7 @@ export function createEventRoutes(
       await spend(addressOf(c), sizeCost);
       chargedForSize.set(c, sizeCost);
     }
-    if (passed === "values") throw tooManyValues();
+    if (passed === "values") throw analyticsErrors.widget_batch_too_many_values({ max: MAX_WIDGET_BATCH_VALUES });
   };
   // A keyless batch's share of the body budget counts against its sender's address.
   app.use(
@@ -246,13 +247,6 @@ export function createEventRoutes(
 function checkEventCount(events: unknown[]): void {
   if (events.length < 1 || events.length > MAX_EVENTS_PER_BATCH) throw eventCountInvalid();
 }
-
-const tooManyValues = () =>
-  new AppError(
-    "too_large",
-    "body_too_large",
-    `Request body too large: a widget batch holds at most ${MAX_WIDGET_BATCH_VALUES} JSON values`,
-  );
 
 const eventCountInvalid = () =>
   unprocessable(`events: must contain 1 to ${MAX_EVENTS_PER_BATCH} events`, "invalid_request");

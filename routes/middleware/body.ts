@@ -272,8 +272,8 @@ export function bodyReader(
     beforeRead?: (c: Context<AppEnv>) => Promise<void>;
     /**
      * Sees a JSON body's bytes once read, before they are decoded, and may refuse it by throwing: what
-     * a route can tell from the bytes (too many elements, a sender over its limit by now) then costs
-     * no decoding, which takes several times the body's size.
+     * a route can tell from the bytes (too many elements, a body larger than its sender may send)
+     * then costs no decoding, which takes several times the body's size.
      */
     beforeDecode?: (c: Context<AppEnv>, bytes: Uint8Array) => Promise<void>;
   },
