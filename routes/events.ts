@@ -237,7 +237,21 @@ export function createEventRoutes(
       actFor(c, widget.tenantId);
       ctx = { source: "widget", widget, clientKey: await deps.clientKeys.of(address), maxAgeMs: WIDGET_TS_MAX_AGE_MS };
     }
-    const accepted = await deps.events.ingest(events, ctx);
+    let accepted: number;
+    try {
+      accepted = await deps.events.ingest(events, ctx);
+    } catch (err) {
+      // The event log is full (503 `server_busy`, ours to fix): the batch's charges are given back, so a
+      // widget retrying through a stopped flush does not spend its readers' minute or its day's quota.
+      if (ctx.source === "widget" && err instanceof AppError && err.code === "server_busy") {
+        await Promise.all([
+          limits.perAddress.refund(addressOf(c), Math.max(events.length, chargedForSize.get(c) ?? 0)),
+          limits.perWidget.refund(ctx.widget.id, events.length),
+          limits.perWidgetDaily.refund(ctx.widget.id, events.length),
+        ]).catch(() => {});
+      }
+      throw err;
+    }
     return c.json({ accepted }, 202, origin ? corsHeaders(origin) : {});
   };
   app.openapi(route, handler as never);

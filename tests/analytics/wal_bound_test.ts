@@ -96,3 +96,31 @@ Deno.test("EventWal size: a size left wrong by an older log (entries not counted
   await w.deps.events.record(batch("freed", 1));
   assert.ok((await w.deps.events.wal.size()) > 0);
 });
+
+Deno.test("POST /v1/events: a widget batch refused because the log is full gives back what it was charged", async () => {
+  await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND) });
+  const { w } = world;
+  // Full, as an older log or a stopped flush leaves it.
+  await w.deps.kv.set(["ev_wal_size", "added"], new Deno.KvU64(BigInt(BOUND)));
+  const limiters = w.deps.eventLimiters;
+  const left = async () => [
+    (await limiters.perAddress.peek("unknown")).remaining,
+    (await limiters.perWidget.peek("wd_main")).remaining,
+    (await limiters.perWidgetDaily.peek("wd_main")).remaining,
+  ];
+  const before = await left();
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const res = await w.app.request("/v1/events", {
+      method: "POST",
+      headers: { origin: "https://news.example", "content-type": "application/json" },
+      body: JSON.stringify({
+        widget_id: "wd_main",
+        events: [{ event_type: "widget_load", session_id: "s1" }, { event_type: "heartbeat", session_id: "s1" }],
+      }),
+    });
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get("retry-after"), "10");
+    await res.body?.cancel();
+  }
+  assert.deepEqual(await left(), before);
+});
