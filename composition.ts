@@ -206,6 +206,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     flushMaxEvents: config.eventsFlushMaxEvents,
     compactMinFiles: config.eventsCompactMinFiles,
     leaseMs: config.eventsFlushLeaseS * 1000,
+    walMaxBytes: config.eventsWalMaxBytes,
   });
   events.onFlushed(() => analytics.refresh());
   // Search result pages and answer citations become impression events, batched off the response path.

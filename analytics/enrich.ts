@@ -20,7 +20,7 @@ import {
   widgetForbiddenField,
 } from "./schema.ts";
 import { uuidv7 } from "./uuid7.ts";
-import { CHUNK_BYTES, fitsChunk, type WalExtraSet } from "./wal.ts";
+import { CHUNK_BYTES, fitsChunk, ndjsonLine, type WalExtraSet } from "./wal.ts";
 
 /** Who is sending a batch. */
 export type IngestContext =
@@ -97,15 +97,16 @@ export interface EnrichDeps {
  * Validates and enriches a batch. Throws a 422 AppError naming the first bad event and field
  * (`events.3.event_type: ...`); nothing of a bad batch is stored.
  * @param contended the batch lost a race for its session states (see {@link sessionize}).
- * @returns the rows to log and the session states to write with them: each carries the version it
- *   was read at, so the batch commits only if no other batch changed them in between.
+ * @returns the rows to log, each as the NDJSON line the log stores (encoded once, here, where its size
+ *   is checked), and the session states to write with them: each carries the version it was read
+ *   at, so the batch commits only if no other batch changed them in between.
  */
 export async function prepareEvents(
   deps: EnrichDeps,
   inputs: unknown[],
   ctx: IngestContext,
   contended = false,
-): Promise<{ rows: EventRow[]; sessionSets: WalExtraSet[] }> {
+): Promise<{ rows: EventRow[]; lines: Uint8Array[]; sessionSets: WalExtraSet[] }> {
   const nowMs = deps.clock.now().getTime();
   const source: EventSource = ctx.source === "widget" ? "widget" : "server";
   const widgets = new Map<string, Widget | null>();
@@ -202,9 +203,16 @@ export async function prepareEvents(
   }
   const { sets: sessionSets, dropped } = await sessionize(deps.kv, rows, nowMs, contended);
   // Checked once enriched (the freeze may add values): a row the log cannot hold is this event's fault.
-  const tooLarge = rows.findIndex((r) => !dropped.has(r) && !fitsChunk(r));
-  if (tooLarge >= 0) throw invalid(tooLarge, "", `is too large to store (at most ${CHUNK_BYTES} bytes encoded)`);
-  return { rows: dropped.size ? rows.filter((r) => !dropped.has(r)) : rows, sessionSets };
+  const kept: EventRow[] = [];
+  const lines: Uint8Array[] = [];
+  for (const [i, r] of rows.entries()) {
+    if (dropped.has(r)) continue;
+    const line = ndjsonLine(r);
+    if (!fitsChunk(line)) throw invalid(i, "", `is too large to store (at most ${CHUNK_BYTES} bytes encoded)`);
+    kept.push(r);
+    lines.push(line);
+  }
+  return { rows: kept, lines, sessionSets };
 }
 
 /** Per-session state kept in KV while a session lives (30 min idle). */

@@ -42,6 +42,22 @@ export const analyticsErrors = declareErrors({
     kind: "unavailable",
     message: "Analytics data is being reorganised; retry in a moment",
   },
+  /**
+   * The event log holds its most (`EVENTS_WAL_MAX_BYTES`) while its flush cannot keep up; raised
+   * with `Retry-After`. Refused before anything of the batch is stored, so no acknowledged event is
+   * ever dropped for room.
+   */
+  event_log_full: {
+    kind: "unavailable",
+    code: "server_busy",
+    message: "The event log is full until it is written out, try again shortly",
+  },
+  /** A widget batch holding more JSON values than its events can use, refused before it is decoded. */
+  widget_batch_too_many_values: {
+    kind: "too_large",
+    code: "body_too_large",
+    message: (p: { max: number }) => `Request body too large: a widget batch holds at most ${p.max} JSON values`,
+  },
   campaign_id_malformed: { ...badQuery, message: idFormatMessage("campaign_id", "cp") },
   /**
    * The first bad event of a batch: `field` is its path in our schema, `problem` our phrase or

@@ -11,6 +11,7 @@ import type { Repos } from "../core/store/mod.ts";
 import { compactDay, listEventDates, recoverCompactions } from "./compaction.ts";
 import type { AnalyticsDb } from "./duckdb.ts";
 import { type IngestContext, prepareEvents } from "./enrich.ts";
+import { analyticsErrors } from "./errors.ts";
 import { writeAll, writeNdjsonAsParquet } from "./parquet_writer.ts";
 import { uuidv7 } from "./uuid7.ts";
 import { EventWal, type WalChunk, wellFormedChunk } from "./wal.ts";
@@ -30,6 +31,11 @@ export interface PipelineOptions {
   compactMinFiles: number;
   /** How long the flusher lease lasts without renewal (a dead flusher's is taken over after this). */
   leaseMs: number;
+  /**
+   * Most bytes the log may hold: past it new batches are refused (503) until a flush makes room, so a
+   * flusher that cannot write (a full disk, DuckDB failing, no lease holder) lets KV grow only so far.
+   */
+  walMaxBytes: number;
 }
 
 /** Dependencies of the pipeline. */
@@ -45,6 +51,8 @@ interface FlushPlan {
   fileId: string;
   keys: Deno.KvKey[];
   state: "planned" | "written";
+  /** The chunks' bytes, taken off the log's size when they are deleted (absent in older plans). */
+  bytes?: number;
 }
 
 const PLAN_PREFIX = ["ev_flush_plan"];
@@ -97,7 +105,8 @@ export class EventPipeline implements EventSink {
 
   /**
    * Validates, enriches and durably logs a batch.
-   * @throws AppError 422 naming the first bad event; nothing of the batch is stored then.
+   * @throws AppError 422 naming the first bad event; 503 `server_busy` with `Retry-After` when the log
+   *   is full ({@link PipelineOptions.walMaxBytes}). Nothing of the batch is stored then.
    * @returns the number of events stored.
    */
   async ingest(events: unknown[], ctx: IngestContext): Promise<number> {
@@ -108,13 +117,27 @@ export class EventPipeline implements EventSink {
     for (let attempt = 0;; attempt++) {
       const prepared = await prepareEvents(this.deps, events, ctx, attempt >= MAX_SESSION_RETRIES);
       rows = prepared.rows;
-      if (await this.wal.append(uuidv7(this.deps.clock), rows, prepared.sessionSets)) break;
+      await this.#checkRoom(prepared.lines);
+      if (await this.wal.append(uuidv7(this.deps.clock), prepared.lines, prepared.sessionSets)) break;
     }
     this.#pending += rows.length;
     if (this.#started && this.#pending >= this.options.flushMaxEvents) {
       this.flush().catch((err) => this.deps.log.error("event flush failed", { error: describeError(err) }));
     }
     return rows.length;
+  }
+
+  /**
+   * Refuses a batch the log has no room for, before anything of it is stored. The size is read at
+   * each batch, so processes sharing the log overshoot it by at most the batches they are appending
+   * at that moment (each at most 500 events).
+   */
+  async #checkRoom(lines: Uint8Array[]): Promise<void> {
+    const bytes = lines.reduce((n, l) => n + l.byteLength, 0);
+    if ((await this.wal.size()) + bytes <= this.options.walMaxBytes) return;
+    // Room comes back with the next flush that can write.
+    const retryAfterS = Math.max(1, Math.ceil(this.options.flushIntervalMs / 1000));
+    throw analyticsErrors.event_log_full({ headers: { "Retry-After": String(retryAfterS) } });
   }
 
   /** Called after each flush that wrote files (the query engine refreshes its view). */
@@ -157,7 +180,10 @@ export class EventPipeline implements EventSink {
           if (recovered.files) { for (const fn of this.#listeners) fn(); }
           while (true) {
             const chunks = await this.wal.take(MAX_CHUNKS_PER_FLUSH);
-            if (!chunks.length) break;
+            if (!chunks.length) {
+              await this.wal.settle();
+              break;
+            }
             if (!(await this.#acquireLease())) break; // renew; lost only after stalling a whole lease
             this.#pending = 0;
             const r = await this.#flushChunks(chunks).catch((err) => {
@@ -184,7 +210,12 @@ export class EventPipeline implements EventSink {
   }
 
   async #flushChunks(chunks: WalChunk[]): Promise<FlushResult> {
-    const plan: FlushPlan = { fileId: uuidv7(this.deps.clock), keys: chunks.map((c) => c.key), state: "planned" };
+    const plan: FlushPlan = {
+      fileId: uuidv7(this.deps.clock),
+      keys: chunks.map((c) => c.key),
+      state: "planned",
+      bytes: chunkBytes(chunks),
+    };
     await this.deps.kv.set([...PLAN_PREFIX, plan.fileId], plan);
     return await this.#execute(plan, chunks);
   }
@@ -220,7 +251,10 @@ export class EventPipeline implements EventSink {
       plan = { ...plan, state: "written" };
       await this.deps.kv.set([...PLAN_PREFIX, plan.fileId], plan);
     }
-    await this.wal.delete(plan.keys, (op) => op.delete([...PLAN_PREFIX, plan.fileId]));
+    // A plan from before it kept its bytes: a planned one has its chunks loaded; a written one's are
+    // left counted until the log is next found empty (EventWal.settle).
+    const bytes = plan.bytes ?? chunkBytes(chunks);
+    await this.wal.delete(plan.keys, bytes, (op) => op.delete([...PLAN_PREFIX, plan.fileId]));
     return result;
   }
 
@@ -353,6 +387,8 @@ export class EventPipeline implements EventSink {
     return r;
   }
 }
+
+const chunkBytes = (chunks: WalChunk[]) => chunks.reduce((n, c) => n + c.bytes.byteLength, 0);
 
 /** The flusher lost its lease mid-flush: the next holder redoes the flush from its plan. */
 class FlushLeaseLost extends Error {

@@ -8,6 +8,11 @@
 /** KV prefix of the log. */
 export const WAL_PREFIX = ["ev_wal"] as const;
 
+// The log's size, kept so it is read without a scan: bytes of chunks ever appended and ever flushed
+// out, two KvU64 sums committed with the chunks they count (so exact, and shared by every process).
+const SIZE_ADDED: Deno.KvKey = ["ev_wal_size", "added"];
+const SIZE_REMOVED: Deno.KvKey = ["ev_wal_size", "removed"];
+
 /** Largest chunk value in bytes (KV allows 65,536 per value; keep room for the serialisation header). */
 export const CHUNK_BYTES = 63_000;
 // Deno KV: at most 1000 mutations and 800 KiB of keys+values per atomic commit. Stay under both.
@@ -36,8 +41,11 @@ const enc = new TextEncoder();
 // stop every flush of the log.
 const wellFormed = (_key: string, v: unknown) => typeof v === "string" ? v.toWellFormed() : v;
 
-/** A row as its NDJSON line (UTF-8, newline included). */
-function ndjsonLine(row: unknown): Uint8Array {
+/**
+ * A row as its NDJSON line (UTF-8, newline included): the bytes the log stores. Encoded once per
+ * row; callers check the size of the line they then append.
+ */
+export function ndjsonLine(row: unknown): Uint8Array {
   return enc.encode(JSON.stringify(row, wellFormed) + "\n");
 }
 
@@ -65,15 +73,15 @@ export function wellFormedChunk(bytes: Uint8Array): Uint8Array {
 }
 
 /**
- * Whether a row, as its NDJSON line, fits one chunk. The fields' character limits do not bound it:
- * JSON writes a control character as 6 bytes, so validation checks this too.
+ * Whether a row's NDJSON line fits one chunk. The fields' character limits do not bound it: JSON
+ * writes a control character as 6 bytes, so validation checks this too.
  */
-export function fitsChunk(row: unknown): boolean {
-  return ndjsonLine(row).byteLength <= CHUNK_BYTES;
+export function fitsChunk(line: Uint8Array): boolean {
+  return line.byteLength <= CHUNK_BYTES;
 }
 
-/** Splits rows into NDJSON chunks of at most {@link CHUNK_BYTES} bytes. */
-export function toChunks(rows: unknown[]): Uint8Array[] {
+/** Packs NDJSON lines ({@link ndjsonLine}) into chunks of at most {@link CHUNK_BYTES} bytes. */
+export function toChunks(lines: Uint8Array[]): Uint8Array[] {
   const out: Uint8Array[] = [];
   let parts: Uint8Array[] = [];
   let size = 0;
@@ -89,9 +97,8 @@ export function toChunks(rows: unknown[]): Uint8Array[] {
     parts = [];
     size = 0;
   };
-  for (const row of rows) {
-    const line = ndjsonLine(row);
-    if (line.byteLength > CHUNK_BYTES) throw new Error(`event too large for the log: ${line.byteLength} bytes`);
+  for (const line of lines) {
+    if (!fitsChunk(line)) throw new Error(`event too large for the log: ${line.byteLength} bytes`);
     if (size + line.byteLength > CHUNK_BYTES) close();
     parts.push(line);
     size += line.byteLength;
@@ -116,24 +123,29 @@ export class EventWal {
   constructor(private readonly kv: Deno.Kv) {}
 
   /**
-   * Durably appends a batch. Resolves only once every chunk is committed.
+   * Durably appends a batch, its rows as {@link ndjsonLine} encoded them. Resolves only once every
+   * chunk is committed.
    * @param extra writes that commit together with the first group of chunks.
    * @returns false, with nothing stored, when an extra write's versionstamp check failed.
    */
-  async append(batchId: string, rows: unknown[], extra: WalExtraSet[] = []): Promise<boolean> {
-    const chunks = toChunks(rows);
+  async append(batchId: string, lines: Uint8Array[], extra: WalExtraSet[] = []): Promise<boolean> {
+    const chunks = toChunks(lines);
     let op = this.kv.atomic();
     let bytes = 0;
     let mutations = 0;
     let checked = false;
+    // Chunk bytes gathered in `op`: the log's size grows by them in the same commit.
+    let logged = 0;
+    const counted = () => logged ? op.sum(SIZE_ADDED, BigInt(logged)) : op;
     /** Commits what is gathered; false when a version check failed (then nothing of the batch is stored). */
     const commit = async (): Promise<boolean> => {
-      if (checked && !(await op.commit()).ok) return false;
-      if (!checked) await this.#commit(op);
+      if (checked && !(await counted().commit()).ok) return false;
+      if (!checked) await this.#commit(counted());
       checked = false;
       op = this.kv.atomic();
       bytes = 0;
       mutations = 0;
+      logged = 0;
       return true;
     };
     const full = (size: number) => mutations > 0 && (bytes + size > COMMIT_BYTES || mutations + 1 > COMMIT_MUTATIONS);
@@ -155,10 +167,34 @@ export class EventWal {
       op = op.set([...WAL_PREFIX, batchId, i], chunks[i]!);
       bytes += size;
       mutations++;
+      logged += chunks[i]!.byteLength;
     }
-    if (checked) return (await op.commit()).ok;
-    if (mutations > 0) await this.#commit(op);
+    if (checked) return (await counted().commit()).ok;
+    if (mutations > 0) await this.#commit(counted());
     return true;
+  }
+
+  /**
+   * Bytes of chunks in the log, from its kept size (two KV reads, no scan). Exact once every
+   * process's appends have committed; chunks logged before the size was kept are not in it until
+   * {@link settle} finds the log empty.
+   */
+  async size(): Promise<number> {
+    const [added, removed] = await this.kv.getMany<[Deno.KvU64, Deno.KvU64]>([SIZE_ADDED, SIZE_REMOVED]);
+    const n = (added.value?.value ?? 0n) - (removed.value?.value ?? 0n);
+    return n > 0n ? Number(n) : 0;
+  }
+
+  /**
+   * Sets the kept size back to zero when the log is empty but the size says otherwise (chunks or
+   * flush plans from before it was kept). Called by the flusher once it has emptied the log; an
+   * append meanwhile changes the size's version and leaves it as it is.
+   */
+  async settle(): Promise<void> {
+    const [added, removed] = await this.kv.getMany<[Deno.KvU64, Deno.KvU64]>([SIZE_ADDED, SIZE_REMOVED]);
+    if ((added.value?.value ?? 0n) === (removed.value?.value ?? 0n)) return;
+    if (!(await this.isEmpty())) return;
+    await this.kv.atomic().check(added, removed).delete(SIZE_ADDED).delete(SIZE_REMOVED).commit();
   }
 
   async #commit(op: Deno.AtomicOperation): Promise<void> {
@@ -185,12 +221,22 @@ export class EventWal {
     return (await this.take(1)).length === 0;
   }
 
-  /** Deletes chunks, in commits under KV's mutation limit; `last` joins the final commit. */
-  async delete(keys: Deno.KvKey[], last?: (op: Deno.AtomicOperation) => Deno.AtomicOperation): Promise<void> {
+  /**
+   * Deletes chunks, in commits under KV's mutation limit; `last`, and the log's size shrinking by
+   * `bytes` (the chunks' total), join the final commit.
+   */
+  async delete(
+    keys: Deno.KvKey[],
+    bytes: number,
+    last?: (op: Deno.AtomicOperation) => Deno.AtomicOperation,
+  ): Promise<void> {
     for (let i = 0; i < keys.length || (i === 0 && last); i += COMMIT_MUTATIONS) {
       let op = this.kv.atomic();
       for (const k of keys.slice(i, i + COMMIT_MUTATIONS)) op = op.delete(k);
-      if (last && i + COMMIT_MUTATIONS >= keys.length) op = last(op);
+      if (i + COMMIT_MUTATIONS >= keys.length) {
+        if (bytes > 0) op = op.sum(SIZE_REMOVED, BigInt(bytes));
+        if (last) op = last(op);
+      }
       await this.#commit(op);
       if (keys.length === 0) break;
     }

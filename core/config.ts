@@ -118,6 +118,7 @@ const envSchema = z.object({
   EVENTS_FLUSH_MAX_EVENTS: int("EVENTS_FLUSH_MAX_EVENTS", 1, 10_000_000).default(50_000),
   EVENTS_COMPACT_MIN_FILES: int("EVENTS_COMPACT_MIN_FILES", 2, 100_000).default(24),
   EVENTS_FLUSH_LEASE_S: int("EVENTS_FLUSH_LEASE_S", 1, 3600).default(15),
+  EVENTS_WAL_MAX_BYTES: int("EVENTS_WAL_MAX_BYTES", 65_536, 2 ** 40).default(256 * 1024 * 1024),
   EVENTS_MAX_BODY_BYTES: int("EVENTS_MAX_BODY_BYTES", 1024, 256 * 1024 * 1024).default(8 * 1024 * 1024),
   EVENTS_PER_MIN_PER_ADDRESS: int("EVENTS_PER_MIN_PER_ADDRESS", 1, 100_000_000).default(1200),
   EVENTS_PER_MIN_PER_WIDGET: int("EVENTS_PER_MIN_PER_WIDGET", 1, 100_000_000).default(60_000),
@@ -284,6 +285,8 @@ export interface Config {
   eventsFlushLeaseS: number;
   /** Largest `POST /v1/events` body. */
   eventsMaxBodyBytes: number;
+  /** Most bytes the event write-ahead log may hold; past it new batches are refused (503). */
+  eventsWalMaxBytes: number;
   /** Limits of widget events on `POST /v1/events` (per address, per widget, daily per widget). */
   eventLimits: { perAddressPerMin: number; perWidgetPerMin: number; perWidgetPerDay: number };
   /** Counting of tracking-link clicks (`/r/{token}`): per-address limit, dedupe window, link lifetime. */
@@ -472,6 +475,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     eventsCompactMinFiles: e.EVENTS_COMPACT_MIN_FILES,
     eventsFlushLeaseS: e.EVENTS_FLUSH_LEASE_S,
     eventsMaxBodyBytes: e.EVENTS_MAX_BODY_BYTES,
+    eventsWalMaxBytes: e.EVENTS_WAL_MAX_BYTES,
     eventLimits: {
       perAddressPerMin: e.EVENTS_PER_MIN_PER_ADDRESS,
       perWidgetPerMin: e.EVENTS_PER_MIN_PER_WIDGET,

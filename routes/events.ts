@@ -12,6 +12,8 @@ import { widgetAllowsOrigin } from "../core/widget/mod.ts";
 import { enforcePublicLimit, limitAddress, publicLimitExceeded } from "./middleware/public_limits.ts";
 import { clientAddress } from "./storefront/client_address.ts";
 import { actFor } from "./request_scope.ts";
+import { boundPassed } from "../core/json_count.ts";
+import { analyticsErrors } from "../analytics/errors.ts";
 
 /**
  * How far back a widget batch's `ts` may go. The widget sends none (the service stamps arrival) and
@@ -23,6 +25,21 @@ export const WIDGET_TS_MAX_AGE_MS = 10 * 60_000;
 
 /** Most events one `POST /v1/events` may carry. */
 export const MAX_EVENTS_PER_BATCH = 500;
+
+/**
+ * Body bytes a widget batch may take per event it is charged: a larger body costs its address one
+ * event per this many bytes. A body is decoded whatever it holds: one event carrying 8 MiB of text
+ * or 290,000 fields was decoded for the price of one event (+300 to +450 MiB for a dozen at once).
+ * The widget's events are a few hundred bytes; the largest, a question with its whole answer (12,000
+ * characters at most, up to about 36 KB in a script of three-byte characters), may cost up to 5.
+ */
+export const WIDGET_BYTES_PER_EVENT = 8 * 1024;
+
+/**
+ * Most JSON values a widget batch may hold: 500 events of every field are about 16,000. A body over
+ * it is refused before it is decoded (413): one event of 290,000 unknown fields took 2 s and 80 MiB.
+ */
+export const MAX_WIDGET_BATCH_VALUES = MAX_EVENTS_PER_BATCH * 64;
 
 const originDenied = () => new AppError("forbidden", "origin_not_allowed", "widget_id not found or origin not allowed");
 
@@ -86,17 +103,22 @@ export function createEventRoutes(
   const widgetOrigins = new WidgetOrigins(deps.repos, deps.clock);
   const addressOf = (c: Context<AppEnv>) => limitAddress(c, deps.config.trustProxy);
   /**
-   * A batch of too many events was read and decoded all the same: it costs its address one more
-   * than the most a batch may carry, or, when that does not fit, all that is left (and is 429),
-   * so the next batch is refused before it is read. Without this such batches cost nothing, and
-   * one address could have 8 MiB after 8 MiB decoded.
+   * Charges a keyless batch's address `cost` events, or, when that does not fit, all that is left
+   * (and is 429), so the next batch is refused before it is read.
    */
-  const spendOnOversize = async (address: string) => {
-    const hit = await limits.perAddress.hit(address, MAX_EVENTS_PER_BATCH + 1);
+  const spend = async (address: string, cost: number) => {
+    const hit = await limits.perAddress.hit(address, cost);
     if (hit.allowed) return;
     if (hit.remaining > 0) await limits.perAddress.hit(address, hit.remaining);
     throw publicLimitExceeded("address", hit.retryAfterS);
   };
+  /**
+   * A batch of too many events costs its address one more than the most a batch may carry (else
+   * such batches cost nothing, and one address could have 8 MiB after 8 MiB read).
+   */
+  const spendOnOversize = (address: string) => spend(address, MAX_EVENTS_PER_BATCH + 1);
+  /** Events a keyless batch's address was charged for its size before it was decoded. */
+  const chargedForSize = new WeakMap<Context<AppEnv>, number>();
   app.use(
     "/",
     cors({
@@ -127,10 +149,51 @@ export function createEventRoutes(
     }
     await next();
   });
+  /**
+   * A keyless batch's address is checked again once its body may be read: batches sent at once all
+   * passed the first check before any was counted, then waited for the body budget (one address's
+   * large bodies are read one at a time), so those past the limit by now are refused unread.
+   */
+  const beforeRead = async (c: Context<AppEnv>) => {
+    if (c.get("apiKey")) return;
+    const left = await limits.perAddress.peek(addressOf(c));
+    if (!left.allowed) throw publicLimitExceeded("address", left.retryAfterS);
+  };
+  /**
+   * Before a body is decoded (decoding takes several times its size: 8 MiB of small events took
+   * about 40 MiB and 0.3 s): a batch of too many events is refused as soon as its 501st event is seen;
+   * a keyless batch larger than {@link WIDGET_BYTES_PER_EVENT} is charged for its size first (the
+   * handler charges only the events beyond that), and one of more values than a batch can use is
+   * refused.
+   */
+  const beforeDecode = async (c: Context<AppEnv>, bytes: Uint8Array) => {
+    const keyless = !c.get("apiKey");
+    const passed = await boundPassed(bytes, {
+      key: "events",
+      maxElements: MAX_EVENTS_PER_BATCH,
+      maxValues: keyless ? MAX_WIDGET_BATCH_VALUES : undefined,
+    });
+    if (passed === "elements") {
+      if (keyless) await spendOnOversize(addressOf(c));
+      throw eventCountInvalid();
+    }
+    if (!keyless) return;
+    const sizeCost = Math.ceil(bytes.length / WIDGET_BYTES_PER_EVENT);
+    if (sizeCost > 1) {
+      await spend(addressOf(c), sizeCost);
+      chargedForSize.set(c, sizeCost);
+    }
+    if (passed === "values") throw analyticsErrors.widget_batch_too_many_values({ max: MAX_WIDGET_BATCH_VALUES });
+  };
   // A keyless batch's share of the body budget counts against its sender's address.
   app.use(
     "/",
-    bodyReader({ limit: deps.config.eventsMaxBodyBytes, holder: (c) => c.get("apiKey") ? undefined : addressOf(c) }),
+    bodyReader({
+      limit: deps.config.eventsMaxBodyBytes,
+      holder: (c) => c.get("apiKey") ? undefined : addressOf(c),
+      beforeRead,
+      beforeDecode,
+    }),
   );
   // The batch size is checked before the route schema reads each event: 8 MB of `0,` is 4 million
   // events, which the schema took seconds to refuse one by one (and overflowed the stack listing why).
@@ -154,7 +217,10 @@ export function createEventRoutes(
     if (!key) {
       // Anyone can name a public widget id and set an Origin header: the widget path is bounded
       // per address and per widget, counted in events, before anything is looked up or stored.
-      await enforcePublicLimit(limits.perAddress, "address", addressOf(c), events.length);
+      const charged = chargedForSize.get(c) ?? 0;
+      if (events.length > charged) {
+        await enforcePublicLimit(limits.perAddress, "address", addressOf(c), events.length - charged);
+      }
     }
     let ctx: IngestContext;
     let origin: string | undefined;
@@ -171,7 +237,21 @@ export function createEventRoutes(
       actFor(c, widget.tenantId);
       ctx = { source: "widget", widget, clientKey: await deps.clientKeys.of(address), maxAgeMs: WIDGET_TS_MAX_AGE_MS };
     }
-    const accepted = await deps.events.ingest(events, ctx);
+    let accepted: number;
+    try {
+      accepted = await deps.events.ingest(events, ctx);
+    } catch (err) {
+      // The event log is full (503 `server_busy`, ours to fix): the batch's charges are given back, so a
+      // widget retrying through a stopped flush does not spend its readers' minute or its day's quota.
+      if (ctx.source === "widget" && err instanceof AppError && err.code === "server_busy") {
+        await Promise.all([
+          limits.perAddress.refund(addressOf(c), Math.max(events.length, chargedForSize.get(c) ?? 0)),
+          limits.perWidget.refund(ctx.widget.id, events.length),
+          limits.perWidgetDaily.refund(ctx.widget.id, events.length),
+        ]).catch(() => {});
+      }
+      throw err;
+    }
     return c.json({ accepted }, 202, origin ? corsHeaders(origin) : {});
   };
   app.openapi(route, handler as never);
@@ -179,7 +259,8 @@ export function createEventRoutes(
 }
 
 function checkEventCount(events: unknown[]): void {
-  if (events.length < 1 || events.length > MAX_EVENTS_PER_BATCH) {
-    throw unprocessable(`events: must contain 1 to ${MAX_EVENTS_PER_BATCH} events`, "invalid_request");
-  }
+  if (events.length < 1 || events.length > MAX_EVENTS_PER_BATCH) throw eventCountInvalid();
 }
+
+const eventCountInvalid = () =>
+  unprocessable(`events: must contain 1 to ${MAX_EVENTS_PER_BATCH} events`, "invalid_request");

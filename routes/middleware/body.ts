@@ -223,15 +223,17 @@ export interface JsonBodyOptions {
 /** Who a body's share of the budget counts against (a keyless sender's address), or none. */
 export type BodyHolder = (c: Context<AppEnv>) => string | undefined;
 
-/** Reads and decodes a JSON body whose share of the budget is taken already. */
+/** Reads and decodes a JSON body whose share of the budget is taken already; `inspect` sees the bytes first. */
 async function readJsonTaken(
   req: Request,
   { limit, requireJsonType = true, object, empty, reject = messageRejection }: JsonBodyOptions,
+  inspect?: (bytes: Uint8Array) => Promise<void>,
 ): Promise<{ bytes: Uint8Array; value: unknown }> {
   const bytes = await readTaken(req, limit);
   if (requireJsonType && !isJsonType(req.headers.get("content-type") ?? undefined)) {
     throw reject({ kind: "media_type" });
   }
+  await inspect?.(bytes);
   const decoded = await decodeJsonOffThread(bytes, { object, empty });
   if (!("value" in decoded)) throw reject(decoded);
   return { bytes, value: decoded.value };
@@ -260,7 +262,21 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
  * its bytes and what is decoded from them live that long.
  */
 export function bodyReader(
-  { json = true, holder, ...options }: JsonBodyOptions & { json?: boolean; holder?: BodyHolder },
+  { json = true, holder, beforeRead, beforeDecode, ...options }: JsonBodyOptions & {
+    json?: boolean;
+    holder?: BodyHolder;
+    /**
+     * Runs once the body's share of the budget is taken, before it is read, and may refuse it by
+     * throwing: a check that passed before a wait for the budget may no longer hold after it.
+     */
+    beforeRead?: (c: Context<AppEnv>) => Promise<void>;
+    /**
+     * Sees a JSON body's bytes once read, before they are decoded, and may refuse it by throwing: what
+     * a route can tell from the bytes (too many elements, a body larger than its sender may send)
+     * then costs no decoding, which takes several times the body's size.
+     */
+    beforeDecode?: (c: Context<AppEnv>, bytes: Uint8Array) => Promise<void>;
+  },
 ): MiddlewareHandler<AppEnv> {
   const budget = options.budget ?? processBodyBudget;
   return async function bodyReader(c, next) {
@@ -269,7 +285,9 @@ export function bodyReader(
     if (!BODY_METHODS.has(c.req.method)) return await next();
     const giveBack = await budget.take(declaredShare(c.req.raw, options.limit), holder?.(c));
     try {
-      const read = json ? await readJsonTaken(c.req.raw, options) : undefined;
+      await beforeRead?.(c);
+      const inspect = beforeDecode && ((bytes: Uint8Array) => beforeDecode(c, bytes));
+      const read = json ? await readJsonTaken(c.req.raw, options, inspect) : undefined;
       const bytes = read ? read.bytes : await readTaken(c.req.raw, options.limit);
       c.set("rawBody", bytes);
       // No `signal`: touching the incoming request's signal makes Deno build an AbortSignal and an

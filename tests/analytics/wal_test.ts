@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { EventPipeline, FLUSH_SCRATCH } from "../../analytics/events.ts";
 import { writeNdjsonAsParquet } from "../../analytics/parquet_writer.ts";
-import { CHUNK_BYTES, toChunks } from "../../analytics/wal.ts";
+import { CHUNK_BYTES, ndjsonLine, toChunks } from "../../analytics/wal.ts";
 import { parseConfig } from "../../core/config.ts";
 import { openDeps } from "../../main.ts";
 import { analyticsWorld } from "./_fixture.ts";
@@ -19,7 +19,7 @@ const evts = (prefix: string, n: number, ts?: string) =>
 
 Deno.test("toChunks() keeps every chunk under the KV value limit and loses no row", () => {
   const rows = Array.from({ length: 3000 }, (_, i) => ({ i, text: "ü".repeat(300) }));
-  const chunks = toChunks(rows);
+  const chunks = toChunks(rows.map(ndjsonLine));
   assert.ok(chunks.length > 1);
   for (const c of chunks) assert.ok(c.byteLength <= CHUNK_BYTES);
   const lines = chunks.flatMap((c) => new TextDecoder().decode(c).trim().split("\n"));

@@ -1,0 +1,126 @@
+/**
+ * Left by round 6: the events write-ahead log had no bound of its own. While the flush could not
+ * write (a full disk, DuckDB failing, the lease lost for good) accepted events piled up in KV
+ * without limit. Now the log's size is kept in KV beside it and a batch that would take it past
+ * `EVENTS_WAL_MAX_BYTES` is refused 503 `server_busy` with `Retry-After` before anything of it is
+ * stored; what was acknowledged is all flushed once the writer recovers, and the refusal clears.
+ */
+import assert from "node:assert/strict";
+import { EventPipeline } from "../../analytics/events.ts";
+import { parquetIdCounts } from "./_count.ts";
+import { analyticsWorld } from "./_fixture.ts";
+
+const BOUND = 65_536;
+
+const batch = (prefix: string, n: number) =>
+  Array.from({ length: n }, (_, i) => ({
+    event_id: `evt-${prefix}-${String(i).padStart(3, "0")}`,
+    event_type: "query",
+    ai_agent: "am_main",
+    prompt: "Where should I travel?",
+  }));
+
+/** Bytes of the chunks in the log, counted the slow way. */
+async function walBytes(kv: Deno.Kv): Promise<number> {
+  let n = 0;
+  for await (const e of kv.list<Uint8Array>({ prefix: ["ev_wal"] })) n += e.value.byteLength;
+  return n;
+}
+
+Deno.test("POST /v1/events: a log its flush cannot write is bounded; past the bound 503 server_busy, nothing acknowledged is lost", async () => {
+  await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND) });
+  const { w } = world;
+  const post = (events: unknown[]) =>
+    w.app.request("/v1/events", {
+      method: "POST",
+      headers: { authorization: `Bearer ${world.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ events }),
+    });
+
+  // The writer fails, as DuckDB on a full disk does.
+  const db = w.deps.duckdb;
+  const write = db.withConnection;
+  db.withConnection = () => Promise.reject(new Error("No space left on device"));
+  const acknowledged: string[] = [];
+  let refused: Response | undefined;
+  try {
+    for (let b = 0; b < 40 && !refused; b++) {
+      const events = batch(`b${b}`, 10);
+      const res = await post(events);
+      if (res.status === 202) {
+        assert.deepEqual(await res.json(), { accepted: 10 });
+        acknowledged.push(...events.map((e) => e.event_id));
+        await assert.rejects(() => w.deps.events.flush());
+      } else refused = res;
+    }
+    assert.ok(refused, "the log filled up");
+    assert.equal(refused.status, 503);
+    assert.deepEqual(await refused.json(), {
+      message: "The event log is full until it is written out, try again shortly",
+    });
+    assert.equal(refused.headers.get("retry-after"), "10");
+    assert.ok(acknowledged.length >= 40, `${acknowledged.length} events fit`);
+    const held = await walBytes(w.deps.kv);
+    assert.ok(held <= BOUND, `${held} bytes held`);
+    assert.equal(await w.deps.events.wal.size(), held, "the kept size is the log's");
+
+    // Another process on the same KV reads the same size and refuses too; the service's own
+    // events (record) are refused the same way.
+    const other = new EventPipeline({ ...w.deps, repos: w.deps.repos }, { ...w.deps.events.options });
+    await assert.rejects(() => other.record(batch("other", 10)), { kind: "unavailable", code: "server_busy" });
+    assert.equal(await walBytes(w.deps.kv), held, "nothing of a refused batch is stored");
+  } finally {
+    db.withConnection = write;
+  }
+
+  // The writer recovers: every acknowledged event is flushed once, the log is empty, batches are taken again.
+  await w.deps.events.flush();
+  const counts = await parquetIdCounts(w.deps.duckdb, w.deps.analytics.eventsDir);
+  assert.deepEqual(acknowledged.filter((id) => counts.get(id) !== 1), []);
+  assert.equal(counts.size, acknowledged.length);
+  assert.equal(await walBytes(w.deps.kv), 0);
+  assert.equal(await w.deps.events.wal.size(), 0);
+  const again = await post(batch("again", 10));
+  assert.equal(again.status, 202);
+  await again.body?.cancel();
+});
+
+Deno.test("EventWal size: a size left wrong by an older log (entries not counted, plans without bytes) is reset when a flush empties the log", async () => {
+  await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND) });
+  const { w } = world;
+  // As an older version left it: more counted in than out (a written plan that kept no bytes).
+  await w.deps.kv.set(["ev_wal_size", "added"], new Deno.KvU64(BigInt(BOUND)));
+  await assert.rejects(() => w.deps.events.record(batch("stuck", 1)), { kind: "unavailable", code: "server_busy" });
+  await w.deps.events.flush();
+  assert.equal(await w.deps.events.wal.size(), 0);
+  await w.deps.events.record(batch("freed", 1));
+  assert.ok((await w.deps.events.wal.size()) > 0);
+});
+
+Deno.test("POST /v1/events: a widget batch refused because the log is full gives back what it was charged", async () => {
+  await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND) });
+  const { w } = world;
+  // Full, as an older log or a stopped flush leaves it.
+  await w.deps.kv.set(["ev_wal_size", "added"], new Deno.KvU64(BigInt(BOUND)));
+  const limiters = w.deps.eventLimiters;
+  const left = async () => [
+    (await limiters.perAddress.peek("unknown")).remaining,
+    (await limiters.perWidget.peek("wd_main")).remaining,
+    (await limiters.perWidgetDaily.peek("wd_main")).remaining,
+  ];
+  const before = await left();
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const res = await w.app.request("/v1/events", {
+      method: "POST",
+      headers: { origin: "https://news.example", "content-type": "application/json" },
+      body: JSON.stringify({
+        widget_id: "wd_main",
+        events: [{ event_type: "widget_load", session_id: "s1" }, { event_type: "heartbeat", session_id: "s1" }],
+      }),
+    });
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get("retry-after"), "10");
+    await res.body?.cancel();
+  }
+  assert.deepEqual(await left(), before);
+});
