@@ -35,6 +35,7 @@ import {
 } from "./access.ts";
 import { renderAnswer, renderArticle, renderBalance, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
+import { withinTextBudget } from "./text_budget.ts";
 import { publicJsonRpcMessage, unsupportedProtocolVersion } from "./jsonrpc_errors.ts";
 import { readMcpBody, repeatedIdResponse, repeatsRequestId, requestCount } from "./batch.ts";
 import { takeBodyShare } from "../middleware/body.ts";
@@ -53,8 +54,16 @@ async function runTool(access: McpAccess, name: string, args: unknown, payment: 
   }
   switch (tool.name) {
     case "search_articles": {
-      const out = await access.searchArticles(parseArguments<SearchArgs>(tool, args), payment);
-      return toolResult(out as unknown as Record<string, unknown>, renderSearch(out));
+      // A tool result is one JSON-RPC message: its article text is bounded (routes/mcp/text_budget.ts).
+      const { args: budgeted, notice } = withinTextBudget(
+        parseArguments<SearchArgs>(tool, args),
+        access.kind === "tenant",
+      );
+      const out = await access.searchArticles(budgeted, payment);
+      const rendered = renderSearch(out);
+      return notice
+        ? toolResult({ ...out, notice }, `${rendered}\n\n${notice}`)
+        : toolResult(out as unknown as Record<string, unknown>, rendered);
     }
     case "get_article": {
       const out = await access.getArticle(parseArguments(tool, args), payment);
