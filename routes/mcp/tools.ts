@@ -131,7 +131,8 @@ export const TOOLS: ToolDefinition[] = [
       "{max_characters, per_result}` to get the passages of each article that answer the query, within that " +
       "character budget; `contents: {text: true}` adds the full text as Markdown where the publisher licenses it. " +
       `One result carries at most ${MCP_TEXT_BUDGET.toLocaleString("en-US")} characters of texts and highlights, ` +
-      "shared by its results: ask fewer results (num_results) for longer texts. Returns title, author, date, summary and a link per " +
+      "shared by its results (and by the calls of a batch): ask fewer results (num_results) for longer texts. " +
+      "Returns title, author, date, summary and a link per " +
       "article; cite the link when you use one. Paid per call with a storefront agent token.",
     schema: searchArticlesInput,
     annotations: readOnly("Search articles", true),

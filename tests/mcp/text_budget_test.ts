@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { mcpWorld } from "./_world.ts";
-import { MCP_TEXT_BUDGET, withinTextBudget } from "../../routes/mcp/text_budget.ts";
+import { MCP_RESULTS_BUDGET, MCP_TEXT_BUDGET, SearchBudget } from "../../routes/mcp/text_budget.ts";
 
 /** The longest gap between 10 ms timer ticks of this thread while `work` runs. */
 async function worstLoopGap<T>(work: () => Promise<T>): Promise<{ out: T; worstMs: number }> {
@@ -77,6 +77,42 @@ Deno.test("MCP search_articles of 1,000 full texts: at most MCP_TEXT_BUDGET char
   assert.match(notice, /get_article/);
   assert.ok(out.content[0]!.text.endsWith(notice), "the text rendering says it too");
   assert.ok(worstMs < 250, `worst event-loop gap ${Math.round(worstMs)} ms`);
+
+  // A batch of three such calls shares the one answer's budget: the first is served, the others are told why not.
+  const call = (id: number) => ({
+    jsonrpc: "2.0",
+    id,
+    method: "tools/call",
+    params: {
+      name: "search_articles",
+      arguments: {
+        data_model_id: dm.id,
+        query: "harbour report",
+        num_results: 1000,
+        similarity_top_k: 1000,
+        contents: { text: true },
+      },
+    },
+  });
+  const batch = await worstLoopGap(async () => {
+    const res = await fetch(`${w.url}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${w.apiKey}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+      },
+      body: JSON.stringify([call(1), call(2), call(3)]),
+    });
+    return { status: res.status, text: await res.text() };
+  });
+  assert.equal(batch.out.status, 200);
+  assert.ok(batch.out.text.length < 3_000_000, `${batch.out.text.length} characters`);
+  const answers = (JSON.parse(batch.out.text) as { id: number; result: SearchResult }[]).sort((a, b) => a.id - b.id);
+  assert.deepEqual(answers.map((a) => a.result.isError ?? false), [false, true, true]);
+  assert.match(answers[1]!.result.content[0]!.text, /0 search results left/);
+  assert.ok(batch.worstMs < 250, `worst event-loop gap ${Math.round(batch.worstMs)} ms`);
 });
 
 Deno.test("MCP search_articles: highlights share the budget; a request within it is unchanged and says nothing", async () => {
@@ -121,19 +157,28 @@ Deno.test("MCP search_articles: highlights share the budget; a request within it
   assert.match(both.structuredContent.notice!, /100,000 characters of article text/);
 });
 
-Deno.test("withinTextBudget() cuts before the search, and names get_article only to callers that have it", () => {
+Deno.test("SearchBudget.take() cuts before the search, names get_article only to callers that have it, and is shared by a batch", () => {
   const args = { data_model_id: "dm_x", query: "harbour", num_results: 50, similarity_top_k: 50 };
-  const agent = withinTextBudget({ ...args, contents: { text: true } }, false);
+  const agent = new SearchBudget().take({ ...args, contents: { text: true } }, false);
   assert.deepEqual(agent.args.contents, { text: true, max_characters: 2000 });
   assert.doesNotMatch(agent.notice!, /get_article/);
   assert.match(agent.notice!, /num_results/);
   // Page 2 of 9 ranked at 5 per page holds 4 results.
-  const page = withinTextBudget(
+  const page = new SearchBudget().take(
     { ...args, num_results: 5, similarity_top_k: 9, page: 2, contents: { text: true } },
     true,
   );
   assert.equal(page.notice, undefined);
   assert.equal(page.args.contents?.max_characters, undefined);
-  const none = withinTextBudget(args, true);
-  assert.deepEqual(none, { args });
+  assert.deepEqual(new SearchBudget().take(args, true), { args });
+
+  // One POST's calls share it: 4 texts of 20,000 take 80,000, the next 4 get 5,000 each, then none is left.
+  const batch = new SearchBudget();
+  const four = { ...args, num_results: 4, similarity_top_k: 4, contents: { text: true } };
+  assert.equal(batch.take(four, true).notice, undefined);
+  assert.equal(batch.take(four, true).args.contents?.max_characters, 5000);
+  assert.throws(() => batch.take(four, true), /article text are spent/);
+  assert.deepEqual(batch.take({ ...args, num_results: 900, similarity_top_k: 900 }, true).args.num_results, 900);
+  assert.throws(() => batch.take({ ...args, num_results: 100, similarity_top_k: 100 }, true), /92 search results left/);
+  assert.equal(MCP_RESULTS_BUDGET, 1000);
 });
