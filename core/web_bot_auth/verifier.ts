@@ -35,6 +35,7 @@ export class WebBotAuth {
   /** mppx's verifier, built on the first signed request: mppx takes about 300 ms to import. */
   readonly #verifier: () => Promise<ReturnType<typeof Server.verifier>>;
   readonly #isOwnAuthority: (authority: string) => boolean | Promise<boolean>;
+  readonly #clockMs: () => number;
 
   /**
    * @param o.signatureClockMs the clock signature lifetimes are judged on, by the nonce store and,
@@ -44,8 +45,6 @@ export class WebBotAuth {
    * sender picks: a signature the agent made for another site (the profile covers nothing but
    * `@authority` and `Signature-Agent`) would verify here when replayed with that site's Host.
    */
-  readonly #clockMs: () => number;
-
   constructor(
     o: {
       kv: Deno.Kv;
