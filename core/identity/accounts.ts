@@ -1,4 +1,4 @@
-import type { Clock } from "../clock.ts";
+import { type Clock, unixSeconds } from "../clock.ts";
 import { newId } from "../ids.ts";
 import type { Account, Credential, CredentialType } from "./types.ts";
 
@@ -49,10 +49,14 @@ export class AccountStore {
     throw new Error("credential revocation kept conflicting");
   }
 
-  /** Whether a credential can be used right now: exists, not revoked, not past its expiry. */
+  /**
+   * Whether a credential can be used right now: exists, not revoked, not past its expiry. Its tokens
+   * end on whole seconds (JWT `exp`) and never after it, so it ends at the last whole second of its
+   * expiry: in the part second after, every token it could mint would be expired at birth.
+   */
   isLive(cred: Credential | null): cred is Credential {
     if (!cred || cred.revokedAt) return false;
-    return !cred.expiresAt || Date.parse(cred.expiresAt) > this.clock.now().getTime();
+    return !cred.expiresAt || Math.floor(Date.parse(cred.expiresAt) / 1000) > unixSeconds(this.clock);
   }
 
   /**

@@ -35,8 +35,11 @@ export const ID_JAG_ALGORITHMS = [
 /** Spec 5.3 and 8: `exp` at most 10 minutes ahead, `auth_time` within 30 days. */
 export const ID_JAG_MAX_LIFETIME_S = 600;
 export const ID_JAG_MAX_AUTH_AGE_S = 30 * 86400;
-// auth_time a little in the future is clock skew; more is a bad assertion.
-const AUTH_TIME_SKEW_S = 60;
+/**
+ * How far the identity provider's clock may run ahead of ours: `nbf`, `iat` and `auth_time` that far
+ * in the future are clock skew, more is a bad assertion. `exp` gets none: an expired ID-JAG is refused.
+ */
+export const ID_JAG_CLOCK_SKEW_S = 60;
 
 /** What a verified ID-JAG tells us. */
 export interface VerifiedIdJag {
@@ -100,12 +103,15 @@ export class IdJagVerifier {
         typ: ID_JAG_TYP,
         requiredClaims: ["exp", "jti"],
         currentDate: this.clock.now(),
+        // jose gives the tolerance to exp as well: exp is checked without it below.
+        clockTolerance: ID_JAG_CLOCK_SKEW_S,
       }));
     } catch (err) {
       throw translate(err);
     }
 
     const now = unixSeconds(this.clock);
+    if (payload.exp! <= now) throw identityErrors.jag_expired();
     const aud = Array.isArray(payload.aud) && payload.aud.length === 1 ? payload.aud[0] : payload.aud;
     if (typeof aud !== "string" || !this.opts.audiences.includes(aud)) {
       throw identityErrors.invalid_audience();
@@ -118,7 +124,7 @@ export class IdJagVerifier {
     if (typeof authTime !== "number" || !Number.isFinite(authTime) || now - authTime > ID_JAG_MAX_AUTH_AGE_S) {
       throw identityErrors.login_required();
     }
-    if (authTime - now > AUTH_TIME_SKEW_S) {
+    if (authTime - now > ID_JAG_CLOCK_SKEW_S) {
       throw identityErrors.jag_auth_time_future();
     }
     if (!isEmail(payload.email) || payload.email_verified !== true) {

@@ -43,7 +43,8 @@ export type { LinkBuilder, QueryCount, QuerySource, TrendChannel } from "./ports
 export { filtersOf } from "./rank/filters.ts";
 export type { Fusion } from "./rank/retrieval_mode.ts";
 export { contentsField, MAX_TEXT_CHARACTERS, textOptionOf } from "./result_options.ts";
-export { SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS } from "./rank/highlights.ts";
+export { DEFAULT_HIGHLIGHT_CHARACTERS, SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS } from "./rank/highlights.ts";
+export { DEFAULT_NUM_RESULTS, DEFAULT_TOP_K } from "./recommend.ts";
 export type { Article } from "./store/articles.ts";
 export { RetentionSweeper } from "./store/retention.ts";
 export { articleWithText } from "./text/full_text.ts";

@@ -33,9 +33,10 @@ import { fullTextNotLicensed, searchErrors } from "./errors.ts";
 import { queryRep } from "./query.ts";
 import type { IndexRegistry } from "./registry.ts";
 
-const DEFAULT_TOP_K = 9;
+/** Spec 8: results ranked and results per page when a request does not say. */
+export const DEFAULT_TOP_K = 9;
 const DEFAULT_PAGE = 1;
-const DEFAULT_NUM_RESULTS = 10;
+export const DEFAULT_NUM_RESULTS = 10;
 const TREND_CACHE_S = 300;
 
 // Bodies recently read for highlights and full text, by data model and article id: popular

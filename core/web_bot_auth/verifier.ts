@@ -15,6 +15,12 @@ import { kvNonceStore } from "./nonce_store.ts";
 /** Longest signature lifetime accepted (the draft recommends short ones; mppx signs for 60 s). */
 export const MAX_SIGNATURE_LIFETIME_S = 300;
 
+/**
+ * How far a signature's `created` may be ahead of our clock (a signer whose clock runs a little
+ * fast). RFC 9421 leaves the skew to the verifier; `expires` gets none: an expired signature is refused.
+ */
+export const SIGNATURE_CLOCK_SKEW_S = 5;
+
 /** What a request says about the agent behind it. */
 export type BotIdentity =
   /** No Web Bot Auth material at all. */
@@ -29,10 +35,11 @@ export class WebBotAuth {
   /** mppx's verifier, built on the first signed request: mppx takes about 300 ms to import. */
   readonly #verifier: () => Promise<ReturnType<typeof Server.verifier>>;
   readonly #isOwnAuthority: (authority: string) => boolean | Promise<boolean>;
+  readonly #clockMs: () => number;
 
   /**
-   * @param o.signatureClockMs the clock signature lifetimes are judged on. mppx's verifier reads the
-   * wall clock itself (`Date.now()`), so the nonce store must be given the same one.
+   * @param o.signatureClockMs the clock signature lifetimes are judged on, by the nonce store and,
+   * lent for the call ({@link judgedBy}), by mppx's verifier, which reads `Date.now()` itself.
    * @param o.isOwnAuthority whether a request's `host[:port]` is one this service is reached at.
    * The signed `@authority` is read from the request's URL, that is its Host header, which the
    * sender picks: a signature the agent made for another site (the profile covers nothing but
@@ -48,6 +55,7 @@ export class WebBotAuth {
     },
   ) {
     this.#isOwnAuthority = o.isOwnAuthority;
+    this.#clockMs = o.signatureClockMs;
     const directories = new KeyDirectories({ fetcher: o.fetcher, log: o.log });
     this.#verifier = lazily(async () => {
       const { Server } = await import("mppx/attestation/web-bot-auth");
@@ -72,7 +80,7 @@ export class WebBotAuth {
     const verifier = await this.#verifier();
     let result;
     try {
-      result = await verifier.verify(req);
+      result = await judgedBy(verifierClockMs(req.headers, this.#clockMs()), () => verifier.verify(req));
     } catch {
       return { status: "unverified" };
     }
@@ -82,6 +90,40 @@ export class WebBotAuth {
       directoryHost: new URL(result.value.signatureAgent).host,
       keyId: result.value.keyId,
     };
+  }
+}
+
+/**
+ * The instant mppx's verifier should judge a request's signature at, so that `created` may be up to
+ * {@link SIGNATURE_CLOCK_SKEW_S} ahead of `nowMs` and `expires` must still be after it. mppx checks
+ * `created > now` and `expires <= now` against one `now`; for a signature made ahead of us that `now`
+ * is its `created`, at most the skew ahead of ours: an expired signature (`expires <= nowMs <
+ * created`) or one without a lifetime (`expires <= created`) stays refused. Whatever the header says,
+ * the instant is never before `nowMs` nor more than the skew after it.
+ */
+export function verifierClockMs(headers: Headers, nowMs: number): number {
+  const nowS = Math.floor(nowMs / 1000);
+  let created = nowS;
+  // Every `created` the header names (mppx picks the label tagged web-bot-auth): the latest only
+  // makes the expiry check stricter for the others.
+  for (const m of (headers.get("signature-input") ?? "").matchAll(/;\s*created=(\d{1,12})\b/g)) {
+    created = Math.max(created, Number(m[1]));
+  }
+  return created <= nowS ? nowMs : Math.min(created, nowS + SIGNATURE_CLOCK_SKEW_S) * 1000;
+}
+
+/**
+ * Runs `verify` with `Date.now()` reading `ms` while it runs synchronously: mppx's verifier takes its
+ * `now` before its first await and has no clock option. Nothing else runs in that window, and
+ * `Date.now` is itself again before any other code does.
+ */
+export function judgedBy<T>(ms: number, verify: () => T): T {
+  const wallClock = Date.now;
+  Date.now = () => ms;
+  try {
+    return verify();
+  } finally {
+    Date.now = wallClock;
   }
 }
 

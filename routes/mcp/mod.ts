@@ -35,6 +35,7 @@ import {
 } from "./access.ts";
 import { renderAnswer, renderArticle, renderBalance, renderModels, renderSearch, toolResult } from "./render.ts";
 import { parseArguments, toolListings, toolNamed } from "./tools.ts";
+import { SearchBudget } from "./text_budget.ts";
 import { publicJsonRpcMessage, unsupportedProtocolVersion } from "./jsonrpc_errors.ts";
 import { readMcpBody, repeatedIdResponse, repeatsRequestId, requestCount } from "./batch.ts";
 import { takeBodyShare } from "../middleware/body.ts";
@@ -45,16 +46,21 @@ export const MCP_SERVER_NAME = "article-search";
 
 const BEARER_RE = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
-/** Runs one tool with validated arguments. */
-async function runTool(access: McpAccess, name: string, args: unknown, payment: CallPayment) {
+/** Runs one tool with validated arguments; searches draw on the budget of their POST. */
+async function runTool(access: McpAccess, name: string, args: unknown, payment: CallPayment, budget: SearchBudget) {
   const tool = toolNamed(name);
   if (!tool || (access.kind === "agent" ? !tool.forAgents : tool.forTenants === false)) {
     throw new AppError("not_found", "unknown_tool", "Unknown tool: tools/list names the tools you can call");
   }
   switch (tool.name) {
     case "search_articles": {
-      const out = await access.searchArticles(parseArguments<SearchArgs>(tool, args), payment);
-      return toolResult(out as unknown as Record<string, unknown>, renderSearch(out));
+      // A POST's answer is one JSON-RPC message: its results and article text are bounded (text_budget.ts).
+      const { args: budgeted, notice } = budget.take(parseArguments<SearchArgs>(tool, args), access.kind === "tenant");
+      const out = await access.searchArticles(budgeted, payment);
+      const rendered = renderSearch(out);
+      return notice
+        ? toolResult({ ...out, notice }, `${rendered}\n\n${notice}`)
+        : toolResult(out as unknown as Record<string, unknown>, rendered);
     }
     case "get_article": {
       const out = await access.getArticle(parseArguments(tool, args), payment);
@@ -121,6 +127,7 @@ async function mcpServer(
   // wait forever: every request of a POST is answered, cancellations are ignored.
   server.setNotificationHandler(CancelledNotificationSchema, () => {});
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: toolListings(access.kind === "agent") }) as never);
+  const budget = new SearchBudget();
   server.setRequestHandler(CallToolRequestSchema, async (request: CallToolRequest) => {
     const { name, arguments: args, _meta } = request.params;
     const payment: CallPayment = { meta: (_meta ?? {}) as Record<string, unknown> };
@@ -132,7 +139,7 @@ async function mcpServer(
       } as never;
     }
     try {
-      return await withReceipt(await runTool(access, name, args, payment), payment);
+      return await withReceipt(await runTool(access, name, args, payment, budget), payment);
     } catch (err) {
       if (err instanceof JsonRpcError) throw err;
       // Bad arguments, refusals and outages are tool errors the model can read and act on; only our

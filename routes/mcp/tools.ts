@@ -10,6 +10,7 @@ import { idPattern } from "../../core/ids.ts";
 import { contentsField, MAX_TEXT_CHARACTERS, searchRequestSchema } from "../../core/search/mod.ts";
 import { conversationFields } from "../../core/answer/mod.ts";
 import { describeIssue } from "../validation.ts";
+import { MCP_TEXT_BUDGET } from "./text_budget.ts";
 
 const DM_ID_RE = idPattern("dm");
 const AM_ID_RE = idPattern("am");
@@ -128,7 +129,10 @@ export const TOOLS: ToolDefinition[] = [
       "`categories` / `exclude_categories` (list_data_models shows the top ones), `authors`, `include_text` / " +
       "`exclude_text` (phrases). Set `explain: true` to see why each result ranked. Set `highlights: " +
       "{max_characters, per_result}` to get the passages of each article that answer the query, within that " +
-      "character budget; `contents: {text: true}` adds the full text as Markdown where the publisher licenses it. Returns title, author, date, summary and a link per " +
+      "character budget; `contents: {text: true}` adds the full text as Markdown where the publisher licenses it. " +
+      `One result carries at most ${MCP_TEXT_BUDGET.toLocaleString("en-US")} characters of texts and highlights, ` +
+      "shared by its results (and by the calls of a batch): ask fewer results (num_results) for longer texts. " +
+      "Returns title, author, date, summary and a link per " +
       "article; cite the link when you use one. Paid per call with a storefront agent token.",
     schema: searchArticlesInput,
     annotations: readOnly("Search articles", true),

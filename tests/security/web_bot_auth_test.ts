@@ -11,6 +11,7 @@ import { Client } from "mppx/attestation/web-bot-auth";
 import { memoryLogger } from "../../core/log.ts";
 import { DIRECTORY_PATH, DIRECTORY_TYPE, KeyDirectories } from "../../core/web_bot_auth/directory.ts";
 import { kvNonceStore } from "../../core/web_bot_auth/nonce_store.ts";
+import { SIGNATURE_CLOCK_SKEW_S, WebBotAuth } from "../../core/web_bot_auth/verifier.ts";
 import { bearer } from "../_helpers.ts";
 import { loopbackFetcher, serveTls } from "../_tls.ts";
 import { hoursAgo, searchWorld } from "../search/_world.ts";
@@ -226,6 +227,54 @@ Deno.test("Web Bot Auth: a signature made for another site's authority, replayed
     const host = new URL(directory.origin).host;
     assert.deepEqual(searches, { [`webbot:${host}`]: 1, "webbot-unverified": 1 });
   } finally {
+    await directory.close();
+  }
+});
+
+Deno.test("WebBotAuth.identify() allows a signer's clock SIGNATURE_CLOCK_SKEW_S ahead, on created only", async () => {
+  assert.equal(SIGNATURE_CLOCK_SKEW_S, 5);
+  const bot = await botKey();
+  const directory = await startDirectory([bot.jwk]);
+  const kv = await Deno.openKv(":memory:");
+  try {
+    // Our clock, injected: the verifier judges by it, not by the wall clock mppx reads.
+    const nowMs = Date.now() - 30_000;
+    const nowS = Math.floor(nowMs / 1000);
+    const auth = new WebBotAuth({
+      kv,
+      fetcher: loopbackFetcher(directory.cert),
+      log: memoryLogger(),
+      signatureClockMs: () => nowMs,
+      isOwnAuthority: () => true,
+    });
+    const signed = (created: number, expiresIn = 60) =>
+      Client.signer({ key: bot.privateKey, keyId: bot.keyId, signatureAgent: directory.origin, expiresIn })
+        .sign(new Request("http://svc.test/app/v2/search", { method: "POST" }), {
+          created,
+          nonce: crypto.randomUUID().replaceAll("-", ""),
+        });
+    const status = async (req: Request) => (await auth.identify(req)).status;
+
+    assert.equal(await status(await signed(nowS)), "verified");
+    // A signer 2 s ahead: verified, once (its nonce is still single-use).
+    const ahead = await signed(nowS + 2);
+    assert.equal(await status(ahead.clone()), "verified");
+    assert.equal(await status(ahead), "unverified");
+    assert.equal(await status(await signed(nowS + SIGNATURE_CLOCK_SKEW_S)), "verified");
+    // Past the tolerance: refused.
+    assert.equal(await status(await signed(nowS + SIGNATURE_CLOCK_SKEW_S + 1)), "unverified");
+    assert.equal(await status(await signed(nowS + 60)), "unverified");
+    // The tolerance is not given to expires: expired by a second, or made ahead with a lifetime of
+    // less than the skew and expired here, still refused.
+    assert.equal(await status(await signed(nowS - 61)), "unverified");
+    assert.equal(await status(await signed(nowS - 60)), "unverified");
+    assert.equal(await status(await signed(nowS - 59)), "verified");
+    // Ahead, but its lifetime too long: refused.
+    assert.equal(await status(await signed(nowS + 2, 301)), "unverified");
+    // The wall clock is lent for the verification only.
+    assert.ok(Math.abs(Date.now() - nowMs - 30_000) < 10_000);
+  } finally {
+    kv.close();
     await directory.close();
   }
 });

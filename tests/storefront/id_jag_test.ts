@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { base64url } from "../../core/crypto.ts";
 import { generateKeyPair, SignJWT } from "jose";
 import { ISSUER, json, SF, storefrontWorld } from "./_world.ts";
+import { ID_JAG_CLOCK_SKEW_S } from "../../core/identity/id_jag.ts";
 
 const ID_JAG = "urn:ietf:params:oauth:token-type:id-jag";
 const register = (assertion: string) => ({ type: "identity_assertion", assertion_type: ID_JAG, assertion });
@@ -182,4 +183,45 @@ Deno.test("identity_assertion: an unreachable JWKS is 503 identity_provider_unav
   const r = await json(await w.post("/agent/identity", register(await w.idp.mint())));
   assert.equal(r.status, 503);
   assert.equal(r.body.error, "identity_provider_unavailable");
+});
+
+Deno.test("identity_assertion: an identity provider whose clock is a little ahead (nbf, iat) is accepted; exp gets no tolerance", async (t) => {
+  await using w = await storefrontWorld();
+  const now = Math.floor(w.clock.now().getTime() / 1000);
+  const ahead = (s: number, email: string) =>
+    w.idp.mint({ iat: now + s, nbf: now + s, exp: now + s + 300, auth_time: now + s - 60, email });
+  await t.step("2 s ahead: registered", async () => {
+    const r = await json(await w.post("/agent/identity", register(await ahead(2, "skew2@example.com"))));
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+  });
+  await t.step(`${ID_JAG_CLOCK_SKEW_S} s ahead: registered`, async () => {
+    const r = await json(
+      await w.post("/agent/identity", register(await ahead(ID_JAG_CLOCK_SKEW_S, "skew60@example.com"))),
+    );
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+  });
+  await t.step("more ahead: nbf fails its check", async () => {
+    const r = await json(
+      await w.post("/agent/identity", register(await ahead(ID_JAG_CLOCK_SKEW_S + 1, "skew61@example.com"))),
+    );
+    assert.equal(r.status, 400, JSON.stringify(r.body));
+    assert.equal(r.body.error, "invalid_request");
+  });
+  await t.step("expired a second ago: still expired", async () => {
+    const r = await json(
+      await w.post(
+        "/agent/identity",
+        register(await w.idp.mint({ iat: now - 300, exp: now, email: "exp0@example.com" })),
+      ),
+    );
+    assert.equal(r.status, 401, JSON.stringify(r.body));
+    assert.equal(r.body.error, "expired");
+    const past = await json(
+      await w.post(
+        "/agent/identity",
+        register(await w.idp.mint({ iat: now - 300, exp: now - 30, email: "exp30@example.com" })),
+      ),
+    );
+    assert.equal(past.body.error, "expired");
+  });
 });

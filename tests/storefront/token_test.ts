@@ -153,3 +153,26 @@ Deno.test("signing keys: kept in KV, rotatable, old key still verifies and stays
   }
   assert.equal(decodeJwt(a2).iss, ISSUER);
 });
+
+Deno.test("POST /oauth2/token (jwt-bearer): an assertion with under a second left is expired (invalid_grant), never a token of 0 s", async () => {
+  await using w = await storefrontWorld();
+  // A start inside a second, as a real clock is: the credential then ends inside one too.
+  w.clock.advance(250);
+  const assertion = await anonymousAssertion(w);
+  const cred = await w.deps.storefront.accounts.credential(decodeJwt(assertion).sub!);
+  const endMs = Date.parse(cred!.expiresAt!);
+  assert.notEqual(endMs % 1000, 0);
+  const exchange = async () => await json(await w.form("/oauth2/token", { grant_type: JWT_BEARER, assertion }));
+
+  // A second and a bit left: a token of 1 s, which verifies until its end.
+  w.clock.set(endMs - 1_200);
+  const last = await exchange();
+  assert.equal(last.status, 200, JSON.stringify(last.body));
+  assert.equal(last.body.expires_in, 1);
+  await w.deps.storefront.tokens.verifyAccessToken(last.body.access_token as string);
+  // Less than a second left: the assertion (whole seconds, never past the credential) has ended.
+  w.clock.set(endMs - 200);
+  const refused = await exchange();
+  assert.equal(refused.status, 400, JSON.stringify(refused.body));
+  assert.equal(refused.body.error, "invalid_grant");
+});

@@ -1,0 +1,102 @@
+/**
+ * What the `search_articles` calls of one `POST /mcp` may return. A tool result is read by a model
+ * (clients cut what they show at some tens of thousands of tokens), and the MCP SDK sends a POST's
+ * answer as one JSON-RPC message, or one array for a batch, made by one `JSON.stringify`: 1,000 full
+ * texts, each twice (`structuredContent` and the text rendering), were 42 MB and held the event loop
+ * about 300 ms, and a batch of such calls multiplied it. The budget is applied to each call's
+ * arguments before the search runs (and before an agent's call is priced), so every result still has
+ * its text, cut shorter, and an agent pays for no text it does not receive.
+ */
+import {
+  DEFAULT_HIGHLIGHT_CHARACTERS,
+  DEFAULT_NUM_RESULTS,
+  DEFAULT_TOP_K,
+  MAX_TEXT_CHARACTERS,
+} from "../../core/search/mod.ts";
+import { AppError } from "../../core/errors.ts";
+import type { SearchArgs } from "./access.ts";
+
+/** Most characters of article text (full texts and highlights together) one `POST /mcp` returns. */
+export const MCP_TEXT_BUDGET = 100_000;
+/** Most search results one `POST /mcp` returns (a single call may ask the REST maximum). */
+export const MCP_RESULTS_BUDGET = 1000;
+
+/** Arguments of a search, with a note for the result when the budget cut what they asked. */
+export interface BudgetedSearch {
+  args: SearchArgs;
+  notice?: string;
+}
+
+const n = (x: number) => x.toLocaleString("en-US");
+
+/**
+ * The budget of one `POST /mcp`, drawn by its `search_articles` calls in the order they start (a
+ * batch shares it; a single call has it whole).
+ */
+export class SearchBudget {
+  #text = MCP_TEXT_BUDGET;
+  #results = MCP_RESULTS_BUDGET;
+
+  /**
+   * Search arguments within what is left: each of the page's results gets an equal share of the
+   * text, highlights first (they are the passages that answer the query), the text the rest.
+   * @param readsWhole whether the caller has `get_article`, to read one article whole
+   * @throws {AppError} 422 when a batch's earlier calls left too few results or no text for this one
+   */
+  take(args: SearchArgs, readsWhole: boolean): BudgetedSearch {
+    const results = pageSize(args);
+    if (results > this.#results) {
+      throw new AppError(
+        "unprocessable",
+        "invalid_request",
+        `num_results: this request has ${n(this.#results)} search results left (a request or batch to /mcp ` +
+          `returns at most ${n(MCP_RESULTS_BUDGET)}); ask fewer, or call again in a request of its own`,
+      );
+    }
+    const textAsked = args.contents?.text ? args.contents.max_characters ?? MAX_TEXT_CHARACTERS : 0;
+    const highlightsAsked = args.highlights ? args.highlights.max_characters ?? DEFAULT_HIGHLIGHT_CHARACTERS : 0;
+    const share = Math.floor(this.#text / results);
+    if (textAsked + highlightsAsked > 0 && share < (textAsked && highlightsAsked ? 2 : 1)) {
+      throw new AppError(
+        "unprocessable",
+        "invalid_request",
+        `contents: this request's ${n(MCP_TEXT_BUDGET)} characters of article text are spent by its earlier ` +
+          "calls; call again in a request of its own",
+      );
+    }
+    this.#results -= results;
+    if (textAsked + highlightsAsked <= share) {
+      this.#text -= results * (textAsked + highlightsAsked);
+      return { args };
+    }
+    // Both asked: highlights keep at most half the share, so the text is never squeezed out.
+    const highlights = textAsked ? Math.min(highlightsAsked, Math.floor(share / 2)) : Math.min(highlightsAsked, share);
+    const text = Math.min(textAsked, share - highlights);
+    this.#text -= results * (highlights + text);
+    const cut: string[] = [];
+    const budgeted: SearchArgs = { ...args };
+    if (args.highlights && highlights < highlightsAsked) {
+      budgeted.highlights = { ...args.highlights, max_characters: highlights };
+      cut.push(`highlights at most ${n(highlights)} characters per result`);
+    }
+    if (args.contents?.text && text < textAsked) {
+      budgeted.contents = { ...args.contents, max_characters: text };
+      cut.push(`texts at most ${n(text)} characters each`);
+    }
+    const more = readsWhole ? "; read one article whole with get_article" : "";
+    return {
+      args: budgeted,
+      notice: `Cut to fit: ${cut.join(", ")} (a search_articles result carries at most ` +
+        `${n(MCP_TEXT_BUDGET)} characters of article text, shared by its results). ` +
+        `For more text per article, ask fewer results per call (num_results) and page on with page${more}.`,
+    };
+  }
+}
+
+/** How many results the page of a search can hold. */
+function pageSize(args: SearchArgs): number {
+  const perPage = args.num_results ?? DEFAULT_NUM_RESULTS;
+  const topK = args.similarity_top_k ?? DEFAULT_TOP_K;
+  const left = topK - ((args.page ?? 1) - 1) * perPage;
+  return Math.max(1, Math.min(perPage, left));
+}

@@ -1,0 +1,184 @@
+/**
+ * A `search_articles` result is read by a model, and the MCP SDK sends it as one JSON-RPC message made
+ * by one `JSON.stringify`: 1,000 results with full texts (each text twice: `structuredContent` and its
+ * text rendering) were about 42 MB, which held the event loop about 300 ms (here, with the client's
+ * parse in the same process, 680 ms; 70 ms now). A result now carries at most {@link MCP_TEXT_BUDGET}
+ * characters of article text, shared by its results, and says so.
+ */
+import assert from "node:assert/strict";
+import { mcpWorld } from "./_world.ts";
+import { MCP_RESULTS_BUDGET, MCP_TEXT_BUDGET, SearchBudget } from "../../routes/mcp/text_budget.ts";
+
+/** The longest gap between 10 ms timer ticks of this thread while `work` runs. */
+async function worstLoopGap<T>(work: () => Promise<T>): Promise<{ out: T; worstMs: number }> {
+  let last = performance.now(), worstMs = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    worstMs = Math.max(worstMs, now - last);
+    last = now;
+  }, 10);
+  try {
+    const out = await work();
+    // A stall that ends with the work has had no tick after it yet.
+    return { out, worstMs: Math.max(worstMs, performance.now() - last) };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+interface SearchResult {
+  content: { type: string; text: string }[];
+  structuredContent: {
+    response: { results: { text?: string; highlights?: { text: string }[] }[] };
+    notice?: string;
+  };
+  isError?: boolean;
+}
+
+const body = (i: number) =>
+  Array.from({ length: 400 }, (_, s) => `Harbour item ${i} sentence ${s} of the long report.`).join(" ").slice(
+    0,
+    20_000,
+  );
+
+Deno.test("MCP search_articles of 1,000 full texts: at most MCP_TEXT_BUDGET characters of text, said in the result, without holding the loop", async () => {
+  await using w = await mcpWorld();
+  const dm = (await w.deps.repos.dataModels.get(w.ids.dataModelId))!;
+  const report = await w.deps.search.ingest(
+    dm,
+    Array.from(
+      { length: 1000 },
+      (_, i) => ({ url: `https://alpha.example/t/${i}`, title: `Harbour ${i}`, body: body(i) }),
+    ),
+  );
+  assert.equal(report.failed, 0);
+  const client = await w.connect(`Bearer ${w.apiKey}`);
+  const { out, worstMs } = await worstLoopGap(() =>
+    client.callTool({
+      name: "search_articles",
+      arguments: {
+        data_model_id: dm.id,
+        query: "harbour report",
+        num_results: 1000,
+        similarity_top_k: 1000,
+        contents: { text: true },
+      },
+    }) as Promise<SearchResult>
+  );
+  assert.equal(out.isError, undefined, out.content[0]?.text);
+  const results = out.structuredContent.response.results;
+  assert.equal(results.length, 1000, "the page is kept");
+  assert.ok(results.every((r) => typeof r.text === "string" && r.text.length > 0), "every result has its text");
+  const characters = results.reduce((n, r) => n + r.text!.length, 0);
+  assert.ok(characters <= MCP_TEXT_BUDGET, `${characters} characters of text`);
+  const notice = out.structuredContent.notice!;
+  assert.match(notice, /at most 100 characters each/);
+  assert.match(notice, /100,000 characters of article text/);
+  assert.match(notice, /get_article/);
+  assert.ok(out.content[0]!.text.endsWith(notice), "the text rendering says it too");
+  assert.ok(worstMs < 250, `worst event-loop gap ${Math.round(worstMs)} ms`);
+
+  // A batch of three such calls shares the one answer's budget: the first is served, the others are told why not.
+  const call = (id: number) => ({
+    jsonrpc: "2.0",
+    id,
+    method: "tools/call",
+    params: {
+      name: "search_articles",
+      arguments: {
+        data_model_id: dm.id,
+        query: "harbour report",
+        num_results: 1000,
+        similarity_top_k: 1000,
+        contents: { text: true },
+      },
+    },
+  });
+  const batch = await worstLoopGap(async () => {
+    const res = await fetch(`${w.url}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${w.apiKey}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+      },
+      body: JSON.stringify([call(1), call(2), call(3)]),
+    });
+    return { status: res.status, text: await res.text() };
+  });
+  assert.equal(batch.out.status, 200);
+  assert.ok(batch.out.text.length < 3_000_000, `${batch.out.text.length} characters`);
+  const answers = (JSON.parse(batch.out.text) as { id: number; result: SearchResult }[]).sort((a, b) => a.id - b.id);
+  assert.deepEqual(answers.map((a) => a.result.isError ?? false), [false, true, true]);
+  assert.match(answers[1]!.result.content[0]!.text, /0 search results left/);
+  assert.ok(batch.worstMs < 250, `worst event-loop gap ${Math.round(batch.worstMs)} ms`);
+});
+
+Deno.test("MCP search_articles: highlights share the budget; a request within it is unchanged and says nothing", async () => {
+  await using w = await mcpWorld();
+  const dm = (await w.deps.repos.dataModels.get(w.ids.dataModelId))!;
+  await w.deps.search.ingest(
+    dm,
+    Array.from(
+      { length: 40 },
+      (_, i) => ({ url: `https://alpha.example/t/${i}`, title: `Harbour ${i}`, body: body(i) }),
+    ),
+  );
+  const client = await w.connect(`Bearer ${w.apiKey}`);
+  const search = (args: Record<string, unknown>) =>
+    client.callTool({
+      name: "search_articles",
+      arguments: { data_model_id: dm.id, query: "harbour report", ...args },
+    }) as Promise<SearchResult>;
+
+  const within = await search({ num_results: 3, contents: { text: true, max_characters: 2000 } });
+  assert.equal(within.structuredContent.notice, undefined);
+  assert.ok(!within.content[0]!.text.includes("characters of article text"));
+  const texts = within.structuredContent.response.results.map((r) => r.text!.length);
+  assert.equal(texts.length, 3);
+  assert.ok(texts.every((n) => n > 1900 && n <= 2000), `${texts}`);
+
+  // 40 results asking 10,000 characters of highlights and 20,000 of text each: 2,500 per result in all.
+  const both = await search({
+    num_results: 40,
+    similarity_top_k: 40,
+    highlights: { max_characters: 10_000, per_result: 10 },
+    contents: { text: true },
+  });
+  const results = both.structuredContent.response.results;
+  assert.equal(results.length, 40);
+  const characters = results.reduce(
+    (n, r) => n + r.text!.length + (r.highlights ?? []).reduce((m, h) => m + h.text.length, 0),
+    0,
+  );
+  assert.ok(characters <= MCP_TEXT_BUDGET, `${characters} characters of text and highlights`);
+  assert.ok(results.every((r) => (r.highlights ?? []).length > 0), "highlights are still given");
+  assert.match(both.structuredContent.notice!, /100,000 characters of article text/);
+});
+
+Deno.test("SearchBudget.take() cuts before the search, names get_article only to callers that have it, and is shared by a batch", () => {
+  const args = { data_model_id: "dm_x", query: "harbour", num_results: 50, similarity_top_k: 50 };
+  const agent = new SearchBudget().take({ ...args, contents: { text: true } }, false);
+  assert.deepEqual(agent.args.contents, { text: true, max_characters: 2000 });
+  assert.doesNotMatch(agent.notice!, /get_article/);
+  assert.match(agent.notice!, /num_results/);
+  // Page 2 of 9 ranked at 5 per page holds 4 results.
+  const page = new SearchBudget().take(
+    { ...args, num_results: 5, similarity_top_k: 9, page: 2, contents: { text: true } },
+    true,
+  );
+  assert.equal(page.notice, undefined);
+  assert.equal(page.args.contents?.max_characters, undefined);
+  assert.deepEqual(new SearchBudget().take(args, true), { args });
+
+  // One POST's calls share it: 4 texts of 20,000 take 80,000, the next 4 get 5,000 each, then none is left.
+  const batch = new SearchBudget();
+  const four = { ...args, num_results: 4, similarity_top_k: 4, contents: { text: true } };
+  assert.equal(batch.take(four, true).notice, undefined);
+  assert.equal(batch.take(four, true).args.contents?.max_characters, 5000);
+  assert.throws(() => batch.take(four, true), /article text are spent/);
+  assert.deepEqual(batch.take({ ...args, num_results: 900, similarity_top_k: 900 }, true).args.num_results, 900);
+  assert.throws(() => batch.take({ ...args, num_results: 100, similarity_top_k: 100 }, true), /92 search results left/);
+  assert.equal(MCP_RESULTS_BUDGET, 1000);
+});
