@@ -1,6 +1,6 @@
 import type { ApiKeyRecord } from "../core/auth/mod.ts";
 import type { AgentPrincipal, Seller } from "../core/identity/mod.ts";
-import type { CheckedHeaders } from "../core/payproxy/signature.ts";
+import type { CheckedHeaders } from "../core/payproxy/mod.ts";
 import type { DataModel, Widget } from "../core/store/mod.ts";
 import type { RequestScope } from "./request_scope.ts";
 

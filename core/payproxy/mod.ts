@@ -61,6 +61,7 @@ export {
   signRequest,
   USAGE_HEADER,
 } from "./signature.ts";
+export type { CheckedHeaders } from "./signature.ts";
 
 export { AllowanceClient, FULL_TEXT_METER, PayproxyMetrics, serviceSlug } from "./allowance.ts";
 export { PayproxyGate, QUERY_USAGE } from "./gate.ts";
