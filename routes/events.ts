@@ -57,8 +57,9 @@ const route = createRoute({
     "the widget's allowed origins. From a server: `Authorization: Bearer <API_KEY>` of the owning tenant. Up to " +
     `${MAX_EVENTS_PER_BATCH} events; each is validated (422 naming the first bad field, nothing stored) and ` +
     "enriched, and the batch is in the write-ahead log before the 202 is sent. Widget batches count their events " +
-    "against limits per client address and per widget (per minute) and a daily quota per widget; over any of " +
-    "them the batch is refused whole with 429 and `Retry-After`, and nothing of it is stored.",
+    `(or one per ${WIDGET_BYTES_PER_EVENT / 1024} KiB of body, whichever is more) against limits per client ` +
+    "address and per widget (per minute) and a daily quota per widget; over any of them the batch is refused " +
+    "whole with 429 and `Retry-After`, and nothing of it is stored.",
   request: {
     body: {
       required: true,
@@ -79,11 +80,16 @@ const route = createRoute({
     },
     401: { description: "Malformed API key" },
     403: { description: "Unknown or revoked API key, unknown widget or origin not allowed" },
-    413: { description: "Body too large" },
+    413: { description: "Body too large, or a widget batch of more JSON values than a batch can use" },
     422: { description: "A field of an event is invalid" },
     429: {
       description: "Widget events over the per-address or per-widget limit or the widget's daily quota " +
         "(`Retry-After` in seconds); nothing of the batch is stored",
+      content: { "application/json": { schema: z.object({ message: z.string() }) } },
+    },
+    503: {
+      description: "`server_busy`: the write-ahead log is full (its flush has fallen behind) or too many large " +
+        "bodies are being read at once; `Retry-After` says when to send the batch again, and nothing of it is stored",
       content: { "application/json": { schema: z.object({ message: z.string() }) } },
     },
   },
