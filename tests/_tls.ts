@@ -6,8 +6,21 @@
 import assert from "node:assert/strict";
 import { SafeFetcher } from "../core/net/safe_fetch.ts";
 
-/** A self-signed certificate and key (PEM) for `host`. */
-export async function selfSignedCertificate(host: string): Promise<{ cert: string; key: string }> {
+/** Certificates made so far, by host: an RSA key from openssl costs about 0.1 s of CPU. */
+const certificates = new Map<string, Promise<{ cert: string; key: string }>>();
+
+/** A self-signed certificate and key (PEM) for `host`, made once per test file. */
+export function selfSignedCertificate(host: string): Promise<{ cert: string; key: string }> {
+  let pair = certificates.get(host);
+  if (!pair) {
+    certificates.set(host, pair = makeCertificate(host));
+    // A failure is not kept: the next test asks openssl again, and fails the same way.
+    pair.catch(() => certificates.delete(host));
+  }
+  return pair;
+}
+
+async function makeCertificate(host: string): Promise<{ cert: string; key: string }> {
   const dir = await Deno.makeTempDir();
   try {
     const made = await new Deno.Command("openssl", {

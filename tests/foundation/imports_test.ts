@@ -2,17 +2,38 @@ import assert from "node:assert/strict";
 
 const ROOT = new URL("../../", import.meta.url).href;
 
+/** What `deno info --json` says of the modules these tests read. */
+interface DenoInfo {
+  modules: {
+    specifier: string;
+    dependencies?: { isDynamic?: boolean; code?: { specifier?: string }; type?: { specifier?: string } }[];
+  }[];
+}
+
+/** Each set of entries' `deno info`, once per file: two tests below read the graph of main.ts. */
+const infos = new Map<string, Promise<DenoInfo>>();
+
+/** `deno info --json` over `entries` (paths from the project root), run once per file for the same entries. */
+function denoInfo(entries: string[]): Promise<DenoInfo> {
+  const paths = entries.map((e) => new URL(e, ROOT).pathname);
+  const key = paths.join("\n");
+  let info = infos.get(key);
+  if (!info) {
+    infos.set(
+      key,
+      info = new Deno.Command(Deno.execPath(), { args: ["info", "--json", ...paths], stdout: "piped", stderr: "null" })
+        .output().then((out) => {
+          assert.ok(out.success, "deno info failed");
+          return JSON.parse(new TextDecoder().decode(out.stdout)) as DenoInfo;
+        }),
+    );
+  }
+  return info;
+}
+
 /** The project's own import graph from `deno info --json`: module -> the project modules it imports. */
 async function importGraph(entry: string): Promise<Map<string, string[]>> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", new URL(entry, ROOT).pathname],
-    stdout: "piped",
-    stderr: "null",
-  }).output();
-  assert.ok(out.success, "deno info failed");
-  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
-    modules: { specifier: string; dependencies?: { code?: { specifier?: string }; type?: { specifier?: string } }[] }[];
-  };
+  const info = await denoInfo([entry]);
   const graph = new Map<string, string[]>();
   for (const m of info.modules) {
     if (!m.specifier.startsWith(ROOT)) continue;
@@ -76,18 +97,7 @@ Deno.test("cycles() finds a circle through three modules and none in a chain", (
 
 /** The static imports of the service's modules: module -> the project modules it imports at load time. */
 async function staticImports(entries: string[]): Promise<Map<string, string[]>> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", ...entries.map((e) => new URL(e, ROOT).pathname)],
-    stdout: "piped",
-    stderr: "null",
-  }).output();
-  assert.ok(out.success, "deno info failed");
-  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
-    modules: {
-      specifier: string;
-      dependencies?: { isDynamic?: boolean; code?: { specifier?: string }; type?: { specifier?: string } }[];
-    }[];
-  };
+  const info = await denoInfo(entries);
   const graph = new Map<string, string[]>();
   for (const m of info.modules) {
     if (!m.specifier.startsWith(ROOT)) continue;

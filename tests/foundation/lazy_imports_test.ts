@@ -12,11 +12,20 @@ interface InfoModule {
   dependencies?: { code?: { specifier?: string }; isDynamic?: boolean }[];
 }
 
+/** Each root's walk, once per file: the three tests below ask about the same graph. */
+const walks = new Map<string, Promise<readonly string[]>>();
+
 /**
  * The npm packages and Node built-ins (`node:...`) a module loads at import time: static code
- * imports only (no `import type`, no `import()`).
+ * imports only (no `import type`, no `import()`). `deno info` over the app's graph runs once per root.
  */
-async function staticNpmImports(root: string): Promise<string[]> {
+function staticNpmImports(root: string): Promise<readonly string[]> {
+  let walk = walks.get(root);
+  if (!walk) walks.set(root, walk = walkStaticNpmImports(root));
+  return walk;
+}
+
+async function walkStaticNpmImports(root: string): Promise<readonly string[]> {
   const out = await new Deno.Command(Deno.execPath(), { args: ["info", "--json", root], stdout: "piped" }).output();
   assert.ok(out.success, "deno info failed");
   const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
