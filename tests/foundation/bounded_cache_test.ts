@@ -29,3 +29,15 @@ Deno.test("boundedCache() refuses a bound that is not a positive integer", () =>
   assert.throws(() => boundedCache({ max: 0 }), RangeError);
   assert.throws(() => boundedCache({ max: 1.5 }), RangeError);
 });
+
+Deno.test("boundedCache() allocates nothing for its bound up front: a bound of a billion builds at once and still holds", () => {
+  const started = performance.now();
+  const cache = boundedCache<number, number>({ max: 1_000_000_000, ttlMs: 1000 });
+  // Slots for a billion entries would take gigabytes and seconds (or fail) before the first set.
+  assert.ok(performance.now() - started < 1000);
+  for (let i = 0; i < 1000; i++) cache.set(i, i);
+  assert.equal(cache.size, 1000);
+  const small = boundedCache<number, number>({ max: 3 });
+  for (let i = 0; i < 10; i++) small.set(i, i);
+  assert.deepEqual([...small.keys()], [9, 8, 7]);
+});
