@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
+import { realtimeCounters } from "../../analytics/realtime.ts";
+import { EventWal } from "../../analytics/wal.ts";
+import { rollupDepsOf } from "../../routes/analytics/rollup_deps.ts";
 import { bearer } from "../_helpers.ts";
+import { readVolumeCounting } from "../_kv_proxy.ts";
 import { analyticsWorld } from "./_fixture.ts";
 
 type World = Awaited<ReturnType<typeof analyticsWorld>>;
@@ -151,4 +155,54 @@ Deno.test("GET /v1/analytics/realtime: exact figures over a mixed log (tenants, 
     const b = before[name as keyof typeof before];
     assert.deepEqual(f, { ...b, unflushed_events: 0 }, name);
   }
+});
+
+Deno.test("realtime counters: a tenant's read of the event log does not grow with other tenants' events", async () => {
+  await using world = await analyticsWorld();
+  const { w } = world;
+  await thirdTenant(world);
+  const at = (minAgo: number) => new Date(w.clock.now().getTime() - minAgo * MIN).toISOString();
+  const widget = async (id: string) => (await w.deps.repos.widgets.get(id))!;
+  await w.deps.events.ingest([
+    { event_type: "widget_load", session_id: "mine", ts: at(3) },
+    { event_type: "query", session_id: "mine", ts: at(2), interaction_type: "free_form", prompt: "p" },
+  ], { source: "widget", widget: await widget("wd_main") });
+
+  const volume = { reads: 0, entries: 0, bytes: 0 };
+  const deps = { ...rollupDepsOf(w.deps), wal: new EventWal(readVolumeCounting(w.deps.kv, volume), w.clock) };
+  const measure = async () => {
+    Object.assign(volume, { reads: 0, entries: 0, bytes: 0 });
+    const body = await realtimeCounters(deps, world.tenantId, {});
+    return { volume: { ...volume }, figures: [body.last_5_minutes, body.last_30_minutes, body.unflushed_events] };
+  };
+  const alone = await measure();
+  assert.deepEqual(alone.figures, [
+    { active_sessions: 1, queries: 1, clicks: 0 },
+    { active_sessions: 1, queries: 1, clicks: 0 },
+    2,
+  ]);
+
+  // 1,500 events of another tenant in the same minutes, and a service batch of a third.
+  for (let b = 0; b < 3; b++) {
+    await w.deps.events.ingest(
+      Array.from({ length: 500 }, (_, i) => ({
+        event_type: "query",
+        session_id: `o${b}-${i % 50}`,
+        ts: at((i % 30) / 10),
+        interaction_type: "free_form",
+        prompt: "x".repeat(200),
+      })),
+      { source: "widget", widget: await widget("wd_other") },
+    );
+  }
+  await w.deps.events.record(
+    Array.from(
+      { length: 200 },
+      () => ({ event_type: "click", ai_agent: "am_third", ts: at(2), click_type: "article" }),
+    ),
+  );
+  const crowded = await measure();
+  assert.deepEqual(crowded.figures, alone.figures);
+  assert.deepEqual(crowded.volume, alone.volume);
+  assert.ok(alone.volume.bytes < 5_000, `read ${alone.volume.bytes} bytes for two events`);
 });
