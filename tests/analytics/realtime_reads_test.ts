@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { realtimeCounters } from "../../analytics/realtime.ts";
-import { EventWal } from "../../analytics/wal.ts";
+import { EventWal, ndjsonLine } from "../../analytics/wal.ts";
+import { FixedClock } from "../../core/clock.ts";
 import { rollupDepsOf } from "../../routes/analytics/rollup_deps.ts";
 import { bearer } from "../_helpers.ts";
-import { readVolumeCounting } from "../_kv_proxy.ts";
+import { kvThrough, readVolumeCounting } from "../_kv_proxy.ts";
 import { analyticsWorld } from "./_fixture.ts";
 
 type World = Awaited<ReturnType<typeof analyticsWorld>>;
@@ -205,4 +206,41 @@ Deno.test("realtime counters: a tenant's read of the event log does not grow wit
   assert.deepEqual(crowded.figures, alone.figures);
   assert.deepEqual(crowded.volume, alone.volume);
   assert.ok(alone.volume.bytes < 5_000, `read ${alone.volume.bytes} bytes for two events`);
+});
+
+Deno.test("the event log's tenant index: entries only for minutes a realtime window can reach, each expiring, none left usable after a flush", async () => {
+  await using kv = await Deno.openKv(":memory:");
+  const clock = new FixedClock("2026-11-22T12:00:30Z");
+  const now = clock.now().getTime();
+  const indexed: { key: Deno.KvKey; expireIn?: number }[] = [];
+  const recording = kvThrough(kv, {
+    atomic: () => ({
+      set: (key, _value, options) => {
+        if (key[0] === "ev_wal_ix") indexed.push({ key, expireIn: options?.expireIn });
+      },
+    }),
+  });
+  const wal = new EventWal(recording, clock);
+  const rows = [
+    { event_id: "e1", tenant_id: "tn_a", ts_ms: now - 40 * MIN }, // no window reaches it any more
+    { event_id: "e2", tenant_id: "tn_a", ts_ms: now - 29 * MIN },
+    { event_id: "e3", tenant_id: "tn_a", ts_ms: now },
+    { event_id: "e4", tenant_id: "tn_a", ts_ms: now + 1 }, // the same minute: the same entry
+    { event_id: "e5", tenant_id: "tn_a", ts_ms: now + 5 * MIN },
+    { event_id: "e6", tenant_id: "tn_b", ts_ms: now },
+  ];
+  assert.ok(await wal.append("0195f0c0-0000-7000-8000-00000000000a", rows.map(ndjsonLine), rows));
+  const minute = (ms: number) => Math.floor(ms / MIN);
+  assert.deepEqual(
+    indexed.map((x) => [x.key[1], x.key[2]]),
+    [["tn_a", minute(now - 29 * MIN)], ["tn_a", minute(now)], ["tn_a", minute(now + 5 * MIN)], ["tn_b", minute(now)]],
+  );
+  for (const x of indexed) assert.ok(x.expireIn! > 0 && x.expireIn! <= 41 * MIN, String(x.expireIn));
+
+  const chunks = await Array.fromAsync(wal.tenantChunks("tn_a", now - 30 * MIN, now + 5 * MIN));
+  assert.equal(chunks.length, 1);
+  assert.equal(await Array.fromAsync(wal.tenantChunks("tn_c", now - 30 * MIN, now + 5 * MIN)).then((c) => c.length), 0);
+  // Flushed: the entries stay until they expire, and name nothing.
+  await wal.delete(chunks.map((c) => c.key), chunks[0]!.bytes.byteLength);
+  assert.deepEqual(await Array.fromAsync(wal.tenantChunks("tn_a", now - 30 * MIN, now + 5 * MIN)), []);
 });
