@@ -87,7 +87,7 @@ export class EventPipeline implements EventSink {
   #beforeStop: Array<() => Promise<void>> = [];
 
   constructor(private readonly deps: PipelineDeps, readonly options: PipelineOptions) {
-    this.wal = new EventWal(deps.kv);
+    this.wal = new EventWal(deps.kv, deps.clock);
     this.#lease = new KvLease({
       kv: deps.kv,
       clock: deps.clock,
@@ -118,7 +118,7 @@ export class EventPipeline implements EventSink {
       const prepared = await prepareEvents(this.deps, events, ctx, attempt >= MAX_SESSION_RETRIES);
       rows = prepared.rows;
       await this.#checkRoom(prepared.lines);
-      if (await this.wal.append(uuidv7(this.deps.clock), prepared.lines, prepared.sessionSets)) break;
+      if (await this.wal.append(uuidv7(this.deps.clock), prepared.lines, rows, prepared.sessionSets)) break;
     }
     this.#pending += rows.length;
     if (this.#started && this.#pending >= this.options.flushMaxEvents) {

@@ -1,7 +1,8 @@
 /**
  * GET /v1/analytics/realtime: active sessions, queries and clicks of the last 5 and 30 minutes.
  * Events acknowledged but not yet flushed to Parquet count too: they are read from the KV
- * write-ahead log, and left out of the Parquet query by event id so none counts twice.
+ * write-ahead log (only the caller's chunks of the window, through the log's index), and left out
+ * of the Parquet query by event id so none counts twice.
  */
 import type { Clock } from "../core/clock.ts";
 import type { Repos } from "../core/store/mod.ts";
@@ -41,7 +42,8 @@ export async function realtimeCounters(deps: RealtimeDeps, tenantId: string, q: 
   const visits30 = new Set<string>();
   const wal = { queries_5: 0, queries_30: 0, clicks_5: 0, clicks_30: 0 };
   const dec = new TextDecoder();
-  for await (const chunk of deps.wal.scan()) {
+  // Only the chunks holding this tenant's events of the window (the log's index), not the whole log.
+  for await (const chunk of deps.wal.tenantChunks(tenantId, since30, until)) {
     for (const line of dec.decode(chunk.bytes).split("\n")) {
       if (!line) continue;
       const r = JSON.parse(line) as EventRow;

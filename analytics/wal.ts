@@ -3,7 +3,12 @@
  * under the 64 KiB KV value limit) at `["ev_wal", batchId, chunk]`, committed in as few atomic
  * operations as Deno KV allows (at most 1000 mutations and 800 KiB per commit), so a typical batch
  * is all-or-nothing. Entries leave the log only after their Parquet file is in place.
+ *
+ * Beside each chunk, in its commit, an index names the chunk under each tenant and minute of event
+ * time it holds (`["ev_wal_ix", tenantId, minute, batchId, chunk]`), so the realtime read fetches the
+ * chunks of one tenant's last minutes, not the whole log (every tenant's unflushed events).
  */
+import type { Clock } from "../core/clock.ts";
 
 /** KV prefix of the log. */
 export const WAL_PREFIX = ["ev_wal"] as const;
@@ -12,6 +17,19 @@ export const WAL_PREFIX = ["ev_wal"] as const;
 // out, two KvU64 sums committed with the chunks they count (so exact, and shared by every process).
 const SIZE_ADDED: Deno.KvKey = ["ev_wal_size", "added"];
 const SIZE_REMOVED: Deno.KvKey = ["ev_wal_size", "removed"];
+
+// The tenant and minute index of the chunks. An entry is of use while a realtime window (the last 30
+// minutes) can still reach its minute; 5 minutes more cover processes' clocks apart. It then expires,
+// and a flush leaves it (a listed entry whose chunk is gone is skipped), so the flush deletes no more.
+const INDEX_PREFIX = ["ev_wal_ix"] as const;
+const MINUTE_MS = 60_000;
+const INDEX_REACH_MS = 35 * MINUTE_MS;
+
+/** What the index needs of a logged row (an EventRow has it). */
+export interface WalRowTag {
+  tenant_id: string | null;
+  ts_ms: number;
+}
 
 /** Largest chunk value in bytes (KV allows 65,536 per value; keep room for the serialisation header). */
 export const CHUNK_BYTES = 63_000;
@@ -82,10 +100,15 @@ export function fitsChunk(line: Uint8Array): boolean {
 
 /** Packs NDJSON lines ({@link ndjsonLine}) into chunks of at most {@link CHUNK_BYTES} bytes. */
 export function toChunks(lines: Uint8Array[]): Uint8Array[] {
-  const out: Uint8Array[] = [];
+  return packChunks(lines).map((c) => c.bytes);
+}
+
+/** Chunks of {@link toChunks}, each with the range of `lines` it holds (`first` to before `end`). */
+function packChunks(lines: Uint8Array[]): { bytes: Uint8Array; first: number; end: number }[] {
+  const out: { bytes: Uint8Array; first: number; end: number }[] = [];
   let parts: Uint8Array[] = [];
   let size = 0;
-  const close = () => {
+  const close = (end: number) => {
     if (!parts.length) return;
     const buf = new Uint8Array(size);
     let at = 0;
@@ -93,18 +116,40 @@ export function toChunks(lines: Uint8Array[]): Uint8Array[] {
       buf.set(p, at);
       at += p.byteLength;
     }
-    out.push(buf);
+    out.push({ bytes: buf, first: end - parts.length, end });
     parts = [];
     size = 0;
   };
-  for (const line of lines) {
+  for (const [i, line] of lines.entries()) {
     if (!fitsChunk(line)) throw new Error(`event too large for the log: ${line.byteLength} bytes`);
-    if (size + line.byteLength > CHUNK_BYTES) close();
+    if (size + line.byteLength > CHUNK_BYTES) close(i);
     parts.push(line);
     size += line.byteLength;
   }
-  close();
+  close(lines.length);
   return out;
+}
+
+/**
+ * The index entries of one chunk: one per tenant and minute of its rows that a realtime window can
+ * still reach, with how long until none can.
+ */
+function indexEntries(
+  batchId: string,
+  chunk: number,
+  rows: readonly WalRowTag[],
+  nowMs: number,
+): { key: Deno.KvKey; expireIn: number }[] {
+  const out = new Map<string, { key: Deno.KvKey; expireIn: number }>();
+  for (const r of rows) {
+    if (!r.tenant_id) continue;
+    const minute = Math.floor(r.ts_ms / MINUTE_MS);
+    const expireIn = (minute + 1) * MINUTE_MS + INDEX_REACH_MS - nowMs;
+    const id = `${minute} ${r.tenant_id}`;
+    if (expireIn <= 0 || out.has(id)) continue;
+    out.set(id, { key: [...INDEX_PREFIX, r.tenant_id, minute, batchId, chunk], expireIn });
+  }
+  return [...out.values()];
 }
 
 /**
@@ -120,16 +165,24 @@ function entryBytes(key: Deno.KvKey, value: unknown): number {
 
 /** Append, read and delete over the KV log. */
 export class EventWal {
-  constructor(private readonly kv: Deno.Kv) {}
+  constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
 
   /**
    * Durably appends a batch, its rows as {@link ndjsonLine} encoded them. Resolves only once every
-   * chunk is committed.
+   * chunk is committed, each with its index entries.
+   * @param rows the rows of `lines`, in the same order (their tenant and time, for the index).
    * @param extra writes that commit together with the first group of chunks.
    * @returns false, with nothing stored, when an extra write's versionstamp check failed.
    */
-  async append(batchId: string, lines: Uint8Array[], extra: WalExtraSet[] = []): Promise<boolean> {
-    const chunks = toChunks(lines);
+  async append(
+    batchId: string,
+    lines: Uint8Array[],
+    rows: readonly WalRowTag[],
+    extra: WalExtraSet[] = [],
+  ): Promise<boolean> {
+    if (rows.length !== lines.length) throw new Error("every logged line needs its row");
+    const chunks = packChunks(lines);
+    const nowMs = this.clock.now().getTime();
     let op = this.kv.atomic();
     let bytes = 0;
     let mutations = 0;
@@ -148,7 +201,8 @@ export class EventWal {
       logged = 0;
       return true;
     };
-    const full = (size: number) => mutations > 0 && (bytes + size > COMMIT_BYTES || mutations + 1 > COMMIT_MUTATIONS);
+    const full = (size: number, n = 1) =>
+      mutations > 0 && (bytes + size > COMMIT_BYTES || mutations + n > COMMIT_MUTATIONS);
     for (const x of extra) {
       const size = entryBytes(x.key, x.value);
       // Checked writes stay together in the first commit (they are few); unchecked ones may fill several.
@@ -161,13 +215,15 @@ export class EventWal {
       mutations++;
       bytes += size;
     }
-    for (let i = 0; i < chunks.length; i++) {
-      const size = chunks[i]!.byteLength + 100;
-      if (full(size) && !(await commit())) return false;
-      op = op.set([...WAL_PREFIX, batchId, i], chunks[i]!);
+    for (const [i, chunk] of chunks.entries()) {
+      const index = indexEntries(batchId, i, rows.slice(chunk.first, chunk.end), nowMs);
+      const size = chunk.bytes.byteLength + 100 + index.reduce((n, x) => n + entryBytes(x.key, 1), 0);
+      if (full(size, 1 + index.length) && !(await commit())) return false;
+      op = op.set([...WAL_PREFIX, batchId, i], chunk.bytes);
+      for (const x of index) op = op.set(x.key, 1, { expireIn: x.expireIn });
       bytes += size;
-      mutations++;
-      logged += chunks[i]!.byteLength;
+      mutations += 1 + index.length;
+      logged += chunk.bytes.byteLength;
     }
     if (checked) return (await counted().commit()).ok;
     if (mutations > 0) await this.#commit(counted());
@@ -211,9 +267,34 @@ export class EventWal {
     return out;
   }
 
-  /** Every chunk in the log, oldest first (read only; for counting unflushed events). */
+  /** Every chunk in the log, oldest first (read only). The whole log: never per request ({@link tenantChunks}). */
   async *scan(): AsyncGenerator<WalChunk> {
     for await (const e of this.kv.list<Uint8Array>({ prefix: [...WAL_PREFIX] })) yield { key: e.key, bytes: e.value };
+  }
+
+  /**
+   * The chunks still in the log holding a row of `tenantId` timed from `fromMs` to `toMs` (within the
+   * last 30 minutes; the index reaches no further), found through the index: the read grows with
+   * the tenant's own recent events, not with the log. The chunks may hold other rows too (the
+   * tenant's of other minutes, other tenants' of a mixed service batch): callers filter rows.
+   */
+  async *tenantChunks(tenantId: string, fromMs: number, toMs: number): AsyncGenerator<WalChunk> {
+    const keys = new Map<string, Deno.KvKey>();
+    const range = {
+      start: [...INDEX_PREFIX, tenantId, Math.floor(fromMs / MINUTE_MS)],
+      end: [...INDEX_PREFIX, tenantId, Math.floor(toMs / MINUTE_MS) + 1],
+    };
+    for await (const e of this.kv.list(range)) {
+      const [batchId, chunk] = e.key.slice(3);
+      keys.set(`${String(batchId)}/${String(chunk)}`, [...WAL_PREFIX, batchId!, chunk!]);
+    }
+    // At most 10 keys a read (KV's getMany limit).
+    const wanted = [...keys.values()];
+    for (let i = 0; i < wanted.length; i += 10) {
+      for (const e of await this.kv.getMany<Uint8Array[]>(wanted.slice(i, i + 10))) {
+        if (e.value) yield { key: e.key, bytes: e.value }; // gone: flushed since the index was listed
+      }
+    }
   }
 
   /** Whether the log holds anything. */

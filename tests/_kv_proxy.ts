@@ -18,6 +18,9 @@ export interface AtomicHooks {
 /** Hooks of a KV; each gets the call's arguments and the real call, which it may make or not. */
 export interface KvHooks {
   get?(key: Deno.KvKey, real: Real<Deno.KvEntryMaybe<unknown>>): Promise<Deno.KvEntryMaybe<unknown>>;
+  getMany?(keys: Deno.KvKey[], real: Real<Deno.KvEntryMaybe<unknown>[]>): Promise<Deno.KvEntryMaybe<unknown>[]>;
+  /** Sees each entry a `list` yields (the listing itself goes through). */
+  listed?(entry: Deno.KvEntry<unknown>): void;
   set?(
     key: Deno.KvKey,
     value: unknown,
@@ -54,6 +57,18 @@ export function kvThrough(kv: Deno.Kv, hooks: KvHooks): Deno.Kv {
         return (key: Deno.KvKey, options?: { consistency?: Deno.KvConsistencyLevel }) =>
           hooks.get!(key, () => target.get(key, options));
       }
+      if (prop === "getMany" && hooks.getMany) {
+        return (keys: Deno.KvKey[], options?: { consistency?: Deno.KvConsistencyLevel }) =>
+          hooks.getMany!(keys, () => target.getMany(keys, options));
+      }
+      if (prop === "list" && hooks.listed) {
+        return async function* (selector: Deno.KvListSelector, options?: Deno.KvListOptions) {
+          for await (const e of target.list(selector, options)) {
+            hooks.listed!(e);
+            yield e;
+          }
+        };
+      }
       if (prop === "set" && hooks.set) {
         return (key: Deno.KvKey, value: unknown, options?: { expireIn?: number }) =>
           hooks.set!(key, value, options, () => target.set(key, value, options));
@@ -72,6 +87,45 @@ export function readCounting(kv: Deno.Kv, reads: { n: number }): Deno.Kv {
     get: (_key, real) => {
       reads.n++;
       return real();
+    },
+  });
+}
+
+/** What a KV was asked to read: calls (`get`, `getMany`, each `list`ed entry), entries found, their value bytes. */
+export interface ReadVolume {
+  reads: number;
+  entries: number;
+  bytes: number;
+}
+
+/** `kv` adding up in `volume` every read made through it (binary values by length, others as JSON). */
+export function readVolumeCounting(kv: Deno.Kv, volume: ReadVolume): Deno.Kv {
+  const count = (e: Deno.KvEntryMaybe<unknown>) => {
+    if (e.versionstamp === null) return;
+    volume.entries++;
+    const v = e.value;
+    volume.bytes += v instanceof Uint8Array
+      ? v.byteLength
+      : v instanceof Deno.KvU64
+      ? 8
+      : (JSON.stringify(v) ?? "").length;
+  };
+  return kvThrough(kv, {
+    get: async (_key, real) => {
+      volume.reads++;
+      const e = await real();
+      count(e);
+      return e;
+    },
+    getMany: async (_keys, real) => {
+      volume.reads++;
+      const got = await real();
+      got.forEach(count);
+      return got;
+    },
+    listed: (e) => {
+      volume.reads++;
+      count(e);
     },
   });
 }
