@@ -12,73 +12,39 @@
  * more JSON values than 500 events can use; and a keyless batch's address is checked again once its
  * body may be read, so those past the limit by then are refused unread.
  *
- * Measured in this process with Deno.memoryUsage(): the resident set sampled every 2 ms while the
- * flood is answered. The requests are built before the baseline, so their bodies are not counted.
+ * Measured in a child process of its own (tests/security/_events_flood_child.ts): the resident set is
+ * the whole process's, and `deno test --parallel` runs other files in this one, whose allocations
+ * would count. The child samples it every 2 ms while the flood is answered; the requests are built
+ * before the baseline, so their bodies are not counted.
  */
 import assert from "node:assert/strict";
 import { analyticsWorld } from "../analytics/_fixture.ts";
+import { FLOOD_SHAPES, type FloodFigures, request } from "./_events_flood_child.ts";
 
 const MiB = 1024 * 1024;
-const ORIGIN = "https://news.example";
 /** The most a flood from one allowed origin may add to the resident set. */
 const MEMORY_BOUND = 64 * MiB;
 
-/** Widget batches of just under `bytes` bytes, in the shapes that cost the most to decode. */
-const SHAPES: Record<string, (bytes: number) => string> = {
-  // 42,000 small events (refused at the 501st).
-  "many events": (bytes) => {
-    const event = JSON.stringify({ event_type: "query", session_id: "s".repeat(36), prompt: "p".repeat(120) });
-    return `{"widget_id":"wd_main","events":[${
-      Array(Math.floor((bytes - 100) / (event.length + 1))).fill(event).join(",")
-    }]}`;
-  },
-  // One event of one long text (refused by the schema once decoded; charged for its size).
-  "one long text": (bytes) =>
-    `{"widget_id":"wd_main","events":[{"event_type":"query","prompt":"${"p".repeat(bytes - 100)}"}]}`,
-  // One event of 290,000 unknown fields (the schema would drop them).
-  "many fields": (bytes) => {
-    const n = Math.min(290_000, Math.floor((bytes - 100) / 20));
-    return `{"widget_id":"wd_main","events":[{"event_type":"widget_load",${
-      Array.from({ length: n }, (_, i) => `"k${String(i).padStart(6, "0")}":"${"v".repeat(8)}"`).join(",")
-    }}]}`;
-  },
-};
+/** Each shape's flood, answered in one child process (one module load for the three). */
+const figures = (() => {
+  let run: Promise<Record<string, FloodFigures>> | undefined;
+  return (): Promise<Record<string, FloodFigures>> =>
+    run ??= (async () => {
+      const child = new URL("./_events_flood_child.ts", import.meta.url);
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "--no-check", "--allow-all", child.pathname],
+        stdout: "piped",
+        stderr: "inherit",
+      }).output();
+      assert.ok(out.success, "the flood's child process ended without error");
+      const lastLine = new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!;
+      return JSON.parse(lastLine) as Record<string, FloodFigures>;
+    })();
+})();
 
-const request = (body: BodyInit) =>
-  new Request("http://localhost/v1/events", {
-    method: "POST",
-    headers: { origin: ORIGIN, "content-type": "application/json" },
-    body,
-  });
-
-for (const [shape, make] of Object.entries(SHAPES)) {
+for (const shape of FLOOD_SHAPES) {
   Deno.test(`POST /v1/events: 12 concurrent 8 MiB widget batches of ${shape} from one address add at most 64 MiB`, async () => {
-    await using world = await analyticsWorld();
-    const { w } = world;
-    // One small batch first: the route's modules are warm, as in a running server.
-    const warm = await w.app.request(
-      request(JSON.stringify({ widget_id: "wd_main", events: [{ event_type: "widget_load" }] })),
-    );
-    assert.equal(warm.status, 202);
-    const body = new TextEncoder().encode(make(8 * MiB - 1024));
-    const requests = Array.from({ length: 12 }, () => request(body as BodyInit));
-
-    const idle = Deno.memoryUsage().rss;
-    let peak = idle;
-    const sampler = setInterval(() => peak = Math.max(peak, Deno.memoryUsage().rss), 2);
-    const started = performance.now();
-    let statuses: number[];
-    try {
-      statuses = await Promise.all(requests.map(async (r) => {
-        const res = await w.app.request(r);
-        await res.body?.cancel();
-        return res.status;
-      }));
-    } finally {
-      clearInterval(sampler);
-    }
-    peak = Math.max(peak, Deno.memoryUsage().rss);
-    const ms = performance.now() - started;
+    const { statuses, idle, peak, ms } = (await figures())[shape];
     // At most one or two are refused for what they hold (422, 413); the rest are 429 once the
     // address's limit is spent, most of them unread.
     assert.ok(statuses.filter((s) => s === 429).length >= 10, statuses.join(" "));
