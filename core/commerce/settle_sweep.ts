@@ -1,6 +1,8 @@
 /**
  * The settlement sweep: resolves standard settlements that nobody else resolves: `evm` ones left
- * `processing`, and any left `paid` whose credit never committed. A
+ * `processing`, and any left `paid` whose credit never committed (a `paid` Stripe purchase too). It
+ * runs in every serving process whatever rails are configured (the card and wallet rails always
+ * are), not only with `PAY_EVM_RPC_URL`. A
  * settlement whose outcome was not known (the facilitator's answer lost, the storefront's node unable
  * to confirm the transfer) is answered 503 and resolved by its agent's retry or entitlements read; an
  * agent that gave up, or a process killed between a settlement and its `paid` record, would leave it
@@ -60,7 +62,8 @@ export class SettlementSweep {
       log: Logger;
       payments: PaymentStore;
       settlement: Settlement;
-      standard: StandardMethods;
+      /** Null without the standard methods: nothing is listed for a recheck. */
+      standard: StandardMethods | null;
       /** The agents seen on the storefront: a purchase's credit goes to its agent's human when claimed. */
       agents: AgentIndex;
       sellers: { getSeller(id: string): Promise<Seller | null> };
@@ -118,6 +121,7 @@ export class SettlementSweep {
     if (!(await this.#lease.acquire())) return out;
     out.swept = true;
     const { payments, clock } = this.o;
+    if (!this.o.standard) return out;
     for (const due of await payments.dueRechecks(clock.now().getTime(), SETTLE_SWEEP_BATCH)) {
       // Renewed before each: node calls may outlast the lease, and a sweep that lost it stops.
       if (!(await this.#lease.acquire())) break;
@@ -149,7 +153,8 @@ export class SettlementSweep {
   async #resolve(
     entry: Deno.KvEntry<PaymentRecord>,
   ): Promise<"consumed" | "paid" | "failed" | "deferred" | "moved"> {
-    const { payments, clock, settlement, standard } = this.o;
+    const { payments, clock, settlement } = this.o;
+    const standard = this.o.standard!;
     const p = entry.value;
     // Paid and never consumed: the money is known to have moved; only the credit is owed.
     const recheck = p.state === "paid" ? null : await standard.recheckSettlement(p);
