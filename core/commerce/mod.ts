@@ -39,8 +39,8 @@ export interface Commerce {
   /** Paid calls to a seller's payproxy routes, billed against the agent's entitlement. */
   proxy: PaidProxy;
   /**
-   * Resolves standard settlements left `processing` or `paid` (started with the background work);
-   * always built, whatever rails are configured.
+   * Gives back stale reservations and resolves standard settlements left `processing` or `paid`
+   * (started with the background work); always built, whatever rails are configured.
    */
   settleSweep: SettlementSweep;
 }
@@ -103,6 +103,7 @@ export function createCommerce(
     payments: service.payments,
     settlement: service.settlement,
     standard: standard ?? null,
+    ledger: service.ledger,
     agents: service.agents,
     sellers: catalog,
     intervalMs: o.config.payments?.settleSweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS,

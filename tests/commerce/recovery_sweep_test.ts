@@ -10,11 +10,108 @@ import assert from "node:assert/strict";
 import { Mppx } from "mppx/client";
 import { stripe } from "mppx/stripe/client";
 import { FixedClock } from "../../core/clock.ts";
+import { STALE_RESERVATION_MS } from "../../core/commerce/entitlements.ts";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
+import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
 import { SETTLE_RECHECK_GRACE_MS } from "../../core/commerce/settlement.ts";
+import type { AuthenticatedAgent } from "../../core/commerce/types.ts";
 import { kvFaults } from "../_kv_faults.ts";
-import { createCommerceWorld, postJson } from "./_helpers.ts";
+import { challengesOf, type CommerceWorld, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
 import { startStripeStandIn } from "./_stripe_standin.ts";
+
+/** Buys `usd` of the world's credit plan for an agent token through the wallet rail. */
+async function buy(w: CommerceWorld, token: string, usd: string) {
+  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson({ amountUsd: usd }), token });
+  const ch = challengesOf(first).find((c) => c.method === "wallet")!;
+  await first.body?.cancel();
+  const res = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson({ amountUsd: usd }, {
+      authorization: paymentAuthorization(ch, { token: SANDBOX_TOKENS.wallet.success }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    }),
+  });
+  assert.equal(res.status, 200);
+  await res.body?.cancel();
+}
+
+/** What `/agent/entitlements` shows the agent as remaining. */
+const remaining = async (w: CommerceWorld, token: string): Promise<string> =>
+  (await (await w.req("/agent/entitlements", { token })).json()).entitlements[0]?.remainingUsd ?? "none";
+
+/** A paid call's reservation whose process died right after it: nothing will ever settle it. */
+async function deadCallReservation(w: CommerceWorld, agent: AuthenticatedAgent, requestId: string, micros: number) {
+  const res = await w.deps.commerce.service.ledger.reserve(agent, w.sellerId, new Set([w.plan.id]), micros, requestId);
+  assert.ok(res.ok);
+}
+
+Deno.test("commerce sweep: with no payment settings, a stale reservation of a dead call is given back on a quiet storefront, once", async () => {
+  await using w = await createCommerceWorld();
+  const sweep = w.deps.settleSweep;
+  assert.ok(sweep, "the sweep runs without PAY_EVM_RPC_URL (the card and wallet rails always do)");
+  const alice = await w.agents.issue();
+  await buy(w, alice.token, "1.000000");
+  await deadCallReservation(w, alice.agent, "req_dead_0001", 250_000);
+  assert.equal(await remaining(w, alice.token), "0.750000");
+
+  // While the call may still be running, its credit stays held.
+  w.clock.advance(STALE_RESERVATION_MS - 1000);
+  assert.equal((await sweep.sweep()).swept, true);
+  alice.token = await alice.renew();
+  assert.equal(await remaining(w, alice.token), "0.750000");
+
+  // Past it, the sweep gives it back: no paid call of anyone was needed.
+  w.clock.advance(2000);
+  await sweep.sweep();
+  alice.token = await alice.renew();
+  assert.equal(await remaining(w, alice.token), "1.000000");
+  assert.equal((await w.deps.commerce.service.ledger.debit(w.sellerId, "req_dead_0001"))?.state, "refunded");
+  // Again: nothing more moves, and the late settle of the call charges nothing.
+  await sweep.sweep();
+  assert.equal(await w.deps.commerce.service.ledger.settle(w.sellerId, "req_dead_0001", 250_000), 0);
+  assert.equal(await remaining(w, alice.token), "1.000000");
+  const open = [];
+  for await (const e of w.deps.kv.list({ prefix: ["commerce_debit_open"] })) open.push(e.key);
+  assert.equal(open.length, 0);
+
+  // Started and stopped with the app's background work.
+  const calls: string[] = [];
+  const { start, stop } = sweep;
+  sweep.start = () => (calls.push("start"), start.call(sweep));
+  sweep.stop = () => (calls.push("stop"), stop.call(sweep));
+  await w.deps.start({ background: true });
+  await w.deps.stop();
+  assert.deepEqual(calls, ["start", "stop"]);
+});
+
+Deno.test("commerce sweep: a sweep racing the live settles of stale reservations moves each once (credit plus billed is what was bought)", async () => {
+  await using w = await createCommerceWorld();
+  const { ledger } = w.deps.commerce.service;
+  const alice = await w.agents.issue();
+  await buy(w, alice.token, "1.000000");
+  const ids = Array.from({ length: 8 }, (_, i) => `req_slow_${String(i).padStart(4, "0")}`);
+  for (const id of ids) await deadCallReservation(w, alice.agent, id, 100_000);
+  assert.equal(await remaining(w, alice.token), "0.200000");
+  // The calls stalled past their hold, and settle now, while the sweep gives them back.
+  w.clock.advance(STALE_RESERVATION_MS + 1);
+  const [sweepOutcome, ...billed] = await Promise.all([
+    w.deps.settleSweep!.sweep(),
+    ...ids.map((id) => ledger.settle(w.sellerId, id, 100_000)),
+  ]);
+  assert.equal(sweepOutcome.swept, true);
+  const billedTotal = billed.reduce((n, b) => n + b, 0);
+  for (const [i, id] of ids.entries()) {
+    const d = await ledger.debit(w.sellerId, id);
+    assert.equal(d?.state, billed[i] === 0 ? "refunded" : "billed", id);
+    assert.equal(d?.amountMicros, billed[i], id);
+  }
+  const credit = (await ledger.entries(alice.agent, w.sellerId)).reduce((n, e) => n + e.value.creditMicros, 0);
+  assert.equal(credit + billedTotal, 1_000_000, "each reservation settled or given back, never both");
+  await w.deps.settleSweep!.sweep();
+  assert.equal(
+    (await ledger.entries(alice.agent, w.sellerId)).reduce((n, e) => n + e.value.creditMicros, 0),
+    credit,
+  );
+});
 
 Deno.test("commerce sweep: in a Stripe-only setup, a paid purchase whose credit failed to commit is credited once, its agent never coming back", async () => {
   const standIn = startStripeStandIn();

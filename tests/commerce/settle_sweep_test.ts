@@ -259,6 +259,7 @@ Deno.test("settlement sweep: two processes sweeping at once credit a settlement 
         standard: new StandardMethods(w.deps.config.payments, () => loadChallengeKey(w.deps.kv)),
         agents: service.agents,
         sellers: w.deps.commerce.catalog,
+        ledger: service.ledger,
         intervalMs: w.deps.config.payments.settleSweepIntervalMs,
       });
     // Two processes at once: the lease gives the sweep to one of them.
@@ -403,6 +404,7 @@ Deno.test("settlement sweep: runs every PAY_SETTLE_SWEEP_INTERVAL_S from deps.st
     payments: service.payments,
     settlement: service.settlement,
     standard: new StandardMethods(w.deps.config.payments, () => loadChallengeKey(w.deps.kv)),
+    ledger: service.ledger,
     agents: service.agents,
     sellers: w.deps.commerce.catalog,
     intervalMs: 30_000,
