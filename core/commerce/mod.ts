@@ -39,8 +39,9 @@ export interface Commerce {
   /** Paid calls to a seller's payproxy routes, billed against the agent's entitlement. */
   proxy: PaidProxy;
   /**
-   * Gives back stale reservations and resolves standard settlements left `processing` or `paid`
-   * (started with the background work); always built, whatever rails are configured.
+   * Gives back stale reservations, refunds abandoned pay-per-call charges and resolves standard
+   * settlements left `processing` or `paid` (started with the background work); always built, as
+   * the card and wallet rails always run.
    */
   settleSweep: SettlementSweep;
 }
@@ -104,6 +105,7 @@ export function createCommerce(
     settlement: service.settlement,
     standard: standard ?? null,
     ledger: service.ledger,
+    calls: proxy,
     agents: service.agents,
     sellers: catalog,
     intervalMs: o.config.payments?.settleSweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS,

@@ -329,6 +329,16 @@ export class PaymentStore {
   }
 
   /**
+   * Takes the mark of this call, atomically: true for the one caller that removed it, so a call's
+   * own refund and the sweep's ({@link takeStaleCalls}) racing refund it once.
+   */
+  async takeCall(call: OpenCall): Promise<boolean> {
+    const mark = await this.kv.get<OpenCall>(openCallKey(call));
+    if (mark.versionstamp === null) return false;
+    return (await this.kv.atomic().check(mark).delete(mark.key).commit()).ok;
+  }
+
+  /**
    * Takes the oldest marks of calls opened before `before` (ISO), at most `limit`: their process
    * died mid-call. Each is removed atomically as it is taken, so of two callers sweeping at once only
    * one gets a mark (and refunds its charge once).

@@ -12,7 +12,7 @@ import { stripe } from "mppx/stripe/client";
 import { FixedClock } from "../../core/clock.ts";
 import { STALE_RESERVATION_MS } from "../../core/commerce/entitlements.ts";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
-import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
+import { SANDBOX_TOKENS, type SandboxProcessor } from "../../core/commerce/processor.ts";
 import { SETTLE_RECHECK_GRACE_MS } from "../../core/commerce/settlement.ts";
 import type { AuthenticatedAgent } from "../../core/commerce/types.ts";
 import { kvFaults } from "../_kv_faults.ts";
@@ -111,6 +111,85 @@ Deno.test("commerce sweep: a sweep racing the live settles of stale reservations
     (await ledger.entries(alice.agent, w.sellerId)).reduce((n, e) => n + e.value.creditMicros, 0),
     credit,
   );
+});
+
+/** A wallet pay-per-call challenge answered for one agent, and the request that sends it. */
+async function payPerCall(w: CommerceWorld, token: string) {
+  const first = await w.req(`/v2/search?data_model_id=${w.dataModelId}`, { ...postJson({ query: "rates" }), token });
+  const [ch] = challengesOf(first);
+  return {
+    ch: ch!,
+    send: () =>
+      w.req(`/v2/search?data_model_id=${w.dataModelId}`, {
+        ...postJson({ query: "rates" }, {
+          authorization: paymentAuthorization(ch!, { token: SANDBOX_TOKENS.wallet.success }),
+          "zc-agent-authorization": `Bearer ${token}`,
+        }),
+      }),
+  };
+}
+
+Deno.test("commerce sweep: a pay-per-call charge whose process died mid-call is refunded on a quiet storefront, once", async () => {
+  await using w = await createCommerceWorld({ upstream: true, withPlan: false });
+  await w.addPayg(20_000);
+  const processor = w.deps.commerce.service.processor as SandboxProcessor;
+  // The process dies once the charge is consumed, before the call is forwarded: its request never ends.
+  const ledger = w.deps.commerce.service.ledger;
+  const holdCall = ledger.holdCall.bind(ledger);
+  let reached!: () => void;
+  const held = new Promise<void>((r) => reached = r);
+  ledger.holdCall = () => (reached(), new Promise<void>(() => {}));
+  const dead = await payPerCall(w, (await w.agents.issue()).token);
+  void dead.send();
+  await held;
+  ledger.holdCall = holdCall;
+  assert.equal((await w.deps.commerce.service.payments.get(w.sellerId, dead.ch.id)).value?.state, "consumed");
+
+  const sweep = w.deps.settleSweep!;
+  w.clock.advance(STALE_RESERVATION_MS - 1000);
+  assert.equal((await sweep.sweep()).abandonedCalls, 0, "not while the call may still be running");
+  w.clock.advance(2000);
+  assert.equal((await sweep.sweep()).abandonedCalls, 1);
+  assert.equal((await sweep.sweep()).abandonedCalls, 0);
+  assert.deepEqual(processor.refunds.map((r) => [r.reference, r.reason]), [[dead.ch.id, "call_not_finished"]]);
+  const record = (await w.deps.commerce.service.payments.get(w.sellerId, dead.ch.id)).value;
+  assert.equal(record?.state, "refunded");
+  assert.equal(record?.refundReason, "call_not_finished");
+});
+
+Deno.test("commerce sweep: a pay-per-call charge the sweep refunded while its stalled call was still running is not refunded again when the call fails", async () => {
+  await using w = await createCommerceWorld({ upstream: true, withPlan: false });
+  await w.addPayg(20_000);
+  const processor = w.deps.commerce.service.processor as SandboxProcessor;
+  // Counted at the processor: the sandbox answers a second refund of one charge as the first (as a
+  // real processor may not), so its refund lines alone would not show one.
+  const refund = processor.refund.bind(processor);
+  let refundsAsked = 0;
+  processor.refund = (input) => (refundsAsked++, refund(input));
+  // The call stalls before it is forwarded (its hold write hangs), then fails.
+  const ledger = w.deps.commerce.service.ledger;
+  const holdCall = ledger.holdCall.bind(ledger);
+  let reached!: () => void;
+  const held = new Promise<void>((r) => reached = r);
+  let fail!: (err: Error) => void;
+  ledger.holdCall = () => (reached(), new Promise<void>((_, reject) => fail = reject));
+  const slow = await payPerCall(w, (await w.agents.issue()).token);
+  const answer = slow.send();
+  await held;
+  ledger.holdCall = holdCall;
+
+  w.clock.advance(STALE_RESERVATION_MS + 1);
+  assert.equal((await w.deps.settleSweep!.sweep()).abandonedCalls, 1);
+  fail(new Error("hold write failed"));
+  const res = await answer;
+  assert.equal(res.status, 502);
+  assert.equal((await res.json()).error, "upstream_unavailable");
+  assert.equal(refundsAsked, 1, "refunded once");
+  assert.equal(processor.refunds.length, 1);
+  const record = (await w.deps.commerce.service.payments.get(w.sellerId, slow.ch.id)).value;
+  assert.equal(record?.state, "refunded");
+  assert.equal(record?.refundReason, "call_not_finished");
+  assert.match(res.headers.get("payment-receipt") ?? "", /./, "the receipt still goes with the failure");
 });
 
 Deno.test("commerce sweep: in a Stripe-only setup, a paid purchase whose credit failed to commit is credited once, its agent never coming back", async () => {

@@ -260,6 +260,7 @@ Deno.test("settlement sweep: two processes sweeping at once credit a settlement 
         agents: service.agents,
         sellers: w.deps.commerce.catalog,
         ledger: service.ledger,
+        calls: w.deps.commerce.proxy,
         intervalMs: w.deps.config.payments.settleSweepIntervalMs,
       });
     // Two processes at once: the lease gives the sweep to one of them.
@@ -405,6 +406,7 @@ Deno.test("settlement sweep: runs every PAY_SETTLE_SWEEP_INTERVAL_S from deps.st
     settlement: service.settlement,
     standard: new StandardMethods(w.deps.config.payments, () => loadChallengeKey(w.deps.kv)),
     ledger: service.ledger,
+    calls: w.deps.commerce.proxy,
     agents: service.agents,
     sellers: w.deps.commerce.catalog,
     intervalMs: 30_000,
