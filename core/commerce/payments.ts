@@ -329,27 +329,41 @@ export class PaymentStore {
   }
 
   /**
-   * Takes the mark of this call, atomically: true for the one caller that removed it, so a call's
-   * own refund and the sweep's ({@link takeStaleCalls}) racing refund it once.
+   * Takes the mark of this call to refund it, atomically: the taken mark for the one caller that
+   * moved it, null when another took it first, so a call's own refund and the sweep's
+   * ({@link takeStaleCalls}) racing refund it once. End the taken mark ({@link callEnded}) once done.
    */
-  async takeCall(call: OpenCall): Promise<boolean> {
+  async takeCall(call: OpenCall): Promise<OpenCall | null> {
     const mark = await this.kv.get<OpenCall>(openCallKey(call));
-    if (mark.versionstamp === null) return false;
-    return (await this.kv.atomic().check(mark).delete(mark.key).commit()).ok;
+    return mark.versionstamp === null ? null : await this.#take(mark as Deno.KvEntry<OpenCall>);
   }
 
   /**
    * Takes the oldest marks of calls opened before `before` (ISO), at most `limit`: their process
-   * died mid-call. Each is removed atomically as it is taken, so of two callers sweeping at once only
-   * one gets a mark (and refunds its charge once).
+   * died mid-call. Each is taken atomically, so of two callers sweeping at once only one gets a
+   * mark (and refunds its charge once). End each taken mark ({@link callEnded}) once done.
    */
   async takeStaleCalls(before: string, limit: number): Promise<OpenCall[]> {
     const out: OpenCall[] = [];
     const sel = { prefix: [OPEN_CALL_PREFIX], end: [OPEN_CALL_PREFIX, before] };
     for await (const e of this.kv.list<OpenCall>(sel, { limit })) {
-      if ((await this.kv.atomic().check(e).delete(e.key).commit()).ok) out.push(e.value);
+      const taken = await this.#take(e);
+      if (taken) out.push(taken);
     }
     return out;
+  }
+
+  /**
+   * Moves a mark to now, in one commit checked against the mark read: its taker refunds it, and
+   * should the taker die before it ends the mark, it is stale again later and refunded then (the
+   * processor refunds once per reference), never left charged.
+   */
+  async #take(mark: Deno.KvEntry<OpenCall>): Promise<OpenCall | null> {
+    const taken: OpenCall = { ...mark.value, at: this.clock.now().toISOString() };
+    // Taken in the millisecond it was made (a call failing at once): a key of its own all the same.
+    if (taken.at === mark.value.at) taken.at = new Date(Date.parse(taken.at) + 1).toISOString();
+    const res = await this.kv.atomic().check(mark).delete(mark.key).set(openCallKey(taken), taken).commit();
+    return res.ok ? taken : null;
   }
 
   /**

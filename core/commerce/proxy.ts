@@ -303,11 +303,14 @@ export class PaidProxy {
     const mine = await commerce.payments.takeCall(open).catch((err) => {
       // The mark stays: the sweep refunds it once it is stale.
       this.o.log.warn("paid call mark not taken", { request_id: requestId, error: describeError(err) });
-      return null;
+      return undefined;
     });
     const refund: RefundNote = mine
-      ? await this.#refund(c.seller.sellerId, charge, plan.pricePerRequestMicros, requestId)
-      : mine === null
+      ? await this.#refundTaken(
+        mine,
+        () => this.#refund(c.seller.sellerId, charge, plan.pricePerRequestMicros, requestId),
+      )
+      : mine === undefined
       ? { status: "pending", reason: "upstream_error" }
       : await this.#refundedBySweep(c.seller.sellerId, challenge.id);
     const receipt = await receiptHeader(rail, challenge.id, processorRef, this.o.clock.now(), refund);
@@ -377,12 +380,27 @@ export class PaidProxy {
     const before = new Date(this.o.clock.now().getTime() - STALE_RESERVATION_MS).toISOString();
     let refunded = 0;
     for (const call of await payments.takeStaleCalls(before, limit)) {
-      const p = (await payments.get(call.sellerId, call.reference)).value;
-      if (p?.state !== "consumed") continue;
-      const note = await this.#refund(call.sellerId, call, call.amountMicros, call.requestId, "call_not_finished");
-      if (note.status === "refunded") refunded++;
+      const note = await this.#refundTaken(call, async () => {
+        const p = (await payments.get(call.sellerId, call.reference)).value;
+        if (p?.state !== "consumed") return null;
+        return await this.#refund(call.sellerId, call, call.amountMicros, call.requestId, "call_not_finished");
+      });
+      if (note?.status === "refunded") refunded++;
     }
     return refunded;
+  }
+
+  /**
+   * Runs the refund of a call whose mark was taken, then ends the mark: a refund that did not end
+   * (the process died) leaves the mark to be taken again once stale. A refund that failed is the
+   * operator's (`pending`), as logged.
+   */
+  async #refundTaken<T>(taken: OpenCall, refund: () => Promise<T>): Promise<T> {
+    const out = await refund();
+    await this.o.commerce.payments.callEnded(taken).catch((err) =>
+      this.o.log.warn("paid call mark not removed", { request_id: taken.requestId, error: describeError(err) })
+    );
+    return out;
   }
 
   /** The request mppx binds a payment to: the agent's own (x402 echoes its URL), or a synthetic one. */

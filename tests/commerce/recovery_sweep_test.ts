@@ -157,6 +157,44 @@ Deno.test("commerce sweep: a pay-per-call charge whose process died mid-call is 
   assert.equal(record?.refundReason, "call_not_finished");
 });
 
+Deno.test("commerce sweep: an abandoned pay-per-call charge whose refunder died mid-refund is refunded by a later sweep, once", async () => {
+  await using w = await createCommerceWorld({ upstream: true, withPlan: false });
+  await w.addPayg(20_000);
+  const processor = w.deps.commerce.service.processor as SandboxProcessor;
+  const ledger = w.deps.commerce.service.ledger;
+  const holdCall = ledger.holdCall.bind(ledger);
+  let reached!: () => void;
+  const held = new Promise<void>((r) => reached = r);
+  ledger.holdCall = () => (reached(), new Promise<void>(() => {}));
+  const dead = await payPerCall(w, (await w.agents.issue()).token);
+  void dead.send();
+  await held;
+  ledger.holdCall = holdCall;
+
+  // A process takes the abandoned charge and dies while the processor refunds it.
+  w.clock.advance(STALE_RESERVATION_MS + 1);
+  const refund = processor.refund.bind(processor);
+  let asked!: () => void;
+  const refunding = new Promise<void>((r) => asked = r);
+  processor.refund = () => (asked(), new Promise<never>(() => {}));
+  void w.deps.commerce.proxy.refundAbandonedCalls();
+  await refunding;
+  processor.refund = refund;
+  assert.equal((await w.deps.commerce.service.payments.get(w.sellerId, dead.ch.id)).value?.state, "consumed");
+
+  // Not before the taken mark is stale in its turn; then a sweep refunds it, once.
+  const sweep = w.deps.settleSweep!;
+  assert.equal((await sweep.sweep()).abandonedCalls, 0);
+  w.clock.advance(STALE_RESERVATION_MS + 1);
+  assert.equal((await sweep.sweep()).abandonedCalls, 1);
+  assert.equal((await sweep.sweep()).abandonedCalls, 0);
+  assert.deepEqual(processor.refunds.map((r) => [r.reference, r.reason]), [[dead.ch.id, "call_not_finished"]]);
+  assert.equal((await w.deps.commerce.service.payments.get(w.sellerId, dead.ch.id)).value?.state, "refunded");
+  const marks = [];
+  for await (const e of w.deps.kv.list({ prefix: ["commerce_call_open"] })) marks.push(e.key);
+  assert.equal(marks.length, 0);
+});
+
 Deno.test("commerce sweep: a pay-per-call charge the sweep refunded while its stalled call was still running is not refunded again when the call fails", async () => {
   await using w = await createCommerceWorld({ upstream: true, withPlan: false });
   await w.addPayg(20_000);
