@@ -94,7 +94,7 @@ const unconfirmedKey = (p: PaymentRecord): Deno.KvKey => [
 const RECHECK_PREFIX = "commerce_settle_recheck";
 /**
  * How long KV keeps one recheck listing, so none is kept for good: far past the sweep's longest
- * backoff (each relisting writes a new key); only a listing no sweep reads (no `PAY_EVM_RPC_URL`) lapses.
+ * backoff (each relisting writes a new key): a listing lapses only when no sweep ran for that long.
  */
 const RECHECK_LISTING_TTL_MS = 30 * DAY_MS;
 /** Where a `processing` settlement is listed by when the sweep next looks at it. */
