@@ -124,7 +124,10 @@ export interface Deps {
   readonly poller: SourcePoller;
   /** Retention of articles past a data model's max age; started and stopped by main.ts. */
   readonly retention: RetentionSweeper;
-  /** Resolves evm settlements left `processing` (`commerce.settleSweep`, started with the background work). */
+  /**
+   * The commerce sweep (`commerce.settleSweep`, started with the background work): stale reservations,
+   * abandoned pay-per-call charges, standard settlements left `processing` or `paid`.
+   */
   readonly settleSweep: Commerce["settleSweep"];
   /** Agent identity from Web Bot Auth signatures (directory keys fetched through `safeFetch`). */
   readonly webBotAuth: WebBotAuth;

@@ -35,7 +35,10 @@ export interface LifecycleParts {
   retention: RetentionSweeper;
   events: EventPipeline;
   analyticsVisits: VisitCube;
-  /** Resolves payment settlements left `processing` (core/commerce/settle_sweep.ts); null when off. */
+  /**
+   * Gives back money held for calls and payments nobody came back for, and resolves settlements left
+   * `processing` (core/commerce/settle_sweep.ts); null when off.
+   */
   settleSweep: { start(): void; stop(): Promise<void> } | null;
 }
 
@@ -103,7 +106,8 @@ export class Lifecycle {
     }
     p.retention.start();
     this.#running.retention = true;
-    // Payments left `processing`: every process runs one, a KV lease lets one sweep at a time.
+    // Money left held (reservations, abandoned calls, settlements): every process runs one, a KV
+    // lease lets one sweep at a time.
     if (p.settleSweep) {
       p.settleSweep.start();
       this.#running.settleSweep = true;

@@ -34,11 +34,6 @@ export interface StandardMethodsConfig {
     rpcUrl: string | null;
     /** How long a receipt that node does not know yet is asked for again before the settlement is left unconfirmed. */
     receiptWaitMs: number;
-    /**
-     * How often the settlement sweep (core/commerce/settle_sweep.ts) looks for settlements left
-     * `processing` past their grace period; it runs only with `rpcUrl` set.
-     */
-    settleSweepIntervalMs: number;
   } | null;
   /** The `stripe` charge with shared payment tokens; null when not offered. */
   stripe: {
@@ -47,6 +42,11 @@ export interface StandardMethodsConfig {
     apiUrl: string;
     networkId: string;
   } | null;
+  /**
+   * How often the commerce sweep (core/commerce/settle_sweep.ts) runs: stale reservations, abandoned
+   * pay-per-call charges, settlements left `processing` or `paid` past their grace period.
+   */
+  settleSweepIntervalMs: number;
 }
 
 /** Spread into core/config.ts's environment schema. */
@@ -84,11 +84,11 @@ export function paymentsConfig(e: PaymentEnv): StandardMethodsConfig {
         facilitatorUrl: e.PAY_X402_FACILITATOR_URL!,
         rpcUrl: e.PAY_EVM_RPC_URL ?? null,
         receiptWaitMs: e.PAY_EVM_RECEIPT_WAIT_MS,
-        settleSweepIntervalMs: e.PAY_SETTLE_SWEEP_INTERVAL_S * 1000,
       }
       : null,
     stripe: e.PAY_STRIPE_SECRET_KEY
       ? { secretKey: e.PAY_STRIPE_SECRET_KEY, apiUrl: e.PAY_STRIPE_API_URL, networkId: e.PAY_STRIPE_NETWORK_ID }
       : null,
+    settleSweepIntervalMs: e.PAY_SETTLE_SWEEP_INTERVAL_S * 1000,
   };
 }

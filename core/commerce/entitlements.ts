@@ -303,24 +303,30 @@ export class EntitlementLedger {
   }
 
   /**
-   * Gives back the oldest reservations left `reserved` past {@link STALE_RESERVATION_MS} (at most a
-   * few per call), settled at nothing: their call's process died, or its settle failed, so the agent
-   * was never billed for an answer it may not have had. Run on every reserve, so the next paid call
-   * of any agent recovers them; a late settle of one finds it settled and charges nothing.
+   * Gives back the oldest reservations left `reserved` past {@link STALE_RESERVATION_MS} (at most
+   * `limit`), settled at nothing: their call's process died, or its settle failed, so the agent was
+   * never billed for an answer it may not have had. Run by the commerce sweep (settle_sweep.ts), so a
+   * quiet storefront gives the credit back too, and on every reserve, a few at a time. Each moves in
+   * one commit checked against the debit read ({@link settle}): a late settle of its call, or another
+   * sweep, finds it settled and moves nothing.
+   * @returns how many stale listings were handled
    */
-  async returnStale(): Promise<void> {
+  async returnStale(limit = STALE_PER_CALL): Promise<number> {
     // Made at or before now - STALE_RESERVATION_MS (the list's end is exclusive; ISO times are to the
     // millisecond): the instant its hold lapses ({@link hasHold}).
     const cutoff = new Date(this.clock.now().getTime() - STALE_RESERVATION_MS + 1).toISOString();
     const stale = this.kv.list<true>({ prefix: ["commerce_debit_open"], end: ["commerce_debit_open", cutoff] }, {
-      limit: STALE_PER_CALL,
+      limit,
     });
+    let handled = 0;
     for await (const e of stale) {
       const [, , sellerId, requestId] = e.key as [string, string, string, string];
       await this.settle(sellerId, requestId, 0);
       // Settled meanwhile by its own call, whose commit already removed it: this is a no-op.
       await this.kv.atomic().check(e).delete(e.key).commit();
+      handled++;
     }
+    return handled;
   }
 
   /** The debit of one proxied request, or null. */

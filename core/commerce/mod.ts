@@ -39,11 +39,15 @@ export interface Commerce {
   /** Paid calls to a seller's payproxy routes, billed against the agent's entitlement. */
   proxy: PaidProxy;
   /**
-   * Resolves `evm` settlements left `processing` (started with the background work); null unless the
-   * chain can be asked (`PAY_EVM_RPC_URL`).
+   * Gives back stale reservations, refunds abandoned pay-per-call charges and resolves standard
+   * settlements left `processing` or `paid` (started with the background work); always built, as
+   * the card and wallet rails always run.
    */
-  settleSweep: SettlementSweep | null;
+  settleSweep: SettlementSweep;
 }
+
+/** How often the commerce sweep runs without payment settings (PAY_SETTLE_SWEEP_INTERVAL_S's default). */
+const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
 
 /** Builds the commerce services. Pure wiring: no I/O. */
 export function createCommerce(
@@ -93,20 +97,19 @@ export function createCommerce(
     storefrontUrl,
     upstream: o.upstream,
   });
-  const evm = o.config.payments?.evm;
-  const settleSweep = standard && evm?.rpcUrl
-    ? new SettlementSweep({
-      kv: o.kv,
-      clock: o.clock,
-      log: o.log,
-      payments: service.payments,
-      settlement: service.settlement,
-      standard,
-      agents: service.agents,
-      sellers: catalog,
-      intervalMs: evm.settleSweepIntervalMs,
-    })
-    : null;
+  const settleSweep = new SettlementSweep({
+    kv: o.kv,
+    clock: o.clock,
+    log: o.log,
+    payments: service.payments,
+    settlement: service.settlement,
+    standard: standard ?? null,
+    ledger: service.ledger,
+    calls: proxy,
+    agents: service.agents,
+    sellers: catalog,
+    intervalMs: o.config.payments?.settleSweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS,
+  });
   return { service, catalog, processor, secrets, sellers, proxy, settleSweep };
 }
 

@@ -94,7 +94,7 @@ const unconfirmedKey = (p: PaymentRecord): Deno.KvKey => [
 const RECHECK_PREFIX = "commerce_settle_recheck";
 /**
  * How long KV keeps one recheck listing, so none is kept for good: far past the sweep's longest
- * backoff (each relisting writes a new key); only a listing no sweep reads (no `PAY_EVM_RPC_URL`) lapses.
+ * backoff (each relisting writes a new key): a listing lapses only when no sweep ran for that long.
  */
 const RECHECK_LISTING_TTL_MS = 30 * DAY_MS;
 /** Where a `processing` settlement is listed by when the sweep next looks at it. */
@@ -329,17 +329,41 @@ export class PaymentStore {
   }
 
   /**
+   * Takes the mark of this call to refund it, atomically: the taken mark for the one caller that
+   * moved it, null when another took it first, so a call's own refund and the sweep's
+   * ({@link takeStaleCalls}) racing refund it once. End the taken mark ({@link callEnded}) once done.
+   */
+  async takeCall(call: OpenCall): Promise<OpenCall | null> {
+    const mark = await this.kv.get<OpenCall>(openCallKey(call));
+    return mark.versionstamp === null ? null : await this.#take(mark as Deno.KvEntry<OpenCall>);
+  }
+
+  /**
    * Takes the oldest marks of calls opened before `before` (ISO), at most `limit`: their process
-   * died mid-call. Each is removed atomically as it is taken, so of two callers sweeping at once only
-   * one gets a mark (and refunds its charge once).
+   * died mid-call. Each is taken atomically, so of two callers sweeping at once only one gets a
+   * mark (and refunds its charge once). End each taken mark ({@link callEnded}) once done.
    */
   async takeStaleCalls(before: string, limit: number): Promise<OpenCall[]> {
     const out: OpenCall[] = [];
     const sel = { prefix: [OPEN_CALL_PREFIX], end: [OPEN_CALL_PREFIX, before] };
     for await (const e of this.kv.list<OpenCall>(sel, { limit })) {
-      if ((await this.kv.atomic().check(e).delete(e.key).commit()).ok) out.push(e.value);
+      const taken = await this.#take(e);
+      if (taken) out.push(taken);
     }
     return out;
+  }
+
+  /**
+   * Moves a mark to now, in one commit checked against the mark read: its taker refunds it, and
+   * should the taker die before it ends the mark, it is stale again later and refunded then (the
+   * processor refunds once per reference), never left charged.
+   */
+  async #take(mark: Deno.KvEntry<OpenCall>): Promise<OpenCall | null> {
+    const taken: OpenCall = { ...mark.value, at: this.clock.now().toISOString() };
+    // Taken in the millisecond it was made (a call failing at once): a key of its own all the same.
+    if (taken.at === mark.value.at) taken.at = new Date(Date.parse(taken.at) + 1).toISOString();
+    const res = await this.kv.atomic().check(mark).delete(mark.key).set(openCallKey(taken), taken).commit();
+    return res.ok ? taken : null;
   }
 
   /**

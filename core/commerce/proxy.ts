@@ -248,7 +248,7 @@ export class PaidProxy {
     if (rail !== "card" && rail !== "wallet") throw errors.payment_method_unknown();
     matchTerms(challenge, terms);
     const { settlement } = commerce;
-    await this.#refundAbandonedCalls();
+    await this.refundAbandonedCalls();
     const charged = await settlement.chargeToken({
       rail,
       reference: challenge.id,
@@ -259,7 +259,7 @@ export class PaidProxy {
     }, `${service.slug} query`);
     const processorRef = charged.processorRef;
     // Consumed with the mark of a call in flight: a process killed before the call ends leaves the
-    // mark, and the charge is refunded once it is stale (#refundAbandonedCalls).
+    // mark, and the charge is refunded once it is stale (refundAbandonedCalls).
     const open: OpenCall = {
       sellerId: c.seller.sellerId,
       reference: challenge.id,
@@ -298,9 +298,21 @@ export class PaidProxy {
       return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
     }
     // Errors are not charged, as on credit (whose reservation goes back): the charge is refunded
-    // and the receipt says so.
-    const refund = await this.#refund(c.seller.sellerId, charge, plan.pricePerRequestMicros, requestId);
-    await ended();
+    // and the receipt says so. Refunded by whoever takes the call's mark: this call, or the sweep
+    // (refundAbandonedCalls) when it outlived its hold, never both.
+    const mine = await commerce.payments.takeCall(open).catch((err) => {
+      // The mark stays: the sweep refunds it once it is stale.
+      this.o.log.warn("paid call mark not taken", { request_id: requestId, error: describeError(err) });
+      return undefined;
+    });
+    const refund: RefundNote = mine
+      ? await this.#refundTaken(
+        mine,
+        () => this.#refund(c.seller.sellerId, charge, plan.pricePerRequestMicros, requestId),
+      )
+      : mine === undefined
+      ? { status: "pending", reason: "upstream_error" }
+      : await this.#refundedBySweep(c.seller.sellerId, challenge.id);
     const receipt = await receiptHeader(rail, challenge.id, processorRef, this.o.clock.now(), refund);
     if (!res) {
       const err = failure instanceof AppError ? failure : errors.upstream_unavailable({ cause: failure });
@@ -345,21 +357,50 @@ export class PaidProxy {
     }
   }
 
+  /** What became of a charge whose mark the sweep took first: refunded, or on its way. */
+  async #refundedBySweep(sellerId: string, reference: string): Promise<RefundNote> {
+    const p = (await this.o.commerce.payments.get(sellerId, reference).catch(() => null))?.value;
+    const reason = p?.refundReason ?? "call_not_finished";
+    return p?.state === "refunded"
+      ? { status: "refunded", reason, refundRef: p.refundRef }
+      : { status: "pending", reason };
+  }
+
   /**
    * Refunds pay-as-you-go charges whose call never ended: consumed, then the process died before the
    * upstream answered or the refund was made. A mark older than {@link STALE_RESERVATION_MS} (the life
-   * of a call's hold) is one; a few are handled per paid call, so the next call of any agent recovers
-   * them. A charge still `consumed` is refunded (`call_not_finished`); one that moved on is left.
+   * of a call's hold) is one; the commerce sweep (settle_sweep.ts) takes `limit` each run, and each
+   * card or wallet paid call a few, so a quiet storefront refunds them too. A mark is taken
+   * atomically ({@link PaymentStore.takeStaleCalls}), so each charge is refunded by one taker; one
+   * still `consumed` is refunded (`call_not_finished`), one that moved on is left.
+   * @returns how many were refunded
    */
-  async #refundAbandonedCalls(): Promise<void> {
+  async refundAbandonedCalls(limit = ABANDONED_CALLS_PER_CALL): Promise<number> {
     const { payments } = this.o.commerce;
     const before = new Date(this.o.clock.now().getTime() - STALE_RESERVATION_MS).toISOString();
-    for (const call of await payments.takeStaleCalls(before, ABANDONED_CALLS_PER_CALL)) {
-      const p = (await payments.get(call.sellerId, call.reference)).value;
-      if (p?.state === "consumed") {
-        await this.#refund(call.sellerId, call, call.amountMicros, call.requestId, "call_not_finished");
-      }
+    let refunded = 0;
+    for (const call of await payments.takeStaleCalls(before, limit)) {
+      const note = await this.#refundTaken(call, async () => {
+        const p = (await payments.get(call.sellerId, call.reference)).value;
+        if (p?.state !== "consumed") return null;
+        return await this.#refund(call.sellerId, call, call.amountMicros, call.requestId, "call_not_finished");
+      });
+      if (note?.status === "refunded") refunded++;
     }
+    return refunded;
+  }
+
+  /**
+   * Runs the refund of a call whose mark was taken, then ends the mark: a refund that did not end
+   * (the process died) leaves the mark to be taken again once stale. A refund that failed is the
+   * operator's (`pending`), as logged.
+   */
+  async #refundTaken<T>(taken: OpenCall, refund: () => Promise<T>): Promise<T> {
+    const out = await refund();
+    await this.o.commerce.payments.callEnded(taken).catch((err) =>
+      this.o.log.warn("paid call mark not removed", { request_id: taken.requestId, error: describeError(err) })
+    );
+    return out;
   }
 
   /** The request mppx binds a payment to: the agent's own (x402 echoes its URL), or a synthetic one. */

@@ -1,6 +1,18 @@
 /**
- * The settlement sweep: resolves standard settlements that nobody else resolves: `evm` ones left
- * `processing`, and any left `paid` whose credit never committed. A
+ * The commerce sweep: gives back money held for calls and payments nobody comes back for, and
+ * resolves standard settlements that nobody else resolves, on a quiet storefront as on a busy one.
+ * It runs in every serving process (whatever rails are configured: the card and wallet rails always
+ * are), one at a time under a KV lease, each run a bounded batch from each index, never a scan:
+ * - stale reservations (`commerce_debit_open`, by age): a paid call's hold on its entitlement's
+ *   credit whose call died; given back ({@link EntitlementLedger.returnStale});
+ * - abandoned pay-per-call charges (`commerce_call_open`, by age): card or wallet calls charged
+ *   whose process died before the answer; refunded ({@link PaidProxy.refundAbandonedCalls});
+ * - settlements due a recheck (`commerce_settle_recheck`, by due time): `evm` ones left
+ *   `processing`, and any left `paid` whose credit never committed (a `paid` Stripe purchase too).
+ * Each moves money in one commit checked against the record it read, so a live call, a read or
+ * another sweep racing it moves it once. Paid calls still recover a few of the first two as well.
+ *
+ * A
  * settlement whose outcome was not known (the facilitator's answer lost, the storefront's node unable
  * to confirm the transfer) is answered 503 and resolved by its agent's retry or entitlements read; an
  * agent that gave up, or a process killed between a settlement and its `paid` record, would leave it
@@ -21,13 +33,17 @@ import { KvLease } from "../kv_lease.ts";
 import { describeError, type Logger } from "../log.ts";
 import { systemTimers, type TimerId, type Timers } from "../timers.ts";
 import type { AgentIndex } from "./allowance.ts";
+import type { EntitlementLedger } from "./entitlements.ts";
 import { type PaymentRecord, type PaymentStore, sweepable } from "./payments.ts";
 import { SETTLE_RECHECK_GRACE_MS, type SettledOutcome, type Settlement } from "./settlement.ts";
+import type { PaidProxy } from "./proxy.ts";
 import type { StandardMethods } from "./standard_methods.ts";
 import type { AuthenticatedAgent, Seller } from "./types.ts";
 
 /** Settlements looked at per sweep: bounded work (each may take a few node calls). */
 export const SETTLE_SWEEP_BATCH = 20;
+/** Stale reservations given back, and abandoned calls refunded, per sweep (each kind): bounded work. */
+export const RECOVERY_SWEEP_BATCH = 50;
 /** The longest wait between two rechecks of a settlement still unknown. */
 export const SETTLE_RECHECK_MAX_MS = 60 * 60_000;
 
@@ -39,6 +55,10 @@ export interface SettleSweepOutcome {
   resolved: { reference: string; state: "consumed" | "paid" | "failed" }[];
   /** Still unknown, listed again for later. */
   deferred: number;
+  /** Stale reservations handled (their credit given back unless their call settled meanwhile). */
+  staleReservations: number;
+  /** Abandoned pay-per-call charges refunded. */
+  abandonedCalls: number;
 }
 
 /** When a settlement still unknown after `rechecks` looks is next due: the grace period, doubling, capped. */
@@ -60,7 +80,10 @@ export class SettlementSweep {
       log: Logger;
       payments: PaymentStore;
       settlement: Settlement;
-      standard: StandardMethods;
+      /** Null without the standard methods: nothing is listed for a recheck. */
+      standard: StandardMethods | null;
+      ledger: Pick<EntitlementLedger, "returnStale">;
+      calls: Pick<PaidProxy, "refundAbandonedCalls">;
       /** The agents seen on the storefront: a purchase's credit goes to its agent's human when claimed. */
       agents: AgentIndex;
       sellers: { getSeller(id: string): Promise<Seller | null> };
@@ -114,10 +137,35 @@ export class SettlementSweep {
   }
 
   async #sweep(): Promise<SettleSweepOutcome> {
-    const out: SettleSweepOutcome = { swept: false, resolved: [], deferred: 0 };
+    const out: SettleSweepOutcome = {
+      swept: false,
+      resolved: [],
+      deferred: 0,
+      staleReservations: 0,
+      abandonedCalls: 0,
+    };
     if (!(await this.#lease.acquire())) return out;
     out.swept = true;
+    // Each kind apart: one failing (a KV error, a processor down) leaves the others to run.
+    await this.#settlements(out).catch((err) =>
+      this.o.log.error("settlement rechecks failed", { error: describeError(err) })
+    );
+    if (!(await this.#lease.acquire())) return out;
+    out.staleReservations = await this.o.ledger.returnStale(RECOVERY_SWEEP_BATCH).catch((err) => {
+      this.o.log.error("stale reservations not returned", { error: describeError(err) });
+      return 0;
+    });
+    if (!(await this.#lease.acquire())) return out;
+    out.abandonedCalls = await this.o.calls.refundAbandonedCalls(RECOVERY_SWEEP_BATCH).catch((err) => {
+      this.o.log.error("abandoned calls not refunded", { error: describeError(err) });
+      return 0;
+    });
+    return out;
+  }
+
+  async #settlements(out: SettleSweepOutcome): Promise<void> {
     const { payments, clock } = this.o;
+    if (!this.o.standard) return;
     for (const due of await payments.dueRechecks(clock.now().getTime(), SETTLE_SWEEP_BATCH)) {
       // Renewed before each: node calls may outlast the lease, and a sweep that lost it stops.
       if (!(await this.#lease.acquire())) break;
@@ -139,7 +187,6 @@ export class SettlementSweep {
           .catch(() => {});
       }
     }
-    return out;
   }
 
   /**
@@ -149,7 +196,8 @@ export class SettlementSweep {
   async #resolve(
     entry: Deno.KvEntry<PaymentRecord>,
   ): Promise<"consumed" | "paid" | "failed" | "deferred" | "moved"> {
-    const { payments, clock, settlement, standard } = this.o;
+    const { payments, clock, settlement } = this.o;
+    const standard = this.o.standard!;
     const p = entry.value;
     // Paid and never consumed: the money is known to have moved; only the credit is owed.
     const recheck = p.state === "paid" ? null : await standard.recheckSettlement(p);

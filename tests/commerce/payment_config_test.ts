@@ -14,7 +14,7 @@ const evmEnv = {
 
 Deno.test("parseConfig() offers no standard method by default (the demo needs no chain)", () => {
   const c = parseConfig({});
-  assert.deepEqual(c.payments, { evm: null, stripe: null });
+  assert.deepEqual(c.payments, { evm: null, stripe: null, settleSweepIntervalMs: 60_000 });
 });
 
 Deno.test("parseConfig() offers the evm method only when chain, token, recipient and facilitator are all set", () => {

@@ -249,7 +249,6 @@ Deno.test("settlement sweep: two processes sweeping at once credit a settlement 
     clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
 
     const { service } = w.deps.commerce;
-    const evmSettings = w.deps.config.payments.evm!;
     const another = () =>
       new SettlementSweep({
         kv: w.deps.kv,
@@ -260,7 +259,9 @@ Deno.test("settlement sweep: two processes sweeping at once credit a settlement 
         standard: new StandardMethods(w.deps.config.payments, () => loadChallengeKey(w.deps.kv)),
         agents: service.agents,
         sellers: w.deps.commerce.catalog,
-        intervalMs: evmSettings.settleSweepIntervalMs,
+        ledger: service.ledger,
+        calls: w.deps.commerce.proxy,
+        intervalMs: w.deps.config.payments.settleSweepIntervalMs,
       });
     // Two processes at once: the lease gives the sweep to one of them.
     const outcomes = await Promise.all([w.deps.commerce.settleSweep!.sweep(), another().sweep()]);
@@ -383,7 +384,7 @@ Deno.test("settlement sweep: runs every PAY_SETTLE_SWEEP_INTERVAL_S from deps.st
       PAY_SETTLE_SWEEP_INTERVAL_S: "30",
     },
   });
-  assert.equal(w.deps.config.payments.evm!.settleSweepIntervalMs, 30_000);
+  assert.equal(w.deps.config.payments.settleSweepIntervalMs, 30_000);
   const calls: string[] = [];
   const sweep = w.deps.settleSweep!;
   const { start, stop } = sweep;
@@ -404,6 +405,8 @@ Deno.test("settlement sweep: runs every PAY_SETTLE_SWEEP_INTERVAL_S from deps.st
     payments: service.payments,
     settlement: service.settlement,
     standard: new StandardMethods(w.deps.config.payments, () => loadChallengeKey(w.deps.kv)),
+    ledger: service.ledger,
+    calls: w.deps.commerce.proxy,
     agents: service.agents,
     sellers: w.deps.commerce.catalog,
     intervalMs: 30_000,
