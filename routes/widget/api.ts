@@ -368,6 +368,10 @@ export function createWidgetApiRoutes(deps: Deps_) {
     const model = await scopedModel(deps.repos, widget);
     await takeDailyAnswer(deps, widget);
     const query = standaloneQuery(input.query, input.history ?? [], MAX_WIDGET_QUERY_CHARS * 2);
+    const sender = await deps.clientKeys.of(clientAddress(c, deps.config.trustProxy));
+    // Aborted when the reader leaves before the whole answer reached them: the service then records
+    // the question, as the widget would have (AnswerContext.recordedBy).
+    const left = new AbortController();
     const context: AnswerContext = {
       tenantId: widget.tenantId,
       requestId: c.env.requestId,
@@ -378,8 +382,12 @@ export function createWidgetApiRoutes(deps: Deps_) {
       ...(input.placement_id ? { placementId: input.placement_id } : {}),
       adMacros: { creative_id: input.creative_id, line_item_id: input.line_item_id, publisher_id: input.publisher_id },
       ...(input.page_url ? { referringUrl: input.page_url } : {}),
-      // The widget sends its own `query` event with prompt and response.
-      recordQuery: false,
+      // The widget sends the `query` event of an answer it received, with the chip it showed.
+      recordedBy: "client",
+      left: left.signal,
+      prompt: input.query,
+      ...(sender ? { clientKey: sender } : {}),
+      shownText: (message) => splitAnswer(message).text,
     };
     const requestId = c.env.requestId;
     // Follow-ups come from the cited articles first, then the others the question retrieves.
@@ -396,15 +404,13 @@ export function createWidgetApiRoutes(deps: Deps_) {
       const result = await deps.answer.answer(model, query, context);
       const { text, sources } = splitAnswer(result.message);
       const citations = result.kind === "text" ? widgetCitations(result.citations, sources) : [];
-      return c.json(
-        {
-          answer: result.kind === "text" ? text : result.message,
-          citations,
-          related_questions: await related(citations),
-          request_id: requestId,
-        },
-        200,
-      );
+      const body = {
+        answer: result.kind === "text" ? text : result.message,
+        citations,
+        related_questions: await related(citations),
+        request_id: requestId,
+      };
+      return c.json(body, 200);
     }
     return await streamAnswer(c, deps, {
       source: deps.answer.stream ? deps.answer.stream(model, query, context) : (async function* () {
@@ -413,17 +419,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
         return result.kind === "text" ? result.citations : undefined;
       })(),
       related,
-      // The widget sends the `query` event once it has read `done`; a reader who left before asked
-      // all the same, so the service records the question, with the answer as far as it was shown,
-      // as the widget would have.
-      unfinished: async (shown) => {
-        const sender = await deps.clientKeys.of(clientAddress(c, deps.config.trustProxy));
-        await deps.answer.recordInteraction?.(model, query, shown, {
-          ...context,
-          prompt: input.query,
-          ...(sender ? { clientKey: sender } : {}),
-        });
-      },
+      left,
     }) as never;
   });
 
@@ -494,21 +490,25 @@ export function createWidgetApiRoutes(deps: Deps_) {
 async function streamAnswer(
   c: Context<WidgetEnv>,
   deps: Deps_,
-  { source, related, unfinished }: {
+  { source, related, left }: {
     source: AsyncGenerator<string, Citation[] | void>;
     related: (citations: WidgetCitation[]) => Promise<string[]>;
-    /** Told once, with the text shown, when the reader left before `done` reached them. */
-    unfinished: (shown: string) => Promise<void>;
+    /** Aborted when the reader leaves before `done` reached them (the answer's AnswerContext.left). */
+    left: AbortController;
   },
 ): Promise<Response> {
   const chunks = source[Symbol.asyncIterator]();
   const first = await chunks.next();
   const requestId = c.env.requestId;
   return streamSSE(c, async (sse) => {
-    sse.onAbort(() => void chunks.return?.(undefined));
+    let delivered = false;
+    sse.onAbort(() => {
+      // Before the answer generator is ended, so that it records what it had.
+      if (!delivered) left.abort();
+      void chunks.return?.(undefined);
+    });
     let shown = "";
     let sources = "";
-    let delivered = false;
     try {
       let r = first;
       for (; !r.done; r = await chunks.next()) {
@@ -540,13 +540,6 @@ async function streamAnswer(
         event: "error",
         data: JSON.stringify({ message: appError.message, code: appError.code }),
       });
-    } finally {
-      // A provider failing while the reader is there ends with `error`: no answer, as a 502 is none.
-      if (!delivered && sse.aborted) {
-        await unfinished(shown).catch((err) =>
-          deps.log.error("unfinished widget answer not recorded", { request_id: requestId, error: describeError(err) })
-        );
-      }
     }
   });
 }

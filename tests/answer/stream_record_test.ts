@@ -68,6 +68,7 @@ async function world(replies: Reply[]) {
   const server = startServer(w.app.fetch);
   return Object.assign(w, {
     a,
+    chat,
     queries,
     recorded,
     server,
@@ -202,4 +203,43 @@ Deno.test("POST /widget/v1/{wd}/ask SSE: an answer read to `done` is the widget'
   assert.equal(events.at(-1)!.event, "done");
   await settle();
   assert.equal(w.queries.length, 0);
+});
+
+Deno.test("A stream its reader left is one query event of one shape on /app/aimodel and on the widget, stamped when asked", async () => {
+  const shapes: Record<string, unknown>[] = [];
+  for (const route of ["aimodel", "widget"] as const) {
+    const held = heldStream();
+    await using w = await world([held.reply]);
+    const asked = w.clock.now().toISOString();
+    const res = await fetch(
+      route === "aimodel"
+        ? `${w.server.url}/app/aimodel/${w.a.model.id}`
+        : `${w.server.url}/widget/v1/${w.a.widget.id}/ask`,
+      {
+        method: "POST",
+        headers: {
+          ...(route === "aimodel" ? bearer(w.a.key) : { origin: ORIGIN }),
+          "content-type": "application/json",
+          accept: "text/event-stream",
+        },
+        body: JSON.stringify({
+          query: "Why are bus fares rising?",
+          session_id: "sess-1",
+          ...(route === "aimodel" ? { widget_id: w.a.widget.id } : {}),
+        }),
+      },
+    );
+    assert.equal(res.status, 200);
+    // The reader reads a while before leaving.
+    const reading = readFirstEventAndLeave(res, held.release);
+    w.clock.advance(40_000);
+    await reading;
+    await within(w.recorded, 5_000, `the ${route} query event of the answer the reader left`);
+    await settle();
+    assert.equal(w.queries.length, 1, route);
+    const { client_key: _networkOfAPublicRoute, ...q } = w.queries[0]!;
+    assert.equal(q.ts, asked, `${route}: the question's time, as every answer's query event`);
+    shapes.push({ ...q, tenant_id: "tn", ai_agent: "am", widget_id: "wd" });
+  }
+  assert.deepEqual(shapes[1], shapes[0]);
 });
