@@ -372,6 +372,9 @@ export function createWidgetApiRoutes(deps: Deps_) {
     // Aborted when the reader leaves before the whole answer reached them: the service then records
     // the question, as the widget would have (AnswerContext.recordedBy).
     const left = new AbortController();
+    // Asked now: Deno makes a request's signal when first asked, and one made after its client left
+    // may never abort.
+    const reader = c.req.raw.signal;
     const context: AnswerContext = {
       tenantId: widget.tenantId,
       requestId: c.env.requestId,
@@ -410,6 +413,8 @@ export function createWidgetApiRoutes(deps: Deps_) {
         related_questions: await related(citations),
         request_id: requestId,
       };
+      // A reader who closed the page or aborted the fetch while the answer was made never gets it.
+      if (reader.aborted) left.abort();
       return c.json(body, 200);
     }
     return await streamAnswer(c, deps, {

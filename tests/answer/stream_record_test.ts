@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import type { EventInput } from "../../core/events.ts";
 import { startServer } from "../../routes/server.ts";
 import { bearer, within } from "../_helpers.ts";
-import { type Reply, sseReply, startChatServer } from "./_chat_server.ts";
+import { chatReply, type Reply, sseReply, startChatServer } from "./_chat_server.ts";
 import { ORIGIN, sseEvents, widgetWorld } from "../widget/_world.ts";
 
 const enc = new TextEncoder();
@@ -201,6 +201,81 @@ Deno.test("POST /widget/v1/{wd}/ask SSE: an answer read to `done` is the widget'
   const res = await askWidget(w);
   const events = sseEvents(await res.text());
   assert.equal(events.at(-1)!.event, "done");
+  await settle();
+  assert.equal(w.queries.length, 0);
+});
+
+/** A provider's whole (non-streamed) answer, sent once released. */
+function heldReply(content: string): { reply: Reply; release: () => void } {
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  return {
+    reply: async (req, signal) => {
+      await released;
+      return await chatReply(content)(req, signal);
+    },
+    release,
+  };
+}
+
+/** Asks as JSON and leaves (aborts the fetch) while the provider is still answering; then it answers. */
+async function askJsonAndLeave(
+  w: Awaited<ReturnType<typeof world>>,
+  url: string,
+  init: RequestInit,
+  release: () => void,
+) {
+  const leave = new AbortController();
+  const asked = fetch(url, { ...init, signal: leave.signal }).catch((err) => err);
+  while (w.chat.requests.length === 0) await new Promise((r) => setTimeout(r, 10));
+  leave.abort();
+  assert.equal((await asked as Error).name, "AbortError");
+  await settle();
+  release();
+}
+
+const widgetJson = (w: Awaited<ReturnType<typeof world>>): [string, RequestInit] => [
+  `${w.server.url}/widget/v1/${w.a.widget.id}/ask`,
+  {
+    method: "POST",
+    headers: { origin: ORIGIN, "content-type": "application/json" },
+    body: JSON.stringify({ query: "Why are bus fares rising?", session_id: "sess-1" }),
+  },
+];
+
+Deno.test("POST /widget/v1/{wd}/ask JSON: a reader who leaves before the answer is recorded once by the service, as a stream left is", async () => {
+  const held = heldReply("Bus fares rise by 25 cents.");
+  await using w = await world([held.reply]);
+  await askJsonAndLeave(w, ...widgetJson(w), held.release);
+  await within(w.recorded, 5_000, "the query event of the answer the reader left");
+  await settle();
+  assert.equal(w.queries.length, 1);
+  const q = w.queries[0]!;
+  assert.equal(q.prompt, "Why are bus fares rising?");
+  assert.match(q.response ?? "", /^Bus fares rise by 25 cents\./);
+  assert.doesNotMatch(q.response ?? "", /Sources:/, "the text the widget shows, as it would have sent it");
+  assert.equal(q.widget_id, w.a.widget.id);
+  assert.equal(q.session_id, "sess-1");
+  assert.equal(q.interaction_type, "free_form");
+  assert.match(q.client_key ?? "", /^[0-9a-f]{16}$/);
+  await w.deps.events.stop();
+  const fig = await w.app.request(`/v1/analytics/ask-ai?widget_id=${w.a.widget.id}`, { headers: bearer(w.a.key) });
+  const summary = (await fig.json()).summary;
+  assert.equal(summary.engagement_queries, 1);
+  assert.equal(summary.sessions, 1);
+  const logs = await w.app.request(`/v1/analytics/ask-ai/logs?widget_id=${w.a.widget.id}`, {
+    headers: bearer(w.a.key),
+  });
+  const rows = (await logs.json()).data;
+  assert.equal(rows.length, 1);
+  assert.equal(rows[0].prompt, "Why are bus fares rising?");
+});
+
+Deno.test("POST /widget/v1/{wd}/ask JSON: an answer the reader received is the widget's to record (the service records none)", async () => {
+  await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
+  const res = await fetch(...widgetJson(w));
+  assert.equal(res.status, 200);
+  assert.match((await res.json()).answer, /^Bus fares rise/);
   await settle();
   assert.equal(w.queries.length, 0);
 });
