@@ -418,6 +418,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
       return c.json(body, 200);
     }
     return await streamAnswer(c, deps, {
+      reader,
       source: deps.answer.stream ? deps.answer.stream(model, query, context) : (async function* () {
         const result = await deps.answer.answer(model, query, context);
         yield result.message;
@@ -495,7 +496,9 @@ export function createWidgetApiRoutes(deps: Deps_) {
 async function streamAnswer(
   c: Context<WidgetEnv>,
   deps: Deps_,
-  { source, related, left }: {
+  { reader, source, related, left }: {
+    /** The request's signal, asked for before the answer was made. */
+    reader: AbortSignal;
     source: AsyncGenerator<string, Citation[] | void>;
     related: (citations: WidgetCitation[]) => Promise<string[]>;
     /** Aborted when the reader leaves before `done` reached them (the answer's AnswerContext.left). */
@@ -507,16 +510,25 @@ async function streamAnswer(
   const requestId = c.env.requestId;
   return streamSSE(c, async (sse) => {
     let delivered = false;
+    // Before the answer generator is ended, so that it records what it had.
+    const leave = () => void (delivered || left.abort());
     sse.onAbort(() => {
-      // Before the answer generator is ended, so that it records what it had.
-      if (!delivered) left.abort();
+      leave();
       void chunks.return?.(undefined);
     });
+    // A reader who left while the first piece was awaited may get no cancel of this stream (Deno
+    // writes it to the closed connection without an error): the request's signal tells then.
+    const gone = () => sse.aborted || reader.aborted;
     let shown = "";
     let sources = "";
     try {
       let r = first;
       for (; !r.done; r = await chunks.next()) {
+        if (reader.aborted) {
+          leave();
+          await chunks.return?.(undefined);
+          return;
+        }
         // The sources block (and anything after it) is the citations' business, not the text's.
         if (sources || startsSourcesBlock(r.value)) {
           sources += r.value;
@@ -527,13 +539,14 @@ async function streamAnswer(
         await sse.writeSSE({ event: "token", data: JSON.stringify({ text: r.value }) });
       }
       // A reader gone mid-answer gets no follow-ups written for nobody.
-      if (sse.aborted) return;
+      if (gone()) return leave();
       const citations = widgetCitations(r.value ?? [], sources);
       await sse.writeSSE({ event: "citations", data: JSON.stringify({ citations }) });
       await sse.writeSSE({ event: "related", data: JSON.stringify({ questions: await related(citations) }) });
       await sse.writeSSE({ event: "done", data: JSON.stringify({ answer: shown, request_id: requestId }) });
       // A write to a stream the reader left does not fail: `aborted` tells.
-      delivered = !sse.aborted;
+      if (gone()) leave();
+      else delivered = true;
     } catch (err) {
       const { appError, unexpected } = toAppError(err, "widget");
       deps.log[unexpected ? "error" : "warn"]("widget answer stream failed", {

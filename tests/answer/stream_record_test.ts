@@ -318,3 +318,34 @@ Deno.test("A stream its reader left is one query event of one shape on /app/aimo
   }
   assert.deepEqual(shapes[1], shapes[0]);
 });
+
+/** A provider stream that sends nothing until released, then the whole answer. */
+function slowStartStream(): { reply: Reply; release: () => void } {
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  const reply: Reply = () =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        async start(controller) {
+          await released;
+          controller.enqueue(delta("Bus fares rise by 25 cents."));
+          controller.enqueue(enc.encode("data: [DONE]\n\n"));
+          controller.close();
+        },
+      }),
+      { headers: { "content-type": "text/event-stream" } },
+    );
+  return { reply, release };
+}
+
+Deno.test("POST /widget/v1/{wd}/ask SSE: a reader who leaves before the first piece is recorded once by the service", async () => {
+  const held = slowStartStream();
+  await using w = await world([held.reply]);
+  const [url, init] = widgetJson(w);
+  await askJsonAndLeave(w, url, { ...init, headers: { ...init.headers, accept: "text/event-stream" } }, held.release);
+  await within(w.recorded, 5_000, "the query event of the answer the reader left");
+  await settle();
+  assert.equal(w.queries.length, 1);
+  assert.equal(w.queries[0]!.response, "Bus fares rise by 25 cents.");
+  assert.equal(w.queries[0]!.widget_id, w.a.widget.id);
+});
