@@ -226,8 +226,9 @@ async function askJsonAndLeave(
   release: () => void,
 ) {
   const leave = new AbortController();
+  const before = w.chat.requests.length;
   const asked = fetch(url, { ...init, signal: leave.signal }).catch((err) => err);
-  while (w.chat.requests.length === 0) await new Promise((r) => setTimeout(r, 10));
+  while (w.chat.requests.length === before) await new Promise((r) => setTimeout(r, 10));
   leave.abort();
   assert.equal((await asked as Error).name, "AbortError");
   await settle();
@@ -348,4 +349,33 @@ Deno.test("POST /widget/v1/{wd}/ask SSE: a reader who leaves before the first pi
   assert.equal(w.queries.length, 1);
   assert.equal(w.queries[0]!.response, "Bus fares rise by 25 cents.");
   assert.equal(w.queries[0]!.widget_id, w.a.widget.id);
+});
+
+Deno.test("POST /app/aimodel/{id}: a turn its caller left before the answer is recorded but not kept in its conversation, streamed or not", async () => {
+  const json = heldReply("The parks get more.");
+  const sse = slowStartStream();
+  await using w = await world([chatReply("The council passed the budget."), json.reply, sse.reply, chatReply("Yes.")]);
+  const url = `${w.server.url}/app/aimodel/${w.a.model.id}`;
+  const init = (body: unknown, accept = "application/json"): RequestInit => ({
+    method: "POST",
+    headers: { ...bearer(w.a.key), "content-type": "application/json", accept },
+    body: JSON.stringify(body),
+  });
+  const started = await (await fetch(url, init({ query: "What did the council decide?", conversation: true }))).json();
+  const id = started.conversation_id;
+  await askJsonAndLeave(w, url, init({ query: "And the parks?", conversation_id: id }), json.release);
+  await askJsonAndLeave(
+    w,
+    url,
+    init({ query: "And the buses?", conversation_id: id }, "text/event-stream"),
+    sse.release,
+  );
+  for (let i = 0; i < 100 && w.queries.length < 3; i++) await settle();
+  assert.deepEqual(w.queries.map((q) => q.prompt ?? ""), [
+    "What did the council decide?",
+    "And the parks?",
+    "And the buses?",
+  ], "each question asked is recorded once");
+  const next = await (await fetch(url, init({ query: "Is that so?", conversation_id: id, explain: true }))).json();
+  assert.equal(next.explain.history_turns, 2, "the turns its caller never received are not its history");
 });
