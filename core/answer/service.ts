@@ -164,6 +164,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       ...(context.referringUrl ? { referring_url: context.referringUrl } : {}),
       ...(context.caller ? { agent_identity: context.caller } : {}),
       ...(context.clientKey ? { client_key: context.clientKey } : {}),
+      ...context.chip,
     };
     try {
       await sink.record([event]);

@@ -44,6 +44,8 @@ export interface AnswerContext {
    * being our links): what the recorded `response` holds, as the client would have sent it.
    */
   shownText?: (message: string) => string;
+  /** The configured prompt (chip) the question was, as the client names it on its own `query` event. */
+  chip?: { prompt_id: string; prompt_text: string; campaign_id?: string };
 }
 
 /** An article a text answer cites. */

@@ -20,8 +20,10 @@ import { isUrlQuery, type SearchResult } from "../../core/search/mod.ts";
 import type { LinkPlacement } from "../../core/links/mod.ts";
 import type { Widget } from "../../core/store/mod.ts";
 import {
+  chipOf,
   dailyCapReached,
   originNotAllowed,
+  type PublicWidgetConfig,
   publicWidgetConfig,
   recommendationsDataModel,
   recommendationsDisabled,
@@ -340,20 +342,23 @@ export function createWidgetApiRoutes(deps: Deps_) {
   }
 
   // Building a configuration reads the tenant's prompts and campaigns: kept as briefly as widgets.
-  const configs = boundedCache<string, { text: string; etag: string }>({
+  const configs = boundedCache<string, { config: PublicWidgetConfig; text: string; etag: string }>({
     max: 10_000,
     ttlMs: WIDGET_CACHE_MS,
     now: () => deps.clock.now().getTime(),
   });
-  app.openapi(configRoute, async (c) => {
-    const widget = c.get("widget");
+  const configOf = async (widget: Widget) => {
     let built = configs.get(widget.id);
     if (!built) {
-      const text = JSON.stringify(await publicWidgetConfig(deps.repos, widget, attributionUrl));
-      built = { text, etag: `"${(await sha256Hex(text)).slice(0, 32)}"` };
+      const config = await publicWidgetConfig(deps.repos, widget, attributionUrl);
+      const text = JSON.stringify(config);
+      built = { config, text, etag: `"${(await sha256Hex(text)).slice(0, 32)}"` };
       configs.set(widget.id, built);
     }
-    const { text, etag } = built;
+    return built;
+  };
+  app.openapi(configRoute, async (c) => {
+    const { text, etag } = await configOf(c.get("widget"));
     const headers = { "ETag": etag, "Cache-Control": `public, max-age=${CONFIG_MAX_AGE_S}` };
     const ifNoneMatch = c.req.header("if-none-match") ?? "";
     if (ifNoneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag)) {
@@ -363,18 +368,21 @@ export function createWidgetApiRoutes(deps: Deps_) {
   });
 
   app.openapi(askRoute, async (c) => {
+    // Whether the reader left before the answer reached them. Asked first: Deno makes a request's
+    // signal when first asked, and one made after its client left may never abort.
+    const reader = c.req.raw.signal;
     const widget = c.get("widget");
     const input = c.req.valid("json");
     const model = await scopedModel(deps.repos, widget);
     await takeDailyAnswer(deps, widget);
     const query = standaloneQuery(input.query, input.history ?? [], MAX_WIDGET_QUERY_CHARS * 2);
     const sender = await deps.clientKeys.of(clientAddress(c, deps.config.trustProxy));
+    const chip = input.interaction_type === "suggested_prompt" || input.interaction_type === "sponsored_prompt"
+      ? chipOf((await configOf(widget)).config, input.interaction_type, input.query)
+      : undefined;
     // Aborted when the reader leaves before the whole answer reached them: the service then records
     // the question, as the widget would have (AnswerContext.recordedBy).
     const left = new AbortController();
-    // Asked now: Deno makes a request's signal when first asked, and one made after its client left
-    // may never abort.
-    const reader = c.req.raw.signal;
     const context: AnswerContext = {
       tenantId: widget.tenantId,
       requestId: c.env.requestId,
@@ -391,6 +399,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
       prompt: input.query,
       ...(sender ? { clientKey: sender } : {}),
       shownText: (message) => splitAnswer(message).text,
+      ...(chip ? { chip } : {}),
     };
     const requestId = c.env.requestId;
     // Follow-ups come from the cited articles first, then the others the question retrieves.

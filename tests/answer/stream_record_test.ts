@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { EventInput } from "../../core/events.ts";
+import { newId } from "../../core/ids.ts";
 import { startServer } from "../../routes/server.ts";
 import { bearer, within } from "../_helpers.ts";
 import { chatReply, type Reply, sseReply, startChatServer } from "./_chat_server.ts";
@@ -378,4 +379,43 @@ Deno.test("POST /app/aimodel/{id}: a turn its caller left before the answer is r
   ], "each question asked is recorded once");
   const next = await (await fetch(url, init({ query: "Is that so?", conversation_id: id, explain: true }))).json();
   assert.equal(next.explain.history_turns, 2, "the turns its caller never received are not its history");
+});
+
+Deno.test("POST /widget/v1/{wd}/ask: a sponsored prompt its reader left counts for its campaign and prompt, as the widget's own query does", async () => {
+  const held = heldReply("Lisbon is lovely in spring.");
+  await using w = await world([held.reply]);
+  const r = w.deps.repos;
+  const now = w.clock.now().toISOString();
+  const campaign = await r.campaigns.create({
+    id: newId("cp", w.clock),
+    tenantId: w.a.tenantId,
+    name: "Spring travel",
+    creativeIds: ["cr_1"],
+    createdAt: now,
+  });
+  const prompt = await r.prompts.create({
+    id: newId("pm", w.clock),
+    tenantId: w.a.tenantId,
+    campaignId: campaign.id,
+    text: "Where should I travel this spring?",
+    createdAt: now,
+  });
+  await r.widgets.update({ ...w.a.widget, campaignIds: [campaign.id] });
+  w.clock.advance(10_000); // past the widget cache
+  const [url, init] = widgetJson(w);
+  const body = JSON.stringify({ query: prompt.text, session_id: "sess-1", interaction_type: "sponsored_prompt" });
+  await askJsonAndLeave(w, url, { ...init, body }, held.release);
+  await within(w.recorded, 5_000, "the query event of the answer the reader left");
+  await settle();
+  assert.equal(w.queries.length, 1);
+  const q = w.queries[0]!;
+  assert.equal(q.interaction_type, "sponsored_prompt");
+  assert.deepEqual([q.campaign_id, q.prompt_id, q.prompt_text], [campaign.id, prompt.id, prompt.text]);
+  await w.deps.events.stop();
+  const res = await w.app.request(`/v1/analytics/sponsored-conversations?campaign_id=${campaign.id}`, {
+    headers: bearer(w.a.key),
+  });
+  const sponsored = await res.json();
+  assert.equal(sponsored.summary.queries, 1);
+  assert.deepEqual(sponsored.prompt_breakdown.map((p: { prompt_text: string }) => p.prompt_text), [prompt.text]);
 });
