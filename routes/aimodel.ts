@@ -233,6 +233,9 @@ export function createAiModelRoutes(
         : {};
 
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
+      // Checked by the engine only while it answers, before the answer is handed over (Deno aborts
+      // the signal of a request answered, too).
+      context.left = caller;
       const result = await answer.answer(model, asked, context);
       if (!caller.aborted) await remember(result.message);
       return c.json(

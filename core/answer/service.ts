@@ -89,7 +89,8 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
     context: AnswerContext,
   ): Citation[] => {
     const cited = citedPassages(text, request.passages);
-    tellCited(cited, request.model, context, request.now);
+    // An answer its caller already left shows its citations to nobody (as one cut mid-stream).
+    if (!context.left?.aborted) tellCited(cited, request.model, context, request.now);
     return cited.map((a, i) => ({
       title: a.title,
       url: a.url,

@@ -36,7 +36,11 @@ export interface AnswerContext {
   prompt?: string;
   /**
    * Aborted by the route when its caller left before the whole answer reached them (a closed page,
-   * an aborted fetch; streamed or not, before or after the engine finished it).
+   * an aborted fetch; streamed or not, before or after the engine finished it). An answer made for a
+   * caller already gone is recorded as far as it went and shows its citations to nobody (no
+   * impressions). With `recordedBy: "service"` a request's own signal will do (the engine reads it
+   * only while answering; Deno aborts it once the answer was sent, too); with `client` it must abort
+   * only for a caller who left.
    */
   left?: AbortSignal;
   /**

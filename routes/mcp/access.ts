@@ -173,6 +173,8 @@ export class TenantAccess implements McpAccess {
       caller: this.caller,
       requestId: this.requestId,
       ...(turn.query !== args.query ? { prompt: args.query } : {}),
+      // Read by the engine only while it answers (a caller gone by then is shown no citations).
+      ...(this.callerLeft ? { left: this.callerLeft } : {}),
     });
     // The answer is recorded and the caller's: a turn not kept (KV contention) is no failure of the
     // call, which the agent would ask again, and be answered and counted twice (as on /app/aimodel).

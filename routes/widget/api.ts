@@ -413,18 +413,25 @@ export function createWidgetApiRoutes(deps: Deps_) {
       );
 
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
-      const result = await deps.answer.answer(model, query, context);
-      const { text, sources } = splitAnswer(result.message);
-      const citations = result.kind === "text" ? widgetCitations(result.citations, sources) : [];
-      const body = {
-        answer: result.kind === "text" ? text : result.message,
-        citations,
-        related_questions: await related(citations),
-        request_id: requestId,
-      };
-      // A reader who closed the page or aborted the fetch while the answer was made never gets it.
-      if (reader.aborted) left.abort();
-      return c.json(body, 200);
+      // A reader who closes the page or aborts the fetch while the answer is made never gets it. Told
+      // only until the answer is handed over: Deno aborts the signal of a request answered, too.
+      const leave = () => left.abort();
+      if (reader.aborted) leave();
+      reader.addEventListener("abort", leave, { once: true });
+      try {
+        const result = await deps.answer.answer(model, query, context);
+        const { text, sources } = splitAnswer(result.message);
+        const citations = result.kind === "text" ? widgetCitations(result.citations, sources) : [];
+        const body = {
+          answer: result.kind === "text" ? text : result.message,
+          citations,
+          related_questions: await related(citations),
+          request_id: requestId,
+        };
+        return c.json(body, 200);
+      } finally {
+        reader.removeEventListener("abort", leave);
+      }
     }
     return await streamAnswer(c, deps, {
       reader,

@@ -10,7 +10,7 @@ import type { EventInput } from "../../core/events.ts";
 import { newId } from "../../core/ids.ts";
 import { startServer } from "../../routes/server.ts";
 import { bearer, within } from "../_helpers.ts";
-import { chatReply, type Reply, sseReply, startChatServer } from "./_chat_server.ts";
+import { chatReply, failReply, type Reply, sseReply, startChatServer } from "./_chat_server.ts";
 import { ORIGIN, sseEvents, widgetWorld } from "../widget/_world.ts";
 
 const enc = new TextEncoder();
@@ -57,10 +57,12 @@ async function world(replies: Reply[]) {
   await w.deps.repos.aiModels.update({ ...a.model, provider: { kind: "openai", model: "gpt-test" } });
   // Every query event the service records, as it hands it to the event log.
   const queries: EventInput[] = [];
+  const all: EventInput[] = [];
   let told!: () => void;
   const recorded = new Promise<void>((r) => told = r);
   const record = w.deps.events.record.bind(w.deps.events);
   w.deps.events.record = async (events) => {
+    all.push(...events);
     const q = events.filter((e) => e.event_type === "query");
     queries.push(...q);
     if (q.length) told();
@@ -71,6 +73,7 @@ async function world(replies: Reply[]) {
     a,
     chat,
     queries,
+    all,
     recorded,
     server,
     async [Symbol.asyncDispose]() {
@@ -418,4 +421,29 @@ Deno.test("POST /widget/v1/{wd}/ask: a sponsored prompt its reader left counts f
   const sponsored = await res.json();
   assert.equal(sponsored.summary.queries, 1);
   assert.deepEqual(sponsored.prompt_breakdown.map((p: { prompt_text: string }) => p.prompt_text), [prompt.text]);
+});
+
+Deno.test("A JSON answer its caller left shows its citations to nobody: no result_impression, on the widget and /app/aimodel", async () => {
+  const cites = "Bus fares rise by 25 cents [1].";
+  for (const route of ["widget", "aimodel"] as const) {
+    const held = heldReply(cites);
+    // The widget's answer also asks the provider for its follow-ups (refused here: extractive ones).
+    const followUps = route === "widget" ? [failReply(400)] : [];
+    await using w = await world([held.reply, ...followUps, chatReply(cites), ...followUps]);
+    const [url, init] = route === "widget" ? widgetJson(w) : [`${w.server.url}/app/aimodel/${w.a.model.id}`, {
+      method: "POST",
+      headers: { ...bearer(w.a.key), "content-type": "application/json" },
+      body: JSON.stringify({ query: "Why are bus fares rising?" }),
+    }];
+    // One answer left before it came back, then the same answer read.
+    await askJsonAndLeave(w, url, init, held.release);
+    for (let i = 0; i < 40 && w.queries.length < 1; i++) await settle();
+    assert.equal(w.queries.length, 1, `${route}: the question left is recorded`);
+    const read = await fetch(url, init);
+    assert.equal(read.status, 200);
+    assert.equal((await read.json()).citations.length, 1, `${route}: the answer cites one article`);
+    await w.deps.events.stop();
+    const impressions = w.all.filter((e) => e.event_type === "result_impression");
+    assert.equal(impressions.length, 1, `${route}: the answer read is one impression, the one left none`);
+  }
 });
