@@ -197,7 +197,7 @@ export function createAiModelRoutes(
     // Whether the caller left before the answer reached it (a turn it never got is not kept).
     // Asked now: Deno makes a request's signal when first asked, and one made after its client left
     // may never abort.
-    const caller = c.req.raw.signal;
+    const callerSignal = c.req.raw.signal;
     const query = body.query.trim();
     if (!query) throw unprocessable("query cannot be empty");
     if (query.length > MAX_QUERY_CHARS) {
@@ -235,9 +235,9 @@ export function createAiModelRoutes(
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
       // Checked by the engine only while it answers, before the answer is handed over (Deno aborts
       // the signal of a request answered, too).
-      context.left = caller;
+      context.left = callerSignal;
       const result = await answer.answer(model, asked, context);
-      if (!caller.aborted) await remember(result.message);
+      if (!callerSignal.aborted) await remember(result.message);
       return c.json(
         result.kind === "text"
           ? { message: result.message, citations: result.citations, ...await related(result.citations), ...extra }
@@ -268,7 +268,7 @@ export function createAiModelRoutes(
         for (; !r.done; r = await chunks.next()) {
           // A caller gone before the stream began may get no cancel of it (Deno writes it to the
           // closed connection without an error): the request's signal tells then.
-          if (caller.aborted) {
+          if (callerSignal.aborted) {
             left.abort();
             await chunks.return?.();
             return;
@@ -278,7 +278,7 @@ export function createAiModelRoutes(
         }
         // A caller gone mid-answer never saw it (nor, for a new conversation, its id): the turn is
         // not remembered, and no follow-ups are written for nobody.
-        if (sse.aborted || caller.aborted) return;
+        if (sse.aborted || callerSignal.aborted) return;
         // The generator's return value: the citations of a text answer.
         await remember(message);
         const done = r.value
