@@ -446,6 +446,9 @@ export function createWidgetApiRoutes(deps: Deps_) {
   });
 
   app.openapi(recommendRoute, async (c) => {
+    // Whether the reader left before the articles came back (then shown to nobody). Asked first:
+    // Deno makes a request's signal when first asked, and one made after its client left may never abort.
+    const reader = c.req.raw.signal;
     const widget = c.get("widget");
     const input = c.req.valid("json");
     const model = await scopedModel(deps.repos, widget);
@@ -487,8 +490,8 @@ export function createWidgetApiRoutes(deps: Deps_) {
       ...(input.session_id ? { sessionId: input.session_id } : {}),
       placement: placementOf(input, widget),
       ...(sender ? { clientKey: sender } : {}),
-      // Only what the reader is shown counts as an impression.
-      select: shown,
+      // Only what the reader is shown counts as an impression: nothing, for a reader already gone.
+      select: (found) => reader.aborted ? [] : shown(found),
     });
     // Idempotent on what the engine kept; a Search that ignores `select` answers the whole page.
     const results = shown(response.response.results)
