@@ -194,6 +194,10 @@ export function createAiModelRoutes(
   app.openapi(route, async (c) => {
     const { ai_model_id: id } = c.req.valid("param");
     const body = c.req.valid("json");
+    // Whether the caller left before the answer reached it (a turn it never got is not kept).
+    // Asked now: Deno makes a request's signal when first asked, and one made after its client left
+    // may never abort.
+    const callerSignal = c.req.raw.signal;
     const query = body.query.trim();
     if (!query) throw unprocessable("query cannot be empty");
     if (query.length > MAX_QUERY_CHARS) {
@@ -229,8 +233,11 @@ export function createAiModelRoutes(
         : {};
 
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
+      // Checked by the engine only while it answers, before the answer is handed over (Deno aborts
+      // the signal of a request answered, too).
+      context.left = callerSignal;
       const result = await answer.answer(model, asked, context);
-      await remember(result.message);
+      if (!callerSignal.aborted) await remember(result.message);
       return c.json(
         result.kind === "text"
           ? { message: result.message, citations: result.citations, ...await related(result.citations), ...extra }
@@ -259,12 +266,19 @@ export function createAiModelRoutes(
       try {
         let r = first;
         for (; !r.done; r = await chunks.next()) {
+          // A caller gone before the stream began may get no cancel of it (Deno writes it to the
+          // closed connection without an error): the request's signal tells then.
+          if (callerSignal.aborted) {
+            left.abort();
+            await chunks.return?.();
+            return;
+          }
           message += r.value;
           await sse.writeSSE({ data: JSON.stringify({ delta: r.value }) });
         }
         // A caller gone mid-answer never saw it (nor, for a new conversation, its id): the turn is
         // not remembered, and no follow-ups are written for nobody.
-        if (sse.aborted) return;
+        if (sse.aborted || callerSignal.aborted) return;
         // The generator's return value: the citations of a text answer.
         await remember(message);
         const done = r.value

@@ -325,6 +325,10 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
   });
 
   documented(app, forPaths(realtimeDoc, paths), signedHeaders, readBody, async (c) => {
+    // Whether the caller left before the answer was made (its citations then shown to nobody). Asked
+    // first: Deno makes a request's signal when first asked, and one made after its client left may
+    // never abort.
+    const callerSignal = c.req.raw.signal;
     const admission = await admit(c);
     const { query, wantsRelated, model } = await admission.whileConsuming(async () => {
       const id = c.req.param("aimodel_external_id") ?? "";
@@ -336,7 +340,12 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
     });
     const slug = serviceSlug(model);
     await admission.requireAllowance(slug);
-    const answer = await deps.answer.answer(model, query, { caller: c.get("caller"), requestId: c.env.requestId });
+    const answer = await deps.answer.answer(model, query, {
+      caller: c.get("caller"),
+      requestId: c.env.requestId,
+      // Read by the engine only while it answers (Deno aborts an answered request's signal too).
+      left: callerSignal,
+    });
     const usage = admission.settle(slug);
     // Structured models emit their payload itself, not the {message} envelope (spec 2.3).
     const related = wantsRelated && answer.kind === "text" && deps.answer.relatedQuestions

@@ -1,6 +1,7 @@
 import type { Logger } from "../core/log.ts";
 import { anyOwnedChunks, hasOwnedChunks, releasingConsumed } from "../core/owned_chunks.ts";
 import { BodyStalledError } from "./middleware/body.ts";
+import { rebuiltRequest } from "./rebuilt_request.ts";
 
 /**
  * How long a request body may send nothing before the request is answered 408 and its connection
@@ -163,9 +164,7 @@ function withBodyIdleTimeout(req: Request, idleMs: number): Request {
       return source.cancel(reason);
     },
   });
-  // No `signal`: touching the incoming one costs every request an AbortSignal and makes Deno warn about its
-  // legacy abort-on-success behaviour; a client leaving mid-body surfaces as a read error (499) instead.
-  return new Request(req.url, { method: req.method, headers: req.headers, body });
+  return rebuiltRequest(req, body);
 }
 
 /** `p`'s value, or "timeout" after `ms`. */

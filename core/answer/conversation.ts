@@ -78,6 +78,11 @@ export interface PreparedTurn {
   /** Of {@link history}: the kept turns as read, and the ones the request added (`messages`). */
   kept?: ConversationTurn[];
   added?: ConversationTurn[];
+  /**
+   * The conversation's entry as {@link ConversationStore.prepare} read it (versionstamp null: a new
+   * one): {@link ConversationStore.remember} writes against it without reading the key again.
+   */
+  read?: Deno.KvEntryMaybe<StoredConversation>;
 }
 
 export const conversationNotFound = (): AppError => answerErrors.conversation_not_found();
@@ -109,19 +114,19 @@ export class ConversationStore {
     let history = added;
     let kept: ConversationTurn[] = [];
     let conversationId: string | undefined;
+    let read: Deno.KvEntryMaybe<StoredConversation> | undefined;
     if (request.conversation_id) {
-      const stored = this.#live(
-        (await this.kv.get<StoredConversation>(this.#key(tenantId, request.conversation_id))).value,
-        aiModelId,
-      );
+      read = await this.kv.get<StoredConversation>(this.#key(tenantId, request.conversation_id));
+      const stored = this.#live(read.value, aiModelId);
       if (!stored) throw conversationNotFound();
       conversationId = request.conversation_id;
       kept = stored.turns;
       history = [...kept, ...added].slice(-MAX_TURNS);
     } else if (request.conversation) {
       conversationId = newId("cv", this.clock);
+      read = { key: this.#key(tenantId, conversationId), value: null, versionstamp: null };
     }
-    return { query: standaloneQuery(query, history, MAX_TURN_CHARS), conversationId, history, kept, added };
+    return { query: standaloneQuery(query, history, MAX_TURN_CHARS), conversationId, history, kept, added, read };
   }
 
   #live(stored: StoredConversation | null, aiModelId: string): StoredConversation | null {
@@ -138,8 +143,11 @@ export class ConversationStore {
     }];
     // Another turn of this conversation may have been kept while this one was answered: this
     // turn goes after it (check-and-set), rather than writing over it with the history as read.
+    // The first round writes against the entry prepare() read; the key is read again only when
+    // another turn was kept in between.
+    let current = turn.read ?? await this.kv.get<StoredConversation>(key);
     for (let attempt = 0; attempt < MAX_KEEP_ATTEMPTS; attempt++) {
-      const current = await this.kv.get<StoredConversation>(key);
+      if (attempt > 0) current = await this.kv.get<StoredConversation>(key);
       const before = this.#live(current.value, aiModelId)?.turns ?? turn.kept ?? turn.history;
       const turns = [...before, ...fresh].map(clipTurn).slice(-MAX_TURNS);
       let kept = turns.reduce((n, t) => n + t.content.length, 0);

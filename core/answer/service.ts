@@ -89,7 +89,8 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
     context: AnswerContext,
   ): Citation[] => {
     const cited = citedPassages(text, request.passages);
-    tellCited(cited, request.model, context, request.now);
+    // An answer its caller already left shows its citations to nobody (as one cut mid-stream).
+    if (!context.left?.aborted) tellCited(cited, request.model, context, request.now);
     return cited.map((a, i) => ({
       title: a.title,
       url: a.url,
@@ -145,9 +146,10 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
     return { model, query, passages, now };
   };
 
-  const record = async (model: AiModel, query: string, message: string, context: AnswerContext, at: Date) => {
+  const record = async (model: AiModel, query: string, text: string, context: AnswerContext, at: Date) => {
     const sink = options.events?.();
-    if (!sink || context.recordQuery === false) return;
+    if (!sink) return;
+    const message = context.shownText ? context.shownText(text) : text;
     const event: EventInput = {
       event_type: "query",
       ts: at.toISOString(),
@@ -163,6 +165,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       ...(context.referringUrl ? { referring_url: context.referringUrl } : {}),
       ...(context.caller ? { agent_identity: context.caller } : {}),
       ...(context.clientKey ? { client_key: context.clientKey } : {}),
+      ...context.chip,
     };
     try {
       await sink.record([event]);
@@ -175,6 +178,31 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
         error: describeError(err),
       });
     }
+  };
+
+  /**
+   * The one rule by which a question becomes a `query` event (AnswerContext.recordedBy), told when
+   * the engine is done with an answer: `whole`, or cut short (its caller left, or the provider
+   * failed). Recorded at most once, stamped with the time the question was asked.
+   */
+  const recorder = (model: AiModel, query: string, context: AnswerContext, at: Date) => {
+    let recorded = false;
+    const now = async (message: string) => {
+      if (recorded) return;
+      recorded = true;
+      await record(model, query, message, context, at);
+    };
+    return async (message: string, whole: boolean): Promise<void> => {
+      const left = context.left;
+      if (context.recordedBy !== "client") {
+        if (whole || (message && left?.aborted)) await now(message);
+      } else if (left?.aborted) {
+        if (message) await now(message);
+      } else if (left && whole) {
+        // The client records it once it has it all; if its caller leaves before, the service does.
+        left.addEventListener("abort", () => void now(message), { once: true });
+      }
+    };
   };
 
   const answer = async (model: AiModel, query: string, context: AnswerContext): Promise<Answer> => {
@@ -194,7 +222,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       const message = await provider.text(request);
       result = { kind: "text", message, citations: citationsOf(message, request, context) };
     }
-    await record(model, query, result.message, context, request.now);
+    await recorder(model, query, context, request.now)(result.message, true);
     return result;
   };
 
@@ -206,6 +234,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
     }
     const provider = providerFor(model);
     const request = await ground(model, query, provider);
+    const settle = recorder(model, query, context, request.now);
     let message = "";
     let whole = false;
     try {
@@ -215,10 +244,9 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       }
       whole = true;
     } finally {
-      // Recorded once: a whole answer, or one its caller left mid-way (`context.left`), with the
-      // answer as far as it went, even when the provider failed after the caller left. A provider
-      // failing while the caller is there is an error, not recorded, as for a non-streamed answer.
-      if (whole || (message && context.left?.aborted)) await record(model, query, message, context, request.now);
+      // Also when the caller left mid-way (the route ends this generator at a yield), or the
+      // provider failed after it left: then with the answer as far as it went.
+      await settle(message, whole);
     }
     return citationsOf(message, request, context);
   }
@@ -236,8 +264,5 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
     return await followUpQuestions(options.retrieve, model.groundingDataModelIds, query, cited);
   };
 
-  const recordInteraction = (model: AiModel, query: string, message: string, context: AnswerContext) =>
-    record(model, query, message, { ...context, recordQuery: true }, clock.now());
-
-  return { answer, stream, relatedQuestions, recordInteraction };
+  return { answer, stream, relatedQuestions };
 }

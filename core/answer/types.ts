@@ -24,17 +24,32 @@ export interface AnswerContext {
    */
   clientKey?: string;
   /**
-   * Whether the engine records the exchange as a `query` event (default true). The Ask AI widget
-   * sends its own `query` events, so its answers are not recorded twice.
+   * Who records the exchange as a `query` event (one per question, by one rule: docs/api/answers.md).
+   * `service` (default): the engine, once the answer is whole, or, when the caller left before it was
+   * (`left`), with the answer as far as it went. `client`: the client records the answers it
+   * received (the Ask AI widget sends its own `query` events, with the chip it showed); the engine
+   * records only a question whose caller left before receiving the whole answer, in the same shape.
+   * A provider failing while the caller is there is recorded by neither.
    */
-  recordQuery?: boolean;
+  recordedBy?: "service" | "client";
   /** What the reader typed, when the engine answers a rewritten query (a follow-up made standalone). */
   prompt?: string;
   /**
-   * Aborted when the caller of a streamed answer leaves mid-answer: the engine then records the
-   * question with the answer as far as it went (a stream it could not finish is otherwise not one).
+   * Aborted by the route when its caller left before the whole answer reached them (a closed page,
+   * an aborted fetch; streamed or not, before or after the engine finished it). An answer made for a
+   * caller already gone is recorded as far as it went and shows its citations to nobody (no
+   * impressions). With `recordedBy: "service"` a request's own signal will do (the engine reads it
+   * only while answering; Deno aborts it once the answer was sent, too); with `client` it must abort
+   * only for a caller who left.
    */
   left?: AbortSignal;
+  /**
+   * The text of an answer its client shows (the widget: without the sources block, its citations
+   * being our links): what the recorded `response` holds, as the client would have sent it.
+   */
+  shownText?: (message: string) => string;
+  /** The configured prompt (chip) the question was, as the client names it on its own `query` event. */
+  chip?: { prompt_id: string; prompt_text: string; campaign_id?: string };
 }
 
 /** An article a text answer cites. */
@@ -85,10 +100,4 @@ export interface AnswerService {
    * when it writes them, else extractive from the cited articles (core/answer/related.ts).
    */
   relatedQuestions?(model: AiModel, query: string, cited: { title: string }[]): Promise<string[]>;
-  /**
-   * Records one exchange as the engine records its own (a `query` event; never throws), for a route
-   * that answered with `recordQuery: false` because its client records what it receives, when the
-   * client never received the whole answer (the widget's stream, cut short).
-   */
-  recordInteraction?(model: AiModel, query: string, message: string, context: AnswerContext): Promise<void>;
 }

@@ -7,6 +7,7 @@
 import type { Citation } from "../answer/mod.ts";
 import type { AiModel, Repos, Widget } from "../store/mod.ts";
 import { widgetMisconfigured } from "./errors.ts";
+import type { PublicWidgetConfig } from "./settings.ts";
 
 /** A citation as the widget shows it: its number in the answer text and our tracking link. */
 export interface WidgetCitation {
@@ -61,4 +62,30 @@ export function widgetCitations(citations: Citation[], sources: string): WidgetC
     site: c.site,
     url: c.source_url,
   }));
+}
+
+/** The configured prompt (chip) a question was, as the widget names it on its `query` event. */
+export interface ChipFields {
+  prompt_id: string;
+  prompt_text: string;
+  /** Of a sponsored prompt. */
+  campaign_id?: string;
+}
+
+/**
+ * The chip a question asked as `suggested_prompt` or `sponsored_prompt` was, found by its text among
+ * the prompts the widget shows: what the widget would have put on its `query` event, for the service
+ * to record when the reader left before the widget could (undefined: not a chip the widget shows).
+ */
+export function chipOf(config: PublicWidgetConfig, interactionType: string, query: string): ChipFields | undefined {
+  const same = (text: string) => text.trim() === query;
+  if (interactionType === "sponsored_prompt") {
+    const s = config.sponsored.find((p) => same(p.text));
+    return s && { prompt_id: s.prompt_id, prompt_text: s.text, campaign_id: s.campaign_id };
+  }
+  if (interactionType === "suggested_prompt") {
+    const p = config.prompts.find((p) => same(p.text));
+    return p && { prompt_id: p.id, prompt_text: p.text };
+  }
+  return undefined;
 }

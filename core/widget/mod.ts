@@ -9,8 +9,8 @@ export {
   widgetRateLimited,
 } from "./errors.ts";
 
-export { scopedModel, splitAnswer, startsSourcesBlock, widgetCitations } from "./answer.ts";
-export type { WidgetCitation } from "./answer.ts";
+export { chipOf, scopedModel, splitAnswer, startsSourcesBlock, widgetCitations } from "./answer.ts";
+export type { ChipFields, WidgetCitation } from "./answer.ts";
 export { createWidgetLimits } from "./limits.ts";
 export type { WidgetLimits } from "./limits.ts";
 export {
@@ -21,4 +21,4 @@ export {
   widgetAllowsOrigin,
   widgetSettingsSchema,
 } from "./settings.ts";
-export type { WidgetSettingsInput } from "./settings.ts";
+export type { PublicWidgetConfig, WidgetSettingsInput } from "./settings.ts";

@@ -139,6 +139,8 @@ export class TenantAccess implements McpAccess {
     private readonly requestId: string,
     /** The caller's identity in analytics: a verified Web Bot Auth agent, else {@link MCP_CALLER}. */
     private readonly caller: string = MCP_CALLER,
+    /** Aborted when the caller left (its request's signal, asked for before answering). */
+    private readonly callerLeft?: AbortSignal,
   ) {}
 
   async searchArticles(args: SearchArgs): Promise<SearchResponse> {
@@ -171,12 +173,17 @@ export class TenantAccess implements McpAccess {
       caller: this.caller,
       requestId: this.requestId,
       ...(turn.query !== args.query ? { prompt: args.query } : {}),
+      // Read by the engine only while it answers (a caller gone by then is shown no citations).
+      ...(this.callerLeft ? { left: this.callerLeft } : {}),
     });
     // The answer is recorded and the caller's: a turn not kept (KV contention) is no failure of the
     // call, which the agent would ask again, and be answered and counted twice (as on /app/aimodel).
-    await conversations.remember(this.tenantId, model.id, turn, args.query, answer.message).catch((err) =>
-      this.deps.log.warn("conversation turn not kept", { request_id: this.requestId, error: describeError(err) })
-    );
+    // A caller gone before the answer never received it: its conversation stays as it was.
+    if (!this.callerLeft?.aborted) {
+      await conversations.remember(this.tenantId, model.id, turn, args.query, answer.message).catch((err) =>
+        this.deps.log.warn("conversation turn not kept", { request_id: this.requestId, error: describeError(err) })
+      );
+    }
     const related = args.related_questions && answer.kind === "text"
       ? {
         related_questions: this.deps.answer.relatedQuestions

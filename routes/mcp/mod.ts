@@ -207,7 +207,10 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
       const bot = WebBotAuth.present(c.req.raw.headers)
         ? botCaller(await deps.webBotAuth.identify(c.req.raw))
         : undefined;
-      return { access: new TenantAccess(deps, record.tenantId, requestId, bot), limitKey: record.id };
+      // The request's signal, asked for before any answer is made (Deno makes it on first use, and
+      // one made after its client left may never abort): a turn its caller left is not kept.
+      const caller = c.req.raw.signal;
+      return { access: new TenantAccess(deps, record.tenantId, requestId, bot, caller), limitKey: record.id };
     }
     let principal;
     try {

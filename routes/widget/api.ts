@@ -20,8 +20,10 @@ import { isUrlQuery, type SearchResult } from "../../core/search/mod.ts";
 import type { LinkPlacement } from "../../core/links/mod.ts";
 import type { Widget } from "../../core/store/mod.ts";
 import {
+  chipOf,
   dailyCapReached,
   originNotAllowed,
+  type PublicWidgetConfig,
   publicWidgetConfig,
   recommendationsDataModel,
   recommendationsDisabled,
@@ -340,20 +342,23 @@ export function createWidgetApiRoutes(deps: Deps_) {
   }
 
   // Building a configuration reads the tenant's prompts and campaigns: kept as briefly as widgets.
-  const configs = boundedCache<string, { text: string; etag: string }>({
+  const configs = boundedCache<string, { config: PublicWidgetConfig; text: string; etag: string }>({
     max: 10_000,
     ttlMs: WIDGET_CACHE_MS,
     now: () => deps.clock.now().getTime(),
   });
-  app.openapi(configRoute, async (c) => {
-    const widget = c.get("widget");
+  const configOf = async (widget: Widget) => {
     let built = configs.get(widget.id);
     if (!built) {
-      const text = JSON.stringify(await publicWidgetConfig(deps.repos, widget, attributionUrl));
-      built = { text, etag: `"${(await sha256Hex(text)).slice(0, 32)}"` };
+      const config = await publicWidgetConfig(deps.repos, widget, attributionUrl);
+      const text = JSON.stringify(config);
+      built = { config, text, etag: `"${(await sha256Hex(text)).slice(0, 32)}"` };
       configs.set(widget.id, built);
     }
-    const { text, etag } = built;
+    return built;
+  };
+  app.openapi(configRoute, async (c) => {
+    const { text, etag } = await configOf(c.get("widget"));
     const headers = { "ETag": etag, "Cache-Control": `public, max-age=${CONFIG_MAX_AGE_S}` };
     const ifNoneMatch = c.req.header("if-none-match") ?? "";
     if (ifNoneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag)) {
@@ -363,11 +368,21 @@ export function createWidgetApiRoutes(deps: Deps_) {
   });
 
   app.openapi(askRoute, async (c) => {
+    // Whether the reader left before the answer reached them. Asked first: Deno makes a request's
+    // signal when first asked, and one made after its client left may never abort.
+    const reader = c.req.raw.signal;
     const widget = c.get("widget");
     const input = c.req.valid("json");
     const model = await scopedModel(deps.repos, widget);
     await takeDailyAnswer(deps, widget);
     const query = standaloneQuery(input.query, input.history ?? [], MAX_WIDGET_QUERY_CHARS * 2);
+    const sender = await deps.clientKeys.of(clientAddress(c, deps.config.trustProxy));
+    const chip = input.interaction_type === "suggested_prompt" || input.interaction_type === "sponsored_prompt"
+      ? chipOf((await configOf(widget)).config, input.interaction_type, input.query)
+      : undefined;
+    // Aborted when the reader leaves before the whole answer reached them: the service then records
+    // the question, as the widget would have (AnswerContext.recordedBy).
+    const left = new AbortController();
     const context: AnswerContext = {
       tenantId: widget.tenantId,
       requestId: c.env.requestId,
@@ -378,8 +393,13 @@ export function createWidgetApiRoutes(deps: Deps_) {
       ...(input.placement_id ? { placementId: input.placement_id } : {}),
       adMacros: { creative_id: input.creative_id, line_item_id: input.line_item_id, publisher_id: input.publisher_id },
       ...(input.page_url ? { referringUrl: input.page_url } : {}),
-      // The widget sends its own `query` event with prompt and response.
-      recordQuery: false,
+      // The widget sends the `query` event of an answer it received, with the chip it showed.
+      recordedBy: "client",
+      left: left.signal,
+      prompt: input.query,
+      ...(sender ? { clientKey: sender } : {}),
+      shownText: (message) => splitAnswer(message).text,
+      ...(chip ? { chip } : {}),
     };
     const requestId = c.env.requestId;
     // Follow-ups come from the cited articles first, then the others the question retrieves.
@@ -393,41 +413,42 @@ export function createWidgetApiRoutes(deps: Deps_) {
       );
 
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
-      const result = await deps.answer.answer(model, query, context);
-      const { text, sources } = splitAnswer(result.message);
-      const citations = result.kind === "text" ? widgetCitations(result.citations, sources) : [];
-      return c.json(
-        {
+      // A reader who closes the page or aborts the fetch while the answer is made never gets it. Told
+      // only until the answer is handed over: Deno aborts the signal of a request answered, too.
+      const leave = () => left.abort();
+      if (reader.aborted) leave();
+      reader.addEventListener("abort", leave, { once: true });
+      try {
+        const result = await deps.answer.answer(model, query, context);
+        const { text, sources } = splitAnswer(result.message);
+        const citations = result.kind === "text" ? widgetCitations(result.citations, sources) : [];
+        const body = {
           answer: result.kind === "text" ? text : result.message,
           citations,
           related_questions: await related(citations),
           request_id: requestId,
-        },
-        200,
-      );
+        };
+        return c.json(body, 200);
+      } finally {
+        reader.removeEventListener("abort", leave);
+      }
     }
     return await streamAnswer(c, deps, {
+      reader,
       source: deps.answer.stream ? deps.answer.stream(model, query, context) : (async function* () {
         const result = await deps.answer.answer(model, query, context);
         yield result.message;
         return result.kind === "text" ? result.citations : undefined;
       })(),
       related,
-      // The widget sends the `query` event once it has read `done`; a reader who left before asked
-      // all the same, so the service records the question, with the answer as far as it was shown,
-      // as the widget would have.
-      unfinished: async (shown) => {
-        const sender = await deps.clientKeys.of(clientAddress(c, deps.config.trustProxy));
-        await deps.answer.recordInteraction?.(model, query, shown, {
-          ...context,
-          prompt: input.query,
-          ...(sender ? { clientKey: sender } : {}),
-        });
-      },
+      left,
     }) as never;
   });
 
   app.openapi(recommendRoute, async (c) => {
+    // Whether the reader left before the articles came back (then shown to nobody). Asked first:
+    // Deno makes a request's signal when first asked, and one made after its client left may never abort.
+    const reader = c.req.raw.signal;
     const widget = c.get("widget");
     const input = c.req.valid("json");
     const model = await scopedModel(deps.repos, widget);
@@ -469,8 +490,8 @@ export function createWidgetApiRoutes(deps: Deps_) {
       ...(input.session_id ? { sessionId: input.session_id } : {}),
       placement: placementOf(input, widget),
       ...(sender ? { clientKey: sender } : {}),
-      // Only what the reader is shown counts as an impression.
-      select: shown,
+      // Only what the reader is shown counts as an impression: nothing, for a reader already gone.
+      select: (found) => reader.aborted ? [] : shown(found),
     });
     // Idempotent on what the engine kept; a Search that ignores `select` answers the whole page.
     const results = shown(response.response.results)
@@ -494,24 +515,39 @@ export function createWidgetApiRoutes(deps: Deps_) {
 async function streamAnswer(
   c: Context<WidgetEnv>,
   deps: Deps_,
-  { source, related, unfinished }: {
+  { reader, source, related, left }: {
+    /** The request's signal, asked for before the answer was made. */
+    reader: AbortSignal;
     source: AsyncGenerator<string, Citation[] | void>;
     related: (citations: WidgetCitation[]) => Promise<string[]>;
-    /** Told once, with the text shown, when the reader left before `done` reached them. */
-    unfinished: (shown: string) => Promise<void>;
+    /** Aborted when the reader leaves before `done` reached them (the answer's AnswerContext.left). */
+    left: AbortController;
   },
 ): Promise<Response> {
   const chunks = source[Symbol.asyncIterator]();
   const first = await chunks.next();
   const requestId = c.env.requestId;
   return streamSSE(c, async (sse) => {
-    sse.onAbort(() => void chunks.return?.(undefined));
+    let delivered = false;
+    // Before the answer generator is ended, so that it records what it had.
+    const leave = () => void (delivered || left.abort());
+    sse.onAbort(() => {
+      leave();
+      void chunks.return?.(undefined);
+    });
+    // A reader who left while the first piece was awaited may get no cancel of this stream (Deno
+    // writes it to the closed connection without an error): the request's signal tells then.
+    const gone = () => sse.aborted || reader.aborted;
     let shown = "";
     let sources = "";
-    let delivered = false;
     try {
       let r = first;
       for (; !r.done; r = await chunks.next()) {
+        if (reader.aborted) {
+          leave();
+          await chunks.return?.(undefined);
+          return;
+        }
         // The sources block (and anything after it) is the citations' business, not the text's.
         if (sources || startsSourcesBlock(r.value)) {
           sources += r.value;
@@ -522,13 +558,14 @@ async function streamAnswer(
         await sse.writeSSE({ event: "token", data: JSON.stringify({ text: r.value }) });
       }
       // A reader gone mid-answer gets no follow-ups written for nobody.
-      if (sse.aborted) return;
+      if (gone()) return leave();
       const citations = widgetCitations(r.value ?? [], sources);
       await sse.writeSSE({ event: "citations", data: JSON.stringify({ citations }) });
       await sse.writeSSE({ event: "related", data: JSON.stringify({ questions: await related(citations) }) });
       await sse.writeSSE({ event: "done", data: JSON.stringify({ answer: shown, request_id: requestId }) });
       // A write to a stream the reader left does not fail: `aborted` tells.
-      delivered = !sse.aborted;
+      if (gone()) leave();
+      else delivered = true;
     } catch (err) {
       const { appError, unexpected } = toAppError(err, "widget");
       deps.log[unexpected ? "error" : "warn"]("widget answer stream failed", {
@@ -540,13 +577,6 @@ async function streamAnswer(
         event: "error",
         data: JSON.stringify({ message: appError.message, code: appError.code }),
       });
-    } finally {
-      // A provider failing while the reader is there ends with `error`: no answer, as a 502 is none.
-      if (!delivered && sse.aborted) {
-        await unfinished(shown).catch((err) =>
-          deps.log.error("unfinished widget answer not recorded", { request_id: requestId, error: describeError(err) })
-        );
-      }
     }
   });
 }

@@ -199,3 +199,65 @@ Deno.test("ConversationStore.remember(): two follow-ups of one conversation answ
     kv.close();
   }
 });
+
+/** A KV that counts the reads (`get`, `getMany`) of keys under `prefix`. */
+function countingReads(prefix: string) {
+  let reads = 0;
+  const under = (key: Deno.KvKey) => key[0] === prefix;
+  const wrap = (kv: Deno.Kv): Deno.Kv =>
+    new Proxy(kv, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop, target);
+        if (prop === "get") {
+          return (key: Deno.KvKey, o?: { consistency?: Deno.KvConsistencyLevel }) => {
+            if (under(key)) reads++;
+            return target.get(key, o);
+          };
+        }
+        if (prop === "getMany") {
+          return (keys: Deno.KvKey[], o?: { consistency?: Deno.KvConsistencyLevel }) => {
+            reads += keys.filter(under).length;
+            return target.getMany(keys, o);
+          };
+        }
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+  return { wrap, reads: () => reads, reset: () => void (reads = 0) };
+}
+
+Deno.test("POST /app/aimodel/{id}: a conversation turn reads its KV key once, and is kept 30 minutes from its answer", async () => {
+  const counter = countingReads("conversation");
+  await using w = await widgetWorld({ wrapKv: counter.wrap });
+  const a = await w.tenant("Acme");
+  const ask = async (body: unknown) => {
+    const res = await w.app.request(`/app/aimodel/${a.model.id}`, {
+      method: "POST",
+      headers: { ...bearer(a.key), "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    assert.equal(res.status, 200);
+    return await res.json();
+  };
+  const started = await ask({ query: "What did the council decide about the budget?", conversation: true });
+  assert.equal(counter.reads(), 0, "a new conversation has nothing to read");
+  for (const query of ["and what about the parks?", "and the schools?"]) {
+    counter.reset();
+    w.clock.advance(CONVERSATION_TTL_MS - 60_000);
+    const next = await ask({ query, conversation_id: started.conversation_id, explain: true });
+    assert.equal(next.conversation_id, started.conversation_id);
+    assert.match(next.explain.query, /council|parks/);
+    assert.equal(counter.reads(), 1, "one read per turn: its history, and the check its write is made against");
+  }
+  // Each turn renewed the 30 minutes: 58 minutes after the start it is still there, then it is gone.
+  w.clock.advance(CONVERSATION_TTL_MS - 60_000);
+  const last = await ask({ query: "and then?", conversation_id: started.conversation_id, explain: true });
+  assert.equal(last.explain.history_turns, 6);
+  w.clock.advance(CONVERSATION_TTL_MS + 1);
+  const gone = await w.app.request(`/app/aimodel/${a.model.id}`, {
+    method: "POST",
+    headers: { ...bearer(a.key), "content-type": "application/json" },
+    body: JSON.stringify({ query: "and?", conversation_id: started.conversation_id }),
+  });
+  assert.equal(gone.status, 404);
+});

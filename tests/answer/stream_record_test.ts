@@ -7,9 +7,10 @@
  */
 import assert from "node:assert/strict";
 import type { EventInput } from "../../core/events.ts";
+import { newId } from "../../core/ids.ts";
 import { startServer } from "../../routes/server.ts";
 import { bearer, within } from "../_helpers.ts";
-import { type Reply, sseReply, startChatServer } from "./_chat_server.ts";
+import { chatReply, failReply, type Reply, sseReply, startChatServer } from "./_chat_server.ts";
 import { ORIGIN, sseEvents, widgetWorld } from "../widget/_world.ts";
 
 const enc = new TextEncoder();
@@ -56,10 +57,12 @@ async function world(replies: Reply[]) {
   await w.deps.repos.aiModels.update({ ...a.model, provider: { kind: "openai", model: "gpt-test" } });
   // Every query event the service records, as it hands it to the event log.
   const queries: EventInput[] = [];
+  const all: EventInput[] = [];
   let told!: () => void;
   const recorded = new Promise<void>((r) => told = r);
   const record = w.deps.events.record.bind(w.deps.events);
   w.deps.events.record = async (events) => {
+    all.push(...events);
     const q = events.filter((e) => e.event_type === "query");
     queries.push(...q);
     if (q.length) told();
@@ -68,7 +71,9 @@ async function world(replies: Reply[]) {
   const server = startServer(w.app.fetch);
   return Object.assign(w, {
     a,
+    chat,
     queries,
+    all,
     recorded,
     server,
     async [Symbol.asyncDispose]() {
@@ -202,4 +207,243 @@ Deno.test("POST /widget/v1/{wd}/ask SSE: an answer read to `done` is the widget'
   assert.equal(events.at(-1)!.event, "done");
   await settle();
   assert.equal(w.queries.length, 0);
+});
+
+/** A provider's whole (non-streamed) answer, sent once released. */
+function heldReply(content: string): { reply: Reply; release: () => void } {
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  return {
+    reply: async (req, signal) => {
+      await released;
+      return await chatReply(content)(req, signal);
+    },
+    release,
+  };
+}
+
+/** Asks as JSON and leaves (aborts the fetch) while the provider is still answering; then it answers. */
+async function askJsonAndLeave(
+  w: Awaited<ReturnType<typeof world>>,
+  url: string,
+  init: RequestInit,
+  release: () => void,
+) {
+  const leave = new AbortController();
+  const before = w.chat.requests.length;
+  const asked = fetch(url, { ...init, signal: leave.signal }).catch((err) => err);
+  while (w.chat.requests.length === before) await new Promise((r) => setTimeout(r, 10));
+  leave.abort();
+  assert.equal((await asked as Error).name, "AbortError");
+  await settle();
+  release();
+}
+
+const widgetJson = (w: Awaited<ReturnType<typeof world>>): [string, RequestInit] => [
+  `${w.server.url}/widget/v1/${w.a.widget.id}/ask`,
+  {
+    method: "POST",
+    headers: { origin: ORIGIN, "content-type": "application/json" },
+    body: JSON.stringify({ query: "Why are bus fares rising?", session_id: "sess-1" }),
+  },
+];
+
+Deno.test("POST /widget/v1/{wd}/ask JSON: a reader who leaves before the answer is recorded once by the service, as a stream left is", async () => {
+  const held = heldReply("Bus fares rise by 25 cents.");
+  await using w = await world([held.reply]);
+  await askJsonAndLeave(w, ...widgetJson(w), held.release);
+  await within(w.recorded, 5_000, "the query event of the answer the reader left");
+  await settle();
+  assert.equal(w.queries.length, 1);
+  const q = w.queries[0]!;
+  assert.equal(q.prompt, "Why are bus fares rising?");
+  assert.match(q.response ?? "", /^Bus fares rise by 25 cents\./);
+  assert.doesNotMatch(q.response ?? "", /Sources:/, "the text the widget shows, as it would have sent it");
+  assert.equal(q.widget_id, w.a.widget.id);
+  assert.equal(q.session_id, "sess-1");
+  assert.equal(q.interaction_type, "free_form");
+  assert.match(q.client_key ?? "", /^[0-9a-f]{16}$/);
+  await w.deps.events.stop();
+  const fig = await w.app.request(`/v1/analytics/ask-ai?widget_id=${w.a.widget.id}`, { headers: bearer(w.a.key) });
+  const summary = (await fig.json()).summary;
+  assert.equal(summary.engagement_queries, 1);
+  assert.equal(summary.sessions, 1);
+  const logs = await w.app.request(`/v1/analytics/ask-ai/logs?widget_id=${w.a.widget.id}`, {
+    headers: bearer(w.a.key),
+  });
+  const rows = (await logs.json()).data;
+  assert.equal(rows.length, 1);
+  assert.equal(rows[0].prompt, "Why are bus fares rising?");
+});
+
+Deno.test("POST /widget/v1/{wd}/ask JSON: an answer the reader received is the widget's to record (the service records none)", async () => {
+  await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
+  const res = await fetch(...widgetJson(w));
+  assert.equal(res.status, 200);
+  assert.match((await res.json()).answer, /^Bus fares rise/);
+  await settle();
+  assert.equal(w.queries.length, 0);
+});
+
+Deno.test("A stream its reader left is one query event of one shape on /app/aimodel and on the widget, stamped when asked", async () => {
+  const shapes: Record<string, unknown>[] = [];
+  for (const route of ["aimodel", "widget"] as const) {
+    const held = heldStream();
+    await using w = await world([held.reply]);
+    const asked = w.clock.now().toISOString();
+    const res = await fetch(
+      route === "aimodel"
+        ? `${w.server.url}/app/aimodel/${w.a.model.id}`
+        : `${w.server.url}/widget/v1/${w.a.widget.id}/ask`,
+      {
+        method: "POST",
+        headers: {
+          ...(route === "aimodel" ? bearer(w.a.key) : { origin: ORIGIN }),
+          "content-type": "application/json",
+          accept: "text/event-stream",
+        },
+        body: JSON.stringify({
+          query: "Why are bus fares rising?",
+          session_id: "sess-1",
+          ...(route === "aimodel" ? { widget_id: w.a.widget.id } : {}),
+        }),
+      },
+    );
+    assert.equal(res.status, 200);
+    // The reader reads a while before leaving.
+    const reading = readFirstEventAndLeave(res, held.release);
+    w.clock.advance(40_000);
+    await reading;
+    await within(w.recorded, 5_000, `the ${route} query event of the answer the reader left`);
+    await settle();
+    assert.equal(w.queries.length, 1, route);
+    const { client_key: _networkOfAPublicRoute, ...q } = w.queries[0]!;
+    assert.equal(q.ts, asked, `${route}: the question's time, as every answer's query event`);
+    shapes.push({ ...q, tenant_id: "tn", ai_agent: "am", widget_id: "wd" });
+  }
+  assert.deepEqual(shapes[1], shapes[0]);
+});
+
+/** A provider stream that sends nothing until released, then the whole answer. */
+function slowStartStream(): { reply: Reply; release: () => void } {
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  const reply: Reply = () =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        async start(controller) {
+          await released;
+          controller.enqueue(delta("Bus fares rise by 25 cents."));
+          controller.enqueue(enc.encode("data: [DONE]\n\n"));
+          controller.close();
+        },
+      }),
+      { headers: { "content-type": "text/event-stream" } },
+    );
+  return { reply, release };
+}
+
+Deno.test("POST /widget/v1/{wd}/ask SSE: a reader who leaves before the first piece is recorded once by the service", async () => {
+  const held = slowStartStream();
+  await using w = await world([held.reply]);
+  const [url, init] = widgetJson(w);
+  await askJsonAndLeave(w, url, { ...init, headers: { ...init.headers, accept: "text/event-stream" } }, held.release);
+  await within(w.recorded, 5_000, "the query event of the answer the reader left");
+  await settle();
+  assert.equal(w.queries.length, 1);
+  assert.equal(w.queries[0]!.response, "Bus fares rise by 25 cents.");
+  assert.equal(w.queries[0]!.widget_id, w.a.widget.id);
+});
+
+Deno.test("POST /app/aimodel/{id}: a turn its caller left before the answer is recorded but not kept in its conversation, streamed or not", async () => {
+  const json = heldReply("The parks get more.");
+  const sse = slowStartStream();
+  await using w = await world([chatReply("The council passed the budget."), json.reply, sse.reply, chatReply("Yes.")]);
+  const url = `${w.server.url}/app/aimodel/${w.a.model.id}`;
+  const init = (body: unknown, accept = "application/json"): RequestInit => ({
+    method: "POST",
+    headers: { ...bearer(w.a.key), "content-type": "application/json", accept },
+    body: JSON.stringify(body),
+  });
+  const started = await (await fetch(url, init({ query: "What did the council decide?", conversation: true }))).json();
+  const id = started.conversation_id;
+  await askJsonAndLeave(w, url, init({ query: "And the parks?", conversation_id: id }), json.release);
+  await askJsonAndLeave(
+    w,
+    url,
+    init({ query: "And the buses?", conversation_id: id }, "text/event-stream"),
+    sse.release,
+  );
+  for (let i = 0; i < 100 && w.queries.length < 3; i++) await settle();
+  assert.deepEqual(w.queries.map((q) => q.prompt ?? ""), [
+    "What did the council decide?",
+    "And the parks?",
+    "And the buses?",
+  ], "each question asked is recorded once");
+  const next = await (await fetch(url, init({ query: "Is that so?", conversation_id: id, explain: true }))).json();
+  assert.equal(next.explain.history_turns, 2, "the turns its caller never received are not its history");
+});
+
+Deno.test("POST /widget/v1/{wd}/ask: a sponsored prompt its reader left counts for its campaign and prompt, as the widget's own query does", async () => {
+  const held = heldReply("Lisbon is lovely in spring.");
+  await using w = await world([held.reply]);
+  const r = w.deps.repos;
+  const now = w.clock.now().toISOString();
+  const campaign = await r.campaigns.create({
+    id: newId("cp", w.clock),
+    tenantId: w.a.tenantId,
+    name: "Spring travel",
+    creativeIds: ["cr_1"],
+    createdAt: now,
+  });
+  const prompt = await r.prompts.create({
+    id: newId("pm", w.clock),
+    tenantId: w.a.tenantId,
+    campaignId: campaign.id,
+    text: "Where should I travel this spring?",
+    createdAt: now,
+  });
+  await r.widgets.update({ ...w.a.widget, campaignIds: [campaign.id] });
+  w.clock.advance(10_000); // past the widget cache
+  const [url, init] = widgetJson(w);
+  const body = JSON.stringify({ query: prompt.text, session_id: "sess-1", interaction_type: "sponsored_prompt" });
+  await askJsonAndLeave(w, url, { ...init, body }, held.release);
+  await within(w.recorded, 5_000, "the query event of the answer the reader left");
+  await settle();
+  assert.equal(w.queries.length, 1);
+  const q = w.queries[0]!;
+  assert.equal(q.interaction_type, "sponsored_prompt");
+  assert.deepEqual([q.campaign_id, q.prompt_id, q.prompt_text], [campaign.id, prompt.id, prompt.text]);
+  await w.deps.events.stop();
+  const res = await w.app.request(`/v1/analytics/sponsored-conversations?campaign_id=${campaign.id}`, {
+    headers: bearer(w.a.key),
+  });
+  const sponsored = await res.json();
+  assert.equal(sponsored.summary.queries, 1);
+  assert.deepEqual(sponsored.prompt_breakdown.map((p: { prompt_text: string }) => p.prompt_text), [prompt.text]);
+});
+
+Deno.test("A JSON answer its caller left shows its citations to nobody: no result_impression, on the widget and /app/aimodel", async () => {
+  const cites = "Bus fares rise by 25 cents [1].";
+  for (const route of ["widget", "aimodel"] as const) {
+    const held = heldReply(cites);
+    // The widget's answer also asks the provider for its follow-ups (refused here: extractive ones).
+    const followUps = route === "widget" ? [failReply(400)] : [];
+    await using w = await world([held.reply, ...followUps, chatReply(cites), ...followUps]);
+    const [url, init] = route === "widget" ? widgetJson(w) : [`${w.server.url}/app/aimodel/${w.a.model.id}`, {
+      method: "POST",
+      headers: { ...bearer(w.a.key), "content-type": "application/json" },
+      body: JSON.stringify({ query: "Why are bus fares rising?" }),
+    }];
+    // One answer left before it came back, then the same answer read.
+    await askJsonAndLeave(w, url, init, held.release);
+    for (let i = 0; i < 40 && w.queries.length < 1; i++) await settle();
+    assert.equal(w.queries.length, 1, `${route}: the question left is recorded`);
+    const read = await fetch(url, init);
+    assert.equal(read.status, 200);
+    assert.equal((await read.json()).citations.length, 1, `${route}: the answer cites one article`);
+    await w.deps.events.stop();
+    const impressions = w.all.filter((e) => e.event_type === "result_impression");
+    assert.equal(impressions.length, 1, `${route}: the answer read is one impression, the one left none`);
+  }
 });

@@ -16,9 +16,14 @@ export const OTHER_ORIGIN = "https://evil.example";
 
 /** Builds the world; `env` adds configuration (limits), `fetch` replaces its outbound fetch. Always `await using`. */
 export async function widgetWorld(
-  { env = {}, fetch }: { env?: Record<string, string>; fetch?: typeof globalThis.fetch } = {},
+  { env = {}, fetch, wrapKv }: {
+    env?: Record<string, string>;
+    fetch?: typeof globalThis.fetch;
+    /** Stands in front of the world's KV (as in createTestWorld). */
+    wrapKv?: (kv: Deno.Kv) => Deno.Kv;
+  } = {},
 ) {
-  const w = await createTestWorld({ env, fetch });
+  const w = await createTestWorld({ env, fetch, wrapKv });
   const now = w.clock.now().toISOString();
 
   /** One tenant with two data models, an AI model over both, and a widget. */

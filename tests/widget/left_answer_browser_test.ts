@@ -1,0 +1,82 @@
+/**
+ * A reader in headless Chromium who leaves the page while the widget's answer is still coming is one
+ * question in the analytics, recorded by the service (the widget never got `done`, so it sends no
+ * `query`). A reader who reads to the end is the widget's alone: tests/widget/truth_browser_test.ts.
+ */
+import assert from "node:assert/strict";
+import type { EventInput } from "../../core/events.ts";
+import { type Reply, startChatServer } from "../answer/_chat_server.ts";
+import { openSharedBrowser, widgetWorld } from "./_browser_world.ts";
+
+const W = "ask-ai-widget";
+const inWidget = (sel: string) => `${W} >>> ${sel}`;
+const enc = new TextEncoder();
+const delta = (d: string) => enc.encode(`data: ${JSON.stringify({ choices: [{ delta: { content: d } }] })}\n\n`);
+
+/** A provider stream that sends its first piece, then the rest once released. */
+function heldStream(): { reply: Reply; release: () => void } {
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  const reply: Reply = () =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(delta("The port strike "));
+          await released;
+          controller.enqueue(delta("goes on."));
+          controller.enqueue(enc.encode("data: [DONE]\n\n"));
+          controller.close();
+        },
+      }),
+      { headers: { "content-type": "text/event-stream" } },
+    );
+  return { reply, release };
+}
+
+Deno.test({
+  name: "widget in Chromium: a reader who leaves the page mid-answer is one question, recorded by the service",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const held = heldStream();
+    await using chat = startChatServer([held.reply]);
+    await using world = await widgetWorld({ env: { OPENAI_BASE_URL: chat.baseUrl, OPENAI_API_KEY: "sk-widget" } });
+    const widget = (await world.w.deps.repos.widgets.get(world.widgetId))!;
+    const model = (await world.w.deps.repos.aiModels.get(widget.aiModelId))!;
+    await world.w.deps.repos.aiModels.update({ ...model, provider: { kind: "openai", model: "gpt-test" } });
+    // The query events the service records itself.
+    const served: EventInput[] = [];
+    const record = world.w.deps.events.record.bind(world.w.deps.events);
+    world.w.deps.events.record = async (events) => {
+      served.push(...events.filter((e) => e.event_type === "query"));
+      return await record(events);
+    };
+    await using b = await openSharedBrowser("widget left answer");
+    const page = b.page;
+    const widgetQueries = () => world.events.filter((e) => e.event_type === "query").length;
+
+    await page.goto(world.siteUrl, { waitUntil: "load" });
+    await page.waitForSelector(`${W}[data-state=ready]`);
+    await page.type(inWidget("#ask-q"), "What is happening with the port strike?");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() =>
+      /port strike/.test(
+        document.querySelector("ask-ai-widget")?.shadowRoot?.querySelector(".turn .a")?.textContent ?? "",
+      )
+    );
+    await page.goto("about:blank");
+    held.release();
+    await world.until("the service's query event of the answer left", () => served.length === 1, 5_000);
+    assert.equal(served[0]!.prompt, "What is happening with the port strike?");
+    // As far as the answer went when the service saw the reader go (the provider may have finished it).
+    assert.match(served[0]!.response ?? "", /^The port strike /);
+    assert.equal(served[0]!.session_id !== undefined, true, "in the reader's session");
+
+    assert.equal(widgetQueries(), 0, "the widget never got `done`: it sends no query");
+
+    await world.w.deps.events.flush();
+    const figures = await world.analytics("ask-ai");
+    assert.equal((figures.summary as Record<string, number>).engagement_queries, 1);
+    assert.equal((figures.summary as Record<string, number>).sessions, 1);
+  },
+});
