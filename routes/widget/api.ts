@@ -163,7 +163,8 @@ const askRoute = createRoute({
     "soon as there is text), `citations` (`{citations}`), `related` (`{questions}`: three follow-ups), then `done` " +
     "(`{answer, request_id}`), or `error` (`{message, code}`) if it fails mid-way. Otherwise one JSON body. A short " +
     "follow-up is made standalone from `history`. Counts one answer against the widget's daily cap. The widget " +
-    "records the `query` event itself (POST /v1/events): this route records none.",
+    "records the `query` event of an answer it received (POST /v1/events); this route records the question only " +
+    "when the reader leaves before the whole answer reached them.",
   request: {
     params: wdParam,
     body: { required: true, content: { "application/json": { schema: askSchema } } },
