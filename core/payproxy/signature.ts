@@ -308,7 +308,7 @@ export class SignatureVerifier {
    * @throws {SignatureError} naming the reason.
    */
   async check(input: VerifyInput): Promise<VerifiedRequest> {
-    const { parts, requestId, agentId, t, record } = this.#stillChecked(input) ?? await this.checkHeaders(input);
+    const { parts, requestId, agentId, t, record } = await this.#stillChecked(input) ?? await this.checkHeaders(input);
     const canonical = canonicalString({
       t: parts.t,
       method: input.method,
@@ -339,12 +339,18 @@ export class SignatureVerifier {
     }
     const t = Number(parts.t);
     this.#checkTime(t);
-    const record = await this.#keys.get(parts.kid);
-    if (!record) throw new SignatureError("unknown_kid", `no signing secret configured for kid ${parts.kid}`);
-    if (record.status !== "current" && record.status !== "previous") {
-      throw new SignatureError("retired_kid", `signing secret ${parts.kid} is retired`);
-    }
+    const record = await this.#usableKey(parts.kid);
     return { signature: input.signature!, requestId, agentId, parts, t, record };
+  }
+
+  /** The key `kid` names, while it may verify. @throws {SignatureError} when unknown or retired. */
+  async #usableKey(kid: string): Promise<VerificationKey> {
+    const record = await this.#keys.get(kid);
+    if (!record) throw new SignatureError("unknown_kid", `no signing secret configured for kid ${kid}`);
+    if (record.status !== "current" && record.status !== "previous") {
+      throw new SignatureError("retired_kid", `signing secret ${kid} is retired`);
+    }
+    return record;
   }
 
   /** The timestamp is within the allowed skew of the clock. @throws {SignatureError} when not. */
@@ -356,15 +362,16 @@ export class SignatureVerifier {
   }
 
   /**
-   * The input's earlier header check, when it was made for these very header values; its timestamp
-   * is checked again (the body may have taken a while), its parse and key lookup are not redone.
+   * The input's earlier header check, when it was made for these very header values: its parse is
+   * not redone, but its timestamp and its key are checked again, since the body may have taken a
+   * while (a key retired meanwhile no longer verifies; the lookup is the key store's cache).
    */
-  #stillChecked(input: VerifyInput): CheckedHeaders | null {
+  async #stillChecked(input: VerifyInput): Promise<CheckedHeaders | null> {
     const c = input.checked;
     if (!c || c.signature !== input.signature) return null;
     if (c.requestId !== (input.requestId ?? "") || c.agentId !== (input.agentId ?? "")) return null;
     this.#checkTime(c.t);
-    return c;
+    return { ...c, record: await this.#usableKey(c.parts.kid) };
   }
 
   /** The keyed HMAC of a stored secret (cached). */

@@ -38,7 +38,7 @@ async function setup(peerUrl: string) {
       agentId: agentId ?? null,
     };
   };
-  return { kv, clock, gate, metrics, signed, lookups, [Symbol.dispose]: () => kv.close() };
+  return { kv, clock, gate, metrics, signed, lookups, secrets, key, [Symbol.dispose]: () => kv.close() };
 }
 
 Deno.test("PayproxyGate.admit() names the caller, checks the allowance and settles one query as zc-usage", async () => {
@@ -124,14 +124,14 @@ Deno.test("PayproxyGate.whileConsuming(): a refused mark wins over the steps' ow
   assert.equal(okStep?.code, "invalid_payproxy_signature");
 });
 
-Deno.test("PayproxyGate.admit() of headers checked before the body verifies the MAC without looking the key up again", async () => {
+Deno.test("PayproxyGate.admit() of headers checked before the body reuses their parse and checks the key and timestamp again", async () => {
   await using peer = startAllowancePeer("allow");
   using s = await setup(peer.url);
   const input = s.signed("bot-7");
   const checked = await s.gate.checkHeaders(input);
   assert.equal(s.lookups.n, 1);
   const admission = await s.gate.admit({ ...input, checked }, "payproxy");
-  assert.equal(s.lookups.n, 1, "the key found by the header check is the one the MAC uses");
+  assert.equal(s.lookups.n, 2, "the key is looked up again once the body is in (its status may have changed)");
   assert.equal(await admission.whileConsuming(() => Promise.resolve("ok")), "ok");
   assert.equal(admission.verified.agentId, "bot-7");
   // A check of other header values is not taken for these: they are checked afresh (and fail here).
@@ -150,4 +150,15 @@ Deno.test("PayproxyGate.admit() of headers checked before the body verifies the 
   assert.equal(late?.code, "invalid_payproxy_signature");
   assert.match(String((late.cause as Error).message), /timestamp/);
   assert.deepEqual(s.metrics.requests, { verified: 1, rejected: 2, paymentRequired: 0, served: 0 });
+});
+
+Deno.test("PayproxyGate.admit(): a key retired while the body was read no longer verifies it (checked headers are not a pass)", async () => {
+  await using peer = startAllowancePeer("allow");
+  using s = await setup(peer.url);
+  const input = s.signed("bot-7");
+  const checked = await s.gate.checkHeaders(input);
+  await s.secrets.retire("seller-a", s.key.kid);
+  const refused = await s.gate.admit({ ...input, checked }, "payproxy").then(() => null, (e) => e);
+  assert.equal(refused?.code, "invalid_payproxy_signature");
+  assert.match(String((refused.cause as Error).message), /retired/);
 });
