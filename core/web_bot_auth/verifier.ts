@@ -60,7 +60,12 @@ export class WebBotAuth {
     this.#verifier = lazily(async () => {
       const { Server } = await import("mppx/attestation/web-bot-auth");
       return Server.verifier({
-        keyResolver: ({ signatureAgent, keyId, algorithm }) => directories.resolve(signatureAgent, keyId, algorithm),
+        // mppx calls this before its first await, still inside judgedBy()'s window: a microtask first,
+        // so none of our code (the directory cache, its fetch) runs on the lent clock.
+        keyResolver: async ({ signatureAgent, keyId, algorithm }) => {
+          await undefined;
+          return await directories.resolve(signatureAgent, keyId, algorithm);
+        },
         nonceStore: kvNonceStore(o.kv, o.signatureClockMs),
         maxAge: MAX_SIGNATURE_LIFETIME_S,
       });
@@ -101,7 +106,7 @@ export class WebBotAuth {
  * created`) or one without a lifetime (`expires <= created`) stays refused. Whatever the header says,
  * the instant is never before `nowMs` nor more than the skew after it.
  */
-export function verifierClockMs(headers: Headers, nowMs: number): number {
+function verifierClockMs(headers: Headers, nowMs: number): number {
   const nowS = Math.floor(nowMs / 1000);
   let created = nowS;
   // Every `created` the header names (mppx picks the label tagged web-bot-auth): the latest only
@@ -115,9 +120,9 @@ export function verifierClockMs(headers: Headers, nowMs: number): number {
 /**
  * Runs `verify` with `Date.now()` reading `ms` while it runs synchronously: mppx's verifier takes its
  * `now` before its first await and has no clock option. Nothing else runs in that window, and
- * `Date.now` is itself again before any other code does.
+ * `Date.now` is itself again before any other code does (the key resolver waits a microtask first).
  */
-export function judgedBy<T>(ms: number, verify: () => T): T {
+function judgedBy<T>(ms: number, verify: () => T): T {
   const wallClock = Date.now;
   Date.now = () => ms;
   try {

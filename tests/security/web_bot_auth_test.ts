@@ -240,9 +240,15 @@ Deno.test("WebBotAuth.identify() allows a signer's clock SIGNATURE_CLOCK_SKEW_S 
     // Our clock, injected: the verifier judges by it, not by the wall clock mppx reads.
     const nowMs = Date.now() - 30_000;
     const nowS = Math.floor(nowMs / 1000);
+    // The wall clock as our own code sees it when the directory is fetched.
+    const fetchedAt: number[] = [];
+    const loopback = loopbackFetcher(directory.cert);
+    const fetcher = Object.assign(Object.create(loopback), {
+      fetch: (...args: Parameters<typeof loopback.fetch>) => (fetchedAt.push(Date.now()), loopback.fetch(...args)),
+    });
     const auth = new WebBotAuth({
       kv,
-      fetcher: loopbackFetcher(directory.cert),
+      fetcher,
       log: memoryLogger(),
       signatureClockMs: () => nowMs,
       isOwnAuthority: () => true,
@@ -271,7 +277,9 @@ Deno.test("WebBotAuth.identify() allows a signer's clock SIGNATURE_CLOCK_SKEW_S 
     assert.equal(await status(await signed(nowS - 59)), "verified");
     // Ahead, but its lifetime too long: refused.
     assert.equal(await status(await signed(nowS + 2, 301)), "unverified");
-    // The wall clock is lent for the verification only.
+    // The wall clock is lent to mppx's check only: not to our directory fetch, nor after.
+    assert.equal(fetchedAt.length, 1);
+    assert.ok(Math.abs(fetchedAt[0]! - nowMs - 30_000) < 10_000, "the directory fetch saw the wall clock");
     assert.ok(Math.abs(Date.now() - nowMs - 30_000) < 10_000);
   } finally {
     kv.close();
