@@ -2,6 +2,15 @@ import { type Clock, unixSeconds } from "../clock.ts";
 import { newId } from "../ids.ts";
 import type { Account, Credential, CredentialType } from "./types.ts";
 
+/**
+ * The last whole second (UNIX) a credential may be used in, the unit its tokens end on; undefined when
+ * it does not expire. {@link AccountStore.isLive} and the token lifetimes both end there, so no token
+ * is minted already expired.
+ */
+export function credentialEndS(cred: Pick<Credential, "expiresAt">): number | undefined {
+  return cred.expiresAt ? Math.floor(Date.parse(cred.expiresAt) / 1000) : undefined;
+}
+
 /** Reads and writes humans' accounts and agent credentials. Writes go into caller-built atomic operations. */
 export class AccountStore {
   constructor(private readonly kv: Deno.Kv, private readonly clock: Clock) {}
@@ -56,7 +65,7 @@ export class AccountStore {
    */
   isLive(cred: Credential | null): cred is Credential {
     if (!cred || cred.revokedAt) return false;
-    return !cred.expiresAt || Math.floor(Date.parse(cred.expiresAt) / 1000) > unixSeconds(this.clock);
+    return !cred.expiresAt || credentialEndS(cred)! > unixSeconds(this.clock);
   }
 
   /**

@@ -36,8 +36,9 @@ export const ID_JAG_ALGORITHMS = [
 export const ID_JAG_MAX_LIFETIME_S = 600;
 export const ID_JAG_MAX_AUTH_AGE_S = 30 * 86400;
 /**
- * How far the identity provider's clock may run ahead of ours: `nbf`, `iat` and `auth_time` that far
- * in the future are clock skew, more is a bad assertion. `exp` gets none: an expired ID-JAG is refused.
+ * How far the identity provider's clock may run ahead of ours: `nbf` and `auth_time` that far in the
+ * future are clock skew, more is a bad assertion (`iat` is not checked: jose reads it only with a
+ * `maxTokenAge`, and `exp` bounds the lifetime). `exp` gets none: an expired ID-JAG is refused.
  */
 export const ID_JAG_CLOCK_SKEW_S = 60;
 

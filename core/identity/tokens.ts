@@ -6,6 +6,7 @@ import { identityErrors } from "./errors.ts";
 import { oauthErrors } from "./oauth_errors.ts";
 import { SIGNING_ALG, type SigningKeyStore } from "./keys.ts";
 import type { Credential } from "./types.ts";
+import { credentialEndS } from "./accounts.ts";
 
 /** `typ` of the identity assertion an agent keeps and exchanges at `/oauth2/token`. */
 export const ASSERTION_TYP = "agent-assertion+jwt";
@@ -50,7 +51,7 @@ export class TokenService {
   ): Promise<{ assertion: string; expiresIn: number }> {
     const now = unixSeconds(this.clock);
     let exp = now + this.settings.assertionTtlS;
-    if (cred.expiresAt) exp = Math.min(exp, Math.floor(Date.parse(cred.expiresAt) / 1000));
+    exp = Math.min(exp, credentialEndS(cred) ?? exp);
     const assertion = await this.#sign(
       ASSERTION_TYP,
       {
@@ -109,7 +110,7 @@ export class TokenService {
     // Like its assertion, an unclaimed credential's token never outlives it: a purchase made with
     // it after the credential died would pay for a plan born dead.
     let exp = now + this.settings.accessTokenTtlS;
-    if (cred.expiresAt) exp = Math.min(exp, Math.floor(Date.parse(cred.expiresAt) / 1000));
+    exp = Math.min(exp, credentialEndS(cred) ?? exp);
     const accessToken = await this.#sign(
       ACCESS_TOKEN_TYP,
       {

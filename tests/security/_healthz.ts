@@ -43,12 +43,12 @@ interface Served {
  * call it, `measure` to run work in a fresh window. `await using` it: the prober stops, the server
  * shuts down.
  */
-export async function servedAndProbed(app: Served, intervalMs?: number) {
+export async function servedAndProbed(app: Served) {
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.fetch);
   const base = `http://127.0.0.1:${server.addr.port}`;
   let prober: Awaited<ReturnType<typeof healthzProber>>;
   try {
-    prober = await healthzProber(base, intervalMs);
+    prober = await healthzProber(base);
   } catch (err) {
     await server.shutdown();
     throw err;
