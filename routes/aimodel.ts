@@ -233,8 +233,6 @@ export function createAiModelRoutes(
         : {};
 
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
-      // Checked by the engine only while it answers, before the answer is handed over (Deno aborts
-      // the signal of a request answered, too).
       context.left = callerSignal;
       const result = await answer.answer(model, asked, context);
       if (!callerSignal.aborted) await remember(result.message);

@@ -343,7 +343,6 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
     const answer = await deps.answer.answer(model, query, {
       caller: c.get("caller"),
       requestId: c.env.requestId,
-      // Read by the engine only while it answers (Deno aborts an answered request's signal too).
       left: callerSignal,
     });
     const usage = admission.settle(slug);

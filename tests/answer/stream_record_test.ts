@@ -276,6 +276,21 @@ Deno.test("POST /widget/v1/{wd}/ask JSON: a reader who leaves before the answer 
   assert.equal(rows[0].prompt, "Why are bus fares rising?");
 });
 
+Deno.test("POST /widget/v1/{wd}/ask JSON: a reader who leaves once the answer was made, before its body reached them, is recorded once by the service", async () => {
+  await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
+  const [url, init] = widgetJson(w);
+  const leave = new AbortController();
+  const res = await w.app.request(new URL(url).pathname, { ...init, signal: leave.signal });
+  assert.equal(res.status, 200);
+  // The response is made; the reader leaves before reading its body.
+  leave.abort();
+  await res.body?.cancel();
+  await within(w.recorded, 5_000, "the query event of the answer the reader never received");
+  await settle();
+  assert.equal(w.queries.length, 1);
+  assert.match(w.queries[0]!.response ?? "", /^Bus fares rise by 25 cents\./);
+});
+
 Deno.test("POST /widget/v1/{wd}/ask JSON: an answer the reader received is the widget's to record (the service records none)", async () => {
   await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
   const res = await fetch(...widgetJson(w));
