@@ -401,13 +401,18 @@ export function createWidgetApiRoutes(deps: Deps_) {
     const requestId = c.env.requestId;
     // Follow-ups come from the cited articles first, then the others the question retrieves.
     // The answer engine's choice when it has one (model-written with the OpenAI-compatible provider).
-    const related = (citations: WidgetCitation[]) =>
-      deps.answer.relatedQuestions ? deps.answer.relatedQuestions(model, query, citations) : followUpQuestions(
-        (ids, q, o) => deps.search.retrieve(ids, q, o),
-        model.groundingDataModelIds,
-        query,
-        citations,
-      );
+    // None written (nor paid for) for a reader already gone.
+    const related = async (citations: WidgetCitation[]) =>
+      reader.aborted
+        ? []
+        : deps.answer.relatedQuestions
+        ? await deps.answer.relatedQuestions(model, query, citations)
+        : await followUpQuestions(
+          (ids, q, o) => deps.search.retrieve(ids, q, o),
+          model.groundingDataModelIds,
+          query,
+          citations,
+        );
 
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
       // A reader who leaves before the whole answer reached them (a closed page, an aborted fetch,
