@@ -7,12 +7,7 @@
  * arguments before the search runs (and before an agent's call is priced), so every result still has
  * its text, cut shorter, and an agent pays for no text it does not receive.
  */
-import {
-  DEFAULT_HIGHLIGHT_CHARACTERS,
-  DEFAULT_NUM_RESULTS,
-  DEFAULT_TOP_K,
-  MAX_TEXT_CHARACTERS,
-} from "../../core/search/mod.ts";
+import { highlightOptionsOf, pageLength, textOptionOf } from "../../core/search/mod.ts";
 import { AppError } from "../../core/errors.ts";
 import type { SearchArgs } from "./access.ts";
 
@@ -44,7 +39,8 @@ export class SearchBudget {
    * @throws {AppError} 422 when a batch's earlier calls left too few results or no text for this one
    */
   take(args: SearchArgs, readsWhole: boolean): BudgetedSearch {
-    const results = pageSize(args);
+    // A page past the ranking holds none, yet still draws a result's share.
+    const results = Math.max(1, pageLength(args));
     if (results > this.#results) {
       throw new AppError(
         "unprocessable",
@@ -53,8 +49,8 @@ export class SearchBudget {
           `returns at most ${n(MCP_RESULTS_BUDGET)}); ask fewer, or call again in a request of its own`,
       );
     }
-    const textAsked = args.contents?.text ? args.contents.max_characters ?? MAX_TEXT_CHARACTERS : 0;
-    const highlightsAsked = args.highlights ? args.highlights.max_characters ?? DEFAULT_HIGHLIGHT_CHARACTERS : 0;
+    const textAsked = textOptionOf(args) ?? 0;
+    const highlightsAsked = highlightOptionsOf(args)?.maxCharacters ?? 0;
     const share = Math.floor(this.#text / results);
     if (textAsked + highlightsAsked > 0 && share < (textAsked && highlightsAsked ? 2 : 1)) {
       throw new AppError(
@@ -91,12 +87,4 @@ export class SearchBudget {
         `For more text per article, ask fewer results per call (num_results) and page on with page${more}.`,
     };
   }
-}
-
-/** How many results the page of a search can hold. */
-function pageSize(args: SearchArgs): number {
-  const perPage = args.num_results ?? DEFAULT_NUM_RESULTS;
-  const topK = args.similarity_top_k ?? DEFAULT_TOP_K;
-  const left = topK - ((args.page ?? 1) - 1) * perPage;
-  return Math.max(1, Math.min(perPage, left));
 }
