@@ -55,8 +55,11 @@ async function runTool(access: McpAccess, name: string, args: unknown, payment: 
   switch (tool.name) {
     case "search_articles": {
       // A POST's answer is one JSON-RPC message: its results and article text are bounded (text_budget.ts).
-      const { args: budgeted, notice } = budget.take(parseArguments<SearchArgs>(tool, args), access.kind === "tenant");
-      const out = await access.searchArticles(budgeted, payment);
+      const { out, notice } = await budget.run(
+        parseArguments<SearchArgs>(tool, args),
+        access.kind === "tenant",
+        (budgeted) => access.searchArticles(budgeted, payment),
+      );
       const rendered = renderSearch(out);
       return notice
         ? toolResult({ ...out, notice }, `${rendered}\n\n${notice}`)

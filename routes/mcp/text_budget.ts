@@ -31,6 +31,40 @@ const n = (x: number) => x.toLocaleString("en-US");
 export class SearchBudget {
   #text = MCP_TEXT_BUDGET;
   #results = MCP_RESULTS_BUDGET;
+  /** The batch's searches running on their share. */
+  readonly #running = new Set<Promise<unknown>>();
+
+  /**
+   * Runs one search on its share of the budget ({@link take}), given back when it fails. A batch's
+   * calls run together: one that would be cut first waits for those running, as one that fails
+   * leaves its share to the others.
+   * @throws {AppError} as {@link take}, and whatever `search` throws
+   */
+  async run<T>(
+    args: SearchArgs,
+    readsWhole: boolean,
+    search: (args: SearchArgs) => Promise<T>,
+  ): Promise<{ out: T; notice?: string }> {
+    while (this.#running.size > 0 && !this.#fitsWhole(args)) await Promise.allSettled(this.#running);
+    const taken = this.take(args, readsWhole);
+    const running = search(taken.args);
+    this.#running.add(running);
+    try {
+      return { out: await running, ...(taken.notice ? { notice: taken.notice } : {}) };
+    } catch (err) {
+      this.giveBack(taken);
+      throw err;
+    } finally {
+      this.#running.delete(running);
+    }
+  }
+
+  /** Whether what is left serves `args` as asked. */
+  #fitsWhole(args: SearchArgs): boolean {
+    const results = resultsOf(args);
+    return results <= this.#results &&
+      results * ((textOptionOf(args) ?? 0) + highlightsOf(args)) <= this.#text;
+  }
 
   /**
    * Search arguments within what is left: each of the page's results gets an equal share of the
@@ -39,8 +73,7 @@ export class SearchBudget {
    * @throws {AppError} 422 when a batch's earlier calls left too few results or no text for this one
    */
   take(args: SearchArgs, readsWhole: boolean): BudgetedSearch {
-    // A page past the ranking holds none, yet still draws a result's share.
-    const results = Math.max(1, pageLength(args));
+    const results = resultsOf(args);
     if (results > this.#results) {
       throw new AppError(
         "unprocessable",
@@ -50,7 +83,7 @@ export class SearchBudget {
       );
     }
     const textAsked = textOptionOf(args) ?? 0;
-    const highlightsAsked = highlightOptionsOf(args)?.maxCharacters ?? 0;
+    const highlightsAsked = highlightsOf(args);
     const share = Math.floor(this.#text / results);
     if (textAsked + highlightsAsked > 0 && share < (textAsked && highlightsAsked ? 2 : 1)) {
       throw new AppError(
@@ -87,4 +120,16 @@ export class SearchBudget {
         `For more text per article, ask fewer results per call (num_results) and page on with page${more}.`,
     };
   }
+
+  /** Gives back what {@link take} drew for a search that then failed: its caller got none of it. */
+  giveBack(taken: BudgetedSearch): void {
+    const results = resultsOf(taken.args);
+    this.#results += results;
+    this.#text += results * ((textOptionOf(taken.args) ?? 0) + highlightsOf(taken.args));
+  }
 }
+
+/** The results a search draws: as many as its page can hold (one past the ranking, which holds none). */
+const resultsOf = (args: SearchArgs) => Math.max(1, pageLength(args));
+/** The highlight characters per result a search asks. */
+const highlightsOf = (args: SearchArgs) => highlightOptionsOf(args)?.maxCharacters ?? 0;
