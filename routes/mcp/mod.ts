@@ -28,6 +28,7 @@ import { API_VERSION } from "../version.ts";
 import {
   AgentAccess,
   type CallPayment,
+  type GetArticleArgs,
   JsonRpcError,
   type McpAccess,
   type SearchArgs,
@@ -66,8 +67,14 @@ async function runTool(access: McpAccess, name: string, args: unknown, payment: 
         : toolResult(out as unknown as Record<string, unknown>, rendered);
     }
     case "get_article": {
-      const out = await access.getArticle(parseArguments(tool, args), payment);
-      return toolResult({ ...out }, renderArticle(out));
+      // Its text draws on the same budget as the searches of its POST.
+      const { out, notice } = await budget.article(
+        parseArguments<GetArticleArgs>(tool, args),
+        (budgeted) => access.getArticle(budgeted, payment),
+      );
+      return notice
+        ? toolResult({ ...out, notice }, `${renderArticle(out)}\n\n${notice}`)
+        : toolResult({ ...out }, renderArticle(out));
     }
     case "ask": {
       const answer = await access.ask(parseArguments(tool, args), payment);

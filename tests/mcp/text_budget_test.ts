@@ -215,3 +215,24 @@ Deno.test("MCP batch: a search_articles call that fails gives its share of the b
   assert.equal(answers[1]!.result.isError, undefined, answers[1]!.result.content[0]!.text);
   assert.ok(answers[1]!.result.structuredContent.response.results.length > 0);
 });
+
+Deno.test("MCP batch: get_article texts draw on the request's budget, cut to what is left, then refused", async () => {
+  await using w = await mcpWorld();
+  const dm = (await w.deps.repos.dataModels.get(w.ids.dataModelId))!;
+  const url = "https://alpha.example/t/long";
+  await w.deps.search.ingest(dm, [{ url, title: "Harbour long report", body: body(0) }]);
+  const read = { name: "get_article", arguments: { data_model_id: dm.id, url, max_characters: 18_000 } };
+  // Seven reads of 18,000 characters: five whole (90,000), one cut to the 10,000 left, one refused.
+  const answers = await batchOf(w, Array.from({ length: 7 }, () => read));
+  const texts = answers.filter((a) => !a.result.isError).map((a) =>
+    (a.result.structuredContent as unknown as { text: string }).text
+  );
+  assert.equal(texts.length, 6, "one read refused");
+  assert.ok(texts.reduce((n, t) => n + t.length, 0) <= MCP_TEXT_BUDGET);
+  assert.equal(texts.filter((t) => t.length > 10_000).length, 5, "five read whole");
+  const refused = answers.find((a) => a.result.isError)!;
+  assert.match(refused.result.content[0]!.text, /article text are spent/);
+  const cut = answers.filter((a) => (a.result.structuredContent as { notice?: string })?.notice);
+  assert.equal(cut.length, 1);
+  assert.match(cut[0]!.result.content[0]!.text, /Cut to fit: text at most 10,000 characters/);
+});
