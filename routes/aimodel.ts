@@ -217,11 +217,14 @@ export function createAiModelRoutes(
       conversations.remember(c.get("tenantId"), model.id, turn, query, message).catch((err) =>
         deps.log.warn("conversation turn not kept", { error: describeError(err) })
       );
-    // Follow-ups of a text answer, when asked (`related_questions: true`).
+    // Follow-ups of a text answer, when asked (`related_questions: true`): none written (nor paid
+    // for) for a caller already gone.
     const related = async (citations: Citation[] | void) =>
       body.related_questions === true && citations
         ? {
-          related_questions: answer.relatedQuestions
+          related_questions: callerSignal.aborted
+            ? []
+            : answer.relatedQuestions
             ? await answer.relatedQuestions(model, asked, citations)
             : await followUpQuestions(
               (ids, q, o) => deps.search.retrieve(ids, q, o),
@@ -233,8 +236,6 @@ export function createAiModelRoutes(
         : {};
 
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
-      // Checked by the engine only while it answers, before the answer is handed over (Deno aborts
-      // the signal of a request answered, too).
       context.left = callerSignal;
       const result = await answer.answer(model, asked, context);
       if (!callerSignal.aborted) await remember(result.message);

@@ -343,13 +343,17 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
     const answer = await deps.answer.answer(model, query, {
       caller: c.get("caller"),
       requestId: c.env.requestId,
-      // Read by the engine only while it answers (Deno aborts an answered request's signal too).
       left: callerSignal,
     });
     const usage = admission.settle(slug);
-    // Structured models emit their payload itself, not the {message} envelope (spec 2.3).
+    // Structured models emit their payload itself, not the {message} envelope (spec 2.3). No
+    // follow-ups written (nor paid for) for a caller already gone.
     const related = wantsRelated && answer.kind === "text" && deps.answer.relatedQuestions
-      ? { related_questions: await deps.answer.relatedQuestions(model, query, answer.citations) }
+      ? {
+        related_questions: callerSignal.aborted
+          ? []
+          : await deps.answer.relatedQuestions(model, query, answer.citations),
+      }
       : {};
     const body = answer.kind === "structured"
       ? answer.payload

@@ -2,9 +2,7 @@
  * A request rebuilt over another body (the server's idle-timed stream, the body reader's bytes) whose
  * `signal` is still the incoming one's: a route that must know whether its client left before it
  * answered (the widget's non-streamed answer) reads it there. Read only when asked: touching the
- * incoming signal costs a request an AbortSignal (and Deno's warning about its legacy
- * abort-on-success), which most requests never need. Read it before answering: once an answer was
- * sent, Deno aborts it too.
+ * incoming signal costs a request an AbortSignal, which most requests never need.
  */
 class RebuiltRequest extends Request {
   readonly #incoming: Request;

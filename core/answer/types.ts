@@ -38,9 +38,8 @@ export interface AnswerContext {
    * Aborted by the route when its caller left before the whole answer reached them (a closed page,
    * an aborted fetch; streamed or not, before or after the engine finished it). An answer made for a
    * caller already gone is recorded as far as it went and shows its citations to nobody (no
-   * impressions). With `recordedBy: "service"` a request's own signal will do (the engine reads it
-   * only while answering; Deno aborts it once the answer was sent, too); with `client` it must abort
-   * only for a caller who left.
+   * impressions). A request's own signal will do: it aborts only when its client left before the
+   * whole response reached it (deno.json's `no-legacy-abort`).
    */
   left?: AbortSignal;
   /**

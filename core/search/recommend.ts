@@ -34,15 +34,25 @@ import { queryRep } from "./query.ts";
 import type { IndexRegistry } from "./registry.ts";
 
 /** Spec 8: results ranked and results per page when a request does not say. */
-export const DEFAULT_TOP_K = 9;
+const DEFAULT_TOP_K = 9;
 const DEFAULT_PAGE = 1;
-export const DEFAULT_NUM_RESULTS = 10;
+const DEFAULT_NUM_RESULTS = 10;
 const TREND_CACHE_S = 300;
 
 // Bodies recently read for highlights and full text, by data model and article id: popular
 // articles are read again and again. Bounded by count and by size (UTF-16 bytes).
 const BODY_CACHE_ENTRIES = 4096;
 const BODY_CACHE_BYTES = 32 * 1024 * 1024;
+
+/**
+ * The most results the page a request asks can hold: `num_results`, fewer on the last page of its
+ * `similarity_top_k` ranked, none past it.
+ */
+export function pageLength(request: Pick<SearchRequest, "similarity_top_k" | "num_results" | "page">): number {
+  const perPage = request.num_results ?? DEFAULT_NUM_RESULTS;
+  const start = ((request.page ?? DEFAULT_PAGE) - 1) * perPage;
+  return Math.max(0, Math.min(perPage, (request.similarity_top_k ?? DEFAULT_TOP_K) - start));
+}
 
 /** A page of results served: who asked, in which data model, which articles at which positions. */
 export interface ServedResults {
@@ -213,7 +223,7 @@ export class Recommender {
     }
 
     const start = (page - 1) * perPage;
-    const pageItems = ranked.slice(start, start + perPage);
+    const pageItems = ranked.slice(start, start + pageLength(request));
     const explained = request.explain
       ? explainSlots(index, pageItems.map((r) => r.slot), { query: rep, cos, nowUnix, trends, refPlaced })
       : undefined;

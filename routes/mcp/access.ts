@@ -184,9 +184,12 @@ export class TenantAccess implements McpAccess {
         this.deps.log.warn("conversation turn not kept", { request_id: this.requestId, error: describeError(err) })
       );
     }
+    // No follow-ups written (nor paid for) for a caller already gone.
     const related = args.related_questions && answer.kind === "text"
       ? {
-        related_questions: this.deps.answer.relatedQuestions
+        related_questions: this.callerLeft?.aborted
+          ? []
+          : this.deps.answer.relatedQuestions
           ? await this.deps.answer.relatedQuestions(model, turn.query, answer.citations)
           : await followUpQuestions(
             (ids, q, o) => this.deps.search.retrieve(ids, q, o),

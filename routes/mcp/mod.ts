@@ -28,6 +28,7 @@ import { API_VERSION } from "../version.ts";
 import {
   AgentAccess,
   type CallPayment,
+  type GetArticleArgs,
   JsonRpcError,
   type McpAccess,
   type SearchArgs,
@@ -55,16 +56,25 @@ async function runTool(access: McpAccess, name: string, args: unknown, payment: 
   switch (tool.name) {
     case "search_articles": {
       // A POST's answer is one JSON-RPC message: its results and article text are bounded (text_budget.ts).
-      const { args: budgeted, notice } = budget.take(parseArguments<SearchArgs>(tool, args), access.kind === "tenant");
-      const out = await access.searchArticles(budgeted, payment);
+      const { out, notice } = await budget.run(
+        parseArguments<SearchArgs>(tool, args),
+        access.kind === "tenant",
+        (budgeted) => access.searchArticles(budgeted, payment),
+      );
       const rendered = renderSearch(out);
       return notice
         ? toolResult({ ...out, notice }, `${rendered}\n\n${notice}`)
         : toolResult(out as unknown as Record<string, unknown>, rendered);
     }
     case "get_article": {
-      const out = await access.getArticle(parseArguments(tool, args), payment);
-      return toolResult({ ...out }, renderArticle(out));
+      // Its text draws on the same budget as the searches of its POST.
+      const { out, notice } = await budget.article(
+        parseArguments<GetArticleArgs>(tool, args),
+        (budgeted) => access.getArticle(budgeted, payment),
+      );
+      return notice
+        ? toolResult({ ...out, notice }, `${renderArticle(out)}\n\n${notice}`)
+        : toolResult({ ...out }, renderArticle(out));
     }
     case "ask": {
       const answer = await access.ask(parseArguments(tool, args), payment);

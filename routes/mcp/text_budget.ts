@@ -1,5 +1,5 @@
 /**
- * What the `search_articles` calls of one `POST /mcp` may return. A tool result is read by a model
+ * What the `search_articles` and `get_article` calls of one `POST /mcp` may return. A tool result is read by a model
  * (clients cut what they show at some tens of thousands of tokens), and the MCP SDK sends a POST's
  * answer as one JSON-RPC message, or one array for a batch, made by one `JSON.stringify`: 1,000 full
  * texts, each twice (`structuredContent` and the text rendering), were 42 MB and held the event loop
@@ -7,14 +7,9 @@
  * arguments before the search runs (and before an agent's call is priced), so every result still has
  * its text, cut shorter, and an agent pays for no text it does not receive.
  */
-import {
-  DEFAULT_HIGHLIGHT_CHARACTERS,
-  DEFAULT_NUM_RESULTS,
-  DEFAULT_TOP_K,
-  MAX_TEXT_CHARACTERS,
-} from "../../core/search/mod.ts";
+import { highlightOptionsOf, MAX_TEXT_CHARACTERS, pageLength, textOptionOf } from "../../core/search/mod.ts";
 import { AppError } from "../../core/errors.ts";
-import type { SearchArgs } from "./access.ts";
+import type { GetArticleArgs, SearchArgs } from "./access.ts";
 
 /** Most characters of article text (full texts and highlights together) one `POST /mcp` returns. */
 export const MCP_TEXT_BUDGET = 100_000;
@@ -30,12 +25,85 @@ export interface BudgetedSearch {
 const n = (x: number) => x.toLocaleString("en-US");
 
 /**
- * The budget of one `POST /mcp`, drawn by its `search_articles` calls in the order they start (a
- * batch shares it; a single call has it whole).
+ * The budget of one `POST /mcp`, drawn by its `search_articles` and `get_article` calls in the order
+ * they start (a batch shares it; a single call has it whole).
  */
 export class SearchBudget {
   #text = MCP_TEXT_BUDGET;
   #results = MCP_RESULTS_BUDGET;
+  /** The batch's searches running on their share. */
+  readonly #running = new Set<Promise<unknown>>();
+
+  /**
+   * Runs one search on its share of the budget ({@link take}), given back when it fails. A batch's
+   * calls run together: one that would be cut first waits for those running, as one that fails
+   * leaves its share to the others.
+   * @throws {AppError} as {@link take}, and whatever `search` throws
+   */
+  run<T>(
+    args: SearchArgs,
+    readsWhole: boolean,
+    search: (args: SearchArgs) => Promise<T>,
+  ): Promise<{ out: T; notice?: string }> {
+    return this.#drawn(() => this.#fitsWhole(args), () => {
+      const taken = this.take(args, readsWhole);
+      return { taken, giveBack: () => this.giveBack(taken) };
+    }, search);
+  }
+
+  /**
+   * Reads one article (`get_article`) on the same budget: its text is cut to what the request's
+   * earlier calls left, given back when the read fails.
+   * @throws {AppError} 422 when the request's earlier calls left no text, and whatever `read` throws
+   */
+  article<T>(args: GetArticleArgs, read: (args: GetArticleArgs) => Promise<T>): Promise<{ out: T; notice?: string }> {
+    const asked = args.max_characters ?? MAX_TEXT_CHARACTERS;
+    return this.#drawn(() => asked <= this.#text, () => {
+      if (this.#text < 1) throw spent();
+      const granted = Math.min(asked, this.#text);
+      this.#text -= granted;
+      const taken: { args: GetArticleArgs; notice?: string } = granted < asked
+        ? {
+          args: { ...args, max_characters: granted },
+          notice: `Cut to fit: text at most ${n(granted)} characters (a request to /mcp carries at most ` +
+            `${n(MCP_TEXT_BUDGET)} characters of article text, shared by its calls); call again in a request ` +
+            "of its own for more.",
+        }
+        : { args };
+      return { taken, giveBack: () => void (this.#text += granted) };
+    }, read);
+  }
+
+  /**
+   * Runs `call` on what `take` draws, given back when the call fails. A batch's calls run together:
+   * one that would be cut (`fits` false) first waits for those running, as one that fails leaves
+   * its share to the others.
+   */
+  async #drawn<A, T>(
+    fits: () => boolean,
+    take: () => { taken: { args: A; notice?: string }; giveBack: () => void },
+    call: (args: A) => Promise<T>,
+  ): Promise<{ out: T; notice?: string }> {
+    while (this.#running.size > 0 && !fits()) await Promise.allSettled(this.#running);
+    const { taken, giveBack } = take();
+    const running = call(taken.args);
+    this.#running.add(running);
+    try {
+      return { out: await running, ...(taken.notice ? { notice: taken.notice } : {}) };
+    } catch (err) {
+      giveBack();
+      throw err;
+    } finally {
+      this.#running.delete(running);
+    }
+  }
+
+  /** Whether what is left serves `args` as asked. */
+  #fitsWhole(args: SearchArgs): boolean {
+    const results = resultsOf(args);
+    return results <= this.#results &&
+      results * ((textOptionOf(args) ?? 0) + highlightsOf(args)) <= this.#text;
+  }
 
   /**
    * Search arguments within what is left: each of the page's results gets an equal share of the
@@ -44,7 +112,7 @@ export class SearchBudget {
    * @throws {AppError} 422 when a batch's earlier calls left too few results or no text for this one
    */
   take(args: SearchArgs, readsWhole: boolean): BudgetedSearch {
-    const results = pageSize(args);
+    const results = resultsOf(args);
     if (results > this.#results) {
       throw new AppError(
         "unprocessable",
@@ -53,17 +121,10 @@ export class SearchBudget {
           `returns at most ${n(MCP_RESULTS_BUDGET)}); ask fewer, or call again in a request of its own`,
       );
     }
-    const textAsked = args.contents?.text ? args.contents.max_characters ?? MAX_TEXT_CHARACTERS : 0;
-    const highlightsAsked = args.highlights ? args.highlights.max_characters ?? DEFAULT_HIGHLIGHT_CHARACTERS : 0;
+    const textAsked = textOptionOf(args) ?? 0;
+    const highlightsAsked = highlightsOf(args);
     const share = Math.floor(this.#text / results);
-    if (textAsked + highlightsAsked > 0 && share < (textAsked && highlightsAsked ? 2 : 1)) {
-      throw new AppError(
-        "unprocessable",
-        "invalid_request",
-        `contents: this request's ${n(MCP_TEXT_BUDGET)} characters of article text are spent by its earlier ` +
-          "calls; call again in a request of its own",
-      );
-    }
+    if (textAsked + highlightsAsked > 0 && share < (textAsked && highlightsAsked ? 2 : 1)) throw spent();
     this.#results -= results;
     if (textAsked + highlightsAsked <= share) {
       this.#text -= results * (textAsked + highlightsAsked);
@@ -91,12 +152,25 @@ export class SearchBudget {
         `For more text per article, ask fewer results per call (num_results) and page on with page${more}.`,
     };
   }
+
+  /** Gives back what {@link take} drew for a search that then failed: its caller got none of it. */
+  giveBack(taken: BudgetedSearch): void {
+    const results = resultsOf(taken.args);
+    this.#results += results;
+    this.#text += results * ((textOptionOf(taken.args) ?? 0) + highlightsOf(taken.args));
+  }
 }
 
-/** How many results the page of a search can hold. */
-function pageSize(args: SearchArgs): number {
-  const perPage = args.num_results ?? DEFAULT_NUM_RESULTS;
-  const topK = args.similarity_top_k ?? DEFAULT_TOP_K;
-  const left = topK - ((args.page ?? 1) - 1) * perPage;
-  return Math.max(1, Math.min(perPage, left));
-}
+/** The results a search draws: as many as its page can hold (one past the ranking, which holds none). */
+const resultsOf = (args: SearchArgs) => Math.max(1, pageLength(args));
+/** The highlight characters per result a search asks. */
+const highlightsOf = (args: SearchArgs) => highlightOptionsOf(args)?.maxCharacters ?? 0;
+
+/** No article text left for a call of this request. */
+const spent = () =>
+  new AppError(
+    "unprocessable",
+    "invalid_request",
+    `contents: this request's ${n(MCP_TEXT_BUDGET)} characters of article text are spent by its earlier ` +
+      "calls; call again in a request of its own",
+  );

@@ -142,7 +142,8 @@ export const TOOLS: ToolDefinition[] = [
     name: "get_article",
     title: "Get an article's full text",
     description: "Read one article in full, as clean Markdown (headings, lists and links kept). Give " +
-      "`data_model_id` and the article's `url` from search_articles; `max_characters` caps the text. Only " +
+      "`data_model_id` and the article's `url` from search_articles; `max_characters` caps the text (within the " +
+      `${MCP_TEXT_BUDGET.toLocaleString("en-US")} characters of article text a request or batch carries). Only ` +
       "where the publisher licenses full text (your own data models always). Cite the link when you use it.",
     schema: getArticleInput,
     annotations: readOnly("Get an article's full text", true),

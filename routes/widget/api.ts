@@ -381,9 +381,6 @@ export function createWidgetApiRoutes(deps: Deps_) {
     const chip = input.interaction_type === "suggested_prompt" || input.interaction_type === "sponsored_prompt"
       ? chipOf((await configOf(widget)).config, input.interaction_type, input.query)
       : undefined;
-    // Aborted when the reader leaves before the whole answer reached them: the service then records
-    // the question, as the widget would have (AnswerContext.recordedBy).
-    const left = new AbortController();
     const context: AnswerContext = {
       tenantId: widget.tenantId,
       requestId: c.env.requestId,
@@ -396,7 +393,6 @@ export function createWidgetApiRoutes(deps: Deps_) {
       ...(input.page_url ? { referringUrl: input.page_url } : {}),
       // The widget sends the `query` event of an answer it received, with the chip it showed.
       recordedBy: "client",
-      left: left.signal,
       prompt: input.query,
       ...(sender ? { clientKey: sender } : {}),
       shownText: (message) => splitAnswer(message).text,
@@ -405,35 +401,38 @@ export function createWidgetApiRoutes(deps: Deps_) {
     const requestId = c.env.requestId;
     // Follow-ups come from the cited articles first, then the others the question retrieves.
     // The answer engine's choice when it has one (model-written with the OpenAI-compatible provider).
-    const related = (citations: WidgetCitation[]) =>
-      deps.answer.relatedQuestions ? deps.answer.relatedQuestions(model, query, citations) : followUpQuestions(
-        (ids, q, o) => deps.search.retrieve(ids, q, o),
-        model.groundingDataModelIds,
-        query,
-        citations,
-      );
+    // None written (nor paid for) for a reader already gone.
+    const related = async (citations: WidgetCitation[]) =>
+      reader.aborted
+        ? []
+        : deps.answer.relatedQuestions
+        ? await deps.answer.relatedQuestions(model, query, citations)
+        : await followUpQuestions(
+          (ids, q, o) => deps.search.retrieve(ids, q, o),
+          model.groundingDataModelIds,
+          query,
+          citations,
+        );
 
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
-      // A reader who closes the page or aborts the fetch while the answer is made never gets it. Told
-      // only until the answer is handed over: Deno aborts the signal of a request answered, too.
-      const leave = () => left.abort();
-      if (reader.aborted) leave();
-      reader.addEventListener("abort", leave, { once: true });
-      try {
-        const result = await deps.answer.answer(model, query, context);
-        const { text, sources } = splitAnswer(result.message);
-        const citations = result.kind === "text" ? widgetCitations(result.citations, sources) : [];
-        const body = {
-          answer: result.kind === "text" ? text : result.message,
-          citations,
-          related_questions: await related(citations),
-          request_id: requestId,
-        };
-        return c.json(body, 200);
-      } finally {
-        reader.removeEventListener("abort", leave);
-      }
+      // A reader who leaves before the whole answer reached them (a closed page, an aborted fetch,
+      // while the answer is made or its body written): the service records the question, as the
+      // widget would have (AnswerContext.recordedBy).
+      context.left = reader;
+      const result = await deps.answer.answer(model, query, context);
+      const { text, sources } = splitAnswer(result.message);
+      const citations = result.kind === "text" ? widgetCitations(result.citations, sources) : [];
+      const body = {
+        answer: result.kind === "text" ? text : result.message,
+        citations,
+        related_questions: await related(citations),
+        request_id: requestId,
+      };
+      return c.json(body, 200);
     }
+    // Aborted when the reader leaves before `done` reached them (streamAnswer's `delivered`).
+    const left = new AbortController();
+    context.left = left.signal;
     return await streamAnswer(c, deps, {
       reader,
       source: deps.answer.stream ? deps.answer.stream(model, query, context) : (async function* () {

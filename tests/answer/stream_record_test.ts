@@ -276,6 +276,21 @@ Deno.test("POST /widget/v1/{wd}/ask JSON: a reader who leaves before the answer 
   assert.equal(rows[0].prompt, "Why are bus fares rising?");
 });
 
+Deno.test("POST /widget/v1/{wd}/ask JSON: a reader who leaves once the answer was made, before its body reached them, is recorded once by the service", async () => {
+  await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
+  const [url, init] = widgetJson(w);
+  const leave = new AbortController();
+  const res = await w.app.request(new URL(url).pathname, { ...init, signal: leave.signal });
+  assert.equal(res.status, 200);
+  // The response is made; the reader leaves before reading its body.
+  leave.abort();
+  await res.body?.cancel();
+  await within(w.recorded, 5_000, "the query event of the answer the reader never received");
+  await settle();
+  assert.equal(w.queries.length, 1);
+  assert.match(w.queries[0]!.response ?? "", /^Bus fares rise by 25 cents\./);
+});
+
 Deno.test("POST /widget/v1/{wd}/ask JSON: an answer the reader received is the widget's to record (the service records none)", async () => {
   await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
   const res = await fetch(...widgetJson(w));
@@ -427,9 +442,10 @@ Deno.test("A JSON answer its caller left shows its citations to nobody: no resul
   const cites = "Bus fares rise by 25 cents [1].";
   for (const route of ["widget", "aimodel"] as const) {
     const held = heldReply(cites);
-    // The widget's answer also asks the provider for its follow-ups (refused here: extractive ones).
+    // The widget's answer read also asks the provider for its follow-ups (refused here: extractive
+    // ones); the one left asks none.
     const followUps = route === "widget" ? [failReply(400)] : [];
-    await using w = await world([held.reply, ...followUps, chatReply(cites), ...followUps]);
+    await using w = await world([held.reply, chatReply(cites), ...followUps]);
     const [url, init] = route === "widget" ? widgetJson(w) : [`${w.server.url}/app/aimodel/${w.a.model.id}`, {
       method: "POST",
       headers: { ...bearer(w.a.key), "content-type": "application/json" },
@@ -445,5 +461,23 @@ Deno.test("A JSON answer its caller left shows its citations to nobody: no resul
     await w.deps.events.stop();
     const impressions = w.all.filter((e) => e.event_type === "result_impression");
     assert.equal(impressions.length, 1, `${route}: the answer read is one impression, the one left none`);
+  }
+});
+
+Deno.test("A JSON answer its caller left gets no follow-up questions written: no related-questions call to the provider, on the widget and /app/aimodel", async () => {
+  const cites = "Bus fares rise by 25 cents [1].";
+  for (const route of ["widget", "aimodel"] as const) {
+    const held = heldReply(cites);
+    await using w = await world([held.reply, chatReply("1. Who sets the fares?")]);
+    const [url, init] = route === "widget" ? widgetJson(w) : [`${w.server.url}/app/aimodel/${w.a.model.id}`, {
+      method: "POST",
+      headers: { ...bearer(w.a.key), "content-type": "application/json" },
+      body: JSON.stringify({ query: "Why are bus fares rising?", related_questions: true }),
+    }];
+    await askJsonAndLeave(w, url, init, held.release);
+    for (let i = 0; i < 40 && w.queries.length < 1; i++) await settle();
+    assert.equal(w.queries.length, 1, `${route}: the question left is recorded`);
+    await settle();
+    assert.equal(w.chat.requests.length, 1, `${route}: the answer only, no follow-ups for a caller gone`);
   }
 });

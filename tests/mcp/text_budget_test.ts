@@ -182,3 +182,57 @@ Deno.test("SearchBudget.take() cuts before the search, names get_article only to
   assert.throws(() => batch.take({ ...args, num_results: 100, similarity_top_k: 100 }, true), /92 search results left/);
   assert.equal(MCP_RESULTS_BUDGET, 1000);
 });
+
+/** One `POST /mcp` of these tool calls (ids from 1), its answers in id order. */
+async function batchOf(
+  w: Awaited<ReturnType<typeof mcpWorld>>,
+  calls: { name: string; arguments: Record<string, unknown> }[],
+): Promise<{ id: number; result: SearchResult }[]> {
+  const res = await fetch(`${w.url}/mcp`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${w.apiKey}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-11-25",
+    },
+    body: JSON.stringify(calls.map((params, i) => ({ jsonrpc: "2.0", id: i + 1, method: "tools/call", params }))),
+  });
+  assert.equal(res.status, 200);
+  return ((await res.json()) as { id: number; result: SearchResult }[]).sort((a, b) => a.id - b.id);
+}
+
+Deno.test("MCP batch: a search_articles call that fails gives its share of the budget back to the calls after it", async () => {
+  await using w = await mcpWorld();
+  const all = { query: "council budget", num_results: 1000, similarity_top_k: 1000, contents: { text: true } };
+  const answers = await batchOf(w, [
+    // A data model of no one's: refused after its share was drawn.
+    { name: "search_articles", arguments: { ...all, data_model_id: w.ids.dataModelId.replace(/.$/, "0") } },
+    { name: "search_articles", arguments: { ...all, data_model_id: w.ids.dataModelId } },
+  ]);
+  assert.equal(answers[0]!.result.isError, true);
+  assert.doesNotMatch(answers[0]!.result.content[0]!.text, /search results left/);
+  assert.equal(answers[1]!.result.isError, undefined, answers[1]!.result.content[0]!.text);
+  assert.ok(answers[1]!.result.structuredContent.response.results.length > 0);
+});
+
+Deno.test("MCP batch: get_article texts draw on the request's budget, cut to what is left, then refused", async () => {
+  await using w = await mcpWorld();
+  const dm = (await w.deps.repos.dataModels.get(w.ids.dataModelId))!;
+  const url = "https://alpha.example/t/long";
+  await w.deps.search.ingest(dm, [{ url, title: "Harbour long report", body: body(0) }]);
+  const read = { name: "get_article", arguments: { data_model_id: dm.id, url, max_characters: 18_000 } };
+  // Seven reads of 18,000 characters: five whole (90,000), one cut to the 10,000 left, one refused.
+  const answers = await batchOf(w, Array.from({ length: 7 }, () => read));
+  const texts = answers.filter((a) => !a.result.isError).map((a) =>
+    (a.result.structuredContent as unknown as { text: string }).text
+  );
+  assert.equal(texts.length, 6, "one read refused");
+  assert.ok(texts.reduce((n, t) => n + t.length, 0) <= MCP_TEXT_BUDGET);
+  assert.equal(texts.filter((t) => t.length > 10_000).length, 5, "five read whole");
+  const refused = answers.find((a) => a.result.isError)!;
+  assert.match(refused.result.content[0]!.text, /article text are spent/);
+  const cut = answers.filter((a) => (a.result.structuredContent as { notice?: string })?.notice);
+  assert.equal(cut.length, 1);
+  assert.match(cut[0]!.result.content[0]!.text, /Cut to fit: text at most 10,000 characters/);
+});
