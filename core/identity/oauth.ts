@@ -12,7 +12,7 @@ import type { AuthorizationCodeRecord, AuthorizationRequest, OAuthClient } from 
 export const CODE_TTL_S = 60;
 /**
  * A rotated refresh token presented again this soon is a client's own parallel refresh (the MCP
- * SDK refreshes once per request that met a 401), answered with the same successor; later it is a
+ * SDK refreshes once per request that met a 401), answered with the live head of its rotations; later it is a
  * replay and revokes the family.
  */
 export const REFRESH_REUSE_GRACE_S = 30;

@@ -5,6 +5,8 @@ import { newId } from "../ids.ts";
 import type { OAuthBinding, RefreshFamily, RefreshTokenRecord } from "./types.ts";
 
 const TOKEN_RE = /^rt_[A-Za-z0-9_-]{43}$/;
+/** Rotations a token in its reuse grace may be followed through to the live head of its family. */
+const MAX_GRACE_CHAIN = 4;
 
 /**
  * Rotating refresh tokens (stored by SHA-256). Each use hands out a successor and marks the used
@@ -79,7 +81,7 @@ export class RefreshTokens {
 
   /**
    * Spends a refresh token and returns its successor, atomically (of two concurrent uses one wins;
-   * the other counts as reuse, or, within `reuseGraceS`, gets the same successor).
+   * the other counts as reuse, or, within `reuseGraceS`, gets the live head of its rotations).
    * @param extra lets the caller check more state in the same commit (e.g. the credential) and
    * refuse a family that is not its kind (it gets the family record).
    * @throws AppError 401 `invalid_refresh_token`: unknown, expired, revoked family, or reuse (which revokes the family).
@@ -89,8 +91,9 @@ export class RefreshTokens {
     extra: (credentialId: string, op: Deno.AtomicOperation, family: RefreshFamily) => Promise<void> = async () => {},
     { reuseGraceS = 0 }: {
       /**
-       * A rotated token presented again this soon gets the successor of its rotation instead of
-       * revoking the family, as long as that successor is unused (a client's parallel refreshes).
+       * A rotated token presented again this soon gets the live head of its rotations (its successor,
+       * or that one's, each rotated this recently) instead of revoking the family: a client's parallel
+       * refreshes, some of which read the newer token before the others arrived.
        */
       reuseGraceS?: number;
     } = {},
@@ -136,16 +139,30 @@ export class RefreshTokens {
     throw new Error("refresh rotation kept conflicting");
   }
 
-  /** The unused, live successor of a token rotated less than `graceS` ago, or null (a replay). */
+  /**
+   * The live head of a token's rotations within the grace, or null (a replay): its successor while
+   * unused; when a parallel refresh of the same client already spent that successor (it read the
+   * newer token before this one arrived), the successor's own successor, and so on, as long as each
+   * rotation is less than `graceS` old. Each step is sealed under the token before it, so only a
+   * holder of this token can follow the chain.
+   */
   async #successorInGrace(token: string, rec: RefreshTokenRecord, now: number, graceS: number) {
-    if (graceS <= 0 || !rec.rotatedAt || !rec.successorSealed) return null;
-    if (now - Date.parse(rec.rotatedAt) >= graceS * 1000) return null;
-    const successor = await unseal(token, rec.successorSealed);
-    if (!successor) return null;
-    const entry = await this.kv.get<RefreshTokenRecord>(["refresh_token", await sha256Hex(successor)]);
-    const next = entry.value;
-    if (!next || next.status !== "active" || Date.parse(next.expiresAt) <= now) return null;
-    return { token: successor, entry: entry as Deno.KvEntry<RefreshTokenRecord> };
+    if (graceS <= 0) return null;
+    let holder = token;
+    let held = rec;
+    for (let step = 0; step < MAX_GRACE_CHAIN; step++) {
+      if (!held.rotatedAt || !held.successorSealed) return null;
+      if (now - Date.parse(held.rotatedAt) >= graceS * 1000) return null;
+      const successor = await unseal(holder, held.successorSealed);
+      if (!successor) return null;
+      const entry = await this.kv.get<RefreshTokenRecord>(["refresh_token", await sha256Hex(successor)]);
+      const next = entry.value;
+      if (!next || Date.parse(next.expiresAt) <= now) return null;
+      if (next.status === "active") return { token: successor, entry: entry as Deno.KvEntry<RefreshTokenRecord> };
+      holder = successor;
+      held = next;
+    }
+    return null;
   }
 
   /** Whether the family exists and is not revoked (assertions issued with it check this at exchange). */
