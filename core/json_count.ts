@@ -37,7 +37,8 @@ function* scan(
   { key, maxElements, maxValues = Infinity }: JsonShapeBounds,
 ): Generator<void, "elements" | "values" | null> {
   const QUOTE = 0x22, COMMA = 0x2c;
-  let i = 0;
+  // The decoder's TextDecoder drops a leading UTF-8 byte-order mark and parses the rest: so does the pass.
+  let i = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
   while (i < bytes.length && isSpace(bytes[i]!)) i++;
   if (bytes[i] !== 0x7b /* { */) return null;
   let depth = 0;

@@ -54,3 +54,11 @@ Deno.test("boundPassed(): counts values at any depth from above, members and ele
   // The element bound is told apart.
   assert.equal(await over(`{"events":[${Array(501).fill("{}").join(",")}]}`, 10_000), "elements");
 });
+
+Deno.test("boundPassed(): a body after a UTF-8 byte-order mark is counted, as the decoder reads past the mark", async () => {
+  const bom = (text: string) => new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode(text)]);
+  assert.equal(await boundPassed(bom(`{"events":[1,2,3,4]}`), { key: "events", maxElements: 3 }), "elements");
+  assert.equal(await boundPassed(bom(` {"events":[1,2,3]}`), { key: "events", maxElements: 3 }), null);
+  const fields = `{"events":[{${Array.from({ length: 1000 }, (_, i) => `"k${i}":1`).join(",")}}]}`;
+  assert.equal(await boundPassed(bom(fields), { key: "events", maxElements: 500, maxValues: 999 }), "values");
+});
