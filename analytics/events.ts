@@ -111,6 +111,8 @@ export class EventPipeline implements EventSink {
    */
   async ingest(events: unknown[], ctx: IngestContext): Promise<number> {
     if (!events.length) return 0;
+    // A full log refuses before the batch is prepared (validation, enrichment, session reads).
+    await this.refuseWhenFull();
     let rows;
     // Session states are written only at the version read; a batch that lost the race to another batch of
     // the same sessions derives them again, and after a few losses writes them unchecked, flagged late.
@@ -135,9 +137,29 @@ export class EventPipeline implements EventSink {
   async #checkRoom(lines: Uint8Array[]): Promise<void> {
     const bytes = lines.reduce((n, l) => n + l.byteLength, 0);
     if ((await this.wal.size()) + bytes <= this.options.walMaxBytes) return;
+    throw this.#logFull();
+  }
+
+  /**
+   * Whether the log has room for anything (one read of its kept size): while it is full, a batch is
+   * refused before it is read or prepared ({@link refuseWhenFull}).
+   */
+  async hasRoom(): Promise<boolean> {
+    return (await this.wal.size()) < this.options.walMaxBytes;
+  }
+
+  /**
+   * @throws AppError 503 `server_busy` with `Retry-After` when the log is full: a route calls it before
+   *   it reads a batch, so a sender's bodies are not read and decoded while none could be stored.
+   */
+  async refuseWhenFull(): Promise<void> {
+    if (!(await this.hasRoom())) throw this.#logFull();
+  }
+
+  #logFull() {
     // Room comes back with the next flush that can write.
     const retryAfterS = Math.max(1, Math.ceil(this.options.flushIntervalMs / 1000));
-    throw analyticsErrors.event_log_full({ headers: { "Retry-After": String(retryAfterS) } });
+    return analyticsErrors.event_log_full({ headers: { "Retry-After": String(retryAfterS) } });
   }
 
   /** Called after each flush that wrote files (the query engine refreshes its view). */
