@@ -238,11 +238,19 @@ export class EventPipeline implements EventSink {
       state: "planned",
       bytes: chunkBytes(chunks),
     };
-    await this.deps.kv.set([...PLAN_PREFIX, plan.fileId], plan);
-    return await this.#execute(plan, chunks);
+    const { versionstamp } = await this.deps.kv.set([...PLAN_PREFIX, plan.fileId], plan);
+    return await this.#execute(plan, versionstamp, chunks);
   }
 
-  async #execute(plan: FlushPlan, chunks: WalChunk[]): Promise<FlushResult> {
+  /**
+   * Carries out a plan stored at `versionstamp`. Each step past the write commits only at the plan's
+   * version: a holder that stalled past its lease and a holder that recovered its plan may both reach
+   * them, and the chunks' bytes must leave the log's size once (counted twice, the size drifted low and
+   * the log could grow past its bound).
+   * @throws FlushLeaseLost when another holder finished the plan, or moved it on, first
+   */
+  async #execute(plan: FlushPlan, versionstamp: string, chunks: WalChunk[]): Promise<FlushResult> {
+    const planKey = [...PLAN_PREFIX, plan.fileId];
     let result: FlushResult = { rows: 0, files: 0 };
     if (plan.state === "planned" && chunks.length) {
       // The batch as NDJSON under the data dir (never the system temp dir): a process that dies
@@ -271,12 +279,19 @@ export class EventPipeline implements EventSink {
         await Deno.remove(tmp).catch(() => {});
       }
       plan = { ...plan, state: "written" };
-      await this.deps.kv.set([...PLAN_PREFIX, plan.fileId], plan);
+      const written = await this.deps.kv.atomic().check({ key: planKey, versionstamp }).set(planKey, plan).commit();
+      if (!written.ok) throw new FlushLeaseLost();
+      versionstamp = written.versionstamp;
     }
     // A plan from before it kept its bytes: a planned one has its chunks loaded; a written one's are
     // left counted until the log is next found empty (EventWal.settle).
     const bytes = plan.bytes ?? chunkBytes(chunks);
-    await this.wal.delete(plan.keys, bytes, (op) => op.delete([...PLAN_PREFIX, plan.fileId]));
+    const done = await this.wal.delete(
+      plan.keys,
+      bytes,
+      (op) => op.check({ key: planKey, versionstamp }).delete(planKey),
+    );
+    if (!done) throw new FlushLeaseLost();
     return result;
   }
 
@@ -316,7 +331,7 @@ export class EventPipeline implements EventSink {
         }
       }
       this.deps.log.warn("recovering an interrupted event flush", { file_id: plan.fileId, state: plan.state });
-      const r = await this.#execute(plan, chunks);
+      const r = await this.#execute(plan, e.versionstamp, chunks);
       total.rows += r.rows;
       total.files += r.files;
     }

@@ -305,21 +305,24 @@ export class EventWal {
   /**
    * Deletes chunks, in commits under KV's mutation limit; `last`, and the log's size shrinking by
    * `bytes` (the chunks' total), join the final commit.
+   * @returns false when a check `last` added failed: then the size is left as it was (the chunks of
+   *   earlier commits are gone).
    */
   async delete(
     keys: Deno.KvKey[],
     bytes: number,
     last?: (op: Deno.AtomicOperation) => Deno.AtomicOperation,
-  ): Promise<void> {
-    for (let i = 0; i < keys.length || (i === 0 && last); i += COMMIT_MUTATIONS) {
+  ): Promise<boolean> {
+    for (let i = 0;; i += COMMIT_MUTATIONS) {
       let op = this.kv.atomic();
       for (const k of keys.slice(i, i + COMMIT_MUTATIONS)) op = op.delete(k);
-      if (i + COMMIT_MUTATIONS >= keys.length) {
-        if (bytes > 0) op = op.sum(SIZE_REMOVED, BigInt(bytes));
-        if (last) op = last(op);
+      if (i + COMMIT_MUTATIONS < keys.length) {
+        await this.#commit(op);
+        continue;
       }
-      await this.#commit(op);
-      if (keys.length === 0) break;
+      if (bytes > 0) op = op.sum(SIZE_REMOVED, BigInt(bytes));
+      if (last) op = last(op);
+      return (await op.commit()).ok;
     }
   }
 }

@@ -470,3 +470,43 @@ Deno.test("flusher lease: a holder stalled past its lease mid-write renames noth
   assert.deepEqual([...counts.entries()].filter(([, n]) => n !== 1), [], "no event stored twice");
   assert.equal((await parquetFiles(deps.analytics.eventsDir)).length, 1);
 });
+
+Deno.test("flusher lease: a holder stalled past its lease before deleting its flushed chunks takes their bytes off the log's size only once with the holder that recovered its plan", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  /** Bytes of the chunks in the log, counted the slow way. */
+  const held = async () => {
+    let n = 0;
+    for await (const e of deps.kv.list<Uint8Array>({ prefix: ["ev_wal"] })) n += e.value.byteLength;
+    return n;
+  };
+  // This holder's plan is written (its file renamed in) when it stalls before deleting the chunks.
+  const wal = deps.events.wal;
+  const del = wal.delete.bind(wal);
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  let stalled!: () => void;
+  const started = new Promise<void>((r) => stalled = r);
+  wal.delete = async (...args) => {
+    stalled();
+    await gate;
+    return await del(...args);
+  };
+  await deps.events.record(evts("p", 40));
+  const stalledFlush = deps.events.flush();
+  await started;
+  // Another process takes over and finishes the written plan.
+  world.w.clock.advance(deps.events.options.leaseMs + 1);
+  const other = new EventPipeline({ ...deps, repos: deps.repos }, { ...deps.events.options });
+  await other.flush();
+  assert.equal(await held(), 0);
+  release();
+  assert.equal((await stalledFlush).skipped, true, "the stalled holder finds its plan finished");
+  wal.delete = del;
+  // The size is the log's: the 40 events' bytes were taken off once.
+  await other.record(evts("q", 10));
+  assert.ok((await held()) > 0);
+  assert.equal(await other.wal.size(), await held());
+  const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+  assert.equal(counts.size, 40);
+});
