@@ -6,7 +6,8 @@
  *
  * Beside each chunk, in its commit, an index names the chunk under each tenant and minute of event
  * time it holds (`["ev_wal_ix", tenantId, minute, batchId, chunk]`), so the realtime read fetches the
- * chunks of one tenant's last minutes, not the whole log (every tenant's unflushed events).
+ * chunks of one tenant's last minutes, not the whole log (every tenant's unflushed events). A record
+ * beside the chunk (`["ev_wal_ixof", batchId, chunk]`) lists its entries, which leave with it.
  */
 import type { Clock } from "../core/clock.ts";
 
@@ -19,9 +20,12 @@ const SIZE_ADDED: Deno.KvKey = ["ev_wal_size", "added"];
 const SIZE_REMOVED: Deno.KvKey = ["ev_wal_size", "removed"];
 
 // The tenant and minute index of the chunks. An entry is of use while a realtime window (the last 30
-// minutes) can still reach its minute; 5 minutes more cover processes' clocks apart. It then expires,
-// and a flush leaves it (a listed entry whose chunk is gone is skipped), so the flush deletes no more.
+// minutes) can still reach its minute; 5 minutes more cover processes' clocks apart, then it expires.
+// A flush deletes a chunk's entries with the chunk, named by the chunk's record of them (left behind,
+// they cost every realtime read of their minutes until they expired).
 const INDEX_PREFIX = ["ev_wal_ix"] as const;
+// A chunk's record of its index entries, `[tenantId, minute][]`, at `["ev_wal_ixof", batchId, chunk]`.
+const INDEX_OF_PREFIX = ["ev_wal_ixof"] as const;
 const MINUTE_MS = 60_000;
 const INDEX_REACH_MS = 35 * MINUTE_MS;
 
@@ -217,12 +221,17 @@ export class EventWal {
     }
     for (const [i, chunk] of chunks.entries()) {
       const index = indexEntries(batchId, i, rows.slice(chunk.first, chunk.end), nowMs);
-      const size = chunk.bytes.byteLength + 100 + index.reduce((n, x) => n + entryBytes(x.key, 1), 0);
-      if (full(size, 1 + index.length) && !(await commit())) return false;
+      const record = index.map((x) => x.key.slice(1, 3));
+      const recordKey = [...INDEX_OF_PREFIX, batchId, i];
+      const size = chunk.bytes.byteLength + 100 + index.reduce((n, x) => n + entryBytes(x.key, 1), 0) +
+        (index.length ? entryBytes(recordKey, record) : 0);
+      const n = 1 + index.length + (index.length ? 1 : 0);
+      if (full(size, n) && !(await commit())) return false;
       op = op.set([...WAL_PREFIX, batchId, i], chunk.bytes);
       for (const x of index) op = op.set(x.key, 1, { expireIn: x.expireIn });
+      if (index.length) op = op.set(recordKey, record);
       bytes += size;
-      mutations += 1 + index.length;
+      mutations += n;
       logged += chunk.bytes.byteLength;
     }
     if (checked) return (await counted().commit()).ok;
@@ -275,8 +284,9 @@ export class EventWal {
   /**
    * The chunks still in the log holding a row of `tenantId` timed from `fromMs` to `toMs` (within the
    * last 30 minutes; the index reaches no further), found through the index: the read grows with
-   * the tenant's own recent events, not with the log. The chunks may hold other rows too (the
-   * tenant's of other minutes, other tenants' of a mixed service batch): callers filter rows.
+   * the tenant's own unflushed events, not with the log (a flush deletes its chunks' entries). The
+   * chunks may hold other rows too (the tenant's of other minutes, other tenants' of a mixed service
+   * batch): callers filter rows.
    */
   async *tenantChunks(tenantId: string, fromMs: number, toMs: number): AsyncGenerator<WalChunk> {
     const keys = new Map<string, Deno.KvKey>();
@@ -303,20 +313,34 @@ export class EventWal {
   }
 
   /**
-   * Deletes chunks, in commits under KV's mutation limit; `last`, and the log's size shrinking by
-   * `bytes` (the chunks' total), join the final commit.
-   * @returns false when a check `last` added failed: then the size is left as it was (the chunks of
-   *   earlier commits are gone).
+   * Deletes chunks, each with its index entries and its record of them, in commits under KV's
+   * mutation limit; `last`, and the log's size shrinking by `bytes` (the chunks' total), join the
+   * final commit.
+   * @returns false when a check `last` added failed: then the size is left as it was (what earlier
+   *   commits deleted is gone).
    */
   async delete(
     keys: Deno.KvKey[],
     bytes: number,
     last?: (op: Deno.AtomicOperation) => Deno.AtomicOperation,
   ): Promise<boolean> {
+    const deletes: Deno.KvKey[] = [];
+    for (let i = 0; i < keys.length; i += 10) {
+      const records = keys.slice(i, i + 10).map((k) => [...INDEX_OF_PREFIX, ...k.slice(WAL_PREFIX.length)]);
+      const got = await this.kv.getMany<[string, number][][]>(records);
+      for (const [j, k] of keys.slice(i, i + 10).entries()) {
+        deletes.push(k);
+        const record = got[j]!;
+        if (!record.value) continue; // a chunk logged before records were kept: its entries expire
+        deletes.push(record.key);
+        const tail = k.slice(WAL_PREFIX.length);
+        for (const [tenantId, minute] of record.value) deletes.push([...INDEX_PREFIX, tenantId, minute, ...tail]);
+      }
+    }
     for (let i = 0;; i += COMMIT_MUTATIONS) {
       let op = this.kv.atomic();
-      for (const k of keys.slice(i, i + COMMIT_MUTATIONS)) op = op.delete(k);
-      if (i + COMMIT_MUTATIONS < keys.length) {
+      for (const k of deletes.slice(i, i + COMMIT_MUTATIONS)) op = op.delete(k);
+      if (i + COMMIT_MUTATIONS < deletes.length) {
         await this.#commit(op);
         continue;
       }
