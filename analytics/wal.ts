@@ -102,12 +102,11 @@ export function fitsChunk(line: Uint8Array): boolean {
   return line.byteLength <= CHUNK_BYTES;
 }
 
-/** Packs NDJSON lines ({@link ndjsonLine}) into chunks of at most {@link CHUNK_BYTES} bytes. */
-export function toChunks(lines: Uint8Array[]): Uint8Array[] {
-  return packChunks(lines).map((c) => c.bytes);
-}
-
-/** Chunks of {@link toChunks}, each with the range of `lines` it holds (`first` to before `end`). */
+/**
+ * Packs NDJSON lines ({@link ndjsonLine}) into chunks of at most {@link CHUNK_BYTES} bytes (validation
+ * refused a longer line, {@link fitsChunk}), each with the range of `lines` it holds (`first` to
+ * before `end`).
+ */
 function packChunks(lines: Uint8Array[]): { bytes: Uint8Array; first: number; end: number }[] {
   const out: { bytes: Uint8Array; first: number; end: number }[] = [];
   let parts: Uint8Array[] = [];
@@ -125,7 +124,6 @@ function packChunks(lines: Uint8Array[]): { bytes: Uint8Array; first: number; en
     size = 0;
   };
   for (const [i, line] of lines.entries()) {
-    if (!fitsChunk(line)) throw new Error(`event too large for the log: ${line.byteLength} bytes`);
     if (size + line.byteLength > CHUNK_BYTES) close(i);
     parts.push(line);
     size += line.byteLength;
@@ -274,11 +272,6 @@ export class EventWal {
       out.push({ key: e.key, bytes: e.value });
     }
     return out;
-  }
-
-  /** Every chunk in the log, oldest first (read only). The whole log: never per request ({@link tenantChunks}). */
-  async *scan(): AsyncGenerator<WalChunk> {
-    for await (const e of this.kv.list<Uint8Array>({ prefix: [...WAL_PREFIX] })) yield { key: e.key, bytes: e.value };
   }
 
   /**

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { EventPipeline, FLUSH_SCRATCH } from "../../analytics/events.ts";
 import { writeNdjsonAsParquet } from "../../analytics/parquet_writer.ts";
-import { CHUNK_BYTES, ndjsonLine, toChunks } from "../../analytics/wal.ts";
+import { CHUNK_BYTES, EventWal, ndjsonLine, WAL_PREFIX } from "../../analytics/wal.ts";
+import { FixedClock } from "../../core/clock.ts";
 import { parseConfig } from "../../core/config.ts";
 import { openDeps } from "../../main.ts";
 import { analyticsWorld } from "./_fixture.ts";
@@ -17,9 +18,12 @@ const evts = (prefix: string, n: number, ts?: string) =>
     ...(ts ? { ts } : {}),
   }));
 
-Deno.test("toChunks() keeps every chunk under the KV value limit and loses no row", () => {
-  const rows = Array.from({ length: 3000 }, (_, i) => ({ i, text: "ü".repeat(300) }));
-  const chunks = toChunks(rows.map(ndjsonLine));
+Deno.test("EventWal.append() keeps every chunk under the KV value limit and loses no row", async () => {
+  await using kv = await Deno.openKv(":memory:");
+  const rows = Array.from({ length: 3000 }, (_, i) => ({ i, text: "ü".repeat(300), tenant_id: null, ts_ms: 0 }));
+  const wal = new EventWal(kv, new FixedClock("2026-11-22T12:00:00Z"));
+  assert.ok(await wal.append("0195f0c0-0000-7000-8000-00000000000a", rows.map(ndjsonLine), rows));
+  const chunks = (await Array.fromAsync(kv.list<Uint8Array>({ prefix: [...WAL_PREFIX] }))).map((e) => e.value);
   assert.ok(chunks.length > 1);
   for (const c of chunks) assert.ok(c.byteLength <= CHUNK_BYTES);
   const lines = chunks.flatMap((c) => new TextDecoder().decode(c).trim().split("\n"));
