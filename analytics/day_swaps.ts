@@ -185,10 +185,12 @@ export class DaySwapGuard {
   /** Whether a swap of `days` was under way, started or ended since `before` was read. */
   async #touched(before: Deno.KvEntryMaybe<SwapState>, days: DayScope): Promise<boolean> {
     const after = await this.#read();
+    const now = stateOf(after.value);
+    // Before the version shortcut: a nested run's days are known only now, and a swap of one may have
+    // been under way since before the outer run read the state (unchanged since, yet the day half-swapped).
+    if (now.swapping.some((s) => days(s.date))) return true;
     if (after.versionstamp === before.versionstamp) return false;
     const was = stateOf(before.value).gen;
-    const now = stateOf(after.value);
-    if (now.swapping.some((s) => days(s.date))) return true;
     if (now.gen < was) return true; // the key was reset: nothing is known
     // More changes than `recent` keeps: which days they touched is not known.
     if (now.gen > was && (now.recent[0]?.gen ?? Infinity) > was + 1) return true;

@@ -111,6 +111,8 @@ export class EventPipeline implements EventSink {
    */
   async ingest(events: unknown[], ctx: IngestContext): Promise<number> {
     if (!events.length) return 0;
+    // A full log refuses before the batch is prepared (validation, enrichment, session reads).
+    await this.refuseWhenFull();
     let rows;
     // Session states are written only at the version read; a batch that lost the race to another batch of
     // the same sessions derives them again, and after a few losses writes them unchecked, flagged late.
@@ -135,9 +137,29 @@ export class EventPipeline implements EventSink {
   async #checkRoom(lines: Uint8Array[]): Promise<void> {
     const bytes = lines.reduce((n, l) => n + l.byteLength, 0);
     if ((await this.wal.size()) + bytes <= this.options.walMaxBytes) return;
+    throw this.#logFull();
+  }
+
+  /**
+   * Whether the log has room for anything (one read of its kept size): while it is full, a batch is
+   * refused before it is read or prepared ({@link refuseWhenFull}).
+   */
+  async hasRoom(): Promise<boolean> {
+    return (await this.wal.size()) < this.options.walMaxBytes;
+  }
+
+  /**
+   * @throws AppError 503 `server_busy` with `Retry-After` when the log is full: a route calls it before
+   *   it reads a batch, so a sender's bodies are not read and decoded while none could be stored.
+   */
+  async refuseWhenFull(): Promise<void> {
+    if (!(await this.hasRoom())) throw this.#logFull();
+  }
+
+  #logFull() {
     // Room comes back with the next flush that can write.
     const retryAfterS = Math.max(1, Math.ceil(this.options.flushIntervalMs / 1000));
-    throw analyticsErrors.event_log_full({ headers: { "Retry-After": String(retryAfterS) } });
+    return analyticsErrors.event_log_full({ headers: { "Retry-After": String(retryAfterS) } });
   }
 
   /** Called after each flush that wrote files (the query engine refreshes its view). */
@@ -216,11 +238,19 @@ export class EventPipeline implements EventSink {
       state: "planned",
       bytes: chunkBytes(chunks),
     };
-    await this.deps.kv.set([...PLAN_PREFIX, plan.fileId], plan);
-    return await this.#execute(plan, chunks);
+    const { versionstamp } = await this.deps.kv.set([...PLAN_PREFIX, plan.fileId], plan);
+    return await this.#execute(plan, versionstamp, chunks);
   }
 
-  async #execute(plan: FlushPlan, chunks: WalChunk[]): Promise<FlushResult> {
+  /**
+   * Carries out a plan stored at `versionstamp`. Each step past the write commits only at the plan's
+   * version: a holder that stalled past its lease and a holder that recovered its plan may both reach
+   * them, and the chunks' bytes must leave the log's size once (counted twice, the size drifted low and
+   * the log could grow past its bound).
+   * @throws FlushLeaseLost when another holder finished the plan, or moved it on, first
+   */
+  async #execute(plan: FlushPlan, versionstamp: string, chunks: WalChunk[]): Promise<FlushResult> {
+    const planKey = [...PLAN_PREFIX, plan.fileId];
     let result: FlushResult = { rows: 0, files: 0 };
     if (plan.state === "planned" && chunks.length) {
       // The batch as NDJSON under the data dir (never the system temp dir): a process that dies
@@ -249,12 +279,19 @@ export class EventPipeline implements EventSink {
         await Deno.remove(tmp).catch(() => {});
       }
       plan = { ...plan, state: "written" };
-      await this.deps.kv.set([...PLAN_PREFIX, plan.fileId], plan);
+      const written = await this.deps.kv.atomic().check({ key: planKey, versionstamp }).set(planKey, plan).commit();
+      if (!written.ok) throw new FlushLeaseLost();
+      versionstamp = written.versionstamp;
     }
     // A plan from before it kept its bytes: a planned one has its chunks loaded; a written one's are
     // left counted until the log is next found empty (EventWal.settle).
     const bytes = plan.bytes ?? chunkBytes(chunks);
-    await this.wal.delete(plan.keys, bytes, (op) => op.delete([...PLAN_PREFIX, plan.fileId]));
+    const done = await this.wal.delete(
+      plan.keys,
+      bytes,
+      (op) => op.check({ key: planKey, versionstamp }).delete(planKey),
+    );
+    if (!done) throw new FlushLeaseLost();
     return result;
   }
 
@@ -294,7 +331,7 @@ export class EventPipeline implements EventSink {
         }
       }
       this.deps.log.warn("recovering an interrupted event flush", { file_id: plan.fileId, state: plan.state });
-      const r = await this.#execute(plan, chunks);
+      const r = await this.#execute(plan, e.versionstamp, chunks);
       total.rows += r.rows;
       total.files += r.files;
     }

@@ -6,7 +6,8 @@
  *
  * Beside each chunk, in its commit, an index names the chunk under each tenant and minute of event
  * time it holds (`["ev_wal_ix", tenantId, minute, batchId, chunk]`), so the realtime read fetches the
- * chunks of one tenant's last minutes, not the whole log (every tenant's unflushed events).
+ * chunks of one tenant's last minutes, not the whole log (every tenant's unflushed events). A record
+ * beside the chunk (`["ev_wal_ixof", batchId, chunk]`) lists its entries, which leave with it.
  */
 import type { Clock } from "../core/clock.ts";
 
@@ -19,9 +20,12 @@ const SIZE_ADDED: Deno.KvKey = ["ev_wal_size", "added"];
 const SIZE_REMOVED: Deno.KvKey = ["ev_wal_size", "removed"];
 
 // The tenant and minute index of the chunks. An entry is of use while a realtime window (the last 30
-// minutes) can still reach its minute; 5 minutes more cover processes' clocks apart. It then expires,
-// and a flush leaves it (a listed entry whose chunk is gone is skipped), so the flush deletes no more.
+// minutes) can still reach its minute; 5 minutes more cover processes' clocks apart, then it expires.
+// A flush deletes a chunk's entries with the chunk, named by the chunk's record of them (left behind,
+// they cost every realtime read of their minutes until they expired).
 const INDEX_PREFIX = ["ev_wal_ix"] as const;
+// A chunk's record of its index entries, `[tenantId, minute][]`, at `["ev_wal_ixof", batchId, chunk]`.
+const INDEX_OF_PREFIX = ["ev_wal_ixof"] as const;
 const MINUTE_MS = 60_000;
 const INDEX_REACH_MS = 35 * MINUTE_MS;
 
@@ -98,12 +102,11 @@ export function fitsChunk(line: Uint8Array): boolean {
   return line.byteLength <= CHUNK_BYTES;
 }
 
-/** Packs NDJSON lines ({@link ndjsonLine}) into chunks of at most {@link CHUNK_BYTES} bytes. */
-export function toChunks(lines: Uint8Array[]): Uint8Array[] {
-  return packChunks(lines).map((c) => c.bytes);
-}
-
-/** Chunks of {@link toChunks}, each with the range of `lines` it holds (`first` to before `end`). */
+/**
+ * Packs NDJSON lines ({@link ndjsonLine}) into chunks of at most {@link CHUNK_BYTES} bytes (validation
+ * refused a longer line, {@link fitsChunk}), each with the range of `lines` it holds (`first` to
+ * before `end`).
+ */
 function packChunks(lines: Uint8Array[]): { bytes: Uint8Array; first: number; end: number }[] {
   const out: { bytes: Uint8Array; first: number; end: number }[] = [];
   let parts: Uint8Array[] = [];
@@ -121,7 +124,6 @@ function packChunks(lines: Uint8Array[]): { bytes: Uint8Array; first: number; en
     size = 0;
   };
   for (const [i, line] of lines.entries()) {
-    if (!fitsChunk(line)) throw new Error(`event too large for the log: ${line.byteLength} bytes`);
     if (size + line.byteLength > CHUNK_BYTES) close(i);
     parts.push(line);
     size += line.byteLength;
@@ -217,12 +219,17 @@ export class EventWal {
     }
     for (const [i, chunk] of chunks.entries()) {
       const index = indexEntries(batchId, i, rows.slice(chunk.first, chunk.end), nowMs);
-      const size = chunk.bytes.byteLength + 100 + index.reduce((n, x) => n + entryBytes(x.key, 1), 0);
-      if (full(size, 1 + index.length) && !(await commit())) return false;
+      const record = index.map((x) => x.key.slice(1, 3));
+      const recordKey = [...INDEX_OF_PREFIX, batchId, i];
+      const size = chunk.bytes.byteLength + 100 + index.reduce((n, x) => n + entryBytes(x.key, 1), 0) +
+        (index.length ? entryBytes(recordKey, record) : 0);
+      const n = 1 + index.length + (index.length ? 1 : 0);
+      if (full(size, n) && !(await commit())) return false;
       op = op.set([...WAL_PREFIX, batchId, i], chunk.bytes);
       for (const x of index) op = op.set(x.key, 1, { expireIn: x.expireIn });
+      if (index.length) op = op.set(recordKey, record);
       bytes += size;
-      mutations += 1 + index.length;
+      mutations += n;
       logged += chunk.bytes.byteLength;
     }
     if (checked) return (await counted().commit()).ok;
@@ -267,16 +274,12 @@ export class EventWal {
     return out;
   }
 
-  /** Every chunk in the log, oldest first (read only). The whole log: never per request ({@link tenantChunks}). */
-  async *scan(): AsyncGenerator<WalChunk> {
-    for await (const e of this.kv.list<Uint8Array>({ prefix: [...WAL_PREFIX] })) yield { key: e.key, bytes: e.value };
-  }
-
   /**
    * The chunks still in the log holding a row of `tenantId` timed from `fromMs` to `toMs` (within the
    * last 30 minutes; the index reaches no further), found through the index: the read grows with
-   * the tenant's own recent events, not with the log. The chunks may hold other rows too (the
-   * tenant's of other minutes, other tenants' of a mixed service batch): callers filter rows.
+   * the tenant's own unflushed events, not with the log (a flush deletes its chunks' entries). The
+   * chunks may hold other rows too (the tenant's of other minutes, other tenants' of a mixed service
+   * batch): callers filter rows.
    */
   async *tenantChunks(tenantId: string, fromMs: number, toMs: number): AsyncGenerator<WalChunk> {
     const keys = new Map<string, Deno.KvKey>();
@@ -303,23 +306,40 @@ export class EventWal {
   }
 
   /**
-   * Deletes chunks, in commits under KV's mutation limit; `last`, and the log's size shrinking by
-   * `bytes` (the chunks' total), join the final commit.
+   * Deletes chunks, each with its index entries and its record of them, in commits under KV's
+   * mutation limit; `last`, and the log's size shrinking by `bytes` (the chunks' total), join the
+   * final commit.
+   * @returns false when a check `last` added failed: then the size is left as it was (what earlier
+   *   commits deleted is gone).
    */
   async delete(
     keys: Deno.KvKey[],
     bytes: number,
     last?: (op: Deno.AtomicOperation) => Deno.AtomicOperation,
-  ): Promise<void> {
-    for (let i = 0; i < keys.length || (i === 0 && last); i += COMMIT_MUTATIONS) {
-      let op = this.kv.atomic();
-      for (const k of keys.slice(i, i + COMMIT_MUTATIONS)) op = op.delete(k);
-      if (i + COMMIT_MUTATIONS >= keys.length) {
-        if (bytes > 0) op = op.sum(SIZE_REMOVED, BigInt(bytes));
-        if (last) op = last(op);
+  ): Promise<boolean> {
+    const deletes: Deno.KvKey[] = [];
+    for (let i = 0; i < keys.length; i += 10) {
+      const records = keys.slice(i, i + 10).map((k) => [...INDEX_OF_PREFIX, ...k.slice(WAL_PREFIX.length)]);
+      const got = await this.kv.getMany<[string, number][][]>(records);
+      for (const [j, k] of keys.slice(i, i + 10).entries()) {
+        deletes.push(k);
+        const record = got[j]!;
+        if (!record.value) continue; // a chunk logged before records were kept: its entries expire
+        deletes.push(record.key);
+        const tail = k.slice(WAL_PREFIX.length);
+        for (const [tenantId, minute] of record.value) deletes.push([...INDEX_PREFIX, tenantId, minute, ...tail]);
       }
-      await this.#commit(op);
-      if (keys.length === 0) break;
+    }
+    for (let i = 0;; i += COMMIT_MUTATIONS) {
+      let op = this.kv.atomic();
+      for (const k of deletes.slice(i, i + COMMIT_MUTATIONS)) op = op.delete(k);
+      if (i + COMMIT_MUTATIONS < deletes.length) {
+        await this.#commit(op);
+        continue;
+      }
+      if (bytes > 0) op = op.sum(SIZE_REMOVED, BigInt(bytes));
+      if (last) op = last(op);
+      return (await op.commit()).ok;
     }
   }
 }

@@ -125,6 +125,8 @@ export function createEventRoutes(
   const spendOnOversize = (address: string) => spend(address, MAX_EVENTS_PER_BATCH + 1);
   /** Events a keyless batch's address was charged for its size before it was decoded. */
   const chargedForSize = new WeakMap<Context<AppEnv>, number>();
+  /** Events the handler charged a keyless batch's address beyond its size charge. */
+  const chargedHere = new WeakMap<Context<AppEnv>, number>();
   app.use(
     "/",
     cors({
@@ -161,9 +163,12 @@ export function createEventRoutes(
    * large bodies are read one at a time), so those past the limit by now are refused unread.
    */
   const beforeRead = async (c: Context<AppEnv>) => {
-    if (c.get("apiKey")) return;
-    const left = await limits.perAddress.peek(addressOf(c));
-    if (!left.allowed) throw publicLimitExceeded("address", left.retryAfterS);
+    if (!c.get("apiKey")) {
+      const left = await limits.perAddress.peek(addressOf(c));
+      if (!left.allowed) throw publicLimitExceeded("address", left.retryAfterS);
+    }
+    // No batch can be stored while the log is full: it is refused unread, and costs nothing.
+    await deps.events.refuseWhenFull();
   };
   /**
    * Before a body is decoded (decoding takes several times its size: 8 MiB of small events took
@@ -226,6 +231,7 @@ export function createEventRoutes(
       const charged = chargedForSize.get(c) ?? 0;
       if (events.length > charged) {
         await enforcePublicLimit(limits.perAddress, "address", addressOf(c), events.length - charged);
+        chargedHere.set(c, events.length - charged);
       }
     }
     let ctx: IngestContext;
@@ -247,11 +253,14 @@ export function createEventRoutes(
     try {
       accepted = await deps.events.ingest(events, ctx);
     } catch (err) {
-      // The event log is full (503 `server_busy`, ours to fix): the batch's charges are given back, so a
-      // widget retrying through a stopped flush does not spend its readers' minute or its day's quota.
+      // The event log filled up while the batch was read (503 `server_busy`, ours to fix): the handler's
+      // charges are given back, so a widget retrying through a stopped flush does not spend its readers'
+      // minute or its day's quota. The size charge is kept: the body was read and decoded (a full log
+      // refuses the next one unread, before any charge).
       if (ctx.source === "widget" && err instanceof AppError && err.code === "server_busy") {
+        const here = chargedHere.get(c) ?? 0;
         await Promise.all([
-          limits.perAddress.refund(addressOf(c), Math.max(events.length, chargedForSize.get(c) ?? 0)),
+          here > 0 ? limits.perAddress.refund(addressOf(c), here) : undefined,
           limits.perWidget.refund(ctx.widget.id, events.length),
           limits.perWidgetDaily.refund(ctx.widget.id, events.length),
         ]).catch(() => {});

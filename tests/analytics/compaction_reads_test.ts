@@ -365,3 +365,30 @@ Deno.test("DaySwapGuard.run(): a run inside a run costs no reads of its own, and
     kv.close();
   }
 });
+
+Deno.test("DaySwapGuard.run(): a run inside a run over a day whose swap began before the outer run does not answer over the half-swapped day", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const clock = { now: () => new Date("2026-11-22T12:00:00Z") };
+    // The swap of the 20th is under way (and not abandoned) before either run reads the state.
+    await kv.set(SWAP_STATE_KEY, swapStarted(null, "2026-11-20", clock.now().getTime()));
+    const guard = new DaySwapGuard({ kv, clock }, { waitMs: 100, pollMs: 10 });
+    const outer = daysRead({ from_date: "2026-11-22", to_date: "2026-11-22" });
+    const inner = daysRead({ files: ["/d/events/date=2026-11-20/x.parquet"] });
+    let innerRuns = 0;
+    const nested = guard.run(outer, () => guard.run(inner, () => Promise.resolve(++innerRuns)));
+    // The nested day is waited for, as a run of it alone would be; the swap never ends here: 503.
+    await assert.rejects(nested, (err) => {
+      assert.ok(err instanceof AppError);
+      assert.equal(err.code, "events_reorganising");
+      return true;
+    });
+    assert.equal(innerRuns, 1, "the figure computed over the half-swapped day is not returned");
+    // Once the swap ends, the pair answers.
+    const s = (await kv.get<SwapState>(SWAP_STATE_KEY)).value;
+    await kv.set(SWAP_STATE_KEY, swapEnded(s, "2026-11-20"));
+    assert.equal(await guard.run(outer, () => guard.run(inner, () => Promise.resolve(++innerRuns))), 2);
+  } finally {
+    kv.close();
+  }
+});

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { ImpressionRecorder } from "../../analytics/impressions.ts";
+import { WAL_PREFIX } from "../../analytics/wal.ts";
 import type { EventInput, EventSink } from "../../core/events.ts";
 import { memoryLogger } from "../../core/log.ts";
 import type { ServedResults } from "../../core/search/engine.ts";
@@ -48,12 +49,12 @@ function page(w: { deps: { clock: { now(): Date } } }, n: number, results = 10):
 }
 
 /** Every event row in the KV write-ahead log, and how many batches hold them. */
-async function logged(sink: { wal: { scan(): AsyncGenerator<{ key: Deno.KvKey; bytes: Uint8Array }> } }) {
+async function logged(kv: Deno.Kv) {
   const rows: Record<string, unknown>[] = [];
   const batches = new Set<unknown>();
-  for await (const chunk of sink.wal.scan()) {
+  for await (const chunk of kv.list<Uint8Array>({ prefix: [...WAL_PREFIX] })) {
     batches.add(chunk.key[1]);
-    for (const line of new TextDecoder().decode(chunk.bytes).split("\n")) if (line) rows.push(JSON.parse(line));
+    for (const line of new TextDecoder().decode(chunk.value).split("\n")) if (line) rows.push(JSON.parse(line));
   }
   return { rows, batches: batches.size };
 }
@@ -69,7 +70,7 @@ Deno.test("ImpressionRecorder: every impression of 300 pages arrives in the even
   }
   await recorder.flush();
   assert.equal(recorder.waiting, 0);
-  const { rows, batches } = await logged(w.deps.events);
+  const { rows, batches } = await logged(w.deps.kv);
   assert.equal(rows.length, 300 * 11, "one api_call and ten result_impressions a page");
   const impressions = rows.filter((r) => r.event_type === "result_impression").map((r) => r.article_id);
   assert.equal(new Set(impressions).size, 3000, "every article once, none twice");
@@ -104,7 +105,7 @@ Deno.test("ImpressionRecorder writes in a later macrotask, one batch at a time",
   run();
   await recorder.flush();
   assert.equal(most, 1, "never two writes at once");
-  assert.equal((await logged(w.deps.events)).rows.length, 39 * 11);
+  assert.equal((await logged(w.deps.kv)).rows.length, 39 * 11);
 });
 
 Deno.test("ImpressionRecorder keeps a batch whose write failed and writes it at the next flush", async () => {
@@ -121,10 +122,10 @@ Deno.test("ImpressionRecorder keeps a batch whose write failed and writes it at 
   await recorder.flush();
   assert.equal(recorder.waiting, 55, "kept after the failed write");
   assert.equal(log.lines.filter((l) => l.level === "error").length, 1);
-  assert.equal((await logged(w.deps.events)).rows.length, 0);
+  assert.equal((await logged(w.deps.kv)).rows.length, 0);
   await recorder.flush();
   assert.equal(recorder.waiting, 0);
-  assert.equal((await logged(w.deps.events)).rows.length, 55, "every event arrives, none twice");
+  assert.equal((await logged(w.deps.kv)).rows.length, 55, "every event arrives, none twice");
 });
 
 Deno.test("ImpressionRecorder: a write that landed but whose answer was lost is written again under the same ids, stored once", async () => {
@@ -162,7 +163,7 @@ Deno.test("ImpressionRecorder: one caller's refused impression does not hold bac
   await recorder.flush();
   await recorder.flush();
   assert.equal(recorder.waiting, 0, "nothing waits for ever behind one event");
-  const { rows } = await logged(w.deps.events);
+  const { rows } = await logged(w.deps.kv);
   assert.equal(rows.length, 4 * 11 + 1, "every page is logged, the long caller's too");
   assert.equal(rows.filter((r) => r.agent_identity === `webbot:${longHost}`).length, 11);
 });
@@ -180,7 +181,7 @@ Deno.test("ImpressionRecorder: an event the log refuses is dropped and counted a
   recorder.add(page(w, 4));
   await recorder.flush();
   assert.equal(recorder.waiting, 0, "a refusal that no retry can cure is not kept");
-  const { rows } = await logged(w.deps.events);
+  const { rows } = await logged(w.deps.kv);
   assert.equal(rows.length, 4 * 11 + 1, "every other event of the batch is logged, once");
   assert.ok(!rows.some((r) => r.article_id === "ar_bad"));
   assert.equal(log.lines.filter((l) => l.level === "error").length, 1, "the dropped event is counted in one line");

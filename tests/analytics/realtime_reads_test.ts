@@ -240,7 +240,47 @@ Deno.test("the event log's tenant index: entries only for minutes a realtime win
   const chunks = await Array.fromAsync(wal.tenantChunks("tn_a", now - 30 * MIN, now + 5 * MIN));
   assert.equal(chunks.length, 1);
   assert.equal(await Array.fromAsync(wal.tenantChunks("tn_c", now - 30 * MIN, now + 5 * MIN)).then((c) => c.length), 0);
-  // Flushed: the entries stay until they expire, and name nothing.
+  // Flushed: the entries leave with the chunk.
   await wal.delete(chunks.map((c) => c.key), chunks[0]!.bytes.byteLength);
   assert.deepEqual(await Array.fromAsync(wal.tenantChunks("tn_a", now - 30 * MIN, now + 5 * MIN)), []);
+});
+
+Deno.test("realtime counters: the index entries flushed chunks leave behind cost the read of the event log nothing", async () => {
+  await using world = await analyticsWorld();
+  const { w } = world;
+  const at = (minAgo: number) => new Date(w.clock.now().getTime() - minAgo * MIN).toISOString();
+  const widget = (await w.deps.repos.widgets.get("wd_main"))!;
+  const mine = (session: string) =>
+    w.deps.events.ingest([
+      { event_type: "widget_load", session_id: session, ts: at(3) },
+      { event_type: "query", session_id: session, ts: at(2), interaction_type: "free_form", prompt: "p" },
+    ], { source: "widget", widget });
+  const volume = { reads: 0, entries: 0, bytes: 0 };
+  const deps = { ...rollupDepsOf(w.deps), wal: new EventWal(readVolumeCounting(w.deps.kv, volume), w.clock) };
+  const measure = async () => {
+    Object.assign(volume, { reads: 0, entries: 0, bytes: 0 });
+    const body = await realtimeCounters(deps, world.tenantId, {});
+    return { volume: { ...volume }, unflushed: body.unflushed_events };
+  };
+  await mine("first");
+  const alone = await measure();
+  assert.equal(alone.unflushed, 2);
+  await w.deps.events.flush();
+
+  // 200 of the tenant's batches over the window's minutes, flushed: their index entries stay until they expire.
+  for (let b = 0; b < 200; b++) {
+    await w.deps.events.ingest(
+      [{ event_type: "query", session_id: `s${b}`, ts: at(b % 25), interaction_type: "free_form", prompt: "p" }],
+      { source: "widget", widget },
+    );
+  }
+  await w.deps.events.flush();
+  assert.deepEqual((await measure()).volume, { reads: 0, entries: 0, bytes: 0 }, "an empty log: nothing read");
+  // A batch after them, still in the log: read as the first was, the leftovers not at all.
+  await mine("again");
+  const later = await measure();
+  assert.equal(later.unflushed, 2);
+  assert.deepEqual([later.volume.reads, later.volume.entries], [alone.volume.reads, alone.volume.entries]);
+  // The same bytes but for the digits of each row's random visit id.
+  assert.ok(Math.abs(later.volume.bytes - alone.volume.bytes) < 16, `${later.volume.bytes} bytes`);
 });

@@ -124,3 +124,77 @@ Deno.test("POST /v1/events: a widget batch refused because the log is full gives
   }
   assert.deepEqual(await left(), before);
 });
+
+Deno.test("POST /v1/events: while the log is full a batch is refused unread, before its size or events are charged", async () => {
+  await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND) });
+  const { w } = world;
+  await w.deps.kv.set(["ev_wal_size", "added"], new Deno.KvU64(BigInt(BOUND)));
+  const left = async () => (await w.deps.eventLimiters.perAddress.peek("unknown")).remaining;
+  const before = await left();
+  const send = (body: string) =>
+    w.app.request("/v1/events", {
+      method: "POST",
+      headers: { origin: "https://news.example", "content-type": "application/json" },
+      body,
+    });
+  // Read, each would be refused for what it holds (600 events: 422; not JSON: 400) and charged.
+  const bodies = [
+    JSON.stringify({ widget_id: "wd_main", events: Array(600).fill({ event_type: "heartbeat" }) }),
+    `{"widget_id":"wd_main","events":[${"x".repeat(100_000)}`,
+  ];
+  for (const body of bodies) {
+    const res = await send(body);
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get("retry-after"), "10");
+    await res.body?.cancel();
+  }
+  assert.equal(await left(), before);
+  // A server batch too.
+  const keyed = await w.app.request("/v1/events", {
+    method: "POST",
+    headers: { authorization: `Bearer ${world.key}`, "content-type": "application/json" },
+    body: "not json",
+  });
+  assert.equal(keyed.status, 503);
+  await keyed.body?.cancel();
+});
+
+Deno.test("POST /v1/events: a widget batch the log fills up under keeps its size charge and gets back the rest", async () => {
+  await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND) });
+  const { w } = world;
+  const limiters = w.deps.eventLimiters;
+  const left = async () => [
+    (await limiters.perAddress.peek("unknown")).remaining,
+    (await limiters.perWidget.peek("wd_main")).remaining,
+    (await limiters.perWidgetDaily.peek("wd_main")).remaining,
+  ];
+  const before = await left();
+  // Room when the batch is let in; none by the time it is stored (another process filled the log).
+  const events = w.deps.events;
+  const refuseWhenFull = events.refuseWhenFull;
+  events.refuseWhenFull = async () => {
+    await refuseWhenFull.call(events);
+    await w.deps.kv.set(["ev_wal_size", "added"], new Deno.KvU64(BigInt(BOUND)));
+  };
+  const post = (events: unknown[]) =>
+    w.app.request("/v1/events", {
+      method: "POST",
+      headers: { origin: "https://news.example", "content-type": "application/json" },
+      body: JSON.stringify({ widget_id: "wd_main", events }),
+    });
+  try {
+    // 100 KB of body in one event: charged 13 events for its size before it was decoded.
+    const big = await post([{ event_type: "widget_load", note: "n".repeat(100_000) }]);
+    assert.equal(big.status, 503);
+    await big.body?.cancel();
+    assert.deepEqual(await left(), [before[0]! - 13, before[1], before[2]]);
+    await w.deps.kv.delete(["ev_wal_size", "added"]);
+    // 20 small events: charged by the handler, all given back.
+    const small = await post(Array(20).fill({ event_type: "heartbeat", session_id: "s1" }));
+    assert.equal(small.status, 503);
+    await small.body?.cancel();
+    assert.deepEqual(await left(), [before[0]! - 13, before[1], before[2]]);
+  } finally {
+    events.refuseWhenFull = refuseWhenFull;
+  }
+});

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { EventPipeline, FLUSH_SCRATCH } from "../../analytics/events.ts";
 import { writeNdjsonAsParquet } from "../../analytics/parquet_writer.ts";
-import { CHUNK_BYTES, ndjsonLine, toChunks } from "../../analytics/wal.ts";
+import { CHUNK_BYTES, EventWal, ndjsonLine, WAL_PREFIX } from "../../analytics/wal.ts";
+import { FixedClock } from "../../core/clock.ts";
 import { parseConfig } from "../../core/config.ts";
 import { openDeps } from "../../main.ts";
 import { analyticsWorld } from "./_fixture.ts";
@@ -17,9 +18,12 @@ const evts = (prefix: string, n: number, ts?: string) =>
     ...(ts ? { ts } : {}),
   }));
 
-Deno.test("toChunks() keeps every chunk under the KV value limit and loses no row", () => {
-  const rows = Array.from({ length: 3000 }, (_, i) => ({ i, text: "ü".repeat(300) }));
-  const chunks = toChunks(rows.map(ndjsonLine));
+Deno.test("EventWal.append() keeps every chunk under the KV value limit and loses no row", async () => {
+  await using kv = await Deno.openKv(":memory:");
+  const rows = Array.from({ length: 3000 }, (_, i) => ({ i, text: "ü".repeat(300), tenant_id: null, ts_ms: 0 }));
+  const wal = new EventWal(kv, new FixedClock("2026-11-22T12:00:00Z"));
+  assert.ok(await wal.append("0195f0c0-0000-7000-8000-00000000000a", rows.map(ndjsonLine), rows));
+  const chunks = (await Array.fromAsync(kv.list<Uint8Array>({ prefix: [...WAL_PREFIX] }))).map((e) => e.value);
   assert.ok(chunks.length > 1);
   for (const c of chunks) assert.ok(c.byteLength <= CHUNK_BYTES);
   const lines = chunks.flatMap((c) => new TextDecoder().decode(c).trim().split("\n"));
@@ -469,4 +473,44 @@ Deno.test("flusher lease: a holder stalled past its lease mid-write renames noth
   assert.equal(counts.size, 50);
   assert.deepEqual([...counts.entries()].filter(([, n]) => n !== 1), [], "no event stored twice");
   assert.equal((await parquetFiles(deps.analytics.eventsDir)).length, 1);
+});
+
+Deno.test("flusher lease: a holder stalled past its lease before deleting its flushed chunks takes their bytes off the log's size only once with the holder that recovered its plan", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  /** Bytes of the chunks in the log, counted the slow way. */
+  const held = async () => {
+    let n = 0;
+    for await (const e of deps.kv.list<Uint8Array>({ prefix: ["ev_wal"] })) n += e.value.byteLength;
+    return n;
+  };
+  // This holder's plan is written (its file renamed in) when it stalls before deleting the chunks.
+  const wal = deps.events.wal;
+  const del = wal.delete.bind(wal);
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  let stalled!: () => void;
+  const started = new Promise<void>((r) => stalled = r);
+  wal.delete = async (...args) => {
+    stalled();
+    await gate;
+    return await del(...args);
+  };
+  await deps.events.record(evts("p", 40));
+  const stalledFlush = deps.events.flush();
+  await started;
+  // Another process takes over and finishes the written plan.
+  world.w.clock.advance(deps.events.options.leaseMs + 1);
+  const other = new EventPipeline({ ...deps, repos: deps.repos }, { ...deps.events.options });
+  await other.flush();
+  assert.equal(await held(), 0);
+  release();
+  assert.equal((await stalledFlush).skipped, true, "the stalled holder finds its plan finished");
+  wal.delete = del;
+  // The size is the log's: the 40 events' bytes were taken off once.
+  await other.record(evts("q", 10));
+  assert.ok((await held()) > 0);
+  assert.equal(await other.wal.size(), await held());
+  const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+  assert.equal(counts.size, 40);
 });

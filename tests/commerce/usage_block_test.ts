@@ -103,3 +103,15 @@ Deno.test("withUsageBlock(): only a JSON object answer without its own usage gai
   const nested = `${"[".repeat(200)}${"]".repeat(200)}`;
   assert.equal(await through(nested), nested);
 });
+
+Deno.test("withUsageBlock(): an answer of one long string of escaped quotes gives the event loop turns while its names are read", async () => {
+  // 16 MB of `\"` pairs in one member: a text of nothing but double quotes, as JSON writes it.
+  const json = `{"text":"${'\\"'.repeat(8_000_000)}"}`;
+  let ticked = false;
+  setTimeout(() => ticked = true, 0);
+  const res = await withUsageBlock(answer(json), usage);
+  assert.equal(ticked, true);
+  const out = JSON.parse(await res.text());
+  assert.deepEqual(Object.keys(out), ["text", "usage"]);
+  assert.equal(out.text.length, 8_000_000);
+});

@@ -54,3 +54,23 @@ Deno.test("boundPassed(): counts values at any depth from above, members and ele
   // The element bound is told apart.
   assert.equal(await over(`{"events":[${Array(501).fill("{}").join(",")}]}`, 10_000), "elements");
 });
+
+Deno.test("boundPassed(): a body after a UTF-8 byte-order mark is counted, as the decoder reads past the mark", async () => {
+  const bom = (text: string) => new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode(text)]);
+  assert.equal(await boundPassed(bom(`{"events":[1,2,3,4]}`), { key: "events", maxElements: 3 }), "elements");
+  assert.equal(await boundPassed(bom(` {"events":[1,2,3]}`), { key: "events", maxElements: 3 }), null);
+  const fields = `{"events":[{${Array.from({ length: 1000 }, (_, i) => `"k${i}":1`).join(",")}}]}`;
+  assert.equal(await boundPassed(bom(fields), { key: "events", maxElements: 500, maxValues: 999 }), "values");
+});
+
+Deno.test("boundPassed(): gives the event loop turns inside one long string of escaped quotes", async () => {
+  // One string of 4 MiB of `\"` pairs, never closed: the pass ends inside it.
+  const text = `{"events":["${'\\"'.repeat(2 * SLICE_BYTES)}`;
+  assert.ok(text.length > 3 * SLICE_BYTES);
+  let ticked = false;
+  setTimeout(() => ticked = true, 0);
+  assert.equal(await longer(text, 500), false);
+  assert.equal(ticked, true);
+  // Closed, it is one element.
+  assert.equal(await longer(`${text}"]}`, 1), false);
+});

@@ -79,3 +79,28 @@ Deno.test("POST /v1/events: a widget batch costs its address its events, or one 
   assert.equal(await post([{ event_type: "widget_load", note: "n".repeat(100_000) }]), 202);
   assert.equal(await left(), start - 3 - 13);
 });
+
+Deno.test("POST /v1/events: a widget batch behind a UTF-8 byte-order mark is bounded before decoding like any other", async () => {
+  await using world = await analyticsWorld();
+  const { w } = world;
+  const bom = (text: string) => new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode(text)]);
+  // One event of 40,000 fields: more values than a batch can use, refused unread (413).
+  const fields = Object.fromEntries(Array.from({ length: 40_000 }, (_, i) => [`k${i}`, 1]));
+  const wide = await w.app.request(
+    request(bom(JSON.stringify({ widget_id: "wd_main", events: [{ event_type: "widget_load", ...fields }] }))),
+  );
+  assert.equal(wide.status, 413);
+  assert.match((await wide.json()).message, /at most \d+ JSON values/);
+  // 600 events: refused for their count (422), as without the mark.
+  const many = await w.app.request(
+    request(bom(JSON.stringify({ widget_id: "wd_main", events: Array(600).fill({ event_type: "heartbeat" }) }))),
+  );
+  assert.equal(many.status, 422);
+  await many.body?.cancel();
+  // A small batch with the mark is still accepted.
+  const ok = await w.app.request(
+    request(bom(JSON.stringify({ widget_id: "wd_main", events: [{ event_type: "widget_load" }] }))),
+  );
+  assert.equal(ok.status, 202);
+  await ok.body?.cancel();
+});
