@@ -17,6 +17,7 @@ import { loadChallengeKey } from "../../core/commerce/challenges.ts";
 import { StandardMethods } from "../../core/commerce/standard_methods.ts";
 import { LOCAL_KEYS, type LocalChain, startLocalChain, TOKEN_DOMAIN } from "../../fixtures/chain/local.ts";
 import { kvFaults } from "../_kv_faults.ts";
+import { kvThrough } from "../_kv_proxy.ts";
 import { type CommerceWorld, createCommerceWorld, postJson, serveAsStore } from "./_helpers.ts";
 
 /**
@@ -530,6 +531,75 @@ Deno.test("settlement sweep: a settled purchase whose credit failed to commit, i
     assert.equal(await creditOf(w, alice.agent), 1_000_000);
   } finally {
     await http.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: a pay-as-you-go call whose settlement outlasted its grace period is consumed by its own request, not by a sweep running between its paid record and its consume", async () => {
+  const late: {
+    clock?: FixedClock;
+    sweep?: () => Promise<unknown>;
+    swept?: unknown;
+    close?: () => Promise<void>;
+  } = {};
+  // A facilitator whose settlement takes longer than the grace period (the claim's first due time).
+  const slow = (chain: LocalChain) => {
+    const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+      const path = new URL(req.url).pathname;
+      const res = await fetch(`${chain.facilitatorUrl}${path}`, {
+        method: req.method,
+        headers: { "content-type": "application/json" },
+        body: req.method === "POST" ? await req.text() : undefined,
+      });
+      if (path === "/settle") late.clock!.advance(SETTLE_RECHECK_GRACE_MS + 1);
+      return res;
+    });
+    late.close = () => server.shutdown();
+    return `http://127.0.0.1:${server.addr.port}`;
+  };
+  // The sweep runs right after the `paid` record commits, before the live request consumes it.
+  const wrapKv = (kv: Deno.Kv) =>
+    kvThrough(kv, {
+      atomic: () => {
+        let paid = false;
+        return {
+          set: (key, value) =>
+            void (paid ||= key[0] === "commerce_payment" && (value as PaymentRecord).state === "paid"),
+          commit: async (real) => {
+            const res = await real();
+            if (paid && res.ok && late.sweep && !late.swept) late.swept = await late.sweep();
+            return res;
+          },
+        };
+      },
+    });
+  const { chain, clock, w } = await chainWorld(slow, { wrapKv, upstream: true });
+  late.clock = clock;
+  const http = serveAsStore(w);
+  try {
+    await w.addPayg(20_000);
+    const { token } = await w.agents.issue();
+    const client = Mppx.create({
+      methods: [evm({ account: privateKeyToAccount(LOCAL_KEYS.buyer), authorization: TOKEN_DOMAIN })],
+      fetch: (input, init) => {
+        const req = new Request(input, init);
+        req.headers.set("zc-agent-authorization", `Bearer ${token}`);
+        return fetch(req);
+      },
+      polyfill: false,
+    });
+    late.sweep = () => w.deps.commerce.settleSweep!.sweep();
+    const res = await client.fetch(`${http.url}/v2/search?data_model_id=${w.dataModelId}`, postJson({ query: "x" }));
+    assert.equal(res.status, 200, await res.clone().text());
+    await res.body?.cancel();
+    assert.ok(late.swept, "the sweep ran between the paid record and its consume");
+    assert.deepEqual((late.swept as { resolved: unknown[] }).resolved, [], "the call's own request consumes it");
+    assert.equal((await evmRecords(w))[0].value.state, "consumed");
+    assert.equal(chain.settlements.length, 1);
+  } finally {
+    await http.close();
+    await late.close?.();
     await w.close();
     await chain.close();
   }
