@@ -110,6 +110,11 @@ const REALM_CACHE_MAX = 256;
  * `eth_getLogs`. The sweep rechecks within minutes; an older one is left to the operator.
  */
 const AUTHORIZATION_LOG_LOOKBACK_BLOCKS = 10_000n;
+/**
+ * How far past an authorization's `validBefore` (seconds) the latest block must be before its being
+ * unused is final: a block just past it may be reorganised away for one that used it in time.
+ */
+const AUTHORIZATION_EXPIRY_MARGIN_S = 15n * 60n;
 
 // deno-lint-ignore no-explicit-any
 type AnyMppx = any;
@@ -399,7 +404,7 @@ export class StandardMethods {
    * transaction when the facilitator named one, else by the authorization itself (the facilitator's
    * answer was lost, or the process died before recording it). The token's `AuthorizationUsed` log
    * names the transaction that used it, whose Transfer is then confirmed as any settlement's; an
-   * authorization unused once the chain's time reached its `validBefore` can never move money.
+   * authorization unused once the chain's time is well past its `validBefore` can never move money.
    * Without `PAY_EVM_RPC_URL` nothing can be told.
    */
   async recheckSettlement(
@@ -536,8 +541,8 @@ async function sha256Short(s: string): Promise<string> {
 
 /**
  * What the token says of an EIP-3009 authorization: the transaction whose `AuthorizationUsed` log
- * names it; `canceled` (`AuthorizationCanceled`); `expired` (unused, and the latest block's time has
- * reached its `validBefore`, so no block can use it any more); `unused` (it still may be); or
+ * names it; `canceled` (`AuthorizationCanceled`); `expired` (unused, and the latest block's time is
+ * {@link AUTHORIZATION_EXPIRY_MARGIN_S} past its `validBefore`, so no block, nor a reorg, can use it); `unused` (it still may be); or
  * `unknown` (marked used, but no log within the lookback).
  * @throws when the node cannot answer
  */
@@ -567,7 +572,7 @@ async function findAuthorizationUse(
     args: [from, nonce],
     blockNumber: latest.number,
   });
-  if (!used) return latest.timestamp >= BigInt(auth.validBefore) ? "expired" : "unused";
+  if (!used) return latest.timestamp >= BigInt(auth.validBefore) + AUTHORIZATION_EXPIRY_MARGIN_S ? "expired" : "unused";
   const fromBlock = latest.number > AUTHORIZATION_LOG_LOOKBACK_BLOCKS
     ? latest.number - AUTHORIZATION_LOG_LOOKBACK_BLOCKS
     : 0n;

@@ -604,3 +604,40 @@ Deno.test("settlement sweep: a pay-as-you-go call whose settlement outlasted its
     await chain.close();
   }
 });
+
+Deno.test("settlement sweep: an authorization is failed as expired only once the chain's latest block is well past its validBefore (a block just past it may be reorganised away)", async () => {
+  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
+  const { chain, clock, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, false)).url);
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    const lost = await alice.purchase();
+    assert.equal(lost.status, 503);
+    await lost.body?.cancel();
+    const [pending] = await evmRecords(w);
+    const validBefore = Number(pending.value.authorization!.validBefore);
+    const rpc = (method: string, params: unknown[] = []) =>
+      fetch(chain.rpcUrl, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })
+        .then((r) => r.json());
+    const sweep = w.deps.commerce.settleSweep!;
+
+    // The latest block's time just reached validBefore: a reorg could still bring a block that used it.
+    await rpc("evm_mine", [{ timestamp: validBefore + 60 }]);
+    clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+    const early = await sweep.sweep();
+    assert.deepEqual([early.resolved, early.deferred], [[], 1]);
+    assert.equal((await evmRecords(w))[0].value.state, "processing");
+
+    // Well past it: no reorg reaches back that far, and it is failed.
+    await rpc("evm_mine", [{ timestamp: validBefore + 16 * 60 }]);
+    clock.advance(2 * 3600_000);
+    const swept = await sweep.sweep();
+    assert.deepEqual(swept.resolved, [{ reference: pending.value.reference, state: "failed" }]);
+    assert.equal((await evmRecords(w))[0].value.settlementReason, "authorization_expired");
+  } finally {
+    await http.close();
+    await lossy?.close();
+    await w.close();
+    await chain.close();
+  }
+});
