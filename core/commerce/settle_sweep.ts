@@ -71,6 +71,8 @@ export class SettlementSweep {
   readonly #timers: Timers;
   #timer: TimerId | undefined;
   #running = false;
+  /** Set while {@link stop} waits: the sweep in flight ends after the payment in hand. */
+  #stopAsked = false;
   #sweeping: Promise<SettleSweepOutcome> | null = null;
 
   constructor(
@@ -118,12 +120,20 @@ export class SettlementSweep {
     schedule();
   }
 
-  /** Stops the schedule, waits for a sweep in flight and gives the lease up. */
+  /**
+   * Stops the schedule, lets a sweep in flight finish the payment in hand (the rest of its batch is
+   * left for the next process) and gives the lease up.
+   */
   async stop(): Promise<void> {
     this.#running = false;
     if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
     this.#timer = undefined;
-    await this.#sweeping?.catch(() => {});
+    this.#stopAsked = true;
+    try {
+      await this.#sweeping?.catch(() => {});
+    } finally {
+      this.#stopAsked = false;
+    }
     await this.#lease.release().catch(() => {});
   }
 
@@ -144,18 +154,18 @@ export class SettlementSweep {
       staleReservations: 0,
       abandonedCalls: 0,
     };
-    if (!(await this.#lease.acquire())) return out;
+    if (!(await this.#goOn())) return out;
     out.swept = true;
     // Each kind apart: one failing (a KV error, a processor down) leaves the others to run.
     await this.#settlements(out).catch((err) =>
       this.o.log.error("settlement rechecks failed", { error: describeError(err) })
     );
-    if (!(await this.#lease.acquire())) return out;
+    if (!(await this.#goOn())) return out;
     out.staleReservations = await this.o.ledger.returnStale(RECOVERY_SWEEP_BATCH).catch((err) => {
       this.o.log.error("stale reservations not returned", { error: describeError(err) });
       return 0;
     });
-    if (!(await this.#lease.acquire())) return out;
+    if (!(await this.#goOn())) return out;
     out.abandonedCalls = await this.o.calls.refundAbandonedCalls(RECOVERY_SWEEP_BATCH).catch((err) => {
       this.o.log.error("abandoned calls not refunded", { error: describeError(err) });
       return 0;
@@ -163,12 +173,20 @@ export class SettlementSweep {
     return out;
   }
 
+  /**
+   * Whether the sweep may take its next piece of work: no stop is waiting (each may wait on a slow
+   * node or processor), and the lease is still this process's (renewed).
+   */
+  async #goOn(): Promise<boolean> {
+    return !this.#stopAsked && await this.#lease.acquire();
+  }
+
   async #settlements(out: SettleSweepOutcome): Promise<void> {
     const { payments, clock } = this.o;
     if (!this.o.standard) return;
     for (const due of await payments.dueRechecks(clock.now().getTime(), SETTLE_SWEEP_BATCH)) {
       // Renewed before each: node calls may outlast the lease, and a sweep that lost it stops.
-      if (!(await this.#lease.acquire())) break;
+      if (!(await this.#goOn())) break;
       const entry = await payments.get(due.sellerId, due.reference);
       const p = entry.value;
       // Moved on (or relisted) since it was listed: the listing is stale.
