@@ -195,8 +195,10 @@ export interface OpenCall {
   processorRef: string;
   amountMicros: number;
   requestId: string;
-  /** When it was charged (ISO): the mark sorts by it. */
+  /** When it was charged, or last taken to be refunded (ISO): the mark sorts by it. */
   at: string;
+  /** When it was charged (ISO), kept when the mark is taken: a refund failing for long is given up. */
+  openedAt?: string;
 }
 
 const OPEN_CALL_PREFIX = "commerce_call_open";
@@ -355,11 +357,15 @@ export class PaymentStore {
 
   /**
    * Moves a mark to now, in one commit checked against the mark read: its taker refunds it, and
-   * should the taker die before it ends the mark, it is stale again later and refunded then (the
-   * processor refunds once per reference), never left charged.
+   * should the taker die before it ends the mark, or its refund fail, it is stale again later and
+   * refunded then (the processor refunds once per reference), never left charged.
    */
   async #take(mark: Deno.KvEntry<OpenCall>): Promise<OpenCall | null> {
-    const taken: OpenCall = { ...mark.value, at: this.clock.now().toISOString() };
+    const taken: OpenCall = {
+      ...mark.value,
+      at: this.clock.now().toISOString(),
+      openedAt: mark.value.openedAt ?? mark.value.at,
+    };
     // Taken in the millisecond it was made (a call failing at once): a key of its own all the same.
     if (taken.at === mark.value.at) taken.at = new Date(Date.parse(taken.at) + 1).toISOString();
     const res = await this.kv.atomic().check(mark).delete(mark.key).set(openCallKey(taken), taken).commit();

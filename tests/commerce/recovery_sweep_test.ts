@@ -307,3 +307,70 @@ Deno.test("commerce sweep: in a Stripe-only setup, a paid purchase whose credit 
     await standIn.close();
   }
 });
+
+Deno.test("commerce sweep: a pay-per-call refund that failed is tried again by a later sweep, once it succeeds the charge is refunded once; one failing for a day is left to the operator with an error", async () => {
+  await using w = await createCommerceWorld({ upstream: true, withPlan: false });
+  await w.addPayg(20_000);
+  const processor = w.deps.commerce.service.processor as SandboxProcessor;
+  const refund = processor.refund.bind(processor);
+  let refundsAsked = 0;
+  let processorDown = true;
+  processor.refund = (input) => {
+    refundsAsked++;
+    return processorDown ? Promise.reject(new Error("processor unavailable")) : refund(input);
+  };
+  const marks = async () => {
+    const out = [];
+    for await (const e of w.deps.kv.list({ prefix: ["commerce_call_open"] })) out.push(e.key);
+    return out.length;
+  };
+  const { payments } = w.deps.commerce.service;
+  const sweep = w.deps.settleSweep!;
+
+  // The upstream fails; its refund fails too: the agent is told the refund is pending.
+  w.upstream.mode = "error";
+  const failed = await payPerCall(w, (await w.agents.issue()).token);
+  const res = await failed.send();
+  assert.equal(res.status, 500);
+  await res.body?.cancel();
+  assert.equal(refundsAsked, 1);
+  assert.equal((await payments.get(w.sellerId, failed.ch.id)).value?.state, "consumed");
+  assert.equal(await marks(), 1, "its mark is kept for a later try");
+
+  // A later sweep, once the mark is stale, tries again: still failing, then refunded once.
+  w.clock.advance(STALE_RESERVATION_MS + 1000);
+  assert.equal((await sweep.sweep()).abandonedCalls, 0);
+  assert.equal(refundsAsked, 2);
+  assert.equal(await marks(), 1);
+  processorDown = false;
+  w.clock.advance(STALE_RESERVATION_MS + 1000);
+  assert.equal((await sweep.sweep()).abandonedCalls, 1);
+  assert.equal(refundsAsked, 3);
+  assert.equal((await payments.get(w.sellerId, failed.ch.id)).value?.state, "refunded");
+  assert.deepEqual(processor.refunds.map((r) => r.reference), [failed.ch.id]);
+  assert.equal(await marks(), 0);
+  w.clock.advance(STALE_RESERVATION_MS + 1000);
+  assert.equal((await sweep.sweep()).abandonedCalls, 0);
+  assert.equal(refundsAsked, 3);
+
+  // One whose refund never succeeds: tried while its call is under a day old, then the operator's.
+  processorDown = true;
+  const stuck = await payPerCall(w, (await w.agents.issue()).token);
+  const res2 = await stuck.send();
+  await res2.body?.cancel();
+  const asked = refundsAsked;
+  for (let i = 0; i < 200 && (await marks()) > 0; i++) {
+    w.clock.advance(STALE_RESERVATION_MS + 1000);
+    await sweep.sweep();
+  }
+  assert.equal(await marks(), 0, "given up");
+  const tries = refundsAsked - asked;
+  assert.ok(tries >= 100 && tries <= 150, `tried ${tries} times over a day`);
+  assert.equal((await payments.get(w.sellerId, stuck.ch.id)).value?.state, "consumed", "the operator's to refund");
+  const line = w.log.lines.find((l) => l.msg === "pay-as-you-go refund given up: refund it by hand");
+  assert.equal(line?.level, "error");
+  assert.equal(line?.reference, stuck.ch.id);
+  w.clock.advance(STALE_RESERVATION_MS + 1000);
+  await sweep.sweep();
+  assert.equal(refundsAsked - asked, tries, "not tried again");
+});
