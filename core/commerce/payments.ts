@@ -70,6 +70,8 @@ export interface PaymentRecord {
   recheckAt?: number;
   /** How often the sweep asked already without an answer (its backoff grows with it). */
   rechecks?: number;
+  /** An `evm` settlement rechecked: the block its next look for the authorization's logs starts at. */
+  logsFromBlock?: number;
   /**
    * A pay-as-you-go call `paid` by the sweep: its settlement was confirmed after the agent was told
    * 503, so the answer it paid for was never delivered; the same credential sent again is served once.
@@ -309,8 +311,28 @@ export class PaymentStore {
    * Lists a still-unknown settlement again for `atMs` (one more recheck counted), atomically with
    * the exact entry read: of two sweeps that looked at it, one reschedules it. False when it changed.
    */
-  async recheckLater(entry: Deno.KvEntry<PaymentRecord>, atMs: number): Promise<boolean> {
-    const next: PaymentRecord = { ...entry.value, recheckAt: atMs, rechecks: (entry.value.rechecks ?? 0) + 1 };
+  async recheckLater(
+    entry: Deno.KvEntry<PaymentRecord>,
+    atMs: number,
+    patch: Pick<PaymentRecord, "logsFromBlock"> = {},
+  ): Promise<boolean> {
+    const next: PaymentRecord = {
+      ...entry.value,
+      ...patch,
+      recheckAt: atMs,
+      rechecks: (entry.value.rechecks ?? 0) + 1,
+    };
+    const op = this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next));
+    relist(op, entry.value, next);
+    return (await op.commit()).ok;
+  }
+
+  /**
+   * Takes a settlement the sweep gave up on off its recheck list, its state as it is (the operator's
+   * now), atomically with the exact entry read. False when it changed.
+   */
+  async stopRechecks(entry: Deno.KvEntry<PaymentRecord>): Promise<boolean> {
+    const { recheckAt: _, ...next } = entry.value;
     const op = this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next));
     relist(op, entry.value, next);
     return (await op.commit()).ok;

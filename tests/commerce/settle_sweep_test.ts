@@ -12,7 +12,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { FixedClock } from "../../core/clock.ts";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import { SETTLE_RECHECK_GRACE_MS } from "../../core/commerce/settlement.ts";
-import { SettlementSweep } from "../../core/commerce/settle_sweep.ts";
+import { SETTLE_RECHECK_MAX_MS, SettlementSweep } from "../../core/commerce/settle_sweep.ts";
 import { loadChallengeKey } from "../../core/commerce/challenges.ts";
 import { StandardMethods } from "../../core/commerce/standard_methods.ts";
 import { LOCAL_KEYS, type LocalChain, startLocalChain, TOKEN_DOMAIN } from "../../fixtures/chain/local.ts";
@@ -45,7 +45,7 @@ function lossyFacilitator(chain: LocalChain, settles: boolean) {
 
 async function chainWorld(
   facilitatorUrl: (chain: LocalChain) => string,
-  opts: { wrapKv?: (kv: Deno.Kv) => Deno.Kv; upstream?: boolean } = {},
+  opts: { wrapKv?: (kv: Deno.Kv) => Deno.Kv; upstream?: boolean; rpcUrl?: (chain: LocalChain) => string } = {},
 ) {
   const chain = await startLocalChain();
   const clock = new FixedClock(new Date().toISOString());
@@ -60,7 +60,7 @@ async function chainWorld(
       PAY_EVM_TOKEN_VERSION: TOKEN_DOMAIN.version,
       PAY_EVM_RECIPIENT: chain.addresses.seller,
       PAY_X402_FACILITATOR_URL: facilitatorUrl(chain),
-      PAY_EVM_RPC_URL: chain.rpcUrl,
+      PAY_EVM_RPC_URL: opts.rpcUrl?.(chain) ?? chain.rpcUrl,
     },
   });
   return { chain, clock, w };
@@ -637,6 +637,129 @@ Deno.test("settlement sweep: an authorization is failed as expired only once the
   } finally {
     await http.close();
     await lossy?.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+/**
+ * An RPC provider in front of the chain that serves `eth_getLogs` over at most `maxRange` blocks
+ * (none at all with 0), as several providers do, and everything else as the chain does.
+ */
+function pickyProvider(chain: LocalChain, maxRange: number) {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const body = await req.text();
+    const call = JSON.parse(body);
+    if (call.method === "eth_getLogs") {
+      const { fromBlock, toBlock } = call.params[0];
+      if (Number(BigInt(toBlock)) - Number(BigInt(fromBlock)) + 1 > maxRange) {
+        const error = { code: -32005, message: `block range exceeds ${maxRange}` };
+        return Response.json({ jsonrpc: "2.0", id: call.id, error });
+      }
+    }
+    return await fetch(chain.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
+  });
+  return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
+}
+
+const rpcOf = (chain: LocalChain) => (method: string, params: unknown[] = []) =>
+  fetch(chain.rpcUrl, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })
+    .then((r) => r.json());
+
+Deno.test("settlement sweep: a settlement made many blocks after the sweep first looked is found from the block that look started at, in log ranges a provider serves", async () => {
+  let provider: ReturnType<typeof pickyProvider> | undefined;
+  // A facilitator whose settle answer is lost, and which submits the settlement only later.
+  let held: string | null = null;
+  let facilitator: Deno.HttpServer<Deno.NetAddr> | undefined;
+  const { chain, clock, w } = await chainWorld((c) => {
+    facilitator = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+      const path = new URL(req.url).pathname;
+      const body = req.method === "POST" ? await req.text() : undefined;
+      if (path === "/settle") {
+        held = body!;
+        return new Response("bad gateway", { status: 502 });
+      }
+      return fetch(`${c.facilitatorUrl}${path}`, {
+        method: req.method,
+        headers: { "content-type": "application/json" },
+        body,
+      });
+    });
+    return `http://127.0.0.1:${facilitator.addr.port}`;
+  }, { rpcUrl: (c) => (provider = pickyProvider(c, 2_000)).url });
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    const lost = await alice.purchase();
+    assert.equal(lost.status, 503);
+    await lost.body?.cancel();
+    const sweep = w.deps.commerce.settleSweep!;
+    clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+    assert.equal((await sweep.sweep()).deferred, 1, "unused as yet");
+    const [looked] = await evmRecords(w);
+    assert.equal(typeof looked.value.logsFromBlock, "number", "the first look's start is kept");
+
+    // Submitted later, then many blocks pass before the sweep looks again.
+    const settled = await fetch(`${chain.facilitatorUrl}/settle`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: held!,
+    });
+    assert.equal(settled.status, 200, await settled.text());
+    assert.equal(chain.settlements.length, 1);
+    await rpcOf(chain)("evm_mine", [{ blocks: 12_000 }]);
+    clock.advance(SETTLE_RECHECK_MAX_MS);
+    const swept = await sweep.sweep();
+    assert.deepEqual(swept.resolved, [{ reference: looked.value.reference, state: "consumed" }]);
+    assert.equal((await evmRecords(w))[0].value.processorRef, chain.settlements[0]);
+    assert.equal(await creditOf(w, alice.agent), 1_000_000);
+  } finally {
+    await http.close();
+    await facilitator?.shutdown();
+    await provider?.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: a settlement the chain cannot resolve (its provider refusing every log query) is rechecked for a bounded time, then taken off the list for the operator with an error, left processing", async () => {
+  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
+  let provider: ReturnType<typeof pickyProvider> | undefined;
+  const { chain, clock, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, true)).url, {
+    rpcUrl: (c) => (provider = pickyProvider(c, 0)).url,
+  });
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    const lost = await alice.purchase();
+    assert.equal(lost.status, 503);
+    await lost.body?.cancel();
+    const sweep = w.deps.commerce.settleSweep!;
+    const [pending] = await evmRecords(w);
+    let sweeps = 0;
+    let givenUp = 0;
+    while (givenUp === 0 && sweeps < 400) {
+      clock.advance(SETTLE_RECHECK_MAX_MS);
+      const out = await sweep.sweep();
+      assert.deepEqual(out.resolved, []);
+      givenUp += out.givenUp;
+      sweeps++;
+    }
+    assert.equal(givenUp, 1, `given up after ${sweeps} sweeps`);
+    assert.ok(sweeps <= 8 * 24 + 1, `${sweeps} hourly sweeps`);
+    assert.equal(await rechecksListed(w), 0, "no longer listed");
+    const [left] = await evmRecords(w);
+    assert.equal(left.value.state, "processing", "the operator's to resolve");
+    const line = w.log.lines.find((l) => l.msg === "settlement recheck given up: resolve it by hand");
+    assert.equal(line?.level, "error");
+    assert.equal(line?.reference, pending.value.reference);
+    clock.advance(SETTLE_RECHECK_MAX_MS);
+    assert.equal((await sweep.sweep()).deferred, 0, "never looked at again");
+    assert.equal(await creditOf(w, alice.agent), 0);
+  } finally {
+    await http.close();
+    await lossy?.close();
+    await provider?.close();
     await w.close();
     await chain.close();
   }
