@@ -132,7 +132,7 @@ Deno.test("settlement sweep: a purchase whose facilitator settle answer was lost
     assert.equal(pending.value.state, "processing");
     assert.equal(pending.value.pendingTransfer, undefined, "the facilitator named no transaction");
 
-    const sweep = w.deps.commerce.settleSweep!;
+    const sweep = w.deps.commerce.settleSweep;
     // Within the grace period the agent's own retries come first: the sweep leaves it.
     const early = await sweep.sweep();
     assert.deepEqual([early.swept, early.resolved, early.deferred], [true, [], 0]);
@@ -181,7 +181,7 @@ Deno.test("settlement sweep: a settlement whose process died before its paid rec
     assert.equal(await creditOf(w, alice.agent), 0);
 
     clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
-    const swept = await w.deps.commerce.settleSweep!.sweep();
+    const swept = await w.deps.commerce.settleSweep.sweep();
     assert.equal(swept.resolved.length, 1);
     assert.equal(swept.resolved[0].state, "consumed");
     assert.equal(await creditOf(w, alice.agent), 1_000_000);
@@ -204,7 +204,7 @@ Deno.test("settlement sweep: a settlement that never happened is rechecked with 
     await lost.body?.cancel();
     assert.equal(chain.settlements.length, 0);
 
-    const sweep = w.deps.commerce.settleSweep!;
+    const sweep = w.deps.commerce.settleSweep;
     clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
     // Unused and still usable: the facilitator may yet submit it. Listed again, later.
     const first = await sweep.sweep();
@@ -265,7 +265,7 @@ Deno.test("settlement sweep: two processes sweeping at once credit a settlement 
         intervalMs: w.deps.config.payments.settleSweepIntervalMs,
       });
     // Two processes at once: the lease gives the sweep to one of them.
-    const outcomes = await Promise.all([w.deps.commerce.settleSweep!.sweep(), another().sweep()]);
+    const outcomes = await Promise.all([w.deps.commerce.settleSweep.sweep(), another().sweep()]);
     assert.equal(outcomes.filter((o) => o.swept).length, 1);
     assert.equal(outcomes.flatMap((o) => o.resolved).length, 1);
     assert.equal(await creditOf(w, alice.agent), 1_000_000);
@@ -334,7 +334,7 @@ Deno.test("settlement sweep: a pay-as-you-go call whose settle answer was lost i
 
     // The agent gave up: the sweep finds the transfer on chain; the call stays owed, not consumed.
     clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
-    const swept = await w.deps.commerce.settleSweep!.sweep();
+    const swept = await w.deps.commerce.settleSweep.sweep();
     assert.equal(swept.resolved[0]?.state, "paid");
     const [owed] = await evmRecords(w);
     assert.deepEqual([owed.value.state, owed.value.answerOwed], ["paid", true]);
@@ -387,7 +387,7 @@ Deno.test("settlement sweep: runs every PAY_SETTLE_SWEEP_INTERVAL_S from deps.st
   });
   assert.equal(w.deps.config.payments.settleSweepIntervalMs, 30_000);
   const calls: string[] = [];
-  const sweep = w.deps.settleSweep!;
+  const sweep = w.deps.settleSweep;
   const { start, stop } = sweep;
   sweep.start = () => (calls.push("start"), start.call(sweep));
   sweep.stop = () => (calls.push("stop"), stop.call(sweep));
@@ -516,7 +516,7 @@ Deno.test("settlement sweep: a settled purchase whose credit failed to commit, i
     assert.equal((await evmRecords(w))[0].value.state, "paid");
     assert.equal(await creditOf(w, alice.agent), 0);
 
-    const sweep = w.deps.commerce.settleSweep!;
+    const sweep = w.deps.commerce.settleSweep;
     assert.deepEqual((await sweep.sweep()).resolved, [], "its agent's own retry comes first");
     clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
     const swept = await sweep.sweep();
@@ -589,7 +589,7 @@ Deno.test("settlement sweep: a pay-as-you-go call whose settlement outlasted its
       },
       polyfill: false,
     });
-    late.sweep = () => w.deps.commerce.settleSweep!.sweep();
+    late.sweep = () => w.deps.commerce.settleSweep.sweep();
     const res = await client.fetch(`${http.url}/v2/search?data_model_id=${w.dataModelId}`, postJson({ query: "x" }));
     assert.equal(res.status, 200, await res.clone().text());
     await res.body?.cancel();
@@ -619,7 +619,7 @@ Deno.test("settlement sweep: an authorization is failed as expired only once the
     const rpc = (method: string, params: unknown[] = []) =>
       fetch(chain.rpcUrl, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })
         .then((r) => r.json());
-    const sweep = w.deps.commerce.settleSweep!;
+    const sweep = w.deps.commerce.settleSweep;
 
     // The latest block's time just reached validBefore: a reorg could still bring a block that used it.
     await rpc("evm_mine", [{ timestamp: validBefore + 60 }]);
@@ -693,7 +693,7 @@ Deno.test("settlement sweep: a settlement made many blocks after the sweep first
     const lost = await alice.purchase();
     assert.equal(lost.status, 503);
     await lost.body?.cancel();
-    const sweep = w.deps.commerce.settleSweep!;
+    const sweep = w.deps.commerce.settleSweep;
     clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
     assert.equal((await sweep.sweep()).deferred, 1, "unused as yet");
     const [looked] = await evmRecords(w);
@@ -734,7 +734,7 @@ Deno.test("settlement sweep: a settlement the chain cannot resolve (its provider
     const lost = await alice.purchase();
     assert.equal(lost.status, 503);
     await lost.body?.cancel();
-    const sweep = w.deps.commerce.settleSweep!;
+    const sweep = w.deps.commerce.settleSweep;
     const [pending] = await evmRecords(w);
     let sweeps = 0;
     let givenUp = 0;
