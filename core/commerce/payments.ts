@@ -328,13 +328,15 @@ export class PaymentStore {
   }
 
   /**
-   * Takes a settlement the sweep gave up on off its recheck list, its state as it is (the operator's
-   * now), atomically with the exact entry read. False when it changed.
+   * Takes a settlement the sweep gave up on off its recheck list and its agent's unconfirmed list (its
+   * reads stop asking the node), its state as it is (the operator's now), atomically with the exact
+   * entry read. False when it changed.
    */
   async stopRechecks(entry: Deno.KvEntry<PaymentRecord>): Promise<boolean> {
     const { recheckAt: _, ...next } = entry.value;
     const op = this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next));
     relist(op, entry.value, next);
+    if (entry.value.pendingTransfer) op.delete(unconfirmedKey(entry.value));
     return (await op.commit()).ok;
   }
 

@@ -644,12 +644,16 @@ Deno.test("settlement sweep: an authorization is failed as expired only once the
 
 /**
  * An RPC provider in front of the chain that serves `eth_getLogs` over at most `maxRange` blocks
- * (none at all with 0), as several providers do, and everything else as the chain does.
+ * (none at all with 0), as several providers do, fails the methods in `failing`, and answers
+ * everything else as the chain does.
  */
-function pickyProvider(chain: LocalChain, maxRange: number) {
+function pickyProvider(chain: LocalChain, maxRange: number, failing: string[] = []) {
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
     const body = await req.text();
     const call = JSON.parse(body);
+    if (failing.includes(call.method)) {
+      return Response.json({ jsonrpc: "2.0", id: call.id, error: { code: -32603, message: "internal error" } });
+    }
     if (call.method === "eth_getLogs") {
       const { fromBlock, toBlock } = call.params[0];
       if (Number(BigInt(toBlock)) - Number(BigInt(fromBlock)) + 1 > maxRange) {
@@ -759,6 +763,44 @@ Deno.test("settlement sweep: a settlement the chain cannot resolve (its provider
   } finally {
     await http.close();
     await lossy?.close();
+    await provider?.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: a settlement whose transfer the node never confirms is given up after its bounded time, and its agent's reads stop asking the node about it", async () => {
+  let provider: ReturnType<typeof pickyProvider> | undefined;
+  const { chain, clock, w } = await chainWorld((c) => c.facilitatorUrl, {
+    rpcUrl: (c) => (provider = pickyProvider(c, 2_000, ["eth_getTransactionReceipt"])).url,
+  });
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    const unconfirmed = await alice.purchase();
+    assert.equal(unconfirmed.status, 503);
+    await unconfirmed.body?.cancel();
+    assert.equal(chain.settlements.length, 1);
+    const [pending] = await evmRecords(w);
+    assert.ok(pending.value.pendingTransfer, "the facilitator named its transaction");
+    const listedForAgent = async () => {
+      let n = 0;
+      for await (const _ of w.deps.kv.list({ prefix: ["commerce_unconfirmed"] })) n++;
+      return n;
+    };
+    assert.equal(await listedForAgent(), 1);
+    const sweep = w.deps.commerce.settleSweep;
+    let givenUp = 0;
+    for (let i = 0; i < 400 && givenUp === 0; i++) {
+      clock.advance(SETTLE_RECHECK_MAX_MS);
+      givenUp += (await sweep.sweep()).givenUp;
+    }
+    assert.equal(givenUp, 1);
+    assert.equal((await evmRecords(w))[0].value.state, "processing", "the operator's to resolve");
+    assert.equal(await rechecksListed(w), 0);
+    assert.equal(await listedForAgent(), 0, "its agent's entitlements reads no longer ask the node about it");
+  } finally {
+    await http.close();
     await provider?.close();
     await w.close();
     await chain.close();
