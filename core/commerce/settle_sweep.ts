@@ -210,10 +210,11 @@ export class SettlementSweep {
         else if (done === "given up") out.givenUp++;
         else if (done !== "moved") out.resolved.push({ reference: p.reference, state: done });
       } catch (err) {
-        // One settlement's failure (a KV error) does not stop the others; it is due again later.
+        // One settlement's failure (a KV error) does not stop the others; it is due again later, on
+        // the backoff and within the age of any unresolved one.
         this.o.log.error("settlement recheck failed", { reference: p.reference, error: describeError(err) });
-        await payments.recheckLater(entry as Deno.KvEntry<PaymentRecord>, nextRecheckMs(clock.now().getTime(), 0))
-          .catch(() => {});
+        const done = await this.#later(entry as Deno.KvEntry<PaymentRecord>).catch(() => "deferred");
+        if (done === "given up") out.givenUp++;
       }
     }
   }

@@ -806,3 +806,41 @@ Deno.test("settlement sweep: a settlement whose transfer the node never confirms
     await chain.close();
   }
 });
+
+Deno.test("settlement sweep: a settlement whose resolution keeps failing (its credit never commits) is asked again with backoff and given up like any unresolved one", async () => {
+  const faults = kvFaults();
+  const { chain, clock, w } = await chainWorld((c) => c.facilitatorUrl, { wrapKv: faults.wrap });
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    // The commit that consumes the payment and grants its credit always fails.
+    faults.failNext(1_000_000, {
+      op: "set",
+      entity: "commerce_payment",
+      value: (v) => (v as PaymentRecord).state === "consumed",
+    });
+    const failed = await alice.purchase();
+    await failed.body?.cancel();
+    assert.equal(failed.status, 500);
+    assert.equal((await evmRecords(w))[0].value.state, "paid");
+    const sweep = w.deps.commerce.settleSweep;
+    let sweeps = 0, attempts = 0, givenUp = 0;
+    const failures = () => w.log.lines.filter((l) => l.msg === "settlement recheck failed").length;
+    while (givenUp === 0 && sweeps < 4000) {
+      clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+      givenUp += (await sweep.sweep()).givenUp;
+      sweeps++;
+    }
+    attempts = failures();
+    assert.equal(givenUp, 1, `given up after ${sweeps} sweeps`);
+    assert.ok(attempts <= 8 * 24 + 10, `${attempts} attempts: backoff grows to hourly`);
+    assert.equal(await rechecksListed(w), 0);
+    assert.equal((await evmRecords(w))[0].value.state, "paid", "the operator's to credit");
+    assert.equal(chain.settlements.length, 1);
+  } finally {
+    faults.failNext(0, { op: "set", entity: "commerce_payment" });
+    await http.close();
+    await w.close();
+    await chain.close();
+  }
+});
