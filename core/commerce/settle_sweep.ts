@@ -66,7 +66,7 @@ export interface SettleSweepOutcome {
   staleReservations: number;
   /** Abandoned pay-per-call charges refunded. */
   abandonedCalls: number;
-  /** Unknown past {@link SETTLE_RECHECK_MAX_AGE_MS}: taken off the recheck list, the operator's. */
+  /** Unresolved past {@link SETTLE_RECHECK_MAX_AGE_MS}: taken off the recheck list, the operator's. */
   givenUp: number;
 }
 
@@ -234,7 +234,8 @@ export class SettlementSweep {
     if (recheck?.check === "unconfirmed") {
       const rechecks = (p.rechecks ?? 0) + 1;
       if (nextRecheckMs(0, rechecks) >= SETTLE_RECHECK_MAX_MS) {
-        // Hours without an answer: the operator should look (the sweep keeps asking, hourly).
+        // Hours without an answer: the operator should look (the sweep keeps asking, hourly, until
+        // SETTLE_RECHECK_MAX_AGE_MS).
         this.o.log.warn("settlement still unknown", { reference: p.reference, rechecks });
       }
       return await this.#later(entry, { logsFromBlock: recheck.logsFromBlock ?? p.logsFromBlock });
