@@ -7,6 +7,9 @@
 import { z } from "zod";
 import { trustedUrl } from "./trusted_url.ts";
 
+/** How often the commerce sweep runs (`PAY_SETTLE_SWEEP_INTERVAL_S`'s default), in seconds. */
+export const DEFAULT_SETTLE_SWEEP_INTERVAL_S = 60;
+
 const address = (name: string) =>
   z.string().regex(/^0x[0-9a-fA-F]{40}$/, { error: `${name} must be a 0x-prefixed 20-byte hex address` })
     .transform((v) => v as `0x${string}`);
@@ -59,7 +62,7 @@ export const paymentEnv = {
   PAY_EVM_RECIPIENT: address("PAY_EVM_RECIPIENT").optional(),
   PAY_EVM_RPC_URL: trustedUrl("PAY_EVM_RPC_URL").optional(),
   PAY_EVM_RECEIPT_WAIT_MS: whole("PAY_EVM_RECEIPT_WAIT_MS", 0, 120_000).default(10_000),
-  PAY_SETTLE_SWEEP_INTERVAL_S: whole("PAY_SETTLE_SWEEP_INTERVAL_S", 1, 86_400).default(60),
+  PAY_SETTLE_SWEEP_INTERVAL_S: whole("PAY_SETTLE_SWEEP_INTERVAL_S", 1, 86_400).default(DEFAULT_SETTLE_SWEEP_INTERVAL_S),
   PAY_X402_FACILITATOR_URL: trustedUrl("PAY_X402_FACILITATOR_URL").optional(),
   PAY_STRIPE_SECRET_KEY: z.string().min(1).optional(),
   PAY_STRIPE_API_URL: trustedUrl("PAY_STRIPE_API_URL").default("https://api.stripe.com"),

@@ -11,12 +11,18 @@ const QUOTE = 0x22, BACKSLASH = 0x5c, COMMA = 0x2c;
 const OPEN_OBJECT = 0x7b, CLOSE_OBJECT = 0x7d, OPEN_ARRAY = 0x5b, CLOSE_ARRAY = 0x5d;
 const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
 
+/** A JSON object's top-level member names, and the index of its closing brace. */
+export interface JsonObjectKeys {
+  keys: string[];
+  close: number;
+}
+
 /**
  * The names of the top-level members of `bytes` when it is a JSON object (`{...}` between white
- * space, brackets balanced, strings closed), else null. What lies between the structural characters
- * is not checked: a text that is not JSON may still get its names.
+ * space, brackets balanced, strings closed), and where it closes; else null. What lies between the
+ * structural characters is not checked: a text that is not JSON may still get its names.
  */
-export async function jsonObjectKeys(bytes: Uint8Array): Promise<string[] | null> {
+export async function jsonObjectKeys(bytes: Uint8Array): Promise<JsonObjectKeys | null> {
   let start = 0, end = bytes.length - 1;
   while (start <= end && isSpace(bytes[start]!)) start++;
   while (end >= start && isSpace(bytes[end]!)) end--;
@@ -51,7 +57,7 @@ export async function jsonObjectKeys(bytes: Uint8Array): Promise<string[] | null
     } else if (b === COMMA && depth === 1) expectKey = true;
     if (++steps % 1024 === 0) await slice();
   }
-  return depth === 0 ? keys : null;
+  return depth === 0 ? { keys, close: end } : null;
 }
 
 /**

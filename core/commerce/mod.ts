@@ -7,6 +7,7 @@
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
+import { DEFAULT_SETTLE_SWEEP_INTERVAL_S } from "../payment_config.ts";
 import type { Repos } from "../store/mod.ts";
 import { Catalog } from "./catalog.ts";
 import { PaidProxy, type Upstream } from "./proxy.ts";
@@ -45,9 +46,6 @@ export interface Commerce {
    */
   settleSweep: SettlementSweep;
 }
-
-/** How often the commerce sweep runs without payment settings (PAY_SETTLE_SWEEP_INTERVAL_S's default). */
-const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
 
 /** Builds the commerce services. Pure wiring: no I/O. */
 export function createCommerce(
@@ -108,7 +106,7 @@ export function createCommerce(
     calls: proxy,
     agents: service.agents,
     sellers: catalog,
-    intervalMs: o.config.payments?.settleSweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS,
+    intervalMs: o.config.payments?.settleSweepIntervalMs ?? DEFAULT_SETTLE_SWEEP_INTERVAL_S * 1000,
   });
   return { service, catalog, processor, secrets, sellers, proxy, settleSweep };
 }

@@ -70,6 +70,8 @@ export interface PaymentRecord {
   recheckAt?: number;
   /** How often the sweep asked already without an answer (its backoff grows with it). */
   rechecks?: number;
+  /** An `evm` settlement rechecked: the block its next look for the authorization's logs starts at. */
+  logsFromBlock?: number;
   /**
    * A pay-as-you-go call `paid` by the sweep: its settlement was confirmed after the agent was told
    * 503, so the answer it paid for was never delivered; the same credential sent again is served once.
@@ -195,8 +197,10 @@ export interface OpenCall {
   processorRef: string;
   amountMicros: number;
   requestId: string;
-  /** When it was charged (ISO): the mark sorts by it. */
+  /** When it was charged, or last taken to be refunded (ISO): the mark sorts by it. */
   at: string;
+  /** When it was charged (ISO), kept when the mark is taken: a refund failing for long is given up. */
+  openedAt?: string;
 }
 
 const OPEN_CALL_PREFIX = "commerce_call_open";
@@ -307,10 +311,32 @@ export class PaymentStore {
    * Lists a still-unknown settlement again for `atMs` (one more recheck counted), atomically with
    * the exact entry read: of two sweeps that looked at it, one reschedules it. False when it changed.
    */
-  async recheckLater(entry: Deno.KvEntry<PaymentRecord>, atMs: number): Promise<boolean> {
-    const next: PaymentRecord = { ...entry.value, recheckAt: atMs, rechecks: (entry.value.rechecks ?? 0) + 1 };
+  async recheckLater(
+    entry: Deno.KvEntry<PaymentRecord>,
+    atMs: number,
+    patch: Pick<PaymentRecord, "logsFromBlock"> = {},
+  ): Promise<boolean> {
+    const next: PaymentRecord = {
+      ...entry.value,
+      ...patch,
+      recheckAt: atMs,
+      rechecks: (entry.value.rechecks ?? 0) + 1,
+    };
     const op = this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next));
     relist(op, entry.value, next);
+    return (await op.commit()).ok;
+  }
+
+  /**
+   * Takes a settlement the sweep gave up on off its recheck list and its agent's unconfirmed list (its
+   * reads stop asking the node), its state as it is (the operator's now), atomically with the exact
+   * entry read. False when it changed.
+   */
+  async stopRechecks(entry: Deno.KvEntry<PaymentRecord>): Promise<boolean> {
+    const { recheckAt: _, ...next } = entry.value;
+    const op = this.kv.atomic().check(entry).set(entry.key, next, this.#keep(next));
+    relist(op, entry.value, next);
+    if (entry.value.pendingTransfer) op.delete(unconfirmedKey(entry.value));
     return (await op.commit()).ok;
   }
 
@@ -355,11 +381,15 @@ export class PaymentStore {
 
   /**
    * Moves a mark to now, in one commit checked against the mark read: its taker refunds it, and
-   * should the taker die before it ends the mark, it is stale again later and refunded then (the
-   * processor refunds once per reference), never left charged.
+   * should the taker die before it ends the mark, or its refund fail, it is stale again later and
+   * refunded then (the processor refunds once per reference), never left charged.
    */
   async #take(mark: Deno.KvEntry<OpenCall>): Promise<OpenCall | null> {
-    const taken: OpenCall = { ...mark.value, at: this.clock.now().toISOString() };
+    const taken: OpenCall = {
+      ...mark.value,
+      at: this.clock.now().toISOString(),
+      openedAt: mark.value.openedAt ?? mark.value.at,
+    };
     // Taken in the millisecond it was made (a call failing at once): a key of its own all the same.
     if (taken.at === mark.value.at) taken.at = new Date(Date.parse(taken.at) + 1).toISOString();
     const res = await this.kv.atomic().check(mark).delete(mark.key).set(openCallKey(taken), taken).commit();

@@ -104,6 +104,11 @@ export function parseUsageHeader(value: string | null): UsageLine[] | null {
 
 // Abandoned pay-as-you-go calls refunded per paid call: bounded work on the request path.
 const ABANDONED_CALLS_PER_CALL = 5;
+/**
+ * How long after its call opened a charge whose refund keeps failing is tried again (each a stale
+ * mark's wait apart); past it, it is the operator's (`payment refund`), logged as an error.
+ */
+export const REFUND_RETRY_MAX_MS = 24 * 60 * 60_000;
 
 export class PaidProxy {
   constructor(
@@ -325,8 +330,8 @@ export class PaidProxy {
 
   /**
    * Gives back a pay-as-you-go charge whose call failed upstream and marks its reference
-   * `refunded`. A processor that cannot refund, or fails to, leaves it `pending` for the operator
-   * (`payment refund`), logged with the reference.
+   * `refunded`. A processor that cannot refund, or fails to, leaves it `pending`, logged with the
+   * reference: its call's mark is left for a later sweep to try again ({@link #refundTaken}).
    */
   async #refund(
     sellerId: string,
@@ -391,12 +396,23 @@ export class PaidProxy {
   }
 
   /**
-   * Runs the refund of a call whose mark was taken, then ends the mark: a refund that did not end
-   * (the process died) leaves the mark to be taken again once stale. A refund that failed is the
-   * operator's (`pending`), as logged.
+   * Runs the refund of a call whose mark was taken, then ends the mark once it is done (refunded, or
+   * nothing to refund: null). A refund that did not end (the process died) or failed (`pending`)
+   * leaves the taken mark, stale again {@link STALE_RESERVATION_MS} on, for a later sweep to try
+   * again (the processor refunds once per reference); one still failing {@link REFUND_RETRY_MAX_MS}
+   * after its call opened is left to the operator, logged as an error.
    */
-  async #refundTaken<T>(taken: OpenCall, refund: () => Promise<T>): Promise<T> {
+  async #refundTaken<T extends RefundNote | null>(taken: OpenCall, refund: () => Promise<T>): Promise<T> {
     const out = await refund();
+    if (out?.status === "pending") {
+      const opened = Date.parse(taken.openedAt ?? taken.at);
+      if (this.o.clock.now().getTime() - opened < REFUND_RETRY_MAX_MS) return out;
+      this.o.log.error("pay-as-you-go refund given up: refund it by hand", {
+        request_id: taken.requestId,
+        seller: taken.sellerId,
+        reference: taken.reference,
+      });
+    }
     await this.o.commerce.payments.callEnded(taken).catch((err) =>
       this.o.log.warn("paid call mark not removed", { request_id: taken.requestId, error: describeError(err) })
     );

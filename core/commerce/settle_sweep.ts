@@ -24,7 +24,8 @@
  * grace period has passed, one process at a time (a KV lease) takes a bounded batch of the due ones,
  * asks the chain ({@link StandardMethods.recheckSettlement}) and moves each to its final state in one
  * atomic commit checked against the record it read ({@link Settlement.settleRechecked}), so a retry,
- * a read or another sweep racing it moves it once. One still unknown is listed again, later each time.
+ * a read or another sweep racing it moves it once. One still unknown is listed again, later each time,
+ * for {@link SETTLE_RECHECK_MAX_AGE_MS}; then it is the operator's (logged as an error).
  * Stripe charges of unknown outcome are not listed: its stand-in keeps no record to ask, so they stay
  * the operator's to reconcile (a `paid` Stripe charge is: its outcome is known).
  */
@@ -46,6 +47,12 @@ export const SETTLE_SWEEP_BATCH = 20;
 export const RECOVERY_SWEEP_BATCH = 50;
 /** The longest wait between two rechecks of a settlement still unknown. */
 export const SETTLE_RECHECK_MAX_MS = 60 * 60_000;
+/**
+ * How long after its claim a settlement is rechecked at most: past every authorization's
+ * `validBefore` (at most seven days ahead, payments.ts), so one unused is failed before; one still
+ * unknown then (used with no log found, a provider refusing, no node) is left to the operator.
+ */
+export const SETTLE_RECHECK_MAX_AGE_MS = 8 * 24 * 60 * 60_000;
 
 /** What one sweep did. */
 export interface SettleSweepOutcome {
@@ -59,6 +66,8 @@ export interface SettleSweepOutcome {
   staleReservations: number;
   /** Abandoned pay-per-call charges refunded. */
   abandonedCalls: number;
+  /** Unresolved past {@link SETTLE_RECHECK_MAX_AGE_MS}: taken off the recheck list, the operator's. */
+  givenUp: number;
 }
 
 /** When a settlement still unknown after `rechecks` looks is next due: the grace period, doubling, capped. */
@@ -71,6 +80,8 @@ export class SettlementSweep {
   readonly #timers: Timers;
   #timer: TimerId | undefined;
   #running = false;
+  /** Set while {@link stop} waits: the sweep in flight ends after the payment in hand. */
+  #stopAsked = false;
   #sweeping: Promise<SettleSweepOutcome> | null = null;
 
   constructor(
@@ -118,12 +129,20 @@ export class SettlementSweep {
     schedule();
   }
 
-  /** Stops the schedule, waits for a sweep in flight and gives the lease up. */
+  /**
+   * Stops the schedule, lets a sweep in flight finish the payment in hand (the rest of its batch is
+   * left for the next process) and gives the lease up.
+   */
   async stop(): Promise<void> {
     this.#running = false;
     if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
     this.#timer = undefined;
-    await this.#sweeping?.catch(() => {});
+    this.#stopAsked = true;
+    try {
+      await this.#sweeping?.catch(() => {});
+    } finally {
+      this.#stopAsked = false;
+    }
     await this.#lease.release().catch(() => {});
   }
 
@@ -143,19 +162,20 @@ export class SettlementSweep {
       deferred: 0,
       staleReservations: 0,
       abandonedCalls: 0,
+      givenUp: 0,
     };
-    if (!(await this.#lease.acquire())) return out;
+    if (!(await this.#goOn())) return out;
     out.swept = true;
     // Each kind apart: one failing (a KV error, a processor down) leaves the others to run.
     await this.#settlements(out).catch((err) =>
       this.o.log.error("settlement rechecks failed", { error: describeError(err) })
     );
-    if (!(await this.#lease.acquire())) return out;
+    if (!(await this.#goOn())) return out;
     out.staleReservations = await this.o.ledger.returnStale(RECOVERY_SWEEP_BATCH).catch((err) => {
       this.o.log.error("stale reservations not returned", { error: describeError(err) });
       return 0;
     });
-    if (!(await this.#lease.acquire())) return out;
+    if (!(await this.#goOn())) return out;
     out.abandonedCalls = await this.o.calls.refundAbandonedCalls(RECOVERY_SWEEP_BATCH).catch((err) => {
       this.o.log.error("abandoned calls not refunded", { error: describeError(err) });
       return 0;
@@ -163,12 +183,20 @@ export class SettlementSweep {
     return out;
   }
 
+  /**
+   * Whether the sweep may take its next piece of work: no stop is waiting (each may wait on a slow
+   * node or processor), and the lease is still this process's (renewed).
+   */
+  async #goOn(): Promise<boolean> {
+    return !this.#stopAsked && await this.#lease.acquire();
+  }
+
   async #settlements(out: SettleSweepOutcome): Promise<void> {
     const { payments, clock } = this.o;
     if (!this.o.standard) return;
     for (const due of await payments.dueRechecks(clock.now().getTime(), SETTLE_SWEEP_BATCH)) {
       // Renewed before each: node calls may outlast the lease, and a sweep that lost it stops.
-      if (!(await this.#lease.acquire())) break;
+      if (!(await this.#goOn())) break;
       const entry = await payments.get(due.sellerId, due.reference);
       const p = entry.value;
       // Moved on (or relisted) since it was listed: the listing is stale.
@@ -179,12 +207,14 @@ export class SettlementSweep {
       try {
         const done = await this.#resolve(entry as Deno.KvEntry<PaymentRecord>);
         if (done === "deferred") out.deferred++;
+        else if (done === "given up") out.givenUp++;
         else if (done !== "moved") out.resolved.push({ reference: p.reference, state: done });
       } catch (err) {
-        // One settlement's failure (a KV error) does not stop the others; it is due again later.
+        // One settlement's failure (a KV error) does not stop the others; it is due again later, on
+        // the backoff and within the age of any unresolved one.
         this.o.log.error("settlement recheck failed", { reference: p.reference, error: describeError(err) });
-        await payments.recheckLater(entry as Deno.KvEntry<PaymentRecord>, nextRecheckMs(clock.now().getTime(), 0))
-          .catch(() => {});
+        const done = await this.#later(entry as Deno.KvEntry<PaymentRecord>).catch(() => "deferred");
+        if (done === "given up") out.givenUp++;
       }
     }
   }
@@ -195,26 +225,23 @@ export class SettlementSweep {
    */
   async #resolve(
     entry: Deno.KvEntry<PaymentRecord>,
-  ): Promise<"consumed" | "paid" | "failed" | "deferred" | "moved"> {
-    const { payments, clock, settlement } = this.o;
+  ): Promise<"consumed" | "paid" | "failed" | "deferred" | "moved" | "given up"> {
+    const { settlement } = this.o;
     const standard = this.o.standard!;
     const p = entry.value;
     // Paid and never consumed: the money is known to have moved; only the credit is owed.
     const recheck = p.state === "paid" ? null : await standard.recheckSettlement(p);
     if (recheck?.check === "unconfirmed") {
-      const rechecks = p.rechecks ?? 0;
-      await payments.recheckLater(entry, nextRecheckMs(clock.now().getTime(), rechecks + 1));
-      if (nextRecheckMs(0, rechecks + 1) >= SETTLE_RECHECK_MAX_MS) {
-        // Hours without an answer: the operator should look (the sweep keeps asking, hourly).
-        this.o.log.warn("settlement still unknown", { reference: p.reference, rechecks: rechecks + 1 });
+      const rechecks = (p.rechecks ?? 0) + 1;
+      if (nextRecheckMs(0, rechecks) >= SETTLE_RECHECK_MAX_MS) {
+        // Hours without an answer: the operator should look (the sweep keeps asking, hourly, until
+        // SETTLE_RECHECK_MAX_AGE_MS).
+        this.o.log.warn("settlement still unknown", { reference: p.reference, rechecks });
       }
-      return "deferred";
+      return await this.#later(entry, { logsFromBlock: recheck.logsFromBlock ?? p.logsFromBlock });
     }
     const seller = await this.o.sellers.getSeller(p.sellerId);
-    if (!seller) {
-      await payments.recheckLater(entry, nextRecheckMs(clock.now().getTime(), (p.rechecks ?? 0) + 1));
-      return "deferred";
-    }
+    if (!seller) return await this.#later(entry);
     const agent: AuthenticatedAgent = (await this.o.agents.get(p.terms.agent)) ??
       { credentialId: p.terms.agent, claimed: false };
     const outcome: SettledOutcome = recheck === null
@@ -229,5 +256,31 @@ export class SettlementSweep {
     // give the money back by itself, so the operator hears of it.
     this.o.log.warn("pay-as-you-go call paid, answer owed", { reference: p.reference, seller: p.sellerId });
     return "paid";
+  }
+
+  /**
+   * Lists a settlement still unresolved again, later each time; one claimed longer than
+   * {@link SETTLE_RECHECK_MAX_AGE_MS} ago is taken off the list instead, its state as it is, and
+   * logged as an error: the operator's (docs/operations.md).
+   */
+  async #later(
+    entry: Deno.KvEntry<PaymentRecord>,
+    patch: Pick<PaymentRecord, "logsFromBlock"> = {},
+  ): Promise<"deferred" | "given up" | "moved"> {
+    const { payments, clock } = this.o;
+    const p = entry.value;
+    const now = clock.now().getTime();
+    if (now - Date.parse(p.createdAt) < SETTLE_RECHECK_MAX_AGE_MS) {
+      await payments.recheckLater(entry, nextRecheckMs(now, (p.rechecks ?? 0) + 1), patch);
+      return "deferred";
+    }
+    if (!(await payments.stopRechecks(entry))) return "moved";
+    this.o.log.error("settlement recheck given up: resolve it by hand", {
+      reference: p.reference,
+      seller: p.sellerId,
+      state: p.state,
+      rechecks: p.rechecks ?? 0,
+    });
+    return "given up";
   }
 }

@@ -480,13 +480,15 @@ export class Settlement {
     const { payments } = this.o;
     const { sellerId, reference } = claimed.value;
     const moved = await retryWrite(
-      // Listed for the settlement sweep (an evm one already is, from its claim): a credit that fails
-      // to commit below is granted by it if the agent never sends the credential again.
+      // Listed for the settlement sweep: a credit that fails to commit below is granted by it if the
+      // agent never sends the credential again. Due a grace period from now, never at the claim's due
+      // time (a slow settlement may have passed it): the sweep must not consume what this request is
+      // about to.
       () =>
         payments.move(claimed, {
           state: "paid",
           processorRef: externalId,
-          recheckAt: claimed.value.recheckAt ?? this.o.clock.now().getTime() + SETTLE_RECHECK_GRACE_MS,
+          recheckAt: this.o.clock.now().getTime() + SETTLE_RECHECK_GRACE_MS,
         }),
       RECORD_SETTLED_TRIES,
     );

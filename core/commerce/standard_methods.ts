@@ -44,7 +44,15 @@ export interface EvmAuthorization {
 export type SettlementRecheck =
   | { check: "confirmed"; transfer: ChainTransfer }
   | { check: "refused"; reason: "transfer_not_on_chain" | "authorization_expired" | "authorization_canceled" }
-  | { check: "unconfirmed" };
+  | {
+    check: "unconfirmed";
+    /**
+     * Where the next look for the authorization's logs starts (a block number): the first look's
+     * window, kept so a later one still finds a use however many blocks passed; moved on as far as
+     * a look got, so each searches a bounded stretch.
+     */
+    logsFromBlock?: number;
+  };
 
 /**
  * Runs just before funds move. Throwing stops the settlement (nothing is charged); the error is
@@ -105,11 +113,20 @@ const RECEIPT_POLL_MS = 250;
 const RECHECK_TIMEOUT_MS = 5_000;
 const REALM_CACHE_MAX = 256;
 /**
- * How far back (blocks) the token's `AuthorizationUsed` log of a settlement whose answer was lost is
- * looked for: hours to a day of blocks on common chains, within what RPC providers serve in one
- * `eth_getLogs`. The sweep rechecks within minutes; an older one is left to the operator.
+ * How far back (blocks) from the first look the token's `AuthorizationUsed` log of a settlement whose
+ * answer was lost is looked for: hours to a day of blocks on common chains. The sweep first looks
+ * within minutes of the claim; later looks start where the first did ({@link SettlementRecheck}).
  */
 const AUTHORIZATION_LOG_LOOKBACK_BLOCKS = 10_000n;
+/** Blocks per `eth_getLogs`: a range RPC providers serve (several refuse 10,000). */
+const AUTHORIZATION_LOG_RANGE_BLOCKS = 2_000n;
+/** `eth_getLogs` ranges one look searches at most (two calls each): bounded work per settlement. */
+const AUTHORIZATION_LOG_RANGES_PER_LOOK = 5;
+/**
+ * How far past an authorization's `validBefore` (seconds) the latest block must be before its being
+ * unused is final: a block just past it may be reorganised away for one that used it in time.
+ */
+const AUTHORIZATION_EXPIRY_MARGIN_S = 15n * 60n;
 
 // deno-lint-ignore no-explicit-any
 type AnyMppx = any;
@@ -399,11 +416,11 @@ export class StandardMethods {
    * transaction when the facilitator named one, else by the authorization itself (the facilitator's
    * answer was lost, or the process died before recording it). The token's `AuthorizationUsed` log
    * names the transaction that used it, whose Transfer is then confirmed as any settlement's; an
-   * authorization unused once the chain's time reached its `validBefore` can never move money.
+   * authorization unused once the chain's time is well past its `validBefore` can never move money.
    * Without `PAY_EVM_RPC_URL` nothing can be told.
    */
   async recheckSettlement(
-    p: { pendingTransfer?: ChainTransfer; authorization?: EvmAuthorization },
+    p: { pendingTransfer?: ChainTransfer; authorization?: EvmAuthorization; logsFromBlock?: number },
   ): Promise<SettlementRecheck> {
     const evm = this.config.evm;
     if (!evm?.rpcUrl) return { check: "unconfirmed" };
@@ -414,15 +431,15 @@ export class StandardMethods {
     }
     const auth = p.authorization;
     if (!auth) return { check: "unconfirmed" };
-    let found: { transaction: string } | "unused" | "canceled" | "expired" | "unknown";
+    let found: AuthorizationUse;
     try {
-      found = await findAuthorizationUse(evm, auth);
+      found = await findAuthorizationUse(evm, auth, p.logsFromBlock);
     } catch {
       return { check: "unconfirmed" };
     }
     if (found === "expired") return { check: "refused", reason: "authorization_expired" };
     if (found === "canceled") return { check: "refused", reason: "authorization_canceled" };
-    if (found === "unused" || found === "unknown") return { check: "unconfirmed" };
+    if ("logsFromBlock" in found) return { check: "unconfirmed", logsFromBlock: found.logsFromBlock };
     const transfer: ChainTransfer = { transaction: found.transaction, payer: auth.from, value: auth.value };
     const check = await this.checkTransfer(transfer);
     if (check === "confirmed") return { check, transfer };
@@ -536,18 +553,27 @@ async function sha256Short(s: string): Promise<string> {
 
 /**
  * What the token says of an EIP-3009 authorization: the transaction whose `AuthorizationUsed` log
- * names it; `canceled` (`AuthorizationCanceled`); `expired` (unused, and the latest block's time has
- * reached its `validBefore`, so no block can use it any more); `unused` (it still may be); or
- * `unknown` (marked used, but no log within the lookback).
- * @throws when the node cannot answer
+ * names it; `canceled` (`AuthorizationCanceled`); `expired` (unused, and the latest block's time is
+ * {@link AUTHORIZATION_EXPIRY_MARGIN_S} past its `validBefore`, so no block, nor a reorg, can use it);
+ * or not known yet, with where the next look for its logs starts (unused so far, or marked used with
+ * no log found yet, or a provider refusing the range).
+ */
+type AuthorizationUse = { transaction: string } | "canceled" | "expired" | { logsFromBlock: number };
+
+/**
+ * Asks the token about an authorization ({@link AuthorizationUse}). Its logs are searched from
+ * `logsFromBlock` (a first look: {@link AUTHORIZATION_LOG_LOOKBACK_BLOCKS} back from the latest block)
+ * in ranges a provider serves, at most {@link AUTHORIZATION_LOG_RANGES_PER_LOOK} of them.
+ * @throws when the node cannot answer the block or the state
  */
 async function findAuthorizationUse(
   evm: NonNullable<StandardMethodsConfig["evm"]>,
   auth: EvmAuthorization,
-): Promise<{ transaction: string } | "unused" | "canceled" | "expired" | "unknown"> {
+  logsFromBlock?: number,
+): Promise<AuthorizationUse> {
   const { createPublicClient, http, parseAbi } = await import("viem");
-  if (!/^0x[0-9a-fA-F]{40}$/.test(auth.from) || !/^0x[0-9a-fA-F]{64}$/.test(auth.nonce)) return "unknown";
-  if (!/^[0-9]{1,78}$/.test(auth.validBefore)) return "unknown";
+  if (!/^0x[0-9a-fA-F]{40}$/.test(auth.from) || !/^0x[0-9a-fA-F]{64}$/.test(auth.nonce)) return { logsFromBlock: 0 };
+  if (!/^[0-9]{1,78}$/.test(auth.validBefore)) return { logsFromBlock: 0 };
   const client = createPublicClient({
     transport: http(evm.rpcUrl!, { timeout: RECHECK_TIMEOUT_MS, retryCount: 0 }),
   });
@@ -560,6 +586,11 @@ async function findAuthorizationUse(
   const nonce = auth.nonce as `0x${string}`;
   // Read at one block, so "unused" and the block's time agree.
   const latest = await client.getBlock({ blockTag: "latest" });
+  const start = logsFromBlock !== undefined && Number.isSafeInteger(logsFromBlock) && logsFromBlock >= 0
+    ? BigInt(logsFromBlock)
+    : latest.number > AUTHORIZATION_LOG_LOOKBACK_BLOCKS
+    ? latest.number - AUTHORIZATION_LOG_LOOKBACK_BLOCKS
+    : 0n;
   const used = await client.readContract({
     address: evm.token,
     abi,
@@ -567,15 +598,29 @@ async function findAuthorizationUse(
     args: [from, nonce],
     blockNumber: latest.number,
   });
-  if (!used) return latest.timestamp >= BigInt(auth.validBefore) ? "expired" : "unused";
-  const fromBlock = latest.number > AUTHORIZATION_LOG_LOOKBACK_BLOCKS
-    ? latest.number - AUTHORIZATION_LOG_LOOKBACK_BLOCKS
-    : 0n;
-  const range = { address: evm.token, args: { authorizer: from, nonce }, fromBlock, toBlock: latest.number };
-  const [use] = await client.getLogs({ ...range, event: abi[1] });
-  if (use?.transactionHash) return { transaction: use.transactionHash };
-  const canceled = await client.getLogs({ ...range, event: abi[2] });
-  return canceled.length > 0 ? "canceled" : "unknown";
+  if (!used) {
+    if (latest.timestamp >= BigInt(auth.validBefore) + AUTHORIZATION_EXPIRY_MARGIN_S) return "expired";
+    return { logsFromBlock: Number(start) };
+  }
+  let next = start;
+  for (let i = 0; i < AUTHORIZATION_LOG_RANGES_PER_LOOK && next <= latest.number; i++) {
+    const toBlock = next + AUTHORIZATION_LOG_RANGE_BLOCKS - 1n < latest.number
+      ? next + AUTHORIZATION_LOG_RANGE_BLOCKS - 1n
+      : latest.number;
+    const range = { address: evm.token, args: { authorizer: from, nonce }, fromBlock: next, toBlock };
+    try {
+      const [use] = await client.getLogs({ ...range, event: abi[1] });
+      if (use?.transactionHash) return { transaction: use.transactionHash };
+      if ((await client.getLogs({ ...range, event: abi[2] })).length > 0) return "canceled";
+    } catch {
+      // The provider refused or failed: the next look goes on from this range.
+      return { logsFromBlock: Number(next) };
+    }
+    next = toBlock + 1n;
+  }
+  // Searched to the latest block without the log: looked for again from the start (a provider's log
+  // index may lag its state); the sweep gives up on it in time.
+  return { logsFromBlock: Number(next > latest.number ? start : next) };
 }
 
 /** The storefront's node cannot say whether a transaction is on chain (unreachable, erring, or behind). */

@@ -133,27 +133,12 @@ const encoder = new TextEncoder();
 export async function withUsageBlock(res: Response, usage: UsageReceipt | null): Promise<Response> {
   if (!usage || !res.ok || !/^application\/json\b/i.test(res.headers.get("content-type") ?? "")) return res;
   const bytes = new Uint8Array(await res.arrayBuffer());
-  const keys = await jsonObjectKeys(bytes);
+  const object = await jsonObjectKeys(bytes);
   const headers = new Headers(res.headers);
   headers.delete("content-length");
   const init = { status: res.status, statusText: res.statusText, headers };
-  if (keys === null || keys.includes("usage")) return new Response(bytes, init);
-  const close = lastNonSpace(bytes);
+  if (object === null || object.keys.includes("usage")) return new Response(bytes, init);
+  const { keys, close } = object;
   const member = encoder.encode(`${keys.length ? "," : ""}"usage":${JSON.stringify(usage)}}`);
-  const pieces = [bytes.subarray(0, close), member, bytes.subarray(close + 1)];
-  let next = 0;
-  const body = new ReadableStream<Uint8Array>({
-    pull(controller) {
-      if (next < pieces.length) controller.enqueue(pieces[next++]!);
-      else controller.close();
-    },
-  });
-  return new Response(body, init);
-}
-
-/** The index of the last byte of `bytes` that is not JSON white space (an object's closing brace). */
-function lastNonSpace(bytes: Uint8Array): number {
-  let i = bytes.length - 1;
-  while (i > 0 && (bytes[i] === 0x20 || bytes[i] === 0x0a || bytes[i] === 0x0d || bytes[i] === 0x09)) i--;
-  return i;
+  return new Response(new Blob([bytes.subarray(0, close), member, bytes.subarray(close + 1)]), init);
 }

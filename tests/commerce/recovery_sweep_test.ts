@@ -94,7 +94,7 @@ Deno.test("commerce sweep: a sweep racing the live settles of stale reservations
   // The calls stalled past their hold, and settle now, while the sweep gives them back.
   w.clock.advance(STALE_RESERVATION_MS + 1);
   const [sweepOutcome, ...billed] = await Promise.all([
-    w.deps.settleSweep!.sweep(),
+    w.deps.settleSweep.sweep(),
     ...ids.map((id) => ledger.settle(w.sellerId, id, 100_000)),
   ]);
   assert.equal(sweepOutcome.swept, true);
@@ -106,7 +106,7 @@ Deno.test("commerce sweep: a sweep racing the live settles of stale reservations
   }
   const credit = (await ledger.entries(alice.agent, w.sellerId)).reduce((n, e) => n + e.value.creditMicros, 0);
   assert.equal(credit + billedTotal, 1_000_000, "each reservation settled or given back, never both");
-  await w.deps.settleSweep!.sweep();
+  await w.deps.settleSweep.sweep();
   assert.equal(
     (await ledger.entries(alice.agent, w.sellerId)).reduce((n, e) => n + e.value.creditMicros, 0),
     credit,
@@ -145,7 +145,7 @@ Deno.test("commerce sweep: a pay-per-call charge whose process died mid-call is 
   ledger.holdCall = holdCall;
   assert.equal((await w.deps.commerce.service.payments.get(w.sellerId, dead.ch.id)).value?.state, "consumed");
 
-  const sweep = w.deps.settleSweep!;
+  const sweep = w.deps.settleSweep;
   w.clock.advance(STALE_RESERVATION_MS - 1000);
   assert.equal((await sweep.sweep()).abandonedCalls, 0, "not while the call may still be running");
   w.clock.advance(2000);
@@ -183,7 +183,7 @@ Deno.test("commerce sweep: an abandoned pay-per-call charge whose refunder died 
   assert.equal((await w.deps.commerce.service.payments.get(w.sellerId, dead.ch.id)).value?.state, "consumed");
 
   // Not before the taken mark is stale in its turn; then a sweep refunds it, once.
-  const sweep = w.deps.settleSweep!;
+  const sweep = w.deps.settleSweep;
   assert.equal((await sweep.sweep()).abandonedCalls, 0);
   w.clock.advance(STALE_RESERVATION_MS + 1);
   assert.equal((await sweep.sweep()).abandonedCalls, 1);
@@ -217,7 +217,7 @@ Deno.test("commerce sweep: a pay-per-call charge the sweep refunded while its st
   ledger.holdCall = holdCall;
 
   w.clock.advance(STALE_RESERVATION_MS + 1);
-  assert.equal((await w.deps.settleSweep!.sweep()).abandonedCalls, 1);
+  assert.equal((await w.deps.settleSweep.sweep()).abandonedCalls, 1);
   fail(new Error("hold write failed"));
   const res = await answer;
   assert.equal(res.status, 502);
@@ -306,4 +306,71 @@ Deno.test("commerce sweep: in a Stripe-only setup, a paid purchase whose credit 
   } finally {
     await standIn.close();
   }
+});
+
+Deno.test("commerce sweep: a pay-per-call refund that failed is tried again by a later sweep, once it succeeds the charge is refunded once; one failing for a day is left to the operator with an error", async () => {
+  await using w = await createCommerceWorld({ upstream: true, withPlan: false });
+  await w.addPayg(20_000);
+  const processor = w.deps.commerce.service.processor as SandboxProcessor;
+  const refund = processor.refund.bind(processor);
+  let refundsAsked = 0;
+  let processorDown = true;
+  processor.refund = (input) => {
+    refundsAsked++;
+    return processorDown ? Promise.reject(new Error("processor unavailable")) : refund(input);
+  };
+  const marks = async () => {
+    const out = [];
+    for await (const e of w.deps.kv.list({ prefix: ["commerce_call_open"] })) out.push(e.key);
+    return out.length;
+  };
+  const { payments } = w.deps.commerce.service;
+  const sweep = w.deps.settleSweep;
+
+  // The upstream fails; its refund fails too: the agent is told the refund is pending.
+  w.upstream.mode = "error";
+  const failed = await payPerCall(w, (await w.agents.issue()).token);
+  const res = await failed.send();
+  assert.equal(res.status, 500);
+  await res.body?.cancel();
+  assert.equal(refundsAsked, 1);
+  assert.equal((await payments.get(w.sellerId, failed.ch.id)).value?.state, "consumed");
+  assert.equal(await marks(), 1, "its mark is kept for a later try");
+
+  // A later sweep, once the mark is stale, tries again: still failing, then refunded once.
+  w.clock.advance(STALE_RESERVATION_MS + 1000);
+  assert.equal((await sweep.sweep()).abandonedCalls, 0);
+  assert.equal(refundsAsked, 2);
+  assert.equal(await marks(), 1);
+  processorDown = false;
+  w.clock.advance(STALE_RESERVATION_MS + 1000);
+  assert.equal((await sweep.sweep()).abandonedCalls, 1);
+  assert.equal(refundsAsked, 3);
+  assert.equal((await payments.get(w.sellerId, failed.ch.id)).value?.state, "refunded");
+  assert.deepEqual(processor.refunds.map((r) => r.reference), [failed.ch.id]);
+  assert.equal(await marks(), 0);
+  w.clock.advance(STALE_RESERVATION_MS + 1000);
+  assert.equal((await sweep.sweep()).abandonedCalls, 0);
+  assert.equal(refundsAsked, 3);
+
+  // One whose refund never succeeds: tried while its call is under a day old, then the operator's.
+  processorDown = true;
+  const stuck = await payPerCall(w, (await w.agents.issue()).token);
+  const res2 = await stuck.send();
+  await res2.body?.cancel();
+  const asked = refundsAsked;
+  for (let i = 0; i < 200 && (await marks()) > 0; i++) {
+    w.clock.advance(STALE_RESERVATION_MS + 1000);
+    await sweep.sweep();
+  }
+  assert.equal(await marks(), 0, "given up");
+  const tries = refundsAsked - asked;
+  assert.ok(tries >= 100 && tries <= 150, `tried ${tries} times over a day`);
+  assert.equal((await payments.get(w.sellerId, stuck.ch.id)).value?.state, "consumed", "the operator's to refund");
+  const line = w.log.lines.find((l) => l.msg === "pay-as-you-go refund given up: refund it by hand");
+  assert.equal(line?.level, "error");
+  assert.equal(line?.reference, stuck.ch.id);
+  w.clock.advance(STALE_RESERVATION_MS + 1000);
+  await sweep.sweep();
+  assert.equal(refundsAsked - asked, tries, "not tried again");
 });

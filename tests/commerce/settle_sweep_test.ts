@@ -12,11 +12,12 @@ import { privateKeyToAccount } from "viem/accounts";
 import { FixedClock } from "../../core/clock.ts";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import { SETTLE_RECHECK_GRACE_MS } from "../../core/commerce/settlement.ts";
-import { SettlementSweep } from "../../core/commerce/settle_sweep.ts";
+import { SETTLE_RECHECK_MAX_MS, SettlementSweep } from "../../core/commerce/settle_sweep.ts";
 import { loadChallengeKey } from "../../core/commerce/challenges.ts";
 import { StandardMethods } from "../../core/commerce/standard_methods.ts";
 import { LOCAL_KEYS, type LocalChain, startLocalChain, TOKEN_DOMAIN } from "../../fixtures/chain/local.ts";
 import { kvFaults } from "../_kv_faults.ts";
+import { kvThrough } from "../_kv_proxy.ts";
 import { type CommerceWorld, createCommerceWorld, postJson, serveAsStore } from "./_helpers.ts";
 
 /**
@@ -44,7 +45,7 @@ function lossyFacilitator(chain: LocalChain, settles: boolean) {
 
 async function chainWorld(
   facilitatorUrl: (chain: LocalChain) => string,
-  opts: { wrapKv?: (kv: Deno.Kv) => Deno.Kv; upstream?: boolean } = {},
+  opts: { wrapKv?: (kv: Deno.Kv) => Deno.Kv; upstream?: boolean; rpcUrl?: (chain: LocalChain) => string } = {},
 ) {
   const chain = await startLocalChain();
   const clock = new FixedClock(new Date().toISOString());
@@ -59,7 +60,7 @@ async function chainWorld(
       PAY_EVM_TOKEN_VERSION: TOKEN_DOMAIN.version,
       PAY_EVM_RECIPIENT: chain.addresses.seller,
       PAY_X402_FACILITATOR_URL: facilitatorUrl(chain),
-      PAY_EVM_RPC_URL: chain.rpcUrl,
+      PAY_EVM_RPC_URL: opts.rpcUrl?.(chain) ?? chain.rpcUrl,
     },
   });
   return { chain, clock, w };
@@ -131,7 +132,7 @@ Deno.test("settlement sweep: a purchase whose facilitator settle answer was lost
     assert.equal(pending.value.state, "processing");
     assert.equal(pending.value.pendingTransfer, undefined, "the facilitator named no transaction");
 
-    const sweep = w.deps.commerce.settleSweep!;
+    const sweep = w.deps.commerce.settleSweep;
     // Within the grace period the agent's own retries come first: the sweep leaves it.
     const early = await sweep.sweep();
     assert.deepEqual([early.swept, early.resolved, early.deferred], [true, [], 0]);
@@ -180,7 +181,7 @@ Deno.test("settlement sweep: a settlement whose process died before its paid rec
     assert.equal(await creditOf(w, alice.agent), 0);
 
     clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
-    const swept = await w.deps.commerce.settleSweep!.sweep();
+    const swept = await w.deps.commerce.settleSweep.sweep();
     assert.equal(swept.resolved.length, 1);
     assert.equal(swept.resolved[0].state, "consumed");
     assert.equal(await creditOf(w, alice.agent), 1_000_000);
@@ -203,7 +204,7 @@ Deno.test("settlement sweep: a settlement that never happened is rechecked with 
     await lost.body?.cancel();
     assert.equal(chain.settlements.length, 0);
 
-    const sweep = w.deps.commerce.settleSweep!;
+    const sweep = w.deps.commerce.settleSweep;
     clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
     // Unused and still usable: the facilitator may yet submit it. Listed again, later.
     const first = await sweep.sweep();
@@ -264,7 +265,7 @@ Deno.test("settlement sweep: two processes sweeping at once credit a settlement 
         intervalMs: w.deps.config.payments.settleSweepIntervalMs,
       });
     // Two processes at once: the lease gives the sweep to one of them.
-    const outcomes = await Promise.all([w.deps.commerce.settleSweep!.sweep(), another().sweep()]);
+    const outcomes = await Promise.all([w.deps.commerce.settleSweep.sweep(), another().sweep()]);
     assert.equal(outcomes.filter((o) => o.swept).length, 1);
     assert.equal(outcomes.flatMap((o) => o.resolved).length, 1);
     assert.equal(await creditOf(w, alice.agent), 1_000_000);
@@ -333,7 +334,7 @@ Deno.test("settlement sweep: a pay-as-you-go call whose settle answer was lost i
 
     // The agent gave up: the sweep finds the transfer on chain; the call stays owed, not consumed.
     clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
-    const swept = await w.deps.commerce.settleSweep!.sweep();
+    const swept = await w.deps.commerce.settleSweep.sweep();
     assert.equal(swept.resolved[0]?.state, "paid");
     const [owed] = await evmRecords(w);
     assert.deepEqual([owed.value.state, owed.value.answerOwed], ["paid", true]);
@@ -386,7 +387,7 @@ Deno.test("settlement sweep: runs every PAY_SETTLE_SWEEP_INTERVAL_S from deps.st
   });
   assert.equal(w.deps.config.payments.settleSweepIntervalMs, 30_000);
   const calls: string[] = [];
-  const sweep = w.deps.settleSweep!;
+  const sweep = w.deps.settleSweep;
   const { start, stop } = sweep;
   sweep.start = () => (calls.push("start"), start.call(sweep));
   sweep.stop = () => (calls.push("stop"), stop.call(sweep));
@@ -515,7 +516,7 @@ Deno.test("settlement sweep: a settled purchase whose credit failed to commit, i
     assert.equal((await evmRecords(w))[0].value.state, "paid");
     assert.equal(await creditOf(w, alice.agent), 0);
 
-    const sweep = w.deps.commerce.settleSweep!;
+    const sweep = w.deps.commerce.settleSweep;
     assert.deepEqual((await sweep.sweep()).resolved, [], "its agent's own retry comes first");
     clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
     const swept = await sweep.sweep();
@@ -529,6 +530,315 @@ Deno.test("settlement sweep: a settled purchase whose credit failed to commit, i
     assert.equal((await late.json()).error, "payment_consumed");
     assert.equal(await creditOf(w, alice.agent), 1_000_000);
   } finally {
+    await http.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: a pay-as-you-go call whose settlement outlasted its grace period is consumed by its own request, not by a sweep running between its paid record and its consume", async () => {
+  const late: {
+    clock?: FixedClock;
+    sweep?: () => Promise<unknown>;
+    swept?: unknown;
+    close?: () => Promise<void>;
+  } = {};
+  // A facilitator whose settlement takes longer than the grace period (the claim's first due time).
+  const slow = (chain: LocalChain) => {
+    const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+      const path = new URL(req.url).pathname;
+      const res = await fetch(`${chain.facilitatorUrl}${path}`, {
+        method: req.method,
+        headers: { "content-type": "application/json" },
+        body: req.method === "POST" ? await req.text() : undefined,
+      });
+      if (path === "/settle") late.clock!.advance(SETTLE_RECHECK_GRACE_MS + 1);
+      return res;
+    });
+    late.close = () => server.shutdown();
+    return `http://127.0.0.1:${server.addr.port}`;
+  };
+  // The sweep runs right after the `paid` record commits, before the live request consumes it.
+  const wrapKv = (kv: Deno.Kv) =>
+    kvThrough(kv, {
+      atomic: () => {
+        let paid = false;
+        return {
+          set: (key, value) =>
+            void (paid ||= key[0] === "commerce_payment" && (value as PaymentRecord).state === "paid"),
+          commit: async (real) => {
+            const res = await real();
+            if (paid && res.ok && late.sweep && !late.swept) late.swept = await late.sweep();
+            return res;
+          },
+        };
+      },
+    });
+  const { chain, clock, w } = await chainWorld(slow, { wrapKv, upstream: true });
+  late.clock = clock;
+  const http = serveAsStore(w);
+  try {
+    await w.addPayg(20_000);
+    const { token } = await w.agents.issue();
+    const client = Mppx.create({
+      methods: [evm({ account: privateKeyToAccount(LOCAL_KEYS.buyer), authorization: TOKEN_DOMAIN })],
+      fetch: (input, init) => {
+        const req = new Request(input, init);
+        req.headers.set("zc-agent-authorization", `Bearer ${token}`);
+        return fetch(req);
+      },
+      polyfill: false,
+    });
+    late.sweep = () => w.deps.commerce.settleSweep.sweep();
+    const res = await client.fetch(`${http.url}/v2/search?data_model_id=${w.dataModelId}`, postJson({ query: "x" }));
+    assert.equal(res.status, 200, await res.clone().text());
+    await res.body?.cancel();
+    assert.ok(late.swept, "the sweep ran between the paid record and its consume");
+    assert.deepEqual((late.swept as { resolved: unknown[] }).resolved, [], "the call's own request consumes it");
+    assert.equal((await evmRecords(w))[0].value.state, "consumed");
+    assert.equal(chain.settlements.length, 1);
+  } finally {
+    await http.close();
+    await late.close?.();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: an authorization is failed as expired only once the chain's latest block is well past its validBefore (a block just past it may be reorganised away)", async () => {
+  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
+  const { chain, clock, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, false)).url);
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    const lost = await alice.purchase();
+    assert.equal(lost.status, 503);
+    await lost.body?.cancel();
+    const [pending] = await evmRecords(w);
+    const validBefore = Number(pending.value.authorization!.validBefore);
+    const rpc = (method: string, params: unknown[] = []) =>
+      fetch(chain.rpcUrl, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })
+        .then((r) => r.json());
+    const sweep = w.deps.commerce.settleSweep;
+
+    // The latest block's time just reached validBefore: a reorg could still bring a block that used it.
+    await rpc("evm_mine", [{ timestamp: validBefore + 60 }]);
+    clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+    const early = await sweep.sweep();
+    assert.deepEqual([early.resolved, early.deferred], [[], 1]);
+    assert.equal((await evmRecords(w))[0].value.state, "processing");
+
+    // Well past it: no reorg reaches back that far, and it is failed.
+    await rpc("evm_mine", [{ timestamp: validBefore + 16 * 60 }]);
+    clock.advance(2 * 3600_000);
+    const swept = await sweep.sweep();
+    assert.deepEqual(swept.resolved, [{ reference: pending.value.reference, state: "failed" }]);
+    assert.equal((await evmRecords(w))[0].value.settlementReason, "authorization_expired");
+  } finally {
+    await http.close();
+    await lossy?.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+/**
+ * An RPC provider in front of the chain that serves `eth_getLogs` over at most `maxRange` blocks
+ * (none at all with 0), as several providers do, fails the methods in `failing`, and answers
+ * everything else as the chain does.
+ */
+function pickyProvider(chain: LocalChain, maxRange: number, failing: string[] = []) {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const body = await req.text();
+    const call = JSON.parse(body);
+    if (failing.includes(call.method)) {
+      return Response.json({ jsonrpc: "2.0", id: call.id, error: { code: -32603, message: "internal error" } });
+    }
+    if (call.method === "eth_getLogs") {
+      const { fromBlock, toBlock } = call.params[0];
+      if (Number(BigInt(toBlock)) - Number(BigInt(fromBlock)) + 1 > maxRange) {
+        const error = { code: -32005, message: `block range exceeds ${maxRange}` };
+        return Response.json({ jsonrpc: "2.0", id: call.id, error });
+      }
+    }
+    return await fetch(chain.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
+  });
+  return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
+}
+
+const rpcOf = (chain: LocalChain) => (method: string, params: unknown[] = []) =>
+  fetch(chain.rpcUrl, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })
+    .then((r) => r.json());
+
+Deno.test("settlement sweep: a settlement made many blocks after the sweep first looked is found from the block that look started at, in log ranges a provider serves", async () => {
+  let provider: ReturnType<typeof pickyProvider> | undefined;
+  // A facilitator whose settle answer is lost, and which submits the settlement only later.
+  let held: string | null = null;
+  let facilitator: Deno.HttpServer<Deno.NetAddr> | undefined;
+  const { chain, clock, w } = await chainWorld((c) => {
+    facilitator = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+      const path = new URL(req.url).pathname;
+      const body = req.method === "POST" ? await req.text() : undefined;
+      if (path === "/settle") {
+        held = body!;
+        return new Response("bad gateway", { status: 502 });
+      }
+      return fetch(`${c.facilitatorUrl}${path}`, {
+        method: req.method,
+        headers: { "content-type": "application/json" },
+        body,
+      });
+    });
+    return `http://127.0.0.1:${facilitator.addr.port}`;
+  }, { rpcUrl: (c) => (provider = pickyProvider(c, 2_000)).url });
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    const lost = await alice.purchase();
+    assert.equal(lost.status, 503);
+    await lost.body?.cancel();
+    const sweep = w.deps.commerce.settleSweep;
+    clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+    assert.equal((await sweep.sweep()).deferred, 1, "unused as yet");
+    const [looked] = await evmRecords(w);
+    assert.equal(typeof looked.value.logsFromBlock, "number", "the first look's start is kept");
+
+    // Submitted later, then many blocks pass before the sweep looks again.
+    const settled = await fetch(`${chain.facilitatorUrl}/settle`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: held!,
+    });
+    assert.equal(settled.status, 200, await settled.text());
+    assert.equal(chain.settlements.length, 1);
+    await rpcOf(chain)("evm_mine", [{ blocks: 12_000 }]);
+    clock.advance(SETTLE_RECHECK_MAX_MS);
+    const swept = await sweep.sweep();
+    assert.deepEqual(swept.resolved, [{ reference: looked.value.reference, state: "consumed" }]);
+    assert.equal((await evmRecords(w))[0].value.processorRef, chain.settlements[0]);
+    assert.equal(await creditOf(w, alice.agent), 1_000_000);
+  } finally {
+    await http.close();
+    await facilitator?.shutdown();
+    await provider?.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: a settlement the chain cannot resolve (its provider refusing every log query) is rechecked for a bounded time, then taken off the list for the operator with an error, left processing", async () => {
+  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
+  let provider: ReturnType<typeof pickyProvider> | undefined;
+  const { chain, clock, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, true)).url, {
+    rpcUrl: (c) => (provider = pickyProvider(c, 0)).url,
+  });
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    const lost = await alice.purchase();
+    assert.equal(lost.status, 503);
+    await lost.body?.cancel();
+    const sweep = w.deps.commerce.settleSweep;
+    const [pending] = await evmRecords(w);
+    let sweeps = 0;
+    let givenUp = 0;
+    while (givenUp === 0 && sweeps < 400) {
+      clock.advance(SETTLE_RECHECK_MAX_MS);
+      const out = await sweep.sweep();
+      assert.deepEqual(out.resolved, []);
+      givenUp += out.givenUp;
+      sweeps++;
+    }
+    assert.equal(givenUp, 1, `given up after ${sweeps} sweeps`);
+    assert.ok(sweeps <= 8 * 24 + 1, `${sweeps} hourly sweeps`);
+    assert.equal(await rechecksListed(w), 0, "no longer listed");
+    const [left] = await evmRecords(w);
+    assert.equal(left.value.state, "processing", "the operator's to resolve");
+    const line = w.log.lines.find((l) => l.msg === "settlement recheck given up: resolve it by hand");
+    assert.equal(line?.level, "error");
+    assert.equal(line?.reference, pending.value.reference);
+    clock.advance(SETTLE_RECHECK_MAX_MS);
+    assert.equal((await sweep.sweep()).deferred, 0, "never looked at again");
+    assert.equal(await creditOf(w, alice.agent), 0);
+  } finally {
+    await http.close();
+    await lossy?.close();
+    await provider?.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: a settlement whose transfer the node never confirms is given up after its bounded time, and its agent's reads stop asking the node about it", async () => {
+  let provider: ReturnType<typeof pickyProvider> | undefined;
+  const { chain, clock, w } = await chainWorld((c) => c.facilitatorUrl, {
+    rpcUrl: (c) => (provider = pickyProvider(c, 2_000, ["eth_getTransactionReceipt"])).url,
+  });
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    const unconfirmed = await alice.purchase();
+    assert.equal(unconfirmed.status, 503);
+    await unconfirmed.body?.cancel();
+    assert.equal(chain.settlements.length, 1);
+    const [pending] = await evmRecords(w);
+    assert.ok(pending.value.pendingTransfer, "the facilitator named its transaction");
+    const listedForAgent = async () => {
+      let n = 0;
+      for await (const _ of w.deps.kv.list({ prefix: ["commerce_unconfirmed"] })) n++;
+      return n;
+    };
+    assert.equal(await listedForAgent(), 1);
+    const sweep = w.deps.commerce.settleSweep;
+    let givenUp = 0;
+    for (let i = 0; i < 400 && givenUp === 0; i++) {
+      clock.advance(SETTLE_RECHECK_MAX_MS);
+      givenUp += (await sweep.sweep()).givenUp;
+    }
+    assert.equal(givenUp, 1);
+    assert.equal((await evmRecords(w))[0].value.state, "processing", "the operator's to resolve");
+    assert.equal(await rechecksListed(w), 0);
+    assert.equal(await listedForAgent(), 0, "its agent's entitlements reads no longer ask the node about it");
+  } finally {
+    await http.close();
+    await provider?.close();
+    await w.close();
+    await chain.close();
+  }
+});
+
+Deno.test("settlement sweep: a settlement whose resolution keeps failing (its credit never commits) is asked again with backoff and given up like any unresolved one", async () => {
+  const faults = kvFaults();
+  const { chain, clock, w } = await chainWorld((c) => c.facilitatorUrl, { wrapKv: faults.wrap });
+  const http = serveAsStore(w);
+  try {
+    const alice = await buyer(w, http.url);
+    // The commit that consumes the payment and grants its credit always fails.
+    faults.failNext(1_000_000, {
+      op: "set",
+      entity: "commerce_payment",
+      value: (v) => (v as PaymentRecord).state === "consumed",
+    });
+    const failed = await alice.purchase();
+    await failed.body?.cancel();
+    assert.equal(failed.status, 500);
+    assert.equal((await evmRecords(w))[0].value.state, "paid");
+    const sweep = w.deps.commerce.settleSweep;
+    let sweeps = 0, attempts = 0, givenUp = 0;
+    const failures = () => w.log.lines.filter((l) => l.msg === "settlement recheck failed").length;
+    while (givenUp === 0 && sweeps < 4000) {
+      clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+      givenUp += (await sweep.sweep()).givenUp;
+      sweeps++;
+    }
+    attempts = failures();
+    assert.equal(givenUp, 1, `given up after ${sweeps} sweeps`);
+    assert.ok(attempts <= 8 * 24 + 10, `${attempts} attempts: backoff grows to hourly`);
+    assert.equal(await rechecksListed(w), 0);
+    assert.equal((await evmRecords(w))[0].value.state, "paid", "the operator's to credit");
+    assert.equal(chain.settlements.length, 1);
+  } finally {
+    faults.failNext(0, { op: "set", entity: "commerce_payment" });
     await http.close();
     await w.close();
     await chain.close();
