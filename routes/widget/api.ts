@@ -384,6 +384,8 @@ export function createWidgetApiRoutes(deps: Deps_) {
     const context: AnswerContext = {
       tenantId: widget.tenantId,
       requestId: c.env.requestId,
+      // The id the widget's own `query` event of this answer gets too: recorded by both, stored once.
+      eventId: await deps.clientKeys.answerEventId(widget.id, input.session_id, c.env.requestId),
       widgetId: widget.id,
       sessionId: input.session_id,
       interactionType: input.interaction_type,
