@@ -559,3 +559,23 @@ Deno.test("POST /v1/events: a widget query naming another session's request_id i
   await w.deps.events.stop();
   assert.deepEqual(await storedQueries(w), { engagement: 2, logs: 2 });
 });
+
+Deno.test("POST /widget/v1/{wd}/ask SSE: a reader whose leaving reaches the service only after `done` was written is recorded, once with the widget's own", async () => {
+  await using w = await world([sseReply(["Bus fares rise ", "by 25 cents."])]);
+  const [url, init] = widgetJson(w);
+  const leave = new AbortController();
+  const res = await w.app.request(new URL(url).pathname, {
+    ...init,
+    headers: { ...init.headers, accept: "text/event-stream" },
+    signal: leave.signal,
+  });
+  const events = sseEvents(await res.text());
+  assert.equal(events.at(-1)!.event, "done");
+  // The whole stream was handed over; the connection's end reaches the service after it (the widget
+  // may or may not have read `done`: the service cannot tell, so it records, under the shared id).
+  leave.abort();
+  await within(w.recorded, 5_000, "the service's query event of the answer");
+  await sendWidgetQuery(w, (events.at(-1)!.data as { request_id: string }).request_id);
+  await w.deps.events.stop();
+  assert.deepEqual(await storedQueries(w), { engagement: 1, logs: 1 });
+});
