@@ -579,3 +579,47 @@ Deno.test("POST /widget/v1/{wd}/ask SSE: a reader whose leaving reaches the serv
   await w.deps.events.stop();
   assert.deepEqual(await storedQueries(w), { engagement: 1, logs: 1 });
 });
+
+Deno.test("GET /v1/analytics/realtime: the service's flushed record of a question and the widget's copy still in the log count once", async () => {
+  await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
+  const [url, init] = widgetJson(w);
+  const leave = new AbortController();
+  const res = await w.app.request(new URL(url).pathname, { ...init, signal: leave.signal });
+  const { request_id } = await res.json();
+  leave.abort();
+  await within(w.recorded, 5_000, "the service's query event of the answer");
+  await settle();
+  await w.deps.events.flush();
+  // The widget's copy arrives after the flush: in the write-ahead log, not yet in Parquet.
+  await sendWidgetQuery(w, request_id);
+  const rt = await w.app.request(`/v1/analytics/realtime?widget_id=${w.a.widget.id}`, {
+    headers: { ...bearer(w.a.key), "cache-control": "no-cache" },
+  });
+  const body = await rt.json();
+  assert.equal(body.last_5_minutes.queries, 1);
+  assert.equal(body.last_30_minutes.queries, 1);
+});
+
+Deno.test("One question recorded by both across midnight is one event, whichever copy is flushed first", async () => {
+  await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
+  w.clock.set("2026-11-22T23:59:40Z");
+  const [url, init] = widgetJson(w);
+  const leave = new AbortController();
+  const res = await w.app.request(new URL(url).pathname, { ...init, signal: leave.signal });
+  const { request_id } = await res.json();
+  // The widget's copy (stamped on arrival, the next day) is flushed before the service's (stamped when asked).
+  w.clock.set("2026-11-23T00:00:05Z");
+  await sendWidgetQuery(w, request_id);
+  await w.deps.events.flush();
+  leave.abort();
+  await within(w.recorded, 5_000, "the service's query event of the answer");
+  await settle();
+  await w.deps.events.stop();
+  const dir = `${w.deps.config.dataDir.replace(/\/+$/, "")}/events`;
+  const rows = await w.deps.duckdb.withConnection(async (c) =>
+    (await c.runAndReadAll(
+      `SELECT event_id FROM read_parquet('${dir}/*/*.parquet', hive_partitioning = true) WHERE event_type = 'query'`,
+    )).getRowObjectsJS()
+  );
+  assert.equal(rows.length, 1);
+});
