@@ -28,7 +28,14 @@ export type IngestContext =
    * The Ask AI widget in a browser, authorised by widget id + allowed origin. `maxAgeMs`: how far
    * back a sent `ts` may go (the public route's bound; default 30 days, as for a server).
    */
-  | { source: "widget"; widget: Widget; clientKey?: string; maxAgeMs?: number }
+  | {
+    source: "widget";
+    widget: Widget;
+    clientKey?: string;
+    maxAgeMs?: number;
+    /** The `event_id` of the widget's answer `request_id` asked in `session_id` (ClientKeys.answerEventId). */
+    answerEventId?: (sessionId: string | undefined, requestId: string) => Promise<string>;
+  }
   /** A server holding the tenant's API key. */
   | { source: "server"; tenantId: string }
   /** Another room of this service (trusted; tenant derived from widget or AI agent). */
@@ -135,7 +142,12 @@ export async function prepareEvents(
     if (ctx.source === "widget" && ctx.maxAgeMs !== undefined && tsMs < nowMs - ctx.maxAgeMs) {
       throw invalid(i, "ts", `must not be more than ${Math.round(ctx.maxAgeMs / 60_000)} minutes in the past here`);
     }
-    const row = toRow(e, { event_id: e.event_id ?? uuidv7(deps.clock), ts_ms: tsMs, source });
+    // A widget's `query` of an answer has the id the service gives its own record of that question
+    // (its reader left as the answer reached them): whichever copies arrive, one is stored.
+    const answerId = ctx.source === "widget" && e.event_type === "query" && e.request_id && ctx.answerEventId
+      ? await ctx.answerEventId(e.session_id, e.request_id)
+      : undefined;
+    const row = toRow(e, { event_id: answerId ?? e.event_id ?? uuidv7(deps.clock), ts_ms: tsMs, source });
 
     // Ownership and defaults. Widget traffic cannot name another widget, tenant or agent identity,
     // nor send what only the service measures (impressions of what it served, its API calls).

@@ -43,12 +43,15 @@ const RETRY_WINDOW_MINUTES = 10;
 
 /** The day before `date` (YYYY-MM-DD). */
 const dayBefore = (date: string) => new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
+/** The day after `date` (YYYY-MM-DD). */
+const dayAfter = (date: string) => new Date(Date.parse(`${date}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
 
 /**
  * Writes the NDJSON file at `ndjsonPath` (one {@link EventRow} per line) as Parquet, an event left
  * out when its (tenant_id, event_id) came earlier that UTC day or in the last
  * {@link RETRY_WINDOW_MINUTES} of the day before: within the batch and, unless `dedupeExisting` is
- * false, in the day's other files and the day before's. Returns the days written and the row count. An event_id is its producer's:
+ * false, in the day's other files and the day before's (and in the first minutes of the day after's,
+ * a copy across midnight flushed first). Returns the days written and the row count. An event_id is its producer's:
  * another tenant sending the same id (a guessable order number) must not hide this tenant's event.
  */
 export async function writeNdjsonAsParquet(
@@ -98,18 +101,22 @@ export async function writeNdjsonAsParquet(
         const final = `${dir}/${fileId}.parquet`;
         const tmp = `${final}.tmp`;
         // Events already in the day's other files, or in the last minutes of the day before (a client
-        // retry flushed earlier), are left out, so a tenant's event_id is stored once. The file's own
+        // retry flushed earlier), are left out, so a tenant's event_id is stored once. So are those in
+        // the first minutes of the day after: two copies of one event a few minutes apart across
+        // midnight may be flushed later copy first (the widget's `query` of an answer, stamped on
+        // arrival, and the service's own record of it, stamped when it was asked). The file's own
         // earlier version (a redone flush) is not a reason to leave anything out.
-        const prevDir = `${eventsDir}/date=${dayBefore(date)}`;
-        const others = dedupeExisting
-          ? [
-            ...(await dayFiles(dir)).filter((f) => f !== `${fileId}.parquet`).map((f) => `${dir}/${f}`),
-            ...(await dayFiles(prevDir)).filter((f) => f !== `${fileId}.parquet`).map((f) => `${prevDir}/${f}`),
-          ]
+        const near = dedupeExisting
+          ? [dir, `${eventsDir}/date=${dayBefore(date)}`, `${eventsDir}/date=${dayAfter(date)}`]
           : [];
+        const others: string[] = [];
+        for (const d of near) {
+          others.push(...(await dayFiles(d)).filter((f) => f !== `${fileId}.parquet`).map((f) => `${d}/${f}`));
+        }
         const notSeen = others.length
           ? `AND NOT EXISTS (SELECT 1 FROM read_parquet([${others.map(sqlString).join(", ")}]) AS seen
                WHERE seen.ts >= ${sqlString(date)}::TIMESTAMP - INTERVAL ${RETRY_WINDOW_MINUTES} MINUTE
+                 AND seen.ts < ${sqlString(date)}::TIMESTAMP + INTERVAL 1 DAY + INTERVAL ${RETRY_WINDOW_MINUTES} MINUTE
                  AND seen.event_id = b.event_id AND seen.tenant_id IS NOT DISTINCT FROM b.tenant_id)`
           : "";
         const select = `SELECT * FROM ${table} AS b WHERE ts >= ${sqlString(date)}::TIMESTAMP

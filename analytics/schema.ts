@@ -71,6 +71,9 @@ export const eventInputSchema = z.object({
   event_id: z.string().regex(/^[A-Za-z0-9._:-]{8,64}$/, { error: "must be 8 to 64 characters of A-Z a-z 0-9 . _ : -" })
     .optional(),
   event_type: z.enum(EVENT_TYPES),
+  // A widget `query` event's answer (its `request_id`): the service derives the event's id from it,
+  // the one the service's own record of that question carries (analytics/enrich.ts). Not stored.
+  request_id: z.string().regex(/^[\w.:=-]{1,128}$/, { error: "must be the answer's request_id" }).optional(),
   ts: z.iso.datetime({ offset: true, error: "must be an ISO 8601 timestamp" }).optional(),
   tenant_id: token().optional(),
   widget_id: token().optional(),

@@ -48,6 +48,18 @@ export class ClientKeys {
     return (await this.#mac()).digest(`sender:${network}`).toString("hex").slice(0, 16);
   }
 
+  /**
+   * The `event_id` of the `query` event of one widget answer, whoever records it: the service (its
+   * reader left at the last moment) or the widget (it received the answer, and sends the answer's
+   * `request_id` with its event). Both copies then carry one id and the pipeline stores it once.
+   * Keyed, so a page cannot make the id of another reader's question (it would need that reader's
+   * request id and session id, and the key) and have its own event stored in that question's place.
+   */
+  async answerEventId(widgetId: string, sessionId: string | undefined, requestId: string): Promise<string> {
+    const mac = (await this.#mac()).digest(`answer:${widgetId}\u0000${sessionId ?? ""}\u0000${requestId}`);
+    return `q_${mac.toString("hex").slice(0, 32)}`;
+  }
+
   /** The store's key, made by the first process that needs it. */
   async #load(): Promise<HmacSha256> {
     for (;;) {

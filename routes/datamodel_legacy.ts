@@ -66,11 +66,14 @@ export function createDatamodelLegacyRoutes(
     tenantDataModel({ repos: deps.repos, from: { param: "dm_id" } }),
   );
   app.openapi(route, async (c) => {
+    // Asked first (Deno makes a request's signal on first use): a page its caller left records no impressions.
+    const left = c.req.raw.signal;
     const out = await deps.search.recommend(c.get("dataModel"), c.req.valid("json"), {
       tenantId: c.get("tenantId"),
       requestId: c.env.requestId,
       // One search per request: a resend with the same X-Request-Id is stored once.
       idempotencyKey: c.env.requestId,
+      left,
     });
     return c.json({ results: out.response.results }, 200);
   });

@@ -247,7 +247,13 @@ export function createEventRoutes(
       await enforcePublicLimit(limits.perWidget, "widget", widget.id, events.length);
       await enforcePublicLimit(limits.perWidgetDaily, "widget_daily", widget.id, events.length);
       actFor(c, widget.tenantId);
-      ctx = { source: "widget", widget, clientKey: await deps.clientKeys.of(address), maxAgeMs: WIDGET_TS_MAX_AGE_MS };
+      ctx = {
+        source: "widget",
+        widget,
+        clientKey: await deps.clientKeys.of(address),
+        maxAgeMs: WIDGET_TS_MAX_AGE_MS,
+        answerEventId: (sessionId, requestId) => deps.clientKeys.answerEventId(widget.id, sessionId, requestId),
+      };
     }
     let accepted: number;
     try {

@@ -299,6 +299,8 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
   };
 
   documented(app, forPaths(searchDoc, paths), requireSearchQuery, signedHeaders, readBody, async (c) => {
+    // Asked first (Deno makes a request's signal on first use): a page its caller left records no impressions.
+    const left = c.req.raw.signal;
     const admission = await admit(c);
     const { result, slug } = await admission.whileConsuming(async () => {
       const request = parseBody(c, searchRequestSchema);
@@ -317,6 +319,7 @@ export function createPayproxyRoutes(deps: PayproxyDeps, paths: ProxyPaths = PAY
         caller: c.get("caller"),
         searchVersion: c.req.query("search_version"),
         requestId: c.env.requestId,
+        left,
       });
       return { result, slug };
     });

@@ -133,6 +133,9 @@ export function createSearchRoutes(
     tenantDataModel({ repos: deps.repos, from: { query: "data_model_id" } }),
   );
   app.openapi(searchRoute, async (c) => {
+    // Whether the caller left before the results reached them (then shown to nobody). Asked first:
+    // Deno makes a request's signal when first asked, and one made after its client left may never abort.
+    const left = c.req.raw.signal;
     const { search_version: searchVersion } = c.req.valid("query");
     const body = c.req.valid("json");
     const out = await deps.search.recommend(c.get("dataModel"), body, {
@@ -143,6 +146,7 @@ export function createSearchRoutes(
       // A Web Bot Auth agent (routes/middleware/web_bot_auth.ts) is named in agent readership.
       caller: c.get("caller"),
       searchVersion,
+      left,
     });
     return await searchJson(c, out) as never;
   }, searchHook as never);

@@ -151,6 +151,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
     if (!sink) return;
     const message = context.shownText ? context.shownText(text) : text;
     const event: EventInput = {
+      ...(context.eventId ? { event_id: context.eventId } : {}),
       event_type: "query",
       ts: at.toISOString(),
       tenant_id: context.tenantId ?? model.tenantId,

@@ -32,6 +32,11 @@ export interface AnswerContext {
    * A provider failing while the caller is there is recorded by neither.
    */
   recordedBy?: "service" | "client";
+  /**
+   * The `event_id` of the `query` event the engine records, when its client records the same question
+   * under that id (the widget's: ClientKeys.answerEventId): both copies are then stored once.
+   */
+  eventId?: string;
   /** What the reader typed, when the engine answers a rewritten query (a follow-up made standalone). */
   prompt?: string;
   /**

@@ -268,9 +268,11 @@ export class Recommender {
         ...(textChars !== null ? { text: fullText(stored[i], card.summary, textChars) } : {}),
       });
     }
-    // An impression is an article shown: only the results the caller keeps, at the positions their links carry.
+    // An impression is an article shown: only the results the caller keeps, at the positions their links
+    // carry; none to a caller already gone.
     const shown = context.select ? new Set(context.select(results)) : null;
     const served = shown ? results.filter((r) => shown.has(r)) : results;
+    const seen = context.left?.aborted ? new Set<SearchResult>() : shown;
     this.options.onResults?.({
       tenantId: dataModel.tenantId,
       dataModelId: dataModel.id,
@@ -280,7 +282,7 @@ export class Recommender {
       ...(context.idempotencyKey ? { idempotencyKey: context.idempotencyKey } : {}),
       at: this.options.clock.now(),
       results: pageItems.flatMap(({ slot }, i) =>
-        shown && !shown.has(results[i]!) ? [] : [{
+        seen && !seen.has(results[i]!) ? [] : [{
           articleId: index.cards[slot]!.id,
           url: index.cards[slot]!.url,
           position: start + i + 1,

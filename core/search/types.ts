@@ -100,6 +100,12 @@ export interface SearchContext {
    * routes that serve one search per request; a request holding several (an MCP batch) sets none.
    */
   idempotencyKey?: string;
+  /**
+   * Aborted when the caller left before the results reached them (the request's signal, asked for
+   * before the search: it aborts only then, deno.json's `no-legacy-abort`): the page is shown to
+   * nobody, so its results are recorded as no impressions (its `api_call` still is: it was served).
+   */
+  left?: AbortSignal;
 }
 
 /** A stored article as retrieval returns it, for grounding answers. */

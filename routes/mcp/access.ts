@@ -151,6 +151,7 @@ export class TenantAccess implements McpAccess {
       tenantId: this.tenantId,
       caller: this.caller,
       requestId: this.requestId,
+      ...(this.callerLeft ? { left: this.callerLeft } : {}),
     });
   }
 

@@ -384,6 +384,8 @@ export function createWidgetApiRoutes(deps: Deps_) {
     const context: AnswerContext = {
       tenantId: widget.tenantId,
       requestId: c.env.requestId,
+      // The id the widget's own `query` event of this answer gets too: recorded by both, stored once.
+      eventId: await deps.clientKeys.answerEventId(widget.id, input.session_id, c.env.requestId),
       widgetId: widget.id,
       sessionId: input.session_id,
       interactionType: input.interaction_type,
@@ -430,7 +432,7 @@ export function createWidgetApiRoutes(deps: Deps_) {
       };
       return c.json(body, 200);
     }
-    // Aborted when the reader leaves before `done` reached them (streamAnswer's `delivered`).
+    // Aborted when the reader is seen leaving before the whole stream reached them (streamAnswer).
     const left = new AbortController();
     context.left = left.signal;
     return await streamAnswer(c, deps, {
@@ -520,17 +522,23 @@ async function streamAnswer(
     reader: AbortSignal;
     source: AsyncGenerator<string, Citation[] | void>;
     related: (citations: WidgetCitation[]) => Promise<string[]>;
-    /** Aborted when the reader leaves before `done` reached them (the answer's AnswerContext.left). */
+    /**
+     * Aborted when the reader is seen leaving before the whole stream reached them (the answer's
+     * AnswerContext.left): the stream cancelled, or the request's signal, also once `done` was written.
+     */
     left: AbortController;
   },
 ): Promise<Response> {
   const chunks = source[Symbol.asyncIterator]();
   const first = await chunks.next();
   const requestId = c.env.requestId;
+  // A leaving seen after `done` was written counts too (the request's signal may tell only once the
+  // stream is closed): whether `done` reached the widget the service cannot tell, so it records the
+  // question, under the id the widget's own `query` event of it gets (AnswerContext.eventId): one event.
+  const leave = () => left.abort();
+  reader.addEventListener("abort", leave, { once: true });
   return streamSSE(c, async (sse) => {
-    let delivered = false;
     // Before the answer generator is ended, so that it records what it had.
-    const leave = () => void (delivered || left.abort());
     sse.onAbort(() => {
       leave();
       void chunks.return?.(undefined);
@@ -565,7 +573,6 @@ async function streamAnswer(
       await sse.writeSSE({ event: "done", data: JSON.stringify({ answer: shown, request_id: requestId }) });
       // A write to a stream the reader left does not fail: `aborted` tells.
       if (gone()) leave();
-      else delivered = true;
     } catch (err) {
       const { appError, unexpected } = toAppError(err, "widget");
       deps.log[unexpected ? "error" : "warn"]("widget answer stream failed", {

@@ -332,7 +332,8 @@ Deno.test("A stream its reader left is one query event of one shape on /app/aimo
     await within(w.recorded, 5_000, `the ${route} query event of the answer the reader left`);
     await settle();
     assert.equal(w.queries.length, 1, route);
-    const { client_key: _networkOfAPublicRoute, ...q } = w.queries[0]!;
+    // The widget's copy carries the id its own `query` event of the answer gets (recorded by both, stored once).
+    const { client_key: _networkOfAPublicRoute, event_id: _sharedWithTheWidgetsOwn, ...q } = w.queries[0]!;
     assert.equal(q.ts, asked, `${route}: the question's time, as every answer's query event`);
     shapes.push({ ...q, tenant_id: "tn", ai_agent: "am", widget_id: "wd" });
   }
@@ -480,4 +481,145 @@ Deno.test("A JSON answer its caller left gets no follow-up questions written: no
     await settle();
     assert.equal(w.chat.requests.length, 1, `${route}: the answer only, no follow-ups for a caller gone`);
   }
+});
+
+/** The widget's own `query` event of an answer it received (`request_id` from the answer's body or `done`). */
+const sendWidgetQuery = async (
+  w: Awaited<ReturnType<typeof world>>,
+  requestId: string,
+  { sessionId = "sess-1", eventId = `ev_${crypto.randomUUID().replaceAll("-", "")}` } = {},
+) => {
+  const res = await w.app.request("/v1/events", {
+    method: "POST",
+    headers: { origin: ORIGIN, "content-type": "application/json" },
+    body: JSON.stringify({
+      widget_id: w.a.widget.id,
+      events: [{
+        event_id: eventId,
+        event_type: "query",
+        request_id: requestId,
+        session_id: sessionId,
+        interaction_type: "free_form",
+        prompt: "Why are bus fares rising?",
+        response: "Bus fares rise by 25 cents.",
+      }],
+    }),
+  });
+  assert.equal(res.status, 202, await res.text());
+};
+
+/** The flushed figures of the widget's questions: engagement and the logs. */
+const storedQueries = async (w: Awaited<ReturnType<typeof world>>) => {
+  const fig = await w.app.request(`/v1/analytics/ask-ai?widget_id=${w.a.widget.id}`, { headers: bearer(w.a.key) });
+  const logs = await w.app.request(`/v1/analytics/ask-ai/logs?widget_id=${w.a.widget.id}`, {
+    headers: bearer(w.a.key),
+  });
+  return { engagement: (await fig.json()).summary.engagement_queries, logs: (await logs.json()).data.length };
+};
+
+Deno.test("POST /widget/v1/{wd}/ask JSON: a reader whose cancel arrives after the answer reached the widget is one query, recorded by both", async () => {
+  await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
+  const [url, init] = widgetJson(w);
+  const leave = new AbortController();
+  const res = await w.app.request(new URL(url).pathname, { ...init, signal: leave.signal });
+  const { request_id } = await res.json();
+  // The widget has the answer; the connection's end reaches the service as a reader leaving.
+  leave.abort();
+  await within(w.recorded, 5_000, "the service's query event of the answer");
+  await sendWidgetQuery(w, request_id);
+  await w.deps.events.stop();
+  assert.deepEqual(await storedQueries(w), { engagement: 1, logs: 1 });
+});
+
+Deno.test("POST /widget/v1/{wd}/ask SSE: the service's record of a left stream and the widget's own query are one, across flushes", async () => {
+  const held = heldStream();
+  await using w = await world([held.reply]);
+  const res = await askWidget(w);
+  const requestId = res.headers.get("x-request-id")!;
+  await readFirstEventAndLeave(res, held.release);
+  await within(w.recorded, 5_000, "the service's query event of the answer the reader left");
+  await settle();
+  // Flushed before the widget's copy arrives: the two land in different Parquet files.
+  await w.deps.events.flush();
+  await sendWidgetQuery(w, requestId);
+  await w.deps.events.stop();
+  assert.deepEqual(await storedQueries(w), { engagement: 1, logs: 1 });
+});
+
+Deno.test("POST /v1/events: a widget query naming another session's request_id is its own question, not that one", async () => {
+  await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
+  const [url, init] = widgetJson(w);
+  const leave = new AbortController();
+  const res = await w.app.request(new URL(url).pathname, { ...init, signal: leave.signal });
+  const { request_id } = await res.json();
+  leave.abort();
+  await within(w.recorded, 5_000, "the service's query event of the answer");
+  // Another page knowing the request id, in its own session, suppresses nothing.
+  await sendWidgetQuery(w, request_id, { sessionId: "sess-other" });
+  await w.deps.events.stop();
+  assert.deepEqual(await storedQueries(w), { engagement: 2, logs: 2 });
+});
+
+Deno.test("POST /widget/v1/{wd}/ask SSE: a reader whose leaving reaches the service only after `done` was written is recorded, once with the widget's own", async () => {
+  await using w = await world([sseReply(["Bus fares rise ", "by 25 cents."])]);
+  const [url, init] = widgetJson(w);
+  const leave = new AbortController();
+  const res = await w.app.request(new URL(url).pathname, {
+    ...init,
+    headers: { ...init.headers, accept: "text/event-stream" },
+    signal: leave.signal,
+  });
+  const events = sseEvents(await res.text());
+  assert.equal(events.at(-1)!.event, "done");
+  // The whole stream was handed over; the connection's end reaches the service after it (the widget
+  // may or may not have read `done`: the service cannot tell, so it records, under the shared id).
+  leave.abort();
+  await within(w.recorded, 5_000, "the service's query event of the answer");
+  await sendWidgetQuery(w, (events.at(-1)!.data as { request_id: string }).request_id);
+  await w.deps.events.stop();
+  assert.deepEqual(await storedQueries(w), { engagement: 1, logs: 1 });
+});
+
+Deno.test("GET /v1/analytics/realtime: the service's flushed record of a question and the widget's copy still in the log count once", async () => {
+  await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
+  const [url, init] = widgetJson(w);
+  const leave = new AbortController();
+  const res = await w.app.request(new URL(url).pathname, { ...init, signal: leave.signal });
+  const { request_id } = await res.json();
+  leave.abort();
+  await within(w.recorded, 5_000, "the service's query event of the answer");
+  await settle();
+  await w.deps.events.flush();
+  // The widget's copy arrives after the flush: in the write-ahead log, not yet in Parquet.
+  await sendWidgetQuery(w, request_id);
+  const rt = await w.app.request(`/v1/analytics/realtime?widget_id=${w.a.widget.id}`, {
+    headers: { ...bearer(w.a.key), "cache-control": "no-cache" },
+  });
+  const body = await rt.json();
+  assert.equal(body.last_5_minutes.queries, 1);
+  assert.equal(body.last_30_minutes.queries, 1);
+});
+
+Deno.test("One question recorded by both across midnight is one event, whichever copy is flushed first", async () => {
+  await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
+  w.clock.set("2026-11-22T23:59:40Z");
+  const [url, init] = widgetJson(w);
+  const leave = new AbortController();
+  const res = await w.app.request(new URL(url).pathname, { ...init, signal: leave.signal });
+  const { request_id } = await res.json();
+  // The widget's copy (stamped on arrival, the next day) is flushed before the service's (stamped when asked).
+  w.clock.set("2026-11-23T00:00:05Z");
+  await sendWidgetQuery(w, request_id);
+  await w.deps.events.flush();
+  leave.abort();
+  await within(w.recorded, 5_000, "the service's query event of the answer");
+  await settle();
+  await w.deps.events.stop();
+  const dir = `${w.deps.config.dataDir.replace(/\/+$/, "")}/events`;
+  const rows = await w.deps.duckdb.withConnection(async (c) =>
+    (await c.runAndReadAll(
+      `SELECT event_id FROM read_parquet('${dir}/*/*.parquet', hive_partitioning = true) WHERE event_type = 'query'`,
+    )).getRowObjectsJS()
+  );
+  assert.equal(rows.length, 1);
 });

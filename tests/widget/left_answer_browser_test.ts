@@ -80,3 +80,42 @@ Deno.test({
     assert.equal((figures.summary as Record<string, number>).sessions, 1);
   },
 });
+
+Deno.test({
+  name:
+    "widget in Chromium: its query event names the answer's request_id, so the service's record of it is the same event",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    await using world = await widgetWorld();
+    await using b = await openSharedBrowser("widget answer event id");
+    const page = b.page;
+    await page.goto(world.siteUrl, { waitUntil: "load" });
+    await page.waitForSelector(`${W}[data-state=ready]`);
+    await page.type(inWidget("#ask-q"), "What is happening with the port strike?");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(`${W}:not([data-busy])`);
+    await page.evaluate(() => dispatchEvent(new Event("pagehide")));
+    await world.until("the widget's query event", () => world.events.some((e) => e.event_type === "query"), 5_000);
+    const sent = world.events.find((e) => e.event_type === "query")!;
+    assert.equal(typeof sent.request_id, "string", "the request_id of the answer's `done`");
+    // The service's own record of that question (its reader's leaving reached it after `done`).
+    const id = await world.w.deps.clientKeys.answerEventId(
+      world.widgetId,
+      String(sent.session_id),
+      String(sent.request_id),
+    );
+    await world.w.deps.events.record([{
+      event_id: id,
+      event_type: "query",
+      widget_id: world.widgetId,
+      session_id: String(sent.session_id),
+      interaction_type: "free_form",
+      prompt: String(sent.prompt),
+      response: String(sent.response),
+    }]);
+    await world.w.deps.events.flush();
+    const figures = await world.analytics("ask-ai");
+    assert.equal((figures.summary as Record<string, number>).engagement_queries, 1);
+  },
+});

@@ -77,8 +77,12 @@ export class WidgetApi {
     return Array.isArray(out.results) ? out.results : [];
   }
 
-  /** Asks and streams the answer (SSE); resolves with the full answer text. */
-  async ask(body: AskBody, on: AnswerHandlers, signal?: AbortSignal): Promise<string> {
+  /**
+   * Asks and streams the answer (SSE); resolves with the full answer text and the answer's
+   * `request_id` (its `query` event names it: the service's own record of a question its reader
+   * left at the last moment has the same event id, so the two are stored once).
+   */
+  async ask(body: AskBody, on: AnswerHandlers, signal?: AbortSignal): Promise<{ text: string; requestId?: string }> {
     const res = await fetch(this.#url("ask"), {
       method: "POST",
       credentials: "omit",
@@ -90,6 +94,7 @@ export class WidgetApi {
     on.started?.();
     let answer = "";
     let done = false;
+    let requestId: string | undefined;
     for await (const ev of sseEvents(res.body)) {
       let data: Record<string, unknown>;
       try {
@@ -109,11 +114,12 @@ export class WidgetApi {
         );
       } else if (ev.event === "done") {
         if (typeof data.answer === "string") answer = data.answer;
+        if (typeof data.request_id === "string") requestId = data.request_id;
         done = true;
       }
     }
     if (!done) throw new WidgetApiError("The answer was cut off", "incomplete");
-    return answer;
+    return { text: answer, requestId };
   }
 }
 

@@ -400,7 +400,7 @@ export class AskAiWidget extends HTMLElement {
     ui.followHead.hidden = ui.follow.hidden = true;
     this.#setStatus("Answering\u2026");
     try {
-      const full = await this.#api.ask({
+      const { text: full, requestId } = await this.#api.ask({
         query,
         session_id: this.#sessionId,
         interaction_type: src.interaction,
@@ -443,6 +443,9 @@ export class AskAiWidget extends HTMLElement {
         interaction_type: src.interaction,
         prompt: query,
         response: full.slice(0, MAX_RESPONSE),
+        // The service derives this event's id from it: its own record of the question, if the
+        // reader's leaving reached it too, is then the same event.
+        request_id: requestId,
         ...configured,
       });
       if (this.#recommendationsOn()) void this.#loadRecommendations({ page_url: this.#pageUrl(), query });
