@@ -140,5 +140,10 @@ export async function withUsageBlock(res: Response, usage: UsageReceipt | null):
   if (object === null || object.keys.includes("usage")) return new Response(bytes, init);
   const { keys, close } = object;
   const member = encoder.encode(`${keys.length ? "," : ""}"usage":${JSON.stringify(usage)}}`);
-  return new Response(new Blob([bytes.subarray(0, close), member, bytes.subarray(close + 1)]), init);
+  // One buffer, not a Blob: Deno.serve writes bytes at once where it streams a Blob's.
+  const out = new Uint8Array(bytes.length + member.length - 1);
+  out.set(bytes.subarray(0, close));
+  out.set(member, close);
+  out.set(bytes.subarray(close + 1), close + member.length);
+  return new Response(out, init);
 }
