@@ -404,7 +404,8 @@ export class PaidProxy {
    */
   async #refundTaken<T extends RefundNote | null>(taken: OpenCall, refund: () => Promise<T>): Promise<T> {
     const out = await refund();
-    if (out?.status === "pending") {
+    // A processor that cannot refund at all will not on a later try: the operator's at once.
+    if (out?.status === "pending" && this.o.commerce.processor.refund) {
       const opened = Date.parse(taken.openedAt ?? taken.at);
       if (this.o.clock.now().getTime() - opened < REFUND_RETRY_MAX_MS) return out;
       this.o.log.error("pay-as-you-go refund given up: refund it by hand", {

@@ -48,11 +48,27 @@ export const RECOVERY_SWEEP_BATCH = 50;
 /** The longest wait between two rechecks of a settlement still unknown. */
 export const SETTLE_RECHECK_MAX_MS = 60 * 60_000;
 /**
- * How long after its claim a settlement is rechecked at most: past every authorization's
- * `validBefore` (at most seven days ahead, payments.ts), so one unused is failed before; one still
- * unknown then (used with no log found, a provider refusing, no node) is left to the operator.
+ * How long after its claim a settlement is rechecked at least; one still unknown then (used with no
+ * log found, a provider refusing, no node) is left to the operator, unless its authorization can
+ * still be used ({@link recheckUntilMs}).
  */
 export const SETTLE_RECHECK_MAX_AGE_MS = 8 * 24 * 60 * 60_000;
+/** How long past its authorization's `validBefore` a settlement is still rechecked (the chain's time lags). */
+const PAST_VALID_BEFORE_MS = 24 * 60 * 60_000;
+
+/**
+ * Until when an unresolved settlement is rechecked: {@link SETTLE_RECHECK_MAX_AGE_MS} after its
+ * claim, or a day past its authorization's `validBefore` when that is later: a payer picks
+ * `validBefore` freely, and one still usable may yet be submitted and move money.
+ */
+export function recheckUntilMs(p: Pick<PaymentRecord, "createdAt" | "authorization">): number {
+  const claimed = Date.parse(p.createdAt) + SETTLE_RECHECK_MAX_AGE_MS;
+  const validBefore = p.authorization?.validBefore;
+  const usable = validBefore && /^[0-9]{1,15}$/.test(validBefore)
+    ? Number(validBefore) * 1000 + PAST_VALID_BEFORE_MS
+    : 0;
+  return Math.max(claimed, usable);
+}
 
 /** What one sweep did. */
 export interface SettleSweepOutcome {
@@ -188,7 +204,8 @@ export class SettlementSweep {
    * node or processor), and the lease is still this process's (renewed).
    */
   async #goOn(): Promise<boolean> {
-    return !this.#stopAsked && await this.#lease.acquire();
+    // Asked again after the lease's commit: a stop that came meanwhile starts nothing more.
+    return !this.#stopAsked && (await this.#lease.acquire()) && !this.#stopAsked;
   }
 
   async #settlements(out: SettleSweepOutcome): Promise<void> {
@@ -270,9 +287,11 @@ export class SettlementSweep {
     const { payments, clock } = this.o;
     const p = entry.value;
     const now = clock.now().getTime();
-    if (now - Date.parse(p.createdAt) < SETTLE_RECHECK_MAX_AGE_MS) {
-      await payments.recheckLater(entry, nextRecheckMs(now, (p.rechecks ?? 0) + 1), patch);
-      return "deferred";
+    if (now < recheckUntilMs(p)) {
+      // Not listed again when it moved meanwhile (the live path resolved it).
+      return (await payments.recheckLater(entry, nextRecheckMs(now, (p.rechecks ?? 0) + 1), patch))
+        ? "deferred"
+        : "moved";
     }
     if (!(await payments.stopRechecks(entry))) return "moved";
     this.o.log.error("settlement recheck given up: resolve it by hand", {
@@ -280,6 +299,7 @@ export class SettlementSweep {
       seller: p.sellerId,
       state: p.state,
       rechecks: p.rechecks ?? 0,
+      ...(p.authorization ? { valid_before: p.authorization.validBefore } : {}),
     });
     return "given up";
   }

@@ -603,7 +603,11 @@ async function findAuthorizationUse(
     return { logsFromBlock: Number(start) };
   }
   let next = start;
+  // The ranges of one look together take at most about two node calls' time: a slow node that still
+  // answers holds neither a shutdown nor an agent's retry for ten of them. The next look goes on.
+  const lookUntil = performance.now() + 2 * RECHECK_TIMEOUT_MS;
   for (let i = 0; i < AUTHORIZATION_LOG_RANGES_PER_LOOK && next <= latest.number; i++) {
+    if (i > 0 && performance.now() > lookUntil) return { logsFromBlock: Number(next) };
     const toBlock = next + AUTHORIZATION_LOG_RANGE_BLOCKS - 1n < latest.number
       ? next + AUTHORIZATION_LOG_RANGE_BLOCKS - 1n
       : latest.number;
