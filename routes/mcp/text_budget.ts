@@ -33,6 +33,7 @@ export class SearchBudget {
   #results = MCP_RESULTS_BUDGET;
   /** The batch's searches running on their share. */
   readonly #running = new Set<Promise<unknown>>();
+  #idle: PromiseWithResolvers<void> | null = null;
 
   /**
    * Runs one search on its share of the budget ({@link take}), given back when it fails. A batch's
@@ -84,7 +85,7 @@ export class SearchBudget {
     take: () => { taken: { args: A; notice?: string }; giveBack: () => void },
     call: (args: A) => Promise<T>,
   ): Promise<{ out: T; notice?: string }> {
-    while (this.#running.size > 0 && !fits()) await Promise.allSettled(this.#running);
+    while (this.#running.size > 0 && !fits()) await this.#whenIdle();
     const { taken, giveBack } = take();
     const running = call(taken.args);
     this.#running.add(running);
@@ -95,7 +96,16 @@ export class SearchBudget {
       throw err;
     } finally {
       this.#running.delete(running);
+      if (this.#running.size === 0 && this.#idle) {
+        this.#idle.resolve();
+        this.#idle = null;
+      }
     }
+  }
+
+  /** Settles once no call runs: one promise for every waiter, not one per waiter over every call. */
+  #whenIdle(): Promise<void> {
+    return (this.#idle ??= Promise.withResolvers<void>()).promise;
   }
 
   /** Whether what is left serves `args` as asked. */

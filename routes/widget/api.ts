@@ -493,7 +493,8 @@ export function createWidgetApiRoutes(deps: Deps_) {
       placement: placementOf(input, widget),
       ...(sender ? { clientKey: sender } : {}),
       // Only what the reader is shown counts as an impression: nothing, for a reader already gone.
-      select: (found) => reader.aborted ? [] : shown(found),
+      left: reader,
+      select: shown,
     });
     // Idempotent on what the engine kept; a Search that ignores `select` answers the whole page.
     const results = shown(response.response.results)

@@ -54,3 +54,18 @@ Deno.test("RefreshTokens.rotate(): without a grace, a token presented again revo
   await assert.rejects(f.tokens.rotate(f.first));
   await assert.rejects(f.tokens.rotate(r1), "the family is revoked");
 });
+
+Deno.test("RefreshTokens.rotate(): the grace follows at most four rotations; a token five behind is a replay", async () => {
+  using f = await family();
+  let head = f.first;
+  for (let i = 0; i < 5; i++) head = (await f.tokens.rotate(head, undefined, GRACE)).token;
+  await assert.rejects(f.tokens.rotate(f.first, undefined, GRACE), "five rotations behind");
+  await assert.rejects(f.tokens.rotate(head, undefined, GRACE), "the family is revoked");
+});
+
+Deno.test("RefreshTokens.rotate(): the grace follows four rotations to the live head", async () => {
+  using f = await family();
+  let head = f.first;
+  for (let i = 0; i < 4; i++) head = (await f.tokens.rotate(head, undefined, GRACE)).token;
+  assert.equal((await f.tokens.rotate(f.first, undefined, GRACE)).token, head);
+});
