@@ -324,14 +324,21 @@ export class EventPipeline implements EventSink {
     for await (const e of this.deps.kv.list<FlushPlan>({ prefix: PLAN_PREFIX })) {
       const plan = e.value;
       const chunks: WalChunk[] = [];
+      let versionstamp = e.versionstamp;
       if (plan.state === "planned") {
+        // Moved on at the version read before its chunks are loaded: a holder that stalled past its
+        // lease after renaming its file in then fails its `written` commit before deleting a chunk
+        // (had it deleted some between our reads, our smaller file would replace its own).
+        const claimed = await this.deps.kv.atomic().check(e).set(e.key, plan).commit();
+        if (!claimed.ok) throw new FlushLeaseLost();
+        versionstamp = claimed.versionstamp;
         for (let i = 0; i < plan.keys.length; i += 10) {
           const got = await this.deps.kv.getMany<Uint8Array[]>(plan.keys.slice(i, i + 10));
           for (const g of got) if (g.value) chunks.push({ key: g.key, bytes: g.value });
         }
       }
       this.deps.log.warn("recovering an interrupted event flush", { file_id: plan.fileId, state: plan.state });
-      const r = await this.#execute(plan, e.versionstamp, chunks);
+      const r = await this.#execute(plan, versionstamp, chunks);
       total.rows += r.rows;
       total.files += r.files;
     }

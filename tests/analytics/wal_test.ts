@@ -8,6 +8,7 @@ import { openDeps } from "../../main.ts";
 import { analyticsWorld } from "./_fixture.ts";
 import { parquetFiles, parquetIdCounts } from "./_count.ts";
 import { sqlString } from "../../analytics/sql_util.ts";
+import { kvThrough } from "../_kv_proxy.ts";
 
 const evts = (prefix: string, n: number, ts?: string) =>
   Array.from({ length: n }, (_, i) => ({
@@ -513,4 +514,58 @@ Deno.test("flusher lease: a holder stalled past its lease before deleting its fl
   assert.equal(await other.wal.size(), await held());
   const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
   assert.equal(counts.size, 40);
+});
+
+Deno.test("flusher lease: a stalled holder's `written` commit fails once another holder recovers its plan, so no event of the plan is lost", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  const isPlanKey = (k: Deno.KvKey) => k[0] === "ev_flush_plan";
+  // Holder A renames its file in, then stalls before its `written` commit.
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  let stalled!: () => void;
+  const started = new Promise<void>((r) => stalled = r);
+  const kvA = kvThrough(deps.kv, {
+    atomic() {
+      let written = false;
+      return {
+        set(key, value) {
+          if (isPlanKey(key) && (value as { state?: string }).state === "written") written = true;
+        },
+        async commit(real) {
+          if (written) {
+            stalled();
+            await gate;
+          }
+          return await real();
+        },
+      };
+    },
+  });
+  const a = new EventPipeline({ ...deps, kv: kvA, repos: deps.repos }, { ...deps.events.options });
+  // Twelve batches, twelve chunks: the recovering holder loads them in two reads of at most ten.
+  for (let i = 0; i < 12; i++) await a.record(evts(`p${i}`, 5));
+  const flushA = a.flush().catch((err) => err);
+  await started;
+  // Holder B takes over and recovers the plan; A wakes between B's two chunk reads.
+  world.w.clock.advance(deps.events.options.leaseMs + 1);
+  let reads = 0;
+  const kvB = kvThrough(deps.kv, {
+    async getMany(_keys, real) {
+      if (++reads === 2) {
+        release();
+        await flushA;
+      }
+      return await real();
+    },
+  });
+  const b = new EventPipeline({ ...deps, kv: kvB, repos: deps.repos }, { ...deps.events.options });
+  await b.flush();
+  release();
+  await flushA;
+
+  const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+  assert.equal(counts.size, 60, "every event of the plan is stored");
+  assert.deepEqual([...counts.entries()].filter(([, n]) => n !== 1), [], "no event stored twice");
+  assert.deepEqual(await Array.fromAsync(deps.kv.list({ prefix: ["ev_flush_plan"] })), [], "the plan is finished");
 });
