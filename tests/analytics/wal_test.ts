@@ -117,6 +117,25 @@ Deno.test("POST /v1/events: 500 sessions with long ad-render values commit under
   assert.equal((await w.deps.events.flush()).rows, 500);
 });
 
+Deno.test("POST /v1/events: 500 widget loads with distinct 128-character sessions commit under KV's 80 KiB of keys, not a 500", async () => {
+  await using world = await analyticsWorld();
+  const w = world.w;
+  // Each event's session state goes in with the batch under a key holding its session id: 500 of
+  // them are over 64 KB of keys, more than one commit may set.
+  const events = Array.from({ length: 500 }, (_, i) => ({
+    event_type: "widget_load",
+    session_id: `s${String(i).padStart(4, "0")}${"k".repeat(123)}`,
+  }));
+  const res = await w.app.request("/v1/events", {
+    method: "POST",
+    headers: { origin: "https://news.example", "content-type": "application/json", "x-forwarded-for": "198.51.100.3" },
+    body: JSON.stringify({ widget_id: "wd_main", events }),
+  });
+  assert.equal(res.status, 202);
+  assert.deepEqual(await res.json(), { accepted: 500 });
+  assert.equal((await w.deps.events.flush()).rows, 500);
+});
+
 Deno.test("EventWal.append() splits a large batch across commits under the KV limits", async () => {
   await using world = await analyticsWorld();
   const big = Array.from({ length: 500 }, (_, i) => ({
