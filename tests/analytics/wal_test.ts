@@ -442,6 +442,41 @@ Deno.test("flush(): an event_id is one day's, in one flush as across flushes (an
   assert.deepEqual(await stored(true), [2, 1]);
 });
 
+Deno.test("flush(): an id of a day and of the next day's first minutes is stored twice whichever day is flushed first; a retry across midnight once", async () => {
+  // `daily` at D 08:00 and D+1 00:05 are two events (the earlier is not in D's last ten minutes);
+  // `retry` at D 23:59:50 and D+1 00:00:10 is one, also when the later copy is flushed first.
+  const stored = async (order: "together" | "day first" | "next day first") => {
+    await using world = await analyticsWorld();
+    const { deps } = world.w;
+    const send = async (events: unknown[]) => {
+      const res = await world.w.app.request("/v1/events", {
+        method: "POST",
+        headers: { authorization: `Bearer ${world.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ events }),
+      });
+      assert.equal(res.status, 202);
+      await res.body?.cancel();
+      if (order !== "together") await deps.events.flush();
+    };
+    const ev = (id: string, ts: string) => ({ event_id: id, event_type: "widget_load", ai_agent: "am_main", ts });
+    const day = [ev("daily-000001", "2026-11-19T08:00:00Z"), ev("retry-000001", "2026-11-19T23:59:50Z")];
+    const next = [ev("daily-000001", "2026-11-20T00:05:00Z"), ev("retry-000001", "2026-11-20T00:00:10Z")];
+    if (order === "next day first") {
+      await send(next);
+      await send(day);
+    } else {
+      await send(day);
+      await send(next);
+    }
+    await deps.events.flush();
+    const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+    return [counts.get("daily-000001"), counts.get("retry-000001")];
+  };
+  assert.deepEqual(await stored("together"), [2, 1]);
+  assert.deepEqual(await stored("day first"), [2, 1]);
+  assert.deepEqual(await stored("next day first"), [2, 1]);
+});
+
 Deno.test("flusher lease: a holder stalled past its lease mid-write renames nothing after the next holder redid and compacted its flush", async () => {
   await using world = await analyticsWorld({ EVENTS_COMPACT_MIN_FILES: "2" });
   const { deps } = world.w;
