@@ -111,8 +111,6 @@ export class EventPipeline implements EventSink {
    */
   async ingest(events: unknown[], ctx: IngestContext): Promise<number> {
     if (!events.length) return 0;
-    // A full log refuses before the batch is prepared (validation, enrichment, session reads).
-    await this.refuseWhenFull();
     let rows;
     // Session states are written only at the version read; a batch that lost the race to another batch of
     // the same sessions derives them again, and after a few losses writes them unchecked, flagged late.

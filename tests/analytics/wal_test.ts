@@ -623,3 +623,19 @@ Deno.test("flusher lease: a stalled holder's `written` commit fails once another
   assert.deepEqual([...counts.entries()].filter(([, n]) => n !== 1), [], "no event stored twice");
   assert.deepEqual(await Array.fromAsync(deps.kv.list({ prefix: ["ev_flush_plan"] })), [], "the plan is finished");
 });
+
+Deno.test("record(): a batch reads the log's size once (the room check before anything is written)", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  let sizeReads = 0;
+  const kv = kvThrough(deps.kv, {
+    getMany(keys, real) {
+      if (keys.some((k) => k[0] === "ev_wal_size")) sizeReads++;
+      return real();
+    },
+  });
+  const pipeline = new EventPipeline({ ...deps, kv, repos: deps.repos }, { ...deps.events.options });
+  await pipeline.record(evts("r", 3));
+  assert.equal(sizeReads, 1);
+  assert.equal((await pipeline.flush()).rows, 3);
+});
