@@ -139,19 +139,12 @@ export class EventPipeline implements EventSink {
   }
 
   /**
-   * Whether the log has room for anything (one read of its kept size): while it is full, a batch is
-   * refused before it is read or prepared ({@link refuseWhenFull}).
-   */
-  async hasRoom(): Promise<boolean> {
-    return (await this.wal.size()) < this.options.walMaxBytes;
-  }
-
-  /**
+   * Refuses anything while the log is full (one read of its kept size).
    * @throws AppError 503 `server_busy` with `Retry-After` when the log is full: a route calls it before
    *   it reads a batch, so a sender's bodies are not read and decoded while none could be stored.
    */
   async refuseWhenFull(): Promise<void> {
-    if (!(await this.hasRoom())) throw this.#logFull();
+    if ((await this.wal.size()) >= this.options.walMaxBytes) throw this.#logFull();
   }
 
   #logFull() {
