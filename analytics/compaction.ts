@@ -128,8 +128,10 @@ export async function recoverCompactions(kv: Deno.Kv, eventsDir: string): Promis
     const dir = `${eventsDir}/date=${m.date}`;
     if (m.state === "written") await finish(kv, dir, m, e.versionstamp);
     else {
+      // Dropped at the version read before its `.tmp` goes: a compactor stalled past its lease may
+      // mark it written meanwhile, and then swaps it in (its inputs deleted) for lack of that file.
+      if (!(await kv.atomic().check(e).delete(e.key).commit()).ok) continue;
       await removeIfThere(`${dir}/${m.output}.tmp`);
-      await kv.delete(e.key);
     }
   }
   const state = (await kv.get<SwapState>(SWAP_STATE_KEY)).value;

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { compactDay, recoverCompactions } from "../../analytics/compaction.ts";
 import { analyticsWorld } from "./_fixture.ts";
 import { parquetIdCounts } from "./_count.ts";
+import { kvThrough } from "../_kv_proxy.ts";
 
 const DAY = "2026-11-22";
 
@@ -62,4 +63,64 @@ Deno.test("compaction: a compactor stalled in its swap leaves the manifest of th
   gateB.resolve();
   await b;
   assert.equal((await parquetIdCounts(deps.duckdb, dir)).size, 16);
+});
+
+Deno.test("compaction recovery: a planned compaction whose stalled compactor marks it written meanwhile is not undone under it, so no event is lost", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  const dir = deps.analytics.eventsDir;
+  for (let i = 0; i < 3; i++) {
+    await deps.events.record(questions(`f${i}`, 4, `${DAY}T0${i + 1}:00:00Z`));
+    await deps.events.flush();
+  }
+  const isManifest = (k: Deno.KvKey) => k[0] === "ev_compaction";
+  // A has written its merged `.tmp` and stalls before the commit that marks its manifest written.
+  const stalledA = Promise.withResolvers<void>();
+  const gateA = Promise.withResolvers<void>();
+  const kvA = kvThrough(deps.kv, {
+    atomic() {
+      let marks = false;
+      return {
+        set(key, value) {
+          if (isManifest(key) && (value as { state?: string }).state === "written") marks = true;
+        },
+        async commit(real) {
+          if (marks) {
+            stalledA.resolve();
+            await gateA.promise;
+          }
+          return await real();
+        },
+      };
+    },
+  });
+  const a = compactDay({ kv: kvA, db: deps.duckdb, clock: world.w.clock }, dir, DAY, 2);
+  await stalledA.promise;
+  // The next holder recovers the planned manifest; A wakes as it is about to drop the manifest.
+  const wake = async () => {
+    gateA.resolve();
+    await a;
+  };
+  const kvB = kvThrough(deps.kv, {
+    async delete(key, real) {
+      if (isManifest(key)) await wake();
+      return await real();
+    },
+    atomic() {
+      let drops = false;
+      return {
+        delete(key) {
+          if (isManifest(key)) drops = true;
+        },
+        async commit(real) {
+          if (drops) await wake();
+          return await real();
+        },
+      };
+    },
+  });
+  await recoverCompactions(kvB, dir);
+  await a;
+  await recoverCompactions(deps.kv, dir);
+  assert.equal((await parquetIdCounts(deps.duckdb, dir)).size, 12, "every event of the day");
 });
