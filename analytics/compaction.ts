@@ -72,24 +72,35 @@ const STATE_COMMIT_TRIES = 10;
 /**
  * Commits `op` together with the swap state `next(current)`, checked against the state read, again
  * while another commit changes the state first.
- * @returns false when `op`'s own checks failed (the state was not the cause)
+ * @returns the commit's versionstamp; null when `op`'s own checks failed (the state was not the cause)
  */
 async function commitWithState(
   kv: Deno.Kv,
   op: (atomic: Deno.AtomicOperation) => Deno.AtomicOperation,
   next: (state: SwapState | null) => SwapState,
   stillValid: () => Promise<boolean>,
-): Promise<boolean> {
+): Promise<string | null> {
   for (let i = 0; i < STATE_COMMIT_TRIES; i++) {
     const state = await kv.get<SwapState>(SWAP_STATE_KEY);
     const r = await op(kv.atomic().check(state)).set(SWAP_STATE_KEY, next(state.value)).commit();
-    if (r.ok) return true;
-    if (!(await stillValid())) return false;
+    if (r.ok) return r.versionstamp;
+    if (!(await stillValid())) return null;
   }
   throw new Error("the compaction swap state kept changing");
 }
 
-async function finish(kv: Deno.Kv, dir: string, m: Manifest, hooks: CompactionHooks = {}): Promise<void> {
+/**
+ * Swaps the written manifest `m` (stored at `versionstamp`) in. Ended only at that version: a
+ * compactor that stalled here past its lease finds its manifest finished by the next holder, and
+ * maybe the day's next compaction under the same key, which it must leave to its own recovery.
+ */
+async function finish(
+  kv: Deno.Kv,
+  dir: string,
+  m: Manifest,
+  versionstamp: string,
+  hooks: CompactionHooks = {},
+): Promise<void> {
   for (const f of m.inputs) await removeIfThere(`${dir}/${f}`);
   await hooks.afterInputsRemoved?.();
   const tmp = `${dir}/${m.output}.tmp`;
@@ -99,7 +110,12 @@ async function finish(kv: Deno.Kv, dir: string, m: Manifest, hooks: CompactionHo
     if (!(err instanceof Deno.errors.NotFound)) throw err;
   }
   // The day leaves the swap state with its manifest: readers may trust its files again.
-  await commitWithState(kv, (op) => op.delete(key(m.date)), (s) => swapEnded(s, m.date), () => Promise.resolve(true));
+  await commitWithState(
+    kv,
+    (op) => op.check({ key: key(m.date), versionstamp }).delete(key(m.date)),
+    (s) => swapEnded(s, m.date),
+    async () => (await kv.get(key(m.date))).versionstamp === versionstamp,
+  );
 }
 
 /**
@@ -110,10 +126,12 @@ export async function recoverCompactions(kv: Deno.Kv, eventsDir: string): Promis
   for await (const e of kv.list<Manifest>({ prefix: ["ev_compaction"] })) {
     const m = e.value;
     const dir = `${eventsDir}/date=${m.date}`;
-    if (m.state === "written") await finish(kv, dir, m);
+    if (m.state === "written") await finish(kv, dir, m, e.versionstamp);
     else {
+      // Dropped at the version read before its `.tmp` goes: a compactor stalled past its lease may
+      // mark it written meanwhile, and then swaps it in (its inputs deleted) for lack of that file.
+      if (!(await kv.atomic().check(e).delete(e.key).commit()).ok) continue;
       await removeIfThere(`${dir}/${m.output}.tmp`);
-      await kv.delete(e.key);
     }
   }
   const state = (await kv.get<SwapState>(SWAP_STATE_KEY)).value;
@@ -173,6 +191,6 @@ export async function compactDay(
     await removeIfThere(`${dir}/${m.output}.tmp`);
     return 0;
   }
-  await finish(deps.kv, dir, written, hooks);
+  await finish(deps.kv, dir, written, marked, hooks);
   return inputs.length;
 }

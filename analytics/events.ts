@@ -111,8 +111,6 @@ export class EventPipeline implements EventSink {
    */
   async ingest(events: unknown[], ctx: IngestContext): Promise<number> {
     if (!events.length) return 0;
-    // A full log refuses before the batch is prepared (validation, enrichment, session reads).
-    await this.refuseWhenFull();
     let rows;
     // Session states are written only at the version read; a batch that lost the race to another batch of
     // the same sessions derives them again, and after a few losses writes them unchecked, flagged late.
@@ -141,19 +139,12 @@ export class EventPipeline implements EventSink {
   }
 
   /**
-   * Whether the log has room for anything (one read of its kept size): while it is full, a batch is
-   * refused before it is read or prepared ({@link refuseWhenFull}).
-   */
-  async hasRoom(): Promise<boolean> {
-    return (await this.wal.size()) < this.options.walMaxBytes;
-  }
-
-  /**
+   * Refuses anything while the log is full (one read of its kept size).
    * @throws AppError 503 `server_busy` with `Retry-After` when the log is full: a route calls it before
    *   it reads a batch, so a sender's bodies are not read and decoded while none could be stored.
    */
   async refuseWhenFull(): Promise<void> {
-    if (!(await this.hasRoom())) throw this.#logFull();
+    if ((await this.wal.size()) >= this.options.walMaxBytes) throw this.#logFull();
   }
 
   #logFull() {
@@ -324,14 +315,21 @@ export class EventPipeline implements EventSink {
     for await (const e of this.deps.kv.list<FlushPlan>({ prefix: PLAN_PREFIX })) {
       const plan = e.value;
       const chunks: WalChunk[] = [];
+      let versionstamp = e.versionstamp;
       if (plan.state === "planned") {
+        // Moved on at the version read before its chunks are loaded: a holder that stalled past its
+        // lease after renaming its file in then fails its `written` commit before deleting a chunk
+        // (had it deleted some between our reads, our smaller file would replace its own).
+        const claimed = await this.deps.kv.atomic().check(e).set(e.key, plan).commit();
+        if (!claimed.ok) throw new FlushLeaseLost();
+        versionstamp = claimed.versionstamp;
         for (let i = 0; i < plan.keys.length; i += 10) {
           const got = await this.deps.kv.getMany<Uint8Array[]>(plan.keys.slice(i, i + 10));
           for (const g of got) if (g.value) chunks.push({ key: g.key, bytes: g.value });
         }
       }
       this.deps.log.warn("recovering an interrupted event flush", { file_id: plan.fileId, state: plan.state });
-      const r = await this.#execute(plan, e.versionstamp, chunks);
+      const r = await this.#execute(plan, versionstamp, chunks);
       total.rows += r.rows;
       total.files += r.files;
     }

@@ -89,12 +89,16 @@ export async function writeNdjsonAsParquet(
        ORDER BY ts`,
     );
     try {
-      const dates = (await conn.runAndReadAll(
-        `SELECT DISTINCT strftime(ts, '%Y-%m-%d') AS d FROM ${table} ORDER BY d`,
-      )).getRowObjectsJS().map((r) => String(r.d));
+      // Each day's latest event: only a day with events in its last minutes can have a later copy in
+      // the day after's files.
+      const days = (await conn.runAndReadAll(
+        `SELECT strftime(ts, '%Y-%m-%d') AS d,
+                max(ts) >= date_trunc('day', max(ts)) + INTERVAL 1 DAY - INTERVAL ${RETRY_WINDOW_MINUTES} MINUTE AS near_end
+         FROM ${table} GROUP BY d ORDER BY d`,
+      )).getRowObjectsJS().map((r) => ({ date: String(r.d), nearEnd: r.near_end === true }));
       let rows = 0;
       const written: string[] = [];
-      for (const date of dates) {
+      for (const { date, nearEnd } of days) {
         if (!DATE_RE.test(date)) throw new Error(`bad event date: ${date}`);
         const dir = `${eventsDir}/date=${date}`;
         await Deno.mkdir(dir, { recursive: true });
@@ -104,19 +108,26 @@ export async function writeNdjsonAsParquet(
         // retry flushed earlier), are left out, so a tenant's event_id is stored once. So are those in
         // the first minutes of the day after: two copies of one event a few minutes apart across
         // midnight may be flushed later copy first (the widget's `query` of an answer, stamped on
-        // arrival, and the service's own record of it, stamped when it was asked). The file's own
-        // earlier version (a redone flush) is not a reason to leave anything out.
-        const near = dedupeExisting
-          ? [dir, `${eventsDir}/date=${dayBefore(date)}`, `${eventsDir}/date=${dayAfter(date)}`]
-          : [];
+        // arrival, and the service's own record of it, stamped when it was asked), when this copy is in
+        // the day's last minutes: otherwise the day after's id is another event, whichever day is
+        // flushed first. The file's own earlier version (a redone flush) is not a reason to leave
+        // anything out.
+        const near = !dedupeExisting ? [] : [
+          dir,
+          `${eventsDir}/date=${dayBefore(date)}`,
+          ...(nearEnd ? [`${eventsDir}/date=${dayAfter(date)}`] : []),
+        ];
         const others: string[] = [];
         for (const d of near) {
           others.push(...(await dayFiles(d)).filter((f) => f !== `${fileId}.parquet`).map((f) => `${d}/${f}`));
         }
+        const start = `${sqlString(date)}::TIMESTAMP`;
+        const window = `INTERVAL ${RETRY_WINDOW_MINUTES} MINUTE`;
         const notSeen = others.length
           ? `AND NOT EXISTS (SELECT 1 FROM read_parquet([${others.map(sqlString).join(", ")}]) AS seen
-               WHERE seen.ts >= ${sqlString(date)}::TIMESTAMP - INTERVAL ${RETRY_WINDOW_MINUTES} MINUTE
-                 AND seen.ts < ${sqlString(date)}::TIMESTAMP + INTERVAL 1 DAY + INTERVAL ${RETRY_WINDOW_MINUTES} MINUTE
+               WHERE seen.ts >= ${start} - ${window}
+                 AND seen.ts < ${start} + INTERVAL 1 DAY + ${window}
+                 AND (seen.ts < ${start} + INTERVAL 1 DAY OR b.ts >= ${start} + INTERVAL 1 DAY - ${window})
                  AND seen.event_id = b.event_id AND seen.tenant_id IS NOT DISTINCT FROM b.tenant_id)`
           : "";
         const select = `SELECT * FROM ${table} AS b WHERE ts >= ${sqlString(date)}::TIMESTAMP

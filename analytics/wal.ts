@@ -40,6 +40,8 @@ export const CHUNK_BYTES = 63_000;
 // Deno KV: at most 1000 mutations and 800 KiB of keys+values per atomic commit. Stay under both.
 const COMMIT_BYTES = 760_000;
 const COMMIT_MUTATIONS = 900;
+// Deno KV: at most 80 KiB (81,920 bytes) of keys per atomic commit, the keys it checks counted too.
+const COMMIT_KEY_BYTES = 76_000;
 
 /** An extra KV write that goes in with the batch (e.g. sponsored-session state). */
 export interface WalExtraSet {
@@ -161,8 +163,12 @@ function indexEntries(
  * and the commit went over KV's 800 KiB.
  */
 function entryBytes(key: Deno.KvKey, value: unknown): number {
-  const keyBytes = key.reduce<number>((n, p) => n + (typeof p === "string" ? enc.encode(p).byteLength : 16) + 2, 0);
-  return keyBytes + 2 * (JSON.stringify(value) ?? "").length + 64;
+  return keyBytes(key) + 2 * (JSON.stringify(value) ?? "").length + 64;
+}
+
+/** An upper bound of `key`'s encoded size (what KV's limit on a commit's keys counts). */
+function keyBytes(key: Deno.KvKey): number {
+  return key.reduce<number>((n, p) => n + (typeof p === "string" ? enc.encode(p).byteLength : 16) + 2, 0);
 }
 
 /** Append, read and delete over the KV log. */
@@ -188,6 +194,7 @@ export class EventWal {
     let op = this.kv.atomic();
     let bytes = 0;
     let mutations = 0;
+    let keys = 0;
     let checked = false;
     // Chunk bytes gathered in `op`: the log's size grows by them in the same commit.
     let logged = 0;
@@ -200,15 +207,21 @@ export class EventWal {
       op = this.kv.atomic();
       bytes = 0;
       mutations = 0;
+      keys = 0;
       logged = 0;
       return true;
     };
-    const full = (size: number, n = 1) =>
-      mutations > 0 && (bytes + size > COMMIT_BYTES || mutations + n > COMMIT_MUTATIONS);
+    // A batch's session keys alone may pass KV's limit on keys (500 session ids of 128 characters).
+    const full = (size: number, n: number, keySize: number) =>
+      mutations > 0 &&
+      (bytes + size > COMMIT_BYTES || mutations + n > COMMIT_MUTATIONS || keys + keySize > COMMIT_KEY_BYTES);
     for (const x of extra) {
       const size = entryBytes(x.key, x.value);
-      // Checked writes stay together in the first commit (they are few); unchecked ones may fill several.
-      if (!checked && full(size)) await commit();
+      // A checked key counts twice (its check and its write).
+      const keySize = keyBytes(x.key) * (x.versionstamp !== undefined ? 2 : 1);
+      // Checked writes stay together in the first commit (they are few, at most 100 states of
+      // short keys); unchecked ones may fill several.
+      if (!checked && full(size, 1, keySize)) await commit();
       if (x.versionstamp !== undefined) {
         op = op.check({ key: x.key, versionstamp: x.versionstamp });
         checked = true;
@@ -216,6 +229,7 @@ export class EventWal {
       op = op.set(x.key, x.value, x.expireIn ? { expireIn: x.expireIn } : undefined);
       mutations++;
       bytes += size;
+      keys += keySize;
     }
     for (const [i, chunk] of chunks.entries()) {
       const index = indexEntries(batchId, i, rows.slice(chunk.first, chunk.end), nowMs);
@@ -224,12 +238,16 @@ export class EventWal {
       const size = chunk.bytes.byteLength + 100 + index.reduce((n, x) => n + entryBytes(x.key, 1), 0) +
         (index.length ? entryBytes(recordKey, record) : 0);
       const n = 1 + index.length + (index.length ? 1 : 0);
-      if (full(size, n) && !(await commit())) return false;
-      op = op.set([...WAL_PREFIX, batchId, i], chunk.bytes);
+      const chunkKey = [...WAL_PREFIX, batchId, i];
+      const keySize = keyBytes(chunkKey) + index.reduce((k, x) => k + keyBytes(x.key), 0) +
+        (index.length ? keyBytes(recordKey) : 0);
+      if (full(size, n, keySize) && !(await commit())) return false;
+      op = op.set(chunkKey, chunk.bytes);
       for (const x of index) op = op.set(x.key, 1, { expireIn: x.expireIn });
       if (index.length) op = op.set(recordKey, record);
       bytes += size;
       mutations += n;
+      keys += keySize;
       logged += chunk.bytes.byteLength;
     }
     if (checked) return (await counted().commit()).ok;

@@ -125,8 +125,6 @@ export function createEventRoutes(
   const spendOnOversize = (address: string) => spend(address, MAX_EVENTS_PER_BATCH + 1);
   /** Events a keyless batch's address was charged for its size before it was decoded. */
   const chargedForSize = new WeakMap<Context<AppEnv>, number>();
-  /** Events the handler charged a keyless batch's address beyond its size charge. */
-  const chargedHere = new WeakMap<Context<AppEnv>, number>();
   app.use(
     "/",
     cors({
@@ -225,13 +223,15 @@ export function createEventRoutes(
     const { events, widget_id } = (c.req as unknown as { valid(t: "json"): { events: unknown[]; widget_id?: string } })
       .valid("json");
     const key = c.get("apiKey");
+    // Events charged here to a keyless batch's address beyond its size charge.
+    let chargedHere = 0;
     if (!key) {
       // Anyone can name a public widget id and set an Origin header: the widget path is bounded
       // per address and per widget, counted in events, before anything is looked up or stored.
       const charged = chargedForSize.get(c) ?? 0;
       if (events.length > charged) {
         await enforcePublicLimit(limits.perAddress, "address", addressOf(c), events.length - charged);
-        chargedHere.set(c, events.length - charged);
+        chargedHere = events.length - charged;
       }
     }
     let ctx: IngestContext;
@@ -264,9 +264,8 @@ export function createEventRoutes(
       // minute or its day's quota. The size charge is kept: the body was read and decoded (a full log
       // refuses the next one unread, before any charge).
       if (ctx.source === "widget" && err instanceof AppError && err.code === "server_busy") {
-        const here = chargedHere.get(c) ?? 0;
         await Promise.all([
-          here > 0 ? limits.perAddress.refund(addressOf(c), here) : undefined,
+          chargedHere > 0 ? limits.perAddress.refund(addressOf(c), chargedHere) : undefined,
           limits.perWidget.refund(ctx.widget.id, events.length),
           limits.perWidgetDaily.refund(ctx.widget.id, events.length),
         ]).catch(() => {});

@@ -8,6 +8,7 @@ import { openDeps } from "../../main.ts";
 import { analyticsWorld } from "./_fixture.ts";
 import { parquetFiles, parquetIdCounts } from "./_count.ts";
 import { sqlString } from "../../analytics/sql_util.ts";
+import { kvThrough } from "../_kv_proxy.ts";
 
 const evts = (prefix: string, n: number, ts?: string) =>
   Array.from({ length: n }, (_, i) => ({
@@ -105,6 +106,25 @@ Deno.test("POST /v1/events: 500 sessions with long ad-render values commit under
     ad_partner: long("a", 64),
     placement_id: long("q", 128),
     referring_url: `https://news.example/${long("r", 1500)}`,
+  }));
+  const res = await w.app.request("/v1/events", {
+    method: "POST",
+    headers: { origin: "https://news.example", "content-type": "application/json", "x-forwarded-for": "198.51.100.3" },
+    body: JSON.stringify({ widget_id: "wd_main", events }),
+  });
+  assert.equal(res.status, 202);
+  assert.deepEqual(await res.json(), { accepted: 500 });
+  assert.equal((await w.deps.events.flush()).rows, 500);
+});
+
+Deno.test("POST /v1/events: 500 widget loads with distinct 128-character sessions commit under KV's 80 KiB of keys, not a 500", async () => {
+  await using world = await analyticsWorld();
+  const w = world.w;
+  // Each event's session state goes in with the batch under a key holding its session id: 500 of
+  // them are over 64 KB of keys, more than one commit may set.
+  const events = Array.from({ length: 500 }, (_, i) => ({
+    event_type: "widget_load",
+    session_id: `s${String(i).padStart(4, "0")}${"k".repeat(123)}`,
   }));
   const res = await w.app.request("/v1/events", {
     method: "POST",
@@ -422,6 +442,41 @@ Deno.test("flush(): an event_id is one day's, in one flush as across flushes (an
   assert.deepEqual(await stored(true), [2, 1]);
 });
 
+Deno.test("flush(): an id of a day and of the next day's first minutes is stored twice whichever day is flushed first; a retry across midnight once", async () => {
+  // `daily` at D 08:00 and D+1 00:05 are two events (the earlier is not in D's last ten minutes);
+  // `retry` at D 23:59:50 and D+1 00:00:10 is one, also when the later copy is flushed first.
+  const stored = async (order: "together" | "day first" | "next day first") => {
+    await using world = await analyticsWorld();
+    const { deps } = world.w;
+    const send = async (events: unknown[]) => {
+      const res = await world.w.app.request("/v1/events", {
+        method: "POST",
+        headers: { authorization: `Bearer ${world.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ events }),
+      });
+      assert.equal(res.status, 202);
+      await res.body?.cancel();
+      if (order !== "together") await deps.events.flush();
+    };
+    const ev = (id: string, ts: string) => ({ event_id: id, event_type: "widget_load", ai_agent: "am_main", ts });
+    const day = [ev("daily-000001", "2026-11-19T08:00:00Z"), ev("retry-000001", "2026-11-19T23:59:50Z")];
+    const next = [ev("daily-000001", "2026-11-20T00:05:00Z"), ev("retry-000001", "2026-11-20T00:00:10Z")];
+    if (order === "next day first") {
+      await send(next);
+      await send(day);
+    } else {
+      await send(day);
+      await send(next);
+    }
+    await deps.events.flush();
+    const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+    return [counts.get("daily-000001"), counts.get("retry-000001")];
+  };
+  assert.deepEqual(await stored("together"), [2, 1]);
+  assert.deepEqual(await stored("day first"), [2, 1]);
+  assert.deepEqual(await stored("next day first"), [2, 1]);
+});
+
 Deno.test("flusher lease: a holder stalled past its lease mid-write renames nothing after the next holder redid and compacted its flush", async () => {
   await using world = await analyticsWorld({ EVENTS_COMPACT_MIN_FILES: "2" });
   const { deps } = world.w;
@@ -513,4 +568,74 @@ Deno.test("flusher lease: a holder stalled past its lease before deleting its fl
   assert.equal(await other.wal.size(), await held());
   const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
   assert.equal(counts.size, 40);
+});
+
+Deno.test("flusher lease: a stalled holder's `written` commit fails once another holder recovers its plan, so no event of the plan is lost", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  const isPlanKey = (k: Deno.KvKey) => k[0] === "ev_flush_plan";
+  // Holder A renames its file in, then stalls before its `written` commit.
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  let stalled!: () => void;
+  const started = new Promise<void>((r) => stalled = r);
+  const kvA = kvThrough(deps.kv, {
+    atomic() {
+      let written = false;
+      return {
+        set(key, value) {
+          if (isPlanKey(key) && (value as { state?: string }).state === "written") written = true;
+        },
+        async commit(real) {
+          if (written) {
+            stalled();
+            await gate;
+          }
+          return await real();
+        },
+      };
+    },
+  });
+  const a = new EventPipeline({ ...deps, kv: kvA, repos: deps.repos }, { ...deps.events.options });
+  // Twelve batches, twelve chunks: the recovering holder loads them in two reads of at most ten.
+  for (let i = 0; i < 12; i++) await a.record(evts(`p${i}`, 5));
+  const flushA = a.flush().catch((err) => err);
+  await started;
+  // Holder B takes over and recovers the plan; A wakes between B's two chunk reads.
+  world.w.clock.advance(deps.events.options.leaseMs + 1);
+  let reads = 0;
+  const kvB = kvThrough(deps.kv, {
+    async getMany(_keys, real) {
+      if (++reads === 2) {
+        release();
+        await flushA;
+      }
+      return await real();
+    },
+  });
+  const b = new EventPipeline({ ...deps, kv: kvB, repos: deps.repos }, { ...deps.events.options });
+  await b.flush();
+  release();
+  await flushA;
+
+  const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+  assert.equal(counts.size, 60, "every event of the plan is stored");
+  assert.deepEqual([...counts.entries()].filter(([, n]) => n !== 1), [], "no event stored twice");
+  assert.deepEqual(await Array.fromAsync(deps.kv.list({ prefix: ["ev_flush_plan"] })), [], "the plan is finished");
+});
+
+Deno.test("record(): a batch reads the log's size once (the room check before anything is written)", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  let sizeReads = 0;
+  const kv = kvThrough(deps.kv, {
+    getMany(keys, real) {
+      if (keys.some((k) => k[0] === "ev_wal_size")) sizeReads++;
+      return real();
+    },
+  });
+  const pipeline = new EventPipeline({ ...deps, kv, repos: deps.repos }, { ...deps.events.options });
+  await pipeline.record(evts("r", 3));
+  assert.equal(sizeReads, 1);
+  assert.equal((await pipeline.flush()).rows, 3);
 });

@@ -74,3 +74,28 @@ Deno.test("boundPassed(): gives the event loop turns inside one long string of e
   // Closed, it is one element.
   assert.equal(await longer(`${text}"]}`, 1), false);
 });
+
+/** Turns of the event loop taken while `run` runs (a timer chain counts them). */
+async function turnsDuring(run: () => Promise<unknown>): Promise<number> {
+  let turns = 0;
+  let going = true;
+  const tick = () => {
+    if (!going) return;
+    turns++;
+    setTimeout(tick, 0);
+  };
+  setTimeout(tick, 0);
+  await run();
+  going = false;
+  return turns;
+}
+
+Deno.test("boundPassed(): gives the event loop turns inside a string of many escaped quotes shorter than a slice, and inside a long run of backslashes", async () => {
+  // 400,000 escaped quotes in 800 KB (under one slice): each costs a native search and a look back.
+  const quotes = `{"events":["${'\\"'.repeat(400_000)}"]}`;
+  assert.ok(quotes.length < SLICE_BYTES);
+  assert.ok(await turnsDuring(() => longer(quotes, 1)) >= 3);
+  // 4 MiB of backslashes before one quote, walked back to count them.
+  const run = `{"events":["${"\\".repeat(4 * SLICE_BYTES)}"]}`;
+  assert.ok(await turnsDuring(() => longer(run, 1)) >= 3);
+});
