@@ -14,6 +14,7 @@ import { bodyReader } from "./middleware/body.ts";
 import { tenantDataModel } from "./middleware/data_model.ts";
 import type { DataModelEnv } from "./env.ts";
 import { searchResponseSchema } from "./search.ts";
+import { resultsJson } from "./search_json.ts";
 
 const DM_ID_RE = idPattern("dm");
 
@@ -75,7 +76,9 @@ export function createDatamodelLegacyRoutes(
       idempotencyKey: c.env.requestId,
       left,
     });
-    return c.json({ results: out.response.results }, 200);
+    // Written in pieces, as the other search routes: 1,000 full texts in one JSON.stringify held the loop.
+    const results = out.response.results;
+    return await resultsJson(c, { results }, ["results"], results) as never;
   });
   return app;
 }
