@@ -93,8 +93,9 @@ export class FixedWindowLimiter {
     let entry: Deno.KvEntryMaybe<number> | undefined = this.#written.get(cacheKey);
     if (!entry) {
       entry = await this.kv.get<number>(kvKey);
-      // Kept as if written here: the hit that follows a peek commits against it without reading again.
-      this.#written.set(cacheKey, entry);
+      // Kept as if written here: the hit that follows a peek commits against it without reading again
+      // (unless a hit of this process wrote a newer count meanwhile).
+      if (!this.#written.has(cacheKey)) this.#written.set(cacheKey, entry);
     }
     const remaining = Math.max(0, this.opts.limit - (entry.value ?? 0));
     return { allowed: remaining > 0, limit: this.opts.limit, remaining, retryAfterS };

@@ -12,20 +12,15 @@
  * Each moves money in one commit checked against the record it read, so a live call, a read or
  * another sweep racing it moves it once. Paid calls still recover a few of the first two as well.
  *
- * A
- * settlement whose outcome was not known (the facilitator's answer lost, the storefront's node unable
- * to confirm the transfer) is answered 503 and resolved by its agent's retry or entitlements read; an
- * agent that gave up, or a process killed between a settlement and its `paid` record, would leave it
- * `processing` for good, the money perhaps moved and neither credited nor refused; a credit whose
- * commit failed after the settlement was granted only if the agent sent the credential again.
- *
- * Every claimed `evm` settlement (and every standard one once `paid`) is listed by when it is next
- * due (payments.ts `recheckAt`, {@link sweepable}); once its
- * grace period has passed, one process at a time (a KV lease) takes a bounded batch of the due ones,
- * asks the chain ({@link StandardMethods.recheckSettlement}) and moves each to its final state in one
- * atomic commit checked against the record it read ({@link Settlement.settleRechecked}), so a retry,
- * a read or another sweep racing it moves it once. One still unknown is listed again, later each time,
- * for {@link SETTLE_RECHECK_MAX_AGE_MS}; then it is the operator's (logged as an error).
+ * Why: a settlement whose outcome was not known (the facilitator's answer lost, the node unable to
+ * confirm the transfer) is answered 503 and resolved by its agent's retry or entitlements read; an
+ * agent that gave up, or a process killed between a settlement and its `paid` record, left it
+ * `processing` for good, the money perhaps moved and neither credited nor refused. Each claimed `evm`
+ * settlement (and each standard one once `paid`) is listed by when it is next due (payments.ts
+ * `recheckAt`, {@link sweepable}); past its grace period the sweep asks the chain
+ * ({@link StandardMethods.recheckSettlement}) and moves it ({@link Settlement.settleRechecked}). One
+ * still unknown is listed again, later each time, until {@link recheckUntilMs}; then it is the
+ * operator's (logged as an error).
  * Stripe charges of unknown outcome are not listed: its stand-in keeps no record to ask, so they stay
  * the operator's to reconcile (a `paid` Stripe charge is: its outcome is known).
  */

@@ -10,7 +10,7 @@ export {
 } from "./errors.ts";
 
 export { chipOf, scopedModel, splitAnswer, startsSourcesBlock, widgetCitations } from "./answer.ts";
-export type { ChipFields, WidgetCitation } from "./answer.ts";
+export type { WidgetCitation } from "./answer.ts";
 export { createWidgetLimits } from "./limits.ts";
 export type { WidgetLimits } from "./limits.ts";
 export {

@@ -17,7 +17,7 @@ export const MCP_TEXT_BUDGET = 100_000;
 export const MCP_RESULTS_BUDGET = 1000;
 
 /** Arguments of a search, with a note for the result when the budget cut what they asked. */
-export interface BudgetedSearch {
+interface BudgetedSearch {
   args: SearchArgs;
   notice?: string;
 }
@@ -48,7 +48,7 @@ export class SearchBudget {
   ): Promise<{ out: T; notice?: string }> {
     return this.#drawn(() => this.#fitsWhole(args), () => {
       const taken = this.take(args, readsWhole);
-      return { taken, giveBack: () => this.giveBack(taken) };
+      return { taken, giveBack: () => this.#giveBack(taken) };
     }, search);
   }
 
@@ -164,7 +164,7 @@ export class SearchBudget {
   }
 
   /** Gives back what {@link take} drew for a search that then failed: its caller got none of it. */
-  giveBack(taken: BudgetedSearch): void {
+  #giveBack(taken: BudgetedSearch): void {
     const results = resultsOf(taken.args);
     this.#results += results;
     this.#text += results * ((textOptionOf(taken.args) ?? 0) + highlightsOf(taken.args));
