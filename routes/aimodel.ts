@@ -6,7 +6,7 @@ import {
   askingWidget,
   conversationFields,
   ConversationStore,
-  followUpQuestions,
+  followUpsFor,
   isHttpUrl,
   turnFields,
 } from "../core/answer/mod.ts";
@@ -222,16 +222,14 @@ export function createAiModelRoutes(
     const related = async (citations: Citation[] | void) =>
       body.related_questions === true && citations
         ? {
-          related_questions: callerSignal.aborted
-            ? []
-            : answer.relatedQuestions
-            ? await answer.relatedQuestions(model, asked, citations)
-            : await followUpQuestions(
-              (ids, q, o) => deps.search.retrieve(ids, q, o),
-              model.groundingDataModelIds,
-              asked,
-              citations,
-            ),
+          related_questions: await followUpsFor(
+            answer,
+            (ids, q, o) => deps.search.retrieve(ids, q, o),
+            model,
+            asked,
+            citations,
+            callerSignal,
+          ),
         }
         : {};
 

@@ -6,6 +6,6 @@ export type { ConversationRequest } from "./conversation.ts";
 export { ExtractiveProvider } from "./extractive.ts";
 export { standaloneQuery } from "./followup.ts";
 export { OpenAiProvider } from "./openai.ts";
-export { followUpQuestions } from "./related.ts";
+export { followUpQuestions, followUpsFor } from "./related.ts";
 export { createAnswerService } from "./service.ts";
 export type { AnswerContext, AnswerService, Citation, CitedArticles } from "./types.ts";

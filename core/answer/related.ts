@@ -4,6 +4,7 @@
  * generated beyond a fixed question frame around an article's own title, so a question never
  * states something the articles do not; deterministic, no provider call.
  */
+import type { AiModel } from "../store/mod.ts";
 import { isStopword, terms, words } from "./text.ts";
 
 /** How many follow-up questions an answer carries. */
@@ -96,4 +97,23 @@ export async function followUpQuestions(
     ? []
     : await retrieve(dataModelIds, query, { k: RELATED_POOL }).catch(() => [] as TitledArticle[]);
   return relatedQuestions(query, cited, others);
+}
+
+/**
+ * The follow-up questions of an answer for the routes that offer them: the answer service's own
+ * (model-written with the OpenAI-compatible provider) when it has them, else {@link followUpQuestions};
+ * none written (nor paid for) for a caller already gone.
+ */
+export async function followUpsFor(
+  answer: { relatedQuestions?(model: AiModel, query: string, cited: { title: string }[]): Promise<string[]> },
+  retrieve: (dataModelIds: string[], query: string, options?: { k?: number }) => Promise<TitledArticle[]>,
+  model: AiModel,
+  query: string,
+  cited: TitledArticle[],
+  left?: AbortSignal | null,
+): Promise<string[]> {
+  if (left?.aborted) return [];
+  return answer.relatedQuestions
+    ? await answer.relatedQuestions(model, query, cited)
+    : await followUpQuestions(retrieve, model.groundingDataModelIds, query, cited);
 }

@@ -11,7 +11,7 @@
 import {
   type ConversationRequest,
   ConversationStore,
-  followUpQuestions,
+  followUpsFor,
   MAX_TURN_CHARS,
   standaloneQuery,
   turnFields,
@@ -188,16 +188,14 @@ export class TenantAccess implements McpAccess {
     // No follow-ups written (nor paid for) for a caller already gone.
     const related = args.related_questions && answer.kind === "text"
       ? {
-        related_questions: this.callerLeft?.aborted
-          ? []
-          : this.deps.answer.relatedQuestions
-          ? await this.deps.answer.relatedQuestions(model, turn.query, answer.citations)
-          : await followUpQuestions(
-            (ids, q, o) => this.deps.search.retrieve(ids, q, o),
-            model.groundingDataModelIds,
-            turn.query,
-            answer.citations,
-          ),
+        related_questions: await followUpsFor(
+          this.deps.answer,
+          (ids, q, o) => this.deps.search.retrieve(ids, q, o),
+          model,
+          turn.query,
+          answer.citations,
+          this.callerLeft,
+        ),
       }
       : {};
     return {

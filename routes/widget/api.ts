@@ -10,7 +10,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { streamSSE } from "hono/streaming";
 import type { Deps } from "../../composition.ts";
-import { followUpQuestions, standaloneQuery } from "../../core/answer/mod.ts";
+import { followUpsFor, standaloneQuery } from "../../core/answer/mod.ts";
 import type { AnswerContext, Citation } from "../../core/answer/mod.ts";
 import { boundedCache } from "../../core/bounded_cache.ts";
 import { sha256Hex } from "../../core/crypto.ts";
@@ -404,17 +404,8 @@ export function createWidgetApiRoutes(deps: Deps_) {
     // Follow-ups come from the cited articles first, then the others the question retrieves.
     // The answer engine's choice when it has one (model-written with the OpenAI-compatible provider).
     // None written (nor paid for) for a reader already gone.
-    const related = async (citations: WidgetCitation[]) =>
-      reader.aborted
-        ? []
-        : deps.answer.relatedQuestions
-        ? await deps.answer.relatedQuestions(model, query, citations)
-        : await followUpQuestions(
-          (ids, q, o) => deps.search.retrieve(ids, q, o),
-          model.groundingDataModelIds,
-          query,
-          citations,
-        );
+    const related = (citations: WidgetCitation[]) =>
+      followUpsFor(deps.answer, (ids, q, o) => deps.search.retrieve(ids, q, o), model, query, citations, reader);
 
     if (!/\btext\/event-stream\b/i.test(c.req.header("accept") ?? "")) {
       // A reader who leaves before the whole answer reached them (a closed page, an aborted fetch,
