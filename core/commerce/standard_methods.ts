@@ -424,11 +424,7 @@ export class StandardMethods {
   ): Promise<SettlementRecheck> {
     const evm = this.config.evm;
     if (!evm?.rpcUrl) return { check: "unconfirmed" };
-    if (p.pendingTransfer) {
-      const check = await this.checkTransfer(p.pendingTransfer);
-      if (check === "confirmed") return { check, transfer: p.pendingTransfer };
-      return check === "refused" ? { check, reason: "transfer_not_on_chain" } : { check };
-    }
+    if (p.pendingTransfer) return await this.#recheckTransfer(p.pendingTransfer);
     const auth = p.authorization;
     if (!auth) return { check: "unconfirmed" };
     let found: AuthorizationUse;
@@ -440,7 +436,11 @@ export class StandardMethods {
     if (found === "expired") return { check: "refused", reason: "authorization_expired" };
     if (found === "canceled") return { check: "refused", reason: "authorization_canceled" };
     if ("logsFromBlock" in found) return { check: "unconfirmed", logsFromBlock: found.logsFromBlock };
-    const transfer: ChainTransfer = { transaction: found.transaction, payer: auth.from, value: auth.value };
+    return await this.#recheckTransfer({ transaction: found.transaction, payer: auth.from, value: auth.value });
+  }
+
+  /** What the chain says of a settlement's transfer, as a {@link SettlementRecheck}. */
+  async #recheckTransfer(transfer: ChainTransfer): Promise<SettlementRecheck> {
     const check = await this.checkTransfer(transfer);
     if (check === "confirmed") return { check, transfer };
     return check === "refused" ? { check, reason: "transfer_not_on_chain" } : { check };
