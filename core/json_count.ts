@@ -105,7 +105,7 @@ const SLICE_QUOTES = 64 * 1024;
  * within one slice. A run of backslashes before a quote is walked back in slices too (8 MiB of them
  * held it about 9 ms).
  */
-function* closingQuote(bytes: Uint8Array, from: number): Generator<void, number> {
+export function* closingQuote(bytes: Uint8Array, from: number): Generator<void, number> {
   let turn = from + SLICE_BYTES;
   let quotes = 0;
   // indexOf runs natively: a byte-by-byte loop over 8 MiB of long strings took 20 ms of the event loop.

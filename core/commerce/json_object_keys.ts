@@ -2,12 +2,13 @@
  * The member names of a JSON object, found in its bytes without decoding or parsing them: a paid
  * answer of 1,000 full texts is 21 MB, and `JSON.parse` of it (then `JSON.stringify` back) held the
  * event loop. Structural characters are ASCII, which never occurs inside a UTF-8 sequence, so the
- * bytes are read as they are; strings are skipped whole (`indexOf` of the closing quote), and the
+ * bytes are read as they are; strings are skipped whole (json_count.ts `closingQuote`), and the
  * scan yields to other requests every few milliseconds.
  */
+import { closingQuote } from "../json_count.ts";
 import { timeSlicer } from "../timers.ts";
 
-const QUOTE = 0x22, BACKSLASH = 0x5c, COMMA = 0x2c;
+const QUOTE = 0x22, COMMA = 0x2c;
 const OPEN_OBJECT = 0x7b, CLOSE_OBJECT = 0x7d, OPEN_ARRAY = 0x5b, CLOSE_ARRAY = 0x5d;
 const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
 
@@ -36,9 +37,17 @@ export async function jsonObjectKeys(bytes: Uint8Array): Promise<JsonObjectKeys 
   for (let i = start; i <= end; i++) {
     const b = bytes[i]!;
     if (b === QUOTE) {
-      // Most strings close within a few quotes: found at once, without a turn of the event loop.
-      const close = stringEndNow(bytes, i + 1) ?? await stringEnd(bytes, i + 1, slice);
-      if (close < 0 || close > end) return null;
+      // json_count's string walk (it yields inside long strings and backslash runs); most strings
+      // close within a slice: found at once, without a turn of the event loop.
+      const find = closingQuote(bytes, i + 1);
+      let found = find.next();
+      while (!found.done) {
+        await slice();
+        found = find.next();
+      }
+      // No closing quote is bytes.length, past the end.
+      const close = found.value;
+      if (close > end) return null;
       if (depth === 1 && expectKey) {
         try {
           keys.push(JSON.parse(decoder.decode(bytes.subarray(i, close + 1))));
@@ -59,39 +68,4 @@ export async function jsonObjectKeys(bytes: Uint8Array): Promise<JsonObjectKeys 
     if (++steps % 1024 === 0) await slice();
   }
   return depth === 0 ? { keys, close: end } : null;
-}
-
-/** Quotes a string may hold before its end is looked for with turns of the event loop. */
-const QUOTES_AT_ONCE = 1024;
-
-/**
- * The index of the quote that closes the string whose content starts at `from`, or -1, when it is
- * among its first {@link QUOTES_AT_ONCE} quotes; else undefined.
- */
-function stringEndNow(bytes: Uint8Array, from: number): number | undefined {
-  let q = bytes.indexOf(QUOTE, from);
-  for (let n = 0; q >= 0 && n < QUOTES_AT_ONCE; n++) {
-    let backslashes = 0;
-    for (let i = q - 1; i >= from && bytes[i] === BACKSLASH; i--) backslashes++;
-    if (backslashes % 2 === 0) return q;
-    q = bytes.indexOf(QUOTE, q + 1);
-  }
-  return q < 0 ? -1 : undefined;
-}
-
-/**
- * The index of the quote that closes the string whose content starts at `from`, or -1, yielding to
- * other requests inside the string too: one string of millions of escaped quotes (`\"`) is a
- * million turns of this loop.
- */
-async function stringEnd(bytes: Uint8Array, from: number, slice: () => Promise<void>): Promise<number> {
-  let q = bytes.indexOf(QUOTE, from);
-  for (let n = 1; q >= 0; n++) {
-    let backslashes = 0;
-    for (let i = q - 1; i >= from && bytes[i] === BACKSLASH; i--) backslashes++;
-    if (backslashes % 2 === 0) return q;
-    if (n % 1024 === 0) await slice();
-    q = bytes.indexOf(QUOTE, q + 1);
-  }
-  return -1;
 }
