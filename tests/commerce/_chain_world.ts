@@ -41,6 +41,29 @@ export const rpcOf = (chain: LocalChain) => (method: string, params: unknown[] =
   fetch(chain.rpcUrl, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })
     .then((r) => r.json());
 
+/**
+ * A facilitator in front of the real one whose `/settle` answer never reaches the storefront (502):
+ * `settles` says whether the settlement is made behind it (money moved) or never made.
+ */
+export function lossyFacilitator(chain: LocalChain, settles: boolean) {
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const path = new URL(req.url).pathname;
+    if (path === "/settle" && !settles) {
+      await req.body?.cancel();
+      return new Response("bad gateway", { status: 502 });
+    }
+    const res = await fetch(`${chain.facilitatorUrl}${path}`, {
+      method: req.method,
+      headers: { "content-type": "application/json" },
+      body: req.method === "POST" ? await req.text() : undefined,
+    });
+    if (path !== "/settle") return res;
+    await res.body?.cancel();
+    return new Response("bad gateway", { status: 502 });
+  });
+  return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
+}
+
 /** A local peer in front of the chain (a facilitator or a node): its URL, and how to stop it. */
 export type ChainPeer = { url: string; close: () => Promise<void> | void };
 

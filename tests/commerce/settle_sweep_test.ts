@@ -15,31 +15,8 @@ import { StandardMethods } from "../../core/commerce/standard_methods.ts";
 import type { LocalChain } from "../../fixtures/chain/local.ts";
 import { kvFaults } from "../_kv_faults.ts";
 import { kvThrough } from "../_kv_proxy.ts";
-import { evmClient, rpcOf, withChainWorld } from "./_chain_world.ts";
+import { evmClient, lossyFacilitator, rpcOf, withChainWorld } from "./_chain_world.ts";
 import { type CommerceWorld, createCommerceWorld, postJson } from "./_helpers.ts";
-
-/**
- * A facilitator in front of the real one whose `/settle` answer never reaches the storefront (502):
- * `settles` says whether the settlement is made behind it (money moved) or never made.
- */
-function lossyFacilitator(chain: LocalChain, settles: boolean) {
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
-    const path = new URL(req.url).pathname;
-    if (path === "/settle" && !settles) {
-      await req.body?.cancel();
-      return new Response("bad gateway", { status: 502 });
-    }
-    const res = await fetch(`${chain.facilitatorUrl}${path}`, {
-      method: req.method,
-      headers: { "content-type": "application/json" },
-      body: req.method === "POST" ? await req.text() : undefined,
-    });
-    if (path !== "/settle") return res;
-    await res.body?.cancel();
-    return new Response("bad gateway", { status: 502 });
-  });
-  return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
-}
 
 /** A stock mppx evm client for a new agent, and the same credential sent again unchanged (the spec's retry). */
 async function buyer(w: CommerceWorld, url: string) {
