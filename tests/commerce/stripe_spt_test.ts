@@ -4,47 +4,11 @@
  * storefront's ledger is checked against what the stand-in captured.
  */
 import assert from "node:assert/strict";
-import { Mppx } from "mppx/client";
-import { stripe } from "mppx/stripe/client";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import { type CommerceWorld, createCommerceWorld, postJson } from "./_helpers.ts";
-import { startStripeStandIn, type StripeStandIn } from "./_stripe_standin.ts";
+import { cardClient, startStripeStandIn } from "./_stripe_standin.ts";
 import { FixedClock } from "../../core/clock.ts";
 import { kvFaults } from "../_kv_faults.ts";
-
-/** The mppx client for one agent, paying with a card through SPTs the stand-in grants. */
-function cardClient(w: CommerceWorld, standIn: StripeStandIn, token: string, paymentMethod: string) {
-  const sent: string[] = [];
-  const transport: typeof fetch = (input, init) => {
-    const req = new Request(input, init);
-    req.headers.set("host", "store.test");
-    req.headers.set("zc-agent-authorization", `Bearer ${token}`);
-    const auth = req.headers.get("authorization");
-    if (auth) sent.push(auth);
-    return Promise.resolve(w.app.fetch(req));
-  };
-  const client = Mppx.create({
-    methods: [stripe({
-      paymentMethod,
-      // The agent's wallet backend asks Stripe (here: the stand-in) for a granted token.
-      createToken: async ({ amount, currency, expiresAt, paymentMethod }) => {
-        const res = await fetch(`${standIn.url}/v1/test_helpers/shared_payment/granted_tokens`, {
-          method: "POST",
-          body: new URLSearchParams({
-            payment_method: paymentMethod!,
-            "usage_limits[currency]": currency,
-            "usage_limits[max_amount]": amount,
-            "usage_limits[expires_at]": String(expiresAt),
-          }),
-        });
-        return (await res.json()).id;
-      },
-    })],
-    fetch: transport,
-    polyfill: false,
-  });
-  return { client, sent, transport };
-}
 
 async function stripeRecords(w: CommerceWorld): Promise<PaymentRecord[]> {
   const out: PaymentRecord[] = [];
