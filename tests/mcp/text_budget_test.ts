@@ -6,25 +6,9 @@
  * characters of article text, shared by its results, and says so.
  */
 import assert from "node:assert/strict";
+import { worstLoopGap } from "../_loop_gap.ts";
 import { mcpWorld } from "./_world.ts";
 import { MCP_RESULTS_BUDGET, MCP_TEXT_BUDGET, SearchBudget } from "../../routes/mcp/text_budget.ts";
-
-/** The longest gap between 10 ms timer ticks of this thread while `work` runs. */
-async function worstLoopGap<T>(work: () => Promise<T>): Promise<{ out: T; worstMs: number }> {
-  let last = performance.now(), worstMs = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    worstMs = Math.max(worstMs, now - last);
-    last = now;
-  }, 10);
-  try {
-    const out = await work();
-    // A stall that ends with the work has had no tick after it yet.
-    return { out, worstMs: Math.max(worstMs, performance.now() - last) };
-  } finally {
-    clearInterval(timer);
-  }
-}
 
 interface SearchResult {
   content: { type: string; text: string }[];
