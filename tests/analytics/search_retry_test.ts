@@ -75,16 +75,22 @@ Deno.test("search: two searches of one request (an MCP batch) share its request 
   assert.equal((await stored(w, "api_call")).length, 2);
 });
 
-Deno.test("POST /app/v2/search: a caller who left before the results came back records its api_call, no result impressions", async () => {
-  await using w = await widgetWorld();
-  const a = await w.tenant("Acme");
+/** A caller's signal that aborts as the search is made (the caller left while it ran). */
+function leavingDuringSearch(w: Awaited<ReturnType<typeof widgetWorld>>): AbortController {
   const leave = new AbortController();
-  // The caller leaves while the search is made.
   const recommend = w.deps.search.recommend.bind(w.deps.search);
   w.deps.search.recommend = (...args) => {
     leave.abort();
     return recommend(...args);
   };
+  return leave;
+}
+
+Deno.test("POST /app/v2/search: a caller who left before the results came back records its api_call, no result impressions", async () => {
+  await using w = await widgetWorld();
+  const a = await w.tenant("Acme");
+  // The caller leaves while the search is made.
+  const leave = leavingDuringSearch(w);
   const res = await w.app.request(`/app/v2/search?data_model_id=${a.dmNews}`, {
     method: "POST",
     headers: { ...bearer(a.key), "content-type": "application/json" },
@@ -100,12 +106,7 @@ Deno.test("POST /app/v2/search: a caller who left before the results came back r
 Deno.test("legacy POST /app/datamodel/{dm_id}: a caller who left before the results came back records its api_call, no result impressions", async () => {
   await using w = await widgetWorld();
   const a = await w.tenant("Acme");
-  const leave = new AbortController();
-  const recommend = w.deps.search.recommend.bind(w.deps.search);
-  w.deps.search.recommend = (...args) => {
-    leave.abort();
-    return recommend(...args);
-  };
+  const leave = leavingDuringSearch(w);
   const res = await w.app.request(`/app/datamodel/${a.dmNews}`, {
     method: "POST",
     headers: { ...bearer(a.key), "content-type": "application/json" },
