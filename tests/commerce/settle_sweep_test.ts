@@ -42,7 +42,22 @@ async function buyer(w: CommerceWorld, url: string) {
     assert.equal(lost.status, 503);
     await lost.body?.cancel();
   };
-  return { agent, purchase, retry, renewToken, lostPurchase };
+  /** A purchase the storefront failed (500) after its settlement, its body left unread. */
+  const failedPurchase = async () => {
+    const failed = await purchase();
+    await failed.body?.cancel();
+    assert.equal(failed.status, 500);
+  };
+  return { agent, purchase, retry, renewToken, lostPurchase, failedPurchase };
+}
+
+/** Fails the next `times` writes of a payment record moving to `state` (a KV outage, or a process killed first). */
+function failPaymentWrites(faults: ReturnType<typeof kvFaults>, times: number, state: PaymentRecord["state"]) {
+  faults.failNext(times, {
+    op: "set",
+    entity: "commerce_payment",
+    value: (v) => (v as PaymentRecord).state === state,
+  });
 }
 
 async function evmRecords(w: CommerceWorld): Promise<Deno.KvEntry<PaymentRecord>[]> {
@@ -107,14 +122,8 @@ Deno.test("settlement sweep: a settlement whose process died before its paid rec
   await withChainWorld({ wrapKv: faults.wrap }, async ({ chain, clock, w, http }) => {
     const alice = await buyer(w, http.url);
     // Every try at the `paid` record fails, as if the process were killed right after the settlement.
-    faults.failNext(3, {
-      op: "set",
-      entity: "commerce_payment",
-      value: (v) => (v as PaymentRecord).state === "paid",
-    });
-    const died = await alice.purchase();
-    await died.body?.cancel();
-    assert.equal(died.status, 500);
+    failPaymentWrites(faults, 3, "paid");
+    await alice.failedPurchase();
     assert.equal(chain.settlements.length, 1, "the settlement moved the money");
     assert.equal((await evmRecords(w))[0].value.state, "processing");
     assert.equal(await creditOf(w, alice.agent), 0);
@@ -380,14 +389,8 @@ Deno.test("settlement sweep: a settled purchase whose credit failed to commit, i
   await withChainWorld({ wrapKv: faults.wrap }, async ({ chain, clock, w, http }) => {
     const alice = await buyer(w, http.url);
     // Every try at the commit that consumes the payment and grants its credit fails (a KV outage).
-    faults.failNext(20, {
-      op: "set",
-      entity: "commerce_payment",
-      value: (v) => (v as PaymentRecord).state === "consumed",
-    });
-    const failed = await alice.purchase();
-    await failed.body?.cancel();
-    assert.equal(failed.status, 500);
+    failPaymentWrites(faults, 20, "consumed");
+    await alice.failedPurchase();
     faults.failNext(0, { op: "set", entity: "commerce_payment" });
     assert.equal(chain.settlements.length, 1, "paid on chain");
     assert.equal((await evmRecords(w))[0].value.state, "paid");
@@ -626,14 +629,8 @@ Deno.test("settlement sweep: a settlement whose resolution keeps failing (its cr
     try {
       const alice = await buyer(w, http.url);
       // The commit that consumes the payment and grants its credit always fails.
-      faults.failNext(1_000_000, {
-        op: "set",
-        entity: "commerce_payment",
-        value: (v) => (v as PaymentRecord).state === "consumed",
-      });
-      const failed = await alice.purchase();
-      await failed.body?.cancel();
-      assert.equal(failed.status, 500);
+      failPaymentWrites(faults, 1_000_000, "consumed");
+      await alice.failedPurchase();
       assert.equal((await evmRecords(w))[0].value.state, "paid");
       const sweep = w.deps.commerce.settleSweep;
       let sweeps = 0, attempts = 0, givenUp = 0;
