@@ -472,15 +472,24 @@ const storedQueries = async (w: Awaited<ReturnType<typeof world>>) => {
   return { engagement: (await fig.json()).summary.engagement_queries, logs: (await logs.json()).data.length };
 };
 
-Deno.test("POST /widget/v1/{wd}/ask JSON: a reader whose cancel arrives after the answer reached the widget is one query, recorded by both", async () => {
-  await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
+/**
+ * Asks the widget's route for a JSON answer, reads it, then leaves: the connection's end reaches the
+ * service as a reader leaving, and it records its query event. The answer's request id.
+ */
+async function answeredThenLeft(w: Awaited<ReturnType<typeof world>>): Promise<string> {
   const [url, init] = widgetJson(w);
   const leave = new AbortController();
   const res = await w.app.request(new URL(url).pathname, { ...init, signal: leave.signal });
   const { request_id } = await res.json();
-  // The widget has the answer; the connection's end reaches the service as a reader leaving.
   leave.abort();
   await within(w.recorded, 5_000, "the service's query event of the answer");
+  return request_id;
+}
+
+Deno.test("POST /widget/v1/{wd}/ask JSON: a reader whose cancel arrives after the answer reached the widget is one query, recorded by both", async () => {
+  await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
+  // The widget has the answer; the connection's end reaches the service as a reader leaving.
+  const request_id = await answeredThenLeft(w);
   await sendWidgetQuery(w, request_id);
   await w.deps.events.stop();
   assert.deepEqual(await storedQueries(w), { engagement: 1, logs: 1 });
@@ -503,12 +512,7 @@ Deno.test("POST /widget/v1/{wd}/ask SSE: the service's record of a left stream a
 
 Deno.test("POST /v1/events: a widget query naming another session's request_id is its own question, not that one", async () => {
   await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
-  const [url, init] = widgetJson(w);
-  const leave = new AbortController();
-  const res = await w.app.request(new URL(url).pathname, { ...init, signal: leave.signal });
-  const { request_id } = await res.json();
-  leave.abort();
-  await within(w.recorded, 5_000, "the service's query event of the answer");
+  const request_id = await answeredThenLeft(w);
   // Another page knowing the request id, in its own session, suppresses nothing.
   await sendWidgetQuery(w, request_id, { sessionId: "sess-other" });
   await w.deps.events.stop();
@@ -537,12 +541,7 @@ Deno.test("POST /widget/v1/{wd}/ask SSE: a reader whose leaving reaches the serv
 
 Deno.test("GET /v1/analytics/realtime: the service's flushed record of a question and the widget's copy still in the log count once", async () => {
   await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
-  const [url, init] = widgetJson(w);
-  const leave = new AbortController();
-  const res = await w.app.request(new URL(url).pathname, { ...init, signal: leave.signal });
-  const { request_id } = await res.json();
-  leave.abort();
-  await within(w.recorded, 5_000, "the service's query event of the answer");
+  const request_id = await answeredThenLeft(w);
   await settle();
   await w.deps.events.flush();
   // The widget's copy arrives after the flush: in the write-ahead log, not yet in Parquet.
