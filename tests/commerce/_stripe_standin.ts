@@ -11,7 +11,8 @@
  */
 import { Mppx } from "mppx/client";
 import { stripe } from "mppx/stripe/client";
-import type { CommerceWorld } from "./_helpers.ts";
+import { FixedClock } from "../../core/clock.ts";
+import { type CommerceWorld, createCommerceWorld } from "./_helpers.ts";
 /** The mppx client for one agent (its token, or the current one), paying with a card through SPTs the stand-in grants. */
 export function cardClient(
   w: CommerceWorld,
@@ -50,6 +51,21 @@ export function cardClient(
     polyfill: false,
   });
   return { client, sent, transport };
+}
+
+/**
+ * A commerce world whose card rail is the stand-in (or what stands at `apiUrl` in front of it), on a
+ * clock anchored at the process's: mppx reads the process clock for challenge expiry.
+ */
+export function stripeWorld(
+  standIn: StripeStandIn,
+  { apiUrl = standIn.url, wrapKv }: { apiUrl?: string; wrapKv?: (kv: Deno.Kv) => Deno.Kv } = {},
+): ReturnType<typeof createCommerceWorld> {
+  return createCommerceWorld({
+    clock: new FixedClock(new Date().toISOString()),
+    env: { PAY_STRIPE_SECRET_KEY: standIn.secretKey, PAY_STRIPE_API_URL: apiUrl },
+    wrapKv,
+  });
 }
 
 export interface StripeStandIn {

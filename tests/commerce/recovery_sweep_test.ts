@@ -7,7 +7,6 @@
  * races it. Real local peers: the payproxy upstream, the Stripe stand-in.
  */
 import assert from "node:assert/strict";
-import { FixedClock } from "../../core/clock.ts";
 import { STALE_RESERVATION_MS } from "../../core/commerce/entitlements.ts";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import type { SandboxProcessor } from "../../core/commerce/processor.ts";
@@ -15,7 +14,7 @@ import { SETTLE_RECHECK_GRACE_MS } from "../../core/commerce/settlement.ts";
 import type { AuthenticatedAgent } from "../../core/commerce/types.ts";
 import { kvFaults } from "../_kv_faults.ts";
 import { buyWithWallet, type CommerceWorld, createCommerceWorld, payPerCall, postJson } from "./_helpers.ts";
-import { cardClient, startStripeStandIn } from "./_stripe_standin.ts";
+import { cardClient, startStripeStandIn, stripeWorld } from "./_stripe_standin.ts";
 
 /** What `/agent/entitlements` shows the agent as remaining. */
 const remaining = async (w: CommerceWorld, token: string): Promise<string> =>
@@ -198,11 +197,7 @@ Deno.test("commerce sweep: a pay-per-call charge the sweep refunded while its st
 Deno.test("commerce sweep: in a Stripe-only setup, a paid purchase whose credit failed to commit is credited once, its agent never coming back", async () => {
   const standIn = startStripeStandIn();
   const faults = kvFaults();
-  await using w = await createCommerceWorld({
-    clock: new FixedClock(new Date().toISOString()),
-    env: { PAY_STRIPE_SECRET_KEY: standIn.secretKey, PAY_STRIPE_API_URL: standIn.url },
-    wrapKv: faults.wrap,
-  });
+  await using w = await stripeWorld(standIn, { wrapKv: faults.wrap });
   try {
     const buyer = await w.agents.issue();
     const { agent } = buyer;

@@ -5,9 +5,8 @@
  */
 import assert from "node:assert/strict";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
-import { type CommerceWorld, createCommerceWorld, postJson } from "./_helpers.ts";
-import { cardClient, startStripeStandIn } from "./_stripe_standin.ts";
-import { FixedClock } from "../../core/clock.ts";
+import { type CommerceWorld, postJson } from "./_helpers.ts";
+import { cardClient, startStripeStandIn, stripeWorld } from "./_stripe_standin.ts";
 import { kvFaults } from "../_kv_faults.ts";
 
 async function stripeRecords(w: CommerceWorld): Promise<PaymentRecord[]> {
@@ -21,10 +20,7 @@ async function stripeRecords(w: CommerceWorld): Promise<PaymentRecord[]> {
 Deno.test("mppx's stripe method: the stock client buys and tops up with an SPT; a replay and a decline charge nothing", async (t) => {
   const standIn = startStripeStandIn();
   // mppx reads the process clock for challenge expiry: the world's clock is anchored there.
-  await using w = await createCommerceWorld({
-    clock: new FixedClock(new Date().toISOString()),
-    env: { PAY_STRIPE_SECRET_KEY: standIn.secretKey, PAY_STRIPE_API_URL: standIn.url },
-  });
+  await using w = await stripeWorld(standIn);
   try {
     const { token } = await w.agents.issue();
     const card = cardClient(w, standIn, token, "pm_card_visa");
@@ -110,10 +106,7 @@ Deno.test("mppx's stripe method: a PaymentIntent whose answer is lost is 503 pay
     }
     return res;
   });
-  await using w = await createCommerceWorld({
-    clock: new FixedClock(new Date().toISOString()),
-    env: { PAY_STRIPE_SECRET_KEY: standIn.secretKey, PAY_STRIPE_API_URL: `http://127.0.0.1:${lossy.addr.port}` },
-  });
+  await using w = await stripeWorld(standIn, { apiUrl: `http://127.0.0.1:${lossy.addr.port}` });
   try {
     const { token } = await w.agents.issue();
     const card = cardClient(w, standIn, token, "pm_card_visa");
@@ -138,11 +131,7 @@ Deno.test("mppx's stripe method: a PaymentIntent whose answer is lost is 503 pay
 Deno.test("mppx's stripe method: a settled payment whose credit failed to commit is credited when the credential is sent again", async () => {
   const standIn = startStripeStandIn();
   const faults = kvFaults();
-  await using w = await createCommerceWorld({
-    clock: new FixedClock(new Date().toISOString()),
-    env: { PAY_STRIPE_SECRET_KEY: standIn.secretKey, PAY_STRIPE_API_URL: standIn.url },
-    wrapKv: faults.wrap,
-  });
+  await using w = await stripeWorld(standIn, { wrapKv: faults.wrap });
   try {
     const { token } = await w.agents.issue();
     const card = cardClient(w, standIn, token, "pm_card_visa");
