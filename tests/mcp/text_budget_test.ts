@@ -36,17 +36,19 @@ Deno.test("MCP search_articles of 1,000 full texts: at most MCP_TEXT_BUDGET char
     ),
   );
   assert.equal(report.failed, 0);
+  // A whole page of 1,000 results with their texts.
+  const wholePage = {
+    data_model_id: dm.id,
+    query: "harbour report",
+    num_results: 1000,
+    similarity_top_k: 1000,
+    contents: { text: true },
+  };
   const client = await w.connect(`Bearer ${w.apiKey}`);
   const { out, worstMs } = await worstLoopGap(() =>
     client.callTool({
       name: "search_articles",
-      arguments: {
-        data_model_id: dm.id,
-        query: "harbour report",
-        num_results: 1000,
-        similarity_top_k: 1000,
-        contents: { text: true },
-      },
+      arguments: wholePage,
     }) as Promise<SearchResult>
   );
   assert.equal(out.isError, undefined, out.content[0]?.text);
@@ -69,13 +71,7 @@ Deno.test("MCP search_articles of 1,000 full texts: at most MCP_TEXT_BUDGET char
     method: "tools/call",
     params: {
       name: "search_articles",
-      arguments: {
-        data_model_id: dm.id,
-        query: "harbour report",
-        num_results: 1000,
-        similarity_top_k: 1000,
-        contents: { text: true },
-      },
+      arguments: wholePage,
     },
   });
   const batch = await worstLoopGap(async () => {
