@@ -7,10 +7,18 @@
  */
 import assert from "node:assert/strict";
 import { EventPipeline } from "../../analytics/events.ts";
+import type { EventLimiters } from "../../core/public_limits.ts";
 import { parquetIdCounts } from "./_count.ts";
 import { analyticsWorld } from "./_fixture.ts";
 
 const BOUND = 65_536;
+
+/** What a widget batch from an unknown address to wd_main has left to charge: per address, per widget, per widget-day. */
+const chargesLeft = async (limiters: EventLimiters) => [
+  (await limiters.perAddress.peek("unknown")).remaining,
+  (await limiters.perWidget.peek("wd_main")).remaining,
+  (await limiters.perWidgetDaily.peek("wd_main")).remaining,
+];
 
 const batch = (prefix: string, n: number) =>
   Array.from({ length: n }, (_, i) => ({
@@ -103,11 +111,7 @@ Deno.test("POST /v1/events: a widget batch refused because the log is full gives
   // Full, as an older log or a stopped flush leaves it.
   await w.deps.kv.set(["ev_wal_size", "added"], new Deno.KvU64(BigInt(BOUND)));
   const limiters = w.deps.eventLimiters;
-  const left = async () => [
-    (await limiters.perAddress.peek("unknown")).remaining,
-    (await limiters.perWidget.peek("wd_main")).remaining,
-    (await limiters.perWidgetDaily.peek("wd_main")).remaining,
-  ];
+  const left = () => chargesLeft(limiters);
   const before = await left();
   for (let attempt = 0; attempt < 3; attempt++) {
     const res = await w.app.request("/v1/events", {
@@ -163,11 +167,7 @@ Deno.test("POST /v1/events: a widget batch the log fills up under keeps its size
   await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND) });
   const { w } = world;
   const limiters = w.deps.eventLimiters;
-  const left = async () => [
-    (await limiters.perAddress.peek("unknown")).remaining,
-    (await limiters.perWidget.peek("wd_main")).remaining,
-    (await limiters.perWidgetDaily.peek("wd_main")).remaining,
-  ];
+  const left = () => chargesLeft(limiters);
   const before = await left();
   // Room when the batch is let in; none by the time it is stored (another process filled the log).
   const events = w.deps.events;

@@ -83,3 +83,37 @@ export const sseReply = (deltas: string[], { raw = [] as string[], done = true }
   });
   return new Response(body, { headers: { "content-type": "text/event-stream" } });
 };
+
+/**
+ * A provider stream that sends `before`, then, once released, `after` and its end, or with `fail` a
+ * provider error and no end (for a reader who leaves mid-answer, or a provider slow to start).
+ */
+export function heldSseReply(
+  before: string[],
+  after: string[],
+  { fail = false } = {},
+): { reply: Reply; release: () => void } {
+  const enc = new TextEncoder();
+  const delta = (d: string) => enc.encode(`data: ${JSON.stringify({ choices: [{ delta: { content: d } }] })}\n\n`);
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  const reply: Reply = () =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        async start(controller) {
+          for (const d of before) controller.enqueue(delta(d));
+          await released;
+          if (fail) {
+            controller.enqueue(enc.encode(`data: ${JSON.stringify({ error: { message: "overloaded" } })}\n\n`));
+            controller.close();
+            return;
+          }
+          for (const d of after) controller.enqueue(delta(d));
+          controller.enqueue(enc.encode("data: [DONE]\n\n"));
+          controller.close();
+        },
+      }),
+      { headers: { "content-type": "text/event-stream" } },
+    );
+  return { reply, release };
+}

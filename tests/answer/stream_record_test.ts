@@ -10,39 +10,14 @@ import type { EventInput } from "../../core/events.ts";
 import { newId } from "../../core/ids.ts";
 import { startServer } from "../../routes/server.ts";
 import { bearer, within } from "../_helpers.ts";
-import { chatReply, failReply, type Reply, sseReply, startChatServer } from "./_chat_server.ts";
+import { chatReply, failReply, heldSseReply, type Reply, sseReply, startChatServer } from "./_chat_server.ts";
 import { ORIGIN, sseEvents, widgetWorld } from "../widget/_world.ts";
-
-const enc = new TextEncoder();
-const delta = (d: string) => enc.encode(`data: ${JSON.stringify({ choices: [{ delta: { content: d } }] })}\n\n`);
 
 /**
  * A provider stream that sends its first piece, then the rest once released (the test releases it
  * after the reader left, and the server saw it leave).
  */
-function heldStream({ fail = false } = {}): { reply: Reply; release: () => void } {
-  let release!: () => void;
-  const released = new Promise<void>((r) => release = r);
-  const reply: Reply = () =>
-    new Response(
-      new ReadableStream<Uint8Array>({
-        async start(controller) {
-          controller.enqueue(delta("Bus fares rise "));
-          await released;
-          if (fail) {
-            controller.enqueue(enc.encode(`data: ${JSON.stringify({ error: { message: "overloaded" } })}\n\n`));
-            controller.close();
-            return;
-          }
-          controller.enqueue(delta("by 25 cents."));
-          controller.enqueue(enc.encode("data: [DONE]\n\n"));
-          controller.close();
-        },
-      }),
-      { headers: { "content-type": "text/event-stream" } },
-    );
-  return { reply, release };
-}
+const heldStream = ({ fail = false } = {}) => heldSseReply(["Bus fares rise "], ["by 25 cents."], { fail });
 
 /** A provider stream that fails after its first piece. */
 const brokenStream = sseReply(["Bus fares rise "], {
@@ -137,16 +112,23 @@ Deno.test("POST /app/aimodel/{id} SSE: a provider failing mid-answer to a reader
   assert.equal(w.queries.length, 0, "as the 502 of a non-streamed answer");
 });
 
-Deno.test("POST /app/aimodel/{id} SSE: a reader who left, then the provider failed, is one query event", async () => {
-  const held = heldStream({ fail: true });
-  await using w = await world([held.reply]);
-  const res = await askModel(w);
-  await readFirstEventAndLeave(res, held.release);
-  await within(w.recorded, 5_000, "the query event of the answer the reader left");
-  await settle();
-  assert.equal(w.queries.length, 1);
-  assert.equal(w.queries[0]!.response, "Bus fares rise ");
-});
+for (
+  const [name, ask] of [
+    ["POST /app/aimodel/{id} SSE: a reader who left, then the provider failed, is one query event", askModel],
+    ["POST /widget/v1/{wd}/ask SSE: a reader who left, then the provider failed, is recorded once", askWidget],
+  ] as const
+) {
+  Deno.test(name, async () => {
+    const held = heldStream({ fail: true });
+    await using w = await world([held.reply]);
+    const res = await ask(w);
+    await readFirstEventAndLeave(res, held.release);
+    await within(w.recorded, 5_000, "the query event of the answer the reader left");
+    await settle();
+    assert.equal(w.queries.length, 1);
+    assert.equal(w.queries[0]!.response, "Bus fares rise ");
+  });
+}
 
 Deno.test("POST /app/aimodel/{id} SSE: an answer read to the end is one query event", async () => {
   await using w = await world([sseReply(["Bus fares rise ", "by 25 cents."])]);
@@ -187,17 +169,6 @@ Deno.test("POST /widget/v1/{wd}/ask SSE: a provider failing mid-answer to a read
   assert.deepEqual(events.map((e) => e.event), ["token", "error"]);
   await settle();
   assert.equal(w.queries.length, 0, "the widget drops a failed turn; the service records none either");
-});
-
-Deno.test("POST /widget/v1/{wd}/ask SSE: a reader who left, then the provider failed, is recorded once", async () => {
-  const held = heldStream({ fail: true });
-  await using w = await world([held.reply]);
-  const res = await askWidget(w);
-  await readFirstEventAndLeave(res, held.release);
-  await within(w.recorded, 5_000, "the query event of the answer the reader left");
-  await settle();
-  assert.equal(w.queries.length, 1);
-  assert.equal(w.queries[0]!.response, "Bus fares rise ");
 });
 
 Deno.test("POST /widget/v1/{wd}/ask SSE: an answer read to `done` is the widget's to record (the service records none)", async () => {
@@ -341,23 +312,7 @@ Deno.test("A stream its reader left is one query event of one shape on /app/aimo
 });
 
 /** A provider stream that sends nothing until released, then the whole answer. */
-function slowStartStream(): { reply: Reply; release: () => void } {
-  let release!: () => void;
-  const released = new Promise<void>((r) => release = r);
-  const reply: Reply = () =>
-    new Response(
-      new ReadableStream<Uint8Array>({
-        async start(controller) {
-          await released;
-          controller.enqueue(delta("Bus fares rise by 25 cents."));
-          controller.enqueue(enc.encode("data: [DONE]\n\n"));
-          controller.close();
-        },
-      }),
-      { headers: { "content-type": "text/event-stream" } },
-    );
-  return { reply, release };
-}
+const slowStartStream = () => heldSseReply([], ["Bus fares rise by 25 cents."]);
 
 Deno.test("POST /widget/v1/{wd}/ask SSE: a reader who leaves before the first piece is recorded once by the service", async () => {
   const held = slowStartStream();
@@ -517,15 +472,24 @@ const storedQueries = async (w: Awaited<ReturnType<typeof world>>) => {
   return { engagement: (await fig.json()).summary.engagement_queries, logs: (await logs.json()).data.length };
 };
 
-Deno.test("POST /widget/v1/{wd}/ask JSON: a reader whose cancel arrives after the answer reached the widget is one query, recorded by both", async () => {
-  await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
+/**
+ * Asks the widget's route for a JSON answer, reads it, then leaves: the connection's end reaches the
+ * service as a reader leaving, and it records its query event. The answer's request id.
+ */
+async function answeredThenLeft(w: Awaited<ReturnType<typeof world>>): Promise<string> {
   const [url, init] = widgetJson(w);
   const leave = new AbortController();
   const res = await w.app.request(new URL(url).pathname, { ...init, signal: leave.signal });
   const { request_id } = await res.json();
-  // The widget has the answer; the connection's end reaches the service as a reader leaving.
   leave.abort();
   await within(w.recorded, 5_000, "the service's query event of the answer");
+  return request_id;
+}
+
+Deno.test("POST /widget/v1/{wd}/ask JSON: a reader whose cancel arrives after the answer reached the widget is one query, recorded by both", async () => {
+  await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
+  // The widget has the answer; the connection's end reaches the service as a reader leaving.
+  const request_id = await answeredThenLeft(w);
   await sendWidgetQuery(w, request_id);
   await w.deps.events.stop();
   assert.deepEqual(await storedQueries(w), { engagement: 1, logs: 1 });
@@ -548,12 +512,7 @@ Deno.test("POST /widget/v1/{wd}/ask SSE: the service's record of a left stream a
 
 Deno.test("POST /v1/events: a widget query naming another session's request_id is its own question, not that one", async () => {
   await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
-  const [url, init] = widgetJson(w);
-  const leave = new AbortController();
-  const res = await w.app.request(new URL(url).pathname, { ...init, signal: leave.signal });
-  const { request_id } = await res.json();
-  leave.abort();
-  await within(w.recorded, 5_000, "the service's query event of the answer");
+  const request_id = await answeredThenLeft(w);
   // Another page knowing the request id, in its own session, suppresses nothing.
   await sendWidgetQuery(w, request_id, { sessionId: "sess-other" });
   await w.deps.events.stop();
@@ -582,12 +541,7 @@ Deno.test("POST /widget/v1/{wd}/ask SSE: a reader whose leaving reaches the serv
 
 Deno.test("GET /v1/analytics/realtime: the service's flushed record of a question and the widget's copy still in the log count once", async () => {
   await using w = await world([chatReply("Bus fares rise by 25 cents.")]);
-  const [url, init] = widgetJson(w);
-  const leave = new AbortController();
-  const res = await w.app.request(new URL(url).pathname, { ...init, signal: leave.signal });
-  const { request_id } = await res.json();
-  leave.abort();
-  await within(w.recorded, 5_000, "the service's query event of the answer");
+  const request_id = await answeredThenLeft(w);
   await settle();
   await w.deps.events.flush();
   // The widget's copy arrives after the flush: in the write-ahead log, not yet in Parquet.

@@ -4,8 +4,10 @@
  * peer on 127.0.0.1
  * that verifies payproxy signatures and reports `zc-usage`.
  */
+import assert from "node:assert/strict";
 import { Challenge, Credential, Method, z } from "mppx";
 import type { FixedClock } from "../../core/clock.ts";
+import { SANDBOX_TOKENS } from "../../core/commerce/processor.ts";
 import type { AuthenticatedAgent, CreditPlan, PaygPlan } from "../../core/commerce/types.ts";
 import type { PayproxySecretStore } from "../../core/payproxy/secrets.ts";
 import type { Deps, DepsOverrides } from "../../composition.ts";
@@ -270,6 +272,37 @@ export function challengesOf(res: Response) {
 /** An `Authorization: Payment ...` value answering `challenge` with `payload`. */
 export function paymentAuthorization(challenge: Challenge.Challenge, payload: Record<string, unknown>): string {
   return Credential.serialize(Credential.from({ challenge, payload }));
+}
+
+/** Buys `usd` of the world's credit plan for an agent token through the wallet rail. */
+export async function buyWithWallet(w: CommerceWorld, token: string, usd: string) {
+  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson({ amountUsd: usd }), token });
+  const ch = challengesOf(first).find((c) => c.method === "wallet")!;
+  await first.body?.cancel();
+  const res = await w.req(`/plans/${w.plan.id}/purchase`, {
+    ...postJson({ amountUsd: usd }, {
+      authorization: paymentAuthorization(ch, { token: SANDBOX_TOKENS.wallet.success }),
+      "zc-agent-authorization": `Bearer ${token}`,
+    }),
+  });
+  assert.equal(res.status, 200);
+  await res.body?.cancel();
+}
+
+/** A wallet pay-per-call challenge answered for one agent, and the request that sends it. */
+export async function payPerCall(w: CommerceWorld, token: string) {
+  const first = await w.req(`/v2/search?data_model_id=${w.dataModelId}`, { ...postJson({ query: "rates" }), token });
+  const [ch] = challengesOf(first);
+  return {
+    ch: ch!,
+    send: () =>
+      w.req(`/v2/search?data_model_id=${w.dataModelId}`, {
+        ...postJson({ query: "rates" }, {
+          authorization: paymentAuthorization(ch!, { token: SANDBOX_TOKENS.wallet.success }),
+          "zc-agent-authorization": `Bearer ${token}`,
+        }),
+      }),
+  };
 }
 
 /** An mppx client method for a rail that pays with a fixed token. */

@@ -9,6 +9,65 @@
  *   PaymentIntent with `Idempotent-Replayed: true`; `pm_card_chargeDeclined` is declined.
  * `captured` is what moved, the stand-in's books the storefront ledger is checked against.
  */
+import { Mppx } from "mppx/client";
+import { stripe } from "mppx/stripe/client";
+import { FixedClock } from "../../core/clock.ts";
+import { type CommerceWorld, createCommerceWorld } from "./_helpers.ts";
+/** The mppx client for one agent (its token, or the current one), paying with a card through SPTs the stand-in grants. */
+export function cardClient(
+  w: CommerceWorld,
+  standIn: StripeStandIn,
+  token: string | (() => string),
+  paymentMethod: string,
+) {
+  const bearer = typeof token === "string" ? () => token : token;
+  const sent: string[] = [];
+  const transport: typeof fetch = (input, init) => {
+    const req = new Request(input, init);
+    req.headers.set("host", "store.test");
+    req.headers.set("zc-agent-authorization", `Bearer ${bearer()}`);
+    const auth = req.headers.get("authorization");
+    if (auth) sent.push(auth);
+    return Promise.resolve(w.app.fetch(req));
+  };
+  const client = Mppx.create({
+    methods: [stripe({
+      paymentMethod,
+      // The agent's wallet backend asks Stripe (here: the stand-in) for a granted token.
+      createToken: async ({ amount, currency, expiresAt, paymentMethod }) => {
+        const res = await fetch(`${standIn.url}/v1/test_helpers/shared_payment/granted_tokens`, {
+          method: "POST",
+          body: new URLSearchParams({
+            payment_method: paymentMethod!,
+            "usage_limits[currency]": currency,
+            "usage_limits[max_amount]": amount,
+            "usage_limits[expires_at]": String(expiresAt),
+          }),
+        });
+        return (await res.json()).id;
+      },
+    })],
+    fetch: transport,
+    polyfill: false,
+  });
+  return { client, sent, transport };
+}
+
+/**
+ * A commerce world whose card rail is the stand-in (or what stands at `apiUrl` in front of it), on a
+ * clock anchored at the process's: mppx reads the process clock for challenge expiry.
+ */
+export function stripeWorld(
+  standIn: StripeStandIn,
+  { apiUrl = standIn.url, wrapKv }: { apiUrl?: string; wrapKv?: (kv: Deno.Kv) => Deno.Kv } = {},
+): ReturnType<typeof createCommerceWorld> {
+  return createCommerceWorld({
+    clock: new FixedClock(new Date().toISOString()),
+    env: { PAY_STRIPE_SECRET_KEY: standIn.secretKey, PAY_STRIPE_API_URL: apiUrl },
+    wrapKv,
+  });
+}
+
 export interface StripeStandIn {
   url: string;
   secretKey: string;

@@ -2,25 +2,17 @@ import assert from "node:assert/strict";
 import { SANDBOX_TOKENS, type SandboxProcessor } from "../../core/commerce/processor.ts";
 import { unixSeconds } from "../../core/clock.ts";
 import { signRequest } from "../../core/payproxy/signature.ts";
-import { challengesOf, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
+import {
+  buyWithWallet,
+  challengesOf,
+  createCommerceWorld,
+  paymentAuthorization,
+  payPerCall,
+  postJson,
+} from "./_helpers.ts";
 import { kvFaults } from "../_kv_faults.ts";
 
 type World = Awaited<ReturnType<typeof createCommerceWorld>>;
-
-/** Buys `usd` of the world's credit plan for an agent token through the wallet rail. */
-async function buy(w: World, token: string, usd: string) {
-  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson({ amountUsd: usd }), token });
-  const ch = challengesOf(first).find((c) => c.method === "wallet")!;
-  await first.body?.cancel();
-  const res = await w.req(`/plans/${w.plan.id}/purchase`, {
-    ...postJson({ amountUsd: usd }, {
-      authorization: paymentAuthorization(ch, { token: SANDBOX_TOKENS.wallet.success }),
-      "zc-agent-authorization": `Bearer ${token}`,
-    }),
-  });
-  assert.equal(res.status, 200);
-  await res.body?.cancel();
-}
 
 const remaining = async (w: World, token: string) =>
   (await (await w.req("/agent/entitlements", { token })).json()).entitlements[0]?.remainingUsd ?? "none";
@@ -31,7 +23,7 @@ const search = (w: World, token: string, extra: Record<string, string> = {}, dm 
 Deno.test("paid proxy: signs, forwards, returns the upstream answer with its usage receipt and bills the reported usage", async () => {
   await using w = await createCommerceWorld({ upstream: true });
   const { token, agent } = await w.agents.issue();
-  await buy(w, token, "1.000000");
+  await buyWithWallet(w, token, "1.000000");
   const res = await search(w, token);
   assert.equal(res.status, 200);
   assert.ok(res.headers.get("zc-request-id"));
@@ -66,7 +58,7 @@ Deno.test("paid proxy: signs, forwards, returns the upstream answer with its usa
 Deno.test("paid proxy: upstream errors pass through unchanged and are not billed", async () => {
   await using w = await createCommerceWorld({ upstream: true });
   const { token } = await w.agents.issue();
-  await buy(w, token, "1.000000");
+  await buyWithWallet(w, token, "1.000000");
   w.upstream.mode = "error";
   const res = await search(w, token);
   assert.equal(res.status, 500);
@@ -77,7 +69,7 @@ Deno.test("paid proxy: upstream errors pass through unchanged and are not billed
 Deno.test("paid proxy: an answer that breaks off after its usage was reported is not billed", async () => {
   await using w = await createCommerceWorld({ upstream: true });
   const { token } = await w.agents.issue();
-  await buy(w, token, "1.000000");
+  await buyWithWallet(w, token, "1.000000");
   w.upstream.mode = "broken_body";
   const res = await search(w, token);
   const text = await res.text().catch(() => "(the body broke off)");
@@ -107,7 +99,7 @@ Deno.test("paid proxy: an answer that breaks off after its usage was reported is
 Deno.test("paid proxy: unbillable usage reports name the problem in zc-usage-error and are not charged", async () => {
   await using w = await createCommerceWorld({ upstream: true });
   const { token } = await w.agents.issue();
-  await buy(w, token, "1.000000");
+  await buyWithWallet(w, token, "1.000000");
   for (
     const [mode, problem] of [["bad_usage", "invalid_usage_header"], ["no_usage", "invalid_usage_header"], [
       "unpriced_usage",
@@ -148,7 +140,7 @@ Deno.test("paid proxy: coverage errors: plan_required (both reasons), usage_exha
   assert.equal(noneBody.plans[0].purchase.url, `http://store.test/plans/${w.plan.id}/purchase`);
 
   // A plan that does not cover the archive service: not_included_in_plan with the meters.
-  await buy(w, token, "0.100000");
+  await buyWithWallet(w, token, "0.100000");
   const other = await search(w, token, {}, w.otherDataModelId);
   assert.equal(other.status, 403);
   const otherBody = await other.json();
@@ -178,7 +170,7 @@ Deno.test("paid proxy: coverage errors: plan_required (both reasons), usage_exha
 Deno.test("paid proxy: a zc-request-id is billed once; reusing it is refused", async () => {
   await using w = await createCommerceWorld({ upstream: true });
   const { token } = await w.agents.issue();
-  await buy(w, token, "1.000000");
+  await buyWithWallet(w, token, "1.000000");
   const id = "req-0001-abcdef";
   assert.equal((await search(w, token, { "zc-request-id": id })).status, 200);
   const dup = await search(w, token, { "zc-request-id": id });
@@ -262,7 +254,7 @@ Deno.test("paid proxy: a pay-per-call credential whose charge was taken over aft
 Deno.test("paid proxy: 100 parallel calls against credit for exactly 50 succeed 50 times and leave exactly zero", async () => {
   await using w = await createCommerceWorld({ upstream: true });
   const { token, agent } = await w.agents.issue();
-  await buy(w, token, "0.500000"); // 50 searches at 0.01
+  await buyWithWallet(w, token, "0.500000"); // 50 searches at 0.01
   // Every committed balance of the entitlement, as KV reports its changes (no sampling timer).
   const keys: Deno.KvKey[] = [];
   for await (const e of w.deps.kv.list({ prefix: ["commerce_ent"] })) keys.push(e.key);
@@ -326,7 +318,7 @@ Deno.test("allowance: POST /internal/allowance verifies the payproxy signature a
   assert.deepEqual(await unsigned.json(), { error: "invalid_payproxy_signature" });
   assert.deepEqual(await (await ask(agent.credentialId, "demo-news")).json(), { allowed: false });
   // The agent is seen on the storefront (which records its human), then buys credit.
-  await buy(w, token, "0.100000");
+  await buyWithWallet(w, token, "0.100000");
   assert.deepEqual(await (await ask(agent.credentialId, "demo-news")).json(), { allowed: true });
   assert.deepEqual(await (await ask(agent.credentialId, "archive-vault")).json(), { allowed: false });
   assert.deepEqual(await (await ask(agent.credentialId, "no-such-service")).json(), { allowed: false });
@@ -339,7 +331,7 @@ Deno.test("allowance: POST /internal/allowance verifies the payproxy signature a
 Deno.test("allowance: only whole, non-negative query usage of a named agent is priced; anything else is a no", async () => {
   await using w = await createCommerceWorld();
   const { token, agent } = await w.agents.issue();
-  await buy(w, token, "0.100000"); // 10 searches at 0.01
+  await buyWithWallet(w, token, "0.100000"); // 10 searches at 0.01
   const allow = (usage: unknown[], agentId = agent.credentialId) =>
     w.deps.commerce.service.allowUsage(w.sellerId, agentId, "demo-news", usage);
   assert.equal(await allow([{ meterSlug: "query", quantity: 2 }, { meterSlug: "query", quantity: 3 }]), true);
@@ -402,24 +394,11 @@ Deno.test("paid proxy: a pay-per-call charge whose process died before the call 
   await using w = await createCommerceWorld({ upstream: true, withPlan: false });
   await w.addPayg(20_000);
   const processor = w.deps.commerce.service.processor as SandboxProcessor;
-  const pay = async (token: string) => {
-    const [ch] = challengesOf(await search(w, token));
-    return {
-      ch: ch!,
-      send: () =>
-        w.req(`/v2/search?data_model_id=${w.dataModelId}`, {
-          ...postJson({ query: "rates" }, {
-            authorization: paymentAuthorization(ch!, { token: SANDBOX_TOKENS.wallet.success }),
-            "zc-agent-authorization": `Bearer ${token}`,
-          }),
-        }),
-    };
-  };
   // The process dies once the charge is consumed, before the call is forwarded: its request never ends.
   const ledger = w.deps.commerce.service.ledger;
   const holdCall = ledger.holdCall.bind(ledger);
   ledger.holdCall = () => new Promise<void>(() => {});
-  const dead = await pay((await w.agents.issue()).token);
+  const dead = await payPerCall(w, (await w.agents.issue()).token);
   void dead.send();
   while (processor.ledger.length === 0) await new Promise((r) => setTimeout(r, 1));
   await new Promise((r) => setTimeout(r, 20));
@@ -428,7 +407,7 @@ Deno.test("paid proxy: a pay-per-call charge whose process died before the call 
 
   // Within the time a call may take, another paid call leaves it alone.
   w.clock.advance(5 * 60_000);
-  const soon = await (await pay((await w.agents.issue()).token)).send();
+  const soon = await (await payPerCall(w, (await w.agents.issue()).token)).send();
   assert.equal(soon.status, 200);
   await soon.body?.cancel();
   assert.equal(processor.refunds.length, 0);
@@ -436,7 +415,7 @@ Deno.test("paid proxy: a pay-per-call charge whose process died before the call 
   // Past it, the next paid call (another agent's) gives the abandoned charge back, once.
   w.clock.advance(6 * 60_000);
   for (let i = 0; i < 2; i++) {
-    const later = await (await pay((await w.agents.issue()).token)).send();
+    const later = await (await payPerCall(w, (await w.agents.issue()).token)).send();
     assert.equal(later.status, 200);
     await later.body?.cancel();
   }

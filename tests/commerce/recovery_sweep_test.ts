@@ -7,32 +7,14 @@
  * races it. Real local peers: the payproxy upstream, the Stripe stand-in.
  */
 import assert from "node:assert/strict";
-import { Mppx } from "mppx/client";
-import { stripe } from "mppx/stripe/client";
-import { FixedClock } from "../../core/clock.ts";
 import { STALE_RESERVATION_MS } from "../../core/commerce/entitlements.ts";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
-import { SANDBOX_TOKENS, type SandboxProcessor } from "../../core/commerce/processor.ts";
+import type { SandboxProcessor } from "../../core/commerce/processor.ts";
 import { SETTLE_RECHECK_GRACE_MS } from "../../core/commerce/settlement.ts";
 import type { AuthenticatedAgent } from "../../core/commerce/types.ts";
 import { kvFaults } from "../_kv_faults.ts";
-import { challengesOf, type CommerceWorld, createCommerceWorld, paymentAuthorization, postJson } from "./_helpers.ts";
-import { startStripeStandIn } from "./_stripe_standin.ts";
-
-/** Buys `usd` of the world's credit plan for an agent token through the wallet rail. */
-async function buy(w: CommerceWorld, token: string, usd: string) {
-  const first = await w.req(`/plans/${w.plan.id}/purchase`, { ...postJson({ amountUsd: usd }), token });
-  const ch = challengesOf(first).find((c) => c.method === "wallet")!;
-  await first.body?.cancel();
-  const res = await w.req(`/plans/${w.plan.id}/purchase`, {
-    ...postJson({ amountUsd: usd }, {
-      authorization: paymentAuthorization(ch, { token: SANDBOX_TOKENS.wallet.success }),
-      "zc-agent-authorization": `Bearer ${token}`,
-    }),
-  });
-  assert.equal(res.status, 200);
-  await res.body?.cancel();
-}
+import { buyWithWallet, type CommerceWorld, createCommerceWorld, payPerCall, postJson } from "./_helpers.ts";
+import { cardClient, startStripeStandIn, stripeWorld } from "./_stripe_standin.ts";
 
 /** What `/agent/entitlements` shows the agent as remaining. */
 const remaining = async (w: CommerceWorld, token: string): Promise<string> =>
@@ -49,7 +31,7 @@ Deno.test("commerce sweep: with no payment settings, a stale reservation of a de
   const sweep = w.deps.settleSweep;
   assert.ok(sweep, "the sweep runs without PAY_EVM_RPC_URL (the card and wallet rails always do)");
   const alice = await w.agents.issue();
-  await buy(w, alice.token, "1.000000");
+  await buyWithWallet(w, alice.token, "1.000000");
   await deadCallReservation(w, alice.agent, "req_dead_0001", 250_000);
   assert.equal(await remaining(w, alice.token), "0.750000");
 
@@ -87,7 +69,7 @@ Deno.test("commerce sweep: a sweep racing the live settles of stale reservations
   await using w = await createCommerceWorld();
   const { ledger } = w.deps.commerce.service;
   const alice = await w.agents.issue();
-  await buy(w, alice.token, "1.000000");
+  await buyWithWallet(w, alice.token, "1.000000");
   const ids = Array.from({ length: 8 }, (_, i) => `req_slow_${String(i).padStart(4, "0")}`);
   for (const id of ids) await deadCallReservation(w, alice.agent, id, 100_000);
   assert.equal(await remaining(w, alice.token), "0.200000");
@@ -113,27 +95,8 @@ Deno.test("commerce sweep: a sweep racing the live settles of stale reservations
   );
 });
 
-/** A wallet pay-per-call challenge answered for one agent, and the request that sends it. */
-async function payPerCall(w: CommerceWorld, token: string) {
-  const first = await w.req(`/v2/search?data_model_id=${w.dataModelId}`, { ...postJson({ query: "rates" }), token });
-  const [ch] = challengesOf(first);
-  return {
-    ch: ch!,
-    send: () =>
-      w.req(`/v2/search?data_model_id=${w.dataModelId}`, {
-        ...postJson({ query: "rates" }, {
-          authorization: paymentAuthorization(ch!, { token: SANDBOX_TOKENS.wallet.success }),
-          "zc-agent-authorization": `Bearer ${token}`,
-        }),
-      }),
-  };
-}
-
-Deno.test("commerce sweep: a pay-per-call charge whose process died mid-call is refunded on a quiet storefront, once", async () => {
-  await using w = await createCommerceWorld({ upstream: true, withPlan: false });
-  await w.addPayg(20_000);
-  const processor = w.deps.commerce.service.processor as SandboxProcessor;
-  // The process dies once the charge is consumed, before the call is forwarded: its request never ends.
+/** A pay-per-call charge consumed by a process that died before forwarding its call: its request never ends. */
+async function deadPayPerCall(w: CommerceWorld) {
   const ledger = w.deps.commerce.service.ledger;
   const holdCall = ledger.holdCall.bind(ledger);
   let reached!: () => void;
@@ -143,6 +106,15 @@ Deno.test("commerce sweep: a pay-per-call charge whose process died mid-call is 
   void dead.send();
   await held;
   ledger.holdCall = holdCall;
+  return dead;
+}
+
+Deno.test("commerce sweep: a pay-per-call charge whose process died mid-call is refunded on a quiet storefront, once", async () => {
+  await using w = await createCommerceWorld({ upstream: true, withPlan: false });
+  await w.addPayg(20_000);
+  const processor = w.deps.commerce.service.processor as SandboxProcessor;
+  // The process dies once the charge is consumed, before the call is forwarded: its request never ends.
+  const dead = await deadPayPerCall(w);
   assert.equal((await w.deps.commerce.service.payments.get(w.sellerId, dead.ch.id)).value?.state, "consumed");
 
   const sweep = w.deps.settleSweep;
@@ -161,15 +133,7 @@ Deno.test("commerce sweep: an abandoned pay-per-call charge whose refunder died 
   await using w = await createCommerceWorld({ upstream: true, withPlan: false });
   await w.addPayg(20_000);
   const processor = w.deps.commerce.service.processor as SandboxProcessor;
-  const ledger = w.deps.commerce.service.ledger;
-  const holdCall = ledger.holdCall.bind(ledger);
-  let reached!: () => void;
-  const held = new Promise<void>((r) => reached = r);
-  ledger.holdCall = () => (reached(), new Promise<void>(() => {}));
-  const dead = await payPerCall(w, (await w.agents.issue()).token);
-  void dead.send();
-  await held;
-  ledger.holdCall = holdCall;
+  const dead = await deadPayPerCall(w);
 
   // A process takes the abandoned charge and dies while the processor refunds it.
   w.clock.advance(STALE_RESERVATION_MS + 1);
@@ -233,43 +197,12 @@ Deno.test("commerce sweep: a pay-per-call charge the sweep refunded while its st
 Deno.test("commerce sweep: in a Stripe-only setup, a paid purchase whose credit failed to commit is credited once, its agent never coming back", async () => {
   const standIn = startStripeStandIn();
   const faults = kvFaults();
-  await using w = await createCommerceWorld({
-    clock: new FixedClock(new Date().toISOString()),
-    env: { PAY_STRIPE_SECRET_KEY: standIn.secretKey, PAY_STRIPE_API_URL: standIn.url },
-    wrapKv: faults.wrap,
-  });
+  await using w = await stripeWorld(standIn, { wrapKv: faults.wrap });
   try {
     const buyer = await w.agents.issue();
     const { agent } = buyer;
     let token = buyer.token;
-    const sent: string[] = [];
-    const transport: typeof fetch = (input, init) => {
-      const req = new Request(input, init);
-      req.headers.set("host", "store.test");
-      req.headers.set("zc-agent-authorization", `Bearer ${token}`);
-      const auth = req.headers.get("authorization");
-      if (auth) sent.push(auth);
-      return Promise.resolve(w.app.fetch(req));
-    };
-    const client = Mppx.create({
-      methods: [stripe({
-        paymentMethod: "pm_card_visa",
-        createToken: async ({ amount, currency, expiresAt, paymentMethod }) => {
-          const res = await fetch(`${standIn.url}/v1/test_helpers/shared_payment/granted_tokens`, {
-            method: "POST",
-            body: new URLSearchParams({
-              payment_method: paymentMethod!,
-              "usage_limits[currency]": currency,
-              "usage_limits[max_amount]": amount,
-              "usage_limits[expires_at]": String(expiresAt),
-            }),
-          });
-          return (await res.json()).id;
-        },
-      })],
-      fetch: transport,
-      polyfill: false,
-    });
+    const { client, sent, transport } = cardClient(w, standIn, () => token, "pm_card_visa");
     // The PaymentIntent succeeds; the commit that consumes the reference and grants the credit fails.
     faults.failNext(1, {
       op: "set",

@@ -7,13 +7,13 @@
  * each time, every payment settled on chain and none credited. The receipt is now awaited.
  */
 import assert from "node:assert/strict";
-import { Mppx } from "mppx/client";
-import { evm } from "mppx/evm/client";
-import { privateKeyToAccount } from "viem/accounts";
-import { FixedClock } from "../../core/clock.ts";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
-import { LOCAL_KEYS, startLocalChain, TOKEN_DOMAIN } from "../../fixtures/chain/local.ts";
-import { createCommerceWorld, postJson, serveAsStore } from "./_helpers.ts";
+import type { LocalChain } from "../../fixtures/chain/local.ts";
+import { evmClient, lossyFacilitator, withChainWorld } from "./_chain_world.ts";
+import { postJson } from "./_helpers.ts";
+
+// The receipt wait, shortened from 10 s: long enough for a node two lookups behind.
+const RECEIPT_WAIT = { PAY_EVM_RECEIPT_WAIT_MS: "1500" };
 
 /**
  * A JSON-RPC node a little behind the chain: the first `behind` receipt lookups of each transaction
@@ -37,36 +37,11 @@ function laggingNode(rpcUrl: string, behind: number) {
 }
 
 Deno.test("mppx evm client: a settlement the storefront's node has not seen yet is awaited, paid once and credited once", async () => {
-  const chain = await startLocalChain();
-  const node = laggingNode(chain.rpcUrl, 2);
-  const clock = new FixedClock(new Date().toISOString());
-  const w = await createCommerceWorld({
-    clock,
-    env: {
-      PAY_EVM_CHAIN_ID: String(chain.chainId),
-      PAY_EVM_TOKEN: chain.token,
-      PAY_EVM_TOKEN_NAME: TOKEN_DOMAIN.name,
-      PAY_EVM_TOKEN_VERSION: TOKEN_DOMAIN.version,
-      PAY_EVM_RECIPIENT: chain.addresses.seller,
-      PAY_X402_FACILITATOR_URL: chain.facilitatorUrl,
-      PAY_EVM_RPC_URL: node.url,
-      // The receipt wait, shortened from 10 s: long enough for a node two lookups behind.
-      PAY_EVM_RECEIPT_WAIT_MS: "1500",
-    },
-  });
-  const http = serveAsStore(w);
-  try {
+  const rpc = (chain: LocalChain) => laggingNode(chain.rpcUrl, 2);
+  await withChainWorld({ rpc, env: RECEIPT_WAIT }, async ({ chain, w, http }) => {
     const { token } = await w.agents.issue();
     const buyer0 = await chain.balanceOf(chain.addresses.buyer);
-    const client = Mppx.create({
-      methods: [evm({ account: privateKeyToAccount(LOCAL_KEYS.buyer), authorization: TOKEN_DOMAIN })],
-      fetch: (input, init) => {
-        const req = new Request(input, init);
-        req.headers.set("zc-agent-authorization", `Bearer ${token}`);
-        return fetch(req);
-      },
-      polyfill: false,
-    });
+    const client = evmClient(token);
     const bought = await client.fetch(`${http.url}/plans/${w.plan.id}/purchase`, postJson({ amountUsd: "1.000000" }));
     const text = await bought.text();
     assert.equal(
@@ -77,12 +52,7 @@ Deno.test("mppx evm client: a settlement the storefront's node has not seen yet 
     assert.equal(chain.settlements.length, 1);
     assert.equal(bought.status, 200, text);
     assert.equal(JSON.parse(text).entitlement.remainingUsd, "1.000000");
-  } finally {
-    await http.close();
-    await node.close();
-    await w.close();
-    await chain.close();
-  }
+  });
 });
 
 /**
@@ -105,60 +75,35 @@ function flakyNode(rpcUrl: string) {
 }
 
 Deno.test("mppx evm client: a settlement the storefront's node cannot confirm is 503 payment_provider_unavailable, never paid again, and credited once when the chain confirms it", async () => {
-  const chain = await startLocalChain();
-  const node = flakyNode(chain.rpcUrl);
-  const clock = new FixedClock(new Date().toISOString());
-  const w = await createCommerceWorld({
-    clock,
-    env: {
-      PAY_EVM_CHAIN_ID: String(chain.chainId),
-      PAY_EVM_TOKEN: chain.token,
-      PAY_EVM_TOKEN_NAME: TOKEN_DOMAIN.name,
-      PAY_EVM_TOKEN_VERSION: TOKEN_DOMAIN.version,
-      PAY_EVM_RECIPIENT: chain.addresses.seller,
-      PAY_X402_FACILITATOR_URL: chain.facilitatorUrl,
-      PAY_EVM_RPC_URL: node.url,
-      // The receipt wait, shortened from 10 s: long enough for a node two lookups behind.
-      PAY_EVM_RECEIPT_WAIT_MS: "1500",
-    },
-  });
-  const http = serveAsStore(w);
-  const purchase = `${http.url}/plans/${w.plan.id}/purchase`;
-  /** A stock mppx client for a new agent, keeping the last `Authorization` it sent (the spec's "retry unchanged"). */
-  const agent = async () => {
-    const { token } = await w.agents.issue();
-    const sent: { authorization: string | null } = { authorization: null };
-    const client = Mppx.create({
-      methods: [evm({ account: privateKeyToAccount(LOCAL_KEYS.buyer), authorization: TOKEN_DOMAIN })],
-      fetch: (input, init) => {
-        const req = new Request(input, init);
-        req.headers.set("zc-agent-authorization", `Bearer ${token}`);
-        sent.authorization = req.headers.get("authorization");
-        return fetch(req);
-      },
-      polyfill: false,
-    });
-    const retry = (as = token, amountUsd = "1.000000") =>
-      fetch(purchase, {
-        ...postJson({ amountUsd }),
-        headers: {
-          "content-type": "application/json",
-          "zc-agent-authorization": `Bearer ${as}`,
-          authorization: sent.authorization!,
-        },
-      });
-    const entitlements = async () =>
-      await (await fetch(`${http.url}/agent/entitlements`, { headers: { authorization: `Bearer ${token}` } })).json();
-    return { client, retry, entitlements };
-  };
-  const evmRecords = async () => {
-    const out: PaymentRecord[] = [];
-    for await (const e of w.deps.kv.list<PaymentRecord>({ prefix: ["commerce_payment", w.sellerId] })) {
-      out.push(e.value);
-    }
-    return out.filter((r) => r.rail === "evm");
-  };
-  try {
+  let node!: ReturnType<typeof flakyNode>;
+  const rpc = (chain: LocalChain) => (node = flakyNode(chain.rpcUrl));
+  await withChainWorld({ rpc, env: RECEIPT_WAIT }, async ({ chain, w, http }) => {
+    const purchase = `${http.url}/plans/${w.plan.id}/purchase`;
+    /** A stock mppx client for a new agent, keeping the last `Authorization` it sent (the spec's "retry unchanged"). */
+    const agent = async () => {
+      const { token } = await w.agents.issue();
+      const sent: { authorization: string | null } = { authorization: null };
+      const client = evmClient(token, sent);
+      const retry = (as = token, amountUsd = "1.000000") =>
+        fetch(purchase, {
+          ...postJson({ amountUsd }),
+          headers: {
+            "content-type": "application/json",
+            "zc-agent-authorization": `Bearer ${as}`,
+            authorization: sent.authorization!,
+          },
+        });
+      const entitlements = async () =>
+        await (await fetch(`${http.url}/agent/entitlements`, { headers: { authorization: `Bearer ${token}` } })).json();
+      return { client, retry, entitlements };
+    };
+    const evmRecords = async () => {
+      const out: PaymentRecord[] = [];
+      for await (const e of w.deps.kv.list<PaymentRecord>({ prefix: ["commerce_payment", w.sellerId] })) {
+        out.push(e.value);
+      }
+      return out.filter((r) => r.rail === "evm");
+    };
     const buyer0 = await chain.balanceOf(chain.addresses.buyer);
 
     // The node is down: the facilitator settles, the storefront cannot confirm it.
@@ -238,53 +183,15 @@ Deno.test("mppx evm client: a settlement the storefront's node cannot confirm is
     const records = await evmRecords();
     assert.deepEqual(records.map((r) => r.state), ["consumed", "consumed", "consumed"]);
     assert.deepEqual(new Set(records.map((r) => r.processorRef)), new Set(chain.settlements));
-  } finally {
-    await http.close();
-    await node.close();
-    await w.close();
-    await chain.close();
-  }
+  });
 });
 
 Deno.test("mppx evm client: a facilitator whose settle answer is lost is 503 payment_provider_unavailable, kept processing and never paid again", async () => {
-  const chain = await startLocalChain();
   // The facilitator settled on chain; its answer never reached the storefront.
-  const lossy = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
-    const path = new URL(req.url).pathname;
-    const res = await fetch(`${chain.facilitatorUrl}${path}`, {
-      method: req.method,
-      headers: { "content-type": "application/json" },
-      body: req.method === "POST" ? await req.text() : undefined,
-    });
-    if (path !== "/settle") return res;
-    await res.body?.cancel();
-    return new Response("bad gateway", { status: 502 });
-  });
-  const w = await createCommerceWorld({
-    clock: new FixedClock(new Date().toISOString()),
-    env: {
-      PAY_EVM_CHAIN_ID: String(chain.chainId),
-      PAY_EVM_TOKEN: chain.token,
-      PAY_EVM_TOKEN_NAME: TOKEN_DOMAIN.name,
-      PAY_EVM_TOKEN_VERSION: TOKEN_DOMAIN.version,
-      PAY_EVM_RECIPIENT: chain.addresses.seller,
-      PAY_X402_FACILITATOR_URL: `http://127.0.0.1:${lossy.addr.port}`,
-      PAY_EVM_RPC_URL: chain.rpcUrl,
-    },
-  });
-  const http = serveAsStore(w);
-  try {
+  await withChainWorld({ facilitator: (c) => lossyFacilitator(c, true) }, async ({ chain, w, http }) => {
     const { token } = await w.agents.issue();
     const buyer0 = await chain.balanceOf(chain.addresses.buyer);
-    const client = Mppx.create({
-      methods: [evm({ account: privateKeyToAccount(LOCAL_KEYS.buyer), authorization: TOKEN_DOMAIN })],
-      fetch: (input, init) => {
-        const req = new Request(input, init);
-        req.headers.set("zc-agent-authorization", `Bearer ${token}`);
-        return fetch(req);
-      },
-      polyfill: false,
-    });
+    const client = evmClient(token);
     const purchase = `${http.url}/plans/${w.plan.id}/purchase`;
     const lost = await client.fetch(purchase, postJson({ amountUsd: "1.000000" }));
     const lostBody = await lost.json();
@@ -303,10 +210,5 @@ Deno.test("mppx evm client: a facilitator whose settle answer is lost is 503 pay
     const ent = await (await fetch(`${http.url}/agent/entitlements`, { headers: { authorization: `Bearer ${token}` } }))
       .json();
     assert.equal(ent.entitlements.length, 0);
-  } finally {
-    await http.close();
-    await lossy.shutdown();
-    await w.close();
-    await chain.close();
-  }
+  });
 });

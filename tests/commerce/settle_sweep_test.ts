@@ -6,65 +6,17 @@
  * final state once. Real local peers: the EVM chain and the x402 facilitator, with a stock mppx client.
  */
 import assert from "node:assert/strict";
-import { Mppx } from "mppx/client";
-import { evm } from "mppx/evm/client";
-import { privateKeyToAccount } from "viem/accounts";
 import { FixedClock } from "../../core/clock.ts";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import { SETTLE_RECHECK_GRACE_MS } from "../../core/commerce/settlement.ts";
 import { SETTLE_RECHECK_MAX_MS, SettlementSweep } from "../../core/commerce/settle_sweep.ts";
 import { loadChallengeKey } from "../../core/commerce/challenges.ts";
 import { StandardMethods } from "../../core/commerce/standard_methods.ts";
-import { LOCAL_KEYS, type LocalChain, startLocalChain, TOKEN_DOMAIN } from "../../fixtures/chain/local.ts";
+import type { LocalChain } from "../../fixtures/chain/local.ts";
 import { kvFaults } from "../_kv_faults.ts";
 import { kvThrough } from "../_kv_proxy.ts";
-import { type CommerceWorld, createCommerceWorld, postJson, serveAsStore } from "./_helpers.ts";
-
-/**
- * A facilitator in front of the real one whose `/settle` answer never reaches the storefront (502):
- * `settles` says whether the settlement is made behind it (money moved) or never made.
- */
-function lossyFacilitator(chain: LocalChain, settles: boolean) {
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
-    const path = new URL(req.url).pathname;
-    if (path === "/settle" && !settles) {
-      await req.body?.cancel();
-      return new Response("bad gateway", { status: 502 });
-    }
-    const res = await fetch(`${chain.facilitatorUrl}${path}`, {
-      method: req.method,
-      headers: { "content-type": "application/json" },
-      body: req.method === "POST" ? await req.text() : undefined,
-    });
-    if (path !== "/settle") return res;
-    await res.body?.cancel();
-    return new Response("bad gateway", { status: 502 });
-  });
-  return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
-}
-
-async function chainWorld(
-  facilitatorUrl: (chain: LocalChain) => string,
-  opts: { wrapKv?: (kv: Deno.Kv) => Deno.Kv; upstream?: boolean; rpcUrl?: (chain: LocalChain) => string } = {},
-) {
-  const chain = await startLocalChain();
-  const clock = new FixedClock(new Date().toISOString());
-  const w = await createCommerceWorld({
-    clock,
-    wrapKv: opts.wrapKv,
-    upstream: opts.upstream,
-    env: {
-      PAY_EVM_CHAIN_ID: String(chain.chainId),
-      PAY_EVM_TOKEN: chain.token,
-      PAY_EVM_TOKEN_NAME: TOKEN_DOMAIN.name,
-      PAY_EVM_TOKEN_VERSION: TOKEN_DOMAIN.version,
-      PAY_EVM_RECIPIENT: chain.addresses.seller,
-      PAY_X402_FACILITATOR_URL: facilitatorUrl(chain),
-      PAY_EVM_RPC_URL: opts.rpcUrl?.(chain) ?? chain.rpcUrl,
-    },
-  });
-  return { chain, clock, w };
-}
+import { evmClient, lossyFacilitator, rpcOf, withChainWorld } from "./_chain_world.ts";
+import { type CommerceWorld, createCommerceWorld, postJson } from "./_helpers.ts";
 
 /** A stock mppx evm client for a new agent, and the same credential sent again unchanged (the spec's retry). */
 async function buyer(w: CommerceWorld, url: string) {
@@ -72,16 +24,7 @@ async function buyer(w: CommerceWorld, url: string) {
   const sent: { authorization: string | null } = { authorization: null };
   // The access token of a retry: renewed after the clock moved past its 5 minutes.
   const current = { token };
-  const client = Mppx.create({
-    methods: [evm({ account: privateKeyToAccount(LOCAL_KEYS.buyer), authorization: TOKEN_DOMAIN })],
-    fetch: (input, init) => {
-      const req = new Request(input, init);
-      req.headers.set("zc-agent-authorization", `Bearer ${token}`);
-      sent.authorization = req.headers.get("authorization");
-      return fetch(req);
-    },
-    polyfill: false,
-  });
+  const client = evmClient(token, sent);
   const purchase = () => client.fetch(`${url}/plans/${w.plan.id}/purchase`, postJson({ amountUsd: "1.000000" }));
   const retry = () =>
     fetch(`${url}/plans/${w.plan.id}/purchase`, {
@@ -93,7 +36,28 @@ async function buyer(w: CommerceWorld, url: string) {
       },
     });
   const renewToken = async () => void (current.token = await renew());
-  return { agent, purchase, retry, renewToken };
+  /** A purchase whose settle answer never reached the storefront: 503, its body left unread. */
+  const lostPurchase = async () => {
+    const lost = await purchase();
+    assert.equal(lost.status, 503);
+    await lost.body?.cancel();
+  };
+  /** A purchase the storefront failed (500) after its settlement, its body left unread. */
+  const failedPurchase = async () => {
+    const failed = await purchase();
+    await failed.body?.cancel();
+    assert.equal(failed.status, 500);
+  };
+  return { agent, purchase, retry, renewToken, lostPurchase, failedPurchase };
+}
+
+/** Fails the next `times` writes of a payment record moving to `state` (a KV outage, or a process killed first). */
+function failPaymentWrites(faults: ReturnType<typeof kvFaults>, times: number, state: PaymentRecord["state"]) {
+  faults.failNext(times, {
+    op: "set",
+    entity: "commerce_payment",
+    value: (v) => (v as PaymentRecord).state === state,
+  });
 }
 
 async function evmRecords(w: CommerceWorld): Promise<Deno.KvEntry<PaymentRecord>[]> {
@@ -117,10 +81,7 @@ async function rechecksListed(w: CommerceWorld): Promise<number> {
 }
 
 Deno.test("settlement sweep: a purchase whose facilitator settle answer was lost, its agent never retrying, is credited once past its grace period", async () => {
-  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
-  const { chain, clock, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, true)).url);
-  const http = serveAsStore(w);
-  try {
+  await withChainWorld({ facilitator: (c) => lossyFacilitator(c, true) }, async ({ chain, clock, w, http }) => {
     const buyer0 = await chain.balanceOf(chain.addresses.buyer);
     const alice = await buyer(w, http.url);
     const lost = await alice.purchase();
@@ -153,29 +114,16 @@ Deno.test("settlement sweep: a purchase whose facilitator settle answer was lost
     assert.deepEqual((await sweep.sweep()).resolved, []);
     assert.equal(await creditOf(w, alice.agent), 1_000_000);
     assert.equal(chain.settlements.length, 1);
-  } finally {
-    await http.close();
-    await lossy?.close();
-    await w.close();
-    await chain.close();
-  }
+  });
 });
 
 Deno.test("settlement sweep: a settlement whose process died before its paid record is credited once", async () => {
   const faults = kvFaults();
-  const { chain, clock, w } = await chainWorld((c) => c.facilitatorUrl, { wrapKv: faults.wrap });
-  const http = serveAsStore(w);
-  try {
+  await withChainWorld({ wrapKv: faults.wrap }, async ({ chain, clock, w, http }) => {
     const alice = await buyer(w, http.url);
     // Every try at the `paid` record fails, as if the process were killed right after the settlement.
-    faults.failNext(3, {
-      op: "set",
-      entity: "commerce_payment",
-      value: (v) => (v as PaymentRecord).state === "paid",
-    });
-    const died = await alice.purchase();
-    await died.body?.cancel();
-    assert.equal(died.status, 500);
+    failPaymentWrites(faults, 3, "paid");
+    await alice.failedPurchase();
     assert.equal(chain.settlements.length, 1, "the settlement moved the money");
     assert.equal((await evmRecords(w))[0].value.state, "processing");
     assert.equal(await creditOf(w, alice.agent), 0);
@@ -185,23 +133,14 @@ Deno.test("settlement sweep: a settlement whose process died before its paid rec
     assert.equal(swept.resolved.length, 1);
     assert.equal(swept.resolved[0].state, "consumed");
     assert.equal(await creditOf(w, alice.agent), 1_000_000);
-  } finally {
-    await http.close();
-    await w.close();
-    await chain.close();
-  }
+  });
 });
 
 Deno.test("settlement sweep: a settlement that never happened is rechecked with backoff, then failed once its authorization can no longer be used", async () => {
-  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
-  const { chain, clock, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, false)).url);
-  const http = serveAsStore(w);
-  try {
+  await withChainWorld({ facilitator: (c) => lossyFacilitator(c, false) }, async ({ chain, clock, w, http }) => {
     const buyer0 = await chain.balanceOf(chain.addresses.buyer);
     const alice = await buyer(w, http.url);
-    const lost = await alice.purchase();
-    assert.equal(lost.status, 503);
-    await lost.body?.cancel();
+    await alice.lostPurchase();
     assert.equal(chain.settlements.length, 0);
 
     const sweep = w.deps.commerce.settleSweep;
@@ -216,9 +155,7 @@ Deno.test("settlement sweep: a settlement that never happened is rechecked with 
     assert.equal((await sweep.sweep()).deferred, 0, "not due again yet");
 
     // The chain's time passes the authorization's validBefore: no block can use it now.
-    const rpc = (method: string, params: unknown[] = []) =>
-      fetch(chain.rpcUrl, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })
-        .then((r) => r.json());
+    const rpc = rpcOf(chain);
     await rpc("evm_increaseTime", [8 * 86_400]);
     await rpc("evm_mine");
     clock.advance(2 * 3600_000);
@@ -230,23 +167,13 @@ Deno.test("settlement sweep: a settlement that never happened is rechecked with 
     assert.equal(await creditOf(w, alice.agent), 0);
     assert.equal(await chain.balanceOf(chain.addresses.buyer), buyer0, "no money moved");
     assert.equal(await rechecksListed(w), 0);
-  } finally {
-    await http.close();
-    await lossy?.close();
-    await w.close();
-    await chain.close();
-  }
+  });
 });
 
 Deno.test("settlement sweep: two processes sweeping at once credit a settlement once", async () => {
-  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
-  const { chain, clock, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, true)).url);
-  const http = serveAsStore(w);
-  try {
+  await withChainWorld({ facilitator: (c) => lossyFacilitator(c, true) }, async ({ clock, w, http }) => {
     const alice = await buyer(w, http.url);
-    const lost = await alice.purchase();
-    assert.equal(lost.status, 503);
-    await lost.body?.cancel();
+    await alice.lostPurchase();
     clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
 
     const { service } = w.deps.commerce;
@@ -270,19 +197,11 @@ Deno.test("settlement sweep: two processes sweeping at once credit a settlement 
     assert.equal(outcomes.flatMap((o) => o.resolved).length, 1);
     assert.equal(await creditOf(w, alice.agent), 1_000_000);
     assert.equal((await evmRecords(w))[0].value.state, "consumed");
-  } finally {
-    await http.close();
-    await lossy?.close();
-    await w.close();
-    await chain.close();
-  }
+  });
 });
 
 Deno.test("settlement sweep: two resolutions of one rechecked settlement racing move it once", async () => {
-  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
-  const { chain, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, true)).url);
-  const http = serveAsStore(w);
-  try {
+  await withChainWorld({ facilitator: (c) => lossyFacilitator(c, true) }, async ({ chain, w, http }) => {
     const alice = await buyer(w, http.url);
     const lost = await alice.purchase();
     await lost.body?.cancel();
@@ -298,77 +217,58 @@ Deno.test("settlement sweep: two resolutions of one rechecked settlement racing 
     assert.deepEqual(moved.sort(), [false, true]);
     assert.equal(await creditOf(w, alice.agent), 1_000_000);
     assert.equal(await rechecksListed(w), 0);
-  } finally {
-    await http.close();
-    await lossy?.close();
-    await w.close();
-    await chain.close();
-  }
+  });
 });
 
 Deno.test("settlement sweep: a pay-as-you-go call whose settle answer was lost is recorded paid with its answer owed, and the same credential sent again is served once", async () => {
-  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
-  const { chain, clock, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, true)).url, { upstream: true });
-  const http = serveAsStore(w);
-  try {
-    await w.addPayg(20_000);
-    const buyer0 = await chain.balanceOf(chain.addresses.buyer);
-    const { token, renew } = await w.agents.issue();
-    const sent: { authorization: string | null } = { authorization: null };
-    const client = Mppx.create({
-      methods: [evm({ account: privateKeyToAccount(LOCAL_KEYS.buyer), authorization: TOKEN_DOMAIN })],
-      fetch: (input, init) => {
-        const req = new Request(input, init);
-        req.headers.set("zc-agent-authorization", `Bearer ${token}`);
-        sent.authorization = req.headers.get("authorization");
-        return fetch(req);
-      },
-      polyfill: false,
-    });
-    const searchUrl = `${http.url}/v2/search?data_model_id=${w.dataModelId}`;
-    const lost = await client.fetch(searchUrl, postJson({ query: "budget" }));
-    assert.equal(lost.status, 503);
-    assert.equal((await lost.json()).error, "payment_provider_unavailable");
-    assert.equal(chain.settlements.length, 1);
-    assert.equal(w.upstream.verified, 1, "the call ran, its answer not delivered");
+  await withChainWorld(
+    { facilitator: (c) => lossyFacilitator(c, true), upstream: true },
+    async ({ chain, clock, w, http }) => {
+      await w.addPayg(20_000);
+      const buyer0 = await chain.balanceOf(chain.addresses.buyer);
+      const { token, renew } = await w.agents.issue();
+      const sent: { authorization: string | null } = { authorization: null };
+      const client = evmClient(token, sent);
+      const searchUrl = `${http.url}/v2/search?data_model_id=${w.dataModelId}`;
+      const lost = await client.fetch(searchUrl, postJson({ query: "budget" }));
+      assert.equal(lost.status, 503);
+      assert.equal((await lost.json()).error, "payment_provider_unavailable");
+      assert.equal(chain.settlements.length, 1);
+      assert.equal(w.upstream.verified, 1, "the call ran, its answer not delivered");
 
-    // The agent gave up: the sweep finds the transfer on chain; the call stays owed, not consumed.
-    clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
-    const swept = await w.deps.commerce.settleSweep.sweep();
-    assert.equal(swept.resolved[0]?.state, "paid");
-    const [owed] = await evmRecords(w);
-    assert.deepEqual([owed.value.state, owed.value.answerOwed], ["paid", true]);
-    assert.equal(owed.value.processorRef, chain.settlements[0]);
+      // The agent gave up: the sweep finds the transfer on chain; the call stays owed, not consumed.
+      clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+      const swept = await w.deps.commerce.settleSweep.sweep();
+      assert.equal(swept.resolved[0]?.state, "paid");
+      const [owed] = await evmRecords(w);
+      assert.deepEqual([owed.value.state, owed.value.answerOwed], ["paid", true]);
+      assert.equal(owed.value.processorRef, chain.settlements[0]);
 
-    // Back later with the same credential (and a fresh access token): served once, never charged again.
-    const later = await renew();
-    const retry = () =>
-      fetch(searchUrl, {
-        ...postJson({ query: "budget" }),
-        headers: {
-          "content-type": "application/json",
-          "zc-agent-authorization": `Bearer ${later}`,
-          authorization: sent.authorization!,
-        },
-      });
-    const served = await retry();
-    assert.equal(served.status, 200, await served.clone().text());
-    assert.ok(served.headers.get("payment-receipt"));
-    await served.body?.cancel();
-    assert.equal(w.upstream.verified, 2);
-    const again = await retry();
-    assert.equal(again.status, 409);
-    assert.equal((await again.json()).error, "payment_consumed");
-    assert.equal(w.upstream.verified, 2);
-    assert.equal((await evmRecords(w))[0].value.state, "consumed");
-    assert.equal(chain.settlements.length, 1);
-    assert.equal(await chain.balanceOf(chain.addresses.buyer), buyer0 - 20_000n, "paid once");
-  } finally {
-    await http.close();
-    await lossy?.close();
-    await w.close();
-    await chain.close();
-  }
+      // Back later with the same credential (and a fresh access token): served once, never charged again.
+      const later = await renew();
+      const retry = () =>
+        fetch(searchUrl, {
+          ...postJson({ query: "budget" }),
+          headers: {
+            "content-type": "application/json",
+            "zc-agent-authorization": `Bearer ${later}`,
+            authorization: sent.authorization!,
+          },
+        });
+      const served = await retry();
+      assert.equal(served.status, 200, await served.clone().text());
+      assert.ok(served.headers.get("payment-receipt"));
+      await served.body?.cancel();
+      assert.equal(w.upstream.verified, 2);
+      const again = await retry();
+      assert.equal(again.status, 409);
+      assert.equal((await again.json()).error, "payment_consumed");
+      assert.equal(w.upstream.verified, 2);
+      assert.equal((await evmRecords(w))[0].value.state, "consumed");
+      assert.equal(chain.settlements.length, 1);
+      assert.equal(await chain.balanceOf(chain.addresses.buyer), buyer0 - 20_000n, "paid once");
+    },
+  );
 });
 
 Deno.test("settlement sweep: runs every PAY_SETTLE_SWEEP_INTERVAL_S from deps.start({background}) under a lease, and stop() ends it and frees the lease", async () => {
@@ -426,9 +326,8 @@ Deno.test("settlement sweep: runs every PAY_SETTLE_SWEEP_INTERVAL_S from deps.st
 });
 
 Deno.test("a retry of a purchase whose facilitator settle answer was lost asks the chain and is credited at once; one that never settled is 503 until its authorization expires, then settlement_failed", async () => {
-  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
   let settles = true;
-  const { chain, w } = await chainWorld((c) => {
+  const facilitator = (c: LocalChain) => {
     const paid = lossyFacilitator(c, true);
     const unpaid = lossyFacilitator(c, false);
     const front = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
@@ -439,7 +338,7 @@ Deno.test("a retry of a purchase whose facilitator settle answer was lost asks t
         body: req.body,
       });
     });
-    lossy = {
+    return {
       url: `http://127.0.0.1:${front.addr.port}`,
       close: async () => {
         await front.shutdown();
@@ -447,14 +346,10 @@ Deno.test("a retry of a purchase whose facilitator settle answer was lost asks t
         await unpaid.close();
       },
     };
-    return lossy.url;
-  });
-  const http = serveAsStore(w);
-  try {
+  };
+  await withChainWorld({ facilitator }, async ({ chain, w, http }) => {
     const alice = await buyer(w, http.url);
-    const lost = await alice.purchase();
-    assert.equal(lost.status, 503);
-    await lost.body?.cancel();
+    await alice.lostPurchase();
     assert.equal(chain.settlements.length, 1);
     // Retried unchanged, as the 503 says: the chain shows the transfer the authorization made.
     const credited = await alice.retry();
@@ -476,9 +371,7 @@ Deno.test("a retry of a purchase whose facilitator settle answer was lost asks t
     const stillUnknown = await bob.retry();
     assert.equal(stillUnknown.status, 503);
     assert.equal((await stillUnknown.json()).error, "payment_provider_unavailable");
-    const rpc = (method: string, params: unknown[] = []) =>
-      fetch(chain.rpcUrl, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })
-        .then((r) => r.json());
+    const rpc = rpcOf(chain);
     await rpc("evm_increaseTime", [8 * 86_400]);
     await rpc("evm_mine");
     const expired = await bob.retry();
@@ -488,29 +381,16 @@ Deno.test("a retry of a purchase whose facilitator settle answer was lost asks t
     assert.equal(expiredBody.settlementReason, "authorization_expired");
     assert.equal(chain.settlements.length, 1);
     assert.equal(await creditOf(w, bob.agent), 0);
-  } finally {
-    await http.close();
-    await lossy?.close();
-    await w.close();
-    await chain.close();
-  }
+  });
 });
 
 Deno.test("settlement sweep: a settled purchase whose credit failed to commit, its agent never sending the credential again, is credited once", async () => {
   const faults = kvFaults();
-  const { chain, clock, w } = await chainWorld((c) => c.facilitatorUrl, { wrapKv: faults.wrap });
-  const http = serveAsStore(w);
-  try {
+  await withChainWorld({ wrapKv: faults.wrap }, async ({ chain, clock, w, http }) => {
     const alice = await buyer(w, http.url);
     // Every try at the commit that consumes the payment and grants its credit fails (a KV outage).
-    faults.failNext(20, {
-      op: "set",
-      entity: "commerce_payment",
-      value: (v) => (v as PaymentRecord).state === "consumed",
-    });
-    const failed = await alice.purchase();
-    await failed.body?.cancel();
-    assert.equal(failed.status, 500);
+    failPaymentWrites(faults, 20, "consumed");
+    await alice.failedPurchase();
     faults.failNext(0, { op: "set", entity: "commerce_payment" });
     assert.equal(chain.settlements.length, 1, "paid on chain");
     assert.equal((await evmRecords(w))[0].value.state, "paid");
@@ -529,11 +409,7 @@ Deno.test("settlement sweep: a settled purchase whose credit failed to commit, i
     assert.equal(late.status, 409);
     assert.equal((await late.json()).error, "payment_consumed");
     assert.equal(await creditOf(w, alice.agent), 1_000_000);
-  } finally {
-    await http.close();
-    await w.close();
-    await chain.close();
-  }
+  });
 });
 
 Deno.test("settlement sweep: a pay-as-you-go call whose settlement outlasted its grace period is consumed by its own request, not by a sweep running between its paid record and its consume", async () => {
@@ -541,7 +417,6 @@ Deno.test("settlement sweep: a pay-as-you-go call whose settlement outlasted its
     clock?: FixedClock;
     sweep?: () => Promise<unknown>;
     swept?: unknown;
-    close?: () => Promise<void>;
   } = {};
   // A facilitator whose settlement takes longer than the grace period (the claim's first due time).
   const slow = (chain: LocalChain) => {
@@ -555,8 +430,7 @@ Deno.test("settlement sweep: a pay-as-you-go call whose settlement outlasted its
       if (path === "/settle") late.clock!.advance(SETTLE_RECHECK_GRACE_MS + 1);
       return res;
     });
-    late.close = () => server.shutdown();
-    return `http://127.0.0.1:${server.addr.port}`;
+    return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
   };
   // The sweep runs right after the `paid` record commits, before the live request consumes it.
   const wrapKv = (kv: Deno.Kv) =>
@@ -574,21 +448,11 @@ Deno.test("settlement sweep: a pay-as-you-go call whose settlement outlasted its
         };
       },
     });
-  const { chain, clock, w } = await chainWorld(slow, { wrapKv, upstream: true });
-  late.clock = clock;
-  const http = serveAsStore(w);
-  try {
+  await withChainWorld({ facilitator: slow, wrapKv, upstream: true }, async ({ chain, clock, w, http }) => {
+    late.clock = clock;
     await w.addPayg(20_000);
     const { token } = await w.agents.issue();
-    const client = Mppx.create({
-      methods: [evm({ account: privateKeyToAccount(LOCAL_KEYS.buyer), authorization: TOKEN_DOMAIN })],
-      fetch: (input, init) => {
-        const req = new Request(input, init);
-        req.headers.set("zc-agent-authorization", `Bearer ${token}`);
-        return fetch(req);
-      },
-      polyfill: false,
-    });
+    const client = evmClient(token);
     late.sweep = () => w.deps.commerce.settleSweep.sweep();
     const res = await client.fetch(`${http.url}/v2/search?data_model_id=${w.dataModelId}`, postJson({ query: "x" }));
     assert.equal(res.status, 200, await res.clone().text());
@@ -597,28 +461,16 @@ Deno.test("settlement sweep: a pay-as-you-go call whose settlement outlasted its
     assert.deepEqual((late.swept as { resolved: unknown[] }).resolved, [], "the call's own request consumes it");
     assert.equal((await evmRecords(w))[0].value.state, "consumed");
     assert.equal(chain.settlements.length, 1);
-  } finally {
-    await http.close();
-    await late.close?.();
-    await w.close();
-    await chain.close();
-  }
+  });
 });
 
 Deno.test("settlement sweep: an authorization is failed as expired only once the chain's latest block is well past its validBefore (a block just past it may be reorganised away)", async () => {
-  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
-  const { chain, clock, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, false)).url);
-  const http = serveAsStore(w);
-  try {
+  await withChainWorld({ facilitator: (c) => lossyFacilitator(c, false) }, async ({ chain, clock, w, http }) => {
     const alice = await buyer(w, http.url);
-    const lost = await alice.purchase();
-    assert.equal(lost.status, 503);
-    await lost.body?.cancel();
+    await alice.lostPurchase();
     const [pending] = await evmRecords(w);
     const validBefore = Number(pending.value.authorization!.validBefore);
-    const rpc = (method: string, params: unknown[] = []) =>
-      fetch(chain.rpcUrl, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })
-        .then((r) => r.json());
+    const rpc = rpcOf(chain);
     const sweep = w.deps.commerce.settleSweep;
 
     // The latest block's time just reached validBefore: a reorg could still bring a block that used it.
@@ -634,12 +486,7 @@ Deno.test("settlement sweep: an authorization is failed as expired only once the
     const swept = await sweep.sweep();
     assert.deepEqual(swept.resolved, [{ reference: pending.value.reference, state: "failed" }]);
     assert.equal((await evmRecords(w))[0].value.settlementReason, "authorization_expired");
-  } finally {
-    await http.close();
-    await lossy?.close();
-    await w.close();
-    await chain.close();
-  }
+  });
 });
 
 /**
@@ -666,17 +513,11 @@ function pickyProvider(chain: LocalChain, maxRange: number, failing: string[] = 
   return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
 }
 
-const rpcOf = (chain: LocalChain) => (method: string, params: unknown[] = []) =>
-  fetch(chain.rpcUrl, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })
-    .then((r) => r.json());
-
 Deno.test("settlement sweep: a settlement made many blocks after the sweep first looked is found from the block that look started at, in log ranges a provider serves", async () => {
-  let provider: ReturnType<typeof pickyProvider> | undefined;
   // A facilitator whose settle answer is lost, and which submits the settlement only later.
   let held: string | null = null;
-  let facilitator: Deno.HttpServer<Deno.NetAddr> | undefined;
-  const { chain, clock, w } = await chainWorld((c) => {
-    facilitator = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+  const facilitator = (c: LocalChain) => {
+    const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
       const path = new URL(req.url).pathname;
       const body = req.method === "POST" ? await req.text() : undefined;
       if (path === "/settle") {
@@ -689,14 +530,11 @@ Deno.test("settlement sweep: a settlement made many blocks after the sweep first
         body,
       });
     });
-    return `http://127.0.0.1:${facilitator.addr.port}`;
-  }, { rpcUrl: (c) => (provider = pickyProvider(c, 2_000)).url });
-  const http = serveAsStore(w);
-  try {
+    return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
+  };
+  await withChainWorld({ facilitator, rpc: (c) => pickyProvider(c, 2_000) }, async ({ chain, clock, w, http }) => {
     const alice = await buyer(w, http.url);
-    const lost = await alice.purchase();
-    assert.equal(lost.status, 503);
-    await lost.body?.cancel();
+    await alice.lostPurchase();
     const sweep = w.deps.commerce.settleSweep;
     clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
     assert.equal((await sweep.sweep()).deferred, 1, "unused as yet");
@@ -717,130 +555,99 @@ Deno.test("settlement sweep: a settlement made many blocks after the sweep first
     assert.deepEqual(swept.resolved, [{ reference: looked.value.reference, state: "consumed" }]);
     assert.equal((await evmRecords(w))[0].value.processorRef, chain.settlements[0]);
     assert.equal(await creditOf(w, alice.agent), 1_000_000);
-  } finally {
-    await http.close();
-    await facilitator?.shutdown();
-    await provider?.close();
-    await w.close();
-    await chain.close();
-  }
+  });
 });
 
 Deno.test("settlement sweep: a settlement the chain cannot resolve (its provider refusing every log query) is rechecked for a bounded time, then taken off the list for the operator with an error, left processing", async () => {
-  let lossy: ReturnType<typeof lossyFacilitator> | undefined;
-  let provider: ReturnType<typeof pickyProvider> | undefined;
-  const { chain, clock, w } = await chainWorld((c) => (lossy = lossyFacilitator(c, true)).url, {
-    rpcUrl: (c) => (provider = pickyProvider(c, 0)).url,
-  });
-  const http = serveAsStore(w);
-  try {
-    const alice = await buyer(w, http.url);
-    const lost = await alice.purchase();
-    assert.equal(lost.status, 503);
-    await lost.body?.cancel();
-    const sweep = w.deps.commerce.settleSweep;
-    const [pending] = await evmRecords(w);
-    let sweeps = 0;
-    let givenUp = 0;
-    while (givenUp === 0 && sweeps < 400) {
+  await withChainWorld(
+    { facilitator: (c) => lossyFacilitator(c, true), rpc: (c) => pickyProvider(c, 0) },
+    async ({ clock, w, http }) => {
+      const alice = await buyer(w, http.url);
+      const lost = await alice.purchase();
+      assert.equal(lost.status, 503);
+      await lost.body?.cancel();
+      const sweep = w.deps.commerce.settleSweep;
+      const [pending] = await evmRecords(w);
+      let sweeps = 0;
+      let givenUp = 0;
+      while (givenUp === 0 && sweeps < 400) {
+        clock.advance(SETTLE_RECHECK_MAX_MS);
+        const out = await sweep.sweep();
+        assert.deepEqual(out.resolved, []);
+        givenUp += out.givenUp;
+        sweeps++;
+      }
+      assert.equal(givenUp, 1, `given up after ${sweeps} sweeps`);
+      assert.ok(sweeps <= 8 * 24 + 1, `${sweeps} hourly sweeps`);
+      assert.equal(await rechecksListed(w), 0, "no longer listed");
+      const [left] = await evmRecords(w);
+      assert.equal(left.value.state, "processing", "the operator's to resolve");
+      const line = w.log.lines.find((l) => l.msg === "settlement recheck given up: resolve it by hand");
+      assert.equal(line?.level, "error");
+      assert.equal(line?.reference, pending.value.reference);
       clock.advance(SETTLE_RECHECK_MAX_MS);
-      const out = await sweep.sweep();
-      assert.deepEqual(out.resolved, []);
-      givenUp += out.givenUp;
-      sweeps++;
-    }
-    assert.equal(givenUp, 1, `given up after ${sweeps} sweeps`);
-    assert.ok(sweeps <= 8 * 24 + 1, `${sweeps} hourly sweeps`);
-    assert.equal(await rechecksListed(w), 0, "no longer listed");
-    const [left] = await evmRecords(w);
-    assert.equal(left.value.state, "processing", "the operator's to resolve");
-    const line = w.log.lines.find((l) => l.msg === "settlement recheck given up: resolve it by hand");
-    assert.equal(line?.level, "error");
-    assert.equal(line?.reference, pending.value.reference);
-    clock.advance(SETTLE_RECHECK_MAX_MS);
-    assert.equal((await sweep.sweep()).deferred, 0, "never looked at again");
-    assert.equal(await creditOf(w, alice.agent), 0);
-  } finally {
-    await http.close();
-    await lossy?.close();
-    await provider?.close();
-    await w.close();
-    await chain.close();
-  }
+      assert.equal((await sweep.sweep()).deferred, 0, "never looked at again");
+      assert.equal(await creditOf(w, alice.agent), 0);
+    },
+  );
 });
 
 Deno.test("settlement sweep: a settlement whose transfer the node never confirms is given up after its bounded time, and its agent's reads stop asking the node about it", async () => {
-  let provider: ReturnType<typeof pickyProvider> | undefined;
-  const { chain, clock, w } = await chainWorld((c) => c.facilitatorUrl, {
-    rpcUrl: (c) => (provider = pickyProvider(c, 2_000, ["eth_getTransactionReceipt"])).url,
-  });
-  const http = serveAsStore(w);
-  try {
-    const alice = await buyer(w, http.url);
-    const unconfirmed = await alice.purchase();
-    assert.equal(unconfirmed.status, 503);
-    await unconfirmed.body?.cancel();
-    assert.equal(chain.settlements.length, 1);
-    const [pending] = await evmRecords(w);
-    assert.ok(pending.value.pendingTransfer, "the facilitator named its transaction");
-    const listedForAgent = async () => {
-      let n = 0;
-      for await (const _ of w.deps.kv.list({ prefix: ["commerce_unconfirmed"] })) n++;
-      return n;
-    };
-    assert.equal(await listedForAgent(), 1);
-    const sweep = w.deps.commerce.settleSweep;
-    let givenUp = 0;
-    for (let i = 0; i < 400 && givenUp === 0; i++) {
-      clock.advance(SETTLE_RECHECK_MAX_MS);
-      givenUp += (await sweep.sweep()).givenUp;
-    }
-    assert.equal(givenUp, 1);
-    assert.equal((await evmRecords(w))[0].value.state, "processing", "the operator's to resolve");
-    assert.equal(await rechecksListed(w), 0);
-    assert.equal(await listedForAgent(), 0, "its agent's entitlements reads no longer ask the node about it");
-  } finally {
-    await http.close();
-    await provider?.close();
-    await w.close();
-    await chain.close();
-  }
+  await withChainWorld(
+    { rpc: (c) => pickyProvider(c, 2_000, ["eth_getTransactionReceipt"]) },
+    async ({ chain, clock, w, http }) => {
+      const alice = await buyer(w, http.url);
+      const unconfirmed = await alice.purchase();
+      assert.equal(unconfirmed.status, 503);
+      await unconfirmed.body?.cancel();
+      assert.equal(chain.settlements.length, 1);
+      const [pending] = await evmRecords(w);
+      assert.ok(pending.value.pendingTransfer, "the facilitator named its transaction");
+      const listedForAgent = async () => {
+        let n = 0;
+        for await (const _ of w.deps.kv.list({ prefix: ["commerce_unconfirmed"] })) n++;
+        return n;
+      };
+      assert.equal(await listedForAgent(), 1);
+      const sweep = w.deps.commerce.settleSweep;
+      let givenUp = 0;
+      for (let i = 0; i < 400 && givenUp === 0; i++) {
+        clock.advance(SETTLE_RECHECK_MAX_MS);
+        givenUp += (await sweep.sweep()).givenUp;
+      }
+      assert.equal(givenUp, 1);
+      assert.equal((await evmRecords(w))[0].value.state, "processing", "the operator's to resolve");
+      assert.equal(await rechecksListed(w), 0);
+      assert.equal(await listedForAgent(), 0, "its agent's entitlements reads no longer ask the node about it");
+    },
+  );
 });
 
 Deno.test("settlement sweep: a settlement whose resolution keeps failing (its credit never commits) is asked again with backoff and given up like any unresolved one", async () => {
   const faults = kvFaults();
-  const { chain, clock, w } = await chainWorld((c) => c.facilitatorUrl, { wrapKv: faults.wrap });
-  const http = serveAsStore(w);
-  try {
-    const alice = await buyer(w, http.url);
-    // The commit that consumes the payment and grants its credit always fails.
-    faults.failNext(1_000_000, {
-      op: "set",
-      entity: "commerce_payment",
-      value: (v) => (v as PaymentRecord).state === "consumed",
-    });
-    const failed = await alice.purchase();
-    await failed.body?.cancel();
-    assert.equal(failed.status, 500);
-    assert.equal((await evmRecords(w))[0].value.state, "paid");
-    const sweep = w.deps.commerce.settleSweep;
-    let sweeps = 0, attempts = 0, givenUp = 0;
-    const failures = () => w.log.lines.filter((l) => l.msg === "settlement recheck failed").length;
-    while (givenUp === 0 && sweeps < 4000) {
-      clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
-      givenUp += (await sweep.sweep()).givenUp;
-      sweeps++;
+  await withChainWorld({ wrapKv: faults.wrap }, async ({ chain, clock, w, http }) => {
+    try {
+      const alice = await buyer(w, http.url);
+      // The commit that consumes the payment and grants its credit always fails.
+      failPaymentWrites(faults, 1_000_000, "consumed");
+      await alice.failedPurchase();
+      assert.equal((await evmRecords(w))[0].value.state, "paid");
+      const sweep = w.deps.commerce.settleSweep;
+      let sweeps = 0, attempts = 0, givenUp = 0;
+      const failures = () => w.log.lines.filter((l) => l.msg === "settlement recheck failed").length;
+      while (givenUp === 0 && sweeps < 4000) {
+        clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+        givenUp += (await sweep.sweep()).givenUp;
+        sweeps++;
+      }
+      attempts = failures();
+      assert.equal(givenUp, 1, `given up after ${sweeps} sweeps`);
+      assert.ok(attempts <= 8 * 24 + 10, `${attempts} attempts: backoff grows to hourly`);
+      assert.equal(await rechecksListed(w), 0);
+      assert.equal((await evmRecords(w))[0].value.state, "paid", "the operator's to credit");
+      assert.equal(chain.settlements.length, 1);
+    } finally {
+      faults.failNext(0, { op: "set", entity: "commerce_payment" });
     }
-    attempts = failures();
-    assert.equal(givenUp, 1, `given up after ${sweeps} sweeps`);
-    assert.ok(attempts <= 8 * 24 + 10, `${attempts} attempts: backoff grows to hourly`);
-    assert.equal(await rechecksListed(w), 0);
-    assert.equal((await evmRecords(w))[0].value.state, "paid", "the operator's to credit");
-    assert.equal(chain.settlements.length, 1);
-  } finally {
-    faults.failNext(0, { op: "set", entity: "commerce_payment" });
-    await http.close();
-    await w.close();
-    await chain.close();
-  }
+  });
 });

@@ -13,18 +13,13 @@ import { privateKeyToAccount } from "viem/accounts";
 import { FixedClock } from "../../core/clock.ts";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import { LOCAL_KEYS, type LocalChain, startLocalChain, TOKEN_DOMAIN } from "../../fixtures/chain/local.ts";
+import { chainEnv } from "./_chain_world.ts";
 import { type CommerceWorld, createCommerceWorld, postJson } from "./_helpers.ts";
 import { kvFaults } from "../_kv_faults.ts";
 
 function envFor(chain: LocalChain, facilitatorUrl = chain.facilitatorUrl): Record<string, string> {
   return {
-    PAY_EVM_CHAIN_ID: String(chain.chainId),
-    PAY_EVM_TOKEN: chain.token,
-    PAY_EVM_TOKEN_NAME: TOKEN_DOMAIN.name,
-    PAY_EVM_TOKEN_VERSION: TOKEN_DOMAIN.version,
-    PAY_EVM_RECIPIENT: chain.addresses.seller,
-    PAY_X402_FACILITATOR_URL: facilitatorUrl,
-    PAY_EVM_RPC_URL: chain.rpcUrl,
+    ...chainEnv(chain, facilitatorUrl, chain.rpcUrl),
     // A receipt the node never shows (the lying facilitator) is waited for this long, not 10 s.
     PAY_EVM_RECEIPT_WAIT_MS: "500",
   };

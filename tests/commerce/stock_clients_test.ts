@@ -20,6 +20,7 @@ import { wrapFetchWithPayment } from "@x402/fetch";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import { LOCAL_KEYS, type LocalChain, startLocalChain, TOKEN_DOMAIN } from "../../fixtures/chain/local.ts";
 import { FixedClock } from "../../core/clock.ts";
+import { chainEnv } from "./_chain_world.ts";
 import { type CommerceWorld, createCommerceWorld, postJson, serveAsStore } from "./_helpers.ts";
 
 const ONE_USD = 1_000_000n;
@@ -47,15 +48,7 @@ Deno.test("stock clients (mppx evm, x402 fetch, mppx MCP wrapper, mppx validate)
   const w = await createCommerceWorld({
     upstream: true,
     clock,
-    env: {
-      PAY_EVM_CHAIN_ID: String(chain.chainId),
-      PAY_EVM_TOKEN: chain.token,
-      PAY_EVM_TOKEN_NAME: TOKEN_DOMAIN.name,
-      PAY_EVM_TOKEN_VERSION: TOKEN_DOMAIN.version,
-      PAY_EVM_RECIPIENT: chain.addresses.seller,
-      PAY_X402_FACILITATOR_URL: chain.facilitatorUrl,
-      PAY_EVM_RPC_URL: chain.rpcUrl,
-    },
+    env: chainEnv(chain, chain.facilitatorUrl, chain.rpcUrl),
   });
   const http = serveAsStore(w);
   const payg = await w.addPayg(20_000);

@@ -4,47 +4,10 @@
  * storefront's ledger is checked against what the stand-in captured.
  */
 import assert from "node:assert/strict";
-import { Mppx } from "mppx/client";
-import { stripe } from "mppx/stripe/client";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
-import { type CommerceWorld, createCommerceWorld, postJson } from "./_helpers.ts";
-import { startStripeStandIn, type StripeStandIn } from "./_stripe_standin.ts";
-import { FixedClock } from "../../core/clock.ts";
+import { type CommerceWorld, postJson } from "./_helpers.ts";
+import { cardClient, startStripeStandIn, stripeWorld } from "./_stripe_standin.ts";
 import { kvFaults } from "../_kv_faults.ts";
-
-/** The mppx client for one agent, paying with a card through SPTs the stand-in grants. */
-function cardClient(w: CommerceWorld, standIn: StripeStandIn, token: string, paymentMethod: string) {
-  const sent: string[] = [];
-  const transport: typeof fetch = (input, init) => {
-    const req = new Request(input, init);
-    req.headers.set("host", "store.test");
-    req.headers.set("zc-agent-authorization", `Bearer ${token}`);
-    const auth = req.headers.get("authorization");
-    if (auth) sent.push(auth);
-    return Promise.resolve(w.app.fetch(req));
-  };
-  const client = Mppx.create({
-    methods: [stripe({
-      paymentMethod,
-      // The agent's wallet backend asks Stripe (here: the stand-in) for a granted token.
-      createToken: async ({ amount, currency, expiresAt, paymentMethod }) => {
-        const res = await fetch(`${standIn.url}/v1/test_helpers/shared_payment/granted_tokens`, {
-          method: "POST",
-          body: new URLSearchParams({
-            payment_method: paymentMethod!,
-            "usage_limits[currency]": currency,
-            "usage_limits[max_amount]": amount,
-            "usage_limits[expires_at]": String(expiresAt),
-          }),
-        });
-        return (await res.json()).id;
-      },
-    })],
-    fetch: transport,
-    polyfill: false,
-  });
-  return { client, sent, transport };
-}
 
 async function stripeRecords(w: CommerceWorld): Promise<PaymentRecord[]> {
   const out: PaymentRecord[] = [];
@@ -57,10 +20,7 @@ async function stripeRecords(w: CommerceWorld): Promise<PaymentRecord[]> {
 Deno.test("mppx's stripe method: the stock client buys and tops up with an SPT; a replay and a decline charge nothing", async (t) => {
   const standIn = startStripeStandIn();
   // mppx reads the process clock for challenge expiry: the world's clock is anchored there.
-  await using w = await createCommerceWorld({
-    clock: new FixedClock(new Date().toISOString()),
-    env: { PAY_STRIPE_SECRET_KEY: standIn.secretKey, PAY_STRIPE_API_URL: standIn.url },
-  });
+  await using w = await stripeWorld(standIn);
   try {
     const { token } = await w.agents.issue();
     const card = cardClient(w, standIn, token, "pm_card_visa");
@@ -146,10 +106,7 @@ Deno.test("mppx's stripe method: a PaymentIntent whose answer is lost is 503 pay
     }
     return res;
   });
-  await using w = await createCommerceWorld({
-    clock: new FixedClock(new Date().toISOString()),
-    env: { PAY_STRIPE_SECRET_KEY: standIn.secretKey, PAY_STRIPE_API_URL: `http://127.0.0.1:${lossy.addr.port}` },
-  });
+  await using w = await stripeWorld(standIn, { apiUrl: `http://127.0.0.1:${lossy.addr.port}` });
   try {
     const { token } = await w.agents.issue();
     const card = cardClient(w, standIn, token, "pm_card_visa");
@@ -174,11 +131,7 @@ Deno.test("mppx's stripe method: a PaymentIntent whose answer is lost is 503 pay
 Deno.test("mppx's stripe method: a settled payment whose credit failed to commit is credited when the credential is sent again", async () => {
   const standIn = startStripeStandIn();
   const faults = kvFaults();
-  await using w = await createCommerceWorld({
-    clock: new FixedClock(new Date().toISOString()),
-    env: { PAY_STRIPE_SECRET_KEY: standIn.secretKey, PAY_STRIPE_API_URL: standIn.url },
-    wrapKv: faults.wrap,
-  });
+  await using w = await stripeWorld(standIn, { wrapKv: faults.wrap });
   try {
     const { token } = await w.agents.issue();
     const card = cardClient(w, standIn, token, "pm_card_visa");

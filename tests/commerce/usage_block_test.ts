@@ -6,24 +6,8 @@
  * block is spliced in before its closing brace.
  */
 import assert from "node:assert/strict";
+import { worstLoopGap } from "../_loop_gap.ts";
 import { type UsageReceipt, withUsageBlock } from "../../core/commerce/usage_receipt.ts";
-
-/** The longest gap between 10 ms timer ticks of this thread while `work` runs. */
-async function worstLoopGap<T>(work: () => Promise<T>): Promise<{ out: T; worstMs: number }> {
-  let last = performance.now(), worstMs = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    worstMs = Math.max(worstMs, now - last);
-    last = now;
-  }, 10);
-  try {
-    const out = await work();
-    // A stall that ends with the work has had no tick after it yet.
-    return { out, worstMs: Math.max(worstMs, performance.now() - last) };
-  } finally {
-    clearInterval(timer);
-  }
-}
 
 const usage: UsageReceipt = { cost_usd: "0.110000", balance_usd: "0.890000", plan_id: "pl_x", request_id: "rq_1" };
 const answer = (body: string, contentType = "application/json") =>

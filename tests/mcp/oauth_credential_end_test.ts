@@ -8,10 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { decodeJwt } from "jose";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { consent } from "./_consent.ts";
-import { HostProvider } from "./_host_provider.ts";
+import { HostProvider, refreshGrant, signInAnonymously } from "./_host_provider.ts";
 import { mcpWorld } from "./_world.ts";
 
 Deno.test("POST /oauth2/token (refresh_token): a credential with under a second left gets invalid_grant, never a token of 0 s", async () => {
@@ -19,24 +16,11 @@ Deno.test("POST /oauth2/token (refresh_token): a credential with under a second 
   // A real clock is inside a second: so is the end of the credential made now.
   w.clock.advance(250);
   const provider = new HostProvider("http://127.0.0.1:53682/callback");
-  const mcpUrl = new URL(`${w.base}/mcp`);
-  const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
-  await new Client({ name: "host", version: "1" }).connect(first).catch(() => {});
-  const back = await consent(w, provider.authorizationUrl!.href, "anonymous");
-  await first.finishAuth(back.searchParams.get("code")!);
+  await signInAnonymously(w, provider);
   const cred = await w.deps.storefront.accounts.credential(decodeJwt(provider.saved!.access_token).sub!);
   const endMs = Date.parse(cred!.expiresAt!);
   assert.notEqual(endMs % 1000, 0);
-  const refresh = (token: string) =>
-    fetch(`${w.base}/oauth2/token`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        grant_type: "refresh_token",
-        refresh_token: token,
-        client_id: provider.info!.client_id,
-      }).toString(),
-    }).then(async (res) => ({ status: res.status, ...(await res.json()) }));
+  const refresh = (token: string) => refreshGrant(w, provider, token);
 
   // A second and a bit left: a token of 1 s.
   w.clock.set(endMs - 1_200);

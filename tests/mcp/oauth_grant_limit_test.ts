@@ -9,8 +9,7 @@
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { consent } from "./_consent.ts";
-import { HostProvider } from "./_host_provider.ts";
+import { HostProvider, signInAnonymously } from "./_host_provider.ts";
 import { mcpWorld } from "./_world.ts";
 
 type World = Awaited<ReturnType<typeof mcpWorld>>;
@@ -21,10 +20,7 @@ const LIMIT = 3;
 async function signedInUser(w: World, n: number) {
   const provider = new HostProvider(`http://127.0.0.1:5368${n}/callback`, `Host user ${n}`);
   const mcpUrl = new URL(`${w.base}/mcp`);
-  const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
-  await new Client({ name: "host", version: "1" }).connect(first).catch(() => {});
-  const back = await consent(w, provider.authorizationUrl!.href, "anonymous");
-  await first.finishAuth(back.searchParams.get("code")!);
+  await signInAnonymously(w, provider);
   const client = new Client({ name: "host", version: "1" });
   await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
   return { provider, client };

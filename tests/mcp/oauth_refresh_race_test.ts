@@ -10,18 +10,14 @@ import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { REFRESH_REUSE_GRACE_S } from "../../core/identity/oauth.ts";
-import { consent } from "./_consent.ts";
-import { HostProvider } from "./_host_provider.ts";
+import { HostProvider, refreshGrant, signInAnonymously } from "./_host_provider.ts";
 import { mcpWorld } from "./_world.ts";
 
 Deno.test("MCP SDK OAuth client: parallel calls at token expiry all refresh and the host stays signed in; a replay after the grace still revokes", async (t) => {
   await using w = await mcpWorld({ realBase: true });
   const provider = new HostProvider("http://127.0.0.1:53682/callback");
   const mcpUrl = new URL(`${w.base}/mcp`);
-  const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
-  await new Client({ name: "host", version: "1" }).connect(first).catch(() => {});
-  const back = await consent(w, provider.authorizationUrl!.href, "anonymous");
-  await first.finishAuth(back.searchParams.get("code")!);
+  await signInAnonymously(w, provider);
   const client = new Client({ name: "host", version: "1" });
   await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
   assert.equal(provider.consentsAsked, 1);
@@ -44,17 +40,7 @@ Deno.test("MCP SDK OAuth client: parallel calls at token expiry all refresh and 
 
   await t.step("the first refresh token presented after the grace is a replay: the family is revoked", async () => {
     w.clock.advance(REFRESH_REUSE_GRACE_S * 1000);
-    const refresh = (token: string) =>
-      fetch(`${w.base}/oauth2/token`, {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({
-          grant_type: "refresh_token",
-          refresh_token: token,
-          client_id: provider.info!.client_id,
-        })
-          .toString(),
-      }).then(async (res) => ({ status: res.status, ...(await res.json()) }));
+    const refresh = (token: string) => refreshGrant(w, provider, token);
     const replay = await refresh(signedIn);
     assert.equal(replay.status, 400);
     assert.equal(replay.error, "invalid_grant");

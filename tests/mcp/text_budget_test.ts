@@ -6,25 +6,9 @@
  * characters of article text, shared by its results, and says so.
  */
 import assert from "node:assert/strict";
+import { worstLoopGap } from "../_loop_gap.ts";
 import { mcpWorld } from "./_world.ts";
 import { MCP_RESULTS_BUDGET, MCP_TEXT_BUDGET, SearchBudget } from "../../routes/mcp/text_budget.ts";
-
-/** The longest gap between 10 ms timer ticks of this thread while `work` runs. */
-async function worstLoopGap<T>(work: () => Promise<T>): Promise<{ out: T; worstMs: number }> {
-  let last = performance.now(), worstMs = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    worstMs = Math.max(worstMs, now - last);
-    last = now;
-  }, 10);
-  try {
-    const out = await work();
-    // A stall that ends with the work has had no tick after it yet.
-    return { out, worstMs: Math.max(worstMs, performance.now() - last) };
-  } finally {
-    clearInterval(timer);
-  }
-}
 
 interface SearchResult {
   content: { type: string; text: string }[];
@@ -52,17 +36,19 @@ Deno.test("MCP search_articles of 1,000 full texts: at most MCP_TEXT_BUDGET char
     ),
   );
   assert.equal(report.failed, 0);
+  // A whole page of 1,000 results with their texts.
+  const wholePage = {
+    data_model_id: dm.id,
+    query: "harbour report",
+    num_results: 1000,
+    similarity_top_k: 1000,
+    contents: { text: true },
+  };
   const client = await w.connect(`Bearer ${w.apiKey}`);
   const { out, worstMs } = await worstLoopGap(() =>
     client.callTool({
       name: "search_articles",
-      arguments: {
-        data_model_id: dm.id,
-        query: "harbour report",
-        num_results: 1000,
-        similarity_top_k: 1000,
-        contents: { text: true },
-      },
+      arguments: wholePage,
     }) as Promise<SearchResult>
   );
   assert.equal(out.isError, undefined, out.content[0]?.text);
@@ -85,13 +71,7 @@ Deno.test("MCP search_articles of 1,000 full texts: at most MCP_TEXT_BUDGET char
     method: "tools/call",
     params: {
       name: "search_articles",
-      arguments: {
-        data_model_id: dm.id,
-        query: "harbour report",
-        num_results: 1000,
-        similarity_top_k: 1000,
-        contents: { text: true },
-      },
+      arguments: wholePage,
     },
   });
   const batch = await worstLoopGap(async () => {

@@ -4,24 +4,9 @@
  * repeats `<link` held the loop 2.6 s in every poll that fetched it, for every tenant of the process.
  */
 import assert from "node:assert/strict";
+import { worstLoopGap } from "../_loop_gap.ts";
 import { feedServer, LONG, rss, xml } from "./_feed_server.ts";
 import { sourcesWorld } from "./_world.ts";
-
-/** The longest gap between 10 ms timer ticks of this thread while `work` runs. */
-async function worstLoopGap<T>(work: () => Promise<T>): Promise<{ out: T; worstMs: number }> {
-  let last = performance.now(), worstMs = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    worstMs = Math.max(worstMs, now - last);
-    last = now;
-  }, 10);
-  try {
-    const out = await work();
-    return { out, worstMs };
-  } finally {
-    clearInterval(timer);
-  }
-}
 
 Deno.test("poller: an item page of 40,000 unclosed `<link` is read without holding the event loop 1 s", async () => {
   await using feed = feedServer();

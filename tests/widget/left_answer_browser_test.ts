@@ -5,33 +5,13 @@
  */
 import assert from "node:assert/strict";
 import type { EventInput } from "../../core/events.ts";
-import { type Reply, startChatServer } from "../answer/_chat_server.ts";
+import { heldSseReply, startChatServer } from "../answer/_chat_server.ts";
 import { openSharedBrowser, widgetWorld } from "./_browser_world.ts";
 
 const W = "ask-ai-widget";
 const inWidget = (sel: string) => `${W} >>> ${sel}`;
-const enc = new TextEncoder();
-const delta = (d: string) => enc.encode(`data: ${JSON.stringify({ choices: [{ delta: { content: d } }] })}\n\n`);
-
 /** A provider stream that sends its first piece, then the rest once released. */
-function heldStream(): { reply: Reply; release: () => void } {
-  let release!: () => void;
-  const released = new Promise<void>((r) => release = r);
-  const reply: Reply = () =>
-    new Response(
-      new ReadableStream<Uint8Array>({
-        async start(controller) {
-          controller.enqueue(delta("The port strike "));
-          await released;
-          controller.enqueue(delta("goes on."));
-          controller.enqueue(enc.encode("data: [DONE]\n\n"));
-          controller.close();
-        },
-      }),
-      { headers: { "content-type": "text/event-stream" } },
-    );
-  return { reply, release };
-}
+const heldStream = () => heldSseReply(["The port strike "], ["goes on."]);
 
 Deno.test({
   name: "widget in Chromium: a reader who leaves the page mid-answer is one question, recorded by the service",
