@@ -124,11 +124,6 @@ export interface Deps {
   readonly poller: SourcePoller;
   /** Retention of articles past a data model's max age; started and stopped by main.ts. */
   readonly retention: RetentionSweeper;
-  /**
-   * The commerce sweep (`commerce.settleSweep`, started with the background work): stale reservations,
-   * abandoned pay-per-call charges, standard settlements left `processing` or `paid`.
-   */
-  readonly settleSweep: Commerce["settleSweep"];
   /** Agent identity from Web Bot Auth signatures (directory keys fetched through `safeFetch`). */
   readonly webBotAuth: WebBotAuth;
   /** Brings the services up in dependency order (see {@link Lifecycle.start}). */
@@ -411,7 +406,6 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     sources,
     poller,
     retention,
-    settleSweep: commerce.settleSweep,
     // mppx's Web Bot Auth verifier judges signature lifetimes on the wall clock; its nonce store must too.
     webBotAuth: new WebBotAuth({
       kv,

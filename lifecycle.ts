@@ -36,10 +36,10 @@ export interface LifecycleParts {
   events: EventPipeline;
   analyticsVisits: VisitCube;
   /**
-   * Gives back money held for calls and payments nobody came back for, and resolves settlements left
-   * `processing` (core/commerce/settle_sweep.ts).
+   * Its sweep gives back money held for calls and payments nobody came back for, and resolves
+   * settlements left `processing` (core/commerce/settle_sweep.ts).
    */
-  settleSweep: { start(): void; stop(): Promise<void> };
+  commerce: { settleSweep: { start(): void; stop(): Promise<void> } };
 }
 
 /** How often closed day folders are checked for visit figures to build (a pass over built days is cheap). */
@@ -108,7 +108,7 @@ export class Lifecycle {
     this.#running.retention = true;
     // Money left held (reservations, abandoned calls, settlements): every process runs one, a KV
     // lease lets one sweep at a time.
-    p.settleSweep.start();
+    p.commerce.settleSweep.start();
     this.#running.settleSweep = true;
     // Replays the event write-ahead log into Parquet before serving, then flushes on a timer.
     if (p.config.eventsFlusher) {
@@ -133,7 +133,7 @@ export class Lifecycle {
       await this.#starts;
       const p = this.#parts;
       if (this.#running.poller) await p.poller.stop();
-      if (this.#running.settleSweep) await p.settleSweep.stop();
+      if (this.#running.settleSweep) await p.commerce.settleSweep.stop();
       if (this.#running.retention) await p.retention.stop();
       if (this.#running.visits) await p.analyticsVisits.stop();
       if (this.#running.events) {

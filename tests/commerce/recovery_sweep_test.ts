@@ -28,7 +28,7 @@ async function deadCallReservation(w: CommerceWorld, agent: AuthenticatedAgent, 
 
 Deno.test("commerce sweep: with no payment settings, a stale reservation of a dead call is given back on a quiet storefront, once", async () => {
   await using w = await createCommerceWorld();
-  const sweep = w.deps.settleSweep;
+  const sweep = w.deps.commerce.settleSweep;
   assert.ok(sweep, "the sweep runs without PAY_EVM_RPC_URL (the card and wallet rails always do)");
   const alice = await w.agents.issue();
   await buyWithWallet(w, alice.token, "1.000000");
@@ -76,7 +76,7 @@ Deno.test("commerce sweep: a sweep racing the live settles of stale reservations
   // The calls stalled past their hold, and settle now, while the sweep gives them back.
   w.clock.advance(STALE_RESERVATION_MS + 1);
   const [sweepOutcome, ...billed] = await Promise.all([
-    w.deps.settleSweep.sweep(),
+    w.deps.commerce.settleSweep.sweep(),
     ...ids.map((id) => ledger.settle(w.sellerId, id, 100_000)),
   ]);
   assert.equal(sweepOutcome.swept, true);
@@ -88,7 +88,7 @@ Deno.test("commerce sweep: a sweep racing the live settles of stale reservations
   }
   const credit = (await ledger.entries(alice.agent, w.sellerId)).reduce((n, e) => n + e.value.creditMicros, 0);
   assert.equal(credit + billedTotal, 1_000_000, "each reservation settled or given back, never both");
-  await w.deps.settleSweep.sweep();
+  await w.deps.commerce.settleSweep.sweep();
   assert.equal(
     (await ledger.entries(alice.agent, w.sellerId)).reduce((n, e) => n + e.value.creditMicros, 0),
     credit,
@@ -117,7 +117,7 @@ Deno.test("commerce sweep: a pay-per-call charge whose process died mid-call is 
   const dead = await deadPayPerCall(w);
   assert.equal((await w.deps.commerce.service.payments.get(w.sellerId, dead.ch.id)).value?.state, "consumed");
 
-  const sweep = w.deps.settleSweep;
+  const sweep = w.deps.commerce.settleSweep;
   w.clock.advance(STALE_RESERVATION_MS - 1000);
   assert.equal((await sweep.sweep()).abandonedCalls, 0, "not while the call may still be running");
   w.clock.advance(2000);
@@ -147,7 +147,7 @@ Deno.test("commerce sweep: an abandoned pay-per-call charge whose refunder died 
   assert.equal((await w.deps.commerce.service.payments.get(w.sellerId, dead.ch.id)).value?.state, "consumed");
 
   // Not before the taken mark is stale in its turn; then a sweep refunds it, once.
-  const sweep = w.deps.settleSweep;
+  const sweep = w.deps.commerce.settleSweep;
   assert.equal((await sweep.sweep()).abandonedCalls, 0);
   w.clock.advance(STALE_RESERVATION_MS + 1);
   assert.equal((await sweep.sweep()).abandonedCalls, 1);
@@ -181,7 +181,7 @@ Deno.test("commerce sweep: a pay-per-call charge the sweep refunded while its st
   ledger.holdCall = holdCall;
 
   w.clock.advance(STALE_RESERVATION_MS + 1);
-  assert.equal((await w.deps.settleSweep.sweep()).abandonedCalls, 1);
+  assert.equal((await w.deps.commerce.settleSweep.sweep()).abandonedCalls, 1);
   fail(new Error("hold write failed"));
   const res = await answer;
   assert.equal(res.status, 502);
@@ -220,7 +220,7 @@ Deno.test("commerce sweep: in a Stripe-only setup, a paid purchase whose credit 
       (await w.deps.commerce.service.ledger.entries(agent, w.sellerId)).reduce((n, e) => n + e.value.creditMicros, 0);
     assert.equal(await credit(), 0);
 
-    const sweep = w.deps.settleSweep;
+    const sweep = w.deps.commerce.settleSweep;
     assert.ok(sweep, "the sweep runs without PAY_EVM_RPC_URL");
     w.clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
     assert.deepEqual((await sweep.sweep()).resolved.map((r) => r.state), ["consumed"]);
@@ -258,7 +258,7 @@ Deno.test("commerce sweep: a pay-per-call refund that failed is tried again by a
     return out.length;
   };
   const { payments } = w.deps.commerce.service;
-  const sweep = w.deps.settleSweep;
+  const sweep = w.deps.commerce.settleSweep;
 
   // The upstream fails; its refund fails too: the agent is told the refund is pending.
   w.upstream.mode = "error";

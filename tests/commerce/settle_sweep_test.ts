@@ -287,7 +287,7 @@ Deno.test("settlement sweep: runs every PAY_SETTLE_SWEEP_INTERVAL_S from deps.st
   });
   assert.equal(w.deps.config.payments.settleSweepIntervalMs, 30_000);
   const calls: string[] = [];
-  const sweep = w.deps.settleSweep;
+  const sweep = w.deps.commerce.settleSweep;
   const { start, stop } = sweep;
   sweep.start = () => (calls.push("start"), start.call(sweep));
   sweep.stop = () => (calls.push("stop"), stop.call(sweep));
