@@ -21,6 +21,12 @@ export interface BodyBudgetOptions {
    * otherwise hold the whole budget. Default: a quarter of `bytes`.
    */
   perHolderBytes?: number;
+  /**
+   * Requests one holder may have waiting at once; past it that holder's next one is refused at once,
+   * so one address's flood of queued bodies never fills the queue for everyone else. Default: an
+   * eighth of `maxWaiting` (at least 1).
+   */
+  perHolderWaiting?: number;
 }
 
 /** The process's default: 32 MiB of bodies (8 MiB a holder), 256 requests waiting at most 30 s each. */
@@ -52,6 +58,7 @@ export class BodyBudget {
   #held = 0;
   readonly #byHolder = new Map<string, number>();
   readonly #waiting: Waiter[] = [];
+  readonly #waitingByHolder = new Map<string, number>();
 
   constructor(options: BodyBudgetOptions = DEFAULT_BODY_BUDGET) {
     this.#o = options;
@@ -77,6 +84,7 @@ export class BodyBudget {
     const share = Math.min(bytes, this.#o.bytes);
     if (this.#waiting.length > 0 || !this.#fits(share, holder)) {
       if (this.#waiting.length >= this.#o.maxWaiting) throw busy();
+      if (holder !== undefined && (this.#waitingByHolder.get(holder) ?? 0) >= this.#holderWaiting()) throw busy();
       await this.#wait(share, holder);
     } else {
       this.#hold(share, holder);
@@ -99,6 +107,18 @@ export class BodyBudget {
     return mine === 0 || mine + share <= (this.#o.perHolderBytes ?? this.#o.bytes / 4);
   }
 
+  #holderWaiting(): number {
+    return this.#o.perHolderWaiting ?? Math.max(1, Math.floor(this.#o.maxWaiting / 8));
+  }
+
+  /** Counts a holder's waiting requests up or down. */
+  #countWaiting(holder: string | undefined, delta: number): void {
+    if (holder === undefined) return;
+    const n = (this.#waitingByHolder.get(holder) ?? 0) + delta;
+    if (n > 0) this.#waitingByHolder.set(holder, n);
+    else this.#waitingByHolder.delete(holder);
+  }
+
   #hold(delta: number, holder: string | undefined): void {
     this.#held += delta;
     if (holder === undefined) return;
@@ -114,6 +134,7 @@ export class BodyBudget {
         holder,
         admit: () => {
           clearTimeout(timer);
+          this.#countWaiting(holder, -1);
           resolve();
         },
       };
@@ -121,11 +142,13 @@ export class BodyBudget {
         const at = this.#waiting.indexOf(waiter);
         if (at < 0) return;
         this.#waiting.splice(at, 1);
+        this.#countWaiting(holder, -1);
         // The head leaving may let the ones behind it in.
         if (at === 0) this.#admit();
         reject(busy());
       }, this.#o.waitMs);
       this.#waiting.push(waiter);
+      this.#countWaiting(holder, 1);
       // Those ahead may be held back by their holder's part only: this one may go in past them.
       this.#admit();
     });

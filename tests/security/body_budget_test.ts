@@ -140,3 +140,32 @@ Deno.test("BodyBudget: one holder (a keyless sender's address) holds at most its
   (await budget.take(600 * KiB, "203.0.113.7"))();
   (await budget.take(600 * KiB))();
 });
+
+Deno.test("BodyBudget: one holder's waiting bodies fill at most its part of the queue; another's large body is let in while there is room", async () => {
+  // A queue of 16, 2 a holder: one address sending hundreds of large bodies at once kept everyone
+  // else's large bodies out (refused at once for a full queue) with most of the budget free.
+  const budget = new BodyBudget({ bytes: 1024 * KiB, maxWaiting: 16, waitMs: 30_000 });
+  const flooder = "203.0.113.7";
+  const held = await budget.take(256 * KiB, flooder);
+  const queued = [budget.take(200 * KiB, flooder), budget.take(200 * KiB, flooder)];
+  await settle();
+  assert.equal(budget.waiting, 2);
+  const refused = await budget.take(200 * KiB, flooder).then(() => null, (e) => e);
+  assert.equal(refused?.code, "server_busy", "the holder's third waiting body is refused at once");
+  assert.equal(budget.waiting, 2, "it did not join the queue");
+  const other = await budget.take(100 * KiB, "198.51.100.4");
+  assert.equal(budget.held, 356 * KiB, "another address's body is let in");
+  other();
+  held();
+  // Its own bodies go in one at a time, within its part.
+  (await queued[0]!)();
+  (await queued[1]!)();
+  assert.equal(budget.held, 0);
+  // Its waiting count went back down: it may queue again.
+  const again = await budget.take(256 * KiB, flooder);
+  const next = budget.take(200 * KiB, flooder);
+  await settle();
+  assert.equal(budget.waiting, 1);
+  again();
+  (await next)();
+});
