@@ -8,7 +8,7 @@
 import { closingQuote } from "../json_count.ts";
 import { timeSlicer } from "../timers.ts";
 
-const QUOTE = 0x22, COMMA = 0x2c;
+const QUOTE = 0x22, BACKSLASH = 0x5c, COMMA = 0x2c;
 const OPEN_OBJECT = 0x7b, CLOSE_OBJECT = 0x7d, OPEN_ARRAY = 0x5b, CLOSE_ARRAY = 0x5d;
 const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
 
@@ -37,16 +37,19 @@ export async function jsonObjectKeys(bytes: Uint8Array): Promise<JsonObjectKeys 
   for (let i = start; i <= end; i++) {
     const b = bytes[i]!;
     if (b === QUOTE) {
-      // json_count's string walk (it yields inside long strings and backslash runs); most strings
-      // close within a slice: found at once, without a turn of the event loop.
-      const find = closingQuote(bytes, i + 1);
-      let found = find.next();
-      while (!found.done) {
-        await slice();
-        found = find.next();
+      // Most strings end at their first quote, found natively; one with an escaped quote is walked
+      // with json_count's closingQuote (it yields inside long strings and backslash runs; no closing
+      // quote is bytes.length, past the end).
+      let close = bytes.indexOf(QUOTE, i + 1);
+      if (close < 0 || bytes[close - 1] === BACKSLASH) {
+        const find = closingQuote(bytes, i + 1);
+        let found = find.next();
+        while (!found.done) {
+          await slice();
+          found = find.next();
+        }
+        close = found.value;
       }
-      // No closing quote is bytes.length, past the end.
-      const close = found.value;
       if (close > end) return null;
       if (depth === 1 && expectKey) {
         try {
