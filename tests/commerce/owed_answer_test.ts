@@ -6,6 +6,9 @@
  * facilitator (its settle answer lost), a counting upstream, and a stock mppx client.
  */
 import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Credential } from "mppx";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import { SETTLE_RECHECK_GRACE_MS } from "../../core/commerce/settlement.ts";
 import { type ChainWorld, evmClient, lossyFacilitator, withChainWorld } from "./_chain_world.ts";
@@ -17,19 +20,19 @@ const COPIES = 4;
  * A call whose settle answer was lost (503, the money moved on chain), and the same credential sent
  * again unchanged.
  */
-async function lostCall({ chain, w, http }: ChainWorld) {
+async function lostCall({ chain, w, http }: ChainWorld, path = `/v2/search?data_model_id=${w.dataModelId}`) {
   await w.addPayg(20_000);
   const { token, renew } = await w.agents.issue();
   const sent: { authorization: string | null } = { authorization: null };
-  const searchUrl = `${http.url}/v2/search?data_model_id=${w.dataModelId}`;
-  const lost = await evmClient(token, sent).fetch(searchUrl, postJson({ query: "budget" }));
+  const callUrl = `${http.url}${path}`;
+  const lost = await evmClient(token, sent).fetch(callUrl, postJson({ query: "budget" }));
   assert.equal(lost.status, 503);
   await lost.body?.cancel();
   assert.equal(chain.settlements.length, 1);
   assert.equal(w.upstream.verified, 1, "the call ran, its answer not delivered");
   const current = { token };
   const retry = () =>
-    fetch(searchUrl, {
+    fetch(callUrl, {
       ...postJson({ query: "budget" }),
       headers: {
         "content-type": "application/json",
@@ -39,7 +42,7 @@ async function lostCall({ chain, w, http }: ChainWorld) {
     });
   /** A fresh access token, once the clock moved past the last one's minutes. */
   const renewToken = async () => void (current.token = await renew());
-  return { retry, renewToken };
+  return { retry, renewToken, credential: () => sent.authorization!, token: () => current.token };
 }
 
 async function callRecord(world: ChainWorld): Promise<PaymentRecord> {
@@ -141,6 +144,50 @@ Deno.test("owed answer: a call whose settle answer was lost, its credential sent
       assert.equal(again.status, 409);
       assert.equal((await again.json()).error, "payment_consumed");
       assert.equal(chain.settlements.length, 1);
+    },
+  );
+});
+
+Deno.test("owed answer: the MCP ask tool sent the owed credential as concurrent copies runs the upstream once; the others are told to retry unchanged", async () => {
+  await withChainWorld(
+    { facilitator: (c) => lossyFacilitator(c, true), upstream: true },
+    async (world) => {
+      const { chain, clock, http, w } = world;
+      const lost = await lostCall(world, `/aimodel/${w.aiModelId}`);
+      clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+      await w.deps.commerce.settleSweep.sweep();
+      await lost.renewToken();
+      assert.equal((await callRecord(world)).answerOwed, true);
+
+      const client = new Client({ name: "owed-answer-test", version: "1.0.0" });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${http.url}/mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${lost.token()}` } },
+        }),
+      );
+      try {
+        const credential = Credential.deserialize(lost.credential());
+        const call = () =>
+          client.callTool({
+            name: "ask",
+            arguments: { ai_model_id: w.aiModelId, query: "budget" },
+            _meta: { "org.paymentauth/credential": credential },
+          });
+        const out = await copiesAtOnce(world, async () => {
+          // One MCP answer as the copies' shape: served, or the tool error naming the payment error.
+          const result = await call() as { isError?: boolean; content: { text: string }[] };
+          if (!result.isError) return Response.json(result);
+          const [, code] = /^(payment_[a-z_]+)/.exec(result.content[0]!.text) ?? [];
+          return Response.json({ error: code }, { status: code === "payment_provider_unavailable" ? 503 : 500 });
+        });
+        assert.equal(out.filter((o) => o.status === 200).length, 1, JSON.stringify(out));
+        assert.equal(out.filter((o) => o.body.error === "payment_provider_unavailable").length, COPIES - 1);
+        assert.equal(w.upstream.verified, 2, "the owed answer ran the upstream once");
+        assert.equal((await callRecord(world)).state, "consumed");
+        assert.equal(chain.settlements.length, 1);
+      } finally {
+        await client.close();
+      }
     },
   );
 });
