@@ -191,3 +191,27 @@ Deno.test("owed answer: the MCP ask tool sent the owed credential as concurrent 
     },
   );
 });
+
+Deno.test("owed answer: a retry forwarding a call whose transfer it just confirmed, while the sweep records the same settlement paid and owed, is served and consumes it", async () => {
+  await withChainWorld(
+    { facilitator: (c) => lossyFacilitator(c, true), upstream: true },
+    async (world) => {
+      const { clock, w } = world;
+      const { retry } = await lostCall(world);
+      // The sweep runs while the retry's upstream call is in flight.
+      w.upstream.hold = async () => {
+        w.upstream.hold = undefined;
+        clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+        const swept = await w.deps.commerce.settleSweep.sweep();
+        assert.equal(swept.resolved[0]?.state, "paid");
+      };
+      const served = await retry();
+      assert.equal(served.status, 200, await served.clone().text());
+      assert.ok(served.headers.get("payment-receipt"));
+      await served.body?.cancel();
+      assert.equal(w.upstream.verified, 2);
+      assert.equal((await callRecord(world)).state, "consumed", "the answer given is the one owed");
+      assert.equal(await answerClaims(world), 0);
+    },
+  );
+});
