@@ -26,6 +26,7 @@
  */
 import type { Clock } from "../clock.ts";
 import type { AppError } from "../errors.ts";
+import type { LeaseRecord } from "../kv_lease.ts";
 import { commerceErrors as errors } from "./errors.ts";
 import { CHALLENGE_TTL_MS, type PaymentTerms } from "./challenges.ts";
 import type { ChainTransfer, EvmAuthorization } from "./standard_methods.ts";
@@ -74,7 +75,8 @@ export interface PaymentRecord {
   logsFromBlock?: number;
   /**
    * A pay-as-you-go call `paid` by the sweep: its settlement was confirmed after the agent was told
-   * 503, so the answer it paid for was never delivered; the same credential sent again is served once.
+   * 503, so the answer it paid for was never delivered; the same credential sent again is served once
+   * (by one copy at a time: {@link PaymentStore.claimAnswer}).
    */
   answerOwed?: boolean;
 }
@@ -205,6 +207,21 @@ export interface OpenCall {
 
 const OPEN_CALL_PREFIX = "commerce_call_open";
 const openCallKey = (c: OpenCall): Deno.KvKey => [OPEN_CALL_PREFIX, c.at, c.sellerId, c.reference];
+
+/**
+ * The claim of one request on giving a pay-as-you-go call's owed answer (see
+ * {@link PaymentStore.claimAnswer}): its key, and the exact entry it wrote.
+ */
+export interface AnswerClaim {
+  key: Deno.KvKey;
+  versionstamp: string;
+}
+
+const answeringKey = (sellerId: string, reference: string): Deno.KvKey => [
+  "commerce_call_answering",
+  sellerId,
+  reference,
+];
 
 /** Reads and moves payment records. */
 export class PaymentStore {
@@ -338,6 +355,35 @@ export class PaymentStore {
     relist(op, entry.value, next);
     if (entry.value.pendingTransfer) op.delete(unconfirmedKey(entry.value));
     return (await op.commit()).ok;
+  }
+
+  /**
+   * Claims the giving of a pay-as-you-go call's owed answer (its settlement confirmed after the
+   * agent was told 503: `paid` with its answer owed, or `processing` and about to be confirmed) for
+   * `ttlMs`, atomically with the exact record read: of concurrent copies of the credential (or
+   * processes on one KV) exactly one runs the upstream; the others find the claim held, or the record
+   * moved on. The claim ends with the record's consume ({@link answerGiven}), or is released when the
+   * answer could not be given ({@link releaseAnswer}), or lapses with a process that died.
+   * @returns the claim, or null when a live one is held or the record changed since it was read
+   */
+  async claimAnswer(entry: Deno.KvEntry<PaymentRecord>, ttlMs: number): Promise<AnswerClaim | null> {
+    const key = answeringKey(entry.value.sellerId, entry.value.reference);
+    const nowMs = this.clock.now().getTime();
+    const held = await this.kv.get<LeaseRecord>(key);
+    if (held.value && held.value.until > nowMs) return null;
+    const lease: LeaseRecord = { owner: crypto.randomUUID(), until: nowMs + ttlMs };
+    const res = await this.kv.atomic().check(entry).check(held).set(key, lease, { expireIn: ttlMs }).commit();
+    return res.ok ? { key, versionstamp: res.versionstamp } : null;
+  }
+
+  /** Gives up a claim whose answer was not given (the upstream failed): the answer stays owed. */
+  async releaseAnswer(claim: AnswerClaim): Promise<void> {
+    await this.kv.atomic().check(claim).delete(claim.key).commit();
+  }
+
+  /** Ends a claim in the commit that consumes its record (the answer given). */
+  answerGiven(claim: AnswerClaim): (op: Deno.AtomicOperation) => Deno.AtomicOperation {
+    return (op) => op.delete(claim.key);
   }
 
   /**

@@ -478,7 +478,8 @@ export class PaidProxy {
     if (out.status === 402) throw await settlementRefused(out.response);
     // Settled and answered: the reference is `paid`, which spends it for good. A consume that fails to
     // commit (a KV error) must not turn the answer the agent paid for into an error.
-    await settlement.consumeCall(out.entry, out.externalId, c.seller).catch((err) => {
+    // An owed answer given here ends its claim in the same commit (another copy may then find it spent).
+    await settlement.consumeCall(out.entry, out.externalId, c.seller, undefined, out.answer).catch((err) => {
       if (err instanceof AppError) throw err;
       this.o.log.error("pay-per-call consume not recorded", {
         request_id: requestId,

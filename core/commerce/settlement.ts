@@ -10,10 +10,11 @@ import type { Challenge } from "mppx";
 import type { Clock } from "../clock.ts";
 import { AppError } from "../errors.ts";
 import { type PaymentTerms, receiptHeader, termsDiffer } from "./challenges.ts";
-import type { EntitlementLedger } from "./entitlements.ts";
+import { type EntitlementLedger, STALE_RESERVATION_MS } from "./entitlements.ts";
 import { commerceErrors as errors } from "./errors.ts";
 import { loadMppx } from "./mppx.ts";
 import {
+  type AnswerClaim,
   effectiveState,
   type PaymentRecord,
   type PaymentState,
@@ -60,6 +61,8 @@ export type StandardSettled = {
   entry: Deno.KvEntry<PaymentRecord>;
   externalId: string;
   receiptHeaders: [string, string][];
+  /** A call's owed answer given by this request: its claim, ended by the consume ({@link Settlement.consumeCall}). */
+  answer?: AnswerClaim;
 };
 
 /** What a 402 of the standard methods offers: mppx's `WWW-Authenticate` list and x402's `PAYMENT-REQUIRED`. */
@@ -208,20 +211,29 @@ export class Settlement {
   /**
    * Marks a pay-as-you-go call's reference consumed (it buys the call, no credit). Only the request
    * whose claim still stands consumes it: a claim taken over after a stall lost the reference to
-   * the request that took it, which is the one served.
+   * the request that took it, which is the one served. An owed answer's claim (`answer`) ends in
+   * the same commit.
    * @throws {AppError} the reference's state error when it moved meanwhile
    */
   async consumeCall(
     entry: Deno.KvEntry<PaymentRecord>,
     processorRef: string,
     seller: Seller,
-    also?: (op: Deno.AtomicOperation) => Deno.AtomicOperation,
+    also: (op: Deno.AtomicOperation) => Deno.AtomicOperation = (op) => op,
+    answer?: AnswerClaim,
   ): Promise<void> {
     const { payments } = this.o;
-    if (await payments.move(entry, { state: "consumed", processorRef }, also)) return;
-    const now = (await payments.get(entry.value.sellerId, entry.value.reference)).value;
-    if (!now) throw errors.payment_unknown();
-    throw this.stateError(now, seller);
+    const ops = answer ? (op: Deno.AtomicOperation) => payments.answerGiven(answer)(also(op)) : also;
+    if (await payments.move(entry, { state: "consumed", processorRef }, ops)) return;
+    const now = await payments.get(entry.value.sellerId, entry.value.reference);
+    if (!now.value) throw errors.payment_unknown();
+    // The sweep confirmed this settlement while its owed answer was being given (`processing` ->
+    // `paid`, owed): the answer given is that one.
+    const owed = answer && now.value.state === "paid" && now.value.answerOwed;
+    if (owed && await payments.move(now as Deno.KvEntry<PaymentRecord>, { state: "consumed", processorRef }, ops)) {
+      return;
+    }
+    throw this.stateError(now.value, seller);
   }
 
   /** Whether mppx's standard methods are offered. */
@@ -292,9 +304,10 @@ export class Settlement {
         const entry = seen as Deno.KvEntry<PaymentRecord>;
         const externalId = seen.value.processorRef ?? "";
         if (terms.action !== "call") return { status: 200, entry, externalId, receiptHeaders: [] };
-        await beforeSettle?.();
+        const answer = await this.#claimAnswer(entry, seller);
+        await this.#releasedOnError(answer, async () => await beforeSettle?.());
         const receipt = await receiptHeader(entry.value.rail, entry.value.reference, externalId, clock.now());
-        return { status: 200, entry, externalId, receiptHeaders: [["payment-receipt", receipt]] };
+        return { status: 200, entry, externalId, receiptHeaders: [["payment-receipt", receipt]], answer };
       }
       if (seen.value) throw this.stateError(seen.value, seller);
     }
@@ -438,15 +451,19 @@ export class Settlement {
     if (differs === "amount") {
       throw errors.payment_amount_mismatch({ detail: `the payment was for ${paid.amountUsd} USD` });
     }
-    const recheck = await this.o.standard!.recheckSettlement(entry.value);
-    if (recheck.check === "unconfirmed") throw this.#unconfirmed(entry.value, seller);
-    if (recheck.check === "refused") {
-      await this.o.payments.move(entry, { state: "failed", settlementReason: recheck.reason });
-      throw errors.settlement_failed({ extra: { settlementReason: recheck.reason } });
-    }
-    const { transfer } = recheck;
-    // Paid, so an upstream error here leaves the reference as it is, for the next retry.
-    await beforeSettle?.();
+    // A call's answer, once confirmed, is owed: one copy of the credential asks and answers it.
+    const answer = terms.action === "call" ? await this.#claimAnswer(entry, seller) : undefined;
+    const transfer = await this.#releasedOnError(answer, async () => {
+      const recheck = await this.o.standard!.recheckSettlement(entry.value);
+      if (recheck.check === "unconfirmed") throw this.#unconfirmed(entry.value, seller);
+      if (recheck.check === "refused") {
+        await this.o.payments.move(entry, { state: "failed", settlementReason: recheck.reason });
+        throw errors.settlement_failed({ extra: { settlementReason: recheck.reason } });
+      }
+      // Paid, so an upstream error here leaves the reference as it is, for the next retry.
+      await beforeSettle?.();
+      return recheck.transfer;
+    });
     const at = this.o.clock.now();
     return {
       status: 200,
@@ -456,7 +473,41 @@ export class Settlement {
         "payment-receipt",
         await receiptHeader(entry.value.rail, entry.value.reference, transfer.transaction, at),
       ]],
+      ...(answer ? { answer } : {}),
     };
+  }
+
+  /**
+   * Claims the giving of a call's owed answer ({@link PaymentStore.claimAnswer}) for the life of a
+   * paid call's hold: concurrent copies of the credential would each run the seller's upstream
+   * (each run may cost the seller a model call) for one payment.
+   * @throws {AppError} the reference's state error when it moved on (served meanwhile), else 503
+   *   `payment_provider_unavailable` (another copy is answering; retry unchanged: if its upstream
+   *   fails, the answer is still owed)
+   */
+  async #claimAnswer(entry: Deno.KvEntry<PaymentRecord>, seller: Seller): Promise<AnswerClaim> {
+    const { payments, clock } = this.o;
+    const claim = await payments.claimAnswer(entry, STALE_RESERVATION_MS);
+    if (claim) return claim;
+    const now = (await payments.get(entry.value.sellerId, entry.value.reference)).value;
+    if (!now) throw errors.payment_unknown();
+    const terminal = terminalError(now, effectiveState(now, clock));
+    if (terminal) throw terminal;
+    throw errors.payment_provider_unavailable({
+      detail: "another request with this credential is being answered; retry unchanged",
+      extra: { statusUrl: this.o.statusUrl(now.reference, seller) },
+      headers: { "retry-after": "5" },
+    });
+  }
+
+  /** Runs `work` under an owed answer's claim, which is released when it throws (the answer stays owed). */
+  async #releasedOnError<T>(answer: AnswerClaim | undefined, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if (answer) await this.o.payments.releaseAnswer(answer).catch(() => {});
+      throw err;
+    }
   }
 
   /** The answer to a settlement of unknown outcome: the spec's one payment error to retry unchanged. */

@@ -180,7 +180,13 @@ export class ClaimService {
       const uri = this.opts.claimPageUrl(link, seller);
       try {
         await this.mailer.send(
-          claimEmail({ to: email, sellerName, uri, mailCode, minutes: Math.max(1, Math.round(expiresIn / 60)) }),
+          claimEmail({
+            to: email,
+            sellerName,
+            uri,
+            mailCode,
+            timeLeft: timeLeftText(Date.parse(endsAt) - now.getTime()),
+          }),
         );
       } catch (cause) {
         this.log.error("claim e-mail not sent", {
@@ -279,7 +285,7 @@ export class ClaimService {
     link: string,
     decision: "confirm" | "deny",
     proof: string,
-  ): Promise<ClaimPageState | { kind: "code"; userCode: string } | { kind: "proof_required" }> {
+  ): Promise<ClaimPageState | { kind: "code"; userCode: string; expiresAt: string } | { kind: "proof_required" }> {
     for (let i = 0; i < 8; i++) {
       const found = await this.#byLink(link);
       if (!found) return { kind: "unknown" };
@@ -292,17 +298,18 @@ export class ClaimService {
       const proofOk = PROOF_RE.test(proof) && timingSafeEqual(await sha256Hex(proof), a.proofHash ?? "");
       if (!proofOk) return { kind: "proof_required" };
       let attempt: ClaimAttempt;
-      let code: string | null = null;
+      let code: { userCode: string; expiresAt: string } | null = null;
       if (decision === "deny") {
         attempt = { ...a, status: "denied", decidedAt: now.toISOString() };
       } else {
-        code = newUserCode();
+        const userCode = newUserCode();
+        code = { userCode, expiresAt: this.#endsBy(claim, now, this.opts.claimTtlS) };
         attempt = {
           ...a,
           status: "confirmed",
           decidedAt: now.toISOString(),
-          userCodeHash: await sha256Hex(code),
-          userCodeExpiresAt: this.#endsBy(claim, now, this.opts.claimTtlS),
+          userCodeHash: await sha256Hex(userCode),
+          userCodeExpiresAt: code.expiresAt,
         };
       }
       const res = await this.kv.atomic().check(entry)
@@ -310,7 +317,10 @@ export class ClaimService {
         .commit();
       if (!res.ok) continue;
       // The user code is only ever in this return value: the page shows it to the proven browser.
-      return code ? { kind: "code", userCode: formatUserCode(code) } : { kind: "denied" };
+      // Its time left is the page's to show: the code ends with the claim at the latest.
+      return code
+        ? { kind: "code", userCode: formatUserCode(code.userCode), expiresAt: code.expiresAt }
+        : { kind: "denied" };
     }
     throw new Error("claim decision kept conflicting");
   }
@@ -431,7 +441,7 @@ export class ClaimService {
  * controls the mailbox. The code is in this message and nowhere else.
  */
 function claimEmail(
-  m: { to: string; sellerName: string; uri: string; mailCode: string; minutes: number },
+  m: { to: string; sellerName: string; uri: string; mailCode: string; timeLeft: string },
 ): MailMessage {
   const code = formatUserCode(m.mailCode);
   return {
@@ -440,7 +450,7 @@ function claimEmail(
     text: [
       `An AI agent asked to be linked to ${m.to} at ${m.sellerName}.`,
       "",
-      `If that was you, open this link within ${m.minutes} minutes:`,
+      `If that was you, open this link (it works for ${m.timeLeft}):`,
       m.uri,
       "",
       `and enter this verification code: ${code}`,
@@ -450,10 +460,21 @@ function claimEmail(
     ].join("\n"),
     html: String(
       html`<p>An AI agent asked to be linked to <b>${m.to}</b> at ${m.sellerName}.</p>
-<p>If that was you, <a href="${m.uri}">open this link</a> within ${m.minutes} minutes and enter this verification code:</p>
+<p>If that was you, <a href="${m.uri}">open this link</a> (it works for ${m.timeLeft}) and enter this verification code:</p>
 <p style="font:700 1.6rem monospace;letter-spacing:.15em" id="mail-code">${code}</p>
 <p>Do not share the verification code with anyone, not even your agent. After you confirm, the page shows a
 different code to give to your agent. If you did not ask for this, ignore this message.</p>`,
     ),
   };
+}
+
+/**
+ * Time left as a person reads it, never more than there is: whole minutes rounded down ("1 minute",
+ * "4 minutes"), "less than a minute" under one. A mail or page that rounded up promised a claim
+ * link minutes it did not have.
+ */
+export function timeLeftText(ms: number): string {
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 1) return "less than a minute";
+  return `${minutes} minute${minutes === 1 ? "" : "s"}`;
 }

@@ -1,6 +1,7 @@
 /** The identity room's face: what other rooms and the routes may use. */
 
 export type { ClaimPageState } from "./claims.ts";
+export { timeLeftText } from "./claims.ts";
 export { sfError } from "./errors.ts";
 export { ID_JAG_TOKEN_TYPE } from "./id_jag.ts";
 export { claimBlock, identityBody } from "./identity_body.ts";

@@ -16,7 +16,12 @@ import {
   standaloneQuery,
   turnFields,
 } from "../../core/answer/mod.ts";
-import { type ArticleText, articleWithText } from "../../core/search/mod.ts";
+import {
+  type ArticleText,
+  articleWithText,
+  SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS,
+  textOptionOf,
+} from "../../core/search/mod.ts";
 import type { Challenge, Credential, Receipt } from "mppx";
 import { ASK_AI_FILTERS, ASK_AI_PARAMS, askAiRollup } from "../../analytics/rollups.ts";
 import type { AnalyticsQuery, RollupDeps } from "../../analytics/rollups.ts";
@@ -99,6 +104,11 @@ const LISTED_CATEGORIES = 10;
 /** What the tools call; one implementation per way in. */
 export interface McpAccess {
   kind: "tenant" | "agent";
+  /**
+   * The most highlight characters per result a search with these arguments can give this caller
+   * (its licence's cap), or null when it gets what it asks: the request's text budget draws no more.
+   */
+  highlightCap(args: SearchArgs): number | null;
   searchArticles(args: SearchArgs, payment: CallPayment): Promise<SearchResponse>;
   getArticle(args: GetArticleArgs, payment: CallPayment): Promise<ArticleText>;
   ask(args: AskArgs, payment: CallPayment): Promise<AskOutcome>;
@@ -142,6 +152,11 @@ export class TenantAccess implements McpAccess {
     /** Aborted when the caller left (its request's signal, asked for before answering). */
     private readonly callerLeft?: AbortSignal,
   ) {}
+
+  /** The tenant's own data models: it reads its articles whole, highlights as asked. */
+  highlightCap(): null {
+    return null;
+  }
 
   async searchArticles(args: SearchArgs): Promise<SearchResponse> {
     const dm = await this.deps.repos.dataModels.getForTenant(this.tenantId, args.data_model_id);
@@ -267,6 +282,14 @@ export class AgentAccess implements McpAccess {
   }
 
   private readonly receipts: UsageReceipts;
+
+  /**
+   * A search that pays for no full text is forwarded with its highlights cut to the summary
+   * licence's (the paid proxy's `passagesCapped`); one that pays for text gets them as asked.
+   */
+  highlightCap(args: SearchArgs): number | null {
+    return textOptionOf(args) === null ? SUMMARY_LICENCE_HIGHLIGHT_CHARACTERS : null;
+  }
 
   async searchArticles(args: SearchArgs, payment: CallPayment): Promise<SearchResponse> {
     const { data_model_id: dm, ...request } = args;

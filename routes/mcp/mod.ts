@@ -56,10 +56,13 @@ async function runTool(access: McpAccess, name: string, args: unknown, payment: 
   switch (tool.name) {
     case "search_articles": {
       // A POST's answer is one JSON-RPC message: its results and article text are bounded (text_budget.ts).
+      const searchArgs = parseArguments<SearchArgs>(tool, args);
+      // Drawn at what the caller can receive: highlights past its licence's cap never reach it.
       const { out, notice } = await budget.run(
-        parseArguments<SearchArgs>(tool, args),
+        searchArgs,
         access.kind === "tenant",
         (budgeted) => access.searchArticles(budgeted, payment),
+        access.highlightCap(searchArgs),
       );
       const rendered = renderSearch(out);
       return notice

@@ -39,16 +39,18 @@ export class SearchBudget {
    * Runs one search on its share of the budget ({@link take}), given back when it fails. A batch's
    * calls run together: one that would be cut first waits for those running, as one that fails
    * leaves its share to the others.
+   * @param highlightCap as {@link take}
    * @throws {AppError} as {@link take}, and whatever `search` throws
    */
   run<T>(
     args: SearchArgs,
     readsWhole: boolean,
     search: (args: SearchArgs) => Promise<T>,
+    highlightCap: number | null = null,
   ): Promise<{ out: T; notice?: string }> {
-    return this.#drawn(() => this.#fitsWhole(args), () => {
-      const taken = this.take(args, readsWhole);
-      return { taken, giveBack: () => this.#giveBack(taken) };
+    return this.#drawn(() => this.#fitsWhole(args, highlightCap), () => {
+      const taken = this.take(args, readsWhole, highlightCap);
+      return { taken, giveBack: () => this.#giveBack(taken, highlightCap) };
     }, search);
   }
 
@@ -109,19 +111,21 @@ export class SearchBudget {
   }
 
   /** Whether what is left serves `args` as asked. */
-  #fitsWhole(args: SearchArgs): boolean {
+  #fitsWhole(args: SearchArgs, highlightCap: number | null): boolean {
     const results = resultsOf(args);
     return results <= this.#results &&
-      results * ((textOptionOf(args) ?? 0) + highlightsOf(args)) <= this.#text;
+      results * ((textOptionOf(args) ?? 0) + highlightsOf(args, highlightCap)) <= this.#text;
   }
 
   /**
    * Search arguments within what is left: each of the page's results gets an equal share of the
    * text, highlights first (they are the passages that answer the query), the text the rest.
    * @param readsWhole whether the caller has `get_article`, to read one article whole
+   * @param highlightCap the most highlight characters per result the caller's licence lets it
+   *   receive (null: as asked): what it cannot receive is not drawn
    * @throws {AppError} 422 when a batch's earlier calls left too few results or no text for this one
    */
-  take(args: SearchArgs, readsWhole: boolean): BudgetedSearch {
+  take(args: SearchArgs, readsWhole: boolean, highlightCap: number | null = null): BudgetedSearch {
     const results = resultsOf(args);
     if (results > this.#results) {
       throw new AppError(
@@ -132,7 +136,7 @@ export class SearchBudget {
       );
     }
     const textAsked = textOptionOf(args) ?? 0;
-    const highlightsAsked = highlightsOf(args);
+    const highlightsAsked = highlightsOf(args, highlightCap);
     const share = Math.floor(this.#text / results);
     if (textAsked + highlightsAsked > 0 && share < (textAsked && highlightsAsked ? 2 : 1)) throw spent();
     this.#results -= results;
@@ -163,18 +167,22 @@ export class SearchBudget {
     };
   }
 
-  /** Gives back what {@link take} drew for a search that then failed: its caller got none of it. */
-  #giveBack(taken: BudgetedSearch): void {
+  /**
+   * Gives back what {@link take} drew for a search that then failed (its caller got none of it), by
+   * the same measure: the arguments it passed on, under the same cap.
+   */
+  #giveBack(taken: BudgetedSearch, highlightCap: number | null): void {
     const results = resultsOf(taken.args);
     this.#results += results;
-    this.#text += results * ((textOptionOf(taken.args) ?? 0) + highlightsOf(taken.args));
+    this.#text += results * ((textOptionOf(taken.args) ?? 0) + highlightsOf(taken.args, highlightCap));
   }
 }
 
 /** The results a search draws: as many as its page can hold (one past the ranking, which holds none). */
 const resultsOf = (args: SearchArgs) => Math.max(1, pageLength(args));
-/** The highlight characters per result a search asks. */
-const highlightsOf = (args: SearchArgs) => highlightOptionsOf(args)?.maxCharacters ?? 0;
+/** The highlight characters per result a search asks, as far as the caller may receive them. */
+const highlightsOf = (args: SearchArgs, cap: number | null) =>
+  Math.min(highlightOptionsOf(args)?.maxCharacters ?? 0, cap ?? Infinity);
 
 /** No article text left for a call of this request. */
 const spent = () =>

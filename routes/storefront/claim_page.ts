@@ -3,7 +3,7 @@ import { storefrontAddressLimit } from "./address_limit.ts";
 import { html } from "hono/html";
 import { type Html, humanPage } from "./human_page.ts";
 import type { Deps } from "../../composition.ts";
-import type { ClaimPageState } from "../../core/identity/mod.ts";
+import { type ClaimPageState, timeLeftText } from "../../core/identity/mod.ts";
 import type { AppEnv } from "../env.ts";
 import { readBodyCapped } from "../middleware/body.ts";
 import { familyApp } from "../family.ts";
@@ -151,9 +151,7 @@ export function createClaimPageRoutes(deps: Pick<Deps, "config" | "storefront" |
     c.header("Cache-Control", "no-store");
     return c.html(body, status as 200);
   };
-  const minutesLeft = (expiresAt: string) =>
-    Math.max(1, Math.round((Date.parse(expiresAt) - claims.now().getTime()) / 60_000));
-  const minutesText = (n: number) => `${n} minute${n === 1 ? "" : "s"}`;
+  const timeLeft = (expiresAt: string) => timeLeftText(Date.parse(expiresAt) - claims.now().getTime());
   const sellerName = async (sellerId: string) => (await sellers.get(sellerId))?.name ?? "this storefront";
 
   const codeForm = async (
@@ -162,7 +160,6 @@ export function createClaimPageRoutes(deps: Pick<Deps, "config" | "storefront" |
     state: { email: string; sellerId: string; expiresAt: string },
     error?: string,
   ) => {
-    const minutes = minutesLeft(state.expiresAt);
     return page(
       "Verify your e-mail",
       html`<h1>Link an AI agent to ${state.email}?</h1>
@@ -173,7 +170,7 @@ ${error ? html`<p class="error" id="error" role="alert">${error}</p>` : ""}
 <label for="mail-code">Verification code</label><br>
 <input id="mail-code" name="mail_code" autocomplete="one-time-code" required maxlength="16" placeholder="XXXX-XXXX">
 <button class="primary" type="submit">Continue</button></form>
-<p class="muted">This link expires in about ${minutes} minute${minutes === 1 ? "" : "s"}.</p>`,
+<p class="muted">This link expires in ${timeLeft(state.expiresAt)}.</p>`,
     );
   };
 
@@ -234,7 +231,7 @@ ${error ? html`<p class="error" id="error" role="alert">${error}</p>` : ""}
             <form method="post" action="/claim/${link}"
               id="deny"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="proof" value="${r
                 .proof}"><input type="hidden" name="decision" value="deny"><button type="submit">Deny</button></form>
-            <p class="muted">This link expires in about ${minutesText(minutesLeft(r.expiresAt))}.</p>
+            <p class="muted">This link expires in ${timeLeft(r.expiresAt)}.</p>
           `,
         ),
       );
@@ -268,9 +265,7 @@ ${error ? html`<p class="error" id="error" role="alert">${error}</p>` : ""}
             <h1>Confirmed</h1>
             <p>Give this code to your agent:</p>
             <p class="code" id="user-code">${result.userCode}</p>
-            <p class="muted">It is shown only once and expires in ${minutesText(
-              Math.max(1, Math.round(deps.config.storefront.claimTtlS / 60)),
-            )}.</p>
+            <p class="muted">It is shown only once and expires in ${timeLeft(result.expiresAt)}.</p>
           `,
         ),
       );

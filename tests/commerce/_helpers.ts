@@ -79,7 +79,15 @@ export interface CommerceWorld extends TestWorld {
   /** Host header value of the seller. */
   host: string;
   /** Upstream peer state (when started). */
-  upstream: { mode: UpstreamMode; calls: number; verified: number; url: string; agentIds: (string | null)[] };
+  upstream: {
+    mode: UpstreamMode;
+    calls: number;
+    verified: number;
+    url: string;
+    agentIds: (string | null)[];
+    /** Awaited by each verified call before it answers (holds an answer while others race it). */
+    hold?: () => Promise<void>;
+  };
   /** Requests against the storefront with the seller's Host header. */
   req(path: string, init?: RequestInit & { token?: string }): Promise<Response>;
   addPayg(price: number, services?: string[]): Promise<PaygPlan>;
@@ -100,7 +108,7 @@ export async function createCommerceWorld(
     overrides?: DepsOverrides;
   } = {},
 ): Promise<CommerceWorld & AsyncDisposable> {
-  const state = { mode: "ok" as UpstreamMode, calls: 0, verified: 0, url: "", agentIds: [] as (string | null)[] };
+  const state: CommerceWorld["upstream"] = { mode: "ok", calls: 0, verified: 0, url: "", agentIds: [] };
   let server: Deno.HttpServer<Deno.NetAddr> | undefined;
   // The peer needs the world's secrets and clock, which exist only after the world: late-bound.
   const peer: { verify?: (req: Request, body: Uint8Array) => Promise<boolean> } = {};
@@ -113,6 +121,7 @@ export async function createCommerceWorld(
       }
       state.verified++;
       state.agentIds.push(req.headers.get("zc-agent-id"));
+      await state.hold?.();
       const url = new URL(req.url);
       const slug = url.pathname.startsWith("/payproxy/v2/search") ? "demo-news" : "demo-answers";
       const usage = state.mode === "bad_usage"

@@ -167,11 +167,12 @@ Deno.test("SearchBudget.take() cuts before the search, names get_article only to
 async function batchOf(
   w: Awaited<ReturnType<typeof mcpWorld>>,
   calls: { name: string; arguments: Record<string, unknown> }[],
+  token = w.apiKey,
 ): Promise<{ id: number; result: SearchResult }[]> {
   const res = await fetch(`${w.url}/mcp`, {
     method: "POST",
     headers: {
-      authorization: `Bearer ${w.apiKey}`,
+      authorization: `Bearer ${token}`,
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
       "mcp-protocol-version": "2025-11-25",
@@ -215,4 +216,69 @@ Deno.test("MCP batch: get_article texts draw on the request's budget, cut to wha
   const cut = answers.filter((a) => (a.result.structuredContent as { notice?: string })?.notice);
   assert.equal(cut.length, 1);
   assert.match(cut[0]!.result.content[0]!.text, /Cut to fit: text at most 10,000 characters/);
+});
+
+/** Characters of highlights in one result. */
+const highlightCharacters = (r: { highlights?: { text: string }[] }) =>
+  (r.highlights ?? []).reduce((n, h) => n + h.text.length, 0);
+
+Deno.test("MCP search_articles by an agent paying for no full text: highlights draw the budget at the summary licence's cap, what the agent can receive, not at what it asks", async (t) => {
+  await using w = await mcpWorld();
+  const dm = (await w.deps.repos.dataModels.get(w.ids.dataModelId))!;
+  await w.deps.search.ingest(
+    dm,
+    Array.from(
+      { length: 100 },
+      (_, i) => ({ url: `https://alpha.example/h/${i}`, title: `Harbour ${i}`, body: body(i) }),
+    ),
+  );
+  const { token } = await w.agents.issue();
+  await w.buyCredit(token, "1.000000");
+  // 100 results asking 10,000 characters of highlights each: the agent receives at most 1,000 per result.
+  const wide = {
+    data_model_id: dm.id,
+    query: "harbour report",
+    num_results: 100,
+    similarity_top_k: 100,
+    highlights: { max_characters: 10_000, per_result: 10 },
+  };
+
+  await t.step("one call that fits at the cap is served as asked, with no notice of a cut", async () => {
+    const client = await w.connect(`Bearer ${token}`);
+    const out = await client.callTool({ name: "search_articles", arguments: wide }) as SearchResult;
+    assert.equal(out.isError, undefined, out.content[0]?.text);
+    const results = out.structuredContent.response.results;
+    assert.equal(results.length, 100);
+    assert.ok(results.every((r) => highlightCharacters(r) > 0 && highlightCharacters(r) <= 1000));
+    assert.equal(out.structuredContent.notice, undefined, out.structuredContent.notice);
+  });
+
+  await t.step("a batch is refused only once the characters it can receive pass the budget", async () => {
+    const ten = { ...wide, num_results: 10, similarity_top_k: 10 };
+    const answers = await batchOf(
+      w,
+      Array.from({ length: 3 }, () => ({ name: "search_articles", arguments: ten })),
+      token,
+    );
+    for (const a of answers) assert.equal(a.result.isError, undefined, a.result.content[0]?.text);
+    const received = answers.flatMap((a) => a.result.structuredContent.response.results).map(highlightCharacters);
+    assert.equal(received.length, 30);
+    assert.ok(received.reduce((n, c) => n + c, 0) <= 30_000);
+  });
+});
+
+Deno.test("SearchBudget.run(): a search that fails gives back what it drew at the caller's cap, no more", async () => {
+  const budget = new SearchBudget();
+  const wide = {
+    data_model_id: "dm_x",
+    query: "harbour",
+    num_results: 100,
+    similarity_top_k: 100,
+    highlights: { max_characters: 10_000 },
+  };
+  await assert.rejects(budget.run(wide, false, () => Promise.reject(new Error("upstream failed")), 1000));
+  // The whole budget is back (100 texts of 1,000 fit uncut), and not a character more.
+  const texts = { ...wide, highlights: undefined, contents: { text: true, max_characters: 1000 } };
+  assert.equal(budget.take(texts, false).notice, undefined);
+  assert.throws(() => budget.take({ ...texts, num_results: 1, similarity_top_k: 1 }, false), /article text are spent/);
 });
