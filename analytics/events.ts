@@ -192,12 +192,14 @@ export class EventPipeline implements EventSink {
           total.files += recovered.files;
           if (recovered.files) { for (const fn of this.#listeners) fn(); }
           while (true) {
+            // Renewed before the chunks are listed (lost only after stalling a whole lease), and
+            // their plan stored only at that renewal (#flushChunks).
+            if (!(await this.#acquireLease())) break;
             const chunks = await this.wal.take(MAX_CHUNKS_PER_FLUSH);
             if (!chunks.length) {
               await this.wal.settle();
               break;
             }
-            if (!(await this.#acquireLease())) break; // renew; lost only after stalling a whole lease
             this.#pending = 0;
             const r = await this.#flushChunks(chunks).catch((err) => {
               if (err instanceof FlushLeaseLost) return null;
@@ -229,8 +231,13 @@ export class EventPipeline implements EventSink {
       state: "planned",
       bytes: chunkBytes(chunks),
     };
-    const { versionstamp } = await this.deps.kv.set([...PLAN_PREFIX, plan.fileId], plan);
-    return await this.#execute(plan, versionstamp, chunks);
+    // Stored only while the lease is as our renewal before the listing left it: a holder that stalled
+    // past its lease in between could plan chunks the next holder has flushed since, and taking their
+    // bytes off the log's size again would let the log grow past its bound.
+    const planned = await this.#lease.checkHeld(this.deps.kv.atomic()).set([...PLAN_PREFIX, plan.fileId], plan)
+      .commit();
+    if (!planned.ok) throw new FlushLeaseLost();
+    return await this.#execute(plan, planned.versionstamp, chunks);
   }
 
   /**

@@ -21,6 +21,8 @@ export class KvLease {
   readonly #kv: Deno.Kv;
   readonly #clock: Clock;
   readonly #ttlMs: number;
+  /** The lease's version as this owner's last acquire wrote it. */
+  #held: string | null = null;
 
   constructor({ kv, clock, key, owner, ttlMs }: {
     kv: Deno.Kv;
@@ -43,7 +45,17 @@ export class KvLease {
     if (cur.value && cur.value.owner !== this.owner && cur.value.until > nowMs) return false;
     const res = await this.#kv.atomic().check(cur)
       .set(this.key, { owner: this.owner, until: nowMs + this.#ttlMs } satisfies LeaseRecord).commit();
+    this.#held = res.ok ? res.versionstamp : null;
     return res.ok;
+  }
+
+  /**
+   * `op` checked against the lease as this owner's last {@link acquire} left it: it commits only if
+   * nobody took the lease since (a holder that stalled past it, then took it again, fails too: what
+   * it read before its last acquire may be stale).
+   */
+  checkHeld(op: Deno.AtomicOperation): Deno.AtomicOperation {
+    return op.check({ key: this.key, versionstamp: this.#held ?? "00000000000000000000" });
   }
 
   /** Gives the lease up when this owner holds it, so another process need not wait for it to lapse. */

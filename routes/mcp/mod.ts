@@ -40,6 +40,7 @@ import { SearchBudget } from "./text_budget.ts";
 import { publicJsonRpcMessage, unsupportedProtocolVersion } from "./jsonrpc_errors.ts";
 import { readMcpBody, repeatedIdResponse, repeatsRequestId, requestCount } from "./batch.ts";
 import { takeBodyShare } from "../middleware/body.ts";
+import { limitAddress } from "../middleware/public_limits.ts";
 import { actFor, callerIs } from "../request_scope.ts";
 
 /** The MCP server's name in `initialize` and the server card. */
@@ -249,8 +250,11 @@ export function createMcpRoutes(deps: Deps): OpenAPIHono<AppEnv> {
   documented(app, mcpPostDoc, async (c) => {
     const { access, limitKey } = await authenticate(c);
     // The body and what is decoded from it are held until the answer: its share of the process's
-    // body budget too (routes/middleware/body_budget.ts).
-    const giveBack = await takeBodyShare(c.req.raw, deps.config.maxBodyBytes);
+    // body budget too (routes/middleware/body_budget.ts), an agent's (its token is free to mint)
+    // counted against its address.
+    const giveBack = await takeBodyShare(c.req.raw, deps.config.maxBodyBytes, {
+      holder: access.kind === "agent" ? limitAddress(c, deps.config.trustProxy) : undefined,
+    });
     try {
       return await servePost(c, access, limitKey);
     } finally {

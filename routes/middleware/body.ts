@@ -62,8 +62,19 @@ function declaredShare(req: Request, limit: number): number {
   return declared;
 }
 
+/** Where a body's share is taken from, and who it counts against. */
+export interface BodyShareOptions {
+  /** The budget (default: the process's, {@link processBodyBudget}). */
+  budget?: BodyBudget;
+  /**
+   * Who the share counts against: a sender with no credential, or one free to mint (an anonymous
+   * agent's token), by its address ({@link BodyHolder}), so its bodies hold and wait within its part.
+   */
+  holder?: string;
+}
+
 /**
- * Takes a body's share of `budget` for a reader of its own (one that answers an oversized body in
+ * Takes a body's share of the budget for a reader of its own (one that answers an oversized body in
  * its own words): the declared `Content-Length` up to `limit`, or `limit`. Resolves with the
  * function that gives it back.
  * @throws {AppError} 503 `server_busy` when the budget has no room in time
@@ -71,10 +82,10 @@ function declaredShare(req: Request, limit: number): number {
 export function takeBodyShare(
   req: Request,
   limit: number,
-  budget: BodyBudget = processBodyBudget,
+  { budget = processBodyBudget, holder }: BodyShareOptions = {},
 ): Promise<() => void> {
   const declared = Number(req.headers.get("content-length") ?? "NaN");
-  return budget.take(!req.body ? 0 : Number.isFinite(declared) ? Math.min(declared, limit) : limit);
+  return budget.take(!req.body ? 0 : Number.isFinite(declared) ? Math.min(declared, limit) : limit, holder);
 }
 
 /** Reads a body whose share of the budget is taken already. */
@@ -93,9 +104,9 @@ async function readTaken(req: Request, limit: number): Promise<Uint8Array> {
 export async function readBodyCapped(
   req: Request,
   limit: number,
-  budget: BodyBudget = processBodyBudget,
+  { budget = processBodyBudget, holder }: BodyShareOptions = {},
 ): Promise<Uint8Array> {
-  const giveBack = await budget.take(declaredShare(req, limit));
+  const giveBack = await budget.take(declaredShare(req, limit), holder);
   try {
     return await readTaken(req, limit);
   } finally {
@@ -244,8 +255,11 @@ async function readJsonTaken(
  * Reads and decodes a JSON body with a size cap; problems are thrown as `reject` words them. The
  * body holds its share of the budget until it is decoded.
  */
-export async function readJson(req: Request, options: JsonBodyOptions): Promise<{ bytes: Uint8Array; value: unknown }> {
-  const giveBack = await (options.budget ?? processBodyBudget).take(declaredShare(req, options.limit));
+export async function readJson(
+  req: Request,
+  options: JsonBodyOptions & Pick<BodyShareOptions, "holder">,
+): Promise<{ bytes: Uint8Array; value: unknown }> {
+  const giveBack = await (options.budget ?? processBodyBudget).take(declaredShare(req, options.limit), options.holder);
   try {
     return await readJsonTaken(req, options);
   } finally {

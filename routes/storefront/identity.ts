@@ -4,6 +4,7 @@ import type { Deps } from "../../composition.ts";
 import { claimBlock, ID_JAG_TOKEN_TYPE, identityBody, sfError } from "../../core/identity/mod.ts";
 import { familyApp } from "../family.ts";
 import { bodyReader, type BodyRejection } from "../middleware/body.ts";
+import { limitAddress } from "../middleware/public_limits.ts";
 import { noStore } from "../middleware/no_store.ts";
 import { requireSeller, sellerOf } from "./seller.ts";
 
@@ -174,7 +175,13 @@ export function createIdentityRoutes(deps: Pick<Deps, "storefront" | "config" | 
   app.use("*", noStore, requireSeller(deps), limit);
   app.post(
     "*",
-    bodyReader({ limit: deps.config.maxBodyBytes, object: true, reject: storefrontRejection }),
+    // No credential yet: a large body's share of the budget counts against its sender's address.
+    bodyReader({
+      limit: deps.config.maxBodyBytes,
+      object: true,
+      reject: storefrontRejection,
+      holder: (c) => limitAddress(c, deps.config.trustProxy),
+    }),
   );
 
   app.openapi(registerRoute, async (c) => {

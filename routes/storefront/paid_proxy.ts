@@ -13,6 +13,7 @@ import {
 import type { AppEnv } from "../env.ts";
 import { familyApp } from "../family.ts";
 import { readBodyCapped } from "../middleware/body.ts";
+import { limitAddress } from "../middleware/public_limits.ts";
 import { documented } from "../openapi.ts";
 import { commerceParties } from "./commerce_agent.ts";
 import { agentToken, errorResponse, paid402 } from "./schemas.ts";
@@ -120,7 +121,7 @@ export function createPaidProxyRoutes(
         kind: "search",
         modelId: dm,
         pathAndQuery: `/payproxy/v2/search${url.search}`,
-        body: await readBodyCapped(c.req.raw, limit),
+        body: await readBodyCapped(c.req.raw, limit, { holder: limitAddress(c, deps.config.trustProxy) }),
         headers: c.req.raw.headers,
         request: c.req.raw,
       });
@@ -144,7 +145,7 @@ export function createPaidProxyRoutes(
         kind: "aimodel",
         modelId: c.req.param("id")!,
         pathAndQuery: `/payproxy/aimodel/${rawId}${url.search}`,
-        body: await readBodyCapped(c.req.raw, limit),
+        body: await readBodyCapped(c.req.raw, limit, { holder: limitAddress(c, deps.config.trustProxy) }),
         headers: c.req.raw.headers,
         request: c.req.raw,
       });

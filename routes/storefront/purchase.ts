@@ -1,4 +1,5 @@
 import type { OpenAPIHono, RouteConfig } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { z } from "zod";
 import type { Deps } from "../../composition.ts";
 import { commerceErrors as errors } from "../../core/commerce/mod.ts";
@@ -69,12 +70,14 @@ export function createPurchaseRoutes(
 ): { plans: OpenAPIHono<AppEnv>; extend: OpenAPIHono<AppEnv> } {
   const { seller, agent } = commerceParties(deps);
   const service = deps.commerce.service;
-  const body = async (req: Request) =>
-    (await readJson(req, {
+  // An agent's token is free to mint: a large body's share of the budget counts against its address.
+  const body = async (c: Context<AppEnv>) =>
+    (await readJson(c.req.raw, {
       limit: deps.config.maxBodyBytes,
       requireJsonType: false,
       empty: {},
       reject: purchaseRejection,
+      holder: limitAddress(c, deps.config.trustProxy),
     }))
       .value;
 
@@ -88,7 +91,7 @@ export function createPurchaseRoutes(
         agent: a,
         action: "purchase",
         planId: c.req.param("planId"),
-        body: await body(c.req.raw),
+        body: await body(c),
         headers: c.req.raw.headers,
         request: c.req.raw,
         client: limitAddress(c, deps.config.trustProxy),
@@ -106,7 +109,7 @@ export function createPurchaseRoutes(
         seller: s,
         agent: a,
         action: "extend",
-        body: await body(c.req.raw),
+        body: await body(c),
         headers: c.req.raw.headers,
         request: c.req.raw,
         client: limitAddress(c, deps.config.trustProxy),

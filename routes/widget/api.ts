@@ -40,6 +40,7 @@ import type { AppEnv, WidgetEnv } from "../env.ts";
 import { toAppError } from "../errors.ts";
 import { familyApp } from "../family.ts";
 import { bodyReader, type BodyRejection } from "../middleware/body.ts";
+import { limitAddress } from "../middleware/public_limits.ts";
 import { clientAddress } from "../storefront/client_address.ts";
 import { widgetRateLimits } from "./limits.ts";
 
@@ -333,7 +334,13 @@ export function createWidgetApiRoutes(deps: Deps_) {
   const app = familyApp<WidgetEnv>("widget", deps.log);
   const lookup = widgetLookup(deps);
   const attributionUrl = `${deps.config.baseUrl.replace(/\/+$/, "")}/docs`;
-  const body = bodyReader({ limit: deps.config.widget.maxBodyBytes, object: true, reject: widgetBodyRejection });
+  // A reader's body, when an operator allows one above the small size, counts against its address.
+  const body = bodyReader({
+    limit: deps.config.widget.maxBodyBytes,
+    object: true,
+    reject: widgetBodyRejection,
+    holder: (c) => limitAddress(c, deps.config.trustProxy),
+  });
 
   app.use("/:wd/*", widgetGate(lookup));
   // Preflights were answered by the gate: only real requests are counted.

@@ -639,3 +639,58 @@ Deno.test("record(): a batch reads the log's size once (the room check before an
   assert.equal(sizeReads, 1);
   assert.equal((await pipeline.flush()).rows, 3);
 });
+
+Deno.test("flusher lease: a holder stalled past its lease between listing chunks and planning their flush plans none another holder flushed meanwhile, so the log's size is not taken down twice", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  /** Bytes of the chunks in the log, counted the slow way. */
+  const held = async () => {
+    let n = 0;
+    for await (const e of deps.kv.list<Uint8Array>({ prefix: ["ev_wal"] })) n += e.value.byteLength;
+    return n;
+  };
+  // Holder A lists the log's chunks, then stalls before it plans their flush.
+  const a = new EventPipeline({ ...deps, repos: deps.repos }, { ...deps.events.options });
+  const take = a.wal.take.bind(a.wal);
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  let stalled!: () => void;
+  const started = new Promise<void>((r) => stalled = r);
+  a.wal.take = async (limit) => {
+    const chunks = await take(limit);
+    if (chunks.length) {
+      a.wal.take = take;
+      stalled();
+      await gate;
+    }
+    return chunks;
+  };
+  await a.record(evts("p", 40));
+  const flushA = a.flush().catch((err) => err);
+  await started;
+  // Holder B takes over and flushes those chunks; then B falls quiet and its lease lapses too.
+  world.w.clock.advance(deps.events.options.leaseMs + 1);
+  const b = new EventPipeline({ ...deps, repos: deps.repos }, { ...deps.events.options });
+  assert.equal((await b.flush()).rows, 40);
+  world.w.clock.advance(deps.events.options.leaseMs + 1);
+  // Had A planned them, new events arrive once it has deleted them, and the writer then fails (a full
+  // disk): the log is not found empty, so nothing sets its size right.
+  const db = deps.duckdb;
+  const write = db.withConnection;
+  const del = a.wal.delete.bind(a.wal);
+  a.wal.delete = async (...args) => {
+    const done = await del(...args);
+    await b.record(evts("q", 10));
+    db.withConnection = () => Promise.reject(new Error("No space left on device"));
+    return done;
+  };
+  release();
+  await flushA;
+  db.withConnection = write;
+  if (!(await held())) await b.record(evts("q", 10));
+  // The kept size is the log's: the 40 events' bytes were taken off once, by B.
+  assert.ok((await held()) > 0);
+  assert.equal(await b.wal.size(), await held());
+  const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
+  assert.deepEqual([...counts.values()].filter((n) => n !== 1), [], "no event stored twice");
+});
