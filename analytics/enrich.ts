@@ -67,6 +67,9 @@ const RECENT_HEARTBEAT_IDS = 40;
 // Query ids a session day's state remembers with the visit and number they were given: a copy of one
 // (a retried batch; the widget's and the service's record of one answer) takes them again.
 const RECENT_QUERY_IDS = 20;
+// Ids of a session day's other events (loads, clicks, viewability, impressions: a few a visit) it
+// remembers, so a copy of one changes nothing of the session.
+const RECENT_EVENT_IDS = 40;
 const DUPLICATE_WINDOW_MS = DUPLICATE_WINDOW_MINUTES * 60_000;
 // Session state outlives the 30 min idle window so late events still find it; the idle rule is
 // checked against `last_ms` on read, KV's expireIn only cleans up.
@@ -252,6 +255,8 @@ export interface SessionState {
    * across its visits: a copy of one is stored at most once by the flush, so it is numbered as the first.
    */
   query_ids?: [string, number, number, number][];
+  /** The session day's latest ids of events neither query nor heartbeat (a copy of one changes nothing). */
+  event_ids?: string[];
 }
 
 /** A random 53-bit visit id (exact in JSON numbers and DuckDB BIGINT). */
@@ -338,6 +343,14 @@ async function sessionize(
       if (st?.sponsor) freeze(r, st.sponsor);
       continue;
     }
+    // So for a copy of any other event this session day logged (a retried batch, stamped on arrival):
+    // its later time would stretch the visit past an idle gap the stored events have, or start one.
+    if (st && loggedEvent(r, st)) {
+      if (late) st.late = r.visit_late = true;
+      r.visit_id = st.visit_id;
+      if (st.sponsor) freeze(r, st.sponsor);
+      continue;
+    }
     if (!st || r.ts_ms - st.last_ms > IDLE_MS) {
       st = {
         visit_id: newVisitId(),
@@ -347,7 +360,10 @@ async function sessionize(
         sponsor: null,
         first_ms: r.ts_ms,
         heartbeats: 0,
+        // The day's ids, whichever of its visits logged them.
         ...(st?.query_ids ? { query_ids: st.query_ids } : {}),
+        ...(st?.heartbeat_ids ? { heartbeat_ids: st.heartbeat_ids } : {}),
+        ...(st?.event_ids ? { event_ids: st.event_ids } : {}),
       };
       r.visit_start = true;
       // A conversation going on at midnight keeps its campaign in the new day's visit; without the
@@ -358,10 +374,10 @@ async function sessionize(
       if (yesterday?.sponsor && r.ts_ms - yesterday.last_ms <= IDLE_MS) st.sponsor = { ...yesterday.sponsor };
       states.set(id, st);
     }
-    // A heartbeat already counted (a batch sent again, same id: the flush stores it once) does not
-    // use the budget again, else a widget's retries would cost its reader later heartbeats.
-    const recounted = r.event_type === "heartbeat" && (st.heartbeat_ids ?? []).includes(r.event_id);
-    if (r.event_type === "heartbeat" && st.first_ms !== undefined && !recounted) {
+    // A heartbeat already counted (a batch sent again, same id: the flush stores it once) is a copy
+    // (above): it does not use the budget again, else a widget's retries would cost its reader later
+    // heartbeats.
+    if (r.event_type === "heartbeat" && st.first_ms !== undefined) {
       const span = Math.max(st.last_ms, r.ts_ms) - Math.min(st.first_ms, r.ts_ms);
       if ((st.heartbeats ?? 0) >= Math.floor(span / HEARTBEAT_MS) + HEARTBEAT_SLACK) {
         dropped.add(r);
@@ -376,6 +392,9 @@ async function sessionize(
     if (!st.viewable && isMrcViewable(r)) {
       st.viewable = true;
       r.visit_viewable = true;
+    }
+    if (r.event_type !== "query" && r.event_type !== "heartbeat") {
+      st.event_ids = [...(st.event_ids ?? []), r.event_id].slice(-RECENT_EVENT_IDS);
     }
     if (r.event_type === "query") {
       r.visit_query_no = ++st.queries;
@@ -423,6 +442,12 @@ function freeze(r: EventRow, sponsor: SponsoredSession): void {
   r.publisher_id = sponsor.publisher_id;
   r.ad_partner = sponsor.ad_partner;
   r.deployment_type = "sponsored_conversation";
+}
+
+/** Whether `r`, neither a query nor a new heartbeat, is a copy of an event its session day logged. */
+function loggedEvent(r: EventRow, st: SessionState): boolean {
+  if (r.event_type === "heartbeat") return (st.heartbeat_ids ?? []).includes(r.event_id);
+  return r.event_type !== "query" && (st.event_ids ?? []).includes(r.event_id);
 }
 
 /**
