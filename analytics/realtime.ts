@@ -38,16 +38,19 @@ export async function realtimeCounters(deps: RealtimeDeps, tenantId: string, q: 
   const until = now + FUTURE_MS;
   const logged = await loggedCopies(deps.wal, tenantId, since30, until);
   const wal = logged.filter((r) => agent === null || r.ai_agent === agent);
-  // Parquet copies that keep a logged one out lie on its UTC day or within the window across midnight.
+  // The files are read over the window, and, for the logged copies' ids, over the span a copy that
+  // keeps one out may lie in (its UTC day, and the duplicate window either side of it).
   const windowMs = DUPLICATE_WINDOW_MINUTES * MIN_MS;
+  const from = Math.min(since30, ...logged.map((r) => dayStart(r.ts_ms) - windowMs));
+  const to = Math.max(until + 1, ...logged.map((r) => dayStart(r.ts_ms) + DAY_MS + windowMs));
   const [row = {}] = await deps.engine.query("realtime", {
-    from_date: formatDay(dayStart(since30) - windowMs),
-    to_date: formatDay(dayStart(until) + DAY_MS + windowMs),
+    from_date: formatDay(from),
+    to_date: formatDay(to - 1),
     since_30: sqlTs(since30),
     since_5: sqlTs(since5),
     until: sqlTs(until),
-    stored_from: sqlTs(dayStart(since30) - windowMs),
-    stored_to: sqlTs(dayStart(until) + DAY_MS + windowMs),
+    read_from: sqlTs(from),
+    read_to: sqlTs(to),
     tenant_id: tenantId,
     ai_agent: agent,
     duplicate_window_minutes: DUPLICATE_WINDOW_MINUTES,

@@ -11,11 +11,9 @@ WITH scan AS (
   FROM events
   WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
     AND tenant_id = $tenant_id
-    AND (
-      (ts >= CAST($since_30 AS TIMESTAMP) AND ts <= CAST($until AS TIMESTAMP))
-      OR (list_contains($wal_ids, event_id)
-        AND ts >= CAST($stored_from AS TIMESTAMP) AND ts < CAST($stored_to AS TIMESTAMP))
-    )
+    -- The window, widened to the days of the logged copies only when there are some.
+    AND ts >= CAST($read_from AS TIMESTAMP) AND ts < CAST($read_to AS TIMESTAMP)
+    AND ((ts >= CAST($since_30 AS TIMESTAMP) AND ts <= CAST($until AS TIMESTAMP)) OR list_contains($wal_ids, event_id))
 ), window_ AS (
   SELECT ts, event_type, visit_id FROM scan
   WHERE ts >= CAST($since_30 AS TIMESTAMP) AND ts <= CAST($until AS TIMESTAMP)
