@@ -66,10 +66,11 @@ const HEARTBEAT_SLACK = 2;
 const RECENT_HEARTBEAT_IDS = 40;
 // Query ids a session day's state remembers with the visit and number they were given: a copy of one
 // (a retried batch; the widget's and the service's record of one answer) takes them again.
-const RECENT_QUERY_IDS = 20;
+const RECENT_QUERY_IDS = 10;
 // Ids of a session day's other events (loads, clicks, viewability, impressions: a few a visit) it
-// remembers, so a copy of one changes nothing of the session.
-const RECENT_EVENT_IDS = 40;
+// remembers, so a copy of one changes nothing of the session. These lists are bounded so a batch's
+// 100 checked states at their largest still fit one KV commit (tests/analytics/wal_test.ts).
+const RECENT_EVENT_IDS = 20;
 const DUPLICATE_WINDOW_MS = DUPLICATE_WINDOW_MINUTES * 60_000;
 // Session state outlives the 30 min idle window so late events still find it; the idle rule is
 // checked against `last_ms` on read, KV's expireIn only cleans up.
