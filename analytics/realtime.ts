@@ -76,6 +76,8 @@ export async function realtimeCounters(deps: RealtimeDeps, tenantId: string, q: 
 }
 
 const DAY_MS = 86_400_000;
+// The log's index reaches 35 minutes back (wal.ts): 5 minutes before the window.
+const INDEX_SLACK_MS = 5 * MIN_MS;
 const dayStart = (ms: number) => ms - (ms % DAY_MS);
 
 /**
@@ -87,8 +89,10 @@ const dayStart = (ms: number) => ms - (ms % DAY_MS);
 async function loggedCopies(wal: EventWal, tenantId: string, since30: number, until: number): Promise<EventRow[]> {
   const copies = new Map<string, EventRow[]>();
   const dec = new TextDecoder();
-  // Only the chunks holding this tenant's events of the window (the log's index), not the whole log.
-  for await (const chunk of wal.tenantChunks(tenantId, since30, until)) {
+  // Only the chunks holding this tenant's events of the window (the log's index), not the whole log;
+  // and of the 5 minutes before it, as far as the index reaches: an earlier copy there keeps one in
+  // the window out.
+  for await (const chunk of wal.tenantChunks(tenantId, since30 - INDEX_SLACK_MS, until)) {
     for (const line of dec.decode(chunk.bytes).split("\n")) {
       if (!line) continue;
       const r = JSON.parse(line) as EventRow;

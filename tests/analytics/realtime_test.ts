@@ -137,3 +137,48 @@ Deno.test("GET /v1/analytics/realtime: copies of one event id count as the flush
   assert.deepEqual(await queries(), [0, 1], "the same, flushed");
   assert.equal(await stored("ev_copy_midnight"), 1);
 });
+
+Deno.test("GET /v1/analytics/realtime: live copies of a few ids across midnight, flushed at random points, never move the figures with a flush", async () => {
+  await using world = await analyticsWorld();
+  const { w } = world;
+  const widget = (await w.deps.repos.widgets.get("wd_main"))!;
+  let seed = 7;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const get = async () => {
+    const res = await w.app.request("/v1/analytics/realtime", { headers: bearer(world.key) });
+    const body = await res.json();
+    return [body.last_5_minutes, body.last_30_minutes];
+  };
+  const runs: number[] = [];
+  for (const s of [7, 5, 10, 17, 23]) {
+    seed = s;
+    // Live traffic from 23:40 to 00:28: each round's events stamped in the 10 minutes before the clock
+    // (the widget's own bound) with copies of six ids, the log flushed every few rounds.
+    let now = Date.parse("2026-11-22T23:40:00Z") + s * 60_000;
+    let unflushed = 0;
+    for (let round = 0; round < 12; round++, now += 4 * 60_000) {
+      w.clock.set(now);
+      const events = Array.from({ length: 4 }, () => {
+        const n = Math.floor(next() * 6);
+        const ts = new Date(now - Math.floor(next() * 10 * 60_000)).toISOString();
+        return n % 2
+          ? { event_id: `ev_${s}_copy_${n}_query`, event_type: "query", session_id: `s${n}`, ts, prompt: "q" }
+          : {
+            event_id: `ev_${s}_copy_${n}_click`,
+            event_type: "click",
+            session_id: `s${n}`,
+            ts,
+            click_type: "article",
+          };
+      });
+      await w.deps.events.ingest(events, { source: "widget", widget });
+      if (++unflushed < 3 && next() < 0.6) continue;
+      unflushed = 0;
+      const before = await get();
+      await w.deps.events.flush();
+      assert.deepEqual(await get(), before, `seed ${s}, round ${round}: the flush moved the figures`);
+      runs.push(before[1].queries + before[1].clicks);
+    }
+  }
+  assert.ok(runs.some((n) => n > 0), "the windows held events");
+});
