@@ -751,3 +751,22 @@ Deno.test("analytics: a retried batch's copies (stamped on arrival, stored once)
   const built = (await get(world, `/v1/analytics/ask-ai?${q}`)).summary;
   assert.deepEqual([built.sessions, built.widget_loads, built.total_clicks], [3, 1, 2]);
 });
+
+Deno.test("analytics: live batches sent again minutes later, stamped on arrival, give the figures of the events stored (both paths)", async () => {
+  await using world = await analyticsWorld();
+  const next = rng(97);
+  const live = byTime([...generatedEvents(), ...edgeEvents()]).map((e, i) => ({ ...e, event_id: `ev_live_${i}` }));
+  for (const b of chunks(live, 5)) {
+    const at = Date.parse(b.at(-1)!.ts) + 2000;
+    await ingestAt(world, at, b);
+    // A batch whose answer was lost goes again 1 to 4 minutes on; the widget sends no time, so each
+    // copy is stamped on arrival. The flush stores the first copies.
+    if (next() < 0.2) {
+      const again = at + 60_000 + Math.floor(next() * 180_000);
+      await ingestAt(world, again, b.map((e) => ({ ...e, ts: new Date(again).toISOString() })));
+    }
+  }
+  await world.w.deps.events.flush();
+  world.w.deps.analytics.refresh();
+  await assertExact(world, "live, with batches sent again");
+});
