@@ -769,4 +769,16 @@ Deno.test("analytics: live batches sent again minutes later, stamped on arrival,
   await world.w.deps.events.flush();
   world.w.deps.analytics.refresh();
   await assertExact(world, "live, with batches sent again");
+  // Arriving in time order, each visit's stored questions are numbered 1, 2, 3, ... in time order.
+  const files = `${world.w.deps.analytics.eventsDir}/date=*/*.parquet`;
+  const numbered = await rowsOf(
+    world,
+    `SELECT list(visit_query_no ORDER BY ts, event_id)::VARCHAR AS nos FROM read_parquet('${files}', hive_partitioning = true)
+     WHERE event_type = 'query' AND visit_id IS NOT NULL GROUP BY visit_id`,
+  );
+  assert.ok(numbered.length > 10, "the data has visits with questions");
+  for (const { nos } of numbered) {
+    const got = JSON.parse(String(nos)) as number[];
+    assert.deepEqual(got, got.map((_, i) => i + 1));
+  }
 });
