@@ -9,6 +9,7 @@ import type { AiModel, Repos, Widget } from "../core/store/mod.ts";
 import { classify } from "./classifier.ts";
 import { formatDay, parseDay } from "./filters.ts";
 import {
+  DUPLICATE_WINDOW_MINUTES,
   eventInputSchema,
   type EventRow,
   type EventSource,
@@ -63,6 +64,14 @@ const HEARTBEAT_SLACK = 2;
 // Heartbeat ids a session state remembers: the widget retries a batch 3 times within about a minute
 // (12 heartbeats); a 429's Retry-After can stretch that to 3 minutes (36).
 const RECENT_HEARTBEAT_IDS = 40;
+// Query ids a session day's state remembers with the visit and number they were given: a copy of one
+// (a retried batch; the widget's and the service's record of one answer) takes them again.
+const RECENT_QUERY_IDS = 10;
+// Ids of a session day's other events (loads, clicks, viewability, impressions: a few a visit) it
+// remembers, so a copy of one changes nothing of the session. These lists are bounded so a batch's
+// 100 checked states at their largest still fit one KV commit (tests/analytics/wal_test.ts).
+const RECENT_EVENT_IDS = 20;
+const DUPLICATE_WINDOW_MS = DUPLICATE_WINDOW_MINUTES * 60_000;
 // Session state outlives the 30 min idle window so late events still find it; the idle rule is
 // checked against `last_ms` on read, KV's expireIn only cleans up.
 const SESSION_STATE_TTL_MS = 24 * 3600_000;
@@ -242,6 +251,13 @@ export interface SessionState {
   heartbeats?: number;
   /** Ids of its latest counted heartbeats (a retried batch's are not counted again). */
   heartbeat_ids?: string[];
+  /**
+   * The session day's latest numbered queries, `[event_id, visit_id, visit_query_no, ts_ms]`, kept
+   * across its visits: a copy of one is stored at most once by the flush, so it is numbered as the first.
+   */
+  query_ids?: [string, number, number, number][];
+  /** The session day's latest ids of events neither query nor heartbeat (a copy of one changes nothing). */
+  event_ids?: string[];
 }
 
 /** A random 53-bit visit id (exact in JSON numbers and DuckDB BIGINT). */
@@ -316,6 +332,26 @@ async function sessionize(
       (st ? st.late === true || r.ts_ms < st.last_ms : nowMs >= dayEndMs(day) + STATE_SURELY_KEPT_MS);
     // A second impression at the instant the conversation started: which one is first is a tie.
     if (r.event_type === "sponsored_impression" && st?.sponsor?.started_ms === r.ts_ms) late = true;
+    // A copy of a question this session already logged (that UTC day, or by the flush's rule in the last
+    // minutes of the day before): the flush stores one of them, so this one takes the first's visit and
+    // number and changes no state, or a visit's questions would read 1, 3, 4 and a copy sent again
+    // later would start a visit of its own.
+    const copy = r.event_type === "query" ? loggedQuery(r, st, states.get(stateId(r, dayBefore(day)))) : undefined;
+    if (copy) {
+      if (late && st) st.late = r.visit_late = true;
+      r.visit_id = copy[1];
+      r.visit_query_no = copy[2];
+      if (st?.sponsor) freeze(r, st.sponsor);
+      continue;
+    }
+    // So for a copy of any other event this session day logged (a retried batch, stamped on arrival):
+    // its later time would stretch the visit past an idle gap the stored events have, or start one.
+    if (st && loggedEvent(r, st)) {
+      if (late) st.late = r.visit_late = true;
+      r.visit_id = st.visit_id;
+      if (st.sponsor) freeze(r, st.sponsor);
+      continue;
+    }
     if (!st || r.ts_ms - st.last_ms > IDLE_MS) {
       st = {
         visit_id: newVisitId(),
@@ -325,6 +361,10 @@ async function sessionize(
         sponsor: null,
         first_ms: r.ts_ms,
         heartbeats: 0,
+        // The day's ids, whichever of its visits logged them.
+        ...(st?.query_ids ? { query_ids: st.query_ids } : {}),
+        ...(st?.heartbeat_ids ? { heartbeat_ids: st.heartbeat_ids } : {}),
+        ...(st?.event_ids ? { event_ids: st.event_ids } : {}),
       };
       r.visit_start = true;
       // A conversation going on at midnight keeps its campaign in the new day's visit; without the
@@ -335,10 +375,10 @@ async function sessionize(
       if (yesterday?.sponsor && r.ts_ms - yesterday.last_ms <= IDLE_MS) st.sponsor = { ...yesterday.sponsor };
       states.set(id, st);
     }
-    // A heartbeat already counted (a batch sent again, same id: the flush stores it once) does not
-    // use the budget again, else a widget's retries would cost its reader later heartbeats.
-    const recounted = r.event_type === "heartbeat" && (st.heartbeat_ids ?? []).includes(r.event_id);
-    if (r.event_type === "heartbeat" && st.first_ms !== undefined && !recounted) {
+    // A heartbeat already counted (a batch sent again, same id: the flush stores it once) is a copy
+    // (above): it does not use the budget again, else a widget's retries would cost its reader later
+    // heartbeats.
+    if (r.event_type === "heartbeat" && st.first_ms !== undefined) {
       const span = Math.max(st.last_ms, r.ts_ms) - Math.min(st.first_ms, r.ts_ms);
       if ((st.heartbeats ?? 0) >= Math.floor(span / HEARTBEAT_MS) + HEARTBEAT_SLACK) {
         dropped.add(r);
@@ -354,7 +394,14 @@ async function sessionize(
       st.viewable = true;
       r.visit_viewable = true;
     }
-    if (r.event_type === "query") r.visit_query_no = ++st.queries;
+    if (r.event_type !== "query" && r.event_type !== "heartbeat") {
+      st.event_ids = [...(st.event_ids ?? []), r.event_id].slice(-RECENT_EVENT_IDS);
+    }
+    if (r.event_type === "query") {
+      r.visit_query_no = ++st.queries;
+      const numbered: [string, number, number, number] = [r.event_id, st.visit_id, st.queries, r.ts_ms];
+      st.query_ids = [...(st.query_ids ?? []), numbered].slice(-RECENT_QUERY_IDS);
+    }
     if (!st.sponsor && r.event_type === "sponsored_impression") {
       st.sponsor = {
         campaign_id: r.campaign_id!,
@@ -368,12 +415,7 @@ async function sessionize(
       r.sponsored_start = true;
     }
     if (st.sponsor) {
-      r.campaign_id = st.sponsor.campaign_id;
-      r.creative_id = st.sponsor.creative_id;
-      r.line_item_id = st.sponsor.line_item_id;
-      r.publisher_id = st.sponsor.publisher_id;
-      r.ad_partner = st.sponsor.ad_partner;
-      r.deployment_type = "sponsored_conversation";
+      freeze(r, st.sponsor);
       st.sponsor.last_ms = Math.max(st.sponsor.last_ms, r.ts_ms);
     }
     if (r.ts_ms > st.last_ms) st.last_ms = r.ts_ms;
@@ -392,3 +434,35 @@ async function sessionize(
 }
 
 const dayEndMs = (day: string) => parseDay(day)! + 86_400_000;
+
+/** Gives an event of a sponsored conversation the values the conversation is frozen to. */
+function freeze(r: EventRow, sponsor: SponsoredSession): void {
+  r.campaign_id = sponsor.campaign_id;
+  r.creative_id = sponsor.creative_id;
+  r.line_item_id = sponsor.line_item_id;
+  r.publisher_id = sponsor.publisher_id;
+  r.ad_partner = sponsor.ad_partner;
+  r.deployment_type = "sponsored_conversation";
+}
+
+/** Whether `r`, neither a query nor a new heartbeat, is a copy of an event its session day logged. */
+function loggedEvent(r: EventRow, st: SessionState): boolean {
+  if (r.event_type === "heartbeat") return (st.heartbeat_ids ?? []).includes(r.event_id);
+  return r.event_type !== "query" && (st.event_ids ?? []).includes(r.event_id);
+}
+
+/**
+ * The numbered query `r` is a copy of, when the flush will store only one of them: the same id
+ * earlier that UTC day in this session, or in the day before's last {@link DUPLICATE_WINDOW_MINUTES}
+ * (the flush's rule, parquet_writer.ts).
+ */
+function loggedQuery(
+  r: EventRow,
+  today: SessionState | null,
+  yesterday: SessionState | null | undefined,
+): [string, number, number, number] | undefined {
+  const same = today?.query_ids?.find(([id]) => id === r.event_id);
+  if (same) return same;
+  const dayStart = dayEndMs(formatDay(r.ts_ms)) - 86_400_000;
+  return yesterday?.query_ids?.find(([id, , , ts]) => id === r.event_id && ts >= dayStart - DUPLICATE_WINDOW_MS);
+}

@@ -6,7 +6,7 @@
  * overwrites instead of duplicating.
  */
 import type { AnalyticsDb } from "./duckdb.ts";
-import { EVENT_COLUMNS } from "./schema.ts";
+import { DUPLICATE_WINDOW_MINUTES, EVENT_COLUMNS } from "./schema.ts";
 import { sqlString } from "./sql_util.ts";
 
 const DATE_RE = /^\d{4}-\d{2}-\d{2}$/;
@@ -35,11 +35,12 @@ async function dayFiles(dir: string): Promise<string[]> {
 }
 
 /**
- * How far back into the day before a day's events are checked for ids already stored: the widget
- * sends no timestamps (the server stamps arrival) and retries a batch within a few minutes, so a
- * retry just after midnight lands in the next day and must still find its first copy.
+ * How far back into the day before a day's events are checked for ids already stored
+ * ({@link DUPLICATE_WINDOW_MINUTES}): the widget sends no timestamps (the server stamps arrival) and
+ * retries a batch within a few minutes, so a retry just after midnight lands in the next day and must
+ * still find its first copy.
  */
-const RETRY_WINDOW_MINUTES = 10;
+const RETRY_WINDOW_MINUTES = DUPLICATE_WINDOW_MINUTES;
 
 /** The day before `date` (YYYY-MM-DD). */
 const dayBefore = (date: string) => new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);

@@ -42,6 +42,13 @@ export const CLICK_TYPES = ["article", "cta"] as const;
 export const HEARTBEAT_SECONDS = 5;
 /** A session ends after this much idle time; a later event with the same session_id starts a new one. */
 export const SESSION_IDLE_MINUTES = 30;
+/**
+ * One tenant's event id is one event on its UTC day and, across midnight, in the last this many
+ * minutes of a day and the first of the next (copies at most this far apart are always one). The
+ * flush stores one copy by this rule (parquet_writer.ts), the realtime counters count by it
+ * (realtime.ts): at least their 35-minute window, so two copies both in it are one on both surfaces.
+ */
+export const DUPLICATE_WINDOW_MINUTES = 60;
 /** MRC viewability: at least this share of the widget in view ... */
 export const VIEWABLE_MIN_PCT = 50;
 /** ... for at least this long. */

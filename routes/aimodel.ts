@@ -253,6 +253,9 @@ export function createAiModelRoutes(
       return result.kind === "text" ? result.citations : undefined;
     })();
     const chunks = source[Symbol.asyncIterator]();
+    // A caller who left before the first chunk, the provider then failing, asked all the same: the
+    // engine records it (AnswerContext.left).
+    callerSignal.addEventListener("abort", () => left.abort(), { once: true });
     // Pull the first chunk before committing to a 200 stream: an early failure (provider down,
     // timeout) still gets its proper status and `{message}` body.
     const first = await chunks.next();

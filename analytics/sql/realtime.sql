@@ -1,26 +1,47 @@
--- Realtime counters over the last 5 and 30 minutes from the Parquet files. Events still in the
--- write-ahead log are counted by the caller and passed in: their ids ($wal_ids) are left out here
--- (a flush may have moved them meanwhile), their sessions ($wal_visits_5/30) join the distinct
--- session counts.
-WITH p AS (
-  SELECT ts, event_type, visit_id
+-- Realtime counters over the last 5 and 30 minutes from the Parquet files and the events still in
+-- the write-ahead log, counted as the flush will store them. The caller passes the log's copies of
+-- the window (one per event id, the earliest, as the flush keeps within a write) as parallel lists
+-- ($wal_ids, $wal_ts in epoch ms, $wal_types, $wal_visits, $wal_agents; '' for none). A logged copy
+-- whose id the Parquet files already hold by the flush's rule (that UTC day, or within
+-- $duplicate_window_minutes across midnight: analytics/parquet_writer.ts) is not counted: the flush
+-- drops it, and a flush that moved it meanwhile put it in the files, where it counts. One scan of the
+-- files serves both, so a flush between the two reads counts nothing twice.
+WITH scan AS (
+  SELECT event_id, ts, event_type, visit_id, ai_agent
   FROM events
   WHERE date BETWEEN CAST($from_date AS DATE) AND CAST($to_date AS DATE)
-    AND ts >= CAST($since_30 AS TIMESTAMP)
-    AND ts <= CAST($until AS TIMESTAMP)
     AND tenant_id = $tenant_id
+    -- The window, widened to the days of the logged copies only when there are some.
+    AND ts >= CAST($read_from AS TIMESTAMP) AND ts < CAST($read_to AS TIMESTAMP)
+    AND ((ts >= CAST($since_30 AS TIMESTAMP) AND ts <= CAST($until AS TIMESTAMP)) OR list_contains($wal_ids, event_id))
+), window_ AS (
+  SELECT ts, event_type, visit_id FROM scan
+  WHERE ts >= CAST($since_30 AS TIMESTAMP) AND ts <= CAST($until AS TIMESTAMP)
     AND ($ai_agent IS NULL OR ai_agent = $ai_agent)
-    AND NOT list_contains($wal_ids, event_id)
+), logged AS (
+  SELECT
+    unnest($wal_ids) AS event_id,
+    epoch_ms(CAST(unnest($wal_ts) AS BIGINT)) AS ts,
+    unnest($wal_types) AS event_type,
+    TRY_CAST(NULLIF(unnest($wal_visits), '') AS BIGINT) AS visit_id,
+    NULLIF(unnest($wal_agents), '') AS ai_agent
+), unflushed AS (
+  SELECT l.ts, l.event_type, l.visit_id FROM logged AS l
+  WHERE ($ai_agent IS NULL OR l.ai_agent = $ai_agent)
+    AND NOT EXISTS (
+      SELECT 1 FROM scan AS s
+      WHERE s.event_id = l.event_id
+        AND s.ts >= date_trunc('day', l.ts) - to_minutes($duplicate_window_minutes)
+        AND s.ts < date_trunc('day', l.ts) + INTERVAL 1 DAY + to_minutes($duplicate_window_minutes)
+        AND (s.ts < date_trunc('day', l.ts) + INTERVAL 1 DAY
+          OR l.ts >= date_trunc('day', l.ts) + INTERVAL 1 DAY - to_minutes($duplicate_window_minutes))
+    )
+), p AS (
+  SELECT * FROM window_ UNION ALL SELECT * FROM unflushed
 )
 SELECT
-  (SELECT count(*) FROM (
-    SELECT visit_id FROM p WHERE visit_id IS NOT NULL AND ts >= CAST($since_5 AS TIMESTAMP)
-    UNION SELECT CAST(unnest($wal_visits_5) AS BIGINT)
-  ))::BIGINT AS sessions_5,
-  (SELECT count(*) FROM (
-    SELECT visit_id FROM p WHERE visit_id IS NOT NULL
-    UNION SELECT CAST(unnest($wal_visits_30) AS BIGINT)
-  ))::BIGINT AS sessions_30,
+  (SELECT count(DISTINCT visit_id) FROM p WHERE ts >= CAST($since_5 AS TIMESTAMP))::BIGINT AS sessions_5,
+  (SELECT count(DISTINCT visit_id) FROM p)::BIGINT AS sessions_30,
   (SELECT count(*) FROM p WHERE event_type = 'query' AND ts >= CAST($since_5 AS TIMESTAMP))::BIGINT AS queries_5,
   (SELECT count(*) FROM p WHERE event_type = 'query')::BIGINT AS queries_30,
   (SELECT count(*) FROM p WHERE event_type = 'click' AND ts >= CAST($since_5 AS TIMESTAMP))::BIGINT AS clicks_5,

@@ -184,7 +184,9 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
   /**
    * The one rule by which a question becomes a `query` event (AnswerContext.recordedBy), told when
    * the engine is done with an answer: `whole`, or cut short (its caller left, or the provider
-   * failed). Recorded at most once, stamped with the time the question was asked.
+   * failed). Recorded at most once, stamped with the time the question was asked. A question its
+   * caller left is recorded whatever the answer had reached, nothing included (left before the first
+   * word, the provider then failing): it was asked, and nobody else can record it.
    */
   const recorder = (model: AiModel, query: string, context: AnswerContext, at: Date) => {
     let recorded = false;
@@ -196,9 +198,9 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
     return async (message: string, whole: boolean): Promise<void> => {
       const left = context.left;
       if (context.recordedBy !== "client") {
-        if (whole || (message && left?.aborted)) await now(message);
+        if (whole || left?.aborted) await now(message);
       } else if (left?.aborted) {
-        if (message) await now(message);
+        await now(message);
       } else if (left && whole) {
         // The client records it once it has it all; if its caller leaves before, the service does.
         left.addEventListener("abort", () => void now(message), { once: true });
@@ -210,20 +212,27 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
     const provider = providerFor(model);
     const validator = model.output.kind === "structured" ? validatorFor(model.output.schema) : undefined;
     const request = await ground(model, query, provider);
+    const settle = recorder(model, query, context, request.now);
     let result: Answer;
-    if (model.output.kind === "structured") {
-      const payload = await provider.structured(request, model.output.schema, validator!);
-      // Whatever the provider did, nothing leaves unchecked.
-      const problems = validator!.validate(payload);
-      if (problems.length > 0) {
-        throw answerErrors.schema_mismatch({ problems: problems.map((p) => p.text) });
+    try {
+      if (model.output.kind === "structured") {
+        const payload = await provider.structured(request, model.output.schema, validator!);
+        // Whatever the provider did, nothing leaves unchecked.
+        const problems = validator!.validate(payload);
+        if (problems.length > 0) {
+          throw answerErrors.schema_mismatch({ problems: problems.map((p) => p.text) });
+        }
+        result = { kind: "structured", payload, message: JSON.stringify(payload) };
+      } else {
+        const message = await provider.text(request);
+        result = { kind: "text", message, citations: citationsOf(message, request, context) };
       }
-      result = { kind: "structured", payload, message: JSON.stringify(payload) };
-    } else {
-      const message = await provider.text(request);
-      result = { kind: "text", message, citations: citationsOf(message, request, context) };
+    } catch (err) {
+      // The provider failed: a question its caller left is still one (as a stream cut short).
+      await settle("", false);
+      throw err;
     }
-    await recorder(model, query, context, request.now)(result.message, true);
+    await settle(result.message, true);
     return result;
   };
 

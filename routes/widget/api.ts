@@ -529,13 +529,15 @@ async function streamAnswer(
   },
 ): Promise<Response> {
   const chunks = source[Symbol.asyncIterator]();
-  const first = await chunks.next();
-  const requestId = c.env.requestId;
   // A leaving seen after `done` was written counts too (the request's signal may tell only once the
   // stream is closed): whether `done` reached the widget the service cannot tell, so it records the
   // question, under the id the widget's own `query` event of it gets (AnswerContext.eventId): one event.
+  // Listened for before the first piece: a reader who left before any text, the provider then
+  // failing, asked a question all the same.
   const leave = () => left.abort();
   reader.addEventListener("abort", leave, { once: true });
+  const first = await chunks.next();
+  const requestId = c.env.requestId;
   return streamSSE(c, async (sse) => {
     // Before the answer generator is ended, so that it records what it had.
     sse.onAbort(() => {

@@ -718,3 +718,67 @@ Deno.test("analytics: events arriving live keep their ingestion visits; late one
   assert.ok(counts.late >= 4, `the late events are flagged: ${JSON.stringify(counts)}`);
   await assertExact(world, "live arrivals with late events");
 });
+
+Deno.test("analytics: a retried batch's copies (stamped on arrival, stored once) neither stretch a visit nor start one (events and visit-figures paths)", async () => {
+  await using world = await analyticsWorld();
+  const ev = (id: string, ts: string, x: Record<string, unknown> = {}): Ev =>
+    ({ event_id: id, session_id: "s_retry", ts, placement_id: "pl_1", event_type: "widget_load", ...x }) as Ev;
+  const load = ev("ev_retry_load_01", "2026-11-20T10:00:00Z");
+  await ingestAt(world, Date.parse("2026-11-20T10:00:01Z"), [load]);
+  // Its answer lost, the widget sends the batch again two minutes on, stamped on arrival: the flush
+  // keeps the first copy. Stored: a load at 10:00 and a click at 10:31, two sessions (31 minutes apart).
+  await ingestAt(world, Date.parse("2026-11-20T10:02:01Z"), [{ ...load, ts: "2026-11-20T10:02:00Z" }]);
+  await ingestAt(world, Date.parse("2026-11-20T10:31:01Z"), [
+    ev("ev_retry_click_1", "2026-11-20T10:31:00Z", { event_type: "click", click_type: "article" }),
+  ]);
+  // And a heartbeat sent again 25 minutes on (kept by a page asleep) makes no visit of its own either.
+  await ingestAt(world, Date.parse("2026-11-20T10:31:02Z"), [
+    ev("ev_retry_beat_01", "2026-11-20T10:31:02Z", { event_type: "heartbeat" }),
+  ]);
+  await ingestAt(world, Date.parse("2026-11-20T10:56:01Z"), [
+    ev("ev_retry_beat_01", "2026-11-20T10:56:00Z", { event_type: "heartbeat" }),
+  ]);
+  await ingestAt(world, Date.parse("2026-11-20T11:20:01Z"), [
+    ev("ev_retry_click_2", "2026-11-20T11:20:00Z", { event_type: "click", click_type: "article" }),
+  ]);
+  await world.w.deps.events.flush();
+  const q = "start_date=2026-11-20&end_date=2026-11-20&timezone=UTC";
+  const summary = (await get(world, `/v1/analytics/ask-ai?${q}`)).summary;
+  // 10:00 | 10:31, 10:31:02 | 11:20 (49 minutes after the heartbeat stored): three sessions.
+  assert.deepEqual([summary.sessions, summary.widget_loads, summary.total_clicks], [3, 1, 2]);
+  assert.equal((await lateCounts(world)).late, 0, "live events: the ingestion visits are the figures");
+  await world.w.deps.analyticsVisits.buildClosedDays();
+  const built = (await get(world, `/v1/analytics/ask-ai?${q}`)).summary;
+  assert.deepEqual([built.sessions, built.widget_loads, built.total_clicks], [3, 1, 2]);
+});
+
+Deno.test("analytics: live batches sent again minutes later, stamped on arrival, give the figures of the events stored (both paths)", async () => {
+  await using world = await analyticsWorld();
+  const next = rng(97);
+  const live = byTime([...generatedEvents(), ...edgeEvents()]).map((e, i) => ({ ...e, event_id: `ev_live_${i}` }));
+  for (const b of chunks(live, 5)) {
+    const at = Date.parse(b.at(-1)!.ts) + 2000;
+    await ingestAt(world, at, b);
+    // A batch whose answer was lost goes again 1 to 4 minutes on; the widget sends no time, so each
+    // copy is stamped on arrival. The flush stores the first copies.
+    if (next() < 0.2) {
+      const again = at + 60_000 + Math.floor(next() * 180_000);
+      await ingestAt(world, again, b.map((e) => ({ ...e, ts: new Date(again).toISOString() })));
+    }
+  }
+  await world.w.deps.events.flush();
+  world.w.deps.analytics.refresh();
+  await assertExact(world, "live, with batches sent again");
+  // Arriving in time order, each visit's stored questions are numbered 1, 2, 3, ... in time order.
+  const files = `${world.w.deps.analytics.eventsDir}/date=*/*.parquet`;
+  const numbered = await rowsOf(
+    world,
+    `SELECT list(visit_query_no ORDER BY ts, event_id)::VARCHAR AS nos FROM read_parquet('${files}', hive_partitioning = true)
+     WHERE event_type = 'query' AND visit_id IS NOT NULL GROUP BY visit_id`,
+  );
+  assert.ok(numbered.length > 10, "the data has visits with questions");
+  for (const { nos } of numbered) {
+    const got = JSON.parse(String(nos)) as number[];
+    assert.deepEqual(got, got.map((_, i) => i + 1));
+  }
+});

@@ -397,3 +397,55 @@ Deno.test("sessionisation: a visit never spans two UTC days; a conversation keep
   assert.equal(new Set(visits.slice(0, 3)).size, 1);
   assert.notEqual(visits[3], visits[0]);
 });
+
+Deno.test("visit_query_no numbers only the queries stored: a retried query, or one sent again 40 minutes on, takes its first number and starts no visit", async () => {
+  await using world = await analyticsWorld();
+  const { w } = world;
+  const send = async (events: Record<string, unknown>[]) => {
+    const res = await post(world, { widget_id: "wd_main", events }, { origin: "https://news.example" });
+    assert.equal(res.status, 202);
+    await res.body?.cancel();
+  };
+  const query = (id: string) => ({
+    event_id: id,
+    event_type: "query",
+    session_id: "s_numbered",
+    interaction_type: "free_form",
+    prompt: `question ${id}`,
+  });
+  // The widget sends no time: each batch is stamped on arrival.
+  w.clock.set("2026-11-22T10:00:00Z");
+  await send([query("q-first-0001")]);
+  w.clock.set("2026-11-22T10:01:00Z");
+  await send([query("q-second-001")]);
+  // Its answer lost, the widget sends the batch again; the flush stores the question once.
+  w.clock.set("2026-11-22T10:01:30Z");
+  await send([query("q-second-001")]);
+  w.clock.set("2026-11-22T10:05:00Z");
+  await send([query("q-third-0001")]);
+  // A page that kept the first question's event and sends it again 40 minutes on: still that day's
+  // event, stored at 10:00, so it starts no visit. The next question, 45 minutes after the third, does.
+  w.clock.set("2026-11-22T10:45:00Z");
+  await send([query("q-first-0001")]);
+  w.clock.set("2026-11-22T10:50:00Z");
+  await send([query("q-fourth-001")]);
+  w.clock.set("2026-11-22T11:00:00Z");
+  await send([query("q-fifth-0001")]);
+  await w.deps.events.flush();
+  const rows = await w.deps.duckdb.withConnection(async (c) =>
+    (await c.runAndReadAll(
+      `SELECT event_id, visit_query_no, visit_id FROM read_parquet('${w.deps.analytics.eventsDir}/*/*.parquet')
+       WHERE event_type = 'query' ORDER BY ts`,
+    )).getRowObjectsJS()
+  );
+  assert.deepEqual(rows.map((r) => [r.event_id, r.visit_query_no]), [
+    ["q-first-0001", 1],
+    ["q-second-001", 2],
+    ["q-third-0001", 3],
+    ["q-fourth-001", 1],
+    ["q-fifth-0001", 2],
+  ]);
+  const visits = rows.map((r) => r.visit_id);
+  assert.deepEqual([new Set(visits.slice(0, 3)).size, new Set(visits.slice(3)).size], [1, 1]);
+  assert.notEqual(visits[3], visits[0]);
+});

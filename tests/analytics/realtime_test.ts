@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { bearer } from "../_helpers.ts";
+import { parquetIdCounts } from "./_count.ts";
 import { analyticsWorld } from "./_fixture.ts";
 
 Deno.test("GET /v1/analytics/realtime: last 5 and 30 minutes, counting events not yet flushed, none twice", async () => {
@@ -92,4 +93,92 @@ Deno.test("GET /v1/analytics/realtime: a batch retried before the flush (same ev
   const after = await get();
   assert.deepEqual(after.last_5_minutes, before.last_5_minutes);
   assert.deepEqual(after.last_30_minutes, before.last_30_minutes);
+});
+
+Deno.test("GET /v1/analytics/realtime: copies of one event id count as the flush stores them, before and after it (across midnight; a copy of an event stored earlier that day)", async () => {
+  await using world = await analyticsWorld();
+  const { w } = world;
+  const widget = (await w.deps.repos.widgets.get("wd_main"))!;
+  const query = (id: string, ts: string) => ({
+    event_id: id,
+    event_type: "query",
+    session_id: "s_copies",
+    ts,
+    interaction_type: "free_form",
+    prompt: "q",
+  });
+  const ingest = (e: Record<string, unknown>) => w.deps.events.ingest([e], { source: "widget", widget });
+  const queries = async () => {
+    const res = await w.app.request("/v1/analytics/realtime", { headers: bearer(world.key) });
+    assert.equal(res.status, 200);
+    const body = await res.json();
+    return [body.last_5_minutes.queries, body.last_30_minutes.queries];
+  };
+  const stored = async (id: string) => (await parquetIdCounts(w.deps.duckdb, w.deps.analytics.eventsDir)).get(id);
+
+  // Stored at 09:00; a copy sent at 11:58 is the same event (that UTC day's id): the flush drops it, so
+  // the last 30 minutes hold no query, before the flush as after.
+  w.clock.set("2026-11-22T12:00:00Z");
+  await ingest(query("ev_copy_same_day", "2026-11-22T09:00:00Z"));
+  await w.deps.events.flush();
+  await ingest(query("ev_copy_same_day", "2026-11-22T11:58:00Z"));
+  assert.deepEqual(await queries(), [0, 0], "a copy of an event stored earlier that day, still in the log");
+  await w.deps.events.flush();
+  assert.deepEqual(await queries(), [0, 0], "the same, flushed");
+  assert.equal(await stored("ev_copy_same_day"), 1);
+
+  // A retried batch across midnight, its copies 20 minutes apart: one event (stamped 23:50, the copy the
+  // flush keeps) in the log, and once flushed.
+  w.clock.set("2026-11-23T00:12:00Z");
+  await ingest(query("ev_copy_midnight", "2026-11-22T23:50:00Z"));
+  await ingest(query("ev_copy_midnight", "2026-11-23T00:10:00Z"));
+  assert.deepEqual(await queries(), [0, 1], "copies across midnight, in the log");
+  await w.deps.events.flush();
+  assert.deepEqual(await queries(), [0, 1], "the same, flushed");
+  assert.equal(await stored("ev_copy_midnight"), 1);
+});
+
+Deno.test("GET /v1/analytics/realtime: live copies of a few ids across midnight, flushed at random points, never move the figures with a flush", async () => {
+  await using world = await analyticsWorld();
+  const { w } = world;
+  const widget = (await w.deps.repos.widgets.get("wd_main"))!;
+  let seed = 7;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const get = async () => {
+    const res = await w.app.request("/v1/analytics/realtime", { headers: bearer(world.key) });
+    const body = await res.json();
+    return [body.last_5_minutes, body.last_30_minutes];
+  };
+  const runs: number[] = [];
+  for (const s of [7, 5, 10, 17, 23]) {
+    seed = s;
+    // Live traffic from 23:40 to 00:28: each round's events stamped in the 10 minutes before the clock
+    // (the widget's own bound) with copies of six ids, the log flushed every few rounds.
+    let now = Date.parse("2026-11-22T23:40:00Z") + s * 60_000;
+    let unflushed = 0;
+    for (let round = 0; round < 12; round++, now += 4 * 60_000) {
+      w.clock.set(now);
+      const events = Array.from({ length: 4 }, () => {
+        const n = Math.floor(next() * 6);
+        const ts = new Date(now - Math.floor(next() * 10 * 60_000)).toISOString();
+        return n % 2
+          ? { event_id: `ev_${s}_copy_${n}_query`, event_type: "query", session_id: `s${n}`, ts, prompt: "q" }
+          : {
+            event_id: `ev_${s}_copy_${n}_click`,
+            event_type: "click",
+            session_id: `s${n}`,
+            ts,
+            click_type: "article",
+          };
+      });
+      await w.deps.events.ingest(events, { source: "widget", widget });
+      if (++unflushed < 3 && next() < 0.6) continue;
+      unflushed = 0;
+      const before = await get();
+      await w.deps.events.flush();
+      assert.deepEqual(await get(), before, `seed ${s}, round ${round}: the flush moved the figures`);
+      runs.push(before[1].queries + before[1].clicks);
+    }
+  }
+  assert.ok(runs.some((n) => n > 0), "the windows held events");
 });

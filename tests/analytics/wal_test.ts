@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { sessionKey, type SessionState } from "../../analytics/enrich.ts";
 import { EventPipeline, FLUSH_SCRATCH } from "../../analytics/events.ts";
 import { writeNdjsonAsParquet } from "../../analytics/parquet_writer.ts";
 import { CHUNK_BYTES, EventWal, ndjsonLine, WAL_PREFIX } from "../../analytics/wal.ts";
@@ -134,6 +135,57 @@ Deno.test("POST /v1/events: 500 widget loads with distinct 128-character session
   assert.equal(res.status, 202);
   assert.deepEqual(await res.json(), { accepted: 500 });
   assert.equal((await w.deps.events.flush()).rows, 500);
+});
+
+Deno.test("POST /v1/events: 100 sessions whose states hold every remembered id at its longest commit in one checked commit, not a 500", async () => {
+  await using world = await analyticsWorld();
+  const w = world.w;
+  // A session day's state remembers its latest heartbeat, query and other event ids (a copy of one
+  // changes nothing): 100 states at their largest must still fit the batch's checked commit with it.
+  const id = (kind: string, i: number, j: number) => `${kind}${i}_${j}_`.padEnd(64, "z");
+  const day = "2026-11-22";
+  const sessions = Array.from({ length: 100 }, (_, i) => `s${String(i).padStart(4, "0")}${"k".repeat(123)}`);
+  const ts = Date.parse("2026-11-22T11:55:00Z");
+  for (const [i, session] of sessions.entries()) {
+    const state: SessionState = {
+      visit_id: 1000 + i,
+      last_ms: ts,
+      viewable: true,
+      queries: 10,
+      sponsor: {
+        campaign_id: "cp_spring",
+        creative_id: "c".repeat(128),
+        line_item_id: "l".repeat(128),
+        publisher_id: "p".repeat(128),
+        ad_partner: "a".repeat(64),
+        started_ms: ts,
+        last_ms: ts,
+      },
+      first_ms: ts - 600_000,
+      heartbeats: 40,
+      heartbeat_ids: Array.from({ length: 40 }, (_, j) => id("h", i, j)),
+      query_ids: Array.from(
+        { length: 10 },
+        (_, j) => [id("q", i, j), 1000 + i, j + 1, ts] as [string, number, number, number],
+      ),
+      event_ids: Array.from({ length: 20 }, (_, j) => id("e", i, j)),
+    };
+    await w.deps.kv.set(sessionKey(world.tenantId, session, day), state);
+  }
+  const events = sessions.map((session) => ({
+    event_type: "widget_load",
+    session_id: session,
+    referring_url: `https://news.example/${"r".repeat(1500)}`,
+  }));
+  const res = await w.app.request("/v1/events", {
+    method: "POST",
+    headers: { origin: "https://news.example", "content-type": "application/json", "x-forwarded-for": "198.51.100.3" },
+    body: JSON.stringify({ widget_id: "wd_main", events }),
+  });
+  assert.equal(res.status, 202);
+  assert.deepEqual(await res.json(), { accepted: 100 });
+  const after = await w.deps.kv.get<SessionState>(sessionKey(world.tenantId, sessions[0]!, day));
+  assert.equal(after.value?.event_ids?.length, 20, "the list stays at its bound");
 });
 
 Deno.test("EventWal.append() splits a large batch across commits under the KV limits", async () => {

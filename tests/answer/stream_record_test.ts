@@ -577,3 +577,44 @@ Deno.test("One question recorded by both across midnight is one event, whichever
   );
   assert.equal(rows.length, 1);
 });
+
+/** A provider that holds its reply until released, then fails before any text (an error, as a timeout would). */
+const heldFailure = (stream: boolean) => {
+  if (stream) return heldSseReply([], [], { fail: true });
+  let release!: () => void;
+  const released = new Promise<void>((r) => release = r);
+  const reply: Reply = async (req, signal) => {
+    await released;
+    return await failReply(503)(req, signal);
+  };
+  return { reply, release };
+};
+
+Deno.test("A question its reader left before any answer text is one query event with an empty response, on the widget (stream, JSON) and /app/aimodel", async () => {
+  for (const route of ["widget SSE", "widget JSON", "/app/aimodel SSE"] as const) {
+    const held = heldFailure(route !== "widget JSON");
+    await using w = await world([held.reply]);
+    const [url, init] = route === "/app/aimodel SSE"
+      ? [`${w.server.url}/app/aimodel/${w.a.model.id}`, {
+        method: "POST",
+        headers: { ...bearer(w.a.key), "content-type": "application/json", accept: "text/event-stream" },
+        body: JSON.stringify({ query: "Why are bus fares rising?", session_id: "sess-1" }),
+      }]
+      : widgetJson(w);
+    const headers = route === "widget SSE" ? { ...init.headers, accept: "text/event-stream" } : init.headers;
+    // The reader leaves while the answer is awaited; then the provider fails before writing a word.
+    await askJsonAndLeave(w, url, { ...init, headers }, held.release);
+    await within(w.recorded, 5_000, `${route}: the query event of the question its reader left`);
+    await settle();
+    assert.equal(w.queries.length, 1, route);
+    const q = w.queries[0]!;
+    assert.equal(q.prompt, "Why are bus fares rising?", route);
+    assert.equal(q.response ?? "", "", route);
+    assert.equal(q.session_id, "sess-1", route);
+    if (route === "/app/aimodel SSE") continue;
+    assert.equal(q.widget_id, w.a.widget.id, route);
+    assert.ok(q.event_id, `${route}: the id the widget's own query of that answer would get`);
+    await w.deps.events.stop();
+    assert.deepEqual(await storedQueries(w), { engagement: 1, logs: 1 }, route);
+  }
+});
