@@ -256,6 +256,12 @@ export async function createCommerceWorld(
       const headers = new Headers(rest.headers);
       headers.set("host", "store.test");
       if (token && !headers.has("authorization")) headers.set("authorization", `Bearer ${token}`);
+      // As a client sends it over HTTP (fetch, curl, the SDKs): a body of known size declares it. An
+      // in-process Request has none, so each body would count as chunked, whose share of the body
+      // budget is its whole limit.
+      if (typeof rest.body === "string" && !headers.has("content-length")) {
+        headers.set("content-length", String(new TextEncoder().encode(rest.body).byteLength));
+      }
       return Promise.resolve(w.app.request(`http://store.test${path}`, { ...rest, headers }));
     },
     addPayg(price, services = ["*"]) {
