@@ -53,15 +53,22 @@ async function waitReady(base: string): Promise<void> {
 
 const TYPES = ["widget_load", "widget_viewable", "heartbeat", "query", "heartbeat", "click"];
 
+// Events of one session, 5 s apart: a session keeps at most one heartbeat per 5 s of its span
+// (docs/events-and-metrics.md), so every event of a batch is stored and counted.
+const SESSION_EVENTS = 25;
+const EVENT_GAP_MS = 5_000;
+
 function batchBody(worker: number, seq: number): string {
   const events = [];
+  const now = Date.now();
   for (let i = 0; i < BATCH; i++) {
     const t = TYPES[i % TYPES.length]!;
     const e: Record<string, unknown> = {
       event_id: `bench-w${worker}-${seq}-${i}`,
       event_type: t,
+      ts: new Date(now - (SESSION_EVENTS - 1 - (i % SESSION_EVENTS)) * EVENT_GAP_MS).toISOString(),
       widget_id: "wd_fixture",
-      session_id: `s-${worker}-${seq}-${Math.floor(i / 25)}`,
+      session_id: `s-${worker}-${seq}-${Math.floor(i / SESSION_EVENTS)}`,
       placement_id: "pl_top",
       referring_url: "https://dailyledger.example/news/city-council-vote",
     };

@@ -31,6 +31,7 @@ import { articleBag, storableTerms } from "../core/search/index/index.ts";
 import { newId } from "../core/ids.ts";
 import { createLogger } from "../core/log.ts";
 import { DEFAULT_SEARCH_VERSION } from "../core/search/rank/retrieval_mode.ts";
+import { retryBusyKv } from "../core/store/kv_busy_retry.ts";
 import type { DataModel } from "../core/store/models.ts";
 import { generateArticles, NEWS_SITES, TECH_SITES } from "../fixtures/articles.ts";
 import { createApp } from "../routes/app.ts";
@@ -60,7 +61,8 @@ async function world(dataDir: string) {
     LOG_LEVEL: "warn",
     ARTICLES_MAX_BODY_BYTES: String(64 * 1024 * 1024),
   });
-  const kv = await Deno.openKv(config.kvPath);
+  // Seed parts write one KV file from several processes: wait out its lock, as main.ts does.
+  const kv = retryBusyKv(await Deno.openKv(config.kvPath));
   const duckdb = await AnalyticsDb.open();
   const deps = buildDeps({ config, kv, duckdb, clock, log: createLogger({ level: "warn", clock: () => clock.now() }) });
   await deps.start();
@@ -152,7 +154,9 @@ if (phase === "seed-part") {
     Array.from({ length: SEED_PARTS }, (_, k) => self(["--phase=seed-part"], { ...env, BENCH_PART: String(k) })),
   );
   if (!results.every((r) => r.success)) throw new Error("a seeding process failed");
-  console.log(`seeded ${N} articles in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+  console.log(
+    `seeded ${N} articles in ${((performance.now() - t) / 1000).toFixed(0)} s (BENCH_DIR=${dataDir} BENCH_DM=${dm.id})`,
+  );
   if (!(await self(["--phase=serve"], env)).success) throw new Error("serve phase failed");
   if (!Deno.env.get("BENCH_KEEP")) await Deno.remove(dataDir, { recursive: true });
 } else if (phase === "ingest") {

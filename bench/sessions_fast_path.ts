@@ -12,7 +12,7 @@
  */
 import { BIGINT, BOOLEAN, type DuckDBType, LIST, listValue, VARCHAR } from "@duckdb/node-api";
 import { AnalyticsDb } from "../analytics/duckdb.ts";
-import { AnalyticsEngine } from "../analytics/engine.ts";
+import { AnalyticsEngine, loadSql, type RollupName } from "../analytics/engine.ts";
 import { windowParams } from "../analytics/metrics.ts";
 
 const [dataDir, roundsArg, beforeRev = "1d63204^", exactRev = "10fac3d"] = Deno.args;
@@ -25,7 +25,8 @@ async function gitSql(rev: string, name: string): Promise<string> {
   if (!out.success) throw new Error(`git show ${rev} ${name} failed`);
   return new TextDecoder().decode(out.stdout);
 }
-const treeSql = (name: string) => Deno.readTextFile(new URL(`../analytics/sql/${name}.sql`, import.meta.url));
+// The working tree's text as the engine runs it: its `-- @include` lines resolved to the shared fragments.
+const treeSql = (name: string) => loadSql(name as RollupName);
 
 type P = Record<string, string | null | number | boolean | string[]>;
 async function run(sql: string, params: P): Promise<Record<string, unknown>[]> {

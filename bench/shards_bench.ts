@@ -23,6 +23,7 @@ import type { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
 import { shardOf } from "../core/search/index/shard.ts";
 import { newId } from "../core/ids.ts";
 import { createLogger } from "../core/log.ts";
+import { retryBusyKv } from "../core/store/kv_busy_retry.ts";
 import type { DataModel } from "../core/store/models.ts";
 import { generateArticles, NEWS_SITES, TECH_SITES } from "../fixtures/articles.ts";
 import { freePort, killAll, type Node, spawnNode, waitReady } from "./_cluster.ts";
@@ -39,7 +40,8 @@ const mib = (kb: number) => Math.round(kb / 1024);
 
 async function world(dataDir: string) {
   const config = parseConfig({ DATA_DIR: dataDir, BASE_URL: "http://bench.test", LOG_LEVEL: "warn" });
-  const kv = await Deno.openKv(config.kvPath);
+  // Seed parts write one KV file from several processes: wait out its lock, as main.ts does.
+  const kv = retryBusyKv(await Deno.openKv(config.kvPath));
   const duckdb = await AnalyticsDb.open();
   const deps = buildDeps({ config, kv, duckdb, clock, log: createLogger({ level: "warn", clock: () => clock.now() }) });
   await deps.start();

@@ -13,7 +13,13 @@ import { seedStorefront } from "../fixtures/storefront.ts";
 import { createApp } from "../routes/app.ts";
 import { startServer } from "../routes/server.ts";
 
-const config = parseConfig({ KV_PATH: ":memory:", LOG_LEVEL: "warn", DATA_DIR: await Deno.makeTempDir() });
+// Every exchange comes from one loopback address: its per-address budget for jwt-bearer grants is raised past the run.
+const config = parseConfig({
+  KV_PATH: ":memory:",
+  LOG_LEVEL: "warn",
+  DATA_DIR: await Deno.makeTempDir(),
+  PUBLIC_READS_PER_MIN_PER_ADDRESS: "1000000",
+});
 const kv = await Deno.openKv(":memory:");
 const duckdb = await AnalyticsDb.open();
 const deps = buildDeps({

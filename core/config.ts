@@ -52,7 +52,9 @@ const envSchema = z.object({
   MAX_BODY_BYTES: int("MAX_BODY_BYTES", 1024, 256 * 1024 * 1024).default(1024 * 1024),
   DEMO_SEED: bool("DEMO_SEED").default(true),
   // The publisher demo site (widget embed) on a second origin; "off" serves none.
-  DEMO_SITE_URL: z.union([z.literal("off"), url("DEMO_SITE_URL")]).default("http://127.0.0.1:8001"),
+  DEMO_SITE_URL: z.union([z.literal("off"), url("DEMO_SITE_URL")], {
+    error: "DEMO_SITE_URL must be an absolute http(s) URL or off",
+  }).default("http://127.0.0.1:8001"),
   SHUTDOWN_TIMEOUT_S: int("SHUTDOWN_TIMEOUT_S", 0, 3600).default(10),
   STOREFRONT_DEFAULT_SELLER: z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, {
     error: "STOREFRONT_DEFAULT_SELLER must be a seller id (lowercase letters, digits, dashes) or none",

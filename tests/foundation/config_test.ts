@@ -53,6 +53,25 @@ Deno.test("parseConfig() names the bad variable in one line for each bad value",
   }
 });
 
+Deno.test("parseConfig() says the rule a bad value breaks for every variable, never a bare 'Invalid input'", async () => {
+  const source = (await Deno.readTextFile(new URL("../../core/config.ts", import.meta.url))) +
+    (await Deno.readTextFile(new URL("../../core/payment_config.ts", import.meta.url)));
+  const names = [...new Set([...source.matchAll(/^ {2}([A-Z][A-Z0-9_]+): /gm)].map((m) => m[1]!))];
+  assert.ok(names.length > 50, "the schema's keys were found");
+  const vague: string[] = [];
+  for (const name of names) {
+    for (const bad of ["not a value", "-1"]) {
+      try {
+        parseConfig({ [name]: bad });
+      } catch (err) {
+        assert.ok(err instanceof ConfigError);
+        if (/invalid input/i.test(err.message)) vague.push(`${name}: ${err.message}`);
+      }
+    }
+  }
+  assert.deepEqual(vague, []);
+});
+
 Deno.test("parseConfig() never echoes a value in its error", () => {
   assert.throws(
     () => parseConfig({ BASE_URL: "secret-value-123" }),
