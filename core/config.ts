@@ -50,6 +50,9 @@ const envSchema = z.object({
   NETWORK_API_URL: url("NETWORK_API_URL").optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
   MAX_BODY_BYTES: int("MAX_BODY_BYTES", 1024, 256 * 1024 * 1024).default(1024 * 1024),
+  // A request body's read deadline: this floor, then this average rate (routes/server.ts).
+  BODY_READ_FLOOR_S: int("BODY_READ_FLOOR_S", 1, 3600).default(20),
+  BODY_MIN_BYTES_PER_S: int("BODY_MIN_BYTES_PER_S", 1, 1024 * 1024 * 1024).default(32 * 1024),
   DEMO_SEED: bool("DEMO_SEED").default(true),
   // The publisher demo site (widget embed) on a second origin; "off" serves none.
   DEMO_SITE_URL: z.union([z.literal("off"), url("DEMO_SITE_URL")]).default("http://127.0.0.1:8001"),
@@ -193,6 +196,8 @@ export interface Config {
   networkApiUrl: string;
   logLevel: (typeof LOG_LEVELS)[number];
   maxBodyBytes: number;
+  /** A request body may take `floorMs`, then as long as it keeps `minBytesPerS` on average. */
+  bodyReadDeadline: { floorMs: number; minBytesPerS: number };
   demoSeed: boolean;
   /** Origin of the publisher demo site (`deno task start` serves it with the demo seed); null: none. */
   demoSiteUrl: string | null;
@@ -413,6 +418,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     networkApiUrl: e.NETWORK_API_URL ?? `${baseUrl}/network`,
     logLevel: e.LOG_LEVEL,
     maxBodyBytes: e.MAX_BODY_BYTES,
+    bodyReadDeadline: { floorMs: e.BODY_READ_FLOOR_S * 1000, minBytesPerS: e.BODY_MIN_BYTES_PER_S },
     demoSeed: e.DEMO_SEED,
     demoSiteUrl: e.DEMO_SITE_URL === "off" ? null : new URL(e.DEMO_SITE_URL).origin,
     shutdownTimeoutS: e.SHUTDOWN_TIMEOUT_S,
