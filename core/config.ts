@@ -122,6 +122,7 @@ const envSchema = z.object({
   EVENTS_COMPACT_MIN_FILES: int("EVENTS_COMPACT_MIN_FILES", 2, 100_000).default(24),
   EVENTS_FLUSH_LEASE_S: int("EVENTS_FLUSH_LEASE_S", 1, 3600).default(15),
   EVENTS_WAL_MAX_BYTES: int("EVENTS_WAL_MAX_BYTES", 65_536, 2 ** 40).default(256 * 1024 * 1024),
+  EVENTS_WAL_TENANT_SHARE_PCT: int("EVENTS_WAL_TENANT_SHARE_PCT", 1, 100).default(25),
   EVENTS_MAX_BODY_BYTES: int("EVENTS_MAX_BODY_BYTES", 1024, 256 * 1024 * 1024).default(8 * 1024 * 1024),
   EVENTS_PER_MIN_PER_ADDRESS: int("EVENTS_PER_MIN_PER_ADDRESS", 1, 100_000_000).default(1200),
   EVENTS_PER_MIN_PER_WIDGET: int("EVENTS_PER_MIN_PER_WIDGET", 1, 100_000_000).default(60_000),
@@ -292,6 +293,8 @@ export interface Config {
   eventsMaxBodyBytes: number;
   /** Most bytes the event write-ahead log may hold; past it new batches are refused (503). */
   eventsWalMaxBytes: number;
+  /** Most bytes of that log one tenant's events may take; past it its batches are refused (503). */
+  eventsWalTenantMaxBytes: number;
   /** Limits of widget events on `POST /v1/events` (per address, per widget, daily per widget). */
   eventLimits: { perAddressPerMin: number; perWidgetPerMin: number; perWidgetPerDay: number };
   /** Counting of tracking-link clicks (`/r/{token}`): per-address limit, dedupe window, link lifetime. */
@@ -482,6 +485,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     eventsFlushLeaseS: e.EVENTS_FLUSH_LEASE_S,
     eventsMaxBodyBytes: e.EVENTS_MAX_BODY_BYTES,
     eventsWalMaxBytes: e.EVENTS_WAL_MAX_BYTES,
+    eventsWalTenantMaxBytes: Math.floor(e.EVENTS_WAL_MAX_BYTES * e.EVENTS_WAL_TENANT_SHARE_PCT / 100),
     eventLimits: {
       perAddressPerMin: e.EVENTS_PER_MIN_PER_ADDRESS,
       perWidgetPerMin: e.EVENTS_PER_MIN_PER_WIDGET,

@@ -694,3 +694,48 @@ Deno.test("flusher lease: a holder stalled past its lease between listing chunks
   const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
   assert.deepEqual([...counts.values()].filter((n) => n !== 1), [], "no event stored twice");
 });
+
+Deno.test("flusher lease: a holder stalled past its lease while deleting its flushed chunks takes their bytes off its tenant's part of the log only once with the holder that recovered its plan", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  /** Bytes of the chunks in the log, counted the slow way. */
+  const held = async () => {
+    let n = 0;
+    for await (const e of deps.kv.list<Uint8Array>({ prefix: ["ev_wal"] })) n += e.value.byteLength;
+    return n;
+  };
+  // Holder A has read all its chunks' records (their tenants' bytes, ten a read) when it stalls,
+  // before any delete.
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  let stalled!: () => void;
+  const started = new Promise<void>((r) => stalled = r);
+  let recordReads = 0;
+  const kvA = kvThrough(deps.kv, {
+    async getMany(keys, real) {
+      const got = await real();
+      if (keys[0]?.[0] === "ev_wal_ixof" && ++recordReads === 32) {
+        stalled();
+        await gate;
+      }
+      return got;
+    },
+  });
+  const a = new EventPipeline({ ...deps, kv: kvA, repos: deps.repos }, { ...deps.events.options });
+  // 320 batches, a chunk each: their deletes take more than one commit.
+  for (let i = 0; i < 320; i++) await a.record(evts(`p${i}`, 1));
+  const flushA = a.flush().catch((err) => err);
+  await started;
+  // Holder B takes over and finishes A's written plan.
+  world.w.clock.advance(deps.events.options.leaseMs + 1);
+  const b = new EventPipeline({ ...deps, repos: deps.repos }, { ...deps.events.options });
+  await b.flush();
+  assert.equal(await held(), 0);
+  release();
+  assert.equal((await flushA).skipped, true, "the stalled holder finds its plan taken");
+  // The tenant's part is the log's: the 320 events' bytes were taken off once.
+  await b.record(evts("q", 10));
+  assert.ok((await held()) > 0);
+  const sizes = await b.wal.sizes([world.tenantId]);
+  assert.deepEqual([sizes.total, sizes.byTenant.get(world.tenantId)], [await held(), await held()]);
+});
