@@ -386,7 +386,8 @@ export class EventPipeline implements EventSink {
       // Taken inside the run: a flush that starts meanwhile waits for it (it repairs compactions).
       if (!(await this.#acquireLease())) return 0;
       let merged = 0;
-      const kvDeps = { kv: this.deps.kv, db: this.deps.duckdb, clock: this.deps.clock };
+      // Each day under the lease, renewed and checked (a merge may outlast it).
+      const kvDeps = { kv: this.deps.kv, db: this.deps.duckdb, clock: this.deps.clock, lease: this.#lease };
       for (const date of await listEventDates(this.options.eventsDir)) {
         merged += await compactDay(kvDeps, this.options.eventsDir, date, this.options.compactMinFiles);
       }
