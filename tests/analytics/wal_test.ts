@@ -640,6 +640,31 @@ Deno.test("record(): a batch reads the log's size once (the room check before an
   assert.equal((await pipeline.flush()).rows, 3);
 });
 
+Deno.test("record(): a batch of many tenants' events reads the log's size and its tenants' parts once", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  let sizeReads = 0;
+  const kv = kvThrough(deps.kv, {
+    getMany(keys, real) {
+      if (keys.some((k) => k[0] === "ev_wal_size" || k[0] === "ev_wal_tsize")) sizeReads++;
+      return real();
+    },
+  });
+  const pipeline = new EventPipeline({ ...deps, kv, repos: deps.repos }, { ...deps.events.options });
+  // The service's own impressions of six tenants' searches, in one batch.
+  const impressions = Array.from({ length: 12 }, (_, i) => ({
+    event_type: "result_impression",
+    tenant_id: `tn_many${i % 6}`,
+    data_model_id: "dm_many",
+    article_id: `ar_${i}`,
+    article_url: `https://news.example/${i}`,
+    position: 1,
+  }));
+  await pipeline.record(impressions);
+  assert.equal(sizeReads, 1);
+  assert.equal((await pipeline.flush()).rows, 12);
+});
+
 Deno.test("flusher lease: a holder stalled past its lease between listing chunks and planning their flush plans none another holder flushed meanwhile, so the log's size is not taken down twice", async () => {
   await using world = await analyticsWorld();
   const { deps } = world.w;
