@@ -414,17 +414,24 @@ export class EventWal {
       for (const [tenantId, n] of removedBy) o = o.sum(tenantRemoved(tenantId), BigInt(n));
       return guard(o);
     };
+    // The mutations and key bytes `step` adds: its delete, and a sum for each tenant new to the commit.
+    const cost = (step: { key: Deno.KvKey; tenants?: [string, number][] }) => {
+      const added = (step.tenants ?? []).filter(([t]) => !removedBy.has(t));
+      return {
+        n: 1 + added.length,
+        k: keyBytes(step.key) + added.reduce((x, [t]) => x + keyBytes(tenantRemoved(t)), 0),
+      };
+    };
     for (const step of steps) {
       const tenants = step.tenants ?? [];
-      const added = tenants.filter(([t]) => !removedBy.has(t));
-      const n = 1 + added.length;
-      const k = keyBytes(step.key) + added.reduce((x, [t]) => x + keyBytes(tenantRemoved(t)), 0);
+      let { n, k } = cost(step);
       if (mutations > 0 && (mutations + n > COMMIT_MUTATIONS || keyBytesIn + k > COMMIT_KEY_BYTES)) {
         if (!(await finish(op).commit()).ok) return false;
         op = this.kv.atomic();
         mutations = 0;
         keyBytesIn = 0;
         removedBy = new Map();
+        ({ n, k } = cost(step));
       }
       op = op.delete(step.key);
       for (const [t, b] of tenants) removedBy.set(t, (removedBy.get(t) ?? 0) + b);
