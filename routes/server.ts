@@ -164,7 +164,8 @@ function releasingSentChunks(res: Response): Response {
 /**
  * The request with a body stream that errors with {@link BodyStalledError} after `idleMs` without a
  * chunk, or with {@link BodyTooSlowError} once it is behind its {@link BodyReadDeadline}. The
- * deadline runs from the first read: a body waiting unread for its share of the budget is not charged.
+ * deadline runs from its reader's first read: a body waiting unread for its share of the budget is
+ * not charged.
  */
 function withBodyIdleTimeout(req: Request, idleMs: number, deadline: BodyReadDeadline): Request {
   const source = req.body!.getReader();
@@ -203,7 +204,9 @@ function withBodyIdleTimeout(req: Request, idleMs: number, deadline: BodyReadDea
     cancel(reason) {
       return source.cancel(reason);
     },
-  });
+    // Pulled only when its reader reads: a stream pulls one chunk ahead by default, at once, which
+    // started the deadline while the body still waited, unread, for its share of the body budget.
+  }, { highWaterMark: 0 });
   return rebuiltRequest(req, body);
 }
 

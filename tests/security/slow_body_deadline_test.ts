@@ -104,3 +104,44 @@ Deno.test("security: a request body sent past the read deadline's floor at the m
     await server.shutdown(1000);
   }
 });
+
+Deno.test("security: a request body that waited, unread, for room in the body budget longer than the read deadline's floor is then read whole", async () => {
+  await using w = await createTestWorld();
+  const server = startServer(w.app.fetch, {
+    bodyIdleTimeoutMs: 1_000,
+    bodyReadDeadline: { floorMs: 300, minBytesPerS: 100_000 },
+  });
+  const { key } = await w.tenantWithKey();
+  // The budget is full: the next large body waits unread (its bytes held back by TCP).
+  const giveBack = await processBodyBudget.take(Number.MAX_SAFE_INTEGER);
+  const body = batchOf(200_000);
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
+  try {
+    await conn.write(enc.encode(
+      `POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${body.length}\r\n\r\n`,
+    ));
+    await conn.write(body.subarray(0, 1_000));
+    for (let i = 0; i < 100 && processBodyBudget.waiting === 0; i++) await sleep(10);
+    assert.equal(processBodyBudget.waiting, 1, "the body waits for room");
+    await sleep(600);
+    giveBack();
+    // The rest at about 1 MB/s, ten times the minimum rate.
+    for (let sent = 1_000; sent < body.length; sent += 10_000) {
+      await conn.write(body.subarray(sent, sent + 10_000));
+      await sleep(10);
+    }
+    let text = "";
+    const buf = new Uint8Array(4096);
+    while (!/\r\n\r\n[\s\S]*\}/.test(text)) {
+      const n = await conn.read(buf).catch(() => null);
+      if (n === null) break;
+      text += new TextDecoder().decode(buf.subarray(0, n));
+    }
+    assert.match(text, /^HTTP\/1\.1 202/);
+  } finally {
+    giveBack();
+    conn.close();
+    await server.shutdown(1000);
+  }
+});
