@@ -205,6 +205,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     compactMinFiles: config.eventsCompactMinFiles,
     leaseMs: config.eventsFlushLeaseS * 1000,
     walMaxBytes: config.eventsWalMaxBytes,
+    walTenantMaxBytes: config.eventsWalTenantMaxBytes,
   });
   events.onFlushed(() => analytics.refresh());
   // Search result pages and answer citations become impression events, batched off the response path.

@@ -80,6 +80,7 @@ async function serve(parsed: Config, env: Record<string, string>): Promise<void>
     hostname: parsed.host,
     port: parsed.port,
     log,
+    bodyReadDeadline: parsed.bodyReadDeadline,
   });
   let config: Config;
   let opening: Promise<Deps | null> = Promise.resolve(null);

@@ -16,6 +16,7 @@
  * which files to delete from the folder alone either.
  */
 import type { Clock } from "../core/clock.ts";
+import type { KvLease } from "../core/kv_lease.ts";
 import type { AnalyticsDb } from "./duckdb.ts";
 import { SWAP_STATE_KEY, swapEnded, swapStarted, type SwapState } from "./day_swaps.ts";
 import { sqlString } from "./sql_util.ts";
@@ -143,23 +144,31 @@ export async function recoverCompactions(kv: Deno.Kv, eventsDir: string): Promis
 }
 
 /**
- * Merges the day's files into one when there are at least `minFiles` of them.
+ * Merges the day's files into one when there are at least `minFiles` of them. With `lease` (the
+ * flusher lease the caller holds), it is renewed before the day's files are listed and before the
+ * swap starts, and the manifest is claimed, and marked written, only at that renewal's version: a
+ * compactor whose lease lapsed (a long merge of the day before) and was taken by another holder
+ * swaps no day under that holder's flush, whose dedupe reads the day's files.
  * @returns the number of files merged (0 when nothing was done).
  */
 export async function compactDay(
-  deps: { kv: Deno.Kv; db: AnalyticsDb; clock: Clock },
+  deps: { kv: Deno.Kv; db: AnalyticsDb; clock: Clock; lease?: Pick<KvLease, "acquire" | "checkHeld"> },
   eventsDir: string,
   date: string,
   minFiles = 2,
   hooks: CompactionHooks = {},
 ): Promise<number> {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(date)) throw new Error(`bad date: ${date}`);
+  const { lease } = deps;
+  const held = (op: Deno.AtomicOperation) => lease ? lease.checkHeld(op) : op;
+  if (lease && !(await lease.acquire())) return 0;
   const dir = `${eventsDir}/date=${date}`;
   const inputs = await listParquet(dir);
   if (inputs.length < Math.max(2, minFiles)) return 0;
   const m: Manifest = { date, output: `${uuidv7(deps.clock)}.parquet`, inputs, state: "planned" };
-  const claim = await deps.kv.atomic().check({ key: key(date), versionstamp: null }).set(key(date), m).commit();
-  if (!claim.ok) return 0; // another compaction of this day is running or needs recovery
+  const claim = await held(deps.kv.atomic()).check({ key: key(date), versionstamp: null }).set(key(date), m).commit();
+  // Another compaction of this day is running or needs recovery, or the lease is another's now.
+  if (!claim.ok) return 0;
   try {
     const list = `[${inputs.map((f) => sqlString(`${dir}/${f}`)).join(", ")}]`;
     await deps.db.withConnection((conn) =>
@@ -178,15 +187,19 @@ export async function compactDay(
     throw err;
   }
   // Marked written together with the day's swap start, and only while our manifest is still the
-  // one stored: a lease holder that took over may have rolled it back (and removed our .tmp).
+  // one stored (a lease holder that took over may have rolled it back, and removed our .tmp) and
+  // the lease still ours (renewed after the merge, which may outlast it).
   const written: Manifest = { ...m, state: "written" };
   const planned = claim.versionstamp;
-  const marked = await commitWithState(
-    deps.kv,
-    (op) => op.check({ key: key(date), versionstamp: planned }).set(key(date), written),
-    (s) => swapStarted(s, date, deps.clock.now().getTime()),
-    async () => (await deps.kv.get(key(date))).versionstamp === planned,
-  );
+  const stillOurs = async () =>
+    (await deps.kv.get(key(date))).versionstamp === planned && (!lease || await lease.acquire());
+  const marked = (!lease || await lease.acquire()) &&
+    await commitWithState(
+      deps.kv,
+      (op) => held(op).check({ key: key(date), versionstamp: planned }).set(key(date), written),
+      (s) => swapStarted(s, date, deps.clock.now().getTime()),
+      stillOurs,
+    );
   if (!marked) {
     await removeIfThere(`${dir}/${m.output}.tmp`);
     return 0;

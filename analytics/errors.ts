@@ -52,6 +52,16 @@ export const analyticsErrors = declareErrors({
     code: "server_busy",
     message: "The event log is full until it is written out, try again shortly",
   },
+  /**
+   * One tenant's events hold its part of the event log (`EVENTS_WAL_TENANT_SHARE_PCT` of
+   * `EVENTS_WAL_MAX_BYTES`) while its flush cannot keep up; raised with `Retry-After`, before
+   * anything of the batch is stored. Other tenants' batches are still taken.
+   */
+  event_log_share_full: {
+    kind: "unavailable",
+    code: "server_busy",
+    message: "This tenant's part of the event log is full until it is written out, try again shortly",
+  },
   /** A widget batch holding more JSON values than its events can use, refused before it is decoded. */
   widget_batch_too_many_values: {
     kind: "too_large",

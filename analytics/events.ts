@@ -36,6 +36,11 @@ export interface PipelineOptions {
    * flusher that cannot write (a full disk, DuckDB failing, no lease holder) lets KV grow only so far.
    */
   walMaxBytes: number;
+  /**
+   * Most bytes of the log one tenant's events may take (default: a quarter of `walMaxBytes`): past
+   * it that tenant's batches are refused (503) while the others' are still taken.
+   */
+  walTenantMaxBytes?: number;
 }
 
 /** Dependencies of the pipeline. */
@@ -62,6 +67,8 @@ const LEASE_KEY = ["ev_flush_lease"];
 const LEASE_POLL_MS = 250;
 // Chunks per Parquet write; the plan listing their keys must stay under 64 KiB.
 const MAX_CHUNKS_PER_FLUSH = 600;
+// Tenants of a batch whose part of the log is checked: their sizes and the log's fill one KV read (10 keys).
+const CHECKED_TENANTS = 4;
 // Tries of a batch whose session states another batch changed meanwhile, before it is written unchecked.
 const MAX_SESSION_RETRIES = 3;
 
@@ -117,7 +124,7 @@ export class EventPipeline implements EventSink {
     for (let attempt = 0;; attempt++) {
       const prepared = await prepareEvents(this.deps, events, ctx, attempt >= MAX_SESSION_RETRIES);
       rows = prepared.rows;
-      await this.#checkRoom(prepared.lines);
+      await this.#checkRoom(prepared.lines, rows);
       if (await this.wal.append(uuidv7(this.deps.clock), prepared.lines, rows, prepared.sessionSets)) break;
     }
     this.#pending += rows.length;
@@ -128,29 +135,49 @@ export class EventPipeline implements EventSink {
   }
 
   /**
-   * Refuses a batch the log has no room for, before anything of it is stored. The size is read at
-   * each batch, so processes sharing the log overshoot it by at most the batches they are appending
-   * at that moment (each at most 500 events).
+   * Refuses a batch the log has no room for, or whose tenant's part of the log has none, before
+   * anything of it is stored. The sizes are read at each batch (one read), so processes sharing the
+   * log overshoot them by at most the batches they are appending at that moment (each at most 500
+   * events).
    */
-  async #checkRoom(lines: Uint8Array[]): Promise<void> {
-    const bytes = lines.reduce((n, l) => n + l.byteLength, 0);
-    if ((await this.wal.size()) + bytes <= this.options.walMaxBytes) return;
-    throw this.#logFull();
+  async #checkRoom(lines: Uint8Array[], rows: readonly { tenant_id: string | null }[]): Promise<void> {
+    let bytes = 0;
+    const byTenant = new Map<string, number>();
+    for (const [i, line] of lines.entries()) {
+      bytes += line.byteLength;
+      const tenantId = rows[i]!.tenant_id;
+      if (tenantId) byTenant.set(tenantId, (byTenant.get(tenantId) ?? 0) + line.byteLength);
+    }
+    // One read: the log's size and the parts of the batch's (at most) four largest tenants. A batch
+    // of more (the service's own impressions of many searches) adds little of each of the others.
+    const largest = [...byTenant].sort((x, y) => y[1] - x[1]).slice(0, CHECKED_TENANTS);
+    const held = await this.wal.sizes(largest.map(([tenantId]) => tenantId));
+    if (held.total + bytes > this.options.walMaxBytes) throw this.#logFull();
+    for (const [tenantId, n] of largest) {
+      if (held.byTenant.get(tenantId)! + n > this.#tenantMaxBytes()) throw this.#logFull(true);
+    }
   }
 
   /**
-   * Refuses anything while the log is full (one read of its kept size).
+   * Refuses anything while the log is full, or `tenantId`'s part of it (one read of their kept sizes).
    * @throws AppError 503 `server_busy` with `Retry-After` when the log is full: a route calls it before
    *   it reads a batch, so a sender's bodies are not read and decoded while none could be stored.
    */
-  async refuseWhenFull(): Promise<void> {
-    if ((await this.wal.size()) >= this.options.walMaxBytes) throw this.#logFull();
+  async refuseWhenFull(tenantId?: string): Promise<void> {
+    const held = await this.wal.sizes(tenantId ? [tenantId] : []);
+    if (held.total >= this.options.walMaxBytes) throw this.#logFull();
+    if (tenantId && held.byTenant.get(tenantId)! >= this.#tenantMaxBytes()) throw this.#logFull(true);
   }
 
-  #logFull() {
+  #tenantMaxBytes(): number {
+    return this.options.walTenantMaxBytes ?? Math.floor(this.options.walMaxBytes / 4);
+  }
+
+  #logFull(tenantPart = false) {
     // Room comes back with the next flush that can write.
     const retryAfterS = Math.max(1, Math.ceil(this.options.flushIntervalMs / 1000));
-    return analyticsErrors.event_log_full({ headers: { "Retry-After": String(retryAfterS) } });
+    const headers = { "Retry-After": String(retryAfterS) };
+    return tenantPart ? analyticsErrors.event_log_share_full({ headers }) : analyticsErrors.event_log_full({ headers });
   }
 
   /** Called after each flush that wrote files (the query engine refreshes its view). */
@@ -287,7 +314,8 @@ export class EventPipeline implements EventSink {
     const done = await this.wal.delete(
       plan.keys,
       bytes,
-      (op) => op.check({ key: planKey, versionstamp }).delete(planKey),
+      (op) => op.delete(planKey),
+      (op) => op.check({ key: planKey, versionstamp }),
     );
     if (!done) throw new FlushLeaseLost();
     return result;
@@ -363,7 +391,8 @@ export class EventPipeline implements EventSink {
       // Taken inside the run: a flush that starts meanwhile waits for it (it repairs compactions).
       if (!(await this.#acquireLease())) return 0;
       let merged = 0;
-      const kvDeps = { kv: this.deps.kv, db: this.deps.duckdb, clock: this.deps.clock };
+      // Each day under the lease, renewed and checked (a merge may outlast it).
+      const kvDeps = { kv: this.deps.kv, db: this.deps.duckdb, clock: this.deps.clock, lease: this.#lease };
       for (const date of await listEventDates(this.options.eventsDir)) {
         merged += await compactDay(kvDeps, this.options.eventsDir, date, this.options.compactMinFiles);
       }

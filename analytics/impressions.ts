@@ -84,6 +84,17 @@ export function citationEvents(c: CitedArticles): EventInput[] {
   }));
 }
 
+/** `events` by tenant, each tenant's in their order. */
+function byTenant(events: EventInput[]): EventInput[][] {
+  const groups = new Map<string | undefined, EventInput[]>();
+  for (const e of events) {
+    const group = groups.get(e.tenant_id);
+    if (group) group.push(e);
+    else groups.set(e.tenant_id, [e]);
+  }
+  return [...groups.values()];
+}
+
 /** Tuning of an {@link ImpressionRecorder}. */
 export interface ImpressionRecorderOptions {
   /** Timers for the deferred write (tests pass their own). */
@@ -208,10 +219,14 @@ export class ImpressionRecorder {
    * Writes a batch. A batch mixes the pages of many requests and tenants, and the log takes a batch
    * whole or not at all: an event it refuses (422) would hold back every other for ever, retried at
    * each flush. So a refused batch is halved until the refused events stand alone; they are dropped
-   * and counted. Returns what is not written yet when a write failed otherwise (KV down), else null.
+   * and counted. A batch the log has no room for (503: one tenant's part of it full, say) is written
+   * a tenant at a time, so one tenant's full part holds back only its own events, kept for the next
+   * flush. Returns what is not written yet (and why) when a write failed so, else null.
    */
   async #write(batch: EventInput[]): Promise<{ events: EventInput[]; error: unknown } | null> {
     const parts = [batch];
+    const kept: EventInput[] = [];
+    let keptFor: unknown;
     let refused = 0;
     try {
       while (parts.length) {
@@ -219,18 +234,30 @@ export class ImpressionRecorder {
         try {
           await this.sink.record(part);
         } catch (err) {
-          if (!(err instanceof AppError && err.kind === "unprocessable")) return { events: parts.flat(), error: err };
-          parts.splice(
-            0,
-            1,
-            ...(part.length > 1 ? [part.slice(0, part.length >> 1), part.slice(part.length >> 1)] : []),
-          );
-          if (part.length === 1) refused++;
+          const kind = err instanceof AppError ? err.kind : undefined;
+          if (kind === "unprocessable") {
+            parts.splice(
+              0,
+              1,
+              ...(part.length > 1 ? [part.slice(0, part.length >> 1), part.slice(part.length >> 1)] : []),
+            );
+            if (part.length === 1) refused++;
+            continue;
+          }
+          // Anything else (KV down) holds back everything left.
+          if (kind !== "unavailable") return { events: kept.concat(parts.flat()), error: err };
+          const tenants = byTenant(part);
+          if (tenants.length > 1) parts.splice(0, 1, ...tenants);
+          else {
+            kept.push(...part);
+            keptFor ??= err;
+            parts.shift();
+          }
           continue;
         }
         parts.shift();
       }
-      return null;
+      return kept.length ? { events: kept, error: keptFor } : null;
     } finally {
       if (refused) this.log.error("search impressions refused by the event log, dropped", { events: refused });
     }

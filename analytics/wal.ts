@@ -18,14 +18,25 @@ export const WAL_PREFIX = ["ev_wal"] as const;
 // out, two KvU64 sums committed with the chunks they count (so exact, and shared by every process).
 const SIZE_ADDED: Deno.KvKey = ["ev_wal_size", "added"];
 const SIZE_REMOVED: Deno.KvKey = ["ev_wal_size", "removed"];
+// Each tenant's part of that size, kept the same way: the bytes of its rows' lines ever appended and
+// ever flushed out, so one tenant filling the log while its flush lags is refused before it fills it
+// for every tenant. A chunk's record ({@link ChunkRecord}) says how many of its bytes each tenant's.
+const tenantAdded = (tenantId: string): Deno.KvKey => ["ev_wal_tsize", tenantId, "added"];
+const tenantRemoved = (tenantId: string): Deno.KvKey => ["ev_wal_tsize", tenantId, "removed"];
 
 // The tenant and minute index of the chunks. An entry is of use while a realtime window (the last 30
 // minutes) can still reach its minute; 5 minutes more cover processes' clocks apart, then it expires.
 // A flush deletes a chunk's entries with the chunk, named by the chunk's record of them (left behind,
 // they cost every realtime read of their minutes until they expired).
 const INDEX_PREFIX = ["ev_wal_ix"] as const;
-// A chunk's record of its index entries, `[tenantId, minute][]`, at `["ev_wal_ixof", batchId, chunk]`.
+// A chunk's record of its index entries and its tenants' bytes, at `["ev_wal_ixof", batchId, chunk]`.
 const INDEX_OF_PREFIX = ["ev_wal_ixof"] as const;
+
+/**
+ * A chunk's record: its index entries (`[tenantId, minute]`) and the bytes of its lines each tenant's
+ * rows take (`[tenantId, bytes]`). Chunks logged before tenants' bytes were kept have the entries alone.
+ */
+type ChunkRecord = { ix: [string, number][]; bytes: [string, number][] } | [string, number][];
 const MINUTE_MS = 60_000;
 const INDEX_REACH_MS = 35 * MINUTE_MS;
 
@@ -156,6 +167,21 @@ function indexEntries(
   return [...out.values()];
 }
 
+/** The bytes of the lines `first` to before `end` each tenant's rows take (rows of no tenant count for none). */
+function tenantBytes(
+  lines: readonly Uint8Array[],
+  rows: readonly WalRowTag[],
+  first: number,
+  end: number,
+): [string, number][] {
+  const out = new Map<string, number>();
+  for (let i = first; i < end; i++) {
+    const tenantId = rows[i]!.tenant_id;
+    if (tenantId) out.set(tenantId, (out.get(tenantId) ?? 0) + lines[i]!.byteLength);
+  }
+  return [...out];
+}
+
 /**
  * An upper bound of what a KV write of `value` at `key` adds to a commit's size: KV stores values
  * in V8's serialisation, at most 2 bytes a character of their JSON (a two-byte string), and the
@@ -196,9 +222,15 @@ export class EventWal {
     let mutations = 0;
     let keys = 0;
     let checked = false;
-    // Chunk bytes gathered in `op`: the log's size grows by them in the same commit.
+    // Chunk bytes gathered in `op`, and each tenant's part of them: the log's size, and the
+    // tenants' parts, grow by them in the same commit.
     let logged = 0;
-    const counted = () => logged ? op.sum(SIZE_ADDED, BigInt(logged)) : op;
+    let loggedBy = new Map<string, number>();
+    const counted = () => {
+      if (logged) op = op.sum(SIZE_ADDED, BigInt(logged));
+      for (const [tenantId, n] of loggedBy) op = op.sum(tenantAdded(tenantId), BigInt(n));
+      return op;
+    };
     /** Commits what is gathered; false when a version check failed (then nothing of the batch is stored). */
     const commit = async (): Promise<boolean> => {
       if (checked && !(await counted().commit()).ok) return false;
@@ -209,6 +241,7 @@ export class EventWal {
       mutations = 0;
       keys = 0;
       logged = 0;
+      loggedBy = new Map();
       return true;
     };
     // A batch's session keys alone may pass KV's limit on keys (500 session ids of 128 characters).
@@ -233,22 +266,27 @@ export class EventWal {
     }
     for (const [i, chunk] of chunks.entries()) {
       const index = indexEntries(batchId, i, rows.slice(chunk.first, chunk.end), nowMs);
-      const record = index.map((x) => x.key.slice(1, 3));
+      const byTenant = tenantBytes(lines, rows, chunk.first, chunk.end);
+      const kept = index.length > 0 || byTenant.length > 0;
+      const record: ChunkRecord = { ix: index.map((x) => x.key.slice(1, 3) as [string, number]), bytes: byTenant };
       const recordKey = [...INDEX_OF_PREFIX, batchId, i];
+      // Each tenant's sum counted as if new to the commit (an upper bound).
+      const sums = byTenant.reduce((n, [t]) => n + entryBytes(tenantAdded(t), 0), 0);
       const size = chunk.bytes.byteLength + 100 + index.reduce((n, x) => n + entryBytes(x.key, 1), 0) +
-        (index.length ? entryBytes(recordKey, record) : 0);
-      const n = 1 + index.length + (index.length ? 1 : 0);
+        (kept ? entryBytes(recordKey, record) : 0) + sums;
+      const n = 1 + index.length + (kept ? 1 : 0) + byTenant.length;
       const chunkKey = [...WAL_PREFIX, batchId, i];
       const keySize = keyBytes(chunkKey) + index.reduce((k, x) => k + keyBytes(x.key), 0) +
-        (index.length ? keyBytes(recordKey) : 0);
+        (kept ? keyBytes(recordKey) : 0) + byTenant.reduce((k, [t]) => k + keyBytes(tenantAdded(t)), 0);
       if (full(size, n, keySize) && !(await commit())) return false;
       op = op.set(chunkKey, chunk.bytes);
       for (const x of index) op = op.set(x.key, 1, { expireIn: x.expireIn });
-      if (index.length) op = op.set(recordKey, record);
+      if (kept) op = op.set(recordKey, record);
       bytes += size;
       mutations += n;
       keys += keySize;
       logged += chunk.bytes.byteLength;
+      for (const [t, b] of byTenant) loggedBy.set(t, (loggedBy.get(t) ?? 0) + b);
     }
     if (checked) return (await counted().commit()).ok;
     if (mutations > 0) await this.#commit(counted());
@@ -261,9 +299,23 @@ export class EventWal {
    * {@link settle} finds the log empty.
    */
   async size(): Promise<number> {
-    const [added, removed] = await this.kv.getMany<[Deno.KvU64, Deno.KvU64]>([SIZE_ADDED, SIZE_REMOVED]);
-    const n = (added.value?.value ?? 0n) - (removed.value?.value ?? 0n);
-    return n > 0n ? Number(n) : 0;
+    return (await this.sizes([])).total;
+  }
+
+  /**
+   * The log's kept size ({@link size}) and the parts of it `tenantIds` take, in one KV read for up
+   * to four tenants.
+   */
+  async sizes(tenantIds: readonly string[]): Promise<{ total: number; byTenant: Map<string, number> }> {
+    const keys = [SIZE_ADDED, SIZE_REMOVED, ...tenantIds.flatMap((t) => [tenantAdded(t), tenantRemoved(t)])];
+    const got: Deno.KvEntryMaybe<Deno.KvU64>[] = [];
+    // At most 10 keys a read (KV's getMany limit).
+    for (let i = 0; i < keys.length; i += 10) got.push(...await this.kv.getMany<Deno.KvU64[]>(keys.slice(i, i + 10)));
+    const left = (i: number) => {
+      const n = (got[i]!.value?.value ?? 0n) - (got[i + 1]!.value?.value ?? 0n);
+      return n > 0n ? Number(n) : 0;
+    };
+    return { total: left(0), byTenant: new Map(tenantIds.map((t, i) => [t, left(2 + 2 * i)])) };
   }
 
   /**
@@ -326,38 +378,69 @@ export class EventWal {
   /**
    * Deletes chunks, each with its index entries and its record of them, in commits under KV's
    * mutation limit; `last`, and the log's size shrinking by `bytes` (the chunks' total), join the
-   * final commit.
-   * @returns false when a check `last` added failed: then the size is left as it was (what earlier
-   *   commits deleted is gone).
+   * final commit. A chunk's record leaves in the commit that takes its tenants' bytes off their parts
+   * of the size, so each is taken off once; with `guard` (a check of the plan being carried out)
+   * every commit is made only while it holds, so a flusher that lost the plan to another takes
+   * nothing off twice.
+   * @returns false when a check `guard` or `last` added failed: then the size is left as it was
+   *   (what earlier commits deleted, and took off, is gone).
    */
   async delete(
     keys: Deno.KvKey[],
     bytes: number,
     last?: (op: Deno.AtomicOperation) => Deno.AtomicOperation,
+    guard: (op: Deno.AtomicOperation) => Deno.AtomicOperation = (op) => op,
   ): Promise<boolean> {
-    const deletes: Deno.KvKey[] = [];
+    // Deletes in order; a record's deletion carries its tenants' bytes, which join the same commit.
+    const steps: { key: Deno.KvKey; tenants?: [string, number][] }[] = [];
     for (let i = 0; i < keys.length; i += 10) {
       const records = keys.slice(i, i + 10).map((k) => [...INDEX_OF_PREFIX, ...k.slice(WAL_PREFIX.length)]);
-      const got = await this.kv.getMany<[string, number][][]>(records);
+      const got = await this.kv.getMany<ChunkRecord[]>(records);
       for (const [j, k] of keys.slice(i, i + 10).entries()) {
-        deletes.push(k);
+        steps.push({ key: k });
         const record = got[j]!;
         if (!record.value) continue; // a chunk logged before records were kept: its entries expire
-        deletes.push(record.key);
+        const ix = Array.isArray(record.value) ? record.value : record.value.ix;
         const tail = k.slice(WAL_PREFIX.length);
-        for (const [tenantId, minute] of record.value) deletes.push([...INDEX_PREFIX, tenantId, minute, ...tail]);
+        for (const [tenantId, minute] of ix) steps.push({ key: [...INDEX_PREFIX, tenantId, minute, ...tail] });
+        steps.push({ key: record.key, tenants: Array.isArray(record.value) ? [] : record.value.bytes });
       }
     }
-    for (let i = 0;; i += COMMIT_MUTATIONS) {
-      let op = this.kv.atomic();
-      for (const k of deletes.slice(i, i + COMMIT_MUTATIONS)) op = op.delete(k);
-      if (i + COMMIT_MUTATIONS < deletes.length) {
-        await this.#commit(op);
-        continue;
+    let op = this.kv.atomic();
+    let mutations = 0;
+    let keyBytesIn = 0;
+    let removedBy = new Map<string, number>();
+    const finish = (o: Deno.AtomicOperation) => {
+      for (const [tenantId, n] of removedBy) o = o.sum(tenantRemoved(tenantId), BigInt(n));
+      return guard(o);
+    };
+    // The mutations and key bytes `step` adds: its delete, and a sum for each tenant new to the commit.
+    const cost = (step: { key: Deno.KvKey; tenants?: [string, number][] }) => {
+      const added = (step.tenants ?? []).filter(([t]) => !removedBy.has(t));
+      return {
+        n: 1 + added.length,
+        k: keyBytes(step.key) + added.reduce((x, [t]) => x + keyBytes(tenantRemoved(t)), 0),
+      };
+    };
+    for (const step of steps) {
+      const tenants = step.tenants ?? [];
+      let { n, k } = cost(step);
+      if (mutations > 0 && (mutations + n > COMMIT_MUTATIONS || keyBytesIn + k > COMMIT_KEY_BYTES)) {
+        if (!(await finish(op).commit()).ok) return false;
+        op = this.kv.atomic();
+        mutations = 0;
+        keyBytesIn = 0;
+        removedBy = new Map();
+        ({ n, k } = cost(step));
       }
-      if (bytes > 0) op = op.sum(SIZE_REMOVED, BigInt(bytes));
-      if (last) op = last(op);
-      return (await op.commit()).ok;
+      op = op.delete(step.key);
+      for (const [t, b] of tenants) removedBy.set(t, (removedBy.get(t) ?? 0) + b);
+      mutations += n;
+      keyBytesIn += k;
     }
+    op = finish(op);
+    if (bytes > 0) op = op.sum(SIZE_REMOVED, BigInt(bytes));
+    if (last) op = last(op);
+    return (await op.commit()).ok;
   }
 }

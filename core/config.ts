@@ -50,6 +50,9 @@ const envSchema = z.object({
   NETWORK_API_URL: url("NETWORK_API_URL").optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
   MAX_BODY_BYTES: int("MAX_BODY_BYTES", 1024, 256 * 1024 * 1024).default(1024 * 1024),
+  // A request body's read deadline: this floor, then this average rate (routes/server.ts).
+  BODY_READ_FLOOR_S: int("BODY_READ_FLOOR_S", 1, 3600).default(20),
+  BODY_MIN_BYTES_PER_S: int("BODY_MIN_BYTES_PER_S", 1, 1024 * 1024 * 1024).default(32 * 1024),
   DEMO_SEED: bool("DEMO_SEED").default(true),
   // The publisher demo site (widget embed) on a second origin; "off" serves none.
   DEMO_SITE_URL: z.union([z.literal("off"), url("DEMO_SITE_URL")], {
@@ -121,6 +124,7 @@ const envSchema = z.object({
   EVENTS_COMPACT_MIN_FILES: int("EVENTS_COMPACT_MIN_FILES", 2, 100_000).default(24),
   EVENTS_FLUSH_LEASE_S: int("EVENTS_FLUSH_LEASE_S", 1, 3600).default(15),
   EVENTS_WAL_MAX_BYTES: int("EVENTS_WAL_MAX_BYTES", 65_536, 2 ** 40).default(256 * 1024 * 1024),
+  EVENTS_WAL_TENANT_SHARE_PCT: int("EVENTS_WAL_TENANT_SHARE_PCT", 1, 100).default(25),
   EVENTS_MAX_BODY_BYTES: int("EVENTS_MAX_BODY_BYTES", 1024, 256 * 1024 * 1024).default(8 * 1024 * 1024),
   EVENTS_PER_MIN_PER_ADDRESS: int("EVENTS_PER_MIN_PER_ADDRESS", 1, 100_000_000).default(1200),
   EVENTS_PER_MIN_PER_WIDGET: int("EVENTS_PER_MIN_PER_WIDGET", 1, 100_000_000).default(60_000),
@@ -195,6 +199,8 @@ export interface Config {
   networkApiUrl: string;
   logLevel: (typeof LOG_LEVELS)[number];
   maxBodyBytes: number;
+  /** A request body may take `floorMs`, then as long as it keeps `minBytesPerS` on average. */
+  bodyReadDeadline: { floorMs: number; minBytesPerS: number };
   demoSeed: boolean;
   /** Origin of the publisher demo site (`deno task start` serves it with the demo seed); null: none. */
   demoSiteUrl: string | null;
@@ -289,6 +295,8 @@ export interface Config {
   eventsMaxBodyBytes: number;
   /** Most bytes the event write-ahead log may hold; past it new batches are refused (503). */
   eventsWalMaxBytes: number;
+  /** Most bytes of that log one tenant's events may take; past it its batches are refused (503). */
+  eventsWalTenantMaxBytes: number;
   /** Limits of widget events on `POST /v1/events` (per address, per widget, daily per widget). */
   eventLimits: { perAddressPerMin: number; perWidgetPerMin: number; perWidgetPerDay: number };
   /** Counting of tracking-link clicks (`/r/{token}`): per-address limit, dedupe window, link lifetime. */
@@ -415,6 +423,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     networkApiUrl: e.NETWORK_API_URL ?? `${baseUrl}/network`,
     logLevel: e.LOG_LEVEL,
     maxBodyBytes: e.MAX_BODY_BYTES,
+    bodyReadDeadline: { floorMs: e.BODY_READ_FLOOR_S * 1000, minBytesPerS: e.BODY_MIN_BYTES_PER_S },
     demoSeed: e.DEMO_SEED,
     demoSiteUrl: e.DEMO_SITE_URL === "off" ? null : new URL(e.DEMO_SITE_URL).origin,
     shutdownTimeoutS: e.SHUTDOWN_TIMEOUT_S,
@@ -478,6 +487,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     eventsFlushLeaseS: e.EVENTS_FLUSH_LEASE_S,
     eventsMaxBodyBytes: e.EVENTS_MAX_BODY_BYTES,
     eventsWalMaxBytes: e.EVENTS_WAL_MAX_BYTES,
+    eventsWalTenantMaxBytes: Math.floor(e.EVENTS_WAL_MAX_BYTES * e.EVENTS_WAL_TENANT_SHARE_PCT / 100),
     eventLimits: {
       perAddressPerMin: e.EVENTS_PER_MIN_PER_ADDRESS,
       perWidgetPerMin: e.EVENTS_PER_MIN_PER_WIDGET,

@@ -166,7 +166,7 @@ export function createEventRoutes(
       if (!left.allowed) throw publicLimitExceeded("address", left.retryAfterS);
     }
     // No batch can be stored while the log is full: it is refused unread, and costs nothing.
-    await deps.events.refuseWhenFull();
+    await deps.events.refuseWhenFull(c.get("apiKey")?.tenantId);
   };
   /**
    * Before a body is decoded (decoding takes several times its size: 8 MiB of small events took

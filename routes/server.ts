@@ -1,6 +1,6 @@
 import type { Logger } from "../core/log.ts";
 import { anyOwnedChunks, hasOwnedChunks, releasingConsumed } from "../core/owned_chunks.ts";
-import { BodyStalledError } from "./middleware/body.ts";
+import { BodyStalledError, BodyTooSlowError } from "./middleware/body.ts";
 import { rebuiltRequest } from "./rebuilt_request.ts";
 
 /**
@@ -9,6 +9,19 @@ import { rebuiltRequest } from "./rebuilt_request.ts";
  * connection): the reverse proxy in front closes those (docs/security.md).
  */
 export const BODY_IDLE_TIMEOUT_MS = 10_000;
+
+/**
+ * How long a request body may take in all: `floorMs`, and then as long as it keeps `minBytesPerS`
+ * on average (mod_reqtimeout's `MinRate`). The idle timeout alone let a byte every few seconds hold
+ * a body's share of the body budget (routes/middleware/body_budget.ts) for as long as its sender liked.
+ */
+export interface BodyReadDeadline {
+  floorMs: number;
+  minBytesPerS: number;
+}
+
+/** The default {@link BodyReadDeadline} (`BODY_READ_FLOOR_S`, `BODY_MIN_BYTES_PER_S`). */
+export const BODY_READ_DEADLINE: BodyReadDeadline = { floorMs: 20_000, minBytesPerS: 32 * 1024 };
 
 // Methods the Fetch standard's `Request` refuses to carry (CONNECT never reaches a handler). No
 // route serves them, so their body is never read: the request goes on as it came, to the app's 404.
@@ -43,12 +56,20 @@ export type ShutdownOutcome =
 /** Serves `handler` with `Deno.serve` on `hostname:port` (port 0 picks a free one). */
 export function startServer(
   handler: (req: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>) => Response | Promise<Response>,
-  { hostname = "127.0.0.1", port = 0, log, bodyIdleTimeoutMs = BODY_IDLE_TIMEOUT_MS }: {
+  {
+    hostname = "127.0.0.1",
+    port = 0,
+    log,
+    bodyIdleTimeoutMs = BODY_IDLE_TIMEOUT_MS,
+    bodyReadDeadline = BODY_READ_DEADLINE,
+  }: {
     hostname?: string;
     port?: number;
     log?: Logger;
     /** A body that sends nothing this long errors with {@link BodyStalledError} (readers answer 408). */
     bodyIdleTimeoutMs?: number;
+    /** A body slower than this errors with {@link BodyTooSlowError} (readers answer 408). */
+    bodyReadDeadline?: BodyReadDeadline;
   } = {},
 ): RunningServer {
   // Handler calls in flight, so shutdown knows whether anything may still use the stores. A count
@@ -73,7 +94,7 @@ export function startServer(
     let out: Response | Promise<Response>;
     try {
       const timed = req.body !== null && !UNWRAPPABLE_METHODS.has(req.method);
-      out = handler(timed ? withBodyIdleTimeout(req, bodyIdleTimeoutMs) : req, info);
+      out = handler(timed ? withBodyIdleTimeout(req, bodyIdleTimeoutMs, bodyReadDeadline) : req, info);
     } catch (err) {
       settled();
       throw err;
@@ -140,21 +161,41 @@ function releasingSentChunks(res: Response): Response {
   });
 }
 
-/** The request with a body stream that errors with {@link BodyStalledError} after `idleMs` without a chunk. */
-function withBodyIdleTimeout(req: Request, idleMs: number): Request {
+/**
+ * The request with a body stream that errors with {@link BodyStalledError} after `idleMs` without a
+ * chunk, or with {@link BodyTooSlowError} once it is behind its {@link BodyReadDeadline}. The
+ * deadline runs from its reader's first read: a body waiting unread for its share of the budget is
+ * not charged.
+ */
+function withBodyIdleTimeout(req: Request, idleMs: number, deadline: BodyReadDeadline): Request {
   const source = req.body!.getReader();
+  let startedAt = -1;
+  let received = 0;
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
+      if (startedAt < 0) startedAt = performance.now();
+      // Each byte received pushes the deadline on by 1/minBytesPerS seconds.
+      const leftMs = startedAt + deadline.floorMs + received * 1000 / deadline.minBytesPerS - performance.now();
+      const tooSlow = leftMs < idleMs;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const stalled = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new BodyStalledError(idleMs)), idleMs);
+        timer = setTimeout(
+          () =>
+            reject(
+              tooSlow ? new BodyTooSlowError(deadline.floorMs, deadline.minBytesPerS) : new BodyStalledError(idleMs),
+            ),
+          Math.max(0, tooSlow ? leftMs : idleMs),
+        );
       });
       try {
         const chunk = await Promise.race([source.read(), stalled]);
         if (chunk.done) controller.close();
-        else controller.enqueue(chunk.value);
+        else {
+          received += chunk.value.byteLength;
+          controller.enqueue(chunk.value);
+        }
       } catch (err) {
-        if (err instanceof BodyStalledError) source.cancel(err).catch(() => {});
+        if (err instanceof BodyStalledError || err instanceof BodyTooSlowError) source.cancel(err).catch(() => {});
         controller.error(err);
       } finally {
         clearTimeout(timer);
@@ -163,7 +204,9 @@ function withBodyIdleTimeout(req: Request, idleMs: number): Request {
     cancel(reason) {
       return source.cancel(reason);
     },
-  });
+    // Pulled only when its reader reads: a stream pulls one chunk ahead by default, at once, which
+    // started the deadline while the body still waited, unread, for its share of the body budget.
+  }, { highWaterMark: 0 });
   return rebuiltRequest(req, body);
 }
 

@@ -19,8 +19,8 @@
  * settlement (and each standard one once `paid`) is listed by when it is next due (payments.ts
  * `recheckAt`, {@link sweepable}); past its grace period the sweep asks the chain
  * ({@link StandardMethods.recheckSettlement}) and moves it ({@link Settlement.settleRechecked}). One
- * still unknown is listed again, later each time, until {@link recheckUntilMs}; then it is the
- * operator's (logged as an error).
+ * still unknown is listed again, later each time, until {@link recheckUntilMs} (at most
+ * {@link SETTLE_RECHECK_HORIZON_MS} after its claim); then it is the operator's (logged as an error).
  * Stripe charges of unknown outcome are not listed: its stand-in keeps no record to ask, so they stay
  * the operator's to reconcile (a `paid` Stripe charge is: its outcome is known).
  */
@@ -50,19 +50,26 @@ export const SETTLE_RECHECK_MAX_MS = 60 * 60_000;
 export const SETTLE_RECHECK_MAX_AGE_MS = 8 * 24 * 60 * 60_000;
 /** How long past its authorization's `validBefore` a settlement is still rechecked (the chain's time lags). */
 const PAST_VALID_BEFORE_MS = 24 * 60 * 60_000;
+/**
+ * The latest a settlement is rechecked, after its claim, whatever its authorization's `validBefore`:
+ * a payer picks it freely (up to 78 digits), and one far ahead must not keep its record listed,
+ * and asked about hourly, for years. Past this it is the operator's like any other.
+ */
+export const SETTLE_RECHECK_HORIZON_MS = 31 * 24 * 60 * 60_000;
 
 /**
  * Until when an unresolved settlement is rechecked: {@link SETTLE_RECHECK_MAX_AGE_MS} after its
- * claim, or a day past its authorization's `validBefore` when that is later: a payer picks
- * `validBefore` freely, and one still usable may yet be submitted and move money.
+ * claim, or a day past its authorization's `validBefore` when that is later (one still usable may
+ * yet be submitted and move money), never past {@link SETTLE_RECHECK_HORIZON_MS} after its claim.
  */
 export function recheckUntilMs(p: Pick<PaymentRecord, "createdAt" | "authorization">): number {
-  const claimed = Date.parse(p.createdAt) + SETTLE_RECHECK_MAX_AGE_MS;
+  const createdMs = Date.parse(p.createdAt);
+  const claimed = createdMs + SETTLE_RECHECK_MAX_AGE_MS;
   const validBefore = p.authorization?.validBefore;
-  const usable = validBefore && /^[0-9]{1,15}$/.test(validBefore)
+  const usable = validBefore && /^[0-9]{1,78}$/.test(validBefore)
     ? Number(validBefore) * 1000 + PAST_VALID_BEFORE_MS
     : 0;
-  return Math.max(claimed, usable);
+  return Math.min(Math.max(claimed, usable), createdMs + SETTLE_RECHECK_HORIZON_MS);
 }
 
 /** What one sweep did. */
@@ -77,7 +84,7 @@ export interface SettleSweepOutcome {
   staleReservations: number;
   /** Abandoned pay-per-call charges refunded. */
   abandonedCalls: number;
-  /** Unresolved past {@link SETTLE_RECHECK_MAX_AGE_MS}: taken off the recheck list, the operator's. */
+  /** Unresolved past {@link recheckUntilMs}: taken off the recheck list, the operator's. */
   givenUp: number;
 }
 
@@ -271,8 +278,8 @@ export class SettlementSweep {
   }
 
   /**
-   * Lists a settlement still unresolved again, later each time; one claimed longer than
-   * {@link SETTLE_RECHECK_MAX_AGE_MS} ago is taken off the list instead, its state as it is, and
+   * Lists a settlement still unresolved again, later each time; one past {@link recheckUntilMs}
+   * is taken off the list instead, its state as it is, and
    * logged as an error: the operator's (docs/operations.md).
    */
   async #later(

@@ -20,16 +20,29 @@ export class BodyStalledError extends Error {
 }
 
 /**
- * Our error for a body that failed while it was read: a stalled body becomes 408 (and the
- * connection is closed), a body cut off by the client becomes 499 (logged as a client
+ * A request body that came slower than the server's read deadline allows: its first `floorMs`,
+ * and then `minBytesPerS` on average (see routes/server.ts).
+ */
+export class BodyTooSlowError extends Error {
+  constructor(readonly floorMs: number, readonly minBytesPerS: number) {
+    super(`request body slower than ${minBytesPerS} bytes/s after ${floorMs} ms`);
+    this.name = "BodyTooSlowError";
+  }
+}
+
+/**
+ * Our error for a body that failed while it was read: a stalled body, or one too slow, becomes 408
+ * (and the connection is closed), a body cut off by the client becomes 499 (logged as a client
  * disconnect, never as our 500).
  */
 function bodyReadError(err: unknown): never {
-  if (err instanceof BodyStalledError) {
+  if (err instanceof BodyStalledError || err instanceof BodyTooSlowError) {
     throw new AppError(
       "timeout",
       "request_timeout",
-      `Request body stalled: nothing arrived for ${err.idleMs / 1000} s`,
+      err instanceof BodyStalledError
+        ? `Request body stalled: nothing arrived for ${err.idleMs / 1000} s`
+        : `Request body too slow: after its first ${err.floorMs / 1000} s it must average ${err.minBytesPerS} bytes/s`,
       {
         headers: { connection: "close" },
         cause: err,

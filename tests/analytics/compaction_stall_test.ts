@@ -1,10 +1,14 @@
 /**
  * A compaction whose process stalled past the flusher lease (analytics/compaction.ts): the holder
  * that took over finished its manifest and compacted the day again; the stalled one, waking, must
- * not end the newer compaction's manifest or swap.
+ * not end the newer compaction's manifest or swap. A compactor whose lease another holder took
+ * (between two days, or during a day's merge) claims and swaps no further day: that holder's flush
+ * dedupe reads the day's files.
  */
 import assert from "node:assert/strict";
 import { compactDay, recoverCompactions } from "../../analytics/compaction.ts";
+import { EventPipeline } from "../../analytics/events.ts";
+import { KvLease } from "../../core/kv_lease.ts";
 import { analyticsWorld } from "./_fixture.ts";
 import { parquetIdCounts } from "./_count.ts";
 import { kvThrough } from "../_kv_proxy.ts";
@@ -123,4 +127,102 @@ Deno.test("compaction recovery: a planned compaction whose stalled compactor mar
   await a;
   await recoverCompactions(deps.kv, dir);
   assert.equal((await parquetIdCounts(deps.duckdb, dir)).size, 12, "every event of the day");
+});
+
+Deno.test("compaction: a compactor whose lease another holder took swaps no day under that holder's flush, so a retried event is stored once", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  const { clock } = world.w;
+  const dir = deps.analytics.eventsDir;
+  const leaseMs = deps.events.options.leaseMs;
+  for (let i = 0; i < 3; i++) {
+    await deps.events.record(questions(`f${i}`, 4, `${DAY}T0${i + 1}:00:00Z`));
+    await deps.events.flush();
+  }
+  // Compactor A held the flusher lease (it merged the days before this one); it lapsed meanwhile.
+  clock.advance(leaseMs + 1);
+  const leaseA = new KvLease({ kv: deps.kv, clock, key: ["ev_flush_lease"], owner: "compactor-a", ttlMs: leaseMs });
+  assert.ok(await leaseA.acquire());
+  clock.advance(leaseMs + 1);
+  const db = deps.duckdb;
+  const real = db.withConnection.bind(db);
+  const aDeps = { kv: deps.kv, db: { withConnection: real } as typeof db, clock, lease: leaseA };
+  // An agent retries a batch the holder after A (B) stored already.
+  await deps.events.record(questions("f0", 1, `${DAY}T01:00:00Z`));
+  // B's flush (it takes the lease) reads the day's files for its dedupe just as A gets to the day.
+  const halfSwapped = Promise.withResolvers<void>();
+  const gateA = Promise.withResolvers<void>();
+  let a: Promise<number> | undefined;
+  db.withConnection = async (fn) => {
+    if (!a) {
+      a = compactDay(aDeps, dir, DAY, 2, {
+        afterInputsRemoved: async () => {
+          halfSwapped.resolve();
+          await gateA.promise;
+        },
+      });
+      await Promise.race([halfSwapped.promise, a]);
+    }
+    try {
+      return await real(fn);
+    } finally {
+      gateA.resolve();
+    }
+  };
+  try {
+    await deps.events.flush();
+  } finally {
+    db.withConnection = real;
+    gateA.resolve();
+  }
+  assert.equal(await a, 0, "A merged nothing: the lease is B's");
+  const counts = await parquetIdCounts(deps.duckdb, dir);
+  assert.equal(counts.size, 12);
+  assert.equal(counts.get("f0-000000"), 1, "the retried event is stored once");
+});
+
+Deno.test("compaction: a pipeline's compact() whose lease another holder took between two days compacts the second day no more", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  const { clock } = world.w;
+  const dir = deps.analytics.eventsDir;
+  const DAYS = ["2026-11-21", DAY];
+  for (const day of DAYS) {
+    for (let i = 0; i < 2; i++) {
+      await deps.events.record(questions(`${day}-${i}`, 2, `${day}T0${i + 1}:00:00Z`));
+      await deps.events.flush();
+    }
+  }
+  const files = async (day: string) => (await Array.fromAsync(Deno.readDir(`${dir}/date=${day}`))).length;
+  // A stalls as it claims the second day; B takes the lapsed lease meanwhile.
+  const stalled = Promise.withResolvers<void>();
+  const gate = Promise.withResolvers<void>();
+  const kvA = kvThrough(deps.kv, {
+    atomic() {
+      let claimsSecond = false;
+      return {
+        set(key) {
+          if (key[0] === "ev_compaction" && key[1] === DAY) claimsSecond = true;
+        },
+        async commit(realCommit) {
+          if (claimsSecond) {
+            stalled.resolve();
+            await gate.promise;
+          }
+          return await realCommit();
+        },
+      };
+    },
+  });
+  clock.advance(deps.events.options.leaseMs + 1);
+  const a = new EventPipeline({ ...deps, kv: kvA, repos: deps.repos }, { ...deps.events.options, compactMinFiles: 2 });
+  const compacting = a.compact();
+  await stalled.promise;
+  clock.advance(deps.events.options.leaseMs + 1);
+  await deps.events.flush();
+  gate.resolve();
+  assert.equal(await compacting, 2, "the first day's two files only");
+  assert.deepEqual([await files(DAYS[0]!), await files(DAY)], [1, 2]);
+  assert.equal((await deps.kv.get(["ev_compaction", DAY])).value, null, "no manifest left for the second day");
+  assert.equal((await parquetIdCounts(deps.duckdb, dir)).size, 8);
 });

@@ -168,6 +168,30 @@ Deno.test("ImpressionRecorder: one caller's refused impression does not hold bac
   assert.equal(rows.filter((r) => r.agent_identity === `webbot:${longHost}`).length, 11);
 });
 
+Deno.test("ImpressionRecorder: one tenant whose part of the event log is full holds back only its own impressions; other tenants' are written", async () => {
+  const BOUND = 65_536;
+  await using w = await createTestWorld({ env: { EVENTS_WAL_MAX_BYTES: String(BOUND) } });
+  const log = memoryLogger();
+  const recorder = new ImpressionRecorder(w.deps.events, w.deps.clock, log, { timers: manualTimers().timers });
+  // tn_batches's part of the log is full (its flush lags); the log itself has room.
+  const full = ["ev_wal_tsize", "tn_batches", "added"];
+  await w.deps.kv.set(full, new Deno.KvU64(BigInt(BOUND / 4)));
+  for (let n = 0; n < 3; n++) {
+    recorder.add(page(w, n, 3));
+    recorder.add({ ...page(w, 10 + n, 3), tenantId: "tn_other" });
+  }
+  await recorder.flush();
+  assert.equal(recorder.waiting, 12, "tn_batches's pages are kept for the next flush");
+  const written = (await logged(w.deps.kv)).rows;
+  assert.equal(written.length, 12);
+  assert.ok(written.every((r) => r.tenant_id === "tn_other"), "every other tenant's page is written");
+  // Its part drains: its pages are written at the next flush.
+  await w.deps.kv.delete(full);
+  await recorder.flush();
+  assert.equal(recorder.waiting, 0);
+  assert.equal((await logged(w.deps.kv)).rows.length, 24, "every page once");
+});
+
 Deno.test("ImpressionRecorder: an event the log refuses is dropped and counted alone; its batch is written", async () => {
   await using w = await createTestWorld();
   const log = memoryLogger();

@@ -4,6 +4,8 @@
  * without limit. Now the log's size is kept in KV beside it and a batch that would take it past
  * `EVENTS_WAL_MAX_BYTES` is refused 503 `server_busy` with `Retry-After` before anything of it is
  * stored; what was acknowledged is all flushed once the writer recovers, and the refusal clears.
+ * Round 7 left: one tenant's batches could take the whole bound, and every other tenant's were then
+ * refused; each tenant now has a part of it (`EVENTS_WAL_TENANT_SHARE_PCT`, a quarter by default).
  */
 import assert from "node:assert/strict";
 import { EventPipeline } from "../../analytics/events.ts";
@@ -36,7 +38,8 @@ async function walBytes(kv: Deno.Kv): Promise<number> {
 }
 
 Deno.test("POST /v1/events: a log its flush cannot write is bounded; past the bound 503 server_busy, nothing acknowledged is lost", async () => {
-  await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND) });
+  // One tenant may take the whole log here: the bound itself is under test.
+  await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND), EVENTS_WAL_TENANT_SHARE_PCT: "100" });
   const { w } = world;
   const post = (events: unknown[]) =>
     w.app.request("/v1/events", {
@@ -197,4 +200,89 @@ Deno.test("POST /v1/events: a widget batch the log fills up under keeps its size
   } finally {
     events.refuseWhenFull = refuseWhenFull;
   }
+});
+
+Deno.test("POST /v1/events: one tenant's batches fill only its part of the log; past it that tenant is refused 503 server_busy while another tenant's batches are still taken", async () => {
+  await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND) });
+  const { w } = world;
+  const post = (key: string, events: unknown[]) =>
+    w.app.request("/v1/events", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ events }),
+    });
+  const db = w.deps.duckdb;
+  const write = db.withConnection;
+  db.withConnection = () => Promise.reject(new Error("No space left on device"));
+  const acknowledged: string[] = [];
+  let refused: Response | undefined;
+  try {
+    // The first tenant sends batch after batch while its flush lags.
+    for (let b = 0; b < 40 && !refused; b++) {
+      const events = batch(`a${b}`, 10);
+      const res = await post(world.key, events);
+      if (res.status === 202) {
+        await res.body?.cancel();
+        acknowledged.push(...events.map((e) => e.event_id));
+        await assert.rejects(() => w.deps.events.flush());
+      } else refused = res;
+    }
+    assert.ok(refused, "its part filled up");
+    assert.equal(refused.status, 503);
+    assert.deepEqual(await refused.json(), {
+      message: "This tenant's part of the event log is full until it is written out, try again shortly",
+    });
+    assert.equal(refused.headers.get("retry-after"), "10");
+    const held = await walBytes(w.deps.kv);
+    assert.ok(held <= BOUND / 4, `${held} bytes held by one tenant, its part is ${BOUND / 4}`);
+    assert.ok(acknowledged.length >= 10, `${acknowledged.length} events fit`);
+    const sizes = await w.deps.events.wal.sizes([world.tenantId, world.other.tenantId]);
+    assert.deepEqual([sizes.total, sizes.byTenant.get(world.tenantId), sizes.byTenant.get(world.other.tenantId)], [
+      held,
+      held,
+      0,
+    ]);
+
+    // Another tenant's batches are still taken.
+    for (let b = 0; b < 2; b++) {
+      const events = batch(`o${b}`, 5).map((e) => ({ ...e, ai_agent: "am_other" }));
+      const res = await post(world.other.key, events);
+      assert.equal(res.status, 202);
+      await res.body?.cancel();
+      acknowledged.push(...events.map((e) => e.event_id));
+    }
+    assert.equal(await walBytes(w.deps.kv), await w.deps.events.wal.size());
+  } finally {
+    db.withConnection = write;
+  }
+
+  // The writer recovers: everything acknowledged is flushed once, each tenant's part is empty again.
+  await w.deps.events.flush();
+  const counts = await parquetIdCounts(w.deps.duckdb, w.deps.analytics.eventsDir);
+  assert.deepEqual(acknowledged.filter((id) => counts.get(id) !== 1), []);
+  const after = await w.deps.events.wal.sizes([world.tenantId, world.other.tenantId]);
+  assert.deepEqual([after.total, ...after.byTenant.values()], [0, 0, 0]);
+  const again = await post(world.key, batch("again", 10));
+  assert.equal(again.status, 202);
+  await again.body?.cancel();
+});
+
+Deno.test("POST /v1/events: while a tenant's part of the log is full its batch is refused unread; another tenant's is read", async () => {
+  await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND) });
+  const { w } = world;
+  // Full, as a lagging flush leaves it.
+  await w.deps.kv.set(["ev_wal_tsize", world.tenantId, "added"], new Deno.KvU64(BigInt(BOUND / 4)));
+  const send = (key: string) =>
+    w.app.request("/v1/events", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: "not json",
+    });
+  const full = await send(world.key);
+  assert.equal(full.status, 503);
+  assert.equal(full.headers.get("retry-after"), "10");
+  await full.body?.cancel();
+  const read = await send(world.other.key);
+  assert.equal(read.status, 400, "read, and refused for what it holds");
+  await read.body?.cancel();
 });

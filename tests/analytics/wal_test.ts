@@ -692,6 +692,31 @@ Deno.test("record(): a batch reads the log's size once (the room check before an
   assert.equal((await pipeline.flush()).rows, 3);
 });
 
+Deno.test("record(): a batch of many tenants' events reads the log's size and its tenants' parts once", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  let sizeReads = 0;
+  const kv = kvThrough(deps.kv, {
+    getMany(keys, real) {
+      if (keys.some((k) => k[0] === "ev_wal_size" || k[0] === "ev_wal_tsize")) sizeReads++;
+      return real();
+    },
+  });
+  const pipeline = new EventPipeline({ ...deps, kv, repos: deps.repos }, { ...deps.events.options });
+  // The service's own impressions of six tenants' searches, in one batch.
+  const impressions = Array.from({ length: 12 }, (_, i) => ({
+    event_type: "result_impression",
+    tenant_id: `tn_many${i % 6}`,
+    data_model_id: "dm_many",
+    article_id: `ar_${i}`,
+    article_url: `https://news.example/${i}`,
+    position: 1,
+  }));
+  await pipeline.record(impressions);
+  assert.equal(sizeReads, 1);
+  assert.equal((await pipeline.flush()).rows, 12);
+});
+
 Deno.test("flusher lease: a holder stalled past its lease between listing chunks and planning their flush plans none another holder flushed meanwhile, so the log's size is not taken down twice", async () => {
   await using world = await analyticsWorld();
   const { deps } = world.w;
@@ -745,4 +770,49 @@ Deno.test("flusher lease: a holder stalled past its lease between listing chunks
   assert.equal(await b.wal.size(), await held());
   const counts = await parquetIdCounts(deps.duckdb, deps.analytics.eventsDir);
   assert.deepEqual([...counts.values()].filter((n) => n !== 1), [], "no event stored twice");
+});
+
+Deno.test("flusher lease: a holder stalled past its lease while deleting its flushed chunks takes their bytes off its tenant's part of the log only once with the holder that recovered its plan", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  /** Bytes of the chunks in the log, counted the slow way. */
+  const held = async () => {
+    let n = 0;
+    for await (const e of deps.kv.list<Uint8Array>({ prefix: ["ev_wal"] })) n += e.value.byteLength;
+    return n;
+  };
+  // Holder A has read all its chunks' records (their tenants' bytes, ten a read) when it stalls,
+  // before any delete.
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  let stalled!: () => void;
+  const started = new Promise<void>((r) => stalled = r);
+  let recordReads = 0;
+  const kvA = kvThrough(deps.kv, {
+    async getMany(keys, real) {
+      const got = await real();
+      if (keys[0]?.[0] === "ev_wal_ixof" && ++recordReads === 32) {
+        stalled();
+        await gate;
+      }
+      return got;
+    },
+  });
+  const a = new EventPipeline({ ...deps, kv: kvA, repos: deps.repos }, { ...deps.events.options });
+  // 320 batches, a chunk each: their deletes take more than one commit.
+  for (let i = 0; i < 320; i++) await a.record(evts(`p${i}`, 1));
+  const flushA = a.flush().catch((err) => err);
+  await started;
+  // Holder B takes over and finishes A's written plan.
+  world.w.clock.advance(deps.events.options.leaseMs + 1);
+  const b = new EventPipeline({ ...deps, repos: deps.repos }, { ...deps.events.options });
+  await b.flush();
+  assert.equal(await held(), 0);
+  release();
+  assert.equal((await flushA).skipped, true, "the stalled holder finds its plan taken");
+  // The tenant's part is the log's: the 320 events' bytes were taken off once.
+  await b.record(evts("q", 10));
+  assert.ok((await held()) > 0);
+  const sizes = await b.wal.sizes([world.tenantId]);
+  assert.deepEqual([sizes.total, sizes.byTenant.get(world.tenantId)], [await held(), await held()]);
 });

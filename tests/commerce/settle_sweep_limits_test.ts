@@ -1,13 +1,13 @@
 /**
  * The settlement sweep's limits (core/commerce/settle_sweep.ts): a stop waits for the payment in
  * hand, not a whole batch of slow node calls; a settlement the chain cannot resolve is not rechecked
- * for good. Real local peers: a node that never answers.
+ * for good, whatever `validBefore` its payer chose. Real local peers: a node that never answers.
  */
 import assert from "node:assert/strict";
 import { FixedClock } from "../../core/clock.ts";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import { SETTLE_RECHECK_GRACE_MS } from "../../core/commerce/settlement.ts";
-import { SettlementSweep } from "../../core/commerce/settle_sweep.ts";
+import { SETTLE_RECHECK_HORIZON_MS, SETTLE_RECHECK_MAX_MS, SettlementSweep } from "../../core/commerce/settle_sweep.ts";
 import { type SettlementRecheck, StandardMethods } from "../../core/commerce/standard_methods.ts";
 import { type CommerceWorld, createCommerceWorld } from "./_helpers.ts";
 
@@ -29,7 +29,12 @@ function hangingNode() {
 }
 
 /** `n` evm settlements left `processing` (their answers lost), due for a recheck now. */
-async function dueSettlements(w: CommerceWorld, clock: FixedClock, n: number): Promise<string[]> {
+async function dueSettlements(
+  w: CommerceWorld,
+  clock: FixedClock,
+  n: number,
+  validBefore = String(Math.floor(clock.now().getTime() / 1000) + 3600),
+): Promise<string[]> {
   const now = clock.now();
   const refs: string[] = [];
   for (let i = 0; i < n; i++) {
@@ -54,7 +59,7 @@ async function dueSettlements(w: CommerceWorld, clock: FixedClock, n: number): P
         from: `0x${"33".repeat(20)}`,
         nonce: `0x${i.toString(16).padStart(64, "0")}`,
         value: "1000000",
-        validBefore: String(Math.floor(now.getTime() / 1000) + 3600),
+        validBefore,
       },
       answerLost: true,
       recheckAt: now.getTime() + SETTLE_RECHECK_GRACE_MS,
@@ -120,3 +125,29 @@ Deno.test("settlement sweep: stop() on a hanging node waits for the payment in h
     await node.close();
   }
 });
+
+for (const digits of [15, 16, 78]) {
+  Deno.test(`settlement sweep: an unresolved settlement whose validBefore has ${digits} digits is given up, and logged for the operator, within the horizon after its claim`, async () => {
+    const clock = new FixedClock("2026-11-22T12:00:00Z");
+    const claimedMs = clock.now().getTime();
+    await using w = await createCommerceWorld({ clock, env: { ...EVM_ENV, PAY_EVM_RPC_URL: "http://127.0.0.1:9" } });
+    const [reference] = await dueSettlements(w, clock, 1, "9".repeat(digits));
+    // The chain never answers about it: each recheck ends unconfirmed.
+    const sweep = sweepOf(w, clock, { recheckSettlement: () => Promise.resolve({ check: "unconfirmed" }) });
+    let givenUp = 0;
+    let sweeps = 0;
+    while (givenUp === 0 && sweeps < 2 * SETTLE_RECHECK_HORIZON_MS / SETTLE_RECHECK_MAX_MS) {
+      givenUp += (await sweep.sweep()).givenUp;
+      if (givenUp === 0) clock.advance(SETTLE_RECHECK_MAX_MS);
+      sweeps++;
+    }
+    assert.equal(givenUp, 1, `given up after ${sweeps} hourly sweeps`);
+    const at = clock.now().getTime() - claimedMs;
+    assert.ok(at >= SETTLE_RECHECK_HORIZON_MS, "rechecked until the horizon");
+    assert.ok(at <= SETTLE_RECHECK_HORIZON_MS + SETTLE_RECHECK_MAX_MS, `given up ${at} ms after its claim`);
+    const line = w.log.lines.find((l) => l.msg === "settlement recheck given up: resolve it by hand");
+    assert.equal(line?.level, "error");
+    assert.equal(line?.reference, reference);
+    assert.equal((await w.deps.commerce.service.payments.dueRechecks(Number.MAX_SAFE_INTEGER, 10)).length, 0);
+  });
+}
