@@ -381,9 +381,13 @@ export class PaymentStore {
     await this.kv.atomic().check(claim).delete(claim.key).commit();
   }
 
-  /** Ends a claim in the commit that consumes its record (the answer given). */
+  /**
+   * Ends a claim in the commit that consumes its record (the answer given), checked against the
+   * claim as written: a request whose claim lapsed and was taken over does not consume (it lost the
+   * reference to the one that took it, which is answering), nor end the other's claim.
+   */
   answerGiven(claim: AnswerClaim): (op: Deno.AtomicOperation) => Deno.AtomicOperation {
-    return (op) => op.delete(claim.key);
+    return (op) => op.check(claim).delete(claim.key);
   }
 
   /**

@@ -10,6 +10,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Credential } from "mppx";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
+import { STALE_RESERVATION_MS } from "../../core/commerce/entitlements.ts";
 import { SETTLE_RECHECK_GRACE_MS } from "../../core/commerce/settlement.ts";
 import { type ChainWorld, evmClient, lossyFacilitator, withChainWorld } from "./_chain_world.ts";
 import { postJson } from "./_helpers.ts";
@@ -211,6 +212,44 @@ Deno.test("owed answer: a retry forwarding a call whose transfer it just confirm
       await served.body?.cancel();
       assert.equal(w.upstream.verified, 2);
       assert.equal((await callRecord(world)).state, "consumed", "the answer given is the one owed");
+      assert.equal(await answerClaims(world), 0);
+    },
+  );
+});
+
+Deno.test("owed answer: a request whose claim lapsed mid-call (its upstream stalled) and was taken over does not end the other's claim: the one that took it over is served and consumes it", async () => {
+  await withChainWorld(
+    { facilitator: (c) => lossyFacilitator(c, true), upstream: true },
+    async (world) => {
+      const { clock, w } = world;
+      const { retry, renewToken } = await lostCall(world);
+      clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+      await w.deps.commerce.settleSweep.sweep();
+      await renewToken();
+      assert.equal((await callRecord(world)).answerOwed, true);
+
+      // A's upstream stalls past its claim; B takes the claim over and is in its upstream call when
+      // A's answer comes back and A consumes.
+      const bInUpstream = Promise.withResolvers<void>();
+      const bGo = Promise.withResolvers<void>();
+      let b: Promise<Response> | undefined;
+      w.upstream.hold = async () => {
+        w.upstream.hold = () => (bInUpstream.resolve(), bGo.promise);
+        clock.advance(STALE_RESERVATION_MS + 1);
+        await renewToken();
+        b = retry();
+        await bInUpstream.promise;
+      };
+      const a = await retry();
+      const aBody = await a.json();
+      bGo.resolve();
+      const bRes = await b!;
+      assert.equal(bRes.status, 200, await bRes.clone().text());
+      await bRes.body?.cancel();
+      assert.equal(a.status, 402, JSON.stringify(aBody));
+      assert.equal(aBody.error, "payment_incomplete", "the claim was taken over: the reference is the other's");
+      assert.equal(w.upstream.verified, 3);
+      assert.equal((await callRecord(world)).state, "consumed");
       assert.equal(await answerClaims(world), 0);
     },
   );
