@@ -1,3 +1,4 @@
+import { BODY_READ_DEFAULTS } from "../core/config.ts";
 import type { Logger } from "../core/log.ts";
 import { anyOwnedChunks, hasOwnedChunks, releasingConsumed } from "../core/owned_chunks.ts";
 import { BodyStalledError, BodyTooSlowError } from "./middleware/body.ts";
@@ -21,7 +22,10 @@ export interface BodyReadDeadline {
 }
 
 /** The default {@link BodyReadDeadline} (`BODY_READ_FLOOR_S`, `BODY_MIN_BYTES_PER_S`). */
-export const BODY_READ_DEADLINE: BodyReadDeadline = { floorMs: 20_000, minBytesPerS: 32 * 1024 };
+export const BODY_READ_DEADLINE: BodyReadDeadline = {
+  floorMs: BODY_READ_DEFAULTS.floorS * 1000,
+  minBytesPerS: BODY_READ_DEFAULTS.minBytesPerS,
+};
 
 // Methods the Fetch standard's `Request` refuses to carry (CONNECT never reaches a handler). No
 // route serves them, so their body is never read: the request goes on as it came, to the app's 404.
