@@ -168,18 +168,18 @@ function releasingSentChunks(res: Response): Response {
 /**
  * The request with a body stream that errors with {@link BodyStalledError} after `idleMs` without a
  * chunk, or with {@link BodyTooSlowError} once it is behind its {@link BodyReadDeadline}. The
- * deadline runs from its reader's first read: a body waiting unread for its share of the budget is
- * not charged.
+ * deadline counts only the time its reader waits on the sender: a body waiting unread for its share
+ * of the budget (before its first read, or midway, a body of unknown length) is not charged.
  */
 function withBodyIdleTimeout(req: Request, idleMs: number, deadline: BodyReadDeadline): Request {
   const source = req.body!.getReader();
-  let startedAt = -1;
+  let waitedMs = 0;
   let received = 0;
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      if (startedAt < 0) startedAt = performance.now();
+      const pulledAt = performance.now();
       // Each byte received pushes the deadline on by 1/minBytesPerS seconds.
-      const leftMs = startedAt + deadline.floorMs + received * 1000 / deadline.minBytesPerS - performance.now();
+      const leftMs = deadline.floorMs + received * 1000 / deadline.minBytesPerS - waitedMs;
       const tooSlow = leftMs < idleMs;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const stalled = new Promise<never>((_, reject) => {
@@ -203,6 +203,7 @@ function withBodyIdleTimeout(req: Request, idleMs: number, deadline: BodyReadDea
         controller.error(err);
       } finally {
         clearTimeout(timer);
+        waitedMs += performance.now() - pulledAt;
       }
     },
     cancel(reason) {
