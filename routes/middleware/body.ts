@@ -104,8 +104,9 @@ async function shareBody(
         if (chunk.done) return controller.close();
         received += chunk.value.byteLength;
         if (giveBack === null && received > SMALL_BODY_BYTES) {
-          giveBack = await budget.take(limit, holder);
-          await afterWait?.();
+          let waited = false;
+          giveBack = await budget.take(limit, holder, () => (waited = true));
+          if (waited) await afterWait?.();
         }
         controller.enqueue(chunk.value);
       } catch (err) {
