@@ -13,8 +13,9 @@ export const BODY_IDLE_TIMEOUT_MS = 10_000;
 
 /**
  * How long a request body may take in all (the time its reader waits on the sender): `floorMs`,
- * and then as long as it keeps `minBytesPerS` on average (mod_reqtimeout's `MinRate`). The idle timeout alone let a byte every few seconds hold
- * a body's share of the body budget (routes/middleware/body_budget.ts) for as long as its sender liked.
+ * and then as long as it keeps `minBytesPerS` on average (mod_reqtimeout's `MinRate`). The idle
+ * timeout alone let a byte every few seconds hold a body's share of the body budget
+ * (routes/middleware/body_budget.ts) for as long as its sender liked.
  */
 export interface BodyReadDeadline {
   floorMs: number;
