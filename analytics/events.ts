@@ -154,7 +154,10 @@ export class EventPipeline implements EventSink {
     const held = await this.wal.sizes(largest.map(([tenantId]) => tenantId));
     if (held.total + bytes > this.options.walMaxBytes) throw this.#logFull();
     for (const [tenantId, n] of largest) {
-      if (held.byTenant.get(tenantId)! + n > this.#tenantMaxBytes()) throw this.#logFull(true);
+      // A tenant holding nothing in the log takes one batch whatever its size (its part may be
+      // smaller than one allowed batch); the log's own bound above still applies.
+      const mine = held.byTenant.get(tenantId)!;
+      if (mine > 0 && mine + n > this.#tenantMaxBytes()) throw this.#logFull(true);
     }
   }
 

@@ -30,6 +30,12 @@ const url = (name: string) =>
   }, { error: `${name} must be an absolute http(s) URL` }).transform((v) => v.replace(/\/+$/, ""));
 
 /**
+ * The request body read deadline's defaults (`BODY_READ_FLOOR_S`, `BODY_MIN_BYTES_PER_S`): also
+ * the deadline routes/server.ts applies when it is given none.
+ */
+export const BODY_READ_DEFAULTS = { floorS: 20, minBytesPerS: 32 * 1024 } as const;
+
+/**
  * Every environment variable the service reads, with its default. The README's configuration
  * table mirrors this object; keep them in step.
  */
@@ -51,8 +57,8 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
   MAX_BODY_BYTES: int("MAX_BODY_BYTES", 1024, 256 * 1024 * 1024).default(1024 * 1024),
   // A request body's read deadline: this floor, then this average rate (routes/server.ts).
-  BODY_READ_FLOOR_S: int("BODY_READ_FLOOR_S", 1, 3600).default(20),
-  BODY_MIN_BYTES_PER_S: int("BODY_MIN_BYTES_PER_S", 1, 1024 * 1024 * 1024).default(32 * 1024),
+  BODY_READ_FLOOR_S: int("BODY_READ_FLOOR_S", 1, 3600).default(BODY_READ_DEFAULTS.floorS),
+  BODY_MIN_BYTES_PER_S: int("BODY_MIN_BYTES_PER_S", 1, 1024 * 1024 * 1024).default(BODY_READ_DEFAULTS.minBytesPerS),
   DEMO_SEED: bool("DEMO_SEED").default(true),
   // The publisher demo site (widget embed) on a second origin; "off" serves none.
   DEMO_SITE_URL: z.union([z.literal("off"), url("DEMO_SITE_URL")], {

@@ -1,3 +1,4 @@
+import { BODY_READ_DEFAULTS } from "../core/config.ts";
 import type { Logger } from "../core/log.ts";
 import { anyOwnedChunks, hasOwnedChunks, releasingConsumed } from "../core/owned_chunks.ts";
 import { BodyStalledError, BodyTooSlowError } from "./middleware/body.ts";
@@ -11,9 +12,10 @@ import { rebuiltRequest } from "./rebuilt_request.ts";
 export const BODY_IDLE_TIMEOUT_MS = 10_000;
 
 /**
- * How long a request body may take in all: `floorMs`, and then as long as it keeps `minBytesPerS`
- * on average (mod_reqtimeout's `MinRate`). The idle timeout alone let a byte every few seconds hold
- * a body's share of the body budget (routes/middleware/body_budget.ts) for as long as its sender liked.
+ * How long a request body may take in all (the time its reader waits on the sender): `floorMs`,
+ * and then as long as it keeps `minBytesPerS` on average (mod_reqtimeout's `MinRate`). The idle
+ * timeout alone let a byte every few seconds hold a body's share of the body budget
+ * (routes/middleware/body_budget.ts) for as long as its sender liked.
  */
 export interface BodyReadDeadline {
   floorMs: number;
@@ -21,7 +23,10 @@ export interface BodyReadDeadline {
 }
 
 /** The default {@link BodyReadDeadline} (`BODY_READ_FLOOR_S`, `BODY_MIN_BYTES_PER_S`). */
-export const BODY_READ_DEADLINE: BodyReadDeadline = { floorMs: 20_000, minBytesPerS: 32 * 1024 };
+export const BODY_READ_DEADLINE: BodyReadDeadline = {
+  floorMs: BODY_READ_DEFAULTS.floorS * 1000,
+  minBytesPerS: BODY_READ_DEFAULTS.minBytesPerS,
+};
 
 // Methods the Fetch standard's `Request` refuses to carry (CONNECT never reaches a handler). No
 // route serves them, so their body is never read: the request goes on as it came, to the app's 404.
@@ -164,18 +169,18 @@ function releasingSentChunks(res: Response): Response {
 /**
  * The request with a body stream that errors with {@link BodyStalledError} after `idleMs` without a
  * chunk, or with {@link BodyTooSlowError} once it is behind its {@link BodyReadDeadline}. The
- * deadline runs from its reader's first read: a body waiting unread for its share of the budget is
- * not charged.
+ * deadline counts only the time its reader waits on the sender: a body waiting unread for its share
+ * of the budget (before its first read, or midway, a body of unknown length) is not charged.
  */
 function withBodyIdleTimeout(req: Request, idleMs: number, deadline: BodyReadDeadline): Request {
   const source = req.body!.getReader();
-  let startedAt = -1;
+  let waitedMs = 0;
   let received = 0;
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      if (startedAt < 0) startedAt = performance.now();
+      const pulledAt = performance.now();
       // Each byte received pushes the deadline on by 1/minBytesPerS seconds.
-      const leftMs = startedAt + deadline.floorMs + received * 1000 / deadline.minBytesPerS - performance.now();
+      const leftMs = deadline.floorMs + received * 1000 / deadline.minBytesPerS - waitedMs;
       const tooSlow = leftMs < idleMs;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const stalled = new Promise<never>((_, reject) => {
@@ -199,6 +204,7 @@ function withBodyIdleTimeout(req: Request, idleMs: number, deadline: BodyReadDea
         controller.error(err);
       } finally {
         clearTimeout(timer);
+        waitedMs += performance.now() - pulledAt;
       }
     },
     cancel(reason) {

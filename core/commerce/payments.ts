@@ -369,9 +369,10 @@ export class PaymentStore {
   async claimAnswer(entry: Deno.KvEntry<PaymentRecord>, ttlMs: number): Promise<AnswerClaim | null> {
     const key = answeringKey(entry.value.sellerId, entry.value.reference);
     const nowMs = this.clock.now().getTime();
-    const held = await this.kv.get<LeaseRecord>(key);
+    // Held until `until`; the claim is told apart by the entry it wrote, so it names no owner.
+    const held = await this.kv.get<Pick<LeaseRecord, "until">>(key);
     if (held.value && held.value.until > nowMs) return null;
-    const lease: LeaseRecord = { owner: crypto.randomUUID(), until: nowMs + ttlMs };
+    const lease: Pick<LeaseRecord, "until"> = { until: nowMs + ttlMs };
     const res = await this.kv.atomic().check(entry).check(held).set(key, lease, { expireIn: ttlMs }).commit();
     return res.ok ? { key, versionstamp: res.versionstamp } : null;
   }
@@ -381,9 +382,13 @@ export class PaymentStore {
     await this.kv.atomic().check(claim).delete(claim.key).commit();
   }
 
-  /** Ends a claim in the commit that consumes its record (the answer given). */
+  /**
+   * Ends a claim in the commit that consumes its record (the answer given), checked against the
+   * claim as written: a request whose claim lapsed and was taken over does not consume (it lost the
+   * reference to the one that took it, which is answering), nor end the other's claim.
+   */
   answerGiven(claim: AnswerClaim): (op: Deno.AtomicOperation) => Deno.AtomicOperation {
-    return (op) => op.delete(claim.key);
+    return (op) => op.check(claim).delete(claim.key);
   }
 
   /**

@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { readStreamCapped } from "../../core/bytes.ts";
 import { AppError } from "../../core/errors.ts";
 import type { AppEnv } from "../env.ts";
-import { type BodyBudget, processBodyBudget } from "./body_budget.ts";
+import { type BodyBudget, processBodyBudget, SMALL_BODY_BYTES } from "./body_budget.ts";
 import { MAX_JSON_DEPTH, nestsAtMost } from "../../core/json_depth.ts";
 import { rebuiltRequest } from "../rebuilt_request.ts";
 
@@ -36,6 +36,8 @@ export class BodyTooSlowError extends Error {
  * disconnect, never as our 500).
  */
 function bodyReadError(err: unknown): never {
+  // Ours already (a body of unknown length refused its share of the budget midway, or by `beforeRead`).
+  if (err instanceof AppError) throw err;
   if (err instanceof BodyStalledError || err instanceof BodyTooSlowError) {
     throw new AppError(
       "timeout",
@@ -62,17 +64,60 @@ function bodyReadError(err: unknown): never {
 const tooLarge = (limit: number) =>
   new AppError("too_large", "body_too_large", `Request body too large: the limit is ${limit} bytes`);
 
+/** A request body being read under its share of the budget. */
+interface SharedBody {
+  /** The body to read (null when there is none). */
+  body: ReadableStream<Uint8Array> | null;
+  /** Gives back what was taken (once; nothing when nothing was). */
+  giveBack(): void;
+}
+
 /**
- * The bytes a body may take, known before it is read: its declared `Content-Length`, or `limit`
- * when it declares none (chunked).
- * @throws {AppError} 413 `body_too_large` when it declares more than `limit`
+ * Takes a body's share of the budget before it is read: its declared `Content-Length`. A body that
+ * declares none (chunked; HTTP/2 clients may omit it) takes nothing until it has read past
+ * {@link SMALL_BODY_BYTES}, and only then `limit`, waiting there, unread further, when there is no
+ * room (then `afterWait` runs: what a wait may have changed is checked again). Taken up front, its
+ * `limit` counted every small chunked body as a large one against its sender's part.
+ * @throws {AppError} 413 `body_too_large` when it declares more than `limit`; 503 `server_busy` when
+ *   the budget has no room in time (a body of unknown length: from its reads)
  */
-function declaredShare(req: Request, limit: number): number {
-  if (!req.body) return 0;
+async function shareBody(
+  req: Request,
+  limit: number,
+  budget: BodyBudget,
+  holder: string | undefined,
+  afterWait?: () => Promise<void>,
+): Promise<SharedBody> {
+  if (!req.body) return { body: null, giveBack: () => {} };
   const declared = Number(req.headers.get("content-length") ?? "NaN");
-  if (!Number.isFinite(declared)) return limit;
-  if (declared > limit) throw tooLarge(limit);
-  return declared;
+  if (Number.isFinite(declared)) {
+    if (declared > limit) throw tooLarge(limit);
+    return { body: req.body, giveBack: await budget.take(declared, holder) };
+  }
+  const source = req.body.getReader();
+  let received = 0;
+  let giveBack: (() => void) | null = null;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const chunk = await source.read();
+        if (chunk.done) return controller.close();
+        received += chunk.value.byteLength;
+        if (giveBack === null && received > SMALL_BODY_BYTES) {
+          let waited = false;
+          giveBack = await budget.take(limit, holder, () => (waited = true));
+          if (waited) await afterWait?.();
+        }
+        controller.enqueue(chunk.value);
+      } catch (err) {
+        source.cancel(err).catch(() => {});
+        controller.error(err);
+      }
+    },
+    cancel: (reason) => source.cancel(reason),
+    // Pulled only when read: a chunk pulled ahead would read on while the share is waited for.
+  }, { highWaterMark: 0 });
+  return { body, giveBack: () => giveBack?.() };
 }
 
 /** Where a body's share is taken from, and who it counts against. */
@@ -101,10 +146,10 @@ export function takeBodyShare(
   return budget.take(!req.body ? 0 : Number.isFinite(declared) ? Math.min(declared, limit) : limit, holder);
 }
 
-/** Reads a body whose share of the budget is taken already. */
-async function readTaken(req: Request, limit: number): Promise<Uint8Array> {
-  if (!req.body) return new Uint8Array();
-  const body = await readStreamCapped(req.body, limit).catch(bodyReadError);
+/** Reads a body whose share of the budget is taken already (or is taken as it is read). */
+async function readTaken(stream: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array> {
+  if (!stream) return new Uint8Array();
+  const body = await readStreamCapped(stream, limit).catch(bodyReadError);
   if (!body) throw tooLarge(limit);
   return body;
 }
@@ -119,11 +164,11 @@ export async function readBodyCapped(
   limit: number,
   { budget = processBodyBudget, holder }: BodyShareOptions = {},
 ): Promise<Uint8Array> {
-  const giveBack = await budget.take(declaredShare(req, limit), holder);
+  const shared = await shareBody(req, limit, budget, holder);
   try {
-    return await readTaken(req, limit);
+    return await readTaken(shared.body, limit);
   } finally {
-    giveBack();
+    shared.giveBack();
   }
 }
 
@@ -248,13 +293,14 @@ export interface JsonBodyOptions {
 /** Who a body's share of the budget counts against (a keyless sender's address), or none. */
 export type BodyHolder = (c: Context<AppEnv>) => string | undefined;
 
-/** Reads and decodes a JSON body whose share of the budget is taken already; `inspect` sees the bytes first. */
+/** Reads and decodes a JSON body under its share of the budget ({@link shareBody}); `inspect` sees the bytes first. */
 async function readJsonTaken(
   req: Request,
+  stream: ReadableStream<Uint8Array> | null,
   { limit, requireJsonType = true, object, empty, reject = messageRejection }: JsonBodyOptions,
   inspect?: (bytes: Uint8Array) => Promise<void>,
 ): Promise<{ bytes: Uint8Array; value: unknown }> {
-  const bytes = await readTaken(req, limit);
+  const bytes = await readTaken(stream, limit);
   if (requireJsonType && !isJsonType(req.headers.get("content-type") ?? undefined)) {
     throw reject({ kind: "media_type" });
   }
@@ -272,11 +318,11 @@ export async function readJson(
   req: Request,
   options: JsonBodyOptions & Pick<BodyShareOptions, "holder">,
 ): Promise<{ bytes: Uint8Array; value: unknown }> {
-  const giveBack = await (options.budget ?? processBodyBudget).take(declaredShare(req, options.limit), options.holder);
+  const shared = await shareBody(req, options.limit, options.budget ?? processBodyBudget, options.holder);
   try {
-    return await readJsonTaken(req, options);
+    return await readJsonTaken(req, shared.body, options);
   } finally {
-    giveBack();
+    shared.giveBack();
   }
 }
 
@@ -286,8 +332,9 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
  * Middleware: reads the body once with a size cap and keeps the exact bytes in `c.var.rawBody`
  * (signatures need them). With `json` (the default) the body must be JSON as {@link readJson}
  * checks it. The request is rebuilt over the bytes so later validators can read it again. The
- * body's share of the budget is taken before it is read and held until the request is answered:
- * its bytes and what is decoded from them live that long.
+ * body's share of the budget is taken before it is read (a body of unknown length: once it reads
+ * past the small size) and held until the request is answered: its bytes and what is decoded from
+ * them live that long.
  */
 export function bodyReader(
   { json = true, holder, beforeRead, beforeDecode, ...options }: JsonBodyOptions & {
@@ -295,7 +342,8 @@ export function bodyReader(
     holder?: BodyHolder;
     /**
      * Runs once the body's share of the budget is taken, before it is read, and may refuse it by
-     * throwing: a check that passed before a wait for the budget may no longer hold after it.
+     * throwing: a check that passed before a wait for the budget may no longer hold after it. A body
+     * of unknown length takes its share midway ({@link shareBody}): it runs again after that wait.
      */
     beforeRead?: (c: Context<AppEnv>) => Promise<void>;
     /**
@@ -311,12 +359,13 @@ export function bodyReader(
     // Only methods our routes take a body with: any other (GET, OPTIONS, TRACE, a made-up one) is
     // served by no route that reads one, so it goes on to its 404 without its body being read.
     if (!BODY_METHODS.has(c.req.method)) return await next();
-    const giveBack = await budget.take(declaredShare(c.req.raw, options.limit), holder?.(c));
+    const again = beforeRead && (() => beforeRead(c));
+    const shared = await shareBody(c.req.raw, options.limit, budget, holder?.(c), again);
     try {
       await beforeRead?.(c);
       const inspect = beforeDecode && ((bytes: Uint8Array) => beforeDecode(c, bytes));
-      const read = json ? await readJsonTaken(c.req.raw, options, inspect) : undefined;
-      const bytes = read ? read.bytes : await readTaken(c.req.raw, options.limit);
+      const read = json ? await readJsonTaken(c.req.raw, shared.body, options, inspect) : undefined;
+      const bytes = read ? read.bytes : await readTaken(shared.body, options.limit);
       c.set("rawBody", bytes);
       // Its `signal` stays the incoming one's, read only if a route asks (it costs an AbortSignal).
       c.req.raw = rebuiltRequest(c.req.raw, bytes as BodyInit);
@@ -324,7 +373,7 @@ export function bodyReader(
       if (read) c.req.json = <T>() => Promise.resolve(read.value as T);
       await next();
     } finally {
-      giveBack();
+      shared.giveBack();
     }
   };
 }

@@ -76,15 +76,17 @@ export class BodyBudget {
 
   /**
    * Takes `bytes` (nothing for a small body), within `holder`'s part when one is named, and resolves
-   * with the function that gives them back (calling it twice gives back once).
+   * with the function that gives them back (calling it twice gives back once). `onWait` is called
+   * when it has to wait for room.
    * @throws {AppError} 503 `server_busy` with `Retry-After` when the queue is full or the wait passes its deadline
    */
-  async take(bytes: number, holder?: string): Promise<() => void> {
+  async take(bytes: number, holder?: string, onWait?: () => void): Promise<() => void> {
     if (bytes <= SMALL_BODY_BYTES) return () => {};
     const share = Math.min(bytes, this.#o.bytes);
     if (this.#waiting.length > 0 || !this.#fits(share, holder)) {
       if (this.#waiting.length >= this.#o.maxWaiting) throw busy();
       if (holder !== undefined && (this.#waitingByHolder.get(holder) ?? 0) >= this.#holderWaiting()) throw busy();
+      onWait?.();
       await this.#wait(share, holder);
     } else {
       this.#hold(share, holder);

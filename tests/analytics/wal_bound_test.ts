@@ -286,3 +286,36 @@ Deno.test("POST /v1/events: while a tenant's part of the log is full its batch i
   assert.equal(read.status, 400, "read, and refused for what it holds");
   await read.body?.cancel();
 });
+
+Deno.test("POST /v1/events: a tenant's part of the log smaller than one batch still takes one batch while it holds nothing (then refuses until it is written out)", async () => {
+  // 1% of 64 KiB: 655 bytes, less than a batch of ten events.
+  await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND), EVENTS_WAL_TENANT_SHARE_PCT: "1" });
+  const { w } = world;
+  const post = (events: unknown[]) =>
+    w.app.request("/v1/events", {
+      method: "POST",
+      headers: { authorization: `Bearer ${world.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ events }),
+    });
+  const db = w.deps.duckdb;
+  const write = db.withConnection;
+  db.withConnection = () => Promise.reject(new Error("No space left on device"));
+  try {
+    const first = await post(batch("first", 10));
+    assert.equal(first.status, 202, await first.clone().text());
+    assert.deepEqual(await first.json(), { accepted: 10 });
+    const held = (await w.deps.events.wal.sizes([world.tenantId])).byTenant.get(world.tenantId)!;
+    assert.ok(held > Math.floor(BOUND / 100), `${held} bytes, more than its part`);
+    await assert.rejects(() => w.deps.events.flush());
+
+    const second = await post(batch("second", 10));
+    assert.equal(second.status, 503, "its part is taken until it is written out");
+    await second.body?.cancel();
+  } finally {
+    db.withConnection = write;
+  }
+  await w.deps.events.flush();
+  const again = await post(batch("again", 10));
+  assert.equal(again.status, 202, "written out, it takes a batch again");
+  await again.body?.cancel();
+});

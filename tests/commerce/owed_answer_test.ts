@@ -10,8 +10,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Credential } from "mppx";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
+import { STALE_RESERVATION_MS } from "../../core/commerce/entitlements.ts";
 import { SETTLE_RECHECK_GRACE_MS } from "../../core/commerce/settlement.ts";
 import { type ChainWorld, evmClient, lossyFacilitator, withChainWorld } from "./_chain_world.ts";
+import type { LocalChain } from "../../fixtures/chain/local.ts";
 import { postJson } from "./_helpers.ts";
 
 const COPIES = 4;
@@ -211,6 +213,83 @@ Deno.test("owed answer: a retry forwarding a call whose transfer it just confirm
       await served.body?.cancel();
       assert.equal(w.upstream.verified, 2);
       assert.equal((await callRecord(world)).state, "consumed", "the answer given is the one owed");
+      assert.equal(await answerClaims(world), 0);
+    },
+  );
+});
+
+Deno.test("owed answer: a request whose claim lapsed mid-call (its upstream stalled) and was taken over does not end the other's claim: the one that took it over is served and consumes it", async () => {
+  await withChainWorld(
+    { facilitator: (c) => lossyFacilitator(c, true), upstream: true },
+    async (world) => {
+      const { clock, w } = world;
+      const { retry, renewToken } = await lostCall(world);
+      clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+      await w.deps.commerce.settleSweep.sweep();
+      await renewToken();
+      assert.equal((await callRecord(world)).answerOwed, true);
+
+      // A's upstream stalls past its claim; B takes the claim over and is in its upstream call when
+      // A's answer comes back and A consumes.
+      const bInUpstream = Promise.withResolvers<void>();
+      const bGo = Promise.withResolvers<void>();
+      let b: Promise<Response> | undefined;
+      w.upstream.hold = async () => {
+        w.upstream.hold = () => (bInUpstream.resolve(), bGo.promise);
+        clock.advance(STALE_RESERVATION_MS + 1);
+        await renewToken();
+        b = retry();
+        await bInUpstream.promise;
+      };
+      const a = await retry();
+      const aBody = await a.json();
+      bGo.resolve();
+      const bRes = await b!;
+      assert.equal(bRes.status, 200, await bRes.clone().text());
+      await bRes.body?.cancel();
+      assert.equal(a.status, 402, JSON.stringify(aBody));
+      assert.equal(aBody.error, "payment_incomplete", "the claim was taken over: the reference is the other's");
+      assert.equal(w.upstream.verified, 3);
+      assert.equal((await callRecord(world)).state, "consumed");
+      assert.equal(await answerClaims(world), 0);
+    },
+  );
+});
+
+/** A JSON-RPC node in front of the chain that can be taken down (503 to everything) and brought back. */
+function switchableNode(chain: LocalChain) {
+  const state = { down: false };
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const body = await req.text();
+    if (state.down) return new Response("node unavailable", { status: 503 });
+    const res = await fetch(chain.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
+    return new Response(res.body, { status: res.status, headers: { "content-type": "application/json" } });
+  });
+  return { url: `http://127.0.0.1:${server.addr.port}`, state, close: () => server.shutdown() };
+}
+
+Deno.test("owed answer: a retry whose recheck of the chain comes back unconfirmed gives its claim back (503, nothing held, the upstream not run), so the next retry is served", async () => {
+  let node!: ReturnType<typeof switchableNode>;
+  await withChainWorld(
+    { facilitator: (c) => lossyFacilitator(c, true), rpc: (c) => (node = switchableNode(c)), upstream: true },
+    async (world) => {
+      const { w } = world;
+      const { retry } = await lostCall(world);
+      assert.equal((await callRecord(world)).state, "processing");
+
+      node.state.down = true;
+      const unconfirmed = await retry();
+      assert.equal(unconfirmed.status, 503);
+      assert.equal((await unconfirmed.json()).error, "payment_provider_unavailable");
+      assert.equal(w.upstream.verified, 1, "nothing forwarded while the chain cannot tell");
+      assert.equal(await answerClaims(world), 0, "the claim is given back");
+
+      node.state.down = false;
+      const served = await retry();
+      assert.equal(served.status, 200, await served.clone().text());
+      await served.body?.cancel();
+      assert.equal(w.upstream.verified, 2);
+      assert.equal((await callRecord(world)).state, "consumed");
       assert.equal(await answerClaims(world), 0);
     },
   );
