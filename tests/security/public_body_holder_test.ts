@@ -44,15 +44,22 @@ Deno.test("Public storefront routes: one address's large bodies wait in at most 
   for (const [path, headers] of routes) {
     // The budget is all held: every large body waits.
     const giveBack = await processBodyBudget.take(32 * 1024 * KiB);
-    const answers = Array.from({ length: HOLDER_WAITING + 8 }, () => {
+    let answered = 0;
+    const answers = Array.from({ length: HOLDER_WAITING + 8 }, async () => {
       const { body, length } = largeBody(100 * KiB);
-      return w.app.request(`${SF}${path}`, {
+      const res = await w.app.request(`${SF}${path}`, {
         method: "POST",
         headers: { "content-type": "application/json", "content-length": String(length), ...headers },
         body,
       });
+      answered++;
+      return res;
     });
-    await new Promise((r) => setTimeout(r, 50));
+    // Until every request has either joined the queue or been answered (refused): a loaded machine
+    // takes longer than any fixed pause, and one not yet in would find the budget given back.
+    for (let polls = 0; processBodyBudget.waiting + answered < answers.length && polls < 1000; polls++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
     const waiting = processBodyBudget.waiting;
     giveBack();
     const statuses = await Promise.all(answers.map(async (a) => {
