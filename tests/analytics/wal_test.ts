@@ -816,3 +816,65 @@ Deno.test("flusher lease: a holder stalled past its lease while deleting its flu
   const sizes = await b.wal.sizes([world.tenantId]);
   assert.deepEqual([sizes.total, sizes.byTenant.get(world.tenantId)], [await held(), await held()]);
 });
+
+Deno.test("EventWal.delete: two flushers deleting one plan's chunks at once (interleaved commits) take each tenant's bytes off once", async () => {
+  await using kv = await Deno.openKv(":memory:");
+  const clock = new FixedClock("2026-11-22T12:00:00Z");
+  const wal = new EventWal(kv, clock);
+  const ts = clock.now().getTime();
+  // 400 one-chunk batches: chunks, index entries and records pass one commit's mutations, so a delete takes several.
+  for (let b = 0; b < 400; b++) {
+    const row = { tenant_id: "t1", ts_ms: ts, event_id: `e${b}` };
+    assert.ok(await wal.append(`b${String(b).padStart(4, "0")}`, [ndjsonLine(row)], [row]));
+  }
+  const { total } = await wal.sizes(["t1"]);
+  const keys: Deno.KvKey[] = [];
+  for await (const e of kv.list({ prefix: [...WAL_PREFIX] })) keys.push(e.key);
+  const planKey = ["plan", "x"];
+  const { versionstamp } = await kv.set(planKey, 1);
+  const guard = (op: Deno.AtomicOperation) => op.check({ key: planKey, versionstamp });
+  const last = (op: Deno.AtomicOperation) => op.delete(planKey);
+  // A commits its first step; then B, which read the same records, commits its first step before A's next.
+  const { promise: aFirstDone, resolve: aFirst } = Promise.withResolvers<void>();
+  const { promise: bFirstDone, resolve: bFirst } = Promise.withResolvers<void>();
+  let ac = 0, bc = 0;
+  const kvA = kvThrough(kv, {
+    atomic: () => ({
+      commit: async (real) => {
+        const n = ++ac;
+        if (n === 2) await bFirstDone;
+        const r = await real();
+        if (n === 1) aFirst();
+        return r;
+      },
+    }),
+  });
+  const kvB = kvThrough(kv, {
+    atomic: () => ({
+      commit: async (real) => {
+        const n = ++bc;
+        if (n === 1) await aFirstDone;
+        const r = await real();
+        if (n === 1) bFirst();
+        return r;
+      },
+    }),
+  });
+  const done = await Promise.all([
+    new EventWal(kvA, clock).delete(keys, total, last, guard),
+    new EventWal(kvB, clock).delete(keys, total, last, guard),
+  ]);
+  assert.deepEqual(done.toSorted(), [false, true], "one of them carries the plan out");
+  let left = 0;
+  for await (const e of kv.list<Uint8Array>({ prefix: [...WAL_PREFIX] })) left += e.value.byteLength;
+  const [added, removed] = await kv.getMany<Deno.KvU64[]>([["ev_wal_tsize", "t1", "added"], [
+    "ev_wal_tsize",
+    "t1",
+    "removed",
+  ]]);
+  assert.equal(
+    added.value!.value - (removed.value?.value ?? 0n),
+    BigInt(left),
+    "the tenant's part is what it still has logged",
+  );
+});
