@@ -33,10 +33,37 @@ const INDEX_PREFIX = ["ev_wal_ix"] as const;
 const INDEX_OF_PREFIX = ["ev_wal_ixof"] as const;
 
 /**
- * A chunk's record: its index entries (`[tenantId, minute]`) and the bytes of its lines each tenant's
- * rows take (`[tenantId, bytes]`). Chunks logged before tenants' bytes were kept have the entries alone.
+ * A chunk's record: its index entries, `[tenantId, minute]`, the first of each tenant's carrying the
+ * bytes of its lines the tenant's rows take as a third element (`[tenantId, -1, bytes]` for a tenant
+ * with no entry: rows no realtime window reaches). An array of pairs and more, so a flusher of the
+ * release before, which reads the pairs alone, deletes what it names during a rolling upgrade.
+ * Chunks logged before tenants' bytes were kept have the pairs alone; for a while this session's
+ * development stored `{ ix, bytes }`, read too.
  */
-type ChunkRecord = { ix: [string, number][]; bytes: [string, number][] } | [string, number][];
+type ChunkRecord = [string, number, number?][] | { ix: [string, number][]; bytes: [string, number][] };
+// The minute of a record's element that names a tenant's bytes and no index entry.
+const NO_ENTRY = -1;
+
+/** A record's index entries and its tenants' bytes, whichever shape it was stored in. */
+function readRecord(record: ChunkRecord): { ix: [string, number][]; bytes: [string, number][] } {
+  if (!Array.isArray(record)) return record;
+  return {
+    ix: record.filter(([, minute]) => minute !== NO_ENTRY).map(([t, m]) => [t, m]),
+    bytes: record.flatMap(([t, , b]) => b === undefined ? [] : [[t, b] as [string, number]]),
+  };
+}
+
+/** The record of a chunk with these index entries (`[tenantId, minute]`) and tenants' bytes. */
+function chunkRecord(ix: [string, number][], bytes: [string, number][]): ChunkRecord {
+  const left = new Map(bytes);
+  const out: [string, number, number?][] = ix.map(([t, m]) => {
+    const b = left.get(t);
+    left.delete(t);
+    return b === undefined ? [t, m] : [t, m, b];
+  });
+  for (const [t, b] of left) out.push([t, NO_ENTRY, b]);
+  return out;
+}
 const MINUTE_MS = 60_000;
 const INDEX_REACH_MS = 35 * MINUTE_MS;
 
@@ -270,7 +297,7 @@ export class EventWal {
       const index = indexEntries(batchId, i, rows.slice(chunk.first, chunk.end), nowMs);
       const byTenant = tenantBytes(lines, rows, chunk.first, chunk.end);
       const kept = index.length > 0 || byTenant.length > 0;
-      const record: ChunkRecord = { ix: index.map((x) => x.key.slice(1, 3) as [string, number]), bytes: byTenant };
+      const record = chunkRecord(index.map((x) => x.key.slice(1, 3) as [string, number]), byTenant);
       const recordKey = [...INDEX_OF_PREFIX, batchId, i];
       // Each tenant's sum counted as if new to the commit (an upper bound).
       const sums = byTenant.reduce((n, [t]) => n + entryBytes(tenantAdded(t), 0), 0);
@@ -406,12 +433,12 @@ export class EventWal {
         steps.push({ key: k });
         const record = got[j]!;
         if (!record.value) continue; // a chunk logged before records were kept: its entries expire
-        const ix = Array.isArray(record.value) ? record.value : record.value.ix;
+        const { ix, bytes: tenants } = readRecord(record.value);
         const tail = k.slice(WAL_PREFIX.length);
         for (const [tenantId, minute] of ix) steps.push({ key: [...INDEX_PREFIX, tenantId, minute, ...tail] });
         steps.push({
           key: record.key,
-          tenants: Array.isArray(record.value) ? [] : record.value.bytes,
+          tenants,
           versionstamp: record.versionstamp,
         });
       }

@@ -878,3 +878,53 @@ Deno.test("EventWal.delete: two flushers deleting one plan's chunks at once (int
     "the tenant's part is what it still has logged",
   );
 });
+
+Deno.test("EventWal chunk records: an array of [tenant, minute] pairs a previous release's flusher reads, the tenants' bytes riding as a third element; old records without bytes are deleted too", async () => {
+  await using kv = await Deno.openKv(":memory:");
+  const clock = new FixedClock("2026-11-22T12:00:30Z");
+  const wal = new EventWal(kv, clock);
+  const now = clock.now().getTime();
+  const minute = (ms: number) => Math.floor(ms / 60_000);
+  // t2's row is older than any realtime window: no index entry, its bytes still named.
+  const rows = [
+    { event_id: "e1", tenant_id: "t1", ts_ms: now },
+    { event_id: "e2", tenant_id: "t1", ts_ms: now - 60_000 },
+    { event_id: "e3", tenant_id: "t2", ts_ms: now - 40 * 60_000 },
+  ];
+  const lines = rows.map(ndjsonLine);
+  assert.ok(await wal.append("0195f0c0-0000-7000-8000-00000000000b", lines, rows));
+  const record = (await kv.get<unknown[]>(["ev_wal_ixof", "0195f0c0-0000-7000-8000-00000000000b", 0])).value!;
+  // What a previous release's flusher reads of it: pairs, the index entries it deletes (a missing one is no harm).
+  assert.ok(Array.isArray(record) && record.every((x) => Array.isArray(x) && typeof x[0] === "string"));
+  assert.deepEqual(record, [
+    ["t1", minute(now), lines[0]!.byteLength + lines[1]!.byteLength],
+    ["t1", minute(now - 60_000)],
+    ["t2", -1, lines[2]!.byteLength],
+  ]);
+  // A chunk a previous release logged: its record has the pairs alone, and no tenant's bytes were counted.
+  const oldRow = { event_id: "e4", tenant_id: "t1", ts_ms: now };
+  const oldBatch = "0195f0c0-0000-7000-8000-00000000000a";
+  await kv.atomic()
+    .set([...WAL_PREFIX, oldBatch, 0], ndjsonLine(oldRow))
+    .set(["ev_wal_ix", "t1", minute(now), oldBatch, 0], 1)
+    .set(["ev_wal_ixof", oldBatch, 0], [["t1", minute(now)]])
+    .commit();
+  const chunks = await wal.take(10);
+  assert.equal(chunks.length, 2);
+  assert.ok(await wal.delete(chunks.map((c) => c.key), chunks.reduce((n, c) => n + c.bytes.byteLength, 0)));
+  for (const prefix of [WAL_PREFIX, ["ev_wal_ix"], ["ev_wal_ixof"]]) {
+    assert.deepEqual(await Array.fromAsync(kv.list({ prefix: [...prefix] })), [], `nothing left under ${prefix}`);
+  }
+  const sizes = await wal.sizes(["t1", "t2"]);
+  assert.deepEqual([sizes.byTenant.get("t1"), sizes.byTenant.get("t2")], [0, 0]);
+  const [added, removed] = await kv.getMany<Deno.KvU64[]>([["ev_wal_tsize", "t1", "added"], [
+    "ev_wal_tsize",
+    "t1",
+    "removed",
+  ]]);
+  assert.equal(
+    added.value!.value,
+    removed.value!.value,
+    "the new chunk's bytes taken off once, the old one's never counted",
+  );
+});
