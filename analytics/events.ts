@@ -37,8 +37,9 @@ export interface PipelineOptions {
    */
   walMaxBytes: number;
   /**
-   * Most bytes of the log one tenant's events may take (default: a quarter of `walMaxBytes`): past
-   * it that tenant's batches are refused (503) while the others' are still taken.
+   * Most bytes of the log one tenant's events may take (default: a quarter of `walMaxBytes`) once the
+   * log holds `walMaxBytes` less this: past both, that tenant's batches are refused (503) while the
+   * others' are still taken (the log's last part is kept for them).
    */
   walTenantMaxBytes?: number;
 }
@@ -153,6 +154,9 @@ export class EventPipeline implements EventSink {
     const largest = [...byTenant].sort((x, y) => y[1] - x[1]).slice(0, CHECKED_TENANTS);
     const held = await this.wal.sizes(largest.map(([tenantId]) => tenantId));
     if (held.total + bytes > this.options.walMaxBytes) throw this.#logFull();
+    // A tenant past its part is refused only within the log's last part, kept for the tenants under
+    // theirs: alone on an install it may use the rest.
+    if (held.total + bytes <= this.options.walMaxBytes - this.#tenantMaxBytes()) return;
     for (const [tenantId, n] of largest) {
       if (held.byTenant.get(tenantId)! + n > this.#tenantMaxBytes()) throw this.#logFull(true);
     }
@@ -166,7 +170,10 @@ export class EventPipeline implements EventSink {
   async refuseWhenFull(tenantId?: string): Promise<void> {
     const held = await this.wal.sizes(tenantId ? [tenantId] : []);
     if (held.total >= this.options.walMaxBytes) throw this.#logFull();
-    if (tenantId && held.byTenant.get(tenantId)! >= this.#tenantMaxBytes()) throw this.#logFull(true);
+    if (
+      tenantId && held.byTenant.get(tenantId)! >= this.#tenantMaxBytes() &&
+      held.total >= this.options.walMaxBytes - this.#tenantMaxBytes()
+    ) throw this.#logFull(true);
   }
 
   #tenantMaxBytes(): number {

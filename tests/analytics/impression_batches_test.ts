@@ -177,6 +177,8 @@ Deno.test("ImpressionRecorder: one tenant whose part of the event log is full ho
   // tn_batches's part of the log is full (its flush lags); the log itself has room.
   const full = ["ev_wal_tsize", "tn_batches", "added"];
   await w.deps.kv.set(full, new Deno.KvU64(BigInt(BOUND / 4)));
+  // And the log holds all but its last part, kept for tenants under theirs.
+  await w.deps.kv.set(["ev_wal_size", "added"], new Deno.KvU64(BigInt(BOUND - BOUND / 4)));
   for (let n = 0; n < 3; n++) {
     recorder.add(page(w, n, 3));
     recorder.add({ ...page(w, 10 + n, 3), tenantId: "tn_other" });
@@ -188,6 +190,7 @@ Deno.test("ImpressionRecorder: one tenant whose part of the event log is full ho
   assert.ok(written.every((r) => r.tenant_id === "tn_other"), "every other tenant's page is written");
   // Its part drains: its pages are written at the next flush.
   await w.deps.kv.delete(full);
+  await w.deps.kv.delete(["ev_wal_size", "added"]);
   await recorder.flush();
   assert.equal(recorder.waiting, 0);
   assert.equal((await logged(w.deps.kv)).rows.length, 24, "every page once");
@@ -270,6 +273,7 @@ Deno.test("ImpressionRecorder: with one tenant's part of the event log full, sea
   const { timers, run } = manualTimers();
   const recorder = new ImpressionRecorder(sink, clock, memoryLogger(), { timers, batchEvents: 11 });
   await w.deps.kv.set(["ev_wal_tsize", "tn_batches", "added"], new Deno.KvU64(BigInt(BOUND / 4)));
+  await w.deps.kv.set(["ev_wal_size", "added"], new Deno.KvU64(BigInt(BOUND - BOUND / 4)));
   for (let n = 0; n < 20; n++) recorder.add(page(w, n));
   // The write a timer started runs on the event loop's turns.
   const until = async (done: () => boolean | Promise<boolean>) => {
