@@ -225,10 +225,10 @@ export class EventPipeline implements EventSink {
           total.rows += recovered.rows;
           total.files += recovered.files;
           if (recovered.files) { for (const fn of this.#listeners) fn(); }
-          while (true) {
+          for (let pass = 0;; pass++) {
             // Renewed before the chunks are listed (lost only after stalling a whole lease), and
-            // their plan stored only at that renewal (#flushChunks).
-            if (!(await this.#acquireLease())) break;
+            // their plan stored only at that renewal (#flushChunks); the first pass's is the take above.
+            if (pass > 0 && !(await this.#acquireLease())) break;
             const chunks = await this.wal.take(MAX_CHUNKS_PER_FLUSH);
             if (!chunks.length) {
               await this.wal.settle();

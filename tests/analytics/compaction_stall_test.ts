@@ -252,3 +252,19 @@ Deno.test("compaction: a tick over 30 days with nothing to merge renews the leas
   assert.equal(await pipeline.compact(), 0);
   assert.equal(leaseWrites, 1, "the tick's own take of the lease, no renewal per day");
 });
+
+Deno.test("flush: a tick over an empty log writes the flusher lease once (its take), not again before its first listing", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  let leaseWrites = 0;
+  const counting = kvThrough(deps.kv, {
+    atomic: () => ({
+      set(key) {
+        if (key[0] === "ev_flush_lease") leaseWrites++;
+      },
+    }),
+  });
+  const pipeline = new EventPipeline({ ...deps, kv: counting, repos: deps.repos }, deps.events.options);
+  await pipeline.flush();
+  assert.equal(leaseWrites, 1);
+});
