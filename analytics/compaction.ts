@@ -145,8 +145,8 @@ export async function recoverCompactions(kv: Deno.Kv, eventsDir: string): Promis
 
 /**
  * Merges the day's files into one when there are at least `minFiles` of them. With `lease` (the
- * flusher lease the caller holds), it is renewed before the day's files are listed and before the
- * swap starts, and the manifest is claimed, and marked written, only at that renewal's version: a
+ * flusher lease the caller holds), it is renewed for a day with enough files (listed again after)
+ * and before the swap starts, and the manifest is claimed, and marked written, only at that renewal's version: a
  * compactor whose lease lapsed (a long merge of the day before) and was taken by another holder
  * swaps no day under that holder's flush, whose dedupe reads the day's files.
  * @returns the number of files merged (0 when nothing was done).
@@ -161,10 +161,17 @@ export async function compactDay(
   if (!/^\d{4}-\d{2}-\d{2}$/.test(date)) throw new Error(`bad date: ${date}`);
   const { lease } = deps;
   const held = (op: Deno.AtomicOperation) => lease ? lease.checkHeld(op) : op;
-  if (lease && !(await lease.acquire())) return 0;
   const dir = `${eventsDir}/date=${date}`;
-  const inputs = await listParquet(dir);
-  if (inputs.length < Math.max(2, minFiles)) return 0;
+  const enough = (files: string[]) => files.length >= Math.max(2, minFiles);
+  // A day with too few files costs a listing, not a lease renewal (a KV write for each day of every
+  // tick); a day to merge is listed again after the renewal, the listing the manifest is claimed on.
+  let inputs = await listParquet(dir);
+  if (!enough(inputs)) return 0;
+  if (lease) {
+    if (!(await lease.acquire())) return 0;
+    inputs = await listParquet(dir);
+    if (!enough(inputs)) return 0;
+  }
   const m: Manifest = { date, output: `${uuidv7(deps.clock)}.parquet`, inputs, state: "planned" };
   const claim = await held(deps.kv.atomic()).check({ key: key(date), versionstamp: null }).set(key(date), m).commit();
   // Another compaction of this day is running or needs recovery, or the lease is another's now.

@@ -37,8 +37,9 @@ export interface PipelineOptions {
    */
   walMaxBytes: number;
   /**
-   * Most bytes of the log one tenant's events may take (default: a quarter of `walMaxBytes`): past
-   * it that tenant's batches are refused (503) while the others' are still taken.
+   * Most bytes of the log one tenant's events may take (default: a quarter of `walMaxBytes`) once the
+   * log holds `walMaxBytes` less this: past both, that tenant's batches are refused (503) while the
+   * others' are still taken (the log's last part is kept for them).
    */
   walTenantMaxBytes?: number;
 }
@@ -153,6 +154,9 @@ export class EventPipeline implements EventSink {
     const largest = [...byTenant].sort((x, y) => y[1] - x[1]).slice(0, CHECKED_TENANTS);
     const held = await this.wal.sizes(largest.map(([tenantId]) => tenantId));
     if (held.total + bytes > this.options.walMaxBytes) throw this.#logFull();
+    // A tenant past its part is refused only within the log's last part, kept for the tenants under
+    // theirs: alone on an install it may use the rest.
+    if (held.total + bytes <= this.options.walMaxBytes - this.#tenantMaxBytes()) return;
     for (const [tenantId, n] of largest) {
       // A tenant holding nothing in the log takes one batch whatever its size (its part may be
       // smaller than one allowed batch); the log's own bound above still applies.
@@ -169,7 +173,10 @@ export class EventPipeline implements EventSink {
   async refuseWhenFull(tenantId?: string): Promise<void> {
     const held = await this.wal.sizes(tenantId ? [tenantId] : []);
     if (held.total >= this.options.walMaxBytes) throw this.#logFull();
-    if (tenantId && held.byTenant.get(tenantId)! >= this.#tenantMaxBytes()) throw this.#logFull(true);
+    if (
+      tenantId && held.byTenant.get(tenantId)! >= this.#tenantMaxBytes() &&
+      held.total >= this.options.walMaxBytes - this.#tenantMaxBytes()
+    ) throw this.#logFull(true);
   }
 
   #tenantMaxBytes(): number {
@@ -221,10 +228,10 @@ export class EventPipeline implements EventSink {
           total.rows += recovered.rows;
           total.files += recovered.files;
           if (recovered.files) { for (const fn of this.#listeners) fn(); }
-          while (true) {
+          for (let pass = 0;; pass++) {
             // Renewed before the chunks are listed (lost only after stalling a whole lease), and
-            // their plan stored only at that renewal (#flushChunks).
-            if (!(await this.#acquireLease())) break;
+            // their plan stored only at that renewal (#flushChunks); the first pass's is the take above.
+            if (pass > 0 && !(await this.#acquireLease())) break;
             const chunks = await this.wal.take(MAX_CHUNKS_PER_FLUSH);
             if (!chunks.length) {
               await this.wal.settle();

@@ -110,6 +110,10 @@ export interface ImpressionRecorderOptions {
 /** Batches impression events into the event sink. */
 export class ImpressionRecorder {
   #buffer: EventInput[] = [];
+  // Events the log had no room for, retried from `#heldUntilMs` (its Retry-After) on, or at a
+  // flush(): retried at every search instead, a full part of the log made each search prepare them all.
+  #held: EventInput[] = [];
+  #heldUntilMs = 0;
   #oldestMs = 0;
   #writing: Promise<void> | null = null;
   #scheduled: TimerId | undefined;
@@ -143,7 +147,7 @@ export class ImpressionRecorder {
 
   /** Events waiting to be written. */
   get waiting(): number {
-    return this.#buffer.length;
+    return this.#held.length + this.#buffer.length;
   }
 
   #push(events: EventInput[]): void {
@@ -153,11 +157,7 @@ export class ImpressionRecorder {
     // Each event's id is fixed here, not at each write: a write that reached the log but whose answer
     // was lost is written again under the same ids, which the log stores once.
     for (const e of events) this.#buffer.push(e.event_id ? e : { ...e, event_id: uuidv7(this.clock) });
-    if (this.#buffer.length > this.#maxEvents) {
-      const excess = this.#buffer.length - this.#maxEvents;
-      this.#buffer.splice(0, excess);
-      this.#dropped += excess;
-    }
+    this.#bound();
     if (this.#buffer.length >= this.#batchEvents || nowMs - this.#oldestMs >= this.#maxAgeMs) this.#schedule();
   }
 
@@ -170,6 +170,17 @@ export class ImpressionRecorder {
     }, 0);
   }
 
+  /** Past `maxEvents` waiting, the oldest (held ones first) are dropped and counted. */
+  #bound(): void {
+    let excess = this.#held.length + this.#buffer.length - this.#maxEvents;
+    if (excess <= 0) return;
+    this.#dropped += excess;
+    const fromHeld = Math.min(excess, this.#held.length);
+    this.#held.splice(0, fromHeld);
+    excess -= fromHeld;
+    if (excess > 0) this.#buffer.splice(0, excess);
+  }
+
   /**
    * Writes everything that waits (the pipeline's timer and shutdown call it). Resolves once it is
    * in the event log, or the write failed and the events wait for the next flush.
@@ -179,6 +190,7 @@ export class ImpressionRecorder {
     this.#scheduled = undefined;
     // A write under way first: events that came meanwhile go in the next one.
     if (this.#writing) await this.#writing;
+    this.#heldUntilMs = 0;
     await this.#writeAll();
   }
 
@@ -186,26 +198,28 @@ export class ImpressionRecorder {
   #writeAll(): Promise<void> {
     this.#writing ??= (async () => {
       try {
-        while (this.#buffer.length) {
-          const batch = this.#buffer;
+        while (this.#buffer.length || (this.#held.length && this.clock.now().getTime() >= this.#heldUntilMs)) {
+          const nowMs = this.clock.now().getTime();
+          let batch = this.#buffer;
+          if (nowMs >= this.#heldUntilMs) [batch, this.#held] = [this.#held.concat(batch), []];
           this.#buffer = [];
           this.#reportDropped();
           const unwritten = await this.#write(batch);
           if (unwritten) {
-            const { events, error: err } = unwritten;
-            // Kept, oldest first, for the next flush; the bound still holds.
+            const { events, held, error: err } = unwritten;
+            // Kept, oldest first: for the next flush, or, refused for room, until its Retry-After.
             this.#buffer = events.concat(this.#buffer);
-            const excess = this.#buffer.length - this.#maxEvents;
-            if (excess > 0) {
-              this.#buffer.splice(0, excess);
-              this.#dropped += excess;
+            if (held.length) {
+              this.#held = held.concat(this.#held);
+              this.#heldUntilMs = nowMs + retryAfterMs(err);
             }
+            this.#bound();
             this.#oldestMs = this.clock.now().getTime();
             this.log.error("search impressions not recorded yet, kept for the next flush", {
-              events: events.length,
+              events: events.length + held.length,
               error: describeError(err),
             });
-            return;
+            if (events.length) return;
           }
         }
       } finally {
@@ -221,12 +235,39 @@ export class ImpressionRecorder {
    * each flush. So a refused batch is halved until the refused events stand alone; they are dropped
    * and counted. A batch the log has no room for (503: one tenant's part of it full, say) is written
    * a tenant at a time, so one tenant's full part holds back only its own events, kept for the next
-   * flush. Returns what is not written yet (and why) when a write failed so, else null.
+   * flush. Each tenant's room is asked first (one KV read each), so a tenant with none costs no
+   * preparing of its events. Returns what is not written yet (and why) when a write failed so, else
+   * null: `held` the events refused for room (retried after the error's Retry-After), `events` the rest.
    */
-  async #write(batch: EventInput[]): Promise<{ events: EventInput[]; error: unknown } | null> {
-    const parts = [batch];
+  async #write(
+    batch: EventInput[],
+  ): Promise<{ events: EventInput[]; held: EventInput[]; error: unknown } | null> {
     const kept: EventInput[] = [];
     let keptFor: unknown;
+    let parts = [batch];
+    const full = (err: unknown) => err instanceof AppError && err.kind === "unavailable";
+    if (this.sink.refuseWhenFull) {
+      try {
+        await this.sink.refuseWhenFull();
+      } catch (err) {
+        if (full(err)) return { events: [], held: batch, error: err };
+        return { events: batch, held: [], error: err };
+      }
+      parts = [];
+      for (const group of byTenant(batch)) {
+        const tenantId = group[0]!.tenant_id;
+        try {
+          await this.sink.refuseWhenFull(typeof tenantId === "string" ? tenantId : undefined);
+          parts.push(group);
+        } catch (err) {
+          if (!full(err)) return { events: batch, held: [], error: err };
+          kept.push(...group);
+          keptFor ??= err;
+        }
+      }
+      // The tenants with room, in one write as before.
+      parts = parts.length ? [parts.flat()] : [];
+    }
     let refused = 0;
     try {
       while (parts.length) {
@@ -245,7 +286,7 @@ export class ImpressionRecorder {
             continue;
           }
           // Anything else (KV down) holds back everything left.
-          if (kind !== "unavailable") return { events: kept.concat(parts.flat()), error: err };
+          if (kind !== "unavailable") return { events: parts.flat(), held: kept, error: err };
           const tenants = byTenant(part);
           if (tenants.length > 1) parts.splice(0, 1, ...tenants);
           else {
@@ -257,7 +298,7 @@ export class ImpressionRecorder {
         }
         parts.shift();
       }
-      return kept.length ? { events: kept, error: keptFor } : null;
+      return kept.length ? { events: [], held: kept, error: keptFor } : null;
     } finally {
       if (refused) this.log.error("search impressions refused by the event log, dropped", { events: refused });
     }
@@ -270,4 +311,10 @@ export class ImpressionRecorder {
     });
     this.#dropped = 0;
   }
+}
+
+/** How long a refusal for room asks to wait (its Retry-After), a second at least. */
+function retryAfterMs(err: unknown): number {
+  const s = err instanceof AppError ? Number(err.headers?.["Retry-After"]) : NaN;
+  return Number.isFinite(s) && s > 0 ? s * 1000 : 1000;
 }

@@ -33,10 +33,37 @@ const INDEX_PREFIX = ["ev_wal_ix"] as const;
 const INDEX_OF_PREFIX = ["ev_wal_ixof"] as const;
 
 /**
- * A chunk's record: its index entries (`[tenantId, minute]`) and the bytes of its lines each tenant's
- * rows take (`[tenantId, bytes]`). Chunks logged before tenants' bytes were kept have the entries alone.
+ * A chunk's record: its index entries, `[tenantId, minute]`, the first of each tenant's carrying the
+ * bytes of its lines the tenant's rows take as a third element (`[tenantId, -1, bytes]` for a tenant
+ * with no entry: rows no realtime window reaches). An array of pairs and more, so a flusher of the
+ * release before, which reads the pairs alone, deletes what it names during a rolling upgrade.
+ * Chunks logged before tenants' bytes were kept have the pairs alone; for a while this session's
+ * development stored `{ ix, bytes }`, read too.
  */
-type ChunkRecord = { ix: [string, number][]; bytes: [string, number][] } | [string, number][];
+type ChunkRecord = [string, number, number?][] | { ix: [string, number][]; bytes: [string, number][] };
+// The minute of a record's element that names a tenant's bytes and no index entry.
+const NO_ENTRY = -1;
+
+/** A record's index entries and its tenants' bytes, whichever shape it was stored in. */
+function readRecord(record: ChunkRecord): { ix: [string, number][]; bytes: [string, number][] } {
+  if (!Array.isArray(record)) return record;
+  return {
+    ix: record.filter(([, minute]) => minute !== NO_ENTRY).map(([t, m]) => [t, m]),
+    bytes: record.flatMap(([t, , b]) => b === undefined ? [] : [[t, b] as [string, number]]),
+  };
+}
+
+/** The record of a chunk with these index entries (`[tenantId, minute]`) and tenants' bytes. */
+function chunkRecord(ix: [string, number][], bytes: [string, number][]): ChunkRecord {
+  const left = new Map(bytes);
+  const out: [string, number, number?][] = ix.map(([t, m]) => {
+    const b = left.get(t);
+    left.delete(t);
+    return b === undefined ? [t, m] : [t, m, b];
+  });
+  for (const [t, b] of left) out.push([t, NO_ENTRY, b]);
+  return out;
+}
 const MINUTE_MS = 60_000;
 const INDEX_REACH_MS = 35 * MINUTE_MS;
 
@@ -53,6 +80,8 @@ const COMMIT_BYTES = 760_000;
 const COMMIT_MUTATIONS = 900;
 // Deno KV: at most 80 KiB (81,920 bytes) of keys per atomic commit, the keys it checks counted too.
 const COMMIT_KEY_BYTES = 76_000;
+// Deno KV: at most 100 checks per atomic commit; room is left for the callers' own (a plan's, a lease's).
+const COMMIT_CHECKS = 90;
 
 /** An extra KV write that goes in with the batch (e.g. sponsored-session state). */
 export interface WalExtraSet {
@@ -268,7 +297,7 @@ export class EventWal {
       const index = indexEntries(batchId, i, rows.slice(chunk.first, chunk.end), nowMs);
       const byTenant = tenantBytes(lines, rows, chunk.first, chunk.end);
       const kept = index.length > 0 || byTenant.length > 0;
-      const record: ChunkRecord = { ix: index.map((x) => x.key.slice(1, 3) as [string, number]), bytes: byTenant };
+      const record = chunkRecord(index.map((x) => x.key.slice(1, 3) as [string, number]), byTenant);
       const recordKey = [...INDEX_OF_PREFIX, batchId, i];
       // Each tenant's sum counted as if new to the commit (an upper bound).
       const sums = byTenant.reduce((n, [t]) => n + entryBytes(tenantAdded(t), 0), 0);
@@ -379,9 +408,9 @@ export class EventWal {
    * Deletes chunks, each with its index entries and its record of them, in commits under KV's
    * mutation limit; `last`, and the log's size shrinking by `bytes` (the chunks' total), join the
    * final commit. A chunk's record leaves in the commit that takes its tenants' bytes off their parts
-   * of the size, so each is taken off once; with `guard` (a check of the plan being carried out)
-   * every commit is made only while it holds, so a flusher that lost the plan to another takes
-   * nothing off twice.
+   * of the size, checked at the version read, so each is taken off once whatever else deletes it
+   * meanwhile; with `guard` (a check of the plan being carried out) every commit is made only while
+   * it holds, and `last` (which deletes the plan) lets one caller take `bytes` off the log's size.
    * @returns false when a check `guard` or `last` added failed: then the size is left as it was
    *   (what earlier commits deleted, and took off, is gone).
    */
@@ -391,8 +420,12 @@ export class EventWal {
     last?: (op: Deno.AtomicOperation) => Deno.AtomicOperation,
     guard: (op: Deno.AtomicOperation) => Deno.AtomicOperation = (op) => op,
   ): Promise<boolean> {
-    // Deletes in order; a record's deletion carries its tenants' bytes, which join the same commit.
-    const steps: { key: Deno.KvKey; tenants?: [string, number][] }[] = [];
+    // Deletes in order; a record's deletion carries its tenants' bytes, which join the same commit,
+    // checked at the version read: two flushers deleting one plan (one stalled past its lease, one
+    // that recovered the plan) may both pass the plan's check until its last commit, and the record,
+    // written once and deleted once, lets only one of them take its bytes off.
+    type Step = { key: Deno.KvKey; tenants?: [string, number][]; versionstamp?: string };
+    const steps: Step[] = [];
     for (let i = 0; i < keys.length; i += 10) {
       const records = keys.slice(i, i + 10).map((k) => [...INDEX_OF_PREFIX, ...k.slice(WAL_PREFIX.length)]);
       const got = await this.kv.getMany<ChunkRecord[]>(records);
@@ -400,43 +433,56 @@ export class EventWal {
         steps.push({ key: k });
         const record = got[j]!;
         if (!record.value) continue; // a chunk logged before records were kept: its entries expire
-        const ix = Array.isArray(record.value) ? record.value : record.value.ix;
+        const { ix, bytes: tenants } = readRecord(record.value);
         const tail = k.slice(WAL_PREFIX.length);
         for (const [tenantId, minute] of ix) steps.push({ key: [...INDEX_PREFIX, tenantId, minute, ...tail] });
-        steps.push({ key: record.key, tenants: Array.isArray(record.value) ? [] : record.value.bytes });
+        steps.push({
+          key: record.key,
+          tenants,
+          versionstamp: record.versionstamp,
+        });
       }
     }
     let op = this.kv.atomic();
     let mutations = 0;
     let keyBytesIn = 0;
+    let checks = 0;
     let removedBy = new Map<string, number>();
     const finish = (o: Deno.AtomicOperation) => {
       for (const [tenantId, n] of removedBy) o = o.sum(tenantRemoved(tenantId), BigInt(n));
       return guard(o);
     };
-    // The mutations and key bytes `step` adds: its delete, and a sum for each tenant new to the commit.
-    const cost = (step: { key: Deno.KvKey; tenants?: [string, number][] }) => {
+    // The mutations and key bytes `step` adds: its delete (and check), and a sum for each tenant new to the commit.
+    const cost = (step: Step) => {
       const added = (step.tenants ?? []).filter(([t]) => !removedBy.has(t));
+      const checked = step.versionstamp !== undefined ? 2 : 1;
       return {
         n: 1 + added.length,
-        k: keyBytes(step.key) + added.reduce((x, [t]) => x + keyBytes(tenantRemoved(t)), 0),
+        k: keyBytes(step.key) * checked + added.reduce((x, [t]) => x + keyBytes(tenantRemoved(t)), 0),
       };
     };
     for (const step of steps) {
       const tenants = step.tenants ?? [];
       let { n, k } = cost(step);
-      if (mutations > 0 && (mutations + n > COMMIT_MUTATIONS || keyBytesIn + k > COMMIT_KEY_BYTES)) {
+      const check = step.versionstamp !== undefined ? 1 : 0;
+      if (
+        mutations > 0 &&
+        (mutations + n > COMMIT_MUTATIONS || keyBytesIn + k > COMMIT_KEY_BYTES || checks + check > COMMIT_CHECKS)
+      ) {
         if (!(await finish(op).commit()).ok) return false;
         op = this.kv.atomic();
         mutations = 0;
         keyBytesIn = 0;
+        checks = 0;
         removedBy = new Map();
         ({ n, k } = cost(step));
       }
+      if (step.versionstamp !== undefined) op = op.check({ key: step.key, versionstamp: step.versionstamp });
       op = op.delete(step.key);
       for (const [t, b] of tenants) removedBy.set(t, (removedBy.get(t) ?? 0) + b);
       mutations += n;
       keyBytesIn += k;
+      checks += check;
     }
     op = finish(op);
     if (bytes > 0) op = op.sum(SIZE_REMOVED, BigInt(bytes));

@@ -49,4 +49,9 @@ export interface EventInput {
 export interface EventSink {
   /** Durably records the events (resolves once they are in the write-ahead log). */
   record(events: EventInput[]): Promise<void>;
+  /**
+   * Throws the log's 503 (with `Retry-After`) when it has no room, for `tenantId` when given (one KV
+   * read): a writer holding many events asks before preparing them.
+   */
+  refuseWhenFull?(tenantId?: string): Promise<void>;
 }

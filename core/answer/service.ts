@@ -138,8 +138,12 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
     }
   };
 
-  const ground = async (model: AiModel, query: string, provider: AnswerProvider): Promise<GroundedRequest> => {
-    const now = clock.now();
+  const ground = async (
+    model: AiModel,
+    query: string,
+    provider: AnswerProvider,
+    now: Date,
+  ): Promise<GroundedRequest> => {
     const passages = model.groundingDataModelIds.length === 0
       ? []
       : await retrieve(model.groundingDataModelIds, query, { k: provider.passages });
@@ -211,10 +215,12 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
   const answer = async (model: AiModel, query: string, context: AnswerContext): Promise<Answer> => {
     const provider = providerFor(model);
     const validator = model.output.kind === "structured" ? validatorFor(model.output.schema) : undefined;
-    const request = await ground(model, query, provider);
-    const settle = recorder(model, query, context, request.now);
+    // Settled from the question on: one left during grounding, which then fails, is recorded too.
+    const asked = clock.now();
+    const settle = recorder(model, query, context, asked);
     let result: Answer;
     try {
+      const request = await ground(model, query, provider, asked);
       if (model.output.kind === "structured") {
         const payload = await provider.structured(request, model.output.schema, validator!);
         // Whatever the provider did, nothing leaves unchecked.
@@ -228,7 +234,7 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
         result = { kind: "text", message, citations: citationsOf(message, request, context) };
       }
     } catch (err) {
-      // The provider failed: a question its caller left is still one (as a stream cut short).
+      // Grounding or the provider failed: a question its caller left is still one (as a stream cut short).
       await settle("", false);
       throw err;
     }
@@ -243,11 +249,13 @@ export function createAnswerService(options: AnswerServiceOptions): AnswerServic
       return [];
     }
     const provider = providerFor(model);
-    const request = await ground(model, query, provider);
-    const settle = recorder(model, query, context, request.now);
+    const asked = clock.now();
+    const settle = recorder(model, query, context, asked);
+    let request: GroundedRequest;
     let message = "";
     let whole = false;
     try {
+      request = await ground(model, query, provider, asked);
       for await (const chunk of provider.streamText(request)) {
         message += chunk;
         yield chunk;

@@ -226,3 +226,45 @@ Deno.test("compaction: a pipeline's compact() whose lease another holder took be
   assert.equal((await deps.kv.get(["ev_compaction", DAY])).value, null, "no manifest left for the second day");
   assert.equal((await parquetIdCounts(deps.duckdb, dir)).size, 8);
 });
+
+Deno.test("compaction: a tick over 30 days with nothing to merge renews the lease for none of them", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  const dir = deps.analytics.eventsDir;
+  // 30 days of one file each: below compactMinFiles, nothing to merge.
+  for (let d = 1; d <= 30; d++) {
+    const day = `2026-10-${String(d).padStart(2, "0")}`;
+    await Deno.mkdir(`${dir}/date=${day}`, { recursive: true });
+    await Deno.writeFile(`${dir}/date=${day}/0195f0c0-0000-7000-8000-000000000001.parquet`, new Uint8Array());
+  }
+  let leaseWrites = 0;
+  const counting = kvThrough(deps.kv, {
+    atomic: () => ({
+      set(key) {
+        if (key[0] === "ev_flush_lease") leaseWrites++;
+      },
+    }),
+  });
+  const pipeline = new EventPipeline({ ...deps, kv: counting, repos: deps.repos }, {
+    ...deps.events.options,
+    compactMinFiles: 2,
+  });
+  assert.equal(await pipeline.compact(), 0);
+  assert.equal(leaseWrites, 1, "the tick's own take of the lease, no renewal per day");
+});
+
+Deno.test("flush: a tick over an empty log writes the flusher lease once (its take), not again before its first listing", async () => {
+  await using world = await analyticsWorld();
+  const { deps } = world.w;
+  let leaseWrites = 0;
+  const counting = kvThrough(deps.kv, {
+    atomic: () => ({
+      set(key) {
+        if (key[0] === "ev_flush_lease") leaseWrites++;
+      },
+    }),
+  });
+  const pipeline = new EventPipeline({ ...deps, kv: counting, repos: deps.repos }, deps.events.options);
+  await pipeline.flush();
+  assert.equal(leaseWrites, 1);
+});

@@ -87,11 +87,7 @@ Deno.test("every rollup is a .sql file that prepares against the empty view", as
     read_from: "2026-11-01 00:00:00",
     read_to: "2026-11-02 00:00:00",
     duplicate_window_minutes: 60,
-    wal_ids: [],
-    wal_ts: [],
-    wal_types: [],
-    wal_visits: [],
-    wal_agents: [],
+    wal: "[]",
     limit: 10,
     offset: 0,
   };

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { ImpressionRecorder } from "../../analytics/impressions.ts";
 import { WAL_PREFIX } from "../../analytics/wal.ts";
 import type { EventInput, EventSink } from "../../core/events.ts";
+import { FixedClock } from "../../core/clock.ts";
 import { memoryLogger } from "../../core/log.ts";
 import type { ServedResults } from "../../core/search/engine.ts";
 import type { TimerId, Timers } from "../../core/timers.ts";
@@ -176,6 +177,8 @@ Deno.test("ImpressionRecorder: one tenant whose part of the event log is full ho
   // tn_batches's part of the log is full (its flush lags); the log itself has room.
   const full = ["ev_wal_tsize", "tn_batches", "added"];
   await w.deps.kv.set(full, new Deno.KvU64(BigInt(BOUND / 4)));
+  // And the log holds all but its last part, kept for tenants under theirs.
+  await w.deps.kv.set(["ev_wal_size", "added"], new Deno.KvU64(BigInt(BOUND - BOUND / 4)));
   for (let n = 0; n < 3; n++) {
     recorder.add(page(w, n, 3));
     recorder.add({ ...page(w, 10 + n, 3), tenantId: "tn_other" });
@@ -187,6 +190,7 @@ Deno.test("ImpressionRecorder: one tenant whose part of the event log is full ho
   assert.ok(written.every((r) => r.tenant_id === "tn_other"), "every other tenant's page is written");
   // Its part drains: its pages are written at the next flush.
   await w.deps.kv.delete(full);
+  await w.deps.kv.delete(["ev_wal_size", "added"]);
   await recorder.flush();
   assert.equal(recorder.waiting, 0);
   assert.equal((await logged(w.deps.kv)).rows.length, 24, "every page once");
@@ -253,4 +257,57 @@ Deno.test("searches over HTTP: every served result is an impression once the pip
   const articles = await (await w.app.request("/v1/analytics/articles", { headers: bearer(w.key) })).json();
   const impressions = articles.articles.reduce((n: number, a: { impressions: number }) => n + a.impressions, 0);
   assert.equal(impressions, served);
+});
+
+Deno.test("ImpressionRecorder: with one tenant's part of the event log full, searches retry its impressions at most once per Retry-After; other tenants' are written", async () => {
+  const BOUND = 16 * 1024 * 1024;
+  await using w = await createTestWorld({ env: { EVENTS_WAL_MAX_BYTES: String(BOUND) } });
+  const clock = w.deps.clock as FixedClock;
+  // Counts what the recorder hands the pipeline: each record() prepares its whole batch.
+  const asked: string[] = [];
+  const recorded: EventInput[][] = [];
+  const sink: EventSink = {
+    record: (events) => (recorded.push(events), w.deps.events.record(events)),
+    refuseWhenFull: (tenantId) => (asked.push(tenantId ?? "*"), w.deps.events.refuseWhenFull(tenantId)),
+  };
+  const { timers, run } = manualTimers();
+  const recorder = new ImpressionRecorder(sink, clock, memoryLogger(), { timers, batchEvents: 11 });
+  await w.deps.kv.set(["ev_wal_tsize", "tn_batches", "added"], new Deno.KvU64(BigInt(BOUND / 4)));
+  await w.deps.kv.set(["ev_wal_size", "added"], new Deno.KvU64(BigInt(BOUND - BOUND / 4)));
+  for (let n = 0; n < 20; n++) recorder.add(page(w, n));
+  // The write a timer started runs on the event loop's turns.
+  const until = async (done: () => boolean | Promise<boolean>) => {
+    for (let i = 0; !(await done()); i++) {
+      if (i > 1000) throw new Error(`stuck: ${recorder.waiting} waiting, asked ${asked.length} times`);
+      await new Promise((r) => setTimeout(r, 0));
+    }
+  };
+  const settle = async () => {
+    run();
+    await recorder.flush().catch(() => {}); // waits for the write a timer started
+  };
+  run();
+  const tries = () => asked.filter((t) => t === "tn_batches").length;
+  const fullRecorded = () => recorded.flat().filter((e) => e.tenant_id === "tn_batches").length;
+  // The first write asks, and keeps tn_batches's 220 events unprepared.
+  await until(() => recorder.waiting === 220);
+  assert.equal(tries(), 1);
+  assert.equal(fullRecorded(), 0, "a tenant without room: nothing of it prepared");
+  // 30 searches of another tenant within the Retry-After: each written, the kept events not retried.
+  for (let n = 0; n < 30; n++) {
+    recorder.add({ ...page(w, 100 + n), tenantId: "tn_other" });
+    run();
+    await until(() => recorder.waiting === 220);
+  }
+  assert.equal(tries(), 1, "no retry before the Retry-After");
+  const others = async () => (await logged(w.deps.kv)).rows.filter((r) => r.tenant_id === "tn_other").length;
+  await until(async () => await others() === 30 * 11);
+  // Past it, the next search retries them once.
+  clock.advance(60_000);
+  recorder.add({ ...page(w, 200), tenantId: "tn_other" });
+  run();
+  await until(() => tries() === 2);
+  await settle();
+  assert.equal(recorder.waiting, 220);
+  assert.equal(fullRecorded(), 0);
 });

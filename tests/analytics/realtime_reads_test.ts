@@ -284,3 +284,39 @@ Deno.test("realtime counters: the index entries flushed chunks leave behind cost
   // The same bytes but for the digits of each row's random visit id.
   assert.ok(Math.abs(later.volume.bytes - alone.volume.bytes) < 16, `${later.volume.bytes} bytes`);
 });
+
+Deno.test("realtime counters: 200,000 of the tenant's events in the log are read (no RangeError from spreading them)", async () => {
+  await using world = await analyticsWorld();
+  const { w } = world;
+  const now = w.clock.now().getTime();
+  const wal = new EventWal(w.deps.kv, w.clock);
+  // Straight into the log (a tenant's share holds this many): 200 batches of 1,000 queries over 20 minutes.
+  for (let b = 0; b < 200; b++) {
+    const rows = Array.from({ length: 1_000 }, (_, i) => ({
+      event_id: `e${b}-${i}`,
+      ts_ms: now - (b % 20) * MIN,
+      tenant_id: world.tenantId,
+      ai_agent: null,
+      event_type: "query",
+      visit_id: b,
+    }));
+    assert.ok(await wal.append(`b${String(b).padStart(4, "0")}`, rows.map(ndjsonLine), rows));
+  }
+  // The query's parameters, as the counters pass them (the figures' SQL is the other tests' concern).
+  const deps = rollupDepsOf(w.deps);
+  const seen: Record<string, unknown>[] = [];
+  const engine = {
+    timezones: () => deps.engine.timezones(),
+    query: (_name: string, params: Record<string, unknown>) => (seen.push(params), Promise.resolve([{}])),
+  } as unknown as typeof deps.engine;
+  const body = await realtimeCounters({ ...deps, engine, wal }, world.tenantId, {});
+  assert.equal(body.unflushed_events, 200_000);
+  const [params] = seen;
+  assert.equal(JSON.parse(params!.wal as string).length, 200_000);
+  const day = new Date(now).toISOString().slice(0, 10);
+  // The copies' UTC day, widened by the duplicate window either side.
+  assert.deepEqual([params!.from_date, params!.to_date], [
+    new Date(Date.parse(day) - 86_400_000).toISOString().slice(0, 10),
+    new Date(Date.parse(day) + 86_400_000).toISOString().slice(0, 10),
+  ]);
+});

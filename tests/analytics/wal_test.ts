@@ -816,3 +816,115 @@ Deno.test("flusher lease: a holder stalled past its lease while deleting its flu
   const sizes = await b.wal.sizes([world.tenantId]);
   assert.deepEqual([sizes.total, sizes.byTenant.get(world.tenantId)], [await held(), await held()]);
 });
+
+Deno.test("EventWal.delete: two flushers deleting one plan's chunks at once (interleaved commits) take each tenant's bytes off once", async () => {
+  await using kv = await Deno.openKv(":memory:");
+  const clock = new FixedClock("2026-11-22T12:00:00Z");
+  const wal = new EventWal(kv, clock);
+  const ts = clock.now().getTime();
+  // 400 one-chunk batches: chunks, index entries and records pass one commit's mutations, so a delete takes several.
+  for (let b = 0; b < 400; b++) {
+    const row = { tenant_id: "t1", ts_ms: ts, event_id: `e${b}` };
+    assert.ok(await wal.append(`b${String(b).padStart(4, "0")}`, [ndjsonLine(row)], [row]));
+  }
+  const { total } = await wal.sizes(["t1"]);
+  const keys: Deno.KvKey[] = [];
+  for await (const e of kv.list({ prefix: [...WAL_PREFIX] })) keys.push(e.key);
+  const planKey = ["plan", "x"];
+  const { versionstamp } = await kv.set(planKey, 1);
+  const guard = (op: Deno.AtomicOperation) => op.check({ key: planKey, versionstamp });
+  const last = (op: Deno.AtomicOperation) => op.delete(planKey);
+  // A commits its first step; then B, which read the same records, commits its first step before A's next.
+  const { promise: aFirstDone, resolve: aFirst } = Promise.withResolvers<void>();
+  const { promise: bFirstDone, resolve: bFirst } = Promise.withResolvers<void>();
+  let ac = 0, bc = 0;
+  const kvA = kvThrough(kv, {
+    atomic: () => ({
+      commit: async (real) => {
+        const n = ++ac;
+        if (n === 2) await bFirstDone;
+        const r = await real();
+        if (n === 1) aFirst();
+        return r;
+      },
+    }),
+  });
+  const kvB = kvThrough(kv, {
+    atomic: () => ({
+      commit: async (real) => {
+        const n = ++bc;
+        if (n === 1) await aFirstDone;
+        const r = await real();
+        if (n === 1) bFirst();
+        return r;
+      },
+    }),
+  });
+  const done = await Promise.all([
+    new EventWal(kvA, clock).delete(keys, total, last, guard),
+    new EventWal(kvB, clock).delete(keys, total, last, guard),
+  ]);
+  assert.deepEqual(done.toSorted(), [false, true], "one of them carries the plan out");
+  let left = 0;
+  for await (const e of kv.list<Uint8Array>({ prefix: [...WAL_PREFIX] })) left += e.value.byteLength;
+  const [added, removed] = await kv.getMany<Deno.KvU64[]>([["ev_wal_tsize", "t1", "added"], [
+    "ev_wal_tsize",
+    "t1",
+    "removed",
+  ]]);
+  assert.equal(
+    added.value!.value - (removed.value?.value ?? 0n),
+    BigInt(left),
+    "the tenant's part is what it still has logged",
+  );
+});
+
+Deno.test("EventWal chunk records: an array of [tenant, minute] pairs a previous release's flusher reads, the tenants' bytes riding as a third element; old records without bytes are deleted too", async () => {
+  await using kv = await Deno.openKv(":memory:");
+  const clock = new FixedClock("2026-11-22T12:00:30Z");
+  const wal = new EventWal(kv, clock);
+  const now = clock.now().getTime();
+  const minute = (ms: number) => Math.floor(ms / 60_000);
+  // t2's row is older than any realtime window: no index entry, its bytes still named.
+  const rows = [
+    { event_id: "e1", tenant_id: "t1", ts_ms: now },
+    { event_id: "e2", tenant_id: "t1", ts_ms: now - 60_000 },
+    { event_id: "e3", tenant_id: "t2", ts_ms: now - 40 * 60_000 },
+  ];
+  const lines = rows.map(ndjsonLine);
+  assert.ok(await wal.append("0195f0c0-0000-7000-8000-00000000000b", lines, rows));
+  const record = (await kv.get<unknown[]>(["ev_wal_ixof", "0195f0c0-0000-7000-8000-00000000000b", 0])).value!;
+  // What a previous release's flusher reads of it: pairs, the index entries it deletes (a missing one is no harm).
+  assert.ok(Array.isArray(record) && record.every((x) => Array.isArray(x) && typeof x[0] === "string"));
+  assert.deepEqual(record, [
+    ["t1", minute(now), lines[0]!.byteLength + lines[1]!.byteLength],
+    ["t1", minute(now - 60_000)],
+    ["t2", -1, lines[2]!.byteLength],
+  ]);
+  // A chunk a previous release logged: its record has the pairs alone, and no tenant's bytes were counted.
+  const oldRow = { event_id: "e4", tenant_id: "t1", ts_ms: now };
+  const oldBatch = "0195f0c0-0000-7000-8000-00000000000a";
+  await kv.atomic()
+    .set([...WAL_PREFIX, oldBatch, 0], ndjsonLine(oldRow))
+    .set(["ev_wal_ix", "t1", minute(now), oldBatch, 0], 1)
+    .set(["ev_wal_ixof", oldBatch, 0], [["t1", minute(now)]])
+    .commit();
+  const chunks = await wal.take(10);
+  assert.equal(chunks.length, 2);
+  assert.ok(await wal.delete(chunks.map((c) => c.key), chunks.reduce((n, c) => n + c.bytes.byteLength, 0)));
+  for (const prefix of [WAL_PREFIX, ["ev_wal_ix"], ["ev_wal_ixof"]]) {
+    assert.deepEqual(await Array.fromAsync(kv.list({ prefix: [...prefix] })), [], `nothing left under ${prefix}`);
+  }
+  const sizes = await wal.sizes(["t1", "t2"]);
+  assert.deepEqual([sizes.byTenant.get("t1"), sizes.byTenant.get("t2")], [0, 0]);
+  const [added, removed] = await kv.getMany<Deno.KvU64[]>([["ev_wal_tsize", "t1", "added"], [
+    "ev_wal_tsize",
+    "t1",
+    "removed",
+  ]]);
+  assert.equal(
+    added.value!.value,
+    removed.value!.value,
+    "the new chunk's bytes taken off once, the old one's never counted",
+  );
+});

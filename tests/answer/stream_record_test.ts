@@ -618,3 +618,39 @@ Deno.test("A question its reader left before any answer text is one query event 
     assert.deepEqual(await storedQueries(w), { engagement: 1, logs: 1 }, route);
   }
 });
+
+for (const accept of ["text/event-stream", "application/json"]) {
+  Deno.test(`POST /app/aimodel/{id} (${accept}): a reader who leaves during grounding, which then fails, is recorded once by the service`, async () => {
+    await using w = await world([]);
+    await w.deps.repos.aiModels.update({ ...w.a.model, groundingDataModelIds: ["dm_grounding"] });
+    // Retrieval holds until the reader left, then fails (an index gone, say).
+    const gate = Promise.withResolvers<void>();
+    let grounding = false;
+    w.deps.search.retrieve = async () => {
+      grounding = true;
+      await gate.promise;
+      throw new Error("retrieval failed");
+    };
+    const leave = new AbortController();
+    const asked = fetch(`${w.server.url}/app/aimodel/${w.a.model.id}`, {
+      method: "POST",
+      headers: { ...bearer(w.a.key), "content-type": "application/json", accept },
+      body: JSON.stringify({ query: "Why are bus fares rising?", session_id: "sess-1" }),
+      signal: leave.signal,
+    }).then((r) => r.body?.cancel()).catch((err) => err);
+    for (let i = 0; !grounding; i++) {
+      assert.ok(i < 300, "grounding reached");
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    leave.abort();
+    await asked;
+    await settle();
+    gate.resolve();
+    await within(w.recorded, 5_000, "the query event of the question the reader left");
+    await settle();
+    assert.equal(w.queries.length, 1);
+    assert.equal(w.queries[0]!.prompt, "Why are bus fares rising?");
+    assert.equal(w.queries[0]!.response, "");
+    assert.equal(w.chat.requests.length, 0, "no provider asked");
+  });
+}
