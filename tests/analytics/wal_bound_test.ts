@@ -30,6 +30,24 @@ const batch = (prefix: string, n: number) =>
     prompt: "Where should I travel?",
   }));
 
+type AnalyticsWorld = Awaited<ReturnType<typeof analyticsWorld>>;
+
+/** Posts a server batch of `events` with a tenant's API key. */
+const postWithKey = (w: AnalyticsWorld["w"], key: string, events: unknown[]) =>
+  w.app.request("/v1/events", {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ events }),
+  });
+
+/** Makes the event writer fail, as DuckDB on a full disk does, until `restore()`. */
+function failingWriter(w: AnalyticsWorld["w"]): { restore(): void } {
+  const db = w.deps.duckdb;
+  const write = db.withConnection;
+  db.withConnection = () => Promise.reject(new Error("No space left on device"));
+  return { restore: () => void (db.withConnection = write) };
+}
+
 /** Bytes of the chunks in the log, counted the slow way. */
 async function walBytes(kv: Deno.Kv): Promise<number> {
   let n = 0;
@@ -41,17 +59,9 @@ Deno.test("POST /v1/events: a log its flush cannot write is bounded; past the bo
   // One tenant may take the whole log here: the bound itself is under test.
   await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND), EVENTS_WAL_TENANT_SHARE_PCT: "100" });
   const { w } = world;
-  const post = (events: unknown[]) =>
-    w.app.request("/v1/events", {
-      method: "POST",
-      headers: { authorization: `Bearer ${world.key}`, "content-type": "application/json" },
-      body: JSON.stringify({ events }),
-    });
+  const post = (events: unknown[]) => postWithKey(w, world.key, events);
 
-  // The writer fails, as DuckDB on a full disk does.
-  const db = w.deps.duckdb;
-  const write = db.withConnection;
-  db.withConnection = () => Promise.reject(new Error("No space left on device"));
+  const writer = failingWriter(w);
   const acknowledged: string[] = [];
   let refused: Response | undefined;
   try {
@@ -81,7 +91,7 @@ Deno.test("POST /v1/events: a log its flush cannot write is bounded; past the bo
     await assert.rejects(() => other.record(batch("other", 10)), { kind: "unavailable", code: "server_busy" });
     assert.equal(await walBytes(w.deps.kv), held, "nothing of a refused batch is stored");
   } finally {
-    db.withConnection = write;
+    writer.restore();
   }
 
   // The writer recovers: every acknowledged event is flushed once, the log is empty, batches are taken again.
@@ -205,15 +215,8 @@ Deno.test("POST /v1/events: a widget batch the log fills up under keeps its size
 Deno.test("POST /v1/events: a lone tenant's batches fill the log but for one part; past it that tenant is refused 503 server_busy while another tenant's batches are still taken", async () => {
   await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND) });
   const { w } = world;
-  const post = (key: string, events: unknown[]) =>
-    w.app.request("/v1/events", {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ events }),
-    });
-  const db = w.deps.duckdb;
-  const write = db.withConnection;
-  db.withConnection = () => Promise.reject(new Error("No space left on device"));
+  const post = (key: string, events: unknown[]) => postWithKey(w, key, events);
+  const writer = failingWriter(w);
   const acknowledged: string[] = [];
   let refused: Response | undefined;
   try {
@@ -255,7 +258,7 @@ Deno.test("POST /v1/events: a lone tenant's batches fill the log but for one par
     }
     assert.equal(await walBytes(w.deps.kv), await w.deps.events.wal.size());
   } finally {
-    db.withConnection = write;
+    writer.restore();
   }
 
   // The writer recovers: everything acknowledged is flushed once, each tenant's part is empty again.
@@ -294,15 +297,8 @@ Deno.test("POST /v1/events: a tenant's part of the log smaller than one batch st
   // 1% of 64 KiB: 655 bytes, less than a batch of ten events.
   await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND), EVENTS_WAL_TENANT_SHARE_PCT: "1" });
   const { w } = world;
-  const post = (events: unknown[]) =>
-    w.app.request("/v1/events", {
-      method: "POST",
-      headers: { authorization: `Bearer ${world.key}`, "content-type": "application/json" },
-      body: JSON.stringify({ events }),
-    });
-  const db = w.deps.duckdb;
-  const write = db.withConnection;
-  db.withConnection = () => Promise.reject(new Error("No space left on device"));
+  const post = (events: unknown[]) => postWithKey(w, world.key, events);
+  const writer = failingWriter(w);
   try {
     const first = await post(batch("first", 10));
     assert.equal(first.status, 202, await first.clone().text());
@@ -318,7 +314,7 @@ Deno.test("POST /v1/events: a tenant's part of the log smaller than one batch st
     assert.equal(second.status, 503, "its part is taken until it is written out");
     assert.match((await second.json()).message, /tenant's part of the event log/);
   } finally {
-    db.withConnection = write;
+    writer.restore();
   }
   await w.deps.events.flush();
   const again = await post(batch("again", 10));
