@@ -1,20 +1,12 @@
 /** Payproxy real-time answers end to end: demo corpus, real search engine, real extractive answer engine. */
 import assert from "node:assert/strict";
-import { seedAnswerDemo } from "../../fixtures/answer_demo.ts";
-import { seedDemo } from "../../fixtures/demo.ts";
-import { seedDemoArticles } from "../../fixtures/demo_articles.ts";
-import { seedPayproxySecret } from "../../fixtures/payproxy_demo.ts";
-import { seedStorefront } from "../../fixtures/storefront.ts";
-import { bearer, createTestWorld } from "../_helpers.ts";
-import { signedInit, startAllowancePeer } from "./_helpers.ts";
+import { bearer } from "../_helpers.ts";
+import { payproxyAnswerWorld } from "./_answer_world.ts";
+import { signedInit } from "./_helpers.ts";
 
 Deno.test("payproxy real-time answers match the bearer route: text as {message}, structured as the payload", async () => {
-  await using peer = startAllowancePeer("allow");
-  await using w = await createTestWorld({ env: { AGENT_AUTH_URL: peer.url } });
-  const seeded = await seedDemo(w.deps, [seedStorefront, seedDemoArticles, seedAnswerDemo, seedPayproxySecret]);
-  const secret = await w.deps.payproxy.secrets.rotate("demo");
-  const models = await w.deps.repos.aiModels.listByTenant(seeded.ids.tenantId);
-  const text = models.find((m) => m.output.kind === "text" && m.marketplace)!;
+  await using world = await payproxyAnswerWorld();
+  const { w, seeded, secret, models, text } = world;
   const structured = models.find((m) => m.output.kind === "structured")!;
   const body = JSON.stringify({ query: "What did the council decide about the city budget?" });
 

@@ -4,21 +4,12 @@
  */
 import assert from "node:assert/strict";
 import type { EventInput } from "../../core/events.ts";
-import { seedAnswerDemo } from "../../fixtures/answer_demo.ts";
-import { seedDemo } from "../../fixtures/demo.ts";
-import { seedDemoArticles } from "../../fixtures/demo_articles.ts";
-import { seedPayproxySecret } from "../../fixtures/payproxy_demo.ts";
-import { seedStorefront } from "../../fixtures/storefront.ts";
-import { createTestWorld } from "../_helpers.ts";
-import { signedInit, startAllowancePeer } from "./_helpers.ts";
+import { payproxyAnswerWorld } from "./_answer_world.ts";
+import { signedInit } from "./_helpers.ts";
 
 Deno.test("POST /payproxy/aimodel/{id}: an answer its caller left is one question and no citation impressions", async () => {
-  await using peer = startAllowancePeer("allow");
-  await using w = await createTestWorld({ env: { AGENT_AUTH_URL: peer.url } });
-  const seeded = await seedDemo(w.deps, [seedStorefront, seedDemoArticles, seedAnswerDemo, seedPayproxySecret]);
-  const secret = await w.deps.payproxy.secrets.rotate("demo");
-  const models = await w.deps.repos.aiModels.listByTenant(seeded.ids.tenantId);
-  const text = models.find((m) => m.output.kind === "text" && m.marketplace)!;
+  await using world = await payproxyAnswerWorld();
+  const { w, secret, text } = world;
   const seen: EventInput[] = [];
   const record = w.deps.events.record.bind(w.deps.events);
   w.deps.events.record = async (events) => {
