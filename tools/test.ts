@@ -3,7 +3,8 @@
  *
  * On a machine that has only Deno, this is all the set-up: the Debian packages the suite drives
  * (Chromium, faketime, openssl, HAProxy) are installed with apt-get when missing, as root or
- * through `sudo -n`; where that cannot be done it fails with one line naming what to install.
+ * through `sudo -n`, and Deno's bundler is cached for the build checks (tools/bundler.ts); where that
+ * cannot be done it fails with one line naming what to do.
  * The run itself is `deno test --no-check --parallel` (type-checking is `deno task check`, once), one
  * more file at a time than there are cores (`testJobs()`). The whole suite (no arguments) runs as
  * that many `deno test` processes over groups of files of about equal time (`tools/test_groups.ts`),
@@ -16,6 +17,7 @@
  * deno task test tests/search/ --filter trending   # deno test flags pass through
  */
 
+import { cacheBundler } from "./bundler.ts";
 import { fileSeconds, groupsByTime, runGroups, writeGroupEntries } from "./test_groups.ts";
 
 /** A program the suite runs, and the Debian package that provides it. */
@@ -189,7 +191,7 @@ export async function provision(): Promise<string | undefined> {
 }
 
 if (import.meta.main) {
-  const failure = await provision();
+  const failure = await provision() ?? await cacheBundler();
   if (failure) {
     console.error(failure);
     Deno.exit(1);
