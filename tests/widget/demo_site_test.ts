@@ -22,12 +22,19 @@ Deno.test("demo site: the article embeds the loader inline in a reserved slot, u
   assert.match(await site(new Request("http://127.0.0.1:8001/site.css")).text(), /#ask-ai-slot\{[^}]*min-height/);
 });
 
-Deno.test("demo site: /docked.html docks the widget; ?no-track adds data-no-track; other paths 404, POST 405", async () => {
+Deno.test("demo site: /docked.html docks the widget; ?no-track adds data-no-track; an icon; other paths 404, POST 405", async () => {
   const docked = await site(new Request("http://127.0.0.1:8001/docked.html")).text();
   assert.match(docked, /mode="docked"/);
   assert.doesNotMatch(docked, /ask-ai-slot"/);
   assert.match(await site(new Request("http://127.0.0.1:8001/?no-track")).text(), /data-no-track/);
   assert.equal(site(new Request("http://127.0.0.1:8001/nope")).status, 404);
+  assert.match(docked, /<link rel="icon" href="\/favicon\.svg"/);
+  for (const icon of ["/favicon.svg", "/favicon.ico"]) {
+    const res = site(new Request(`http://127.0.0.1:8001${icon}`));
+    assert.equal(res.status, 200, icon);
+    assert.equal(res.headers.get("content-type"), "image/svg+xml", icon);
+    assert.match(await res.text(), /^<svg /, icon);
+  }
   assert.equal(site(new Request("http://127.0.0.1:8001/", { method: "POST" })).status, 405);
 });
 
