@@ -15,8 +15,11 @@ import { StandardMethods } from "../../core/commerce/standard_methods.ts";
 import type { LocalChain } from "../../fixtures/chain/local.ts";
 import { kvFaults } from "../_kv_faults.ts";
 import { kvThrough } from "../_kv_proxy.ts";
-import { evmClient, lossyFacilitator, rpcOf, withChainWorld } from "./_chain_world.ts";
+import { chainWorlds, evmClient, lossyFacilitator, rpcOf } from "./_chain_world.ts";
 import { type CommerceWorld, createCommerceWorld, postJson } from "./_helpers.ts";
+
+/** One chain for this file's tests, put back as it was started before each test's world. */
+const withChainWorld = chainWorlds();
 
 /** A stock mppx evm client for a new agent, and the same credential sent again unchanged (the spec's retry). */
 async function buyer(w: CommerceWorld, url: string) {
@@ -513,51 +516,6 @@ function pickyProvider(chain: LocalChain, maxRange: number, failing: string[] = 
   return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
 }
 
-Deno.test("settlement sweep: a settlement made many blocks after the sweep first looked is found from the block that look started at, in log ranges a provider serves", async () => {
-  // A facilitator whose settle answer is lost, and which submits the settlement only later.
-  let held: string | null = null;
-  const facilitator = (c: LocalChain) => {
-    const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
-      const path = new URL(req.url).pathname;
-      const body = req.method === "POST" ? await req.text() : undefined;
-      if (path === "/settle") {
-        held = body!;
-        return new Response("bad gateway", { status: 502 });
-      }
-      return fetch(`${c.facilitatorUrl}${path}`, {
-        method: req.method,
-        headers: { "content-type": "application/json" },
-        body,
-      });
-    });
-    return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
-  };
-  await withChainWorld({ facilitator, rpc: (c) => pickyProvider(c, 2_000) }, async ({ chain, clock, w, http }) => {
-    const alice = await buyer(w, http.url);
-    await alice.lostPurchase();
-    const sweep = w.deps.commerce.settleSweep;
-    clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
-    assert.equal((await sweep.sweep()).deferred, 1, "unused as yet");
-    const [looked] = await evmRecords(w);
-    assert.equal(typeof looked.value.logsFromBlock, "number", "the first look's start is kept");
-
-    // Submitted later, then many blocks pass before the sweep looks again.
-    const settled = await fetch(`${chain.facilitatorUrl}/settle`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: held!,
-    });
-    assert.equal(settled.status, 200, await settled.text());
-    assert.equal(chain.settlements.length, 1);
-    await rpcOf(chain)("evm_mine", [{ blocks: 12_000 }]);
-    clock.advance(SETTLE_RECHECK_MAX_MS);
-    const swept = await sweep.sweep();
-    assert.deepEqual(swept.resolved, [{ reference: looked.value.reference, state: "consumed" }]);
-    assert.equal((await evmRecords(w))[0].value.processorRef, chain.settlements[0]);
-    assert.equal(await creditOf(w, alice.agent), 1_000_000);
-  });
-});
-
 Deno.test("settlement sweep: a settlement the chain cannot resolve (its provider refusing every log query) is rechecked for a bounded time, then taken off the list for the operator with an error, left processing", async () => {
   await withChainWorld(
     { facilitator: (c) => lossyFacilitator(c, true), rpc: (c) => pickyProvider(c, 0) },
@@ -649,5 +607,51 @@ Deno.test("settlement sweep: a settlement whose resolution keeps failing (its cr
     } finally {
       faults.failNext(0, { op: "set", entity: "commerce_payment" });
     }
+  });
+});
+
+// Last in the file: the chain it leaves 12,000 blocks longer takes the next test's reset most of a second to undo.
+Deno.test("settlement sweep: a settlement made many blocks after the sweep first looked is found from the block that look started at, in log ranges a provider serves", async () => {
+  // A facilitator whose settle answer is lost, and which submits the settlement only later.
+  let held: string | null = null;
+  const facilitator = (c: LocalChain) => {
+    const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+      const path = new URL(req.url).pathname;
+      const body = req.method === "POST" ? await req.text() : undefined;
+      if (path === "/settle") {
+        held = body!;
+        return new Response("bad gateway", { status: 502 });
+      }
+      return fetch(`${c.facilitatorUrl}${path}`, {
+        method: req.method,
+        headers: { "content-type": "application/json" },
+        body,
+      });
+    });
+    return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
+  };
+  await withChainWorld({ facilitator, rpc: (c) => pickyProvider(c, 2_000) }, async ({ chain, clock, w, http }) => {
+    const alice = await buyer(w, http.url);
+    await alice.lostPurchase();
+    const sweep = w.deps.commerce.settleSweep;
+    clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+    assert.equal((await sweep.sweep()).deferred, 1, "unused as yet");
+    const [looked] = await evmRecords(w);
+    assert.equal(typeof looked.value.logsFromBlock, "number", "the first look's start is kept");
+
+    // Submitted later, then many blocks pass before the sweep looks again.
+    const settled = await fetch(`${chain.facilitatorUrl}/settle`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: held!,
+    });
+    assert.equal(settled.status, 200, await settled.text());
+    assert.equal(chain.settlements.length, 1);
+    await rpcOf(chain)("evm_mine", [{ blocks: 12_000 }]);
+    clock.advance(SETTLE_RECHECK_MAX_MS);
+    const swept = await sweep.sweep();
+    assert.deepEqual(swept.resolved, [{ reference: looked.value.reference, state: "consumed" }]);
+    assert.equal((await evmRecords(w))[0].value.processorRef, chain.settlements[0]);
+    assert.equal(await creditOf(w, alice.agent), 1_000_000);
   });
 });
