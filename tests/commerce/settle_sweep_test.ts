@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { FixedClock } from "../../core/clock.ts";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import { SETTLE_RECHECK_GRACE_MS } from "../../core/commerce/settlement.ts";
-import { SETTLE_RECHECK_MAX_MS, SettlementSweep } from "../../core/commerce/settle_sweep.ts";
+import { SETTLE_RECHECK_MAX_MS, SettlementSweep, type SettleSweepOutcome } from "../../core/commerce/settle_sweep.ts";
 import { loadChallengeKey } from "../../core/commerce/challenges.ts";
 import { StandardMethods } from "../../core/commerce/standard_methods.ts";
 import type { LocalChain } from "../../fixtures/chain/local.ts";
@@ -75,6 +75,32 @@ async function evmRecords(w: CommerceWorld): Promise<Deno.KvEntry<PaymentRecord>
 async function creditOf(w: CommerceWorld, agent: { credentialId: string; claimed: boolean }): Promise<number> {
   const entries = await w.deps.commerce.service.ledger.entries(agent, w.sellerId);
   return entries.reduce((sum, e) => sum + e.value.creditMicros, 0);
+}
+
+/**
+ * Sweeps, the clock moved on before each, until one gives a settlement up or `withinMs` has passed:
+ * a day at a time (a sweep a day still rechecks it and finds it unknown), hourly over the last two
+ * days before `withinMs`, where a give-up lands within the hour as with hourly sweeps throughout.
+ * @returns how many gave it up, and how long after the start the last sweep ran
+ */
+async function sweepUntilGivenUp(
+  clock: FixedClock,
+  sweep: SettlementSweep,
+  withinMs: number,
+  each: (out: SettleSweepOutcome) => void = () => {},
+): Promise<{ givenUp: number; afterMs: number; sweeps: number }> {
+  const day = 24 * SETTLE_RECHECK_MAX_MS;
+  let givenUp = 0, afterMs = 0, sweeps = 0;
+  while (givenUp === 0 && afterMs < withinMs) {
+    const step = withinMs - afterMs > 2 * day ? day : SETTLE_RECHECK_MAX_MS;
+    clock.advance(step);
+    afterMs += step;
+    const out = await sweep.sweep();
+    each(out);
+    givenUp += out.givenUp;
+    sweeps++;
+  }
+  return { givenUp, afterMs, sweeps };
 }
 
 async function rechecksListed(w: CommerceWorld): Promise<number> {
@@ -526,17 +552,16 @@ Deno.test("settlement sweep: a settlement the chain cannot resolve (its provider
       await lost.body?.cancel();
       const sweep = w.deps.commerce.settleSweep;
       const [pending] = await evmRecords(w);
-      let sweeps = 0;
-      let givenUp = 0;
-      while (givenUp === 0 && sweeps < 400) {
-        clock.advance(SETTLE_RECHECK_MAX_MS);
-        const out = await sweep.sweep();
-        assert.deepEqual(out.resolved, []);
-        givenUp += out.givenUp;
-        sweeps++;
-      }
+      // Within 8 days and an hour of hourly sweeps.
+      const bound = (8 * 24 + 1) * SETTLE_RECHECK_MAX_MS;
+      const { givenUp, afterMs, sweeps } = await sweepUntilGivenUp(
+        clock,
+        sweep,
+        bound,
+        (out) => assert.deepEqual(out.resolved, []),
+      );
       assert.equal(givenUp, 1, `given up after ${sweeps} sweeps`);
-      assert.ok(sweeps <= 8 * 24 + 1, `${sweeps} hourly sweeps`);
+      assert.ok(afterMs <= bound, `given up ${afterMs / SETTLE_RECHECK_MAX_MS} hours after its claim`);
       assert.equal(await rechecksListed(w), 0, "no longer listed");
       const [left] = await evmRecords(w);
       assert.equal(left.value.state, "processing", "the operator's to resolve");
@@ -568,11 +593,7 @@ Deno.test("settlement sweep: a settlement whose transfer the node never confirms
       };
       assert.equal(await listedForAgent(), 1);
       const sweep = w.deps.commerce.settleSweep;
-      let givenUp = 0;
-      for (let i = 0; i < 400 && givenUp === 0; i++) {
-        clock.advance(SETTLE_RECHECK_MAX_MS);
-        givenUp += (await sweep.sweep()).givenUp;
-      }
+      const { givenUp } = await sweepUntilGivenUp(clock, sweep, 400 * SETTLE_RECHECK_MAX_MS);
       assert.equal(givenUp, 1);
       assert.equal((await evmRecords(w))[0].value.state, "processing", "the operator's to resolve");
       assert.equal(await rechecksListed(w), 0);
@@ -591,16 +612,31 @@ Deno.test("settlement sweep: a settlement whose resolution keeps failing (its cr
       await alice.failedPurchase();
       assert.equal((await evmRecords(w))[0].value.state, "paid");
       const sweep = w.deps.commerce.settleSweep;
-      let sweeps = 0, attempts = 0, givenUp = 0;
+      let sweeps = 0, givenUp = 0;
       const failures = () => w.log.lines.filter((l) => l.msg === "settlement recheck failed").length;
-      while (givenUp === 0 && sweeps < 4000) {
-        clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
+      // Swept when it is next due and a moment before, over the time 4,000 sweeps five minutes apart
+      // took: what those sweeps found (about 2,300 of them to the give-up), in about 400. The sweep
+      // before leaves it alone, the sweep at it asks again.
+      const until = clock.now().getTime() + 4000 * (SETTLE_RECHECK_GRACE_MS + 1);
+      const dueTimes: number[] = [];
+      while (givenUp === 0 && clock.now().getTime() < until) {
+        const due = (await evmRecords(w))[0].value.recheckAt!;
+        dueTimes.push(due);
+        const asked = failures();
+        clock.set(due - 1);
         givenUp += (await sweep.sweep()).givenUp;
-        sweeps++;
+        assert.equal(failures(), asked, "not asked again before it is due");
+        clock.set(due);
+        givenUp += (await sweep.sweep()).givenUp;
+        assert.equal(failures(), asked + 1, "asked again once due");
+        sweeps += 2;
       }
-      attempts = failures();
+      const attempts = failures();
       assert.equal(givenUp, 1, `given up after ${sweeps} sweeps`);
       assert.ok(attempts <= 8 * 24 + 10, `${attempts} attempts: backoff grows to hourly`);
+      const waits = dueTimes.slice(1).map((at, i) => at - dueTimes[i]);
+      assert.ok(waits.every((ms, i) => i === 0 || ms >= waits[i - 1]), `waits never shrink: ${waits}`);
+      assert.equal(waits.at(-1), SETTLE_RECHECK_MAX_MS, "up to an hour");
       assert.equal(await rechecksListed(w), 0);
       assert.equal((await evmRecords(w))[0].value.state, "paid", "the operator's to credit");
       assert.equal(chain.settlements.length, 1);
