@@ -69,21 +69,46 @@ export type ChainPeer = { url: string; close: () => Promise<void> | void };
 
 export type ChainWorld = { chain: LocalChain; clock: FixedClock; w: CommerceWorld; http: { url: string } };
 
+/** What a chain world's storefront is paid through, besides the chain's own facilitator and node. */
+export type ChainWorldSetup = {
+  facilitator?: (chain: LocalChain) => string | ChainPeer;
+  rpc?: (chain: LocalChain) => string | ChainPeer;
+  wrapKv?: (kv: Deno.Kv) => Deno.Kv;
+  upstream?: boolean;
+  env?: Record<string, string>;
+};
+
 /**
- * Runs `body` against a fresh chain and a storefront served over HTTP, paid through `facilitator`
- * and `rpc` (the chain's own by default; a peer is closed after the world's server, before the world).
+ * A test file's `withChainWorld`: call it once at the file's top level. The file's tests share one
+ * chain, started before them and stopped after them (Deno.test.beforeAll/afterAll: a chain process
+ * started, its token deployed and funded cost about 0.5 s of CPU each time), and each world gets it
+ * back as it was started ({@link LocalChain.reset}): no test sees another's blocks, balances,
+ * settlements or chain time.
  */
-export async function withChainWorld(
-  setup: {
-    facilitator?: (chain: LocalChain) => string | ChainPeer;
-    rpc?: (chain: LocalChain) => string | ChainPeer;
-    wrapKv?: (kv: Deno.Kv) => Deno.Kv;
-    upstream?: boolean;
-    env?: Record<string, string>;
-  },
+export function chainWorlds(): (setup: ChainWorldSetup, body: (world: ChainWorld) => Promise<void>) => Promise<void> {
+  let chain: LocalChain | undefined;
+  Deno.test.beforeAll(async () => {
+    chain = await startLocalChain();
+  });
+  Deno.test.afterAll(async () => {
+    await chain?.close();
+  });
+  return async (setup, body) => {
+    if (!chain) throw new Error("chainWorlds() is called at a test file's top level, before its tests");
+    await chain.reset();
+    await worldOn(chain, setup, body);
+  };
+}
+
+/**
+ * Runs `body` against `chain` and a storefront served over HTTP, paid through `facilitator` and
+ * `rpc` (the chain's own by default; a peer is closed after the world's server, before the world).
+ */
+async function worldOn(
+  chain: LocalChain,
+  setup: ChainWorldSetup,
   body: (world: ChainWorld) => Promise<void>,
 ): Promise<void> {
-  const chain = await startLocalChain();
   const peers: ChainPeer[] = [];
   const urlOf = (peer: string | ChainPeer) => typeof peer === "string" ? peer : (peers.push(peer), peer.url);
   const clock = new FixedClock(new Date().toISOString());
@@ -102,6 +127,5 @@ export async function withChainWorld(
     await http.close();
     for (const peer of peers) await peer.close();
     await w.close();
-    await chain.close();
   }
 }

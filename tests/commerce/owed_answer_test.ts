@@ -12,9 +12,12 @@ import { Credential } from "mppx";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import { STALE_RESERVATION_MS } from "../../core/commerce/entitlements.ts";
 import { SETTLE_RECHECK_GRACE_MS } from "../../core/commerce/settlement.ts";
-import { type ChainWorld, evmClient, lossyFacilitator, withChainWorld } from "./_chain_world.ts";
+import { type ChainWorld, chainWorlds, evmClient, lossyFacilitator } from "./_chain_world.ts";
 import type { LocalChain } from "../../fixtures/chain/local.ts";
 import { postJson } from "./_helpers.ts";
+
+/** One chain for this file's tests, put back as it was started before each test's world. */
+const withChainWorld = chainWorlds();
 
 const COPIES = 4;
 

@@ -9,8 +9,11 @@
 import assert from "node:assert/strict";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import type { LocalChain } from "../../fixtures/chain/local.ts";
-import { evmClient, lossyFacilitator, withChainWorld } from "./_chain_world.ts";
+import { chainWorlds, evmClient, lossyFacilitator } from "./_chain_world.ts";
 import { postJson } from "./_helpers.ts";
+
+/** One chain for this file's tests, put back as it was started before each test's world. */
+const withChainWorld = chainWorlds();
 
 // The receipt wait, shortened from 10 s: long enough for a node two lookups behind.
 const RECEIPT_WAIT = { PAY_EVM_RECEIPT_WAIT_MS: "1500" };

@@ -9,14 +9,17 @@ import assert from "node:assert/strict";
 import { FixedClock } from "../../core/clock.ts";
 import type { PaymentRecord } from "../../core/commerce/payments.ts";
 import { SETTLE_RECHECK_GRACE_MS } from "../../core/commerce/settlement.ts";
-import { SETTLE_RECHECK_MAX_MS, SettlementSweep } from "../../core/commerce/settle_sweep.ts";
+import { SETTLE_RECHECK_MAX_MS, SettlementSweep, type SettleSweepOutcome } from "../../core/commerce/settle_sweep.ts";
 import { loadChallengeKey } from "../../core/commerce/challenges.ts";
 import { StandardMethods } from "../../core/commerce/standard_methods.ts";
 import type { LocalChain } from "../../fixtures/chain/local.ts";
 import { kvFaults } from "../_kv_faults.ts";
 import { kvThrough } from "../_kv_proxy.ts";
-import { evmClient, lossyFacilitator, rpcOf, withChainWorld } from "./_chain_world.ts";
+import { chainWorlds, evmClient, lossyFacilitator, rpcOf } from "./_chain_world.ts";
 import { type CommerceWorld, createCommerceWorld, postJson } from "./_helpers.ts";
+
+/** One chain for this file's tests, put back as it was started before each test's world. */
+const withChainWorld = chainWorlds();
 
 /** A stock mppx evm client for a new agent, and the same credential sent again unchanged (the spec's retry). */
 async function buyer(w: CommerceWorld, url: string) {
@@ -72,6 +75,32 @@ async function evmRecords(w: CommerceWorld): Promise<Deno.KvEntry<PaymentRecord>
 async function creditOf(w: CommerceWorld, agent: { credentialId: string; claimed: boolean }): Promise<number> {
   const entries = await w.deps.commerce.service.ledger.entries(agent, w.sellerId);
   return entries.reduce((sum, e) => sum + e.value.creditMicros, 0);
+}
+
+/**
+ * Sweeps, the clock moved on before each, until one gives a settlement up or `withinMs` has passed:
+ * a day at a time (a sweep a day still rechecks it and finds it unknown), hourly over the last two
+ * days before `withinMs`, where a give-up lands within the hour as with hourly sweeps throughout.
+ * @returns how many gave it up, and how long after the start the last sweep ran
+ */
+async function sweepUntilGivenUp(
+  clock: FixedClock,
+  sweep: SettlementSweep,
+  withinMs: number,
+  each: (out: SettleSweepOutcome) => void = () => {},
+): Promise<{ givenUp: number; afterMs: number; sweeps: number }> {
+  const day = 24 * SETTLE_RECHECK_MAX_MS;
+  let givenUp = 0, afterMs = 0, sweeps = 0;
+  while (givenUp === 0 && afterMs < withinMs) {
+    const step = withinMs - afterMs > 2 * day ? day : SETTLE_RECHECK_MAX_MS;
+    clock.advance(step);
+    afterMs += step;
+    const out = await sweep.sweep();
+    each(out);
+    givenUp += out.givenUp;
+    sweeps++;
+  }
+  return { givenUp, afterMs, sweeps };
 }
 
 async function rechecksListed(w: CommerceWorld): Promise<number> {
@@ -513,6 +542,111 @@ function pickyProvider(chain: LocalChain, maxRange: number, failing: string[] = 
   return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
 }
 
+Deno.test("settlement sweep: a settlement the chain cannot resolve (its provider refusing every log query) is rechecked for a bounded time, then taken off the list for the operator with an error, left processing", async () => {
+  await withChainWorld(
+    { facilitator: (c) => lossyFacilitator(c, true), rpc: (c) => pickyProvider(c, 0) },
+    async ({ clock, w, http }) => {
+      const alice = await buyer(w, http.url);
+      const lost = await alice.purchase();
+      assert.equal(lost.status, 503);
+      await lost.body?.cancel();
+      const sweep = w.deps.commerce.settleSweep;
+      const [pending] = await evmRecords(w);
+      // Within 8 days and an hour of hourly sweeps.
+      const bound = (8 * 24 + 1) * SETTLE_RECHECK_MAX_MS;
+      const { givenUp, afterMs, sweeps } = await sweepUntilGivenUp(
+        clock,
+        sweep,
+        bound,
+        (out) => assert.deepEqual(out.resolved, []),
+      );
+      assert.equal(givenUp, 1, `given up after ${sweeps} sweeps`);
+      assert.ok(afterMs <= bound, `given up ${afterMs / SETTLE_RECHECK_MAX_MS} hours after its claim`);
+      assert.equal(await rechecksListed(w), 0, "no longer listed");
+      const [left] = await evmRecords(w);
+      assert.equal(left.value.state, "processing", "the operator's to resolve");
+      const line = w.log.lines.find((l) => l.msg === "settlement recheck given up: resolve it by hand");
+      assert.equal(line?.level, "error");
+      assert.equal(line?.reference, pending.value.reference);
+      clock.advance(SETTLE_RECHECK_MAX_MS);
+      assert.equal((await sweep.sweep()).deferred, 0, "never looked at again");
+      assert.equal(await creditOf(w, alice.agent), 0);
+    },
+  );
+});
+
+Deno.test("settlement sweep: a settlement whose transfer the node never confirms is given up after its bounded time, and its agent's reads stop asking the node about it", async () => {
+  await withChainWorld(
+    { rpc: (c) => pickyProvider(c, 2_000, ["eth_getTransactionReceipt"]) },
+    async ({ chain, clock, w, http }) => {
+      const alice = await buyer(w, http.url);
+      const unconfirmed = await alice.purchase();
+      assert.equal(unconfirmed.status, 503);
+      await unconfirmed.body?.cancel();
+      assert.equal(chain.settlements.length, 1);
+      const [pending] = await evmRecords(w);
+      assert.ok(pending.value.pendingTransfer, "the facilitator named its transaction");
+      const listedForAgent = async () => {
+        let n = 0;
+        for await (const _ of w.deps.kv.list({ prefix: ["commerce_unconfirmed"] })) n++;
+        return n;
+      };
+      assert.equal(await listedForAgent(), 1);
+      const sweep = w.deps.commerce.settleSweep;
+      const { givenUp } = await sweepUntilGivenUp(clock, sweep, 400 * SETTLE_RECHECK_MAX_MS);
+      assert.equal(givenUp, 1);
+      assert.equal((await evmRecords(w))[0].value.state, "processing", "the operator's to resolve");
+      assert.equal(await rechecksListed(w), 0);
+      assert.equal(await listedForAgent(), 0, "its agent's entitlements reads no longer ask the node about it");
+    },
+  );
+});
+
+Deno.test("settlement sweep: a settlement whose resolution keeps failing (its credit never commits) is asked again with backoff and given up like any unresolved one", async () => {
+  const faults = kvFaults();
+  await withChainWorld({ wrapKv: faults.wrap }, async ({ chain, clock, w, http }) => {
+    try {
+      const alice = await buyer(w, http.url);
+      // The commit that consumes the payment and grants its credit always fails.
+      failPaymentWrites(faults, 1_000_000, "consumed");
+      await alice.failedPurchase();
+      assert.equal((await evmRecords(w))[0].value.state, "paid");
+      const sweep = w.deps.commerce.settleSweep;
+      let sweeps = 0, givenUp = 0;
+      const failures = () => w.log.lines.filter((l) => l.msg === "settlement recheck failed").length;
+      // Swept when it is next due and a moment before, over the time 4,000 sweeps five minutes apart
+      // took: what those sweeps found (about 2,300 of them to the give-up), in about 400. The sweep
+      // before leaves it alone, the sweep at it asks again.
+      const until = clock.now().getTime() + 4000 * (SETTLE_RECHECK_GRACE_MS + 1);
+      const dueTimes: number[] = [];
+      while (givenUp === 0 && clock.now().getTime() < until) {
+        const due = (await evmRecords(w))[0].value.recheckAt!;
+        dueTimes.push(due);
+        const asked = failures();
+        clock.set(due - 1);
+        givenUp += (await sweep.sweep()).givenUp;
+        assert.equal(failures(), asked, "not asked again before it is due");
+        clock.set(due);
+        givenUp += (await sweep.sweep()).givenUp;
+        assert.equal(failures(), asked + 1, "asked again once due");
+        sweeps += 2;
+      }
+      const attempts = failures();
+      assert.equal(givenUp, 1, `given up after ${sweeps} sweeps`);
+      assert.ok(attempts <= 8 * 24 + 10, `${attempts} attempts: backoff grows to hourly`);
+      const waits = dueTimes.slice(1).map((at, i) => at - dueTimes[i]);
+      assert.ok(waits.every((ms, i) => i === 0 || ms >= waits[i - 1]), `waits never shrink: ${waits}`);
+      assert.equal(waits.at(-1), SETTLE_RECHECK_MAX_MS, "up to an hour");
+      assert.equal(await rechecksListed(w), 0);
+      assert.equal((await evmRecords(w))[0].value.state, "paid", "the operator's to credit");
+      assert.equal(chain.settlements.length, 1);
+    } finally {
+      faults.failNext(0, { op: "set", entity: "commerce_payment" });
+    }
+  });
+});
+
+// Last in the file: the chain it leaves 12,000 blocks longer takes the next test's reset most of a second to undo.
 Deno.test("settlement sweep: a settlement made many blocks after the sweep first looked is found from the block that look started at, in log ranges a provider serves", async () => {
   // A facilitator whose settle answer is lost, and which submits the settlement only later.
   let held: string | null = null;
@@ -555,99 +689,5 @@ Deno.test("settlement sweep: a settlement made many blocks after the sweep first
     assert.deepEqual(swept.resolved, [{ reference: looked.value.reference, state: "consumed" }]);
     assert.equal((await evmRecords(w))[0].value.processorRef, chain.settlements[0]);
     assert.equal(await creditOf(w, alice.agent), 1_000_000);
-  });
-});
-
-Deno.test("settlement sweep: a settlement the chain cannot resolve (its provider refusing every log query) is rechecked for a bounded time, then taken off the list for the operator with an error, left processing", async () => {
-  await withChainWorld(
-    { facilitator: (c) => lossyFacilitator(c, true), rpc: (c) => pickyProvider(c, 0) },
-    async ({ clock, w, http }) => {
-      const alice = await buyer(w, http.url);
-      const lost = await alice.purchase();
-      assert.equal(lost.status, 503);
-      await lost.body?.cancel();
-      const sweep = w.deps.commerce.settleSweep;
-      const [pending] = await evmRecords(w);
-      let sweeps = 0;
-      let givenUp = 0;
-      while (givenUp === 0 && sweeps < 400) {
-        clock.advance(SETTLE_RECHECK_MAX_MS);
-        const out = await sweep.sweep();
-        assert.deepEqual(out.resolved, []);
-        givenUp += out.givenUp;
-        sweeps++;
-      }
-      assert.equal(givenUp, 1, `given up after ${sweeps} sweeps`);
-      assert.ok(sweeps <= 8 * 24 + 1, `${sweeps} hourly sweeps`);
-      assert.equal(await rechecksListed(w), 0, "no longer listed");
-      const [left] = await evmRecords(w);
-      assert.equal(left.value.state, "processing", "the operator's to resolve");
-      const line = w.log.lines.find((l) => l.msg === "settlement recheck given up: resolve it by hand");
-      assert.equal(line?.level, "error");
-      assert.equal(line?.reference, pending.value.reference);
-      clock.advance(SETTLE_RECHECK_MAX_MS);
-      assert.equal((await sweep.sweep()).deferred, 0, "never looked at again");
-      assert.equal(await creditOf(w, alice.agent), 0);
-    },
-  );
-});
-
-Deno.test("settlement sweep: a settlement whose transfer the node never confirms is given up after its bounded time, and its agent's reads stop asking the node about it", async () => {
-  await withChainWorld(
-    { rpc: (c) => pickyProvider(c, 2_000, ["eth_getTransactionReceipt"]) },
-    async ({ chain, clock, w, http }) => {
-      const alice = await buyer(w, http.url);
-      const unconfirmed = await alice.purchase();
-      assert.equal(unconfirmed.status, 503);
-      await unconfirmed.body?.cancel();
-      assert.equal(chain.settlements.length, 1);
-      const [pending] = await evmRecords(w);
-      assert.ok(pending.value.pendingTransfer, "the facilitator named its transaction");
-      const listedForAgent = async () => {
-        let n = 0;
-        for await (const _ of w.deps.kv.list({ prefix: ["commerce_unconfirmed"] })) n++;
-        return n;
-      };
-      assert.equal(await listedForAgent(), 1);
-      const sweep = w.deps.commerce.settleSweep;
-      let givenUp = 0;
-      for (let i = 0; i < 400 && givenUp === 0; i++) {
-        clock.advance(SETTLE_RECHECK_MAX_MS);
-        givenUp += (await sweep.sweep()).givenUp;
-      }
-      assert.equal(givenUp, 1);
-      assert.equal((await evmRecords(w))[0].value.state, "processing", "the operator's to resolve");
-      assert.equal(await rechecksListed(w), 0);
-      assert.equal(await listedForAgent(), 0, "its agent's entitlements reads no longer ask the node about it");
-    },
-  );
-});
-
-Deno.test("settlement sweep: a settlement whose resolution keeps failing (its credit never commits) is asked again with backoff and given up like any unresolved one", async () => {
-  const faults = kvFaults();
-  await withChainWorld({ wrapKv: faults.wrap }, async ({ chain, clock, w, http }) => {
-    try {
-      const alice = await buyer(w, http.url);
-      // The commit that consumes the payment and grants its credit always fails.
-      failPaymentWrites(faults, 1_000_000, "consumed");
-      await alice.failedPurchase();
-      assert.equal((await evmRecords(w))[0].value.state, "paid");
-      const sweep = w.deps.commerce.settleSweep;
-      let sweeps = 0, attempts = 0, givenUp = 0;
-      const failures = () => w.log.lines.filter((l) => l.msg === "settlement recheck failed").length;
-      while (givenUp === 0 && sweeps < 4000) {
-        clock.advance(SETTLE_RECHECK_GRACE_MS + 1);
-        givenUp += (await sweep.sweep()).givenUp;
-        sweeps++;
-      }
-      attempts = failures();
-      assert.equal(givenUp, 1, `given up after ${sweeps} sweeps`);
-      assert.ok(attempts <= 8 * 24 + 10, `${attempts} attempts: backoff grows to hourly`);
-      assert.equal(await rechecksListed(w), 0);
-      assert.equal((await evmRecords(w))[0].value.state, "paid", "the operator's to credit");
-      assert.equal(chain.settlements.length, 1);
-    } finally {
-      faults.failNext(0, { op: "set", entity: "commerce_payment" });
-    }
   });
 });
