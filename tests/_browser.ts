@@ -27,6 +27,11 @@ export interface BrowserSession extends AsyncDisposable {
    * page, or of the element `selector` names (what a reader should look at on a very long page).
    */
   shot(step: string, selector?: string): Promise<string>;
+  /**
+   * Like {@link shot}, of what the window shows: the first screen of a page too long to take whole
+   * (a full-page shot of the API reference was 0.4 s of the browser's CPU).
+   */
+  screen(step: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -147,23 +152,26 @@ async function session(
   const shots: string[] = [];
   let closed: Promise<void> | undefined;
   const close = () => closed ??= end();
+  /** Of the element `selector` names, else of the whole page or of the window's screen. */
+  const take = async (step: string, { selector, fullPage }: { selector?: string; fullPage?: boolean }) => {
+    const file = `${shotsDir}/${String(shots.length + 1).padStart(2, "0")}-${
+      step.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "")
+    }.png`;
+    // optimizeForSpeed: a quicker PNG encoding (larger file, same pixels).
+    const options = { path: file as `${string}.png`, optimizeForSpeed: true };
+    if (selector) await (await page.waitForSelector(selector))!.screenshot(options);
+    else await page.screenshot({ ...options, fullPage });
+    shots.push(file);
+    return file;
+  };
   return {
     browser,
     context,
     page,
     shotsDir,
     shots,
-    async shot(step, selector) {
-      const file = `${shotsDir}/${String(shots.length + 1).padStart(2, "0")}-${
-        step.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "")
-      }.png`;
-      // optimizeForSpeed: a quicker PNG encoding (larger file, same pixels).
-      const options = { path: file as `${string}.png`, optimizeForSpeed: true };
-      if (selector) await (await page.waitForSelector(selector))!.screenshot(options);
-      else await page.screenshot({ ...options, fullPage: true });
-      shots.push(file);
-      return file;
-    },
+    shot: (step, selector) => take(step, { selector, fullPage: true }),
+    screen: (step) => take(step, { fullPage: false }),
     close,
     [Symbol.asyncDispose]: close,
   };
