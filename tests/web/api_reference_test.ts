@@ -139,6 +139,8 @@ Deno.test("/docs in Chromium: every route, Markdown, try it with a typed key, ke
     await page.waitForSelector("#operations .opblock", { timeout: 30_000 });
     // The phone's first screen (the whole page is taller still at this width).
     console.log(`screenshot: ${await session.screen("docs 360")}`);
+    const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(scrollWidth <= 360, `the page is ${scrollWidth} px wide at 360`);
     assert.deepEqual(await pageFaults(page), []);
   });
 
