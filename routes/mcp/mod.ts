@@ -114,6 +114,9 @@ const mcpSdk = lazily(async () => ({
   ...await import("@modelcontextprotocol/sdk/server/index.js"),
   ...await import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"),
   ...await import("@modelcontextprotocol/sdk/types.js"),
+  // One for the process: left out, each request's server builds its own Ajv instance (about 0.2 ms
+  // of CPU, a quarter of a tools/list) only to check answers to elicitation, which this server never asks for.
+  jsonSchemaValidator: new (await import("@modelcontextprotocol/sdk/validation/ajv")).AjvJsonSchemaValidator(),
 }));
 
 /**
@@ -127,10 +130,12 @@ async function mcpServer(
   requestId: string,
   limitKey: string,
 ): Promise<Server> {
-  const { Server, CallToolRequestSchema, ListToolsRequestSchema, CancelledNotificationSchema } = await mcpSdk();
+  const { Server, CallToolRequestSchema, ListToolsRequestSchema, CancelledNotificationSchema, jsonSchemaValidator } =
+    await mcpSdk();
   const server = new Server(
     { name: MCP_SERVER_NAME, version: API_VERSION },
     {
+      jsonSchemaValidator,
       capabilities: { tools: { listChanged: false } },
       instructions: "News article search and real-time answers. Call list_data_models or list_ai_models first, " +
         "then search_articles or ask with an id from them.",
