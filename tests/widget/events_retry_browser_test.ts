@@ -8,7 +8,8 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    await using world = await widgetWorld();
+    // Nothing is asked here: the demo without its articles.
+    await using world = await widgetWorld({ articles: false });
     world.refuseNextEvents(() =>
       Response.json({ message: "rate limit exceeded: too many requests from this address" }, {
         status: 429,

@@ -28,7 +28,8 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    await using world = await widgetWorld();
+    // Nothing is asked here: the demo without its articles.
+    await using world = await widgetWorld({ articles: false });
     await using b = await openSharedBrowser("widget clobber");
     const page = b.page;
     // HTML with no script (a comment) hides document.currentScript: DOM clobbering.

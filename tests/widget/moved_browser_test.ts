@@ -13,7 +13,8 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    await using world = await widgetWorld();
+    // Nothing is asked here: the demo without its articles.
+    await using world = await widgetWorld({ articles: false });
     await using b = await openSharedBrowser("widget moved in the page");
     const page = b.page;
     await page.goto(world.siteUrl, { waitUntil: "load" });

@@ -24,7 +24,8 @@ Deno.test({
     // The second click lands while the first one's answer is still coming: the widget ignores it.
     await answerTo(page, () => chip!.click({ count: 2 }));
     await world.until("the sponsored answer's query event", () => world.events.some((e) => e.event_type === "query"));
-    await b.shot("sponsored answered");
+    // The chip was scrolled into the window: the first screen shows it and its answer.
+    await b.screen("sponsored answered");
     const sent = (type: string) => world.events.filter((e) => e.event_type === type).length;
     assert.equal(await page.$$eval(inWidget(".turn"), (t) => t.length), 1, "one sponsored conversation");
     assert.equal(world.seen.filter((s) => s.method === "POST" && s.path.endsWith("/ask")).length, 1);
@@ -39,7 +40,8 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    await using world = await widgetWorld();
+    // Nothing is answered (the cap refuses it): the demo without its articles.
+    await using world = await widgetWorld({ articles: false });
     const patched = await world.w.app.request(`${world.serviceUrl}/v1/widgets/${world.widgetId}`, {
       method: "PATCH",
       headers: { authorization: `Bearer ${world.apiKey}`, "content-type": "application/json" },
@@ -60,7 +62,8 @@ Deno.test({
       "the chosen chip's prompt impression",
       () => world.events.some((e) => e.event_type === "prompt_impression" && e.prompt_text === text),
     );
-    await b.shot("sponsored refused");
+    // The click scrolled the chip into the window: the first screen shows the refusal.
+    await b.screen("sponsored refused");
     assert.deepEqual(world.seen.filter((s) => s.method === "POST" && s.path.endsWith("/ask")).map((s) => s.status), [
       429,
     ]);
