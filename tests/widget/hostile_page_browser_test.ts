@@ -10,6 +10,9 @@ import { openSharedBrowser, type WidgetWorld, widgetWorld } from "./_browser_wor
 
 const W = "ask-ai-widget";
 
+// These publisher pages fit the window, so their screenshots are of the window (BrowserSession.screen):
+// the same pixels as a full-page shot, without resizing the page twice.
+
 /** A local server for publisher pages, added to the widget's allowed origins. */
 async function publisherSite(world: WidgetWorld): Promise<ReturnType<typeof serveLocal>> {
   const site = serveLocal();
@@ -81,7 +84,7 @@ Deno.test({
 
     await page.goto(pageUrl, { waitUntil: "load" });
     await page.waitForSelector(`${W}[data-state]`, { timeout: 10_000 }).catch(() => {});
-    await b.shot("clobbered page");
+    await b.screen("clobbered page");
     const title = await page.$eval(W, (e) => e.shadowRoot?.querySelector("h2")?.textContent ?? null).catch(() => null);
     assert.deepEqual(toEvil, [], "nothing is requested from the clobbering image's origin");
     assert.equal(await page.$eval(W, (e) => e.getAttribute("data-state")), "ready", "the widget draws");
@@ -134,7 +137,7 @@ Deno.test({
     site.setHandler(() => new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } }));
     await page.goto(`${site.url}/article.html`, { waitUntil: "load" });
     await page.waitForSelector("body[data-found]");
-    await b.shot("polluted page");
+    await b.screen("polluted page");
     const found = JSON.parse(await page.$eval("body", (e) => e.dataset.found ?? "{}"));
     assert.deepEqual(found, { handlers: 0, classes: 0, text: false, ran: false });
   },
@@ -177,7 +180,7 @@ Deno.test({
       "the sponsored impression",
       () => world.events.some((e) => e.event_type === "sponsored_impression"),
     );
-    await b.shot("sponsored chip chosen");
+    await b.screen("sponsored chip chosen");
     const sponsored = world.events.filter((e) =>
       e.event_type === "sponsored_impression" || e.event_type === "prompt_impression"
     );
