@@ -55,6 +55,16 @@ const retentionSchema = z.object({
   max_age_days: z.number().int().nullable().openapi({ description: "null: articles are kept forever" }),
 }).openapi("Retention");
 
+// Built at import rather than per app (each test world builds one).
+const sourceList = z.object({ data: z.array(sourceSchema) });
+const retentionInput = z.object({
+  max_age_days: z.number({ error: "must be a whole number of days or null" }).int({
+    error: "must be a whole number of days or null",
+  }).min(1, { error: "must be at least 1" }).max(MAX_RETENTION_DAYS, {
+    error: `must be at most ${MAX_RETENTION_DAYS}`,
+  }).nullable(),
+});
+
 /** The registration body as documented, per interval bounds, built once per process: each app (a test world each) asks again. */
 const sourceInputs = new Map<string, ReturnType<typeof buildSourceInput>>();
 
@@ -137,7 +147,7 @@ export function createSourceRoutes(
       responses: {
         200: {
           description: "Sources",
-          content: { "application/json": { schema: z.object({ data: z.array(sourceSchema) }) } },
+          content: { "application/json": { schema: sourceList } },
         },
         ...errors,
       },
@@ -218,13 +228,7 @@ export function createSourceRoutes(
           required: true,
           content: {
             "application/json": {
-              schema: z.object({
-                max_age_days: z.number({ error: "must be a whole number of days or null" }).int({
-                  error: "must be a whole number of days or null",
-                }).min(1, { error: "must be at least 1" }).max(MAX_RETENTION_DAYS, {
-                  error: `must be at most ${MAX_RETENTION_DAYS}`,
-                }).nullable(),
-              }),
+              schema: retentionInput,
             },
           },
         },
