@@ -92,5 +92,4 @@ Deno.test("a second app in the process documents the same /openapi.json, its sch
   assert.match(other.doc, /"minimum":120/);
   assert.match(first.doc, /"minimum":60/);
   assert.equal(other.imageStatus, 400);
-  assert.deepEqual(await built(), first);
 });
