@@ -12,6 +12,27 @@ const dimension = (name: string, max: number) =>
     .optional()
     .openapi({ param: { name, in: "query" }, type: "integer", example: name === "w" ? 320 : 180 });
 
+/** The query schema per largest dimension, built once per process: each app (a test world each) asks again. */
+const imageQueries = new Map<number, ReturnType<typeof buildImageQuery>>();
+
+function imageQuery(max: number) {
+  let query = imageQueries.get(max);
+  if (!query) imageQueries.set(max, query = buildImageQuery(max));
+  return query;
+}
+
+function buildImageQuery(max: number) {
+  return z.object({
+    src: z.string().min(1).openapi({ description: "Signed image reference" }),
+    w: dimension("w", max),
+    h: dimension("h", max),
+    // Dappier's clients resize with `width` / `height`; `w` / `h` win when both are sent.
+    width: dimension("width", max),
+    height: dimension("height", max),
+    fit: z.enum(["cover", "inside"]).optional(),
+  });
+}
+
 /** True when an Accept header takes `image/webp` (an explicit `q=0` refuses it). */
 function acceptsWebp(accept: string | undefined): boolean {
   if (!accept) return false;
@@ -40,15 +61,7 @@ export function createImageRoutes(deps: Pick<Deps, "links" | "images" | "log" | 
       "(`fit=inside`); with one, the other follows the aspect ratio. Images are never enlarged. " +
       "webp when `Accept` includes `image/webp`, else PNG (transparent images) or JPEG.",
     request: {
-      query: z.object({
-        src: z.string().min(1).openapi({ description: "Signed image reference" }),
-        w: dimension("w", max),
-        h: dimension("h", max),
-        // Dappier's clients resize with `width` / `height`; `w` / `h` win when both are sent.
-        width: dimension("width", max),
-        height: dimension("height", max),
-        fit: z.enum(["cover", "inside"]).optional(),
-      }),
+      query: imageQuery(max),
     },
     responses: {
       200: {

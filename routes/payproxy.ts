@@ -97,6 +97,19 @@ export const PAYPROXY: ProxyPaths = { family: "payproxy", caller: "payproxy", me
 /** Dappier's `/zeroclick/...` paths (routes/zeroclick.ts). */
 export const ZEROCLICK: ProxyPaths = { family: "zeroclick", caller: "zeroclick", metrics: false };
 
+/** The 401 body schema per error code, built once per process: each app (a test world each) asks again. */
+const signatureErrorBodies = new Map<string, ReturnType<typeof buildSignatureErrorBody>>();
+
+function signatureErrorBody(error: string) {
+  let body = signatureErrorBodies.get(error);
+  if (!body) signatureErrorBodies.set(error, body = buildSignatureErrorBody(error));
+  return body;
+}
+
+function buildSignatureErrorBody(error: string) {
+  return z.object({ error: z.literal(error) });
+}
+
 /** A route definition with the 401 body and summary of a path family. */
 function forPaths(route: RouteConfig, paths: ProxyPaths): RouteConfig {
   if (paths.family === "payproxy") return route;
@@ -109,7 +122,7 @@ function forPaths(route: RouteConfig, paths: ProxyPaths): RouteConfig {
       ...route.responses,
       401: {
         description: "Signature missing, invalid, replayed, or not configured",
-        content: { "application/json": { schema: z.object({ error: z.literal(error) }) } },
+        content: { "application/json": { schema: signatureErrorBody(error) } },
       },
     },
   };

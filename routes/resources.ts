@@ -6,10 +6,12 @@ import { apiKeyAuth } from "./middleware/api_key.ts";
 import { serveWidgetResource } from "./widget/resource.ts";
 
 const bearer = [{ bearerAuth: [] }];
+// One schema for every list, built at import rather than per app (each test world builds one).
+const listBody = z.object({ data: z.array(z.record(z.string(), z.unknown())) });
 const listOf = (name: string) => ({
   200: {
     description: `The tenant's ${name}`,
-    content: { "application/json": { schema: z.object({ data: z.array(z.record(z.string(), z.unknown())) }) } },
+    content: { "application/json": { schema: listBody } },
   },
   401: { description: "Missing or malformed API key" },
   403: { description: "Unknown or revoked API key" },

@@ -1,7 +1,7 @@
 import type { Result, Router } from "hono/router";
-import { RegExpRouter } from "hono/router/reg-exp-router";
 import { SmartRouter } from "hono/router/smart-router";
 import { TrieRouter } from "hono/router/trie-router";
+import { CachedRegExpRouter } from "./reg_exp_router_cache.ts";
 
 /**
  * Hono's router for the whole app, split by path prefix. Hono's default (`SmartRouter`) matches
@@ -12,7 +12,8 @@ import { TrieRouter } from "hono/router/trie-router";
  * bench/RESULTS.md, "Fixed cost of a request, third pass").
  *
  * Here the paths under `triePrefixes` go to a `TrieRouter` and all others to Hono's default, which
- * then takes `RegExpRouter` (and still falls back to the trie should another such pair appear). A
+ * then takes `RegExpRouter` (and still falls back to the trie should another such pair appear), its
+ * matchers built once per process for a route table (routes/reg_exp_router_cache.ts). A
  * request is matched by exactly one of them, and each returns its routes in the order they were
  * added, as Hono's routers all do; a route that can match under a prefix without starting with it
  * (`*`, `/*`, `/:any/...`) goes to both.
@@ -20,7 +21,7 @@ import { TrieRouter } from "hono/router/trie-router";
 export class PrefixSplitRouter<T> implements Router<T> {
   readonly name = "PrefixSplitRouter";
   readonly #trie = new TrieRouter<T>();
-  readonly #rest = new SmartRouter<T>({ routers: [new RegExpRouter(), new TrieRouter()] });
+  readonly #rest = new SmartRouter<T>({ routers: [new CachedRegExpRouter(), new TrieRouter()] });
   readonly #prefixes: string[];
 
   constructor(triePrefixes: string[]) {
@@ -33,7 +34,7 @@ export class PrefixSplitRouter<T> implements Router<T> {
       return;
     }
     this.#rest.add(method, path, handler);
-    if (this.#prefixes.some((prefix) => mayMatchUnder(path, prefix))) this.#trie.add(method, path, handler);
+    if (this.#prefixes.some((prefix) => mayMatchUnderOnce(path, prefix))) this.#trie.add(method, path, handler);
   }
 
   /** Which router the paths outside the prefixes use, once one was matched (`RegExpRouter` unless refused). */
@@ -55,6 +56,17 @@ export class PrefixSplitRouter<T> implements Router<T> {
     }
     return false;
   }
+}
+
+/** {@link mayMatchUnder} answered once per process for each prefix and path: every app (a test world each) asks again. */
+const mayMatchAnswers = new Map<string, Map<string, boolean>>();
+
+function mayMatchUnderOnce(routePath: string, prefix: string): boolean {
+  let answers = mayMatchAnswers.get(prefix);
+  if (!answers) mayMatchAnswers.set(prefix, answers = new Map());
+  let answer = answers.get(routePath);
+  if (answer === undefined) answers.set(routePath, answer = mayMatchUnder(routePath, prefix));
+  return answer;
 }
 
 /**

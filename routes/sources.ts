@@ -11,7 +11,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Deps } from "../composition.ts";
 import { notFound } from "../core/errors.ts";
-import { MAX_RETENTION_DAYS, SOURCE_KINDS, sourceInputSchema } from "../core/sources/mod.ts";
+import { MAX_RETENTION_DAYS, SOURCE_KINDS, sourceInputSchema, type SourceLimits } from "../core/sources/mod.ts";
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv, DataModelEnv } from "./env.ts";
 import { familyApp } from "./family.ts";
@@ -55,6 +55,30 @@ const retentionSchema = z.object({
   max_age_days: z.number().int().nullable().openapi({ description: "null: articles are kept forever" }),
 }).openapi("Retention");
 
+// Built at import rather than per app (each test world builds one).
+const sourceList = z.object({ data: z.array(sourceSchema) });
+const retentionInput = z.object({
+  max_age_days: z.number({ error: "must be a whole number of days or null" }).int({
+    error: "must be a whole number of days or null",
+  }).min(1, { error: "must be at least 1" }).max(MAX_RETENTION_DAYS, {
+    error: `must be at most ${MAX_RETENTION_DAYS}`,
+  }).nullable(),
+});
+
+/** The registration body as documented, per interval bounds, built once per process: each app (a test world each) asks again. */
+const sourceInputs = new Map<string, ReturnType<typeof buildSourceInput>>();
+
+function documentedSourceInput(limits: SourceLimits) {
+  const key = `${limits.minIntervalS} ${limits.maxIntervalS}`;
+  let schema = sourceInputs.get(key);
+  if (!schema) sourceInputs.set(key, schema = buildSourceInput(limits));
+  return schema;
+}
+
+function buildSourceInput(limits: SourceLimits) {
+  return sourceInputSchema(limits).openapi("SourceInput");
+}
+
 /** The sources and retention routes, routed inside the `/v1/data-models` family (routes/data_models.ts). */
 export function createSourceRoutes(
   deps: Pick<Deps, "apiKeys" | "repos" | "sources" | "log" | "config" | "sourceCheckLimiter">,
@@ -76,7 +100,7 @@ export function createSourceRoutes(
   app.use("/:data_model_id/sources/*", dataModel);
   app.use("/:data_model_id/retention", bodyReader({ limit: 64 * 1024 }), dataModel);
   const limits = deps.sources.limits;
-  const inputSchema = sourceInputSchema(limits).openapi("SourceInput");
+  const inputSchema = documentedSourceInput(limits);
 
   app.openapi(
     createRoute({
@@ -123,7 +147,7 @@ export function createSourceRoutes(
       responses: {
         200: {
           description: "Sources",
-          content: { "application/json": { schema: z.object({ data: z.array(sourceSchema) }) } },
+          content: { "application/json": { schema: sourceList } },
         },
         ...errors,
       },
@@ -204,13 +228,7 @@ export function createSourceRoutes(
           required: true,
           content: {
             "application/json": {
-              schema: z.object({
-                max_age_days: z.number({ error: "must be a whole number of days or null" }).int({
-                  error: "must be a whole number of days or null",
-                }).min(1, { error: "must be at least 1" }).max(MAX_RETENTION_DAYS, {
-                  error: `must be at most ${MAX_RETENTION_DAYS}`,
-                }).nullable(),
-              }),
+              schema: retentionInput,
             },
           },
         },

@@ -10,3 +10,4 @@ export { WorkerSourceParser } from "./parser.ts";
 export { SourcePoller } from "./poller.ts";
 export { MAX_RETENTION_DAYS, SourceService } from "./service.ts";
 export { SOURCE_KINDS, sourceInputSchema, SourceRepo } from "./source.ts";
+export type { SourceLimits } from "./source.ts";

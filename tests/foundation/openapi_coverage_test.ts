@@ -71,3 +71,25 @@ Deno.test("a path no route serves answers 404 in the body of the family whose pr
     assert.equal(typeof (await res.json()).message, "string", path);
   }
 });
+
+Deno.test("a second app in the process documents the same /openapi.json, its schemas built once per process", async () => {
+  // Some route schemas are kept per process (by the config values they depend on) and shared by
+  // every app: the second app's document, and one built with other limits, must be what a first
+  // app's would be, and each app checks its own limits.
+  const built = async (env: Record<string, string> = {}) => {
+    await using w = await createTestWorld({ env });
+    const doc = await (await w.app.request("/openapi.json")).text();
+    const image = await w.app.request("/img?src=unknown&w=1500");
+    await image.body?.cancel();
+    return { doc, imageStatus: image.status };
+  };
+  const first = await built();
+  assert.deepEqual(await built(), first);
+  // 1500 is within the default largest dimension (2048): the unknown reference answers 404.
+  assert.equal(first.imageStatus, 404);
+  const other = await built({ IMAGE_MAX_DIMENSION: "1000", SOURCE_MIN_INTERVAL_S: "120" });
+  assert.notEqual(other.doc, first.doc);
+  assert.match(other.doc, /"minimum":120/);
+  assert.match(first.doc, /"minimum":60/);
+  assert.equal(other.imageStatus, 400);
+});

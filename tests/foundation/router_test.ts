@@ -1,11 +1,14 @@
 /**
  * routes/router.ts: the app's router answers every path as Hono's TrieRouter does over the same
  * table (same handlers, same order, same params), and the paths outside the widget's prefix run on
- * RegExpRouter.
+ * RegExpRouter, whose matchers routes/reg_exp_router_cache.ts builds once per route table: a copy
+ * from its cache answers as a RegExpRouter built afresh.
  */
 import assert from "node:assert/strict";
 import type { Result } from "hono/router";
+import { RegExpRouter } from "hono/router/reg-exp-router";
 import { TrieRouter } from "hono/router/trie-router";
+import { CachedRegExpRouter } from "../../routes/reg_exp_router_cache.ts";
 import { mayMatchUnder, PrefixSplitRouter } from "../../routes/router.ts";
 import { createTestWorld } from "../_helpers.ts";
 
@@ -67,6 +70,10 @@ Deno.test("PrefixSplitRouter matches as TrieRouter does, literal and parameter s
   // Another literal beside a parameter outside the prefix: still right, on the trie for all.
   const refused = sameAsTrie([...routes, ["ALL", "/:anything/v1/*"]], [...paths, ["GET", "/x/v1/y"]]);
   assert.equal(refused.restRouterName, "TrieRouter");
+  // The same tables again: the matchers, and the refusal, now come from the cache.
+  assert.equal(sameAsTrie(routes, paths).restRouterName, "RegExpRouter");
+  const refusedAgain = sameAsTrie([...routes, ["ALL", "/:anything/v1/*"]], [...paths, ["GET", "/x/v1/y"]]);
+  assert.equal(refusedAgain.restRouterName, "TrieRouter");
 });
 
 Deno.test("mayMatchUnder() sends a route outside the prefix to the trie too when it can match there", () => {
@@ -78,7 +85,8 @@ Deno.test("mayMatchUnder() sends a route outside the prefix to the trie too when
   }
 });
 
-Deno.test("the app's router: every route's path matches as on TrieRouter, and the rest runs on RegExpRouter", async () => {
+/** The app's (method, path) table, and for each route a path it matches (both methods for `ALL`) plus a few strays. */
+async function appTable(): Promise<{ routes: [string, string][]; paths: [string, string][] }> {
   await using w = await createTestWorld();
   const routes = w.app.routes.map((r) => [r.method, r.path] as [string, string]);
   const paths: [string, string][] = [];
@@ -86,6 +94,43 @@ Deno.test("the app's router: every route's path matches as on TrieRouter, and th
     for (const m of method === "ALL" ? ["GET", "POST"] : [method]) paths.push([m, example(path, 7)]);
   }
   paths.push(["GET", "/nope"], ["GET", "/widget/v1/assets/widget.0123.js"], ["OPTIONS", "/widget/v1/wd_1/ask"]);
+  return { routes, paths };
+}
+
+Deno.test("CachedRegExpRouter answers every route of the app as a fresh RegExpRouter, its own handlers from the cache", async () => {
+  // The routes and paths outside the widget's prefix: those PrefixSplitRouter gives its RegExpRouter.
+  const outside = ([, path]: [string, string]) => !/^\/widget\/v1(\/|$)/.test(path);
+  const table = await appTable();
+  const routes = table.routes.filter(outside);
+  const paths = table.paths.filter(outside);
+  const fresh = new RegExpRouter<string>();
+  const cached = ["first", "second", "third"].map((app) => {
+    const router = new CachedRegExpRouter<string>();
+    routes.forEach(([method, path], i) => router.add(method, path, `${app} ${i}`));
+    return { app, router };
+  });
+  routes.forEach(([method, path], i) => fresh.add(method, path, `fresh ${i}`));
+  for (const [method, path] of paths) {
+    const expected = resolved(fresh.match(method, path)).map(([h, params]) => [h.replace("fresh", ""), params]);
+    for (const { app, router } of cached) {
+      const got = resolved(router.match(method, path));
+      assert.ok(
+        got.every(([h]) => h.startsWith(`${app} `)),
+        `${app}: ${method} ${path} answered another app's handler`,
+      );
+      assert.deepEqual(got.map(([h, params]) => [h.replace(app, ""), params]), expected, `${app}: ${method} ${path}`);
+    }
+  }
+  assert.ok(
+    paths.some(([method, path]) => resolved(fresh.match(method, path)).length > 1),
+    "no path matched two routes",
+  );
+  assert.throws(() => cached[1]!.router.add("GET", "/late", "late"), /already built/);
+});
+
+Deno.test("the app's router: every route's path matches as on TrieRouter, and the rest runs on RegExpRouter", async () => {
+  await using w = await createTestWorld();
+  const { routes, paths } = await appTable();
   sameAsTrie(routes, paths);
   const res = await w.app.request("/healthz");
   await res.body?.cancel();
