@@ -5,9 +5,11 @@
  *   deno task start                 serve (seeds the demo on an empty DATA_DIR)
  *   deno task admin <command> ...   admin work, e.g. `tenant create --name Acme`
  */
+import { AnalyticsDb } from "./analytics/duckdb.ts";
 import { adminUsage, AdminUsageError, runAdmin } from "./cli/commands.ts";
 import { systemClock } from "./core/clock.ts";
 import { type Config, ConfigError, parseConfig } from "./core/config.ts";
+import { buildDeps, type Deps } from "./composition.ts";
 import { createLogger, describeError } from "./core/log.ts";
 import { LineBuffer } from "./core/log_buffer.ts";
 import { seedAnswerDemo } from "./fixtures/answer_demo.ts";
@@ -19,13 +21,35 @@ import { seedStorefront } from "./fixtures/storefront.ts";
 import { demoEventsStep } from "./fixtures/demo_events.ts";
 import { seedDemoArticles } from "./fixtures/demo_articles.ts";
 import { seedPayproxySecret } from "./fixtures/payproxy_demo.ts";
+import { retryBusyKv } from "./core/store/mod.ts";
 import { createApp } from "./routes/app.ts";
 import { startServer } from "./routes/server.ts";
-import type { Deps } from "./composition.ts";
-import { openDeps } from "./open_deps.ts";
 
-// Where tests and benches have long imported it from.
-export { openDeps };
+/** Opens the stores named by the config and wires the deps (logging to `log`, by default a new JSON logger). */
+export async function openDeps(
+  config: Config,
+  log = createLogger({ level: config.logLevel, clock: () => systemClock.now() }),
+): Promise<Deps> {
+  const isUrl = /^https?:\/\//.test(config.kvPath);
+  // Owner-only, like demo.env: the KV holds payproxy secrets and signing keys in clear. A folder
+  // that exists already keeps the mode its operator gave it.
+  if (config.kvPath !== ":memory:" && !isUrl) {
+    await Deno.mkdir(config.kvPath.replace(/\/[^/]*$/, "") || ".", { recursive: true, mode: 0o700 });
+  }
+  await Deno.mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  // Several processes may share one KV file (docs/operations.md): writes that meet another's lock wait and retry.
+  const kv = retryBusyKv(await Deno.openKv(config.kvPath));
+  const duckdb = await AnalyticsDb.open({
+    path: config.duckdbPath,
+    threads: config.duckdbThreads,
+    memoryLimit: config.duckdbMemoryLimit,
+    allocatorFlush: config.duckdbAllocatorFlush,
+    libPath: config.duckdbLibPath,
+  });
+  const deps = buildDeps({ config, kv, duckdb, clock: systemClock, log });
+  await deps.start();
+  return deps;
+}
 
 /** What every request gets while the service starts (stores, indexes, demo seed, event replay). */
 function startingUp(): Response {

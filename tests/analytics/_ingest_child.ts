@@ -4,7 +4,7 @@
  * `ack <n>` after each batch is acknowledged. The parent kills it with SIGKILL.
  */
 import { parseConfig } from "../../core/config.ts";
-import { openDeps } from "../../open_deps.ts";
+import { openDeps } from "../../main.ts";
 
 const config = parseConfig({
   DATA_DIR: Deno.args[0]!,

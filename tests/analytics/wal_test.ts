@@ -5,7 +5,7 @@ import { writeNdjsonAsParquet } from "../../analytics/parquet_writer.ts";
 import { CHUNK_BYTES, EventWal, ndjsonLine, WAL_PREFIX } from "../../analytics/wal.ts";
 import { FixedClock } from "../../core/clock.ts";
 import { parseConfig } from "../../core/config.ts";
-import { openDeps } from "../../open_deps.ts";
+import { openDeps } from "../../main.ts";
 import { analyticsWorld } from "./_fixture.ts";
 import { parquetFiles, parquetIdCounts } from "./_count.ts";
 import { sqlString } from "../../analytics/sql_util.ts";
