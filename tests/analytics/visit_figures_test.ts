@@ -55,11 +55,12 @@ const filtersOf = (tenantId: string, extra: Partial<BlockFilters> = {}): BlockFi
 const window = (start: string, end: string, tz: string) => ({ start, end, tz, days: [] });
 
 /**
- * One world loaded with {@link loadDays} for the three tests that read it and build its closed
- * days (loading and building 33 days cost more than any of their checks). The ask-ai test runs
- * first: it answers before anything is built, then builds. The others get the count of that one
- * pass ({@link buildShared}), or make it themselves when run alone. The world outlives the test that
- * opened it, so those tests leave the sanitizers off; the last of them closes it.
+ * One world loaded with {@link loadDays} for the four tests that build its closed days (loading and
+ * building 33 days cost more than any of their checks). The ask-ai test runs first: it answers
+ * before anything is built, then builds. The others get the count of that one pass
+ * ({@link buildShared}), or make it themselves when run alone; the late-event test, which changes a
+ * day, runs last. The world outlives the test that opened it, so those tests leave the sanitizers
+ * off; the last of them closes it.
  */
 let shared: Promise<World> | undefined;
 /** The shared world, seen through a key of the caller's own: the analytics rate limit counts per key. */
@@ -167,37 +168,6 @@ Deno.test(
   },
 );
 
-Deno.test("visit figures: a late event sends its day back to the events until the day is built again", async () => {
-  await using world = await analyticsWorld();
-  // From the day before the window: every closed day is built, and earlier ones would only cost time.
-  await loadDays(world, "2026-11-09");
-  const { deps } = world.w;
-  const visits = deps.analyticsVisits;
-  await visits.buildClosedDays();
-  const w = window("2026-11-10", "2026-11-21", "UTC");
-  const filters = filtersOf(world.tenantId);
-  const before = await blockCounts({ engine: deps.analytics, visits }, w, filters, { interval: "day" });
-
-  const widget = (await deps.repos.widgets.get("wd_main"))!;
-  await deps.events.ingest([{ event_type: "widget_load", session_id: "s_late", ts: "2026-11-15T09:00:00Z" }], {
-    source: "widget",
-    widget,
-  });
-  await deps.events.flush();
-  deps.analytics.refresh();
-  assert.deepEqual((await visits.plan("2026-11-15", "2026-11-15")).rawDays, ["2026-11-15"]);
-  const late = await blockCounts({ engine: deps.analytics, visits }, w, filters, { interval: "day" });
-  assert.equal(late.get("2026-11-15")!.sessions, before.get("2026-11-15")!.sessions + 1);
-  assert.equal(late.get("2026-11-15")!.widget_loads, before.get("2026-11-15")!.widget_loads + 1);
-
-  assert.equal(await visits.buildClosedDays(), 1);
-  assert.deepEqual((await visits.plan("2026-11-15", "2026-11-15")).rawDays, []);
-  assert.deepEqual(
-    [...await blockCounts({ engine: deps.analytics, visits }, w, filters, { interval: "day" })],
-    [...late],
-  );
-});
-
 Deno.test("visit figures: a visit written across UTC midnight (older data) counts as one session a day on both paths when one of its days is built", async () => {
   await using world = await analyticsWorld();
   const { deps } = world.w;
@@ -258,8 +228,7 @@ Deno.test(
   "GET /v1/analytics/dashboard: its panels read closed days' visit figures and the compare memo, as their own endpoints do",
   SHARED,
   async () => {
-    // The last test of the shared world closes it.
-    await using world = await sharedWorld();
+    const world = await sharedWorld();
     const { deps } = world.w;
     assert.ok(await buildShared(world) > 0);
     const ran: string[] = [];
@@ -282,5 +251,40 @@ Deno.test(
     assert.equal(own.status, 200);
     await own.body?.cancel();
     assert.equal(ran.filter((n) => n.startsWith("ask_ai_by_time")).length, 1, ran.join());
+    deps.analytics.query = query; // the engine's own again, for the next test of the shared world
+  },
+);
+
+Deno.test(
+  "visit figures: a late event sends its day back to the events until the day is built again",
+  SHARED,
+  async () => {
+    // The last test of the shared world (its late event changes a day the others read) closes it.
+    await using world = await sharedWorld();
+    const { deps } = world.w;
+    const visits = deps.analyticsVisits;
+    await buildShared(world);
+    const w = window("2026-11-10", "2026-11-21", "UTC");
+    const filters = filtersOf(world.tenantId);
+    const before = await blockCounts({ engine: deps.analytics, visits }, w, filters, { interval: "day" });
+
+    const widget = (await deps.repos.widgets.get("wd_main"))!;
+    await deps.events.ingest([{ event_type: "widget_load", session_id: "s_late", ts: "2026-11-15T09:00:00Z" }], {
+      source: "widget",
+      widget,
+    });
+    await deps.events.flush();
+    deps.analytics.refresh();
+    assert.deepEqual((await visits.plan("2026-11-15", "2026-11-15")).rawDays, ["2026-11-15"]);
+    const late = await blockCounts({ engine: deps.analytics, visits }, w, filters, { interval: "day" });
+    assert.equal(late.get("2026-11-15")!.sessions, before.get("2026-11-15")!.sessions + 1);
+    assert.equal(late.get("2026-11-15")!.widget_loads, before.get("2026-11-15")!.widget_loads + 1);
+
+    assert.equal(await visits.buildClosedDays(), 1);
+    assert.deepEqual((await visits.plan("2026-11-15", "2026-11-15")).rawDays, []);
+    assert.deepEqual(
+      [...await blockCounts({ engine: deps.analytics, visits }, w, filters, { interval: "day" })],
+      [...late],
+    );
   },
 );
