@@ -266,22 +266,43 @@ export async function loadGeneratedDays(
   await writeRowsAsParquet(deps.duckdb, deps.analytics.eventsDir, uuidv7(deps.clock), rows);
 }
 
-/** A small CSV parser (quoted fields, doubled quotes, newlines inside quotes). */
+/**
+ * A small CSV parser (quoted fields, doubled quotes, newlines inside quotes; a quote opens a quoted
+ * stretch anywhere in a cell, and a last line without its newline is left out). It copies the text
+ * between the characters that matter rather than one character at a time: the exports' tests read
+ * megabytes of it.
+ */
 export function parseCsv(text: string): string[][] {
   const rows: string[][] = [];
   let row: string[] = [];
   let cell = "";
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i]!;
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') (cell += '"', i++);
-      else if (ch === '"') quoted = false;
-      else cell += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ",") (row.push(cell), cell = "");
+  const special = /[,\n"]/g;
+  let i = 0;
+  while (i < text.length) {
+    special.lastIndex = i;
+    const at = special.exec(text)?.index ?? text.length;
+    cell += text.slice(i, at);
+    if (at === text.length) break;
+    const ch = text[at];
+    i = at + 1;
+    if (ch === ",") (row.push(cell), cell = "");
     else if (ch === "\n") (row.push(cell), rows.push(row), row = [], cell = "");
-    else cell += ch;
+    else {
+      // Quoted: up to the quote that is not doubled (or the end of the text).
+      for (;;) {
+        const q = text.indexOf('"', i);
+        if (q === -1) {
+          cell += text.slice(i);
+          i = text.length;
+          break;
+        }
+        cell += text.slice(i, q);
+        i = q + 1;
+        if (text[i] !== '"') break;
+        cell += '"';
+        i++;
+      }
+    }
   }
   return rows;
 }

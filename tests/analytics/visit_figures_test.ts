@@ -54,87 +54,119 @@ const filtersOf = (tenantId: string, extra: Partial<BlockFilters> = {}): BlockFi
 
 const window = (start: string, end: string, tz: string) => ({ start, end, tz, days: [] });
 
-Deno.test("visit figures: the time rollup gives the same figures from closed days' figure files as from their events", async () => {
-  await using world = await analyticsWorld();
-  await loadDays(world);
-  const { deps } = world.w;
-  const visits = deps.analyticsVisits;
-  // The clock stands at 2026-11-22T12:00Z: every day up to 2026-11-21 is closed, today is not.
-  assert.equal(await visits.buildClosedDays(), 33);
-  const plan = await visits.plan("2026-10-20", "2026-11-22");
-  assert.equal(plan.files.length, 33);
-  assert.deepEqual(plan.rawDays, ["2026-11-22"]);
-  // The data holds each kind of row: single-step visits with one and with several value sets
-  // (sponsored conversations change deployment type and creative), visits kept per step, and
-  // whole visits over several steps with one value set.
-  const kinds = await deps.duckdb.withConnection(async (c) =>
-    (await c.runAndReadAll(
-      `SELECT kind, conflicts > 0 AS shared, count(*)::INT AS n FROM read_parquet([${
-        plan.files.map((f) => `'${f}'`).join(", ")
-      }]) GROUP BY ALL ORDER BY ALL`,
-    )).getRowObjectsJS()
-  );
-  assert.deepEqual(kinds.map((k) => `${k.kind}${k.shared ? "+" : ""}`), ["c", "c+", "f", "n", "u"]);
-
-  const cases: [string, string, string, Interval, Partial<BlockFilters>][] = [
-    ["2026-10-24", "2026-11-22", "UTC", "day", {}],
-    ["2026-10-20", "2026-11-21", "UTC", "hour", {}],
-    ["2026-11-01", "2026-11-22", "America/New_York", "hour", {}],
-    ["2026-11-14", "2026-11-20", "America/New_York", "day", {}], // starts inside the visit s_cut
-    ["2026-11-07", "2026-11-13", "America/New_York", "day", {}], // ends inside it
-    ["2026-11-01", "2026-11-21", "America/Havana", "day", {}], // two local midnights on 2026-11-01
-    ["2026-10-25", "2026-11-22", "Asia/Kathmandu", "day", { ai_agent: "am_main" }], // +05:45
-    ["2026-10-25", "2026-11-22", "Australia/Adelaide", "week", { deployment_type: "sponsored_conversation" }],
-    ["2026-10-20", "2026-11-22", "Europe/Paris", "month", { deployment_type: "embed" }],
-    ["2026-11-10", "2026-11-20", "Pacific/Chatham", "day", { creative_id: "cr_1001" }], // +13:45
-    ["2026-11-10", "2026-11-22", "UTC", "day", { placement_id: "pl_top", ai_agent: "am_second" }],
-  ];
-  for (const [start, end, tz, interval, extra] of cases) {
-    const w = window(start, end, tz);
-    const filters = filtersOf(world.tenantId, extra);
-    const fromEvents = await blockCounts({ engine: deps.analytics }, w, filters, { interval });
-    const fromFigures = await blockCounts({ engine: deps.analytics, visits }, w, filters, { interval });
-    assert.ok(fromEvents.size > 0, `${tz} ${interval}: the case has data`);
-    assert.deepEqual([...fromFigures], [...fromEvents], `${start}..${end} ${tz} ${interval} ${JSON.stringify(extra)}`);
-  }
-  // Another tenant's events are in the same figure files and never counted here.
-  const other = await blockCounts({ engine: deps.analytics, visits }, window("2026-11-21", "2026-11-21", "UTC"), {
-    ...filtersOf(world.tenantId),
-    ai_agent: "am_other",
-  }, { interval: "day" });
-  assert.equal(other.size, 0);
-});
-
-Deno.test("visit figures: a late event sends its day back to the events until the day is built again", async () => {
-  await using world = await analyticsWorld();
-  // From the day before the window: every closed day is built, and earlier ones would only cost time.
-  await loadDays(world, "2026-11-09");
-  const { deps } = world.w;
-  const visits = deps.analyticsVisits;
-  await visits.buildClosedDays();
-  const w = window("2026-11-10", "2026-11-21", "UTC");
-  const filters = filtersOf(world.tenantId);
-  const before = await blockCounts({ engine: deps.analytics, visits }, w, filters, { interval: "day" });
-
-  const widget = (await deps.repos.widgets.get("wd_main"))!;
-  await deps.events.ingest([{ event_type: "widget_load", session_id: "s_late", ts: "2026-11-15T09:00:00Z" }], {
-    source: "widget",
-    widget,
+/**
+ * One world loaded with {@link loadDays} for the four tests that build its closed days (loading and
+ * building 33 days cost more than any of their checks). The ask-ai test runs first: it answers
+ * before anything is built, then builds. The others get the count of that one pass
+ * ({@link buildShared}), or make it themselves when run alone; the late-event test, which changes a
+ * day, runs last. The world outlives the test that opened it, so those tests leave the sanitizers
+ * off; the last of them closes it.
+ */
+let shared: Promise<World> | undefined;
+/** The shared world, seen through a key of the caller's own: the analytics rate limit counts per key. */
+async function sharedWorld(): Promise<World> {
+  shared ??= analyticsWorld().then(async (world) => {
+    // Run alone (--filter), the last test may not run: the temp folder goes at exit all the same.
+    globalThis.addEventListener("unload", () => {
+      try {
+        Deno.removeSync(world.w.dataDir, { recursive: true });
+      } catch { /* closed and removed already */ }
+    });
+    await loadDays(world);
+    return world;
   });
-  await deps.events.flush();
-  deps.analytics.refresh();
-  assert.deepEqual((await visits.plan("2026-11-15", "2026-11-15")).rawDays, ["2026-11-15"]);
-  const late = await blockCounts({ engine: deps.analytics, visits }, w, filters, { interval: "day" });
-  assert.equal(late.get("2026-11-15")!.sessions, before.get("2026-11-15")!.sessions + 1);
-  assert.equal(late.get("2026-11-15")!.widget_loads, before.get("2026-11-15")!.widget_loads + 1);
+  const world = await shared;
+  const { key } = await world.w.deps.apiKeys.create(world.tenantId, "test");
+  return { ...world, key };
+}
+let built: Promise<number> | undefined;
+/** The shared world's one pass of buildClosedDays(): how many days it built. */
+const buildShared = (world: World) => built ??= world.w.deps.analyticsVisits.buildClosedDays();
+const SHARED = { sanitizeOps: false, sanitizeResources: false };
 
-  assert.equal(await visits.buildClosedDays(), 1);
-  assert.deepEqual((await visits.plan("2026-11-15", "2026-11-15")).rawDays, []);
-  assert.deepEqual(
-    [...await blockCounts({ engine: deps.analytics, visits }, w, filters, { interval: "day" })],
-    [...late],
-  );
-});
+Deno.test(
+  "GET /v1/analytics/ask-ai: the same answer, with compare, before and after closed days are built",
+  SHARED,
+  async () => {
+    const world = await sharedWorld();
+    // Nothing is built yet: the first answer reads every day's events.
+    assert.deepEqual((await world.w.deps.analyticsVisits.plan("2026-10-20", "2026-11-22")).files, []);
+    const get = async () => {
+      const res = await world.w.app.request(
+        "/v1/analytics/ask-ai?start_date=2026-11-01&end_date=2026-11-22&timezone=America/New_York&compare=previous_period",
+        { headers: { ...bearer(world.key), "cache-control": "no-cache" } },
+      );
+      assert.equal(res.status, 200);
+      const body = await res.json();
+      delete body.meta.generated_at;
+      return body;
+    };
+    const before = await get();
+    assert.equal(await buildShared(world), 33);
+    // The compare memo is keyed by the event files, which did not change: clear it so both windows are computed.
+    for await (const e of world.w.deps.kv.list({ prefix: ["an_cache"] })) await world.w.deps.kv.delete(e.key);
+    assert.deepEqual(await get(), before);
+    assert.ok(before.summary.sessions > 0 && before.comparison.summary.sessions > 0);
+  },
+);
+
+Deno.test(
+  "visit figures: the time rollup gives the same figures from closed days' figure files as from their events",
+  SHARED,
+  async () => {
+    const world = await sharedWorld();
+    const { deps } = world.w;
+    const visits = deps.analyticsVisits;
+    // The clock stands at 2026-11-22T12:00Z: every day up to 2026-11-21 is closed, today is not.
+    assert.equal(await buildShared(world), 33);
+    const plan = await visits.plan("2026-10-20", "2026-11-22");
+    assert.equal(plan.files.length, 33);
+    assert.deepEqual(plan.rawDays, ["2026-11-22"]);
+    // The data holds each kind of row: single-step visits with one and with several value sets
+    // (sponsored conversations change deployment type and creative), visits kept per step, and
+    // whole visits over several steps with one value set.
+    const kinds = await deps.duckdb.withConnection(async (c) =>
+      (await c.runAndReadAll(
+        `SELECT kind, conflicts > 0 AS shared, count(*)::INT AS n FROM read_parquet([${
+          plan.files.map((f) => `'${f}'`).join(", ")
+        }]) GROUP BY ALL ORDER BY ALL`,
+      )).getRowObjectsJS()
+    );
+    assert.deepEqual(kinds.map((k) => `${k.kind}${k.shared ? "+" : ""}`), ["c", "c+", "f", "n", "u"]);
+
+    const cases: [string, string, string, Interval, Partial<BlockFilters>][] = [
+      ["2026-10-24", "2026-11-22", "UTC", "day", {}],
+      ["2026-10-20", "2026-11-21", "UTC", "hour", {}],
+      ["2026-11-01", "2026-11-22", "America/New_York", "hour", {}],
+      ["2026-11-14", "2026-11-20", "America/New_York", "day", {}], // starts inside the visit s_cut
+      ["2026-11-07", "2026-11-13", "America/New_York", "day", {}], // ends inside it
+      ["2026-11-01", "2026-11-21", "America/Havana", "day", {}], // two local midnights on 2026-11-01
+      ["2026-10-25", "2026-11-22", "Asia/Kathmandu", "day", { ai_agent: "am_main" }], // +05:45
+      ["2026-10-25", "2026-11-22", "Australia/Adelaide", "week", { deployment_type: "sponsored_conversation" }],
+      ["2026-10-20", "2026-11-22", "Europe/Paris", "month", { deployment_type: "embed" }],
+      ["2026-11-10", "2026-11-20", "Pacific/Chatham", "day", { creative_id: "cr_1001" }], // +13:45
+      ["2026-11-10", "2026-11-22", "UTC", "day", { placement_id: "pl_top", ai_agent: "am_second" }],
+    ];
+    for (const [start, end, tz, interval, extra] of cases) {
+      const w = window(start, end, tz);
+      const filters = filtersOf(world.tenantId, extra);
+      const fromEvents = await blockCounts({ engine: deps.analytics }, w, filters, { interval });
+      const fromFigures = await blockCounts({ engine: deps.analytics, visits }, w, filters, { interval });
+      assert.ok(fromEvents.size > 0, `${tz} ${interval}: the case has data`);
+      assert.deepEqual(
+        [...fromFigures],
+        [...fromEvents],
+        `${start}..${end} ${tz} ${interval} ${JSON.stringify(extra)}`,
+      );
+    }
+    // Another tenant's events are in the same figure files and never counted here.
+    const other = await blockCounts({ engine: deps.analytics, visits }, window("2026-11-21", "2026-11-21", "UTC"), {
+      ...filtersOf(world.tenantId),
+      ai_agent: "am_other",
+    }, { interval: "day" });
+    assert.equal(other.size, 0);
+  },
+);
 
 Deno.test("visit figures: a visit written across UTC midnight (older data) counts as one session a day on both paths when one of its days is built", async () => {
   await using world = await analyticsWorld();
@@ -192,50 +224,67 @@ Deno.test("visit figures: only days closed for two hours are built, figures of r
   assert.equal(VisitCube.fits(Date.parse("1880-01-01T04:56:02Z"), Date.parse("1880-01-02T04:56:02Z")), false);
 });
 
-Deno.test("GET /v1/analytics/ask-ai: the same answer, with compare, before and after closed days are built", async () => {
-  await using world = await analyticsWorld();
-  await loadDays(world);
-  const get = async () => {
+Deno.test(
+  "GET /v1/analytics/dashboard: its panels read closed days' visit figures and the compare memo, as their own endpoints do",
+  SHARED,
+  async () => {
+    const world = await sharedWorld();
+    const { deps } = world.w;
+    assert.ok(await buildShared(world) > 0);
+    const ran: string[] = [];
+    const query = deps.analytics.query;
+    deps.analytics.query = (name, params) => (ran.push(name), query.call(deps.analytics, name, params));
     const res = await world.w.app.request(
-      "/v1/analytics/ask-ai?start_date=2026-11-01&end_date=2026-11-22&timezone=America/New_York&compare=previous_period",
-      { headers: { ...bearer(world.key), "cache-control": "no-cache" } },
+      "/v1/analytics/dashboard?start_date=2026-11-10&end_date=2026-11-21&compare=previous_period",
+      { headers: bearer(world.key) },
     );
     assert.equal(res.status, 200);
-    const body = await res.json();
-    delete body.meta.generated_at;
-    return body;
-  };
-  const before = await get();
-  assert.equal(await world.w.deps.analyticsVisits.buildClosedDays(), 33);
-  // The compare memo is keyed by the event files, which did not change: clear it so both windows are computed.
-  for await (const e of world.w.deps.kv.list({ prefix: ["an_cache"] })) await world.w.deps.kv.delete(e.key);
-  assert.deepEqual(await get(), before);
-  assert.ok(before.summary.sessions > 0 && before.comparison.summary.sessions > 0);
-});
+    await res.text();
+    // The whole days of the view come from their figure files, not from every event again.
+    assert.ok(ran.includes("ask_ai_by_time_derived"), ran.join());
+    // The earlier window's counts were kept: the endpoint of the same view finds them (one window computed).
+    ran.length = 0;
+    const own = await world.w.app.request(
+      "/v1/analytics/ask-ai?start_date=2026-11-10&end_date=2026-11-21&compare=previous_period",
+      { headers: { ...bearer(world.key), "cache-control": "no-cache" } },
+    );
+    assert.equal(own.status, 200);
+    await own.body?.cancel();
+    assert.equal(ran.filter((n) => n.startsWith("ask_ai_by_time")).length, 1, ran.join());
+    deps.analytics.query = query; // the engine's own again, for the next test of the shared world
+  },
+);
 
-Deno.test("GET /v1/analytics/dashboard: its panels read closed days' visit figures and the compare memo, as their own endpoints do", async () => {
-  await using world = await analyticsWorld();
-  await loadDays(world);
-  const { deps } = world.w;
-  assert.ok(await deps.analyticsVisits.buildClosedDays() > 0);
-  const ran: string[] = [];
-  const query = deps.analytics.query.bind(deps.analytics);
-  deps.analytics.query = (name, params) => (ran.push(name), query(name, params));
-  const res = await world.w.app.request(
-    "/v1/analytics/dashboard?start_date=2026-11-10&end_date=2026-11-21&compare=previous_period",
-    { headers: bearer(world.key) },
-  );
-  assert.equal(res.status, 200);
-  await res.text();
-  // The whole days of the view come from their figure files, not from every event again.
-  assert.ok(ran.includes("ask_ai_by_time_derived"), ran.join());
-  // The earlier window's counts were kept: the endpoint of the same view finds them (one window computed).
-  ran.length = 0;
-  const own = await world.w.app.request(
-    "/v1/analytics/ask-ai?start_date=2026-11-10&end_date=2026-11-21&compare=previous_period",
-    { headers: { ...bearer(world.key), "cache-control": "no-cache" } },
-  );
-  assert.equal(own.status, 200);
-  await own.body?.cancel();
-  assert.equal(ran.filter((n) => n.startsWith("ask_ai_by_time")).length, 1, ran.join());
-});
+Deno.test(
+  "visit figures: a late event sends its day back to the events until the day is built again",
+  SHARED,
+  async () => {
+    // The last test of the shared world (its late event changes a day the others read) closes it.
+    await using world = await sharedWorld();
+    const { deps } = world.w;
+    const visits = deps.analyticsVisits;
+    await buildShared(world);
+    const w = window("2026-11-10", "2026-11-21", "UTC");
+    const filters = filtersOf(world.tenantId);
+    const before = await blockCounts({ engine: deps.analytics, visits }, w, filters, { interval: "day" });
+
+    const widget = (await deps.repos.widgets.get("wd_main"))!;
+    await deps.events.ingest([{ event_type: "widget_load", session_id: "s_late", ts: "2026-11-15T09:00:00Z" }], {
+      source: "widget",
+      widget,
+    });
+    await deps.events.flush();
+    deps.analytics.refresh();
+    assert.deepEqual((await visits.plan("2026-11-15", "2026-11-15")).rawDays, ["2026-11-15"]);
+    const late = await blockCounts({ engine: deps.analytics, visits }, w, filters, { interval: "day" });
+    assert.equal(late.get("2026-11-15")!.sessions, before.get("2026-11-15")!.sessions + 1);
+    assert.equal(late.get("2026-11-15")!.widget_loads, before.get("2026-11-15")!.widget_loads + 1);
+
+    assert.equal(await visits.buildClosedDays(), 1);
+    assert.deepEqual((await visits.plan("2026-11-15", "2026-11-15")).rawDays, []);
+    assert.deepEqual(
+      [...await blockCounts({ engine: deps.analytics, visits }, w, filters, { interval: "day" })],
+      [...late],
+    );
+  },
+);
