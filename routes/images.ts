@@ -4,6 +4,7 @@ import { AppError, notFound } from "../core/errors.ts";
 import { ImageBusyError, ImageOriginError, MIN_DIMENSION } from "../core/images/mod.ts";
 import { familyApp } from "./family.ts";
 import { enforcePublicLimit, limitAddress } from "./middleware/public_limits.ts";
+import { oncePerKey } from "./once_per_key.ts";
 
 const dimension = (name: string, max: number) =>
   z.string().regex(/^\d{1,5}$/, { error: `must be a whole number from ${MIN_DIMENSION} to ${max}` })
@@ -13,13 +14,7 @@ const dimension = (name: string, max: number) =>
     .openapi({ param: { name, in: "query" }, type: "integer", example: name === "w" ? 320 : 180 });
 
 /** The query schema per largest dimension, built once per process: each app (a test world each) asks again. */
-const imageQueries = new Map<number, ReturnType<typeof buildImageQuery>>();
-
-function imageQuery(max: number) {
-  let query = imageQueries.get(max);
-  if (!query) imageQueries.set(max, query = buildImageQuery(max));
-  return query;
-}
+const imageQuery = oncePerKey(buildImageQuery);
 
 function buildImageQuery(max: number) {
   return z.object({

@@ -71,6 +71,7 @@ import { documented } from "./openapi.ts";
 import { describeIssue } from "./validation.ts";
 import { callerIs } from "./request_scope.ts";
 import { searchJson } from "./search_json.ts";
+import { oncePerKey } from "./once_per_key.ts";
 
 // The shared id format (core/ids.ts), checked before any lookup.
 const DM_ID_RE = idPattern("dm");
@@ -98,13 +99,7 @@ export const PAYPROXY: ProxyPaths = { family: "payproxy", caller: "payproxy", me
 export const ZEROCLICK: ProxyPaths = { family: "zeroclick", caller: "zeroclick", metrics: false };
 
 /** The 401 body schema per error code, built once per process: each app (a test world each) asks again. */
-const signatureErrorBodies = new Map<string, ReturnType<typeof buildSignatureErrorBody>>();
-
-function signatureErrorBody(error: string) {
-  let body = signatureErrorBodies.get(error);
-  if (!body) signatureErrorBodies.set(error, body = buildSignatureErrorBody(error));
-  return body;
-}
+const signatureErrorBody = oncePerKey(buildSignatureErrorBody);
 
 function buildSignatureErrorBody(error: string) {
   return z.object({ error: z.literal(error) });

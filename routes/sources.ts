@@ -20,6 +20,7 @@ import { bodyReader } from "./middleware/body.ts";
 import { tenantDataModel } from "./middleware/data_model.ts";
 import { perApiKeyLimit } from "./middleware/rate_limit.ts";
 import { idSchema } from "./validation.ts";
+import { oncePerKey } from "./once_per_key.ts";
 
 const bearer = [{ bearerAuth: [] }];
 const dmParam = z.object({ data_model_id: idSchema("dm") });
@@ -66,14 +67,10 @@ const retentionInput = z.object({
 });
 
 /** The registration body as documented, per interval bounds, built once per process: each app (a test world each) asks again. */
-const sourceInputs = new Map<string, ReturnType<typeof buildSourceInput>>();
-
-function documentedSourceInput(limits: SourceLimits) {
-  const key = `${limits.minIntervalS} ${limits.maxIntervalS}`;
-  let schema = sourceInputs.get(key);
-  if (!schema) sourceInputs.set(key, schema = buildSourceInput(limits));
-  return schema;
-}
+const documentedSourceInput = oncePerKey(
+  buildSourceInput,
+  (limits: SourceLimits) => `${limits.minIntervalS} ${limits.maxIntervalS}`,
+);
 
 function buildSourceInput(limits: SourceLimits) {
   return sourceInputSchema(limits).openapi("SourceInput");
