@@ -306,3 +306,31 @@ export function parseCsv(text: string): string[][] {
   }
   return rows;
 }
+
+/** A world from {@link analyticsWorld}, with the API key of the caller that asked for it. */
+export type AnalyticsWorld = Awaited<ReturnType<typeof analyticsWorld>>;
+
+/**
+ * One loaded {@link analyticsWorld} for the tests of a file that only read it: `load` runs once, at
+ * the first call. Each call returns it with an API key of its own, because the analytics rate limit
+ * counts per key. The world outlives the test that opened it, so the tests that share it leave the
+ * sanitizers off and the last of them closes it; run alone (`--filter`), the last may not run, so
+ * its temp folder is removed at exit all the same.
+ */
+export function sharedAnalyticsWorld(load: (world: AnalyticsWorld) => Promise<void>): () => Promise<AnalyticsWorld> {
+  let shared: Promise<AnalyticsWorld> | undefined;
+  return async () => {
+    shared ??= analyticsWorld().then(async (world) => {
+      globalThis.addEventListener("unload", () => {
+        try {
+          Deno.removeSync(world.w.dataDir, { recursive: true });
+        } catch { /* closed and removed already */ }
+      });
+      await load(world);
+      return world;
+    });
+    const world = await shared;
+    const { key } = await world.w.deps.apiKeys.create(world.tenantId, "test");
+    return { ...world, key };
+  };
+}

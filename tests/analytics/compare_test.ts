@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { bearer } from "../_helpers.ts";
-import { analyticsWorld, loadGeneratedDays } from "./_fixture.ts";
+import { analyticsWorld, loadGeneratedDays, sharedAnalyticsWorld } from "./_fixture.ts";
 
 type World = Awaited<ReturnType<typeof analyticsWorld>>;
 
@@ -32,23 +32,7 @@ async function loadDays(world: World) {
  * test that opened it, so those tests leave the sanitizers off; the last of them closes it. The
  * memo test counts its own memo entries and adds an event: it loads a world of its own.
  */
-let shared: Promise<World> | undefined;
-/** The shared world, seen through a key of the caller's own: the analytics rate limit counts per key. */
-async function sharedWorld(): Promise<World> {
-  shared ??= analyticsWorld().then(async (world) => {
-    // Run alone (--filter), the last test may not run: the temp folder goes at exit all the same.
-    globalThis.addEventListener("unload", () => {
-      try {
-        Deno.removeSync(world.w.dataDir, { recursive: true });
-      } catch { /* closed and removed already */ }
-    });
-    await loadDays(world);
-    return world;
-  });
-  const world = await shared;
-  const { key } = await world.w.deps.apiKeys.create(world.tenantId, "test");
-  return { ...world, key };
-}
+const sharedWorld = sharedAnalyticsWorld((world) => loadDays(world));
 const SHARED = { sanitizeOps: false, sanitizeResources: false };
 
 const get = async (world: World, path: string) => {

@@ -5,7 +5,7 @@ import { blockCounts, type BlockFilters, type Interval } from "../../analytics/m
 import { VisitCube } from "../../analytics/visit_cube.ts";
 import { generateDay } from "../../fixtures/events.ts";
 import { bearer } from "../_helpers.ts";
-import { analyticsWorld, loadFixture, loadGeneratedDays } from "./_fixture.ts";
+import { analyticsWorld, loadFixture, loadGeneratedDays, sharedAnalyticsWorld } from "./_fixture.ts";
 
 type World = Awaited<ReturnType<typeof analyticsWorld>>;
 
@@ -62,23 +62,7 @@ const window = (start: string, end: string, tz: string) => ({ start, end, tz, da
  * day, runs last. The world outlives the test that opened it, so those tests leave the sanitizers
  * off; the last of them closes it.
  */
-let shared: Promise<World> | undefined;
-/** The shared world, seen through a key of the caller's own: the analytics rate limit counts per key. */
-async function sharedWorld(): Promise<World> {
-  shared ??= analyticsWorld().then(async (world) => {
-    // Run alone (--filter), the last test may not run: the temp folder goes at exit all the same.
-    globalThis.addEventListener("unload", () => {
-      try {
-        Deno.removeSync(world.w.dataDir, { recursive: true });
-      } catch { /* closed and removed already */ }
-    });
-    await loadDays(world);
-    return world;
-  });
-  const world = await shared;
-  const { key } = await world.w.deps.apiKeys.create(world.tenantId, "test");
-  return { ...world, key };
-}
+const sharedWorld = sharedAnalyticsWorld((world) => loadDays(world));
 let built: Promise<number> | undefined;
 /** The shared world's one pass of buildClosedDays(): how many days it built. */
 const buildShared = (world: World) => built ??= world.w.deps.analyticsVisits.buildClosedDays();
