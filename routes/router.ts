@@ -34,7 +34,7 @@ export class PrefixSplitRouter<T> implements Router<T> {
       return;
     }
     this.#rest.add(method, path, handler);
-    if (this.#prefixes.some((prefix) => mayMatchUnderOnce(path, prefix))) this.#trie.add(method, path, handler);
+    if (this.#prefixes.some((prefix) => mayMatchUnder(path, prefix))) this.#trie.add(method, path, handler);
   }
 
   /** Which router the paths outside the prefixes use, once one was matched (`RegExpRouter` unless refused). */
@@ -56,17 +56,6 @@ export class PrefixSplitRouter<T> implements Router<T> {
     }
     return false;
   }
-}
-
-/** {@link mayMatchUnder} answered once per process for each prefix and path: every app (a test world each) asks again. */
-const mayMatchAnswers = new Map<string, Map<string, boolean>>();
-
-function mayMatchUnderOnce(routePath: string, prefix: string): boolean {
-  let answers = mayMatchAnswers.get(prefix);
-  if (!answers) mayMatchAnswers.set(prefix, answers = new Map());
-  let answer = answers.get(routePath);
-  if (answer === undefined) answers.set(routePath, answer = mayMatchUnder(routePath, prefix));
-  return answer;
 }
 
 /**
