@@ -347,6 +347,12 @@ export class Bm25Index {
     return Math.log(1 + (this.liveDocs - df + 0.5) / (df + 0.5));
   }
 
+  /** {@link idf} of a term id from {@link termId}. */
+  idfOf(id: number): number {
+    const df = this.dfOf(id);
+    return Math.log(1 + (this.liveDocs - df + 0.5) / (df + 0.5));
+  }
+
   /**
    * Scores every document containing at least one query term.
    * @param query term -> weight (query term frequency or a trend weight)

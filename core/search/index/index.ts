@@ -628,7 +628,7 @@ export class DataModelIndex {
     const reg = fusion.regularize;
     if (!regularizationOn(reg) || out.length < 2) return out.slice(0, k);
     // Score regularization: the first candidates smoothed toward their nearest neighbours' scores.
-    const near = this.similarities(out.slice(0, Math.min(reg.top, out.length)).map((c) => c.slot));
+    const near = this.similarities(out.slice(0, Math.min(reg.top, out.length)).map((c) => c.slot), reg.termShare);
     return regularizeScores(out, near.cosines, reg, (i) => near.hasVector[i] === 1).slice(0, k);
   }
 
@@ -636,8 +636,10 @@ export class DataModelIndex {
    * Cosines between the vectors of `slots`, row-major (`slots.length` squared), taken as the
    * ranking takes them: with the common direction removed from both (see {@link cosines}).
    * `hasVector[i]` is 0 for a slot without a vector (its cosines are 0).
+   * @param termShare share of the cosine of the articles' stored terms in each similarity (see
+   *   {@link ForwardTerms.cosines}; 0, or an index without stored terms: the vectors' cosine alone)
    */
-  similarities(slots: readonly number[]): { cosines: Float32Array; hasVector: Uint8Array } {
+  similarities(slots: readonly number[], termShare = 0): { cosines: Float32Array; hasVector: Uint8Array } {
     const m = slots.length, dims = this.vectors.dims, u = this.removeCommonDirection ? this.direction : null;
     // f64 rows: the pairwise loop below then multiplies without converting each element.
     const rows = new Float64Array(m * dims), hasVector = new Uint8Array(m);
@@ -673,6 +675,10 @@ export class DataModelIndex {
         for (; j < dims; j++) s0 += rows[oa + j]! * rows[ob + j]!;
         cosines[a * m + b] = cosines[b * m + a] = s0 + s1 + s2 + s3;
       }
+    }
+    if (termShare > 0 && this.forward) {
+      const byTerms = this.forward.cosines(slots, (id) => this.bm25.idfOf(id));
+      for (let i = 0; i < m * m; i++) cosines[i] = (1 - termShare) * cosines[i]! + termShare * byTerms[i]!;
     }
     return { cosines, hasVector };
   }

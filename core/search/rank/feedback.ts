@@ -119,6 +119,51 @@ export class ForwardTerms {
     return { ids: this.ids.subarray(at, at + this.perDoc), tfs: this.tfs.subarray(at, at + this.perDoc) };
   }
 
+  /**
+   * Cosines between the stored terms of `slots`, row-major (`slots.length` squared): each row
+   * weighted `(1 + ln tf) x idf` and normalised, the term-space similarity of two documents (what
+   * Diaz's score regularization smooths over). A slot without stored terms has cosine 0 with all.
+   */
+  cosines(slots: readonly number[], idfOf: (id: number) => number): Float32Array {
+    const m = slots.length, k = this.perDoc;
+    // Each row's terms sorted by id with normalised weights: every pair is then one merge.
+    const ids = new Int32Array(m * k), weights = new Float64Array(m * k), lens = new Int32Array(m);
+    const order: number[] = [];
+    for (let i = 0; i < m; i++) {
+      const at = slots[i]! * k;
+      order.length = 0;
+      for (let j = at; j < at + k && this.ids[j]! >= 0; j++) order.push(j);
+      order.sort((a, b) => this.ids[a]! - this.ids[b]!);
+      let norm = 0;
+      order.forEach((j, r) => {
+        const w = (1 + Math.log(Math.max(1, this.tfs[j]!))) * idfOf(this.ids[j]!);
+        ids[i * k + r] = this.ids[j]!;
+        weights[i * k + r] = w;
+        norm += w * w;
+      });
+      lens[i] = order.length;
+      norm = Math.sqrt(norm);
+      if (norm > 0) { for (let r = 0; r < order.length; r++) weights[i * k + r]! /= norm; }
+    }
+    const out = new Float32Array(m * m);
+    for (let a = 0; a < m; a++) {
+      if (lens[a] === 0) continue;
+      out[a * m + a] = 1;
+      for (let b = a + 1; b < m; b++) {
+        let x = a * k, y = b * k, dot = 0;
+        const xEnd = x + lens[a]!, yEnd = y + lens[b]!;
+        while (x < xEnd && y < yEnd) {
+          const d = ids[x]! - ids[y]!;
+          if (d === 0) dot += weights[x++]! * weights[y++]!;
+          else if (d < 0) x++;
+          else y++;
+        }
+        out[a * m + b] = out[b * m + a] = dot;
+      }
+    }
+    return out;
+  }
+
   /** Forgets the terms of a slot (its document was removed). */
   clear(slot: number): void {
     if (slot >= this.lens.length) return;

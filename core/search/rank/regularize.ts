@@ -15,6 +15,12 @@ export interface ScoreRegularization {
   neighbours: number;
   /** Weight of the neighbours' mean score, in [0, 1]: `(1 - weight) x own + weight x mean`. */
   weight: number;
+  /**
+   * Share of the term-space cosine in the neighbours' similarity, in [0, 1]:
+   * `(1 - termShare) x vector cosine + termShare x term cosine` (0 or absent: vectors alone; needs
+   * an index that keeps each article's terms, see `DataModelIndex`).
+   */
+  termShare?: number;
 }
 
 /** Whether a setting changes any ranking. */
