@@ -142,3 +142,35 @@ Deno.test("retrievalFusion(), fusionForAlgorithm(): regularization is in hybrid 
   assert.equal(fusionForAlgorithm(FUSION_V2, "most_recent").regularize, undefined);
   assert.equal(fusionForAlgorithm(FUSION_V2, "trending").regularize, undefined);
 });
+
+Deno.test("DataModelIndex.similarities() with a term share mixes in the cosine of the articles' stored terms", () => {
+  const index = new DataModelIndex("dm_t", 2, { exactVectors: true, forwardTerms: 32 });
+  const bodies = ["flood river flood rain", "flood rain storm", "football match goal goal", "river bank"];
+  const vecs = [[1, 0], [0.8, 0.6], [0, 1], [0.6, 0.8]].map((v) => Float32Array.from(v));
+  bodies.forEach((body, i) => index.upsert(article(i, "", body), vecs[i]!));
+  // Each article's stored terms as `(1 + ln tf) x idf`, normalised (tf from the body, field weight 1).
+  const weights = bodies.map((body) => {
+    const w = new Map([...Bm25Index.bag(terms(body))].map(([t, tf]) => [t, (1 + Math.log(tf)) * index.bm25.idf(t)]));
+    const norm = Math.hypot(...w.values());
+    return new Map([...w].map(([t, x]) => [t, x / norm]));
+  });
+  const termCosine = (a: number, b: number) =>
+    a === b ? 1 : [...weights[a]!].reduce((sum, [t, x]) => sum + x * (weights[b]!.get(t) ?? 0), 0);
+  const slots = [0, 1, 2, 3];
+  const vectorsAlone = index.similarities(slots).cosines;
+  assert.deepEqual(index.similarities(slots, 0).cosines, vectorsAlone);
+  for (const share of [0.5, 1]) {
+    const { cosines } = index.similarities(slots, share);
+    for (const a of slots) {
+      for (const b of slots) {
+        const expected = (1 - share) * vectorsAlone[a * 4 + b]! + share * termCosine(a, b);
+        assert.ok(Math.abs(cosines[a * 4 + b]! - expected) < 1e-5, `${share} ${a},${b}: ${cosines[a * 4 + b]}`);
+      }
+    }
+  }
+  assert.ok(termCosine(0, 1) > 0 && termCosine(0, 2) === 0, "the fixture has overlapping and disjoint articles");
+  // An index that keeps no terms takes the vectors' cosine alone, whatever the share.
+  const plain = new DataModelIndex("dm_p", 2, { exactVectors: true });
+  bodies.forEach((body, i) => plain.upsert(article(i, "", body), vecs[i]!));
+  assert.deepEqual(plain.similarities(slots, 1).cosines, vectorsAlone);
+});
