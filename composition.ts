@@ -24,7 +24,7 @@ import type { PaymentProcessor } from "./core/commerce/mod.ts";
 import type { Config } from "./core/config.ts";
 import { WebPageAnalyzer, WorkerExtractor } from "./core/extract/mod.ts";
 import { SourcePoller, SourceRepo, SourceService, WorkerSourceParser } from "./core/sources/mod.ts";
-import { ImageService } from "./core/images/mod.ts";
+import { type ImageFetcher, ImageService } from "./core/images/mod.ts";
 import type { Logger } from "./core/log.ts";
 import { Loopback, SafeFetcher } from "./core/net/mod.ts";
 import { createPayproxyServices, type PayproxyServices } from "./core/payproxy/mod.ts";
@@ -154,6 +154,8 @@ export interface DepsOverrides {
   mailer?: Mailer;
   /** The SSRF-guarded fetcher (default: built from the config). */
   safeFetch?: SafeFetcher;
+  /** What the image service reads origin images with, given the guarded fetcher (default: that fetcher). */
+  imageFetcher?: (safeFetch: SafeFetcher) => ImageFetcher;
   /** URL-query analysis (default: fetch, extract and summarise through `safeFetch`). */
   urlAnalyzer?: UrlAnalyzer;
   /** What search results link to (default: the signed links). */
@@ -340,7 +342,7 @@ export function buildDeps(inputs: DepsInputs, overrides: DepsOverrides = {}): De
     urlAnalyzer,
     links,
     images: new ImageService({
-      fetcher: safeFetch,
+      fetcher: overrides.imageFetcher?.(safeFetch) ?? safeFetch,
       dataDir: config.dataDir,
       maxBytes: config.imageMaxBytes,
       maxDimension: config.imageMaxDimension,

@@ -16,6 +16,7 @@ import { seedAnswerDemo } from "./fixtures/answer_demo.ts";
 import { seedCommerceDemo } from "./fixtures/commerce_demo.ts";
 import { seedDemo } from "./fixtures/demo.ts";
 import { startDemoSite } from "./fixtures/demo_site.ts";
+import { withDemoImages } from "./fixtures/demo_images.ts";
 import { DEMO_ENV_FILE, writeDemoEnv } from "./fixtures/demo_env.ts";
 import { seedStorefront } from "./fixtures/storefront.ts";
 import { demoEventsStep } from "./fixtures/demo_events.ts";
@@ -46,7 +47,10 @@ export async function openDeps(
     allocatorFlush: config.duckdbAllocatorFlush,
     libPath: config.duckdbLibPath,
   });
-  const deps = buildDeps({ config, kv, duckdb, clock: systemClock, log });
+  // The demo's publishers are on `.example` hosts, which no one serves: their images are drawn here.
+  const deps = buildDeps({ config, kv, duckdb, clock: systemClock, log }, {
+    ...(config.demoSeed ? { imageFetcher: withDemoImages } : {}),
+  });
   await deps.start();
   return deps;
 }

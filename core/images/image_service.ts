@@ -49,9 +49,12 @@ export class ImageOriginError extends Error {
   }
 }
 
+/** What reads origin images: the SSRF-guarded fetcher, or one that answers some URLs itself (the demo's). */
+export type ImageFetcher = Pick<SafeFetcher, "fetch">;
+
 /** Options of {@link ImageService}. */
 export interface ImageServiceOptions {
-  fetcher: SafeFetcher;
+  fetcher: ImageFetcher;
   /** The service's data directory; the cache lives in `images/` under it. */
   dataDir: string;
   /** Largest origin image read. */
@@ -114,7 +117,7 @@ class Slots {
 
 /** Renders and caches article images. One per process. */
 export class ImageService {
-  readonly #fetcher: SafeFetcher;
+  readonly #fetcher: ImageFetcher;
   readonly #dir: string;
   readonly #maxBytes: number;
   readonly #maxDimension: number;

@@ -1,3 +1,3 @@
 /** The images room's face: what other rooms and the routes may use. */
 
-export { ImageBusyError, ImageOriginError, ImageService, MIN_DIMENSION } from "./image_service.ts";
+export { ImageBusyError, type ImageFetcher, ImageOriginError, ImageService, MIN_DIMENSION } from "./image_service.ts";

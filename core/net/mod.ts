@@ -2,4 +2,4 @@
 
 export { parseIPv4, parseIPv6 } from "./ip.ts";
 export { Loopback } from "./loopback.ts";
-export { SafeFetcher, SafeFetchError } from "./safe_fetch.ts";
+export { SafeFetcher, SafeFetchError, type SafeFetchOptions, type SafeFetchResult } from "./safe_fetch.ts";

@@ -112,6 +112,26 @@ Deno.test("main.ts serve: 503 while it starts, seeds an empty DATA_DIR once, sto
         await res.body?.cancel();
       });
 
+      await t.step("the demo's article images are served, drawn for its .example publishers", async () => {
+        const { url } = await first.listening;
+        const dm = /^export DM=(dm_\S+)/m.exec(env)![1];
+        const res = await fetch(`${url}/app/v2/search?data_model_id=${dm}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify({ query: "port strike", similarity_top_k: 3 }),
+        });
+        assert.equal(res.status, 200);
+        const results = (await res.json()).response.results as { image_url: string | null }[];
+        assert.ok(results.length > 0 && results.every((r) => r.image_url), "every demo result has an image");
+        const images = await Promise.all(results.map((r) => fetch(`${r.image_url}&w=128&h=72`)));
+        const bodies = await Promise.all(images.map((img) => img.arrayBuffer()));
+        images.forEach((img, i) => {
+          assert.equal(img.status, 200, `image ${i}`);
+          assert.match(img.headers.get("content-type") ?? "", /^image\/(webp|png|jpeg)$/);
+          assert.ok(bodies[i]!.byteLength > 100);
+        });
+      });
+
       await t.step("stops cleanly on SIGTERM", async () => {
         first.child.kill("SIGTERM");
         assert.equal((await first.child.status).code, 0);
