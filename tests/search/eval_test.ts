@@ -78,3 +78,18 @@ Deno.test("deno task eval prints the three methods per folder and their mean, an
   assert.equal(written.mean.hybrid.ndcg10, written.collections[0].scores.hybrid.ndcg10, "the mean of two equal runs");
   assert.match(written.provider, /^wink-sg-100d@/);
 });
+
+Deno.test("loadBeir(): the shipped collections load whole, and every judged document is in its corpus", async () => {
+  const expected = { cisi: [1460, 76], cranfield: [1400, 225], cacm: [3204, 52] } as const;
+  for (const [name, [documents, judgedQueries]] of Object.entries(expected)) {
+    const data = await loadBeir(new URL(`../../fixtures/beir/${name}`, import.meta.url).pathname);
+    assert.equal(data.corpus.length, documents, name);
+    assert.equal(data.queries.length, judgedQueries, name);
+    assert.ok(data.queries.every((q) => q.text.length > 0), `${name}: every query has text`);
+    const ids = new Set(data.corpus.map((d) => d.id));
+    assert.equal(ids.size, documents, `${name}: document ids are unique`);
+    for (const [q, rels] of data.qrels) {
+      for (const [d, gain] of rels) assert.ok(ids.has(d) && gain >= 1, `${name}: ${q} judges ${d} (${gain})`);
+    }
+  }
+});
