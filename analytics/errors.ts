@@ -62,6 +62,17 @@ export const analyticsErrors = declareErrors({
     code: "server_busy",
     message: "This tenant's part of the event log is full until it is written out, try again shortly",
   },
+  /**
+   * A batch whose events alone take more than the whole event log may hold (`EVENTS_WAL_MAX_BYTES`):
+   * no flush could ever make room for it, so it is refused for its size, not as busy (a client told
+   * to retry later would retry forever). Nothing of it is stored.
+   */
+  event_batch_larger_than_log: {
+    kind: "too_large",
+    code: "body_too_large",
+    message: (p: { max: number }) =>
+      `Request body too large: a batch's events may take at most ${p.max} bytes in the event log; send fewer per batch`,
+  },
   /** A widget batch holding more JSON values than its events can use, refused before it is decoded. */
   widget_batch_too_many_values: {
     kind: "too_large",

@@ -149,6 +149,10 @@ export class EventPipeline implements EventSink {
       const tenantId = rows[i]!.tenant_id;
       if (tenantId) byTenant.set(tenantId, (byTenant.get(tenantId) ?? 0) + line.byteLength);
     }
+    // A batch larger than the whole log never fits, however far the flush gets.
+    if (bytes > this.options.walMaxBytes) {
+      throw analyticsErrors.event_batch_larger_than_log({ max: this.options.walMaxBytes });
+    }
     // One read: the log's size and the parts of the batch's (at most) four largest tenants. A batch
     // of more (the service's own impressions of many searches) adds little of each of the others.
     const largest = [...byTenant].sort((x, y) => y[1] - x[1]).slice(0, CHECKED_TENANTS);

@@ -80,7 +80,10 @@ const route = createRoute({
     },
     401: { description: "Malformed API key" },
     403: { description: "Unknown or revoked API key, unknown widget or origin not allowed" },
-    413: { description: "Body too large, or a widget batch of more JSON values than a batch can use" },
+    413: {
+      description: "Body too large, a widget batch of more JSON values than a batch can use, or a batch whose events " +
+        "take more than the whole event log holds (`EVENTS_WAL_MAX_BYTES`)",
+    },
     422: { description: "A field of an event is invalid" },
     429: {
       description: "Widget events over the per-address or per-widget limit or the widget's daily quota " +

@@ -321,3 +321,23 @@ Deno.test("POST /v1/events: a tenant's part of the log smaller than one batch st
   assert.equal(again.status, 202, "written out, it takes a batch again");
   await again.body?.cancel();
 });
+
+Deno.test("POST /v1/events: a batch larger than the whole event log is 413 for its size, not 503 to retry; nothing stored", async () => {
+  await using world = await analyticsWorld({ EVENTS_WAL_MAX_BYTES: String(BOUND), EVENTS_WAL_TENANT_SHARE_PCT: "100" });
+  const { w } = world;
+  // 100 events of a 1,000-character question: well inside the body limit, more than the log's 64 KiB.
+  const events = batch("huge", 100).map((e) => ({ ...e, prompt: "Where should I travel? ".repeat(44) }));
+  const res = await postWithKey(w, world.key, events);
+  assert.equal(res.status, 413);
+  assert.equal(res.headers.get("retry-after"), null, "no retry can succeed");
+  const body = await res.json();
+  assert.match(body.message, /at most 65536 bytes in the event log; send fewer per batch/);
+  assert.equal(await walBytes(w.deps.kv), 0, "nothing of it is stored");
+  // The same events in batches the log can hold are taken.
+  for (let i = 0; i < events.length; i += 20) {
+    const part = await postWithKey(w, world.key, events.slice(i, i + 20));
+    assert.equal(part.status, 202);
+    await w.deps.events.flush();
+  }
+  assert.equal((await parquetIdCounts(w.deps.duckdb, w.deps.analytics.eventsDir)).size, 100);
+});
