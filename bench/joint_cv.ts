@@ -28,16 +28,12 @@
  *   deno run -A bench/joint_cv.ts fixtures/beir/cisi fixtures/beir-tiny   (about 20 s; BENCH_DEBUG=1 lists
  *   every setting's figure on each collection)
  */
-import { embeddingText } from "../core/search/store/articles.ts";
 import { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
-import { beirArticle, type BeirDataset, beirFields, evaluate, loadBeir, ndcgAt } from "../cli/eval.ts";
-import { articleBag, DataModelIndex, type QueryRep } from "../core/search/index/index.ts";
-import { Bm25Index } from "../core/search/index/bm25.ts";
-import { terms } from "../core/search/text/tokenizer.ts";
+import { evaluate } from "../cli/eval.ts";
 import { type Fusion, FUSION_V2, SCORE_REGULARIZATION } from "../core/search/rank/retrieval_mode.ts";
 import { crossValidate, mean, repeatedGain } from "./_cv.ts";
+import { prepareCollection, type RankedCollection, scoreFusion } from "./_ranking_world.ts";
 
-const K = 100;
 const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
 const dirs = Deno.args.length ? Deno.args : ["fixtures/beir/cisi", "fixtures/beir-tiny"];
 // The baseline of the gains: version 2 before score regularization (the issue's 0.4197).
@@ -72,62 +68,11 @@ const show = (f: Fusion) =>
 
 // ---- collections ----------------------------------------------------------------------------------
 
-interface Collection {
-  name: string;
-  data: BeirDataset;
-  index: DataModelIndex;
-  ids: string[];
-  reps: QueryRep[];
-}
-
+type Collection = RankedCollection;
 const embeddings = new LocalEmbeddings({ cachePath });
 await embeddings.init();
-
-/** The index and query representations exactly as `evaluate` (cli/eval.ts) builds them. */
-async function prepare(dir: string): Promise<Collection> {
-  const data = await loadBeir(dir);
-  const index = new DataModelIndex("dm_joint", embeddings.dims, {
-    removeCommonDirection: embeddings.removeCommonDirection ?? false,
-    exactVectors: true,
-  });
-  const ids: string[] = [];
-  for (let i = 0; i < data.corpus.length; i += 256) {
-    const chunk = data.corpus.slice(i, i + 256);
-    const docs = chunk.map(beirFields);
-    const vectors = await embeddings.embed(docs.map(embeddingText));
-    chunk.forEach((d, j) => {
-      ids[index.upsert(beirArticle(d), vectors[j]!, articleBag(docs[j]!))] = d.id;
-    });
-  }
-  const reps: QueryRep[] = [];
-  for (const q of data.queries) {
-    const [vector] = await embeddings.embed([q.text]);
-    reps.push({ bag: Bm25Index.bag(terms(q.text)), vector: vector! });
-  }
-  return { name: dir.replace(/\/+$/, "").split("/").at(-1)!, data, index, ids, reps };
-}
-
-/** Per collection and feedback setting, each query's representation after vector feedback. */
-const fedCache = new WeakMap<Collection, Map<string, QueryRep[]>>();
-function fed(c: Collection, f: Fusion): QueryRep[] {
-  let perFeedback = fedCache.get(c);
-  if (!perFeedback) fedCache.set(c, perFeedback = new Map());
-  const k = `${f.feedbackDocs}/${f.feedbackWeight}`;
-  let reps = perFeedback.get(k);
-  if (!reps) {
-    reps = c.reps.map((rep) => c.index.withFeedback(rep, f.feedbackDocs, f.feedbackWeight, { pool: K }));
-    perFeedback.set(k, reps);
-  }
-  return reps;
-}
-
-/** nDCG@10 of each query under a setting. */
-function score(c: Collection, f: Fusion): number[] {
-  return fed(c, f).map((rep, qi) => {
-    const ranked = c.index.hybrid(rep, { k: K, fusion: f }).map((x) => c.ids[x.slot]!);
-    return ndcgAt(ranked, c.data.qrels.get(c.data.queries[qi]!.id)!, 10);
-  });
-}
+const prepare = (dir: string) => prepareCollection(dir, embeddings);
+const score = scoreFusion;
 
 // ---- run ------------------------------------------------------------------------------------------
 

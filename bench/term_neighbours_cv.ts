@@ -23,16 +23,12 @@
  *
  *   deno run -A bench/term_neighbours_cv.ts fixtures/beir/cisi fixtures/beir-tiny   (about 20 s)
  */
-import { embeddingText } from "../core/search/store/articles.ts";
 import { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
-import { beirArticle, type BeirDataset, beirFields, evaluate, loadBeir, ndcgAt } from "../cli/eval.ts";
-import { articleBag, DataModelIndex, type QueryRep } from "../core/search/index/index.ts";
-import { Bm25Index } from "../core/search/index/bm25.ts";
-import { terms } from "../core/search/text/tokenizer.ts";
+import { type BeirDataset, evaluate } from "../cli/eval.ts";
 import { type Fusion, FUSION_V2, SCORE_REGULARIZATION } from "../core/search/rank/retrieval_mode.ts";
 import { crossValidate, mean, repeatedGain } from "./_cv.ts";
+import { prepareCollection, type RankedCollection, scoreFusion } from "./_ranking_world.ts";
 
-const K = 100;
 const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
 const dirs = Deno.args.length ? Deno.args : ["fixtures/beir/cisi", "fixtures/beir-tiny"];
 // The baseline of the gains: version 2 before score regularization (the issue's 0.4197).
@@ -61,57 +57,25 @@ const show = (s: Setting) =>
 
 // ---- collections ----------------------------------------------------------------------------------
 
+/** One index per stored-term count, over the same collection. */
 interface Collection {
   name: string;
   data: BeirDataset;
-  /** One index per stored-term count. */
-  indexes: Map<number, DataModelIndex>;
-  ids: string[];
-  reps: QueryRep[];
+  byStored: Map<number, RankedCollection>;
 }
 
 const embeddings = new LocalEmbeddings({ cachePath });
 await embeddings.init();
 
-/** The indexes and query representations exactly as `evaluate` (cli/eval.ts) builds them. */
 async function prepare(dir: string): Promise<Collection> {
-  const data = await loadBeir(dir);
-  const indexes = new Map(
-    STORED.map((stored) => [
-      stored,
-      new DataModelIndex("dm_terms", embeddings.dims, {
-        removeCommonDirection: embeddings.removeCommonDirection ?? false,
-        exactVectors: true,
-        forwardTerms: stored,
-      }),
-    ]),
-  );
-  const ids: string[] = [];
-  for (let i = 0; i < data.corpus.length; i += 256) {
-    const chunk = data.corpus.slice(i, i + 256);
-    const docs = chunk.map(beirFields);
-    const vectors = await embeddings.embed(docs.map(embeddingText));
-    chunk.forEach((d, j) => {
-      for (const index of indexes.values()) ids[index.upsert(beirArticle(d), vectors[j]!, articleBag(docs[j]!))] = d.id;
-    });
-  }
-  const reps: QueryRep[] = [];
-  for (const q of data.queries) {
-    const [vector] = await embeddings.embed([q.text]);
-    reps.push({ bag: Bm25Index.bag(terms(q.text)), vector: vector! });
-  }
-  return { name: dir.replace(/\/+$/, "").split("/").at(-1)!, data, indexes, ids, reps };
+  const byStored = new Map<number, RankedCollection>();
+  for (const stored of STORED) byStored.set(stored, await prepareCollection(dir, embeddings, { forwardTerms: stored }));
+  const first = byStored.get(STORED[0]!)!;
+  return { name: first.name, data: first.data, byStored };
 }
 
 /** nDCG@10 of each query under a setting. */
-function score(c: Collection, s: Setting | { stored: number; fusion: Fusion }): number[] {
-  const index = c.indexes.get(s.stored)!;
-  return c.reps.map((rep, qi) => {
-    const fed = index.withFeedback(rep, s.fusion.feedbackDocs, s.fusion.feedbackWeight, { pool: K });
-    const ranked = index.hybrid(fed, { k: K, fusion: s.fusion }).map((x) => c.ids[x.slot]!);
-    return ndcgAt(ranked, c.data.qrels.get(c.data.queries[qi]!.id)!, 10);
-  });
-}
+const score = (c: Collection, s: Setting) => scoreFusion(c.byStored.get(s.stored)!, s.fusion);
 
 // ---- run ------------------------------------------------------------------------------------------
 

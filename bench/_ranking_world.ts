@@ -1,0 +1,82 @@
+/**
+ * A relevance collection indexed as `deno task eval` indexes it (cli/eval.ts `evaluate`), and its
+ * queries ranked by the service's own code under any fusion: shared by the ranking benches that
+ * choose among fusions (bench/joint_cv.ts, bench/transfer_cv.ts, bench/term_neighbours_cv.ts).
+ */
+import { embeddingText } from "../core/search/store/articles.ts";
+import type { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
+import { beirArticle, type BeirDataset, beirFields, loadBeir, ndcgAt } from "../cli/eval.ts";
+import { articleBag, DataModelIndex, type QueryRep } from "../core/search/index/index.ts";
+import { Bm25Index } from "../core/search/index/bm25.ts";
+import { terms } from "../core/search/text/tokenizer.ts";
+import type { Fusion } from "../core/search/rank/retrieval_mode.ts";
+
+/** Candidates ranked per query, as `deno task eval` takes them. */
+export const RANKED = 100;
+
+export interface RankedCollection {
+  /** The folder's last part (`cisi`, `beir-tiny`). */
+  name: string;
+  data: BeirDataset;
+  index: DataModelIndex;
+  /** Document id per slot. */
+  ids: string[];
+  /** Each query's representation before feedback, in `data.queries` order. */
+  reps: QueryRep[];
+}
+
+/**
+ * Indexes a collection in batches of 256 and embeds each query alone, exactly as `evaluate` does
+ * (so the shipped fusion reproduces its figures query by query).
+ * @param forwardTerms terms stored per article (see `DataModelIndex`; 0: none, as the service)
+ */
+export async function prepareCollection(
+  dir: string,
+  embeddings: LocalEmbeddings,
+  { forwardTerms = 0 }: { forwardTerms?: number } = {},
+): Promise<RankedCollection> {
+  const data = await loadBeir(dir);
+  const index = new DataModelIndex("dm_bench", embeddings.dims, {
+    removeCommonDirection: embeddings.removeCommonDirection ?? false,
+    exactVectors: true,
+    forwardTerms,
+  });
+  const ids: string[] = [];
+  for (let i = 0; i < data.corpus.length; i += 256) {
+    const chunk = data.corpus.slice(i, i + 256);
+    const docs = chunk.map(beirFields);
+    const vectors = await embeddings.embed(docs.map(embeddingText));
+    chunk.forEach((d, j) => {
+      ids[index.upsert(beirArticle(d), vectors[j]!, articleBag(docs[j]!))] = d.id;
+    });
+  }
+  const reps: QueryRep[] = [];
+  for (const q of data.queries) {
+    const [vector] = await embeddings.embed([q.text]);
+    reps.push({ bag: Bm25Index.bag(terms(q.text)), vector: vector! });
+  }
+  return { name: dir.replace(/\/+$/, "").split("/").at(-1)!, data, index, ids, reps };
+}
+
+// Per collection and vector feedback setting, each query's representation after feedback.
+const fedCache = new WeakMap<RankedCollection, Map<string, QueryRep[]>>();
+
+function fed(c: RankedCollection, f: Fusion): QueryRep[] {
+  let perFeedback = fedCache.get(c);
+  if (!perFeedback) fedCache.set(c, perFeedback = new Map());
+  const key = `${f.feedbackDocs}/${f.feedbackWeight}`;
+  let reps = perFeedback.get(key);
+  if (!reps) {
+    reps = c.reps.map((rep) => c.index.withFeedback(rep, f.feedbackDocs, f.feedbackWeight, { pool: RANKED }));
+    perFeedback.set(key, reps);
+  }
+  return reps;
+}
+
+/** nDCG@10 of each query (in `data.queries` order) ranked under `fusion`. */
+export function scoreFusion(c: RankedCollection, fusion: Fusion): number[] {
+  return fed(c, fusion).map((rep, qi) => {
+    const ranked = c.index.hybrid(rep, { k: RANKED, fusion }).map((x) => c.ids[x.slot]!);
+    return ndcgAt(ranked, c.data.qrels.get(c.data.queries[qi]!.id)!, 10);
+  });
+}
