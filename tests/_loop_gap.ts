@@ -16,3 +16,22 @@ export async function worstLoopGap<T>(work: () => Promise<T>): Promise<{ out: T;
     clearInterval(timer);
   }
 }
+
+/**
+ * {@link worstLoopGap} of `work`, run again (up to `tries` times in all) while its worst gap is at
+ * least `boundMs`; returns the last run's output and the least worst gap seen. A stall the code
+ * causes happens on every run; one the machine causes (the process descheduled while two other
+ * test files share its two cores) seldom happens twice, so a bound can stay tight without flaking.
+ */
+export async function leastLoopGap<T>(
+  boundMs: number,
+  work: () => Promise<T>,
+  tries = 2,
+): Promise<{ out: T; worstMs: number }> {
+  let best = await worstLoopGap(work);
+  for (let i = 1; i < tries && best.worstMs >= boundMs; i++) {
+    const next = await worstLoopGap(work);
+    best = { out: next.out, worstMs: Math.min(best.worstMs, next.worstMs) };
+  }
+  return best;
+}
