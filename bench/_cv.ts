@@ -10,6 +10,10 @@ export const FOLDS = 5;
 
 export const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
+/** An nDCG figure as the benches print it, and a gain with its sign. */
+export const fmt = (x: number) => x.toFixed(4);
+export const signed = (x: number) => `${x >= 0 ? "+" : ""}${x.toFixed(4)}`;
+
 /** 5-fold CV; `foldOf(i)` is query i's fold (by position mod 5 unless given). */
 export function crossValidate<T>(
   cands: { key: T; scores: number[] }[],

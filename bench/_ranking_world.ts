@@ -5,7 +5,7 @@
  */
 import { embeddingText } from "../core/search/store/articles.ts";
 import type { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
-import { beirArticle, type BeirDataset, beirFields, loadBeir, ndcgAt } from "../cli/eval.ts";
+import { beirArticle, type BeirDataset, beirFields, evaluate, loadBeir, ndcgAt } from "../cli/eval.ts";
 import { articleBag, DataModelIndex, type QueryRep } from "../core/search/index/index.ts";
 import { Bm25Index } from "../core/search/index/bm25.ts";
 import { terms } from "../core/search/text/tokenizer.ts";
@@ -79,4 +79,51 @@ export function scoreFusion(c: RankedCollection, fusion: Fusion): number[] {
     const ranked = c.index.hybrid(rep, { k: RANKED, fusion }).map((x) => c.ids[x.slot]!);
     return ndcgAt(ranked, c.data.qrels.get(c.data.queries[qi]!.id)!, 10);
   });
+}
+
+/** A fusion's settings as one string: grids tell settings apart by it. */
+export const fusionKey = (f: Fusion): string =>
+  [f.vectorWeight, f.normalise, f.feedbackDocs, f.feedbackWeight, JSON.stringify(f.regularize ?? null)].join("|");
+
+/** The axes of a grid of fusions (every combination is a setting). */
+export interface FusionAxes {
+  vectorWeights: readonly number[];
+  normalise: readonly Fusion["normalise"][];
+  feedback: readonly { docs: number; weight: number }[];
+  regularize: readonly Fusion["regularize"][];
+}
+
+/** Every combination of `axes`, with `first` first (so the folds' ties go to it) and never twice. */
+export function fusionGrid(first: Fusion, axes: FusionAxes): Fusion[] {
+  const grid: Fusion[] = [first];
+  for (const regularize of axes.regularize) {
+    for (const normalise of axes.normalise) {
+      for (const { docs, weight } of axes.feedback) {
+        for (const vectorWeight of axes.vectorWeights) {
+          const f: Fusion = { vectorWeight, normalise, feedbackDocs: docs, feedbackWeight: weight, regularize };
+          if (fusionKey(f) !== fusionKey(first)) grid.push(f);
+        }
+      }
+    }
+  }
+  return grid;
+}
+
+/**
+ * Throws unless `shippedScores` ranks every collection as `deno task eval` does with `fusion`, query
+ * by query: a bench's figures are then the service's, not a re-implementation's.
+ */
+export async function assertHarnessReproduced(
+  collections: readonly { name: string; data: BeirDataset }[],
+  embeddings: LocalEmbeddings,
+  fusion: Fusion,
+  shippedScores: (i: number) => number[],
+): Promise<void> {
+  for (const [i, c] of collections.entries()) {
+    const harness = (await evaluate(c.data, embeddings, { fusion })).perQuery!.map((q) => q.hybrid);
+    const here = shippedScores(i);
+    if (harness.some((x, q) => x !== here[q])) {
+      throw new Error(`${c.name}: the shipped setting differs from the harness`);
+    }
+  }
 }

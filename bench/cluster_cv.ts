@@ -37,7 +37,7 @@ import { NO_TERM_FEEDBACK, type TermFeedback } from "../core/search/rank/feedbac
 import { articleBag, type Candidate, DataModelIndex } from "../core/search/index/index.ts";
 import { FUSION_V2, SCORE_REGULARIZATION } from "../core/search/rank/retrieval_mode.ts";
 import { termsWithWords } from "../core/search/text/tokenizer.ts";
-import { crossValidate, mean, repeatedGain } from "./_cv.ts";
+import { crossValidate, fmt, mean, repeatedGain, signed } from "./_cv.ts";
 import { buildLsi, foldIn, type Lsi, lsiCosine } from "./_lsi.ts";
 import { regularizeScores } from "../core/search/rank/regularize.ts";
 
@@ -395,9 +395,6 @@ function scoreGrid(c: Collection, grid: Setting[]): number[][] {
 }
 
 // ---- output (cross-validation is bench/_cv.ts) ------------------------------------------------------
-
-const fmt = (x: number) => x.toFixed(4);
-const signed = (x: number) => `${x >= 0 ? "+" : ""}${x.toFixed(4)}`;
 
 // ---- run ------------------------------------------------------------------------------------------
 

@@ -45,7 +45,7 @@ import { Bm25Index } from "../core/search/index/bm25.ts";
 import { terms } from "../core/search/text/tokenizer.ts";
 import { FUSION_V2, SCORE_REGULARIZATION } from "../core/search/rank/retrieval_mode.ts";
 import { regularizeScores } from "../core/search/rank/regularize.ts";
-import { crossValidate, mean, repeatedGain } from "./_cv.ts";
+import { crossValidate, fmt, mean, repeatedGain, signed } from "./_cv.ts";
 
 const K = 100;
 const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
@@ -288,9 +288,6 @@ const score = (c: Collection, s: Setting) =>
   c.queries.map((q) => ndcgAt(rerank(q, s).slice(0, 10).map((slot) => c.ids[slot]!), q.rels, 10));
 
 // ---- run ------------------------------------------------------------------------------------------
-
-const fmt = (x: number) => x.toFixed(4);
-const signed = (x: number) => `${x >= 0 ? "+" : ""}${x.toFixed(4)}`;
 
 const t0 = performance.now();
 const collections: Collection[] = [];

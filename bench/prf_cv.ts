@@ -19,7 +19,7 @@ import { NO_TERM_FEEDBACK, type TermFeedback } from "../core/search/rank/feedbac
 import { articleBag, DataModelIndex } from "../core/search/index/index.ts";
 import { FUSION_V2 } from "../core/search/rank/retrieval_mode.ts";
 import { terms } from "../core/search/text/tokenizer.ts";
-import { crossValidate, mean, repeatedGain } from "./_cv.ts";
+import { crossValidate, fmt, mean, repeatedGain } from "./_cv.ts";
 
 const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
 const dirs = Deno.args.length ? Deno.args : ["fixtures/beir/cisi", "fixtures/beir-tiny"];
@@ -81,7 +81,6 @@ function perQuery(c: Collection, s: Setting): number[] {
   });
 }
 
-const fmt = (x: number) => x.toFixed(4);
 const show = (s: Setting) =>
   s.docs === 0
     ? "off"

@@ -15,6 +15,7 @@ import { type BeirDataset, loadBeir, ndcgAt } from "../cli/eval.ts";
 import { stem as porter2 } from "../core/search/text/stemmer.ts";
 import { foldText, terms, words } from "../core/search/text/tokenizer.ts";
 import { stem as light } from "./_light_stemmer.ts";
+import { fmt } from "./_cv.ts";
 
 const FOLDS = 5;
 const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
@@ -268,7 +269,6 @@ function crossValidate<T>(candidates: { key: T; scores: number[] }[]): { cv: num
   return { cv: mean(held), picks, best: best.key };
 }
 
-const fmt = (x: number) => x.toFixed(4);
 const show = (o: object) => JSON.stringify(o).replaceAll('"', "");
 
 const wv = await loadWordVectors(cachePath);

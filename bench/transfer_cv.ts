@@ -27,11 +27,17 @@
  *   deno run -A bench/transfer_cv.ts    (about a minute; BENCH_DEBUG=1 lists every setting)
  */
 import { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
-import { evaluate } from "../cli/eval.ts";
 import { type Fusion, FUSION_V2 } from "../core/search/rank/retrieval_mode.ts";
 import type { ScoreRegularization } from "../core/search/rank/regularize.ts";
-import { mean } from "./_cv.ts";
-import { prepareCollection, type RankedCollection, scoreFusion } from "./_ranking_world.ts";
+import { fmt, mean, signed } from "./_cv.ts";
+import {
+  assertHarnessReproduced,
+  fusionGrid,
+  fusionKey,
+  prepareCollection,
+  type RankedCollection,
+  scoreFusion,
+} from "./_ranking_world.ts";
 
 const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
 const HELD_OUT = "fixtures/beir/cisi";
@@ -51,19 +57,13 @@ for (const neighbours of [5, 10]) {
 }
 
 const SHIPPED: Fusion = FUSION_V2;
-const key = (f: Fusion) =>
-  [f.vectorWeight, f.normalise, f.feedbackDocs, f.feedbackWeight, JSON.stringify(f.regularize ?? null)].join("|");
-const grid: Fusion[] = [SHIPPED];
-for (const regularize of REGULARIZE) {
-  for (const normalise of NORMALISE) {
-    for (const { docs, weight } of FEEDBACK) {
-      for (const vectorWeight of WEIGHTS) {
-        const f: Fusion = { vectorWeight, normalise, feedbackDocs: docs, feedbackWeight: weight, regularize };
-        if (key(f) !== key(SHIPPED)) grid.push(f);
-      }
-    }
-  }
-}
+const key = fusionKey;
+const grid = fusionGrid(SHIPPED, {
+  vectorWeights: WEIGHTS,
+  normalise: NORMALISE,
+  feedback: FEEDBACK,
+  regularize: REGULARIZE,
+});
 if (grid.length !== 210) throw new Error(`the family has ${grid.length} settings, not the 210 registered`);
 
 const show = (f: Fusion) =>
@@ -81,9 +81,6 @@ const score = scoreFusion;
 
 // ---- run ------------------------------------------------------------------------------------------
 
-const fmt = (x: number) => x.toFixed(4);
-const signed = (x: number) => `${x >= 0 ? "+" : ""}${x.toFixed(4)}`;
-
 const t0 = performance.now();
 const all: Collection[] = [];
 for (const dir of [HELD_OUT, ...CHOOSERS, GUARD]) all.push(await prepare(dir));
@@ -91,11 +88,7 @@ const [cisi, ...rest] = all as [Collection, ...Collection[]];
 const choosers = rest.slice(0, CHOOSERS.length), guard = rest.at(-1)!;
 console.log(`prepared ${all.map((c) => c.name).join(", ")} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
-for (const c of all) {
-  const harness = (await evaluate(c.data, embeddings, { fusion: SHIPPED })).perQuery!.map((q) => q.hybrid);
-  const here = score(c, SHIPPED);
-  if (harness.some((x, i) => x !== here[i])) throw new Error(`${c.name}: the shipped setting differs from the harness`);
-}
+await assertHarnessReproduced(all, embeddings, SHIPPED, (i) => score(all[i]!, SHIPPED));
 console.log("the shipped setting reproduces deno task eval query by query on every collection");
 
 const t1 = performance.now();
