@@ -9,6 +9,7 @@
  * chunks of one tenant's last minutes, not the whole log (every tenant's unflushed events). A record
  * beside the chunk (`["ev_wal_ixof", batchId, chunk]`) lists its entries, which leave with it.
  */
+import { concatBytes } from "../core/bytes.ts";
 import type { Clock } from "../core/clock.ts";
 
 /** KV prefix of the log. */
@@ -127,13 +128,7 @@ export function wellFormedChunk(bytes: Uint8Array): Uint8Array {
   if (!ESCAPED_SURROGATE.test(text)) return bytes;
   const lines = text.split("\n").filter((l) => l !== "");
   const parts = lines.map((l) => ESCAPED_SURROGATE.test(l) ? ndjsonLine(JSON.parse(l)) : enc.encode(l + "\n"));
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
+  return concatBytes(parts);
 }
 
 /**

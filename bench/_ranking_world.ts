@@ -3,10 +3,9 @@
  * queries ranked by the service's own code under any fusion: shared by the ranking benches that
  * choose among fusions (bench/joint_cv.ts, bench/transfer_cv.ts, bench/term_neighbours_cv.ts).
  */
-import { embeddingText } from "../core/search/store/articles.ts";
 import type { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
-import { beirArticle, type BeirDataset, beirFields, evaluate, loadBeir, ndcgAt } from "../cli/eval.ts";
-import { articleBag, DataModelIndex, type QueryRep } from "../core/search/index/index.ts";
+import { type BeirDataset, evaluate, indexCollection, loadBeir, ndcgAt } from "../cli/eval.ts";
+import type { DataModelIndex, QueryRep } from "../core/search/index/index.ts";
 import { Bm25Index } from "../core/search/index/bm25.ts";
 import { terms } from "../core/search/text/tokenizer.ts";
 import type { Fusion } from "../core/search/rank/retrieval_mode.ts";
@@ -26,8 +25,8 @@ export interface RankedCollection {
 }
 
 /**
- * Indexes a collection in batches of 256 and embeds each query alone, exactly as `evaluate` does
- * (so the shipped fusion reproduces its figures query by query).
+ * Indexes a collection with the harness's own `indexCollection` and embeds each query alone, as
+ * `evaluate` does (so the shipped fusion reproduces its figures query by query).
  * @param forwardTerms terms stored per article (see `DataModelIndex`; 0: none, as the service)
  */
 export async function prepareCollection(
@@ -36,26 +35,27 @@ export async function prepareCollection(
   { forwardTerms = 0 }: { forwardTerms?: number } = {},
 ): Promise<RankedCollection> {
   const data = await loadBeir(dir);
-  const index = new DataModelIndex("dm_bench", embeddings.dims, {
-    removeCommonDirection: embeddings.removeCommonDirection ?? false,
-    exactVectors: true,
-    forwardTerms,
-  });
-  const ids: string[] = [];
-  for (let i = 0; i < data.corpus.length; i += 256) {
-    const chunk = data.corpus.slice(i, i + 256);
-    const docs = chunk.map(beirFields);
-    const vectors = await embeddings.embed(docs.map(embeddingText));
-    chunk.forEach((d, j) => {
-      ids[index.upsert(beirArticle(d), vectors[j]!, articleBag(docs[j]!))] = d.id;
-    });
-  }
+  const { index, ids } = await indexCollection(data, embeddings, { forwardTerms });
   const reps: QueryRep[] = [];
   for (const q of data.queries) {
     const [vector] = await embeddings.embed([q.text]);
     reps.push({ bag: Bm25Index.bag(terms(q.text)), vector: vector! });
   }
   return { name: dir.replace(/\/+$/, "").split("/").at(-1)!, data, index, ids, reps };
+}
+
+/** {@link prepareCollection} of each folder in turn, saying how long it took. */
+export async function prepareCollections(
+  dirs: readonly string[],
+  embeddings: LocalEmbeddings,
+  options: { forwardTerms?: number } = {},
+): Promise<RankedCollection[]> {
+  const started = performance.now();
+  const out: RankedCollection[] = [];
+  for (const dir of dirs) out.push(await prepareCollection(dir, embeddings, options));
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  console.log(`prepared ${out.map((c) => c.name).join(", ")} in ${seconds} s`);
+  return out;
 }
 
 // Per collection and vector feedback setting, each query's representation after feedback.

@@ -35,7 +35,7 @@ import {
   assertHarnessReproduced,
   fusionGrid,
   fusionKey,
-  prepareCollection,
+  prepareCollections,
   type RankedCollection,
   scoreFusion,
 } from "./_ranking_world.ts";
@@ -71,18 +71,12 @@ const show = (f: Fusion) =>
 type Collection = RankedCollection;
 const embeddings = new LocalEmbeddings({ cachePath });
 await embeddings.init();
-const prepare = (dir: string) => prepareCollection(dir, embeddings);
 const score = scoreFusion;
 
 // ---- run ------------------------------------------------------------------------------------------
 
-const t0 = performance.now();
-const collections: Collection[] = [];
-for (const d of dirs) collections.push(await prepare(d));
+const collections = await prepareCollections(dirs, embeddings);
 const [dev, ...others] = collections as [Collection, ...Collection[]];
-console.log(
-  `prepared ${collections.map((c) => c.name).join(", ")} in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
-);
 
 // The shipped setting here must be `deno task eval`'s ranking, query by query.
 await assertHarnessReproduced(collections, embeddings, SHIPPED, (i) => score(collections[i]!, SHIPPED));

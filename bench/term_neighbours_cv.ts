@@ -27,7 +27,7 @@ import { LocalEmbeddings } from "../core/search/embeddings/wink.ts";
 import type { BeirDataset } from "../cli/eval.ts";
 import { type Fusion, FUSION_V2, SCORE_REGULARIZATION } from "../core/search/rank/retrieval_mode.ts";
 import { crossValidate, fmt, mean, repeatedGain, signed } from "./_cv.ts";
-import { assertHarnessReproduced, prepareCollection, type RankedCollection, scoreFusion } from "./_ranking_world.ts";
+import { assertHarnessReproduced, prepareCollections, type RankedCollection, scoreFusion } from "./_ranking_world.ts";
 
 const cachePath = Deno.env.get("EMBEDDINGS_CACHE_PATH") ?? "/tmp/svc-test-shared/wink-sg-100d-1.1.0.v1.bin";
 const dirs = Deno.args.length ? Deno.args : ["fixtures/beir/cisi", "fixtures/beir-tiny"];
@@ -67,11 +67,15 @@ interface Collection {
 const embeddings = new LocalEmbeddings({ cachePath });
 await embeddings.init();
 
-async function prepare(dir: string): Promise<Collection> {
-  const byStored = new Map<number, RankedCollection>();
-  for (const stored of STORED) byStored.set(stored, await prepareCollection(dir, embeddings, { forwardTerms: stored }));
-  const first = byStored.get(STORED[0]!)!;
-  return { name: first.name, data: first.data, byStored };
+/** The collections of `dirs`, each indexed once per stored-term count. */
+async function prepare(dirs: readonly string[]): Promise<Collection[]> {
+  const byCount: RankedCollection[][] = [];
+  for (const stored of STORED) byCount.push(await prepareCollections(dirs, embeddings, { forwardTerms: stored }));
+  return byCount[0]!.map((c, i) => ({
+    name: c.name,
+    data: c.data,
+    byStored: new Map(STORED.map((stored, s) => [stored, byCount[s]![i]!])),
+  }));
 }
 
 /** nDCG@10 of each query under a setting. */
@@ -79,13 +83,8 @@ const score = (c: Collection, s: Setting) => scoreFusion(c.byStored.get(s.stored
 
 // ---- run ------------------------------------------------------------------------------------------
 
-const t0 = performance.now();
-const collections: Collection[] = [];
-for (const d of dirs) collections.push(await prepare(d));
+const collections = await prepare(dirs);
 const [dev, ...others] = collections as [Collection, ...Collection[]];
-console.log(
-  `prepared ${collections.map((c) => c.name).join(", ")} in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
-);
 
 // The shipped setting here must be `deno task eval`'s ranking, query by query.
 await assertHarnessReproduced(collections, embeddings, FUSION_V2, (i) => score(collections[i]!, SHIPPED));

@@ -34,7 +34,7 @@ import {
   assertHarnessReproduced,
   fusionGrid,
   fusionKey,
-  prepareCollection,
+  prepareCollections,
   type RankedCollection,
   scoreFusion,
 } from "./_ranking_world.ts";
@@ -76,17 +76,13 @@ const show = (f: Fusion) =>
 type Collection = RankedCollection;
 const embeddings = new LocalEmbeddings({ cachePath });
 await embeddings.init();
-const prepare = (dir: string) => prepareCollection(dir, embeddings);
 const score = scoreFusion;
 
 // ---- run ------------------------------------------------------------------------------------------
 
-const t0 = performance.now();
-const all: Collection[] = [];
-for (const dir of [HELD_OUT, ...CHOOSERS, GUARD]) all.push(await prepare(dir));
+const all = await prepareCollections([HELD_OUT, ...CHOOSERS, GUARD], embeddings);
 const [cisi, ...rest] = all as [Collection, ...Collection[]];
 const choosers = rest.slice(0, CHOOSERS.length), guard = rest.at(-1)!;
-console.log(`prepared ${all.map((c) => c.name).join(", ")} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
 await assertHarnessReproduced(all, embeddings, SHIPPED, (i) => score(all[i]!, SHIPPED));
 console.log("the shipped setting reproduces deno task eval query by query on every collection");

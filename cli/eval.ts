@@ -127,18 +127,22 @@ export function recallAt(ranked: string[], rels: Map<string, number>, k: number)
   return relevant.filter((id) => top.has(id)).length / relevant.length;
 }
 
-/** Indexes the corpus and scores the three methods (hybrid with `fusion`, the default version). */
-export async function evaluate(
+/**
+ * A collection's corpus in a new index, embedded in batches of 256: what `evaluate` ranks, and what
+ * the ranking benches rank (bench/_ranking_world.ts), so their figures are the harness's.
+ * @returns the index and the document id of each slot
+ */
+export async function indexCollection(
   data: BeirDataset,
   embeddings: EmbeddingProvider,
-  { fusion = FUSION_V2, ann }: { fusion?: Fusion; ann?: AnnOptions } = {},
-): Promise<CollectionScores> {
+  { forwardTerms = 0, ann }: { forwardTerms?: number; ann?: AnnOptions } = {},
+): Promise<{ index: DataModelIndex; ids: string[] }> {
   await embeddings.init();
   const index = new DataModelIndex("dm_eval", embeddings.dims, {
     removeCommonDirection: embeddings.removeCommonDirection ?? false,
     // The embeddings here are f32, not read back from int8 storage: score them as they are.
     exactVectors: true,
-    forwardTerms: fusion.termFeedback ? FORWARD_TERMS_PER_DOC : 0,
+    forwardTerms,
     ...(ann ? { ann } : {}),
   });
   const ids: string[] = [];
@@ -147,10 +151,22 @@ export async function evaluate(
     const docs = chunk.map(beirFields);
     const vectors = await embeddings.embed(docs.map(embeddingText));
     chunk.forEach((d, j) => {
-      const article = beirArticle(d);
-      ids[index.upsert(article, vectors[j]!, articleBag(docs[j]!))] = d.id;
+      ids[index.upsert(beirArticle(d), vectors[j]!, articleBag(docs[j]!))] = d.id;
     });
   }
+  return { index, ids };
+}
+
+/** Indexes the corpus and scores the three methods (hybrid with `fusion`, the default version). */
+export async function evaluate(
+  data: BeirDataset,
+  embeddings: EmbeddingProvider,
+  { fusion = FUSION_V2, ann }: { fusion?: Fusion; ann?: AnnOptions } = {},
+): Promise<CollectionScores> {
+  const { index, ids } = await indexCollection(data, embeddings, {
+    forwardTerms: fusion.termFeedback ? FORWARD_TERMS_PER_DOC : 0,
+    ann,
+  });
   await index.annReady();
   const totals = {
     bm25: { ndcg10: 0, recall100: 0 },

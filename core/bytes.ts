@@ -20,11 +20,16 @@ export async function readStreamCapped(
     }
     chunks.push(value);
   }
-  const out = new Uint8Array(total);
+  return concatBytes(chunks);
+}
+
+/** The bytes of `parts`, one after another, in one new array. */
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
   let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
   }
   return out;
 }

@@ -1,5 +1,6 @@
 import { SMTPServer } from "smtp-server";
 import { within } from "../_basics.ts";
+import { concatBytes } from "../../core/bytes.ts";
 
 /** A message received by the local SMTP server. */
 export interface ReceivedMail {
@@ -29,7 +30,7 @@ export async function startLocalSmtp(): Promise<LocalSmtp> {
       const chunks: Uint8Array[] = [];
       stream.on("data", (c: Uint8Array) => chunks.push(c));
       stream.on("end", () => {
-        const raw = new TextDecoder().decode(concat(chunks));
+        const raw = new TextDecoder().decode(concatBytes(chunks));
         messages.push({
           from: session.envelope.mailFrom?.address ?? "",
           // deno-lint-ignore no-explicit-any
@@ -61,14 +62,4 @@ export async function startLocalSmtp(): Promise<LocalSmtp> {
     close,
     [Symbol.asyncDispose]: close,
   };
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
 }

@@ -343,11 +343,10 @@ export class Bm25Index {
 
   /** Inverse document frequency (BM25+ style, never negative). */
   idf(term: string): number {
-    const df = this.df(term);
-    return Math.log(1 + (this.liveDocs - df + 0.5) / (df + 0.5));
+    return this.idfOf(this.termId(term));
   }
 
-  /** {@link idf} of a term id from {@link termId}. */
+  /** {@link idf} of a term id from {@link termId} (-1, an unknown term: df 0). */
   idfOf(id: number): number {
     const df = this.dfOf(id);
     return Math.log(1 + (this.liveDocs - df + 0.5) / (df + 0.5));
